@@ -1,0 +1,60 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"time"
+
+	"github.com/baton-agent/baton/internal/cli"
+)
+
+// version is set at link time (-ldflags "-X main.version=v1.2.3"); without
+// it the module version or "devel" is reported.
+var version = ""
+
+// wire builds the factory: the only place that reads the process
+// environment.
+func wire() *cli.Factory {
+	wd, err := os.Getwd()
+	if err != nil {
+		wd = "."
+	}
+	exe, err := os.Executable()
+	if err == nil {
+		if p, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = p
+		}
+	}
+	return &cli.Factory{
+		IO: cli.IO{
+			In:     os.Stdin,
+			Out:    os.Stdout,
+			Err:    os.Stderr,
+			InTTY:  isTerminal(os.Stdin),
+			OutTTY: isTerminal(os.Stdout),
+		},
+		Now:        time.Now,
+		Getenv:     os.Getenv,
+		WorkDir:    wd,
+		Version:    buildVersion(),
+		Executable: exe,
+	}
+}
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+// isTerminal reports whether f is a character device (a terminal), without
+// a dependency: hooks run with pipes and must never wait on a TTY.
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,86 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/baton-agent/baton"
+)
+
+// Main runs baton with args (without the program name) and returns the
+// process exit code. It is the one place that prints a command's error.
+func Main(ctx context.Context, args []string, f *Factory) int {
+	root := newRootCmd(f)
+	root.SetArgs(args)
+	root.SetIn(f.IO.In)
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.Err)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	code := exitCode(err)
+	var ee *ExitCodeError
+	if errors.As(err, &ee) && ee.Err == nil {
+		return code
+	}
+	fmt.Fprintf(f.IO.Err, "baton: %s\n", err)
+	if code == ExitUsage && cmd != nil {
+		fmt.Fprintf(f.IO.Err, "Run '%s --help' for usage.\n", cmd.CommandPath())
+	}
+	return code
+}
+
+// usageError returns an Invalid error for bad command-line input.
+func usageError(format string, args ...any) error {
+	return baton.Errorf(baton.Invalid, format, args...)
+}
+
+// exactArgs is cobra.ExactArgs with a usage error that names what is missing.
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageError("%s takes %s (got %d argument%s)", cmd.CommandPath(), what, len(args), plural(len(args)))
+		}
+		return nil
+	}
+}
+
+// rangeArgs is cobra.RangeArgs with a usage error.
+func rangeArgs(min, max int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < min || len(args) > max {
+			return usageError("%s takes %s (got %d argument%s)", cmd.CommandPath(), what, len(args), plural(len(args)))
+		}
+		return nil
+	}
+}
+
+// minArgs is cobra.MinimumNArgs with a usage error.
+func minArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < n {
+			return usageError("%s takes %s", cmd.CommandPath(), what)
+		}
+		return nil
+	}
+}
+
+// noArgs rejects positional arguments, naming the first one.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError("%s takes no arguments (got %q)", cmd.CommandPath(), strings.Join(args, " "))
+	}
+	return nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

@@ -1,0 +1,46 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+)
+
+func newRootCmd(f *Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "baton",
+		Short: "Give coding agents the right context at every step, and keep it",
+		Long: `baton keeps an agent's working context in a project-local store
+(.agent/context/) that every agent product reads and writes: handoff packets
+that carry a task from one session to the next, loops that repeat a prompt
+until the agent states a promise, and a log of the files that matter.
+
+It also renders task briefs (review-pr, fix-issue, implement-feature), runs
+fresh agent sessions over a goal tree with guards, and carries an issue to a
+merged pull request through a delivery pipeline.`,
+		Example: `  baton init                           # create .agent/context/ here
+  baton handoff "finish the auth refactor" --next-prompt "Run the auth tests and fix what fails"
+  baton pickup latest                  # the prompt for the next session
+  baton packet list`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageError("unknown command %q for baton", args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmd.Help()
+		},
+		Version: f.Version,
+	}
+	root.SetVersionTemplate("baton {{.Version}}\n")
+	root.PersistentFlags().StringVar(&f.rootFlag, "root", "", "project root holding .agent/context (default: discovered from the working directory; env BATON_ROOT)")
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return usageError("%s", err)
+	})
+
+	root.AddCommand(
+		newVersionCmd(f),
+	)
+	return root
+}

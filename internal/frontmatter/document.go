@@ -1,0 +1,254 @@
+// Package frontmatter reads and writes baton's markdown artifacts: a
+// line-oriented YAML frontmatter between "---" lines, then "## " sections.
+//
+// Files baton writes round-trip byte for byte. Frontmatter keys and
+// sections baton does not know survive a rewrite unchanged.
+package frontmatter
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/baton-agent/baton"
+)
+
+// Entry is one top-level frontmatter key with its value node and the exact
+// text it occupied (key line plus continuation lines).
+type Entry struct {
+	Key  string
+	Node *yaml.Node
+	Raw  string
+}
+
+// Document is a parsed artifact.
+type Document struct {
+	Front    []Entry
+	Preamble string          // text between the frontmatter and the first heading
+	Sections []baton.Section // "## " sections in file order
+	// Body is everything after the frontmatter, for codecs that read the
+	// body their own way (loops).
+	Body string
+}
+
+// SyntaxError reports a malformed artifact.
+type SyntaxError struct {
+	Line int // 1-based, 0 when unknown
+	Msg  string
+}
+
+func (e *SyntaxError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
+	}
+	return e.Msg
+}
+
+// Split separates data into the frontmatter text (between the opening and
+// closing "---" lines, exclusive) and the body after the closing line.
+func Split(data []byte) (front, body string, err error) {
+	s := string(data)
+	s = strings.TrimPrefix(s, "\ufeff")
+	first, rest, ok := cutLine(s)
+	if !ok && first == "" {
+		return "", "", &SyntaxError{Line: 1, Msg: "empty file: expected a frontmatter block starting with ---"}
+	}
+	if strings.TrimRight(first, "\r") != "---" {
+		return "", "", &SyntaxError{Line: 1, Msg: "expected the file to start with a --- line"}
+	}
+	var fb strings.Builder
+	line := 1
+	for {
+		var l string
+		l, rest, ok = cutLine(rest)
+		line++
+		if strings.TrimRight(l, "\r") == "---" && (ok || l != "") {
+			return fb.String(), rest, nil
+		}
+		if !ok {
+			return "", "", &SyntaxError{Line: line, Msg: "frontmatter is not closed by a --- line"}
+		}
+		fb.WriteString(l)
+		fb.WriteByte('\n')
+	}
+}
+
+// cutLine returns the first line of s without its "\n", the rest after it,
+// and whether a newline was found.
+func cutLine(s string) (line, rest string, found bool) {
+	i := strings.IndexByte(s, '\n')
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+1:], true
+}
+
+// Parse reads an artifact: frontmatter entries, preamble and sections.
+func Parse(data []byte) (*Document, error) {
+	front, body, err := Split(data)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := parseFront(front)
+	if err != nil {
+		return nil, err
+	}
+	pre, sections := ParseSections(body)
+	return &Document{Front: entries, Preamble: pre, Sections: sections, Body: body}, nil
+}
+
+// parseFront decodes the frontmatter into ordered entries, each keeping its
+// raw lines.
+func parseFront(front string) ([]Entry, error) {
+	if strings.TrimSpace(front) == "" {
+		return nil, nil
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(front), &doc); err != nil {
+		return nil, &SyntaxError{Msg: "frontmatter is not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
+		return nil, &SyntaxError{Msg: "frontmatter must be key: value lines"}
+	}
+	m := doc.Content[0]
+	if m.Kind != yaml.MappingNode {
+		return nil, &SyntaxError{Line: m.Line + 1, Msg: "frontmatter must be key: value lines"}
+	}
+	lines := strings.SplitAfter(front, "\n")
+	entries := make([]Entry, 0, len(m.Content)/2)
+	seen := make(map[string]bool, len(m.Content)/2)
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			return nil, &SyntaxError{Line: k.Line + 1, Msg: "frontmatter keys must be plain words"}
+		}
+		if seen[k.Value] {
+			return nil, &SyntaxError{Line: k.Line + 1, Msg: fmt.Sprintf("key %q appears twice", k.Value)}
+		}
+		seen[k.Value] = true
+		start := k.Line - 1
+		end := len(lines)
+		if i+2 < len(m.Content) {
+			end = m.Content[i+2].Line - 1
+		}
+		raw := ""
+		if start >= 0 && start <= end && end <= len(lines) {
+			raw = strings.Join(lines[start:end], "")
+		}
+		entries = append(entries, Entry{Key: k.Value, Node: v, Raw: raw})
+	}
+	return entries, nil
+}
+
+// ParseSections splits a markdown body into the text before the first
+// "## " heading and the sections that follow. Headings inside fenced code
+// blocks are text, not headings.
+func ParseSections(body string) (preamble string, sections []baton.Section) {
+	var cur *baton.Section
+	var buf strings.Builder
+	var fence string // the opening fence while inside one
+	flush := func() {
+		if cur == nil {
+			preamble = buf.String()
+		} else {
+			cur.Body = buf.String()
+			sections = append(sections, *cur)
+		}
+		buf.Reset()
+	}
+	rest := body
+	for rest != "" {
+		line, r, found := cutLine(rest)
+		rest = r
+		full := line
+		if found {
+			full += "\n"
+		}
+		trimmed := strings.TrimRight(line, "\r")
+		if fence != "" {
+			if closesFence(trimmed, fence) {
+				fence = ""
+			}
+			buf.WriteString(full)
+			continue
+		}
+		if f := opensFence(trimmed); f != "" {
+			fence = f
+			buf.WriteString(full)
+			continue
+		}
+		if h, ok := heading2(trimmed); ok {
+			flush()
+			cur = &baton.Section{Heading: h}
+			continue
+		}
+		buf.WriteString(full)
+	}
+	flush()
+	return preamble, sections
+}
+
+// heading2 reports whether line is a level-two ATX heading and returns its
+// text.
+func heading2(line string) (string, bool) {
+	if !strings.HasPrefix(line, "##") || strings.HasPrefix(line, "###") {
+		return "", false
+	}
+	rest := line[2:]
+	if rest != "" && rest[0] != ' ' && rest[0] != '\t' {
+		return "", false
+	}
+	h := strings.TrimSpace(rest)
+	// A closing sequence of #s is not part of the heading.
+	if t := strings.TrimRight(h, "#"); t != h && (t == "" || strings.HasSuffix(t, " ")) {
+		h = strings.TrimSpace(t)
+	}
+	return h, true
+}
+
+// opensFence returns the fence marker (``` or ~~~, any length >= 3) when
+// line opens a fenced code block, else "".
+func opensFence(line string) string {
+	l := strings.TrimLeft(line, " ")
+	if len(line)-len(l) > 3 {
+		return ""
+	}
+	for _, c := range []byte{'`', '~'} {
+		n := 0
+		for n < len(l) && l[n] == c {
+			n++
+		}
+		if n >= 3 {
+			if c == '`' && strings.IndexByte(l[n:], '`') >= 0 {
+				return "" // an inline code span, not a fence
+			}
+			return l[:n]
+		}
+	}
+	return ""
+}
+
+// closesFence reports whether line closes a block opened with fence.
+func closesFence(line, fence string) bool {
+	l := strings.TrimLeft(line, " ")
+	if len(line)-len(l) > 3 {
+		return false
+	}
+	n := 0
+	for n < len(l) && l[n] == fence[0] {
+		n++
+	}
+	return n >= len(fence) && strings.TrimSpace(l[n:]) == ""
+}
+
+// RenderSections writes sections as "## Heading\n" + body, in order.
+func RenderSections(b *bytes.Buffer, sections []baton.Section) {
+	for _, s := range sections {
+		b.WriteString("## ")
+		b.WriteString(s.Heading)
+		b.WriteByte('\n')
+		b.WriteString(s.Body)
+	}
+}

@@ -1,0 +1,142 @@
+package frontmatter
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/baton-agent/baton"
+)
+
+// DecodeLoop parses a loop file. The loop prompt is everything between the
+// "## Loop Prompt" heading and the last "## Notes" heading, verbatim: it
+// may hold "---" lines, "## " lines or fences of its own.
+func DecodeLoop(data []byte) (*baton.Loop, error) {
+	front, body, err := Split(data)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := parseFront(front)
+	if err != nil {
+		return nil, err
+	}
+	l := &baton.Loop{}
+	for _, e := range entries {
+		var err error
+		switch e.Key {
+		case "id":
+			l.ID, err = decodeString(e)
+		case "created_at":
+			l.CreatedAt, err = decodeTime(e)
+		case "updated_at":
+			l.UpdatedAt, err = decodeTime(e)
+		case "status":
+			var s string
+			s, err = decodeString(e)
+			l.Status = baton.LoopStatus(s)
+		case "iteration":
+			l.Iteration, err = decodeInt(e)
+		case "max_iterations":
+			l.MaxIterations, err = decodeInt(e)
+		case "completion_promise":
+			l.CompletionPromises, err = decodePromises(e)
+		case "source_packet_id":
+			l.SourcePacketID, err = decodeString(e)
+		case "session_id":
+			l.SessionID, err = decodeString(e)
+		case "outcome":
+			l.Outcome, err = decodeString(e)
+		default:
+			l.Extra = append(l.Extra, baton.Field{Key: e.Key, Raw: e.Raw})
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if l.ID == "" || l.Status == "" || l.CreatedAt.IsZero() || l.UpdatedAt.IsZero() {
+		return nil, &SyntaxError{Msg: "a loop needs id, created_at, updated_at and status"}
+	}
+	const open = "## " + baton.SectionLoopPrompt + "\n"
+	const notes = "\n## " + baton.SectionLoopNotes + "\n"
+	norm := body
+	start := strings.Index(norm, open)
+	if start < 0 || (start > 0 && norm[start-1] != '\n') {
+		return nil, &SyntaxError{Msg: fmt.Sprintf("loop %s has no %q section", l.ID, "## "+baton.SectionLoopPrompt)}
+	}
+	region := norm[start+len(open):]
+	if i := strings.LastIndex("\n"+region, notes); i >= 0 {
+		// i indexes "\n"+region; the Notes heading starts at region[i].
+		tail := region[i:]
+		region = region[:i]
+		_, secs := ParseSections(tail)
+		if len(secs) > 0 {
+			l.Notes = secs[0].Body
+			l.Trailing = secs[1:]
+		}
+	}
+	region = strings.TrimPrefix(region, "\n")
+	region = strings.TrimSuffix(region, "\n")
+	region = strings.TrimSuffix(region, "\n")
+	l.Prompt = region
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// decodePromises accepts null, one string, or a list of strings.
+func decodePromises(e Entry) ([]string, error) {
+	if e.Node.Kind == yaml.SequenceNode {
+		return decodeList(e)
+	}
+	s, err := decodeOptString(e)
+	if err != nil || s == nil {
+		return nil, err
+	}
+	if strings.HasPrefix(strings.TrimSpace(*s), "[") {
+		return decodeList(e)
+	}
+	return []string{*s}, nil
+}
+
+// EncodeLoop renders l. The prompt is written verbatim between a blank line
+// after its heading and a blank line before Notes.
+func EncodeLoop(l *baton.Loop) []byte {
+	var b bytes.Buffer
+	w := writer{&b}
+	b.WriteString("---\n")
+	w.str("id", l.ID)
+	w.time("created_at", l.CreatedAt)
+	w.time("updated_at", l.UpdatedAt)
+	w.str("status", string(l.Status))
+	w.int("iteration", l.Iteration)
+	w.int("max_iterations", l.MaxIterations)
+	switch len(l.CompletionPromises) {
+	case 0:
+		w.null("completion_promise")
+	case 1:
+		w.str("completion_promise", l.CompletionPromises[0])
+	default:
+		w.list("completion_promise", l.CompletionPromises)
+	}
+	w.optStr("source_packet_id", l.SourcePacketID)
+	w.optStr("session_id", l.SessionID)
+	w.optStr("outcome", l.Outcome)
+	w.extra(l.Extra)
+	b.WriteString("---\n\n## ")
+	b.WriteString(baton.SectionLoopPrompt)
+	b.WriteString("\n\n")
+	b.WriteString(l.Prompt)
+	b.WriteString("\n\n## ")
+	b.WriteString(baton.SectionLoopNotes)
+	b.WriteByte('\n')
+	notes := l.Notes
+	if notes == "" {
+		notes = "\n"
+	}
+	b.WriteString(notes)
+	RenderSections(&b, l.Trailing)
+	return b.Bytes()
+}
