@@ -5,6 +5,8 @@ package cli
 import (
 	"io"
 	"time"
+
+	"github.com/baton-agent/baton/internal/fsstore"
 )
 
 // IO is where a command reads and writes. Tests hand in buffers.
@@ -32,6 +34,7 @@ type Factory struct {
 
 	// rootFlag is --root, set by the root command before any RunE.
 	rootFlag string
+	store    *fsstore.Store
 }
 
 // env returns the named variable, or "" when the factory has no Getenv.

@@ -41,6 +41,12 @@ merged pull request through a delivery pipeline.`,
 
 	root.AddCommand(
 		newVersionCmd(f),
+		newInitCmd(f),
+		newRootPathCmd(f),
+		newHandoffCmd(f),
+		newPickupCmd(f),
+		newPacketCmd(f),
+		newFilesCmd(f),
 	)
 	return root
 }

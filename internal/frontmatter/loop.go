@@ -73,7 +73,9 @@ func DecodeLoop(data []byte) (*baton.Loop, error) {
 		_, secs := ParseSections(tail)
 		if len(secs) > 0 {
 			l.Notes = secs[0].Body
-			l.Trailing = secs[1:]
+			if len(secs) > 1 {
+				l.Trailing = secs[1:]
+			}
 		}
 	}
 	region = strings.TrimPrefix(region, "\n")

@@ -1,0 +1,151 @@
+package cli
+
+import (
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/fsstore"
+)
+
+func newFilesCmd(f *Factory) *cobra.Command {
+	var since string
+	var all, asJSON bool
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "files",
+		Short: "List the files agents touched, ranked by recency and count",
+		Long: `List the relevant files recorded in .agent/context/indexes/relevant-files.jsonl:
+files agents changed (recorded by the post-tool-use hook) and files people
+confirmed (baton files add, handoff --file). Each file appears once, with
+its count and last touch, ranked by a score where every touch counts and
+recent touches count more (a touch loses half its weight per hour).
+
+By default it lists what the next handoff would suggest: entries since the
+newest packet. --since PACKET starts after that packet instead; --all lists
+the whole log. The log is streamed, so even a huge log uses little memory.`,
+		Example: `  baton files
+  baton files --all --limit 20
+  baton files --since 20261122T093400Z-auth --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st := f.Store()
+			q := fsstore.FileQuery{}
+			sinceDesc := "all entries"
+			switch {
+			case all && since != "":
+				return usageError("--all and --since do not go together")
+			case since != "":
+				p, err := st.ResolvePacket(since)
+				if err != nil {
+					return err
+				}
+				q.Since, sinceDesc = p.CreatedAt, "since packet "+p.ID
+			case !all:
+				ps, _, err := st.FindPackets(fsstore.PacketFilter{})
+				if err != nil {
+					return err
+				}
+				var newest *baton.Packet
+				for _, p := range ps {
+					if newest == nil || p.CreatedAt.After(newest.CreatedAt) {
+						newest = p
+					}
+				}
+				if newest != nil {
+					q.Since, sinceDesc = newest.CreatedAt, "since packet "+newest.ID
+				}
+			}
+			ranks, stats, err := st.RankFiles(q)
+			if err != nil {
+				return err
+			}
+			if stats.Corrupt > 0 {
+				fmt.Fprintf(f.IO.Err, "baton: warning: skipped %d unreadable line(s) in %s\n", stats.Corrupt, fsstore.RelevantFilesLog)
+			}
+			if limit > 0 && len(ranks) > limit {
+				ranks = ranks[:limit]
+			}
+			if asJSON {
+				out := struct {
+					SchemaVersion int                `json:"schema_version"`
+					Since         *time.Time         `json:"since"`
+					Files         []fsstore.FileRank `json:"files"`
+				}{SchemaVersion: 1, Files: ranks}
+				if !q.Since.IsZero() {
+					out.Since = &q.Since
+				}
+				if out.Files == nil {
+					out.Files = []fsstore.FileRank{}
+				}
+				return writeJSON(f.IO.Out, out)
+			}
+			if len(ranks) == 0 {
+				fmt.Fprintf(f.IO.Err, "no relevant files (%s)\n", sinceDesc)
+				return nil
+			}
+			fmt.Fprintf(f.IO.Err, "%d file(s), %s\n", len(ranks), sinceDesc)
+			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "PATH\tCOUNT\tLAST\tSOURCE")
+			for _, r := range ranks {
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", r.Path, r.Count, baton.FormatTime(r.LastSeen), r.Source)
+			}
+			return tw.Flush()
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&since, "since", "", "only entries after `PACKET` was created (id, prefix or latest)")
+	fl.BoolVar(&all, "all", false, "list the whole log")
+	fl.IntVar(&limit, "limit", 0, "show at most `N` files (0 = all)")
+	fl.BoolVar(&asJSON, "json", false, "print JSON for agents and scripts")
+	cmd.AddCommand(newFilesAddCmd(f))
+	return cmd
+}
+
+func newFilesAddCmd(f *Factory) *cobra.Command {
+	var packetRef string
+	cmd := &cobra.Command{
+		Use:   "add <path>...",
+		Short: "Record files as confirmed relevant",
+		Long: `Record files as confirmed relevant (source "user") in the relevant-files log.
+Paths are taken relative to the current directory and stored relative to
+the project root. With --packet, the entries name that packet.`,
+		Example: "  baton files add internal/auth/jwt.go internal/auth/jwt_test.go\n  baton files add docs/auth.md --packet latest",
+		Args:    minArgs(1, "one or more paths"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := f.ensureStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			packetID := ""
+			if packetRef != "" {
+				p, err := st.ResolvePacket(packetRef)
+				if err != nil {
+					return err
+				}
+				packetID = p.ID
+			}
+			now := f.now().UTC()
+			var entries []baton.RelevantFile
+			for _, a := range args {
+				rel, ok := st.RelPath(f.WorkDir, a)
+				if !ok {
+					return usageError("%s is outside the project root %s", a, st.Root())
+				}
+				entries = append(entries, baton.RelevantFile{Timestamp: now, FilePath: rel, Source: baton.FromUser, PacketID: packetID, Confidence: 1})
+			}
+			if err := st.AppendRelevantFiles(cmd.Context(), entries...); err != nil {
+				return err
+			}
+			for _, e := range entries {
+				fmt.Fprintln(f.IO.Out, e.FilePath)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&packetRef, "packet", "", "the `PACKET` these files belong to (id, prefix or latest)")
+	return cmd
+}

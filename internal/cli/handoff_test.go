@@ -1,0 +1,263 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/fsstore"
+)
+
+const agentBody = `Notes before any heading go to Notes.
+
+## Intent
+Finish the JWT refactor without breaking sessions.
+
+## Constraints
+- No new dependencies.
+
+## Decisions
+- HS256 for now; RS256 later.
+
+## Relevant Files
+### Confirmed
+- ` + "`internal/auth/jwt.go`" + ` — the signer
+
+## Next Prompt
+Run ` + "`go test ./internal/auth/...`" + ` and fix the two failing expiry tests.
+
+## Open Questions
+- Do refresh tokens rotate?
+
+## Rollout
+Behind a flag first.
+`
+
+func TestHandoffPickupGolden(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo()
+	e.write("internal/auth/session.go", "package auth\n") // uncommitted
+	e.vars["BATON_SESSION_ID"] = "5b1c0a2e-1111-4222-8333-944445555666"
+	e.vars["BATON_HARNESS"] = "claude"
+
+	// Agents touched files before the handoff (as the post-tool-use hook records).
+	st := fsstore.Open(e.dir, fsstore.Options{})
+	if _, err := st.Init(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t0 := e.now.Add(-30 * time.Minute)
+	var entries []baton.RelevantFile
+	for i, p := range []string{"internal/auth/session.go", "internal/auth/jwt.go", "internal/auth/session.go", "README.md"} {
+		entries = append(entries, baton.RelevantFile{Timestamp: t0.Add(time.Duration(i) * time.Minute), FilePath: p, Source: baton.FromTool, Confidence: 0.5})
+	}
+	if err := st.AppendRelevantFiles(t.Context(), entries...); err != nil {
+		t.Fatal(err)
+	}
+
+	r := e.ok("internal/auth", agentBody, "handoff", "finish the JWT refactor", "--body", "-", "--validator", "go test ./...", "--file", "jwt.go")
+	id := strings.TrimSpace(r.stdout)
+	if id != "20261122T093400Z-finish-the-jwt-refactor" {
+		t.Fatalf("handoff printed %q", id)
+	}
+	packet := e.read(".agent/context/packets/" + id + ".md")
+	golden(t, "handoff_packet.golden.md", packet)
+
+	// pickup from a nested directory renders the same packet; the repository
+	// moved on in between, and pickup says so.
+	e.git("add", "internal") // not .agent: root.json holds a random project id
+	e.git("commit", "-q", "-m", "add session store")
+	r = e.ok("internal", "", "pickup", "latest")
+	golden(t, "pickup.golden.md", e.scrub(r.stdout))
+	if packet != e.read(".agent/context/packets/"+id+".md") {
+		t.Error("pickup changed the packet")
+	}
+
+	// A tight budget drops optional sections and reports it.
+	r = e.ok("", "", "pickup", "finish", "--budget", "1000", "--explain")
+	if len(r.stdout) > 1000 {
+		t.Errorf("pickup --budget 1000 printed %d bytes", len(r.stdout))
+	}
+	golden(t, "pickup_explain.golden.txt", r.stderr)
+
+	r = e.run("", "", "pickup", "latest", "--budget", "100")
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "too small") || r.stdout != "" {
+		t.Errorf("pickup --budget 100 = %d, %q, %q; want exit 2, an error, no prompt", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestHandoffWarningsAndJSON(t *testing.T) {
+	e := newEnv(t)
+	// Outside git: no repository state, the store is created at cwd.
+	r := e.ok("", "", "handoff", "tiny", "--json")
+	var out struct {
+		SchemaVersion int      `json:"schema_version"`
+		ID            string   `json:"id"`
+		Warnings      []string `json:"warnings"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatalf("handoff --json printed %q: %v", r.stdout, err)
+	}
+	if out.SchemaVersion != 1 || out.ID == "" || len(out.Warnings) != 1 || !strings.Contains(out.Warnings[0], "no Next Prompt") {
+		t.Errorf("handoff --json = %+v", out)
+	}
+	if !strings.Contains(r.stderr, "created the context store") {
+		t.Errorf("first write did not announce the store: %q", r.stderr)
+	}
+	big := strings.Repeat("x", 5000)
+	r = e.ok("", "", "handoff", "big", "--next-prompt", big)
+	if !strings.Contains(r.stderr, "Next Prompt is 5000 bytes") {
+		t.Errorf("no warning for a 5000-byte Next Prompt: %q", r.stderr)
+	}
+	if strings.Contains(r.stderr, "created the context store") {
+		t.Errorf("second write announced the store again: %q", r.stderr)
+	}
+	r = e.run("", "", "handoff")
+	if r.code != ExitUsage {
+		t.Errorf("handoff without purpose exited %d", r.code)
+	}
+	r = e.run("", "", "handoff", "x", "--body", "/does/not/exist")
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "cannot read --body") {
+		t.Errorf("handoff --body missing = %d %q", r.code, r.stderr)
+	}
+}
+
+func TestPacketCommands(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo()
+	first := strings.TrimSpace(e.ok("", "", "handoff", "alpha work", "--next-prompt", "go").stdout)
+	e.now = e.now.Add(time.Minute)
+	second := strings.TrimSpace(e.ok("", "", "handoff", "beta work", "--next-prompt", "go").stdout)
+
+	r := e.ok("", "", "packet", "list")
+	golden(t, "packet_list.golden.txt", r.stdout)
+
+	e.now = e.now.Add(time.Minute)
+	r = e.ok("", "", "packet", "activate", "alpha")
+	if r.stdout != fmt.Sprintf("packet %s: draft -> active\n", first) {
+		t.Errorf("activate printed %q", r.stdout)
+	}
+	r = e.ok("", "", "packet", "list", "--status", "active", "--json")
+	var list struct {
+		Packets []struct {
+			ID        string `json:"id"`
+			Status    string `json:"status"`
+			UpdatedAt string `json:"updated_at"`
+		} `json:"packets"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Packets) != 1 || list.Packets[0].ID != first || list.Packets[0].UpdatedAt != "2026-11-22T09:36:00Z" {
+		t.Errorf("list --status active --json = %+v", list)
+	}
+	e.ok("", "", "packet", "done", second)
+	e.now = e.now.Add(time.Minute)
+	e.ok("", "", "packet", "block", first)
+	if r := e.run("", "", "pickup", "latest"); r.code != 0 || !strings.Contains(r.stdout, "alpha work") {
+		t.Errorf("latest with no draft/active packet should fall back to the newest: %d %q", r.code, r.stderr)
+	}
+
+	r = e.ok("", "", "packet", "show", "beta")
+	if !strings.HasPrefix(r.stdout, "---\nid: "+second+"\n") || !strings.Contains(r.stdout, "status: done") {
+		t.Errorf("packet show printed:\n%s", r.stdout)
+	}
+	r = e.ok("", "", "packet", "open", "beta")
+	if want := filepath.Join(e.dir, ".agent/context/packets", second+".md") + "\n"; r.stdout != want {
+		t.Errorf("packet open = %q, want %q", r.stdout, want)
+	}
+
+	for _, bad := range []string{"../x", "/etc/passwd", "a/b"} {
+		r := e.run("", "", "packet", "show", bad)
+		if r.code != ExitUsage || !strings.Contains(r.stderr, "invalid packet id") {
+			t.Errorf("packet show %q = %d %q; want exit 2 naming the bad id", bad, r.code, r.stderr)
+		}
+	}
+	r = e.run("", "", "packet", "show", "20261122T093")
+	if r.code != ExitError || !strings.Contains(r.stderr, "matches 2 packets") {
+		t.Errorf("ambiguous prefix = %d %q", r.code, r.stderr)
+	}
+	r = e.run("", "", "packet", "list", "--status", "finished")
+	if r.code != ExitUsage {
+		t.Errorf("bad --status exited %d", r.code)
+	}
+
+	// The editor is run on the file and the result re-validated.
+	script := filepath.Join(t.TempDir(), "ed.sh")
+	os.WriteFile(script, []byte("#!/bin/sh\nsed -i 's/^status: done/status: broken/' \"$1\"\n"), 0o755)
+	e.vars["EDITOR"] = script
+	r = e.run("", "", "packet", "open", "beta", "--edit")
+	if r.code == 0 || !strings.Contains(r.stderr, "no longer parses") {
+		t.Errorf("editing a packet into an invalid state = %d %q", r.code, r.stderr)
+	}
+}
+
+func TestFilesCommands(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo()
+	e.ok("internal/auth", "", "files", "add", "jwt.go", "../../README.md")
+	r := e.run("", "", "files", "add", "/etc/passwd")
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "outside the project root") {
+		t.Errorf("files add outside root = %d %q", r.code, r.stderr)
+	}
+	r = e.ok("", "", "files", "--json")
+	var out struct {
+		Files []struct {
+			Path      string `json:"path"`
+			Confirmed bool   `json:"confirmed"`
+		} `json:"files"`
+	}
+	json.Unmarshal([]byte(r.stdout), &out)
+	if len(out.Files) != 2 || !out.Files[0].Confirmed {
+		t.Errorf("files --json = %s", r.stdout)
+	}
+	// After a handoff, `baton files` starts from that packet.
+	e.now = e.now.Add(time.Minute)
+	e.ok("", "", "handoff", "snap", "--next-prompt", "go")
+	r = e.ok("", "", "files")
+	if r.stdout != "" || !strings.Contains(r.stderr, "no relevant files (since packet") {
+		t.Errorf("files after handoff = %q %q", r.stdout, r.stderr)
+	}
+	r = e.ok("", "", "files", "--all")
+	if !strings.Contains(r.stdout, "internal/auth/jwt.go") || !strings.Contains(r.stdout, "README.md") {
+		t.Errorf("files --all = %q", r.stdout)
+	}
+}
+
+func TestRootAndInit(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo()
+	if r := e.ok("internal/auth", "", "root"); r.stdout != e.dir+"\n" {
+		t.Errorf("root from a subdirectory = %q, want %q", r.stdout, e.dir)
+	}
+	r1 := e.ok("internal", "", "init")
+	r2 := e.ok("", "", "init")
+	if !strings.Contains(r1.stdout, "created") || !strings.Contains(r2.stdout, "already exists") {
+		t.Errorf("init twice: %q then %q", r1.stdout, r2.stdout)
+	}
+	other := t.TempDir()
+	if r := e.ok("", "", "root", "--root", other); r.stdout != other+"\n" {
+		t.Errorf("root --root = %q", r.stdout)
+	}
+	e.vars["BATON_ROOT"] = other
+	if r := e.ok("", "", "root", "--json"); !strings.Contains(r.stdout, `"found_by": "override"`) {
+		t.Errorf("BATON_ROOT not honoured: %q", r.stdout)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	e := newEnv(t)
+	for _, args := range [][]string{{"nope"}, {"pickup", "--bogus"}, {"packet", "show"}, {"init", "extra"}} {
+		r := e.run("", "", args...)
+		if r.code != ExitUsage || r.stdout != "" || !strings.Contains(r.stderr, "baton: ") {
+			t.Errorf("baton %v = %d, %q, %q; want exit 2 and an error on stderr only", args, r.code, r.stdout, r.stderr)
+		}
+	}
+	if r := e.ok("", "", "version"); r.stdout == "" {
+		t.Error("version printed nothing")
+	}
+}

@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// result is one baton invocation's outcome.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// env is a test project: a directory, a clock, and environment.
+type env struct {
+	t    *testing.T
+	dir  string
+	now  time.Time
+	vars map[string]string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	// Deterministic commits: fixed identity and dates.
+	for k, v := range map[string]string{
+		"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
+		"GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.com",
+		"GIT_AUTHOR_DATE": "2026-11-22T09:00:00Z", "GIT_COMMITTER_DATE": "2026-11-22T09:00:00Z",
+		"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
+	} {
+		t.Setenv(k, v)
+	}
+	return &env{t: t, dir: t.TempDir(), now: time.Date(2026, 11, 22, 9, 34, 0, 0, time.UTC), vars: map[string]string{}}
+}
+
+func (e *env) git(args ...string) string {
+	e.t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = e.dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		e.t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+func (e *env) write(rel, content string) {
+	e.t.Helper()
+	p := filepath.Join(e.dir, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) read(rel string) string {
+	e.t.Helper()
+	b, err := os.ReadFile(filepath.Join(e.dir, rel))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return string(b)
+}
+
+// gitRepo makes e.dir a repository with one commit.
+func (e *env) gitRepo() {
+	e.t.Helper()
+	e.git("init", "-q", "-b", "main")
+	e.write("README.md", "# app\n")
+	e.write("internal/auth/jwt.go", "package auth\n")
+	e.git("add", "-A")
+	e.git("commit", "-q", "-m", "initial commit")
+}
+
+// run runs baton in subdir of the project with stdin.
+func (e *env) run(subdir, stdin string, args ...string) result {
+	e.t.Helper()
+	var out, errb bytes.Buffer
+	f := &Factory{
+		IO:      IO{In: strings.NewReader(stdin), Out: &out, Err: &errb},
+		Now:     func() time.Time { return e.now },
+		Getenv:  func(k string) string { return e.vars[k] },
+		WorkDir: filepath.Join(e.dir, subdir),
+		Version: "test",
+	}
+	code := Main(context.Background(), args, f)
+	return result{out.String(), errb.String(), code}
+}
+
+func (e *env) ok(subdir, stdin string, args ...string) result {
+	e.t.Helper()
+	r := e.run(subdir, stdin, args...)
+	if r.code != 0 {
+		e.t.Fatalf("baton %v exited %d\nstdout: %s\nstderr: %s", args, r.code, r.stdout, r.stderr)
+	}
+	return r
+}
+
+var tmpDirRE = regexp.MustCompile(`/tmp/[^\s"'` + "`" + `]*?/\d{3}`)
+
+// scrub replaces the temp dir so goldens are stable.
+func (e *env) scrub(s string) string { return strings.ReplaceAll(s, e.dir, "$ROOT") }
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/cli -update)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", name, diff)
+	}
+}

@@ -1,0 +1,292 @@
+package frontmatter
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/baton-agent/baton"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden %s: %v (run go test -update)", path, err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", name, diff)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func samplePacket() *baton.Packet {
+	t0 := time.Date(2026, 11, 22, 9, 34, 0, 0, time.UTC)
+	p := &baton.Packet{
+		ID: "20261122T093400Z-auth-refactor", CreatedAt: t0, UpdatedAt: t0.Add(time.Hour),
+		Status: baton.PacketActive, Purpose: "Finish the auth refactor: JWT, then sessions",
+		Source: "claude", SessionID: "5b1c0a2e-1111-4222-8333-944445555666",
+		TranscriptPath:         "/home/u/.claude/projects/-home-u-app/5b1c.jsonl",
+		RelevantFilesConfirmed: []string{"internal/auth/jwt.go", `odd "quoted" name.go`},
+		RelevantFilesSuggested: []string{},
+		Validators:             []string{"go test ./internal/auth/..."},
+		LoopPromise:            ptr("DONE"),
+		LoopMaxIterations:      5,
+		Preamble:               "\n",
+	}
+	for _, h := range baton.PacketSections {
+		p.Sections = append(p.Sections, baton.Section{Heading: h, Body: "\n" + h + " text.\n\n"})
+	}
+	p.Sections[len(p.Sections)-1].Body = "\nLast.\n"
+	return p
+}
+
+func TestPacketGolden(t *testing.T) {
+	got := EncodePacket(samplePacket())
+	golden(t, "packet.golden.md", got)
+	p, err := DecodePacket(got)
+	if err != nil {
+		t.Fatalf("DecodePacket(encoded) error: %v", err)
+	}
+	if diff := cmp.Diff(samplePacket(), p); diff != "" {
+		t.Errorf("decode(encode(p)) mismatch (-want +got):\n%s", diff)
+	}
+	if again := EncodePacket(p); string(again) != string(got) {
+		t.Errorf("encode(decode(b)) is not byte-identical:\n%s", cmp.Diff(string(got), string(again)))
+	}
+}
+
+// A file a person edited keeps what baton does not know: unknown keys (with
+// their formatting and continuation lines), unknown sections, preamble text,
+// headings inside code fences.
+func TestPacketUnknownsSurvive(t *testing.T) {
+	in := `---
+id: 20261122T093400Z-x
+owner: "team-a"   # a comment
+created_at: 2026-11-22T09:34:00Z
+updated_at: 2026-11-22T09:34:00Z
+status: draft
+purpose: "x: y"
+labels:
+  - one
+  - two
+---
+Free text a person added.
+
+## Intent
+
+Do x.
+
+## Custom Notes From Bob
+
+` + "```md\n## Not a heading\n```" + `
+
+## Next Prompt (Draft)
+
+Go.
+`
+	p, err := DecodePacket([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantExtra := []baton.Field{
+		{Key: "owner", Raw: "owner: \"team-a\"   # a comment\n"},
+		{Key: "labels", Raw: "labels:\n  - one\n  - two\n"},
+	}
+	if diff := cmp.Diff(wantExtra, p.Extra); diff != "" {
+		t.Errorf("Extra mismatch (-want +got):\n%s", diff)
+	}
+	var heads []string
+	for _, s := range p.Sections {
+		heads = append(heads, s.Heading)
+	}
+	if diff := cmp.Diff([]string{"Intent", "Custom Notes From Bob", "Next Prompt (Draft)"}, heads); diff != "" {
+		t.Errorf("headings mismatch (-want +got):\n%s", diff)
+	}
+	if p.Purpose != "x: y" {
+		t.Errorf("Purpose = %q, want %q", p.Purpose, "x: y")
+	}
+	out := EncodePacket(p)
+	for _, want := range []string{"owner: \"team-a\"   # a comment\n", "labels:\n  - one\n  - two\n", "Free text a person added.", "## Not a heading", "## Custom Notes From Bob"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("re-encoded packet lost %q:\n%s", want, out)
+		}
+	}
+	// And the re-encoded file is stable from then on.
+	p2, err := DecodePacket(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again := EncodePacket(p2); string(again) != string(out) {
+		t.Errorf("second rewrite changed bytes:\n%s", cmp.Diff(string(out), string(again)))
+	}
+}
+
+func TestDecodePacketErrors(t *testing.T) {
+	valid := "id: 20261122T093400Z-x\ncreated_at: 2026-11-22T09:34:00Z\nupdated_at: 2026-11-22T09:34:00Z\nstatus: draft\npurpose: p\n"
+	tests := []struct {
+		name, in, want string
+	}{
+		{"empty file", "", "empty file"},
+		{"no frontmatter", "# hello\n", "start with a --- line"},
+		{"unclosed", "---\nid: x\n", "not closed"},
+		{"bad yaml", "---\nid: [x\n---\n", "not valid YAML"},
+		{"not a mapping", "---\n- a\n---\n", "key: value"},
+		{"duplicate key", "---\n" + valid + "status: done\n---\n", `"status" appears twice`},
+		{"missing purpose", "---\nid: 20261122T093400Z-x\ncreated_at: 2026-11-22T09:34:00Z\nupdated_at: 2026-11-22T09:34:00Z\nstatus: draft\n---\n", `"purpose" is missing`},
+		{"bad status", "---\n" + strings.Replace(valid, "draft", "finished", 1) + "---\n", "status \"finished\""},
+		{"bad time", "---\n" + strings.Replace(valid, "2026-11-22T09:34:00Z\nupdated", "yesterday\nupdated", 1) + "---\n", "created_at: want an ISO 8601"},
+		{"traversal id", "---\n" + strings.Replace(valid, "20261122T093400Z-x", "../../etc/passwd", 1) + "---\n", "invalid packet id"},
+		{"bad list", "---\n" + valid + "validators: {a: b}\n---\n", "validators: want a list"},
+		{"bad int", "---\n" + valid + "loop_max_iterations: many\n---\n", "want a whole number"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := DecodePacket([]byte(tt.in))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("DecodePacket(%q) error = %v, want one containing %q", tt.in, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestDecodePacketAcceptsJSONArrayStrings(t *testing.T) {
+	in := "---\nid: 20261122T093400Z-x\ncreated_at: 2026-11-22T09:34:00Z\nupdated_at: 2026-11-22T09:34:00Z\nstatus: draft\npurpose: p\n" +
+		"relevant_files_confirmed: '[\"a.go\", \"b.go\"]'\nvalidators: null\nloop_promise: null\n---\n"
+	p, err := DecodePacket([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"a.go", "b.go"}, p.RelevantFilesConfirmed); diff != "" {
+		t.Errorf("RelevantFilesConfirmed mismatch (-want +got):\n%s", diff)
+	}
+	if p.Validators != nil || p.LoopPromise != nil {
+		t.Errorf("null fields decoded as %v, %v; want nil, nil", p.Validators, p.LoopPromise)
+	}
+}
+
+func TestScalarQuoting(t *testing.T) {
+	for _, v := range []string{
+		"plain words", "x: y", "#hash", "a #b", "null", "~", "true", "123", "-lead", "trailing ",
+		" leading", "multi\nline", `back\slash`, `"quoted"`, "tab\there", "ünïcödé", "2026-11-22T09:34:00Z",
+		"[not a list]", "{not: map}", "@at", "`tick`", "a:b", "end:", "",
+	} {
+		t.Run(v, func(t *testing.T) {
+			p := samplePacket()
+			p.Purpose = v + "x" // purpose must not be empty
+			p.Source = v
+			got, err := DecodePacket(EncodePacket(p))
+			if err != nil {
+				t.Fatalf("DecodePacket(EncodePacket(%q)) error: %v\n%s", v, err, EncodePacket(p))
+			}
+			if got.Purpose != v+"x" || got.Source != v {
+				t.Errorf("round trip of %q gave purpose %q, source %q", v, got.Purpose, got.Source)
+			}
+		})
+	}
+}
+
+func TestParseSectionsFences(t *testing.T) {
+	body := "pre\n## A\n```\n## not\n```\n~~~~\n## still not\n~~~\n## nor this\n~~~~\n## B\nb ##\n### sub\n##C\n## D ##\n"
+	pre, secs := ParseSections(body)
+	if pre != "pre\n" {
+		t.Errorf("preamble = %q, want %q", pre, "pre\n")
+	}
+	var heads []string
+	for _, s := range secs {
+		heads = append(heads, s.Heading)
+	}
+	if diff := cmp.Diff([]string{"A", "B", "D"}, heads); diff != "" {
+		t.Errorf("headings mismatch (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(secs[1].Body, "### sub\n##C\n") {
+		t.Errorf("section B body = %q; want it to keep ### and ##C lines", secs[1].Body)
+	}
+}
+
+func sampleLoop() *baton.Loop {
+	t0 := time.Date(2026, 11, 22, 9, 34, 0, 0, time.UTC)
+	return &baton.Loop{
+		ID: "20261122T093400Z-fix-tests", CreatedAt: t0, UpdatedAt: t0,
+		Status: baton.LoopActive, Iteration: 3, MaxIterations: 20,
+		CompletionPromises: []string{"ALL TESTS PASS", "BLOCKED"},
+		SourcePacketID:     "20261122T090000Z-auth", SessionID: "abc-123",
+		Prompt: "Fix the tests.\n---\n## Notes\nnot the real notes\n```\n## fenced\n```\n---",
+		Notes:  "\n- 2026-11-22T09:34:00Z started\n",
+	}
+}
+
+func TestLoopGoldenAndPromptVerbatim(t *testing.T) {
+	l := sampleLoop()
+	got := EncodeLoop(l)
+	golden(t, "loop.golden.md", got)
+	back, err := DecodeLoop(got)
+	if err != nil {
+		t.Fatalf("DecodeLoop error: %v", err)
+	}
+	if diff := cmp.Diff(l, back); diff != "" {
+		t.Errorf("decode(encode(loop)) mismatch (-want +got):\n%s", diff)
+	}
+	if string(EncodeLoop(back)) != string(got) {
+		t.Error("encode(decode(b)) is not byte-identical")
+	}
+}
+
+func TestLoopPromiseForms(t *testing.T) {
+	base := "---\nid: l1\ncreated_at: 2026-11-22T09:34:00Z\nupdated_at: 2026-11-22T09:34:00Z\nstatus: active\niteration: 0\nmax_iterations: 0\n"
+	tests := []struct {
+		line string
+		want []string
+	}{
+		{"completion_promise: null\n", nil},
+		{"completion_promise: DONE\n", []string{"DONE"}},
+		{"completion_promise: \"ALL DONE\"\n", []string{"ALL DONE"}},
+		{"completion_promise: [\"DONE\", \"BLOCKED\"]\n", []string{"DONE", "BLOCKED"}},
+		{"completion_promise: '[\"DONE\"]'\n", []string{"DONE"}},
+	}
+	for _, tt := range tests {
+		l, err := DecodeLoop([]byte(base + tt.line + "---\n\n## Loop Prompt\n\ngo\n"))
+		if err != nil {
+			t.Fatalf("DecodeLoop(%q) error: %v", tt.line, err)
+		}
+		if diff := cmp.Diff(tt.want, l.CompletionPromises); diff != "" {
+			t.Errorf("DecodeLoop(%q) promises mismatch (-want +got):\n%s", tt.line, diff)
+		}
+		if l.Prompt != "go" {
+			t.Errorf("prompt = %q, want %q", l.Prompt, "go")
+		}
+	}
+}
+
+func TestDecodeLoopErrors(t *testing.T) {
+	base := "---\nid: l1\ncreated_at: 2026-11-22T09:34:00Z\nupdated_at: 2026-11-22T09:34:00Z\nstatus: %s\n---\n%s"
+	for _, tc := range []struct{ status, body, want string }{
+		{"active", "no prompt here\n", "no \"## Loop Prompt\" section"},
+		{"active", "## Loop Prompt\n\n\n## Notes\n", "loop prompt is empty"},
+		{"done", "## Loop Prompt\n\ngo\n", "needs an outcome"},
+		{"spinning", "## Loop Prompt\n\ngo\n", "status \"spinning\""},
+	} {
+		_, err := DecodeLoop([]byte(strings.Replace(strings.Replace(base, "%s", tc.status, 1), "%s", tc.body, 1)))
+		var se *SyntaxError
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("DecodeLoop(status %s, %q) error = %v, want %q", tc.status, tc.body, err, tc.want)
+		}
+		_ = errors.As(err, &se)
+	}
+}

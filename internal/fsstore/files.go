@@ -1,0 +1,183 @@
+package fsstore
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/baton-agent/baton"
+)
+
+func (s *Store) indexPath(name string) string { return s.path(IndexesDir, name) }
+
+// RelPath returns p relative to the project root with forward slashes, and
+// false when p lies outside the root. Relative paths are taken relative to
+// base (a hook's cwd, or the process directory). Symlinked spellings of the
+// root (macOS /var vs /private/var) are resolved before giving up.
+func (s *Store) RelPath(base, p string) (string, bool) {
+	if p == "" {
+		return "", false
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(base, p)
+	}
+	if rel, ok := relInside(s.root, p); ok {
+		return rel, true
+	}
+	rr, err1 := filepath.EvalSymlinks(s.root)
+	dir, err2 := filepath.EvalSymlinks(filepath.Dir(p))
+	if err1 != nil || err2 != nil {
+		return "", false
+	}
+	return relInside(rr, filepath.Join(dir, filepath.Base(p)))
+}
+
+func relInside(root, p string) (string, bool) {
+	rel, err := filepath.Rel(root, filepath.Clean(p))
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
+}
+
+// AppendRelevantFiles appends entries to indexes/relevant-files.jsonl.
+// Paths must already be repo-relative. Safe for many concurrent writers.
+func (s *Store) AppendRelevantFiles(ctx context.Context, entries ...baton.RelevantFile) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	if err := os.MkdirAll(s.path(IndexesDir), 0o755); err != nil {
+		return err
+	}
+	return AppendJSONL(ctx, s.indexPath(RelevantFilesLog), entries...)
+}
+
+// ScanRelevantFiles streams the relevant-files log.
+func (s *Store) ScanRelevantFiles(fn func(baton.RelevantFile) error) (ScanStats, error) {
+	return ScanJSONL(s.indexPath(RelevantFilesLog), fn)
+}
+
+// FileRank is one file in a ranked listing of the relevant-files log.
+type FileRank struct {
+	Path      string           `json:"path"`
+	Count     int              `json:"count"`
+	LastSeen  time.Time        `json:"last_seen"`
+	Source    baton.FileSource `json:"source"` // user when any entry confirmed it
+	Score     float64          `json:"score"`
+	Confirmed bool             `json:"confirmed"`
+}
+
+// FileQuery selects log entries for RankFiles.
+type FileQuery struct {
+	Since    time.Time // entries at or after Since; zero = all
+	PacketID string    // only user entries recorded for this packet ("" = any)
+}
+
+// rankHalfLife is how fast a touch loses weight: a file touched ten times
+// an hour ago ranks like one touched five times just now.
+const rankHalfLife = time.Hour
+
+// RankFiles streams the log and returns one row per file, deduplicated and
+// ranked by score: each touch counts 0.5^(age/1h), age measured from the
+// newest entry selected (not the wall clock, so a listing is reproducible).
+// Memory grows with the number of distinct files, not with the log.
+func (s *Store) RankFiles(q FileQuery) ([]FileRank, ScanStats, error) {
+	// Each file keeps its score relative to its own last touch, so an
+	// entry costs O(1) and no exponent ever grows: score = sum over
+	// touches of 0.5^((last-t)/h), rescaled to the newest entry at the end.
+	type agg struct {
+		count     int
+		last      time.Time
+		sum       float64
+		confirmed bool
+	}
+	byPath := map[string]*agg{}
+	var newest time.Time
+	st, err := s.ScanRelevantFiles(func(e baton.RelevantFile) error {
+		if e.FilePath == "" || (!q.Since.IsZero() && e.Timestamp.Before(q.Since)) {
+			return nil
+		}
+		if q.PacketID != "" && e.Source == baton.FromUser && e.PacketID != "" && e.PacketID != q.PacketID {
+			return nil
+		}
+		a := byPath[e.FilePath]
+		if a == nil {
+			a = &agg{last: e.Timestamp}
+			byPath[e.FilePath] = a
+		}
+		a.count++
+		if e.Timestamp.After(a.last) {
+			a.sum = a.sum*decay(e.Timestamp.Sub(a.last)) + 1
+			a.last = e.Timestamp
+		} else {
+			a.sum += decay(a.last.Sub(e.Timestamp))
+		}
+		if e.Source == baton.FromUser {
+			a.confirmed = true
+		}
+		if e.Timestamp.After(newest) {
+			newest = e.Timestamp
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, st, err
+	}
+	out := make([]FileRank, 0, len(byPath))
+	for p, a := range byPath {
+		src := baton.FromTool
+		if a.confirmed {
+			src = baton.FromUser
+		}
+		out = append(out, FileRank{
+			Path: p, Count: a.count, LastSeen: a.last, Source: src, Confirmed: a.confirmed,
+			Score: math.Round(a.sum*decay(newest.Sub(a.last))*1000) / 1000,
+		})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Score != out[j].Score {
+			return out[i].Score > out[j].Score
+		}
+		if !out[i].LastSeen.Equal(out[j].LastSeen) {
+			return out[i].LastSeen.After(out[j].LastSeen)
+		}
+		return out[i].Path < out[j].Path
+	})
+	return out, st, nil
+}
+
+// decay weighs a touch that is age old.
+func decay(age time.Duration) float64 {
+	return math.Exp2(-age.Hours() / rankHalfLife.Hours())
+}
+
+// AppendSession records a harness session in indexes/sessions.jsonl.
+func (s *Store) AppendSession(ctx context.Context, r baton.SessionRecord) error {
+	if err := os.MkdirAll(s.path(IndexesDir), 0o755); err != nil {
+		return err
+	}
+	return AppendJSONL(ctx, s.indexPath(SessionsLog), r)
+}
+
+// FindSession returns the newest record of sessionID, or NotFound.
+func (s *Store) FindSession(sessionID string) (*baton.SessionRecord, error) {
+	var found *baton.SessionRecord
+	_, err := ScanJSONL(s.indexPath(SessionsLog), func(r baton.SessionRecord) error {
+		if r.SessionID == sessionID {
+			rc := r
+			found = &rc
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if found == nil {
+		return nil, baton.Errorf(baton.NotFound, "session %s is not in %s", sessionID, SessionsLog)
+	}
+	return found, nil
+}

@@ -1,0 +1,267 @@
+package fsstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/frontmatter"
+)
+
+func (s *Store) packetPath(id string) string { return s.path(PacketsDir, id+".md") }
+
+// CreatePacket writes a new packet. When p.ID is empty it is made from the
+// creation time and purpose; if that id is taken (two handoffs in the same
+// second), a numeric suffix keeps both. The store is created on first use.
+func (s *Store) CreatePacket(ctx context.Context, p *baton.Packet) error {
+	if _, err := s.Init(ctx); err != nil {
+		return err
+	}
+	if p.CreatedAt.IsZero() {
+		p.CreatedAt = s.now().UTC().Truncate(time.Second)
+	}
+	if p.UpdatedAt.IsZero() {
+		p.UpdatedAt = p.CreatedAt
+	}
+	if p.Status == "" {
+		p.Status = baton.PacketDraft
+	}
+	base := p.ID
+	if base == "" {
+		base = baton.TimestampID(p.CreatedAt, p.Purpose, "packet")
+	}
+	for n := 1; ; n++ {
+		id := base
+		if n > 1 {
+			id = base + "-" + strconv.Itoa(n)
+		}
+		p.ID = id
+		if err := p.Validate(); err != nil {
+			return err
+		}
+		err := createExclusive(s.packetPath(id), frontmatter.EncodePacket(p))
+		if errors.Is(err, fs.ErrExist) {
+			if n > 99 {
+				return baton.Errorf(baton.Conflict, "packet id %s is taken", base)
+			}
+			continue
+		}
+		return err
+	}
+}
+
+// createExclusive creates path with data atomically, failing with
+// fs.ErrExist when path already exists: the content is written to a temp
+// file first and then hard-linked into place, which fails if path exists.
+func createExclusive(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", path, err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	if err := os.Link(tmp.Name(), path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fs.ErrExist
+		}
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	return nil
+}
+
+// FindPacketByID reads one packet. Returns Invalid for a bad id or a
+// corrupt file (the error names the file), NotFound when it does not exist.
+func (s *Store) FindPacketByID(id string) (*baton.Packet, error) {
+	if err := baton.CheckID("packet", id); err != nil {
+		return nil, err
+	}
+	return s.readPacket(s.packetPath(id))
+}
+
+func (s *Store) readPacket(path string) (*baton.Packet, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		id := strings.TrimSuffix(filepath.Base(path), ".md")
+		return nil, baton.WrapError(baton.NotFound, err, "packet %s not found: run `baton packet list` to see packets", id)
+	} else if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	p, err := frontmatter.DecodePacket(b)
+	if err != nil {
+		return nil, &CorruptError{Path: path, Err: err}
+	}
+	if want := strings.TrimSuffix(filepath.Base(path), ".md"); p.ID != want {
+		return nil, &CorruptError{Path: path, Err: fmt.Errorf("id %q does not match the file name", p.ID)}
+	}
+	return p, nil
+}
+
+// CorruptError names a store file that cannot be read and why.
+type CorruptError struct {
+	Path string
+	Err  error
+}
+
+func (e *CorruptError) Error() string { return fmt.Sprintf("%s is corrupt: %v", e.Path, e.Err) }
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// PacketFilter narrows FindPackets. Zero values match everything.
+type PacketFilter struct {
+	Status baton.PacketStatus
+}
+
+// FindPackets lists packets, newest updated_at first (ties by id, newest
+// first). Files that cannot be read are skipped and returned as warnings,
+// so one bad file never hides the rest.
+func (s *Store) FindPackets(filter PacketFilter) ([]*baton.Packet, []error, error) {
+	entries, err := os.ReadDir(s.path(PacketsDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	} else if err != nil {
+		return nil, nil, fmt.Errorf("list packets: %w", err)
+	}
+	var out []*baton.Packet
+	var warnings []error
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".md") || strings.HasPrefix(name, ".") {
+			continue
+		}
+		if !baton.ValidID(strings.TrimSuffix(name, ".md")) {
+			continue
+		}
+		p, err := s.readPacket(s.path(PacketsDir, name))
+		if err != nil {
+			warnings = append(warnings, err)
+			continue
+		}
+		if filter.Status != "" && p.Status != filter.Status {
+			continue
+		}
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].UpdatedAt.Equal(out[j].UpdatedAt) {
+			return out[i].UpdatedAt.After(out[j].UpdatedAt)
+		}
+		return out[i].ID > out[j].ID
+	})
+	return out, warnings, nil
+}
+
+// Latest is the packet reference that picks the packet to continue.
+const Latest = "latest"
+
+// ResolvePacket finds the packet ref names: an exact id, a unique id
+// prefix, or "latest" (the most recently updated draft or active packet,
+// else the most recently updated packet). Returns NotFound, or Conflict
+// for an ambiguous prefix (the error lists the candidates).
+func (s *Store) ResolvePacket(ref string) (*baton.Packet, error) {
+	ref = strings.TrimSpace(ref)
+	if ref == "" {
+		return nil, baton.Errorf(baton.Invalid, "no packet named: give an id, a unique id prefix, or latest")
+	}
+	if ref != Latest {
+		if err := baton.CheckID("packet", ref); err != nil {
+			return nil, err
+		}
+		if p, err := s.FindPacketByID(ref); err == nil || baton.ErrorCode(err) != baton.NotFound {
+			return p, err
+		}
+	}
+	all, _, err := s.FindPackets(PacketFilter{})
+	if err != nil {
+		return nil, err
+	}
+	if ref == Latest {
+		for _, p := range all {
+			if p.Status == baton.PacketDraft || p.Status == baton.PacketActive {
+				return p, nil
+			}
+		}
+		if len(all) > 0 {
+			return all[0], nil
+		}
+		return nil, baton.Errorf(baton.NotFound, "no packets yet: create one with `baton handoff <purpose>`")
+	}
+	var matches []*baton.Packet
+	for _, p := range all {
+		if strings.HasPrefix(p.ID, ref) || strings.HasPrefix(p.ID[min(len(p.ID), len(baton.IDTimeLayout)+1):], ref) {
+			matches = append(matches, p)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return nil, baton.Errorf(baton.NotFound, "no packet matches %q: run `baton packet list` to see packets", ref)
+	case 1:
+		return matches[0], nil
+	}
+	ids := make([]string, 0, len(matches))
+	for _, m := range matches {
+		ids = append(ids, m.ID)
+	}
+	return nil, baton.Errorf(baton.Conflict, "%q matches %d packets (%s): give more of the id", ref, len(ids), strings.Join(ids, ", "))
+}
+
+// UpdatePacket applies fn to the stored packet under its lock and writes
+// the result atomically, bumping updated_at. fn's error aborts the update.
+func (s *Store) UpdatePacket(ctx context.Context, id string, fn func(*baton.Packet) error) (*baton.Packet, error) {
+	if err := baton.CheckID("packet", id); err != nil {
+		return nil, err
+	}
+	path := s.packetPath(id)
+	unlock, err := Lock(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	p, err := s.readPacket(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := fn(p); err != nil {
+		return nil, err
+	}
+	now := s.now().UTC().Truncate(time.Second)
+	if now.Before(p.CreatedAt) {
+		now = p.CreatedAt
+	}
+	p.UpdatedAt = now
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := WriteFileAtomic(path, frontmatter.EncodePacket(p), 0o644); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// PacketPath returns the file of packet id (which must be valid).
+func (s *Store) PacketPath(id string) (string, error) {
+	if err := baton.CheckID("packet", id); err != nil {
+		return "", err
+	}
+	return s.packetPath(id), nil
+}

@@ -1,0 +1,5 @@
+package fsstore
+
+import "github.com/google/uuid"
+
+func newUUID() string { return uuid.NewString() }

@@ -1,0 +1,178 @@
+// Package gitx runs the git CLI with argument lists (never a shell) and
+// parses what baton needs from it: repository state for packets, and the
+// branch, commit and worktree operations of the runner and the pipeline.
+package gitx
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+
+	"github.com/baton-agent/baton"
+)
+
+// Repo is a git work tree.
+type Repo struct {
+	Dir string
+	// Env is added to git's environment (e.g. GIT_AUTHOR_NAME in tests).
+	Env []string
+}
+
+// Open returns the repo at dir. It does no I/O.
+func Open(dir string) *Repo { return &Repo{Dir: dir} }
+
+// Error is a failed git command with its stderr.
+type Error struct {
+	Args   []string
+	Stderr string
+	Err    error
+}
+
+func (e *Error) Error() string {
+	msg := strings.TrimSpace(e.Stderr)
+	if msg == "" {
+		msg = e.Err.Error()
+	}
+	return fmt.Sprintf("git %s: %s", strings.Join(e.Args, " "), msg)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Run runs git with args in the repo and returns its stdout. A missing git
+// binary is Unavailable.
+func (r *Repo) Run(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = r.Dir
+	if len(r.Env) > 0 {
+		cmd.Env = append(cmd.Environ(), r.Env...)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &errb
+	if err := cmd.Run(); err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			return "", baton.WrapError(baton.Unavailable, err, "git is not installed or not on PATH")
+		}
+		return out.String(), &Error{Args: args, Stderr: errb.String(), Err: err}
+	}
+	return out.String(), nil
+}
+
+// line runs git and returns the first line of its output, trimmed.
+func (r *Repo) line(ctx context.Context, args ...string) (string, error) {
+	out, err := r.Run(ctx, args...)
+	if err != nil {
+		return "", err
+	}
+	l, _, _ := strings.Cut(out, "\n")
+	return strings.TrimSpace(l), nil
+}
+
+// IsRepo reports whether Dir is inside a git work tree.
+func (r *Repo) IsRepo(ctx context.Context) bool {
+	out, err := r.line(ctx, "rev-parse", "--is-inside-work-tree")
+	return err == nil && out == "true"
+}
+
+// TopLevel returns the root of the work tree.
+func (r *Repo) TopLevel(ctx context.Context) (string, error) {
+	return r.line(ctx, "rev-parse", "--show-toplevel")
+}
+
+// Branch returns the current branch name, or "" on a detached HEAD.
+func (r *Repo) Branch(ctx context.Context) (string, error) {
+	out, err := r.line(ctx, "symbolic-ref", "--quiet", "--short", "HEAD")
+	var ge *Error
+	if errors.As(err, &ge) {
+		return "", nil // detached
+	}
+	return out, err
+}
+
+// Commit is one commit's identity.
+type Commit struct {
+	SHA     string `json:"sha"`
+	Subject string `json:"subject"`
+}
+
+// Short returns the first 12 characters of the SHA.
+func (c Commit) Short() string {
+	if len(c.SHA) > 12 {
+		return c.SHA[:12]
+	}
+	return c.SHA
+}
+
+// Head returns HEAD's commit, or NotFound in a repository with no commits.
+func (r *Repo) Head(ctx context.Context) (Commit, error) {
+	out, err := r.line(ctx, "log", "-1", "--format=%H%x09%s")
+	if err != nil {
+		return Commit{}, err
+	}
+	if out == "" {
+		return Commit{}, baton.Errorf(baton.NotFound, "the repository has no commits yet")
+	}
+	sha, subj, _ := strings.Cut(out, "\t")
+	return Commit{SHA: sha, Subject: subj}, nil
+}
+
+// Change is one path from `git status`: XY status and path.
+type Change struct {
+	Status string `json:"status"` // porcelain XY, e.g. " M", "??", "A "
+	Path   string `json:"path"`
+}
+
+// Status lists changed and untracked paths (porcelain v1, -z, so any path
+// survives), renames reported under their new name.
+func (r *Repo) Status(ctx context.Context) ([]Change, error) {
+	out, err := r.Run(ctx, "status", "--porcelain=v1", "-z", "--untracked-files=all")
+	if err != nil {
+		return nil, err
+	}
+	return parseStatusZ(out), nil
+}
+
+// parseStatusZ parses `git status --porcelain=v1 -z` output.
+func parseStatusZ(out string) []Change {
+	var cs []Change
+	fields := strings.Split(out, "\x00")
+	for i := 0; i < len(fields); i++ {
+		f := fields[i]
+		if len(f) < 4 {
+			continue
+		}
+		c := Change{Status: f[:2], Path: f[3:]}
+		if c.Status[0] == 'R' || c.Status[0] == 'C' {
+			i++ // the next field is the rename's source path
+		}
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// CommitsBetween counts commits reachable from to but not from from.
+func (r *Repo) CommitsBetween(ctx context.Context, from, to string) (int, error) {
+	out, err := r.line(ctx, "rev-list", "--count", from+".."+to)
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	_, err = fmt.Sscanf(out, "%d", &n)
+	return n, err
+}
+
+// IsAncestor reports whether commit a is an ancestor of b.
+func (r *Repo) IsAncestor(ctx context.Context, a, b string) (bool, error) {
+	_, err := r.Run(ctx, "merge-base", "--is-ancestor", a, b)
+	var ge *Error
+	if errors.As(err, &ge) {
+		var ee *exec.ExitError
+		if errors.As(ge.Err, &ee) && ee.ExitCode() == 1 {
+			return false, nil
+		}
+	}
+	return err == nil, err
+}
