@@ -41,31 +41,38 @@ func CheckID(kind, id string) error {
 const maxSlugLen = 48
 
 // Slug turns free text into a lowercase ASCII slug of letters, digits and
-// single hyphens, at most 48 bytes. Letters with diacritics lose them where
-// that is a plain ASCII letter; other characters become separators. It
-// returns fallback when nothing is left.
+// single hyphens, at most 48 bytes, cut at a word boundary where it can be.
+// Letters with diacritics lose them where that is a plain ASCII letter;
+// other characters separate words. It returns fallback when nothing is left.
 func Slug(text, fallback string) string {
 	var b strings.Builder
+	lastWordEnd := 0 // length of b at the end of the last complete word
 	pendingDash := false
 	for _, r := range text {
 		r = foldASCII(r)
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
-			if pendingDash && b.Len() > 0 {
-				b.WriteByte('-')
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') {
+			if b.Len() > 0 && !pendingDash {
+				lastWordEnd = b.Len()
 			}
-			pendingDash = false
-			b.WriteRune(r)
-		default:
 			pendingDash = true
+			continue
 		}
-		if b.Len() >= maxSlugLen {
+		if pendingDash && b.Len() > 0 {
+			b.WriteByte('-')
+		}
+		pendingDash = false
+		b.WriteRune(r)
+		if b.Len() > maxSlugLen {
 			break
 		}
 	}
-	s := strings.TrimRight(b.String(), "-")
+	s := b.String()
 	if len(s) > maxSlugLen {
-		s = strings.TrimRight(s[:maxSlugLen], "-")
+		if lastWordEnd > 0 {
+			s = s[:lastWordEnd]
+		} else {
+			s = s[:maxSlugLen]
+		}
 	}
 	if s == "" {
 		return fallback

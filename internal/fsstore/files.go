@@ -58,7 +58,7 @@ func (s *Store) AppendRelevantFiles(ctx context.Context, entries ...baton.Releva
 
 // ScanRelevantFiles streams the relevant-files log.
 func (s *Store) ScanRelevantFiles(fn func(baton.RelevantFile) error) (ScanStats, error) {
-	return ScanJSONL(s.indexPath(RelevantFilesLog), fn)
+	return scanLines(s.indexPath(RelevantFilesLog), decodeRelevantFile, fn)
 }
 
 // FileRank is one file in a ranked listing of the relevant-files log.

@@ -84,6 +84,11 @@ const maxLineLen = 16 << 20
 // line, a stray edit) are skipped and counted, never fatal. fn may stop the
 // scan early by returning io.EOF.
 func ScanJSONL[T any](path string, fn func(T) error) (ScanStats, error) {
+	return scanLines(path, func(line []byte, v *T) error { return json.Unmarshal(line, v) }, fn)
+}
+
+// scanLines is ScanJSONL with the line decoder given.
+func scanLines[T any](path string, decode func([]byte, *T) error, fn func(T) error) (ScanStats, error) {
 	var st ScanStats
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -115,7 +120,7 @@ func ScanJSONL[T any](path string, fn func(T) error) (ScanStats, error) {
 		}
 		if line = bytes.TrimSpace(line); len(line) > 0 {
 			var v T
-			if jerr := json.Unmarshal(line, &v); jerr != nil {
+			if jerr := decode(line, &v); jerr != nil {
 				st.Corrupt++
 			} else {
 				st.Lines++

@@ -55,6 +55,18 @@ func (s Section) render(body string) string {
 	return s.Heading + "\n\n" + body
 }
 
+// size is len(s.render(body)) without building the string.
+func (s Section) size(body string) int {
+	n := len(strings.TrimRight(body, " \t\r\n"))
+	switch {
+	case s.Heading == "":
+		return n
+	case n == 0:
+		return len(s.Heading)
+	}
+	return len(s.Heading) + 2 + n
+}
+
 func (s Section) mustStay() bool { return s.Required || s.Bookend }
 
 // Counter measures text in a budget's unit.
@@ -144,7 +156,7 @@ func Build(sections []Section, opts Options) (*Pack, error) {
 	first := make([]int, len(sections))
 	for i, s := range sections {
 		if b.state[i] != Empty {
-			first[i] = len(s.render(s.Body))
+			first[i] = s.size(s.Body)
 		}
 	}
 	if budget > 0 {
@@ -165,8 +177,8 @@ func Build(sections []Section, opts Options) (*Pack, error) {
 	}
 	for i, s := range sections {
 		kept := 0
-		if b.state[i] == Kept || b.state[i] == Truncated {
-			kept = len(s.render(b.bodies[i]))
+		if b.present(i) {
+			kept = s.size(b.bodies[i])
 		}
 		rep.Sections = append(rep.Sections, SectionReport{
 			Key: s.Key, Outcome: b.state[i], Required: s.Required, Bookend: s.Bookend,
@@ -193,6 +205,7 @@ func (b *builder) present(i int) bool { return b.state[i] == Kept || b.state[i] 
 
 func (b *builder) render() string {
 	var sb strings.Builder
+	sb.Grow(b.size())
 	for i, s := range b.secs {
 		if !b.present(i) {
 			continue
@@ -206,14 +219,37 @@ func (b *builder) render() string {
 	return sb.String()
 }
 
+// size is len(b.render()), computed without rendering.
+func (b *builder) size() int {
+	n, parts := 1, 0 // the final newline
+	for i, s := range b.secs {
+		if b.present(i) {
+			n += s.size(b.bodies[i])
+			parts++
+		}
+	}
+	if parts > 1 {
+		n += (parts - 1) * len(separator)
+	}
+	return n
+}
+
+// measure is the rendered text's size in c's unit; bytes need no render.
+func (b *builder) measure(c Counter) int {
+	if _, ok := c.(Bytes); ok {
+		return b.size()
+	}
+	return c.Count(b.render())
+}
+
 // fit drops and truncates until the rendered text measures at most budget.
 func (b *builder) fit(c Counter, budget int) error {
-	if c.Count(b.render()) <= budget {
+	if b.measure(c) <= budget {
 		return nil
 	}
 	for _, i := range b.dropOrder() {
 		b.state[i] = Dropped
-		if c.Count(b.render()) <= budget {
+		if b.measure(c) <= budget {
 			return nil
 		}
 	}
@@ -284,7 +320,7 @@ func (b *builder) largestCut(c Counter, budget, t int) (int, bool) {
 	measure := func(n int) int {
 		saved := b.bodies[t]
 		b.bodies[t] = cutBody(body, n)
-		size := c.Count(b.render())
+		size := b.measure(c)
 		b.bodies[t] = saved
 		return size
 	}
@@ -321,7 +357,7 @@ func (b *builder) tooSmall(c Counter, budget int) error {
 	if t := b.truncationTarget(); t >= 0 {
 		b.bodies[t] = cutBody(b.bodies[t], 0)
 	}
-	need := c.Count(b.render())
+	need := b.measure(c)
 	copy(b.bodies, saved)
 	return baton.Errorf(baton.Invalid,
 		"prompt budget of %d %s is too small: the sections that must stay (%s) need at least %d %s; raise the budget",

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs every test baton has: formatting, vet, and `go test ./...` with the
+# real parts the tests need (git; a PostgreSQL server for the pipeline's
+# Postgres driver; Chromium for the dashboard). Installs what is missing
+# from Debian's packages, starts PostgreSQL as the postgres user, and
+# exits non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '== %s\n' "$*" >&2; }
+
+need_apt=()
+command -v git >/dev/null || need_apt+=(git)
+if [ ${#need_apt[@]} -gt 0 ]; then
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+		log "installing ${need_apt[*]}"
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+	else
+		echo "missing: ${need_apt[*]} (install them and run again)" >&2
+		exit 1
+	fi
+fi
+
+log "gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*'))
+if [ -n "$unformatted" ]; then
+	echo "gofmt would change:" >&2
+	echo "$unformatted" >&2
+	exit 1
+fi
+
+log "go vet"
+go vet ./...
+
+log "go test"
+go test -count=1 ./...
+log "all tests passed"
