@@ -1,0 +1,491 @@
+package baton
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Phase is a step of a delivery, in order from intake to close.
+type Phase string
+
+const (
+	PhaseIntake    Phase = "intake"
+	PhasePlan      Phase = "plan"
+	PhaseImplement Phase = "implement"
+	PhaseReview    Phase = "review"
+	PhaseVerify    Phase = "verify"
+	PhaseDeploy    Phase = "deploy"
+	PhaseObserve   Phase = "observe"
+	PhaseClose     Phase = "close"
+)
+
+// Phases lists every phase in pipeline order.
+var Phases = []Phase{PhaseIntake, PhasePlan, PhaseImplement, PhaseReview, PhaseVerify, PhaseDeploy, PhaseObserve, PhaseClose}
+
+// ParsePhase returns the phase named s, or Invalid.
+func ParsePhase(s string) (Phase, error) {
+	p := Phase(strings.ToLower(strings.TrimSpace(s)))
+	if p.Valid() {
+		return p, nil
+	}
+	return "", Errorf(Invalid, "unknown phase %q: want one of %s", s, phaseNames(Phases))
+}
+
+// Valid reports whether p is one of the eight phases.
+func (p Phase) Valid() bool { return slices.Contains(Phases, p) }
+
+// Index is p's position in Phases, -1 when p is not a phase.
+func (p Phase) Index() int { return slices.Index(Phases, p) }
+
+// Next is the phase after p; close is followed by close.
+func (p Phase) Next() Phase {
+	i := p.Index()
+	if i < 0 || i+1 >= len(Phases) {
+		return PhaseClose
+	}
+	return Phases[i+1]
+}
+
+// Executor says who does a phase's work.
+type Executor string
+
+const (
+	ExecutorAgent  Executor = "agent"  // plan, implement, review: a coding agent
+	ExecutorSystem Executor = "system" // intake, verify, deploy, observe, close: baton itself
+)
+
+// Executor returns who runs phase p.
+func (p Phase) Executor() Executor {
+	switch p {
+	case PhasePlan, PhaseImplement, PhaseReview:
+		return ExecutorAgent
+	}
+	return ExecutorSystem
+}
+
+// Runnable reports whether p has work that a worker runs: every phase but
+// intake (done at create) and close (terminal).
+func (p Phase) Runnable() bool { return p != PhaseIntake && p != PhaseClose && p.Valid() }
+
+// RunStatus is where the current phase's run is.
+type RunStatus string
+
+const (
+	StatusPending   RunStatus = "pending"   // waiting for a worker, or for a person at a checkpoint
+	StatusRunning   RunStatus = "running"   // claimed by one worker; exactly one attempt at a time
+	StatusSucceeded RunStatus = "succeeded" // done; at a checkpoint, waiting for approve
+	StatusFailed    RunStatus = "failed"    // the run failed or was canceled; retry runs it again
+	StatusBlocked   RunStatus = "blocked"   // a not_pass verdict held by a checkpoint or the round limit: a person decides
+	// StatusSkipped appears only in the phase log: a system phase that had
+	// nothing to do, with the reason in the entry's note. A delivery's
+	// run_status is never skipped.
+	StatusSkipped RunStatus = "skipped"
+)
+
+// Valid reports whether s is a delivery run status (not skipped).
+func (s RunStatus) Valid() bool {
+	switch s {
+	case StatusPending, StatusRunning, StatusSucceeded, StatusFailed, StatusBlocked:
+		return true
+	}
+	return false
+}
+
+// RunStatuses lists the delivery run statuses.
+var RunStatuses = []RunStatus{StatusPending, StatusRunning, StatusSucceeded, StatusFailed, StatusBlocked}
+
+// Verdict is the outcome of a review or a verify: pass, or not_pass with
+// feedback. Other phases have no verdict ("").
+type Verdict string
+
+const (
+	VerdictPass    Verdict = "pass"
+	VerdictNotPass Verdict = "not_pass"
+)
+
+// Forge says where a delivery's repository lives and so how branches,
+// reviews, checks and merges are done.
+type Forge string
+
+const (
+	ForgeLocal  Forge = "local"  // a git repository on this machine
+	ForgeGitHub Forge = "github" // a GitHub repository, owner/name
+)
+
+// MergeMethod is how deploy lands the work branch on the base branch.
+type MergeMethod string
+
+const (
+	MergeSquash MergeMethod = "squash"
+	MergeCommit MergeMethod = "merge"
+	MergeRebase MergeMethod = "rebase"
+)
+
+// Defaults of a delivery.
+const (
+	DefaultAgent         = "claude"
+	DefaultPhaseTimeout  = 60 * time.Minute
+	DefaultMaxRounds     = 5
+	DefaultObserveWindow = 5 * time.Minute
+	DefaultObserveEvery  = 30 * time.Second
+)
+
+// DefaultCheckpoints are the phases that wait for a person unless the
+// delivery says otherwise: the plan (read it before code is written) and
+// deploy (a person decides when code lands on the base branch, because
+// deploy really merges).
+var DefaultCheckpoints = []Phase{PhasePlan, PhaseDeploy}
+
+// DefaultEndpoint is the last phase before close.
+const DefaultEndpoint = PhaseObserve
+
+// DeliveryConfig is how a delivery runs, fixed at create.
+type DeliveryConfig struct {
+	// Agent is the executor: claude, codex, droid or command:<argv>.
+	Agent string `json:"agent"`
+	Model string `json:"model,omitempty"`
+	// PhaseTimeout bounds each agent or command run.
+	PhaseTimeout time.Duration `json:"phase_timeout"`
+	// BaseBranch is what the work branch starts from and merges into;
+	// empty means the repository's default branch (resolved at plan).
+	BaseBranch string `json:"base_branch,omitempty"`
+	// VerifyCommand, DeployCommand and ObserveCommand are argv strings
+	// (split like a shell would, never run by one). Empty verify on the
+	// local forge skips verify; empty deploy merges; empty observe skips.
+	VerifyCommand  string        `json:"verify_command,omitempty"`
+	DeployCommand  string        `json:"deploy_command,omitempty"`
+	ObserveCommand string        `json:"observe_command,omitempty"`
+	ObserveWindow  time.Duration `json:"observe_window,omitempty"`
+	ObserveEvery   time.Duration `json:"observe_every,omitempty"`
+	MergeMethod    MergeMethod   `json:"merge_method,omitempty"`
+	// MaxRounds bounds how often review or verify may send the delivery
+	// back to implement before it is blocked for a person.
+	MaxRounds int `json:"max_rounds"`
+}
+
+// Delivery is one unit of work from a request to a merged change.
+type Delivery struct {
+	ID          string    `json:"id"`
+	Seq         int64     `json:"seq"`
+	Summary     string    `json:"summary"`
+	Repository  string    `json:"repository"` // owner/name on GitHub, an absolute path locally
+	Forge       Forge     `json:"forge"`
+	Phase       Phase     `json:"phase"`
+	RunStatus   RunStatus `json:"run_status"`
+	Endpoint    Phase     `json:"endpoint"`
+	Checkpoints []Phase   `json:"checkpoints"`
+	Refs        []Ref     `json:"refs"`
+	Config      DeliveryConfig `json:"config"`
+	// Error says why the current phase failed or is blocked.
+	Error string `json:"error,omitempty"`
+	// Queued is set while a job for the pending phase is in the queue; a
+	// pending checkpoint phase is not queued until a person starts it.
+	Queued bool `json:"queued"`
+	// Attempt counts claims; the running attempt's results count only if
+	// it is still the delivery's attempt when they arrive.
+	Attempt int64 `json:"attempt"`
+	// Rounds counts returns from review or verify to implement.
+	Rounds int `json:"rounds"`
+	// Lost counts attempts of the current phase whose worker died.
+	Lost int `json:"lost"`
+	// Version increases with every change; updates are conditional on it.
+	Version int64 `json:"version"`
+	// Owner and HeartbeatAt identify and date the worker running the
+	// phase; a running delivery whose heartbeat is older than the lease has
+	// lost its worker.
+	Owner       string    `json:"owner,omitempty"`
+	HeartbeatAt time.Time `json:"heartbeat_at,omitzero"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+// DeliveryID is the id of the delivery for a request in a repository: the
+// first 12 hex digits of sha256("<repository>:<request key>"). The same
+// repository and request always give the same id, which makes create
+// idempotent.
+func DeliveryID(repository, requestKey string) string {
+	sum := sha256.Sum256([]byte(repository + ":" + requestKey))
+	return hex.EncodeToString(sum[:])[:12]
+}
+
+// WorkBranch is the branch a delivery's work happens on.
+func (d *Delivery) WorkBranch() string { return "baton/" + d.ID }
+
+// IsCheckpoint reports whether p waits for a person.
+func (d *Delivery) IsCheckpoint(p Phase) bool { return slices.Contains(d.Checkpoints, p) }
+
+// Ref returns the last ref with role and, when typ is not empty, type.
+func (d *Delivery) Ref(role RefRole, typ string) (Ref, bool) {
+	for i := len(d.Refs) - 1; i >= 0; i-- {
+		r := d.Refs[i]
+		if r.Role == role && (typ == "" || r.Type == typ) {
+			return r, true
+		}
+	}
+	return Ref{}, false
+}
+
+// AddRef appends r. A work ref replaces an earlier work ref of the same
+// type (a new PR replaces the old PR, the branch stays); every other ref
+// is appended unless the same role, type and URL are already there.
+func (d *Delivery) AddRef(r Ref) {
+	for i, old := range d.Refs {
+		if r.Role == RoleWork && old.Role == RoleWork && old.Type == r.Type {
+			d.Refs[i] = r
+			return
+		}
+		if old.Role == r.Role && old.Type == r.Type && old.URL == r.URL && r.URL != "" {
+			d.Refs[i] = r
+			return
+		}
+	}
+	d.Refs = append(d.Refs, r)
+}
+
+// Validate checks a delivery's invariants: known phase, status, forge and
+// endpoint; checkpoints are runnable phases; the endpoint is a runnable
+// phase after plan; configured commands sit before the endpoint.
+func (d *Delivery) Validate() error {
+	if err := CheckID("delivery", d.ID); err != nil {
+		return err
+	}
+	if strings.TrimSpace(d.Summary) == "" {
+		return Errorf(Invalid, "delivery %s has no summary", d.ID)
+	}
+	if d.Repository == "" {
+		return Errorf(Invalid, "delivery %s has no repository", d.ID)
+	}
+	if d.Forge != ForgeLocal && d.Forge != ForgeGitHub {
+		return Errorf(Invalid, "delivery %s: unknown forge %q", d.ID, d.Forge)
+	}
+	if !d.Phase.Valid() {
+		return Errorf(Invalid, "delivery %s: unknown phase %q", d.ID, d.Phase)
+	}
+	if !d.RunStatus.Valid() {
+		return Errorf(Invalid, "delivery %s: unknown run status %q", d.ID, d.RunStatus)
+	}
+	if err := CheckEndpoint(d.Endpoint); err != nil {
+		return err
+	}
+	for _, p := range d.Checkpoints {
+		if !p.Runnable() {
+			return Errorf(Invalid, "checkpoint %q is not a phase a person can gate: want some of %s", p, phaseNames(runnablePhases()))
+		}
+	}
+	c := d.Config
+	for _, cmd := range []struct {
+		flag  string
+		value string
+		phase Phase
+	}{{"--verify", c.VerifyCommand, PhaseVerify}, {"--deploy", c.DeployCommand, PhaseDeploy}, {"--observe", c.ObserveCommand, PhaseObserve}} {
+		if cmd.value != "" && cmd.phase.Index() > d.Endpoint.Index() {
+			return Errorf(Invalid, "%s is set but the endpoint %s ends the delivery before %s: raise --endpoint or drop %s", cmd.flag, d.Endpoint, cmd.phase, cmd.flag)
+		}
+	}
+	switch c.MergeMethod {
+	case "", MergeSquash, MergeCommit, MergeRebase:
+	default:
+		return Errorf(Invalid, "unknown merge method %q: want squash, merge or rebase", c.MergeMethod)
+	}
+	if c.PhaseTimeout < 0 || c.ObserveWindow < 0 || c.ObserveEvery < 0 || c.MaxRounds < 0 {
+		return Errorf(Invalid, "durations and limits must not be negative")
+	}
+	return nil
+}
+
+// CheckEndpoint validates an endpoint: a runnable phase from plan on.
+func CheckEndpoint(p Phase) error {
+	if !p.Runnable() {
+		return Errorf(Invalid, "bad endpoint %q: want one of %s", p, phaseNames(runnablePhases()))
+	}
+	return nil
+}
+
+// ParseCheckpoints parses a comma-separated list of phases ("" or "none"
+// means no checkpoint). Duplicates are dropped; order follows the pipeline.
+func ParseCheckpoints(s string) ([]Phase, error) {
+	s = strings.TrimSpace(s)
+	out := []Phase{}
+	if s == "" || strings.EqualFold(s, "none") {
+		return out, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		p, err := ParsePhase(part)
+		if err != nil {
+			return nil, err
+		}
+		if !p.Runnable() {
+			return nil, Errorf(Invalid, "checkpoint %q is not a phase a person can gate: want some of %s", p, phaseNames(runnablePhases()))
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b Phase) int { return a.Index() - b.Index() })
+	return out, nil
+}
+
+func runnablePhases() []Phase {
+	var ps []Phase
+	for _, p := range Phases {
+		if p.Runnable() {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+func phaseNames(ps []Phase) string {
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = string(p)
+	}
+	return strings.Join(names, ", ")
+}
+
+// PhaseLogEntry is one state a delivery was in: a phase and status from
+// StartedAt until EndedAt (zero while it is the current state). Every
+// change appends one, naming who caused it.
+type PhaseLogEntry struct {
+	ID       int64     `json:"id"`
+	Phase    Phase     `json:"phase"`
+	Status   RunStatus `json:"status"`
+	Executor Executor  `json:"executor"`
+	Verdict  Verdict   `json:"verdict,omitempty"`
+	// Actor caused the change: a person ("alice"), a worker
+	// ("worker:host:pid"), or "system".
+	Actor string `json:"actor"`
+	// Action is the state machine action that made the change.
+	Action    string    `json:"action"`
+	Note      string    `json:"note,omitempty"`
+	Attempt   int64     `json:"attempt,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	EndedAt   time.Time `json:"ended_at,omitzero"`
+}
+
+// Duration is how long the state lasted, up to now while it is current.
+func (e PhaseLogEntry) Duration(now time.Time) time.Duration {
+	end := e.EndedAt
+	if end.IsZero() {
+		end = now
+	}
+	return end.Sub(e.StartedAt)
+}
+
+// AgentRunStatus is where one agent run is.
+type AgentRunStatus string
+
+const (
+	RunRunning   AgentRunStatus = "running"
+	RunSucceeded AgentRunStatus = "succeeded"
+	RunFailed    AgentRunStatus = "failed"
+	RunCanceled  AgentRunStatus = "canceled"
+)
+
+// AgentRun is one agent invocation for a phase. It is written as running
+// before the agent starts and finished after it ends, also when it fails,
+// so nothing the agent produced is lost.
+type AgentRun struct {
+	ID           int64          `json:"id"`
+	DeliveryID   string         `json:"delivery_id"`
+	N            int            `json:"n"` // 1, 2, ... within the delivery
+	Phase        Phase          `json:"phase"`
+	Attempt      int64          `json:"attempt"`
+	Agent        string         `json:"agent"`
+	Status       AgentRunStatus `json:"status"`
+	Prompt       string         `json:"prompt"`
+	SystemPrompt string         `json:"system_prompt"`
+	FinalMessage string         `json:"final_message,omitempty"`
+	Model        string         `json:"model,omitempty"`
+	SessionID    string         `json:"session_id,omitempty"`
+	CostUSD      float64        `json:"cost_usd"`
+	InputTokens  int64          `json:"input_tokens"`
+	OutputTokens int64          `json:"output_tokens"`
+	Duration     time.Duration  `json:"duration_ns"`
+	ExitCode     int            `json:"exit_code"`
+	Error        string         `json:"error,omitempty"`
+	// LogDir holds the raw logs: prompt.txt, argv.json, events.jsonl or
+	// stdout.log, stderr.log.
+	LogDir    string    `json:"log_dir,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	EndedAt   time.Time `json:"ended_at,omitzero"`
+}
+
+// ReviewNote is a review verdict kept by baton itself: on the local forge
+// it is where review feedback lives (GitHub keeps it as a PR review).
+type ReviewNote struct {
+	ID         int64     `json:"id"`
+	DeliveryID string    `json:"delivery_id"`
+	Verdict    Verdict   `json:"verdict"`
+	Summary    string    `json:"summary"`
+	Feedback   string    `json:"feedback"`
+	Author     string    `json:"author"`
+	URL        string    `json:"url"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+// DeliveryFilter selects deliveries. Zero fields match everything.
+type DeliveryFilter struct {
+	Phase     Phase
+	RunStatus RunStatus
+	Limit     int
+}
+
+// DeliveryStore persists deliveries, their phase log, agent runs and
+// review notes. Implemented by internal/sqlstore for SQLite and
+// PostgreSQL; a store bound to a transaction sees and writes that
+// transaction only.
+type DeliveryStore interface {
+	// CreateDelivery inserts d with the next seq, unless a delivery with
+	// d.ID exists: then it returns that one and created=false, changing
+	// nothing. Returns Invalid for a delivery that fails Validate.
+	CreateDelivery(ctx context.Context, d *Delivery) (got *Delivery, created bool, err error)
+	// FindDeliveryByID returns NotFound when there is no such delivery.
+	FindDeliveryByID(ctx context.Context, id string) (*Delivery, error)
+	// FindDeliveryBySeq returns NotFound when no delivery has seq.
+	FindDeliveryBySeq(ctx context.Context, seq int64) (*Delivery, error)
+	// FindDeliveries lists deliveries newest first.
+	FindDeliveries(ctx context.Context, f DeliveryFilter) ([]*Delivery, error)
+	// UpdateDelivery writes d's mutable fields if the stored version is
+	// still d.Version, and increments d.Version. Returns NotFound, or
+	// Conflict when someone else changed the delivery first.
+	UpdateDelivery(ctx context.Context, d *Delivery) error
+	// Heartbeat records that owner still runs attempt. Returns Conflict
+	// when the delivery is no longer running that attempt.
+	Heartbeat(ctx context.Context, id string, attempt int64, at time.Time) error
+	// FindStaleRunning lists running deliveries whose heartbeat is older
+	// than before.
+	FindStaleRunning(ctx context.Context, before time.Time) ([]*Delivery, error)
+	// AppendPhaseLog ends the delivery's open entry at e.StartedAt and
+	// appends e (filling e.ID).
+	AppendPhaseLog(ctx context.Context, deliveryID string, e *PhaseLogEntry) error
+	// PhaseLog returns the entries oldest first.
+	PhaseLog(ctx context.Context, deliveryID string) ([]PhaseLogEntry, error)
+	// CreateAgentRun inserts r as running, filling ID and N. Returns
+	// Conflict when another run of the delivery is running.
+	CreateAgentRun(ctx context.Context, r *AgentRun) error
+	// FinishAgentRun writes r's results. A run already marked canceled
+	// stays canceled. Returns NotFound.
+	FinishAgentRun(ctx context.Context, r *AgentRun) error
+	// EndRunningAgentRuns marks the delivery's running runs with status
+	// and reason (cancel, lost worker) and returns how many it marked.
+	EndRunningAgentRuns(ctx context.Context, deliveryID string, status AgentRunStatus, reason string, at time.Time) (int, error)
+	// AgentRuns lists a delivery's runs, oldest first.
+	AgentRuns(ctx context.Context, deliveryID string) ([]AgentRun, error)
+	// CreateReviewNote inserts n, filling ID.
+	CreateReviewNote(ctx context.Context, n *ReviewNote) error
+	// ReviewNotes lists a delivery's notes, oldest first.
+	ReviewNotes(ctx context.Context, deliveryID string) ([]ReviewNote, error)
+}
+
+// String renders a delivery's state for messages: "implement/running".
+func (d *Delivery) String() string { return fmt.Sprintf("%s/%s", d.Phase, d.RunStatus) }

@@ -1,0 +1,357 @@
+package delivery
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/baton-agent/baton"
+)
+
+// Action is a state machine input.
+type Action string
+
+// Actions. Person actions come from the CLI; system actions from the
+// phase runner and the reconciler.
+const (
+	ActRun     Action = "run"     // claim the pending phase: pending → running
+	ActForward Action = "forward" // the running phase finished with an outcome
+	ActFail    Action = "fail"    // the running phase failed
+	ActApprove Action = "approve" // start a waiting checkpoint phase, or accept a result
+	ActReject  Action = "reject"  // send the delivery back (plan → plan, implement → plan, review/verify/deploy → implement)
+	ActRetry   Action = "retry"   // run a failed or blocked phase again
+	ActCancel  Action = "cancel"  // stop the running attempt; its late result is discarded
+	ActClose   Action = "close"   // end the delivery where it stands
+	ActLose    Action = "lose"    // the running attempt's worker died
+)
+
+// Actions lists every action, for table tests and help.
+var Actions = []Action{ActRun, ActForward, ActFail, ActApprove, ActReject, ActRetry, ActCancel, ActClose, ActLose}
+
+// MaxLostAttempts is how many attempts of one phase may lose their worker
+// before the phase fails instead of being queued again.
+const MaxLostAttempts = 2
+
+// Input is one action with what it carries.
+type Input struct {
+	Action Action
+	// Actor is who acts: a person's name, a worker id, or "system".
+	Actor string
+	// Person is true when Actor is a person (CLI), false for the system.
+	Person bool
+	Now    time.Time
+	// Attempt is the attempt a forward or fail reports on; it must be the
+	// delivery's current attempt, so a canceled attempt's result is
+	// refused.
+	Attempt int64
+	// Outcome of a forward.
+	Verdict baton.Verdict
+	Skipped bool
+	// Note explains: a failure, a skip reason, a reject reason, a verdict
+	// summary.
+	Note string
+	// Refs are added to the delivery (work, review, check refs).
+	Refs []baton.Ref
+}
+
+// Result is the new state, the log entries to append in order, and
+// whether a job must be queued for the new pending phase.
+type Result struct {
+	Delivery baton.Delivery
+	Log      []baton.PhaseLogEntry
+	Enqueue  bool
+}
+
+// Apply computes what in does to d. It is pure: d is not modified. Errors
+// are Conflict (the action does not apply to the delivery's state; the
+// message says what would) or Invalid (a malformed input).
+func Apply(d baton.Delivery, in Input) (Result, error) {
+	d.Refs = slices.Clone(d.Refs)
+	d.Checkpoints = slices.Clone(d.Checkpoints)
+	m := &machine{d: d, in: in}
+	if err := m.apply(); err != nil {
+		return Result{}, err
+	}
+	m.d.UpdatedAt = in.Now
+	return Result{Delivery: m.d, Log: m.log, Enqueue: m.enqueue}, nil
+}
+
+type machine struct {
+	d       baton.Delivery
+	in      Input
+	log     []baton.PhaseLogEntry
+	enqueue bool
+}
+
+func (m *machine) conflict(format string, args ...any) error {
+	return baton.Errorf(baton.Conflict, "delivery %s is %s: %s", m.d.ID, m.d.String(), fmt.Sprintf(format, args...))
+}
+
+func (m *machine) apply() error {
+	d, in := &m.d, m.in
+	if d.Phase == baton.PhaseClose {
+		return m.conflict("it is closed; nothing can change it")
+	}
+	switch in.Action {
+	case ActRun:
+		if d.RunStatus != baton.StatusPending || !d.Phase.Runnable() {
+			return m.conflict("only a pending phase can be run")
+		}
+		if !in.Person && !d.Queued {
+			return m.conflict("%s is a checkpoint waiting for a person: `baton delivery approve %s` starts it", d.Phase, d.ID)
+		}
+		d.RunStatus = baton.StatusRunning
+		d.Attempt++
+		d.Queued = false
+		d.Error = ""
+		d.Owner = in.Actor
+		d.HeartbeatAt = in.Now
+		m.entry(baton.StatusRunning, "", "")
+		return nil
+
+	case ActForward, ActFail:
+		if d.RunStatus != baton.StatusRunning || in.Attempt != d.Attempt {
+			return m.conflict("attempt %d is not running (it was canceled or lost); its result is discarded", in.Attempt)
+		}
+		for _, r := range in.Refs {
+			d.AddRef(r)
+		}
+		d.Owner = ""
+		if in.Action == ActFail {
+			d.RunStatus = baton.StatusFailed
+			d.Error = in.Note
+			m.entry(baton.StatusFailed, "", in.Note)
+			return nil
+		}
+		return m.forward()
+
+	case ActApprove:
+		switch d.RunStatus {
+		case baton.StatusPending:
+			if !d.Phase.Runnable() {
+				return m.conflict("%s has no run to start", d.Phase)
+			}
+			if d.Queued {
+				return m.conflict("it is already queued for a worker")
+			}
+			d.Queued = true
+			m.enqueue = true
+			m.entry(baton.StatusPending, "", "started by approve")
+			return nil
+		case baton.StatusSucceeded:
+			m.advance("approved")
+			return nil
+		case baton.StatusBlocked:
+			m.advance("approved over: " + d.Error)
+			return nil
+		case baton.StatusRunning:
+			return m.conflict("wait for the run to finish, or cancel it")
+		}
+		return m.conflict("a failed phase is retried (`baton delivery retry %s`) or rejected, not approved", d.ID)
+
+	case ActReject:
+		if strings.TrimSpace(in.Note) == "" {
+			return baton.Errorf(baton.Invalid, "reject needs a reason: it is posted where the next run reads it")
+		}
+		if d.RunStatus == baton.StatusRunning {
+			return m.conflict("cancel the run first (`baton delivery cancel %s`)", d.ID)
+		}
+		var target baton.Phase
+		switch d.Phase {
+		case baton.PhasePlan, baton.PhaseImplement:
+			target = baton.PhasePlan
+		case baton.PhaseReview, baton.PhaseVerify:
+			target = baton.PhaseImplement
+		case baton.PhaseDeploy:
+			if d.RunStatus == baton.StatusSucceeded {
+				return m.conflict("the work is already deployed")
+			}
+			target = baton.PhaseImplement
+		default:
+			return m.conflict("only plan, implement, review, verify and deploy can be rejected")
+		}
+		d.Error = ""
+		m.enter(target, in.Note, true)
+		return nil
+
+	case ActRetry:
+		if d.RunStatus != baton.StatusFailed && d.RunStatus != baton.StatusBlocked || !d.Phase.Runnable() {
+			return m.conflict("only a failed or blocked phase is retried")
+		}
+		d.Error = ""
+		d.Lost = 0
+		m.enter(d.Phase, in.Note, true)
+		return nil
+
+	case ActCancel:
+		if d.RunStatus != baton.StatusRunning {
+			return m.conflict("only a running phase can be canceled")
+		}
+		d.RunStatus = baton.StatusFailed
+		d.Owner = ""
+		d.Error = "canceled by " + in.Actor
+		m.entry(baton.StatusFailed, "", d.Error)
+		return nil
+
+	case ActClose:
+		if d.RunStatus == baton.StatusRunning {
+			return m.conflict("cancel the run first (`baton delivery cancel %s`)", d.ID)
+		}
+		note := fmt.Sprintf("closed by %s at %s", in.Actor, d.String())
+		if in.Note != "" {
+			note += ": " + in.Note
+		}
+		status := baton.StatusFailed
+		if d.Phase == d.Endpoint && d.RunStatus == baton.StatusSucceeded {
+			status = baton.StatusSucceeded
+		}
+		d.Phase, d.RunStatus, d.Queued = baton.PhaseClose, status, false
+		if status == baton.StatusFailed {
+			d.Error = note
+		}
+		m.entryEnded(status, "", note)
+		return nil
+
+	case ActLose:
+		if d.RunStatus != baton.StatusRunning || in.Attempt != d.Attempt {
+			return m.conflict("attempt %d is not running", in.Attempt)
+		}
+		d.Owner = ""
+		note := "the worker running attempt " + fmt.Sprint(d.Attempt) + " died"
+		if in.Note != "" {
+			note = in.Note
+		}
+		d.Lost++
+		if d.Lost >= MaxLostAttempts {
+			d.RunStatus = baton.StatusFailed
+			d.Error = fmt.Sprintf("%s; %d attempts lost their worker, so it is not retried again: `baton delivery retry %s`", note, d.Lost, d.ID)
+			m.entry(baton.StatusFailed, "", d.Error)
+			return nil
+		}
+		// A lost attempt was already started by whoever started it, so it
+		// is queued again even at a checkpoint.
+		m.enter(d.Phase, note+"; queued again", true)
+		return nil
+	}
+	return baton.Errorf(baton.Invalid, "unknown action %q", in.Action)
+}
+
+// forward records the running phase's outcome and moves on.
+func (m *machine) forward() error {
+	d, in := &m.d, m.in
+	d.Lost = 0
+	switch {
+	case in.Skipped:
+		if d.Phase.Executor() == baton.ExecutorAgent {
+			return baton.Errorf(baton.Invalid, "agent phase %s cannot be skipped", d.Phase)
+		}
+		m.entry(baton.StatusSkipped, "", in.Note)
+		m.advance("")
+		return nil
+	case in.Verdict == baton.VerdictNotPass:
+		if d.Phase != baton.PhaseReview && d.Phase != baton.PhaseVerify {
+			return baton.Errorf(baton.Invalid, "phase %s has no verdict", d.Phase)
+		}
+		m.entry(baton.StatusSucceeded, baton.VerdictNotPass, in.Note)
+		why := fmt.Sprintf("%s: not_pass", d.Phase)
+		if in.Note != "" {
+			why += ": " + in.Note
+		}
+		switch {
+		case d.IsCheckpoint(d.Phase):
+			d.RunStatus = baton.StatusBlocked
+			d.Error = why
+			m.entry(baton.StatusBlocked, "", "checkpoint: approve to override, reject to send back to implement")
+			return nil
+		case d.Config.MaxRounds > 0 && d.Rounds >= d.Config.MaxRounds:
+			d.RunStatus = baton.StatusBlocked
+			d.Error = fmt.Sprintf("%s (round limit %d reached)", why, d.Config.MaxRounds)
+			m.entry(baton.StatusBlocked, "", fmt.Sprintf("round limit %d reached: a person decides", d.Config.MaxRounds))
+			return nil
+		}
+		d.Rounds++
+		m.enter(baton.PhaseImplement, fmt.Sprintf("%s not_pass: back to implement (round %d)", d.Phase, d.Rounds), false)
+		return nil
+	case in.Verdict == baton.VerdictPass && d.Phase != baton.PhaseReview && d.Phase != baton.PhaseVerify:
+		return baton.Errorf(baton.Invalid, "phase %s has no verdict", d.Phase)
+	case in.Verdict != "" && in.Verdict != baton.VerdictPass:
+		return baton.Errorf(baton.Invalid, "unknown verdict %q", in.Verdict)
+	}
+	m.entry(baton.StatusSucceeded, in.Verdict, in.Note)
+	if d.IsCheckpoint(d.Phase) {
+		d.RunStatus = baton.StatusSucceeded
+		return nil
+	}
+	m.advance("")
+	return nil
+}
+
+// advance leaves the current phase for the next one (close after the
+// endpoint).
+func (m *machine) advance(note string) {
+	d := &m.d
+	next := d.Phase.Next()
+	if d.Phase == d.Endpoint {
+		next = baton.PhaseClose
+	}
+	d.Error = ""
+	if next == baton.PhaseClose {
+		d.Phase, d.RunStatus, d.Queued = baton.PhaseClose, baton.StatusSucceeded, false
+		if note == "" {
+			note = "delivered"
+		}
+		m.entryEnded(baton.StatusSucceeded, "", note)
+		return
+	}
+	m.enter(next, note, m.in.Person)
+}
+
+// enter makes p the pending phase. A checkpoint phase entered by the
+// system waits for a person; anything else is queued.
+func (m *machine) enter(p baton.Phase, note string, byPerson bool) {
+	d := &m.d
+	d.Phase, d.RunStatus = p, baton.StatusPending
+	d.Queued = byPerson || !d.IsCheckpoint(p)
+	m.enqueue = d.Queued
+	if !d.Queued {
+		if note != "" {
+			note += "; "
+		}
+		note += "checkpoint: waiting for approve"
+	}
+	m.entry(baton.StatusPending, "", note)
+}
+
+func (m *machine) entry(status baton.RunStatus, v baton.Verdict, note string) {
+	d := &m.d
+	m.log = append(m.log, baton.PhaseLogEntry{
+		Phase:     d.Phase,
+		Status:    status,
+		Executor:  d.Phase.Executor(),
+		Verdict:   v,
+		Actor:     m.in.Actor,
+		Action:    string(m.in.Action),
+		Note:      note,
+		Attempt:   d.Attempt,
+		StartedAt: m.in.Now,
+	})
+}
+
+// entryEnded appends a terminal entry, ended as it starts.
+func (m *machine) entryEnded(status baton.RunStatus, v baton.Verdict, note string) {
+	m.entry(status, v, note)
+	m.log[len(m.log)-1].EndedAt = m.in.Now
+}
+
+// NewDelivery returns a delivery created by actor: intake is done at
+// once (logged as succeeded) and plan is entered as the creator's own
+// action, so it is queued.
+func NewDelivery(d baton.Delivery, actor string, now time.Time) Result {
+	d.Phase, d.RunStatus = baton.PhaseIntake, baton.StatusRunning
+	d.CreatedAt, d.UpdatedAt = now, now
+	m := &machine{d: d, in: Input{Action: "create", Actor: actor, Person: true, Now: now}}
+	m.entry(baton.StatusSucceeded, "", "created")
+	m.enter(baton.PhasePlan, "", true)
+	return Result{Delivery: m.d, Log: m.log, Enqueue: m.enqueue}
+}
