@@ -170,16 +170,16 @@ type DeliveryConfig struct {
 
 // Delivery is one unit of work from a request to a merged change.
 type Delivery struct {
-	ID          string    `json:"id"`
-	Seq         int64     `json:"seq"`
-	Summary     string    `json:"summary"`
-	Repository  string    `json:"repository"` // owner/name on GitHub, an absolute path locally
-	Forge       Forge     `json:"forge"`
-	Phase       Phase     `json:"phase"`
-	RunStatus   RunStatus `json:"run_status"`
-	Endpoint    Phase     `json:"endpoint"`
-	Checkpoints []Phase   `json:"checkpoints"`
-	Refs        []Ref     `json:"refs"`
+	ID          string         `json:"id"`
+	Seq         int64          `json:"seq"`
+	Summary     string         `json:"summary"`
+	Repository  string         `json:"repository"` // owner/name on GitHub, an absolute path locally
+	Forge       Forge          `json:"forge"`
+	Phase       Phase          `json:"phase"`
+	RunStatus   RunStatus      `json:"run_status"`
+	Endpoint    Phase          `json:"endpoint"`
+	Checkpoints []Phase        `json:"checkpoints"`
+	Refs        []Ref          `json:"refs"`
 	Config      DeliveryConfig `json:"config"`
 	// Error says why the current phase failed or is blocked.
 	Error string `json:"error,omitempty"`
