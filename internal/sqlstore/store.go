@@ -1,0 +1,440 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/baton-agent/baton"
+)
+
+// Store implements baton.DeliveryStore on one Querier.
+type Store struct {
+	dialect Dialect
+	q       Querier
+}
+
+var _ baton.DeliveryStore = (*Store)(nil)
+
+// New returns a store of dialect on q (a database or a transaction).
+func New(dialect Dialect, q Querier) *Store { return &Store{dialect: dialect, q: q} }
+
+// With returns the same store bound to q, typically a transaction.
+func (s *Store) With(q Querier) *Store { return &Store{dialect: s.dialect, q: q} }
+
+// Dialect returns the store's SQL dialect.
+func (s *Store) Dialect() Dialect { return s.dialect }
+
+// timeLayout is fixed-width, so text order is time order.
+const timeLayout = "2006-01-02T15:04:05.000000Z"
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(timeLayout)
+}
+
+func parseTime(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	return time.Parse(timeLayout, s)
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (s *Store) exec(ctx context.Context, q string, args ...any) (int64, error) {
+	n, err := s.q.Exec(ctx, rebind(s.dialect, q), args...)
+	return n, s.wrap(err)
+}
+
+func (s *Store) query(ctx context.Context, q string, args ...any) (Rows, error) {
+	rows, err := s.q.Query(ctx, rebind(s.dialect, q), args...)
+	return rows, s.wrap(err)
+}
+
+func (s *Store) row(ctx context.Context, q string, args ...any) Row {
+	return s.q.QueryRow(ctx, rebind(s.dialect, q), args...)
+}
+
+// wrap classifies driver errors: locked or unreachable → Unavailable,
+// constraint → Conflict, a canceled context → Canceled.
+func (s *Store) wrap(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, context.Canceled):
+		return baton.WrapError(baton.Canceled, err, "database call canceled")
+	case isBusy(err):
+		return baton.WrapError(baton.Unavailable, err, "the database is busy: try again")
+	case isUniqueViolation(err):
+		return baton.WrapError(baton.Conflict, err, "already exists")
+	}
+	return err
+}
+
+const deliveryCols = `id, seq, summary, repository, forge, phase, run_status, endpoint, checkpoints, refs, config,
+	error, queued, attempt, rounds, lost, version, owner, heartbeat_at, created_at, updated_at`
+
+func encodeCheckpoints(ps []baton.Phase) string {
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = string(p)
+	}
+	return strings.Join(names, ",")
+}
+
+// CreateDelivery implements baton.DeliveryStore.
+func (s *Store) CreateDelivery(ctx context.Context, d *baton.Delivery) (*baton.Delivery, bool, error) {
+	if err := d.Validate(); err != nil {
+		return nil, false, err
+	}
+	refs, err := json.Marshal(nonNil(d.Refs))
+	if err != nil {
+		return nil, false, err
+	}
+	cfg, err := json.Marshal(d.Config)
+	if err != nil {
+		return nil, false, err
+	}
+	for try := 0; ; try++ {
+		n, err := s.exec(ctx, `INSERT INTO deliveries (`+deliveryCols+`)
+			SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+				CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), 1, ?, ?, ?, ?
+			FROM deliveries WHERE TRUE
+			ON CONFLICT (id) DO NOTHING`,
+			d.ID, d.Summary, d.Repository, string(d.Forge), string(d.Phase), string(d.RunStatus), string(d.Endpoint),
+			encodeCheckpoints(d.Checkpoints), string(refs), string(cfg), d.Error, b2i(d.Queued), d.Attempt, d.Rounds, d.Lost,
+			d.Owner, fmtTime(d.HeartbeatAt), fmtTime(d.CreatedAt), fmtTime(d.UpdatedAt))
+		if baton.ErrorCode(err) == baton.Conflict && try < 5 {
+			continue // two creates took the same seq (PostgreSQL): take the next
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("insert delivery %s: %w", d.ID, err)
+		}
+		got, err := s.FindDeliveryByID(ctx, d.ID)
+		return got, n == 1, err
+	}
+}
+
+// FindDeliveryByID implements baton.DeliveryStore.
+func (s *Store) FindDeliveryByID(ctx context.Context, id string) (*baton.Delivery, error) {
+	d, err := scanDelivery(s.row(ctx, `SELECT `+deliveryCols+` FROM deliveries WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, baton.Errorf(baton.NotFound, "no delivery %s: `baton delivery list` shows them", id)
+	}
+	return d, s.wrap(err)
+}
+
+// FindDeliveryBySeq implements baton.DeliveryStore.
+func (s *Store) FindDeliveryBySeq(ctx context.Context, seq int64) (*baton.Delivery, error) {
+	d, err := scanDelivery(s.row(ctx, `SELECT `+deliveryCols+` FROM deliveries WHERE seq = ?`, seq))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, baton.Errorf(baton.NotFound, "no delivery #%d: `baton delivery list` shows them", seq)
+	}
+	return d, s.wrap(err)
+}
+
+// FindDeliveriesByPrefix lists deliveries whose id starts with prefix.
+func (s *Store) FindDeliveriesByPrefix(ctx context.Context, prefix string) ([]*baton.Delivery, error) {
+	if strings.ContainsAny(prefix, "%_\\") {
+		return nil, nil
+	}
+	return s.list(ctx, `SELECT `+deliveryCols+` FROM deliveries WHERE id LIKE ? ORDER BY seq LIMIT 10`, prefix+"%")
+}
+
+// FindDeliveries implements baton.DeliveryStore.
+func (s *Store) FindDeliveries(ctx context.Context, f baton.DeliveryFilter) ([]*baton.Delivery, error) {
+	q := `SELECT ` + deliveryCols + ` FROM deliveries WHERE 1 = 1`
+	var args []any
+	if f.Phase != "" {
+		q += ` AND phase = ?`
+		args = append(args, string(f.Phase))
+	}
+	if f.RunStatus != "" {
+		q += ` AND run_status = ?`
+		args = append(args, string(f.RunStatus))
+	}
+	q += ` ORDER BY seq DESC`
+	if f.Limit > 0 {
+		q += fmt.Sprintf(` LIMIT %d`, f.Limit)
+	}
+	return s.list(ctx, q, args...)
+}
+
+// FindStaleRunning implements baton.DeliveryStore.
+func (s *Store) FindStaleRunning(ctx context.Context, before time.Time) ([]*baton.Delivery, error) {
+	return s.list(ctx, `SELECT `+deliveryCols+` FROM deliveries WHERE run_status = 'running' AND heartbeat_at < ? ORDER BY seq`, fmtTime(before))
+}
+
+func (s *Store) list(ctx context.Context, q string, args ...any) ([]*baton.Delivery, error) {
+	rows, err := s.query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*baton.Delivery
+	for rows.Next() {
+		d, err := scanDelivery(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, s.wrap(rows.Err())
+}
+
+func scanDelivery(r Row) (*baton.Delivery, error) {
+	var (
+		d                                                      baton.Delivery
+		forge, phase, status, endpoint, cps, refs, cfg, hb, ca string
+		ua                                                     string
+		queued, rounds, lost                                   int64
+	)
+	err := r.Scan(&d.ID, &d.Seq, &d.Summary, &d.Repository, &forge, &phase, &status, &endpoint, &cps, &refs, &cfg,
+		&d.Error, &queued, &d.Attempt, &rounds, &lost, &d.Version, &d.Owner, &hb, &ca, &ua)
+	if err != nil {
+		return nil, err
+	}
+	d.Forge, d.Phase, d.RunStatus, d.Endpoint = baton.Forge(forge), baton.Phase(phase), baton.RunStatus(status), baton.Phase(endpoint)
+	d.Queued, d.Rounds, d.Lost = queued != 0, int(rounds), int(lost)
+	d.Checkpoints = []baton.Phase{}
+	if cps != "" {
+		for _, p := range strings.Split(cps, ",") {
+			d.Checkpoints = append(d.Checkpoints, baton.Phase(p))
+		}
+	}
+	if err := json.Unmarshal([]byte(refs), &d.Refs); err != nil {
+		return nil, fmt.Errorf("delivery %s: decode refs: %w", d.ID, err)
+	}
+	if err := json.Unmarshal([]byte(cfg), &d.Config); err != nil {
+		return nil, fmt.Errorf("delivery %s: decode config: %w", d.ID, err)
+	}
+	if d.HeartbeatAt, err = parseTime(hb); err != nil {
+		return nil, err
+	}
+	if d.CreatedAt, err = parseTime(ca); err != nil {
+		return nil, err
+	}
+	if d.UpdatedAt, err = parseTime(ua); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+func nonNil(refs []baton.Ref) []baton.Ref {
+	if refs == nil {
+		return []baton.Ref{}
+	}
+	return refs
+}
+
+// UpdateDelivery implements baton.DeliveryStore.
+func (s *Store) UpdateDelivery(ctx context.Context, d *baton.Delivery) error {
+	refs, err := json.Marshal(nonNil(d.Refs))
+	if err != nil {
+		return err
+	}
+	n, err := s.exec(ctx, `UPDATE deliveries SET phase = ?, run_status = ?, refs = ?, error = ?, queued = ?, attempt = ?,
+		rounds = ?, lost = ?, owner = ?, heartbeat_at = ?, updated_at = ?, version = version + 1
+		WHERE id = ? AND version = ?`,
+		string(d.Phase), string(d.RunStatus), string(refs), d.Error, b2i(d.Queued), d.Attempt, d.Rounds, d.Lost,
+		d.Owner, fmtTime(d.HeartbeatAt), fmtTime(d.UpdatedAt), d.ID, d.Version)
+	if err != nil {
+		return fmt.Errorf("update delivery %s: %w", d.ID, err)
+	}
+	if n == 0 {
+		if _, err := s.FindDeliveryByID(ctx, d.ID); err != nil {
+			return err
+		}
+		return baton.Errorf(baton.Conflict, "delivery %s changed while this change was being made: look again with `baton delivery show %s`", d.ID, d.ID)
+	}
+	d.Version++
+	return nil
+}
+
+// Heartbeat implements baton.DeliveryStore.
+func (s *Store) Heartbeat(ctx context.Context, id string, attempt int64, at time.Time) error {
+	n, err := s.exec(ctx, `UPDATE deliveries SET heartbeat_at = ? WHERE id = ? AND attempt = ? AND run_status = 'running'`, fmtTime(at), id, attempt)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return baton.Errorf(baton.Conflict, "delivery %s is no longer running attempt %d", id, attempt)
+	}
+	return nil
+}
+
+// AppendPhaseLog implements baton.DeliveryStore.
+func (s *Store) AppendPhaseLog(ctx context.Context, deliveryID string, e *baton.PhaseLogEntry) error {
+	if _, err := s.exec(ctx, `UPDATE phase_log SET ended_at = ? WHERE delivery_id = ? AND ended_at = ''`, fmtTime(e.StartedAt), deliveryID); err != nil {
+		return fmt.Errorf("end open phase log entry of %s: %w", deliveryID, err)
+	}
+	err := s.row(ctx, `INSERT INTO phase_log (delivery_id, phase, status, executor, verdict, actor, action, note, attempt, started_at, ended_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		deliveryID, string(e.Phase), string(e.Status), string(e.Executor), string(e.Verdict), e.Actor, e.Action, e.Note, e.Attempt,
+		fmtTime(e.StartedAt), fmtTime(e.EndedAt)).Scan(&e.ID)
+	if err != nil {
+		return fmt.Errorf("append phase log of %s: %w", deliveryID, s.wrap(err))
+	}
+	return nil
+}
+
+// PhaseLog implements baton.DeliveryStore.
+func (s *Store) PhaseLog(ctx context.Context, deliveryID string) ([]baton.PhaseLogEntry, error) {
+	rows, err := s.query(ctx, `SELECT id, phase, status, executor, verdict, actor, action, note, attempt, started_at, ended_at
+		FROM phase_log WHERE delivery_id = ? ORDER BY id`, deliveryID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []baton.PhaseLogEntry
+	for rows.Next() {
+		var (
+			e                                        baton.PhaseLogEntry
+			phase, status, executor, verdict, sa, ea string
+		)
+		if err := rows.Scan(&e.ID, &phase, &status, &executor, &verdict, &e.Actor, &e.Action, &e.Note, &e.Attempt, &sa, &ea); err != nil {
+			return nil, err
+		}
+		e.Phase, e.Status, e.Executor, e.Verdict = baton.Phase(phase), baton.RunStatus(status), baton.Executor(executor), baton.Verdict(verdict)
+		if e.StartedAt, err = parseTime(sa); err != nil {
+			return nil, err
+		}
+		if e.EndedAt, err = parseTime(ea); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, s.wrap(rows.Err())
+}
+
+const runCols = `id, delivery_id, n, phase, attempt, agent, status, prompt, system_prompt, final_message, model, session_id,
+	cost_usd, input_tokens, output_tokens, duration_ns, exit_code, error, log_dir, started_at, ended_at`
+
+// CreateAgentRun implements baton.DeliveryStore.
+func (s *Store) CreateAgentRun(ctx context.Context, r *baton.AgentRun) error {
+	r.Status = baton.RunRunning
+	err := s.row(ctx, `INSERT INTO agent_runs (delivery_id, n, phase, attempt, agent, status, prompt, system_prompt, log_dir, started_at)
+		SELECT ?, COALESCE(MAX(n), 0) + 1, ?, CAST(? AS BIGINT), ?, ?, ?, ?, ?, ? FROM agent_runs WHERE delivery_id = ?
+		RETURNING id, n`,
+		r.DeliveryID, string(r.Phase), r.Attempt, r.Agent, string(r.Status), r.Prompt, r.SystemPrompt, r.LogDir, fmtTime(r.StartedAt), r.DeliveryID).Scan(&r.ID, &r.N)
+	if err := s.wrap(err); err != nil {
+		if baton.ErrorCode(err) == baton.Conflict {
+			return baton.WrapError(baton.Conflict, err, "delivery %s already has a running agent run", r.DeliveryID)
+		}
+		return fmt.Errorf("insert agent run of %s: %w", r.DeliveryID, err)
+	}
+	return nil
+}
+
+// FinishAgentRun implements baton.DeliveryStore.
+func (s *Store) FinishAgentRun(ctx context.Context, r *baton.AgentRun) error {
+	n, err := s.exec(ctx, `UPDATE agent_runs SET
+		status = CASE WHEN status = 'canceled' THEN status ELSE ? END,
+		error = CASE WHEN status = 'canceled' AND error <> '' THEN error ELSE ? END,
+		final_message = ?, model = ?, session_id = ?, cost_usd = ?, input_tokens = ?, output_tokens = ?,
+		duration_ns = ?, exit_code = ?, log_dir = ?, ended_at = ?
+		WHERE id = ?`,
+		string(r.Status), r.Error, r.FinalMessage, r.Model, r.SessionID, r.CostUSD, r.InputTokens, r.OutputTokens,
+		int64(r.Duration), r.ExitCode, r.LogDir, fmtTime(r.EndedAt), r.ID)
+	if err != nil {
+		return fmt.Errorf("finish agent run %d: %w", r.ID, err)
+	}
+	if n == 0 {
+		return baton.Errorf(baton.NotFound, "no agent run %d", r.ID)
+	}
+	return nil
+}
+
+// EndRunningAgentRuns implements baton.DeliveryStore.
+func (s *Store) EndRunningAgentRuns(ctx context.Context, deliveryID string, status baton.AgentRunStatus, reason string, at time.Time) (int, error) {
+	n, err := s.exec(ctx, `UPDATE agent_runs SET status = ?, error = ?, ended_at = ? WHERE delivery_id = ? AND status = 'running'`,
+		string(status), reason, fmtTime(at), deliveryID)
+	return int(n), err
+}
+
+// AgentRuns implements baton.DeliveryStore.
+func (s *Store) AgentRuns(ctx context.Context, deliveryID string) ([]baton.AgentRun, error) {
+	rows, err := s.query(ctx, `SELECT `+runCols+` FROM agent_runs WHERE delivery_id = ? ORDER BY n`, deliveryID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []baton.AgentRun
+	for rows.Next() {
+		var (
+			r                     baton.AgentRun
+			phase, status, sa, ea string
+			n, exit               int64
+			dur                   int64
+		)
+		if err := rows.Scan(&r.ID, &r.DeliveryID, &n, &phase, &r.Attempt, &r.Agent, &status, &r.Prompt, &r.SystemPrompt,
+			&r.FinalMessage, &r.Model, &r.SessionID, &r.CostUSD, &r.InputTokens, &r.OutputTokens, &dur, &exit, &r.Error,
+			&r.LogDir, &sa, &ea); err != nil {
+			return nil, err
+		}
+		r.N, r.Phase, r.Status, r.Duration, r.ExitCode = int(n), baton.Phase(phase), baton.AgentRunStatus(status), time.Duration(dur), int(exit)
+		if r.StartedAt, err = parseTime(sa); err != nil {
+			return nil, err
+		}
+		if r.EndedAt, err = parseTime(ea); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, s.wrap(rows.Err())
+}
+
+// CreateReviewNote implements baton.DeliveryStore.
+func (s *Store) CreateReviewNote(ctx context.Context, n *baton.ReviewNote) error {
+	err := s.row(ctx, `INSERT INTO review_notes (delivery_id, verdict, summary, feedback, author, url, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		n.DeliveryID, string(n.Verdict), n.Summary, n.Feedback, n.Author, n.URL, fmtTime(n.CreatedAt)).Scan(&n.ID)
+	if err != nil {
+		return fmt.Errorf("insert review note of %s: %w", n.DeliveryID, s.wrap(err))
+	}
+	return nil
+}
+
+// SetReviewNoteURL records where a note can be read.
+func (s *Store) SetReviewNoteURL(ctx context.Context, id int64, url string) error {
+	_, err := s.exec(ctx, `UPDATE review_notes SET url = ? WHERE id = ?`, url, id)
+	return err
+}
+
+// ReviewNotes implements baton.DeliveryStore.
+func (s *Store) ReviewNotes(ctx context.Context, deliveryID string) ([]baton.ReviewNote, error) {
+	rows, err := s.query(ctx, `SELECT id, delivery_id, verdict, summary, feedback, author, url, created_at
+		FROM review_notes WHERE delivery_id = ? ORDER BY id`, deliveryID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []baton.ReviewNote
+	for rows.Next() {
+		var (
+			n           baton.ReviewNote
+			verdict, ca string
+		)
+		if err := rows.Scan(&n.ID, &n.DeliveryID, &verdict, &n.Summary, &n.Feedback, &n.Author, &n.URL, &ca); err != nil {
+			return nil, err
+		}
+		n.Verdict = baton.Verdict(verdict)
+		if n.CreatedAt, err = parseTime(ca); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, s.wrap(rows.Err())
+}
