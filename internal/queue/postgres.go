@@ -1,0 +1,34 @@
+package queue
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/baton-agent/baton/internal/sqlstore"
+)
+
+// OpenPostgres opens the queue on a PostgreSQL pool (sqlstore.OpenPostgres),
+// migrating River's tables and baton's. Nothing above this package
+// changes with the database: the same Tx, Store and Handler serve both.
+func OpenPostgres(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Queue, error) {
+	if err := sqlstore.MigratePostgres(ctx, pool); err != nil {
+		return nil, err
+	}
+	store := sqlstore.New(sqlstore.Postgres, sqlstore.Pgx(pool))
+	client, err := newClient(ctx, riverpgxv5.New(pool), cfg)
+	if err != nil {
+		return nil, err
+	}
+	b := &riverBackend[pgx.Tx]{
+		client:  client,
+		store:   store,
+		begin:   func(ctx context.Context) (pgx.Tx, error) { return pool.Begin(ctx) },
+		commit:  func(ctx context.Context, tx pgx.Tx) error { return tx.Commit(ctx) },
+		abort:   func(ctx context.Context, tx pgx.Tx) error { return tx.Rollback(ctx) },
+		querier: func(tx pgx.Tx) sqlstore.Querier { return sqlstore.Pgx(tx) },
+	}
+	return &Queue{store: store, b: b, cfg: cfg}, nil
+}

@@ -1,0 +1,190 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/queue"
+	"github.com/baton-agent/baton/internal/sqlstore"
+)
+
+// open returns a constructor per database: SQLite always, PostgreSQL
+// when BATON_TEST_POSTGRES_URL is set.
+func opens(t *testing.T) map[string]func(cfg queue.Config) *queue.Queue {
+	t.Helper()
+	out := map[string]func(queue.Config) *queue.Queue{}
+	dir := t.TempDir()
+	out["sqlite"] = func(cfg queue.Config) *queue.Queue {
+		db, err := sqlstore.OpenSQLite(filepath.Join(dir, "baton.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		q, err := queue.OpenSQLite(t.Context(), db, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+	url := os.Getenv("BATON_TEST_POSTGRES_URL")
+	if url == "" {
+		t.Log("PostgreSQL run skipped: BATON_TEST_POSTGRES_URL is not set (scripts/pg-test.sh sets it)")
+		return out
+	}
+	schema := fmt.Sprintf("q_%d", time.Now().UnixNano())
+	admin, err := sqlstore.OpenPostgres(context.Background(), url, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(context.Background(), "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+		admin.Close()
+	})
+	out["postgres"] = func(cfg queue.Config) *queue.Queue {
+		pool, err := sqlstore.OpenPostgres(t.Context(), url, schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pool.Close)
+		q, err := queue.OpenPostgres(t.Context(), pool, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+	return out
+}
+
+func delivery(id string) *baton.Delivery {
+	now := time.Now().UTC()
+	return &baton.Delivery{
+		ID: id, Summary: "s", Repository: "/r", Forge: baton.ForgeLocal, Phase: baton.PhasePlan,
+		RunStatus: baton.StatusPending, Endpoint: baton.PhaseObserve, Checkpoints: []baton.Phase{},
+		Config: baton.DeliveryConfig{Agent: "claude"}, Queued: true, CreatedAt: now, UpdatedAt: now,
+	}
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestStateAndJobCommitTogether(t *testing.T) {
+	for name, open := range opens(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			q := open(queue.Config{})
+			boom := errors.New("boom")
+			err := q.InTx(ctx, func(tx queue.Tx) error {
+				if _, _, err := tx.Store().CreateDelivery(ctx, delivery("aaaaaaaaaaaa")); err != nil {
+					return err
+				}
+				if err := tx.Enqueue(ctx, queue.RunPhaseArgs{DeliveryID: "aaaaaaaaaaaa", Phase: baton.PhasePlan, Entry: 1}); err != nil {
+					return err
+				}
+				return boom
+			})
+			if !errors.Is(err, boom) {
+				t.Fatalf("InTx = %v", err)
+			}
+			if _, err := q.Store().FindDeliveryByID(ctx, "aaaaaaaaaaaa"); baton.ErrorCode(err) != baton.NotFound {
+				t.Errorf("rolled back delivery exists: %v", err)
+			}
+			if st, _ := q.JobStates(ctx, "aaaaaaaaaaaa"); len(st) != 0 {
+				t.Errorf("rolled back job exists: %v", st)
+			}
+
+			// Committed, and the same job twice is one job.
+			for range 2 {
+				err = q.InTx(ctx, func(tx queue.Tx) error {
+					if _, _, err := tx.Store().CreateDelivery(ctx, delivery("aaaaaaaaaaaa")); err != nil {
+						return err
+					}
+					return tx.Enqueue(ctx, queue.RunPhaseArgs{DeliveryID: "aaaaaaaaaaaa", Phase: baton.PhasePlan, Entry: 1})
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if st, _ := q.JobStates(ctx, "aaaaaaaaaaaa"); st["available"] != 1 || len(st) != 1 {
+				t.Errorf("job states = %v, want one available job", st)
+			}
+		})
+	}
+}
+
+func TestWorkerOutcomes(t *testing.T) {
+	for name, open := range opens(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			var mu sync.Mutex
+			calls := map[string]int{}
+			handler := func(ctx context.Context, a queue.RunPhaseArgs, _ int) error {
+				mu.Lock()
+				calls[a.DeliveryID]++
+				n := calls[a.DeliveryID]
+				mu.Unlock()
+				switch a.DeliveryID {
+				case "invalid00000":
+					return baton.Errorf(baton.Invalid, "bad delivery")
+				case "snooze000000":
+					if n == 1 {
+						return &queue.SnoozeError{Until: time.Now().Add(time.Second), Err: errors.New("rate limited")}
+					}
+				}
+				return nil
+			}
+			q := open(queue.Config{Workers: 2, Handler: handler, FetchPollInterval: 50 * time.Millisecond})
+			for _, id := range []string{"ok0000000000", "invalid00000", "snooze000000"} {
+				err := q.InTx(ctx, func(tx queue.Tx) error {
+					if _, _, err := tx.Store().CreateDelivery(ctx, delivery(id)); err != nil {
+						return err
+					}
+					return tx.Enqueue(ctx, queue.RunPhaseArgs{DeliveryID: id, Phase: baton.PhasePlan, Entry: 1})
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			done := make(chan error, 1)
+			go func() { done <- q.Run(ctx) }()
+			states := func(id string) map[string]int {
+				st, err := q.JobStates(context.Background(), id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return st
+			}
+			eventually(t, "ok job completed", func() bool { return states("ok0000000000")["completed"] == 1 })
+			eventually(t, "invalid job cancelled", func() bool { return states("invalid00000")["cancelled"] == 1 })
+			eventually(t, "snoozed job completed on its second run", func() bool { return states("snooze000000")["completed"] == 1 })
+			mu.Lock()
+			if calls["invalid00000"] != 1 || calls["snooze000000"] != 2 {
+				t.Errorf("calls = %v, want invalid once (not retried), snooze twice", calls)
+			}
+			mu.Unlock()
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("Run = %v", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,35 @@
+package queue
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+
+	"github.com/baton-agent/baton/internal/sqlstore"
+)
+
+// OpenSQLite opens the queue on a SQLite database opened with
+// sqlstore.OpenSQLite (one connection), migrating River's tables and
+// baton's.
+func OpenSQLite(ctx context.Context, db *sql.DB, cfg Config) (*Queue, error) {
+	if err := sqlstore.Migrate(ctx, sqlstore.SQLite, db); err != nil {
+		return nil, err
+	}
+	store := sqlstore.New(sqlstore.SQLite, sqlstore.SQL(db))
+	client, err := newClient(ctx, riversqlite.New(db), cfg)
+	if err != nil {
+		return nil, err
+	}
+	b := &riverBackend[*sql.Tx]{
+		client: client,
+		store:  store,
+		begin: func(ctx context.Context) (*sql.Tx, error) {
+			return db.BeginTx(ctx, nil)
+		},
+		commit:  func(_ context.Context, tx *sql.Tx) error { return tx.Commit() },
+		abort:   func(_ context.Context, tx *sql.Tx) error { return tx.Rollback() },
+		querier: func(tx *sql.Tx) sqlstore.Querier { return sqlstore.SQL(tx) },
+	}
+	return &Queue{store: store, b: b, cfg: cfg}, nil
+}
