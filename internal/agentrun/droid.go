@@ -29,9 +29,9 @@ type droidObject struct {
 	NumTurns  int     `json:"num_turns"`
 	Model     string  `json:"model"`
 
-	TotalCostUSD *float64         `json:"total_cost_usd"`
-	CostUSD      *float64         `json:"cost_usd"`
-	Usage        *claudeUsage     `json:"usage"`
+	TotalCostUSD *float64          `json:"total_cost_usd"`
+	CostUSD      *float64          `json:"cost_usd"`
+	Usage        *claudeUsage      `json:"usage"`
 	Errors       []json.RawMessage `json:"errors"`
 
 	// type "error"

@@ -177,7 +177,7 @@ func execute(ctx context.Context, s Spec, p *plan, path string, env []string, de
 	wg.Add(3)
 	go func() {
 		defer wg.Done()
-		defer inW.Close() // EOF tells the agent the prompt is complete
+		defer inW.Close()                   // EOF tells the agent the prompt is complete
 		_, _ = io.WriteString(inW, p.stdin) // EPIPE: the agent did not read it all, its choice
 	}()
 	go func() {
