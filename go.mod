@@ -3,6 +3,7 @@ module github.com/baton-agent/baton
 go 1.26.8
 
 require (
+	github.com/google/go-cmp v0.7.0
 	github.com/spf13/cobra v1.10.2
 	go.yaml.in/yaml/v3 v3.0.6
 )

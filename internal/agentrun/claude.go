@@ -104,7 +104,11 @@ func (d *claudeDecoder) line(b []byte) {
 	case "result":
 		d.result = &ev
 		if ev.IsError {
-			d.live.note("✗", strings.Join(append([]string{ev.Subtype}, errorTexts(ev.Errors)...), ": "))
+			why := append([]string{ev.Subtype}, errorTexts(ev.Errors)...)
+			if len(ev.Errors) == 0 && ev.Result != nil {
+				why = []string{*ev.Result} // API errors come back as text
+			}
+			d.live.note("✗", strings.Join(why, ": "))
 		}
 	case "user", "stream_event", "rate_limit_event":
 	default:

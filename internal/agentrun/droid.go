@@ -62,7 +62,11 @@ func (d *droidDecoder) object(b []byte) {
 	case "result":
 		d.result = &o
 		if o.IsError {
-			d.live.note("✗", o.Subtype)
+			msg := o.Subtype
+			if o.Result != nil && *o.Result != "" {
+				msg = *o.Result
+			}
+			d.live.note("✗", msg)
 		} else if o.Result != nil {
 			d.live.text(*o.Result)
 		}
@@ -72,6 +76,9 @@ func (d *droidDecoder) object(b []byte) {
 			text = *o.FinalText
 		}
 		d.result = &droidObject{Type: "result", Result: &text, SessionID: o.SessionID, NumTurns: o.NumTurns2}
+		if text != d.lastText {
+			d.live.text(text)
+		}
 	case "error":
 		msg := o.Message
 		if msg == "" && o.Result != nil {

@@ -109,14 +109,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 			}
 		}
 	}
-	if res.Model == "" {
-		res.Model = s.Model
-	}
-	if res.Structured == nil {
-		if js, ok := extractJSON(res.FinalText); ok {
-			res.Structured = js
-		}
-	}
+	settle(res, s.Model)
 	if err := logs.close(); err != nil {
 		// Losing logs is worth saying but not worth failing a finished run.
 		live.note("!", "writing logs: "+err.Error())
@@ -256,6 +249,19 @@ func execute(ctx context.Context, s Spec, p *plan, path string, env []string, de
 	errR.Close()
 	b, _ := tail.bytes()
 	return stop, strings.TrimSpace(string(b)), waitErr, nil
+}
+
+// settle fills in what all executors share once decoding is over: the
+// model the caller asked for when the agent did not say, and Structured.
+func settle(res *Result, model string) {
+	if res.Model == "" {
+		res.Model = model
+	}
+	if res.Structured == nil {
+		if js, ok := extractJSON(res.FinalText); ok {
+			res.Structured = js
+		}
+	}
 }
 
 func stopFor(ctxErr error) stopReason {
