@@ -103,15 +103,14 @@ func (s *objectScanner) close(last, rest []byte) {
 		obj = s.buf
 	}
 	s.open = false
-	if json.Valid(obj) {
+	// Text after the closing brace means the line was not an object after
+	// all ("{} is empty"): one junk line, not an object and junk.
+	if len(bytes.TrimSpace(rest)) == 0 && json.Valid(obj) {
 		s.onObject(obj)
 	} else {
 		s.onJunk()
 	}
 	s.buf = s.buf[:0]
-	if len(bytes.TrimSpace(rest)) > 0 {
-		s.onJunk()
-	}
 }
 
 func (s *objectScanner) abandon() {
