@@ -9,7 +9,11 @@ type codexDecoder struct {
 	final    *string // text of the last completed agent_message
 	usage    *codexUsage
 	turns    int
-	failed   bool // a turn.failed was seen
+	// completed: a turn.completed was seen. Codex also sends agent_message
+	// items as commentary mid-turn, so the last one is the answer only
+	// once the turn completed.
+	completed bool
+	failed    bool // a turn.failed was seen
 	// errPending is an error event not followed by turn.completed. Codex
 	// also reports recoverable trouble (reconnects) as error events, so an
 	// error counts as fatal only when no turn completes after it.
@@ -71,6 +75,7 @@ func (d *codexDecoder) line(b []byte) {
 	case "turn.started", "item.plan.delta":
 	case "turn.completed":
 		d.turns++
+		d.completed = true
 		d.errPending = false
 		if ev.Usage != nil {
 			// usage is the thread's running total, so the last one wins.
@@ -173,7 +178,7 @@ func (d *codexDecoder) finish(r *Result) bool {
 		return false
 	}
 	r.FinalText = *d.final
-	return true
+	return d.completed
 }
 
 // codexLastMessage is the fallback when the stream held no agent_message:

@@ -31,7 +31,9 @@ type Turn struct {
 	Files []File `json:"files,omitempty"`
 	// Commands run in the working directory without a shell.
 	Commands []Command `json:"commands,omitempty"`
-	// Say are assistant messages before the final one.
+	// Say are assistant messages before the final one (a plain command
+	// agent prints them on stderr, as progress, keeping stdout for the
+	// final message).
 	Say []string `json:"say,omitempty"`
 	// Events are stdout lines printed verbatim before the final message:
 	// unknown event types, junk, huge lines.

@@ -181,8 +181,8 @@ func parsePlain(args []string) (*invocation, error) {
 	return inv, nil
 }
 
-// plain acts out the turn as a command agent: progress on stderr, the
-// final message last on stdout.
+// plain acts out the turn as a command agent: progress and Say on
+// stderr, raw Events and the final message on stdout.
 func (a *actor) plain() int {
 	if a.turn.Stderr != "" {
 		fmt.Fprint(os.Stderr, a.turn.Stderr)
@@ -201,7 +201,7 @@ func (a *actor) plain() int {
 		fmt.Fprintln(os.Stderr, "ran "+shellWords(c.Argv))
 	}
 	for _, s := range a.turn.Say {
-		fmt.Println(s)
+		fmt.Fprintln(os.Stderr, s)
 	}
 	for _, e := range a.turn.Events {
 		emitRaw(e)
