@@ -108,5 +108,5 @@ type Call struct {
 	Prompt       string          `json:"prompt"`
 	SystemPrompt string          `json:"system_prompt,omitempty"` // claude/droid --append-system-prompt
 	Model        string          `json:"model,omitempty"`
-	Schema       json.RawMessage `json:"schema,omitempty"` // the output schema it was given
+	Schema       json.RawMessage `json:"schema,omitempty"` // the output schema it was given, compacted
 }
