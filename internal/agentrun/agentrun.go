@@ -21,15 +21,18 @@ const (
 
 // Names of the files Run writes in Spec.LogDir.
 const (
-	PromptFile        = "prompt.txt"         // the exact bytes sent on stdin
-	ArgvFile          = "argv.json"          // the command line, a JSON array
-	EventsLog         = "events.jsonl"       // stdout of claude and codex (JSONL)
-	StdoutLog         = "stdout.log"         // stdout of droid and command agents
-	StderrLog         = "stderr.log"         // stderr of every agent
-	SchemaFile        = "output-schema.json" // codex --output-schema
-	LastMessageFile   = "last-message.txt"   // codex --output-last-message
-	maxLineBytes      = 64 << 20             // longest stdout line or JSON object parsed
-	maxFinalTextBytes = 16 << 20             // command agents: plain stdout kept as FinalText
+	PromptFile      = "prompt.txt"         // the exact bytes sent on stdin
+	ArgvFile        = "argv.json"          // the command line, a JSON array
+	EventsLog       = "events.jsonl"       // stdout of claude and codex (JSONL)
+	StdoutLog       = "stdout.log"         // stdout of droid and command agents
+	StderrLog       = "stderr.log"         // stderr of every agent
+	SchemaFile      = "output-schema.json" // codex --output-schema, BATON_AGENT_OUTPUT_SCHEMA
+	LastMessageFile = "last-message.txt"   // codex --output-last-message
+)
+
+const (
+	maxLineBytes      = 64 << 20 // longest stdout line or JSON object parsed
+	maxFinalTextBytes = 16 << 20 // command agents: plain stdout kept as FinalText
 )
 
 // Spec says what to run. Only Agent and Prompt are required.

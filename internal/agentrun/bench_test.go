@@ -24,7 +24,7 @@ func claudeStream(tb testing.TB, size int) []byte {
 	}
 	line(map[string]any{"type": "system", "subtype": "init", "session_id": "s", "model": "claude-sonnet-4-5", "tools": []string{"Bash", "Read", "Edit"}})
 	file := strings.Repeat("func f() { return strings.TrimSpace(x) }\n", 800) // ~33 KB
-	output := strings.Repeat("ok  \tgithub.com/x/y/pkg\t0.01s\n", 250)     // ~8 KB
+	output := strings.Repeat("ok  \tgithub.com/x/y/pkg\t0.01s\n", 250)        // ~8 KB
 	for i := 0; buf.Len() < size; i++ {
 		id := fmt.Sprintf("msg_%d", i)
 		line(map[string]any{"type": "assistant", "parent_tool_use_id": nil, "session_id": "s", "message": map[string]any{

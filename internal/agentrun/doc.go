@@ -39,11 +39,15 @@
 //
 // With Spec.LogDir set, Run writes prompt.txt (the exact stdin), argv.json,
 // events.jsonl (claude, codex) or stdout.log (droid, command), and
-// stderr.log; codex also gets output-schema.json and last-message.txt there.
+// stderr.log; with a schema, codex and command agents get
+// output-schema.json there, and codex writes last-message.txt. Without
+// LogDir those two files go to a temporary directory removed after the run.
 // Each stream is capped at Spec.MaxLogBytes and ends with a note saying how
-// much was dropped. Logs are written as the agent runs, so a failed or killed
-// run keeps everything up to the failure. Parsing never holds more than one
-// line (or one JSON object) of stdout in memory.
+// much was dropped (a JSON line in events.jsonl). Logs are written as the
+// agent runs, so a failed or killed run keeps everything up to the failure.
+// Parsing holds one stdout line (or one JSON object) at a time, at most
+// 64 MiB; longer lines are logged but skipped. A command agent's plain-text
+// answer keeps the last 16 MiB of its stdout.
 //
 // # Errors
 //

@@ -37,12 +37,12 @@ type droidObject struct {
 	// type "error"
 	Message string `json:"message"`
 	// stream-json events
-	Role       string          `json:"role"`
-	Text       string          `json:"text"`
-	ToolName   string          `json:"toolName"`
-	Parameters json.RawMessage `json:"parameters"`
-	FinalText  *string         `json:"finalText"`
-	NumTurns2  int             `json:"numTurns"`
+	Role            string          `json:"role"`
+	Text            string          `json:"text"`
+	ToolName        string          `json:"toolName"`
+	Parameters      json.RawMessage `json:"parameters"`
+	FinalText       *string         `json:"finalText"`
+	CompletionTurns int             `json:"numTurns"`
 }
 
 func (d *droidDecoder) tooLong()      { d.unknown++ }
@@ -75,7 +75,7 @@ func (d *droidDecoder) object(b []byte) {
 		if o.FinalText != nil {
 			text = *o.FinalText
 		}
-		d.result = &droidObject{Type: "result", Result: &text, SessionID: o.SessionID, NumTurns: o.NumTurns2}
+		d.result = &droidObject{Type: "result", Result: &text, SessionID: o.SessionID, NumTurns: o.CompletionTurns}
 		if text != d.lastText {
 			d.live.text(text)
 		}

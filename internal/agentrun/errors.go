@@ -19,6 +19,8 @@ var (
 	ErrNotInstalled = errors.New("agent not installed")
 	// ErrTimeout: Spec.Timeout or the context's deadline passed and the
 	// agent was stopped. Result holds what came before. Code Unavailable.
+	// For a context deadline the error also matches
+	// context.DeadlineExceeded.
 	ErrTimeout = errors.New("agent timed out")
 	// ErrAgentFailed: the agent exited non-zero or reported an error
 	// (Result.IsError). Code Unavailable.

@@ -579,3 +579,20 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// A command agent given by a relative path runs from Spec.Dir.
+func TestRunRelativeCommand(t *testing.T) {
+	fake := agenttest.New(t, agenttest.Turn{Final: "relative ok"})
+	s := spec(t, fake, "command")
+	if err := os.Symlink(filepath.Join(fake.BinDir, "fakeagent"), filepath.Join(s.Dir, "my-agent")); err != nil {
+		t.Fatal(err)
+	}
+	s.Agent = "command:./my-agent --fast"
+	res, err := Run(t.Context(), s)
+	if err != nil || res.FinalText != "relative ok" {
+		t.Fatalf("Run = %q, %v; want the agent in Dir to answer", res.FinalText, err)
+	}
+	if c := fake.Calls(t); len(c) != 1 || c[0].Agent != "command" || !cmp.Equal(c[0].Args, []string{"--fast"}) {
+		t.Errorf("calls = %+v, want one command call with --fast", c)
+	}
+}
