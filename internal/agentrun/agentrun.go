@@ -69,7 +69,7 @@ type Spec struct {
 	// ignored so a closed terminal never fails a run. Not a stable format.
 	Live io.Writer
 	// LogDir, when set, receives the raw logs (see the package doc). It is
-	// created if missing.
+	// created if missing. Use one directory per run: files are overwritten.
 	LogDir string
 	// MaxLogBytes caps each log stream; 0 means DefaultMaxLogBytes.
 	MaxLogBytes int64
