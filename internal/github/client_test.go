@@ -61,9 +61,9 @@ func TestPullRequest(t *testing.T) {
 	want := &github.PullRequest{
 		Repo: octo, Number: 12, NodeID: added.NodeID, Title: "Fix the frobnicator", Body: "Fixes #3",
 		State: "open", Mergeable: &mergeable, MergeableState: "clean", Author: "alice",
-		URL:  "https://github.com/octo/app/pull/12",
-		Head: github.Branch{Ref: "fix-frob", SHA: added.HeadSHA, Repo: octo},
-		Base: github.Branch{Ref: "main", SHA: added.BaseSHA, Repo: octo},
+		URL:       "https://github.com/octo/app/pull/12",
+		Head:      github.Branch{Ref: "fix-frob", SHA: added.HeadSHA, Repo: octo},
+		Base:      github.Branch{Ref: "main", SHA: added.BaseSHA, Repo: octo},
 		Additions: 13, Deletions: 1, ChangedFiles: 2, Commits: 1, Labels: []string{"bug"},
 		CreatedAt: added.CreatedAt, UpdatedAt: added.UpdatedAt,
 	}

@@ -99,7 +99,9 @@ func strVar(vars map[string]any, name string) string {
 	return s
 }
 
-func cursor(i int) string { return base64.StdEncoding.EncodeToString([]byte("cursor:v2:" + strconv.Itoa(i))) }
+func cursor(i int) string {
+	return base64.StdEncoding.EncodeToString([]byte("cursor:v2:" + strconv.Itoa(i)))
+}
 
 func decodeCursor(c string) (int, bool) {
 	b, err := base64.StdEncoding.DecodeString(c)

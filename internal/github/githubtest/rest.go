@@ -170,8 +170,8 @@ func (s *Server) getPull(w http.ResponseWriter, r *http.Request) {
 
 	if limits && len(files) > maxDiffFiles {
 		writeJSON(w, http.StatusNotAcceptable, errorBody{
-			Message: fmt.Sprintf("Sorry, the diff exceeded the maximum number of files (%d). Consider using 'List pull requests files' API or locally cloning the repository instead.", maxDiffFiles),
-			Errors:  []any{fieldError{Resource: "PullRequest", Field: "diff", Code: "too_large"}},
+			Message:          fmt.Sprintf("Sorry, the diff exceeded the maximum number of files (%d). Consider using 'List pull requests files' API or locally cloning the repository instead.", maxDiffFiles),
+			Errors:           []any{fieldError{Resource: "PullRequest", Field: "diff", Code: "too_large"}},
 			DocumentationURL: docFiles, Status: "406",
 		})
 		return
