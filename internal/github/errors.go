@@ -198,7 +198,7 @@ func (c *Client) rateLimited(o op, cause error, rl *RateLimitError) error {
 		Code: baton.Unavailable,
 		Message: c.scrub(fmt.Sprintf("%s: GitHub API %s exceeded: retry after %s (in %s)",
 			o, kind, rl.Reset.UTC().Format(time.RFC3339), wait)),
-		Err: &scrubbed{err: errors.Join(rl, cause), c: c},
+		Err: c.cause(cause, rl),
 	}
 }
 
@@ -212,7 +212,7 @@ func (c *Client) fail(code baton.Code, cause error, o op, format string, args ..
 	}
 	e := &baton.Error{Code: code, Message: c.scrub(prefix + " " + fmt.Sprintf(format, args...))}
 	if cause != nil {
-		e.Err = &scrubbed{err: cause, c: c}
+		e.Err = c.cause(cause)
 	}
 	return e
 }
@@ -223,15 +223,35 @@ func (c *Client) internal(o op, err error) error {
 	return c.fail(baton.Internal, err, o, "build request")
 }
 
-// scrubbed wraps a cause so that its text never shows the token, whatever
-// library produced it. Unwrap keeps errors.Is and errors.As working.
-type scrubbed struct {
-	err error
-	c   *Client
+// keptSentinels survive into an error's cause chain, so callers can test
+// them with errors.Is.
+var keptSentinels = []error{context.Canceled, context.DeadlineExceeded, ErrDiffTooLarge, errOffsite}
+
+// cause turns a library or transport error into a safe cause: its text,
+// scrubbed of the token, plus this package's sentinels and extra (a
+// *RateLimitError). Nothing else stays in the chain, so neither the token
+// (say, echoed in a proxy's error body) nor a go-github type can be
+// reached by unwrapping.
+func (c *Client) cause(err error, extra ...error) error {
+	kept := extra
+	for _, s := range keptSentinels {
+		if errors.Is(err, s) {
+			kept = append(kept, s)
+		}
+	}
+	// errors.Join separates with newlines; a cause is one line in a log.
+	text := strings.ReplaceAll(c.scrub(err.Error()), "\n", "; ")
+	return &causeError{text: text, kept: kept}
 }
 
-func (s *scrubbed) Error() string { return s.c.scrub(s.err.Error()) }
-func (s *scrubbed) Unwrap() error { return s.err }
+// causeError is a flattened, scrubbed cause.
+type causeError struct {
+	text string
+	kept []error
+}
+
+func (e *causeError) Error() string   { return e.text }
+func (e *causeError) Unwrap() []error { return e.kept }
 
 // hasErrorCode reports whether GitHub's validation errors include code.
 func hasErrorCode(er *gh.ErrorResponse, code string) bool {

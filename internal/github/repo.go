@@ -52,10 +52,11 @@ func (r Repo) validate() error {
 // (see ParseRemoteURL). A trailing ".git" is dropped. Errors are Invalid.
 func ParseRepo(s string) (Repo, error) {
 	s = strings.TrimSpace(s)
-	if strings.Contains(s, "://") || looksSCP(s) {
+	parts := strings.Split(s, "/")
+	hostForm := len(parts) == 3 && validHost(normalizeHost(parts[0])) && !strings.Contains(s, "@")
+	if strings.Contains(s, "://") || !hostForm && looksSCP(s) {
 		return ParseRemoteURL(s)
 	}
-	parts := strings.Split(s, "/")
 	var r Repo
 	switch len(parts) {
 	case 2:
