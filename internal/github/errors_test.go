@@ -353,6 +353,9 @@ func TestTokenNeverLeaks(t *testing.T) {
 			t.Errorf("formatting shows the token: %s", s)
 		}
 	}
+	if tok.String() != "[redacted]" || tok.GoString() != `github.Token("[redacted]")` {
+		t.Errorf("String, GoString = %q, %q", tok.String(), tok.GoString())
+	}
 	if tok.Value() != testToken {
 		t.Errorf("Value() = %q, want the token", tok.Value())
 	}
