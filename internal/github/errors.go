@@ -30,6 +30,7 @@ type RateLimitError struct {
 	Secondary bool
 }
 
+// Error says which limit was hit and when it resets, in UTC.
 func (e *RateLimitError) Error() string {
 	kind := "rate limit"
 	if e.Secondary {

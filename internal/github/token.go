@@ -76,9 +76,10 @@ func tokenFromVars(getenv func(string) string, vars []string) (Token, string) {
 const GHTimeout = 5 * time.Second
 
 // TokenFromGH returns the token that gh stores for host (github.com when
-// empty) by running `gh auth token --hostname host`. It returns an error
-// wrapping exec.ErrNotFound when gh is not on PATH. The token is never
-// part of an error.
+// empty) by running `gh auth token --hostname host`, found on the process
+// PATH, within GHTimeout. It returns an error wrapping exec.ErrNotFound
+// when gh is not installed. Neither gh's output nor the token is ever part
+// of an error.
 func TokenFromGH(ctx context.Context, host string) (Token, error) {
 	if host == "" {
 		host = DefaultHost
@@ -155,7 +156,7 @@ func ResolveToken(ctx context.Context, getenv func(string) string, host string) 
 	if errors.Is(err, exec.ErrNotFound) {
 		return "", "", baton.WrapError(baton.Invalid, ErrNoToken, "no GitHub token for %s: %s", hostOrDefault(host), hint)
 	}
-	return "", "", baton.WrapError(baton.Invalid, errors.Join(ErrNoToken, err), "no GitHub token for %s: %s", hostOrDefault(host), hint)
+	return "", "", baton.WrapError(baton.Invalid, fmt.Errorf("%w: %w", ErrNoToken, err), "no GitHub token for %s: %s", hostOrDefault(host), hint)
 }
 
 func hostOrDefault(h string) string {
