@@ -610,6 +610,10 @@ func TestCreatePullRequestAndMarkReady(t *testing.T) {
 	if n := len(srv.Requests()); n != 1 {
 		t.Errorf("MarkReadyForReview on a ready pull request made %d requests, want 1", n)
 	}
+
+	closed := srv.AddPullRequest("octo/app", githubtest.PullRequest{Draft: true, State: "closed"})
+	err = c.MarkReadyForReview(ctx, octo, closed.Number)
+	wantCode(t, err, baton.Invalid)
 }
 
 func TestCreateReviewAndComment(t *testing.T) {

@@ -115,6 +115,8 @@ func (c *Client) graphqlError(o op, resp *http.Response, errs []gqlError) error 
 		return c.rateLimited(o, cause, rl)
 	case "FORBIDDEN", "INSUFFICIENT_SCOPES":
 		return c.fail(baton.Invalid, cause, o, "GitHub refused access (%s): the token lacks permission for this repository or action", e.Message)
+	case "UNPROCESSABLE":
+		return c.fail(baton.Invalid, cause, o, "GitHub refused: %s", e.Message)
 	}
 	return c.fail(baton.Internal, cause, o, "GitHub GraphQL error: %s", e.Message)
 }
@@ -131,7 +133,8 @@ type gqlRepo struct {
 	NameWithOwner string `json:"nameWithOwner"`
 }
 
-// repo turns nameWithOwner into a Repo on host.
+// repo turns nameWithOwner into a Repo on host (the host of the
+// repository the caller asked about: GraphQL does not say).
 func (r gqlRepo) repo(host string) Repo {
 	owner, name, _ := strings.Cut(r.NameWithOwner, "/")
 	return Repo{Host: host, Owner: owner, Name: name}

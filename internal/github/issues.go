@@ -139,7 +139,7 @@ func (c *Client) ClosingPullRequests(ctx context.Context, repo Repo, number int)
 		},
 		func(n node) {
 			prs = append(prs, LinkedPullRequest{
-				Repo: n.Repository.repo(repo.host()), Number: n.Number, Title: n.Title, URL: n.URL,
+				Repo: n.Repository.repo(repo.Host), Number: n.Number, Title: n.Title, URL: n.URL,
 				State: strings.ToLower(n.State), Draft: n.IsDraft,
 			})
 		})

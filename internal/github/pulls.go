@@ -149,7 +149,7 @@ func (c *Client) ClosingIssues(ctx context.Context, repo Repo, number int) ([]Li
 		},
 		func(n node) {
 			issues = append(issues, LinkedIssue{
-				Repo: n.Repository.repo(repo.host()), Number: n.Number, Title: n.Title, URL: n.URL,
+				Repo: n.Repository.repo(repo.Host), Number: n.Number, Title: n.Title, URL: n.URL,
 				State: strings.ToLower(n.State),
 			})
 		})

@@ -29,14 +29,6 @@ type Repo struct {
 // String returns "owner/name", the form GitHub and gh use in messages.
 func (r Repo) String() string { return r.Owner + "/" + r.Name }
 
-// host returns the web host, DefaultHost when unset.
-func (r Repo) host() string {
-	if r.Host == "" {
-		return DefaultHost
-	}
-	return r.Host
-}
-
 // validate reports whether r can be put into an API path. It guards
 // against path traversal ("..") and query injection through names that
 // come from flags or remotes.
