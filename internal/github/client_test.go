@@ -753,3 +753,27 @@ func TestConcurrentUse(t *testing.T) {
 		t.Errorf("requests = %d, want 16", n)
 	}
 }
+
+// BenchmarkPullRequestDiff measures streaming a 10 MB diff from the fake
+// through the client (bytes/s and allocations per diff).
+func BenchmarkPullRequestDiff(b *testing.B) {
+	const size = 10 << 20
+	srv := githubtest.NewServer(b, githubtest.WithoutDiffLimits())
+	srv.AddPullRequest("octo/app", githubtest.PullRequest{Number: 1, Diff: githubtest.LargeDiff(500, size)})
+	c, err := github.New(github.Options{BaseURL: srv.URL(), Token: testToken})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(size)
+	b.ReportAllocs()
+	for b.Loop() {
+		rc, err := c.PullRequestDiff(context.Background(), octo, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n, err := io.Copy(io.Discard, rc); err != nil || n != size {
+			b.Fatalf("read %d bytes, %v", n, err)
+		}
+		rc.Close()
+	}
+}

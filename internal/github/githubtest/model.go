@@ -419,7 +419,22 @@ func (s *Server) UpdatePullRequest(full string, number int, change func(*PullReq
 	change(p)
 	p.Number = number
 	r.branches[p.Head] = p.HeadSHA
-	p.UpdatedAt = s.now()
+	now := s.now()
+	p.UpdatedAt = now
+	// Keep a merge or close done by the test as consistent as one done
+	// through the API: merged_at, merge_commit_sha and closed_at set.
+	if p.Merged {
+		p.State = "closed"
+		if p.MergedAt.IsZero() {
+			p.MergedAt = now
+		}
+		if p.MergeCommitSHA == "" {
+			p.MergeCommitSHA = r.sha("merge")
+		}
+	}
+	if p.State == "closed" && p.ClosedAt.IsZero() {
+		p.ClosedAt = now
+	}
 }
 
 // AddIssue adds an issue, filling defaults, and returns it as stored.
@@ -599,6 +614,7 @@ func (s *Server) AddCheckRun(full, ref string, cr CheckRun) CheckRun {
 	if cr.Name == "" {
 		s.t.Fatalf("githubtest: check run needs a Name")
 	}
+	s.checkRunValid(cr)
 	now := s.now()
 	if cr.StartedAt.IsZero() {
 		cr.StartedAt = now
@@ -622,6 +638,7 @@ func (s *Server) UpdateCheckRun(full string, id int64, change func(*CheckRun)) {
 		if cr.ID == id {
 			change(cr)
 			cr.ID = id
+			s.checkRunValid(*cr)
 			if cr.Status == "completed" && cr.CompletedAt.IsZero() {
 				cr.CompletedAt = s.now()
 			}
@@ -629,6 +646,24 @@ func (s *Server) UpdateCheckRun(full string, id int64, change func(*CheckRun)) {
 		}
 	}
 	s.t.Fatalf("githubtest: no check run %d in %s", id, full)
+}
+
+// checkRunValid fails the test for a check run GitHub would not hold: a
+// completed run always has a conclusion, and only a completed one has it.
+func (s *Server) checkRunValid(cr CheckRun) {
+	s.t.Helper()
+	switch cr.Status {
+	case "queued", "in_progress", "waiting", "requested", "pending":
+		if cr.Conclusion != "" {
+			s.t.Fatalf("githubtest: check run %q is %s but has conclusion %q", cr.Name, cr.Status, cr.Conclusion)
+		}
+	case "completed":
+		if cr.Conclusion == "" {
+			s.t.Fatalf("githubtest: completed check run %q needs a Conclusion", cr.Name)
+		}
+	default:
+		s.t.Fatalf("githubtest: bad check run status %q", cr.Status)
+	}
 }
 
 // AddStatus adds a commit status on ref (a SHA or branch name), like
