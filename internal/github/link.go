@@ -40,10 +40,17 @@ func nextLink(h string) (string, bool) {
 
 // cutLinkParams splits the ";"-separated parameters that follow a link
 // target, up to the "," that ends the link (outside quotes), and returns
-// them with the rest of the header.
+// them with the rest of the header. Text between the target and the first
+// ";" is not a parameter (RFC 8288 allows only whitespace there) and is
+// dropped.
 func cutLinkParams(h string) (params []string, rest string) {
 	inQuote := false
-	start := 0
+	start := -1 // no ";" seen yet
+	add := func(end int) {
+		if start >= 0 {
+			params = appendParam(params, h[start:end])
+		}
+	}
 	for i := 0; i < len(h); i++ {
 		switch c := h[i]; {
 		case c == '"':
@@ -51,13 +58,15 @@ func cutLinkParams(h string) (params []string, rest string) {
 		case c == '\\' && inQuote && i+1 < len(h):
 			i++
 		case c == ';' && !inQuote:
-			params = appendParam(params, h[start:i])
+			add(i)
 			start = i + 1
 		case c == ',' && !inQuote:
-			return appendParam(params, h[start:i]), h[i+1:]
+			add(i)
+			return params, h[i+1:]
 		}
 	}
-	return appendParam(params, h[start:]), ""
+	add(len(h))
+	return params, ""
 }
 
 func appendParam(params []string, p string) []string {

@@ -184,6 +184,8 @@ func TestNextLink(t *testing.T) {
 		{``, "", false},
 		{`garbage`, "", false},
 		{`<https://x/?page=2`, "", false},
+		{`< 0>rel=next`, "", false}, // a parameter needs its ";"
+		{`<https://x/?page=2> ; rel="next"`, "https://x/?page=2", true},
 	}
 	for _, tt := range tests {
 		got, ok := nextLink(tt.h)
