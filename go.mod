@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/gofrs/flock v0.13.1
 	github.com/google/go-cmp v0.7.0
+	github.com/google/go-github/v92 v92.0.0
 	github.com/google/renameio/v2 v2.0.2
 	github.com/google/uuid v1.6.0
 	github.com/pkoukk/tiktoken-go v0.1.8
@@ -15,6 +16,7 @@ require (
 
 require (
 	github.com/dlclark/regexp2 v1.10.0 // indirect
+	github.com/google/go-querystring v1.2.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	golang.org/x/sys v0.47.0 // indirect
