@@ -58,6 +58,7 @@ the whole log. The log is streamed, so even a huge log uses little memory.`,
 				if newest != nil {
 					q.Since, sinceDesc = newest.CreatedAt, "since packet "+newest.ID
 				}
+				q.Unattached = true // what the next handoff would take
 			}
 			ranks, stats, err := st.RankFiles(q)
 			if err != nil {

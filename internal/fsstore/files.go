@@ -73,8 +73,11 @@ type FileRank struct {
 
 // FileQuery selects log entries for RankFiles.
 type FileQuery struct {
-	Since    time.Time // entries at or after Since; zero = all
-	PacketID string    // only user entries recorded for this packet ("" = any)
+	Since time.Time // entries at or after Since; zero = all
+	// Unattached skips user entries already attached to a packet (a
+	// handoff's --file, or files add --packet), so a packet's confirmed
+	// files are not confirmed again by the next one.
+	Unattached bool
 }
 
 // rankHalfLife is how fast a touch loses weight: a file touched ten times
@@ -101,7 +104,7 @@ func (s *Store) RankFiles(q FileQuery) ([]FileRank, ScanStats, error) {
 		if e.FilePath == "" || (!q.Since.IsZero() && e.Timestamp.Before(q.Since)) {
 			return nil
 		}
-		if q.PacketID != "" && e.Source == baton.FromUser && e.PacketID != "" && e.PacketID != q.PacketID {
+		if q.Unattached && e.Source == baton.FromUser && e.PacketID != "" {
 			return nil
 		}
 		a := byPath[e.FilePath]

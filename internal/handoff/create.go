@@ -105,12 +105,19 @@ func Create(ctx context.Context, st *fsstore.Store, now time.Time, in Input) (*R
 	if err != nil {
 		return nil, err
 	}
-	ranked, stats, err := st.RankFiles(fsstore.FileQuery{Since: since})
+	ranked, stats, err := st.RankFiles(fsstore.FileQuery{Since: since, Unattached: true})
 	if err != nil {
 		return nil, err
 	}
 	if stats.Corrupt > 0 {
 		warn("skipped %d unreadable line(s) in %s", stats.Corrupt, fsstore.RelevantFilesLog)
+	}
+	// Files a person confirmed with `baton files add` since the previous
+	// packet are confirmed here too.
+	for _, r := range ranked {
+		if r.Confirmed {
+			confirmed = appendUnique(confirmed, r.Path)
+		}
 	}
 	isConfirmed := make(map[string]bool, len(confirmed))
 	for _, c := range confirmed {

@@ -1,0 +1,116 @@
+package agentrun
+
+import (
+	"encoding/json"
+	"io"
+	"time"
+)
+
+// Defaults used when the matching Spec field is zero.
+const (
+	// DefaultKillGrace is how long an interrupted agent gets between SIGINT
+	// and SIGKILL. Claude needs a moment to write its result line.
+	DefaultKillGrace = 5 * time.Second
+	// DefaultMaxLogBytes caps each raw log stream.
+	DefaultMaxLogBytes int64 = 10 << 20
+	// DefaultClaudeAllowedTools is passed to claude --allowedTools unless
+	// ExtraArgs sets --allowedTools itself. Headless claude denies any tool
+	// that is not pre-approved, and a coding agent needs to run commands.
+	DefaultClaudeAllowedTools = "Bash,Edit,Write,Read,Glob,Grep,NotebookEdit,TodoWrite,Task"
+)
+
+// Names of the files Run writes in Spec.LogDir.
+const (
+	PromptFile      = "prompt.txt"         // the exact bytes sent on stdin
+	ArgvFile        = "argv.json"          // the command line, a JSON array
+	EventsLog       = "events.jsonl"       // stdout of claude and codex (JSONL)
+	StdoutLog       = "stdout.log"         // stdout of droid and command agents
+	StderrLog       = "stderr.log"         // stderr of every agent
+	SchemaFile      = "output-schema.json" // codex --output-schema, BATON_AGENT_OUTPUT_SCHEMA
+	LastMessageFile = "last-message.txt"   // codex --output-last-message
+)
+
+const (
+	maxLineBytes      = 64 << 20 // longest stdout line or JSON object parsed
+	maxFinalTextBytes = 16 << 20 // command agents: plain stdout kept as FinalText
+)
+
+// Spec says what to run. Only Agent and Prompt are required.
+type Spec struct {
+	// Agent is "claude", "codex", "droid" or "command:<argv>".
+	Agent string
+	// Prompt is sent on stdin, never as an argument (length, quoting, ps).
+	Prompt string
+	// SystemPrompt is a short role. claude and droid get it with
+	// --append-system-prompt; codex and command agents get it prepended to
+	// the prompt, separated by a blank line.
+	SystemPrompt string
+	// Dir is the working directory; empty means the current one.
+	Dir string
+	// OutputSchema is an optional JSON Schema for the final message. claude
+	// gets --json-schema, codex --output-schema; every agent's final message
+	// is then parsed and validated (see Validate for the keywords checked).
+	OutputSchema []byte
+	// Timeout bounds the whole run; 0 means none.
+	Timeout time.Duration
+	// KillGrace is the wait between SIGINT and SIGKILL; 0 means
+	// DefaultKillGrace.
+	KillGrace time.Duration
+	// Model selects the model (claude --model, codex and droid -m).
+	Model string
+	// ExtraArgs are appended verbatim (user configuration). For codex they
+	// come before the final "-".
+	ExtraArgs []string
+	// Env entries (KEY=value) are added to the inherited environment and
+	// win over it. A PATH here is also used to find the agent binary.
+	Env []string
+	// Live receives a human-readable view while the agent runs: assistant
+	// text, and one line per tool call. nil means quiet. Write errors are
+	// ignored so a closed terminal never fails a run. Not a stable format.
+	Live io.Writer
+	// LogDir, when set, receives the raw logs (see the package doc). It is
+	// created if missing. Use one directory per run: files are overwritten.
+	LogDir string
+	// MaxLogBytes caps each log stream; 0 means DefaultMaxLogBytes.
+	MaxLogBytes int64
+}
+
+// Result is what a run produced. Run returns it even on error, filled as
+// far as the run got.
+type Result struct {
+	Agent string   // executor name: claude, codex, droid or command
+	Argv  []string // the command line run (argv[0] as named, not resolved)
+
+	// FinalText is the agent's final message. Without a result it is the
+	// last assistant text seen (claude), so a caller can still show it.
+	FinalText string
+	// Structured is FinalText (or claude's structured_output) parsed as
+	// JSON. It is set whenever the final message is a JSON value, also
+	// without a schema; a surrounding ```json fence is tolerated.
+	Structured json.RawMessage
+
+	SessionID string // claude/droid session_id, codex thread_id
+	Model     string // as reported by the agent, else Spec.Model
+
+	CostUSD float64 // as estimated by the agent; codex reports none
+	// InputTokens counts all input tokens, cached ones included, so numbers
+	// compare across agents; CacheReadTokens is the cached part.
+	InputTokens     int64
+	OutputTokens    int64
+	CacheReadTokens int64
+	NumTurns        int
+
+	Duration time.Duration // wall time from start to exit
+	// ExitCode is the process exit status; -1 when it was killed by a
+	// signal or never started.
+	ExitCode int
+
+	// IsError and Errors are what the agent itself reported: claude
+	// is_error with the error subtype and errors[], codex turn.failed and
+	// error events, droid is_error.
+	IsError bool
+	Errors  []string
+	// UnknownEvents counts stdout lines or events that were skipped: not
+	// JSON, or a type this package does not know. Never fatal.
+	UnknownEvents int
+}

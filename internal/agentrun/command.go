@@ -1,0 +1,202 @@
+package agentrun
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+)
+
+// kind is an executor.
+type kind int
+
+const (
+	kindClaude kind = iota + 1
+	kindCodex
+	kindDroid
+	kindCommand
+)
+
+func (k kind) String() string {
+	switch k {
+	case kindClaude:
+		return "claude"
+	case kindCodex:
+		return "codex"
+	case kindDroid:
+		return "droid"
+	case kindCommand:
+		return "command"
+	}
+	return "unknown"
+}
+
+// tempDirPlaceholder stands for the temporary directory Run creates for
+// codex's schema and last-message files when Spec.LogDir is empty; Command
+// cannot know its name in advance.
+const tempDirPlaceholder = "<tempdir>"
+
+// plan is everything Run needs to start the agent.
+type plan struct {
+	kind        kind
+	argv        []string
+	stdin       string   // the exact prompt bytes
+	env         []string // added after Spec.Env
+	schema      []byte   // compact schema, nil without one
+	schemaPath  string   // codex and command agents: where the schema file goes
+	lastMsgPath string   // codex: --output-last-message
+}
+
+// Command returns the exact argv Run would start for s (argv[0] is the
+// executable's name as looked up on PATH). When s.LogDir is empty, codex's
+// file arguments show "<tempdir>" for the directory Run creates. It returns
+// an Invalid error wrapping ErrInvalidSpec when s cannot be run.
+func Command(s Spec) ([]string, error) {
+	dir := s.LogDir
+	if dir == "" {
+		dir = tempDirPlaceholder
+	}
+	p, err := newPlan(s, dir)
+	if err != nil {
+		return nil, err
+	}
+	return p.argv, nil
+}
+
+// newPlan builds the command line; fileDir is where files named in argv go.
+func newPlan(s Spec, fileDir string) (*plan, error) {
+	k, cmdArgv, err := parseAgent(s.Agent)
+	if err != nil {
+		return nil, err
+	}
+	p := &plan{kind: k}
+	if len(bytes.TrimSpace(s.OutputSchema)) > 0 {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, s.OutputSchema); err != nil {
+			return nil, invalidSpec("output schema is not valid JSON: %v", err)
+		}
+		if buf.Bytes()[0] != '{' {
+			return nil, invalidSpec("output schema must be a JSON object")
+		}
+		p.schema = buf.Bytes()
+	}
+	prependSystem := func() string {
+		if s.SystemPrompt == "" {
+			return s.Prompt
+		}
+		return s.SystemPrompt + "\n\n" + s.Prompt
+	}
+	extra := s.ExtraArgs
+	switch k {
+	case kindClaude:
+		p.stdin = s.Prompt
+		a := []string{"claude", "-p", "--output-format", "stream-json", "--verbose"}
+		if p.schema != nil {
+			a = append(a, "--json-schema", string(p.schema))
+		}
+		if s.SystemPrompt != "" {
+			a = append(a, "--append-system-prompt", s.SystemPrompt)
+		}
+		if s.Model != "" {
+			a = append(a, "--model", s.Model)
+		}
+		if !hasFlag(extra, "--permission-mode", "--dangerously-skip-permissions") {
+			a = append(a, "--permission-mode", "acceptEdits")
+		}
+		if !hasFlag(extra, "--allowedTools", "--allowed-tools") {
+			a = append(a, "--allowedTools", DefaultClaudeAllowedTools)
+		}
+		p.argv = append(a, extra...)
+	case kindCodex:
+		p.stdin = prependSystem()
+		a := []string{"codex", "exec", "--json"}
+		if !hasFlag(extra, "--sandbox", "-s", "--dangerously-bypass-approvals-and-sandbox", "--yolo") {
+			a = append(a, "--sandbox", "workspace-write")
+		}
+		a = append(a, "--skip-git-repo-check")
+		if s.Dir != "" {
+			a = append(a, "-C", s.Dir)
+		}
+		if p.schema != nil {
+			p.schemaPath = filepath.Join(fileDir, SchemaFile)
+			a = append(a, "--output-schema", p.schemaPath)
+		}
+		p.lastMsgPath = filepath.Join(fileDir, LastMessageFile)
+		a = append(a, "--output-last-message", p.lastMsgPath)
+		if s.Model != "" {
+			a = append(a, "-m", s.Model)
+		}
+		a = append(a, extra...)
+		p.argv = append(a, "-") // "-": read the prompt from stdin
+	case kindDroid:
+		p.stdin = s.Prompt
+		a := []string{"droid", "exec", "-o", "json"}
+		if !hasFlag(extra, "--auto", "--skip-permissions-unsafe") {
+			a = append(a, "--auto", "medium")
+		}
+		if s.Dir != "" {
+			a = append(a, "--cwd", s.Dir)
+		}
+		if s.Model != "" {
+			a = append(a, "-m", s.Model)
+		}
+		if s.SystemPrompt != "" {
+			a = append(a, "--append-system-prompt", s.SystemPrompt)
+		}
+		p.argv = append(a, extra...)
+	case kindCommand:
+		p.stdin = prependSystem()
+		p.argv = append(cmdArgv, extra...)
+		if s.Model != "" {
+			p.env = append(p.env, "BATON_AGENT_MODEL="+s.Model)
+		}
+		if p.schema != nil {
+			p.schemaPath = filepath.Join(fileDir, SchemaFile)
+			p.env = append(p.env, "BATON_AGENT_OUTPUT_SCHEMA="+p.schemaPath)
+		}
+	}
+	return p, nil
+}
+
+// parseAgent resolves an agent name; for "command:<argv>" it also returns
+// the split argv.
+func parseAgent(agent string) (kind, []string, error) {
+	switch agent {
+	case "claude":
+		return kindClaude, nil, nil
+	case "codex":
+		return kindCodex, nil, nil
+	case "droid":
+		return kindDroid, nil, nil
+	case "":
+		return 0, nil, invalidSpec("no agent given: use claude, codex, droid or command:<argv>")
+	}
+	rest, ok := strings.CutPrefix(agent, "command:")
+	if !ok {
+		return 0, nil, invalidSpec("unknown agent %q: use claude, codex, droid or command:<argv>", agent)
+	}
+	argv, err := SplitArgs(rest)
+	if err != nil {
+		return 0, nil, invalidSpec("agent %q: %v", agent, err)
+	}
+	if len(argv) == 0 {
+		return 0, nil, invalidSpec("agent %q names no program: write command:<program> [args]", agent)
+	}
+	return kindCommand, argv, nil
+}
+
+// hasFlag reports whether args set one of the flags, as "--f", "--f=v" or
+// (for short flags) "-f".
+func hasFlag(args []string, flags ...string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		for _, f := range flags {
+			if a == f || (strings.HasPrefix(f, "--") && strings.HasPrefix(a, f+"=")) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,107 @@
+package agentrun
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/baton-agent/baton"
+)
+
+const testSchema = `{
+  "type": "object",
+  "properties": {"status": {"enum": ["done", "retry"]}, "summary": {"type": "string"}},
+  "required": ["status", "summary"],
+  "additionalProperties": false
+}`
+
+// TestCommandGolden pins every executor's command line. Review changes to
+// these files like code: they are what the real CLIs receive.
+func TestCommandGolden(t *testing.T) {
+	full := Spec{
+		Prompt:       "never in argv",
+		SystemPrompt: "You are the implementer. Work without asking questions.",
+		Dir:          "/work/repo",
+		OutputSchema: []byte(testSchema),
+		Model:        "some-model",
+		LogDir:       "/logs/run-1",
+	}
+	tests := []struct {
+		name string
+		spec Spec
+	}{
+		{"claude_minimal", Spec{Agent: "claude", Prompt: "secret prompt"}},
+		{"claude_full", with(full, "claude", "--max-turns", "30")},
+		{"claude_user_permissions", with(Spec{Prompt: "secret prompt"}, "claude", "--permission-mode", "plan", "--allowedTools=Read")},
+		{"codex_minimal", Spec{Agent: "codex", Prompt: "secret prompt"}},
+		{"codex_full", with(full, "codex", "-c", `model_reasoning_effort="high"`)},
+		{"codex_user_sandbox", with(Spec{Prompt: "secret prompt", LogDir: "/logs"}, "codex", "--sandbox", "read-only")},
+		{"droid_minimal", Spec{Agent: "droid", Prompt: "secret prompt"}},
+		{"droid_full", with(full, "droid", "-r", "high")},
+		{"droid_user_autonomy", with(Spec{Prompt: "secret prompt"}, "droid", "--skip-permissions-unsafe")},
+		{"command_quoted", with(full, `command:./agent.sh --fast "two words" 'it''s' a\ b`, "--extra")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			argv, err := Command(tt.spec)
+			if err != nil {
+				t.Fatalf("Command(%+v) error: %v", tt.spec, err)
+			}
+			for _, a := range argv {
+				if tt.spec.Prompt != "" && strings.Contains(a, tt.spec.Prompt) {
+					t.Fatalf("Command argv %q contains the prompt", argv)
+				}
+			}
+			golden(t, "testdata/command/"+tt.name+".golden", mustJSON(t, argv))
+		})
+	}
+}
+
+func with(s Spec, agent string, extra ...string) Spec {
+	s.Agent = agent
+	s.ExtraArgs = extra
+	return s
+}
+
+func TestCommandInvalid(t *testing.T) {
+	tests := []struct {
+		name string
+		spec Spec
+	}{
+		{"no agent", Spec{}},
+		{"unknown agent", Spec{Agent: "gemini"}},
+		{"empty command", Spec{Agent: "command:"}},
+		{"blank command", Spec{Agent: "command:   "}},
+		{"unterminated quote", Spec{Agent: `command:./a.sh "oops`}},
+		{"schema not JSON", Spec{Agent: "claude", OutputSchema: []byte(`{"type":`)}},
+		{"schema not an object", Spec{Agent: "codex", OutputSchema: []byte(`["object"]`)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			argv, err := Command(tt.spec)
+			if !errors.Is(err, ErrInvalidSpec) || baton.ErrorCode(err) != baton.Invalid {
+				t.Fatalf("Command(%+v) = %q, %v; want an Invalid error wrapping ErrInvalidSpec", tt.spec, argv, err)
+			}
+		})
+	}
+}
+
+func TestHasFlag(t *testing.T) {
+	tests := []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"--sandbox", "read-only"}, true},
+		{[]string{"--sandbox=read-only"}, true},
+		{[]string{"-s", "read-only"}, true},
+		{[]string{"-sx"}, false},
+		{[]string{"--sandboxes"}, false},
+		{[]string{"--", "--sandbox"}, false},
+		{nil, false},
+	}
+	for _, tt := range tests {
+		if got := hasFlag(tt.args, "--sandbox", "-s"); got != tt.want {
+			t.Errorf("hasFlag(%q) = %v, want %v", tt.args, got, tt.want)
+		}
+	}
+}

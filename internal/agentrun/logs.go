@@ -1,0 +1,112 @@
+package agentrun
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"unicode/utf8"
+)
+
+// cappedLog writes a stream to a file up to limit bytes, then counts what
+// it drops and says so in a note when closed. A nil *cappedLog discards.
+// Write errors are kept for Close: losing a log must not stop the agent.
+type cappedLog struct {
+	f       *os.File
+	limit   int64
+	written int64
+	dropped int64
+	jsonl   bool // the note is a JSON line, so JSONL readers can skip it
+	err     error
+}
+
+func createLog(path string, limit int64, jsonl bool) (*cappedLog, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &cappedLog{f: f, limit: limit, jsonl: jsonl}, nil
+}
+
+func (l *cappedLog) write(p []byte) {
+	if l == nil {
+		return
+	}
+	room := l.limit - l.written
+	if room < int64(len(p)) {
+		if room < 0 {
+			room = 0
+		}
+		l.dropped += int64(len(p)) - room
+		p = p[:room]
+	}
+	if len(p) == 0 {
+		return
+	}
+	n, err := l.f.Write(p)
+	l.written += int64(n)
+	if err != nil && l.err == nil {
+		l.err = err
+	}
+}
+
+// Close writes the truncation note, if anything was dropped, and closes
+// the file.
+func (l *cappedLog) Close() error {
+	if l == nil {
+		return nil
+	}
+	if l.dropped > 0 {
+		var note string
+		if l.jsonl {
+			note = fmt.Sprintf("\n{\"type\":\"baton_log_truncated\",\"limit_bytes\":%d,\"dropped_bytes\":%d}\n", l.limit, l.dropped)
+		} else {
+			note = fmt.Sprintf("\n[baton: log truncated at %d bytes; %d more bytes dropped]\n", l.limit, l.dropped)
+		}
+		if _, err := io.WriteString(l.f, note); err != nil && l.err == nil {
+			l.err = err
+		}
+	}
+	if err := l.f.Close(); err != nil && l.err == nil {
+		l.err = err
+	}
+	return l.err
+}
+
+// tailBuffer keeps the last max bytes written to it, in O(1) amortised
+// time per byte.
+type tailBuffer struct {
+	max     int
+	buf     []byte
+	dropped bool
+}
+
+func (t *tailBuffer) write(p []byte) {
+	if len(p) >= t.max {
+		t.buf = append(t.buf[:0], p[len(p)-t.max:]...)
+		t.dropped = t.dropped || len(p) > t.max
+		return
+	}
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 2*t.max {
+		n := copy(t.buf, t.buf[len(t.buf)-t.max:])
+		t.buf = t.buf[:n]
+		t.dropped = true
+	}
+}
+
+// bytes returns the last max bytes, cut so that they start on a UTF-8
+// rune boundary, and whether anything before them was dropped.
+func (t *tailBuffer) bytes() ([]byte, bool) {
+	b := t.buf
+	dropped := t.dropped
+	if len(b) > t.max {
+		b = b[len(b)-t.max:]
+		dropped = true
+	}
+	if dropped {
+		for n := 0; n < utf8.UTFMax-1 && len(b) > 0 && !utf8.RuneStart(b[0]); n++ {
+			b = b[1:]
+		}
+	}
+	return b, dropped
+}

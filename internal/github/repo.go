@@ -1,0 +1,280 @@
+package github
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/baton-agent/baton"
+)
+
+// DefaultHost is the web host of github.com. A Repo with an empty Host
+// lives there.
+const DefaultHost = "github.com"
+
+// Repo names a GitHub repository.
+type Repo struct {
+	// Host is the web host: "github.com" or a GitHub Enterprise Server
+	// host (with a port when the remote named one over http(s)).
+	Host  string
+	Owner string
+	Name  string
+}
+
+// String returns "owner/name", the form GitHub and gh use in messages.
+func (r Repo) String() string { return r.Owner + "/" + r.Name }
+
+// validate reports whether r can be put into an API path. It guards
+// against path traversal ("..") and query injection through names that
+// come from flags or remotes.
+func (r Repo) validate() error {
+	if !validOwner(r.Owner) || !validName(r.Name) {
+		return baton.Errorf(baton.Invalid, "bad repository %q: want owner/name", truncate(r.String(), 200))
+	}
+	return nil
+}
+
+// ParseRepo parses a repository named as "owner/name" or
+// "host/owner/name" (the forms gh's --repo accepts), or as a clone URL
+// (see ParseRemoteURL). A trailing ".git" is dropped. Errors are Invalid.
+func ParseRepo(s string) (Repo, error) {
+	s = strings.TrimSpace(s)
+	parts := strings.Split(s, "/")
+	hostForm := len(parts) == 3 && validHost(normalizeHost(parts[0])) && !strings.Contains(s, "@")
+	if strings.Contains(s, "://") || !hostForm && looksSCP(s) {
+		return ParseRemoteURL(s)
+	}
+	var r Repo
+	switch len(parts) {
+	case 2:
+		r = Repo{Host: DefaultHost, Owner: parts[0], Name: parts[1]}
+	case 3:
+		r = Repo{Host: normalizeHost(parts[0]), Owner: parts[1], Name: parts[2]}
+		if !validHost(r.Host) {
+			return Repo{}, baton.Errorf(baton.Invalid, "bad repository %q: %q is not a host name", truncate(s, 200), truncate(parts[0], 100))
+		}
+	default:
+		return Repo{}, baton.Errorf(baton.Invalid, "bad repository %q: want owner/name or host/owner/name", truncate(s, 200))
+	}
+	r.Name = strings.TrimSuffix(r.Name, ".git")
+	if err := r.validate(); err != nil {
+		return Repo{}, err
+	}
+	return r, nil
+}
+
+// ParseRemoteURL parses a git remote URL that points at a GitHub
+// repository:
+//
+//	https://github.com/owner/name(.git)    http(s), with or without credentials
+//	git@github.com:owner/name.git          scp-like ssh
+//	ssh://git@github.com(:22)/owner/name.git
+//	git://github.com/owner/name.git
+//
+// Any host is accepted, so GitHub Enterprise remotes work; ssh.github.com
+// and www.github.com map to github.com. Credentials in the URL are dropped
+// and never repeated in an error. Errors are Invalid.
+func ParseRemoteURL(raw string) (Repo, error) {
+	raw = strings.TrimSpace(raw)
+	var host, p string
+	if strings.Contains(raw, "://") {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return Repo{}, remoteError(raw, "not a URL")
+		}
+		switch strings.ToLower(u.Scheme) {
+		case "https", "http":
+			host = u.Host
+			// The default port names the same host.
+			if port := u.Port(); port == "443" && strings.EqualFold(u.Scheme, "https") || port == "80" && strings.EqualFold(u.Scheme, "http") {
+				host = u.Hostname()
+			}
+		case "ssh", "git", "git+ssh", "ssh+git":
+			host = u.Hostname()
+		default:
+			return Repo{}, remoteError(raw, fmt.Sprintf("unsupported scheme %q", truncate(u.Scheme, 20)))
+		}
+		p = u.Path
+	} else if looksSCP(raw) {
+		// [user@]host:path, as git itself reads it: no scheme, and a colon
+		// before the first slash.
+		hostPart, rest, _ := strings.Cut(raw, ":")
+		if i := strings.LastIndex(hostPart, "@"); i >= 0 {
+			hostPart = hostPart[i+1:]
+		}
+		host, p = hostPart, rest
+	} else {
+		return Repo{}, remoteError(raw, "not a GitHub remote (want https://host/owner/name or git@host:owner/name)")
+	}
+	host = normalizeHost(host)
+	if !validHost(host) {
+		return Repo{}, remoteError(raw, "no valid host")
+	}
+	p = strings.Trim(p, "/")
+	p = strings.TrimSuffix(p, ".git")
+	parts := strings.Split(p, "/")
+	if len(parts) != 2 {
+		return Repo{}, remoteError(raw, "the path is not owner/name")
+	}
+	r := Repo{Host: host, Owner: parts[0], Name: parts[1]}
+	if !validOwner(r.Owner) || !validName(r.Name) {
+		return Repo{}, remoteError(raw, "the path is not owner/name")
+	}
+	return r, nil
+}
+
+// gitTimeout bounds `git remote get-url`, which reads local config only.
+const gitTimeout = 10 * time.Second
+
+// RepoFromRemote returns the repository that the origin remote of the git
+// repository at dir points at, by running `git remote get-url origin`.
+// It returns NotFound when dir is not a git repository or has no origin
+// remote, and Invalid when origin is not a GitHub URL or git is missing.
+func RepoFromRemote(ctx context.Context, dir string) (Repo, error) {
+	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", "-C", dir, "remote", "get-url", "origin")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	var exitErr *exec.ExitError
+	switch {
+	case errors.Is(err, exec.ErrNotFound):
+		return Repo{}, baton.WrapError(baton.Invalid, err, "git is not installed: pass --repo owner/name")
+	case errors.As(err, &exitErr):
+		// git prints "No such remote 'origin'" or "not a git repository";
+		// both mean there is nothing to read here.
+		msg := strings.TrimSpace(firstLine(stderr.String()))
+		return Repo{}, baton.Errorf(baton.NotFound, "no origin remote in %s (%s): pass --repo owner/name", dir, truncate(scrubCredentials(msg), 200))
+	case err != nil:
+		return Repo{}, baton.WrapError(baton.Internal, err, "run git remote get-url origin in %s", dir)
+	}
+	r, err := ParseRemoteURL(stdout.String())
+	if err != nil {
+		return Repo{}, baton.WrapError(baton.Invalid, err, "origin remote of %s", dir)
+	}
+	return r, nil
+}
+
+// remoteError reports a remote URL that cannot be used, showing the URL
+// without its credentials: an https remote may embed a token.
+func remoteError(raw, why string) error {
+	return baton.Errorf(baton.Invalid, "bad git remote %q: %s", truncate(scrubCredentials(raw), 200), why)
+}
+
+// scrubCredentials removes the userinfo of anything URL-shaped in s. It is
+// deliberately blunt: everything before the last "@" of each
+// whitespace-separated word that contains "@" is dropped, so a token can
+// never survive however the URL is mangled.
+func scrubCredentials(s string) string {
+	words := strings.Fields(s)
+	for i, w := range words {
+		at := strings.LastIndex(w, "@")
+		if at < 0 {
+			continue
+		}
+		prefix := ""
+		if j := strings.Index(w[:at], "://"); j >= 0 {
+			prefix = w[:j+3]
+		}
+		words[i] = prefix + w[at+1:]
+	}
+	return strings.Join(words, " ")
+}
+
+// looksSCP reports whether s is git's scp-like syntax, [user@]host:path:
+// a colon before any slash, and no "://".
+func looksSCP(s string) bool {
+	colon := strings.Index(s, ":")
+	if colon <= 0 || strings.Contains(s, "://") {
+		return false
+	}
+	slash := strings.Index(s, "/")
+	return slash < 0 || colon < slash
+}
+
+// normalizeHost lowercases h and maps GitHub's alternative ssh and web
+// hosts to github.com.
+func normalizeHost(h string) string {
+	h = strings.ToLower(h)
+	switch h {
+	case "ssh.github.com", "www.github.com", "ssh.github.com:443":
+		return DefaultHost
+	}
+	return h
+}
+
+// validHost accepts a DNS name or IPv4 address with an optional port.
+func validHost(h string) bool {
+	name, port, hasPort := strings.Cut(h, ":")
+	if name == "" || len(name) > 253 {
+		return false
+	}
+	if hasPort && (port == "" || len(port) > 5 || strings.Trim(port, "0123456789") != "") {
+		return false
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return name[0] != '-' && name[0] != '.'
+}
+
+// validOwner accepts GitHub user and organization names: letters, digits
+// and hyphens, plus underscores for Enterprise Managed Users
+// ("octocat_acme"). It never starts with a hyphen.
+func validOwner(s string) bool {
+	if s == "" || len(s) > 100 || s[0] == '-' {
+		return false
+	}
+	for _, c := range s {
+		if !(isAlnum(c) || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// validName accepts repository names: letters, digits, '.', '-', '_', not
+// "." or "..".
+func validName(s string) bool {
+	if s == "" || len(s) > 100 || s == "." || s == ".." {
+		return false
+	}
+	for _, c := range s {
+		if !(isAlnum(c) || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c rune) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// truncate cuts s to at most n bytes on a rune boundary, for echoing user
+// input in messages.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !isRuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -1,0 +1,192 @@
+package github
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/baton-agent/baton"
+)
+
+// Token is a GitHub access token. It formats as "[redacted]" with every
+// fmt verb, in slog and in JSON, so a token that reaches a log line or an
+// error by mistake stays hidden. Value returns the secret for the one place
+// that needs it, the Authorization header.
+type Token string
+
+const redacted = "[redacted]"
+
+// Value returns the token's text.
+func (t Token) Value() string { return string(t) }
+
+// String returns "[redacted]".
+func (t Token) String() string { return redacted }
+
+// GoString returns a redacted Go expression, for %#v.
+func (t Token) GoString() string { return `github.Token("` + redacted + `")` }
+
+// Format writes "[redacted]" for every verb, including %x and %q, which
+// would otherwise print the underlying string.
+func (t Token) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, redacted) }
+
+// LogValue keeps the token out of slog output.
+func (t Token) LogValue() slog.Value { return slog.StringValue(redacted) }
+
+// MarshalText keeps the token out of JSON and other text encodings.
+func (t Token) MarshalText() ([]byte, error) { return []byte(redacted), nil }
+
+// ErrNoToken is the cause of ResolveToken's error when neither the
+// environment nor gh has a token.
+var ErrNoToken = errors.New("no GitHub token")
+
+// Environment variables that may hold a token, in gh's order of
+// precedence, so baton and gh agree on which account acts.
+var (
+	tokenVars           = []string{"GH_TOKEN", "GITHUB_TOKEN"}
+	enterpriseTokenVars = []string{"GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN"}
+)
+
+// TokenFromEnv returns the token in GH_TOKEN or GITHUB_TOKEN (gh's order)
+// and the name of the variable it came from, or "", "" when both are empty.
+func TokenFromEnv(getenv func(string) string) (Token, string) {
+	return tokenFromVars(getenv, tokenVars)
+}
+
+func tokenFromVars(getenv func(string) string, vars []string) (Token, string) {
+	if getenv == nil {
+		return "", ""
+	}
+	for _, v := range vars {
+		if t := strings.TrimSpace(getenv(v)); t != "" {
+			return Token(t), v
+		}
+	}
+	return "", ""
+}
+
+// GHTimeout bounds `gh auth token`. It reads gh's config or the system
+// keyring and should answer at once; a hung keyring prompt must not hang
+// baton.
+const GHTimeout = 5 * time.Second
+
+// TokenFromGH returns the token that gh stores for host (github.com when
+// empty) by running `gh auth token --hostname host`, found on the process
+// PATH, within GHTimeout. It returns an error wrapping exec.ErrNotFound
+// when gh is not installed. Neither gh's output nor the token is ever part
+// of an error.
+func TokenFromGH(ctx context.Context, host string) (Token, error) {
+	if host == "" {
+		host = DefaultHost
+	}
+	path, err := exec.LookPath("gh")
+	if err != nil {
+		return "", fmt.Errorf("find gh: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, GHTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "auth", "token", "--hostname", host)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// A child that keeps the pipes open after being killed must not block
+	// Wait past the timeout.
+	cmd.WaitDelay = time.Second
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("gh auth token: timed out after %s", GHTimeout)
+		}
+		msg := truncate(strings.TrimSpace(firstLine(stderr.String())), 200)
+		if msg == "" {
+			return "", fmt.Errorf("gh auth token: %w", err)
+		}
+		return "", fmt.Errorf("gh auth token: %s: %w", msg, err)
+	}
+	t := strings.TrimSpace(stdout.String())
+	if !plausibleToken(t) {
+		// Never echo what gh printed: it may be a token in a shape we do
+		// not expect.
+		return "", errors.New("gh auth token printed something that is not a token")
+	}
+	return Token(t), nil
+}
+
+// plausibleToken accepts printable ASCII without spaces. GitHub tokens are
+// ghp_/gho_/ghs_/github_pat_ strings or 40 hex digits; anything with
+// whitespace or control bytes would corrupt the Authorization header.
+func plausibleToken(s string) bool {
+	if s == "" || len(s) > 1024 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// ResolveToken finds the token for host (github.com when empty): for a
+// GitHub Enterprise host GH_ENTERPRISE_TOKEN or GITHUB_ENTERPRISE_TOKEN,
+// then GH_TOKEN or GITHUB_TOKEN, then `gh auth token` when gh is
+// installed. It returns the token and where it came from (a variable name
+// or "gh auth token"). With no token it returns an Invalid error wrapping
+// ErrNoToken that says how to provide one.
+func ResolveToken(ctx context.Context, getenv func(string) string, host string) (Token, string, error) {
+	if host != "" && host != DefaultHost {
+		if t, src := tokenFromVars(getenv, enterpriseTokenVars); t != "" {
+			return t, src, nil
+		}
+	}
+	if t, src := TokenFromEnv(getenv); t != "" {
+		return t, src, nil
+	}
+	t, err := TokenFromGH(ctx, host)
+	if err == nil {
+		return t, "gh auth token", nil
+	}
+	hint := "set GITHUB_TOKEN or GH_TOKEN, or run `gh auth login`"
+	if host != "" && host != DefaultHost {
+		hint = fmt.Sprintf("set GH_ENTERPRISE_TOKEN, or run `gh auth login --hostname %s`", host)
+	}
+	if errors.Is(err, exec.ErrNotFound) {
+		return "", "", baton.WrapError(baton.Invalid, ErrNoToken, "no GitHub token for %s: %s", hostOrDefault(host), hint)
+	}
+	return "", "", baton.WrapError(baton.Invalid, fmt.Errorf("%w: %w", ErrNoToken, err), "no GitHub token for %s: %s", hostOrDefault(host), hint)
+}
+
+func hostOrDefault(h string) string {
+	if h == "" {
+		return DefaultHost
+	}
+	return h
+}
+
+// APIURL returns the REST API base URL for a web host:
+// https://api.github.com/ for github.com (or ""), and
+// https://HOST/api/v3/ for GitHub Enterprise Server.
+func APIURL(host string) string {
+	if host == "" || host == DefaultHost {
+		return "https://api.github.com/"
+	}
+	return "https://" + host + "/api/v3/"
+}
+
+// ResolveAPIURL picks the REST API base URL: the --api-url flag value when
+// set, else GITHUB_API_URL (set by GitHub Actions, and how tests point
+// baton at a local server), else APIURL(host).
+func ResolveAPIURL(flag string, getenv func(string) string, host string) string {
+	if s := strings.TrimSpace(flag); s != "" {
+		return s
+	}
+	if getenv != nil {
+		if s := strings.TrimSpace(getenv("GITHUB_API_URL")); s != "" {
+			return s
+		}
+	}
+	return APIURL(host)
+}
