@@ -1,0 +1,252 @@
+package forge
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/github"
+)
+
+// GitHub is a repository on GitHub, through internal/github. The work ref
+// is a draft pull request; verdicts are posted as pull request reviews;
+// verify waits for the head's check runs and commit statuses; deploy marks
+// the draft ready and merges through the API.
+//
+// Reviews are posted with the COMMENT event, the verdict in the body:
+// baton opens the pull request with the same token that reviews it, and
+// GitHub refuses APPROVE and REQUEST_CHANGES on one's own pull request.
+type GitHub struct {
+	Client *github.Client
+	Repo   github.Repo
+	Token  github.Token
+	// RemoteURL overrides the git remote (default
+	// https://HOST/OWNER/NAME.git), e.g. for a mirror or a test.
+	RemoteURL string
+	// Now is the clock for waiting; nil means time.Now.
+	Now func() time.Time
+}
+
+var _ Forge = (*GitHub)(nil)
+
+// Remote implements Forge. The token travels in git's environment as an
+// extra HTTP header for the host, never in the URL or argv, so no git
+// error message can show it.
+func (g *GitHub) Remote(*baton.Delivery) (string, []string) {
+	host := g.Repo.Host
+	if host == "" {
+		host = github.DefaultHost
+	}
+	url := g.RemoteURL
+	if url == "" {
+		url = fmt.Sprintf("https://%s/%s/%s.git", host, g.Repo.Owner, g.Repo.Name)
+	}
+	var env []string
+	if tok := g.Token.Value(); tok != "" {
+		basic := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + tok))
+		env = []string{
+			"GIT_CONFIG_COUNT=1",
+			"GIT_CONFIG_KEY_0=http.https://" + host + "/.extraheader",
+			"GIT_CONFIG_VALUE_0=AUTHORIZATION: basic " + basic,
+			"GIT_TERMINAL_PROMPT=0",
+		}
+	}
+	return url, env
+}
+
+// prNumber reads the pull request number from a work ref of type pr.
+func prNumber(d *baton.Delivery) (int, bool) {
+	r, ok := d.Ref(baton.RoleWork, "pr")
+	if !ok {
+		return 0, false
+	}
+	i := strings.LastIndex(r.URL, "/pull/")
+	if i < 0 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimRight(r.URL[i+len("/pull/"):], "/"))
+	return n, err == nil && n > 0
+}
+
+// OpenWork implements Forge: a draft pull request from the work branch.
+// When one is already open (a plan that runs again), the stored ref is
+// kept.
+func (g *GitHub) OpenWork(ctx context.Context, d *baton.Delivery, base, title, body string) (baton.Ref, error) {
+	pr, err := g.Client.CreatePullRequest(ctx, g.Repo, github.NewPullRequest{
+		Head: d.WorkBranch(), Base: base, Title: title, Body: body, Draft: true,
+	})
+	if err != nil {
+		if old, ok := d.Ref(baton.RoleWork, "pr"); ok && baton.ErrorCode(err) == baton.Conflict {
+			return old, nil
+		}
+		return baton.Ref{}, err
+	}
+	return baton.Ref{Role: baton.RoleWork, Type: "pr", Label: fmt.Sprintf("%s#%d", g.Repo, pr.Number), URL: pr.URL}, nil
+}
+
+// PostReview implements Forge: a pull request review (COMMENT) with the
+// verdict, or, before a pull request exists, a comment on the request
+// issue.
+func (g *GitHub) PostReview(ctx context.Context, d *baton.Delivery, v Review, _ string) (baton.Ref, error) {
+	label := "review: " + string(v.Verdict)
+	if v.Reject {
+		label = "rejected by " + v.Author
+	}
+	if n, ok := prNumber(d); ok {
+		r, err := g.Client.CreateReview(ctx, g.Repo, n, github.NewReview{Event: github.EventComment, Body: v.Body()})
+		if err != nil {
+			return baton.Ref{}, err
+		}
+		return baton.Ref{Role: baton.RoleReview, Type: "pr_review", Label: label, URL: r.URL}, nil
+	}
+	if n, ok := issueNumber(d); ok {
+		c, err := g.Client.CreateComment(ctx, g.Repo, n, v.Body())
+		if err != nil {
+			return baton.Ref{}, err
+		}
+		return baton.Ref{Role: baton.RoleReview, Type: "issue_comment", Label: label, URL: c.URL}, nil
+	}
+	return baton.Ref{}, baton.Errorf(baton.NotFound, "delivery %s has no pull request or issue to post to", d.ID)
+}
+
+func issueNumber(d *baton.Delivery) (int, bool) {
+	r, ok := d.Ref(baton.RoleRequest, "github_issue")
+	if !ok {
+		return 0, false
+	}
+	_, n, err := ParseIssueURL(r.URL)
+	return n, err == nil
+}
+
+// Checks implements Forge: it polls the check runs and statuses of sha
+// until none is pending, or wait.Timeout passes (then the pending ones
+// are reported), or no check appears within wait.Appear.
+func (g *GitHub) Checks(ctx context.Context, d *baton.Delivery, sha string, wait CheckWait) (CheckResult, bool, error) {
+	now := g.Now
+	if now == nil {
+		now = time.Now
+	}
+	if wait.Poll <= 0 {
+		wait.Poll = 15 * time.Second
+	}
+	start := now()
+	for {
+		sum, err := g.Client.Checks(ctx, g.Repo, sha)
+		if err != nil {
+			return CheckResult{}, true, err
+		}
+		res := CheckResult{Total: len(sum.Checks)}
+		for _, c := range sum.Failing() {
+			res.Failed = append(res.Failed, baton.Ref{Role: baton.RoleCheck, Type: string(c.Kind), Label: c.Name + ": " + firstNonEmpty(c.Conclusion, c.Status), URL: c.URL})
+		}
+		for _, c := range sum.Pending() {
+			res.Pending = append(res.Pending, c.Name)
+		}
+		elapsed := now().Sub(start)
+		switch {
+		case len(sum.Checks) == 0 && elapsed >= wait.Appear:
+			return res, true, nil // no CI reports on this head
+		case len(sum.Checks) > 0 && len(res.Pending) == 0:
+			return res, true, nil
+		case wait.Timeout > 0 && elapsed >= wait.Timeout:
+			return res, true, nil
+		}
+		t := time.NewTimer(wait.Poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return res, true, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+// Merge implements Forge: the draft is marked ready for review, then
+// merged through the API at exactly the verified sha.
+func (g *GitHub) Merge(ctx context.Context, d *baton.Delivery, _ *Workspaces, base, sha string, method baton.MergeMethod) (baton.Ref, error) {
+	n, ok := prNumber(d)
+	if !ok {
+		return baton.Ref{}, baton.Errorf(baton.Invalid, "delivery %s has no pull request to merge: retry plan to open one", d.ID)
+	}
+	if err := g.Client.MarkReadyForReview(ctx, g.Repo, n); err != nil {
+		return baton.Ref{}, err
+	}
+	title, _, _ := strings.Cut(strings.TrimSpace(d.Summary), "\n")
+	res, err := g.Client.Merge(ctx, g.Repo, n, github.MergeOptions{
+		Method: github.MergeMethod(methodName(method)), SHA: sha,
+		CommitTitle: fmt.Sprintf("%s (#%d)", title, n), CommitMessage: "Delivered by baton (delivery " + d.ID + ").",
+	})
+	if err != nil {
+		return baton.Ref{}, err
+	}
+	if !res.Merged {
+		return baton.Ref{}, baton.Errorf(baton.Conflict, "GitHub did not merge %s#%d: %s", g.Repo, n, res.Message)
+	}
+	short := res.SHA
+	if len(short) > 12 {
+		short = short[:12]
+	}
+	host := g.Repo.Host
+	if host == "" {
+		host = github.DefaultHost
+	}
+	return baton.Ref{Role: baton.RoleWork, Type: "commit", Label: fmt.Sprintf("merged into %s as %s (%s)", base, short, methodName(method)),
+		URL: fmt.Sprintf("https://%s/%s/commit/%s", host, g.Repo, res.SHA)}, nil
+}
+
+// ParseIssueURL parses https://HOST/OWNER/NAME/issues/N (also /pull/N)
+// into the repository and number. Errors are Invalid.
+func ParseIssueURL(raw string) (github.Repo, int, error) {
+	bad := func() (github.Repo, int, error) {
+		return github.Repo{}, 0, baton.Errorf(baton.Invalid, "bad issue URL %q: want https://github.com/OWNER/NAME/issues/N", truncate(raw, 200))
+	}
+	s := strings.TrimSpace(raw)
+	rest, ok := strings.CutPrefix(s, "https://")
+	if !ok {
+		if rest, ok = strings.CutPrefix(s, "http://"); !ok {
+			return bad()
+		}
+	}
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	parts := strings.Split(strings.TrimRight(rest, "/"), "/")
+	if len(parts) != 5 || (parts[3] != "issues" && parts[3] != "pull") {
+		return bad()
+	}
+	n, err := strconv.Atoi(parts[4])
+	if err != nil || n <= 0 || strconv.Itoa(n) != parts[4] {
+		return bad()
+	}
+	if strings.Contains(parts[0], "@") {
+		return bad() // credentials in the URL
+	}
+	repo, err := github.ParseRepo(parts[0] + "/" + parts[1] + "/" + parts[2])
+	if err != nil {
+		return bad()
+	}
+	return repo, n, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}
