@@ -24,10 +24,11 @@ const (
 	ActCancel  Action = "cancel"  // stop the running attempt; its late result is discarded
 	ActClose   Action = "close"   // end the delivery where it stands
 	ActLose    Action = "lose"    // the running attempt's worker died
+	ActRelease Action = "release" // the worker is stopping: the attempt goes back to the queue
 )
 
 // Actions lists every action, for table tests and help.
-var Actions = []Action{ActRun, ActForward, ActFail, ActApprove, ActReject, ActRetry, ActCancel, ActClose, ActLose}
+var Actions = []Action{ActRun, ActForward, ActFail, ActApprove, ActReject, ActRetry, ActCancel, ActClose, ActLose, ActRelease}
 
 // MaxLostAttempts is how many attempts of one phase may lose their worker
 // before the phase fails instead of being queued again.
@@ -211,6 +212,18 @@ func (m *machine) apply() error {
 			d.Error = note
 		}
 		m.entryEnded(status, "", note)
+		return nil
+
+	case ActRelease:
+		if d.RunStatus != baton.StatusRunning || in.Attempt != d.Attempt {
+			return m.conflict("attempt %d is not running", in.Attempt)
+		}
+		d.Owner = ""
+		note := "released: " + in.Actor + " stopped before the run finished"
+		if in.Note != "" {
+			note = in.Note
+		}
+		m.enter(d.Phase, note, true)
 		return nil
 
 	case ActLose:
