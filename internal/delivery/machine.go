@@ -74,6 +74,9 @@ func Apply(d baton.Delivery, in Input) (Result, error) {
 	if err := m.apply(); err != nil {
 		return Result{}, err
 	}
+	for _, r := range in.Refs {
+		m.d.AddRef(r)
+	}
 	m.d.UpdatedAt = in.Now
 	return Result{Delivery: m.d, Log: m.log, Enqueue: m.enqueue}, nil
 }
@@ -114,9 +117,6 @@ func (m *machine) apply() error {
 	case ActForward, ActFail:
 		if d.RunStatus != baton.StatusRunning || in.Attempt != d.Attempt {
 			return m.conflict("attempt %d is not running (it was canceled or lost); its result is discarded", in.Attempt)
-		}
-		for _, r := range in.Refs {
-			d.AddRef(r)
 		}
 		d.Owner = ""
 		if in.Action == ActFail {

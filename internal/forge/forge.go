@@ -215,3 +215,24 @@ func (w *Workspaces) Base(ctx context.Context, d *baton.Delivery, f Forge) (stri
 	}
 	return w.base(ctx, d, cache)
 }
+
+// CheckoutDetached makes a fresh worktree named name for d at start (a
+// revision of the cache such as "origin/main"), without a branch.
+func (w *Workspaces) CheckoutDetached(ctx context.Context, d *baton.Delivery, f Forge, name, start string) (*Checkout, error) {
+	unlock, err := w.Lock(ctx, d.Repository)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	cache, err := w.Cache(ctx, d, f)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(w.Dir, "worktrees", d.ID, name)
+	_ = cache.WorktreeRemove(ctx, path)
+	wt, err := cache.WorktreeAddDetached(ctx, path, start)
+	if err != nil {
+		return nil, baton.WrapError(baton.Unavailable, err, "check out %s for %s", start, d.ID)
+	}
+	return &Checkout{Repo: wt, cache: cache}, nil
+}

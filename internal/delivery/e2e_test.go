@@ -1,0 +1,336 @@
+package delivery_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/agentrun/agenttest"
+	"github.com/baton-agent/baton/internal/delivery"
+	"github.com/baton-agent/baton/internal/forge"
+	"github.com/baton-agent/baton/internal/queue"
+	"github.com/baton-agent/baton/internal/sqlstore"
+)
+
+// gitEnv gives every git call in a test a fixed identity and no user
+// configuration.
+func gitEnv(t *testing.T) {
+	t.Helper()
+	for k, v := range map[string]string{
+		"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
+		"GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.com",
+		"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
+	} {
+		t.Setenv(k, v)
+	}
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v in %s: %v\n%s", args, dir, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sourceRepo is the user's repository: main checked out, one commit, and a
+// check script the verify command runs.
+func sourceRepo(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "app")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git(t, dir, "init", "-q", "-b", "main")
+	write(t, filepath.Join(dir, "README.md"), "# app\n")
+	write(t, filepath.Join(dir, "check.sh"), "grep -q 'return \"hello, \" + name' greet.go\n")
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-q", "-m", "initial commit")
+	return dir
+}
+
+type harness struct {
+	t       *testing.T
+	svc     *delivery.Service
+	runner  *delivery.Runner
+	q       *queue.Queue
+	dataDir string
+	fake    *agenttest.Fake
+}
+
+func newHarness(t *testing.T, workers int, turns ...agenttest.Turn) *harness {
+	t.Helper()
+	gitEnv(t)
+	dataDir := t.TempDir()
+	db, err := sqlstore.OpenSQLite(filepath.Join(dataDir, "baton.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	h := &harness{t: t, dataDir: dataDir, fake: agenttest.New(t, turns...)}
+	svc := &delivery.Service{DataDir: dataDir, Forge: func(*baton.Delivery) (forge.Forge, error) { return forge.Local{}, nil }}
+	h.runner = &delivery.Runner{Service: svc, Owner: "worker:test", AgentEnv: h.fake.Env(), PollEvery: 20 * time.Millisecond, KillGrace: time.Second}
+	q, err := queue.OpenSQLite(t.Context(), db, queue.Config{Workers: workers, Handler: h.runner.Work, FetchPollInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Queue = q
+	h.svc, h.q = svc, q
+	return h
+}
+
+// work runs the queue's workers until the test ends.
+func (h *harness) work() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.q.Run(ctx) }()
+	h.t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			h.t.Errorf("queue Run = %v", err)
+		}
+	})
+}
+
+// waitFor polls the delivery until cond holds, failing after 60s with the
+// delivery's state and log.
+func (h *harness) waitFor(id, what string, cond func(d *baton.Delivery) bool) *baton.Delivery {
+	h.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		d, err := h.svc.Store().FindDeliveryByID(context.Background(), id)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if cond(d) {
+			return d
+		}
+		if time.Now().After(deadline) {
+			log, _ := h.svc.Store().PhaseLog(context.Background(), id)
+			var lines []string
+			for _, e := range log {
+				lines = append(lines, fmt.Sprintf("%s/%s %s %s: %s", e.Phase, e.Status, e.Verdict, e.Action, e.Note))
+			}
+			h.t.Fatalf("timed out waiting for %s; delivery is %s (%s)\n%s", what, d.String(), d.Error, strings.Join(lines, "\n"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func newDelivery(src string, cfg baton.DeliveryConfig, checkpoints ...baton.Phase) baton.Delivery {
+	summary := "Add a greeting function"
+	return baton.Delivery{
+		ID: baton.DeliveryID(src, summary), Summary: summary, Repository: src, Forge: baton.ForgeLocal,
+		Endpoint: baton.PhaseObserve, Checkpoints: append([]baton.Phase{}, checkpoints...),
+		Refs:   []baton.Ref{{Role: baton.RoleRequest, Type: "summary", Label: summary}},
+		Config: cfg,
+	}
+}
+
+const planText = "1. Add greet.go with Greet(name).\n2. Cover it with a test."
+
+func TestEndToEndLocal(t *testing.T) {
+	src := sourceRepo(t)
+	greetV1 := "package app\n\nfunc Greet(name string) string { return \"hi \" + name }\n"
+	greetV2 := "package app\n\nfunc Greet(name string) string { return \"hello, \" + name }\n"
+	h := newHarness(t, 1,
+		agenttest.Turn{Final: planText, CostUSD: 0.10, InputTokens: 1000, OutputTokens: 200},
+		// implement 1: leaves its work uncommitted; baton commits it.
+		agenttest.Turn{Files: []agenttest.File{{Path: "greet.go", Content: greetV1}}, Final: "Added greet.go", CostUSD: 0.20},
+		agenttest.Turn{Final: map[string]string{"verdict": "not_pass", "summary": "No test", "feedback": "Add greet_test.go"}},
+		// implement 2: commits its own work.
+		agenttest.Turn{
+			Files:    []agenttest.File{{Path: "greet_test.go", Content: "package app\n"}},
+			Commands: []agenttest.Command{{Argv: []string{"git", "add", "-A"}}, {Argv: []string{"git", "commit", "-qm", "Add greet_test.go"}}},
+			Final:    "Added the test",
+		},
+		agenttest.Turn{Final: map[string]string{"verdict": "pass", "summary": "Good", "feedback": ""}},
+		// verify fails (check.sh wants "hello, "); implement 3 fixes it.
+		agenttest.Turn{Files: []agenttest.File{{Path: "greet.go", Content: greetV2}}, Final: "Fixed the greeting"},
+		agenttest.Turn{Final: map[string]string{"verdict": "pass", "summary": "Still good", "feedback": ""}},
+	)
+	h.work()
+	cfg := baton.DeliveryConfig{Agent: "claude", PhaseTimeout: time.Minute, MaxRounds: 5, VerifyCommand: "sh check.sh",
+		ObserveCommand: "git rev-parse --verify HEAD", ObserveWindow: 300 * time.Millisecond, ObserveEvery: 100 * time.Millisecond}
+	d, created, err := h.svc.Create(t.Context(), newDelivery(src, cfg, baton.PhaseDeploy), "alice")
+	if err != nil || !created {
+		t.Fatalf("Create = %v created=%v", err, created)
+	}
+
+	// Everything up to deploy runs by itself; deploy is a checkpoint.
+	d = h.waitFor(d.ID, "deploy to wait for a person", func(d *baton.Delivery) bool {
+		return d.Phase == baton.PhaseDeploy && d.RunStatus == baton.StatusPending || d.RunStatus == baton.StatusFailed
+	})
+	if d.RunStatus != baton.StatusPending || d.Queued {
+		t.Fatalf("delivery is %s queued=%v (%s), want deploy waiting", d.String(), d.Queued, d.Error)
+	}
+	if _, err := h.svc.Act(t.Context(), d.ID, delivery.Input{Action: delivery.ActApprove, Actor: "alice", Person: true}); err != nil {
+		t.Fatal(err)
+	}
+	d = h.waitFor(d.ID, "deploy to succeed", func(d *baton.Delivery) bool { return d.Phase == baton.PhaseDeploy && d.RunStatus == baton.StatusSucceeded || d.RunStatus == baton.StatusFailed })
+	if d.RunStatus != baton.StatusSucceeded {
+		t.Fatalf("deploy is %s: %s", d.String(), d.Error)
+	}
+	if _, err := h.svc.Act(t.Context(), d.ID, delivery.Input{Action: delivery.ActApprove, Actor: "alice", Person: true}); err != nil {
+		t.Fatal(err)
+	}
+	d = h.waitFor(d.ID, "close", func(d *baton.Delivery) bool { return d.Phase == baton.PhaseClose || d.RunStatus == baton.StatusFailed })
+	if d.String() != "close/succeeded" {
+		t.Fatalf("delivery ended %s: %s", d.String(), d.Error)
+	}
+
+	// The phase log: every change, its actor, and durations.
+	log, err := h.svc.Store().PhaseLog(t.Context(), d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []string
+	for _, e := range log {
+		if e.Status == baton.StatusPending {
+			continue
+		}
+		s := string(e.Phase) + "/" + string(e.Status)
+		if e.Verdict != "" {
+			s += "/" + string(e.Verdict)
+		}
+		steps = append(steps, s)
+	}
+	want := []string{
+		"intake/succeeded",
+		"plan/running", "plan/succeeded",
+		"implement/running", "implement/succeeded",
+		"review/running", "review/succeeded/not_pass",
+		"implement/running", "implement/succeeded",
+		"review/running", "review/succeeded/pass",
+		"verify/running", "verify/succeeded/not_pass",
+		"implement/running", "implement/succeeded",
+		"review/running", "review/succeeded/pass",
+		"verify/running", "verify/succeeded/pass",
+		"deploy/running", "deploy/succeeded",
+		"observe/running", "observe/succeeded",
+		"close/succeeded",
+	}
+	if diff := cmp.Diff(want, steps); diff != "" {
+		t.Errorf("phase log (-want +got):\n%s", diff)
+	}
+	for i, e := range log {
+		if e.Actor == "" || e.Action == "" {
+			t.Errorf("entry %d has no actor or action: %+v", i, e)
+		}
+		if e.EndedAt.IsZero() {
+			t.Errorf("entry %d (%s/%s) has no end time", i, e.Phase, e.Status)
+		}
+		if e.Status == baton.StatusRunning && e.Duration(time.Time{}) <= 0 {
+			t.Errorf("running entry %d (%s) has no duration", i, e.Phase)
+		}
+	}
+	if log[0].Actor != "alice" {
+		t.Errorf("intake actor %q, want alice", log[0].Actor)
+	}
+	if d.Rounds != 2 {
+		t.Errorf("rounds = %d, want 2 (one review, one verify)", d.Rounds)
+	}
+
+	// Refs: the request, the work branch, two reviews, the failed check,
+	// the merge.
+	var refs []string
+	for _, r := range d.Refs {
+		refs = append(refs, string(r.Role)+":"+r.Type)
+		if (r.Role == baton.RoleReview || r.Role == baton.RoleCheck) && !strings.HasPrefix(r.URL, "file:///") {
+			t.Errorf("%s ref %q has no file URL an agent can open", r.Role, r.URL)
+		}
+	}
+	wantRefs := []string{"request:summary", "work:branch", "review:review_note", "review:review_note", "check:verify_command", "review:review_note", "work:commit"}
+	if diff := cmp.Diff(wantRefs, refs); diff != "" {
+		t.Errorf("refs (-want +got):\n%s", diff)
+	}
+
+	// Agent runs: all recorded with prompt, final message and usage; the
+	// second implement run is pointed at the review note, not fed its text.
+	runs, err := h.svc.Store().AgentRuns(t.Context(), d.ID)
+	if err != nil || len(runs) != 7 {
+		t.Fatalf("AgentRuns = %d runs, %v; want 7", len(runs), err)
+	}
+	for _, r := range runs {
+		if r.Status != baton.RunSucceeded || r.Prompt == "" || r.SystemPrompt == "" || r.EndedAt.IsZero() || r.LogDir == "" {
+			t.Errorf("run %d (%s) = %+v, want a complete succeeded run", r.N, r.Phase, r)
+		}
+		if _, err := os.Stat(filepath.Join(r.LogDir, "events.jsonl")); err != nil {
+			t.Errorf("run %d: no events log: %v", r.N, err)
+		}
+	}
+	if runs[0].FinalMessage != planText || runs[0].CostUSD != 0.10 || runs[0].InputTokens != 1000 {
+		t.Errorf("plan run = %+v", runs[0])
+	}
+	impl2 := runs[3]
+	if !strings.Contains(impl2.Prompt, "## References") || strings.Contains(impl2.Prompt, "Add greet_test.go") {
+		t.Errorf("implement 2 prompt = %q, want references and no injected feedback", impl2.Prompt)
+	}
+	calls := h.fake.Calls(t)
+	if len(calls) != 7 {
+		t.Fatalf("the agent was called %d times, want 7", len(calls))
+	}
+	firstNote := ""
+	for _, r := range d.Refs {
+		if r.Role == baton.RoleReview {
+			firstNote = r.URL
+			break
+		}
+	}
+	if firstNote == "" || !strings.Contains(calls[3].Prompt, firstNote) {
+		t.Errorf("implement 2 was not pointed at the review note %s:\n%s", firstNote, calls[3].Prompt)
+	}
+	if !strings.Contains(calls[2].SystemPrompt, "git diff main...HEAD") {
+		t.Errorf("review system prompt = %q", calls[2].SystemPrompt)
+	}
+	if !strings.HasPrefix(calls[1].Dir, filepath.Join(h.dataDir, "worktrees", d.ID)) {
+		t.Errorf("implement ran in %s, want a worktree under the data dir", calls[1].Dir)
+	}
+
+	// The work branch holds the plan and every implement round.
+	branch := "baton/" + d.ID
+	subjects := strings.Split(git(t, src, "log", "--format=%s", "main@{1}.."+branch), "\n")
+	wantSubjects := []string{"Add a greeting function", "Add greet_test.go", "Add a greeting function", "Plan: Add a greeting function"}
+	if diff := cmp.Diff(wantSubjects, subjects); diff != "" {
+		t.Errorf("work branch commits (-want +got):\n%s", diff)
+	}
+	if got := git(t, src, "show", branch+":docs/plan.md"); got != planText {
+		t.Errorf("docs/plan.md = %q", got)
+	}
+
+	// main got one squashed commit with the work, and the user's checkout
+	// (main is checked out in src) was fast-forwarded.
+	if got := git(t, src, "log", "-1", "--format=%s", "main"); got != "Add a greeting function" {
+		t.Errorf("main head subject = %q", got)
+	}
+	if n := git(t, src, "rev-list", "--count", "main"); n != "2" {
+		t.Errorf("main has %s commits, want 2 (initial + squash)", n)
+	}
+	if got, _ := os.ReadFile(filepath.Join(src, "greet.go")); string(got) != greetV2 {
+		t.Errorf("greet.go in the user's checkout = %q", got)
+	}
+	if st := git(t, src, "status", "--porcelain"); st != "" {
+		t.Errorf("source work tree not clean after deploy: %q", st)
+	}
+}

@@ -1,0 +1,598 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/agentrun"
+	"github.com/baton-agent/baton/internal/forge"
+	"github.com/baton-agent/baton/internal/fsstore"
+	"github.com/baton-agent/baton/internal/queue"
+)
+
+// Runner defaults.
+const (
+	DefaultPollEvery      = 500 * time.Millisecond
+	DefaultHeartbeatEvery = 5 * time.Second
+	// DefaultLease is how old a running delivery's heartbeat may get
+	// before its worker is taken for dead.
+	DefaultLease = 30 * time.Second
+)
+
+// Runner claims a delivery's pending phase and runs it: agent phases
+// through agentrun in a fresh worktree, system phases (verify, deploy,
+// observe) through the forge and the delivery's commands. While it runs
+// it beats a heartbeat into the delivery row and watches the row for a
+// cancel, which kills the agent; a result that arrives after a cancel is
+// discarded.
+type Runner struct {
+	*Service
+	// Owner names this worker in the phase log and the delivery row.
+	Owner string
+	// Live receives the agent's output as it runs (delivery run); nil for
+	// workers.
+	Live io.Writer
+	// AgentEnv is added to agents' and commands' environment.
+	AgentEnv []string
+	// Foreground makes an interrupted run a cancel by the person (delivery
+	// run, Ctrl-C); otherwise (a stopping worker) the attempt is released
+	// back to the queue.
+	Foreground     bool
+	PollEvery      time.Duration
+	HeartbeatEvery time.Duration
+	KillGrace      time.Duration
+	// CheckWait bounds waiting for CI on GitHub.
+	CheckWait forge.CheckWait
+}
+
+// errStale marks a job whose phase is no longer pending: someone else
+// ran it, or a person moved the delivery on. The job has nothing to do.
+var errStale = errors.New("stale job")
+
+// errCanceled is the cause when a person canceled the attempt.
+var errCanceled = errors.New("canceled by a person")
+
+// errLostClaim is the cause when the delivery stopped running this
+// attempt for another reason (taken over after a lost heartbeat).
+var errLostClaim = errors.New("the attempt is no longer the delivery's")
+
+// Work is the queue handler: it runs the job's phase if it is still
+// pending, and does nothing for a stale job.
+func (r *Runner) Work(ctx context.Context, args queue.RunPhaseArgs, _ int) error {
+	_, err := r.Run(ctx, args.DeliveryID, args.Phase, "")
+	return err
+}
+
+// Run claims the pending phase of the delivery named ref and runs it to
+// the end. want is the phase a job was queued for. person is the actor
+// for `delivery run` (a person may start a waiting checkpoint phase); ""
+// means this worker. For a worker, a job with nothing to run (stale,
+// claimed elsewhere) returns nil, nil; for a person it is a Conflict.
+func (r *Runner) Run(ctx context.Context, ref string, want baton.Phase, person string) (d *baton.Delivery, err error) {
+	actor := r.Owner
+	if person != "" {
+		actor = person
+	}
+	found, err := r.Resolve(ctx, ref)
+	if err != nil {
+		if person == "" && baton.ErrorCode(err) == baton.NotFound {
+			return nil, nil // deleted under the job
+		}
+		return nil, err
+	}
+	// Claim: pending → running, attempt+1, in one conditional update.
+	err = r.Queue.InTx(ctx, func(tx queue.Tx) error {
+		cur, err := tx.Store().FindDeliveryByID(ctx, found.ID)
+		if err != nil {
+			return err
+		}
+		if person == "" && (cur.Phase != want || cur.RunStatus != baton.StatusPending) {
+			return errStale
+		}
+		res, err := Apply(*cur, Input{Action: ActRun, Actor: actor, Person: person != "", Now: r.now()})
+		if err != nil {
+			if person == "" {
+				return errStale
+			}
+			return err
+		}
+		res.Delivery.Owner = r.Owner
+		d, err = commit(ctx, tx, cur, res)
+		return err
+	})
+	if errors.Is(err, errStale) {
+		return nil, nil
+	}
+	if err != nil {
+		if person == "" && baton.ErrorCode(err) == baton.Conflict {
+			return nil, nil // another worker claimed it first
+		}
+		return nil, err
+	}
+
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		r.watch(runCtx, stop, d)
+	}()
+	out := r.execute(runCtx, d)
+	stop(nil)
+	<-watchDone
+	cause := context.Cause(runCtx)
+	interrupted := ctx.Err() != nil && !errors.Is(cause, errCanceled) && !errors.Is(cause, errLostClaim)
+	return r.finish(ctx, d, out, interrupted)
+}
+
+// watch polls the delivery row: a cancel (or any change of the running
+// attempt) cancels the run; a heartbeat is written every HeartbeatEvery.
+func (r *Runner) watch(ctx context.Context, stop context.CancelCauseFunc, d *baton.Delivery) {
+	poll := r.PollEvery
+	if poll <= 0 {
+		poll = DefaultPollEvery
+	}
+	beat := r.HeartbeatEvery
+	if beat <= 0 {
+		beat = DefaultHeartbeatEvery
+	}
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	last := time.Now()
+	st := r.Store()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cur, err := st.FindDeliveryByID(ctx, d.ID)
+		if err != nil {
+			continue // a busy database: look again next time
+		}
+		if cur.RunStatus != baton.StatusRunning || cur.Attempt != d.Attempt {
+			if cur.RunStatus == baton.StatusFailed && strings.HasPrefix(cur.Error, "canceled by ") {
+				stop(errCanceled)
+			} else {
+				stop(errLostClaim)
+			}
+			return
+		}
+		if time.Since(last) >= beat {
+			if err := st.Heartbeat(ctx, d.ID, d.Attempt, r.now()); baton.ErrorCode(err) == baton.Conflict {
+				stop(errLostClaim)
+				return
+			}
+			last = time.Now()
+		}
+	}
+}
+
+// outcome is what a phase run produced.
+type outcome struct {
+	verdict baton.Verdict
+	skipped bool
+	note    string
+	refs    []baton.Ref
+	err     error
+	run     *baton.AgentRun // the agent run, for agent phases
+}
+
+func (o *outcome) warn(format string, args ...any) {
+	w := fmt.Sprintf(format, args...)
+	if o.note == "" {
+		o.note = "warning: " + w
+	} else {
+		o.note += "; warning: " + w
+	}
+}
+
+// finish records the outcome: the agent run row, then the transition. A
+// transition refused because the attempt is no longer running (canceled,
+// lost) discards the outcome but keeps the agent run's data.
+func (r *Runner) finish(ctx context.Context, d *baton.Delivery, out outcome, interrupted bool) (*baton.Delivery, error) {
+	ctx = context.WithoutCancel(ctx)
+	in := Input{Actor: r.Owner, Now: r.now(), Attempt: d.Attempt, Refs: out.refs}
+	switch {
+	case interrupted && r.Foreground:
+		in.Action, in.Person = ActCancel, true
+		if out.run != nil {
+			out.run.Status, out.run.Error = baton.RunCanceled, "interrupted"
+		}
+	case interrupted:
+		in.Action = ActRelease
+		if out.run != nil {
+			out.run.Status, out.run.Error = baton.RunFailed, "worker "+r.Owner+" stopped; the phase was queued again"
+		}
+	case out.err != nil:
+		in.Action, in.Note = ActFail, errText(out.err)
+		if out.note != "" {
+			in.Note += " (" + out.note + ")"
+		}
+	default:
+		in.Action, in.Verdict, in.Skipped, in.Note = ActForward, out.verdict, out.skipped, out.note
+	}
+	var got *baton.Delivery
+	err := r.Queue.InTx(ctx, func(tx queue.Tx) error {
+		if out.run != nil {
+			if err := tx.Store().FinishAgentRun(ctx, out.run); err != nil {
+				return err
+			}
+		}
+		cur, err := tx.Store().FindDeliveryByID(ctx, d.ID)
+		if err != nil {
+			return err
+		}
+		res, err := Apply(*cur, in)
+		if baton.ErrorCode(err) == baton.Conflict {
+			got = cur // canceled or lost meanwhile: the result is discarded
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if in.Action == ActCancel {
+			if _, err := tx.Store().EndRunningAgentRuns(ctx, cur.ID, baton.RunCanceled, "interrupted", in.Now); err != nil {
+				return err
+			}
+		}
+		got, err = commit(ctx, tx, cur, res)
+		return err
+	})
+	return got, err
+}
+
+// runDir is where a run's logs and outputs go.
+func (r *Runner) runDir(d *baton.Delivery) string {
+	return filepath.Join(r.DataDir, "runs", d.ID, fmt.Sprintf("attempt-%d-%s", d.Attempt, d.Phase))
+}
+
+// execute runs the claimed phase.
+func (r *Runner) execute(ctx context.Context, d *baton.Delivery) (out outcome) {
+	f, err := r.Forge(d)
+	if err != nil {
+		return outcome{err: err}
+	}
+	switch d.Phase {
+	case baton.PhasePlan:
+		return r.plan(ctx, d, f)
+	case baton.PhaseImplement:
+		return r.implement(ctx, d, f)
+	case baton.PhaseReview:
+		return r.review(ctx, d, f)
+	case baton.PhaseVerify:
+		return r.verify(ctx, d, f)
+	case baton.PhaseDeploy:
+		return r.deploy(ctx, d, f)
+	case baton.PhaseObserve:
+		return r.observe(ctx, d, f)
+	}
+	return outcome{err: baton.Errorf(baton.Invalid, "phase %s has nothing to run", d.Phase)}
+}
+
+// agent runs the delivery's agent for its phase in co, recording an
+// agent run that is written as running before the agent starts.
+func (r *Runner) agent(ctx context.Context, d *baton.Delivery, co *forge.Checkout, schema []byte) (*baton.AgentRun, *agentrun.Result, error) {
+	run := &baton.AgentRun{
+		DeliveryID: d.ID, Phase: d.Phase, Attempt: d.Attempt, Agent: d.Config.Agent,
+		Prompt: BuildPrompt(d), SystemPrompt: SystemPrompt(d.Phase, co.Base),
+		LogDir: r.runDir(d), StartedAt: r.now(),
+	}
+	if err := r.Store().CreateAgentRun(ctx, run); err != nil {
+		return nil, nil, err
+	}
+	if r.Live != nil {
+		fmt.Fprintf(r.Live, "== %s: %s %s (attempt %d) in %s\n", d.ID, d.Phase, d.Config.Agent, d.Attempt, co.Dir)
+	}
+	timeout := d.Config.PhaseTimeout
+	if timeout <= 0 {
+		timeout = baton.DefaultPhaseTimeout
+	}
+	res, err := agentrun.Run(ctx, agentrun.Spec{
+		Agent: d.Config.Agent, Prompt: run.Prompt, SystemPrompt: run.SystemPrompt, Dir: co.Dir,
+		OutputSchema: schema, Timeout: timeout, KillGrace: r.KillGrace, Model: d.Config.Model,
+		Env: r.AgentEnv, Live: r.Live, LogDir: run.LogDir,
+	})
+	run.FinalMessage, run.Model, run.SessionID = res.FinalText, res.Model, res.SessionID
+	run.CostUSD, run.InputTokens, run.OutputTokens = res.CostUSD, res.InputTokens, res.OutputTokens
+	run.Duration, run.ExitCode, run.EndedAt = res.Duration, res.ExitCode, r.now()
+	run.Status = baton.RunSucceeded
+	if err != nil {
+		run.Status, run.Error = baton.RunFailed, errText(err)
+	}
+	return run, res, err
+}
+
+func (r *Runner) checkout(ctx context.Context, d *baton.Delivery, f forge.Forge) (*forge.Checkout, error) {
+	return r.Workspaces().Checkout(ctx, d, f, fmt.Sprintf("attempt-%d-%s", d.Attempt, d.Phase))
+}
+
+// push publishes the work branch to the forge's remote.
+func push(ctx context.Context, d *baton.Delivery, co *forge.Checkout) error {
+	return co.Push(ctx, "origin", "HEAD:refs/heads/"+d.WorkBranch())
+}
+
+func (r *Runner) plan(ctx context.Context, d *baton.Delivery, f forge.Forge) (out outcome) {
+	co, err := r.checkout(ctx, d, f)
+	if err != nil {
+		return outcome{err: err}
+	}
+	defer co.Remove(ctx)
+	run, res, err := r.agent(ctx, d, co, nil)
+	out.run = run
+	if err != nil {
+		out.err = err
+		return out
+	}
+	plan := strings.TrimSpace(res.FinalText)
+	if plan == "" {
+		run.Status, run.Error = baton.RunFailed, "empty final message"
+		out.err = baton.Errorf(baton.Unavailable, "the plan run ended with an empty final message: the plan must be in it")
+		return out
+	}
+	// The plan is committed, not injected: later phases read docs/plan.md.
+	if err := os.MkdirAll(filepath.Join(co.Dir, "docs"), 0o755); err == nil {
+		err = fsstore.WriteFileAtomic(filepath.Join(co.Dir, "docs", "plan.md"), []byte(plan+"\n"), 0o644)
+		if err != nil {
+			out.warn("plan not written: %v", err)
+			return out
+		}
+	}
+	title := firstLine(d.Summary)
+	if _, _, err := co.CommitAll(ctx, "Plan: "+title+"\n\nbaton delivery "+d.ID); err != nil {
+		out.warn("plan not committed: %v", err)
+		return out
+	}
+	if err := push(ctx, d, co); err != nil {
+		out.warn("work branch %s not pushed: %v", d.WorkBranch(), err)
+		return out
+	}
+	ref, err := f.OpenWork(ctx, d, co.Base, title, plan)
+	if err != nil {
+		// A failed draft PR is a warning, never a failed plan.
+		out.warn("draft pull request not opened: %s", errText(err))
+		return out
+	}
+	out.refs = append(out.refs, ref)
+	return out
+}
+
+func (r *Runner) implement(ctx context.Context, d *baton.Delivery, f forge.Forge) (out outcome) {
+	co, err := r.checkout(ctx, d, f)
+	if err != nil {
+		return outcome{err: err}
+	}
+	defer co.Remove(ctx)
+	before, _ := co.RevParse(ctx, "HEAD")
+	run, _, agentErr := r.agent(ctx, d, co, nil)
+	out.run = run
+	// Whatever the agent left, committed or not, is pushed: work is never
+	// lost, also when the agent failed or was stopped.
+	msg := fmt.Sprintf("%s\n\nWork left uncommitted by the %s agent, committed by baton (delivery %s, attempt %d).", firstLine(d.Summary), d.Config.Agent, d.ID, d.Attempt)
+	_, committed, cerr := co.CommitAll(context.WithoutCancel(ctx), msg)
+	after, _ := co.RevParse(ctx, "HEAD")
+	var perr error
+	if cerr == nil && (after != before || !co.WorkExists) {
+		perr = push(context.WithoutCancel(ctx), d, co)
+	}
+	switch {
+	case agentErr != nil:
+		out.err = agentErr
+		if committed && perr == nil {
+			out.note = "the partial work was committed and pushed"
+		}
+	case cerr != nil:
+		out.err = baton.WrapError(baton.Unavailable, cerr, "commit the agent's work")
+	case perr != nil:
+		out.err = baton.WrapError(baton.Unavailable, perr, "push %s", d.WorkBranch())
+	case after == before:
+		out.note = "the agent changed nothing"
+	default:
+		n, _ := co.CommitsBetween(ctx, before, after)
+		out.note = fmt.Sprintf("%d commit(s) pushed to %s", n, d.WorkBranch())
+		if committed {
+			out.note += ", including the agent's uncommitted work"
+		}
+	}
+	return out
+}
+
+func (r *Runner) review(ctx context.Context, d *baton.Delivery, f forge.Forge) (out outcome) {
+	co, err := r.checkout(ctx, d, f)
+	if err != nil {
+		return outcome{err: err}
+	}
+	defer co.Remove(ctx)
+	if !co.WorkExists {
+		return outcome{err: baton.Errorf(baton.Conflict, "there is no work branch %s to review: reject to implement", d.WorkBranch())}
+	}
+	run, res, err := r.agent(ctx, d, co, ReviewSchema)
+	out.run = run
+	if err != nil && !errors.Is(err, agentrun.ErrBadOutput) {
+		out.err = err
+		return out
+	}
+	v, perr := ParseVerdict(res.FinalText, res.Structured)
+	if perr != nil {
+		run.Status, run.Error = baton.RunFailed, baton.ErrorMessage(perr)
+		out.err = baton.WrapError(baton.Unavailable, perr, "the review gave no usable verdict")
+		return out
+	}
+	if err != nil { // schema mismatch but a verdict we can read
+		run.Status, run.Error = baton.RunSucceeded, ""
+	}
+	ref, warn := r.postReview(ctx, d, forge.Review{Verdict: v.Verdict, Summary: v.Summary, Feedback: v.Feedback,
+		Author: "reviewer agent (" + d.Config.Agent + ")"})
+	if warn != "" {
+		out.warn("%s", warn)
+	}
+	if ref.URL != "" || ref.Label != "" {
+		out.refs = append(out.refs, ref)
+	}
+	out.verdict = v.Verdict
+	out.note = joinNote(v.Summary, out.note)
+	return out
+}
+
+func joinNote(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}
+
+func (r *Runner) verify(ctx context.Context, d *baton.Delivery, f forge.Forge) (out outcome) {
+	co, err := r.checkout(ctx, d, f)
+	if err != nil {
+		return outcome{err: err}
+	}
+	defer co.Remove(ctx)
+	if !co.WorkExists {
+		return outcome{err: baton.Errorf(baton.Conflict, "there is no work branch %s to verify", d.WorkBranch())}
+	}
+	sha, err := co.RevParse(ctx, "HEAD")
+	if err != nil {
+		return outcome{err: err}
+	}
+	var did, failed []string
+	wait := r.CheckWait
+	if wait.Timeout <= 0 {
+		wait.Timeout = d.Config.PhaseTimeout
+	}
+	if wait.Appear <= 0 {
+		wait.Appear = 2 * time.Minute
+	}
+	res, hasCI, err := f.Checks(ctx, d, sha, wait)
+	switch {
+	case err != nil:
+		return outcome{err: err}
+	case hasCI && len(res.Pending) > 0:
+		return outcome{err: baton.Errorf(baton.Unavailable, "checks still running after %s: %s", wait.Timeout, strings.Join(res.Pending, ", "))}
+	case hasCI && res.Total > 0:
+		did = append(did, fmt.Sprintf("%d check(s) on %s", res.Total, sha[:12]))
+		for _, c := range res.Failed {
+			failed = append(failed, c.Label)
+		}
+		out.refs = append(out.refs, res.Failed...)
+	}
+	if cmd := d.Config.VerifyCommand; cmd != "" {
+		cr, err := r.command(ctx, d, co.Dir, cmd, "verify.log", nil)
+		if err != nil {
+			return outcome{err: err}
+		}
+		did = append(did, "`"+cmd+"`")
+		if cr.exit != 0 {
+			failed = append(failed, fmt.Sprintf("`%s` exited %d", cmd, cr.exit))
+			out.refs = append(out.refs, baton.Ref{Role: baton.RoleCheck, Type: "verify_command", Label: fmt.Sprintf("verify: %s (exit %d)", cmd, cr.exit), URL: FileURL(cr.log)})
+		}
+	}
+	switch {
+	case len(did) == 0:
+		why := "no --verify command is set"
+		if hasCI {
+			why = fmt.Sprintf("no check reported on %s within %s and no --verify command is set", sha[:12], wait.Appear)
+		} else {
+			why += " and the local forge has no CI"
+		}
+		return outcome{skipped: true, note: "nothing to verify: " + why}
+	case len(failed) > 0:
+		out.verdict = baton.VerdictNotPass
+		out.note = "failed: " + strings.Join(failed, "; ")
+	default:
+		out.verdict = baton.VerdictPass
+		out.note = "passed: " + strings.Join(did, ", ")
+	}
+	return out
+}
+
+func (r *Runner) deploy(ctx context.Context, d *baton.Delivery, f forge.Forge) (out outcome) {
+	co, err := r.checkout(ctx, d, f)
+	if err != nil {
+		return outcome{err: err}
+	}
+	defer co.Remove(ctx)
+	if !co.WorkExists {
+		return outcome{err: baton.Errorf(baton.Conflict, "there is no work branch %s to deploy", d.WorkBranch())}
+	}
+	sha, err := co.RevParse(ctx, "HEAD")
+	if err != nil {
+		return outcome{err: err}
+	}
+	if cmd := d.Config.DeployCommand; cmd != "" {
+		cr, err := r.command(ctx, d, co.Dir, cmd, "deploy.log", []string{"BATON_BASE_BRANCH=" + co.Base, "BATON_WORK_SHA=" + sha})
+		if err != nil {
+			return outcome{err: err}
+		}
+		if cr.exit != 0 {
+			return outcome{err: baton.Errorf(baton.Unavailable, "deploy command `%s` exited %d: %s (log %s)", cmd, cr.exit, cr.tail, cr.log)}
+		}
+		return outcome{note: "deployed by `" + cmd + "`"}
+	}
+	ref, err := f.Merge(ctx, d, r.Workspaces(), co.Base, sha, d.Config.MergeMethod)
+	if err != nil {
+		return outcome{err: err}
+	}
+	return outcome{refs: []baton.Ref{ref}, note: ref.Label}
+}
+
+func (r *Runner) observe(ctx context.Context, d *baton.Delivery, f forge.Forge) (out outcome) {
+	cmd := d.Config.ObserveCommand
+	if cmd == "" {
+		return outcome{skipped: true, note: "nothing to observe: no --observe command is set"}
+	}
+	base, err := r.Workspaces().Base(ctx, d, f)
+	if err != nil {
+		return outcome{err: err}
+	}
+	// The probe runs in a worktree of the base branch: the deployed code.
+	co, err := r.Workspaces().CheckoutDetached(ctx, d, f, fmt.Sprintf("attempt-%d-observe", d.Attempt), "origin/"+base)
+	if err != nil {
+		return outcome{err: err}
+	}
+	defer co.Remove(ctx)
+	window, every := d.Config.ObserveWindow, d.Config.ObserveEvery
+	if window <= 0 {
+		window = baton.DefaultObserveWindow
+	}
+	if every <= 0 {
+		every = baton.DefaultObserveEvery
+	}
+	start := time.Now()
+	for i := 1; ; i++ {
+		cr, err := r.command(ctx, d, co.Dir, cmd, fmt.Sprintf("observe-%d.log", i), nil)
+		if err != nil {
+			return outcome{err: err}
+		}
+		if cr.exit != 0 {
+			return outcome{
+				refs: []baton.Ref{{Role: baton.RoleCheck, Type: "observe_command", Label: fmt.Sprintf("observe: %s (exit %d, probe %d)", cmd, cr.exit, i), URL: FileURL(cr.log)}},
+				err:  baton.Errorf(baton.Unavailable, "probe %d of `%s` failed after %s (exit %d): %s", i, cmd, time.Since(start).Round(time.Millisecond), cr.exit, cr.tail),
+			}
+		}
+		if time.Since(start)+every > window {
+			return outcome{note: fmt.Sprintf("%d probe(s) of `%s` passed over %s", i, cmd, time.Since(start).Round(time.Millisecond))}
+		}
+		t := time.NewTimer(every)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return outcome{err: ctx.Err()}
+		case <-t.C:
+		}
+	}
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return l
+}

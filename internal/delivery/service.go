@@ -1,0 +1,271 @@
+package delivery
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/forge"
+	"github.com/baton-agent/baton/internal/fsstore"
+	"github.com/baton-agent/baton/internal/queue"
+	"github.com/baton-agent/baton/internal/sqlstore"
+)
+
+// Service applies state machine actions to stored deliveries: each change,
+// its phase log entries and the job it causes are written in one
+// transaction, conditional on the delivery's version, so two actors
+// racing on one delivery cannot both succeed.
+type Service struct {
+	Queue *queue.Queue
+	// DataDir holds the repository caches, worktrees, run logs, review
+	// notes and command outputs.
+	DataDir string
+	// Forge returns the forge of a delivery.
+	Forge  func(d *baton.Delivery) (forge.Forge, error)
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+func (s *Service) now() time.Time {
+	if s.Now == nil {
+		return time.Now().UTC()
+	}
+	return s.Now().UTC()
+}
+
+// Workspaces returns the cache and worktree manager.
+func (s *Service) Workspaces() *forge.Workspaces { return &forge.Workspaces{Dir: s.DataDir} }
+
+// commit writes res over before in tx: the delivery (conditional on
+// before's version), the log entries in order, and the job.
+func commit(ctx context.Context, tx queue.Tx, before *baton.Delivery, res Result) (*baton.Delivery, error) {
+	d := res.Delivery
+	d.Version = before.Version
+	if err := tx.Store().UpdateDelivery(ctx, &d); err != nil {
+		return nil, err
+	}
+	for i := range res.Log {
+		if err := tx.Store().AppendPhaseLog(ctx, d.ID, &res.Log[i]); err != nil {
+			return nil, err
+		}
+	}
+	if res.Enqueue {
+		if err := tx.Enqueue(ctx, queue.RunPhaseArgs{DeliveryID: d.ID, Phase: d.Phase, Entry: d.Version}); err != nil {
+			return nil, err
+		}
+	}
+	return &d, nil
+}
+
+// Create stores a new delivery for d's request, created by actor, with
+// plan queued; or, when the same repository and request already have a
+// delivery, returns that one unchanged (created=false).
+func (s *Service) Create(ctx context.Context, d baton.Delivery, actor string) (*baton.Delivery, bool, error) {
+	res := NewDelivery(d, actor, s.now())
+	var got *baton.Delivery
+	var created bool
+	err := s.Queue.InTx(ctx, func(tx queue.Tx) error {
+		var err error
+		got, created, err = tx.Store().CreateDelivery(ctx, &res.Delivery)
+		if err != nil || !created {
+			return err
+		}
+		for i := range res.Log {
+			if err := tx.Store().AppendPhaseLog(ctx, got.ID, &res.Log[i]); err != nil {
+				return err
+			}
+		}
+		if res.Enqueue {
+			return tx.Enqueue(ctx, queue.RunPhaseArgs{DeliveryID: got.ID, Phase: got.Phase, Entry: got.Version})
+		}
+		return nil
+	})
+	return got, created, err
+}
+
+// Resolve finds a delivery by id, by seq ("7" or "#7"), or by a unique id
+// prefix of at least 4 characters.
+func (s *Service) Resolve(ctx context.Context, ref string) (*baton.Delivery, error) {
+	st := s.Queue.Store()
+	ref = strings.TrimSpace(ref)
+	if ref == "" {
+		return nil, baton.Errorf(baton.Invalid, "no delivery named: pass an id or a number from `baton delivery list`")
+	}
+	if d, err := st.FindDeliveryByID(ctx, ref); err == nil || baton.ErrorCode(err) != baton.NotFound {
+		return d, err
+	}
+	if n, err := strconv.ParseInt(strings.TrimPrefix(ref, "#"), 10, 64); err == nil && n > 0 {
+		if d, err := st.FindDeliveryBySeq(ctx, n); err == nil || baton.ErrorCode(err) != baton.NotFound {
+			return d, err
+		}
+	}
+	if len(ref) >= 4 && baton.ValidID(ref) {
+		ds, err := st.FindDeliveriesByPrefix(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		switch len(ds) {
+		case 1:
+			return ds[0], nil
+		case 0:
+		default:
+			return nil, baton.Errorf(baton.Invalid, "%q names %d deliveries: give more of the id", ref, len(ds))
+		}
+	}
+	return nil, baton.Errorf(baton.NotFound, "no delivery %q: `baton delivery list` shows them", ref)
+}
+
+// Act applies a person's action (approve, retry, cancel, close) to the
+// delivery named ref.
+func (s *Service) Act(ctx context.Context, ref string, in Input) (*baton.Delivery, error) {
+	d, err := s.Resolve(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	in.Now = s.now()
+	var out *baton.Delivery
+	err = s.Queue.InTx(ctx, func(tx queue.Tx) error {
+		cur, err := tx.Store().FindDeliveryByID(ctx, d.ID)
+		if err != nil {
+			return err
+		}
+		res, err := Apply(*cur, in)
+		if err != nil {
+			return err
+		}
+		if in.Action == ActCancel {
+			// The running agent run ends as canceled now; the worker sees
+			// the change within a poll and kills the agent, and its late
+			// result is discarded.
+			if _, err := tx.Store().EndRunningAgentRuns(ctx, cur.ID, baton.RunCanceled, res.Delivery.Error, in.Now); err != nil {
+				return err
+			}
+		}
+		out, err = commit(ctx, tx, cur, res)
+		return err
+	})
+	return out, err
+}
+
+// Reject sends the delivery back with a person's reason. The reason is
+// posted first where the next run reads it (a PR comment on GitHub, a
+// review note locally), and its URL becomes a review ref.
+func (s *Service) Reject(ctx context.Context, ref, actor, reason string) (*baton.Delivery, error) {
+	d, err := s.Resolve(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	in := Input{Action: ActReject, Actor: actor, Person: true, Now: s.now(), Note: reason}
+	if _, err := Apply(*d, in); err != nil {
+		return nil, err // refuse before posting anything
+	}
+	r, warn := s.postReview(ctx, d, forge.Review{Verdict: baton.VerdictNotPass, Summary: reason, Author: actor, Reject: true})
+	if r.URL != "" {
+		in.Refs = []baton.Ref{r}
+	}
+	if warn != "" {
+		in.Note += " (" + warn + ")"
+	}
+	return s.Act(ctx, d.ID, in)
+}
+
+// postReview keeps a review note (database row and a markdown file the
+// next agent can open) and posts the review through the forge. A forge
+// failure is returned as a warning and the note's file ref stands in.
+func (s *Service) postReview(ctx context.Context, d *baton.Delivery, v forge.Review) (baton.Ref, string) {
+	st := s.Queue.Store()
+	note := &baton.ReviewNote{DeliveryID: d.ID, Verdict: v.Verdict, Summary: v.Summary, Feedback: v.Feedback, Author: v.Author, CreatedAt: s.now()}
+	fileRef := baton.Ref{Role: baton.RoleReview, Type: "review_note", Label: "review: " + string(v.Verdict)}
+	if v.Reject {
+		fileRef.Label = "rejected by " + v.Author
+	}
+	var warns []string
+	if err := st.CreateReviewNote(ctx, note); err != nil {
+		warns = append(warns, "review note not stored: "+baton.ErrorMessage(err))
+	} else {
+		path := filepath.Join(s.DataDir, "notes", d.ID, fmt.Sprintf("review-%d.md", note.ID))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
+			if err := fsstore.WriteFileAtomic(path, []byte(v.Body()), 0o644); err == nil {
+				fileRef.URL = FileURL(path)
+				_ = st.SetReviewNoteURL(ctx, note.ID, fileRef.URL)
+			}
+		}
+	}
+	f, err := s.Forge(d)
+	if err != nil {
+		return fileRef, strings.Join(append(warns, baton.ErrorMessage(err)), "; ")
+	}
+	r, err := f.PostReview(ctx, d, v, fileRef.URL)
+	if err != nil {
+		warns = append(warns, "review not posted to the forge, kept as a note: "+errText(err))
+		return fileRef, strings.Join(warns, "; ")
+	}
+	return r, strings.Join(warns, "; ")
+}
+
+// FileURL is the file:// URL of an absolute path: what review notes and
+// check logs of the local forge are referenced by, so an agent can open
+// them.
+func FileURL(path string) string {
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(path)}).String()
+}
+
+// Reconcile finds running deliveries whose worker stopped sending
+// heartbeats before now-lease and hands each back: its agent run ends as
+// failed ("worker lost") and the phase is queued again, or failed after
+// MaxLostAttempts. It returns how many it recovered.
+func (s *Service) Reconcile(ctx context.Context, lease time.Duration, actor string) (int, error) {
+	now := s.now()
+	stale, err := s.Queue.Store().FindStaleRunning(ctx, now.Add(-lease))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, d := range stale {
+		err := s.Queue.InTx(ctx, func(tx queue.Tx) error {
+			cur, err := tx.Store().FindDeliveryByID(ctx, d.ID)
+			if err != nil {
+				return err
+			}
+			if cur.RunStatus != baton.StatusRunning || !cur.HeartbeatAt.Before(now.Add(-lease)) {
+				return nil // it moved on, or its worker came back
+			}
+			note := fmt.Sprintf("worker %s lost: no heartbeat since %s", cur.Owner, cur.HeartbeatAt.Format(time.RFC3339))
+			res, err := Apply(*cur, Input{Action: ActLose, Actor: actor, Now: now, Attempt: cur.Attempt, Note: note})
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Store().EndRunningAgentRuns(ctx, cur.ID, baton.RunFailed, note, now); err != nil {
+				return err
+			}
+			if _, err := commit(ctx, tx, cur, res); err != nil {
+				return err
+			}
+			n++
+			return nil
+		})
+		if err != nil && baton.ErrorCode(err) != baton.Conflict {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// errText is an error's full text for the phase log: the user-safe
+// message and its cause (git's stderr, the agent's exit status).
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// Store is the store outside any transaction.
+func (s *Service) Store() *sqlstore.Store { return s.Queue.Store() }
