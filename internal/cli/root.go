@@ -47,6 +47,8 @@ merged pull request through a delivery pipeline.`,
 		newPickupCmd(f),
 		newPacketCmd(f),
 		newFilesCmd(f),
+		newDeliveryCmd(f),
+		newWorkerCmd(f),
 		newQuickstartCmd(f),
 	)
 	return root

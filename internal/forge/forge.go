@@ -179,6 +179,15 @@ func (w *Workspaces) Checkout(ctx context.Context, d *baton.Delivery, f Forge, n
 	}
 	path := filepath.Join(w.Dir, "worktrees", d.ID, name)
 	_ = cache.WorktreeRemove(ctx, path)
+	// A worktree still holding the work branch belongs to a run whose
+	// worker died (a delivery runs one phase at a time): remove it.
+	if wts, err := cache.Worktrees(ctx); err == nil {
+		for _, t := range wts {
+			if t.Branch == d.WorkBranch() {
+				_ = cache.WorktreeRemove(ctx, t.Path)
+			}
+		}
+	}
 	wt, err := cache.WorktreeAdd(ctx, path, d.WorkBranch(), start)
 	if err != nil {
 		return nil, baton.WrapError(baton.Unavailable, err, "check out %s for %s", start, d.ID)

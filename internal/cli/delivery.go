@@ -1,0 +1,823 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/agentrun"
+	"github.com/baton-agent/baton/internal/delivery"
+	"github.com/baton-agent/baton/internal/forge"
+	"github.com/baton-agent/baton/internal/github"
+	"github.com/baton-agent/baton/internal/gitx"
+	"github.com/baton-agent/baton/internal/queue"
+)
+
+func newDeliveryCmd(f *Factory) *cobra.Command {
+	var db string
+	cmd := &cobra.Command{
+		Use:   "delivery",
+		Short: "Carry an issue to a merged change through plan, implement, review, verify, deploy and observe",
+		Long: `A delivery is one unit of work from a request (a GitHub issue, or a summary
+for a local repository) to a merged change. It moves through the phases
+intake, plan, implement, review, verify, deploy, observe and close; agents
+do plan, implement and review, baton does the rest. Context accumulates
+as refs (the request, the work branch or pull request, reviews, failed
+checks), and every agent gets the same prompt: the summary and the refs'
+URLs.
+
+Phases run as jobs: start ` + "`baton worker`" + ` to process them, or run one in the
+foreground with ` + "`baton delivery run`" + `. A checkpoint phase waits for a person:
+` + "`approve`" + ` starts it, and approves its result.
+
+Deliveries live in a SQLite database in baton's data directory
+(BATON_DATA_DIR, else ~/.local/share/baton), or in PostgreSQL when
+BATON_DATABASE_URL is set; --db picks another SQLite file.`,
+		Example: `  baton delivery create --repo . --summary "Add a /health endpoint" --verify "go test ./..."
+  baton delivery create --issue https://github.com/octo/app/issues/12 --checkpoints plan,deploy
+  baton worker &
+  baton delivery watch 1
+  baton delivery approve 1`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+	}
+	cmd.PersistentFlags().StringVar(&db, "db", "", "SQLite database file (default: <data dir>/baton.db)")
+	cmd.AddCommand(
+		newDeliveryCreateCmd(f, &db),
+		newDeliveryListCmd(f, &db),
+		newDeliveryShowCmd(f, &db),
+		newDeliveryActionCmd(f, &db, delivery.ActApprove, "Start a waiting checkpoint phase, or accept a phase's result and move on"),
+		newDeliveryRejectCmd(f, &db),
+		newDeliveryActionCmd(f, &db, delivery.ActRetry, "Run a failed or blocked phase again"),
+		newDeliveryActionCmd(f, &db, delivery.ActCancel, "Stop the running phase: the agent is killed and its result discarded"),
+		newDeliveryActionCmd(f, &db, delivery.ActClose, "End a delivery where it stands"),
+		newDeliveryRunCmd(f, &db),
+		newDeliveryWatchCmd(f, &db),
+		newDeliveryLogCmd(f, &db),
+	)
+	return cmd
+}
+
+// withDeliveries opens the database for a command and closes it after.
+func withDeliveries(ctx context.Context, f *Factory, db string, fn func(*deliveries) error) error {
+	d, err := f.openDeliveries(ctx, db, queue.Config{})
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	return fn(d)
+}
+
+type createOptions struct {
+	issue, repo, summary                 string
+	agent, model, endpoint, checkpoints  string
+	verify, deploy, observe, merge, base string
+	observeWindow, observeEvery, timeout time.Duration
+	maxRounds                            int
+	json                                 bool
+	changed                              func(string) bool
+}
+
+func newDeliveryCreateCmd(f *Factory, db *string) *cobra.Command {
+	var o createOptions
+	cmd := &cobra.Command{
+		Use:   "create (--issue URL | --repo PATH --summary TEXT)",
+		Short: "Create a delivery for a request and queue its plan",
+		Long: `Create a delivery and queue its plan phase. The same repository and request
+(issue URL, or summary for a local repository) always name the same
+delivery: creating it again prints the existing one and changes nothing.
+
+--issue takes a GitHub issue URL; the repository is the issue's, and the
+summary is the issue's title unless --summary is given. --repo takes a
+local git repository instead (with --summary, or with --issue to record
+the issue as the request): the work branch is pushed to it and deploy
+merges into its base branch.
+
+A local repository may hold defaults in .agent/delivery.json (agent,
+model, endpoint, checkpoints, base, verify, deploy, observe,
+observe_window, observe_every, merge, timeout, max_rounds); flags win.`,
+		Example: `  baton delivery create --repo . --summary "Add a /health endpoint" --verify "go test ./..." \
+      --observe "curl -fsS localhost:8080/health" --observe-window 2m
+  baton delivery create --issue https://github.com/octo/app/issues/12 --agent codex
+  baton delivery create --repo ~/src/app --summary "Fix the flaky test" --checkpoints none --endpoint review`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.changed = cmd.Flags().Changed
+			return runDeliveryCreate(cmd.Context(), f, *db, o)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.issue, "issue", "", "GitHub issue URL the delivery is for")
+	fl.StringVar(&o.repo, "repo", "", "local git repository to deliver into")
+	fl.StringVar(&o.summary, "summary", "", "what to deliver (the first line is the title)")
+	fl.StringVar(&o.agent, "agent", "", "agent: claude, codex, droid or command:<argv> (default $BATON_AGENT, else claude)")
+	fl.StringVar(&o.model, "model", "", "model for the agent")
+	fl.StringVar(&o.endpoint, "endpoint", "", "last phase before close (default observe)")
+	fl.StringVar(&o.checkpoints, "checkpoints", "", `phases that wait for a person, e.g. plan,deploy ("none" for none; default plan,deploy)`)
+	fl.StringVar(&o.verify, "verify", "", "command verify runs in a worktree of the work branch (argv, no shell)")
+	fl.StringVar(&o.deploy, "deploy", "", "command deploy runs instead of merging")
+	fl.StringVar(&o.observe, "observe", "", "probe command observe runs repeatedly after deploy")
+	fl.DurationVar(&o.observeWindow, "observe-window", 0, "how long observe probes (default 5m)")
+	fl.DurationVar(&o.observeEvery, "observe-every", 0, "time between probes (default 30s)")
+	fl.StringVar(&o.merge, "merge", "", "merge method: squash (default), merge or rebase")
+	fl.StringVar(&o.base, "base", "", "base branch (default: the repository's default branch)")
+	fl.DurationVar(&o.timeout, "timeout", 0, "per-phase timeout of agents and commands (default 60m)")
+	fl.IntVar(&o.maxRounds, "max-rounds", 0, "returns to implement before the delivery is blocked for a person (default 5)")
+	fl.BoolVar(&o.json, "json", false, "print JSON")
+	return cmd
+}
+
+func runDeliveryCreate(ctx context.Context, f *Factory, db string, o createOptions) error {
+	if o.issue == "" && o.repo == "" {
+		return usageError("delivery create needs --issue URL, or --repo PATH with --summary")
+	}
+	if o.repo != "" && o.issue == "" && strings.TrimSpace(o.summary) == "" {
+		return usageError("--repo needs --summary (or --issue) to say what to deliver")
+	}
+	if o.changed("observe-window") && o.observe == "" {
+		return usageError("--observe-window needs --observe CMD")
+	}
+	d := baton.Delivery{
+		Phase: baton.PhaseIntake, RunStatus: baton.StatusPending, // until created
+		Endpoint:    baton.DefaultEndpoint,
+		Checkpoints: append([]baton.Phase{}, baton.DefaultCheckpoints...),
+		Config: baton.DeliveryConfig{
+			Agent: baton.DefaultAgent, PhaseTimeout: baton.DefaultPhaseTimeout, MaxRounds: baton.DefaultMaxRounds,
+		},
+	}
+	if a := f.env("BATON_AGENT"); a != "" {
+		d.Config.Agent = a
+	}
+	requestKey := ""
+	var ghRepo github.Repo
+	var issueNumber int
+	if o.issue != "" {
+		repo, n, err := forge.ParseIssueURL(o.issue)
+		if err != nil {
+			return err
+		}
+		ghRepo, issueNumber = repo, n
+		requestKey = o.issue
+		d.Refs = append(d.Refs, baton.Ref{Role: baton.RoleRequest, Type: "github_issue", Label: fmt.Sprintf("%s#%d", repo, n), URL: strings.TrimSpace(o.issue)})
+	}
+	if o.repo != "" {
+		top, err := gitx.Open(f.abs(o.repo)).TopLevel(ctx)
+		if err != nil {
+			return baton.Errorf(baton.Invalid, "%s is not a git repository: --repo needs one", o.repo)
+		}
+		if _, err := gitx.Open(top).Head(ctx); err != nil {
+			return baton.Errorf(baton.Invalid, "%s has no commits yet: commit something to branch from", top)
+		}
+		d.Repository, d.Forge = top, baton.ForgeLocal
+		if b, err := os.ReadFile(filepath.Join(top, delivery.SourceConfigPath)); err == nil {
+			sc, err := delivery.ParseSourceConfig(b)
+			if err != nil {
+				return err
+			}
+			if err := sc.Apply(&d.Config, &d.Endpoint, &d.Checkpoints); err != nil {
+				return err
+			}
+		}
+	} else {
+		d.Repository, d.Forge = ghRepo.String(), baton.ForgeGitHub
+		if ghRepo.Host != "" && ghRepo.Host != github.DefaultHost {
+			d.Repository = ghRepo.Host + "/" + ghRepo.String()
+		}
+	}
+	summary := strings.TrimSpace(o.summary)
+	if summary == "" {
+		title, err := f.issueTitle(ctx, ghRepo, issueNumber)
+		if err != nil {
+			return baton.WrapError(baton.ErrorCode(err), err, "read %s to name the delivery (or pass --summary)", o.issue)
+		}
+		summary = fmt.Sprintf("GitHub Issue #%d: %s", issueNumber, title)
+	}
+	d.Summary = summary
+	if requestKey == "" {
+		requestKey = summary
+		title, _, _ := strings.Cut(summary, "\n")
+		d.Refs = append(d.Refs, baton.Ref{Role: baton.RoleRequest, Type: "summary", Label: title})
+	}
+	if err := applyCreateFlags(f, &d, o); err != nil {
+		return err
+	}
+	if _, err := agentrun.Command(agentrun.Spec{Agent: d.Config.Agent, Prompt: "-"}); err != nil {
+		return err
+	}
+	d.ID = baton.DeliveryID(d.Repository, requestKey)
+	if err := d.Validate(); err != nil {
+		return err
+	}
+	return withDeliveries(ctx, f, db, func(ds *deliveries) error {
+		got, created, err := ds.svc.Create(ctx, d, f.actor())
+		if err != nil {
+			return err
+		}
+		if o.json {
+			return writeJSON(f.IO.Out, struct {
+				SchemaVersion int             `json:"schema_version"`
+				Created       bool            `json:"created"`
+				Delivery      *baton.Delivery `json:"delivery"`
+			}{1, created, got})
+		}
+		if !created {
+			fmt.Fprintf(f.IO.Out, "Delivery %s (#%d) already exists for this request; it is %s.\n", got.ID, got.Seq, stateText(got))
+			return nil
+		}
+		fmt.Fprintf(f.IO.Out, "Created delivery %s (#%d) for %s: %s.\n", got.ID, got.Seq, got.Repository, stateText(got))
+		fmt.Fprintf(f.IO.Out, "Run `baton worker` to process it, or `baton delivery run %d` to run the plan here.\n", got.Seq)
+		return nil
+	})
+}
+
+func applyCreateFlags(f *Factory, d *baton.Delivery, o createOptions) error {
+	c := &d.Config
+	set := func(flag string, dst *string, v string) {
+		if o.changed(flag) {
+			*dst = v
+		}
+	}
+	set("agent", &c.Agent, o.agent)
+	set("model", &c.Model, o.model)
+	set("verify", &c.VerifyCommand, o.verify)
+	set("deploy", &c.DeployCommand, o.deploy)
+	set("observe", &c.ObserveCommand, o.observe)
+	set("base", &c.BaseBranch, o.base)
+	if o.changed("observe-window") {
+		c.ObserveWindow = o.observeWindow
+	}
+	if o.changed("observe-every") {
+		c.ObserveEvery = o.observeEvery
+	}
+	if o.changed("timeout") {
+		c.PhaseTimeout = o.timeout
+	}
+	if o.changed("max-rounds") {
+		c.MaxRounds = o.maxRounds
+	}
+	if o.changed("merge") {
+		c.MergeMethod = baton.MergeMethod(strings.ToLower(o.merge))
+	}
+	if o.changed("endpoint") {
+		p, err := baton.ParsePhase(o.endpoint)
+		if err != nil {
+			return err
+		}
+		d.Endpoint = p
+	}
+	if o.changed("checkpoints") {
+		cps, err := baton.ParseCheckpoints(o.checkpoints)
+		if err != nil {
+			return err
+		}
+		d.Checkpoints = cps
+	}
+	for _, cmd := range []string{c.VerifyCommand, c.DeployCommand, c.ObserveCommand} {
+		if cmd == "" {
+			continue
+		}
+		if argv, err := agentrun.SplitArgs(cmd); err != nil || len(argv) == 0 {
+			return baton.Errorf(baton.Invalid, "bad command %q: %v", cmd, err)
+		}
+	}
+	return nil
+}
+
+// issueTitle reads an issue's title through the GitHub client.
+func (f *Factory) issueTitle(ctx context.Context, repo github.Repo, n int) (string, error) {
+	tok, _, err := github.ResolveToken(ctx, f.env, repo.Host)
+	if err != nil {
+		return "", err
+	}
+	c, err := github.New(github.Options{Token: tok, BaseURL: github.ResolveAPIURL("", f.env, repo.Host)})
+	if err != nil {
+		return "", err
+	}
+	is, err := c.Issue(ctx, repo, n, github.IssueOptions{})
+	if err != nil {
+		return "", err
+	}
+	return is.Title, nil
+}
+
+// stateText says where a delivery is, in words a person acts on.
+func stateText(d *baton.Delivery) string {
+	s := d.String()
+	switch {
+	case d.Phase == baton.PhaseClose && d.RunStatus == baton.StatusSucceeded:
+		return "closed: delivered"
+	case d.Phase == baton.PhaseClose:
+		return "closed"
+	case d.RunStatus == baton.StatusPending && d.Queued:
+		return s + " (queued for a worker)"
+	case d.RunStatus == baton.StatusPending:
+		return s + " (checkpoint: waiting for `baton delivery approve`)"
+	case d.RunStatus == baton.StatusSucceeded:
+		return s + " (checkpoint: waiting for `baton delivery approve`)"
+	case d.RunStatus == baton.StatusRunning:
+		return s + " (by " + d.Owner + ")"
+	case d.RunStatus == baton.StatusFailed, d.RunStatus == baton.StatusBlocked:
+		return s + ": " + d.Error
+	}
+	return s
+}
+
+func newDeliveryListCmd(f *Factory, db *string) *cobra.Command {
+	var phase, status string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "list",
+		Short:   "List deliveries, newest first",
+		Long:    "List deliveries, newest first, with their phase and run status.",
+		Example: "  baton delivery list\n  baton delivery list --phase review --json",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var filter baton.DeliveryFilter
+			if phase != "" {
+				p, err := baton.ParsePhase(phase)
+				if err != nil {
+					return err
+				}
+				filter.Phase = p
+			}
+			if status != "" {
+				filter.RunStatus = baton.RunStatus(status)
+				if !filter.RunStatus.Valid() {
+					return usageError("unknown status %q: want pending, running, succeeded, failed or blocked", status)
+				}
+			}
+			return withDeliveries(cmd.Context(), f, *db, func(ds *deliveries) error {
+				list, err := ds.svc.Store().FindDeliveries(cmd.Context(), filter)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					if list == nil {
+						list = []*baton.Delivery{}
+					}
+					return writeJSON(f.IO.Out, struct {
+						SchemaVersion int               `json:"schema_version"`
+						Deliveries    []*baton.Delivery `json:"deliveries"`
+					}{1, list})
+				}
+				if len(list) == 0 {
+					fmt.Fprintln(f.IO.Err, "no deliveries: create one with `baton delivery create`")
+					return nil
+				}
+				tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "#\tID\tPHASE\tSTATUS\tSUMMARY\tREPOSITORY")
+				for _, d := range list {
+					st := string(d.RunStatus)
+					if d.RunStatus == baton.StatusPending && !d.Queued || d.RunStatus == baton.StatusSucceeded && d.Phase != baton.PhaseClose {
+						st += " (checkpoint)"
+					}
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", d.Seq, d.ID, d.Phase, st, clip(firstLine(d.Summary), 60), d.Repository)
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	cmd.Flags().StringVar(&phase, "phase", "", "only deliveries in this phase")
+	cmd.Flags().StringVar(&status, "status", "", "only deliveries with this run status")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return l
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// deliveryView is `delivery show --json`.
+type deliveryView struct {
+	SchemaVersion int                   `json:"schema_version"`
+	Delivery      *baton.Delivery       `json:"delivery"`
+	PhaseLog      []baton.PhaseLogEntry `json:"phase_log"`
+	AgentRuns     []runView             `json:"agent_runs"`
+}
+
+// runView is an agent run without its long texts, for show.
+type runView struct {
+	N            int                  `json:"n"`
+	Phase        baton.Phase          `json:"phase"`
+	Attempt      int64                `json:"attempt"`
+	Agent        string               `json:"agent"`
+	Status       baton.AgentRunStatus `json:"status"`
+	Model        string               `json:"model,omitempty"`
+	CostUSD      float64              `json:"cost_usd"`
+	InputTokens  int64                `json:"input_tokens"`
+	OutputTokens int64                `json:"output_tokens"`
+	DurationMS   int64                `json:"duration_ms"`
+	ExitCode     int                  `json:"exit_code"`
+	Error        string               `json:"error,omitempty"`
+	StartedAt    time.Time            `json:"started_at"`
+}
+
+func newDeliveryShowCmd(f *Factory, db *string) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show <id>",
+		Short: "Show a delivery: state, refs, phase log and agent runs",
+		Long: `Show a delivery: where it is and what a person can do next, its refs, the
+phase log (every change, who made it, how long it lasted) and its agent
+runs. <id> is the id, its number from the list, or a unique id prefix.`,
+		Example: "  baton delivery show 3\n  baton delivery show 3f2a9c --json",
+		Args:    exactArgs(1, "a delivery id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			return withDeliveries(ctx, f, *db, func(ds *deliveries) error {
+				d, err := ds.svc.Resolve(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				log, err := ds.svc.Store().PhaseLog(ctx, d.ID)
+				if err != nil {
+					return err
+				}
+				runs, err := ds.svc.Store().AgentRuns(ctx, d.ID)
+				if err != nil {
+					return err
+				}
+				v := deliveryView{SchemaVersion: 1, Delivery: d, PhaseLog: log, AgentRuns: []runView{}}
+				for _, r := range runs {
+					v.AgentRuns = append(v.AgentRuns, runView{r.N, r.Phase, r.Attempt, r.Agent, r.Status, r.Model, r.CostUSD,
+						r.InputTokens, r.OutputTokens, r.Duration.Milliseconds(), r.ExitCode, r.Error, r.StartedAt})
+				}
+				if v.PhaseLog == nil {
+					v.PhaseLog = []baton.PhaseLogEntry{}
+				}
+				if asJSON {
+					return writeJSON(f.IO.Out, v)
+				}
+				printDelivery(f.IO.Out, v, f.now())
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printDelivery(w io.Writer, v deliveryView, now time.Time) {
+	d := v.Delivery
+	fmt.Fprintf(w, "delivery %s (#%d): %s\n", d.ID, d.Seq, stateText(d))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "summary:\t%s\n", firstLine(d.Summary))
+	fmt.Fprintf(tw, "repository:\t%s (%s)\n", d.Repository, d.Forge)
+	c := d.Config
+	fmt.Fprintf(tw, "agent:\t%s%s, timeout %s, round %d of %d\n", c.Agent, ifSet(", model ", c.Model), c.PhaseTimeout, d.Rounds, c.MaxRounds)
+	cps := make([]string, len(d.Checkpoints))
+	for i, p := range d.Checkpoints {
+		cps[i] = string(p)
+	}
+	fmt.Fprintf(tw, "phases:\tendpoint %s, checkpoints %s\n", d.Endpoint, orNone(strings.Join(cps, ", ")))
+	deploy := "merge (" + string(orMethod(c.MergeMethod)) + ")"
+	if c.DeployCommand != "" {
+		deploy = "`" + c.DeployCommand + "`"
+	}
+	observe := "none"
+	if c.ObserveCommand != "" {
+		observe = fmt.Sprintf("`%s` for %s", c.ObserveCommand, orDur(c.ObserveWindow, baton.DefaultObserveWindow))
+	}
+	fmt.Fprintf(tw, "commands:\tverify %s; deploy %s; observe %s\n", orNone(quote(c.VerifyCommand)), deploy, observe)
+	tw.Flush()
+	fmt.Fprintln(w, "\nrefs:")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, r := range d.Refs {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", r.Role, r.Type, r.Label, r.URL)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nphase log:")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, e := range v.PhaseLog {
+		st := string(e.Status)
+		if e.Verdict != "" {
+			st += " (" + string(e.Verdict) + ")"
+		}
+		dur := e.Duration(now).Round(time.Millisecond).String()
+		if e.EndedAt.IsZero() {
+			dur += "+"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.StartedAt.UTC().Format("2006-01-02 15:04:05"), e.Phase, st, dur, e.Actor, e.Action, e.Note)
+	}
+	tw.Flush()
+	if len(v.AgentRuns) > 0 {
+		fmt.Fprintln(w, "\nagent runs (baton delivery log "+d.ID+" --run N):")
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		for _, r := range v.AgentRuns {
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t$%.4f\t%d in / %d out\t%s\texit %d\t%s\n", r.N, r.Phase, r.Status, r.Agent, orNone(r.Model),
+				r.CostUSD, r.InputTokens, r.OutputTokens, (time.Duration(r.DurationMS) * time.Millisecond).String(), r.ExitCode, clip(r.Error, 80))
+		}
+		tw.Flush()
+	}
+}
+
+func ifSet(prefix, s string) string {
+	if s == "" {
+		return ""
+	}
+	return prefix + s
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func quote(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "`" + s + "`"
+}
+
+func orMethod(m baton.MergeMethod) baton.MergeMethod {
+	if m == "" {
+		return baton.MergeSquash
+	}
+	return m
+}
+
+func orDur(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+func newDeliveryActionCmd(f *Factory, db *string, a delivery.Action, short string) *cobra.Command {
+	var note string
+	cmd := &cobra.Command{
+		Use:   string(a) + " <id>",
+		Short: short,
+		Long: short + `.
+
+The change, who made it (BATON_ACTOR, else the login name) and why are
+recorded in the phase log. An action that does not apply to the
+delivery's state is refused with a message that says what would.`,
+		Example: "  baton delivery " + string(a) + " 3",
+		Args:    exactArgs(1, "a delivery id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			return withDeliveries(ctx, f, *db, func(ds *deliveries) error {
+				d, err := ds.svc.Act(ctx, args[0], delivery.Input{Action: a, Actor: f.actor(), Person: true, Note: note})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(f.IO.Out, "Delivery %s (#%d) is %s.\n", d.ID, d.Seq, stateText(d))
+				return nil
+			})
+		},
+	}
+	if a == delivery.ActClose {
+		cmd.Flags().StringVarP(&note, "reason", "m", "", "why the delivery is closed")
+	}
+	return cmd
+}
+
+func newDeliveryRejectCmd(f *Factory, db *string) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "reject <id> --reason TEXT",
+		Short: "Send a delivery back with a reason: plan → plan, implement → plan, review/verify/deploy → implement",
+		Long: `Send a delivery back: plan and implement return to plan; review, verify and
+deploy return to implement. Refused while a phase runs (cancel it first).
+
+The reason is required. It is posted where the next agent run reads it (a
+comment on the pull request on GitHub, a review note locally) and its URL
+becomes a review ref in the next prompt.`,
+		Example: `  baton delivery reject 3 --reason "The plan misses the database migration"`,
+		Args:    exactArgs(1, "a delivery id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if strings.TrimSpace(reason) == "" {
+				return usageError("reject needs --reason TEXT: it is posted where the next run reads it")
+			}
+			ctx := cmd.Context()
+			return withDeliveries(ctx, f, *db, func(ds *deliveries) error {
+				d, err := ds.svc.Reject(ctx, args[0], f.actor(), reason)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(f.IO.Out, "Delivery %s (#%d) is %s.\n", d.ID, d.Seq, stateText(d))
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVarP(&reason, "reason", "m", "", "why (posted for the next run)")
+	return cmd
+}
+
+func newDeliveryRunCmd(f *Factory, db *string) *cobra.Command {
+	var lease time.Duration
+	cmd := &cobra.Command{
+		Use:   "run <id>",
+		Short: "Run the delivery's pending phase now, in the foreground, with live agent output",
+		Long: `Run the delivery's pending phase now, in this terminal, showing the agent's
+output as it works. This is how a person starts a checkpoint phase by
+hand; a queued phase is taken before a worker gets to it (never both).
+Ctrl-C cancels the run (the agent is stopped; retry runs it again).`,
+		Example: "  baton delivery run 3",
+		Args:    exactArgs(1, "a delivery id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			return withDeliveries(ctx, f, *db, func(ds *deliveries) error {
+				if _, err := ds.svc.Reconcile(ctx, lease, workerID("reconciler")); err != nil {
+					return err
+				}
+				r := &delivery.Runner{Service: ds.svc, Owner: workerID("run"), Live: f.IO.Out, Foreground: true}
+				d, err := r.Run(ctx, args[0], "", f.actor())
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(f.IO.Out, "\nDelivery %s (#%d) is %s.\n", d.ID, d.Seq, stateText(d))
+				if d.RunStatus == baton.StatusFailed {
+					return &ExitCodeError{Code: ExitError}
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().DurationVar(&lease, "lease", delivery.DefaultLease, "a running phase whose heartbeat is older is taken for dead first")
+	return cmd
+}
+
+func newDeliveryWatchCmd(f *Factory, db *string) *cobra.Command {
+	var interval time.Duration
+	cmd := &cobra.Command{
+		Use:   "watch <id>",
+		Short: "Follow a delivery until it waits for a person, fails or closes",
+		Long: `Print each change of a delivery as it happens, until it stops at a
+checkpoint, is blocked, fails or closes. Exits 0 when it closed or waits
+for a person, 1 when it failed.`,
+		Example: "  baton delivery watch 3",
+		Args:    exactArgs(1, "a delivery id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			return withDeliveries(ctx, f, *db, func(ds *deliveries) error {
+				return runDeliveryWatch(ctx, f, ds, args[0], interval)
+			})
+		},
+	}
+	cmd.Flags().DurationVar(&interval, "interval", 500*time.Millisecond, "how often to look")
+	return cmd
+}
+
+func runDeliveryWatch(ctx context.Context, f *Factory, ds *deliveries, ref string, interval time.Duration) error {
+	d, err := ds.svc.Resolve(ctx, ref)
+	if err != nil {
+		return err
+	}
+	var seen int64
+	t := time.NewTicker(max(interval, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		log, err := ds.svc.Store().PhaseLog(ctx, d.ID)
+		if err != nil && baton.ErrorCode(err) != baton.Unavailable {
+			return err
+		}
+		for _, e := range log {
+			if e.ID <= seen {
+				continue
+			}
+			seen = e.ID
+			st := string(e.Status)
+			if e.Verdict != "" {
+				st += " (" + string(e.Verdict) + ")"
+			}
+			fmt.Fprintf(f.IO.Out, "%s  %-9s %-22s %s%s\n", e.StartedAt.Local().Format("15:04:05"), e.Phase, st, e.Actor, ifSet(": ", e.Note))
+		}
+		cur, err := ds.svc.Store().FindDeliveryByID(ctx, d.ID)
+		if err == nil {
+			switch {
+			case cur.Phase == baton.PhaseClose,
+				cur.RunStatus == baton.StatusBlocked,
+				cur.RunStatus == baton.StatusSucceeded,
+				cur.RunStatus == baton.StatusPending && !cur.Queued:
+				fmt.Fprintf(f.IO.Out, "Delivery %s (#%d) is %s.\n", cur.ID, cur.Seq, stateText(cur))
+				return nil
+			case cur.RunStatus == baton.StatusFailed:
+				fmt.Fprintf(f.IO.Out, "Delivery %s (#%d) is %s.\n", cur.ID, cur.Seq, stateText(cur))
+				return &ExitCodeError{Code: ExitError}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func newDeliveryLogCmd(f *Factory, db *string) *cobra.Command {
+	var n int
+	var raw bool
+	cmd := &cobra.Command{
+		Use:   "log <id> [--run N]",
+		Short: "Show a delivery's agent runs, or one run's prompt, final message and logs",
+		Long: `Without --run, list the delivery's agent runs with model, cost, tokens,
+duration and exit status. With --run N, print that run: the system
+prompt and prompt it was given, its final message, its error, and where
+its raw logs are; --raw also prints the raw event log (claude and codex
+JSONL events, or a command agent's stdout).`,
+		Example: "  baton delivery log 3\n  baton delivery log 3 --run 2 --raw",
+		Args:    exactArgs(1, "a delivery id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			return withDeliveries(ctx, f, *db, func(ds *deliveries) error {
+				d, err := ds.svc.Resolve(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				runs, err := ds.svc.Store().AgentRuns(ctx, d.ID)
+				if err != nil {
+					return err
+				}
+				if n == 0 {
+					if len(runs) == 0 {
+						fmt.Fprintf(f.IO.Err, "delivery %s has no agent runs yet\n", d.ID)
+						return nil
+					}
+					tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+					fmt.Fprintln(tw, "RUN\tPHASE\tATTEMPT\tSTATUS\tAGENT\tMODEL\tCOST\tTOKENS IN/OUT\tDURATION\tEXIT\tSTARTED")
+					for _, r := range runs {
+						fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t$%.4f\t%d/%d\t%s\t%d\t%s\n", r.N, r.Phase, r.Attempt, r.Status, r.Agent, orNone(r.Model), r.CostUSD,
+							r.InputTokens, r.OutputTokens, r.Duration.Round(time.Millisecond), r.ExitCode, r.StartedAt.UTC().Format(time.RFC3339))
+					}
+					return tw.Flush()
+				}
+				for _, r := range runs {
+					if r.N == n {
+						return printRun(f.IO.Out, r, raw)
+					}
+				}
+				return baton.Errorf(baton.NotFound, "delivery %s has no run %d: `baton delivery log %s` lists them", d.ID, n, d.ID)
+			})
+		},
+	}
+	cmd.Flags().IntVar(&n, "run", 0, "the run to print")
+	cmd.Flags().BoolVar(&raw, "raw", false, "also print the raw event log")
+	return cmd
+}
+
+func printRun(w io.Writer, r baton.AgentRun, raw bool) error {
+	fmt.Fprintf(w, "run %d: %s attempt %d, %s, %s\n", r.N, r.Phase, r.Attempt, r.Agent, r.Status)
+	fmt.Fprintf(w, "model %s, $%.4f, %d input / %d output tokens, %s, exit %d\n", orNone(r.Model), r.CostUSD, r.InputTokens, r.OutputTokens, r.Duration.Round(time.Millisecond), r.ExitCode)
+	fmt.Fprintf(w, "started %s", r.StartedAt.UTC().Format(time.RFC3339))
+	if !r.EndedAt.IsZero() {
+		fmt.Fprintf(w, ", ended %s", r.EndedAt.UTC().Format(time.RFC3339))
+	}
+	fmt.Fprintln(w)
+	if r.Error != "" {
+		fmt.Fprintf(w, "error: %s\n", r.Error)
+	}
+	fmt.Fprintf(w, "\n## System prompt\n\n%s\n\n## Prompt\n\n%s\n## Final message\n\n%s\n", r.SystemPrompt, r.Prompt, orNone(r.FinalMessage))
+	if r.LogDir == "" {
+		return nil
+	}
+	fmt.Fprintf(w, "\n## Logs\n\n%s\n", r.LogDir)
+	var logs []string
+	for _, name := range []string{agentrun.EventsLog, agentrun.StdoutLog, agentrun.StderrLog} {
+		p := filepath.Join(r.LogDir, name)
+		if fi, err := os.Stat(p); err == nil {
+			fmt.Fprintf(w, "- %s (%d bytes)\n", name, fi.Size())
+			logs = append(logs, p)
+		}
+	}
+	if !raw {
+		return nil
+	}
+	for _, p := range logs {
+		if strings.HasSuffix(p, agentrun.StderrLog) {
+			continue
+		}
+		fmt.Fprintf(w, "\n## %s\n\n", filepath.Base(p))
+		fh, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(w, fh)
+		fh.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

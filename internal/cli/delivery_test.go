@@ -1,0 +1,323 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/agentrun/agenttest"
+	"github.com/baton-agent/baton/internal/sqlstore"
+)
+
+// TestMain doubles as baton itself for tests that need a real separate
+// process (a worker to kill): with BATON_CLI_HELPER=1 the test binary runs
+// cli.Main with the arguments in BATON_CLI_ARGS and the real environment.
+func TestMain(m *testing.M) {
+	if os.Getenv("BATON_CLI_HELPER") == "1" {
+		args := strings.Split(os.Getenv("BATON_CLI_ARGS"), "\x1f")
+		wd, _ := os.Getwd()
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := Main(ctx, args, &Factory{
+			IO: IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, Now: time.Now, Getenv: os.Getenv, WorkDir: wd, Version: "test",
+		})
+		stop()
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+// deliveryEnv is a test with a source repository, a data directory and
+// the fake agent on PATH.
+func deliveryEnv(t *testing.T, turns ...agenttest.Turn) (*env, string, *agenttest.Fake) {
+	t.Helper()
+	e := newEnv(t)
+	e.gitRepo()
+	fake := agenttest.New(t, turns...)
+	fake.Setenv(t) // PATH and the script, for agents started in-process and by helper processes
+	data := t.TempDir()
+	e.vars["BATON_DATA_DIR"] = data
+	e.vars["BATON_ACTOR"] = "alice"
+	return e, data, fake
+}
+
+func scrubID(s, id string) string { return strings.ReplaceAll(s, id, "$ID") }
+
+func TestDeliveryCreateShowListGolden(t *testing.T) {
+	e, data, _ := deliveryEnv(t)
+	r := e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Add a /health endpoint\n\nIt returns 200.",
+		"--verify", "go test ./...", "--observe", "curl -fsS localhost:8080/health", "--observe-window", "2m", "--json")
+	var created struct {
+		SchemaVersion int             `json:"schema_version"`
+		Created       bool            `json:"created"`
+		Delivery      *baton.Delivery `json:"delivery"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &created); err != nil || !created.Created || created.SchemaVersion != 1 {
+		t.Fatalf("create --json = %s (%v)", r.stdout, err)
+	}
+	d := created.Delivery
+	if !strings.HasPrefix(r.stdout, "{\n  \"schema_version\": 1") {
+		t.Errorf("JSON does not start with schema_version: %s", r.stdout[:40])
+	}
+	if d.Repository != e.dir || d.Forge != baton.ForgeLocal || d.String() != "plan/pending" || !d.Queued {
+		t.Errorf("created %+v", d)
+	}
+	if _, err := os.Stat(filepath.Join(data, "baton.db")); err != nil {
+		t.Errorf("no database in the data dir: %v", err)
+	}
+
+	// Creating again is idempotent.
+	r = e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Add a /health endpoint\n\nIt returns 200.", "--agent", "codex")
+	if !strings.Contains(r.stdout, "already exists") || !strings.Contains(r.stdout, d.ID) {
+		t.Errorf("second create = %q", r.stdout)
+	}
+
+	r = e.ok("", "", "delivery", "show", "1")
+	golden(t, "delivery_show.golden.txt", scrubID(e.scrub(r.stdout), d.ID))
+	r = e.ok("", "", "delivery", "list")
+	golden(t, "delivery_list.golden.txt", scrubID(e.scrub(r.stdout), d.ID))
+
+	// Bad input is a usage error that says what to do.
+	for _, args := range [][]string{
+		{"delivery", "create", "--repo", "."},
+		{"delivery", "create", "--summary", "x"},
+		{"delivery", "create", "--repo", ".", "--summary", "x", "--checkpoints", "intake"},
+		{"delivery", "create", "--repo", ".", "--summary", "x", "--agent", "vim"},
+		{"delivery", "create", "--repo", ".", "--summary", "x", "--endpoint", "deploy", "--observe", "true"},
+		{"delivery", "create", "--issue", "https://example.com/not/an/issue"},
+		{"delivery", "show", "nope"},
+	} {
+		r := e.run("", "", args...)
+		if r.code == 0 || r.stderr == "" {
+			t.Errorf("baton %v: exit %d, stderr %q; want a failure with a message", args, r.code, r.stderr)
+		}
+	}
+	if r := e.run("", "", "delivery", "approve", "1"); r.code != ExitError || !strings.Contains(r.stderr, "already queued") {
+		t.Errorf("approve a queued plan: exit %d %q, want a conflict", r.code, r.stderr)
+	}
+}
+
+// A person runs the plan in the foreground with live output, approves
+// it, and reads the run's log; reject needs a reason and posts it.
+func TestDeliveryRunApproveRejectLog(t *testing.T) {
+	e, _, _ := deliveryEnv(t,
+		agenttest.Turn{Say: []string{"Reading the repository"}, Final: "1. Add the handler.\n2. Test it.", CostUSD: 0.05, InputTokens: 500, OutputTokens: 80},
+	)
+	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Add a /health endpoint", "--checkpoints", "plan,deploy")
+	r := e.ok("", "", "delivery", "run", "1")
+	if !strings.Contains(r.stdout, "Reading the repository") || !strings.Contains(r.stdout, "plan/succeeded (checkpoint") {
+		t.Errorf("delivery run output = %q, want live agent text and the checkpoint", r.stdout)
+	}
+	if got := e.git("show", "baton/"+deliveryID(t, e)+":docs/plan.md"); got != "1. Add the handler.\n2. Test it.\n" {
+		t.Errorf("docs/plan.md = %q", got)
+	}
+	r = e.ok("", "", "delivery", "log", "1")
+	if !strings.Contains(r.stdout, "plan") || !strings.Contains(r.stdout, "$0.0500") || !strings.Contains(r.stdout, "500/80") {
+		t.Errorf("delivery log = %q", r.stdout)
+	}
+	r = e.ok("", "", "delivery", "log", "1", "--run", "1", "--raw")
+	for _, want := range []string{"## System prompt", "You are the planner", "## Prompt\n\nAdd a /health endpoint", "## Final message\n\n1. Add the handler.", "events.jsonl", `"type":"result"`} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("delivery log --run 1 lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if r := e.run("", "", "delivery", "reject", "1"); r.code != ExitUsage {
+		t.Errorf("reject without a reason: exit %d", r.code)
+	}
+	r = e.ok("", "", "delivery", "reject", "1", "--reason", "Also cover HEAD requests")
+	if !strings.Contains(r.stdout, "plan/pending (queued") {
+		t.Errorf("reject = %q", r.stdout)
+	}
+	r = e.ok("", "", "delivery", "show", "1", "--json")
+	var v deliveryView
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
+		t.Fatal(err)
+	}
+	rev, ok := v.Delivery.Ref(baton.RoleReview, "review_note")
+	if !ok || !strings.HasPrefix(rev.URL, "file://") {
+		t.Fatalf("no review ref for the reject reason: %+v", v.Delivery.Refs)
+	}
+	note, err := os.ReadFile(strings.TrimPrefix(rev.URL, "file://"))
+	if err != nil || !strings.Contains(string(note), "Also cover HEAD requests") || !strings.Contains(string(note), "rejected by alice") {
+		t.Errorf("review note = %q %v", note, err)
+	}
+	last := v.PhaseLog[len(v.PhaseLog)-1]
+	if last.Action != "reject" || last.Actor != "alice" || last.Note != "Also cover HEAD requests" {
+		t.Errorf("last log entry = %+v", last)
+	}
+	if r := e.run("", "", "delivery", "retry", "1"); r.code != ExitError {
+		t.Errorf("retry of a pending phase: exit %d, want a conflict", r.code)
+	}
+	r = e.ok("", "", "delivery", "close", "1", "--reason", "not needed")
+	if !strings.Contains(r.stdout, "closed") {
+		t.Errorf("close = %q", r.stdout)
+	}
+}
+
+func deliveryID(t *testing.T, e *env) string {
+	t.Helper()
+	r := e.ok("", "", "delivery", "list", "--json")
+	var out struct {
+		Deliveries []*baton.Delivery `json:"deliveries"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || len(out.Deliveries) == 0 {
+		t.Fatalf("list --json = %s %v", r.stdout, err)
+	}
+	return out.Deliveries[0].ID
+}
+
+// helper starts baton as a separate process (this test binary in helper
+// mode) in dir and returns it with its combined output.
+type helperProc struct {
+	cmd *exec.Cmd
+	mu  sync.Mutex
+	out bytes.Buffer
+}
+
+func startHelper(t *testing.T, e *env, args ...string) *helperProc {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Dir = e.dir
+	cmd.Env = append(os.Environ(), "BATON_CLI_HELPER=1", "BATON_CLI_ARGS="+strings.Join(args, "\x1f"))
+	for k, v := range e.vars {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	h := &helperProc{cmd: cmd}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			h.mu.Lock()
+			h.out.WriteString(sc.Text() + "\n")
+			h.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	return h
+}
+
+func (h *helperProc) output() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.out.String()
+}
+
+// waitDelivery polls the database until cond holds.
+func waitDelivery(t *testing.T, dbPath, what string, cond func(*baton.Delivery, []baton.AgentRun) bool, logs func() string) *baton.Delivery {
+	t.Helper()
+	db, err := sqlstore.OpenSQLite(dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	st := sqlstore.New(sqlstore.SQLite, sqlstore.SQL(db))
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ds, err := st.FindDeliveries(context.Background(), baton.DeliveryFilter{})
+		if err == nil && len(ds) == 1 {
+			runs, _ := st.AgentRuns(context.Background(), ds[0].ID)
+			if cond(ds[0], runs) {
+				return ds[0]
+			}
+		}
+		if time.Now().After(deadline) {
+			state := "none"
+			if len(ds) == 1 {
+				state = ds[0].String() + " " + ds[0].Error
+			}
+			t.Fatalf("timed out waiting for %s (delivery %s)\n%s", what, state, logs())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A worker process is killed with SIGKILL while its agent runs; another
+// worker takes the phase over once the heartbeat is stale, and the
+// delivery finishes. Nothing is left running.
+func TestKilledWorkerIsRecovered(t *testing.T) {
+	e, data, _ := deliveryEnv(t,
+		agenttest.Turn{Final: "never delivered", Sleep: 20 * time.Second}, // attempt 1: its worker dies
+		agenttest.Turn{Final: "1. The plan, second attempt."},
+	)
+	dbPath := filepath.Join(data, "baton.db")
+	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Survive a dead worker", "--checkpoints", "none", "--endpoint", "plan")
+	workerArgs := []string{"worker", "--lease", "2s", "--heartbeat", "200ms", "--poll", "50ms"}
+	w1 := startHelper(t, e, workerArgs...)
+	d := waitDelivery(t, dbPath, "the agent to start under worker 1", func(d *baton.Delivery, runs []baton.AgentRun) bool {
+		return d.RunStatus == baton.StatusRunning && len(runs) == 1 && runs[0].Status == baton.RunRunning
+	}, w1.output)
+	if err := w1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = w1.cmd.Wait()
+	owner := d.Owner
+
+	w2 := startHelper(t, e, workerArgs...)
+	d = waitDelivery(t, dbPath, "worker 2 to finish the delivery", func(d *baton.Delivery, _ []baton.AgentRun) bool {
+		return d.Phase == baton.PhaseClose || d.RunStatus == baton.StatusFailed
+	}, func() string { return "worker 1:\n" + w1.output() + "worker 2:\n" + w2.output() })
+	if d.String() != "close/succeeded" {
+		t.Fatalf("delivery ended %s (%s)\nworker 2:\n%s", d.String(), d.Error, w2.output())
+	}
+	if err := w2.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := w2.cmd.Wait(); err != nil {
+		t.Errorf("worker 2 did not stop cleanly on SIGINT: %v\n%s", err, w2.output())
+	}
+
+	r := e.ok("", "", "delivery", "show", "1", "--json")
+	var v deliveryView
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.AgentRuns) != 2 || v.AgentRuns[0].Status != baton.RunFailed || !strings.Contains(v.AgentRuns[0].Error, owner+" lost") ||
+		v.AgentRuns[1].Status != baton.RunSucceeded {
+		t.Errorf("agent runs = %+v, want the lost run failed and the second succeeded", v.AgentRuns)
+	}
+	var lose *baton.PhaseLogEntry
+	for i, en := range v.PhaseLog {
+		if en.Action == "lose" {
+			lose = &v.PhaseLog[i]
+		}
+		if en.EndedAt.IsZero() {
+			t.Errorf("entry %d (%s/%s) never ended", i, en.Phase, en.Status)
+		}
+	}
+	if lose == nil || lose.Status != baton.StatusPending || !strings.Contains(lose.Note, "no heartbeat since") {
+		t.Errorf("no lose entry in the phase log: %+v", v.PhaseLog)
+	}
+	if !strings.Contains(w2.output(), "recovered 1 phase") {
+		t.Errorf("worker 2 did not report the recovery:\n%s", w2.output())
+	}
+	if got := e.git("show", "baton/"+v.Delivery.ID+":docs/plan.md"); got != "1. The plan, second attempt.\n" {
+		t.Errorf("plan = %q", got)
+	}
+}

@@ -1,0 +1,139 @@
+package delivery
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/baton-agent/baton"
+)
+
+// SourceConfigPath is where a repository keeps its delivery settings,
+// relative to its root. Flags on `baton delivery create` win over it.
+const SourceConfigPath = ".agent/delivery.json"
+
+// SourceConfig is a repository's delivery settings: every field is
+// optional. Durations are Go duration strings ("10m", "90s").
+type SourceConfig struct {
+	Agent         string   `json:"agent,omitempty"`
+	Model         string   `json:"model,omitempty"`
+	Endpoint      string   `json:"endpoint,omitempty"`
+	Checkpoints   []string `json:"checkpoints,omitempty"`
+	Base          string   `json:"base,omitempty"`
+	Verify        string   `json:"verify,omitempty"`
+	Deploy        string   `json:"deploy,omitempty"`
+	Observe       string   `json:"observe,omitempty"`
+	ObserveWindow string   `json:"observe_window,omitempty"`
+	ObserveEvery  string   `json:"observe_every,omitempty"`
+	Merge         string   `json:"merge,omitempty"`
+	Timeout       string   `json:"timeout,omitempty"`
+	MaxRounds     *int     `json:"max_rounds,omitempty"`
+}
+
+// maxSourceConfig bounds the file: settings, not data.
+const maxSourceConfig = 64 << 10
+
+// ParseSourceConfig reads a source config: one JSON object, no unknown
+// fields (a typo must not silently drop a setting), durations and names
+// checked. Errors are Invalid and name the file's problem.
+func ParseSourceConfig(b []byte) (SourceConfig, error) {
+	var c SourceConfig
+	if len(b) > maxSourceConfig {
+		return c, baton.Errorf(baton.Invalid, "%s is larger than %d KiB", SourceConfigPath, maxSourceConfig>>10)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return SourceConfig{}, baton.WrapError(baton.Invalid, err, "bad %s", SourceConfigPath)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return SourceConfig{}, baton.Errorf(baton.Invalid, "bad %s: more than one JSON value", SourceConfigPath)
+	}
+	var probe baton.DeliveryConfig
+	if err := c.apply(&probe, nil, nil); err != nil {
+		return SourceConfig{}, err
+	}
+	return c, nil
+}
+
+// Apply sets every field c has onto cfg, endpoint and checkpoints.
+func (c SourceConfig) Apply(cfg *baton.DeliveryConfig, endpoint *baton.Phase, checkpoints *[]baton.Phase) error {
+	return c.apply(cfg, endpoint, checkpoints)
+}
+
+func (c SourceConfig) apply(cfg *baton.DeliveryConfig, endpoint *baton.Phase, checkpoints *[]baton.Phase) error {
+	bad := func(field string, err error) error {
+		return baton.WrapError(baton.Invalid, err, "bad %s in %s", field, SourceConfigPath)
+	}
+	dur := func(field, s string, dst *time.Duration) error {
+		if s == "" {
+			return nil
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 {
+			return bad(field, fmt.Errorf("want a duration such as 10m, got %q", truncate(s, 40)))
+		}
+		*dst = d
+		return nil
+	}
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	set(&cfg.Agent, c.Agent)
+	set(&cfg.Model, c.Model)
+	set(&cfg.BaseBranch, c.Base)
+	set(&cfg.VerifyCommand, c.Verify)
+	set(&cfg.DeployCommand, c.Deploy)
+	set(&cfg.ObserveCommand, c.Observe)
+	for _, d := range []struct {
+		field, v string
+		dst      *time.Duration
+	}{{"observe_window", c.ObserveWindow, &cfg.ObserveWindow}, {"observe_every", c.ObserveEvery, &cfg.ObserveEvery}, {"timeout", c.Timeout, &cfg.PhaseTimeout}} {
+		if err := dur(d.field, d.v, d.dst); err != nil {
+			return err
+		}
+	}
+	if c.Merge != "" {
+		m := baton.MergeMethod(strings.ToLower(c.Merge))
+		switch m {
+		case baton.MergeSquash, baton.MergeCommit, baton.MergeRebase:
+			cfg.MergeMethod = m
+		default:
+			return bad("merge", fmt.Errorf("want squash, merge or rebase, got %q", truncate(c.Merge, 40)))
+		}
+	}
+	if c.MaxRounds != nil {
+		if *c.MaxRounds < 0 {
+			return bad("max_rounds", errors.New("must not be negative"))
+		}
+		cfg.MaxRounds = *c.MaxRounds
+	}
+	if c.Endpoint != "" {
+		p, err := baton.ParsePhase(c.Endpoint)
+		if err == nil {
+			err = baton.CheckEndpoint(p)
+		}
+		if err != nil {
+			return bad("endpoint", err)
+		}
+		if endpoint != nil {
+			*endpoint = p
+		}
+	}
+	if c.Checkpoints != nil {
+		cps, err := baton.ParseCheckpoints(strings.Join(c.Checkpoints, ","))
+		if err != nil {
+			return bad("checkpoints", err)
+		}
+		if checkpoints != nil {
+			*checkpoints = cps
+		}
+	}
+	return nil
+}
