@@ -188,7 +188,9 @@ func TestEndToEndLocal(t *testing.T) {
 	if _, err := h.svc.Act(t.Context(), d.ID, delivery.Input{Action: delivery.ActApprove, Actor: "alice", Person: true}); err != nil {
 		t.Fatal(err)
 	}
-	d = h.waitFor(d.ID, "deploy to succeed", func(d *baton.Delivery) bool { return d.Phase == baton.PhaseDeploy && d.RunStatus == baton.StatusSucceeded || d.RunStatus == baton.StatusFailed })
+	d = h.waitFor(d.ID, "deploy to succeed", func(d *baton.Delivery) bool {
+		return d.Phase == baton.PhaseDeploy && d.RunStatus == baton.StatusSucceeded || d.RunStatus == baton.StatusFailed
+	})
 	if d.RunStatus != baton.StatusSucceeded {
 		t.Fatalf("deploy is %s: %s", d.String(), d.Error)
 	}
