@@ -1,0 +1,218 @@
+package forge_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/forge"
+	"github.com/baton-agent/baton/internal/github"
+	"github.com/baton-agent/baton/internal/github/githubtest"
+)
+
+const token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+
+func newGitHub(t *testing.T) (*forge.GitHub, *githubtest.Server) {
+	t.Helper()
+	srv := githubtest.NewServer(t)
+	srv.RequireToken(token)
+	srv.AddRepo("octo/app")
+	c, err := github.New(github.Options{BaseURL: srv.URL(), Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &forge.GitHub{Client: c, Repo: github.Repo{Host: "github.com", Owner: "octo", Name: "app"}, Token: token}, srv
+}
+
+func ghDelivery() *baton.Delivery {
+	return &baton.Delivery{
+		ID: "0123456789ab", Summary: "GitHub Issue #12: Sessions expire too early", Repository: "octo/app", Forge: baton.ForgeGitHub,
+		Refs: []baton.Ref{{Role: baton.RoleRequest, Type: "github_issue", Label: "octo/app#12", URL: "https://github.com/octo/app/issues/12"}},
+	}
+}
+
+func TestGitHubDraftPRReviewChecksMerge(t *testing.T) {
+	g, srv := newGitHub(t)
+	ctx := t.Context()
+	d := ghDelivery()
+	srv.AddBranch("octo/app", "main", "")
+	head := srv.AddBranch("octo/app", d.WorkBranch(), "")
+
+	// Plan success opens a draft pull request: the work ref.
+	ref, err := g.OpenWork(ctx, d, "main", "Sessions expire too early", "1. Fix the TTL.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prs := srv.PullRequests("octo/app")
+	if len(prs) != 1 || !prs[0].Draft || prs[0].Head != d.WorkBranch() || prs[0].Base != "main" || prs[0].Body != "1. Fix the TTL." {
+		t.Fatalf("pull requests = %+v, want one draft from the work branch", prs)
+	}
+	want := baton.Ref{Role: baton.RoleWork, Type: "pr", Label: "octo/app#" + itoa(prs[0].Number), URL: "https://github.com/octo/app/pull/" + itoa(prs[0].Number)}
+	if ref != want {
+		t.Errorf("work ref = %+v, want %+v", ref, want)
+	}
+	d.AddRef(ref)
+	// Opening it again (plan re-run after a reject) keeps the pull request.
+	if again, err := g.OpenWork(ctx, d, "main", "t", "b"); err != nil || again != ref {
+		t.Errorf("second OpenWork = %+v, %v; want the same ref", again, err)
+	}
+
+	// The verdict is posted as a COMMENT review; its page is the review ref.
+	rev, err := g.PostReview(ctx, d, forge.Review{Verdict: baton.VerdictNotPass, Summary: "No test for the TTL", Feedback: "Add one.", Author: "reviewer agent (claude)"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reviews := srv.Reviews("octo/app", prs[0].Number)
+	if len(reviews) != 1 || reviews[0].Event != "COMMENT" || !strings.Contains(reviews[0].Body, "not_pass") || !strings.Contains(reviews[0].Body, "Add one.") {
+		t.Fatalf("reviews = %+v", reviews)
+	}
+	if rev.Role != baton.RoleReview || !strings.Contains(rev.URL, "/pull/"+itoa(prs[0].Number)+"#pullrequestreview-") {
+		t.Errorf("review ref = %+v", rev)
+	}
+
+	// Checks: one failed check run and one failed status become check refs
+	// with names and URLs; a passing one does not.
+	srv.AddCheckRun("octo/app", head, githubtest.CheckRun{Name: "test", Status: "completed", Conclusion: "failure", DetailsURL: "https://ci.example/test"})
+	srv.AddCheckRun("octo/app", head, githubtest.CheckRun{Name: "lint", Status: "completed", Conclusion: "success"})
+	srv.AddStatus("octo/app", head, githubtest.Status{Context: "ci/legacy", State: "error", TargetURL: "https://ci.example/legacy"})
+	res, ok, err := g.Checks(ctx, d, head, forge.CheckWait{Timeout: time.Second, Poll: 10 * time.Millisecond})
+	if err != nil || !ok {
+		t.Fatal(err)
+	}
+	if res.Total != 3 || len(res.Failed) != 2 || len(res.Pending) != 0 {
+		t.Fatalf("checks = %+v", res)
+	}
+	if f := res.Failed[0]; f.Role != baton.RoleCheck || f.Type != "check_run" || !strings.HasPrefix(f.Label, "test: failure") || f.URL == "" {
+		t.Errorf("failed check ref = %+v", f)
+	}
+	if f := res.Failed[1]; f.Type != "status" || f.URL != "https://ci.example/legacy" {
+		t.Errorf("failed status ref = %+v", f)
+	}
+
+	// Merge: the draft is marked ready, then squash-merged at the verified
+	// head.
+	m, err := g.Merge(ctx, d, nil, "main", head, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := srv.PullRequest("octo/app", prs[0].Number)
+	if !pr.Merged || pr.Draft || pr.MergeMethod != "squash" {
+		t.Errorf("after merge: merged=%v draft=%v method=%q", pr.Merged, pr.Draft, pr.MergeMethod)
+	}
+	if m.Role != baton.RoleWork || m.Type != "commit" || !strings.HasSuffix(m.URL, pr.MergeCommitSHA) {
+		t.Errorf("merge ref = %+v", m)
+	}
+}
+
+func TestGitHubChecksWaitForRunningChecks(t *testing.T) {
+	g, srv := newGitHub(t)
+	head := srv.AddBranch("octo/app", "baton/0123456789ab", "")
+	d := ghDelivery()
+	// No checks at all: no CI on this head once Appear passes.
+	res, ok, err := g.Checks(t.Context(), d, head, forge.CheckWait{Appear: 30 * time.Millisecond, Poll: 10 * time.Millisecond})
+	if err != nil || !ok || res.Total != 0 {
+		t.Fatalf("no checks: %+v %v %v", res, ok, err)
+	}
+	// A running check is waited for until it completes.
+	cr := srv.AddCheckRun("octo/app", head, githubtest.CheckRun{Name: "build", Status: "in_progress"})
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		srv.UpdateCheckRun("octo/app", cr.ID, func(c *githubtest.CheckRun) { c.Status, c.Conclusion = "completed", "success" })
+	}()
+	res, _, err = g.Checks(t.Context(), d, head, forge.CheckWait{Timeout: 10 * time.Second, Poll: 10 * time.Millisecond})
+	if err != nil || res.Total != 1 || len(res.Failed) != 0 || len(res.Pending) != 0 {
+		t.Fatalf("after the check completed: %+v %v", res, err)
+	}
+	// Still running at the timeout: reported as pending.
+	srv.AddCheckRun("octo/app", head, githubtest.CheckRun{Name: "e2e", Status: "queued"})
+	res, _, err = g.Checks(t.Context(), d, head, forge.CheckWait{Timeout: 50 * time.Millisecond, Poll: 10 * time.Millisecond})
+	if err != nil || len(res.Pending) != 1 || res.Pending[0] != "e2e" {
+		t.Fatalf("timeout: %+v %v", res, err)
+	}
+}
+
+// No error and no git argument ever carries the token.
+func TestGitHubTokenNeverInErrors(t *testing.T) {
+	g, srv := newGitHub(t)
+	d := ghDelivery()
+	srv.AddBranch("octo/app", "main", "")
+	srv.AddBranch("octo/app", d.WorkBranch(), "")
+	srv.Fail("POST /repos/octo/app/pulls", githubtest.ServerError())
+	_, err := g.OpenWork(t.Context(), d, "main", "t", "b")
+	if err == nil || baton.ErrorCode(err) != baton.Unavailable {
+		t.Fatalf("OpenWork against a failing server = %v, want Unavailable", err)
+	}
+	bad, _ := github.New(github.Options{BaseURL: srv.URL(), Token: token + "x"})
+	g2 := &forge.GitHub{Client: bad, Repo: g.Repo, Token: token + "x"}
+	_, err2 := g2.PostReview(t.Context(), d, forge.Review{Verdict: baton.VerdictPass, Author: "a"}, "")
+	_, _, err3 := g2.Checks(t.Context(), d, strings.Repeat("a", 40), forge.CheckWait{})
+	for _, e := range []error{err, err2, err3} {
+		if e == nil {
+			t.Fatal("want an error")
+		}
+		if strings.Contains(e.Error(), token) || strings.Contains(baton.ErrorMessage(e), token) {
+			t.Errorf("error shows the token: %v", e)
+		}
+	}
+	url, env := g.Remote(d)
+	if strings.Contains(url, token) || url != "https://github.com/octo/app.git" {
+		t.Errorf("remote URL %q", url)
+	}
+	joined := strings.Join(env, "\n")
+	if strings.Contains(joined, token) {
+		t.Error("the token is in git's environment in clear: want it only base64 in an extra header")
+	}
+	if !strings.Contains(joined, "extraheader") {
+		t.Errorf("git env = %v, want an auth header", env)
+	}
+}
+
+func TestParseIssueURL(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		repo string
+		n    int
+		ok   bool
+	}{
+		{"https://github.com/octo/app/issues/12", "octo/app", 12, true},
+		{"https://github.com/octo/app/issues/12/", "octo/app", 12, true},
+		{"https://github.com/octo/app/pull/7#issuecomment-1", "octo/app", 7, true},
+		{"https://ghe.example.com/octo/app/issues/3?x=1", "octo/app", 3, true},
+		{"https://github.com/octo/app/issues/0", "", 0, false},
+		{"https://github.com/octo/app/issues/012", "", 0, false},
+		{"https://github.com/octo/app/tree/12", "", 0, false},
+		{"https://tok@github.com/octo/app/issues/1", "", 0, false},
+		{"github.com/octo/app/issues/1", "", 0, false},
+		{"https://github.com/../app/issues/1", "", 0, false},
+	} {
+		repo, n, err := forge.ParseIssueURL(tt.in)
+		if (err == nil) != tt.ok || (tt.ok && (repo.String() != tt.repo || n != tt.n)) {
+			t.Errorf("ParseIssueURL(%q) = %v %d %v, want %s %d ok=%v", tt.in, repo, n, err, tt.repo, tt.n, tt.ok)
+		}
+		if err != nil && baton.ErrorCode(err) != baton.Invalid {
+			t.Errorf("ParseIssueURL(%q) error code %s", tt.in, baton.ErrorCode(err))
+		}
+	}
+}
+
+func FuzzParseIssueURL(f *testing.F) {
+	f.Add("https://github.com/octo/app/issues/12")
+	f.Add("http://h:8080/o/r/pull/1")
+	f.Add("https://x/y/z/issues/99999999999999999999")
+	f.Fuzz(func(t *testing.T, s string) {
+		repo, n, err := forge.ParseIssueURL(s)
+		if err != nil {
+			if baton.ErrorCode(err) != baton.Invalid {
+				t.Fatalf("ParseIssueURL(%q) error code %s", s, baton.ErrorCode(err))
+			}
+			return
+		}
+		if n <= 0 || repo.Owner == "" || repo.Name == "" || strings.ContainsAny(repo.Owner+repo.Name, "/?#@ ") || repo.Name == ".." {
+			t.Fatalf("ParseIssueURL(%q) = %+v %d", s, repo, n)
+		}
+	})
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
