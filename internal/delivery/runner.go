@@ -129,7 +129,7 @@ func (r *Runner) Run(ctx context.Context, ref string, want baton.Phase, person s
 	<-watchDone
 	cause := context.Cause(runCtx)
 	interrupted := ctx.Err() != nil && !errors.Is(cause, errCanceled) && !errors.Is(cause, errLostClaim)
-	return r.finish(ctx, d, out, interrupted)
+	return r.finish(ctx, d, out, interrupted, actor)
 }
 
 // watch polls the delivery row: a cancel (or any change of the running
@@ -197,12 +197,12 @@ func (o *outcome) warn(format string, args ...any) {
 // finish records the outcome: the agent run row, then the transition. A
 // transition refused because the attempt is no longer running (canceled,
 // lost) discards the outcome but keeps the agent run's data.
-func (r *Runner) finish(ctx context.Context, d *baton.Delivery, out outcome, interrupted bool) (*baton.Delivery, error) {
+func (r *Runner) finish(ctx context.Context, d *baton.Delivery, out outcome, interrupted bool, starter string) (*baton.Delivery, error) {
 	ctx = context.WithoutCancel(ctx)
 	in := Input{Actor: r.Owner, Now: r.now(), Attempt: d.Attempt, Refs: out.refs}
 	switch {
 	case interrupted && r.Foreground:
-		in.Action, in.Person = ActCancel, true
+		in.Action, in.Actor, in.Person = ActCancel, starter, true
 		if out.run != nil {
 			out.run.Status, out.run.Error = baton.RunCanceled, "interrupted"
 		}

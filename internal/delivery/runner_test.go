@@ -313,3 +313,51 @@ func TestReconcileLostWorker(t *testing.T) {
 		t.Errorf("lost run = %+v", runs[0])
 	}
 }
+
+// A worker that stops mid-run (SIGINT) releases the phase to the queue;
+// a foreground run interrupted by its person is canceled instead.
+func TestInterruptedRunIsReleasedOrCanceled(t *testing.T) {
+	src := sourceRepo(t)
+	h := newHarness(t, 0, agenttest.Turn{Final: planText, Sleep: 30 * time.Second}, agenttest.Turn{Final: planText, Sleep: 30 * time.Second})
+	d, _, _ := h.svc.Create(t.Context(), newDelivery(src, cfg()), "alice")
+	for _, foreground := range []bool{false, true} {
+		ctx, cancel := context.WithCancel(context.Background())
+		r := *h.runner
+		r.Foreground = foreground
+		done := make(chan *baton.Delivery, 1)
+		go func() {
+			person := ""
+			if foreground {
+				person = "alice"
+			}
+			got, err := r.Run(ctx, d.ID, baton.PhasePlan, person)
+			if err != nil {
+				t.Error(err)
+			}
+			done <- got
+		}()
+		h.waitFor(d.ID, "plan to run", func(d *baton.Delivery) bool { return d.RunStatus == baton.StatusRunning })
+		waitRun := time.Now().Add(10 * time.Second)
+		for n := 0; n == 0 && time.Now().Before(waitRun); time.Sleep(10 * time.Millisecond) {
+			runs, _ := h.svc.Store().AgentRuns(t.Context(), d.ID)
+			for _, x := range runs {
+				if x.Status == baton.RunRunning {
+					n++
+				}
+			}
+		}
+		cancel()
+		got := <-done
+		runs, _ := h.svc.Store().AgentRuns(t.Context(), d.ID)
+		last := runs[len(runs)-1]
+		if !foreground {
+			if got.String() != "plan/pending" || !got.Queued || last.Status != baton.RunFailed || !strings.Contains(last.Error, "queued again") {
+				t.Fatalf("released: %s queued=%v, run %+v", got.String(), got.Queued, last)
+			}
+			continue
+		}
+		if got.String() != "plan/failed" || got.Error != "canceled by alice" || last.Status != baton.RunCanceled {
+			t.Fatalf("interrupted foreground run: %s %q, run %s", got.String(), got.Error, last.Status)
+		}
+	}
+}
