@@ -117,6 +117,13 @@ func (r *Repo) Worktrees(ctx context.Context) ([]Worktree, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseWorktrees(out), nil
+}
+
+// parseWorktrees parses `git worktree list --porcelain -z`: records of
+// NUL-terminated "key value" fields, each record starting with
+// "worktree <path>" and ending with an empty field.
+func parseWorktrees(out string) []Worktree {
 	var wts []Worktree
 	var cur *Worktree
 	for _, f := range strings.Split(out, "\x00") {
@@ -131,7 +138,7 @@ func (r *Repo) Worktrees(ctx context.Context) ([]Worktree, error) {
 			cur.Bare = true
 		}
 	}
-	return wts, nil
+	return wts
 }
 
 // identity makes commits work on machines without a configured git
