@@ -159,10 +159,10 @@ func run(n, workers int, keep bool) (result, error) {
 			cancel()
 			return res, err
 		}
-		if failed > 0 {
+		if failed != "" {
 			cancel()
 			<-done
-			return res, fmt.Errorf("%d deliveries failed", failed)
+			return res, fmt.Errorf("a delivery failed: %s", failed)
 		}
 		if closed == n {
 			break
@@ -199,17 +199,19 @@ func run(n, workers int, keep bool) (result, error) {
 	return res, nil
 }
 
-func count(ctx context.Context, svc *delivery.Service) (closed, failed int, err error) {
+func count(ctx context.Context, svc *delivery.Service) (closed int, failed string, err error) {
 	ds, err := svc.Store().FindDeliveries(ctx, baton.DeliveryFilter{Phase: baton.PhaseClose})
 	if err != nil {
-		return 0, 0, err
+		return 0, "", err
 	}
 	for _, s := range []baton.RunStatus{baton.StatusFailed, baton.StatusBlocked} {
 		bad, err := svc.Store().FindDeliveries(ctx, baton.DeliveryFilter{RunStatus: s})
 		if err != nil {
-			return 0, 0, err
+			return 0, "", err
 		}
-		failed += len(bad)
+		if len(bad) > 0 {
+			return 0, fmt.Sprintf("%s is %s: %s", bad[0].ID, bad[0].String(), bad[0].Error), nil
+		}
 	}
-	return len(ds), failed, nil
+	return len(ds), "", nil
 }

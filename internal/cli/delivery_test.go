@@ -121,6 +121,11 @@ func TestDeliveryRunApproveRejectLog(t *testing.T) {
 	if got := e.git("show", "baton/"+deliveryID(t, e)+":docs/plan.md"); got != "1. Add the handler.\n2. Test it.\n" {
 		t.Errorf("docs/plan.md = %q", got)
 	}
+	// watch prints the log and stops: the plan waits for approval.
+	r = e.ok("", "", "delivery", "watch", "1", "--interval", "10ms")
+	if !strings.Contains(r.stdout, "plan      running") || !strings.Contains(r.stdout, "is plan/succeeded (checkpoint") {
+		t.Errorf("delivery watch = %q", r.stdout)
+	}
 	r = e.ok("", "", "delivery", "log", "1")
 	if !strings.Contains(r.stdout, "plan") || !strings.Contains(r.stdout, "$0.0500") || !strings.Contains(r.stdout, "500/80") {
 		t.Errorf("delivery log = %q", r.stdout)

@@ -81,19 +81,56 @@ type harness struct {
 
 func newHarness(t *testing.T, workers int, turns ...agenttest.Turn) *harness {
 	t.Helper()
+	return newHarnessOn(t, sqlstore.SQLite, workers, turns...)
+}
+
+// newHarnessOn is newHarness on SQLite or PostgreSQL (a fresh schema of
+// BATON_TEST_POSTGRES_URL's database).
+func newHarnessOn(t *testing.T, dialect sqlstore.Dialect, workers int, turns ...agenttest.Turn) *harness {
+	t.Helper()
 	gitEnv(t)
 	dataDir := t.TempDir()
-	db, err := sqlstore.OpenSQLite(filepath.Join(dataDir, "baton.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
 	h := &harness{t: t, dataDir: dataDir, fake: agenttest.New(t, turns...)}
 	svc := &delivery.Service{DataDir: dataDir, Forge: func(*baton.Delivery) (forge.Forge, error) { return forge.Local{}, nil }}
 	h.runner = &delivery.Runner{Service: svc, Owner: "worker:test", AgentEnv: h.fake.Env(), PollEvery: 20 * time.Millisecond, KillGrace: time.Second}
-	q, err := queue.OpenSQLite(t.Context(), db, queue.Config{Workers: workers, Handler: h.runner.Work, FetchPollInterval: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
+	qc := queue.Config{Workers: workers, Handler: h.runner.Work, FetchPollInterval: 20 * time.Millisecond}
+	var q *queue.Queue
+	switch dialect {
+	case sqlstore.SQLite:
+		db, err := sqlstore.OpenSQLite(filepath.Join(dataDir, "baton.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		if q, err = queue.OpenSQLite(t.Context(), db, qc); err != nil {
+			t.Fatal(err)
+		}
+	case sqlstore.Postgres:
+		url := os.Getenv("BATON_TEST_POSTGRES_URL")
+		if url == "" {
+			t.Skip("PostgreSQL run skipped: BATON_TEST_POSTGRES_URL is not set (scripts/pg-test.sh sets it)")
+		}
+		ctx := context.Background()
+		admin, err := sqlstore.OpenPostgres(ctx, url, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		schema := fmt.Sprintf("e2e_%d", time.Now().UnixNano())
+		if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+			t.Fatal(err)
+		}
+		pool, err := sqlstore.OpenPostgres(ctx, url, schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			pool.Close()
+			admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+			admin.Close()
+		})
+		if q, err = queue.OpenPostgres(ctx, pool, qc); err != nil {
+			t.Fatal(err)
+		}
 	}
 	svc.Queue = q
 	h.svc, h.q = svc, q
@@ -150,11 +187,16 @@ func newDelivery(src string, cfg baton.DeliveryConfig, checkpoints ...baton.Phas
 
 const planText = "1. Add greet.go with Greet(name).\n2. Cover it with a test."
 
-func TestEndToEndLocal(t *testing.T) {
+func TestEndToEndLocal(t *testing.T) { endToEnd(t, sqlstore.SQLite) }
+
+// The same pipeline on PostgreSQL: nothing above internal/queue changes.
+func TestEndToEndLocalPostgres(t *testing.T) { endToEnd(t, sqlstore.Postgres) }
+
+func endToEnd(t *testing.T, dialect sqlstore.Dialect) {
 	src := sourceRepo(t)
 	greetV1 := "package app\n\nfunc Greet(name string) string { return \"hi \" + name }\n"
 	greetV2 := "package app\n\nfunc Greet(name string) string { return \"hello, \" + name }\n"
-	h := newHarness(t, 1,
+	h := newHarnessOn(t, dialect, 1,
 		agenttest.Turn{Final: planText, CostUSD: 0.10, InputTokens: 1000, OutputTokens: 200},
 		// implement 1: leaves its work uncommitted; baton commits it.
 		agenttest.Turn{Files: []agenttest.File{{Path: "greet.go", Content: greetV1}}, Final: "Added greet.go", CostUSD: 0.20},

@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/baton-agent/baton"
@@ -20,18 +21,26 @@ func BuildPrompt(d *baton.Delivery) string {
 	var b strings.Builder
 	b.WriteString(strings.TrimSpace(d.Summary))
 	b.WriteString("\n")
-	first := true
-	for _, r := range d.Refs {
-		if r.URL == "" {
-			continue
+	if urls := RefURLs(d.Refs); len(urls) > 0 {
+		b.WriteString("\n## References\n\n")
+		for _, u := range urls {
+			b.WriteString("- " + u + "\n")
 		}
-		if first {
-			b.WriteString("\n## References\n\n")
-			first = false
-		}
-		b.WriteString("- " + r.URL + "\n")
 	}
 	return b.String()
+}
+
+// RefURLs returns the URLs of refs, in order, skipping refs without one;
+// with roles, only refs of those roles.
+func RefURLs(refs []baton.Ref, roles ...baton.RefRole) []string {
+	var urls []string
+	for _, r := range refs {
+		if r.URL == "" || len(roles) > 0 && !slices.Contains(roles, r.Role) {
+			continue
+		}
+		urls = append(urls, r.URL)
+	}
+	return urls
 }
 
 // SystemPrompt is a phase's one-line role plus the non-interactive

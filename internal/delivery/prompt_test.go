@@ -67,6 +67,10 @@ func TestBuildPromptRules(t *testing.T) {
 	if got != want {
 		t.Errorf("BuildPrompt = %q, want %q", got, want)
 	}
+	// Filtered by role.
+	if got := RefURLs(d.Refs, baton.RoleWork, baton.RoleCheck); !cmp.Equal(got, []string{"https://github.com/octo/app/pull/31", "https://github.com/octo/app/runs/5"}) {
+		t.Errorf("RefURLs(work, check) = %v", got)
+	}
 	// No URL at all: no section.
 	d.Refs = []baton.Ref{{Role: baton.RoleRequest, Type: "summary", Label: "local request"}}
 	if got := BuildPrompt(d); strings.Contains(got, "References") {

@@ -122,7 +122,7 @@ func (w *Workspaces) Lock(ctx context.Context, repository string) (unlock func()
 		return nil, err
 	}
 	l := flock.New(w.CacheDir(repository) + ".lock")
-	ok, err := l.TryLockContext(ctx, 50*time.Millisecond)
+	ok, err := l.TryLockContext(ctx, 5*time.Millisecond)
 	if err != nil || !ok {
 		return nil, baton.WrapError(baton.Unavailable, err, "lock the repository cache of %s", repository)
 	}
@@ -144,15 +144,25 @@ func (w *Workspaces) Cache(ctx context.Context, d *baton.Delivery, f Forge) (*gi
 type Checkout struct {
 	*gitx.Repo
 	cache *gitx.Repo
+	ws    *Workspaces
+	repo  string
 	// Base is the base branch, WorkExists whether the work branch was
 	// already on the remote when the checkout was made.
 	Base       string
 	WorkExists bool
 }
 
-// Remove deletes the worktree.
+// Remove deletes the worktree, under the cache's lock: git's worktree
+// bookkeeping is shared by every worktree of the cache, and a prune
+// racing an add breaks the add.
 func (c *Checkout) Remove(ctx context.Context) {
-	_ = c.cache.WorktreeRemove(context.WithoutCancel(ctx), c.Dir)
+	ctx = context.WithoutCancel(ctx)
+	unlock, err := c.ws.Lock(ctx, c.repo)
+	if err != nil {
+		return
+	}
+	defer unlock()
+	_ = c.cache.WorktreeRemove(ctx, c.Dir)
 }
 
 // Checkout makes a fresh worktree named name for d on its work branch:
@@ -178,21 +188,22 @@ func (w *Workspaces) Checkout(ctx context.Context, d *baton.Delivery, f Forge, n
 		start = "origin/" + d.WorkBranch()
 	}
 	path := filepath.Join(w.Dir, "worktrees", d.ID, name)
-	_ = cache.WorktreeRemove(ctx, path)
-	// A worktree still holding the work branch belongs to a run whose
-	// worker died (a delivery runs one phase at a time): remove it.
+	// A worktree still holding the work branch (or the path) belongs to a
+	// run whose worker died (a delivery runs one phase at a time): remove
+	// it.
 	if wts, err := cache.Worktrees(ctx); err == nil {
 		for _, t := range wts {
-			if t.Branch == d.WorkBranch() {
+			if t.Branch == d.WorkBranch() || t.Path == path {
 				_ = cache.WorktreeRemove(ctx, t.Path)
 			}
 		}
 	}
+	_ = os.RemoveAll(path)
 	wt, err := cache.WorktreeAdd(ctx, path, d.WorkBranch(), start)
 	if err != nil {
 		return nil, baton.WrapError(baton.Unavailable, err, "check out %s for %s", start, d.ID)
 	}
-	return &Checkout{Repo: wt, cache: cache, Base: base, WorkExists: exists}, nil
+	return &Checkout{Repo: wt, cache: cache, ws: w, repo: d.Repository, Base: base, WorkExists: exists}, nil
 }
 
 // base resolves the delivery's base branch: configured, else the
@@ -238,10 +249,12 @@ func (w *Workspaces) CheckoutDetached(ctx context.Context, d *baton.Delivery, f 
 		return nil, err
 	}
 	path := filepath.Join(w.Dir, "worktrees", d.ID, name)
-	_ = cache.WorktreeRemove(ctx, path)
+	if _, err := os.Stat(path); err == nil {
+		_ = cache.WorktreeRemove(ctx, path)
+	}
 	wt, err := cache.WorktreeAddDetached(ctx, path, start)
 	if err != nil {
 		return nil, baton.WrapError(baton.Unavailable, err, "check out %s for %s", start, d.ID)
 	}
-	return &Checkout{Repo: wt, cache: cache}, nil
+	return &Checkout{Repo: wt, cache: cache, ws: w, repo: d.Repository}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -57,12 +58,14 @@ func (Local) Merge(ctx context.Context, d *baton.Delivery, ws *Workspaces, base,
 		return baton.Ref{}, err
 	}
 	path := filepath.Join(ws.Dir, "worktrees", d.ID, "deploy")
-	_ = cache.WorktreeRemove(ctx, path)
+	if _, err := os.Stat(path); err == nil {
+		_ = cache.WorktreeRemove(ctx, path)
+	}
 	wt, err := cache.WorktreeAddDetached(ctx, path, "origin/"+base)
 	if err != nil {
 		return baton.Ref{}, baton.WrapError(baton.Unavailable, err, "check out %s to merge into", base)
 	}
-	defer cache.WorktreeRemove(context.WithoutCancel(ctx), path)
+	defer cache.WorktreeRemove(context.WithoutCancel(ctx), path) // still under the lock
 
 	msg := MergeMessage(d)
 	var merged string

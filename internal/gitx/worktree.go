@@ -68,10 +68,10 @@ func (r *Repo) HeadBranch(ctx context.Context) (string, error) {
 }
 
 // WorktreeAdd checks out a new worktree of r at path on branch, reset to
-// start (git worktree add -f -B). -f lets it take over a branch that a
-// worktree of a dead run still claims.
+// start (git worktree add -f -B). -f lets it reuse a path that a
+// worktree of a dead run still has registered; a branch still checked out
+// in another worktree must be freed first (WorktreeRemove).
 func (r *Repo) WorktreeAdd(ctx context.Context, path, branch, start string) (*Repo, error) {
-	_, _ = r.Run(ctx, "worktree", "prune")
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
@@ -83,7 +83,6 @@ func (r *Repo) WorktreeAdd(ctx context.Context, path, branch, start string) (*Re
 
 // WorktreeAddDetached checks out start at path without a branch.
 func (r *Repo) WorktreeAddDetached(ctx context.Context, path, start string) (*Repo, error) {
-	_, _ = r.Run(ctx, "worktree", "prune")
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,81 @@
+package baton
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestAddRefReplacesWorkRefOfSameType(t *testing.T) {
+	d := &Delivery{Refs: []Ref{{Role: RoleRequest, Type: "github_issue", URL: "https://github.com/o/r/issues/1"}}}
+	d.AddRef(Ref{Role: RoleWork, Type: "branch", Label: "baton/x"})
+	d.AddRef(Ref{Role: RoleWork, Type: "pr", URL: "https://github.com/o/r/pull/2"})
+	d.AddRef(Ref{Role: RoleWork, Type: "pr", URL: "https://github.com/o/r/pull/3"})
+	d.AddRef(Ref{Role: RoleReview, Type: "pr_review", URL: "https://github.com/o/r/pull/3#r1"})
+	d.AddRef(Ref{Role: RoleReview, Type: "pr_review", URL: "https://github.com/o/r/pull/3#r2"})
+	d.AddRef(Ref{Role: RoleReview, Type: "pr_review", URL: "https://github.com/o/r/pull/3#r1", Label: "again"})
+	want := []Ref{
+		{Role: RoleRequest, Type: "github_issue", URL: "https://github.com/o/r/issues/1"},
+		{Role: RoleWork, Type: "branch", Label: "baton/x"},
+		{Role: RoleWork, Type: "pr", URL: "https://github.com/o/r/pull/3"},
+		{Role: RoleReview, Type: "pr_review", URL: "https://github.com/o/r/pull/3#r1", Label: "again"},
+		{Role: RoleReview, Type: "pr_review", URL: "https://github.com/o/r/pull/3#r2"},
+	}
+	if diff := cmp.Diff(want, d.Refs); diff != "" {
+		t.Errorf("refs (-want +got):\n%s", diff)
+	}
+	if r, ok := d.Ref(RoleWork, ""); !ok || r.Type != "pr" {
+		t.Errorf("Ref(work) = %+v", r)
+	}
+}
+
+func TestDeliveryIDIsStable(t *testing.T) {
+	a := DeliveryID("octo/app", "https://github.com/octo/app/issues/12")
+	if a != DeliveryID("octo/app", "https://github.com/octo/app/issues/12") || len(a) != 12 || !ValidID(a) {
+		t.Errorf("DeliveryID = %q", a)
+	}
+	if a == DeliveryID("octo/app", "https://github.com/octo/app/issues/13") || a == DeliveryID("octo/other", "https://github.com/octo/app/issues/12") {
+		t.Error("different requests share an id")
+	}
+}
+
+func TestParseCheckpoints(t *testing.T) {
+	got, err := ParseCheckpoints(" deploy, plan ,plan,VERIFY")
+	if err != nil || !cmp.Equal(got, []Phase{PhasePlan, PhaseVerify, PhaseDeploy}) {
+		t.Errorf("ParseCheckpoints = %v %v", got, err)
+	}
+	for _, s := range []string{"", "none", "NONE"} {
+		if got, err := ParseCheckpoints(s); err != nil || len(got) != 0 {
+			t.Errorf("ParseCheckpoints(%q) = %v %v", s, got, err)
+		}
+	}
+	for _, s := range []string{"intake", "close", "plan,nope"} {
+		if _, err := ParseCheckpoints(s); ErrorCode(err) != Invalid {
+			t.Errorf("ParseCheckpoints(%q) = %v, want Invalid", s, err)
+		}
+	}
+}
+
+func TestDeliveryValidate(t *testing.T) {
+	ok := Delivery{ID: "abc", Summary: "s", Repository: "/r", Forge: ForgeLocal, Phase: PhasePlan, RunStatus: StatusPending,
+		Endpoint: PhaseObserve, Checkpoints: []Phase{PhasePlan}, Config: DeliveryConfig{ObserveCommand: "true"}}
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for name, mut := range map[string]func(*Delivery){
+		"bad id":             func(d *Delivery) { d.ID = "../x" },
+		"no summary":         func(d *Delivery) { d.Summary = " " },
+		"bad forge":          func(d *Delivery) { d.Forge = "gitlab" },
+		"bad endpoint":       func(d *Delivery) { d.Endpoint = PhaseClose },
+		"intake checkpoint":  func(d *Delivery) { d.Checkpoints = []Phase{PhaseIntake} },
+		"observe after end":  func(d *Delivery) { d.Endpoint = PhaseDeploy },
+		"bad merge":          func(d *Delivery) { d.Config.MergeMethod = "octopus" },
+		"negative max round": func(d *Delivery) { d.Config.MaxRounds = -1 },
+	} {
+		d := ok
+		mut(&d)
+		if err := d.Validate(); ErrorCode(err) != Invalid {
+			t.Errorf("%s: Validate = %v, want Invalid", name, err)
+		}
+	}
+}
