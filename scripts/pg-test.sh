@@ -4,7 +4,7 @@
 # BATON_TEST_POSTGRES_URL, runs the given command (default: the store and
 # queue contract tests), and stops and deletes the cluster afterwards.
 #
-#   scripts/pg-test.sh                         # go test ./internal/sqlstore/... ./internal/queue/...
+#   scripts/pg-test.sh                         # go test ./internal/{sqlstore,queue,delivery}/...
 #   scripts/pg-test.sh go test ./internal/...  # any command
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,6 +47,6 @@ as_pg "$PGBIN/pg_ctl -D $dir/data -l $dir/server.log -w -o \"-k $dir -p $port -h
 export BATON_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
 echo "pg-test: PostgreSQL on port $port" >&2
 if [ $# -eq 0 ]; then
-	set -- go test -count=1 ./internal/sqlstore/... ./internal/queue/...
+	set -- go test -count=1 ./internal/sqlstore/... ./internal/queue/... ./internal/delivery/...
 fi
 "$@"
