@@ -47,6 +47,7 @@ merged pull request through a delivery pipeline.`,
 		newPickupCmd(f),
 		newPacketCmd(f),
 		newFilesCmd(f),
+		newHookCmd(f),
 	)
 	return root
 }
