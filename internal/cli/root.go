@@ -48,6 +48,7 @@ merged pull request through a delivery pipeline.`,
 		newPacketCmd(f),
 		newFilesCmd(f),
 		newHookCmd(f),
+		newLoopCmd(f),
 	)
 	return root
 }

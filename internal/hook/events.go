@@ -211,7 +211,9 @@ func (h handler) preCompact(ctx context.Context) (Result, error) {
 	case fg != nil:
 		first, _, _ := strings.Cut(strings.TrimSpace(fg.Prompt), "\n")
 		purpose = "Continue loop " + fg.ID + ": " + first
-		next = fg.Prompt
+		// Fenced, so "## " and "---" lines of the prompt stay in the packet's
+		// Next Prompt instead of starting sections of their own.
+		next = "Continue the foreground loop `" + fg.ID + "`. Its prompt, verbatim:\n\n" + fence(fg.Prompt)
 	case active != nil:
 		purpose = active.Purpose
 		next = active.SectionText(baton.SectionNextPrompt)
@@ -258,6 +260,21 @@ func (h handler) preCompact(ctx context.Context) (Result, error) {
 		}
 	}
 	return Result{}, nil
+}
+
+// fence wraps s in a code fence longer than any backtick run inside it.
+func fence(s string) string {
+	longest, run := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	f := strings.Repeat("`", max(3, longest+1))
+	return f + "\n" + strings.TrimRight(s, "\n") + "\n" + f
 }
 
 func truncate(s string, n int) string {

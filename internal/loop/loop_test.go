@@ -116,13 +116,17 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "limit", loop: active(func(l *baton.Loop) { l.Iteration, l.MaxIterations = 3, 3 }), stop: Stop{SessionID: "s1", Known: true, Message: "nope"},
-			want:  Decision{Action: Allow, Message: "baton loop L: stopped after 3 iterations (the limit) without a promise; the loop is done, outcome max_iterations", Changed: true, Finished: true},
-			after: active(func(l *baton.Loop) { l.Iteration, l.MaxIterations, l.Status, l.Outcome = 3, 3, baton.LoopDone, baton.OutcomeMaxIterations }),
+			want: Decision{Action: Allow, Message: "baton loop L: stopped after 3 iterations (the limit) without a promise; the loop is done, outcome max_iterations", Changed: true, Finished: true},
+			after: active(func(l *baton.Loop) {
+				l.Iteration, l.MaxIterations, l.Status, l.Outcome = 3, 3, baton.LoopDone, baton.OutcomeMaxIterations
+			}),
 		},
 		{
 			name: "unbounded", loop: active(func(l *baton.Loop) { l.Iteration, l.MaxIterations, l.CompletionPromises = 100, 0, nil }), stop: Stop{SessionID: "s1", Known: true, Message: "x"},
-			want:  Decision{Action: Block, Reason: "Fix it.\n---\nagain", Message: "baton loop L: iteration 101 (no limit) — no completion promise: it ends at the iteration limit or with `baton loop cancel L`", Changed: true},
-			after: active(func(l *baton.Loop) { l.Iteration, l.MaxIterations, l.CompletionPromises, l.ConsecutiveBlocks = 101, 0, nil, 1 }),
+			want: Decision{Action: Block, Reason: "Fix it.\n---\nagain", Message: "baton loop L: iteration 101 (no limit) — no completion promise: it ends at the iteration limit or with `baton loop cancel L`", Changed: true},
+			after: active(func(l *baton.Loop) {
+				l.Iteration, l.MaxIterations, l.CompletionPromises, l.ConsecutiveBlocks = 101, 0, nil, 1
+			}),
 		},
 		{
 			name: "chain below the cap blocks", loop: active(func(l *baton.Loop) { l.ConsecutiveBlocks = 7 }), stop: Stop{SessionID: "s1", StopHookActive: true, BlockCap: 8},

@@ -10,6 +10,7 @@
 package pi
 
 import (
+	"bytes"
 	"encoding/json"
 
 	"github.com/baton-agent/baton"
@@ -45,8 +46,11 @@ func (Adapter) Encode(_ hook.Event, r hook.Result) []byte {
 	if r.Block {
 		o.Decision, o.Reason = "block", r.Reason
 	}
-	b, _ := json.Marshal(o)
-	return append(b, '\n')
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // keep <promise> readable
+	_ = enc.Encode(o)
+	return b.Bytes()
 }
 
 func (Adapter) ProjectDirEnv() string { return "" }
