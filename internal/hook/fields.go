@@ -13,7 +13,7 @@ type Fields map[string]json.RawMessage
 
 // DecodeFields parses data as a JSON object. Anything else is an error.
 func DecodeFields(data []byte) (Fields, error) {
-	data = bytes.TrimPrefix(bytes.TrimSpace(data), []byte("\ufeff"))
+	data = bytes.TrimSpace(bytes.TrimPrefix(bytes.TrimSpace(data), []byte("\ufeff")))
 	if len(data) == 0 || data[0] != '{' {
 		return nil, errors.New("want a JSON object")
 	}
