@@ -49,6 +49,8 @@ merged pull request through a delivery pipeline.`,
 		newFilesCmd(f),
 		newHookCmd(f),
 		newLoopCmd(f),
+		newInstallCmd(f),
+		newUninstallCmd(f),
 	)
 	return root
 }
