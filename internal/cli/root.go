@@ -51,6 +51,8 @@ merged pull request through a delivery pipeline.`,
 		newLoopCmd(f),
 		newInstallCmd(f),
 		newUninstallCmd(f),
+		newDoctorCmd(f),
+		newMigrateCmd(f),
 	)
 	return root
 }

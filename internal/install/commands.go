@@ -115,3 +115,17 @@ func planCommands(dir string, t Target, d dialect, install bool) ([]Change, erro
 	}
 	return out, nil
 }
+
+// CommandFile returns where t's harness keeps command name and baton's
+// content for it.
+func CommandFile(t Target, name string) (path string, content []byte, err error) {
+	sp, err := spec(t.Harness)
+	if err != nil {
+		return "", nil, err
+	}
+	if sp.commandsDir == nil {
+		return "", nil, fmt.Errorf("%s has no command files", t.Harness)
+	}
+	content, err = renderCommand(name, t, sp.dialect)
+	return filepath.Join(sp.commandsDir(t), name+".md"), content, err
+}
