@@ -140,10 +140,11 @@ func (e Env) now() time.Time {
 // writes the harness's answer to stdout. It returns the exit code, which
 // is always 0: blocking is done with the harness's JSON decision.
 func Run(ctx context.Context, a Adapter, event Event, stdin io.Reader, stdout io.Writer, env Env) (code int) {
+	if env.Stderr == nil {
+		env.Stderr = io.Discard
+	}
 	fail := func(format string, args ...any) int {
-		if env.Stderr != nil {
-			fmt.Fprintf(env.Stderr, "baton hook %s (%s): %s; the session goes on\n", event, a.Harness(), oneLine(fmt.Sprintf(format, args...)))
-		}
+		fmt.Fprintf(env.Stderr, "baton hook %s (%s): %s; the session goes on\n", event, a.Harness(), oneLine(fmt.Sprintf(format, args...)))
 		return 0
 	}
 	defer func() {
