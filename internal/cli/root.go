@@ -47,6 +47,12 @@ merged pull request through a delivery pipeline.`,
 		newPickupCmd(f),
 		newPacketCmd(f),
 		newFilesCmd(f),
+		newHookCmd(f),
+		newLoopCmd(f),
+		newInstallCmd(f),
+		newUninstallCmd(f),
+		newDoctorCmd(f),
+		newMigrateCmd(f),
 		newQuickstartCmd(f),
 	)
 	return root
