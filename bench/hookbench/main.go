@@ -13,9 +13,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
-	"time"
+
+	"github.com/baton-agent/baton/bench/proctime"
 )
 
 func main() {
@@ -65,26 +65,19 @@ func main() {
 	fmt.Println("| scenario | runs | median | p90 | goal |")
 	fmt.Println("|---|---:|---:|---:|---|")
 	for _, s := range scenarios {
-		var ds []time.Duration
-		for i := 0; i < s.runs; i++ {
-			c := exec.Command(s.argv[0], s.argv[1:]...)
-			c.Dir = os.TempDir() // never the project: hooks resolve the root from the payload
-			var out bytes.Buffer
-			c.Stdout = &out
-			c.Stderr = &out
-			if s.stdin != nil {
-				c.Stdin = bytes.NewReader(s.stdin)
-			}
-			start := time.Now()
-			check(c.Run())
-			ds = append(ds, time.Since(start))
-			if i == 0 && strings.Contains(s.name, "blocks") && !strings.Contains(out.String(), `"decision":"block"`) {
-				fmt.Fprintf(os.Stderr, "%s did not block: %s\n", s.name, out.String())
-				os.Exit(1)
+		r := proctime.Run{Argv: s.argv, Stdin: s.stdin, N: s.runs,
+			Dir: os.TempDir()} // never the project: hooks resolve the root from the payload
+		if strings.Contains(s.name, "blocks") {
+			r.Check = func(out []byte) error {
+				if !bytes.Contains(out, []byte(`"decision":"block"`)) {
+					return fmt.Errorf("did not block: %s", out)
+				}
+				return nil
 			}
 		}
-		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-		fmt.Printf("| %s | %d | %s | %s | %s |\n", s.name, s.runs, ms(ds[len(ds)/2]), ms(ds[len(ds)*9/10]), s.goal)
+		st, err := proctime.Measure(r)
+		check(err)
+		fmt.Printf("| %s | %d | %s | %s | %s |\n", s.name, st.Runs, proctime.MS(st.Median), proctime.MS(st.P90), s.goal)
 	}
 }
 
@@ -112,8 +105,6 @@ func writeTranscript(dir, name string, size int) string {
 	check(f.Close())
 	return p
 }
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
 
 func run(c *exec.Cmd, stdin []byte) {
 	if stdin != nil {

@@ -265,3 +265,42 @@ func (s *Store) PacketPath(id string) (string, error) {
 	}
 	return s.packetPath(id), nil
 }
+
+// NewestPacket returns the most recently created packet, or nil when there
+// is none. Packet ids start with their UTC creation time, so it reads only
+// the packet whose id sorts last, and falls back to a full listing when
+// that file cannot be read or its name does not carry a timestamp.
+func (s *Store) NewestPacket() (*baton.Packet, error) {
+	entries, err := os.ReadDir(s.path(PacketsDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("list packets: %w", err)
+	}
+	newest := ""
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".md")
+		if ok && !e.IsDir() && baton.ValidID(id) && id > newest {
+			newest = id
+		}
+	}
+	if newest == "" {
+		return nil, nil
+	}
+	if _, err := time.Parse(baton.IDTimeLayout, newest[:min(len(newest), len(baton.IDTimeLayout))]); err == nil {
+		if p, err := s.FindPacketByID(newest); err == nil {
+			return p, nil
+		}
+	}
+	all, _, err := s.FindPackets(PacketFilter{})
+	if err != nil || len(all) == 0 {
+		return nil, err
+	}
+	best := all[0]
+	for _, p := range all[1:] {
+		if p.CreatedAt.After(best.CreatedAt) {
+			best = p
+		}
+	}
+	return best, nil
+}
