@@ -72,4 +72,3 @@ func parseStatusV2(out string) *Snapshot {
 	}
 	return s
 }
-
