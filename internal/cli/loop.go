@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -230,27 +228,11 @@ func runLoopStart(ctx context.Context, f *Factory, args []string, o loopStartOpt
 	return err
 }
 
-// readPromptFile reads a prompt from a file or stdin, verbatim.
+// readPromptFile reads a prompt from a file or stdin, verbatim but for
+// trailing newlines.
 func readPromptFile(f *Factory, src string) (string, error) {
-	var r io.Reader
-	if src == "-" {
-		r = f.IO.In
-	} else {
-		fh, err := os.Open(src)
-		if err != nil {
-			return "", baton.WrapError(baton.Invalid, err, "cannot read --prompt-file %s", src)
-		}
-		defer fh.Close()
-		r = fh
-	}
-	b, err := io.ReadAll(io.LimitReader(r, maxBodyBytes+1))
-	if err != nil {
-		return "", fmt.Errorf("read prompt: %w", err)
-	}
-	if len(b) > maxBodyBytes {
-		return "", baton.Errorf(baton.Invalid, "the prompt is over %d MiB", maxBodyBytes>>20)
-	}
-	return strings.TrimRight(string(b), "\n"), nil
+	b, err := readInput(f, "--prompt-file", src)
+	return strings.TrimRight(b, "\n"), err
 }
 
 func loopProgress(l *baton.Loop) string {

@@ -107,31 +107,15 @@ type LoopFilter struct {
 // FindLoops lists loops, newest updated_at first (ties by id, newest
 // first). Unreadable files are skipped and returned as warnings.
 func (s *Store) FindLoops(filter LoopFilter) ([]*baton.Loop, []error, error) {
-	entries, err := os.ReadDir(s.path(LoopsDir))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, nil
-	} else if err != nil {
+	ls, warnings, err := readArtifacts(s.path(LoopsDir), s.readLoop)
+	if err != nil {
 		return nil, nil, fmt.Errorf("list loops: %w", err)
 	}
-	var out []*baton.Loop
-	var warnings []error
-	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() || !strings.HasSuffix(name, ".md") || strings.HasPrefix(name, ".") {
-			continue
+	out := ls[:0]
+	for _, l := range ls {
+		if filter.Status == "" || l.Status == filter.Status {
+			out = append(out, l)
 		}
-		if !baton.ValidID(strings.TrimSuffix(name, ".md")) {
-			continue
-		}
-		l, err := s.readLoop(s.path(LoopsDir, name))
-		if err != nil {
-			warnings = append(warnings, err)
-			continue
-		}
-		if filter.Status != "" && l.Status != filter.Status {
-			continue
-		}
-		out = append(out, l)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].UpdatedAt.Equal(out[j].UpdatedAt) {

@@ -136,31 +136,15 @@ type PacketFilter struct {
 // first). Files that cannot be read are skipped and returned as warnings,
 // so one bad file never hides the rest.
 func (s *Store) FindPackets(filter PacketFilter) ([]*baton.Packet, []error, error) {
-	entries, err := os.ReadDir(s.path(PacketsDir))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, nil
-	} else if err != nil {
+	ps, warnings, err := readArtifacts(s.path(PacketsDir), s.readPacket)
+	if err != nil {
 		return nil, nil, fmt.Errorf("list packets: %w", err)
 	}
-	var out []*baton.Packet
-	var warnings []error
-	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() || !strings.HasSuffix(name, ".md") || strings.HasPrefix(name, ".") {
-			continue
+	out := ps[:0]
+	for _, p := range ps {
+		if filter.Status == "" || p.Status == filter.Status {
+			out = append(out, p)
 		}
-		if !baton.ValidID(strings.TrimSuffix(name, ".md")) {
-			continue
-		}
-		p, err := s.readPacket(s.path(PacketsDir, name))
-		if err != nil {
-			warnings = append(warnings, err)
-			continue
-		}
-		if filter.Status != "" && p.Status != filter.Status {
-			continue
-		}
-		out = append(out, p)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].UpdatedAt.Equal(out[j].UpdatedAt) {
@@ -168,6 +152,33 @@ func (s *Store) FindPackets(filter PacketFilter) ([]*baton.Packet, []error, erro
 		}
 		return out[i].ID > out[j].ID
 	})
+	return out, warnings, nil
+}
+
+// readArtifacts reads every <id>.md in dir with read. Files that cannot be
+// read are returned as warnings, so one bad file never hides the rest; a
+// missing dir is empty.
+func readArtifacts[T any](dir string, read func(path string) (T, error)) ([]T, []error, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	} else if err != nil {
+		return nil, nil, err
+	}
+	var out []T
+	var warnings []error
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".md")
+		if !ok || e.IsDir() || !baton.ValidID(id) {
+			continue // temp files of atomic writes start with '.', which ValidID refuses
+		}
+		v, err := read(filepath.Join(dir, e.Name()))
+		if err != nil {
+			warnings = append(warnings, err)
+			continue
+		}
+		out = append(out, v)
+	}
 	return out, warnings, nil
 }
 
