@@ -48,6 +48,7 @@ merged pull request through a delivery pipeline.`,
 		newPacketCmd(f),
 		newFilesCmd(f),
 		newQuickstartCmd(f),
+		newRunCmd(f),
 	)
 	return root
 }

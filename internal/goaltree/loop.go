@@ -15,6 +15,7 @@ const (
 	LoopStuck    LoopOutcome = "stuck"    // a leaf is out of attempts: exit 3
 	LoopLimit    LoopOutcome = "limit"    // max_iterations reached: exit 1
 	LoopError    LoopOutcome = "error"    // a runner error or a refusal: exit 1
+	LoopOpen     LoopOutcome = "open"     // one step ran and work remains: exit 0
 )
 
 // LoopReport sums up a loop, or a single step.
@@ -63,6 +64,31 @@ func (r *Runner) Loop(ctx context.Context, maxIterations int) (*LoopReport, erro
 	}
 }
 
+// StepOnce runs one Step and sums it up like a loop: outcome open,
+// complete, stuck or error.
+func (r *Runner) StepOnce(ctx context.Context) (*LoopReport, error) {
+	start := time.Now()
+	rep := &LoopReport{}
+	s, err := r.Step(ctx)
+	if s != nil {
+		rep.add(s)
+	}
+	rep.Wall = time.Since(start)
+	switch {
+	case err != nil:
+		rep.Outcome = LoopError
+		_ = r.finish(rep)
+		return rep, err
+	case s.State == Complete:
+		rep.Outcome = LoopComplete
+	case s.State == Stuck:
+		rep.Outcome, rep.StuckNode = LoopStuck, s.StuckNode
+	default:
+		rep.Outcome = LoopOpen
+	}
+	return rep, r.finish(rep)
+}
+
 func (rep *LoopReport) add(s *StepReport) {
 	rep.Steps = append(rep.Steps, s)
 	if s.Ran {
@@ -100,6 +126,7 @@ func (rep *LoopReport) SummaryLine() string {
 		LoopStuck:    "stuck on node " + rep.StuckNode + " (out of attempts)",
 		LoopLimit:    "stopped at the iteration limit",
 		LoopError:    "stopped by an error",
+		LoopOpen:     "open",
 	}[rep.Outcome]
 	fmt.Fprintf(&b, "baton run %s: %s; %d passed, %d open, %d stuck", rep.RunID, what, rep.Counts.Passed, rep.Counts.Open, rep.Counts.Stuck)
 	fmt.Fprintf(&b, "; %d iteration%s in %s", rep.Iterations, plural(rep.Iterations), rep.Wall.Round(time.Second))
