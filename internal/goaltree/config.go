@@ -98,7 +98,7 @@ func ParseConfig(data []byte) (Config, error) {
 	if fc.Model != nil {
 		c.Model = strings.TrimSpace(*fc.Model)
 	}
-	if fc.AgentArgs != nil {
+	if len(fc.AgentArgs) > 0 {
 		c.AgentArgs = fc.AgentArgs
 	}
 	if fc.Guard != nil {

@@ -1,6 +1,7 @@
 package goaltree
 
 import (
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -71,24 +72,26 @@ func ParseGoalFile(data []byte) (*GoalFile, error) {
 		body = doc.Body
 	}
 	pre, sections := frontmatter.ParseSections(body)
-	var goal strings.Builder
+	var parts []string
+	var intro strings.Builder
 	for _, line := range strings.Split(pre, "\n") {
 		if t, ok := strings.CutPrefix(strings.TrimSpace(line), "# "); ok && g.Title == "" {
 			g.Title = strings.TrimSpace(t)
 			continue
 		}
-		goal.WriteString(line)
-		goal.WriteByte('\n')
+		intro.WriteString(line + "\n")
 	}
+	parts = append(parts, strings.TrimSpace(intro.String()))
 	for _, s := range sections {
 		switch strings.ToLower(strings.TrimSpace(s.Heading)) {
 		case "acceptance", "acceptance criteria":
 			g.Acceptance = append(g.Acceptance, listItems(s.Body)...)
 		default:
-			goal.WriteString("## " + s.Heading + "\n" + s.Body)
+			parts = append(parts, strings.TrimSpace("## "+s.Heading+"\n"+strings.TrimSpace(s.Body)))
 		}
 	}
-	g.Goal = strings.TrimSpace(goal.String())
+	parts = slices.DeleteFunc(parts, func(p string) bool { return p == "" })
+	g.Goal = strings.Join(parts, "\n\n")
 	if g.Title == "" {
 		return nil, baton.Errorf(baton.Invalid, "goal file has no title: start it with a \"# \" heading")
 	}
