@@ -1,6 +1,7 @@
 package goaltree
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -62,7 +63,7 @@ func runGuard(ctx context.Context, g guardSpec) (guardOutcome, error) {
 	}
 	defer f.Close()
 	fmt.Fprintf(f, "$ sh -c %s\n", shellQuote(g.Command))
-	w := &guardWriter{log: f, limit: g.MaxLog, tail: make([]byte, 0, 2*failureTailBytes)}
+	w := &guardWriter{log: f, limit: g.MaxLog}
 
 	runCtx, cancel := context.WithTimeout(ctx, g.Timeout)
 	defer cancel()
@@ -75,6 +76,9 @@ func runGuard(ctx context.Context, g guardSpec) (guardOutcome, error) {
 	cmd.WaitDelay = guardGrace
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
+		if ctx.Err() != nil {
+			return out, baton.WrapError(baton.Canceled, ctx.Err(), "the guard was interrupted")
+		}
 		return out, baton.WrapError(baton.Unavailable, err, "the guard could not start")
 	}
 	waitErr := cmd.Wait()
@@ -148,14 +152,12 @@ type guardWriter struct {
 	limit   int64
 	written int64
 	dropped int64
-	tail    []byte
-	total   int64
+	tail    tailBuffer
 }
 
 func (w *guardWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.total += int64(len(p))
 	keep := p
 	if room := w.limit - w.written; int64(len(keep)) > room {
 		keep = keep[:max(room, 0)]
@@ -165,29 +167,45 @@ func (w *guardWriter) Write(p []byte) (int, error) {
 		n, err := w.log.Write(keep)
 		w.written += int64(n)
 		if err != nil {
-			return 0, err // the guard sees EPIPE-like failure; its log is gone anyway
+			return 0, err
 		}
 	}
-	w.tail = append(w.tail, p...)
-	if len(w.tail) > 2*failureTailBytes {
-		w.tail = append(w.tail[:0], w.tail[len(w.tail)-failureTailBytes:]...)
+	return w.tail.Write(p)
+}
+
+func (w *guardWriter) tailText() (string, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.tail.text()
+}
+
+// tailBuffer keeps the last failureTailBytes written to it, in amortised
+// constant time per byte.
+type tailBuffer struct {
+	buf   []byte
+	total int64
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.total += int64(len(p))
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 2*failureTailBytes {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-failureTailBytes:]...)
 	}
 	return len(p), nil
 }
 
-// tailText returns the last failureTailBytes of output, from a line start
-// and a rune start where possible, and whether earlier output was cut.
-func (w *guardWriter) tailText() (string, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	b := w.tail
-	cut := w.total > int64(len(b))
+// text returns the tail, from a line start and a rune start when earlier
+// output was cut, and whether it was.
+func (t *tailBuffer) text() (string, bool) {
+	b := t.buf
+	cut := t.total > int64(len(b))
 	if len(b) > failureTailBytes {
 		b = b[len(b)-failureTailBytes:]
 		cut = true
 	}
 	if cut {
-		if i := strings.IndexByte(string(b), '\n'); i >= 0 && i < len(b)-1 {
+		if i := bytes.IndexByte(b, '\n'); i >= 0 && i < len(b)-1 {
 			b = b[i+1:]
 		}
 		for len(b) > 0 && !utf8.RuneStart(b[0]) {

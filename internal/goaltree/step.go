@@ -305,9 +305,10 @@ func (it *iteration) run(ctx context.Context) error {
 	}
 	it.st.Feedback = &baton.Feedback{Iter: it.n, Node: node.ID, Status: v.Status, Guard: v.Guard, Summary: historyText(result, v)}
 	it.rep.Status, it.rep.Guard, it.rep.AgentError = v.Status, v.Guard, v.AgentError
-	it.rep.State = Select(after).State
-	if s := Select(after); s.State == Stuck {
-		it.rep.StuckNode = s.Node.ID
+	next := Select(after)
+	it.rep.State = next.State
+	if next.State == Stuck {
+		it.rep.StuckNode = next.Node.ID
 	}
 	return it.record(ctx, "", v.Added)
 }
@@ -345,10 +346,10 @@ func readFailure(dir string, iter int) string {
 	f, err := os.Open(filepath.Join(dir, GuardLog))
 	if err == nil {
 		defer f.Close()
-		w := &guardWriter{log: nil, limit: 0, tail: make([]byte, 0, 2*failureTailBytes)}
-		if _, err := io.Copy(w, f); err == nil {
-			tail, _ := w.tailText()
-			return "The guard failed. The end of its log:\n\n" + tail
+		var tail tailBuffer
+		if _, err := io.Copy(&tail, f); err == nil {
+			text, _ := tail.text()
+			return "The guard failed. The end of its log:\n\n" + text
 		}
 	}
 	return fmt.Sprintf("The guard failed in iteration %d; its log is no longer on this machine.", iter)
