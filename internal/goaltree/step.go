@@ -173,19 +173,54 @@ type iteration struct {
 
 func (it *iteration) node() *baton.Node { return it.sel.Node }
 
+// run is the iteration's phases. Until begin, nothing is on record and a
+// failure is a plain error; from then on every failure is recorded as a
+// runner error, except when the agent moved HEAD (see
+// checkBranchAfterAgent).
 func (it *iteration) run(ctx context.Context) error {
-	l, r, node := it.r.Layout, it.r, it.node()
+	node := it.node()
 	it.n = it.st.NextIter
-	it.dir = l.Iteration(it.st.RunID, it.n)
-	it.start, it.started = time.Now(), r.now()
+	it.dir = it.r.Layout.Iteration(it.st.RunID, it.n)
+	it.start, it.started = time.Now(), it.r.now()
 	it.rep.Ran, it.rep.Iter, it.rep.Node, it.rep.Title = true, it.n, node.ID, node.Title
 	it.rep.Attempt, it.rep.MaxAttempts = node.Attempts+1, node.MaxAttempts
 
-	// Everything that can fail for configuration reasons fails here,
-	// before the iteration is on record.
-	in, err := it.inputs()
+	in, err := it.prepare()
 	if err != nil {
 		return err
+	}
+	if err := it.begin(ctx, in); err != nil {
+		return err
+	}
+	result, err := it.runAgent(ctx)
+	if err != nil {
+		return err
+	}
+	agentErr, err := it.restoreProtected()
+	if err != nil {
+		return it.runnerError(ctx, err)
+	}
+	if agentErr == "" {
+		agentErr = CheckResult(node, len(it.sel.Path)-1, result, it.cfg.Limits())
+	}
+	guard, gout := baton.GuardSkipped, guardOutcome{}
+	if agentErr == "" && result.Status == baton.StatusDone {
+		if gout, err = it.runGuard(ctx); err != nil {
+			return it.runnerError(ctx, err)
+		}
+		guard = gout.Result
+	}
+	return it.apply(ctx, result, agentErr, guard, gout)
+}
+
+// prepare builds the prompt and checks the agent can start: everything
+// that fails for configuration reasons fails here, before the iteration
+// is on record, and costs nothing.
+func (it *iteration) prepare() (Inputs, error) {
+	r := it.r
+	in, err := it.inputs()
+	if err != nil {
+		return in, err
 	}
 	opts := prompt.Options{BudgetBytes: it.cfg.PromptBudget}
 	if r.PromptBudget > 0 {
@@ -194,24 +229,26 @@ func (it *iteration) run(ctx context.Context) error {
 	if it.cfg.PromptBudgetTokens > 0 {
 		if r.tokens == nil {
 			if r.tokens, err = prompt.NewO200k(); err != nil {
-				return err
+				return in, err
 			}
 		}
 		opts.BudgetTokens, opts.Tokens = it.cfg.PromptBudgetTokens, r.tokens
 	}
 	if it.pack, err = BuildPrompt(in, opts); err != nil {
-		return err
+		return in, err
 	}
 	agent := it.cfg.Agent
 	if r.Agent != "" {
 		agent = r.Agent
 	}
-	it.spec = agentSpec(it.cfg, agent, it.pack.Text, l.Root, it.dir, r.Live, r.Env)
-	if err := agentrun.Check(it.spec); err != nil {
-		return err
-	}
+	it.spec = agentSpec(it.cfg, agent, it.pack.Text, r.Layout.Root, it.dir, r.Live, r.Env)
+	return in, agentrun.Check(it.spec)
+}
 
-	// On record: from here a crash leaves in_flight for the next step.
+// begin puts the iteration on record: tree.before.json and in_flight,
+// then the context files and the snapshot of the runner-owned files.
+func (it *iteration) begin(ctx context.Context, in Inputs) error {
+	l, node := it.r.Layout, it.node()
 	if err := os.RemoveAll(it.dir); err != nil {
 		return fmt.Errorf("clear %s: %w", it.dir, err)
 	}
@@ -229,78 +266,79 @@ func (it *iteration) run(ctx context.Context) error {
 	if err := l.SaveRunState(it.st); err != nil {
 		return err
 	}
+	// From here a crash leaves in_flight for the next step to recover.
 	if err := WriteContext(l.Context(""), in); err != nil {
 		return it.runnerError(ctx, err)
 	}
 	if it.protect, err = snapshot(l); err != nil {
 		return it.runnerError(ctx, err)
 	}
-	if r.Live != nil {
-		r.progress("baton run %s iter=%d node=%s attempt=%d/%d agent=%s: %s", it.st.RunID, it.n, node.ID, it.rep.Attempt, node.MaxAttempts, agent, oneLine(node.Title))
+	if it.r.Live != nil {
+		it.r.progress("baton run %s iter=%d node=%s attempt=%d/%d agent=%s: %s", it.st.RunID, it.n, node.ID, it.rep.Attempt, node.MaxAttempts, it.spec.Agent, oneLine(node.Title))
 	}
+	return nil
+}
 
+// runAgent runs the agent and decodes its answer. Every failure is a
+// runner error: a crash, an outage, a timeout or an unreadable answer is
+// not an answer, so none of it is held against the node. Whatever the
+// agent changed is committed as it is.
+func (it *iteration) runAgent(ctx context.Context) (*Result, error) {
+	var err error
 	it.res, err = agentrun.Run(ctx, it.spec)
 	it.agentDur = it.res.Duration
 	it.rep.CostUSD, it.rep.InTokens, it.rep.OutTokens = it.res.CostUSD, it.res.InputTokens, it.res.OutputTokens
 	if err != nil {
-		// Whatever the agent did is committed as it is, and none of it
-		// is held against the node: a crash, an outage or a timeout is
-		// not an answer.
-		return it.runnerError(ctx, err)
+		return nil, it.runnerError(ctx, err)
 	}
 	if err := it.checkBranchAfterAgent(ctx); err != nil {
-		return err // leaves in_flight: the next step recovers once HEAD is back
+		return nil, err // leaves in_flight: the next step recovers once HEAD is back
 	}
 	if len(it.res.Structured) > 0 {
 		if err := os.WriteFile(filepath.Join(it.dir, OutputLog), append(bytes.TrimSpace(it.res.Structured), '\n'), 0o644); err != nil {
-			return it.runnerError(ctx, err)
+			return nil, it.runnerError(ctx, err)
 		}
 	}
 	result, err := DecodeResult(it.res.Structured)
 	if err != nil {
-		return it.runnerError(ctx, err)
+		return nil, it.runnerError(ctx, err)
 	}
+	return result, nil
+}
 
-	agentErr, err := it.restoreProtected()
-	if err != nil {
-		return it.runnerError(ctx, err)
-	}
-	if agentErr == "" {
-		agentErr = CheckResult(node, len(it.sel.Path)-1, result, it.cfg.Limits())
-	}
-	guard := baton.GuardSkipped
-	var gout guardOutcome
-	if agentErr == "" && result.Status == baton.StatusDone {
-		gstart := time.Now()
-		gout, err = runGuard(ctx, guardSpec{
-			Command: it.cfg.Guard, Dir: l.Root, Timeout: it.cfg.IterationTimeout - time.Since(it.start),
-			Env: append(append([]string(nil), r.Env...), "BATON_RUN_ID="+it.st.RunID, "BATON_NODE_ID="+node.ID),
-			Log: filepath.Join(it.dir, GuardLog), MaxLog: it.cfg.LogMaxBytes,
-		})
-		it.guardDur = time.Since(gstart)
-		if err != nil {
-			return it.runnerError(ctx, err)
-		}
-		guard = gout.Result
-	}
+// runGuard runs the guard with what is left of the iteration's time.
+func (it *iteration) runGuard(ctx context.Context) (guardOutcome, error) {
+	start := time.Now()
+	defer func() { it.guardDur = time.Since(start) }()
+	return runGuard(ctx, guardSpec{
+		Command: it.cfg.Guard, Dir: it.r.Layout.Root, Timeout: it.cfg.IterationTimeout - time.Since(it.start),
+		Env: append(append([]string(nil), it.r.Env...), "BATON_RUN_ID="+it.st.RunID, "BATON_NODE_ID="+it.node().ID),
+		Log: filepath.Join(it.dir, GuardLog), MaxLog: it.cfg.LogMaxBytes,
+	})
+}
+
+// apply computes and saves the tree after the iteration, with its logs
+// and the feedback for the next attempt, then records it.
+func (it *iteration) apply(ctx context.Context, result *Result, agentErr string, guard baton.GuardResult, gout guardOutcome) error {
+	l, node := it.r.Layout, it.node()
 	after, v, err := Update(it.tree, node.ID, result, agentErr, guard, it.cfg.Limits())
 	if err != nil {
 		return it.runnerError(ctx, err)
 	}
+	logs := map[string]string{}
 	if v.Guard == baton.GuardFail {
-		if err := os.WriteFile(filepath.Join(it.dir, FailureLog), []byte(gout.failureText(it.cfg.Guard)), 0o644); err != nil {
-			return it.runnerError(ctx, err)
-		}
+		logs[FailureLog] = gout.failureText(it.cfg.Guard)
 	}
 	if v.AgentError != "" {
-		if err := os.WriteFile(filepath.Join(it.dir, AgentErrorLog), []byte(v.AgentError+"\n"), 0o644); err != nil {
+		logs[AgentErrorLog] = v.AgentError + "\n"
+	}
+	logs[TreeAfterLog] = string(Encode(after))
+	for name, text := range logs {
+		if err := os.WriteFile(filepath.Join(it.dir, name), []byte(text), 0o644); err != nil {
 			return it.runnerError(ctx, err)
 		}
 	}
 	if err := l.SaveTree(after); err != nil {
-		return it.runnerError(ctx, err)
-	}
-	if err := fsstore.WriteFileAtomic(filepath.Join(it.dir, TreeAfterLog), Encode(after), 0o644); err != nil {
 		return it.runnerError(ctx, err)
 	}
 	it.st.Feedback = &baton.Feedback{Iter: it.n, Node: node.ID, Status: v.Status, Guard: v.Guard, Summary: historyText(result, v)}
