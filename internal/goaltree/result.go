@@ -76,19 +76,19 @@ const childProperties = `{
 
 // Schema returns the JSON Schema of the agent's result, given to the agent
 // CLI (claude --json-schema, codex --output-schema) and checked by
-// agentrun. With strict set, every property is required and children is
-// nullable, as OpenAI's strict structured outputs demand (codex); without
-// it children may be left out, which suits hand-written command agents.
+// agentrun. Children may be null, as the output contract asks of every
+// answer but a decomposition. With strict set every property is required,
+// as OpenAI's strict structured outputs demand (codex); without it
+// children may also be left out, which suits hand-written command agents.
 // Semantic rules (children only when decomposing, caps) are checked by
 // CheckResult, so breaking them is the agent's error, not unparsable
 // output.
 func Schema(strict bool) []byte {
 	required := `["status", "summary"]`
-	children := `"children": {"type": "array", "items": ` + childProperties + `}`
 	if strict {
 		required = `["status", "summary", "children"]`
-		children = `"children": {"type": ["array", "null"], "items": ` + childProperties + `}`
 	}
+	children := `"children": {"type": ["array", "null"], "items": ` + childProperties + `}`
 	return []byte(`{
   "type": "object",
   "properties": {

@@ -3,6 +3,7 @@ package goaltree
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -598,5 +599,38 @@ func TestLoopOutcomes(t *testing.T) {
 	st := p.state()
 	if st.Totals.CostUSD != 0.75 || st.Totals.Iterations != 3 {
 		t.Errorf("run totals = %+v", st.Totals)
+	}
+}
+
+// TestEveryExecutorStep runs one passing iteration with each executor the
+// fake speaks, codex with the strict schema OpenAI requires.
+func TestEveryExecutorStep(t *testing.T) {
+	for _, agent := range []string{"claude", "codex", "droid", "command"} {
+		t.Run(agent, func(t *testing.T) {
+			p := newProject(t, leafGoal, testConfig("test -f calc.txt"), agenttest.Turn{
+				Files: []agenttest.File{{Path: "calc.txt", Content: "1"}},
+				Final: map[string]any{"status": "done", "summary": "wrote calc.txt", "children": nil},
+			})
+			r := p.runner()
+			r.Agent = agent
+			if agent == "command" {
+				r.Agent = p.fake.CommandAgent()
+			}
+			rep, err := r.Step(t.Context())
+			if err != nil || rep.Status != baton.StatusDone || rep.Guard != baton.GuardPass || rep.State != Complete {
+				t.Fatalf("Step with %s = %+v, %v", agent, rep, err)
+			}
+			calls := p.fake.Calls(t)
+			if len(calls) != 1 || calls[0].Dir != p.root {
+				t.Fatalf("calls = %+v", calls)
+			}
+			var schema map[string]any
+			if err := json.Unmarshal(calls[0].Schema, &schema); agent != "droid" && (err != nil || schema["required"] == nil) {
+				t.Errorf("%s got schema %s", agent, calls[0].Schema)
+			}
+			if out, ok := p.iterFile(1, OutputLog); !ok || !strings.Contains(out, "wrote calc.txt") {
+				t.Errorf("%s = %q", OutputLog, out)
+			}
+		})
 	}
 }
