@@ -65,16 +65,32 @@ func (l Layout) LoadRunState() (*baton.RunState, error) {
 	if err != nil {
 		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	var s baton.RunState
-	if err := dec.Decode(&s); err != nil {
+	s, err := DecodeRunState(b)
+	if err != nil {
 		return nil, baton.WrapError(baton.Invalid, err, "%s is not valid", l.rel(l.State(RunStateFile)))
+	}
+	return s, nil
+}
+
+// DecodeRunState parses run_state.json strictly and validates it. Errors
+// are Invalid.
+func DecodeRunState(data []byte) (*baton.RunState, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var s *baton.RunState
+	if err := dec.Decode(&s); err != nil {
+		return nil, baton.WrapError(baton.Invalid, err, "not a run state")
+	}
+	if dec.More() {
+		return nil, baton.Errorf(baton.Invalid, "data after the run state")
+	}
+	if s == nil {
+		return nil, baton.Errorf(baton.Invalid, "run state is null")
 	}
 	if err := s.Validate(); err != nil {
-		return nil, baton.WrapError(baton.Invalid, err, "%s is not valid", l.rel(l.State(RunStateFile)))
+		return nil, err
 	}
-	return &s, nil
+	return s, nil
 }
 
 // SaveRunState writes state/run_state.json.
