@@ -169,7 +169,7 @@ func EncodeConfig(c Config) []byte {
 	}
 	w("Cap, in bytes, of each agent output stream and of the guard log in an iteration's logs.", "log_max_bytes", fmt.Sprint(c.LogMaxBytes))
 	w("Children one decomposition may add; more is rejected as over-decomposition.", "max_children", fmt.Sprint(c.MaxChildren))
-	w("The deepest level a node may sit at (the root is 0).", "max_depth", fmt.Sprint(c.MaxDepth))
+	w("How deep decomposition may go (the root is 0): a child at this depth or deeper must be execute.", "max_depth", fmt.Sprint(c.MaxDepth))
 	return []byte(b.String())
 }
 
