@@ -3,6 +3,7 @@ module github.com/baton-agent/baton
 go 1.26.8
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/gofrs/flock v0.13.1
 	github.com/google/go-cmp v0.7.0
 	github.com/google/go-github/v92 v92.0.0

@@ -54,6 +54,7 @@ merged pull request through a delivery pipeline.`,
 		newDoctorCmd(f),
 		newMigrateCmd(f),
 		newQuickstartCmd(f),
+		newRunCmd(f),
 	)
 	return root
 }
