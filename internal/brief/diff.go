@@ -64,10 +64,12 @@ type DiffFile struct {
 	FirstHunkEnd int64 `json:"-"`
 	End          int64 `json:"-"`
 
-	// Lines is the number of lines in [Start, End); Hunks the number of
-	// "@@" hunks.
-	Lines int `json:"lines"`
-	Hunks int `json:"hunks"`
+	// Lines is the number of lines in [Start, End), HeaderLines those in
+	// [Start, HunkBody): the header and the first "@@" line. Hunks is the
+	// number of "@@" hunks.
+	Lines       int `json:"lines"`
+	HeaderLines int `json:"header_lines"`
+	Hunks       int `json:"hunks"`
 
 	generatedMark bool // a "Code generated ... DO NOT EDIT" line in the first hunk
 	renamed       bool
@@ -222,6 +224,7 @@ func (x *indexer) endLine(end int64) {
 		switch f.Hunks {
 		case 1:
 			f.HunkStart, f.HunkBody = start, end
+			f.HeaderLines = f.Lines
 			x.probe = generatedProbeLines
 		case 2:
 			f.FirstHunkEnd = start
@@ -248,6 +251,7 @@ func (x *indexer) closeFile(end int64) {
 	f.End = end
 	if f.HunkStart < 0 {
 		f.HunkStart, f.HunkBody = end, end
+		f.HeaderLines = f.Lines
 	}
 	if f.FirstHunkEnd < 0 {
 		f.FirstHunkEnd = end

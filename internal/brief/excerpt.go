@@ -159,7 +159,8 @@ func (a *allocator) headers() error {
 // firstHunks shares the room among the first hunks of class's files by
 // water-filling: every file gets min(need, level), with the level set so
 // the shares add up to the room. Cutting at line boundaries leaves some
-// room unused; further rounds hand it out until nothing moves.
+// room unused; further rounds hand it out, and once shares are smaller
+// than a line, the rest goes one line per file in priority order.
 func (a *allocator) firstHunks(class FileClass) error {
 	var files []int
 	for _, i := range a.order {
@@ -192,10 +193,58 @@ func (a *allocator) firstHunks(class FileClass) error {
 			}
 		}
 		if !moved {
-			return nil
+			return a.lineByLine(active)
 		}
 	}
 	return nil
+}
+
+// maxLineProbe bounds the search for a file's next line when handing out
+// the last of the room line by line.
+const maxLineProbe = 4096
+
+// lineByLine gives files their next line of the first hunk in turn, in
+// priority order, until none fits.
+func (a *allocator) lineByLine(files []int) error {
+	for moved := true; moved && a.room > 0; {
+		moved = false
+		for _, i := range files {
+			end := a.idx.Files[i].FirstHunkEnd
+			need := end - a.shownEnd(i)
+			if need <= 0 {
+				continue
+			}
+			n, err := a.nextLine(i, end, min(need, a.room, maxLineProbe))
+			if err != nil {
+				return err
+			}
+			if n > 0 {
+				a.grow(i, n)
+				moved = true
+			}
+		}
+	}
+	return nil
+}
+
+// nextLine returns the length of file i's next line if it ends within
+// limit bytes (or is the rest up to end), else 0.
+func (a *allocator) nextLine(i int, end, limit int64) (int64, error) {
+	from := a.shownEnd(i)
+	if limit <= 0 {
+		return 0, nil
+	}
+	buf, err := a.read(from, limit)
+	if err != nil {
+		return 0, err
+	}
+	if k := bytes.IndexByte(buf, '\n'); k >= 0 {
+		return int64(k + 1), nil
+	}
+	if from+limit == end {
+		return limit, nil
+	}
+	return 0, nil
 }
 
 // waterLevel returns the largest level such that the sum of min(need,
@@ -251,15 +300,25 @@ func (a *allocator) cut(i int, end, limit int64) (int64, error) {
 	if end-from <= limit {
 		return end - from, nil
 	}
-	if int64(cap(a.buf)) < limit {
-		a.buf = make([]byte, limit)
-	}
-	buf := a.buf[:limit]
-	if _, err := a.src.ReadAt(buf, from); err != nil && !errors.Is(err, io.EOF) {
-		return 0, fmt.Errorf("read diff: %w", err)
+	buf, err := a.read(from, limit)
+	if err != nil {
+		return 0, err
 	}
 	k := bytes.LastIndexByte(buf, '\n')
 	return int64(k + 1), nil
+}
+
+// read returns n bytes of the diff at off, in a buffer reused by the next
+// call.
+func (a *allocator) read(off, n int64) ([]byte, error) {
+	if int64(cap(a.buf)) < n {
+		a.buf = make([]byte, n)
+	}
+	buf := a.buf[:n]
+	if _, err := a.src.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("read diff: %w", err)
+	}
+	return buf, nil
 }
 
 // finish builds the text and the per-file outcomes.

@@ -48,6 +48,10 @@ merged pull request through a delivery pipeline.`,
 		newPacketCmd(f),
 		newFilesCmd(f),
 		newQuickstartCmd(f),
+		newReviewPRCmd(f),
+		newFixIssueCmd(f),
+		newImplementFeatureCmd(f),
+		newGitHubCmd(f),
 	)
 	return root
 }
