@@ -156,7 +156,7 @@ func BuildIssueBrief(in IssueBriefInput, opts prompt.Options) (*IssueBrief, erro
 		return &IssueBrief{Pack: pack}, nil
 	}
 	const commentsAt = 3
-	pack, kept, err := fitLargest(int64(len(comments)), func(k int64) (*prompt.Pack, error) {
+	pack, kept, err := fitLargest(int64(len(comments)), 1, func(k int64) (*prompt.Pack, error) {
 		secs[commentsAt].Body = in.Issue.commentsBody(comments[len(comments)-int(k):], in.CommentsAsked, number, repoArg)
 		return prompt.Build(secs, opts)
 	})

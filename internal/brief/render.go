@@ -133,10 +133,11 @@ func allKept(p *prompt.Pack) bool {
 }
 
 // fitLargest builds the pack for the largest n in [0, limit] that keeps
-// every section whole, assuming larger n means a larger pack. When even 0
-// does not fit, it returns the pack for 0 as Build cut it (or Build's
-// error when the required sections cannot fit at all).
-func fitLargest(limit int64, build func(n int64) (*prompt.Pack, error)) (*prompt.Pack, int64, error) {
+// every section whole, assuming larger n means a larger pack, to within
+// step (a coarser step saves builds when each one counts tokens). When
+// even 0 does not fit, it returns the pack for 0 as Build cut it (or
+// Build's error when the required sections cannot fit at all).
+func fitLargest(limit, step int64, build func(n int64) (*prompt.Pack, error)) (*prompt.Pack, int64, error) {
 	p, err := build(limit)
 	if err != nil || allKept(p) || limit <= 0 {
 		return p, limit, err
@@ -146,7 +147,7 @@ func fitLargest(limit int64, build func(n int64) (*prompt.Pack, error)) (*prompt
 		return best, 0, err
 	}
 	lo, hi := int64(0), limit // build(lo) fits, build(hi) does not
-	for hi-lo > 1 {
+	for hi-lo > max(step, 1) {
 		mid := lo + (hi-lo)/2
 		p, err := build(mid)
 		if err != nil {

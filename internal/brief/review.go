@@ -105,7 +105,14 @@ func BuildReview(r *Review, opts ReviewOptions) (*ReviewBrief, error) {
 		secs[diffAt].Body = r.diffBody(ex, repoArg)
 		return prompt.Build(secs, po)
 	}
-	pack, allow, err := fitLargest(budget, build)
+	// Byte budgets are measured without rendering, so the search can be
+	// exact; a token budget tokenizes the prompt per try, so it settles
+	// for 1% of the diff budget.
+	step := int64(1)
+	if po.BudgetTokens > 0 && po.Tokens != nil {
+		step = max(budget/100, 1)
+	}
+	pack, allow, err := fitLargest(budget, step, build)
 	if buildErr != nil {
 		return nil, fmt.Errorf("cut the diff of %s#%d: %w", r.Repo, n, buildErr)
 	}
@@ -217,9 +224,18 @@ func (r *Review) filesBody(repoArg string) string {
 	if len(r.Files) > 0 {
 		b.WriteString("\n")
 	}
+	binary := map[string]bool{}
+	for _, f := range r.Diff.Files {
+		if f.Binary {
+			binary[f.Path] = true
+		}
+	}
 	listed := 0
 	for _, f := range r.Files {
 		var notes []string
+		if binary[f.Path] {
+			notes = append(notes, "binary")
+		}
 		switch f.Status {
 		case "added", "removed":
 			notes = append(notes, f.Status)

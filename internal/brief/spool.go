@@ -16,7 +16,9 @@ const DefaultSpoolMemory = 8 << 20
 // it cannot outlive the process even if baton is killed. A Spool is written
 // once, then read; it is not safe for concurrent use.
 type Spool struct {
-	mem   []byte
+	// mem holds the contents in fixed-size chunks, so growing never
+	// copies and never holds more than limit plus one chunk.
+	mem   [][]byte
 	limit int
 	dir   string
 	f     *os.File
@@ -33,12 +35,24 @@ func NewSpool(memLimit int, dir string) *Spool {
 	return &Spool{limit: memLimit, dir: dir}
 }
 
+// spoolChunk is the size of one chunk of a spool's memory.
+const spoolChunk = 256 << 10
+
 // Write appends p.
 func (s *Spool) Write(p []byte) (int, error) {
-	if s.f == nil && len(s.mem)+len(p) <= s.limit {
-		s.mem = append(s.mem, p...)
-		s.size += int64(len(p))
-		return len(p), nil
+	if s.f == nil && s.size+int64(len(p)) <= int64(s.limit) {
+		n := len(p)
+		for len(p) > 0 {
+			if len(s.mem) == 0 || len(s.mem[len(s.mem)-1]) == spoolChunk {
+				s.mem = append(s.mem, make([]byte, 0, spoolChunk))
+			}
+			last := &s.mem[len(s.mem)-1]
+			k := min(len(p), spoolChunk-len(*last))
+			*last = append(*last, p[:k]...)
+			p = p[k:]
+		}
+		s.size += int64(n)
+		return n, nil
 	}
 	if s.f == nil {
 		if err := s.spill(); err != nil {
@@ -65,9 +79,11 @@ func (s *Spool) spill() error {
 	if os.Remove(f.Name()) != nil {
 		s.leftover = f.Name()
 	}
-	if _, err := f.Write(s.mem); err != nil {
-		f.Close()
-		return fmt.Errorf("write diff spool: %w", err)
+	for _, c := range s.mem {
+		if _, err := f.Write(c); err != nil {
+			f.Close()
+			return fmt.Errorf("write diff spool: %w", err)
+		}
 	}
 	s.f, s.mem = f, nil
 	return nil
@@ -87,10 +103,13 @@ func (s *Spool) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, fmt.Errorf("read diff spool: negative offset %d", off)
 	}
-	if off >= int64(len(s.mem)) {
-		return 0, io.EOF
+	n := 0
+	for n < len(p) && off < s.size {
+		c := s.mem[off/spoolChunk]
+		k := copy(p[n:], c[off%spoolChunk:])
+		n += k
+		off += int64(k)
 	}
-	n := copy(p, s.mem[off:])
 	if n < len(p) {
 		return n, io.EOF
 	}

@@ -502,3 +502,56 @@ func TestImplementFeatureGolden(t *testing.T) {
 		t.Errorf("a relevant file that no longer exists is listed")
 	}
 }
+
+// When the whole prompt is over --budget (or --budget-tokens), the diff
+// gives way first, at a line boundary, and every other section stays.
+func TestReviewPRPromptBudgetCutsTheDiffFirst(t *testing.T) {
+	e := newEnv(t)
+	srv := newGitHub(e)
+	srv.AddPullRequest("octo/app", manyFilePR(6))
+	full := e.ok("", "", "review-pr", "30", "--repo", "octo/app")
+	type doc struct {
+		Prompt string `json:"prompt"`
+		Report struct {
+			Bytes    int `json:"bytes"`
+			Tokens   int `json:"tokens"`
+			Sections []struct {
+				Key     string `json:"key"`
+				Outcome string `json:"outcome"`
+			} `json:"sections"`
+		} `json:"report"`
+		Diff struct {
+			AllowanceBytes int  `json:"allowance_bytes"`
+			Truncated      bool `json:"truncated"`
+		} `json:"diff"`
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+	}{
+		{"bytes", []string{"--budget", fmt.Sprint(len(full.stdout) - 1000)}},
+		{"tokens", []string{"--budget-tokens", "1500"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := e.ok("", "", append([]string{"review-pr", "30", "--repo", "octo/app", "--json"}, tt.args...)...)
+			var d doc
+			if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range d.Report.Sections {
+				if s.Outcome != "kept" {
+					t.Errorf("section %s %s; want every section kept and the diff cut instead", s.Key, s.Outcome)
+				}
+			}
+			if !d.Diff.Truncated || d.Diff.AllowanceBytes >= 51200 {
+				t.Errorf("diff allowance %d, truncated %v; want it cut below the diff budget", d.Diff.AllowanceBytes, d.Diff.Truncated)
+			}
+			if tt.name == "bytes" && len(d.Prompt) > len(full.stdout)-1000 {
+				t.Errorf("prompt %d bytes, over the budget", len(d.Prompt))
+			}
+			if tt.name == "tokens" && (d.Report.Tokens > 1500 || d.Report.Tokens < 1300) {
+				t.Errorf("prompt %d tokens; want just under 1500", d.Report.Tokens)
+			}
+		})
+	}
+}
