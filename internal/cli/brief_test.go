@@ -555,3 +555,31 @@ func TestReviewPRPromptBudgetCutsTheDiffFirst(t *testing.T) {
 		})
 	}
 }
+
+func TestIssueBriefFailuresLeaveStdoutEmpty(t *testing.T) {
+	tests := []struct {
+		name  string
+		route string
+		fail  githubtest.Failure
+		want  string
+	}{
+		{"issue not found", "GET /repos/octo/app/issues/7", githubtest.NotFound(), "issue octo/app#7 not found"},
+		{"comments 500", "GET /repos/octo/app/issues/7/comments", githubtest.ServerError(), "GitHub is unavailable"},
+		{"linked pull requests rate limited", "GRAPHQL closedByPullRequestsReferences", githubtest.GraphQLRateLimited(time.Now().Add(time.Hour)), "retry after"},
+		{"secondary rate limit", "GET /repos/octo/app/issues/7", githubtest.TooManyRequests(90 * time.Second), "secondary rate limit"},
+	}
+	for _, tt := range tests {
+		for _, cmd := range []string{"fix-issue", "implement-feature"} {
+			t.Run(cmd+" "+tt.name, func(t *testing.T) {
+				e := newEnv(t)
+				srv := newGitHub(e)
+				addIssueFixture(srv)
+				srv.Fail(tt.route, tt.fail)
+				r := e.run("", "", cmd, "7", "--repo", "octo/app")
+				if r.code != ExitError || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, tt.want) {
+					t.Errorf("exit %d, stdout %q, stderr %q; want exit 1, nothing on stdout, one line with %q", r.code, r.stdout, r.stderr, tt.want)
+				}
+			})
+		}
+	}
+}
