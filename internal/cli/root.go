@@ -55,6 +55,10 @@ merged pull request through a delivery pipeline.`,
 		newMigrateCmd(f),
 		newQuickstartCmd(f),
 		newRunCmd(f),
+		newReviewPRCmd(f),
+		newFixIssueCmd(f),
+		newImplementFeatureCmd(f),
+		newGitHubCmd(f),
 	)
 	return root
 }
