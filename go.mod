@@ -3,6 +3,8 @@ module github.com/baton-agent/baton
 go 1.26.8
 
 require (
+	github.com/BurntSushi/toml v1.6.0
+	github.com/creack/pty v1.1.24
 	github.com/gofrs/flock v0.13.1
 	github.com/google/go-cmp v0.7.0
 	github.com/google/go-github/v92 v92.0.0
@@ -19,6 +21,7 @@ require (
 	github.com/riverqueue/river/rivertype v0.31.0
 	github.com/spf13/cobra v1.10.2
 	go.yaml.in/yaml/v3 v3.0.6
+	golang.org/x/term v0.45.0
 	modernc.org/sqlite v1.60.1
 )
 

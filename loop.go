@@ -58,6 +58,10 @@ type Loop struct {
 	SourcePacketID     string
 	SessionID          string // the session the loop is bound to; "" until its first stop
 	Outcome            string // which promise, or max_iterations, or cancelled
+	// ConsecutiveBlocks counts the Stop-hook blocks since the user last
+	// started a turn (stop_hook_active false). Harnesses cap that chain
+	// (Claude Code ends the turn after 8), so the engine counts it itself.
+	ConsecutiveBlocks int
 
 	// Extra holds unknown frontmatter entries in file order.
 	Extra []Field
@@ -81,8 +85,8 @@ func (l *Loop) Validate() error {
 	if strings.TrimSpace(l.Prompt) == "" {
 		return Errorf(Invalid, "loop %s: the loop prompt is empty", l.ID)
 	}
-	if l.Iteration < 0 || l.MaxIterations < 0 {
-		return Errorf(Invalid, "loop %s: iteration and max_iterations must not be negative", l.ID)
+	if l.Iteration < 0 || l.MaxIterations < 0 || l.ConsecutiveBlocks < 0 {
+		return Errorf(Invalid, "loop %s: iteration, max_iterations and consecutive_blocks must not be negative", l.ID)
 	}
 	if l.Status == LoopDone && l.Outcome == "" {
 		return Errorf(Invalid, "loop %s: a done loop needs an outcome", l.ID)

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Runs every test baton has: formatting, vet, and `go test ./...` with the
-# real parts the tests need (git; a PostgreSQL server for the pipeline's
-# Postgres driver; Chromium for the dashboard). Installs what is missing
-# from Debian's packages, starts PostgreSQL as the postgres user, and
-# exits non-zero on any failure.
+# Runs every test baton has: formatting, vet, `go test ./...` with the real
+# parts the tests need (git; a PostgreSQL server for the pipeline's Postgres
+# driver), and a type-check of the pi extension against pi's published
+# types. Installs what is missing from Debian's packages, starts PostgreSQL
+# as the postgres user, and exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +11,7 @@ log() { printf '== %s\n' "$*" >&2; }
 
 need_apt=()
 command -v git >/dev/null || need_apt+=(git)
+command -v npm >/dev/null || need_apt+=(nodejs npm)
 if [ ${#need_apt[@]} -gt 0 ]; then
 	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
 		log "installing ${need_apt[*]}"
@@ -35,4 +36,7 @@ go vet ./...
 
 log "go test"
 go test -count=1 ./...
+
+log "pi extension type-check"
+bash integrations/pi/check.sh
 log "all tests passed"

@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/baton-agent/baton/internal/cli"
 )
 
@@ -52,9 +54,7 @@ func buildVersion() string {
 	return "devel"
 }
 
-// isTerminal reports whether f is a character device (a terminal), without
-// a dependency: hooks run with pipes and must never wait on a TTY.
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
+// isTerminal reports whether f is a terminal (not merely a character
+// device such as /dev/null): hooks run with pipes and must never wait on
+// a TTY, and confirmations need a real one.
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }

@@ -379,7 +379,7 @@ func newDeliveryListCmd(f *Factory, db *string) *cobra.Command {
 					if d.RunStatus == baton.StatusPending && !d.Queued || d.RunStatus == baton.StatusSucceeded && d.Phase != baton.PhaseClose {
 						st += " (checkpoint)"
 					}
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", d.Seq, d.ID, d.Phase, st, clip(firstLine(d.Summary), 60), d.Repository)
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", d.Seq, d.ID, d.Phase, st, clip(summaryTitle(d.Summary), 60), d.Repository)
 				}
 				return tw.Flush()
 			})
@@ -391,7 +391,8 @@ func newDeliveryListCmd(f *Factory, db *string) *cobra.Command {
 	return cmd
 }
 
-func firstLine(s string) string {
+// summaryTitle is the first line of a summary.
+func summaryTitle(s string) string {
 	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
 	return l
 }
@@ -478,7 +479,7 @@ func printDelivery(w io.Writer, v deliveryView, now time.Time) {
 	d := v.Delivery
 	fmt.Fprintf(w, "delivery %s (#%d): %s\n", d.ID, d.Seq, stateText(d))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "summary:\t%s\n", firstLine(d.Summary))
+	fmt.Fprintf(tw, "summary:\t%s\n", summaryTitle(d.Summary))
 	fmt.Fprintf(tw, "repository:\t%s (%s)\n", d.Repository, d.Forge)
 	c := d.Config
 	fmt.Fprintf(tw, "agent:\t%s%s, timeout %s, round %d of %d\n", c.Agent, ifSet(", model ", c.Model), c.PhaseTimeout, d.Rounds, c.MaxRounds)

@@ -45,15 +45,9 @@ the whole log. The log is streamed, so even a huge log uses little memory.`,
 				}
 				q.Since, sinceDesc = p.CreatedAt, "since packet "+p.ID
 			case !all:
-				ps, _, err := st.FindPackets(fsstore.PacketFilter{})
+				newest, err := st.NewestPacket()
 				if err != nil {
 					return err
-				}
-				var newest *baton.Packet
-				for _, p := range ps {
-					if newest == nil || p.CreatedAt.After(newest.CreatedAt) {
-						newest = p
-					}
 				}
 				if newest != nil {
 					q.Since, sinceDesc = newest.CreatedAt, "since packet "+newest.ID

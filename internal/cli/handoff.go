@@ -71,7 +71,7 @@ Pick the packet up in a new session with: baton pickup <id>`,
 }
 
 func runHandoff(ctx context.Context, f *Factory, purpose string, o handoffOptions) error {
-	body, err := readBody(f, o.body)
+	body, err := readInput(f, "--body", o.body)
 	if err != nil {
 		return err
 	}
@@ -114,8 +114,9 @@ func runHandoff(ctx context.Context, f *Factory, purpose string, o handoffOption
 	return err
 }
 
-// readBody reads --body: a file, or stdin for "-".
-func readBody(f *Factory, src string) (string, error) {
+// readInput reads the file a flag names, or stdin for "-", up to
+// maxBodyBytes; flag names the flag in errors.
+func readInput(f *Factory, flag, src string) (string, error) {
 	if src == "" {
 		return "", nil
 	}
@@ -125,17 +126,17 @@ func readBody(f *Factory, src string) (string, error) {
 	} else {
 		fh, err := os.Open(src)
 		if err != nil {
-			return "", baton.WrapError(baton.Invalid, err, "cannot read --body %s", src)
+			return "", baton.WrapError(baton.Invalid, err, "cannot read %s %s", flag, src)
 		}
 		defer fh.Close()
 		r = fh
 	}
 	b, err := io.ReadAll(io.LimitReader(r, maxBodyBytes+1))
 	if err != nil {
-		return "", fmt.Errorf("read body: %w", err)
+		return "", fmt.Errorf("read %s: %w", flag, err)
 	}
 	if len(b) > maxBodyBytes {
-		return "", baton.Errorf(baton.Invalid, "the body is over %d MiB; a handoff is a summary, not an archive", maxBodyBytes>>20)
+		return "", baton.Errorf(baton.Invalid, "%s is over %d MiB", flag, maxBodyBytes>>20)
 	}
 	return string(b), nil
 }

@@ -14,6 +14,11 @@ import (
 // Main runs baton with args (without the program name) and returns the
 // process exit code. It is the one place that prints a command's error.
 func Main(ctx context.Context, args []string, f *Factory) int {
+	if isHookInvocation(args) {
+		// Hooks answer on every tool call and stop: they skip the command
+		// tree and follow the harness's contract instead of the exit table.
+		return runHook(ctx, f, args[1:])
+	}
 	root := newRootCmd(f)
 	root.SetArgs(args)
 	root.SetIn(f.IO.In)

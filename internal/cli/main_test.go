@@ -91,11 +91,12 @@ func (e *env) run(subdir, stdin string, args ...string) result {
 	e.t.Helper()
 	var out, errb bytes.Buffer
 	f := &Factory{
-		IO:      IO{In: strings.NewReader(stdin), Out: &out, Err: &errb},
-		Now:     func() time.Time { return e.now },
-		Getenv:  func(k string) string { return e.vars[k] },
-		WorkDir: filepath.Join(e.dir, subdir),
-		Version: "test",
+		IO:         IO{In: strings.NewReader(stdin), Out: &out, Err: &errb},
+		Now:        func() time.Time { return e.now },
+		Getenv:     func(k string) string { return e.vars[k] },
+		WorkDir:    filepath.Join(e.dir, subdir),
+		Version:    "test",
+		Executable: "/opt/baton/bin/baton",
 	}
 	code := Main(context.Background(), args, f)
 	return result{out.String(), errb.String(), code}

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -22,8 +23,9 @@ func newQuickstartCmd(f *Factory) *cobra.Command {
 		Short: "Walk through baton on a throwaway repository",
 		Long: `Create a small git repository in a temporary directory and run baton's
 everyday commands against it, printing each command and its output: create
-the store, record the files an agent touched, write a handoff packet the way
-an agent would, and pick it up as the next session's prompt.
+the store, answer Claude Code hook payloads (session start, a file edit, two
+stops of a loop), write a handoff packet the way an agent would, and pick it
+up as the next session's prompt.
 
 Nothing outside the temporary directory is touched. --keep leaves it for
 you to explore; --dir uses a directory you choose (it must be empty or
@@ -105,32 +107,62 @@ func runQuickstart(ctx context.Context, f *Factory, dir string, keep bool) error
 		return err
 	}
 
+	payload := func(fields string) string {
+		return `{"session_id":"quickstart-session","cwd":` + jsonString(dir) + `,` + fields + `}`
+	}
 	steps := []struct {
 		note  string
 		stdin string
 		args  []string
+		env   map[string]string
 	}{
-		{"Create the context store at the git root.", "", []string{"init"}},
-		{"Record the files the agent changed (the post-tool-use hook does this on every edit).", "", []string{"files", "add", "greet.go"}},
-		{"At the end of the session the agent writes a handoff packet and pipes it in.", quickstartBody, []string{"handoff", "make the greeting configurable", "--body", "-", "--validator", "go test ./..."}},
-		{"The packets in this project.", "", []string{"packet", "list"}},
-		{"The next session starts from this prompt (what changed since the handoff is checked against the repository).", "", []string{"pickup", "latest", "--explain"}},
+		{note: "Create the context store at the git root.", args: []string{"init"}},
+		{note: "Claude Code starts a session: the session-start hook records it and prints the context to inject.",
+			stdin: payload(`"hook_event_name":"SessionStart","source":"startup"`),
+			args:  []string{"hook", "session-start", "--harness", "claude"}},
+		{note: "The agent edits greet.go: the post-tool-use hook records the file (it prints nothing and never blocks).",
+			stdin: payload(`"hook_event_name":"PostToolUse","tool_name":"Edit","tool_input":{"file_path":` + jsonString(filepath.Join(dir, "greet.go")) + `,"old_string":"a","new_string":"b"}`),
+			args:  []string{"hook", "post-tool-use", "--harness", "claude"}},
+		{note: "The files agents touched, ranked.", args: []string{"files"}},
+		{note: "The user starts a loop: the prompt repeats at every stop until the agent states a promise.",
+			args: []string{"loop", "start", "--max-iterations", "5", "--promise", "DONE", "--promise", "BLOCKED", "Make the greeting configurable; run go test ./... each round."},
+			env:  map[string]string{"BATON_SESSION_ID": "quickstart-session", "BATON_HARNESS": "claude"}},
+		{note: "The agent tries to stop without a promise: the stop hook blocks and feeds the loop prompt back.",
+			stdin: payload(`"hook_event_name":"Stop","stop_hook_active":false,"last_assistant_message":"I added the env lookup."`),
+			args:  []string{"hook", "stop", "--harness", "claude"}},
+		{note: "The agent states a promise: the loop ends as done with that outcome, and the stop is allowed.",
+			stdin: payload(`"hook_event_name":"Stop","stop_hook_active":true,"last_assistant_message":"Tests pass. <promise>DONE</promise>"`),
+			args:  []string{"hook", "stop", "--harness", "claude"}},
+		{note: "The loop is kept, with its outcome.", args: []string{"loop", "list"}},
+		{note: "At the end of the session the agent writes a handoff packet and pipes it in.",
+			stdin: quickstartBody,
+			args:  []string{"handoff", "make the greeting configurable", "--body", "-", "--validator", "go test ./..."},
+			env:   map[string]string{"BATON_SESSION_ID": "quickstart-session", "BATON_HARNESS": "claude"}},
+		{note: "The next session starts from this prompt (checked against the repository as it is now).",
+			args: []string{"pickup", "latest", "--explain"}},
 	}
 	for _, s := range steps {
 		say("# %s", s.note)
 		shown := "baton " + strings.Join(quoteArgs(s.args), " ")
-		if s.stdin != "" {
+		switch {
+		case strings.HasPrefix(s.stdin, "{"):
+			shown = "<hook payload> | " + shown
+		case s.stdin != "":
 			shown = "<agent-written markdown> | " + shown
 		}
 		say("$ %s", shown)
 		var so, se bytes.Buffer
+		env := s.env
 		sub := &Factory{
 			IO:  IO{In: strings.NewReader(s.stdin), Out: &so, Err: &se},
-			Now: f.Now, Getenv: func(string) string { return "" },
+			Now: f.Now, Getenv: func(k string) string { return env[k] },
 			WorkDir: dir, Version: f.Version, Executable: f.Executable,
 		}
 		code := Main(ctx, s.args, sub)
 		out.Write(so.Bytes())
+		if so.Len() > 0 && !bytes.HasSuffix(so.Bytes(), []byte("\n")) {
+			say("")
+		}
 		out.Write(bytes.ReplaceAll(se.Bytes(), []byte("baton: "), []byte("  (stderr) ")))
 		if code != 0 {
 			return baton.Errorf(baton.Internal, "quickstart step %q exited %d", shown, code)
@@ -143,6 +175,11 @@ func runQuickstart(ctx context.Context, f *Factory, dir string, keep bool) error
 		say("Done. Run it again with --keep to explore the files it made.")
 	}
 	return nil
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }
 
 func quoteArgs(args []string) []string {

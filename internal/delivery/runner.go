@@ -346,7 +346,7 @@ func (r *Runner) plan(ctx context.Context, d *baton.Delivery, f forge.Forge) (ou
 		}
 	}
 	title := firstLine(d.Summary)
-	if _, _, err := co.CommitAll(ctx, "Plan: "+title+"\n\nbaton delivery "+d.ID); err != nil {
+	if _, _, err := co.CommitChanges(ctx, "Plan: "+title+"\n\nbaton delivery "+d.ID); err != nil {
 		out.warn("plan not committed: %v", err)
 		return out
 	}
@@ -376,7 +376,7 @@ func (r *Runner) implement(ctx context.Context, d *baton.Delivery, f forge.Forge
 	// Whatever the agent left, committed or not, is pushed: work is never
 	// lost, also when the agent failed or was stopped.
 	msg := fmt.Sprintf("%s\n\nWork left uncommitted by the %s agent, committed by baton (delivery %s, attempt %d).", firstLine(d.Summary), d.Config.Agent, d.ID, d.Attempt)
-	_, committed, cerr := co.CommitAll(context.WithoutCancel(ctx), msg)
+	_, committed, cerr := co.CommitChanges(context.WithoutCancel(ctx), msg)
 	after, _ := co.RevParse(ctx, "HEAD")
 	var perr error
 	if cerr == nil && (after != before || !co.WorkExists) {

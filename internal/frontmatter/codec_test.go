@@ -226,7 +226,7 @@ func sampleLoop() *baton.Loop {
 		ID: "20261122T093400Z-fix-tests", CreatedAt: t0, UpdatedAt: t0,
 		Status: baton.LoopActive, Iteration: 3, MaxIterations: 20,
 		CompletionPromises: []string{"ALL TESTS PASS", "BLOCKED"},
-		SourcePacketID:     "20261122T090000Z-auth", SessionID: "abc-123",
+		SourcePacketID:     "20261122T090000Z-auth", SessionID: "abc-123", ConsecutiveBlocks: 2,
 		Prompt: "Fix the tests.\n---\n## Notes\nnot the real notes\n```\n## fenced\n```\n---",
 		Notes:  "\n- 2026-11-22T09:34:00Z started\n",
 	}

@@ -48,6 +48,8 @@ func DecodeLoop(data []byte) (*baton.Loop, error) {
 			l.SessionID, err = decodeString(e)
 		case "outcome":
 			l.Outcome, err = decodeString(e)
+		case "consecutive_blocks":
+			l.ConsecutiveBlocks, err = decodeInt(e)
 		default:
 			l.Extra = append(l.Extra, baton.Field{Key: e.Key, Raw: e.Raw})
 		}
@@ -126,6 +128,9 @@ func EncodeLoop(l *baton.Loop) []byte {
 	w.optStr("source_packet_id", l.SourcePacketID)
 	w.optStr("session_id", l.SessionID)
 	w.optStr("outcome", l.Outcome)
+	if l.ConsecutiveBlocks != 0 {
+		w.int("consecutive_blocks", l.ConsecutiveBlocks)
+	}
 	w.extra(l.Extra)
 	b.WriteString("---\n\n## ")
 	b.WriteString(baton.SectionLoopPrompt)

@@ -136,31 +136,15 @@ type PacketFilter struct {
 // first). Files that cannot be read are skipped and returned as warnings,
 // so one bad file never hides the rest.
 func (s *Store) FindPackets(filter PacketFilter) ([]*baton.Packet, []error, error) {
-	entries, err := os.ReadDir(s.path(PacketsDir))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, nil
-	} else if err != nil {
+	ps, warnings, err := readArtifacts(s.path(PacketsDir), s.readPacket)
+	if err != nil {
 		return nil, nil, fmt.Errorf("list packets: %w", err)
 	}
-	var out []*baton.Packet
-	var warnings []error
-	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() || !strings.HasSuffix(name, ".md") || strings.HasPrefix(name, ".") {
-			continue
+	out := ps[:0]
+	for _, p := range ps {
+		if filter.Status == "" || p.Status == filter.Status {
+			out = append(out, p)
 		}
-		if !baton.ValidID(strings.TrimSuffix(name, ".md")) {
-			continue
-		}
-		p, err := s.readPacket(s.path(PacketsDir, name))
-		if err != nil {
-			warnings = append(warnings, err)
-			continue
-		}
-		if filter.Status != "" && p.Status != filter.Status {
-			continue
-		}
-		out = append(out, p)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].UpdatedAt.Equal(out[j].UpdatedAt) {
@@ -168,6 +152,33 @@ func (s *Store) FindPackets(filter PacketFilter) ([]*baton.Packet, []error, erro
 		}
 		return out[i].ID > out[j].ID
 	})
+	return out, warnings, nil
+}
+
+// readArtifacts reads every <id>.md in dir with read. Files that cannot be
+// read are returned as warnings, so one bad file never hides the rest; a
+// missing dir is empty.
+func readArtifacts[T any](dir string, read func(path string) (T, error)) ([]T, []error, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	} else if err != nil {
+		return nil, nil, err
+	}
+	var out []T
+	var warnings []error
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".md")
+		if !ok || e.IsDir() || !baton.ValidID(id) {
+			continue // temp files of atomic writes start with '.', which ValidID refuses
+		}
+		v, err := read(filepath.Join(dir, e.Name()))
+		if err != nil {
+			warnings = append(warnings, err)
+			continue
+		}
+		out = append(out, v)
+	}
 	return out, warnings, nil
 }
 
@@ -264,4 +275,43 @@ func (s *Store) PacketPath(id string) (string, error) {
 		return "", err
 	}
 	return s.packetPath(id), nil
+}
+
+// NewestPacket returns the most recently created packet, or nil when there
+// is none. Packet ids start with their UTC creation time, so it reads only
+// the packet whose id sorts last, and falls back to a full listing when
+// that file cannot be read or its name does not carry a timestamp.
+func (s *Store) NewestPacket() (*baton.Packet, error) {
+	entries, err := os.ReadDir(s.path(PacketsDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("list packets: %w", err)
+	}
+	newest := ""
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".md")
+		if ok && !e.IsDir() && baton.ValidID(id) && id > newest {
+			newest = id
+		}
+	}
+	if newest == "" {
+		return nil, nil
+	}
+	if _, err := time.Parse(baton.IDTimeLayout, newest[:min(len(newest), len(baton.IDTimeLayout))]); err == nil {
+		if p, err := s.FindPacketByID(newest); err == nil {
+			return p, nil
+		}
+	}
+	all, _, err := s.FindPackets(PacketFilter{})
+	if err != nil || len(all) == 0 {
+		return nil, err
+	}
+	best := all[0]
+	for _, p := range all[1:] {
+		if p.CreatedAt.After(best.CreatedAt) {
+			best = p
+		}
+	}
+	return best, nil
 }

@@ -23,6 +23,8 @@ func TestMain(m *testing.M) {
 		os.Exit(helperAppend())
 	case "rewrite":
 		os.Exit(helperRewrite())
+	case "loop-increment":
+		os.Exit(helperLoopIncrement())
 	}
 	os.Exit(m.Run())
 }
@@ -34,6 +36,24 @@ func helperAppend() int {
 	for i := 0; i < n; i++ {
 		e := baton.RelevantFile{Timestamp: time.Now().UTC(), FilePath: fmt.Sprintf("w%s/file-%05d.go", w, i), Source: baton.FromTool, Confidence: 0.5}
 		if err := s.AppendRelevantFiles(context.Background(), e); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	return 0
+}
+
+// helperLoopIncrement bumps a loop's iteration N times, as N stop hooks in
+// a row would.
+func helperLoopIncrement() int {
+	s := Open(os.Getenv("ROOT"), Options{})
+	n, _ := strconv.Atoi(os.Getenv("N"))
+	for i := 0; i < n; i++ {
+		_, err := s.UpdateLoop(context.Background(), os.Getenv("ID"), func(l *baton.Loop) error {
+			l.Iteration++
+			return nil
+		})
+		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}

@@ -154,10 +154,11 @@ func (r *Repo) identity(ctx context.Context) []string {
 	return []string{"-c", "user.name=baton", "-c", "user.email=baton@localhost"}
 }
 
-// CommitAll stages everything in the work tree and commits it with msg.
-// It returns the new HEAD and whether a commit was made (false when the
-// tree was clean).
-func (r *Repo) CommitAll(ctx context.Context, msg string) (string, bool, error) {
+// CommitChanges stages everything in the work tree and commits it with
+// msg, unless nothing changed (CommitAll commits even then). It returns
+// HEAD and whether a commit was made. Without a configured git identity,
+// the commit is made as "baton".
+func (r *Repo) CommitChanges(ctx context.Context, msg string) (string, bool, error) {
 	if _, err := r.Run(ctx, "add", "-A"); err != nil {
 		return "", false, err
 	}

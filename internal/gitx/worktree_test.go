@@ -59,12 +59,12 @@ func TestCacheWorktreeCommitPushMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(wtPath, "b.txt"), []byte("b\n"), 0o644)
-	sha, committed, err := wt.CommitAll(ctx, "add b")
+	sha, committed, err := wt.CommitChanges(ctx, "add b")
 	if err != nil || !committed {
-		t.Fatalf("CommitAll = %v %v", committed, err)
+		t.Fatalf("CommitChanges = %v %v", committed, err)
 	}
-	if _, committed, _ := wt.CommitAll(ctx, "nothing"); committed {
-		t.Error("CommitAll committed a clean tree")
+	if _, committed, _ := wt.CommitChanges(ctx, "nothing"); committed {
+		t.Error("CommitChanges committed a clean tree")
 	}
 	if err := wt.Push(ctx, "origin", "HEAD:refs/heads/work"); err != nil {
 		t.Fatal(err)

@@ -63,7 +63,7 @@ func ParseBody(md string) (lead string, sections []baton.Section) {
 		merged := false
 		for i := range sections {
 			if sections[i].Heading == h {
-				sections[i].Body = strings.TrimRight(sections[i].Body, "\n") + "\n\n" + strings.TrimSpace(s.Body)
+				sections[i].Body = strings.TrimSpace(sections[i].Body + "\n\n" + strings.TrimSpace(s.Body))
 				merged = true
 				break
 			}

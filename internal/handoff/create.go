@@ -226,17 +226,11 @@ func sectionBody(text string) string {
 // previousPacketTime is when the newest existing packet was created, or
 // the zero time when there is none.
 func previousPacketTime(st *fsstore.Store) (time.Time, error) {
-	all, _, err := st.FindPackets(fsstore.PacketFilter{})
-	if err != nil {
+	p, err := st.NewestPacket()
+	if err != nil || p == nil {
 		return time.Time{}, err
 	}
-	var t time.Time
-	for _, p := range all {
-		if p.CreatedAt.After(t) {
-			t = p.CreatedAt
-		}
-	}
-	return t, nil
+	return p.CreatedAt, nil
 }
 
 func renderFiles(confirmed, suggested []string) string {
@@ -268,34 +262,26 @@ const (
 
 // repoState describes the git state of dir, or "" outside a repository.
 func repoState(ctx context.Context, dir string) string {
-	repo := gitx.Open(dir)
-	if !repo.IsRepo(ctx) {
+	snap, err := gitx.Open(dir).Snapshot(ctx)
+	if err != nil {
 		return ""
 	}
 	var b strings.Builder
 	b.WriteString(repoStateHeading + "\n\n")
-	branch, _ := repo.Branch(ctx)
+	branch := snap.Branch
 	if branch == "" {
 		branch = "(detached HEAD)"
 	}
 	fmt.Fprintf(&b, "%s`%s`\n", stateBranch, branch)
-	if head, err := repo.Head(ctx); err == nil {
-		fmt.Fprintf(&b, "%s`%s` %s\n", stateHead, head.Short(), head.Subject)
+	if snap.Head.SHA != "" {
+		fmt.Fprintf(&b, "%s`%s` %s\n", stateHead, snap.Head.Short(), snap.Head.Subject)
 	} else {
 		fmt.Fprintf(&b, "%s(no commits)\n", stateHead)
 	}
-	changes, err := repo.Status(ctx)
-	var ours []gitx.Change
-	for _, c := range changes {
-		if !strings.HasPrefix(c.Path, fsstore.Dir+"/") {
-			ours = append(ours, c)
-		}
-	}
-	switch {
-	case err != nil:
-	case len(ours) == 0:
+	ours := workChanges(snap.Changes)
+	if len(ours) == 0 {
 		fmt.Fprintf(&b, "%snone\n", stateDirty)
-	default:
+	} else {
 		fmt.Fprintf(&b, "%s%d file%s\n", stateDirty, len(ours), plural(len(ours)))
 		for i, c := range ours {
 			if i == maxDirtyListed {
@@ -306,6 +292,18 @@ func repoState(ctx context.Context, dir string) string {
 		}
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// workChanges drops the context store's own files: they are baton's
+// bookkeeping, not the work.
+func workChanges(cs []gitx.Change) []gitx.Change {
+	var out []gitx.Change
+	for _, c := range cs {
+		if !strings.HasPrefix(c.Path, fsstore.Dir+"/") {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func plural(n int) string {

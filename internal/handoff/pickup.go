@@ -120,21 +120,22 @@ func codeSpan(s string) string {
 // work. It returns "" outside a git repository.
 func Drift(ctx context.Context, root string, p *baton.Packet) string {
 	repo := gitx.Open(root)
-	if !repo.IsRepo(ctx) {
+	snap, err := repo.Snapshot(ctx)
+	if err != nil {
 		return ""
 	}
 	var lines []string
 	recBranch, recHead := recordedState(p)
-	branch, _ := repo.Branch(ctx)
+	branch := snap.Branch
 	if branch == "" {
 		branch = "(detached HEAD)"
 	}
 	if recBranch != "" && recBranch != branch {
 		lines = append(lines, fmt.Sprintf("- The packet was written on branch `%s`; the repository is on `%s`.", recBranch, branch))
 	}
-	head, herr := repo.Head(ctx)
-	if recHead != "" && herr == nil && !strings.HasPrefix(head.SHA, recHead) {
-		if n, err := repo.CommitsBetween(ctx, recHead, "HEAD"); err == nil {
+	head := snap.Head
+	if recHead != "" && head.SHA != "" && !strings.HasPrefix(head.SHA, recHead) {
+		if n, err := repo.CommitsBetween(ctx, recHead, head.SHA); err == nil {
 			lines = append(lines, fmt.Sprintf("- HEAD moved from `%s` to `%s` (%d commit%s since the handoff): %s.", recHead, head.Short(), n, plural(n), head.Subject))
 		} else {
 			lines = append(lines, fmt.Sprintf("- HEAD is `%s`; the packet recorded `%s`, which is not in this history (rebased or another branch).", head.Short(), recHead))
@@ -150,20 +151,12 @@ func Drift(ctx context.Context, root string, p *baton.Packet) string {
 	if len(gone) > 0 {
 		lines = append(lines, "- Confirmed files that no longer exist: "+strings.Join(gone, ", ")+".")
 	}
-	if changes, err := repo.Status(ctx); err == nil {
-		n := 0
-		for _, c := range changes {
-			if !strings.HasPrefix(c.Path, fsstore.Dir+"/") {
-				n++
-			}
-		}
-		if n > 0 {
-			lines = append(lines, fmt.Sprintf("- %d uncommitted change%s in the work tree now (`git status` shows them).", n, plural(n)))
-		}
+	if n := len(workChanges(snap.Changes)); n > 0 {
+		lines = append(lines, fmt.Sprintf("- %d uncommitted change%s in the work tree now (`git status` shows them).", n, plural(n)))
 	}
 	if len(lines) == 0 {
 		desc := "branch `" + branch + "`"
-		if herr == nil {
+		if head.SHA != "" {
 			desc += ", HEAD `" + head.Short() + "`"
 		}
 		return "The repository matches what the packet recorded (" + desc + ")."

@@ -1,0 +1,124 @@
+// Command hookbench measures baton's hooks as harnesses run them: a whole
+// process per event, payload on stdin, timed from fork to exit, median of
+// many runs, beside /bin/true measured in the same run. Usage:
+//
+//	go run ./bench/hookbench -baton /path/to/baton [-n 300]
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/baton-agent/baton/bench/proctime"
+)
+
+func main() {
+	bin := flag.String("baton", "", "the baton binary to measure")
+	n := flag.Int("n", 300, "runs per fast scenario")
+	nBig := flag.Int("n-big", 60, "runs per 100 MB transcript scenario")
+	flag.Parse()
+	if *bin == "" {
+		fmt.Fprintln(os.Stderr, "usage: hookbench -baton PATH")
+		os.Exit(2)
+	}
+	dir, err := os.MkdirTemp("", "hookbench-*")
+	check(err)
+	defer os.RemoveAll(dir)
+	check(os.Mkdir(filepath.Join(dir, ".git"), 0o755))
+	run(exec.Command(*bin, "--root", dir, "init"), nil)
+	// An unbounded loop bound to the session, so every stop blocks and
+	// writes the loop file (the common, slowest path of a stop).
+	c := exec.Command(*bin, "--root", dir, "loop", "start", "--max-iterations", "0", "keep going")
+	c.Env = append(os.Environ(), "BATON_SESSION_ID=bench")
+	run(c, nil)
+
+	small := writeTranscript(dir, "1mb.jsonl", 1<<20)
+	big := writeTranscript(dir, "100mb.jsonl", 100<<20)
+	payload := func(m map[string]any) []byte {
+		m["session_id"] = "bench"
+		m["cwd"] = dir
+		b, _ := json.Marshal(m)
+		return b
+	}
+	scenarios := []struct {
+		name  string
+		argv  []string
+		stdin []byte
+		runs  int
+		goal  string
+	}{
+		{"/bin/true", []string{"/bin/true"}, nil, *n, ""},
+		{"process start: baton hook, bad --harness (no I/O)", []string{*bin, "hook", "stop", "--harness", "none"}, []byte("{}"), *n, ""},
+		{"baton hook post-tool-use (Write)", []string{*bin, "hook", "post-tool-use", "--harness", "claude"}, payload(map[string]any{"tool_name": "Write", "tool_input": map[string]any{"file_path": filepath.Join(dir, "main.go"), "content": "package main\n"}}), *n, "< 5 ms"},
+		{"baton hook stop, last_assistant_message (loop blocks)", []string{*bin, "hook", "stop", "--harness", "claude"}, payload(map[string]any{"last_assistant_message": "still working", "stop_hook_active": false}), *n, "< 5 ms"},
+		{"baton hook stop, no loop (allow)", []string{*bin, "hook", "stop", "--harness", "claude"}, []byte(`{"session_id":"other","cwd":"` + dir + `","last_assistant_message":"x"}`), *n, ""},
+		{"baton hook stop, 1 MB transcript (Droid)", []string{*bin, "hook", "stop", "--harness", "droid"}, payload(map[string]any{"transcript_path": small}), *n, ""},
+		{"baton hook stop, 100 MB transcript (Droid)", []string{*bin, "hook", "stop", "--harness", "droid"}, payload(map[string]any{"transcript_path": big}), *nBig, "< 20 ms"},
+		{"baton hook session-start", []string{*bin, "hook", "session-start", "--harness", "claude"}, payload(map[string]any{"source": "startup"}), *n, ""},
+	}
+	fmt.Println("| scenario | runs | median | p90 | goal |")
+	fmt.Println("|---|---:|---:|---:|---|")
+	for _, s := range scenarios {
+		r := proctime.Run{Argv: s.argv, Stdin: s.stdin, N: s.runs,
+			Dir: os.TempDir()} // never the project: hooks resolve the root from the payload
+		if strings.Contains(s.name, "blocks") {
+			r.Check = func(out []byte) error {
+				if !bytes.Contains(out, []byte(`"decision":"block"`)) {
+					return fmt.Errorf("did not block: %s", out)
+				}
+				return nil
+			}
+		}
+		st, err := proctime.Measure(r)
+		check(err)
+		fmt.Printf("| %s | %d | %s | %s | %s |\n", s.name, st.Runs, proctime.MS(st.Median), proctime.MS(st.P90), s.goal)
+	}
+}
+
+// writeTranscript writes a Claude/Droid-style transcript of about size
+// bytes: user turns, tool results, and assistant messages split over
+// lines, ending in an assistant text followed by a tool_use-only line.
+func writeTranscript(dir, name string, size int) string {
+	p := filepath.Join(dir, name)
+	f, err := os.Create(p)
+	check(err)
+	filler := strings.Repeat("x", 2000)
+	written := 0
+	for i := 0; written < size; i++ {
+		lines := []string{
+			fmt.Sprintf(`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t%d","content":"%s"}]}}`, i, filler),
+			fmt.Sprintf(`{"type":"assistant","message":{"id":"msg_%d","role":"assistant","content":[{"type":"text","text":"step %d done"}]}}`, i, i),
+			fmt.Sprintf(`{"type":"assistant","message":{"id":"msg_%d","role":"assistant","content":[{"type":"tool_use","id":"t%d","name":"Edit","input":{"file_path":"a.go"}}]}}`, i, i+1),
+		}
+		for _, l := range lines {
+			n, err := f.WriteString(l + "\n")
+			check(err)
+			written += n
+		}
+	}
+	check(f.Close())
+	return p
+}
+
+func run(c *exec.Cmd, stdin []byte) {
+	if stdin != nil {
+		c.Stdin = bytes.NewReader(stdin)
+	}
+	if out, err := c.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "%v: %v\n%s", c.Args, err, out)
+		os.Exit(1)
+	}
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}

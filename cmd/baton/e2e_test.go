@@ -1,0 +1,157 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var batonBin string
+
+// TestMain builds the real binary once: these tests run hooks the way a
+// harness does, as separate processes through /bin/sh.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "baton-e2e-*")
+	if err != nil {
+		panic(err)
+	}
+	batonBin = filepath.Join(dir, "baton")
+	if out, err := exec.Command("go", "build", "-o", batonBin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type proc struct {
+	t    *testing.T
+	dir  string
+	home string
+}
+
+func (p proc) env(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "CLAUDE_") || strings.HasPrefix(k, "BATON_") || k == "HOME" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, append([]string{"HOME=" + p.home}, extra...)...)
+}
+
+// sh runs a shell command line in the project with stdin.
+func (p proc) sh(cmdline, stdin string, extra ...string) (string, string) {
+	p.t.Helper()
+	c := exec.Command("/bin/sh", "-c", cmdline)
+	c.Dir = p.dir
+	c.Env = p.env(extra...)
+	c.Stdin = strings.NewReader(stdin)
+	var out, errb strings.Builder
+	c.Stdout, c.Stderr = &out, &errb
+	if err := c.Run(); err != nil {
+		p.t.Fatalf("%s: %v\nstdout: %s\nstderr: %s", cmdline, err, out.String(), errb.String())
+	}
+	return out.String(), errb.String()
+}
+
+// A Claude Code session, end to end with the real binary: install, the
+// installed session-start command exports the session id, the agent's
+// shell starts a loop bound to it, the installed stop command blocks until
+// the promise, doctor's probes pass, uninstall cleans up.
+func TestClaudeSessionEndToEnd(t *testing.T) {
+	p := proc{t: t, dir: t.TempDir(), home: t.TempDir()}
+	p.sh("git init -q", "")
+	p.sh(batonBin+" install claude", "")
+	settings, err := os.ReadFile(filepath.Join(p.dir, ".claude/settings.local.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Hooks map[string][]struct {
+			Hooks []struct{ Command string }
+		}
+	}
+	if err := json.Unmarshal(settings, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cmd := func(event string) string { return cfg.Hooks[event][0].Hooks[0].Command }
+
+	envFile := filepath.Join(p.dir, "claude-env.sh")
+	sub := filepath.Join(p.dir, "pkg")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := p.sh(cmd("SessionStart"), `{"session_id":"e2e-1","cwd":"`+sub+`","source":"startup"}`, "CLAUDE_ENV_FILE="+envFile, "CLAUDE_PROJECT_DIR="+p.dir)
+	if !strings.HasPrefix(out, "baton: the working context of this project is in "+p.dir) {
+		t.Fatalf("session-start printed %q", out)
+	}
+	// The agent's Bash tool sources the env file before each command.
+	out, _ = p.sh(". "+envFile+" && "+batonBin+" loop start --max-iterations=5 --promise DONE --prompt-file -", "Fix it.\n---\nagain\n")
+	if !strings.Contains(out, "bound to session e2e-1") {
+		t.Fatalf("loop start = %q", out)
+	}
+	stop := func(session, msg string) string {
+		out, errOut := p.sh(cmd("Stop"), `{"session_id":"`+session+`","cwd":"`+sub+`","stop_hook_active":false,"last_assistant_message":`+msg+`}`)
+		if errOut != "" {
+			t.Errorf("stop stderr: %s", errOut)
+		}
+		return out
+	}
+	if got := stop("e2e-1", `"working"`); !strings.HasPrefix(got, `{"decision":"block","reason":"Fix it.\n---\nagain","systemMessage":"baton loop `) {
+		t.Fatalf("stop = %q", got)
+	}
+	if got := stop("other", `"<promise>DONE</promise>"`); got != "" {
+		t.Fatalf("another session's stop = %q", got)
+	}
+	if got := stop("e2e-1", `"<promise>DONE</promise>"`); !strings.Contains(got, `done (DONE) at iteration 2/5`) {
+		t.Fatalf("stop with the promise = %q", got)
+	}
+	p.sh(cmd("PostToolUse"), `{"session_id":"e2e-1","cwd":"`+sub+`","tool_name":"Write","tool_input":{"file_path":"`+sub+`/a.go"}}`)
+	if b, _ := os.ReadFile(filepath.Join(p.dir, ".agent/context/indexes/relevant-files.jsonl")); !strings.Contains(string(b), `"file_path":"pkg/a.go"`) {
+		t.Errorf("relevant files = %s", b)
+	}
+
+	out, _ = p.sh(batonBin+" doctor --json", "")
+	var rep struct {
+		Probes []struct {
+			Harness, Event, Problem string
+			OK                      bool
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Probes) != 4 {
+		t.Fatalf("doctor probed %d hooks, want 4: %s", len(rep.Probes), out)
+	}
+	for _, pr := range rep.Probes {
+		if !pr.OK {
+			t.Errorf("doctor probe %s %s failed: %s", pr.Harness, pr.Event, pr.Problem)
+		}
+	}
+	p.sh(batonBin+" uninstall claude", "")
+	if _, err := os.Stat(filepath.Join(p.dir, ".claude/settings.local.json")); !os.IsNotExist(err) {
+		t.Error("uninstall left settings.local.json")
+	}
+}
+
+// A hook that cannot work still exits 0 with nothing on stdout.
+func TestHookFailsOpenAsAProcess(t *testing.T) {
+	p := proc{t: t, dir: t.TempDir(), home: t.TempDir()}
+	out, errOut := p.sh(batonBin+" hook stop --harness claude", "not json")
+	if out != "" || !strings.Contains(errOut, "not a JSON object") {
+		t.Errorf("stdout %q, stderr %q", out, errOut)
+	}
+	out, errOut = p.sh(batonBin+" hook stop --harnes claude", "{}")
+	if out != "" || !strings.Contains(errOut, "unknown flag --harnes") {
+		t.Errorf("stdout %q, stderr %q", out, errOut)
+	}
+}

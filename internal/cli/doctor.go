@@ -1,0 +1,224 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/install"
+)
+
+// probeResult is one hook command run with a synthetic payload.
+type probeResult struct {
+	Harness    string  `json:"harness"`
+	Event      string  `json:"event"`
+	Command    string  `json:"command"`
+	OK         bool    `json:"ok"`
+	ExitCode   int     `json:"exit_code"`
+	Millis     float64 `json:"ms"`
+	Problem    string  `json:"problem,omitempty"`
+	StdoutHead string  `json:"stdout_head,omitempty"`
+}
+
+type doctorReport struct {
+	SchemaVersion int              `json:"schema_version"`
+	Binary        string           `json:"binary"`
+	Version       string           `json:"version"`
+	Root          string           `json:"root"`
+	HasStore      bool             `json:"has_store"`
+	Installs      []install.Status `json:"installs"`
+	Probes        []probeResult    `json:"probes"`
+	Warnings      []string         `json:"warnings"`
+}
+
+func newDoctorCmd(f *Factory) *cobra.Command {
+	var asJSON, noProbe bool
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Report where baton is installed and whether its hooks answer",
+		Long: `For every harness (claude, codex, droid, pi) and scope (project, user), report
+the config file, the baton hooks and command files found there, and the
+baton binary they call compared with this one. Then run each configured hook
+command with a synthetic payload in a scratch directory (never your project's
+store) and check its exit code, its output for that harness's contract and
+its time. Warnings cover missing or stale binaries, slow hooks, and a
+harness installed at both scopes (its hooks would run twice).`,
+		Example: "  baton doctor\n  baton doctor --json\n  baton doctor --no-probe",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rep := runDoctor(cmd.Context(), f, !noProbe)
+			if asJSON {
+				return writeJSON(f.IO.Out, rep)
+			}
+			w := f.IO.Out
+			fmt.Fprintf(w, "baton %s at %s\nproject root %s (store: %v)\n\n", rep.Version, rep.Binary, rep.Root, rep.HasStore)
+			for _, s := range rep.Installs {
+				state := "not installed"
+				if s.Installed {
+					state = fmt.Sprintf("%d hook(s)", len(s.Hooks))
+					if s.Harness == baton.HarnessPi {
+						state = "extension"
+					}
+				}
+				fmt.Fprintf(w, "%-6s %-7s %-13s %d command(s)  %s\n", s.Harness, s.Scope, state, len(s.Commands), s.File)
+				if s.Error != "" {
+					fmt.Fprintf(w, "       error: %s\n", s.Error)
+				}
+			}
+			if len(rep.Probes) > 0 {
+				fmt.Fprintln(w)
+			}
+			for _, p := range rep.Probes {
+				mark := "ok  "
+				if !p.OK {
+					mark = "FAIL"
+				}
+				fmt.Fprintf(w, "%s %-6s %-13s %6.1f ms  %s\n", mark, p.Harness, p.Event, p.Millis, p.Problem)
+			}
+			for _, warn := range rep.Warnings {
+				fmt.Fprintf(w, "\nwarning: %s", warn)
+			}
+			if len(rep.Warnings) > 0 {
+				fmt.Fprintln(w)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for agents and scripts")
+	cmd.Flags().BoolVar(&noProbe, "no-probe", false, "only inspect the config files; run no hooks")
+	return cmd
+}
+
+func runDoctor(ctx context.Context, f *Factory, probe bool) doctorReport {
+	root, _ := f.projectRoot()
+	rep := doctorReport{SchemaVersion: 1, Binary: f.Executable, Version: f.Version, Root: root, HasStore: f.Store().Exists(),
+		Installs: []install.Status{}, Probes: []probeResult{}, Warnings: []string{}}
+	for _, h := range baton.Harnesses {
+		scopes := 0
+		for _, sc := range []install.Scope{install.ScopeProject, install.ScopeUser} {
+			t := install.Target{Harness: h, Scope: sc, Root: root, Home: f.env("HOME"), Exe: f.Executable}
+			s := install.Inspect(t)
+			rep.Installs = append(rep.Installs, s)
+			if !s.Installed {
+				continue
+			}
+			scopes++
+			for _, b := range s.Binaries {
+				if fi, err := os.Stat(b); err != nil || fi.Mode()&0o111 == 0 {
+					rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s (%s) calls %s, which is missing or not executable: run `baton install %s --scope %s` again", h, sc, b, h, sc))
+				} else if b != f.Executable {
+					rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s (%s) calls %s, not this binary (%s)", h, sc, b, f.Executable))
+				}
+			}
+			if probe {
+				rep.Probes = append(rep.Probes, probeHooks(ctx, f, s)...)
+			}
+		}
+		if scopes == 2 {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s is installed at both scopes: unless the commands are identical its hooks run twice and a loop advances twice per stop; uninstall one", h))
+		}
+	}
+	for _, p := range rep.Probes {
+		if !p.OK {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s %s hook failed its probe: %s", p.Harness, p.Event, p.Problem))
+		}
+	}
+	return rep
+}
+
+// probeHooks runs each of an installation's hook commands with a
+// synthetic payload in a scratch project.
+func probeHooks(ctx context.Context, f *Factory, s install.Status) []probeResult {
+	dir, err := os.MkdirTemp("", "baton-doctor-*")
+	if err != nil {
+		return []probeResult{{Harness: string(s.Harness), Problem: err.Error()}}
+	}
+	defer os.RemoveAll(dir)
+	commands := map[string]string{}
+	for _, h := range s.Hooks {
+		for _, ev := range []string{"session-start", "stop", "post-tool-use", "pre-compact"} {
+			if strings.Contains(h.Command, " hook "+ev+" ") {
+				commands[ev] = h.Command
+			}
+		}
+	}
+	if s.Harness == baton.HarnessPi && len(s.Binaries) > 0 {
+		for _, ev := range []string{"session-start", "stop", "post-tool-use", "pre-compact"} {
+			commands[ev] = install.HookCommand(s.Binaries[0], ev, "pi")
+		}
+	}
+	var out []probeResult
+	for _, ev := range []string{"session-start", "post-tool-use", "pre-compact", "stop"} {
+		cmdline, ok := commands[ev]
+		if !ok {
+			continue
+		}
+		payload := map[string]any{"session_id": "baton-doctor", "cwd": dir, "transcript_path": filepath.Join(dir, "none.jsonl")}
+		switch ev {
+		case "session-start":
+			payload["source"] = "startup"
+		case "stop":
+			payload["stop_hook_active"] = false
+			payload["last_assistant_message"] = "probe"
+		case "post-tool-use":
+			payload["tool_name"] = map[baton.Harness]string{baton.HarnessClaude: "Write", baton.HarnessCodex: "apply_patch", baton.HarnessDroid: "Create", baton.HarnessPi: "write"}[s.Harness]
+			payload["tool_input"] = map[string]any{"file_path": filepath.Join(dir, "probe.txt"), "path": filepath.Join(dir, "probe.txt")}
+		case "pre-compact":
+			payload["trigger"] = "manual"
+		}
+		body, _ := json.Marshal(payload)
+		out = append(out, runProbe(ctx, f, s.Harness, ev, cmdline, dir, body))
+	}
+	return out
+}
+
+func runProbe(ctx context.Context, f *Factory, h baton.Harness, ev, cmdline, dir string, payload []byte) probeResult {
+	r := probeResult{Harness: string(h), Event: ev, Command: cmdline}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c := exec.CommandContext(ctx, "/bin/sh", "-c", cmdline)
+	c.Dir = dir
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "CLAUDE_PROJECT_DIR", "FACTORY_PROJECT_DIR", "CLAUDE_ENV_FILE", "BATON_ROOT", "BATON_SESSION_ID":
+			continue // the probe must never reach the user's project
+		}
+		env = append(env, kv)
+	}
+	c.Env = env
+	c.Stdin = bytes.NewReader(payload)
+	var stdout, stderr bytes.Buffer
+	c.Stdout, c.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := c.Run()
+	r.Millis = float64(time.Since(start).Microseconds()) / 1000
+	r.ExitCode = c.ProcessState.ExitCode()
+	out := stdout.String()
+	r.StdoutHead = truncateRunes(strings.TrimSpace(out), 80)
+	switch {
+	case err != nil && r.ExitCode != 0:
+		r.Problem = fmt.Sprintf("exit %d: %s", r.ExitCode, truncateRunes(strings.TrimSpace(stderr.String()), 200))
+	case ev == "session-start" && h != baton.HarnessPi && !strings.HasPrefix(out, "baton"):
+		r.Problem = "session-start printed no context"
+	case h == baton.HarnessPi && !json.Valid(stdout.Bytes()):
+		r.Problem = "the pi answer is not JSON"
+	case h != baton.HarnessPi && ev != "session-start" && out != "":
+		r.Problem = fmt.Sprintf("printed %q where the contract wants nothing", r.StdoutHead)
+	case r.Millis > 1000:
+		r.Problem = "slower than 1 s"
+	default:
+		r.OK = true
+	}
+	return r
+}

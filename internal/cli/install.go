@@ -1,0 +1,145 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/install"
+)
+
+type installOptions struct {
+	scope  string
+	dryRun bool
+	asJSON bool
+}
+
+func newInstallCmd(f *Factory) *cobra.Command {
+	var o installOptions
+	cmd := &cobra.Command{
+		Use:   "install <claude|codex|droid|pi>",
+		Short: "Install baton's hooks and slash commands into an agent product",
+		Long: `Write baton's hooks and slash commands into the harness's own configuration,
+merged with what is there: other hooks and settings are kept in order,
+running it again changes nothing, and every file it changes is first copied
+to <file>.baton-backup-<time>. Hook commands call this baton binary by its
+absolute path.
+
+  claude  hooks in .claude/settings.local.json (project) or ~/.claude/settings.json
+          (user); commands in .claude/commands/ or ~/.claude/commands/
+  codex   hooks in .codex/hooks.json or ~/.codex/hooks.json; prompts in
+          ~/.codex/prompts/ (/prompts:handoff ...). Trust the hooks in /hooks.
+  droid   hooks in .factory/hooks.json or ~/.factory/hooks.json; commands in
+          .factory/commands/ or ~/.factory/commands/
+  pi      the extension .pi/extensions/baton/index.ts (or under ~/.pi/agent/)
+          and prompt templates in .pi/prompts/ (or ~/.pi/agent/prompts/)
+
+Commands: handoff, pickup, baton-loop, baton-cancel, baton-status, review-pr,
+fix-issue, implement-feature. A command file that exists and was not written
+by baton is left alone and reported. --dry-run prints the plan and the hook
+file diffs and writes nothing. See docs/hooks.md.`,
+		Example: `  baton install claude
+  baton install codex --scope user --dry-run
+  baton install droid --json`,
+		Args: exactArgs(1, "one harness: claude, codex, droid or pi"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runInstall(f, args[0], o, true)
+		},
+	}
+	addInstallFlags(cmd, &o)
+	return cmd
+}
+
+func newUninstallCmd(f *Factory) *cobra.Command {
+	var o installOptions
+	cmd := &cobra.Command{
+		Use:   "uninstall <claude|codex|droid|pi>",
+		Short: "Remove exactly what baton install added",
+		Long: `Remove baton's hooks (the entries whose command runs "baton hook") and the
+command files marked baton-managed, leaving every other hook, setting and
+file as it is. A hooks file left with nothing but baton's hooks is removed.
+Changed files are backed up first; --dry-run shows the plan.`,
+		Example: "  baton uninstall claude\n  baton uninstall codex --scope user --dry-run",
+		Args:    exactArgs(1, "one harness: claude, codex, droid or pi"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runInstall(f, args[0], o, false)
+		},
+	}
+	addInstallFlags(cmd, &o)
+	return cmd
+}
+
+func addInstallFlags(cmd *cobra.Command, o *installOptions) {
+	cmd.Flags().StringVar(&o.scope, "scope", string(install.ScopeProject), "`SCOPE`: project (this project) or user (every project)")
+	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the plan and diffs; write nothing")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the plan as JSON")
+}
+
+// installTarget builds the target for a harness and scope.
+func (f *Factory) installTarget(harness, scope string) (install.Target, error) {
+	h, err := baton.ParseHarness(harness)
+	if err != nil {
+		return install.Target{}, err
+	}
+	sc, err := install.ParseScope(scope)
+	if err != nil {
+		return install.Target{}, err
+	}
+	root, _ := f.projectRoot()
+	if f.Executable == "" {
+		return install.Target{}, baton.Errorf(baton.Internal, "cannot find the path of the baton binary")
+	}
+	return install.Target{Harness: h, Scope: sc, Root: root, Home: f.env("HOME"), Exe: f.Executable}, nil
+}
+
+func runInstall(f *Factory, harness string, o installOptions, doInstall bool) error {
+	t, err := f.installTarget(harness, o.scope)
+	if err != nil {
+		return err
+	}
+	plan := install.Uninstall
+	if doInstall {
+		plan = install.Install
+	}
+	p, err := plan(t)
+	if err != nil {
+		return err
+	}
+	var backups []string
+	if !o.dryRun {
+		if backups, err = install.Apply(p, f.now()); err != nil {
+			return err
+		}
+	}
+	if o.asJSON {
+		return writeJSON(f.IO.Out, struct {
+			SchemaVersion int              `json:"schema_version"`
+			Harness       string           `json:"harness"`
+			Scope         string           `json:"scope"`
+			DryRun        bool             `json:"dry_run"`
+			Binary        string           `json:"binary"`
+			Changes       []install.Change `json:"changes"`
+			Backups       []string         `json:"backups"`
+			Notes         []string         `json:"notes"`
+		}{1, string(t.Harness), string(t.Scope), o.dryRun, t.Exe, p.Changes, nonNilStrings(backups), p.Notes})
+	}
+	verb := map[bool]string{true: "install", false: "uninstall"}[doInstall]
+	if o.dryRun {
+		fmt.Fprintf(f.IO.Out, "baton %s %s --scope %s (dry run: nothing written)\n", verb, t.Harness, t.Scope)
+	} else {
+		fmt.Fprintf(f.IO.Out, "baton %s %s --scope %s\n", verb, t.Harness, t.Scope)
+	}
+	fmt.Fprint(f.IO.Out, install.Describe(p, o.dryRun))
+	for _, b := range backups {
+		fmt.Fprintf(f.IO.Out, "backup    %s\n", b)
+	}
+	if !p.Changed() {
+		fmt.Fprintln(f.IO.Out, "nothing to change")
+	}
+	if len(p.Notes) > 0 {
+		fmt.Fprintln(f.IO.Out, "\n"+strings.Join(p.Notes, "\n"))
+	}
+	return nil
+}

@@ -1,0 +1,414 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/baton-agent/baton"
+)
+
+// stopOut is Claude's Stop answer.
+type stopOut struct {
+	Decision      string `json:"decision"`
+	Reason        string `json:"reason"`
+	SystemMessage string `json:"systemMessage"`
+}
+
+// stop runs a Claude Stop for session with the given message (nil: the
+// field is absent) and decodes the answer; an empty stdout is the zero
+// stopOut.
+func (e *env) stop(session, cwd string, msg *string, active bool) stopOut {
+	e.t.Helper()
+	p := map[string]any{"session_id": session, "cwd": cwd, "hook_event_name": "Stop", "stop_hook_active": active,
+		"transcript_path": e.dir + "/.transcripts/t.jsonl"}
+	if msg != nil {
+		p["last_assistant_message"] = *msg
+	}
+	b, _ := json.Marshal(p)
+	r := e.hook("claude", "stop", string(b))
+	if r.code != 0 || r.stderr != "" {
+		e.t.Fatalf("stop hook exit %d, stderr %q", r.code, r.stderr)
+	}
+	var o stopOut
+	if r.stdout != "" {
+		if err := json.Unmarshal([]byte(r.stdout), &o); err != nil {
+			e.t.Fatalf("stop hook printed %q: %v", r.stdout, err)
+		}
+	}
+	return o
+}
+
+func ptr(s string) *string { return &s }
+
+// startLoop starts a loop bound to session s1 and returns its id.
+func (e *env) startLoop(args ...string) string {
+	e.t.Helper()
+	e.vars["BATON_SESSION_ID"] = "s1"
+	defer delete(e.vars, "BATON_SESSION_ID")
+	e.ok("", "", append([]string{"loop", "start"}, args...)...)
+	return e.foreground()
+}
+
+// The ralph-loop plugin's bugs (reference/prior-art-lessons.md §4.3),
+// each as a Stop regression.
+func TestStopRegressions(t *testing.T) {
+	t.Run("cwd in a subdirectory finds the loop", func(t *testing.T) {
+		// anthropics/claude-plugins-official#88, #394, #3989, #4909
+		e := newEnv(t)
+		e.gitRepo()
+		id := e.startLoop("fix it")
+		if o := e.stop("s1", e.dir+"/internal/auth", ptr("working"), false); o.Decision != "block" || o.Reason != "fix it" {
+			t.Fatalf("stop from a subdirectory = %+v", o)
+		}
+		// Even a cwd outside the project finds it through CLAUDE_PROJECT_DIR.
+		e.vars["CLAUDE_PROJECT_DIR"] = e.dir
+		if o := e.stop("s1", t.TempDir(), ptr("working"), false); o.Decision != "block" {
+			t.Fatalf("stop from outside with CLAUDE_PROJECT_DIR = %+v", o)
+		}
+		if l := e.loop(id); l.Iteration != 3 {
+			t.Errorf("iteration = %d, want 3", l.Iteration)
+		}
+	})
+	t.Run("another session's stop is never blocked and never touches the loop", func(t *testing.T) {
+		// claude-plugins-official#1542 and the session_id fix
+		e := newEnv(t)
+		e.gitRepo()
+		id := e.startLoop("fix it")
+		before := e.read(".agent/context/loops/" + id + ".md")
+		for _, msg := range []*string{ptr("working"), ptr("<promise>DONE</promise>"), nil} {
+			if o := e.stop("s2", e.dir, msg, false); o != (stopOut{}) {
+				t.Fatalf("stop from another session answered %+v", o)
+			}
+		}
+		if after := e.read(".agent/context/loops/" + id + ".md"); after != before {
+			t.Errorf("another session's stop changed the loop file:\n%s", after)
+		}
+	})
+	t.Run("an unbound loop binds to the first session that stops", func(t *testing.T) {
+		e := newEnv(t)
+		e.gitRepo()
+		e.ok("", "", "loop", "start", "fix it") // no BATON_SESSION_ID: unbound
+		id := e.foreground()
+		if o := e.stop("s7", e.dir, ptr("x"), false); o.Decision != "block" {
+			t.Fatalf("first stop = %+v", o)
+		}
+		if l := e.loop(id); l.SessionID != "s7" {
+			t.Errorf("session after first stop = %q, want s7", l.SessionID)
+		}
+		if o := e.stop("s8", e.dir, ptr("x"), false); o != (stopOut{}) {
+			t.Errorf("stop from a second session = %+v", o)
+		}
+	})
+	t.Run("a tool-use-only last turn continues", func(t *testing.T) {
+		// claude-code#81825: ralph deleted its state on the first stop
+		e := newEnv(t)
+		e.gitRepo()
+		id := e.startLoop("fix it")
+		e.writeTranscript("t.jsonl", claudeLine("msg_1", textBlock("Editing now.")), claudeLine("msg_1", toolUseBlock))
+		if o := e.stop("s1", e.dir, nil, false); o.Decision != "block" {
+			t.Fatalf("stop after a tool-use-only line = %+v", o)
+		}
+		// And the promise in an earlier line of the same message counts.
+		e.writeTranscript("t.jsonl", claudeLine("msg_2", textBlock("<promise>DONE</promise>")), claudeLine("msg_2", toolUseBlock))
+		if o := e.stop("s1", e.dir, nil, true); o.Decision != "" || !strings.Contains(o.SystemMessage, "done (DONE)") {
+			t.Fatalf("stop with the promise before a tool_use line = %+v", o)
+		}
+		if l := e.loop(id); l.Status != baton.LoopDone {
+			t.Errorf("status = %s", l.Status)
+		}
+	})
+	t.Run("a lagging transcript loses to last_assistant_message", func(t *testing.T) {
+		// claude-plugins-official#1761, #3632: the flush race
+		e := newEnv(t)
+		e.gitRepo()
+		id := e.startLoop("fix it")
+		// The transcript still shows an older turn (or nothing at all).
+		e.writeTranscript("t.jsonl", `{"type":"user","message":{"role":"user","content":"go"}}`)
+		if o := e.stop("s1", e.dir, ptr("All done. <promise>DONE</promise>"), false); !strings.Contains(o.SystemMessage, "done (DONE)") {
+			t.Fatalf("stop = %+v", o)
+		}
+		e2 := newEnv(t)
+		e2.gitRepo()
+		id2 := e2.startLoop("fix it")
+		e2.writeTranscript("t.jsonl", claudeLine("msg_old", textBlock("<promise>DONE</promise>")))
+		if o := e2.stop("s1", e2.dir, ptr("still working"), false); o.Decision != "block" {
+			t.Fatalf("a stale promise in the transcript ended the loop: %+v", o)
+		}
+		if e.loop(id).Status != baton.LoopDone || e2.loop(id2).Status != baton.LoopActive {
+			t.Error("wrong final states")
+		}
+	})
+	t.Run("no transcript and no message continues and deletes nothing", func(t *testing.T) {
+		e := newEnv(t)
+		e.gitRepo()
+		id := e.startLoop("fix it")
+		if o := e.stop("s1", e.dir, nil, false); o.Decision != "block" {
+			t.Fatalf("stop = %+v", o)
+		}
+		if l := e.loop(id); l.Status != baton.LoopActive || l.Iteration != 2 {
+			t.Errorf("loop = %s, iteration %d", l.Status, l.Iteration)
+		}
+	})
+	t.Run("a bare promise without tags does not complete", func(t *testing.T) {
+		// claude-code#81827
+		e := newEnv(t)
+		e.gitRepo()
+		id := e.startLoop("fix it")
+		if o := e.stop("s1", e.dir, ptr("DONE"), false); o.Decision != "block" {
+			t.Fatalf("bare promise = %+v", o)
+		}
+		if e.loop(id).Status != baton.LoopActive {
+			t.Error("a bare promise ended the loop")
+		}
+	})
+	t.Run("--max-iterations=3 is a limit, not prompt text", func(t *testing.T) {
+		// claude-code#18646: 484 iterations burned a quota
+		e := newEnv(t)
+		e.gitRepo()
+		id := e.startLoop("fix", "the", "tests", "--max-iterations=3")
+		l := e.loop(id)
+		if l.Prompt != "fix the tests" || l.MaxIterations != 3 {
+			t.Fatalf("loop = prompt %q, max %d", l.Prompt, l.MaxIterations)
+		}
+		var msgs []string
+		for i := 0; i < 3; i++ {
+			o := e.stop("s1", e.dir, ptr("not yet"), true)
+			msgs = append(msgs, o.Decision+": "+o.SystemMessage)
+		}
+		want := []string{
+			"block: baton loop " + id + ": iteration 2/3 — finish with <promise>DONE</promise>",
+			"block: baton loop " + id + ": iteration 3/3 — finish with <promise>DONE</promise>",
+			": baton loop " + id + ": stopped after 3 iterations (the limit) without a promise; the loop is done, outcome max_iterations",
+		}
+		if strings.Join(msgs, "\n") != strings.Join(want, "\n") {
+			t.Errorf("stops =\n%s\nwant\n%s", strings.Join(msgs, "\n"), strings.Join(want, "\n"))
+		}
+		if l := e.loop(id); l.Status != baton.LoopDone || l.Outcome != baton.OutcomeMaxIterations {
+			t.Errorf("loop = %s %q", l.Status, l.Outcome)
+		}
+		if o := e.stop("s1", e.dir, ptr("more"), false); o != (stopOut{}) {
+			t.Errorf("stop after the loop ended = %+v", o)
+		}
+	})
+	t.Run("unknown flags are errors, never prompt text", func(t *testing.T) {
+		e := newEnv(t)
+		e.gitRepo()
+		r := e.run("", "", "loop", "start", "fix", "--max-iteration", "3")
+		if r.code != ExitUsage || !strings.Contains(r.stderr, "unknown flag: --max-iteration") {
+			t.Errorf("unknown flag = exit %d, %q", r.code, r.stderr)
+		}
+		if r := e.run("", "", "loop", "start", "--promise", "DONE"); r.code != ExitUsage || !strings.Contains(r.stderr, "needs a prompt") {
+			t.Errorf("no prompt = exit %d, %q", r.code, r.stderr)
+		}
+		if r := e.run("", "", "loop", "start", "x", "--max-iterations", "-2"); r.code != ExitUsage {
+			t.Errorf("negative limit = exit %d", r.code)
+		}
+		if _, err := e.store().ForegroundLoopID(); err != nil {
+			t.Fatal(err)
+		}
+		if id := e.foreground(); id != "" {
+			t.Errorf("a failed start left foreground loop %q", id)
+		}
+		r = e.ok("", "", "loop", "start", "x", "--max-iterations", "0")
+		if !strings.Contains(r.stderr, "no iteration limit") {
+			t.Errorf("unbounded loop warning missing: %q", r.stderr)
+		}
+	})
+	t.Run("multi-word promises", func(t *testing.T) {
+		// claude-plugins-official#1562
+		e := newEnv(t)
+		e.gitRepo()
+		id := e.startLoop("fix it", "--promise", "ALL TESTS PASS", "--promise=NEEDS HUMAN HELP")
+		if l := e.loop(id); strings.Join(l.CompletionPromises, "|") != "ALL TESTS PASS|NEEDS HUMAN HELP" {
+			t.Fatalf("promises = %q", l.CompletionPromises)
+		}
+		if o := e.stop("s1", e.dir, ptr("<promise>ALL TESTS</promise>"), false); o.Decision != "block" {
+			t.Fatalf("a partial promise completed: %+v", o)
+		}
+		if o := e.stop("s1", e.dir, ptr("stuck\n<promise>\n  NEEDS   HUMAN\nHELP </promise>"), true); !strings.Contains(o.SystemMessage, "done (NEEDS HUMAN HELP)") {
+			t.Fatalf("stop = %+v", o)
+		}
+		if l := e.loop(id); l.Outcome != "NEEDS HUMAN HELP" {
+			t.Errorf("outcome = %q", l.Outcome)
+		}
+	})
+	t.Run("multi-line prompts with --- lines survive verbatim", func(t *testing.T) {
+		// claude-code#16037, #15824 and ralph's "everything after the second ---"
+		e := newEnv(t)
+		e.gitRepo()
+		prompt := "Port the handlers.\n---\n## Rules\n```\n---\n```\n$HOME `rm -rf` \"quotes\" 'single'\n"
+		e.vars["BATON_SESSION_ID"] = "s1"
+		e.ok("", prompt, "loop", "start", "--prompt-file", "-")
+		delete(e.vars, "BATON_SESSION_ID")
+		if o := e.stop("s1", e.dir, ptr("x"), false); o.Reason != strings.TrimRight(prompt, "\n") {
+			t.Fatalf("reason = %q, want the prompt verbatim", o.Reason)
+		}
+	})
+	t.Run("two loops: only the foreground one continues", func(t *testing.T) {
+		e := newEnv(t)
+		e.gitRepo()
+		a := e.startLoop("loop A")
+		r := e.run("", "", "loop", "start", "loop B")
+		if !strings.Contains(r.stderr, "loop "+a+" stays active but is no longer the foreground loop") {
+			t.Errorf("switch notice missing: %q", r.stderr)
+		}
+		b := e.foreground()
+		if o := e.stop("s1", e.dir, ptr("x"), false); o.Reason != "loop B" {
+			t.Fatalf("stop continued %+v, want loop B", o)
+		}
+		if e.loop(a).Iteration != 1 {
+			t.Error("the background loop advanced")
+		}
+		e.ok("", "", "loop", "activate", "loop-a") // a unique slug prefix
+		if o := e.stop("s1", e.dir, ptr("x"), false); o.Reason != "loop A" {
+			t.Fatalf("after activate, stop continued %+v", o)
+		}
+		if e.loop(b).Iteration != 2 || e.loop(a).Iteration != 2 {
+			t.Errorf("iterations = A %d, B %d", e.loop(a).Iteration, e.loop(b).Iteration)
+		}
+	})
+	t.Run("pause, resume, cancel", func(t *testing.T) {
+		e := newEnv(t)
+		e.gitRepo()
+		id := e.startLoop("fix it")
+		e.ok("", "", "loop", "pause")
+		if o := e.stop("s1", e.dir, ptr("x"), false); o != (stopOut{}) {
+			t.Fatalf("a paused loop answered %+v", o)
+		}
+		if r := e.run("", "", "loop", "pause", id); r.code != ExitError || !strings.Contains(r.stderr, "is paused; pause does not apply") {
+			t.Errorf("double pause = exit %d, %q", r.code, r.stderr)
+		}
+		e.ok("", "", "loop", "resume", id)
+		if o := e.stop("s1", e.dir, ptr("x"), false); o.Decision != "block" {
+			t.Fatalf("a resumed loop answered %+v", o)
+		}
+		r := e.ok("", "", "loop", "cancel", "--json")
+		var j struct {
+			Status, Outcome string
+			Foreground      bool
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &j); err != nil || j.Status != "cancelled" || j.Outcome != "cancelled" || j.Foreground {
+			t.Fatalf("cancel --json = %s (%v)", r.stdout, err)
+		}
+		if o := e.stop("s1", e.dir, ptr("x"), false); o != (stopOut{}) {
+			t.Fatalf("a cancelled loop answered %+v", o)
+		}
+		l := e.loop(id) // the file stays
+		if l.Status != baton.LoopCancelled || !strings.Contains(l.Notes, "pause at iteration 1 (active -> paused)") || !strings.Contains(l.Notes, "cancel at iteration 2") {
+			t.Errorf("cancelled loop = %s, notes %q", l.Status, l.Notes)
+		}
+		if r := e.run("", "", "loop", "resume", id); r.code != ExitError {
+			t.Errorf("resume of a cancelled loop = exit %d", r.code)
+		}
+		if r := e.run("", "", "loop", "activate", id); r.code != ExitError || !strings.Contains(r.stderr, "is cancelled") {
+			t.Errorf("activate of a cancelled loop = exit %d, %q", r.code, r.stderr)
+		}
+	})
+	t.Run("the block cap ends the chain and keeps the loop", func(t *testing.T) {
+		// claude-plugins-official#5312: stop_hook_active was ignored
+		e := newEnv(t)
+		e.gitRepo()
+		id := e.startLoop("fix it", "--max-iterations", "0")
+		e.vars["CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"] = "3"
+		for i, active := range []bool{false, true, true} {
+			if o := e.stop("s1", e.dir, ptr("x"), active); o.Decision != "block" {
+				t.Fatalf("stop %d = %+v", i, o)
+			}
+		}
+		o := e.stop("s1", e.dir, ptr("x"), true)
+		if o.Decision != "" || !strings.Contains(o.SystemMessage, "after 3 consecutive stop-hook blocks") {
+			t.Fatalf("stop at the cap = %+v", o)
+		}
+		if l := e.loop(id); l.Status != baton.LoopActive || l.Iteration != 4 {
+			t.Fatalf("loop at the cap = %s, iteration %d", l.Status, l.Iteration)
+		}
+		// The user's next message starts a new turn: the loop goes on.
+		if o := e.stop("s1", e.dir, ptr("x"), false); o.Decision != "block" {
+			t.Fatalf("stop in a new turn = %+v", o)
+		}
+		if l := e.loop(id); l.Iteration != 5 || l.ConsecutiveBlocks != 1 {
+			t.Errorf("loop after a new turn = iteration %d, blocks %d", l.Iteration, l.ConsecutiveBlocks)
+		}
+	})
+	t.Run("a stop after compaction continues the loop", func(t *testing.T) {
+		// claude-plugins-official#274
+		e := newEnv(t)
+		e.gitRepo()
+		id := e.startLoop("fix it")
+		e.hook("claude", "pre-compact", `{"session_id":"s1","cwd":"`+e.dir+`","trigger":"auto"}`)
+		e.hook("claude", "session-start", `{"session_id":"s1","cwd":"`+e.dir+`","source":"compact"}`)
+		if o := e.stop("s1", e.dir, ptr("x"), false); o.Decision != "block" {
+			t.Fatalf("stop after compaction = %+v", o)
+		}
+		if l := e.loop(id); l.Status != baton.LoopActive || l.Iteration != 2 {
+			t.Errorf("loop = %s, iteration %d", l.Status, l.Iteration)
+		}
+	})
+}
+
+// Hooks fail open: bad input, a missing store, a corrupt loop.
+func TestHooksFailOpen(t *testing.T) {
+	e := newEnv(t)
+	cases := []struct {
+		name, stdin string
+		args        []string
+		stderr      string
+	}{
+		{"not JSON", "<html>", []string{"hook", "stop", "--harness", "claude"}, "the payload is not a JSON object"},
+		{"a JSON array", "[1]", []string{"hook", "stop", "--harness", "codex"}, "the payload is not a JSON object"},
+		{"oversized stdin", `{"x":"` + strings.Repeat("a", 16<<20) + `"}`, []string{"hook", "post-tool-use", "--harness", "claude"}, "over 16 MiB"},
+		{"missing store", `{"session_id":"s","cwd":"` + e.dir + `"}`, []string{"hook", "stop", "--harness", "claude"}, "no context store at " + e.dir},
+		{"unknown harness", `{}`, []string{"hook", "stop", "--harness", "cursor"}, `--harness "cursor" is not one of`},
+		{"missing harness", `{}`, []string{"hook", "stop"}, `--harness "" is not one of`},
+		{"unknown event", `{}`, []string{"hook", "notify", "--harness", "claude"}, "unknown hook event"},
+		{"unknown flag", `{}`, []string{"hook", "stop", "--harness", "claude", "--verbose"}, "unknown flag --verbose"},
+		{"global flag before hook", `{}`, []string{"--root", e.dir, "hook", "stop", "--harness=droid"}, "no context store at " + e.dir},
+	}
+	for _, c := range cases {
+		r := e.run("", c.stdin, c.args...)
+		if r.code != 0 || r.stdout != "" || !strings.Contains(r.stderr, c.stderr) || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 0, no stdout, one line with %q", c.name, r.code, r.stdout, r.stderr, c.stderr)
+		}
+	}
+	// A corrupt loop file: the stop is allowed, with one line on stderr.
+	e.gitRepo()
+	e.startLoop("x")
+	e.write(".agent/context/loops/"+e.foreground()+".md", "---\nbroken")
+	r := e.hook("claude", "stop", `{"session_id":"s1","cwd":"`+e.dir+`"}`)
+	if r.code != 0 || r.stdout != "" || !strings.Contains(r.stderr, "is corrupt") {
+		t.Errorf("corrupt loop: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if r := e.run("", "", "hook", "--help"); r.code != 0 || !strings.Contains(r.stdout, "fails open") && !strings.Contains(r.stdout, "never breaks") {
+		t.Errorf("hook --help = exit %d, %q", r.code, r.stdout)
+	}
+}
+
+func TestLoopListStatusJSON(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo()
+	a := e.startLoop("loop A", "--promise", "DONE", "--promise", "BLOCKED")
+	e.ok("", "", "loop", "start", "loop B", "--max-iterations", "7")
+	r := e.ok("", "", "loop", "list")
+	golden(t, "loop_list.golden.txt", r.stdout)
+	r = e.ok("", "", "loop", "list", "--json")
+	var list struct {
+		SchemaVersion int `json:"schema_version"`
+		Foreground    string
+		Loops         []loopJSON
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || list.SchemaVersion != 1 || len(list.Loops) != 2 || list.Foreground == a {
+		t.Fatalf("loop list --json = %s (%v)", r.stdout, err)
+	}
+	r = e.ok("", "", "loop", "status", a)
+	golden(t, "loop_status.golden.txt", e.scrub(r.stdout))
+	r = e.ok("", "", "loop", "status", "--json")
+	if !strings.HasPrefix(r.stdout, "{\n  \"schema_version\": 1,") || !strings.Contains(r.stdout, `"prompt": "loop B"`) {
+		t.Errorf("loop status --json = %s", r.stdout)
+	}
+	e.ok("", "", "loop", "cancel")
+	r = e.ok("", "", "loop", "status")
+	if !strings.HasPrefix(r.stdout, "no foreground loop") {
+		t.Errorf("status without a foreground loop = %q", r.stdout)
+	}
+}

@@ -1,0 +1,142 @@
+package goaltree
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/fsstore"
+)
+
+// readState reads a state file; a missing one means there is no run.
+func (l Layout) readState(name string) ([]byte, error) {
+	p := l.State(name)
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, baton.WrapError(baton.NotFound, err, "no goal-tree run in %s (%s is missing): run `baton run init`", l.Root, l.rel(p))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	return b, nil
+}
+
+// LoadTree reads and validates state/tree.json.
+func (l Layout) LoadTree() (*baton.Node, error) {
+	b, err := l.readState(TreeFile)
+	if err != nil {
+		return nil, err
+	}
+	t, err := Decode(b)
+	if err != nil {
+		return nil, baton.WrapError(baton.Invalid, err, "%s: fix it, then check with `baton run validate`", l.rel(l.State(TreeFile)))
+	}
+	return t, nil
+}
+
+// TreeProblems reads state/tree.json and lists every problem, for `baton
+// run validate`. A file that does not parse is one problem on the root.
+func (l Layout) TreeProblems() ([]baton.NodeProblem, *baton.Node, error) {
+	b, err := l.readState(TreeFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := decodeTree(b)
+	if err != nil {
+		return []baton.NodeProblem{{NodeID: "(file)", Message: err.Error()}}, nil, nil
+	}
+	return t.Problems(), t, nil
+}
+
+// SaveTree writes state/tree.json canonically.
+func (l Layout) SaveTree(t *baton.Node) error {
+	return fsstore.WriteFileAtomic(l.State(TreeFile), Encode(t), 0o644)
+}
+
+// LoadRunState reads and validates state/run_state.json.
+func (l Layout) LoadRunState() (*baton.RunState, error) {
+	b, err := l.readState(RunStateFile)
+	if err != nil {
+		return nil, err
+	}
+	s, err := DecodeRunState(b)
+	if err != nil {
+		return nil, baton.WrapError(baton.Invalid, err, "%s is not valid", l.rel(l.State(RunStateFile)))
+	}
+	return s, nil
+}
+
+// DecodeRunState parses run_state.json strictly and validates it. Errors
+// are Invalid.
+func DecodeRunState(data []byte) (*baton.RunState, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var s *baton.RunState
+	if err := dec.Decode(&s); err != nil {
+		return nil, baton.WrapError(baton.Invalid, err, "not a run state")
+	}
+	if dec.More() {
+		return nil, baton.Errorf(baton.Invalid, "data after the run state")
+	}
+	if s == nil {
+		return nil, baton.Errorf(baton.Invalid, "run state is null")
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// SaveRunState writes state/run_state.json.
+func (l Layout) SaveRunState(s *baton.RunState) error {
+	return fsstore.WriteFileAtomic(l.State(RunStateFile), encodeJSON(s), 0o644)
+}
+
+// LoadConfig reads state/config.toml.
+func (l Layout) LoadConfig() (Config, error) {
+	b, err := l.readState(ConfigFile)
+	if err != nil {
+		return Config{}, err
+	}
+	c, err := ParseConfig(b)
+	if err != nil {
+		return c, baton.WrapError(baton.Invalid, err, "%s", l.rel(l.State(ConfigFile)))
+	}
+	return c, nil
+}
+
+// Lock takes the runner's lock for a command that changes its state. A
+// second runner in the same project is refused rather than queued: two
+// agents in one work tree would trample each other.
+func (l Layout) Lock(ctx context.Context) (unlock func(), err error) {
+	if err := os.MkdirAll(l.State(""), 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", l.State(""), err)
+	}
+	lctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
+	defer cancel()
+	unlock, err = fsstore.Lock(lctx, l.lockPath())
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, baton.WrapError(baton.Canceled, ctx.Err(), "interrupted")
+		}
+		return nil, baton.WrapError(baton.Unavailable, err, "another baton run command is working in %s; wait for it to finish", l.Root)
+	}
+	return unlock, nil
+}
+
+func encodeJSON(v any) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		panic(fmt.Sprintf("goaltree: encode %T: %v", v, err)) // our types always marshal
+	}
+	return buf.Bytes()
+}

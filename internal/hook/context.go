@@ -1,0 +1,130 @@
+package hook
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/fsstore"
+	"github.com/baton-agent/baton/internal/loop"
+)
+
+// MaxContext bounds the session-start context. Claude Code spills text
+// over 10,000 characters into a file and shows a preview; baton stays
+// well below.
+const MaxContext = 6000
+
+// Parts of the context get their own budgets so one long prompt cannot
+// crowd out the rest.
+const (
+	maxNextPrompt = 2000
+	maxLoopPrompt = 1500
+)
+
+// ActivePacket is the packet a session continues: the most recently
+// updated active packet, else the most recently updated draft, else nil.
+func ActivePacket(st *fsstore.Store) *baton.Packet {
+	ps, _, err := st.FindPackets(fsstore.PacketFilter{})
+	if err != nil {
+		return nil
+	}
+	return activePacket(ps)
+}
+
+// activePacket picks from ps, newest first.
+func activePacket(ps []*baton.Packet) *baton.Packet {
+	var draft *baton.Packet
+	for _, p := range ps { // newest first
+		switch {
+		case p.Status == baton.PacketActive:
+			return p
+		case p.Status == baton.PacketDraft && draft == nil:
+			draft = p
+		}
+	}
+	return draft
+}
+
+// SessionContext is what session-start tells the agent: the packet it
+// continues (purpose and Next Prompt), the foreground loop and its
+// iteration, and how many files were touched since the last packet.
+// afterCompact re-states it after compaction and names the packet the
+// pre-compact hook saved. Plain, factual text under MaxContext bytes.
+func SessionContext(st *fsstore.Store, sessionID string, afterCompact bool) (string, error) {
+	var b strings.Builder
+	if afterCompact {
+		fmt.Fprintf(&b, "baton (after compaction): the working context of this project is in %s; it is restated here.\n", st.Dir())
+	} else {
+		fmt.Fprintf(&b, "baton: the working context of this project is in %s.\n", st.Dir())
+	}
+	ps, _, err := st.FindPackets(fsstore.PacketFilter{})
+	if err != nil {
+		return "", err
+	}
+	p := activePacket(ps)
+	if p != nil {
+		fmt.Fprintf(&b, "\nPacket %s (%s): %s\n", p.ID, p.Status, p.Purpose)
+		if np := p.SectionText(baton.SectionNextPrompt); np != "" {
+			fmt.Fprintf(&b, "Next Prompt:\n%s\n", truncate(np, maxNextPrompt))
+		}
+		fmt.Fprintf(&b, "Render it in full with `baton pickup %s`.\n", p.ID)
+	}
+	if afterCompact && sessionID != "" {
+		if saved := newestPacketOf(ps, sessionID); saved != nil && (p == nil || saved.ID != p.ID) {
+			fmt.Fprintf(&b, "\nBefore compaction baton saved packet %s (`baton pickup %s`).\n", saved.ID, saved.ID)
+		}
+	}
+	l, err := st.ForegroundLoop()
+	if err != nil {
+		return "", err
+	}
+	if l != nil {
+		bound := "not bound to a session yet"
+		switch l.SessionID {
+		case "":
+		case sessionID:
+			bound = "bound to this session"
+		default:
+			bound = "bound to another session (" + l.SessionID + ")"
+		}
+		fmt.Fprintf(&b, "\nForeground loop %s: %s, iteration %s, %s.\n", l.ID, l.Status, progressOf(l), bound)
+		if l.Status == baton.LoopActive && (l.SessionID == "" || l.SessionID == sessionID) {
+			fmt.Fprintf(&b, "Each time you stop, the loop prompt comes back until you %s.\nLoop prompt:\n%s\n", loop.HowToFinish(l), truncate(l.Prompt, maxLoopPrompt))
+		}
+	}
+	var since time.Time
+	for _, p := range ps {
+		if p.CreatedAt.After(since) {
+			since = p.CreatedAt
+		}
+	}
+	files, _, err := st.RankFiles(fsstore.FileQuery{Since: since})
+	if err != nil {
+		return "", err
+	}
+	if len(files) > 0 {
+		fmt.Fprintf(&b, "\n%d file(s) touched since the last packet are suggested for the next handoff (`baton files`).\n", len(files))
+	}
+	if p == nil && l == nil {
+		b.WriteString("No packet or loop yet: `baton handoff \"<purpose>\" --body -` writes a packet, `baton loop start` starts a loop.\n")
+	}
+	return truncate(b.String(), MaxContext), nil
+}
+
+func progressOf(l *baton.Loop) string {
+	if l.MaxIterations == 0 {
+		return fmt.Sprintf("%d (no limit)", l.Iteration)
+	}
+	return fmt.Sprintf("%d/%d", l.Iteration, l.MaxIterations)
+}
+
+// newestPacketOf returns the newest of ps written for session id.
+func newestPacketOf(ps []*baton.Packet, sessionID string) *baton.Packet {
+	for _, p := range ps {
+		if p.SessionID == sessionID {
+			return p
+		}
+	}
+	return nil
+}

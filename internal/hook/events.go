@@ -1,0 +1,289 @@
+package hook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/fsstore"
+	"github.com/baton-agent/baton/internal/handoff"
+	"github.com/baton-agent/baton/internal/loop"
+	"github.com/baton-agent/baton/internal/transcript"
+)
+
+// sessionStart ensures the store, records the session, exports the
+// session id to the agent's shell where the harness allows it, and
+// returns the context to inject.
+func (h handler) sessionStart(ctx context.Context) (Result, error) {
+	if _, err := h.st.Init(ctx); err != nil {
+		return Result{}, err
+	}
+	rec := baton.SessionRecord{
+		SessionID: h.p.SessionID, Harness: h.a.Harness(), Source: h.p.Source,
+		CWD: h.p.CWD, TranscriptPath: h.p.TranscriptPath, At: h.env.now().UTC(),
+	}
+	if err := h.st.AppendSession(ctx, rec); err != nil {
+		return Result{}, err
+	}
+	if err := h.exportSession(); err != nil {
+		// The context still goes out; the agent's commands just will not
+		// know their session.
+		fmt.Fprintf(h.env.Stderr, "baton hook session-start (%s): cannot write the session environment: %v\n", h.a.Harness(), err)
+	}
+	text, err := SessionContext(h.st, h.p.SessionID, h.p.Source == "compact")
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Context: text}, nil
+}
+
+// exportSession appends BATON_SESSION_ID and BATON_HARNESS to the
+// harness's env file (Claude's CLAUDE_ENV_FILE), so baton commands the
+// agent runs know their session.
+func (h handler) exportSession() error {
+	v := h.a.EnvFileEnv()
+	if v == "" || h.p.SessionID == "" {
+		return nil
+	}
+	path := h.env.getenv(v)
+	if path == "" {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "export BATON_SESSION_ID=%s\n", shellQuote(h.p.SessionID))
+	fmt.Fprintf(&b, "export BATON_HARNESS=%s\n", shellQuote(string(h.a.Harness())))
+	if h.p.TranscriptPath != "" {
+		fmt.Fprintf(&b, "export BATON_TRANSCRIPT_PATH=%s\n", shellQuote(h.p.TranscriptPath))
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(b.String()); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// stop runs the loop engine on the foreground loop.
+func (h handler) stop(ctx context.Context) (Result, error) {
+	if !h.st.Exists() {
+		return Result{}, h.errNoStore()
+	}
+	id, err := h.st.ForegroundLoopID()
+	if err != nil || id == "" {
+		return Result{}, err
+	}
+	// A first look without the lock: most stops are not the loop's (another
+	// session, a paused loop), and reading a transcript is the slow part.
+	l, err := h.st.FindLoopByID(id)
+	if baton.ErrorCode(err) == baton.NotFound {
+		return Result{}, nil
+	} else if err != nil {
+		return Result{}, err
+	}
+	probe := *l
+	if loop.Decide(&probe, loop.Stop{SessionID: h.p.SessionID, Known: true}).Action == loop.Ignore {
+		return Result{}, nil
+	}
+	in := loop.Stop{
+		SessionID:      h.p.SessionID,
+		StopHookActive: h.p.StopHookActive,
+		BlockCap:       h.a.BlockCap(h.env.Getenv),
+	}
+	in.Message, in.Known, err = h.lastAssistantText()
+	if err != nil {
+		fmt.Fprintf(h.env.Stderr, "baton hook stop (%s): cannot read the transcript (%v); treating the message as unknown\n", h.a.Harness(), err)
+	}
+	var d loop.Decision
+	now := h.env.now().UTC()
+	_, err = h.st.UpdateLoop(ctx, id, func(l *baton.Loop) error {
+		d = loop.Decide(l, in)
+		if !d.Changed {
+			return fsstore.ErrUnchanged
+		}
+		if d.Finished {
+			l.Notes = AppendNote(l.Notes, now, fmt.Sprintf("%s in %s session %s", strings.TrimPrefix(d.Message, "baton loop "+l.ID+": "), h.a.Harness(), h.p.SessionID))
+		}
+		return nil
+	})
+	if baton.ErrorCode(err) == baton.NotFound {
+		return Result{}, nil
+	} else if err != nil {
+		return Result{}, err
+	}
+	if d.Finished {
+		if _, err := h.st.ClearForegroundLoop(ctx, id); err != nil {
+			return Result{SystemMessage: d.Message}, nil // the loop is done; a stale pointer is harmless
+		}
+	}
+	switch d.Action {
+	case loop.Block:
+		return Result{Block: true, Reason: d.Reason, SystemMessage: d.Message}, nil
+	case loop.Allow:
+		return Result{SystemMessage: d.Message}, nil
+	}
+	return Result{}, nil
+}
+
+// lastAssistantText takes the payload's last_assistant_message, else the
+// transcript's last assistant message. known is false when neither has
+// one.
+func (h handler) lastAssistantText() (text string, known bool, err error) {
+	if m := h.p.LastAssistantMessage; m != nil {
+		return *m, true, nil
+	}
+	if h.p.TranscriptPath == "" {
+		return "", false, nil
+	}
+	return transcript.LastAssistantText(h.p.TranscriptPath, transcript.Options{})
+}
+
+// AppendNote adds a dated bullet to a loop's Notes body.
+func AppendNote(notes string, at time.Time, text string) string {
+	notes = strings.TrimRight(notes, "\n")
+	if strings.TrimSpace(notes) == "" {
+		notes = ""
+	}
+	return notes + "\n- " + baton.FormatTime(at) + " " + oneLine(text) + "\n"
+}
+
+// postToolUse records the files a file-changing tool touched.
+func (h handler) postToolUse(ctx context.Context) (Result, error) {
+	if !h.a.IsWriteTool(h.p.ToolName) {
+		return Result{}, nil
+	}
+	paths := ChangedFiles(h.p.ToolInput, h.p.ToolResponse)
+	if len(paths) == 0 {
+		return Result{}, nil
+	}
+	if !h.st.Exists() {
+		return Result{}, h.errNoStore()
+	}
+	base := h.p.CWD
+	if base == "" || !filepath.IsAbs(base) {
+		base = h.st.Root()
+	}
+	now := h.env.now().UTC()
+	var entries []baton.RelevantFile
+	for _, p := range paths {
+		rel, ok := h.st.RelPath(base, p)
+		if !ok || rel == fsstore.Dir || strings.HasPrefix(rel, fsstore.Dir+"/") {
+			continue // outside the project, or baton's own files
+		}
+		entries = append(entries, baton.RelevantFile{Timestamp: now, FilePath: rel, Source: baton.FromTool, Confidence: 0.5})
+	}
+	return Result{}, h.st.AppendRelevantFiles(ctx, entries...)
+}
+
+// maxLastText bounds the last assistant message a pre-compact packet keeps.
+const maxLastText = 4000
+
+// preCompact writes an automatic draft packet so compaction loses
+// nothing, and notes the compaction on the foreground loop. It pauses
+// nothing: the next Stop after compaction continues the loop as before.
+func (h handler) preCompact(ctx context.Context) (Result, error) {
+	if !h.st.Exists() {
+		return Result{}, h.errNoStore()
+	}
+	fg, _ := h.st.ForegroundLoop()
+	if fg != nil && (fg.Status != baton.LoopActive || (fg.SessionID != "" && fg.SessionID != h.p.SessionID)) {
+		fg = nil // not this session's loop
+	}
+	active := ActivePacket(h.st)
+	purpose, next := "", ""
+	switch {
+	case fg != nil:
+		first, _, _ := strings.Cut(strings.TrimSpace(fg.Prompt), "\n")
+		purpose = "Continue loop " + fg.ID + ": " + first
+		// Fenced, so "## " and "---" lines of the prompt stay in the packet's
+		// Next Prompt instead of starting sections of their own.
+		next = "Continue the foreground loop `" + fg.ID + "`. Its prompt, verbatim:\n\n" + fence(fg.Prompt)
+	case active != nil:
+		purpose = active.Purpose
+		next = active.SectionText(baton.SectionNextPrompt)
+	default:
+		purpose = fmt.Sprintf("Continue %s session %s after compaction", h.a.Harness(), h.p.SessionID)
+	}
+	trigger := h.p.Trigger
+	if trigger == "" {
+		trigger = "unknown"
+	}
+	var body strings.Builder
+	fmt.Fprintf(&body, "## Context\n\nWritten by baton's pre-compact hook (trigger: %s) for %s session `%s`, so that compaction loses nothing.\n", trigger, h.a.Harness(), h.p.SessionID)
+	if last, ok, _ := h.lastAssistantText(); ok && strings.TrimSpace(last) != "" {
+		fmt.Fprintf(&body, "\n### Last assistant message\n\n%s\n", truncate(strings.TrimSpace(last), maxLastText))
+	}
+	if next != "" {
+		fmt.Fprintf(&body, "\n## Next Prompt\n\n%s\n", next)
+	}
+	body.WriteString("\n## Notes\n\n")
+	if fg != nil {
+		fmt.Fprintf(&body, "- Foreground loop `%s` at iteration %d; it stays active and continues after compaction.\n", fg.ID, fg.Iteration)
+	}
+	if active != nil {
+		fmt.Fprintf(&body, "- The work continues packet `%s`.\n", active.ID)
+	}
+	workDir := h.p.CWD
+	if workDir == "" || !filepath.IsAbs(workDir) {
+		workDir = h.st.Root()
+	}
+	res, err := handoff.Create(ctx, h.st, h.env.now(), handoff.Input{
+		Purpose: oneLine(purpose), Body: body.String(),
+		Source: string(h.a.Harness()), SessionID: h.p.SessionID, TranscriptPath: h.p.TranscriptPath, WorkDir: workDir,
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	if fg != nil {
+		_, err := h.st.UpdateLoop(ctx, fg.ID, func(l *baton.Loop) error {
+			l.Notes = AppendNote(l.Notes, h.env.now().UTC(), fmt.Sprintf("compaction (%s) in %s session %s at iteration %d: packet %s", trigger, h.a.Harness(), h.p.SessionID, l.Iteration, res.Packet.ID))
+			return nil
+		})
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return Result{}, err
+		}
+	}
+	return Result{}, nil
+}
+
+// fence wraps s in a code fence longer than any backtick run inside it.
+func fence(s string) string {
+	longest, run := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	f := strings.Repeat("`", max(3, longest+1))
+	return f + "\n" + strings.TrimRight(s, "\n") + "\n" + f
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && (s[cut]&0xC0) == 0x80 {
+		cut-- // never split a rune
+	}
+	return s[:cut] + "\n[truncated]"
+}

@@ -1,0 +1,242 @@
+// Package hook is baton's harness-neutral hook logic: it reads a harness's
+// hook payload, acts on the context store (sessions, relevant files, the
+// loop engine, pre-compaction packets) and answers in the harness's
+// contract through an Adapter (internal/hook/claude, codex, droid, pi).
+//
+// Every hook fails open: a payload that is not JSON, an oversized stdin,
+// a missing store, a lock that cannot be taken or any internal error
+// prints one line on stderr and exits 0 with no stdout, so the agent's
+// session goes on. The only deliberate interruption is the loop's block
+// of a Stop, which is a JSON decision, never an exit code.
+//
+// This package must stay fast and small: it never opens a database or
+// the network.
+package hook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/fsstore"
+)
+
+// Event is a hook event as baton's command line names it.
+type Event string
+
+const (
+	SessionStart Event = "session-start"
+	Stop         Event = "stop"
+	PostToolUse  Event = "post-tool-use"
+	PreCompact   Event = "pre-compact"
+)
+
+// Events lists the events baton handles, in lifecycle order.
+var Events = []Event{SessionStart, PostToolUse, PreCompact, Stop}
+
+// ParseEvent returns the event named s. Harness spellings (SessionStart,
+// session_start) are accepted too.
+func ParseEvent(s string) (Event, error) {
+	norm := strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(s))
+	for _, e := range Events {
+		if strings.ReplaceAll(string(e), "-", "") == norm {
+			return e, nil
+		}
+	}
+	return "", baton.Errorf(baton.Invalid, "unknown hook event %q: want session-start, stop, post-tool-use or pre-compact", s)
+}
+
+// Payload is a hook's input, whatever the harness. Every field is
+// optional: harnesses add and drop fields between versions.
+type Payload struct {
+	SessionID      string
+	TranscriptPath string
+	CWD            string
+	EventName      string
+	Source         string // session-start: startup, resume, clear, compact, fork
+	// LastAssistantMessage is nil when the payload has no such field (or
+	// it is null): the transcript is the fallback then.
+	LastAssistantMessage *string
+	StopHookActive       bool
+	ToolName             string
+	ToolInput            json.RawMessage
+	ToolResponse         json.RawMessage
+	Trigger              string // pre-compact: manual, auto
+}
+
+// Result is what a handler wants to tell the harness. The zero Result
+// means "nothing to say": the stop is allowed, no context is added.
+type Result struct {
+	// Context is text for the model (session-start).
+	Context string
+	// Block asks the harness to keep going with Reason as the next
+	// instruction (stop).
+	Block  bool
+	Reason string
+	// SystemMessage is one line for the user.
+	SystemMessage string
+}
+
+// Adapter speaks one harness's hook contract.
+type Adapter interface {
+	Harness() baton.Harness
+	// Decode parses the harness's payload for event. It is tolerant:
+	// unknown fields are ignored and wrongly typed fields read as absent;
+	// only input that is not a JSON object is an error.
+	Decode(event Event, data []byte) (*Payload, error)
+	// Encode renders r for event: the bytes for stdout, often none.
+	Encode(event Event, r Result) []byte
+	// ProjectDirEnv names the variable holding the session's project
+	// directory ("" when the harness has none).
+	ProjectDirEnv() string
+	// EnvFileEnv names the variable holding a file where session-start may
+	// append "export K=V" lines for the agent's shell ("" when none).
+	EnvFileEnv() string
+	// IsWriteTool reports whether a tool of that name changes files.
+	IsWriteTool(name string) bool
+	// BlockCap is how many consecutive Stop blocks the harness honours
+	// before it ends the turn anyway; 0 when it has no known cap.
+	BlockCap(getenv func(string) string) int
+}
+
+// MaxPayload caps what a hook reads from stdin. A Write of a huge file
+// carries the file in tool_input; past this the hook gives up and fails
+// open.
+const MaxPayload = 16 << 20
+
+// lockTimeout bounds how long a hook waits for a store lock: a wedged
+// process must not hang the agent.
+const lockTimeout = 5 * time.Second
+
+// Env is what a hook run needs from the process.
+type Env struct {
+	Getenv  func(string) string
+	Now     func() time.Time
+	WorkDir string // the process directory: the last resort for the root
+	Root    string // an explicit root (--root, BATON_ROOT); "" to resolve
+	Stderr  io.Writer
+}
+
+func (e Env) getenv(k string) string {
+	if e.Getenv == nil {
+		return ""
+	}
+	return e.Getenv(k)
+}
+
+func (e Env) now() time.Time {
+	if e.Now == nil {
+		return time.Now()
+	}
+	return e.Now()
+}
+
+// Run handles one hook event: it reads the payload from stdin, acts, and
+// writes the harness's answer to stdout. It returns the exit code, which
+// is always 0: blocking is done with the harness's JSON decision.
+func Run(ctx context.Context, a Adapter, event Event, stdin io.Reader, stdout io.Writer, env Env) (code int) {
+	if env.Stderr == nil {
+		env.Stderr = io.Discard
+	}
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(env.Stderr, "baton hook %s (%s): %s; the session goes on\n", event, a.Harness(), oneLine(fmt.Sprintf(format, args...)))
+		return 0
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			code = fail("internal error: %v", r)
+		}
+	}()
+	data, err := io.ReadAll(io.LimitReader(stdin, MaxPayload+1))
+	if err != nil {
+		return fail("cannot read the payload: %v", err)
+	}
+	if len(data) > MaxPayload {
+		return fail("the payload is over %d MiB; ignored", MaxPayload>>20)
+	}
+	p, err := a.Decode(event, data)
+	if err != nil {
+		return fail("the payload is not a JSON object: %v", err)
+	}
+	root := env.Root
+	if root == "" {
+		root = ResolveRoot(p.CWD, env.getenv(a.ProjectDirEnv()), env.WorkDir)
+	}
+	st := fsstore.Open(root, fsstore.Options{Now: env.now})
+	ctx, cancel := context.WithTimeout(ctx, lockTimeout)
+	defer cancel()
+	h := handler{a: a, st: st, p: p, env: env}
+	var r Result
+	switch event {
+	case SessionStart:
+		r, err = h.sessionStart(ctx)
+	case Stop:
+		r, err = h.stop(ctx)
+	case PostToolUse:
+		r, err = h.postToolUse(ctx)
+	case PreCompact:
+		r, err = h.preCompact(ctx)
+	default:
+		return fail("unknown event")
+	}
+	if err != nil {
+		return fail("%s", baton.ErrorMessage(err)+causeSuffix(err))
+	}
+	if out := a.Encode(event, r); len(out) > 0 {
+		if _, err := stdout.Write(out); err != nil {
+			return fail("cannot write the answer: %v", err)
+		}
+	}
+	return 0
+}
+
+// causeSuffix adds the cause of an error whose message alone would say
+// "internal error".
+func causeSuffix(err error) string {
+	if baton.ErrorMessage(err) == "internal error" {
+		return ": " + err.Error()
+	}
+	return ""
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 400 {
+		s = s[:400] + "…"
+	}
+	return s
+}
+
+// handler carries one hook run's state.
+type handler struct {
+	a   Adapter
+	st  *fsstore.Store
+	p   *Payload
+	env Env
+}
+
+// errNoStore is the fail-open reason for events that need a store.
+func (h handler) errNoStore() error {
+	return baton.Errorf(baton.NotFound, "no context store at %s (run `baton init` there, or start a new session)", h.st.Root())
+}
+
+// EnvBlockCap reads a block cap override from getenv: BATON_STOP_HOOK_BLOCK_CAP
+// wins, then the harness's own variable, else def.
+func EnvBlockCap(getenv func(string) string, harnessVar string, def int) int {
+	for _, k := range []string{"BATON_STOP_HOOK_BLOCK_CAP", harnessVar} {
+		if k == "" || getenv == nil {
+			continue
+		}
+		if v := strings.TrimSpace(getenv(k)); v != "" {
+			if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+				return n
+			}
+		}
+	}
+	return def
+}

@@ -1,0 +1,220 @@
+package hook_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/baton-agent/baton/internal/hook"
+	"github.com/baton-agent/baton/internal/hook/claude"
+	"github.com/baton-agent/baton/internal/hook/codex"
+	"github.com/baton-agent/baton/internal/hook/droid"
+	"github.com/baton-agent/baton/internal/hook/pi"
+)
+
+var adapters = []hook.Adapter{claude.Adapter{}, codex.Adapter{}, droid.Adapter{}, pi.Adapter{}}
+
+func TestDecodeTolerant(t *testing.T) {
+	msg := "hi"
+	want := &hook.Payload{SessionID: "s", CWD: "/p", TranscriptPath: "/t.jsonl", EventName: "Stop", LastAssistantMessage: &msg, StopHookActive: true}
+	inputs := map[string]string{
+		"snake_case":         `{"session_id":"s","cwd":"/p","transcript_path":"/t.jsonl","hook_event_name":"Stop","last_assistant_message":"hi","stop_hook_active":true,"new":{"x":1}}`,
+		"camelCase (Droid)":  `{"sessionId":"s","cwd":"/p","transcriptPath":"/t.jsonl","hookEventName":"Stop","lastAssistantMessage":"hi","stopHookActive":true}`,
+		"BOM and whitespace": "\ufeff \n" + `{"session_id":"s","cwd":"/p","transcript_path":"/t.jsonl","hook_event_name":"Stop","last_assistant_message":"hi","stop_hook_active":"true"}`,
+	}
+	for _, a := range adapters {
+		for name, in := range inputs {
+			got, err := a.Decode(hook.Stop, []byte(in))
+			if err != nil {
+				t.Fatalf("%s Decode(%s) error: %v", a.Harness(), name, err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s Decode(%s) mismatch (-want +got):\n%s", a.Harness(), name, diff)
+			}
+		}
+		// Wrong types read as absent; null last_assistant_message is absent.
+		got, err := a.Decode(hook.Stop, []byte(`{"session_id":7,"cwd":["x"],"last_assistant_message":null,"stop_hook_active":"yes"}`))
+		if err != nil || got.SessionID != "" || got.CWD != "" || got.LastAssistantMessage != nil || got.StopHookActive {
+			t.Errorf("%s Decode(wrong types) = %+v, %v", a.Harness(), got, err)
+		}
+		for _, bad := range []string{"", "null", "[]", `"s"`, "{", "not json"} {
+			if _, err := a.Decode(hook.Stop, []byte(bad)); err == nil {
+				t.Errorf("%s Decode(%q) succeeded", a.Harness(), bad)
+			}
+		}
+	}
+}
+
+func TestEncode(t *testing.T) {
+	block := hook.Result{Block: true, Reason: "go on", SystemMessage: "iteration 2/20"}
+	for _, a := range []hook.Adapter{claude.Adapter{}, codex.Adapter{}, droid.Adapter{}} {
+		if got := string(a.Encode(hook.Stop, block)); got != `{"decision":"block","reason":"go on","systemMessage":"iteration 2/20"}`+"\n" {
+			t.Errorf("%s Encode(stop block) = %q", a.Harness(), got)
+		}
+		if got := a.Encode(hook.Stop, hook.Result{}); len(got) != 0 {
+			t.Errorf("%s Encode(stop allow) = %q, want nothing", a.Harness(), got)
+		}
+		if got := string(a.Encode(hook.SessionStart, hook.Result{Context: "ctx"})); got != "ctx\n" {
+			t.Errorf("%s Encode(session-start) = %q, want plain text", a.Harness(), got)
+		}
+		for _, e := range []hook.Event{hook.PostToolUse, hook.PreCompact} {
+			if got := a.Encode(e, hook.Result{Context: "x", SystemMessage: "y"}); len(got) != 0 {
+				t.Errorf("%s Encode(%s) = %q, want nothing", a.Harness(), e, got)
+			}
+		}
+	}
+	if got := string(pi.Adapter{}.Encode(hook.PostToolUse, hook.Result{})); got != `{"schema_version":1}`+"\n" {
+		t.Errorf("pi Encode(nothing) = %q", got)
+	}
+}
+
+func TestWriteToolsAndCaps(t *testing.T) {
+	tools := map[string][]string{
+		"claude": {"Write", "Edit", "MultiEdit", "NotebookEdit"},
+		"codex":  {"apply_patch"},
+		"droid":  {"Create", "Edit", "ApplyPatch"},
+		"pi":     {"write", "edit"},
+	}
+	for _, a := range adapters {
+		for _, name := range tools[string(a.Harness())] {
+			if !a.IsWriteTool(name) {
+				t.Errorf("%s IsWriteTool(%q) = false", a.Harness(), name)
+			}
+		}
+		for _, name := range []string{"Bash", "Read", "Execute", "bash", ""} {
+			if a.IsWriteTool(name) {
+				t.Errorf("%s IsWriteTool(%q) = true", a.Harness(), name)
+			}
+		}
+	}
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	if got := (claude.Adapter{}).BlockCap(env(nil)); got != 8 {
+		t.Errorf("claude default cap = %d, want 8", got)
+	}
+	if got := (claude.Adapter{}).BlockCap(env(map[string]string{"CLAUDE_CODE_STOP_HOOK_BLOCK_CAP": "12"})); got != 12 {
+		t.Errorf("claude cap with override = %d", got)
+	}
+	if got := (codex.Adapter{}).BlockCap(env(map[string]string{"BATON_STOP_HOOK_BLOCK_CAP": "4"})); got != 4 {
+		t.Errorf("codex cap with BATON_STOP_HOOK_BLOCK_CAP = %d", got)
+	}
+	if got := (droid.Adapter{}).BlockCap(env(map[string]string{"BATON_STOP_HOOK_BLOCK_CAP": "junk"})); got != 0 {
+		t.Errorf("droid cap with junk = %d", got)
+	}
+}
+
+func TestChangedFiles(t *testing.T) {
+	tests := []struct {
+		name            string
+		input, response string
+		want            []string
+	}{
+		{"claude write", `{"file_path":"/r/a.go","content":"x"}`, `{"filePath":"/r/a.go","success":true}`, []string{"/r/a.go"}},
+		{"notebook", `{"notebook_path":"/r/n.ipynb","new_source":"x"}`, ``, []string{"/r/n.ipynb"}},
+		{"pi", `{"path":"src/x.ts","content":"x"}`, ``, []string{"src/x.ts"}},
+		{"codex apply_patch", `{"command":"*** Begin Patch\n*** Update File: a.go\n*** Move to: b.go\n@@\n-x\n+y\n*** Add File: c.go\n+z\n*** Delete File: d.go\n*** End Patch"}`, `"Success"`, []string{"a.go", "b.go", "c.go", "d.go"}},
+		{"droid apply_patch in input", `{"input":"*** Begin Patch\r\n*** Add File: e.go\r\n+x\r\n*** End Patch"}`, ``, []string{"e.go"}},
+		{"a bare patch string", `"*** Begin Patch\n*** Update File: f.go\n*** End Patch"`, ``, []string{"f.go"}},
+		{"nothing", `{"command":"ls"}`, `{}`, nil},
+	}
+	for _, tt := range tests {
+		got := hook.ChangedFiles(json.RawMessage(tt.input), json.RawMessage(tt.response))
+		if !cmp.Equal(got, tt.want) {
+			t.Errorf("%s: ChangedFiles() = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+func mkdirs(t *testing.T, root string, dirs ...string) {
+	t.Helper()
+	for _, d := range dirs {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestResolveRoot(t *testing.T) {
+	base := t.TempDir()
+	marked := filepath.Join(base, "marked")
+	repo := filepath.Join(base, "repo")
+	plain := filepath.Join(base, "plain")
+	mkdirs(t, base, "marked/.agent/context", "marked/sub/deep", "repo/.git", "repo/pkg", "plain/x")
+	if err := os.WriteFile(filepath.Join(marked, ".agent/context/root.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name                     string
+		cwd, projectDir, workDir string
+		want                     string
+	}{
+		{"marker above cwd", filepath.Join(marked, "sub/deep"), "", "/", marked},
+		{"cwd wandered off; the project dir has the marker", filepath.Join(plain, "x"), marked, "/", marked},
+		{"marker beats a git root", filepath.Join(repo, "pkg"), marked, "/", marked},
+		{"git root above cwd", filepath.Join(repo, "pkg"), "", "/", repo},
+		{"nothing: the project dir", filepath.Join(plain, "x"), plain, "/", plain},
+		{"nothing at all: cwd", filepath.Join(plain, "x"), "", "/", filepath.Join(plain, "x")},
+		{"relative cwd is ignored", "pkg", "", filepath.Join(repo, "pkg"), repo},
+	}
+	for _, tt := range tests {
+		if got := hook.ResolveRoot(tt.cwd, tt.projectDir, tt.workDir); got != tt.want {
+			t.Errorf("%s: ResolveRoot(%q, %q, %q) = %q, want %q", tt.name, tt.cwd, tt.projectDir, tt.workDir, got, tt.want)
+		}
+	}
+}
+
+func TestParseEvent(t *testing.T) {
+	for in, want := range map[string]hook.Event{"stop": hook.Stop, "Stop": hook.Stop, "SessionStart": hook.SessionStart, "post_tool_use": hook.PostToolUse, "pre-compact": hook.PreCompact} {
+		if got, err := hook.ParseEvent(in); got != want || err != nil {
+			t.Errorf("ParseEvent(%q) = %q, %v", in, got, err)
+		}
+	}
+	if _, err := hook.ParseEvent("notification"); err == nil {
+		t.Error("ParseEvent(notification) succeeded")
+	}
+}
+
+// Every adapter's decoder accepts any JSON object and rejects the rest,
+// without panicking.
+func fuzzDecoder(f *testing.F, a hook.Adapter) {
+	for _, s := range []string{
+		`{"session_id":"s","cwd":"/p","last_assistant_message":"<promise>DONE</promise>","stop_hook_active":true}`,
+		`{"sessionId":"s","toolName":"Create","toolInput":{"file_path":"a"}}`,
+		`{"tool_input":"*** Begin Patch\n*** Add File: a\n*** End Patch"}`,
+		`[]`, `nul`, "\ufeff{}",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := a.Decode(hook.Stop, data)
+		var obj map[string]json.RawMessage
+		isObj := json.Unmarshal(data, &obj) == nil && obj != nil
+		if err == nil && p == nil {
+			t.Fatal("Decode returned no payload and no error")
+		}
+		if isObj && err != nil {
+			t.Fatalf("Decode(%q) rejected a JSON object: %v", data, err)
+		}
+		if err == nil {
+			_ = hook.ChangedFiles(p.ToolInput, p.ToolResponse)
+		}
+	})
+}
+
+func FuzzDecodeClaude(f *testing.F) { fuzzDecoder(f, claude.Adapter{}) }
+func FuzzDecodeCodex(f *testing.F)  { fuzzDecoder(f, codex.Adapter{}) }
+func FuzzDecodeDroid(f *testing.F)  { fuzzDecoder(f, droid.Adapter{}) }
+func FuzzDecodePi(f *testing.F)     { fuzzDecoder(f, pi.Adapter{}) }
+
+func FuzzPatchFiles(f *testing.F) {
+	f.Add("*** Begin Patch\n*** Update File: a.go\n*** Move to: b.go\n*** End Patch")
+	f.Fuzz(func(t *testing.T, patch string) {
+		for _, p := range hook.PatchFiles(patch) {
+			if len(p) > len(patch) {
+				t.Fatalf("PatchFiles(%q) returned %q", patch, p)
+			}
+		}
+	})
+}

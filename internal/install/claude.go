@@ -1,0 +1,32 @@
+package install
+
+import "path/filepath"
+
+// Claude Code: hooks in .claude/settings.local.json (project: the hook
+// commands hold this machine's absolute binary path, so they stay out of
+// the shared .claude/settings.json) or ~/.claude/settings.json (user);
+// commands in .claude/commands/ or ~/.claude/commands/, with !`…`
+// injection and an allowed-tools grant for the baton binary.
+var claudeSpec = harnessSpec{
+	hooksFile: func(t Target) string {
+		if t.Scope == ScopeUser {
+			return filepath.Join(t.Home, ".claude", "settings.json")
+		}
+		return filepath.Join(t.Root, ".claude", "settings.local.json")
+	},
+	hookEvents: []hookEvent{
+		{Event: "SessionStart", Matcher: "startup|resume|clear|compact", Baton: "session-start"},
+		{Event: "PostToolUse", Matcher: "Write|Edit|MultiEdit|NotebookEdit", Baton: "post-tool-use"},
+		{Event: "PreCompact", Baton: "pre-compact"},
+		{Event: "Stop", Baton: "stop"},
+	},
+	commandsDir: func(t Target) string { return filepath.Join(t.base(), ".claude", "commands") },
+	dialect:     dialect{Inject: true, AllowedTools: true, ArgumentHint: true, Args: "$ARGUMENTS"},
+	notes: func(t Target, changed bool) []string {
+		n := []string{"Claude Code picks up hook changes live; `/hooks` lists them. Commands: /handoff, /pickup, /baton-loop, /baton-cancel, /baton-status, /review-pr, /fix-issue, /implement-feature."}
+		if t.Scope == ScopeProject {
+			n = append(n, "Interactive sessions run project hooks only after you accept the folder's trust dialog.")
+		}
+		return n
+	},
+}

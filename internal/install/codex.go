@@ -1,0 +1,31 @@
+package install
+
+import "path/filepath"
+
+// Codex CLI: hooks in .codex/hooks.json (project; loaded only in trusted
+// projects) or ~/.codex/hooks.json (user); custom prompts only exist in
+// ~/.codex/prompts/, invoked as /prompts:<name>. Codex runs a new or
+// changed hook only after the user trusts it in /hooks, so install never
+// rewrites a hooks file whose baton hooks are already right.
+var codexSpec = harnessSpec{
+	hooksFile: func(t Target) string { return filepath.Join(t.base(), ".codex", "hooks.json") },
+	hookEvents: []hookEvent{
+		{Event: "SessionStart", Matcher: "startup|resume|clear|compact", Baton: "session-start"},
+		{Event: "PostToolUse", Matcher: "apply_patch", Baton: "post-tool-use"},
+		{Event: "PreCompact", Baton: "pre-compact"},
+		{Event: "Stop", Baton: "stop"},
+	},
+	commandsDir: func(t Target) string { return filepath.Join(t.Home, ".codex", "prompts") },
+	dialect:     dialect{ArgumentHint: true, Args: "$ARGUMENTS"},
+	notes: func(t Target, changed bool) []string {
+		var n []string
+		if changed {
+			n = append(n, "Codex runs new or changed hooks only after you trust them: open /hooks in Codex and trust baton's four hooks.")
+		}
+		if t.Scope == ScopeProject {
+			n = append(n, "Project hooks load only in a trusted project ([projects.\"<path>\"] trust_level = \"trusted\" in ~/.codex/config.toml).")
+		}
+		n = append(n, "Prompts live in ~/.codex/prompts for every scope: /prompts:handoff, /prompts:pickup, /prompts:baton-loop, ...")
+		return n
+	},
+}

@@ -1,0 +1,131 @@
+package install
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/template"
+
+	"github.com/baton-agent/baton/integrations"
+)
+
+// dialect is how a harness's command files are written.
+type dialect struct {
+	// Inject: the harness runs !`cmd` lines before the model reads the
+	// file (Claude Code); elsewhere the model is asked to run the command.
+	Inject bool
+	// AllowedTools adds Claude's allowed-tools grant for the baton binary,
+	// without which an injected command aborts the invocation.
+	AllowedTools bool
+	// ArgumentHint: the harness reads argument-hint from frontmatter.
+	ArgumentHint bool
+	// Args is the placeholder for the command's arguments.
+	Args string
+}
+
+// CommandNames lists baton's slash commands. None collides with a
+// harness built-in: Claude Code reserves /loop, /review (and its alias of
+// /code-review), /doctor, /debug, /batch, /verify, /goal.
+func CommandNames() []string {
+	entries, _ := fs.ReadDir(integrations.Commands, "commands")
+	var names []string
+	for _, e := range entries {
+		names = append(names, strings.TrimSuffix(e.Name(), ".md"))
+	}
+	sort.Strings(names)
+	return names
+}
+
+// renderCommand renders one command file for a harness.
+func renderCommand(name string, t Target, d dialect) ([]byte, error) {
+	src, err := fs.ReadFile(integrations.Commands, path.Join("commands", name+".md"))
+	if err != nil {
+		return nil, err
+	}
+	tmpl, err := template.New(name).Parse(string(src))
+	if err != nil {
+		return nil, fmt.Errorf("parse command template %s: %w", name, err)
+	}
+	data := struct {
+		Exe, Args string
+		Inject    bool
+	}{ShellQuote(t.Exe), d.Args, d.Inject}
+	exec := func(which string) (string, error) {
+		var b bytes.Buffer
+		if err := tmpl.ExecuteTemplate(&b, which, data); err != nil {
+			return "", fmt.Errorf("render command %s: %w", name, err)
+		}
+		return strings.TrimSpace(b.String()), nil
+	}
+	body, err := exec(name)
+	if err != nil {
+		return nil, err
+	}
+	desc, err := exec("description")
+	if err != nil {
+		return nil, err
+	}
+	hint, err := exec("argument-hint")
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.WriteString("---\n")
+	fmt.Fprintf(&b, "# %s: written by `baton install %s`; `baton uninstall %s` removes it. Edits are overwritten.\n", managedMark, t.Harness, t.Harness)
+	fmt.Fprintf(&b, "description: %s\n", yamlString(desc))
+	if d.ArgumentHint && hint != "" {
+		fmt.Fprintf(&b, "argument-hint: %s\n", yamlString(hint))
+	}
+	if d.AllowedTools {
+		fmt.Fprintf(&b, "allowed-tools: %s\n", yamlString("Bash("+ShellQuote(t.Exe)+" *)"))
+	}
+	b.WriteString("---\n\n")
+	b.WriteString(body)
+	b.WriteByte('\n')
+	return b.Bytes(), nil
+}
+
+// yamlString quotes s as a YAML double-quoted scalar.
+func yamlString(s string) string {
+	var b bytes.Buffer
+	writeString(&b, s)
+	return b.String()
+}
+
+// planCommands plans every command file in dir.
+func planCommands(dir string, t Target, d dialect, install bool) ([]Change, error) {
+	var out []Change
+	for _, name := range CommandNames() {
+		content, err := renderCommand(name, t, d)
+		if err != nil {
+			return nil, err
+		}
+		c, err := planManagedFile(filepath.Join(dir, name+".md"), "command", content, install)
+		if err != nil {
+			return nil, err
+		}
+		if !install && c.Action == Unchanged && c.Before == nil {
+			continue // nothing there, nothing to say
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// CommandFile returns where t's harness keeps command name and baton's
+// content for it.
+func CommandFile(t Target, name string) (path string, content []byte, err error) {
+	sp, err := spec(t.Harness)
+	if err != nil {
+		return "", nil, err
+	}
+	if sp.commandsDir == nil {
+		return "", nil, fmt.Errorf("%s has no command files", t.Harness)
+	}
+	content, err = renderCommand(name, t, sp.dialect)
+	return filepath.Join(sp.commandsDir(t), name+".md"), content, err
+}

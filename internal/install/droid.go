@@ -1,0 +1,22 @@
+package install
+
+import "path/filepath"
+
+// Factory Droid: hooks in .factory/hooks.json or ~/.factory/hooks.json
+// (Droid's matchers apply to tool events only); commands in
+// .factory/commands/ or ~/.factory/commands/, which know only $ARGUMENTS
+// and no !`…` injection, so they ask the model to run baton.
+var droidSpec = harnessSpec{
+	hooksFile: func(t Target) string { return filepath.Join(t.base(), ".factory", "hooks.json") },
+	hookEvents: []hookEvent{
+		{Event: "SessionStart", Baton: "session-start"},
+		{Event: "PostToolUse", Matcher: "Create|Edit|ApplyPatch", Baton: "post-tool-use"},
+		{Event: "PreCompact", Baton: "pre-compact"},
+		{Event: "Stop", Baton: "stop"},
+	},
+	commandsDir: func(t Target) string { return filepath.Join(t.base(), ".factory", "commands") },
+	dialect:     dialect{ArgumentHint: true, Args: "$ARGUMENTS"},
+	notes: func(t Target, changed bool) []string {
+		return []string{"Droid reloads hooks.json on change; `/hooks` in Droid lists them."}
+	},
+}

@@ -1,0 +1,281 @@
+// Package install writes baton's hooks and slash commands into each
+// agent product's own configuration, and takes out exactly what it put
+// in. Hook entries are recognised by their command (`<baton> hook …`),
+// command files by a "baton-managed" frontmatter comment, so install is
+// idempotent, uninstall leaves other hooks and files alone, and nothing
+// needs a separate manifest. Every file it changes is backed up first.
+package install
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/fsstore"
+)
+
+// Scope says where an installation lives.
+type Scope string
+
+const (
+	ScopeProject Scope = "project" // the project root (settings next to the code)
+	ScopeUser    Scope = "user"    // the home directory (every project)
+)
+
+// ParseScope returns the scope named s.
+func ParseScope(s string) (Scope, error) {
+	switch Scope(s) {
+	case ScopeProject, ScopeUser:
+		return Scope(s), nil
+	}
+	return "", baton.Errorf(baton.Invalid, "--scope %q is not project or user", s)
+}
+
+// Target is one installation: a harness at a scope.
+type Target struct {
+	Harness baton.Harness
+	Scope   Scope
+	Root    string // the project root, for project scope
+	Home    string // the user's home directory
+	Exe     string // the absolute path of the baton binary to call
+}
+
+func (t Target) validate() error {
+	if !filepath.IsAbs(t.Exe) {
+		return baton.Errorf(baton.Invalid, "the baton binary path %q is not absolute", t.Exe)
+	}
+	if t.Home == "" || !filepath.IsAbs(t.Home) {
+		return baton.Errorf(baton.Invalid, "cannot find the home directory: set HOME")
+	}
+	if t.Scope == ScopeProject && !filepath.IsAbs(t.Root) {
+		return baton.Errorf(baton.Invalid, "the project root %q is not absolute", t.Root)
+	}
+	return nil
+}
+
+// base is the directory a harness's files hang off at the target's scope.
+func (t Target) base() string {
+	if t.Scope == ScopeUser {
+		return t.Home
+	}
+	return t.Root
+}
+
+// Action is what a Change does to its file.
+type Action string
+
+const (
+	Create    Action = "create"
+	Update    Action = "update"
+	Remove    Action = "remove"
+	Unchanged Action = "unchanged"
+	Skip      Action = "skip" // a file baton does not own is in the way
+)
+
+// Change is one file of a plan. Before is nil when the file does not
+// exist; After is nil when it is removed.
+type Change struct {
+	Path   string `json:"path"`
+	Action Action `json:"action"`
+	Kind   string `json:"kind"` // hooks, command, extension
+	Note   string `json:"note,omitempty"`
+	Before []byte `json:"-"`
+	After  []byte `json:"-"`
+}
+
+// Plan is what install or uninstall will do.
+type Plan struct {
+	Target  Target   `json:"-"`
+	Changes []Change `json:"changes"`
+	// Notes tell the user what to do next (trust hooks in Codex, ...).
+	Notes []string `json:"notes"`
+}
+
+// Changed reports whether applying p writes anything.
+func (p *Plan) Changed() bool {
+	for _, c := range p.Changes {
+		if c.Action == Create || c.Action == Update || c.Action == Remove {
+			return true
+		}
+	}
+	return false
+}
+
+// harnessSpec describes one harness's files.
+type harnessSpec struct {
+	hooksFile   func(t Target) string
+	hookEvents  []hookEvent
+	commandsDir func(t Target) string
+	dialect     dialect
+	extension   func(t Target) string // pi only
+	notes       func(t Target, hooksChanged bool) []string
+}
+
+func spec(h baton.Harness) (harnessSpec, error) {
+	switch h {
+	case baton.HarnessClaude:
+		return claudeSpec, nil
+	case baton.HarnessCodex:
+		return codexSpec, nil
+	case baton.HarnessDroid:
+		return droidSpec, nil
+	case baton.HarnessPi:
+		return piSpec, nil
+	}
+	return harnessSpec{}, baton.Errorf(baton.Invalid, "unknown harness %q: want claude, codex, droid or pi", h)
+}
+
+// Install plans baton's installation for t. It reads files but writes
+// nothing; Apply does.
+func Install(t Target) (*Plan, error) { return plan(t, true) }
+
+// Uninstall plans the removal of exactly what Install adds.
+func Uninstall(t Target) (*Plan, error) { return plan(t, false) }
+
+func plan(t Target, install bool) (*Plan, error) {
+	if err := t.validate(); err != nil {
+		return nil, err
+	}
+	sp, err := spec(t.Harness)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Target: t, Notes: []string{}}
+	hooksChanged := false
+	if sp.hooksFile != nil {
+		c, err := planHooks(sp.hooksFile(t), t, sp.hookEvents, install)
+		if err != nil {
+			return nil, err
+		}
+		hooksChanged = c.Action != Unchanged
+		p.Changes = append(p.Changes, c)
+	}
+	if sp.extension != nil {
+		c, err := planManagedFile(sp.extension(t), "extension", renderPiExtension(t), install)
+		if err != nil {
+			return nil, err
+		}
+		hooksChanged = c.Action != Unchanged
+		p.Changes = append(p.Changes, c)
+	}
+	if sp.commandsDir != nil {
+		cs, err := planCommands(sp.commandsDir(t), t, sp.dialect, install)
+		if err != nil {
+			return nil, err
+		}
+		p.Changes = append(p.Changes, cs...)
+	}
+	if install && sp.notes != nil {
+		p.Notes = append(p.Notes, sp.notes(t, hooksChanged)...)
+	}
+	return p, nil
+}
+
+// Apply carries out p: each file that changes is first copied to
+// <file>.baton-backup-<UTC time>, then written atomically (or removed).
+// It returns the backups it made.
+func Apply(p *Plan, now time.Time) (backups []string, err error) {
+	stamp := now.UTC().Format("20060102T150405Z")
+	for _, c := range p.Changes {
+		switch c.Action {
+		case Create, Update, Remove:
+		default:
+			continue
+		}
+		if c.Before != nil && c.Kind == "hooks" {
+			b := c.Path + ".baton-backup-" + stamp
+			if err := fsstore.WriteFileAtomic(b, c.Before, 0o600); err != nil {
+				return backups, err
+			}
+			backups = append(backups, b)
+		}
+		if c.Action == Remove {
+			if err := os.Remove(c.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return backups, err
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(c.Path), 0o755); err != nil {
+			return backups, err
+		}
+		if err := fsstore.WriteFileAtomic(c.Path, c.After, 0o644); err != nil {
+			return backups, err
+		}
+	}
+	return backups, nil
+}
+
+// Describe renders p for people: one line per file, and with diff the
+// changes themselves (--dry-run).
+func Describe(p *Plan, diff bool) string {
+	var b strings.Builder
+	changes := append([]Change(nil), p.Changes...)
+	sort.SliceStable(changes, func(i, j int) bool { return changes[i].Kind == "hooks" && changes[j].Kind != "hooks" })
+	for _, c := range changes {
+		fmt.Fprintf(&b, "%-9s %s", c.Action, c.Path)
+		if c.Note != "" {
+			fmt.Fprintf(&b, " (%s)", c.Note)
+		}
+		b.WriteByte('\n')
+		if diff && (c.Action == Create || c.Action == Update || c.Action == Remove) && c.Kind == "hooks" {
+			for _, l := range strings.Split(strings.TrimSuffix(Diff(string(c.Before), string(c.After)), "\n"), "\n") {
+				b.WriteString("    " + l + "\n")
+			}
+		}
+	}
+	return b.String()
+}
+
+// readFile returns a file's bytes, or nil when it does not exist.
+func readFile(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if b == nil {
+		b = []byte{}
+	}
+	return b, nil
+}
+
+// managedMark is in every file baton writes whole (commands, the pi
+// extension); uninstall removes only files that carry it.
+const managedMark = "baton-managed"
+
+// planManagedFile plans one file baton owns entirely.
+func planManagedFile(path, kind string, content []byte, install bool) (Change, error) {
+	before, err := readFile(path)
+	if err != nil {
+		return Change{}, err
+	}
+	c := Change{Path: path, Kind: kind, Before: before}
+	owned := before != nil && bytes.Contains(before, []byte(managedMark))
+	switch {
+	case !install && owned:
+		c.Action = Remove
+	case !install:
+		c.Action = Unchanged
+		if before != nil {
+			c.Note = "not written by baton; left alone"
+		}
+	case before != nil && !owned:
+		c.Action, c.Note = Skip, "exists and was not written by baton; move it away or run `baton migrate factory-commands`"
+	case bytes.Equal(before, content):
+		c.Action, c.After = Unchanged, content
+	case before == nil:
+		c.Action, c.After = Create, content
+	default:
+		c.Action, c.After = Update, content
+	}
+	return c, nil
+}

@@ -1,0 +1,298 @@
+package install
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/baton-agent/baton"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/install -update)", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", name, diff)
+	}
+}
+
+const exe = "/usr/local/bin/baton"
+
+var now = time.Date(2026, 11, 22, 9, 34, 0, 0, time.UTC)
+
+func target(t *testing.T, h baton.Harness, scope Scope) Target {
+	t.Helper()
+	return Target{Harness: h, Scope: scope, Root: t.TempDir(), Home: t.TempDir(), Exe: exe}
+}
+
+func mustApply(t *testing.T, plan func(Target) (*Plan, error), tg Target) []string {
+	t.Helper()
+	p, err := plan(tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return applyPlan(t, p)
+}
+
+func applyPlan(t *testing.T, p *Plan) []string {
+	t.Helper()
+	b, err := Apply(p, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func write(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func read(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Install into existing settings files with other hooks, reinstall,
+// uninstall: goldens for the merged file, nothing changes the second time,
+// and uninstall gives back the user's hooks (minus a stale baton hook from
+// an old binary path).
+func TestInstallRoundTripOnExistingFiles(t *testing.T) {
+	tests := []struct {
+		harness baton.Harness
+		scope   Scope
+		before  string
+		file    func(Target) string
+	}{
+		{baton.HarnessClaude, ScopeProject, "claude_settings.before.json", func(t Target) string { return filepath.Join(t.Root, ".claude/settings.local.json") }},
+		{baton.HarnessCodex, ScopeUser, "codex_hooks.before.json", func(t Target) string { return filepath.Join(t.Home, ".codex/hooks.json") }},
+		{baton.HarnessDroid, ScopeProject, "droid_hooks.before.json", func(t Target) string { return filepath.Join(t.Root, ".factory/hooks.json") }},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.harness), func(t *testing.T) {
+			tg := target(t, tt.harness, tt.scope)
+			path := tt.file(tg)
+			original := read(t, filepath.Join("testdata", tt.before))
+			write(t, path, original)
+
+			backups := mustApply(t, Install, tg)
+			installed := read(t, path)
+			golden(t, string(tt.harness)+"_installed.golden.json", installed)
+			if len(backups) != 1 || backups[0] != path+".baton-backup-20261122T093400Z" || string(read(t, backups[0])) != string(original) {
+				t.Errorf("backups = %v, want one copy of the original", backups)
+			}
+			hooks, err := FindBatonHooks(path)
+			if err != nil || len(hooks) != 4 {
+				t.Fatalf("FindBatonHooks = %v, %v; want 4", hooks, err)
+			}
+			for _, h := range hooks {
+				if !strings.HasPrefix(h.Command, exe+" hook ") || !strings.HasSuffix(h.Command, " --harness "+string(tt.harness)) {
+					t.Errorf("installed hook %+v", h)
+				}
+			}
+
+			// Idempotent: a second install plans no change and writes nothing.
+			p, err := Install(tg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Changed() {
+				t.Errorf("second install plans changes:\n%s", Describe(p, true))
+			}
+			for _, n := range p.Notes {
+				if strings.Contains(n, "/hooks in Codex") {
+					t.Errorf("an unchanged Codex install asks to re-trust: %q", n)
+				}
+			}
+
+			mustApply(t, Uninstall, tg)
+			after := read(t, path)
+			want := strings.Replace(string(original), `,
+          {
+            "type": "command",
+            "command": "/old/place/bin/baton hook stop --harness claude",
+            "timeout": 30
+          }`, "", 1)
+			if diff := cmp.Diff(want, string(after)); diff != "" {
+				t.Errorf("uninstall did not give back the user's file (-want +got):\n%s", diff)
+			}
+			entries, _ := os.ReadDir(filepath.Dir(path))
+			for _, e := range entries {
+				if strings.HasSuffix(e.Name(), ".md") {
+					t.Errorf("uninstall left command %s", e.Name())
+				}
+			}
+		})
+	}
+}
+
+func TestInstallFreshAndUninstallRemovesFile(t *testing.T) {
+	for _, h := range []baton.Harness{baton.HarnessClaude, baton.HarnessCodex, baton.HarnessDroid, baton.HarnessPi} {
+		tg := target(t, h, ScopeProject)
+		p, err := Install(tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		applyPlan(t, p)
+		var paths []string
+		for _, c := range p.Changes {
+			if c.Action != Create {
+				t.Errorf("%s fresh install: %s %s", h, c.Action, c.Path)
+			}
+			paths = append(paths, c.Path)
+		}
+		mustApply(t, Uninstall, tg)
+		for _, path := range paths {
+			if _, err := os.Stat(path); !os.IsNotExist(err) {
+				t.Errorf("%s uninstall left %s", h, path)
+			}
+		}
+	}
+}
+
+func TestCommandFiles(t *testing.T) {
+	for _, h := range []baton.Harness{baton.HarnessClaude, baton.HarnessCodex, baton.HarnessDroid, baton.HarnessPi} {
+		tg := target(t, h, ScopeUser)
+		p, err := Install(tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got strings.Builder
+		for _, c := range p.Changes {
+			if c.Kind != "command" {
+				continue
+			}
+			name := filepath.Base(c.Path)
+			if name == "handoff.md" || name == "pickup.md" || name == "review-pr.md" {
+				got.WriteString("==> " + name + "\n")
+				got.Write(c.After)
+			}
+			for _, reserved := range []string{"loop.md", "review.md", "doctor.md", "goal.md", "code-review.md", "debug.md"} {
+				if name == reserved {
+					t.Errorf("%s installs the reserved command %s", h, name)
+				}
+			}
+		}
+		golden(t, "commands_"+string(h)+".golden.md", []byte(got.String()))
+	}
+	// Codex prompts are user-level whatever the scope.
+	tg := target(t, baton.HarnessCodex, ScopeProject)
+	p, _ := Install(tg)
+	for _, c := range p.Changes {
+		if c.Kind == "command" && !strings.HasPrefix(c.Path, filepath.Join(tg.Home, ".codex", "prompts")) {
+			t.Errorf("codex prompt at %s", c.Path)
+		}
+	}
+}
+
+// A command file the user wrote is never overwritten or removed.
+func TestForeignCommandFileIsLeftAlone(t *testing.T) {
+	tg := target(t, baton.HarnessDroid, ScopeUser)
+	mine := filepath.Join(tg.Home, ".factory/commands/handoff.md")
+	write(t, mine, []byte("my own handoff\n"))
+	p, err := Install(tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyPlan(t, p)
+	mustApply(t, Uninstall, tg)
+	if string(read(t, mine)) != "my own handoff\n" {
+		t.Error("a foreign command file changed")
+	}
+	skipped := false
+	for _, c := range p.Changes {
+		if c.Path == mine && c.Action == Skip {
+			skipped = true
+		}
+	}
+	if !skipped {
+		t.Error("the foreign file was not reported as skipped")
+	}
+}
+
+func TestDryRunDiffAndInvalidJSON(t *testing.T) {
+	tg := target(t, baton.HarnessCodex, ScopeProject)
+	path := filepath.Join(tg.Root, ".codex/hooks.json")
+	write(t, path, read(t, "testdata/codex_hooks.before.json"))
+	p, err := Install(tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "codex_dry_run.golden.txt", []byte(strings.ReplaceAll(strings.ReplaceAll(Describe(p, true), tg.Root, "$ROOT"), tg.Home, "$HOME")))
+	if string(read(t, path)) != string(read(t, "testdata/codex_hooks.before.json")) {
+		t.Error("planning wrote the file")
+	}
+	write(t, path, []byte("{ not json"))
+	p, err = Install(tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Changes[0].Action != Skip || !strings.Contains(p.Changes[0].Note, "not valid JSON") {
+		t.Errorf("invalid JSON: %+v", p.Changes[0])
+	}
+}
+
+func TestIsBatonHook(t *testing.T) {
+	for cmd, want := range map[string]bool{
+		"/usr/local/bin/baton hook stop --harness claude":      true,
+		"'/home/me/my tools/baton' hook stop --harness=codex":  true,
+		"baton hook session-start --harness droid":             true,
+		"/usr/local/bin/baton pickup":                          false,
+		"/usr/local/bin/not-baton hook stop":                   false,
+		"npx -y ccnotify stop":                                 false,
+		"":                                                     false,
+		"\"/opt/baton\" hook pre-compact --harness claude":     true,
+		"\"/opt/bin/baton\" hook pre-compact --harness claude": true,
+	} {
+		if got := IsBatonHook(cmd, nil); got != want {
+			t.Errorf("IsBatonHook(%q) = %v, want %v", cmd, got, want)
+		}
+	}
+	if !IsBatonHook("/opt/bin/baton", []string{"hook", "stop"}) {
+		t.Error("exec-form args not recognised")
+	}
+}
+
+func FuzzParseObject(f *testing.F) {
+	f.Add([]byte(`{"a":[1,{"b":null}],"c":"\u003c"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		o, err := parseObject(data)
+		if err != nil {
+			return
+		}
+		enc := encode(o)
+		o2, err := parseObject(enc)
+		if err != nil {
+			t.Fatalf("re-parse of %q failed: %v", enc, err)
+		}
+		if string(encode(o2)) != string(enc) {
+			t.Fatalf("encoding not stable for %q", data)
+		}
+	})
+}

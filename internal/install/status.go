@@ -1,0 +1,89 @@
+package install
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+
+	"github.com/baton-agent/baton"
+)
+
+// Status is what is installed for one harness at one scope.
+type Status struct {
+	Harness   baton.Harness   `json:"harness"`
+	Scope     Scope           `json:"scope"`
+	File      string          `json:"file"` // the hooks file, or the pi extension
+	Installed bool            `json:"installed"`
+	Hooks     []InstalledHook `json:"hooks"`
+	Commands  []string        `json:"commands"` // baton-managed command files present
+	Binaries  []string        `json:"binaries"` // baton binaries the hooks call
+	Error     string          `json:"error,omitempty"`
+}
+
+var piBinRE = regexp.MustCompile(`const BATON_BIN = process\.env\.BATON_BIN \?\? ("(?:[^"\\]|\\.)*");`)
+
+// Inspect reports what baton installed for t's harness and scope.
+func Inspect(t Target) Status {
+	st := Status{Harness: t.Harness, Scope: t.Scope, Hooks: []InstalledHook{}, Commands: []string{}, Binaries: []string{}}
+	sp, err := spec(t.Harness)
+	if err != nil {
+		st.Error = err.Error()
+		return st
+	}
+	addBin := func(b string) {
+		for _, x := range st.Binaries {
+			if x == b {
+				return
+			}
+		}
+		st.Binaries = append(st.Binaries, b)
+	}
+	switch {
+	case sp.hooksFile != nil:
+		st.File = sp.hooksFile(t)
+		hooks, err := FindBatonHooks(st.File)
+		if err != nil {
+			st.Error = err.Error()
+		}
+		if hooks != nil {
+			st.Hooks = hooks
+		}
+		for _, h := range hooks {
+			if w := shellWords(h.Command); len(w) > 0 {
+				addBin(w[0])
+			}
+		}
+		st.Installed = len(hooks) > 0
+	case sp.extension != nil:
+		st.File = sp.extension(t)
+		b, err := os.ReadFile(st.File)
+		if err == nil && bytes.Contains(b, []byte(managedMark)) {
+			st.Installed = true
+			if m := piBinRE.FindSubmatch(b); m != nil {
+				if s, err := unquoteJSON(m[1]); err == nil {
+					addBin(s)
+				}
+			}
+		}
+	}
+	if sp.commandsDir != nil {
+		dir := sp.commandsDir(t)
+		for _, name := range CommandNames() {
+			p := filepath.Join(dir, name+".md")
+			if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(managedMark)) {
+				st.Commands = append(st.Commands, p)
+			}
+		}
+	}
+	return st
+}
+
+func unquoteJSON(b []byte) (string, error) {
+	o, err := parseObject(append(append([]byte(`{"s":`), b...), '}'))
+	if err != nil {
+		return "", err
+	}
+	s, _ := o.vals["s"].(string)
+	return s, nil
+}

@@ -1,0 +1,240 @@
+// Package loop is baton's loop engine: what a Stop event does to the
+// foreground loop. It is pure: Decide takes the loop as read under its
+// lock and the facts of the Stop, changes the loop in memory and says
+// whether to block, allow, or leave the loop alone. Callers persist the
+// change (fsstore.UpdateLoop) and speak the harness's contract.
+package loop
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/baton-agent/baton"
+)
+
+// ExtractPromises returns the text of every <promise>…</promise> tag in
+// msg, in order, each trimmed with inner whitespace collapsed to single
+// spaces. Tag names are matched case-insensitively; a tag that is opened
+// but never closed does not count, and neither does bare text equal to a
+// promise.
+func ExtractPromises(msg string) []string {
+	const open, closing = "<promise>", "</promise>"
+	var out []string
+	for i := 0; ; {
+		s := indexFold(msg[i:], open)
+		if s < 0 {
+			return out
+		}
+		s += i + len(open)
+		e := indexFold(msg[s:], closing)
+		if e < 0 {
+			return out
+		}
+		e += s
+		// The innermost open tag before the close wins: "<promise>a
+		// <promise>DONE</promise>" promises DONE.
+		inner := msg[s:e]
+		for k := indexFold(inner, open); k >= 0; k = indexFold(inner, open) {
+			inner = inner[k+len(open):]
+		}
+		out = append(out, Normalize(inner))
+		i = e + len(closing)
+	}
+}
+
+// indexFold is strings.Index with ASCII case folding; sub is lower case.
+// It works on bytes, so indexes stay valid in s whatever else s holds.
+func indexFold(s, sub string) int {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		k := strings.IndexByte(s[i:], sub[0]) // tags start with '<'
+		if k < 0 {
+			return -1
+		}
+		i += k
+		if i+len(sub) > len(s) {
+			return -1
+		}
+		j := 1
+		for ; j < len(sub); j++ {
+			c := s[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != sub[j] {
+				break
+			}
+		}
+		if j == len(sub) {
+			return i
+		}
+	}
+	return -1
+}
+
+// Normalize trims s and collapses every run of white space to one space,
+// the form promises are compared in.
+func Normalize(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// MatchPromise returns the first configured promise (as configured) that
+// any promise tag in msg states, compared literally after Normalize.
+func MatchPromise(promises []string, msg string) (string, bool) {
+	if len(promises) == 0 {
+		return "", false
+	}
+	stated := ExtractPromises(msg)
+	for _, p := range promises {
+		np := Normalize(p)
+		if np == "" {
+			continue
+		}
+		for _, s := range stated {
+			if s == np {
+				return p, true
+			}
+		}
+	}
+	return "", false
+}
+
+// Stop is what the harness told baton about one Stop event.
+type Stop struct {
+	SessionID string
+	// Message is the last assistant text; Known is false when neither the
+	// payload nor the transcript gave one. An unknown or empty message
+	// means "not finished": the loop goes on, nothing is deleted.
+	Message string
+	Known   bool
+	// StopHookActive is true when the agent is already continuing because
+	// of a stop hook's block.
+	StopHookActive bool
+	// BlockCap is how many consecutive blocks the harness honours before
+	// it ends the turn anyway (Claude Code: 8); 0 means no known cap.
+	BlockCap int
+}
+
+// Action is what the Stop hook answers.
+type Action int
+
+const (
+	// Ignore: not this loop's business (no foreground loop, not active,
+	// another session). No output, no change.
+	Ignore Action = iota
+	// Allow the stop. The loop changed (it finished) or the block cap was
+	// reached; Message says so.
+	Allow
+	// Block the stop and feed Reason (the loop prompt) as the next
+	// instruction.
+	Block
+)
+
+func (a Action) String() string {
+	switch a {
+	case Allow:
+		return "allow"
+	case Block:
+		return "block"
+	}
+	return "ignore"
+}
+
+// Decision is the engine's answer for one Stop.
+type Decision struct {
+	Action  Action
+	Reason  string // the loop prompt, verbatim, when blocking
+	Message string // one line for the user (systemMessage)
+	// Changed says whether Decide changed the loop and it must be written.
+	Changed bool
+	// Finished is true when the loop ended (status done); the caller
+	// clears the foreground pointer.
+	Finished bool
+}
+
+// Decide applies one Stop to l, the foreground loop as read under its
+// lock (nil when there is none), and returns what to answer. The rules,
+// in order:
+//
+//  1. No loop, or a loop that is not active: ignore.
+//  2. A loop bound to another session: ignore; the loop is untouched. An
+//     unbound loop is bound to the first session that stops.
+//  3. A new turn (stop_hook_active false) resets the consecutive-block
+//     count.
+//  4. A promise tag that states one of the loop's promises: done, with
+//     that promise as the outcome. Allow.
+//  5. The iteration limit reached: done, outcome max_iterations. Allow.
+//  6. The harness's block cap reached in this chain: allow, and leave the
+//     loop active at its iteration so the next turn picks it up.
+//  7. Otherwise increment the iteration and block with the loop prompt.
+func Decide(l *baton.Loop, s Stop) Decision {
+	if l == nil || l.Status != baton.LoopActive {
+		return Decision{Action: Ignore}
+	}
+	var d Decision
+	switch {
+	case l.SessionID == "" && s.SessionID != "":
+		l.SessionID = s.SessionID
+		d.Changed = true
+	case l.SessionID != s.SessionID:
+		// Bound elsewhere, or a payload without a session id: a loop never
+		// moves to a session it cannot name.
+		return Decision{Action: Ignore}
+	}
+	if !s.StopHookActive && l.ConsecutiveBlocks != 0 {
+		l.ConsecutiveBlocks = 0
+		d.Changed = true
+	}
+	if s.Known {
+		if p, ok := MatchPromise(l.CompletionPromises, s.Message); ok {
+			return finish(l, p, fmt.Sprintf("baton loop %s: done (%s) at iteration %s", l.ID, Normalize(p), progress(l)))
+		}
+	}
+	if l.MaxIterations > 0 && l.Iteration >= l.MaxIterations {
+		return finish(l, baton.OutcomeMaxIterations, fmt.Sprintf("baton loop %s: stopped after %d iterations (the limit) without a promise; the loop is done, outcome max_iterations", l.ID, l.Iteration))
+	}
+	if s.StopHookActive && s.BlockCap > 0 && l.ConsecutiveBlocks >= s.BlockCap {
+		d.Action = Allow
+		d.Message = fmt.Sprintf("baton loop %s: paused for this turn at iteration %s after %d consecutive stop-hook blocks (the harness's cap); the loop stays active: send any message to continue, or run `baton loop cancel %s`", l.ID, progress(l), l.ConsecutiveBlocks, l.ID)
+		return d
+	}
+	l.Iteration++
+	l.ConsecutiveBlocks++
+	return Decision{Action: Block, Reason: l.Prompt, Message: StatusLine(l), Changed: true}
+}
+
+func finish(l *baton.Loop, outcome, msg string) Decision {
+	l.Status = baton.LoopDone
+	l.Outcome = outcome
+	l.ConsecutiveBlocks = 0
+	return Decision{Action: Allow, Message: msg, Changed: true, Finished: true}
+}
+
+// StatusLine is the one line shown beside a block: the iteration and how
+// to finish.
+func StatusLine(l *baton.Loop) string {
+	return fmt.Sprintf("baton loop %s: iteration %s — %s", l.ID, progress(l), HowToFinish(l))
+}
+
+// HowToFinish tells the agent how to end the loop.
+func HowToFinish(l *baton.Loop) string {
+	var ps []string
+	for _, p := range l.CompletionPromises {
+		if n := Normalize(p); n != "" {
+			ps = append(ps, n)
+		}
+	}
+	if len(ps) == 0 {
+		return "no completion promise: it ends at the iteration limit or with `baton loop cancel " + l.ID + "`"
+	}
+	s := "finish with <promise>" + ps[0] + "</promise>"
+	if len(ps) > 1 {
+		s += " (or " + strings.Join(ps[1:], ", ") + ")"
+	}
+	return s
+}
+
+func progress(l *baton.Loop) string {
+	if l.MaxIterations == 0 {
+		return strconv.Itoa(l.Iteration) + " (no limit)"
+	}
+	return strconv.Itoa(l.Iteration) + "/" + strconv.Itoa(l.MaxIterations)
+}

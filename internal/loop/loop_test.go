@@ -1,0 +1,231 @@
+package loop
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/baton-agent/baton"
+)
+
+func TestExtractPromises(t *testing.T) {
+	tests := []struct {
+		msg  string
+		want []string
+	}{
+		{"tests pass\n<promise> DONE </promise>", []string{"DONE"}},
+		{"DONE", nil}, // bare text never counts (ralph: claude-code#81827)
+		{"<promise>DONE", nil},
+		{"DONE</promise>", nil},
+		{"<promise>ALL\n  TESTS\tPASS</promise>", []string{"ALL TESTS PASS"}},
+		{"first <promise>BLOCKED</promise> then <promise>DONE</promise>", []string{"BLOCKED", "DONE"}},
+		{"<PROMISE>done</Promise>", []string{"done"}},
+		{"<promise>a <promise>DONE</promise>", []string{"DONE"}},
+		{"<promise></promise>", []string{""}},
+		{"<promise>*?[x]</promise>", []string{"*?[x]"}},
+		{"İİ<promise>DONE</promise>", []string{"DONE"}}, // no index drift on multi-byte case folds
+	}
+	for _, tt := range tests {
+		if got := ExtractPromises(tt.msg); !cmp.Equal(got, tt.want) {
+			t.Errorf("ExtractPromises(%q) = %q, want %q", tt.msg, got, tt.want)
+		}
+	}
+}
+
+func TestMatchPromise(t *testing.T) {
+	promises := []string{"ALL TESTS PASS", "BLOCKED", "*?["}
+	tests := []struct {
+		msg    string
+		want   string
+		wantOK bool
+	}{
+		{"<promise>ALL TESTS PASS</promise>", "ALL TESTS PASS", true},
+		{"<promise>\n  all tests pass\n</promise>", "", false}, // literal: case matters
+		{"<promise>\n ALL   TESTS\nPASS </promise>", "ALL TESTS PASS", true},
+		{"working… <promise>NOT YET</promise> <promise>BLOCKED</promise>", "BLOCKED", true}, // every tag in the message counts
+		{"ALL TESTS PASS", "", false},
+		{"<promise>*?[</promise>", "*?[", true},
+		{"<promise>ALL</promise>", "", false},
+	}
+	for _, tt := range tests {
+		got, ok := MatchPromise(promises, tt.msg)
+		if got != tt.want || ok != tt.wantOK {
+			t.Errorf("MatchPromise(%q) = %q, %v; want %q, %v", tt.msg, got, ok, tt.want, tt.wantOK)
+		}
+	}
+	if _, ok := MatchPromise(nil, "<promise>DONE</promise>"); ok {
+		t.Error("MatchPromise(no promises) matched")
+	}
+	if _, ok := MatchPromise([]string{"  "}, "<promise></promise>"); ok {
+		t.Error("an empty promise matched an empty tag")
+	}
+}
+
+func active(mut func(*baton.Loop)) *baton.Loop {
+	l := &baton.Loop{ID: "L", Status: baton.LoopActive, Iteration: 1, MaxIterations: 20,
+		CompletionPromises: []string{"DONE", "BLOCKED"}, SessionID: "s1", Prompt: "Fix it.\n---\nagain"}
+	if mut != nil {
+		mut(l)
+	}
+	return l
+}
+
+func TestDecide(t *testing.T) {
+	tests := []struct {
+		name  string
+		loop  *baton.Loop
+		stop  Stop
+		want  Decision
+		after *baton.Loop // nil: unchanged
+	}{
+		{name: "no loop", loop: nil, stop: Stop{SessionID: "s1"}, want: Decision{Action: Ignore}},
+		{name: "paused", loop: active(func(l *baton.Loop) { l.Status = baton.LoopPaused }), stop: Stop{SessionID: "s1", Known: true, Message: "x"}, want: Decision{Action: Ignore}},
+		{name: "another session never touches it", loop: active(nil), stop: Stop{SessionID: "s2", Known: true, Message: "<promise>DONE</promise>"}, want: Decision{Action: Ignore}},
+		{name: "payload without a session id", loop: active(nil), stop: Stop{Known: true, Message: "x"}, want: Decision{Action: Ignore}},
+		{
+			name: "continue", loop: active(nil), stop: Stop{SessionID: "s1", Known: true, Message: "still working"},
+			want:  Decision{Action: Block, Reason: "Fix it.\n---\nagain", Message: "baton loop L: iteration 2/20 — finish with <promise>DONE</promise> (or BLOCKED)", Changed: true},
+			after: active(func(l *baton.Loop) { l.Iteration, l.ConsecutiveBlocks = 2, 1 }),
+		},
+		{
+			name: "unknown message continues", loop: active(nil), stop: Stop{SessionID: "s1"},
+			want:  Decision{Action: Block, Reason: "Fix it.\n---\nagain", Message: "baton loop L: iteration 2/20 — finish with <promise>DONE</promise> (or BLOCKED)", Changed: true},
+			after: active(func(l *baton.Loop) { l.Iteration, l.ConsecutiveBlocks = 2, 1 }),
+		},
+		{
+			name: "binds on first stop", loop: active(func(l *baton.Loop) { l.SessionID = "" }), stop: Stop{SessionID: "s9", Known: true, Message: "hi"},
+			want:  Decision{Action: Block, Reason: "Fix it.\n---\nagain", Message: "baton loop L: iteration 2/20 — finish with <promise>DONE</promise> (or BLOCKED)", Changed: true},
+			after: active(func(l *baton.Loop) { l.SessionID, l.Iteration, l.ConsecutiveBlocks = "s9", 2, 1 }),
+		},
+		{
+			name: "promise", loop: active(func(l *baton.Loop) { l.Iteration = 5 }), stop: Stop{SessionID: "s1", Known: true, Message: "done.\n<promise>\nBLOCKED\n</promise>"},
+			want:  Decision{Action: Allow, Message: "baton loop L: done (BLOCKED) at iteration 5/20", Changed: true, Finished: true},
+			after: active(func(l *baton.Loop) { l.Iteration, l.Status, l.Outcome = 5, baton.LoopDone, "BLOCKED" }),
+		},
+		{
+			name: "bare promise is not a promise", loop: active(nil), stop: Stop{SessionID: "s1", Known: true, Message: "DONE"},
+			want:  Decision{Action: Block, Reason: "Fix it.\n---\nagain", Message: "baton loop L: iteration 2/20 — finish with <promise>DONE</promise> (or BLOCKED)", Changed: true},
+			after: active(func(l *baton.Loop) { l.Iteration, l.ConsecutiveBlocks = 2, 1 }),
+		},
+		{
+			name: "promise beats the limit", loop: active(func(l *baton.Loop) { l.Iteration = 20 }), stop: Stop{SessionID: "s1", Known: true, Message: "<promise>DONE</promise>"},
+			want:  Decision{Action: Allow, Message: "baton loop L: done (DONE) at iteration 20/20", Changed: true, Finished: true},
+			after: active(func(l *baton.Loop) { l.Iteration, l.Status, l.Outcome = 20, baton.LoopDone, "DONE" }),
+		},
+		{
+			name: "limit", loop: active(func(l *baton.Loop) { l.Iteration, l.MaxIterations = 3, 3 }), stop: Stop{SessionID: "s1", Known: true, Message: "nope"},
+			want: Decision{Action: Allow, Message: "baton loop L: stopped after 3 iterations (the limit) without a promise; the loop is done, outcome max_iterations", Changed: true, Finished: true},
+			after: active(func(l *baton.Loop) {
+				l.Iteration, l.MaxIterations, l.Status, l.Outcome = 3, 3, baton.LoopDone, baton.OutcomeMaxIterations
+			}),
+		},
+		{
+			name: "unbounded", loop: active(func(l *baton.Loop) { l.Iteration, l.MaxIterations, l.CompletionPromises = 100, 0, nil }), stop: Stop{SessionID: "s1", Known: true, Message: "x"},
+			want: Decision{Action: Block, Reason: "Fix it.\n---\nagain", Message: "baton loop L: iteration 101 (no limit) — no completion promise: it ends at the iteration limit or with `baton loop cancel L`", Changed: true},
+			after: active(func(l *baton.Loop) {
+				l.Iteration, l.MaxIterations, l.CompletionPromises, l.ConsecutiveBlocks = 101, 0, nil, 1
+			}),
+		},
+		{
+			name: "chain below the cap blocks", loop: active(func(l *baton.Loop) { l.ConsecutiveBlocks = 7 }), stop: Stop{SessionID: "s1", StopHookActive: true, BlockCap: 8},
+			want:  Decision{Action: Block, Reason: "Fix it.\n---\nagain", Message: "baton loop L: iteration 2/20 — finish with <promise>DONE</promise> (or BLOCKED)", Changed: true},
+			after: active(func(l *baton.Loop) { l.Iteration, l.ConsecutiveBlocks = 2, 8 }),
+		},
+		{
+			name: "cap reached allows and keeps the loop", loop: active(func(l *baton.Loop) { l.Iteration, l.ConsecutiveBlocks = 9, 8 }), stop: Stop{SessionID: "s1", StopHookActive: true, BlockCap: 8},
+			want: Decision{Action: Allow, Message: "baton loop L: paused for this turn at iteration 9/20 after 8 consecutive stop-hook blocks (the harness's cap); the loop stays active: send any message to continue, or run `baton loop cancel L`"},
+		},
+		{
+			name: "a new turn resets the chain", loop: active(func(l *baton.Loop) { l.Iteration, l.ConsecutiveBlocks = 9, 8 }), stop: Stop{SessionID: "s1", StopHookActive: false, BlockCap: 8},
+			want:  Decision{Action: Block, Reason: "Fix it.\n---\nagain", Message: "baton loop L: iteration 10/20 — finish with <promise>DONE</promise> (or BLOCKED)", Changed: true},
+			after: active(func(l *baton.Loop) { l.Iteration, l.ConsecutiveBlocks = 10, 1 }),
+		},
+		{
+			name: "no cap known", loop: active(func(l *baton.Loop) { l.ConsecutiveBlocks = 50 }), stop: Stop{SessionID: "s1", StopHookActive: true},
+			want:  Decision{Action: Block, Reason: "Fix it.\n---\nagain", Message: "baton loop L: iteration 2/20 — finish with <promise>DONE</promise> (or BLOCKED)", Changed: true},
+			after: active(func(l *baton.Loop) { l.Iteration, l.ConsecutiveBlocks = 2, 51 }),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var before *baton.Loop
+			if tt.loop != nil {
+				c := *tt.loop
+				before = &c
+			}
+			got := Decide(tt.loop, tt.stop)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Decide() mismatch (-want +got):\n%s", diff)
+			}
+			want := tt.after
+			if want == nil {
+				want = before
+			}
+			if diff := cmp.Diff(want, tt.loop); diff != "" {
+				t.Errorf("loop after Decide() mismatch (-want +got):\n%s", diff)
+			}
+			if tt.loop != nil && tt.loop.Validate() != nil && tt.loop.ID != "" {
+				t.Errorf("loop after Decide() is invalid: %v", tt.loop.Validate())
+			}
+		})
+	}
+}
+
+func FuzzExtractPromises(f *testing.F) {
+	f.Add("tests pass\n<promise> DONE </promise>")
+	f.Add("DONE")
+	f.Add("<promise>a<promise>b</promise></promise>")
+	f.Add("<PROMISE>x</promise><promise>")
+	f.Fuzz(func(t *testing.T, msg string) {
+		got := ExtractPromises(msg)
+		lower := strings.ToLower(msg)
+		if len(got) > 0 && !strings.Contains(lower, "</promise>") {
+			t.Fatalf("ExtractPromises(%q) = %q without a closing tag", msg, got)
+		}
+		if n := strings.Count(lower, "</promise>"); len(got) > n {
+			t.Fatalf("ExtractPromises(%q) found %d promises for %d closing tags", msg, len(got), n)
+		}
+		for _, p := range got {
+			if p != Normalize(p) {
+				t.Fatalf("promise %q is not normalized", p)
+			}
+			if utf8.ValidString(msg) && !utf8.ValidString(p) {
+				t.Fatalf("promise %q from valid UTF-8 is invalid", p)
+			}
+			// A stated promise matches itself.
+			if p != "" {
+				if _, ok := MatchPromise([]string{p}, msg); !ok {
+					t.Fatalf("MatchPromise(%q, %q) = false", p, msg)
+				}
+			}
+		}
+	})
+}
+
+// The decision keeps the loop valid and never moves it across sessions.
+func FuzzDecide(f *testing.F) {
+	f.Add("s1", "s1", "<promise>DONE</promise>", true, false, 3, 20, 0, 8)
+	f.Add("", "s2", "", false, true, 8, 8, 8, 8)
+	f.Fuzz(func(t *testing.T, bound, session, msg string, known, active bool, iter, max, blocks, cap int) {
+		if iter < 0 || max < 0 || blocks < 0 {
+			return
+		}
+		l := &baton.Loop{ID: "L", Status: baton.LoopActive, Iteration: iter, MaxIterations: max, ConsecutiveBlocks: blocks,
+			CompletionPromises: []string{"DONE"}, SessionID: bound, Prompt: "p"}
+		d := Decide(l, Stop{SessionID: session, Message: msg, Known: known, StopHookActive: active, BlockCap: cap})
+		if bound != "" && bound != session && (d.Action != Ignore || l.SessionID != bound || l.Iteration != iter) {
+			t.Fatalf("a stop from %q changed a loop bound to %q: %+v", session, bound, d)
+		}
+		if d.Action == Block && (d.Reason != "p" || l.Iteration != iter+1) {
+			t.Fatalf("block = %+v, iteration %d -> %d", d, iter, l.Iteration)
+		}
+		if d.Finished != (l.Status == baton.LoopDone) {
+			t.Fatalf("Finished = %v with status %s", d.Finished, l.Status)
+		}
+		if err := l.Validate(); err != nil {
+			t.Fatalf("loop invalid after Decide: %v", err)
+		}
+	})
+}
