@@ -17,6 +17,7 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/agentrun/agenttest"
+	"github.com/baton-agent/baton/internal/github/githubtest"
 	"github.com/baton-agent/baton/internal/sqlstore"
 )
 
@@ -324,5 +325,43 @@ func TestKilledWorkerIsRecovered(t *testing.T) {
 	}
 	if got := e.git("show", "baton/"+v.Delivery.ID+":docs/plan.md"); got != "1. The plan, second attempt.\n" {
 		t.Errorf("plan = %q", got)
+	}
+}
+
+// --issue names the delivery after the issue's title, read through the
+// GitHub API (githubtest here), and makes a GitHub delivery; the request
+// ref is the issue URL, and creating again finds the same delivery.
+func TestDeliveryCreateFromIssue(t *testing.T) {
+	e, _, _ := deliveryEnv(t)
+	srv := githubtest.NewServer(t)
+	srv.RequireToken("ghp_cli_test_token_0123456789abcdefghij")
+	srv.AddIssue("octo/app", githubtest.Issue{Number: 12, Title: "Sessions expire too early"})
+	e.vars["GITHUB_API_URL"] = srv.URL()
+	e.vars["GH_TOKEN"] = "ghp_cli_test_token_0123456789abcdefghij"
+	url := "https://github.com/octo/app/issues/12"
+	r := e.ok("", "", "delivery", "create", "--issue", url, "--agent", "codex", "--json")
+	var out struct {
+		Created  bool            `json:"created"`
+		Delivery *baton.Delivery `json:"delivery"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	d := out.Delivery
+	if !out.Created || d.Summary != "GitHub Issue #12: Sessions expire too early" || d.Repository != "octo/app" || d.Forge != baton.ForgeGitHub || d.Config.Agent != "codex" {
+		t.Fatalf("created %+v", d)
+	}
+	if req, ok := d.Ref(baton.RoleRequest, "github_issue"); !ok || req.URL != url || d.ID != baton.DeliveryID("octo/app", url) {
+		t.Errorf("request ref %+v, id %s", req, d.ID)
+	}
+	r = e.ok("", "", "delivery", "create", "--issue", url)
+	if !strings.Contains(r.stdout, "already exists") {
+		t.Errorf("second create = %q", r.stdout)
+	}
+	// A wrong token fails with a message that does not show it.
+	e.vars["GH_TOKEN"] = "ghp_wrong_token_0123456789abcdefghijklmn"
+	r = e.run("", "", "delivery", "create", "--issue", "https://github.com/octo/app/issues/13")
+	if r.code == 0 || strings.Contains(r.stderr, "ghp_wrong") {
+		t.Errorf("create with a bad token: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
