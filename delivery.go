@@ -473,8 +473,9 @@ type DeliveryStore interface {
 	// CreateAgentRun inserts r as running, filling ID and N. Returns
 	// Conflict when another run of the delivery is running.
 	CreateAgentRun(ctx context.Context, r *AgentRun) error
-	// FinishAgentRun writes r's results. A run already marked canceled
-	// stays canceled. Returns NotFound.
+	// FinishAgentRun writes r's results. A run someone else already ended
+	// (canceled by a person, failed as lost by the reconciler) keeps that
+	// status and reason; its results are still recorded. Returns NotFound.
 	FinishAgentRun(ctx context.Context, r *AgentRun) error
 	// EndRunningAgentRuns marks the delivery's running runs with status
 	// and reason (cancel, lost worker) and returns how many it marked.

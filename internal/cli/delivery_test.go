@@ -268,7 +268,7 @@ func waitDelivery(t *testing.T, dbPath, what string, cond func(*baton.Delivery, 
 // worker takes the phase over once the heartbeat is stale, and the
 // delivery finishes. Nothing is left running.
 func TestKilledWorkerIsRecovered(t *testing.T) {
-	e, data, _ := deliveryEnv(t,
+	e, data, fake := deliveryEnv(t,
 		agenttest.Turn{Final: "never delivered", Sleep: 20 * time.Second}, // attempt 1: its worker dies
 		agenttest.Turn{Final: "1. The plan, second attempt."},
 	)
@@ -276,8 +276,10 @@ func TestKilledWorkerIsRecovered(t *testing.T) {
 	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Survive a dead worker", "--checkpoints", "none", "--endpoint", "plan")
 	workerArgs := []string{"worker", "--lease", "2s", "--heartbeat", "200ms", "--poll", "50ms"}
 	w1 := startHelper(t, e, workerArgs...)
+	// Kill the worker once its agent has really started (the run row is
+	// written just before): the fake has then taken its first turn.
 	d := waitDelivery(t, dbPath, "the agent to start under worker 1", func(d *baton.Delivery, runs []baton.AgentRun) bool {
-		return d.RunStatus == baton.StatusRunning && len(runs) == 1 && runs[0].Status == baton.RunRunning
+		return d.RunStatus == baton.StatusRunning && len(runs) == 1 && runs[0].Status == baton.RunRunning && len(fake.Calls(t)) == 1
 	}, w1.output)
 	if err := w1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)

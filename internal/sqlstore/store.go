@@ -341,8 +341,8 @@ func (s *Store) CreateAgentRun(ctx context.Context, r *baton.AgentRun) error {
 // FinishAgentRun implements baton.DeliveryStore.
 func (s *Store) FinishAgentRun(ctx context.Context, r *baton.AgentRun) error {
 	n, err := s.exec(ctx, `UPDATE agent_runs SET
-		status = CASE WHEN status = 'canceled' THEN status ELSE ? END,
-		error = CASE WHEN status = 'canceled' AND error <> '' THEN error ELSE ? END,
+		status = CASE WHEN status <> 'running' THEN status ELSE ? END,
+		error = CASE WHEN status <> 'running' AND error <> '' THEN error ELSE ? END,
 		final_message = ?, model = ?, session_id = ?, cost_usd = ?, input_tokens = ?, output_tokens = ?,
 		duration_ns = ?, exit_code = ?, log_dir = ?, ended_at = ?
 		WHERE id = ?`,
