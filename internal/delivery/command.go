@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,9 +59,12 @@ func (r *Runner) command(ctx context.Context, d *baton.Delivery, dir, command, n
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	var tail bytes.Buffer
-	w := &tailWriter{f: f, tail: &tail}
+	w := &tailWriter{f: f, tail: &tail, live: r.Live}
 	cmd.Stdout, cmd.Stderr = w, w
 	fmt.Fprintf(f, "$ %s\n", command)
+	if r.Live != nil {
+		fmt.Fprintf(r.Live, "== %s: %s runs `%s` in %s\n", d.ID, d.Phase, command, dir)
+	}
 	err = cmd.Run()
 	var ee *exec.ExitError
 	switch {
@@ -82,13 +86,18 @@ func (r *Runner) command(ctx context.Context, d *baton.Delivery, dir, command, n
 	return res, nil
 }
 
-// tailWriter writes to the log file and keeps the last 4 KiB.
+// tailWriter writes to the log file (and the live view of `delivery
+// run`) and keeps the last 4 KiB.
 type tailWriter struct {
 	f    *os.File
 	tail *bytes.Buffer
+	live io.Writer
 }
 
 func (w *tailWriter) Write(p []byte) (int, error) {
+	if w.live != nil {
+		_, _ = w.live.Write(p) // a closed terminal never fails a run
+	}
 	w.tail.Write(p)
 	if w.tail.Len() > 8192 {
 		b := w.tail.Bytes()
