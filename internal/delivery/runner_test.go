@@ -361,3 +361,84 @@ func TestInterruptedRunIsReleasedOrCanceled(t *testing.T) {
 		}
 	}
 }
+
+func TestPhaseTimeoutFailsTheRun(t *testing.T) {
+	src := sourceRepo(t)
+	h := newHarness(t, 0, agenttest.Turn{Final: planText, Sleep: 30 * time.Second})
+	c := cfg()
+	c.PhaseTimeout = 300 * time.Millisecond
+	d, _, _ := h.svc.Create(t.Context(), newDelivery(src, c), "alice")
+	start := time.Now()
+	got, err := h.runner.Run(t.Context(), d.ID, baton.PhasePlan, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != "plan/failed" || !strings.Contains(got.Error, "did not finish within 300ms") {
+		t.Fatalf("timed out plan = %s %q", got.String(), got.Error)
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Errorf("the timeout took %s to apply", time.Since(start))
+	}
+	runs, _ := h.svc.Store().AgentRuns(t.Context(), d.ID)
+	if len(runs) != 1 || runs[0].Status != baton.RunFailed || runs[0].EndedAt.IsZero() {
+		t.Errorf("timed out run = %+v", runs)
+	}
+}
+
+// Deploy and observe commands: deploy runs instead of merging; a failing
+// probe fails observe with its output kept behind a check ref.
+func TestDeployAndObserveCommands(t *testing.T) {
+	src := sourceRepo(t)
+	h := newHarness(t, 0)
+	c := cfg()
+	marker := filepath.Join(t.TempDir(), "deployed")
+	c.DeployCommand = "sh -c 'echo $BATON_WORK_BRANCH $BATON_BASE_BRANCH > " + marker + "'"
+	c.ObserveCommand = "sh -c 'echo probe down; exit 3'"
+	c.ObserveWindow, c.ObserveEvery = time.Second, 10*time.Millisecond
+	d, _, _ := h.svc.Create(t.Context(), newDelivery(src, c), "alice")
+	git(t, src, "branch", "baton/"+d.ID)
+	setState(t, h, d.ID, baton.PhaseDeploy)
+	got, err := h.runner.Run(t.Context(), d.ID, baton.PhaseDeploy, "")
+	if err != nil || got.String() != "observe/pending" {
+		t.Fatalf("deploy = %v %v", got, err)
+	}
+	if b, _ := os.ReadFile(marker); string(b) != "baton/"+d.ID+" main\n" {
+		t.Errorf("deploy command saw %q", b)
+	}
+	if n := git(t, src, "rev-list", "--count", "main"); n != "1" {
+		t.Errorf("a deploy command also merged: main has %s commits", n)
+	}
+	got, err = h.runner.Run(t.Context(), d.ID, baton.PhaseObserve, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != "observe/failed" || !strings.Contains(got.Error, "probe 1") || !strings.Contains(got.Error, "exit 3") || !strings.Contains(got.Error, "probe down") {
+		t.Fatalf("observe = %s %q", got.String(), got.Error)
+	}
+	ref, ok := got.Ref(baton.RoleCheck, "observe_command")
+	if !ok {
+		t.Fatalf("no check ref for the failed probe: %+v", got.Refs)
+	}
+	if b, err := os.ReadFile(strings.TrimPrefix(ref.URL, "file://")); err != nil || !strings.Contains(string(b), "probe down") || !strings.Contains(string(b), "[exit 3]") {
+		t.Errorf("probe log = %q %v", b, err)
+	}
+}
+
+// A verify command that cannot even start is a failed check (exit 127,
+// as in a shell), not a pipeline error.
+func TestVerifyCommandNotFound(t *testing.T) {
+	src := sourceRepo(t)
+	h := newHarness(t, 0)
+	c := cfg()
+	c.VerifyCommand = "no-such-verify-tool --all"
+	d, _, _ := h.svc.Create(t.Context(), newDelivery(src, c), "alice")
+	git(t, src, "branch", "baton/"+d.ID)
+	setState(t, h, d.ID, baton.PhaseVerify)
+	got, err := h.runner.Run(t.Context(), d.ID, baton.PhaseVerify, "")
+	if err != nil || got.String() != "implement/pending" || got.Rounds != 1 {
+		t.Fatalf("verify = %v %v", got, err)
+	}
+	if c, ok := got.Ref(baton.RoleCheck, "verify_command"); !ok || !strings.Contains(c.Label, "exit 127") {
+		t.Errorf("check ref = %+v", c)
+	}
+}
