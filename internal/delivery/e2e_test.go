@@ -377,4 +377,8 @@ func endToEnd(t *testing.T, dialect sqlstore.Dialect) {
 	if st := git(t, src, "status", "--porcelain"); st != "" {
 		t.Errorf("source work tree not clean after deploy: %q", st)
 	}
+	// The plan stays on the work branch; the merge leaves it out.
+	if files := git(t, src, "show", "--name-only", "--format=", "main"); files != "greet.go\ngreet_test.go" {
+		t.Errorf("the merge changed %q, want greet.go and greet_test.go only", files)
+	}
 }

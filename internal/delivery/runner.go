@@ -338,8 +338,9 @@ func (r *Runner) plan(ctx context.Context, d *baton.Delivery, f forge.Forge) (ou
 		return out
 	}
 	// The plan is committed, not injected: later phases read docs/plan.md.
-	if err := os.MkdirAll(filepath.Join(co.Dir, "docs"), 0o755); err == nil {
-		err = fsstore.WriteFileAtomic(filepath.Join(co.Dir, "docs", "plan.md"), []byte(plan+"\n"), 0o644)
+	planFile := filepath.Join(co.Dir, filepath.FromSlash(forge.PlanPath))
+	if err := os.MkdirAll(filepath.Dir(planFile), 0o755); err == nil {
+		err = fsstore.WriteFileAtomic(planFile, []byte(plan+"\n"), 0o644)
 		if err != nil {
 			out.warn("plan not written: %v", err)
 			return out

@@ -2,6 +2,7 @@ package delivery_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -440,5 +441,48 @@ func TestVerifyCommandNotFound(t *testing.T) {
 	}
 	if c, ok := got.Ref(baton.RoleCheck, "verify_command"); !ok || !strings.Contains(c.Label, "exit 127") {
 		t.Errorf("check ref = %+v", c)
+	}
+}
+
+// Two deliveries in flight on one repository both write docs/plan.md;
+// neither merge carries it, so they do not conflict, and a docs/plan.md
+// the repository already has is left alone.
+func TestConcurrentDeliveriesDoNotConflictOnThePlan(t *testing.T) {
+	src := sourceRepo(t)
+	write(t, filepath.Join(src, "docs", "plan.md"), "the team's own plan\n")
+	git(t, src, "add", "-A")
+	git(t, src, "commit", "-qm", "team plan")
+	h := newHarness(t, 0)
+	var ids []string
+	for i, name := range []string{"a", "b"} {
+		nd := newDelivery(src, cfg())
+		nd.Summary = "Deliver " + name
+		nd.ID = baton.DeliveryID(src, nd.Summary)
+		d, _, err := h.svc.Create(t.Context(), nd, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		git(t, src, "checkout", "-q", "-b", "baton/"+d.ID, "main")
+		write(t, filepath.Join(src, "docs", "plan.md"), fmt.Sprintf("plan %d\n", i))
+		write(t, filepath.Join(src, name+".txt"), name+"\n")
+		git(t, src, "add", "-A")
+		git(t, src, "commit", "-qm", "work "+name)
+		git(t, src, "checkout", "-q", "main")
+		ids = append(ids, d.ID)
+	}
+	for _, id := range ids {
+		setState(t, h, id, baton.PhaseDeploy)
+		got, err := h.runner.Run(t.Context(), id, baton.PhaseDeploy, "")
+		if err != nil || got.RunStatus == baton.StatusFailed {
+			t.Fatalf("deploy %s = %v %v", id, got, err)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(src, "docs", "plan.md")); string(b) != "the team's own plan\n" {
+		t.Errorf("docs/plan.md on main = %q", b)
+	}
+	for _, f := range []string{"a.txt", "b.txt"} {
+		if _, err := os.Stat(filepath.Join(src, f)); err != nil {
+			t.Errorf("%s not merged: %v", f, err)
+		}
 	}
 }

@@ -42,8 +42,14 @@ func (Local) Checks(context.Context, *baton.Delivery, string, CheckWait) (CheckR
 	return CheckResult{}, false, nil
 }
 
+// PlanPath is where plan commits the plan on the work branch.
+const PlanPath = "docs/plan.md"
+
 // Merge implements Forge. It merges sha into base in a worktree of the
-// cache, then lands the result on the source repository's base branch:
+// cache, leaving PlanPath as base has it (the plan is working context: it
+// stays in the work branch's history, and two deliveries in flight never
+// conflict on it; with the rebase method the branch lands as it is), then
+// lands the result on the source repository's base branch:
 // by a fast-forward push when no work tree has base checked out, else by
 // a fast-forward merge in that work tree, which git refuses (changing
 // nothing) when it would overwrite the user's uncommitted changes.
@@ -71,9 +77,9 @@ func (Local) Merge(ctx context.Context, d *baton.Delivery, ws *Workspaces, base,
 	var merged string
 	switch method {
 	case "", baton.MergeSquash:
-		merged, err = wt.MergeSquash(ctx, sha, msg)
+		merged, err = wt.MergeSquash(ctx, sha, msg, PlanPath)
 	case baton.MergeCommit:
-		merged, err = wt.MergeCommit(ctx, sha, msg)
+		merged, err = wt.MergeCommit(ctx, sha, msg, PlanPath)
 	case baton.MergeRebase:
 		if _, err = wt.Run(ctx, "checkout", "--quiet", "--detach", sha); err == nil {
 			merged, err = wt.Rebase(ctx, "origin/"+base)

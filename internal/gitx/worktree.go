@@ -182,28 +182,51 @@ func (r *Repo) Push(ctx context.Context, remote, refspec string) error {
 }
 
 // MergeSquash squashes rev onto HEAD as one commit with msg and returns
-// it. A conflict aborts and returns Conflict.
-func (r *Repo) MergeSquash(ctx context.Context, rev, msg string) (string, error) {
+// it. Paths in keep are left as HEAD has them (absent if HEAD has none),
+// so they are not part of the merge. A conflict aborts and returns
+// Conflict, as does a merge that changes nothing.
+func (r *Repo) MergeSquash(ctx context.Context, rev, msg string, keep ...string) (string, error) {
 	if _, err := r.Run(ctx, "merge", "--squash", "--quiet", rev); err != nil {
 		_, _ = r.Run(ctx, "reset", "--hard", "--quiet")
 		return "", baton.WrapError(baton.Conflict, err, "%s does not merge cleanly", rev)
 	}
+	return r.commitMerge(ctx, rev, msg, keep)
+}
+
+// MergeCommit merges rev into HEAD with a merge commit (--no-ff), keeping
+// the paths in keep as HEAD has them.
+func (r *Repo) MergeCommit(ctx context.Context, rev, msg string, keep ...string) (string, error) {
+	args := append(r.identity(ctx), "merge", "--no-ff", "--no-commit", "--quiet", rev)
+	if _, err := r.Run(ctx, args...); err != nil {
+		_, _ = r.Run(ctx, "merge", "--abort")
+		return "", baton.WrapError(baton.Conflict, err, "%s does not merge cleanly", rev)
+	}
+	return r.commitMerge(ctx, rev, msg, keep)
+}
+
+// commitMerge restores keep to HEAD's version and commits the staged
+// merge.
+func (r *Repo) commitMerge(ctx context.Context, rev, msg string, keep []string) (string, error) {
+	for _, p := range keep {
+		if _, err := r.Run(ctx, "cat-file", "-e", "HEAD:"+p); err == nil {
+			if _, err := r.Run(ctx, "checkout", "HEAD", "--", p); err != nil {
+				return "", err
+			}
+			continue
+		}
+		if _, err := r.Run(ctx, "rm", "-q", "-f", "--cached", "--ignore-unmatch", "--", p); err != nil {
+			return "", err
+		}
+		_ = os.Remove(filepath.Join(r.Dir, p))
+	}
 	if _, err := r.Run(ctx, "diff", "--cached", "--quiet"); err == nil {
+		_, _ = r.Run(ctx, "merge", "--abort")
+		_, _ = r.Run(ctx, "reset", "--hard", "--quiet")
 		return "", baton.Errorf(baton.Conflict, "%s has no changes to merge", rev)
 	}
 	args := append(r.identity(ctx), "commit", "--quiet", "--no-verify", "-m", msg)
 	if _, err := r.Run(ctx, args...); err != nil {
 		return "", err
-	}
-	return r.RevParse(ctx, "HEAD")
-}
-
-// MergeCommit merges rev into HEAD with a merge commit (--no-ff).
-func (r *Repo) MergeCommit(ctx context.Context, rev, msg string) (string, error) {
-	args := append(r.identity(ctx), "merge", "--no-ff", "--quiet", "-m", msg, rev)
-	if _, err := r.Run(ctx, args...); err != nil {
-		_, _ = r.Run(ctx, "merge", "--abort")
-		return "", baton.WrapError(baton.Conflict, err, "%s does not merge cleanly", rev)
 	}
 	return r.RevParse(ctx, "HEAD")
 }
