@@ -3,7 +3,6 @@ package delivery
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -28,9 +27,8 @@ type Service struct {
 	// notes and command outputs.
 	DataDir string
 	// Forge returns the forge of a delivery.
-	Forge  func(d *baton.Delivery) (forge.Forge, error)
-	Now    func() time.Time
-	Logger *slog.Logger
+	Forge func(d *baton.Delivery) (forge.Forge, error)
+	Now   func() time.Time
 }
 
 func (s *Service) now() time.Time {

@@ -108,9 +108,7 @@ type Tx interface {
 type backend interface {
 	inTx(ctx context.Context, fn func(Tx) error) error
 	start(ctx context.Context) error
-	stop(ctx context.Context) error
 	stopAndCancel(ctx context.Context) error
-	stopped() <-chan struct{}
 	jobStates(ctx context.Context, deliveryID string) (map[rivertype.JobState]int, error)
 }
 
@@ -207,11 +205,10 @@ func (b *riverBackend[TTx]) inTx(ctx context.Context, fn func(Tx) error) error {
 }
 
 func (b *riverBackend[TTx]) start(ctx context.Context) error { return b.client.Start(ctx) }
-func (b *riverBackend[TTx]) stop(ctx context.Context) error  { return b.client.Stop(ctx) }
+
 func (b *riverBackend[TTx]) stopAndCancel(ctx context.Context) error {
 	return b.client.StopAndCancel(ctx)
 }
-func (b *riverBackend[TTx]) stopped() <-chan struct{} { return b.client.Stopped() }
 
 func (b *riverBackend[TTx]) jobStates(ctx context.Context, deliveryID string) (map[rivertype.JobState]int, error) {
 	params := river.NewJobListParams().Kinds(RunPhaseArgs{}.Kind()).First(10000)
@@ -228,8 +225,8 @@ func (b *riverBackend[TTx]) jobStates(ctx context.Context, deliveryID string) (m
 	return out, nil
 }
 
-// newClient builds the River client for cfg on driver, and migrates
-// River's tables.
+// newClient migrates River's tables and builds the River client for cfg
+// on driver.
 func newClient[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], cfg Config) (*river.Client[TTx], error) {
 	mig, err := rivermigrate.New(driver, nil)
 	if err != nil {
