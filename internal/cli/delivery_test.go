@@ -367,3 +367,42 @@ func TestDeliveryCreateFromIssue(t *testing.T) {
 		t.Errorf("create with a bad token: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// SIGINT stops a worker gracefully: its running agent is interrupted and
+// the phase goes back to the queue, where the next worker finishes it.
+func TestWorkerInterruptReleasesPhase(t *testing.T) {
+	e, data, fake := deliveryEnv(t,
+		agenttest.Turn{Final: "interrupted", Sleep: 20 * time.Second},
+		agenttest.Turn{Final: "1. The plan, after the restart."},
+	)
+	dbPath := filepath.Join(data, "baton.db")
+	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Survive a restart", "--checkpoints", "none", "--endpoint", "plan")
+	workerArgs := []string{"worker", "--lease", "2s", "--heartbeat", "200ms", "--poll", "50ms"}
+	w1 := startHelper(t, e, workerArgs...)
+	waitDelivery(t, dbPath, "the agent to start", func(d *baton.Delivery, runs []baton.AgentRun) bool {
+		return d.RunStatus == baton.StatusRunning && len(fake.Calls(t)) == 1
+	}, w1.output)
+	start := time.Now()
+	if err := w1.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := w1.cmd.Wait(); err != nil {
+		t.Fatalf("worker exit after SIGINT: %v\n%s", err, w1.output())
+	}
+	if time.Since(start) > 15*time.Second {
+		t.Errorf("the worker took %s to stop", time.Since(start))
+	}
+	d := waitDelivery(t, dbPath, "the release", func(d *baton.Delivery, _ []baton.AgentRun) bool { return true }, w1.output)
+	if d.String() != "plan/pending" || !d.Queued {
+		t.Fatalf("after SIGINT the delivery is %s queued=%v, want plan/pending queued\n%s", d.String(), d.Queued, w1.output())
+	}
+	w2 := startHelper(t, e, workerArgs...)
+	d = waitDelivery(t, dbPath, "worker 2 to finish", func(d *baton.Delivery, _ []baton.AgentRun) bool {
+		return d.Phase == baton.PhaseClose || d.RunStatus == baton.StatusFailed
+	}, w2.output)
+	if d.String() != "close/succeeded" {
+		t.Fatalf("delivery ended %s (%s)", d.String(), d.Error)
+	}
+	_ = w2.cmd.Process.Signal(os.Interrupt)
+	_ = w2.cmd.Wait()
+}
