@@ -478,6 +478,10 @@ runs. <id> is the id, its number from the list, or a unique id prefix.`,
 func printDelivery(w io.Writer, v deliveryView, now time.Time) {
 	d := v.Delivery
 	fmt.Fprintf(w, "delivery %s (#%d): %s\n", d.ID, d.Seq, stateText(d))
+	if d.RunStatus == baton.StatusRunning && now.Sub(d.HeartbeatAt) > delivery.DefaultLease {
+		fmt.Fprintf(w, "warning: no heartbeat for %s: its worker may have died; `baton worker` or `baton delivery run %d` recovers it\n",
+			now.Sub(d.HeartbeatAt).Round(time.Second), d.Seq)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "summary:\t%s\n", summaryTitle(d.Summary))
 	fmt.Fprintf(tw, "repository:\t%s (%s)\n", d.Repository, d.Forge)

@@ -406,3 +406,44 @@ func TestWorkerInterruptReleasesPhase(t *testing.T) {
 	_ = w2.cmd.Process.Signal(os.Interrupt)
 	_ = w2.cmd.Wait()
 }
+
+// show warns when a running delivery's heartbeat is stale.
+func TestDeliveryShowWarnsOfDeadWorker(t *testing.T) {
+	e, data, _ := deliveryEnv(t, agenttest.Turn{Final: "1. Recovered plan."})
+	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Stale")
+	db, err := sqlstore.OpenSQLite(filepath.Join(data, "baton.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := sqlstore.New(sqlstore.SQLite, sqlstore.SQL(db))
+	d, err := st.FindDeliveryBySeq(t.Context(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.RunStatus, d.Attempt, d.Owner, d.HeartbeatAt = baton.StatusRunning, 1, "worker:gone:1", e.now.Add(-5*time.Minute)
+	if err := st.UpdateDelivery(t.Context(), d); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	r := e.ok("", "", "delivery", "show", "1")
+	if !strings.Contains(r.stdout, "warning: no heartbeat for 5m0s") {
+		t.Errorf("show = %q", r.stdout)
+	}
+	// delivery run recovers it first (the lease has passed), then runs it.
+	r = e.ok("", "", "delivery", "run", "1", "--lease", "1m")
+	if !strings.Contains(r.stdout, "is plan/succeeded (checkpoint") {
+		t.Errorf("delivery run after a dead worker = %q", r.stdout)
+	}
+	r = e.ok("", "", "delivery", "show", "1", "--json")
+	var v deliveryView
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
+		t.Fatal(err)
+	}
+	var actions []string
+	for _, en := range v.PhaseLog {
+		actions = append(actions, en.Action)
+	}
+	if got := strings.Join(actions, ","); got != "create,create,lose,run,forward" {
+		t.Errorf("log actions = %s, want the loss recorded before the new run", got)
+	}
+}
