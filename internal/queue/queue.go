@@ -233,7 +233,18 @@ func newClient[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], cfg
 		return nil, err
 	}
 	if _, err := mig.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return nil, baton.WrapError(baton.Unavailable, err, "migrate River's tables")
+		// Processes starting on a new database at once race to create
+		// River's tables; the loser finds them on a second look.
+		t := time.NewTimer(200 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		if _, err := mig.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+			return nil, baton.WrapError(baton.Unavailable, err, "migrate River's tables")
+		}
 	}
 	rc := &river.Config{
 		ID:                   cfg.ID,

@@ -188,3 +188,29 @@ func TestWorkerOutcomes(t *testing.T) {
 		})
 	}
 }
+
+// A CLI and workers starting together on a new database all get a queue.
+func TestConcurrentFirstOpens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "baton.db")
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			db, err := sqlstore.OpenSQLite(path)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer db.Close()
+			_, errs[i] = queue.OpenSQLite(context.Background(), db, queue.Config{})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("opener %d: %v", i, err)
+		}
+	}
+}

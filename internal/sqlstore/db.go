@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -162,7 +163,20 @@ func Migrate(ctx context.Context, dialect Dialect, db *sql.DB) error {
 	if err != nil {
 		return fmt.Errorf("prepare migrations: %w", err)
 	}
-	if _, err := p.Up(ctx); err != nil {
+	_, err = p.Up(ctx)
+	if err != nil {
+		// Two processes starting on a new database race to create the
+		// version table; the loser finds it made on a second look.
+		t := time.NewTimer(200 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		_, err = p.Up(ctx)
+	}
+	if err != nil {
 		return baton.WrapError(baton.Unavailable, err, "migrate baton's tables")
 	}
 	return nil
@@ -184,7 +198,16 @@ func OpenSQLite(path string) (*sql.DB, error) {
 		return nil, baton.WrapError(baton.Internal, err, "open database %s", path)
 	}
 	db.SetMaxOpenConns(1)
-	if err := db.Ping(); err != nil {
+	// Switching a new database to WAL needs a lock that SQLite does not
+	// wait for: processes opening it at the same moment get SQLITE_BUSY
+	// at once. It settles within milliseconds; look again.
+	for try := 0; try < 100; try++ {
+		if err = db.Ping(); err == nil || !isBusy(err) {
+			break
+		}
+		time.Sleep(time.Duration(10+try) * time.Millisecond)
+	}
+	if err != nil {
 		db.Close()
 		return nil, baton.WrapError(baton.Unavailable, err, "open database %s", path)
 	}
