@@ -3,6 +3,7 @@ package delivery
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -20,16 +21,52 @@ import (
 //
 //	go test ./internal/delivery -run XXX -bench TransitionSQLite -benchtime 2000x
 func BenchmarkTransitionSQLite(b *testing.B) {
-	ctx := context.Background()
 	db, err := sqlstore.OpenSQLite(filepath.Join(b.TempDir(), "baton.db"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	q, err := queue.OpenSQLite(ctx, db, queue.Config{})
+	q, err := queue.OpenSQLite(context.Background(), db, queue.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}
+	benchTransitions(b, q)
+}
+
+// BenchmarkTransitionPostgres is the same on PostgreSQL (riverpgxv5),
+// when BATON_TEST_POSTGRES_URL is set:
+//
+//	scripts/pg-test.sh go test ./internal/delivery -run XXX -bench Transition -benchtime 2000x
+func BenchmarkTransitionPostgres(b *testing.B) {
+	url := os.Getenv("BATON_TEST_POSTGRES_URL")
+	if url == "" {
+		b.Skip("BATON_TEST_POSTGRES_URL is not set (scripts/pg-test.sh sets it)")
+	}
+	ctx := context.Background()
+	admin, err := sqlstore.OpenPostgres(ctx, url, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer admin.Close()
+	schema := fmt.Sprintf("bench_%d", time.Now().UnixNano())
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		b.Fatal(err)
+	}
+	defer admin.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
+	pool, err := sqlstore.OpenPostgres(ctx, url, schema)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	q, err := queue.OpenPostgres(ctx, pool, queue.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchTransitions(b, q)
+}
+
+func benchTransitions(b *testing.B, q *queue.Queue) {
+	ctx := context.Background()
 	svc := &Service{Queue: q}
 	now := time.Now()
 	var ids []string
