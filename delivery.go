@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Phase is a step of a delivery, in order from intake to close.
@@ -149,8 +150,13 @@ type DeliveryConfig struct {
 	// Agent is the executor: claude, codex, droid or command:<argv>.
 	Agent string `json:"agent"`
 	Model string `json:"model,omitempty"`
-	// PhaseTimeout bounds each agent or command run.
-	PhaseTimeout time.Duration `json:"phase_timeout"`
+	// PhaseTimeout bounds each agent or command run; PhaseTimeouts
+	// overrides it for single phases (Timeout reads both).
+	PhaseTimeout  time.Duration           `json:"phase_timeout"`
+	PhaseTimeouts map[Phase]time.Duration `json:"phase_timeouts,omitempty"`
+	// AgentArgs are appended to the agent's command line (tool
+	// allow-lists, permission modes, profiles).
+	AgentArgs []string `json:"agent_args,omitempty"`
 	// BaseBranch is what the work branch starts from and merges into;
 	// empty means the repository's default branch (resolved at plan).
 	BaseBranch string `json:"base_branch,omitempty"`
@@ -295,7 +301,78 @@ func (d *Delivery) Validate() error {
 	if c.PhaseTimeout < 0 || c.ObserveWindow < 0 || c.ObserveEvery < 0 || c.MaxRounds < 0 {
 		return Errorf(Invalid, "durations and limits must not be negative")
 	}
+	for p, t := range c.PhaseTimeouts {
+		if !p.Runnable() || t <= 0 {
+			return Errorf(Invalid, "bad timeout %s for phase %q", t, p)
+		}
+	}
 	return nil
+}
+
+// Timeout is how long one run of phase p may take: its own timeout, else
+// the delivery's, else DefaultPhaseTimeout.
+func (c DeliveryConfig) Timeout(p Phase) time.Duration {
+	if t := c.PhaseTimeouts[p]; t > 0 {
+		return t
+	}
+	if c.PhaseTimeout > 0 {
+		return c.PhaseTimeout
+	}
+	return DefaultPhaseTimeout
+}
+
+// ParseTimeouts parses a timeout setting: comma-separated items, each a
+// duration ("45m", every phase) or PHASE=DURATION ("implement=90m").
+// Durations must be positive; a phase may appear once, and so may the
+// bare default. Errors are Invalid.
+func ParseTimeouts(s string) (def time.Duration, per map[Phase]time.Duration, err error) {
+	bad := func(format string, args ...any) (time.Duration, map[Phase]time.Duration, error) {
+		return 0, nil, Errorf(Invalid, "bad timeout %q: %s (want 45m, or plan=10m,implement=90m)", truncateText(s, 80), fmt.Sprintf(format, args...))
+	}
+	if strings.TrimSpace(s) == "" {
+		return bad("empty")
+	}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		name, val, hasPhase := strings.Cut(item, "=")
+		if !hasPhase {
+			val = name
+		}
+		d, err := time.ParseDuration(strings.TrimSpace(val))
+		if err != nil || d <= 0 {
+			return bad("%q is not a positive duration", truncateText(val, 40))
+		}
+		if !hasPhase {
+			if def != 0 {
+				return bad("two defaults")
+			}
+			def = d
+			continue
+		}
+		p, err := ParsePhase(name)
+		if err != nil || !p.Runnable() {
+			return bad("%q is not a phase that runs", truncateText(name, 40))
+		}
+		if per == nil {
+			per = map[Phase]time.Duration{}
+		}
+		if _, dup := per[p]; dup {
+			return bad("%s given twice", p)
+		}
+		per[p] = d
+	}
+	return def, per, nil
+}
+
+// truncateText cuts s to at most n bytes on a rune boundary.
+func truncateText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // CheckEndpoint validates an endpoint: a runnable phase from plan on.

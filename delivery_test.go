@@ -2,6 +2,7 @@ package baton
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -78,4 +79,52 @@ func TestDeliveryValidate(t *testing.T) {
 			t.Errorf("%s: Validate = %v, want Invalid", name, err)
 		}
 	}
+}
+
+func TestParseTimeouts(t *testing.T) {
+	def, per, err := ParseTimeouts(" 45m, implement=90m ,plan=10m")
+	if err != nil || def != 45*time.Minute || per[PhaseImplement] != 90*time.Minute || per[PhasePlan] != 10*time.Minute || len(per) != 2 {
+		t.Fatalf("ParseTimeouts = %v %v %v", def, per, err)
+	}
+	c := DeliveryConfig{PhaseTimeout: def, PhaseTimeouts: per}
+	if c.Timeout(PhaseReview) != 45*time.Minute || c.Timeout(PhaseImplement) != 90*time.Minute {
+		t.Errorf("Timeout = %s %s", c.Timeout(PhaseReview), c.Timeout(PhaseImplement))
+	}
+	if (DeliveryConfig{}).Timeout(PhasePlan) != DefaultPhaseTimeout {
+		t.Error("zero config has no default timeout")
+	}
+	for _, s := range []string{"", "soon", "-5m", "0s", "45m,30m", "close=5m", "plan=1m,plan=2m", "plan=", "=5m", "plan:5m"} {
+		if _, _, err := ParseTimeouts(s); ErrorCode(err) != Invalid {
+			t.Errorf("ParseTimeouts(%q) = %v, want Invalid", s, err)
+		}
+	}
+}
+
+func FuzzParseTimeouts(f *testing.F) {
+	f.Add("45m")
+	f.Add("plan=10m,implement=1h30m")
+	f.Add("verify=5s, 2h ,observe=1m")
+	f.Fuzz(func(t *testing.T, s string) {
+		def, per, err := ParseTimeouts(s)
+		if err != nil {
+			if ErrorCode(err) != Invalid {
+				t.Fatalf("error code %s", ErrorCode(err))
+			}
+			return
+		}
+		if def < 0 || def == 0 && len(per) == 0 {
+			t.Fatalf("ParseTimeouts(%q) = %v %v: nothing parsed", s, def, per)
+		}
+		c := DeliveryConfig{PhaseTimeout: def, PhaseTimeouts: per}
+		for p, d := range per {
+			if !p.Runnable() || d <= 0 || c.Timeout(p) != d {
+				t.Fatalf("ParseTimeouts(%q): %s=%s", s, p, d)
+			}
+		}
+		for _, p := range Phases {
+			if c.Timeout(p) <= 0 {
+				t.Fatalf("no timeout for %s", p)
+			}
+		}
+	})
 }

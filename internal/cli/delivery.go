@@ -80,7 +80,9 @@ type createOptions struct {
 	issue, repo, summary                 string
 	agent, model, endpoint, checkpoints  string
 	verify, deploy, observe, merge, base string
-	observeWindow, observeEvery, timeout time.Duration
+	observeWindow, observeEvery          time.Duration
+	timeout                              string
+	agentArgs                            []string
 	maxRounds                            int
 	json                                 bool
 	changed                              func(string) bool
@@ -103,7 +105,8 @@ merges into its base branch.
 
 A local repository may hold defaults in .agent/delivery.json (agent,
 model, endpoint, checkpoints, base, verify, deploy, observe,
-observe_window, observe_every, merge, timeout, max_rounds); flags win.`,
+observe_window, observe_every, merge, timeout, max_rounds, agent_args);
+flags win.`,
 		Example: `  baton delivery create --repo . --summary "Add a /health endpoint" --verify "go test ./..." \
       --observe "curl -fsS localhost:8080/health" --observe-window 2m
   baton delivery create --issue https://github.com/octo/app/issues/12 --agent codex
@@ -129,7 +132,8 @@ observe_window, observe_every, merge, timeout, max_rounds); flags win.`,
 	fl.DurationVar(&o.observeEvery, "observe-every", 0, "time between probes (default 30s)")
 	fl.StringVar(&o.merge, "merge", "", "merge method: squash (default), merge or rebase")
 	fl.StringVar(&o.base, "base", "", "base branch (default: the repository's default branch)")
-	fl.DurationVar(&o.timeout, "timeout", 0, "per-phase timeout of agents and commands (default 60m)")
+	fl.StringVar(&o.timeout, "timeout", "", `time limit of each agent or command run: 45m, or per phase, e.g. 30m,implement=2h (default 60m)`)
+	fl.StringArrayVar(&o.agentArgs, "agent-arg", nil, "argument appended to the agent's command line, e.g. --agent-arg=--allowedTools=Read,Edit (repeatable)")
 	fl.IntVar(&o.maxRounds, "max-rounds", 0, "returns to implement before the delivery is blocked for a person (default 5)")
 	fl.BoolVar(&o.json, "json", false, "print JSON")
 	return cmd
@@ -209,7 +213,7 @@ func runDeliveryCreate(ctx context.Context, f *Factory, db string, o createOptio
 	if err := applyCreateFlags(f, &d, o); err != nil {
 		return err
 	}
-	if _, err := agentrun.Command(agentrun.Spec{Agent: d.Config.Agent, Prompt: "-"}); err != nil {
+	if _, err := agentrun.Command(agentrun.Spec{Agent: d.Config.Agent, Prompt: "-", ExtraArgs: d.Config.AgentArgs}); err != nil {
 		return err
 	}
 	d.ID = baton.DeliveryID(d.Repository, requestKey)
@@ -258,7 +262,12 @@ func applyCreateFlags(f *Factory, d *baton.Delivery, o createOptions) error {
 		c.ObserveEvery = o.observeEvery
 	}
 	if o.changed("timeout") {
-		c.PhaseTimeout = o.timeout
+		if err := delivery.ApplyTimeouts(c, o.timeout); err != nil {
+			return err
+		}
+	}
+	if o.changed("agent-arg") {
+		c.AgentArgs = o.agentArgs
 	}
 	if o.changed("max-rounds") {
 		c.MaxRounds = o.maxRounds
@@ -486,7 +495,14 @@ func printDelivery(w io.Writer, v deliveryView, now time.Time) {
 	fmt.Fprintf(tw, "summary:\t%s\n", summaryTitle(d.Summary))
 	fmt.Fprintf(tw, "repository:\t%s (%s)\n", d.Repository, d.Forge)
 	c := d.Config
-	fmt.Fprintf(tw, "agent:\t%s%s, timeout %s, round %d of %d\n", c.Agent, ifSet(", model ", c.Model), c.PhaseTimeout, d.Rounds, c.MaxRounds)
+	timeouts := c.Timeout(baton.PhaseIntake).String()
+	for _, p := range baton.Phases {
+		if t, ok := c.PhaseTimeouts[p]; ok {
+			timeouts += fmt.Sprintf(", %s %s", p, t)
+		}
+	}
+	fmt.Fprintf(tw, "agent:\t%s%s%s, timeout %s, round %d of %d\n", c.Agent, ifSet(", model ", c.Model),
+		ifSet(" ", agentrun.QuoteArgs(c.AgentArgs)), timeouts, d.Rounds, c.MaxRounds)
 	cps := make([]string, len(d.Checkpoints))
 	for i, p := range d.Checkpoints {
 		cps[i] = string(p)

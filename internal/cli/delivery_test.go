@@ -111,11 +111,15 @@ func TestDeliveryCreateShowListGolden(t *testing.T) {
 // A person runs the plan in the foreground with live output, approves
 // it, and reads the run's log; reject needs a reason and posts it.
 func TestDeliveryRunApproveRejectLog(t *testing.T) {
-	e, _, _ := deliveryEnv(t,
+	e, _, fake := deliveryEnv(t,
 		agenttest.Turn{Say: []string{"Reading the repository"}, Final: "1. Add the handler.\n2. Test it.", CostUSD: 0.05, InputTokens: 500, OutputTokens: 80},
 	)
-	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Add a /health endpoint", "--checkpoints", "plan,deploy")
+	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Add a /health endpoint", "--checkpoints", "plan,deploy",
+		"--agent-arg=--allowedTools=Read,Grep", "--timeout", "30m,plan=10m")
 	r := e.ok("", "", "delivery", "run", "1")
+	if calls := fake.Calls(t); len(calls) != 1 || !strings.Contains(strings.Join(calls[0].Args, " "), "--allowedTools=Read,Grep") {
+		t.Errorf("the agent did not get --agent-arg: %+v", calls)
+	}
 	if !strings.Contains(r.stdout, "Reading the repository") || !strings.Contains(r.stdout, "plan/succeeded (checkpoint") {
 		t.Errorf("delivery run output = %q, want live agent text and the checkpoint", r.stdout)
 	}
@@ -148,6 +152,9 @@ func TestDeliveryRunApproveRejectLog(t *testing.T) {
 	var v deliveryView
 	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
 		t.Fatal(err)
+	}
+	if c := v.Delivery.Config; c.Timeout(baton.PhasePlan) != 10*time.Minute || c.Timeout(baton.PhaseImplement) != 30*time.Minute {
+		t.Errorf("timeouts = %v %v", c.PhaseTimeout, c.PhaseTimeouts)
 	}
 	rev, ok := v.Delivery.Ref(baton.RoleReview, "review_note")
 	if !ok || !strings.HasPrefix(rev.URL, "file://") {

@@ -44,10 +44,7 @@ func (r *Runner) command(ctx context.Context, d *baton.Delivery, dir, command, n
 		return cmdResult{}, err
 	}
 	defer f.Close()
-	timeout := d.Config.PhaseTimeout
-	if timeout <= 0 {
-		timeout = baton.DefaultPhaseTimeout
-	}
+	timeout := d.Config.Timeout(d.Phase)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)

@@ -30,8 +30,10 @@ type SourceConfig struct {
 	ObserveWindow string   `json:"observe_window,omitempty"`
 	ObserveEvery  string   `json:"observe_every,omitempty"`
 	Merge         string   `json:"merge,omitempty"`
-	Timeout       string   `json:"timeout,omitempty"`
-	MaxRounds     *int     `json:"max_rounds,omitempty"`
+	// Timeout is "45m" or "plan=10m,implement=90m" (baton.ParseTimeouts).
+	Timeout   string   `json:"timeout,omitempty"`
+	MaxRounds *int     `json:"max_rounds,omitempty"`
+	AgentArgs []string `json:"agent_args,omitempty"`
 }
 
 // maxSourceConfig bounds the file: settings, not data.
@@ -94,10 +96,18 @@ func (c SourceConfig) apply(cfg *baton.DeliveryConfig, endpoint *baton.Phase, ch
 	for _, d := range []struct {
 		field, v string
 		dst      *time.Duration
-	}{{"observe_window", c.ObserveWindow, &cfg.ObserveWindow}, {"observe_every", c.ObserveEvery, &cfg.ObserveEvery}, {"timeout", c.Timeout, &cfg.PhaseTimeout}} {
+	}{{"observe_window", c.ObserveWindow, &cfg.ObserveWindow}, {"observe_every", c.ObserveEvery, &cfg.ObserveEvery}} {
 		if err := dur(d.field, d.v, d.dst); err != nil {
 			return err
 		}
+	}
+	if c.Timeout != "" {
+		if err := ApplyTimeouts(cfg, c.Timeout); err != nil {
+			return bad("timeout", err)
+		}
+	}
+	if c.AgentArgs != nil {
+		cfg.AgentArgs = append([]string(nil), c.AgentArgs...)
 	}
 	if c.Merge != "" {
 		m := baton.MergeMethod(strings.ToLower(c.Merge))
@@ -134,6 +144,25 @@ func (c SourceConfig) apply(cfg *baton.DeliveryConfig, endpoint *baton.Phase, ch
 		if checkpoints != nil {
 			*checkpoints = cps
 		}
+	}
+	return nil
+}
+
+// ApplyTimeouts parses a timeout setting (baton.ParseTimeouts) onto cfg:
+// a bare duration replaces the default, phase durations are added.
+func ApplyTimeouts(cfg *baton.DeliveryConfig, s string) error {
+	def, per, err := baton.ParseTimeouts(s)
+	if err != nil {
+		return err
+	}
+	if def > 0 {
+		cfg.PhaseTimeout = def
+	}
+	for p, d := range per {
+		if cfg.PhaseTimeouts == nil {
+			cfg.PhaseTimeouts = map[baton.Phase]time.Duration{}
+		}
+		cfg.PhaseTimeouts[p] = d
 	}
 	return nil
 }

@@ -10,7 +10,8 @@ import (
 
 func TestParseSourceConfig(t *testing.T) {
 	c, err := ParseSourceConfig([]byte(`{"verify": "go test ./...", "observe": "curl -fsS localhost:8080/health",
-		"observe_window": "2m", "checkpoints": ["plan", "deploy"], "endpoint": "deploy", "merge": "rebase", "max_rounds": 2}`))
+		"observe_window": "2m", "checkpoints": ["plan", "deploy"], "endpoint": "deploy", "merge": "rebase", "max_rounds": 2,
+		"timeout": "30m,implement=2h", "agent_args": ["--allowedTools", "Read,Edit"]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,12 +21,15 @@ func TestParseSourceConfig(t *testing.T) {
 	if err := c.Apply(&cfg, &ep, &cps); err != nil {
 		t.Fatal(err)
 	}
+	if cfg.Timeout(baton.PhaseImplement) != 2*time.Hour || cfg.Timeout(baton.PhaseReview) != 30*time.Minute || len(cfg.AgentArgs) != 2 {
+		t.Errorf("timeouts/args = %v %v %v", cfg.PhaseTimeout, cfg.PhaseTimeouts, cfg.AgentArgs)
+	}
 	if cfg.VerifyCommand != "go test ./..." || cfg.ObserveWindow != 2*time.Minute || cfg.MergeMethod != baton.MergeRebase || cfg.MaxRounds != 2 || ep != baton.PhaseDeploy || len(cps) != 2 {
 		t.Errorf("Apply = %+v %s %v", cfg, ep, cps)
 	}
 	for _, bad := range []string{
 		`{"verfy": "typo"}`, `{"observe_window": "soon"}`, `{"merge": "octopus"}`, `{"endpoint": "close"}`,
-		`{"checkpoints": ["intake"]}`, `{"max_rounds": -1}`, `[]`, `{} {}`, `{"timeout": "-5m"}`,
+		`{"checkpoints": ["intake"]}`, `{"max_rounds": -1}`, `[]`, `{} {}`, `{"timeout": "-5m"}`, `{"timeout": "close=5m"}`, `{"agent_args": "x"}`,
 	} {
 		if _, err := ParseSourceConfig([]byte(bad)); baton.ErrorCode(err) != baton.Invalid {
 			t.Errorf("ParseSourceConfig(%s) = %v, want Invalid", bad, err)

@@ -291,14 +291,10 @@ func (r *Runner) agent(ctx context.Context, d *baton.Delivery, co *forge.Checkou
 	if r.Live != nil {
 		fmt.Fprintf(r.Live, "== %s: %s %s (attempt %d) in %s\n", d.ID, d.Phase, d.Config.Agent, d.Attempt, co.Dir)
 	}
-	timeout := d.Config.PhaseTimeout
-	if timeout <= 0 {
-		timeout = baton.DefaultPhaseTimeout
-	}
 	res, err := agentrun.Run(ctx, agentrun.Spec{
 		Agent: d.Config.Agent, Prompt: run.Prompt, SystemPrompt: run.SystemPrompt, Dir: co.Dir,
-		OutputSchema: schema, Timeout: timeout, KillGrace: r.KillGrace, Model: d.Config.Model,
-		Env: r.AgentEnv, Live: r.Live, LogDir: run.LogDir,
+		OutputSchema: schema, Timeout: d.Config.Timeout(d.Phase), KillGrace: r.KillGrace, Model: d.Config.Model,
+		ExtraArgs: d.Config.AgentArgs, Env: r.AgentEnv, Live: r.Live, LogDir: run.LogDir,
 	})
 	run.FinalMessage, run.Model, run.SessionID = res.FinalText, res.Model, res.SessionID
 	run.CostUSD, run.InputTokens, run.OutputTokens = res.CostUSD, res.InputTokens, res.OutputTokens
@@ -468,7 +464,7 @@ func (r *Runner) verify(ctx context.Context, d *baton.Delivery, f forge.Forge) (
 	var did, failed []string
 	wait := r.CheckWait
 	if wait.Timeout <= 0 {
-		wait.Timeout = d.Config.PhaseTimeout
+		wait.Timeout = d.Config.Timeout(baton.PhaseVerify)
 	}
 	if wait.Appear <= 0 {
 		wait.Appear = 2 * time.Minute
