@@ -34,8 +34,8 @@ fi
 log "go vet"
 go vet ./...
 
-log "go test"
-go test -count=1 ./...
+log "go test (with a throwaway PostgreSQL for the Postgres store and queue)"
+./scripts/pg-test.sh go test -count=1 ./...
 
 log "pi extension type-check"
 bash integrations/pi/check.sh

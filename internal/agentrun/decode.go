@@ -1,6 +1,8 @@
 package agentrun
 
 import (
+	"github.com/baton-agent/baton/internal/proc"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -31,7 +33,7 @@ func newDecoder(k kind, live *liveView) decoder {
 		d.scan = newObjectScanner(maxLineBytes, d.object, d.junk)
 		return d
 	default:
-		d := &commandDecoder{live: live, text: tailBuffer{max: maxFinalTextBytes}}
+		d := &commandDecoder{live: live, text: proc.Tail{Max: maxFinalTextBytes}}
 		d.scan = newObjectScanner(maxLineBytes, d.object, d.junk)
 		return d
 	}

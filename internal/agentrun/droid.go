@@ -1,6 +1,8 @@
 package agentrun
 
 import (
+	"github.com/baton-agent/baton/internal/proc"
+
 	"bytes"
 	"encoding/json"
 	"strings"
@@ -156,7 +158,7 @@ func (d *droidDecoder) finish(r *Result) bool {
 type commandDecoder struct {
 	live    *liveView
 	scan    *objectScanner
-	text    tailBuffer
+	text    proc.Tail
 	last    []byte // the last object seen
 	lastEnd bool   // nothing but blank lines followed it
 	any     bool   // stdout had non-blank content
@@ -165,12 +167,12 @@ type commandDecoder struct {
 func (d *commandDecoder) tooLong() {
 	d.lastEnd = false
 	d.any = true
-	d.text.write([]byte("[baton: line too long, dropped]\n"))
+	d.text.Write([]byte("[baton: line too long, dropped]\n"))
 }
 
 func (d *commandDecoder) line(b []byte) {
-	d.text.write(b)
-	d.text.write([]byte{'\n'})
+	d.text.Write(b)
+	d.text.Write([]byte{'\n'})
 	if len(bytes.TrimSpace(b)) > 0 {
 		d.any = true
 		d.live.text(string(b))
@@ -192,7 +194,7 @@ func (d *commandDecoder) finish(r *Result) bool {
 		r.Structured = append(json.RawMessage(nil), d.last...)
 		return true
 	}
-	b, cut := d.text.bytes()
+	b, cut := d.text.Bytes()
 	s := strings.TrimSpace(string(b))
 	if cut {
 		s = "[baton: output truncated to its last bytes]\n" + s

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"unicode/utf8"
 )
 
 // cappedLog writes a stream to a file up to limit bytes, then counts what
@@ -70,43 +69,4 @@ func (l *cappedLog) Close() error {
 		l.err = err
 	}
 	return l.err
-}
-
-// tailBuffer keeps the last max bytes written to it, in O(1) amortised
-// time per byte.
-type tailBuffer struct {
-	max     int
-	buf     []byte
-	dropped bool
-}
-
-func (t *tailBuffer) write(p []byte) {
-	if len(p) >= t.max {
-		t.buf = append(t.buf[:0], p[len(p)-t.max:]...)
-		t.dropped = t.dropped || len(p) > t.max
-		return
-	}
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > 2*t.max {
-		n := copy(t.buf, t.buf[len(t.buf)-t.max:])
-		t.buf = t.buf[:n]
-		t.dropped = true
-	}
-}
-
-// bytes returns the last max bytes, cut so that they start on a UTF-8
-// rune boundary, and whether anything before them was dropped.
-func (t *tailBuffer) bytes() ([]byte, bool) {
-	b := t.buf
-	dropped := t.dropped
-	if len(b) > t.max {
-		b = b[len(b)-t.max:]
-		dropped = true
-	}
-	if dropped {
-		for n := 0; n < utf8.UTFMax-1 && len(b) > 0 && !utf8.RuneStart(b[0]); n++ {
-			b = b[1:]
-		}
-	}
-	return b, dropped
 }

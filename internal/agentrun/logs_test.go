@@ -3,9 +3,7 @@ package agentrun
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
-	"unicode/utf8"
 )
 
 func TestCappedLog(t *testing.T) {
@@ -46,21 +44,5 @@ func TestCappedLog(t *testing.T) {
 	nilLog.write([]byte("discarded")) // no LogDir: must not panic
 	if err := nilLog.Close(); err != nil {
 		t.Errorf("nil cappedLog Close = %v, want nil", err)
-	}
-}
-
-func TestTailBuffer(t *testing.T) {
-	tb := tailBuffer{max: 8}
-	for _, s := range []string{"hello ", "wörld", " and more text", "!"} {
-		tb.write([]byte(s))
-	}
-	got, cut := tb.bytes()
-	if !cut || !utf8.Valid(got) || !strings.HasSuffix("hello wörld and more text!", string(got)) || len(got) > 8 {
-		t.Errorf("tail = %q, %v; want a valid UTF-8 suffix of at most 8 bytes, cut", got, cut)
-	}
-	small := tailBuffer{max: 8}
-	small.write([]byte("abc"))
-	if got, cut := small.bytes(); string(got) != "abc" || cut {
-		t.Errorf("tail = %q, %v; want \"abc\", false", got, cut)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/proc"
 )
 
 // stopReason says why Run stopped the agent itself.
@@ -126,7 +127,7 @@ func execute(ctx context.Context, s Spec, p *plan, path string, env []string, de
 		Args:        p.argv,
 		Dir:         s.Dir,
 		Env:         env,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		SysProcAttr: proc.GroupAttr(), // dies with baton on Linux
 	}
 	// Own pipes rather than exec's copying goroutines: Wait then returns as
 	// soon as the agent exits, even if something it started still holds
@@ -178,7 +179,7 @@ func execute(ctx context.Context, s Spec, p *plan, path string, env []string, de
 		lr := newLineReader(outR, maxLineBytes, logs.stdout.write)
 		_ = eachLine(lr, dec.line, dec.tooLong) // a read error only ends the stream early
 	}()
-	tail := tailBuffer{max: 2048}
+	tail := proc.Tail{Max: 2048}
 	if p.kind != kindCommand {
 		live = nil // other agents' stderr is diagnostics, not progress
 	}
@@ -186,7 +187,7 @@ func execute(ctx context.Context, s Spec, p *plan, path string, env []string, de
 		defer wg.Done()
 		lr := newLineReader(errR, 1<<20, func(b []byte) {
 			logs.stderr.write(b)
-			tail.write(b)
+			tail.Write(b)
 		})
 		// A command agent's stderr is usually its progress report.
 		_ = eachLine(lr, func(b []byte) {
@@ -216,12 +217,12 @@ func execute(ctx context.Context, s Spec, p *plan, path string, env []string, de
 		grace = DefaultKillGrace
 	}
 	if stop != stopNone {
-		_ = syscall.Kill(-pgid, syscall.SIGINT)
+		proc.KillGroup(pgid, syscall.SIGINT)
 		t := time.NewTimer(grace)
 		select {
 		case waitErr = <-waitCh:
 		case <-t.C:
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			proc.KillGroup(pgid, syscall.SIGKILL)
 			waitErr = <-waitCh
 		}
 		t.Stop()
@@ -230,7 +231,7 @@ func execute(ctx context.Context, s Spec, p *plan, path string, env []string, de
 	res.ExitCode = cmd.ProcessState.ExitCode()
 	// Whatever the agent left running in its group goes too: its output
 	// pipes close and nothing outlives the run.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	proc.KillGroup(pgid, syscall.SIGKILL)
 
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -247,7 +248,7 @@ func execute(ctx context.Context, s Spec, p *plan, path string, env []string, de
 	inW.Close()
 	outR.Close()
 	errR.Close()
-	b, _ := tail.bytes()
+	b, _ := tail.Bytes()
 	return stop, strings.TrimSpace(string(b)), waitErr, nil
 }
 

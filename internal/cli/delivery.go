@@ -125,7 +125,7 @@ flags win.`,
 	fl.StringVar(&o.model, "model", "", "model for the agent")
 	fl.StringVar(&o.endpoint, "endpoint", "", "last phase before close (default observe)")
 	fl.StringVar(&o.checkpoints, "checkpoints", "", `phases that wait for a person, e.g. plan,deploy ("none" for none; default plan,deploy)`)
-	fl.StringVar(&o.verify, "verify", "", "command verify runs in a worktree of the work branch (argv, no shell)")
+	fl.StringVar(&o.verify, "verify", "", "shell command verify runs in a worktree of the work branch (sh -c)")
 	fl.StringVar(&o.deploy, "deploy", "", "command deploy runs instead of merging")
 	fl.StringVar(&o.observe, "observe", "", "probe command observe runs repeatedly after deploy")
 	fl.DurationVar(&o.observeWindow, "observe-window", 0, "how long observe probes (default 5m)")
@@ -288,14 +288,6 @@ func applyCreateFlags(f *Factory, d *baton.Delivery, o createOptions) error {
 			return err
 		}
 		d.Checkpoints = cps
-	}
-	for _, cmd := range []string{c.VerifyCommand, c.DeployCommand, c.ObserveCommand} {
-		if cmd == "" {
-			continue
-		}
-		if argv, err := agentrun.SplitArgs(cmd); err != nil || len(argv) == 0 {
-			return baton.Errorf(baton.Invalid, "bad command %q: %v", cmd, err)
-		}
 	}
 	return nil
 }

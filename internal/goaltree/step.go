@@ -16,6 +16,7 @@ import (
 	"github.com/baton-agent/baton/internal/agentrun"
 	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/gitx"
+	"github.com/baton-agent/baton/internal/proc"
 	"github.com/baton-agent/baton/internal/prompt"
 )
 
@@ -384,9 +385,9 @@ func readFailure(dir string, iter int) string {
 	f, err := os.Open(filepath.Join(dir, GuardLog))
 	if err == nil {
 		defer f.Close()
-		var tail tailBuffer
+		tail := proc.Tail{Max: failureTailBytes}
 		if _, err := io.Copy(&tail, f); err == nil {
-			text, _ := tail.text()
+			text, _ := tail.Text()
 			return "The guard failed. The end of its log:\n\n" + text
 		}
 	}

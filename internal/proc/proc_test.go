@@ -1,0 +1,198 @@
+package proc
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/baton-agent/baton"
+)
+
+func TestMain(m *testing.M) {
+	// Helper mode: start a long sleep with GroupAttr, print its pid, wait.
+	if os.Getenv("BATON_PROC_HELPER") == "spawn" {
+		c := exec.Command("sleep", "60")
+		c.SysProcAttr = GroupAttr()
+		if err := c.Start(); err != nil {
+			os.Exit(1)
+		}
+		os.Stdout.WriteString(strconv.Itoa(c.Process.Pid) + "\n")
+		c.Wait()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// alive reports whether pid runs; a zombie (dead, not yet reaped by init)
+// does not count.
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	return err != nil || !strings.Contains(string(b), ") Z ")
+}
+
+// waitGone waits up to 5 s for pid to die.
+func waitGone(pid int) bool {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if !alive(pid) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestRunCheck(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name    string
+		command string
+		maxLog  int64
+		exit    int
+		passed  bool
+		log     string
+		tail    string
+		dropped int64
+	}{
+		{"pass with env and dir", `echo "$CHECK_VAR in $(basename "$PWD")"`, 0, 0, true, "seen in " + filepath.Base(dir) + "\n", "seen in " + filepath.Base(dir) + "\n", 0},
+		{"shell syntax works", "true && false || exit 7", 0, 7, false, "", "", 0},
+		{"stderr interleaved", "echo out; echo err >&2; exit 1", 0, 1, false, "out\nerr\n", "out\nerr\n", 0},
+		{"log capped, tail kept", "printf 'aaaaaaaaaa'; printf 'bbbbb'", 10, 0, true, "aaaaaaaaaa", "aaaaaaaaaabbbbb", 5},
+		{"missing command exits 127", "no-such-command-baton", 0, 127, false, "", "", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var log, live bytes.Buffer
+			res, err := RunCheck(t.Context(), Check{Command: tt.command, Dir: dir, Env: []string{"CHECK_VAR=seen"}, Log: &log, MaxLog: tt.maxLog, Live: &live, Timeout: time.Minute})
+			if err != nil {
+				t.Fatalf("RunCheck(%q) error: %v", tt.command, err)
+			}
+			if res.ExitCode != tt.exit || res.Passed() != tt.passed || res.Dropped != tt.dropped {
+				t.Errorf("RunCheck(%q) = exit %d, passed %v, dropped %d; want %d, %v, %d", tt.command, res.ExitCode, res.Passed(), res.Dropped, tt.exit, tt.passed, tt.dropped)
+			}
+			if tt.log != "" && log.String() != tt.log {
+				t.Errorf("log = %q, want %q", log.String(), tt.log)
+			}
+			if tt.tail != "" && res.Tail != tt.tail {
+				t.Errorf("tail = %q, want %q", res.Tail, tt.tail)
+			}
+			if !strings.HasPrefix(live.String(), log.String()) {
+				t.Errorf("live view %q does not hold the log %q", live.String(), log.String())
+			}
+		})
+	}
+}
+
+// A check that runs out of time is stopped with everything it started.
+func TestRunCheckTimeoutKillsGroup(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	start := time.Now()
+	res, err := RunCheck(t.Context(), Check{Command: "sleep 30 & echo $! > " + pidFile + "; wait", Timeout: 300 * time.Millisecond, Grace: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.TimedOut || res.Passed() {
+		t.Errorf("result = %+v, want timed out", res)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("RunCheck took %s after a 300ms timeout", d)
+	}
+	b, _ := os.ReadFile(pidFile)
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if pid == 0 || !waitGone(pid) {
+		t.Errorf("background sleep %d survived the timeout", pid)
+	}
+}
+
+func TestRunCheckCanceled(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
+	_, err := RunCheck(ctx, Check{Command: "sleep 30", Grace: 100 * time.Millisecond})
+	if baton.ErrorCode(err) != baton.Canceled {
+		t.Errorf("canceled check error = %v, want Canceled", err)
+	}
+	_, err = RunCheck(t.Context(), Check{Command: "true", Dir: filepath.Join(t.TempDir(), "missing")})
+	if baton.ErrorCode(err) != baton.Unavailable {
+		t.Errorf("check in a missing dir error = %v, want Unavailable", err)
+	}
+}
+
+// A process started with GroupAttr dies when baton is SIGKILLed.
+func TestGroupAttrDiesWithParent(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("parent-death signals are Linux only")
+	}
+	c := exec.Command(os.Args[0], "-test.run=^$")
+	c.Env = append(os.Environ(), "BATON_PROC_HELPER=spawn")
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var buf [32]byte
+	n, _ := out.Read(buf[:])
+	pid, err := strconv.Atoi(strings.TrimSpace(string(buf[:n])))
+	if err != nil || !alive(pid) {
+		t.Fatalf("helper did not start its child: %q %v", buf[:n], err)
+	}
+	c.Process.Kill()
+	c.Wait()
+	if !waitGone(pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("child %d outlived its SIGKILLed parent", pid)
+	}
+}
+
+func TestTail(t *testing.T) {
+	tl := &Tail{Max: 8}
+	tl.Write([]byte("line one\nline two\nlast"))
+	if got, cut := tl.Text(); got != "last" || !cut {
+		t.Errorf("Text() = %q, %v; want the tail from a line start", got, cut)
+	}
+	tl = &Tail{Max: 4}
+	tl.Write([]byte("aé日本"))
+	if b, cut := tl.Bytes(); !cut || string(b) != "本" {
+		t.Errorf("Bytes() = %q, %v; want a rune-aligned tail", b, cut)
+	}
+	tl = &Tail{Max: 8}
+	for _, s := range []string{"hello ", "wörld", " and more text", "!"} {
+		tl.Write([]byte(s))
+	}
+	if b, cut := tl.Bytes(); !cut || !utf8.Valid(b) || !strings.HasSuffix("hello wörld and more text!", string(b)) || len(b) > 8 {
+		t.Errorf("Bytes() = %q, %v; want a valid UTF-8 suffix of at most 8 bytes, cut", b, cut)
+	}
+	tl = &Tail{Max: 100}
+	tl.Write([]byte("short"))
+	if got, cut := tl.Text(); got != "short" || cut {
+		t.Errorf("Text() = %q, %v", got, cut)
+	}
+}
+
+func FuzzTail(f *testing.F) {
+	f.Add([]byte("hello\nworld"), 3, 4)
+	f.Fuzz(func(t *testing.T, data []byte, max, chunk int) {
+		if max <= 0 || max > 1000 || chunk <= 0 {
+			return
+		}
+		tl := &Tail{Max: max}
+		for i := 0; i < len(data); i += chunk {
+			tl.Write(data[i:min(i+chunk, len(data))])
+		}
+		b, cut := tl.Bytes()
+		if len(b) > max || !bytes.HasSuffix(data, b) || cut != (len(data) > max) && len(b) == len(data) {
+			t.Fatalf("Bytes() = %q, %v for %q (max %d)", b, cut, data, max)
+		}
+	})
+}
