@@ -1,11 +1,12 @@
 package cli
 
 import (
+	"github.com/baton-agent/baton/internal/gitx/gittest"
+
 	"bytes"
 	"context"
 	"flag"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -33,27 +34,13 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	// Deterministic commits: fixed identity and dates.
-	for k, v := range map[string]string{
-		"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
-		"GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.com",
-		"GIT_AUTHOR_DATE": "2026-11-22T09:00:00Z", "GIT_COMMITTER_DATE": "2026-11-22T09:00:00Z",
-		"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
-	} {
-		t.Setenv(k, v)
-	}
+	gittest.Setenv(t) // deterministic commits: fixed identity and dates
 	return &env{t: t, dir: t.TempDir(), now: time.Date(2026, 11, 22, 9, 34, 0, 0, time.UTC), vars: map[string]string{}}
 }
 
 func (e *env) git(args ...string) string {
 	e.t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = e.dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		e.t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return string(out)
+	return gittest.Output(e.t, e.dir, args...)
 }
 
 func (e *env) write(rel, content string) {

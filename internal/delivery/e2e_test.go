@@ -1,10 +1,11 @@
 package delivery_test
 
 import (
+	"github.com/baton-agent/baton/internal/gitx/gittest"
+
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,30 +20,6 @@ import (
 	"github.com/baton-agent/baton/internal/queue"
 	"github.com/baton-agent/baton/internal/sqlstore"
 )
-
-// gitEnv gives every git call in a test a fixed identity and no user
-// configuration.
-func gitEnv(t *testing.T) {
-	t.Helper()
-	for k, v := range map[string]string{
-		"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
-		"GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.com",
-		"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
-	} {
-		t.Setenv(k, v)
-	}
-}
-
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v in %s: %v\n%s", args, dir, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
 
 func write(t *testing.T, path, content string) {
 	t.Helper()
@@ -62,11 +39,11 @@ func sourceRepo(t *testing.T) string {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	git(t, dir, "init", "-q", "-b", "main")
+	gittest.Git(t, dir, "init", "-q", "-b", "main")
 	write(t, filepath.Join(dir, "README.md"), "# app\n")
 	write(t, filepath.Join(dir, "check.sh"), "grep -q 'return \"hello, \" + name' greet.go\n")
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "-q", "-m", "initial commit")
+	gittest.Git(t, dir, "add", "-A")
+	gittest.Git(t, dir, "commit", "-q", "-m", "initial commit")
 	return dir
 }
 
@@ -88,7 +65,7 @@ func newHarness(t *testing.T, workers int, turns ...agenttest.Turn) *harness {
 // BATON_TEST_POSTGRES_URL's database).
 func newHarnessOn(t *testing.T, dialect sqlstore.Dialect, workers int, turns ...agenttest.Turn) *harness {
 	t.Helper()
-	gitEnv(t)
+	gittest.Setenv(t)
 	dataDir := t.TempDir()
 	h := &harness{t: t, dataDir: dataDir, fake: agenttest.New(t, turns...)}
 	svc := &delivery.Service{DataDir: dataDir, Forge: func(*baton.Delivery) (forge.Forge, error) { return forge.Local{}, nil }}
@@ -354,31 +331,31 @@ func endToEnd(t *testing.T, dialect sqlstore.Dialect) {
 
 	// The work branch holds the plan and every implement round.
 	branch := "baton/" + d.ID
-	subjects := strings.Split(git(t, src, "log", "--format=%s", "main@{1}.."+branch), "\n")
+	subjects := strings.Split(gittest.Git(t, src, "log", "--format=%s", "main@{1}.."+branch), "\n")
 	wantSubjects := []string{"Add a greeting function", "Add greet_test.go", "Add a greeting function", "Plan: Add a greeting function"}
 	if diff := cmp.Diff(wantSubjects, subjects); diff != "" {
 		t.Errorf("work branch commits (-want +got):\n%s", diff)
 	}
-	if got := git(t, src, "show", branch+":docs/plan.md"); got != planText {
+	if got := gittest.Git(t, src, "show", branch+":docs/plan.md"); got != planText {
 		t.Errorf("docs/plan.md = %q", got)
 	}
 
 	// main got one squashed commit with the work, and the user's checkout
 	// (main is checked out in src) was fast-forwarded.
-	if got := git(t, src, "log", "-1", "--format=%s", "main"); got != "Add a greeting function" {
+	if got := gittest.Git(t, src, "log", "-1", "--format=%s", "main"); got != "Add a greeting function" {
 		t.Errorf("main head subject = %q", got)
 	}
-	if n := git(t, src, "rev-list", "--count", "main"); n != "2" {
+	if n := gittest.Git(t, src, "rev-list", "--count", "main"); n != "2" {
 		t.Errorf("main has %s commits, want 2 (initial + squash)", n)
 	}
 	if got, _ := os.ReadFile(filepath.Join(src, "greet.go")); string(got) != greetV2 {
 		t.Errorf("greet.go in the user's checkout = %q", got)
 	}
-	if st := git(t, src, "status", "--porcelain"); st != "" {
+	if st := gittest.Git(t, src, "status", "--porcelain"); st != "" {
 		t.Errorf("source work tree not clean after deploy: %q", st)
 	}
 	// The plan stays on the work branch; the merge leaves it out.
-	if files := git(t, src, "show", "--name-only", "--format=", "main"); files != "greet.go\ngreet_test.go" {
+	if files := gittest.Git(t, src, "show", "--name-only", "--format=", "main"); files != "greet.go\ngreet_test.go" {
 		t.Errorf("the merge changed %q, want greet.go and greet_test.go only", files)
 	}
 }

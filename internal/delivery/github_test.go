@@ -1,6 +1,8 @@
 package delivery_test
 
 import (
+	"github.com/baton-agent/baton/internal/gitx/gittest"
+
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,11 +24,11 @@ func githubSetup(t *testing.T, turns ...agenttest.Turn) (*harness, *githubtest.S
 	h := newHarness(t, 0, turns...)
 	src := sourceRepo(t)
 	bare := filepath.Join(t.TempDir(), "app.git")
-	git(t, src, "clone", "-q", "--bare", src, bare)
+	gittest.Git(t, src, "clone", "-q", "--bare", src, bare)
 	srv := githubtest.NewServer(t)
 	srv.RequireToken(ghToken)
 	srv.AddRepo("octo/app")
-	srv.AddBranch("octo/app", "main", git(t, src, "rev-parse", "main"))
+	srv.AddBranch("octo/app", "main", gittest.Git(t, src, "rev-parse", "main"))
 	c, err := github.New(github.Options{BaseURL: srv.URL(), Token: ghToken})
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +80,7 @@ func TestGitHubPlanPullRequestFailureIsAWarning(t *testing.T) {
 		t.Errorf("plan note = %q, want the warning", note)
 	}
 	// The plan itself was pushed.
-	if out := git(t, bare, "show", "baton/"+d.ID+":docs/plan.md"); out != planText {
+	if out := gittest.Git(t, bare, "show", "baton/"+d.ID+":docs/plan.md"); out != planText {
 		t.Errorf("plan on the remote = %q", out)
 	}
 }
@@ -101,7 +103,7 @@ func TestGitHubPipeline(t *testing.T) {
 	branch := "baton/" + d.ID
 	// githubtest knows branches only when told: mirror each push.
 	syncHead := func() string {
-		sha := git(t, bare, "rev-parse", branch)
+		sha := gittest.Git(t, bare, "rev-parse", branch)
 		srv.AddBranch("octo/app", branch, sha)
 		for _, p := range srv.PullRequests("octo/app") {
 			srv.UpdatePullRequest("octo/app", p.Number, func(pr *githubtest.PullRequest) { pr.HeadSHA = sha })

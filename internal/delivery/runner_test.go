@@ -1,6 +1,8 @@
 package delivery_test
 
 import (
+	"github.com/baton-agent/baton/internal/gitx/gittest"
+
 	"context"
 	"fmt"
 	"os"
@@ -170,7 +172,7 @@ func TestAgentFailureKeepsRunAndPartialWork(t *testing.T) {
 	if got.String() != "implement/failed" || !strings.Contains(got.Error, "context window exceeded") || !strings.Contains(got.Error, "partial work was committed and pushed") {
 		t.Fatalf("implement = %s %q", got.String(), got.Error)
 	}
-	if out := git(t, src, "show", "baton/"+d.ID+":half.go"); out != "package app" {
+	if out := gittest.Git(t, src, "show", "baton/"+d.ID+":half.go"); out != "package app" {
 		t.Errorf("the partial work is not on the work branch: %q", out)
 	}
 	runs, _ := h.svc.Store().AgentRuns(t.Context(), d.ID)
@@ -208,7 +210,7 @@ func TestSystemPhasesSkipWithReason(t *testing.T) {
 	h := newHarness(t, 0)
 	d, _, _ := h.svc.Create(t.Context(), newDelivery(src, cfg()), "alice")
 	// Put the delivery at verify with a work branch, as if review passed.
-	git(t, src, "branch", "baton/"+d.ID)
+	gittest.Git(t, src, "branch", "baton/"+d.ID)
 	setState(t, h, d.ID, baton.PhaseVerify)
 	got, err := h.runner.Run(t.Context(), d.ID, baton.PhaseVerify, "")
 	if err != nil {
@@ -254,10 +256,10 @@ func TestLocalDeployProtectsUncommittedChanges(t *testing.T) {
 	h := newHarness(t, 0)
 	d, _, _ := h.svc.Create(t.Context(), newDelivery(src, cfg()), "alice")
 	// The work branch changes README.md; the user has edited it too.
-	git(t, src, "checkout", "-q", "-b", "baton/"+d.ID)
+	gittest.Git(t, src, "checkout", "-q", "-b", "baton/"+d.ID)
 	write(t, filepath.Join(src, "README.md"), "# app\n\nfrom the agent\n")
-	git(t, src, "commit", "-qam", "agent change")
-	git(t, src, "checkout", "-q", "main")
+	gittest.Git(t, src, "commit", "-qam", "agent change")
+	gittest.Git(t, src, "checkout", "-q", "main")
 	write(t, filepath.Join(src, "README.md"), "# app\n\nmy uncommitted notes\n")
 	setState(t, h, d.ID, baton.PhaseDeploy)
 	got, err := h.runner.Run(t.Context(), d.ID, baton.PhaseDeploy, "")
@@ -270,11 +272,11 @@ func TestLocalDeployProtectsUncommittedChanges(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(src, "README.md")); string(b) != "# app\n\nmy uncommitted notes\n" {
 		t.Errorf("the user's change was clobbered: %q", b)
 	}
-	if n := git(t, src, "rev-list", "--count", "main"); n != "1" {
+	if n := gittest.Git(t, src, "rev-list", "--count", "main"); n != "1" {
 		t.Errorf("main moved to %s commits", n)
 	}
 	// Once the user commits elsewhere (stashes), retry lands the merge.
-	git(t, src, "stash", "-q")
+	gittest.Git(t, src, "stash", "-q")
 	if _, err := h.svc.Act(t.Context(), d.ID, delivery.Input{Action: delivery.ActRetry, Actor: "alice", Person: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +399,7 @@ func TestDeployAndObserveCommands(t *testing.T) {
 	c.ObserveCommand = "sh -c 'echo probe down; exit 3'"
 	c.ObserveWindow, c.ObserveEvery = time.Second, 10*time.Millisecond
 	d, _, _ := h.svc.Create(t.Context(), newDelivery(src, c), "alice")
-	git(t, src, "branch", "baton/"+d.ID)
+	gittest.Git(t, src, "branch", "baton/"+d.ID)
 	setState(t, h, d.ID, baton.PhaseDeploy)
 	got, err := h.runner.Run(t.Context(), d.ID, baton.PhaseDeploy, "")
 	if err != nil || got.String() != "observe/pending" {
@@ -406,7 +408,7 @@ func TestDeployAndObserveCommands(t *testing.T) {
 	if b, _ := os.ReadFile(marker); string(b) != "baton/"+d.ID+" main\n" {
 		t.Errorf("deploy command saw %q", b)
 	}
-	if n := git(t, src, "rev-list", "--count", "main"); n != "1" {
+	if n := gittest.Git(t, src, "rev-list", "--count", "main"); n != "1" {
 		t.Errorf("a deploy command also merged: main has %s commits", n)
 	}
 	got, err = h.runner.Run(t.Context(), d.ID, baton.PhaseObserve, "")
@@ -433,7 +435,7 @@ func TestVerifyCommandNotFound(t *testing.T) {
 	c := cfg()
 	c.VerifyCommand = "no-such-verify-tool --all"
 	d, _, _ := h.svc.Create(t.Context(), newDelivery(src, c), "alice")
-	git(t, src, "branch", "baton/"+d.ID)
+	gittest.Git(t, src, "branch", "baton/"+d.ID)
 	setState(t, h, d.ID, baton.PhaseVerify)
 	got, err := h.runner.Run(t.Context(), d.ID, baton.PhaseVerify, "")
 	if err != nil || got.String() != "implement/pending" || got.Rounds != 1 {
@@ -450,8 +452,8 @@ func TestVerifyCommandNotFound(t *testing.T) {
 func TestConcurrentDeliveriesDoNotConflictOnThePlan(t *testing.T) {
 	src := sourceRepo(t)
 	write(t, filepath.Join(src, "docs", "plan.md"), "the team's own plan\n")
-	git(t, src, "add", "-A")
-	git(t, src, "commit", "-qm", "team plan")
+	gittest.Git(t, src, "add", "-A")
+	gittest.Git(t, src, "commit", "-qm", "team plan")
 	h := newHarness(t, 0)
 	var ids []string
 	for i, name := range []string{"a", "b"} {
@@ -462,12 +464,12 @@ func TestConcurrentDeliveriesDoNotConflictOnThePlan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		git(t, src, "checkout", "-q", "-b", "baton/"+d.ID, "main")
+		gittest.Git(t, src, "checkout", "-q", "-b", "baton/"+d.ID, "main")
 		write(t, filepath.Join(src, "docs", "plan.md"), fmt.Sprintf("plan %d\n", i))
 		write(t, filepath.Join(src, name+".txt"), name+"\n")
-		git(t, src, "add", "-A")
-		git(t, src, "commit", "-qm", "work "+name)
-		git(t, src, "checkout", "-q", "main")
+		gittest.Git(t, src, "add", "-A")
+		gittest.Git(t, src, "commit", "-qm", "work "+name)
+		gittest.Git(t, src, "checkout", "-q", "main")
 		ids = append(ids, d.ID)
 	}
 	for _, id := range ids {

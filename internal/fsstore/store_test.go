@@ -1,10 +1,11 @@
 package fsstore
 
 import (
+	"github.com/baton-agent/baton/internal/gitx/gittest"
+
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,15 +22,6 @@ func mustMkdir(t testing.TB, dir string) string {
 		t.Fatal(err)
 	}
 	return dir
-}
-
-func mustGit(t testing.TB, dir string, args ...string) {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
 }
 
 func fixedClock() func() time.Time {
@@ -50,11 +42,11 @@ func TestDiscover(t *testing.T) {
 	tmp := t.TempDir()
 	// A git repo with a nested package and no marker.
 	repo := mustMkdir(t, filepath.Join(tmp, "repo"))
-	mustGit(t, repo, "init", "-q")
+	gittest.Git(t, repo, "init", "-q")
 	deep := mustMkdir(t, filepath.Join(repo, "a", "b", "c"))
 	// A monorepo marker above a nested project.
 	mono := mustMkdir(t, filepath.Join(tmp, "mono"))
-	mustGit(t, mono, "init", "-q")
+	gittest.Git(t, mono, "init", "-q")
 	if _, err := Open(mono, Options{}).Init(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,10 @@
 package gitx
 
 import (
+	"github.com/baton-agent/baton/internal/gitx/gittest"
+
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,19 +12,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func gitCmd(t *testing.T, dir string, args ...string) {
-	t.Helper()
-	c := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t.invalid"}, args...)...)
-	c.Dir = dir
-	if out, err := c.CombinedOutput(); err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-}
-
 func TestSnapshot(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	gitCmd(t, dir, "init", "-q", "-b", "main")
+	gittest.Setenv(t)
+	gittest.Git(t, dir, "init", "-q", "-b", "main")
 	r := Open(dir)
 	s, err := r.Snapshot(ctx)
 	if err != nil {
@@ -42,11 +35,11 @@ func TestSnapshot(t *testing.T) {
 	}
 	write("a.go", "a\n")
 	write("old name.go", "same content for rename detection\n")
-	gitCmd(t, dir, "add", "-A")
-	gitCmd(t, dir, "commit", "-q", "-m", "first: commit")
+	gittest.Git(t, dir, "add", "-A")
+	gittest.Git(t, dir, "commit", "-q", "-m", "first: commit")
 	write("a.go", "changed\n")
 	write("dir/new file.txt", "x\n")
-	gitCmd(t, dir, "mv", "old name.go", "new name.go")
+	gittest.Git(t, dir, "mv", "old name.go", "new name.go")
 	s, err = r.Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +52,7 @@ func TestSnapshot(t *testing.T) {
 	if diff := cmp.Diff(want, s.Changes); diff != "" {
 		t.Errorf("Changes mismatch (-want +got):\n%s", diff)
 	}
-	gitCmd(t, dir, "checkout", "-q", "--detach")
+	gittest.Git(t, dir, "checkout", "-q", "--detach")
 	if s, _ := r.Snapshot(ctx); s.Branch != "" {
 		t.Errorf("detached Branch = %q, want empty", s.Branch)
 	}

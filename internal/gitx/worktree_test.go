@@ -1,9 +1,10 @@
 package gitx
 
 import (
+	"github.com/baton-agent/baton/internal/gitx/gittest"
+
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,37 +14,15 @@ import (
 	"github.com/baton-agent/baton"
 )
 
-func gitEnv(t *testing.T) {
-	t.Helper()
-	for k, v := range map[string]string{
-		"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
-		"GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.com",
-		"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
-	} {
-		t.Setenv(k, v)
-	}
-}
-
-func must(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
 func TestCacheWorktreeCommitPushMerge(t *testing.T) {
-	gitEnv(t)
+	gittest.Setenv(t)
 	ctx := context.Background()
 	src := filepath.Join(t.TempDir(), "src")
 	os.MkdirAll(src, 0o755)
-	must(t, src, "init", "-q", "-b", "main")
+	gittest.Git(t, src, "init", "-q", "-b", "main")
 	os.WriteFile(filepath.Join(src, "a.txt"), []byte("a\n"), 0o644)
-	must(t, src, "add", "-A")
-	must(t, src, "commit", "-qm", "a")
+	gittest.Git(t, src, "add", "-A")
+	gittest.Git(t, src, "commit", "-qm", "a")
 
 	cacheDir := filepath.Join(t.TempDir(), "cache", "src.git")
 	cache, err := Cache(ctx, src, cacheDir, nil)
@@ -69,7 +48,7 @@ func TestCacheWorktreeCommitPushMerge(t *testing.T) {
 	if err := wt.Push(ctx, "origin", "HEAD:refs/heads/work"); err != nil {
 		t.Fatal(err)
 	}
-	if got := must(t, src, "rev-parse", "work"); got != sha {
+	if got := gittest.Git(t, src, "rev-parse", "work"); got != sha {
 		t.Errorf("pushed work = %s, want %s", got, sha)
 	}
 	wts, err := cache.Worktrees(ctx)
@@ -107,7 +86,7 @@ func TestCacheWorktreeCommitPushMerge(t *testing.T) {
 	if err := user.MergeFFOnly(ctx, "refs/baton/tmp"); err != nil {
 		t.Fatal(err)
 	}
-	if got := must(t, src, "log", "-1", "--format=%s"); got != "squash work" {
+	if got := gittest.Git(t, src, "log", "-1", "--format=%s"); got != "squash work" {
 		t.Errorf("main head = %q", got)
 	}
 	// A second squash of the same work has nothing to merge: Conflict.

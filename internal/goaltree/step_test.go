@@ -1,12 +1,13 @@
 package goaltree
 
 import (
+	"github.com/baton-agent/baton/internal/gitx/gittest"
+
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -31,20 +32,9 @@ type project struct {
 	progress bytes.Buffer
 }
 
-func gitEnv(t *testing.T) {
-	t.Helper()
-	for k, v := range map[string]string{
-		"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
-		"GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.com",
-		"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
-	} {
-		t.Setenv(k, v)
-	}
-}
-
 func newProject(t *testing.T, goal string, cfg Config, turns ...agenttest.Turn) *project {
 	t.Helper()
-	gitEnv(t)
+	gittest.Setenv(t)
 	p := &project{t: t, root: t.TempDir(), seen: t.TempDir()}
 	p.l = Layout{Root: p.root}
 	p.git("init", "-q", "-b", "main")
@@ -64,13 +54,7 @@ func newProject(t *testing.T, goal string, cfg Config, turns ...agenttest.Turn) 
 
 func (p *project) git(args ...string) string {
 	p.t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = p.root
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		p.t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return gittest.Git(p.t, p.root, args...)
 }
 
 func (p *project) write(rel, content string) {
