@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$(mktemp -d)/baton
-go build -o "$bin" ./cmd/baton
+CGO_ENABLED=0 go build -o "$bin" ./cmd/baton  # static: no dynamic loader on every hook
 echo "Date: $(date -u +%Y-%m-%dT%H:%MZ); machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(go version | cut -d' ' -f3)"
 echo
 go run ./bench/storebench -baton "$bin" "$@"

@@ -41,6 +41,8 @@ func wire() *cli.Factory {
 		WorkDir:    wd,
 		Version:    buildVersion(),
 		Executable: exe,
+
+		DynamicallyLinked: builtWithCgo(),
 	}
 }
 
@@ -52,6 +54,18 @@ func buildVersion() string {
 		return bi.Main.Version
 	}
 	return "devel"
+}
+
+// builtWithCgo reports whether this binary links libc dynamically.
+func builtWithCgo() bool {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "CGO_ENABLED" {
+				return s.Value == "1"
+			}
+		}
+	}
+	return false
 }
 
 // isTerminal reports whether f is a terminal (not merely a character

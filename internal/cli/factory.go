@@ -31,6 +31,9 @@ type Factory struct {
 	// Executable is the absolute path of the running baton binary, for
 	// installers that write it into harness configuration.
 	Executable string
+	// DynamicallyLinked says the binary was built with cgo: every process
+	// start, so every hook, then pays for the dynamic loader.
+	DynamicallyLinked bool
 
 	// rootFlag is --root, set by the root command before any RunE.
 	rootFlag string
