@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -194,32 +195,31 @@ func (s *Store) ResolvePacket(ref string) (*baton.Packet, error) {
 	if ref == "" {
 		return nil, baton.Errorf(baton.Invalid, "no packet named: give an id, a unique id prefix, or latest")
 	}
-	if ref != Latest {
-		if err := baton.CheckID("packet", ref); err != nil {
-			return nil, err
-		}
-		if p, err := s.FindPacketByID(ref); err == nil || baton.ErrorCode(err) != baton.NotFound {
-			return p, err
-		}
+	if ref == Latest {
+		return s.latestPacket()
 	}
-	all, _, err := s.FindPackets(PacketFilter{})
-	if err != nil {
+	if err := baton.CheckID("packet", ref); err != nil {
 		return nil, err
 	}
-	if ref == Latest {
-		for _, p := range all {
-			if p.Status == baton.PacketDraft || p.Status == baton.PacketActive {
-				return p, nil
-			}
-		}
-		if len(all) > 0 {
-			return all[0], nil
-		}
-		return nil, baton.Errorf(baton.NotFound, "no packets yet: create one with `baton handoff <purpose>`")
+	if p, err := s.FindPacketByID(ref); err == nil || baton.ErrorCode(err) != baton.NotFound {
+		return p, err
+	}
+	// A prefix of the id, or of its slug: match file names, decode matches.
+	entries, err := os.ReadDir(s.path(PacketsDir))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("list packets: %w", err)
 	}
 	var matches []*baton.Packet
-	for _, p := range all {
-		if strings.HasPrefix(p.ID, ref) || strings.HasPrefix(p.ID[min(len(p.ID), len(baton.IDTimeLayout)+1):], ref) {
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".md")
+		if !ok || e.IsDir() || !baton.ValidID(id) {
+			continue
+		}
+		slug := id[min(len(id), len(baton.IDTimeLayout)+1):]
+		if !strings.HasPrefix(id, ref) && !strings.HasPrefix(slug, ref) {
+			continue
+		}
+		if p, err := s.FindPacketByID(id); err == nil {
 			matches = append(matches, p)
 		}
 	}
@@ -314,4 +314,86 @@ func (s *Store) NewestPacket() (*baton.Packet, error) {
 		}
 	}
 	return best, nil
+}
+
+// latestPacket is ResolvePacket("latest"): the most recently updated draft
+// or active packet, else the most recently updated packet. It reads only
+// the status and updated_at lines of each packet's frontmatter and decodes
+// just the winner, so pickup stays fast in a store with hundreds of
+// packets; a file whose lines it cannot read quickly is decoded in full.
+func (s *Store) latestPacket() (*baton.Packet, error) {
+	type cand struct {
+		id      string
+		updated time.Time
+		open    bool
+	}
+	entries, err := os.ReadDir(s.path(PacketsDir))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("list packets: %w", err)
+	}
+	var cands []cand
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".md")
+		if !ok || e.IsDir() || !baton.ValidID(id) {
+			continue
+		}
+		st, upd, ok := peekPacket(s.packetPath(id))
+		if !ok {
+			p, err := s.FindPacketByID(id)
+			if err != nil {
+				continue // listings skip unreadable packets
+			}
+			st, upd = p.Status, p.UpdatedAt
+		}
+		cands = append(cands, cand{id, upd, st == baton.PacketDraft || st == baton.PacketActive})
+	}
+	sort.Slice(cands, func(i, j int) bool {
+		a, b := cands[i], cands[j]
+		if a.open != b.open {
+			return a.open
+		}
+		if !a.updated.Equal(b.updated) {
+			return a.updated.After(b.updated)
+		}
+		return a.id > b.id
+	})
+	for _, c := range cands {
+		if p, err := s.FindPacketByID(c.id); err == nil {
+			return p, nil
+		}
+	}
+	return nil, baton.Errorf(baton.NotFound, "no packets yet: create one with `baton handoff <purpose>`")
+}
+
+// peekPacket reads status and updated_at from the first lines of a packet
+// written the way baton writes them, and reports false for anything else.
+func peekPacket(path string) (baton.PacketStatus, time.Time, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", time.Time{}, false
+	}
+	defer f.Close()
+	var buf [2048]byte
+	n, _ := io.ReadFull(f, buf[:])
+	head := string(buf[:n])
+	if !strings.HasPrefix(head, "---\n") {
+		return "", time.Time{}, false
+	}
+	var status baton.PacketStatus
+	var updated time.Time
+	for _, line := range strings.Split(head[4:], "\n") {
+		switch {
+		case line == "---":
+			return status, updated, status.Valid() && !updated.IsZero()
+		case strings.HasPrefix(line, "status: "):
+			status = baton.PacketStatus(strings.TrimPrefix(line, "status: "))
+		case strings.HasPrefix(line, "updated_at: "):
+			t, err := time.Parse(time.RFC3339, strings.TrimPrefix(line, "updated_at: "))
+			if err != nil {
+				return "", time.Time{}, false
+			}
+			updated = t.UTC()
+		}
+	}
+	return "", time.Time{}, false // no closing line in the first 2 KiB
 }

@@ -340,3 +340,30 @@ func TestRootJSONShape(t *testing.T) {
 		}
 	}
 }
+
+// latest reads status and updated_at cheaply, but a hand-edited packet that
+// quotes them must still count, and an open packet beats a newer done one.
+func TestLatestPacketPeekAndFallback(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	older, newer := testPacket("older open"), testPacket("newer done")
+	older.CreatedAt = time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC)
+	newer.CreatedAt = time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC)
+	newer.Status = baton.PacketDone
+	for _, p := range []*baton.Packet{older, newer} {
+		if err := s.CreatePacket(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p, err := s.ResolvePacket(Latest); err != nil || p.ID != older.ID {
+		t.Fatalf("latest = %v, %v; want the open packet %s", p, err, older.ID)
+	}
+	// A person quotes the fields: the quick reader gives up, decoding decides.
+	edited := "---\nid: 20261122T080000Z-edited\ncreated_at: \"2026-11-22T08:00:00Z\"\nupdated_at: \"2026-11-22T08:00:00Z\"\nstatus: \"active\"\npurpose: edited by hand\n---\n"
+	if err := os.WriteFile(filepath.Join(s.Dir(), PacketsDir, "20261122T080000Z-edited.md"), []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := s.ResolvePacket(Latest); err != nil || p.ID != "20261122T080000Z-edited" {
+		t.Fatalf("latest = %v, %v; want the hand-edited active packet", p, err)
+	}
+}

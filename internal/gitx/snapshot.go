@@ -13,21 +13,31 @@ type Snapshot struct {
 	Changes []Change // uncommitted and untracked paths
 }
 
-// Snapshot reads branch, HEAD and changes with two git processes (status
-// with branch headers, then the HEAD subject). It returns an error outside
-// a work tree.
+// Snapshot reads branch, HEAD and changes with two git processes run side
+// by side (status with branch headers, and the HEAD commit with its
+// subject). It returns an error outside a work tree.
 func (r *Repo) Snapshot(ctx context.Context) (*Snapshot, error) {
+	type logOut struct {
+		out string
+		err error
+	}
+	logc := make(chan logOut, 1)
+	go func() {
+		out, err := r.Run(ctx, "log", "-1", "--format=%H%x00%s", "HEAD")
+		logc <- logOut{out, err}
+	}()
 	out, err := r.Run(ctx, "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all")
+	head := <-logc
 	if err != nil {
 		return nil, err
 	}
 	s := parseStatusV2(out)
-	if s.Head.SHA != "" {
-		subj, err := r.line(ctx, "log", "-1", "--format=%s", s.Head.SHA)
-		if err != nil {
-			return nil, err
+	// In a repository without commits the log fails and HEAD stays zero.
+	if head.err == nil && s.Head.SHA != "" {
+		line, _, _ := strings.Cut(head.out, "\n")
+		if sha, subj, ok := strings.Cut(line, "\x00"); ok && sha == s.Head.SHA {
+			s.Head.Subject = subj
 		}
-		s.Head.Subject = subj
 	}
 	return s, nil
 }
