@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,14 +14,23 @@ import (
 	"github.com/baton-agent/baton/internal/frontmatter"
 )
 
-func (s *Store) loopPath(id string) string { return s.path(LoopsDir, id+".md") }
+// loops is the loop kind of artifact.
+var loops = artifact[*baton.Loop]{
+	kind: "loop", dir: LoopsDir, listHint: "baton loop list",
+	decode:   frontmatter.DecodeLoop,
+	encode:   frontmatter.EncodeLoop,
+	id:       func(l *baton.Loop) string { return l.ID },
+	setID:    func(l *baton.Loop, id string) { l.ID = id },
+	times:    func(l *baton.Loop) (*time.Time, *time.Time) { return &l.CreatedAt, &l.UpdatedAt },
+	validate: func(l *baton.Loop) error { return l.Validate() },
+}
 
 // LoopPath returns the file of loop id (which must be valid).
 func (s *Store) LoopPath(id string) (string, error) {
 	if err := baton.CheckID("loop", id); err != nil {
 		return "", err
 	}
-	return s.loopPath(id), nil
+	return loops.path(s, id), nil
 }
 
 // CreateLoop writes a new loop. When l.ID is empty it is made from the
@@ -32,9 +38,6 @@ func (s *Store) LoopPath(id string) (string, error) {
 // numeric suffix. The store is created on first use. It does not touch
 // the foreground pointer: the caller decides that with SetForegroundLoop.
 func (s *Store) CreateLoop(ctx context.Context, l *baton.Loop) error {
-	if _, err := s.Init(ctx); err != nil {
-		return err
-	}
 	if l.CreatedAt.IsZero() {
 		l.CreatedAt = s.now().UTC().Truncate(time.Second)
 	}
@@ -52,52 +55,12 @@ func (s *Store) CreateLoop(ctx context.Context, l *baton.Loop) error {
 		first, _, _ := strings.Cut(strings.TrimSpace(l.Prompt), "\n")
 		base = baton.TimestampID(l.CreatedAt, first, "loop")
 	}
-	for n := 1; ; n++ {
-		id := base
-		if n > 1 {
-			id = base + "-" + strconv.Itoa(n)
-		}
-		l.ID = id
-		if err := l.Validate(); err != nil {
-			return err
-		}
-		err := createExclusive(s.loopPath(id), frontmatter.EncodeLoop(l))
-		if errors.Is(err, fs.ErrExist) {
-			if n > 99 {
-				return baton.Errorf(baton.Conflict, "loop id %s is taken", base)
-			}
-			continue
-		}
-		return err
-	}
+	return loops.create(ctx, s, l, base)
 }
 
 // FindLoopByID reads one loop. Returns Invalid for a bad id or a corrupt
 // file (the error names the file), NotFound when it does not exist.
-func (s *Store) FindLoopByID(id string) (*baton.Loop, error) {
-	if err := baton.CheckID("loop", id); err != nil {
-		return nil, err
-	}
-	return s.readLoop(s.loopPath(id))
-}
-
-func (s *Store) readLoop(path string) (*baton.Loop, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		id := strings.TrimSuffix(filepath.Base(path), ".md")
-		return nil, baton.WrapError(baton.NotFound, err, "loop %s not found: run `baton loop list` to see loops", id)
-	} else if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	l, err := frontmatter.DecodeLoop(b)
-	if err != nil {
-		return nil, baton.WrapError(baton.Invalid, &CorruptError{Path: path, Err: err}, "loop file %s is corrupt", path)
-	}
-	if want := strings.TrimSuffix(filepath.Base(path), ".md"); l.ID != want {
-		return nil, baton.WrapError(baton.Invalid, &CorruptError{Path: path, Err: fmt.Errorf("id %q does not match the file name", l.ID)}, "loop file %s is corrupt", path)
-	}
-	return l, nil
-}
+func (s *Store) FindLoopByID(id string) (*baton.Loop, error) { return loops.find(s, id) }
 
 // LoopFilter narrows FindLoops. Zero values match everything.
 type LoopFilter struct {
@@ -107,60 +70,13 @@ type LoopFilter struct {
 // FindLoops lists loops, newest updated_at first (ties by id, newest
 // first). Unreadable files are skipped and returned as warnings.
 func (s *Store) FindLoops(filter LoopFilter) ([]*baton.Loop, []error, error) {
-	ls, warnings, err := readArtifacts(s.path(LoopsDir), s.readLoop)
-	if err != nil {
-		return nil, nil, fmt.Errorf("list loops: %w", err)
-	}
-	out := ls[:0]
-	for _, l := range ls {
-		if filter.Status == "" || l.Status == filter.Status {
-			out = append(out, l)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].UpdatedAt.Equal(out[j].UpdatedAt) {
-			return out[i].UpdatedAt.After(out[j].UpdatedAt)
-		}
-		return out[i].ID > out[j].ID
-	})
-	return out, warnings, nil
+	return loops.list(s, func(l *baton.Loop) bool { return filter.Status == "" || l.Status == filter.Status })
 }
 
 // ResolveLoop finds the loop ref names: an exact id or a unique prefix of
 // the id (or of its slug). Returns NotFound, or Conflict for an ambiguous
 // prefix.
-func (s *Store) ResolveLoop(ref string) (*baton.Loop, error) {
-	ref = strings.TrimSpace(ref)
-	if err := baton.CheckID("loop", ref); err != nil {
-		return nil, err
-	}
-	if l, err := s.FindLoopByID(ref); err == nil || baton.ErrorCode(err) != baton.NotFound {
-		return l, err
-	}
-	all, _, err := s.FindLoops(LoopFilter{})
-	if err != nil {
-		return nil, err
-	}
-	var matches []string
-	var found *baton.Loop
-	for _, l := range all {
-		if strings.HasPrefix(l.ID, ref) || strings.HasPrefix(l.ID[min(len(l.ID), len(baton.IDTimeLayout)+1):], ref) {
-			matches = append(matches, l.ID)
-			found = l
-		}
-	}
-	switch len(matches) {
-	case 0:
-		return nil, baton.Errorf(baton.NotFound, "no loop matches %q: run `baton loop list` to see loops", ref)
-	case 1:
-		return found, nil
-	}
-	return nil, baton.Errorf(baton.Conflict, "%q matches %d loops (%s): give more of the id", ref, len(matches), strings.Join(matches, ", "))
-}
-
-// ErrUnchanged, returned by an UpdateLoop function, ends the update without
-// writing: the loop is returned as read.
-var ErrUnchanged = errors.New("loop unchanged")
+func (s *Store) ResolveLoop(ref string) (*baton.Loop, error) { return loops.resolve(s, ref) }
 
 // UpdateLoop applies fn to the stored loop under the loop file's lock and
 // writes the result atomically, bumping updated_at. fn's error aborts the
@@ -168,36 +84,7 @@ var ErrUnchanged = errors.New("loop unchanged")
 // a loop's state (iteration, status, binding) goes through here, so
 // concurrent hooks and commands never lose an increment.
 func (s *Store) UpdateLoop(ctx context.Context, id string, fn func(*baton.Loop) error) (*baton.Loop, error) {
-	if err := baton.CheckID("loop", id); err != nil {
-		return nil, err
-	}
-	path := s.loopPath(id)
-	unlock, err := Lock(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	l, err := s.readLoop(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := fn(l); errors.Is(err, ErrUnchanged) {
-		return l, nil
-	} else if err != nil {
-		return nil, err
-	}
-	now := s.now().UTC().Truncate(time.Second)
-	if now.Before(l.CreatedAt) {
-		now = l.CreatedAt
-	}
-	l.UpdatedAt = now
-	if err := l.Validate(); err != nil {
-		return nil, err
-	}
-	if err := WriteFileAtomic(path, frontmatter.EncodeLoop(l), 0o644); err != nil {
-		return nil, err
-	}
-	return l, nil
+	return loops.update(ctx, s, id, fn)
 }
 
 // activeLoop is indexes/active-loop.json.

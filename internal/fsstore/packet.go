@@ -2,14 +2,9 @@ package fsstore
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,15 +12,23 @@ import (
 	"github.com/baton-agent/baton/internal/frontmatter"
 )
 
-func (s *Store) packetPath(id string) string { return s.path(PacketsDir, id+".md") }
+// packets is the packet kind of artifact.
+var packets = artifact[*baton.Packet]{
+	kind: "packet", dir: PacketsDir, listHint: "baton packet list",
+	decode:   frontmatter.DecodePacket,
+	encode:   frontmatter.EncodePacket,
+	id:       func(p *baton.Packet) string { return p.ID },
+	setID:    func(p *baton.Packet, id string) { p.ID = id },
+	times:    func(p *baton.Packet) (*time.Time, *time.Time) { return &p.CreatedAt, &p.UpdatedAt },
+	validate: func(p *baton.Packet) error { return p.Validate() },
+}
+
+func (s *Store) packetPath(id string) string { return packets.path(s, id) }
 
 // CreatePacket writes a new packet. When p.ID is empty it is made from the
 // creation time and purpose; if that id is taken (two handoffs in the same
 // second), a numeric suffix keeps both. The store is created on first use.
 func (s *Store) CreatePacket(ctx context.Context, p *baton.Packet) error {
-	if _, err := s.Init(ctx); err != nil {
-		return err
-	}
 	if p.CreatedAt.IsZero() {
 		p.CreatedAt = s.now().UTC().Truncate(time.Second)
 	}
@@ -39,94 +42,12 @@ func (s *Store) CreatePacket(ctx context.Context, p *baton.Packet) error {
 	if base == "" {
 		base = baton.TimestampID(p.CreatedAt, p.Purpose, "packet")
 	}
-	for n := 1; ; n++ {
-		id := base
-		if n > 1 {
-			id = base + "-" + strconv.Itoa(n)
-		}
-		p.ID = id
-		if err := p.Validate(); err != nil {
-			return err
-		}
-		err := createExclusive(s.packetPath(id), frontmatter.EncodePacket(p))
-		if errors.Is(err, fs.ErrExist) {
-			if n > 99 {
-				return baton.Errorf(baton.Conflict, "packet id %s is taken", base)
-			}
-			continue
-		}
-		return err
-	}
-}
-
-// createExclusive creates path with data atomically, failing with
-// fs.ErrExist when path already exists: the content is written to a temp
-// file first and then hard-linked into place, which fails if path exists.
-func createExclusive(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("create %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("sync %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", path, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	if err := os.Link(tmp.Name(), path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return fs.ErrExist
-		}
-		return fmt.Errorf("create %s: %w", path, err)
-	}
-	return nil
+	return packets.create(ctx, s, p, base)
 }
 
 // FindPacketByID reads one packet. Returns Invalid for a bad id or a
 // corrupt file (the error names the file), NotFound when it does not exist.
-func (s *Store) FindPacketByID(id string) (*baton.Packet, error) {
-	if err := baton.CheckID("packet", id); err != nil {
-		return nil, err
-	}
-	return s.readPacket(s.packetPath(id))
-}
-
-func (s *Store) readPacket(path string) (*baton.Packet, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		id := strings.TrimSuffix(filepath.Base(path), ".md")
-		return nil, baton.WrapError(baton.NotFound, err, "packet %s not found: run `baton packet list` to see packets", id)
-	} else if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	p, err := frontmatter.DecodePacket(b)
-	if err != nil {
-		return nil, &CorruptError{Path: path, Err: err}
-	}
-	if want := strings.TrimSuffix(filepath.Base(path), ".md"); p.ID != want {
-		return nil, &CorruptError{Path: path, Err: fmt.Errorf("id %q does not match the file name", p.ID)}
-	}
-	return p, nil
-}
-
-// CorruptError names a store file that cannot be read and why.
-type CorruptError struct {
-	Path string
-	Err  error
-}
-
-func (e *CorruptError) Error() string { return fmt.Sprintf("%s is corrupt: %v", e.Path, e.Err) }
-func (e *CorruptError) Unwrap() error { return e.Err }
+func (s *Store) FindPacketByID(id string) (*baton.Packet, error) { return packets.find(s, id) }
 
 // PacketFilter narrows FindPackets. Zero values match everything.
 type PacketFilter struct {
@@ -137,136 +58,30 @@ type PacketFilter struct {
 // first). Files that cannot be read are skipped and returned as warnings,
 // so one bad file never hides the rest.
 func (s *Store) FindPackets(filter PacketFilter) ([]*baton.Packet, []error, error) {
-	ps, warnings, err := readArtifacts(s.path(PacketsDir), s.readPacket)
-	if err != nil {
-		return nil, nil, fmt.Errorf("list packets: %w", err)
-	}
-	out := ps[:0]
-	for _, p := range ps {
-		if filter.Status == "" || p.Status == filter.Status {
-			out = append(out, p)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].UpdatedAt.Equal(out[j].UpdatedAt) {
-			return out[i].UpdatedAt.After(out[j].UpdatedAt)
-		}
-		return out[i].ID > out[j].ID
-	})
-	return out, warnings, nil
-}
-
-// readArtifacts reads every <id>.md in dir with read. Files that cannot be
-// read are returned as warnings, so one bad file never hides the rest; a
-// missing dir is empty.
-func readArtifacts[T any](dir string, read func(path string) (T, error)) ([]T, []error, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, nil
-	} else if err != nil {
-		return nil, nil, err
-	}
-	var out []T
-	var warnings []error
-	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".md")
-		if !ok || e.IsDir() || !baton.ValidID(id) {
-			continue // temp files of atomic writes start with '.', which ValidID refuses
-		}
-		v, err := read(filepath.Join(dir, e.Name()))
-		if err != nil {
-			warnings = append(warnings, err)
-			continue
-		}
-		out = append(out, v)
-	}
-	return out, warnings, nil
+	return packets.list(s, func(p *baton.Packet) bool { return filter.Status == "" || p.Status == filter.Status })
 }
 
 // Latest is the packet reference that picks the packet to continue.
 const Latest = "latest"
 
-// ResolvePacket finds the packet ref names: an exact id, a unique id
-// prefix, or "latest" (the most recently updated draft or active packet,
-// else the most recently updated packet). Returns NotFound, or Conflict
-// for an ambiguous prefix (the error lists the candidates).
+// ResolvePacket finds the packet ref names: an exact id, a unique prefix of
+// the id or of its slug, or "latest" (the most recently updated draft or
+// active packet, else the most recently updated packet). Returns NotFound,
+// or Conflict for an ambiguous prefix (the error lists the candidates).
 func (s *Store) ResolvePacket(ref string) (*baton.Packet, error) {
-	ref = strings.TrimSpace(ref)
-	if ref == "" {
+	switch strings.TrimSpace(ref) {
+	case "":
 		return nil, baton.Errorf(baton.Invalid, "no packet named: give an id, a unique id prefix, or latest")
-	}
-	if ref == Latest {
+	case Latest:
 		return s.latestPacket()
 	}
-	if err := baton.CheckID("packet", ref); err != nil {
-		return nil, err
-	}
-	if p, err := s.FindPacketByID(ref); err == nil || baton.ErrorCode(err) != baton.NotFound {
-		return p, err
-	}
-	// A prefix of the id, or of its slug: match file names, decode matches.
-	entries, err := os.ReadDir(s.path(PacketsDir))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("list packets: %w", err)
-	}
-	var matches []*baton.Packet
-	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".md")
-		if !ok || e.IsDir() || !baton.ValidID(id) {
-			continue
-		}
-		slug := id[min(len(id), len(baton.IDTimeLayout)+1):]
-		if !strings.HasPrefix(id, ref) && !strings.HasPrefix(slug, ref) {
-			continue
-		}
-		if p, err := s.FindPacketByID(id); err == nil {
-			matches = append(matches, p)
-		}
-	}
-	switch len(matches) {
-	case 0:
-		return nil, baton.Errorf(baton.NotFound, "no packet matches %q: run `baton packet list` to see packets", ref)
-	case 1:
-		return matches[0], nil
-	}
-	ids := make([]string, 0, len(matches))
-	for _, m := range matches {
-		ids = append(ids, m.ID)
-	}
-	return nil, baton.Errorf(baton.Conflict, "%q matches %d packets (%s): give more of the id", ref, len(ids), strings.Join(ids, ", "))
+	return packets.resolve(s, ref)
 }
 
 // UpdatePacket applies fn to the stored packet under its lock and writes
 // the result atomically, bumping updated_at. fn's error aborts the update.
 func (s *Store) UpdatePacket(ctx context.Context, id string, fn func(*baton.Packet) error) (*baton.Packet, error) {
-	if err := baton.CheckID("packet", id); err != nil {
-		return nil, err
-	}
-	path := s.packetPath(id)
-	unlock, err := Lock(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	p, err := s.readPacket(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := fn(p); err != nil {
-		return nil, err
-	}
-	now := s.now().UTC().Truncate(time.Second)
-	if now.Before(p.CreatedAt) {
-		now = p.CreatedAt
-	}
-	p.UpdatedAt = now
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	if err := WriteFileAtomic(path, frontmatter.EncodePacket(p), 0o644); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return packets.update(ctx, s, id, fn)
 }
 
 // PacketPath returns the file of packet id (which must be valid).
@@ -282,18 +97,13 @@ func (s *Store) PacketPath(id string) (string, error) {
 // the packet whose id sorts last, and falls back to a full listing when
 // that file cannot be read or its name does not carry a timestamp.
 func (s *Store) NewestPacket() (*baton.Packet, error) {
-	entries, err := os.ReadDir(s.path(PacketsDir))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	} else if err != nil {
-		return nil, fmt.Errorf("list packets: %w", err)
+	ids, err := packets.ids(s)
+	if err != nil {
+		return nil, err
 	}
 	newest := ""
-	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".md")
-		if ok && !e.IsDir() && baton.ValidID(id) && id > newest {
-			newest = id
-		}
+	for _, id := range ids {
+		newest = max(newest, id)
 	}
 	if newest == "" {
 		return nil, nil
@@ -327,16 +137,12 @@ func (s *Store) latestPacket() (*baton.Packet, error) {
 		updated time.Time
 		open    bool
 	}
-	entries, err := os.ReadDir(s.path(PacketsDir))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("list packets: %w", err)
+	ids, err := packets.ids(s)
+	if err != nil {
+		return nil, err
 	}
 	var cands []cand
-	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".md")
-		if !ok || e.IsDir() || !baton.ValidID(id) {
-			continue
-		}
+	for _, id := range ids {
 		st, upd, ok := peekPacket(s.packetPath(id))
 		if !ok {
 			p, err := s.FindPacketByID(id)

@@ -1,0 +1,262 @@
+package fsstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/baton-agent/baton"
+)
+
+// artifact describes one kind of markdown file the store keeps, one file
+// per id under its own directory: packets and loops. The store's create,
+// read, list, resolve and update work the same way for both.
+type artifact[T any] struct {
+	kind     string // "packet", "loop": in ids' error messages
+	dir      string // PacketsDir, LoopsDir
+	listHint string // the command that lists them, for not-found messages
+	decode   func([]byte) (T, error)
+	encode   func(T) []byte
+	id       func(T) string
+	setID    func(T, string)
+	times    func(T) (created, updated *time.Time)
+	validate func(T) error
+}
+
+func (a artifact[T]) path(s *Store, id string) string { return s.path(a.dir, id+".md") }
+
+// CorruptError names a store file that cannot be read and why.
+type CorruptError struct {
+	Path string
+	Err  error
+}
+
+func (e *CorruptError) Error() string { return fmt.Sprintf("%s is corrupt: %v", e.Path, e.Err) }
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// corrupt is an Invalid error naming the file and what is wrong with it.
+func corrupt(path string, err error) error {
+	return &baton.Error{Code: baton.Invalid, Err: &CorruptError{Path: path, Err: err}}
+}
+
+// create writes v under a new id: base, or base-2, base-3, ... when taken
+// (two handoffs in the same second). The file appears whole or not at all.
+func (a artifact[T]) create(ctx context.Context, s *Store, v T, base string) error {
+	if _, err := s.Init(ctx); err != nil {
+		return err
+	}
+	for n := 1; ; n++ {
+		id := base
+		if n > 1 {
+			id = base + "-" + strconv.Itoa(n)
+		}
+		a.setID(v, id)
+		if err := a.validate(v); err != nil {
+			return err
+		}
+		err := createExclusive(a.path(s, id), a.encode(v))
+		if !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		if n > 99 {
+			return baton.Errorf(baton.Conflict, "%s id %s is taken", a.kind, base)
+		}
+	}
+}
+
+// createExclusive creates path with data atomically, failing with
+// fs.ErrExist when path already exists: the content is written to a temp
+// file first and then hard-linked into place, which fails if path exists.
+func createExclusive(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", path, err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	if err := os.Link(tmp.Name(), path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fs.ErrExist
+		}
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	return nil
+}
+
+// find reads the artifact id. Returns Invalid for a bad id or a corrupt
+// file (naming the file), NotFound when it does not exist.
+func (a artifact[T]) find(s *Store, id string) (T, error) {
+	var zero T
+	if err := baton.CheckID(a.kind, id); err != nil {
+		return zero, err
+	}
+	return a.read(a.path(s, id))
+}
+
+func (a artifact[T]) read(path string) (T, error) {
+	var zero T
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		id := strings.TrimSuffix(filepath.Base(path), ".md")
+		return zero, baton.WrapError(baton.NotFound, err, "%s %s not found: run `%s` to see them", a.kind, id, a.listHint)
+	} else if err != nil {
+		return zero, fmt.Errorf("read %s: %w", path, err)
+	}
+	v, err := a.decode(b)
+	if err != nil {
+		return zero, corrupt(path, err)
+	}
+	if want := strings.TrimSuffix(filepath.Base(path), ".md"); a.id(v) != want {
+		return zero, corrupt(path, fmt.Errorf("id %q does not match the file name", a.id(v)))
+	}
+	return v, nil
+}
+
+// ids lists the ids of the artifact's files, skipping anything else (the
+// temp files of atomic writes start with '.', which ValidID refuses).
+func (a artifact[T]) ids(s *Store) ([]string, error) {
+	entries, err := os.ReadDir(s.path(a.dir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("list %ss: %w", a.kind, err)
+	}
+	var ids []string
+	for _, e := range entries {
+		if id, ok := strings.CutSuffix(e.Name(), ".md"); ok && !e.IsDir() && baton.ValidID(id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+// list reads every artifact that keep accepts, newest updated_at first
+// (ties by id, newest first). Files that cannot be read are returned as
+// warnings, so one bad file never hides the rest.
+func (a artifact[T]) list(s *Store, keep func(T) bool) ([]T, []error, error) {
+	ids, err := a.ids(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []T
+	var warnings []error
+	for _, id := range ids {
+		v, err := a.read(a.path(s, id))
+		if err != nil {
+			warnings = append(warnings, err)
+			continue
+		}
+		if keep == nil || keep(v) {
+			out = append(out, v)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		_, ui := a.times(out[i])
+		_, uj := a.times(out[j])
+		if !ui.Equal(*uj) {
+			return ui.After(*uj)
+		}
+		return a.id(out[i]) > a.id(out[j])
+	})
+	return out, warnings, nil
+}
+
+// resolve finds an exact id, or the one artifact whose id, or whose slug
+// after the timestamp, starts with ref. Returns NotFound, or Conflict for
+// an ambiguous prefix (naming the candidates).
+func (a artifact[T]) resolve(s *Store, ref string) (T, error) {
+	var zero T
+	ref = strings.TrimSpace(ref)
+	if err := baton.CheckID(a.kind, ref); err != nil {
+		return zero, err
+	}
+	if v, err := a.find(s, ref); err == nil || baton.ErrorCode(err) != baton.NotFound {
+		return v, err
+	}
+	ids, err := a.ids(s)
+	if err != nil {
+		return zero, err
+	}
+	var matches []T
+	var names []string
+	for _, id := range ids {
+		slug := id[min(len(id), len(baton.IDTimeLayout)+1):]
+		if !strings.HasPrefix(id, ref) && !strings.HasPrefix(slug, ref) {
+			continue
+		}
+		if v, err := a.find(s, id); err == nil {
+			matches = append(matches, v)
+			names = append(names, id)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return zero, baton.Errorf(baton.NotFound, "no %s matches %q: run `%s` to see them", a.kind, ref, a.listHint)
+	case 1:
+		return matches[0], nil
+	}
+	return zero, baton.Errorf(baton.Conflict, "%q matches %d %ss (%s): give more of the id", ref, len(names), a.kind, strings.Join(names, ", "))
+}
+
+// ErrUnchanged, returned by an update function, ends the update without
+// writing: the artifact is returned as read.
+var ErrUnchanged = errors.New("unchanged")
+
+// update applies fn to the stored artifact under its file's lock and
+// writes the result atomically, bumping updated_at (never before
+// created_at). fn's error aborts the update; ErrUnchanged skips the write
+// and is not an error.
+func (a artifact[T]) update(ctx context.Context, s *Store, id string, fn func(T) error) (T, error) {
+	var zero T
+	if err := baton.CheckID(a.kind, id); err != nil {
+		return zero, err
+	}
+	path := a.path(s, id)
+	unlock, err := Lock(ctx, path)
+	if err != nil {
+		return zero, err
+	}
+	defer unlock()
+	v, err := a.read(path)
+	if err != nil {
+		return zero, err
+	}
+	if err := fn(v); errors.Is(err, ErrUnchanged) {
+		return v, nil
+	} else if err != nil {
+		return zero, err
+	}
+	created, updated := a.times(v)
+	*updated = s.now().UTC().Truncate(time.Second)
+	if updated.Before(*created) {
+		*updated = *created
+	}
+	if err := a.validate(v); err != nil {
+		return zero, err
+	}
+	if err := WriteFileAtomic(path, a.encode(v), 0o644); err != nil {
+		return zero, err
+	}
+	return v, nil
+}
