@@ -1,6 +1,8 @@
 package agentrun
 
 import (
+	"github.com/baton-agent/baton/internal/golden"
+
 	"errors"
 	"strings"
 	"testing"
@@ -52,7 +54,7 @@ func TestCommandGolden(t *testing.T) {
 					t.Fatalf("Command argv %q contains the prompt", argv)
 				}
 			}
-			golden(t, "testdata/command/"+tt.name+".golden", mustJSON(t, argv))
+			golden.Check(t, "command/"+tt.name+".golden", mustJSON(t, argv))
 		})
 	}
 }

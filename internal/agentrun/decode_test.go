@@ -1,6 +1,8 @@
 package agentrun
 
 import (
+	"github.com/baton-agent/baton/internal/golden"
+
 	"bytes"
 	"io"
 	"os"
@@ -54,7 +56,7 @@ func TestReplayStreams(t *testing.T) {
 			settle(res, "")
 			got := append(mustJSON(t, reportOf(res, found)), "--- live view ---\n"...)
 			got = append(got, live.Bytes()...)
-			golden(t, path+".golden", got)
+			golden.Check(t, strings.TrimPrefix(path, "testdata/")+".golden", got)
 		})
 	}
 	if n < 15 {

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"github.com/baton-agent/baton/internal/golden"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -84,7 +86,7 @@ func TestReviewPRGolden(t *testing.T) {
 	e.checkoutOf("https://github.com/octo/app.git")
 
 	r := e.ok("", "", "review-pr", "12")
-	golden(t, "review_pr.golden.md", r.stdout)
+	golden.CheckString(t, "review_pr.golden.md", r.stdout)
 	if r.stderr != "" {
 		t.Errorf("review-pr wrote to stderr: %s", r.stderr)
 	}
@@ -119,7 +121,7 @@ func TestReviewPRJSON(t *testing.T) {
 	srv := newGitHub(e)
 	addReviewFixture(srv)
 	r := e.ok("", "", "review-pr", "#12", "--repo", "octo/app", "--json")
-	golden(t, "review_pr.golden.json", r.stdout)
+	golden.CheckString(t, "review_pr.golden.json", r.stdout)
 	var doc struct {
 		SchemaVersion int    `json:"schema_version"`
 		Prompt        string `json:"prompt"`
@@ -159,7 +161,7 @@ func TestReviewPRTruncatedGolden(t *testing.T) {
 	srv := newGitHub(e)
 	srv.AddPullRequest("octo/app", manyFilePR(6))
 	r := e.ok("", "", "review-pr", "30", "--repo", "octo/app", "--diff-budget", "2100")
-	golden(t, "review_pr_truncated.golden.md", r.stdout)
+	golden.CheckString(t, "review_pr_truncated.golden.md", r.stdout)
 	for _, want := range []string{
 		"[Diff truncated at 2.1KB. Use 'read <path>' for specific files.]",
 		"`gh pr diff 30 --repo octo/app` prints the whole diff.",
@@ -420,7 +422,7 @@ func TestFixIssueGolden(t *testing.T) {
 	addIssueFixture(srv)
 	e.checkoutOf("git@github.com:octo/app.git")
 	r := e.ok("", "", "fix-issue", "7", "--comments", "3")
-	golden(t, "fix_issue.golden.md", r.stdout)
+	golden.CheckString(t, "fix_issue.golden.md", r.stdout)
 	got := srv.RequestLog()
 	slices.Sort(got)
 	want := []string{
@@ -441,7 +443,7 @@ func TestFixIssueJSON(t *testing.T) {
 	srv := newGitHub(e)
 	addIssueFixture(srv)
 	r := e.ok("", "", "fix-issue", "https://github.com/octo/app/issues/7", "--comments", "2", "--json")
-	golden(t, "fix_issue.golden.json", r.stdout)
+	golden.CheckString(t, "fix_issue.golden.json", r.stdout)
 }
 
 func TestFixIssueOnPullRequest(t *testing.T) {
@@ -490,11 +492,11 @@ func TestImplementFeatureGolden(t *testing.T) {
 	e.ok("", "", "files", "add", "internal/auth/jwt.go", "internal/auth/session.go", "internal/auth/gone.go")
 
 	r := e.ok("", "", "implement-feature", "7", "--comments", "1")
-	golden(t, "implement_feature_issue.golden.md", r.stdout)
+	golden.CheckString(t, "implement_feature_issue.golden.md", r.stdout)
 
 	srv.ResetRequests()
 	r = e.ok("", "", "implement-feature", "add a --dry-run flag to baton install")
-	golden(t, "implement_feature_text.golden.md", r.stdout)
+	golden.CheckString(t, "implement_feature_text.golden.md", r.stdout)
 	if n := len(srv.Requests()); n != 0 {
 		t.Errorf("implement-feature from text made %d requests", n)
 	}

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"github.com/baton-agent/baton/internal/golden"
+
 	"bufio"
 	"bytes"
 	"context"
@@ -84,9 +86,9 @@ func TestDeliveryCreateShowListGolden(t *testing.T) {
 	}
 
 	r = e.ok("", "", "delivery", "show", "1")
-	golden(t, "delivery_show.golden.txt", scrubID(e.scrub(r.stdout), d.ID))
+	golden.CheckString(t, "delivery_show.golden.txt", scrubID(e.scrub(r.stdout), d.ID))
 	r = e.ok("", "", "delivery", "list")
-	golden(t, "delivery_list.golden.txt", scrubID(e.scrub(r.stdout), d.ID))
+	golden.CheckString(t, "delivery_list.golden.txt", scrubID(e.scrub(r.stdout), d.ID))
 
 	// Bad input is a usage error that says what to do.
 	for _, args := range [][]string{

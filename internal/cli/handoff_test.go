@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"github.com/baton-agent/baton/internal/golden"
+
 	"encoding/json"
 	"fmt"
 	"os"
@@ -65,14 +67,14 @@ func TestHandoffPickupGolden(t *testing.T) {
 		t.Fatalf("handoff printed %q", id)
 	}
 	packet := e.read(".agent/context/packets/" + id + ".md")
-	golden(t, "handoff_packet.golden.md", packet)
+	golden.CheckString(t, "handoff_packet.golden.md", packet)
 
 	// pickup from a nested directory renders the same packet; the repository
 	// moved on in between, and pickup says so.
 	e.git("add", "internal") // not .agent: root.json holds a random project id
 	e.git("commit", "-q", "-m", "add session store")
 	r = e.ok("internal", "", "pickup", "latest")
-	golden(t, "pickup.golden.md", e.scrub(r.stdout))
+	golden.CheckString(t, "pickup.golden.md", e.scrub(r.stdout))
 	if packet != e.read(".agent/context/packets/"+id+".md") {
 		t.Error("pickup changed the packet")
 	}
@@ -82,7 +84,7 @@ func TestHandoffPickupGolden(t *testing.T) {
 	if len(r.stdout) > 1000 {
 		t.Errorf("pickup --budget 1000 printed %d bytes", len(r.stdout))
 	}
-	golden(t, "pickup_explain.golden.txt", r.stderr)
+	golden.CheckString(t, "pickup_explain.golden.txt", r.stderr)
 
 	r = e.run("", "", "pickup", "latest", "--budget", "100")
 	if r.code != ExitUsage || !strings.Contains(r.stderr, "too small") || r.stdout != "" {
@@ -134,7 +136,7 @@ func TestPacketCommands(t *testing.T) {
 	second := strings.TrimSpace(e.ok("", "", "handoff", "beta work", "--next-prompt", "go").stdout)
 
 	r := e.ok("", "", "packet", "list")
-	golden(t, "packet_list.golden.txt", r.stdout)
+	golden.CheckString(t, "packet_list.golden.txt", r.stdout)
 
 	e.now = e.now.Add(time.Minute)
 	r = e.ok("", "", "packet", "activate", "alpha")

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"github.com/baton-agent/baton/internal/golden"
+
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -252,7 +254,7 @@ func TestHookContracts(t *testing.T) {
 			if r.stderr != "" {
 				t.Errorf("stderr = %q, want none", r.stderr)
 			}
-			golden(t, filepath.Join("hooks", tt.harness, tt.payload+".golden"), e.scrub(r.stdout))
+			golden.CheckString(t, filepath.Join("hooks", tt.harness, tt.payload+".golden"), e.scrub(r.stdout))
 			if tt.harness != "pi" && tt.event != "session-start" && r.stdout != "" && !json.Valid([]byte(r.stdout)) {
 				t.Errorf("%s %s printed non-JSON: %q", tt.harness, tt.event, r.stdout)
 			}

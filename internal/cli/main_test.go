@@ -5,18 +5,13 @@ import (
 
 	"bytes"
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // result is one baton invocation's outcome.
 type result struct {
@@ -102,21 +97,3 @@ var tmpDirRE = regexp.MustCompile(`/tmp/[^\s"'` + "`" + `]*?/\d{3}`)
 
 // scrub replaces the temp dir so goldens are stable.
 func (e *env) scrub(s string) string { return strings.ReplaceAll(s, e.dir, "$ROOT") }
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./internal/cli -update)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", name, diff)
-	}
-}

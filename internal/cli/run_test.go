@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"github.com/baton-agent/baton/internal/golden"
+
 	"bufio"
 	"context"
 	"encoding/json"
@@ -101,8 +103,8 @@ func TestRunLifecycle(t *testing.T) {
 		t.Errorf("loop printed %d status lines, want 3:\n%s", n, r.stderr)
 	}
 
-	golden(t, "run_lifecycle_commits.golden.txt", e.git("log", "--reverse", "--format=%s", "main..HEAD"))
-	golden(t, "run_lifecycle_tree.golden.txt", e.ok("", "", "run", "tree").stdout)
+	golden.CheckString(t, "run_lifecycle_commits.golden.txt", e.git("log", "--reverse", "--format=%s", "main..HEAD"))
+	golden.CheckString(t, "run_lifecycle_tree.golden.txt", e.ok("", "", "run", "tree").stdout)
 
 	calls := fake.Calls(t)
 	if len(calls) != 6 || calls[0].Agent != "claude" || calls[5].Agent != "command" {
@@ -228,7 +230,7 @@ func TestRunSetupCommands(t *testing.T) {
 	if !strings.Contains(r.stdout, "ok: 4 nodes, 2 leaves (0 passed, 2 open, 0 stuck)") {
 		t.Errorf("run validate = %q", r.stdout)
 	}
-	golden(t, "run_tree.golden.txt", e.ok("", "", "run", "tree").stdout)
+	golden.CheckString(t, "run_tree.golden.txt", e.ok("", "", "run", "tree").stdout)
 
 	// A hand edit that breaks invariants: validate names the nodes.
 	tree := e.read(".agent/context/runner/state/tree.json")

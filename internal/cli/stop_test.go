@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"github.com/baton-agent/baton/internal/golden"
+
 	"encoding/json"
 	"strings"
 	"testing"
@@ -390,7 +392,7 @@ func TestLoopListStatusJSON(t *testing.T) {
 	a := e.startLoop("loop A", "--promise", "DONE", "--promise", "BLOCKED")
 	e.ok("", "", "loop", "start", "loop B", "--max-iterations", "7")
 	r := e.ok("", "", "loop", "list")
-	golden(t, "loop_list.golden.txt", r.stdout)
+	golden.CheckString(t, "loop_list.golden.txt", r.stdout)
 	r = e.ok("", "", "loop", "list", "--json")
 	var list struct {
 		SchemaVersion int `json:"schema_version"`
@@ -401,7 +403,7 @@ func TestLoopListStatusJSON(t *testing.T) {
 		t.Fatalf("loop list --json = %s (%v)", r.stdout, err)
 	}
 	r = e.ok("", "", "loop", "status", a)
-	golden(t, "loop_status.golden.txt", e.scrub(r.stdout))
+	golden.CheckString(t, "loop_status.golden.txt", e.scrub(r.stdout))
 	r = e.ok("", "", "loop", "status", "--json")
 	if !strings.HasPrefix(r.stdout, "{\n  \"schema_version\": 1,") || !strings.Contains(r.stdout, `"prompt": "loop B"`) {
 		t.Errorf("loop status --json = %s", r.stdout)

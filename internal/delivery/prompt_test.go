@@ -1,9 +1,8 @@
 package delivery
 
 import (
-	"flag"
-	"os"
-	"path/filepath"
+	"github.com/baton-agent/baton/internal/golden"
+
 	"strings"
 	"testing"
 
@@ -11,29 +10,6 @@ import (
 
 	"github.com/baton-agent/baton"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./internal/delivery -update)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", name, diff)
-	}
-}
 
 func promptFixture() *baton.Delivery {
 	d := fixture(baton.PhaseImplement, baton.StatusPending)
@@ -54,7 +30,7 @@ func TestPromptGolden(t *testing.T) {
 	d := promptFixture()
 	for _, p := range []baton.Phase{baton.PhasePlan, baton.PhaseImplement, baton.PhaseReview} {
 		d.Phase = p
-		golden(t, "prompt_"+string(p)+".golden.md", "# system\n"+SystemPrompt(p, "main")+"\n\n# prompt\n"+BuildPrompt(d))
+		golden.CheckString(t, "prompt_"+string(p)+".golden.md", "# system\n"+SystemPrompt(p, "main")+"\n\n# prompt\n"+BuildPrompt(d))
 	}
 }
 

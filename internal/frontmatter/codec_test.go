@@ -1,10 +1,9 @@
 package frontmatter
 
 import (
+	"github.com/baton-agent/baton/internal/golden"
+
 	"errors"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,26 +12,6 @@ import (
 
 	"github.com/baton-agent/baton"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden %s: %v (run go test -update)", path, err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", name, diff)
-	}
-}
 
 func ptr[T any](v T) *T { return &v }
 
@@ -59,7 +38,7 @@ func samplePacket() *baton.Packet {
 
 func TestPacketGolden(t *testing.T) {
 	got := EncodePacket(samplePacket())
-	golden(t, "packet.golden.md", got)
+	golden.Check(t, "packet.golden.md", got)
 	p, err := DecodePacket(got)
 	if err != nil {
 		t.Fatalf("DecodePacket(encoded) error: %v", err)
@@ -235,7 +214,7 @@ func sampleLoop() *baton.Loop {
 func TestLoopGoldenAndPromptVerbatim(t *testing.T) {
 	l := sampleLoop()
 	got := EncodeLoop(l)
-	golden(t, "loop.golden.md", got)
+	golden.Check(t, "loop.golden.md", got)
 	back, err := DecodeLoop(got)
 	if err != nil {
 		t.Fatalf("DecodeLoop error: %v", err)

@@ -1,6 +1,8 @@
 package goaltree
 
 import (
+	"github.com/baton-agent/baton/internal/golden"
+
 	"encoding/json"
 	"strings"
 	"testing"
@@ -48,7 +50,7 @@ func TestPromptSectionOrderGolden(t *testing.T) {
 	if pack.Report.BudgetBytes != 40_000 {
 		t.Errorf("default budget = %d, want 40000", pack.Report.BudgetBytes)
 	}
-	golden(t, "prompt_full.golden", pack.Text)
+	golden.CheckString(t, "prompt_full.golden", pack.Text)
 }
 
 func TestPromptTightBudgetGolden(t *testing.T) {
@@ -109,7 +111,7 @@ func TestPromptTightBudgetGolden(t *testing.T) {
 		t.Errorf("the cut is not marked before the output contract:\n%s", pack.Text)
 	}
 	report, _ := json.MarshalIndent(pack.Report, "", "  ")
-	golden(t, "prompt_tight.golden", pack.Text+"\n-- report --\n"+string(report)+"\n")
+	golden.CheckString(t, "prompt_tight.golden", pack.Text+"\n-- report --\n"+string(report)+"\n")
 
 	// Too tight for the required sections: a clear Invalid error.
 	if _, err := BuildPrompt(in, prompt.Options{BudgetBytes: 500}); baton.ErrorCode(err) != baton.Invalid || !strings.Contains(err.Error(), "too small") {
@@ -154,7 +156,7 @@ func TestExecutorCommandGolden(t *testing.T) {
 				}
 			}
 			b, _ := json.MarshalIndent(argv, "", "  ")
-			golden(t, "command/"+name+".golden", string(b)+"\n")
+			golden.CheckString(t, "command/"+name+".golden", string(b)+"\n")
 		})
 	}
 }

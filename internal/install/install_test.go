@@ -1,7 +1,8 @@
 package install
 
 import (
-	"flag"
+	"github.com/baton-agent/baton/internal/golden"
+
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,26 +13,6 @@ import (
 
 	"github.com/baton-agent/baton"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./internal/install -update)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", name, diff)
-	}
-}
 
 const exe = "/usr/local/bin/baton"
 
@@ -103,7 +84,7 @@ func TestInstallRoundTripOnExistingFiles(t *testing.T) {
 
 			backups := mustApply(t, Install, tg)
 			installed := read(t, path)
-			golden(t, string(tt.harness)+"_installed.golden.json", installed)
+			golden.Check(t, string(tt.harness)+"_installed.golden.json", installed)
 			if len(backups) != 1 || backups[0] != path+".baton-backup-20261122T093400Z" || string(read(t, backups[0])) != string(original) {
 				t.Errorf("backups = %v, want one copy of the original", backups)
 			}
@@ -199,7 +180,7 @@ func TestCommandFiles(t *testing.T) {
 				}
 			}
 		}
-		golden(t, "commands_"+string(h)+".golden.md", []byte(got.String()))
+		golden.Check(t, "commands_"+string(h)+".golden.md", []byte(got.String()))
 	}
 	// Codex prompts are user-level whatever the scope.
 	tg := target(t, baton.HarnessCodex, ScopeProject)
@@ -244,7 +225,7 @@ func TestDryRunDiffAndInvalidJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "codex_dry_run.golden.txt", []byte(strings.ReplaceAll(strings.ReplaceAll(Describe(p, true), tg.Root, "$ROOT"), tg.Home, "$HOME")))
+	golden.Check(t, "codex_dry_run.golden.txt", []byte(strings.ReplaceAll(strings.ReplaceAll(Describe(p, true), tg.Root, "$ROOT"), tg.Home, "$HOME")))
 	if string(read(t, path)) != string(read(t, "testdata/codex_hooks.before.json")) {
 		t.Error("planning wrote the file")
 	}

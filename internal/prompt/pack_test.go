@@ -1,9 +1,8 @@
 package prompt
 
 import (
-	"flag"
-	"os"
-	"path/filepath"
+	"github.com/baton-agent/baton/internal/golden"
+
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -12,8 +11,6 @@ import (
 
 	"github.com/baton-agent/baton"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // runnerSections mirrors the goal-tree runner's nine sections and their
 // drop ranks (tree first, failure last).
@@ -138,17 +135,7 @@ func TestDeterministicAndGolden(t *testing.T) {
 	if a.Text != b.Text {
 		t.Fatal("two builds of the same input differ")
 	}
-	path := filepath.Join("testdata", "runner_tight.golden")
-	if *update {
-		os.WriteFile(path, []byte(a.Text), 0o644)
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(want), a.Text); diff != "" {
-		t.Errorf("tight pack mismatch (-want +got):\n%s", diff)
-	}
+	golden.CheckString(t, "runner_tight.golden", a.Text)
 }
 
 func TestTokenBudget(t *testing.T) {
