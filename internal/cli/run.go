@@ -200,11 +200,7 @@ the next step works on marked "<- selected".`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l := f.runLayout()
-			st, err := l.LoadRunState()
-			if err != nil {
-				return err
-			}
-			tree, err := l.LoadTree()
+			st, tree, err := l.LoadStateAndTree()
 			if err != nil {
 				return err
 			}
@@ -535,11 +531,7 @@ the agents cost so far.`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l := f.runLayout()
-			st, err := l.LoadRunState()
-			if err != nil {
-				return err
-			}
-			tree, err := l.LoadTree()
+			st, tree, err := l.LoadStateAndTree()
 			if err != nil {
 				return err
 			}

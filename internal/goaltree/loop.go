@@ -101,11 +101,7 @@ func (rep *LoopReport) add(s *StepReport) {
 
 // finish fills in the run id and the tree's counts.
 func (r *Runner) finish(rep *LoopReport) error {
-	st, err := r.Layout.LoadRunState()
-	if err != nil {
-		return err
-	}
-	tree, err := r.Layout.LoadTree()
+	st, tree, err := r.Layout.LoadStateAndTree()
 	if err != nil {
 		return err
 	}

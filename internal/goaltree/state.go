@@ -98,6 +98,20 @@ func (l Layout) SaveRunState(s *baton.RunState) error {
 	return fsstore.WriteFileAtomic(l.State(RunStateFile), encodeJSON(s), 0o644)
 }
 
+// LoadStateAndTree reads run_state.json and tree.json, what every view of
+// a run starts from.
+func (l Layout) LoadStateAndTree() (*baton.RunState, *baton.Node, error) {
+	st, err := l.LoadRunState()
+	if err != nil {
+		return nil, nil, err
+	}
+	tree, err := l.LoadTree()
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, tree, nil
+}
+
 // LoadConfig reads state/config.toml.
 func (l Layout) LoadConfig() (Config, error) {
 	b, err := l.readState(ConfigFile)
