@@ -7,7 +7,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -92,8 +91,6 @@ func (e *env) ok(subdir, stdin string, args ...string) result {
 	}
 	return r
 }
-
-var tmpDirRE = regexp.MustCompile(`/tmp/[^\s"'` + "`" + `]*?/\d{3}`)
 
 // scrub replaces the temp dir so goldens are stable.
 func (e *env) scrub(s string) string { return strings.ReplaceAll(s, e.dir, "$ROOT") }

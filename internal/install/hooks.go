@@ -3,6 +3,7 @@ package install
 import (
 	"encoding/json"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -156,7 +157,7 @@ func addBatonHooks(root *object, t Target, events []hookEvent) {
 		handler := newObject()
 		handler.set("type", "command")
 		handler.set("command", HookCommand(t.Exe, e.Baton, string(t.Harness)))
-		handler.set("timeout", json.Number("30"))
+		handler.set("timeout", json.Number(strconv.Itoa(hookTimeout)))
 		group := newObject()
 		if e.Matcher != "" {
 			group.set("matcher", e.Matcher)

@@ -120,7 +120,7 @@ func build() (string, error) {
 	defer os.RemoveAll(tmp)
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		return "", fmt.Errorf("building the fake agent needs the go command on PATH: %w", err)
 	}
 	cmd := exec.Command(goBin, "build", "-o", filepath.Join(tmp, "fakeagent"), ".")
 	cmd.Dir = src
