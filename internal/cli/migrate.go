@@ -15,9 +15,9 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/frontmatter"
-	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/hook"
 	"github.com/baton-agent/baton/internal/install"
+	"github.com/baton-agent/baton/internal/safefile"
 )
 
 func newMigrateCmd(f *Factory) *cobra.Command {
@@ -198,7 +198,7 @@ baton's are left as they are.`,
 					backup := path + ".baton-backup-" + stamp
 					fmt.Fprintf(f.IO.Out, "replace   %s (original kept as %s)\n", path, backup)
 					if !dryRun {
-						if err := fsstore.WriteFileAtomic(backup, old, 0o644); err != nil {
+						if err := safefile.WriteAtomic(backup, old, 0o644); err != nil {
 							return err
 						}
 					}
@@ -209,7 +209,7 @@ baton's are left as they are.`,
 				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 					return err
 				}
-				if err := fsstore.WriteFileAtomic(path, content, 0o644); err != nil {
+				if err := safefile.WriteAtomic(path, content, 0o644); err != nil {
 					return err
 				}
 			}

@@ -13,8 +13,8 @@ import (
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/agentrun"
 	"github.com/baton-agent/baton/internal/forge"
-	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/queue"
+	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // Runner defaults.
@@ -336,7 +336,7 @@ func (r *Runner) plan(ctx context.Context, d *baton.Delivery, f forge.Forge) (ou
 	// The plan is committed, not injected: later phases read docs/plan.md.
 	planFile := filepath.Join(co.Dir, filepath.FromSlash(forge.PlanPath))
 	if err := os.MkdirAll(filepath.Dir(planFile), 0o755); err == nil {
-		err = fsstore.WriteFileAtomic(planFile, []byte(plan+"\n"), 0o644)
+		err = safefile.WriteAtomic(planFile, []byte(plan+"\n"), 0o644)
 		if err != nil {
 			out.warn("plan not written: %v", err)
 			return out

@@ -12,8 +12,8 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/forge"
-	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/queue"
+	"github.com/baton-agent/baton/internal/safefile"
 	"github.com/baton-agent/baton/internal/sqlstore"
 )
 
@@ -190,7 +190,7 @@ func (s *Service) postReview(ctx context.Context, d *baton.Delivery, v forge.Rev
 	} else {
 		path := filepath.Join(s.DataDir, "notes", d.ID, fmt.Sprintf("review-%d.md", note.ID))
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
-			if err := fsstore.WriteFileAtomic(path, []byte(v.Body()), 0o644); err == nil {
+			if err := safefile.WriteAtomic(path, []byte(v.Body()), 0o644); err == nil {
 				fileRef.URL = FileURL(path)
 				_ = st.SetReviewNoteURL(ctx, note.ID, fileRef.URL)
 			}

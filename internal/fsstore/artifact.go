@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // artifact describes one kind of markdown file the store keeps, one file
@@ -233,7 +234,7 @@ func (a artifact[T]) update(ctx context.Context, s *Store, id string, fn func(T)
 		return zero, err
 	}
 	path := a.path(s, id)
-	unlock, err := Lock(ctx, path)
+	unlock, err := safefile.Lock(ctx, path)
 	if err != nil {
 		return zero, err
 	}
@@ -255,7 +256,7 @@ func (a artifact[T]) update(ctx context.Context, s *Store, id string, fn func(T)
 	if err := a.validate(v); err != nil {
 		return zero, err
 	}
-	if err := WriteFileAtomic(path, a.encode(v), 0o644); err != nil {
+	if err := safefile.WriteAtomic(path, a.encode(v), 0o644); err != nil {
 		return zero, err
 	}
 	return v, nil

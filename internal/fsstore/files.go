@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/safefile"
 )
 
 func (s *Store) indexPath(name string) string { return s.path(IndexesDir, name) }
@@ -53,12 +54,12 @@ func (s *Store) AppendRelevantFiles(ctx context.Context, entries ...baton.Releva
 	if err := os.MkdirAll(s.path(IndexesDir), 0o755); err != nil {
 		return err
 	}
-	return AppendJSONL(ctx, s.indexPath(RelevantFilesLog), entries...)
+	return safefile.AppendJSONL(ctx, s.indexPath(RelevantFilesLog), entries...)
 }
 
 // ScanRelevantFiles streams the relevant-files log.
-func (s *Store) ScanRelevantFiles(fn func(baton.RelevantFile) error) (ScanStats, error) {
-	return scanLines(s.indexPath(RelevantFilesLog), decodeRelevantFile, fn)
+func (s *Store) ScanRelevantFiles(fn func(baton.RelevantFile) error) (safefile.ScanStats, error) {
+	return safefile.ScanLines(s.indexPath(RelevantFilesLog), decodeRelevantFile, fn)
 }
 
 // FileRank is one file in a ranked listing of the relevant-files log.
@@ -88,7 +89,7 @@ const rankHalfLife = time.Hour
 // ranked by score: each touch counts 0.5^(age/1h), age measured from the
 // newest entry selected (not the wall clock, so a listing is reproducible).
 // Memory grows with the number of distinct files, not with the log.
-func (s *Store) RankFiles(q FileQuery) ([]FileRank, ScanStats, error) {
+func (s *Store) RankFiles(q FileQuery) ([]FileRank, safefile.ScanStats, error) {
 	// Each file keeps its score relative to its own last touch, so an
 	// entry costs O(1) and no exponent ever grows: score = sum over
 	// touches of 0.5^((last-t)/h), rescaled to the newest entry at the end.
@@ -163,13 +164,13 @@ func (s *Store) AppendSession(ctx context.Context, r baton.SessionRecord) error 
 	if err := os.MkdirAll(s.path(IndexesDir), 0o755); err != nil {
 		return err
 	}
-	return AppendJSONL(ctx, s.indexPath(SessionsLog), r)
+	return safefile.AppendJSONL(ctx, s.indexPath(SessionsLog), r)
 }
 
 // FindSession returns the newest record of sessionID, or NotFound.
 func (s *Store) FindSession(sessionID string) (*baton.SessionRecord, error) {
 	var found *baton.SessionRecord
-	_, err := ScanJSONL(s.indexPath(SessionsLog), func(r baton.SessionRecord) error {
+	_, err := safefile.ScanJSONL(s.indexPath(SessionsLog), func(r baton.SessionRecord) error {
 		if r.SessionID == sessionID {
 			rc := r
 			found = &rc

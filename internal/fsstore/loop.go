@@ -12,6 +12,7 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/frontmatter"
+	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // loops is the loop kind of artifact.
@@ -142,7 +143,7 @@ func (s *Store) swapForeground(ctx context.Context, next func(cur string) (strin
 		return "", err
 	}
 	p := s.indexPath(ActiveLoopFile)
-	unlock, err := Lock(ctx, p)
+	unlock, err := safefile.Lock(ctx, p)
 	if err != nil {
 		return "", err
 	}
@@ -159,7 +160,7 @@ func (s *Store) swapForeground(ctx context.Context, next func(cur string) (strin
 	if err != nil {
 		return "", err
 	}
-	if err := WriteFileAtomic(p, append(b, '\n'), 0o644); err != nil {
+	if err := safefile.WriteAtomic(p, append(b, '\n'), 0o644); err != nil {
 		return "", err
 	}
 	return cur, nil

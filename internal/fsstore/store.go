@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // Dir is the store's directory, relative to the project root.
@@ -133,7 +134,7 @@ func (s *Store) Init(ctx context.Context) (created bool, err error) {
 	if _, err := os.Stat(ignore); errors.Is(err, fs.ErrNotExist) {
 		// Lock files and scratch data are per machine; packets, loops and
 		// indexes are worth committing.
-		if err := WriteFileAtomic(ignore, []byte("*.lock\n/scratch/\n"), 0o644); err != nil {
+		if err := safefile.WriteAtomic(ignore, []byte("*.lock\n/scratch/\n"), 0o644); err != nil {
 			return false, err
 		}
 	}
@@ -141,7 +142,7 @@ func (s *Store) Init(ctx context.Context) (created bool, err error) {
 	if _, err := os.Stat(marker); err == nil {
 		return false, nil
 	}
-	unlock, err := Lock(ctx, marker)
+	unlock, err := safefile.Lock(ctx, marker)
 	if err != nil {
 		return false, err
 	}
@@ -154,7 +155,7 @@ func (s *Store) Init(ctx context.Context) (created bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	if err := WriteFileAtomic(marker, append(b, '\n'), 0o644); err != nil {
+	if err := safefile.WriteAtomic(marker, append(b, '\n'), 0o644); err != nil {
 		return false, err
 	}
 	return true, nil

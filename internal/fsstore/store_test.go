@@ -244,25 +244,6 @@ func TestJSONLTornTail(t *testing.T) {
 	}
 }
 
-func TestScanJSONLLongLines(t *testing.T) {
-	dir := t.TempDir()
-	log := filepath.Join(dir, "x.jsonl")
-	long := strings.Repeat("x", 1<<20)
-	type rec struct {
-		V string `json:"v"`
-	}
-	if err := AppendJSONL(context.Background(), log, rec{"short"}, rec{long}, rec{"after"}); err != nil {
-		t.Fatal(err)
-	}
-	var got []int
-	if _, err := ScanJSONL(log, func(r rec) error { got = append(got, len(r.V)); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]int{5, 1 << 20, 5}, got); diff != "" {
-		t.Errorf("lengths mismatch (-want +got):\n%s", diff)
-	}
-}
-
 func TestRankFiles(t *testing.T) {
 	s := newStore(t)
 	t0 := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)

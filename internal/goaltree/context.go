@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/baton-agent/baton"
-	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/prompt"
+	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // Inputs is everything one iteration's prompt and context files are made
@@ -70,7 +70,7 @@ func WriteContext(dir string, in Inputs) error {
 			continue
 		}
 		text := f.heading + "\n\n" + strings.TrimRight(f.body, "\n") + "\n"
-		if err := fsstore.WriteFileAtomic(dir+string(os.PathSeparator)+f.name, []byte(text), 0o644); err != nil {
+		if err := safefile.WriteAtomic(dir+string(os.PathSeparator)+f.name, []byte(text), 0o644); err != nil {
 			return err
 		}
 	}

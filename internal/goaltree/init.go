@@ -11,6 +11,7 @@ import (
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/gitx"
+	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // RootID is the id of a tree's root node.
@@ -133,7 +134,7 @@ func Init(ctx context.Context, l Layout, o InitOptions) (*InitResult, error) {
 				return nil, err
 			}
 		}
-		if err := fsstore.WriteFileAtomic(f.path, f.data, 0o644); err != nil {
+		if err := safefile.WriteAtomic(f.path, f.data, 0o644); err != nil {
 			return nil, err
 		}
 	}

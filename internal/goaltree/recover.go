@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton"
-	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/gitx"
+	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // Git safety and crash recovery. Every iteration ends in a commit, so the
@@ -77,7 +77,7 @@ func (l Layout) ensureGitignore() error {
 	if err == nil && bytes.Equal(b, []byte(gitignore)) {
 		return nil
 	}
-	return fsstore.WriteFileAtomic(l.Gitignore(), []byte(gitignore), 0o644)
+	return safefile.WriteAtomic(l.Gitignore(), []byte(gitignore), 0o644)
 }
 
 // checkClean refuses uncommitted changes outside the runner's own
@@ -173,7 +173,7 @@ func (r *Runner) recoverInterrupted(ctx context.Context, repo *gitx.Repo, st *ba
 		return "", gitError(err, "commit the interrupted iteration %d (it is recorded; the next step commits it)", f.Iter)
 	}
 	meta := &Meta{SchemaVersion: 1, RunID: st.RunID, Iter: f.Iter, Node: f.Node, Attempt: f.Attempt, Status: rec.Status, Guard: rec.Guard, RunnerError: msg, StartedAt: f.StartedAt, FinishedAt: rec.At, Commit: c.SHA}
-	if err := fsstore.WriteFileAtomic(filepath.Join(dir, MetaLog), encodeJSON(meta), 0o644); err != nil {
+	if err := safefile.WriteAtomic(filepath.Join(dir, MetaLog), encodeJSON(meta), 0o644); err != nil {
 		return "", err
 	}
 	note := fmt.Sprintf("recovered iteration %d (node %s): it was interrupted; committed the work tree as %s, no attempt spent", f.Iter, f.Node, c.Short())

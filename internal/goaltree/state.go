@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton"
-	"github.com/baton-agent/baton/internal/fsstore"
+	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // readState reads a state file; a missing one means there is no run.
@@ -56,7 +56,7 @@ func (l Layout) TreeProblems() ([]baton.NodeProblem, *baton.Node, error) {
 
 // SaveTree writes state/tree.json canonically.
 func (l Layout) SaveTree(t *baton.Node) error {
-	return fsstore.WriteFileAtomic(l.State(TreeFile), Encode(t), 0o644)
+	return safefile.WriteAtomic(l.State(TreeFile), Encode(t), 0o644)
 }
 
 // LoadRunState reads and validates state/run_state.json.
@@ -95,7 +95,7 @@ func DecodeRunState(data []byte) (*baton.RunState, error) {
 
 // SaveRunState writes state/run_state.json.
 func (l Layout) SaveRunState(s *baton.RunState) error {
-	return fsstore.WriteFileAtomic(l.State(RunStateFile), encodeJSON(s), 0o644)
+	return safefile.WriteAtomic(l.State(RunStateFile), encodeJSON(s), 0o644)
 }
 
 // LoadStateAndTree reads run_state.json and tree.json, what every view of
@@ -134,7 +134,7 @@ func (l Layout) Lock(ctx context.Context) (unlock func(), err error) {
 	}
 	lctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
 	defer cancel()
-	unlock, err = fsstore.Lock(lctx, l.lockPath())
+	unlock, err = safefile.Lock(lctx, l.lockPath())
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, baton.WrapError(baton.Canceled, ctx.Err(), "interrupted")

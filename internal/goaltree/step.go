@@ -14,10 +14,10 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/agentrun"
-	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/gitx"
 	"github.com/baton-agent/baton/internal/proc"
 	"github.com/baton-agent/baton/internal/prompt"
+	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // Runner runs the iterations of the goal-tree run of one project.
@@ -256,7 +256,7 @@ func (it *iteration) begin(ctx context.Context, in Inputs) error {
 	if err := os.MkdirAll(it.dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", it.dir, err)
 	}
-	if err := fsstore.WriteFileAtomic(filepath.Join(it.dir, TreeBeforeLog), Encode(it.tree), 0o644); err != nil {
+	if err := safefile.WriteAtomic(filepath.Join(it.dir, TreeBeforeLog), Encode(it.tree), 0o644); err != nil {
 		return err
 	}
 	head, err := it.repo.Head(ctx)
@@ -464,7 +464,7 @@ func (it *iteration) restoreProtected() (string, error) {
 		if was == nil {
 			err = os.Remove(p)
 		} else {
-			err = fsstore.WriteFileAtomic(p, was, 0o644)
+			err = safefile.WriteAtomic(p, was, 0o644)
 		}
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return "", err
@@ -528,7 +528,7 @@ func (it *iteration) record(ctx context.Context, errMsg string, added []string) 
 		cerr = gitError(cerr, "commit iteration %d (it is recorded; the next step commits it)", it.n)
 	}
 	meta.ElapsedSeconds = time.Since(it.start).Seconds()
-	werr := fsstore.WriteFileAtomic(filepath.Join(it.dir, MetaLog), encodeJSON(meta), 0o644)
+	werr := safefile.WriteAtomic(filepath.Join(it.dir, MetaLog), encodeJSON(meta), 0o644)
 	it.r.progress("%s", it.rep.Line(st.RunID))
 	if cerr != nil {
 		if errMsg == "" {

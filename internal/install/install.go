@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton"
-	"github.com/baton-agent/baton/internal/fsstore"
+	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // Scope says where an installation lives.
@@ -191,7 +191,7 @@ func Apply(p *Plan, now time.Time) (backups []string, err error) {
 		}
 		if c.Before != nil && c.Kind == "hooks" {
 			b := c.Path + ".baton-backup-" + stamp
-			if err := fsstore.WriteFileAtomic(b, c.Before, 0o600); err != nil {
+			if err := safefile.WriteAtomic(b, c.Before, 0o600); err != nil {
 				return backups, err
 			}
 			backups = append(backups, b)
@@ -205,7 +205,7 @@ func Apply(p *Plan, now time.Time) (backups []string, err error) {
 		if err := os.MkdirAll(filepath.Dir(c.Path), 0o755); err != nil {
 			return backups, err
 		}
-		if err := fsstore.WriteFileAtomic(c.Path, c.After, 0o644); err != nil {
+		if err := safefile.WriteAtomic(c.Path, c.After, 0o644); err != nil {
 			return backups, err
 		}
 	}

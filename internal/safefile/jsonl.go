@@ -1,4 +1,4 @@
-package fsstore
+package safefile
 
 import (
 	"bufio"
@@ -84,11 +84,12 @@ const maxLineLen = 16 << 20
 // line, a stray edit) are skipped and counted, never fatal. fn may stop the
 // scan early by returning io.EOF.
 func ScanJSONL[T any](path string, fn func(T) error) (ScanStats, error) {
-	return scanLines(path, func(line []byte, v *T) error { return json.Unmarshal(line, v) }, fn)
+	return ScanLines(path, func(line []byte, v *T) error { return json.Unmarshal(line, v) }, fn)
 }
 
-// scanLines is ScanJSONL with the line decoder given.
-func scanLines[T any](path string, decode func([]byte, *T) error, fn func(T) error) (ScanStats, error) {
+// ScanLines is ScanJSONL with the line decoder given, for logs that have a
+// faster decoder than encoding/json.
+func ScanLines[T any](path string, decode func([]byte, *T) error, fn func(T) error) (ScanStats, error) {
 	var st ScanStats
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {

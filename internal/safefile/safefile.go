@@ -1,4 +1,7 @@
-package fsstore
+// Package safefile holds the file primitives every part of baton writes
+// through: atomic replacement, advisory locks, and JSONL logs that many
+// processes append to at once and readers stream without trusting.
+package safefile
 
 import (
 	"context"
@@ -11,10 +14,10 @@ import (
 	"github.com/google/renameio/v2"
 )
 
-// WriteFileAtomic replaces path with data so that a reader, or a crash,
+// WriteAtomic replaces path with data so that a reader, or a crash,
 // sees the old file or the new one, never a torn mix: it writes a temp
 // file in the same directory, fsyncs it and renames it over path.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+func WriteAtomic(path string, data []byte, perm os.FileMode) error {
 	dir := filepath.Dir(path)
 	if err := renameio.WriteFile(path, data, perm, renameio.WithTempDir(dir)); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
