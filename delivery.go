@@ -1,7 +1,6 @@
 package baton
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -515,54 +514,6 @@ type DeliveryFilter struct {
 	Phase     Phase
 	RunStatus RunStatus
 	Limit     int
-}
-
-// DeliveryStore persists deliveries, their phase log, agent runs and
-// review notes. Implemented by internal/sqlstore for SQLite and
-// PostgreSQL; a store bound to a transaction sees and writes that
-// transaction only.
-type DeliveryStore interface {
-	// CreateDelivery inserts d with the next seq, unless a delivery with
-	// d.ID exists: then it returns that one and created=false, changing
-	// nothing. Returns Invalid for a delivery that fails Validate.
-	CreateDelivery(ctx context.Context, d *Delivery) (got *Delivery, created bool, err error)
-	// FindDeliveryByID returns NotFound when there is no such delivery.
-	FindDeliveryByID(ctx context.Context, id string) (*Delivery, error)
-	// FindDeliveryBySeq returns NotFound when no delivery has seq.
-	FindDeliveryBySeq(ctx context.Context, seq int64) (*Delivery, error)
-	// FindDeliveries lists deliveries newest first.
-	FindDeliveries(ctx context.Context, f DeliveryFilter) ([]*Delivery, error)
-	// UpdateDelivery writes d's mutable fields if the stored version is
-	// still d.Version, and increments d.Version. Returns NotFound, or
-	// Conflict when someone else changed the delivery first.
-	UpdateDelivery(ctx context.Context, d *Delivery) error
-	// Heartbeat records that owner still runs attempt. Returns Conflict
-	// when the delivery is no longer running that attempt.
-	Heartbeat(ctx context.Context, id string, attempt int64, at time.Time) error
-	// FindStaleRunning lists running deliveries whose heartbeat is older
-	// than before.
-	FindStaleRunning(ctx context.Context, before time.Time) ([]*Delivery, error)
-	// AppendPhaseLog ends the delivery's open entry at e.StartedAt and
-	// appends e (filling e.ID).
-	AppendPhaseLog(ctx context.Context, deliveryID string, e *PhaseLogEntry) error
-	// PhaseLog returns the entries oldest first.
-	PhaseLog(ctx context.Context, deliveryID string) ([]PhaseLogEntry, error)
-	// CreateAgentRun inserts r as running, filling ID and N. Returns
-	// Conflict when another run of the delivery is running.
-	CreateAgentRun(ctx context.Context, r *AgentRun) error
-	// FinishAgentRun writes r's results. A run someone else already ended
-	// (canceled by a person, failed as lost by the reconciler) keeps that
-	// status and reason; its results are still recorded. Returns NotFound.
-	FinishAgentRun(ctx context.Context, r *AgentRun) error
-	// EndRunningAgentRuns marks the delivery's running runs with status
-	// and reason (cancel, lost worker) and returns how many it marked.
-	EndRunningAgentRuns(ctx context.Context, deliveryID string, status AgentRunStatus, reason string, at time.Time) (int, error)
-	// AgentRuns lists a delivery's runs, oldest first.
-	AgentRuns(ctx context.Context, deliveryID string) ([]AgentRun, error)
-	// CreateReviewNote inserts n, filling ID.
-	CreateReviewNote(ctx context.Context, n *ReviewNote) error
-	// ReviewNotes lists a delivery's notes, oldest first.
-	ReviewNotes(ctx context.Context, deliveryID string) ([]ReviewNote, error)
 }
 
 // String renders a delivery's state for messages: "implement/running".

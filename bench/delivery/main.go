@@ -22,9 +22,7 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/delivery"
-	"github.com/baton-agent/baton/internal/forge"
 	"github.com/baton-agent/baton/internal/queue"
-	"github.com/baton-agent/baton/internal/sqlstore"
 )
 
 // agentScript answers as planner, implementer or reviewer at once. The
@@ -116,19 +114,14 @@ func run(n, workers int, keep bool) (result, error) {
 		return res, err
 	}
 	data := filepath.Join(tmp, "data")
-	db, err := sqlstore.OpenSQLite(filepath.Join(data, "baton.db"))
-	if err != nil {
-		return res, err
-	}
-	defer db.Close()
-	svc := &delivery.Service{DataDir: data, Forge: func(*baton.Delivery) (forge.Forge, error) { return forge.Local{}, nil }}
-	runner := &delivery.Runner{Service: svc, Owner: "bench", PollEvery: 200 * time.Millisecond}
 	ctx := context.Background()
-	q, err := queue.OpenSQLite(ctx, db, queue.Config{Workers: workers, Handler: runner.Work, FetchPollInterval: 20 * time.Millisecond})
+	q, err := queue.Open(ctx, filepath.Join(data, "baton.db"), queue.Config{Workers: workers, FetchPollInterval: 20 * time.Millisecond})
 	if err != nil {
 		return res, err
 	}
-	svc.Queue = q
+	defer q.Close()
+	svc := &delivery.Service{Queue: q, DataDir: data}
+	runner := &delivery.Runner{Service: svc, Owner: "bench", PollEvery: 200 * time.Millisecond}
 
 	cfg := baton.DeliveryConfig{Agent: "command:" + script, PhaseTimeout: time.Minute, MaxRounds: 5,
 		VerifyCommand: "true", ObserveCommand: "true", ObserveWindow: time.Millisecond, ObserveEvery: time.Millisecond}
@@ -141,7 +134,7 @@ func run(n, workers int, keep bool) (result, error) {
 			Endpoint: baton.PhaseObserve, Checkpoints: []baton.Phase{}, Config: cfg,
 			Refs: []baton.Ref{{Role: baton.RoleRequest, Type: "summary", Label: summary}},
 		}
-		got, _, err := svc.Create(ctx, d, "bench")
+		got, _, err := svc.Insert(ctx, d, "bench")
 		if err != nil {
 			return res, err
 		}
@@ -152,7 +145,7 @@ func run(n, workers int, keep bool) (result, error) {
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	start = time.Now()
-	go func() { done <- q.Run(wctx) }()
+	go func() { done <- q.Run(wctx, runner.Work) }()
 	for {
 		closed, failed, err := count(ctx, svc)
 		if err != nil {

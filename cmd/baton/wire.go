@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -9,6 +10,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/baton-agent/baton/internal/cli"
+	"github.com/baton-agent/baton/internal/github"
 )
 
 // version is set at link time (-ldflags "-X main.version=v1.2.3"); without
@@ -16,7 +18,8 @@ import (
 var version = ""
 
 // wire builds the factory: the only place that reads the process
-// environment.
+// environment and chooses concrete adapters (databases, the queue,
+// forges, GitHub access).
 func wire() *cli.Factory {
 	wd, err := os.Getwd()
 	if err != nil {
@@ -28,7 +31,14 @@ func wire() *cli.Factory {
 			exe = p
 		}
 	}
+	gh := github.Access{Getenv: os.Getenv, UserAgent: "baton/" + buildVersion()}
+	dw := deliveryWiring{getenv: os.Getenv, workDir: wd, github: gh}
 	return &cli.Factory{
+		Deliveries: dw.open,
+		GitHub: func(ctx context.Context, repo github.Repo, apiURL string) (*github.Client, error) {
+			c, _, err := gh.Client(ctx, repo, apiURL)
+			return c, err
+		},
 		IO: cli.IO{
 			In:     os.Stdin,
 			Out:    os.Stdout,

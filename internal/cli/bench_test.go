@@ -34,6 +34,7 @@ func TestHelperProcess(t *testing.T) {
 		Now:    time.Now,
 		Getenv: os.Getenv, WorkDir: wd, Version: "bench",
 	}
+	wireForTest(f, "")
 	os.Exit(Main(context.Background(), args, f))
 }
 
@@ -66,6 +67,7 @@ func BenchmarkReviewPR(b *testing.B) {
 	run := func(b *testing.B, n int) {
 		var out, errb bytes.Buffer
 		f := &Factory{IO: IO{Out: &out, Err: &errb}, Now: time.Now, Getenv: func(k string) string { return env[k] }, WorkDir: b.TempDir(), Version: "bench"}
+		wireForTest(f, "")
 		if code := Main(b.Context(), args(n), f); code != 0 || out.Len() == 0 {
 			b.Fatalf("review-pr %d = exit %d: %s", n, code, errb.String())
 		}

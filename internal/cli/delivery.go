@@ -15,10 +15,6 @@ import (
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/agentrun"
 	"github.com/baton-agent/baton/internal/delivery"
-	"github.com/baton-agent/baton/internal/forge"
-	"github.com/baton-agent/baton/internal/github"
-	"github.com/baton-agent/baton/internal/gitx"
-	"github.com/baton-agent/baton/internal/queue"
 )
 
 func newDeliveryCmd(f *Factory) *cobra.Command {
@@ -66,14 +62,15 @@ BATON_DATABASE_URL is set; --db picks another SQLite file.`,
 	return cmd
 }
 
-// withDeliveries opens the database for a command and closes it after.
-func withDeliveries(ctx context.Context, f *Factory, db string, fn func(*deliveries) error) error {
-	d, err := f.openDeliveries(ctx, db, queue.Config{})
+// withDeliveries opens the delivery service for a command and closes it
+// after.
+func withDeliveries(ctx context.Context, f *Factory, db string, fn func(*delivery.Service) error) error {
+	svc, err := f.openDeliveries(ctx, DeliveriesOptions{DB: db})
 	if err != nil {
 		return err
 	}
-	defer d.close()
-	return fn(d)
+	defer svc.Close()
+	return fn(svc)
 }
 
 type createOptions struct {
@@ -149,79 +146,15 @@ func runDeliveryCreate(ctx context.Context, f *Factory, db string, o createOptio
 	if o.changed("observe-window") && o.observe == "" {
 		return usageError("--observe-window needs --observe CMD")
 	}
-	d := baton.Delivery{
-		Phase: baton.PhaseIntake, RunStatus: baton.StatusPending, // until created
-		Endpoint:    baton.DefaultEndpoint,
-		Checkpoints: append([]baton.Phase{}, baton.DefaultCheckpoints...),
-		Config: baton.DeliveryConfig{
-			Agent: baton.DefaultAgent, PhaseTimeout: baton.DefaultPhaseTimeout, MaxRounds: baton.DefaultMaxRounds,
-		},
-	}
-	if a := f.env("BATON_AGENT"); a != "" {
-		d.Config.Agent = a
-	}
-	requestKey := ""
-	var ghRepo github.Repo
-	var issueNumber int
-	if o.issue != "" {
-		repo, n, err := forge.ParseIssueURL(o.issue)
-		if err != nil {
-			return err
-		}
-		ghRepo, issueNumber = repo, n
-		requestKey = o.issue
-		d.Refs = append(d.Refs, baton.Ref{Role: baton.RoleRequest, Type: "github_issue", Label: fmt.Sprintf("%s#%d", repo, n), URL: strings.TrimSpace(o.issue)})
-	}
+	req := delivery.Request{IssueURL: o.issue, Summary: o.summary, Actor: f.actor()}
 	if o.repo != "" {
-		top, err := gitx.Open(f.abs(o.repo)).TopLevel(ctx)
-		if err != nil {
-			return baton.Errorf(baton.Invalid, "%s is not a git repository: --repo needs one", o.repo)
-		}
-		if _, err := gitx.Open(top).Head(ctx); err != nil {
-			return baton.Errorf(baton.Invalid, "%s has no commits yet: commit something to branch from", top)
-		}
-		d.Repository, d.Forge = top, baton.ForgeLocal
-		if b, err := os.ReadFile(filepath.Join(top, delivery.SourceConfigPath)); err == nil {
-			sc, err := delivery.ParseSourceConfig(b)
-			if err != nil {
-				return err
-			}
-			if err := sc.Apply(&d.Config, &d.Endpoint, &d.Checkpoints); err != nil {
-				return err
-			}
-		}
-	} else {
-		d.Repository, d.Forge = ghRepo.String(), baton.ForgeGitHub
-		if ghRepo.Host != "" && ghRepo.Host != github.DefaultHost {
-			d.Repository = ghRepo.Host + "/" + ghRepo.String()
-		}
+		req.Repo = f.abs(o.repo)
 	}
-	summary := strings.TrimSpace(o.summary)
-	if summary == "" {
-		title, err := f.issueTitle(ctx, ghRepo, issueNumber)
-		if err != nil {
-			return baton.WrapError(baton.ErrorCode(err), err, "read %s to name the delivery (or pass --summary)", o.issue)
-		}
-		summary = fmt.Sprintf("GitHub Issue #%d: %s", issueNumber, title)
-	}
-	d.Summary = summary
-	if requestKey == "" {
-		requestKey = summary
-		title, _, _ := strings.Cut(summary, "\n")
-		d.Refs = append(d.Refs, baton.Ref{Role: baton.RoleRequest, Type: "summary", Label: title})
-	}
-	if err := applyCreateFlags(f, &d, o); err != nil {
+	if err := o.settings(&req.Settings); err != nil {
 		return err
 	}
-	if _, err := agentrun.Command(agentrun.Spec{Agent: d.Config.Agent, Prompt: "-", ExtraArgs: d.Config.AgentArgs}); err != nil {
-		return err
-	}
-	d.ID = baton.DeliveryID(d.Repository, requestKey)
-	if err := d.Validate(); err != nil {
-		return err
-	}
-	return withDeliveries(ctx, f, db, func(ds *deliveries) error {
-		got, created, err := ds.svc.Create(ctx, d, f.actor())
+	return withDeliveries(ctx, f, db, func(svc *delivery.Service) error {
+		got, created, err := svc.Create(ctx, req)
 		if err != nil {
 			return err
 		}
@@ -242,71 +175,51 @@ func runDeliveryCreate(ctx context.Context, f *Factory, db string, o createOptio
 	})
 }
 
-func applyCreateFlags(f *Factory, d *baton.Delivery, o createOptions) error {
-	c := &d.Config
-	set := func(flag string, dst *string, v string) {
+// settings turns the flags a person set into the request's overrides:
+// a flag not given leaves the default and the repository's
+// .agent/delivery.json in charge.
+func (o createOptions) settings(st *delivery.Settings) error {
+	str := func(flag string, v string) *string {
 		if o.changed(flag) {
-			*dst = v
+			return &v
 		}
+		return nil
 	}
-	set("agent", &c.Agent, o.agent)
-	set("model", &c.Model, o.model)
-	set("verify", &c.VerifyCommand, o.verify)
-	set("deploy", &c.DeployCommand, o.deploy)
-	set("observe", &c.ObserveCommand, o.observe)
-	set("base", &c.BaseBranch, o.base)
-	if o.changed("observe-window") {
-		c.ObserveWindow = o.observeWindow
-	}
-	if o.changed("observe-every") {
-		c.ObserveEvery = o.observeEvery
-	}
-	if o.changed("timeout") {
-		if err := delivery.ApplyTimeouts(c, o.timeout); err != nil {
-			return err
+	dur := func(flag string, v time.Duration) *time.Duration {
+		if o.changed(flag) {
+			return &v
 		}
+		return nil
 	}
+	st.Agent, st.Model, st.Base = str("agent", o.agent), str("model", o.model), str("base", o.base)
+	st.Verify, st.Deploy, st.Observe = str("verify", o.verify), str("deploy", o.deploy), str("observe", o.observe)
+	st.ObserveWindow, st.ObserveEvery = dur("observe-window", o.observeWindow), dur("observe-every", o.observeEvery)
+	st.Timeout = str("timeout", o.timeout)
 	if o.changed("agent-arg") {
-		c.AgentArgs = o.agentArgs
+		st.AgentArgs = &o.agentArgs
 	}
 	if o.changed("max-rounds") {
-		c.MaxRounds = o.maxRounds
+		st.MaxRounds = &o.maxRounds
 	}
 	if o.changed("merge") {
-		c.MergeMethod = baton.MergeMethod(strings.ToLower(o.merge))
+		m := baton.MergeMethod(o.merge)
+		st.Merge = &m
 	}
 	if o.changed("endpoint") {
 		p, err := baton.ParsePhase(o.endpoint)
 		if err != nil {
 			return err
 		}
-		d.Endpoint = p
+		st.Endpoint = &p
 	}
 	if o.changed("checkpoints") {
 		cps, err := baton.ParseCheckpoints(o.checkpoints)
 		if err != nil {
 			return err
 		}
-		d.Checkpoints = cps
+		st.Checkpoints = &cps
 	}
 	return nil
-}
-
-// issueTitle reads an issue's title through the GitHub client.
-func (f *Factory) issueTitle(ctx context.Context, repo github.Repo, n int) (string, error) {
-	tok, _, err := github.ResolveToken(ctx, f.env, repo.Host)
-	if err != nil {
-		return "", err
-	}
-	c, err := github.New(github.Options{Token: tok, BaseURL: github.ResolveAPIURL("", f.env, repo.Host)})
-	if err != nil {
-		return "", err
-	}
-	is, err := c.Issue(ctx, repo, n, github.IssueOptions{})
-	if err != nil {
-		return "", err
-	}
-	return is.Title, nil
 }
 
 // stateText says where a delivery is, in words a person acts on.
@@ -355,8 +268,8 @@ func newDeliveryListCmd(f *Factory, db *string) *cobra.Command {
 					return usageError("unknown status %q: want pending, running, succeeded, failed or blocked", status)
 				}
 			}
-			return withDeliveries(cmd.Context(), f, *db, func(ds *deliveries) error {
-				list, err := ds.svc.Store().FindDeliveries(cmd.Context(), filter)
+			return withDeliveries(cmd.Context(), f, *db, func(svc *delivery.Service) error {
+				list, err := svc.Store().FindDeliveries(cmd.Context(), filter)
 				if err != nil {
 					return err
 				}
@@ -443,16 +356,16 @@ runs. <id> is the id, its number from the list, or a unique id prefix.`,
 		Args:    exactArgs(1, "a delivery id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			return withDeliveries(ctx, f, *db, func(ds *deliveries) error {
-				d, err := ds.svc.Resolve(ctx, args[0])
+			return withDeliveries(ctx, f, *db, func(svc *delivery.Service) error {
+				d, err := svc.Resolve(ctx, args[0])
 				if err != nil {
 					return err
 				}
-				log, err := ds.svc.Store().PhaseLog(ctx, d.ID)
+				log, err := svc.Store().PhaseLog(ctx, d.ID)
 				if err != nil {
 					return err
 				}
-				runs, err := ds.svc.Store().AgentRuns(ctx, d.ID)
+				runs, err := svc.Store().AgentRuns(ctx, d.ID)
 				if err != nil {
 					return err
 				}
@@ -590,8 +503,8 @@ delivery's state is refused with a message that says what would.`,
 		Args:    exactArgs(1, "a delivery id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			return withDeliveries(ctx, f, *db, func(ds *deliveries) error {
-				d, err := ds.svc.Act(ctx, args[0], delivery.Input{Action: a, Actor: f.actor(), Person: true, Note: note})
+			return withDeliveries(ctx, f, *db, func(svc *delivery.Service) error {
+				d, err := svc.Act(ctx, args[0], delivery.Input{Action: a, Actor: f.actor(), Person: true, Note: note})
 				if err != nil {
 					return err
 				}
@@ -624,8 +537,8 @@ becomes a review ref in the next prompt.`,
 				return usageError("reject needs --reason TEXT: it is posted where the next run reads it")
 			}
 			ctx := cmd.Context()
-			return withDeliveries(ctx, f, *db, func(ds *deliveries) error {
-				d, err := ds.svc.Reject(ctx, args[0], f.actor(), reason)
+			return withDeliveries(ctx, f, *db, func(svc *delivery.Service) error {
+				d, err := svc.Reject(ctx, args[0], f.actor(), reason)
 				if err != nil {
 					return err
 				}
@@ -651,11 +564,11 @@ Ctrl-C cancels the run (the agent is stopped; retry runs it again).`,
 		Args:    exactArgs(1, "a delivery id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			return withDeliveries(ctx, f, *db, func(ds *deliveries) error {
-				if _, err := ds.svc.Reconcile(ctx, lease, workerID("reconciler")); err != nil {
+			return withDeliveries(ctx, f, *db, func(svc *delivery.Service) error {
+				if _, err := svc.Reconcile(ctx, lease, workerID("reconciler")); err != nil {
 					return err
 				}
-				r := &delivery.Runner{Service: ds.svc, Owner: workerID("run"), Live: f.IO.Out, Foreground: true}
+				r := &delivery.Runner{Service: svc, Owner: workerID("run"), Live: f.IO.Out, Foreground: true}
 				d, err := r.Run(ctx, args[0], "", f.actor())
 				if err != nil {
 					return err
@@ -684,8 +597,8 @@ for a person, 1 when it failed.`,
 		Args:    exactArgs(1, "a delivery id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			return withDeliveries(ctx, f, *db, func(ds *deliveries) error {
-				return runDeliveryWatch(ctx, f, ds, args[0], interval)
+			return withDeliveries(ctx, f, *db, func(svc *delivery.Service) error {
+				return runDeliveryWatch(ctx, f, svc, args[0], interval)
 			})
 		},
 	}
@@ -693,8 +606,8 @@ for a person, 1 when it failed.`,
 	return cmd
 }
 
-func runDeliveryWatch(ctx context.Context, f *Factory, ds *deliveries, ref string, interval time.Duration) error {
-	d, err := ds.svc.Resolve(ctx, ref)
+func runDeliveryWatch(ctx context.Context, f *Factory, svc *delivery.Service, ref string, interval time.Duration) error {
+	d, err := svc.Resolve(ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -702,7 +615,7 @@ func runDeliveryWatch(ctx context.Context, f *Factory, ds *deliveries, ref strin
 	t := time.NewTicker(max(interval, 10*time.Millisecond))
 	defer t.Stop()
 	for {
-		log, err := ds.svc.Store().PhaseLog(ctx, d.ID)
+		log, err := svc.Store().PhaseLog(ctx, d.ID)
 		if err != nil && baton.ErrorCode(err) != baton.Unavailable {
 			return err
 		}
@@ -717,7 +630,7 @@ func runDeliveryWatch(ctx context.Context, f *Factory, ds *deliveries, ref strin
 			}
 			fmt.Fprintf(f.IO.Out, "%s  %-9s %-22s %s%s\n", e.StartedAt.Local().Format("15:04:05"), e.Phase, st, e.Actor, ifSet(": ", e.Note))
 		}
-		cur, err := ds.svc.Store().FindDeliveryByID(ctx, d.ID)
+		cur, err := svc.Store().FindDeliveryByID(ctx, d.ID)
 		if err == nil {
 			switch {
 			case cur.Phase == baton.PhaseClose,
@@ -754,12 +667,12 @@ JSONL events, or a command agent's stdout).`,
 		Args:    exactArgs(1, "a delivery id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			return withDeliveries(ctx, f, *db, func(ds *deliveries) error {
-				d, err := ds.svc.Resolve(ctx, args[0])
+			return withDeliveries(ctx, f, *db, func(svc *delivery.Service) error {
+				d, err := svc.Resolve(ctx, args[0])
 				if err != nil {
 					return err
 				}
-				runs, err := ds.svc.Store().AgentRuns(ctx, d.ID)
+				runs, err := svc.Store().AgentRuns(ctx, d.ID)
 				if err != nil {
 					return err
 				}

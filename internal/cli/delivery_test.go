@@ -31,9 +31,11 @@ func TestMain(m *testing.M) {
 		args := strings.Split(os.Getenv("BATON_CLI_ARGS"), "\x1f")
 		wd, _ := os.Getwd()
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := Main(ctx, args, &Factory{
+		f := &Factory{
 			IO: IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, Now: time.Now, Getenv: os.Getenv, WorkDir: wd, Version: "test",
-		})
+		}
+		wireForTest(f, os.Getenv("BATON_CLI_HELPER_DATA"))
+		code := Main(ctx, args, f)
 		stop()
 		os.Exit(code)
 	}
@@ -49,7 +51,7 @@ func deliveryEnv(t *testing.T, turns ...agenttest.Turn) (*env, string, *agenttes
 	fake := agenttest.New(t, turns...)
 	fake.Setenv(t) // PATH and the script, for agents started in-process and by helper processes
 	data := t.TempDir()
-	e.vars["BATON_DATA_DIR"] = data
+	e.data = data
 	e.vars["BATON_ACTOR"] = "alice"
 	return e, data, fake
 }
@@ -207,7 +209,7 @@ func startHelper(t *testing.T, e *env, args ...string) *helperProc {
 	}
 	cmd := exec.Command(exe)
 	cmd.Dir = e.dir
-	cmd.Env = append(os.Environ(), "BATON_CLI_HELPER=1", "BATON_CLI_ARGS="+strings.Join(args, "\x1f"))
+	cmd.Env = append(os.Environ(), "BATON_CLI_HELPER=1", "BATON_CLI_ARGS="+strings.Join(args, "\x1f"), "BATON_CLI_HELPER_DATA="+e.data)
 	for k, v := range e.vars {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}

@@ -3,10 +3,15 @@
 package cli
 
 import (
+	"context"
 	"io"
+	"path/filepath"
 	"time"
 
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/delivery"
 	"github.com/baton-agent/baton/internal/fsstore"
+	"github.com/baton-agent/baton/internal/github"
 )
 
 // IO is where a command reads and writes. Tests hand in buffers.
@@ -19,9 +24,11 @@ type IO struct {
 	OutTTY bool
 }
 
-// Factory carries what commands need, built once in cmd/baton. Fields that
-// are expensive (stores, databases, network clients) are lazy, so a hook
-// pays only for what it uses.
+// Factory carries what commands need, built once in cmd/baton, the only
+// place that chooses concrete adapters. Fields that are expensive
+// (databases, network clients) are functions called when a command needs
+// them, so a hook pays only for what it uses, and tests hand in real
+// services of their own.
 type Factory struct {
 	IO      IO
 	Now     func() time.Time
@@ -34,6 +41,14 @@ type Factory struct {
 	// DynamicallyLinked says the binary was built with cgo: every process
 	// start, so every hook, then pays for the dynamic loader.
 	DynamicallyLinked bool
+
+	// Deliveries opens the delivery service on the database o names; the
+	// caller closes it.
+	Deliveries func(ctx context.Context, o DeliveriesOptions) (*delivery.Service, error)
+	// GitHub opens the GitHub API for repo's host; apiURL overrides the
+	// base URL ("" for the default). With no token the error wraps
+	// github.ErrNoToken.
+	GitHub func(ctx context.Context, repo github.Repo, apiURL string) (*github.Client, error)
 
 	// rootFlag is --root, set by the root command before any RunE.
 	rootFlag string
@@ -54,4 +69,35 @@ func (f *Factory) now() time.Time {
 		return time.Now()
 	}
 	return f.Now()
+}
+
+// DeliveriesOptions say which delivery database to open, and for a
+// worker, how its queue runs.
+type DeliveriesOptions struct {
+	// DB is a SQLite file or a postgres:// URL; "" means the default
+	// (BATON_DATABASE_URL, else baton.db in the data directory).
+	DB string
+	// Workers is how many phases run at once; 0 opens the queue for
+	// inserting jobs only.
+	Workers  int
+	WorkerID string
+	// Poll is how often an idle worker looks for jobs; RescueAfter is when
+	// the queue takes a job still running for abandoned.
+	Poll, RescueAfter time.Duration
+}
+
+// openDeliveries opens the delivery service.
+func (f *Factory) openDeliveries(ctx context.Context, o DeliveriesOptions) (*delivery.Service, error) {
+	if f.Deliveries == nil {
+		return nil, baton.Errorf(baton.Internal, "this baton was built without a delivery database")
+	}
+	return f.Deliveries(ctx, o)
+}
+
+// abs resolves p against the working directory.
+func (f *Factory) abs(p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(f.WorkDir, p)
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"strconv"
 	"strings"
@@ -34,10 +35,9 @@ type target struct {
 }
 
 // gitHub resolves the repository (from the argument's URL, else --repo,
-// else the origin remote), the API URL and the token, and builds a
-// client. It runs only for commands that talk to GitHub, so nothing else
-// ever runs `gh auth token` or `git remote`. The environment is read
-// through f.Getenv. A bad --repo is a usage error (exit 2); failing to
+// else the origin remote) and opens a client for it through f.GitHub. It
+// runs only for commands that talk to GitHub, so nothing else ever runs
+// `gh auth token` or `git remote`. A bad --repo is a usage error (exit 2); failing to
 // find the repository or a token exits 1, like any other failure to get
 // the context.
 func (f *Factory) gitHub(ctx context.Context, g githubFlags, fromArg *github.Repo) (*target, error) {
@@ -70,15 +70,13 @@ func (f *Factory) gitHub(ctx context.Context, g githubFlags, fromArg *github.Rep
 		}
 		t.repo = r
 	}
-	token, _, err := github.ResolveToken(ctx, f.env, t.repo.Host)
-	if err != nil {
+	if f.GitHub == nil {
+		return nil, baton.Errorf(baton.Internal, "this baton was built without GitHub access")
+	}
+	c, err := f.GitHub(ctx, t.repo, g.apiURL)
+	if errors.Is(err, github.ErrNoToken) {
 		return nil, fetchFailed(err)
 	}
-	c, err := github.New(github.Options{
-		Token:     token,
-		BaseURL:   github.ResolveAPIURL(g.apiURL, f.env, t.repo.Host),
-		UserAgent: "baton/" + f.Version,
-	})
 	if err != nil {
 		return nil, err // a bad --api-url or GITHUB_API_URL: exit 2
 	}

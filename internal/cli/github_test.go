@@ -69,6 +69,7 @@ func (e *env) runOnTerminal(args ...string) *terminalRun {
 		WorkDir: e.dir,
 		Version: "test",
 	}
+	wireForTest(f, "")
 	go func() { r.done <- Main(context.Background(), args, f) }()
 	return r
 }

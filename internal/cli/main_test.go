@@ -1,7 +1,12 @@
 package cli
 
 import (
+	"errors"
+
+	"github.com/baton-agent/baton/internal/delivery"
+	"github.com/baton-agent/baton/internal/github"
 	"github.com/baton-agent/baton/internal/gitx/gittest"
+	"github.com/baton-agent/baton/internal/queue"
 
 	"bytes"
 	"context"
@@ -24,6 +29,8 @@ type env struct {
 	dir  string
 	now  time.Time
 	vars map[string]string
+	// data, when set, holds the delivery database and files.
+	data string
 }
 
 func newEnv(t *testing.T) *env {
@@ -79,6 +86,7 @@ func (e *env) run(subdir, stdin string, args ...string) result {
 		Version:    "test",
 		Executable: "/opt/baton/bin/baton",
 	}
+	wireForTest(f, e.data)
 	code := Main(context.Background(), args, f)
 	return result{out.String(), errb.String(), code}
 }
@@ -94,3 +102,36 @@ func (e *env) ok(subdir, stdin string, args ...string) result {
 
 // scrub replaces the temp dir so goldens are stable.
 func (e *env) scrub(s string) string { return strings.ReplaceAll(s, e.dir, "$ROOT") }
+
+// wireForTest gives f the real adapters cmd/baton gives it, on the test's
+// own environment (f.Getenv): GitHub access, and the delivery service on
+// the SQLite database in data.
+func wireForTest(f *Factory, data string) {
+	gh := github.Access{Getenv: f.Getenv, UserAgent: "baton/test"}
+	f.GitHub = func(ctx context.Context, repo github.Repo, apiURL string) (*github.Client, error) {
+		c, _, err := gh.Client(ctx, repo, apiURL)
+		return c, err
+	}
+	f.Deliveries = func(ctx context.Context, o DeliveriesOptions) (*delivery.Service, error) {
+		if data == "" && o.DB == "" {
+			return nil, errors.New("test has no delivery data directory")
+		}
+		dsn := o.DB
+		if dsn == "" {
+			dsn = filepath.Join(data, "baton.db")
+		}
+		q, err := queue.Open(ctx, dsn, queue.Config{
+			Workers: o.Workers, ID: o.WorkerID, FetchPollInterval: o.Poll, RescueStuckJobsAfter: o.RescueAfter,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return &delivery.Service{
+			Queue: q, DataDir: filepath.Dir(dsn), DefaultAgent: f.Getenv("BATON_AGENT"), Now: f.Now,
+			GitHub: func(ctx context.Context, repo github.Repo) (*github.Client, error) {
+				c, _, err := gh.Client(ctx, repo, "")
+				return c, err
+			},
+		}, nil
+	}
+}

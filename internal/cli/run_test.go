@@ -302,6 +302,7 @@ func TestRunHelperProcess(t *testing.T) {
 	}
 	wd, _ := os.Getwd()
 	f := &Factory{IO: IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, Now: time.Now, Getenv: os.Getenv, WorkDir: wd, Version: "test"}
+	wireForTest(f, "")
 	os.Exit(Main(context.Background(), args, f))
 }
 

@@ -3,13 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
-	"sync"
+	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/baton-agent/baton/internal/delivery"
-	"github.com/baton-agent/baton/internal/queue"
 )
 
 type workerOptions struct {
@@ -61,60 +60,20 @@ func runWorker(ctx context.Context, f *Factory, db string, o workerOptions) erro
 		return usageError("--lease (%s) must be more than twice --heartbeat (%s)", o.lease, o.heartbeat)
 	}
 	id := workerID("worker")
-	r := &delivery.Runner{Owner: id, HeartbeatEvery: o.heartbeat}
-	var mu sync.Mutex
-	handler := func(ctx context.Context, a queue.RunPhaseArgs, attempt int) error {
-		d, err := r.Run(ctx, a.DeliveryID, a.Phase, "")
-		mu.Lock()
-		defer mu.Unlock()
-		switch {
-		case err != nil:
-			fmt.Fprintf(f.IO.Err, "%s  %s %s: %v\n", f.now().Local().Format("15:04:05"), a.DeliveryID, a.Phase, err)
-		case d != nil:
-			fmt.Fprintf(f.IO.Err, "%s  %s %s → %s\n", f.now().Local().Format("15:04:05"), d.ID, a.Phase, stateText(d))
-		}
-		return err
-	}
-	ds, err := f.openDeliveries(ctx, db, queue.Config{
-		Workers: o.workers, Handler: handler, ID: id,
-		FetchPollInterval: o.poll, RescueStuckJobsAfter: o.rescueAfter,
+	svc, err := f.openDeliveries(ctx, DeliveriesOptions{
+		DB: db, Workers: o.workers, WorkerID: id, Poll: o.poll, RescueAfter: o.rescueAfter,
 	})
 	if err != nil {
 		return err
 	}
-	defer ds.close()
-	r.Service = ds.svc
-	fmt.Fprintf(f.IO.Err, "baton worker %s: %d at once, data in %s (Ctrl-C stops)\n", id, o.workers, ds.svc.DataDir)
-
-	reconcile := func() {
-		n, err := ds.svc.Reconcile(ctx, o.lease, id)
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil && ctx.Err() == nil {
-			fmt.Fprintf(f.IO.Err, "reconcile: %v\n", err)
-		} else if n > 0 {
-			fmt.Fprintf(f.IO.Err, "%s  recovered %d phase(s) whose worker died\n", f.now().Local().Format("15:04:05"), n)
-		}
+	defer svc.Close()
+	fmt.Fprintf(f.IO.Err, "baton worker %s: %d at once, data in %s (Ctrl-C stops)\n", id, o.workers, svc.DataDir)
+	w := &delivery.Worker{
+		Runner: &delivery.Runner{Service: svc, Owner: id, HeartbeatEvery: o.heartbeat},
+		Lease:  o.lease,
+		Log:    slog.New(newLogHandler(f.IO.Err)),
 	}
-	reconcile()
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(o.lease / 2)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				reconcile()
-			}
-		}
-	}()
-	err = ds.svc.Queue.Run(ctx)
-	wg.Wait()
-	if err != nil {
+	if err := w.Run(ctx); err != nil {
 		return err
 	}
 	fmt.Fprintln(f.IO.Err, "baton worker stopped")

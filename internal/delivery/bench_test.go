@@ -3,14 +3,13 @@ package delivery
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/queue"
 	"github.com/baton-agent/baton/internal/sqlstore"
+	"github.com/baton-agent/baton/internal/sqlstore/sqlstoretest"
 )
 
 // BenchmarkTransitionSQLite measures what one state change costs baton on
@@ -20,60 +19,28 @@ import (
 // iteration is one claim (run) and one forward: two transitions.
 //
 //	go test ./internal/delivery -run XXX -bench TransitionSQLite -benchtime 2000x
-func BenchmarkTransitionSQLite(b *testing.B) {
-	db, err := sqlstore.OpenSQLite(filepath.Join(b.TempDir(), "baton.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	q, err := queue.OpenSQLite(context.Background(), db, queue.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	benchTransitions(b, q)
-}
+func BenchmarkTransitionSQLite(b *testing.B) { benchTransitions(b, sqlstore.SQLite) }
 
 // BenchmarkTransitionPostgres is the same on PostgreSQL (riverpgxv5),
 // when BATON_TEST_POSTGRES_URL is set:
 //
 //	scripts/pg-test.sh go test ./internal/delivery -run XXX -bench Transition -benchtime 2000x
-func BenchmarkTransitionPostgres(b *testing.B) {
-	url := os.Getenv("BATON_TEST_POSTGRES_URL")
-	if url == "" {
-		b.Skip("BATON_TEST_POSTGRES_URL is not set (scripts/pg-test.sh sets it)")
-	}
-	ctx := context.Background()
-	admin, err := sqlstore.OpenPostgres(ctx, url, "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer admin.Close()
-	schema := fmt.Sprintf("bench_%d", time.Now().UnixNano())
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		b.Fatal(err)
-	}
-	defer admin.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
-	pool, err := sqlstore.OpenPostgres(ctx, url, schema)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pool.Close()
-	q, err := queue.OpenPostgres(ctx, pool, queue.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	benchTransitions(b, q)
-}
+func BenchmarkTransitionPostgres(b *testing.B) { benchTransitions(b, sqlstore.Postgres) }
 
-func benchTransitions(b *testing.B, q *queue.Queue) {
+func benchTransitions(b *testing.B, dialect sqlstore.Dialect) {
 	ctx := context.Background()
+	q, err := queue.Open(ctx, sqlstoretest.DSN(b, dialect), queue.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer q.Close()
 	svc := &Service{Queue: q}
 	now := time.Now()
 	var ids []string
 	for i := range 200 {
 		d := baton.Delivery{ID: fmt.Sprintf("bench%07d", i), Summary: "s", Repository: "/r", Forge: baton.ForgeLocal,
 			Endpoint: baton.PhaseObserve, Checkpoints: []baton.Phase{}, Config: baton.DeliveryConfig{Agent: "claude", MaxRounds: 5}}
-		got, _, err := svc.Create(ctx, d, "bench")
+		got, _, err := svc.Insert(ctx, d, "bench")
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -16,9 +16,9 @@ import (
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/agentrun/agenttest"
 	"github.com/baton-agent/baton/internal/delivery"
-	"github.com/baton-agent/baton/internal/forge"
 	"github.com/baton-agent/baton/internal/queue"
 	"github.com/baton-agent/baton/internal/sqlstore"
+	"github.com/baton-agent/baton/internal/sqlstore/sqlstoretest"
 )
 
 func write(t *testing.T, path, content string) {
@@ -68,48 +68,13 @@ func newHarnessOn(t *testing.T, dialect sqlstore.Dialect, workers int, turns ...
 	gittest.Setenv(t)
 	dataDir := t.TempDir()
 	h := &harness{t: t, dataDir: dataDir, fake: agenttest.New(t, turns...)}
-	svc := &delivery.Service{DataDir: dataDir, Forge: func(*baton.Delivery) (forge.Forge, error) { return forge.Local{}, nil }}
-	h.runner = &delivery.Runner{Service: svc, Owner: "worker:test", AgentEnv: h.fake.Env(), PollEvery: 20 * time.Millisecond, KillGrace: time.Second}
-	qc := queue.Config{Workers: workers, Handler: h.runner.Work, FetchPollInterval: 20 * time.Millisecond}
-	var q *queue.Queue
-	switch dialect {
-	case sqlstore.SQLite:
-		db, err := sqlstore.OpenSQLite(filepath.Join(dataDir, "baton.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		if q, err = queue.OpenSQLite(t.Context(), db, qc); err != nil {
-			t.Fatal(err)
-		}
-	case sqlstore.Postgres:
-		url := os.Getenv("BATON_TEST_POSTGRES_URL")
-		if url == "" {
-			t.Skip("PostgreSQL run skipped: BATON_TEST_POSTGRES_URL is not set (scripts/pg-test.sh sets it)")
-		}
-		ctx := context.Background()
-		admin, err := sqlstore.OpenPostgres(ctx, url, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		schema := fmt.Sprintf("e2e_%d", time.Now().UnixNano())
-		if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-			t.Fatal(err)
-		}
-		pool, err := sqlstore.OpenPostgres(ctx, url, schema)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			pool.Close()
-			admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-			admin.Close()
-		})
-		if q, err = queue.OpenPostgres(ctx, pool, qc); err != nil {
-			t.Fatal(err)
-		}
+	q, err := queue.Open(t.Context(), sqlstoretest.DSN(t, dialect), queue.Config{Workers: workers, FetchPollInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
 	}
-	svc.Queue = q
+	t.Cleanup(q.Close)
+	svc := &delivery.Service{Queue: q, DataDir: dataDir}
+	h.runner = &delivery.Runner{Service: svc, Owner: "worker:test", AgentEnv: h.fake.Env(), PollEvery: 20 * time.Millisecond, KillGrace: time.Second}
 	h.svc, h.q = svc, q
 	return h
 }
@@ -118,7 +83,7 @@ func newHarnessOn(t *testing.T, dialect sqlstore.Dialect, workers int, turns ...
 func (h *harness) work() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- h.q.Run(ctx) }()
+	go func() { done <- h.q.Run(ctx, h.runner.Work) }()
 	h.t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -192,7 +157,7 @@ func endToEnd(t *testing.T, dialect sqlstore.Dialect) {
 	h.work()
 	cfg := baton.DeliveryConfig{Agent: "claude", PhaseTimeout: time.Minute, MaxRounds: 5, VerifyCommand: "sh check.sh",
 		ObserveCommand: "git rev-parse --verify HEAD", ObserveWindow: 300 * time.Millisecond, ObserveEvery: 100 * time.Millisecond}
-	d, created, err := h.svc.Create(t.Context(), newDelivery(src, cfg, baton.PhaseDeploy), "alice")
+	d, created, err := h.svc.Insert(t.Context(), newDelivery(src, cfg, baton.PhaseDeploy), "alice")
 	if err != nil || !created {
 		t.Fatalf("Create = %v created=%v", err, created)
 	}

@@ -1,6 +1,8 @@
 package delivery_test
 
 import (
+	"context"
+
 	"github.com/baton-agent/baton/internal/gitx/gittest"
 
 	"path/filepath"
@@ -34,7 +36,7 @@ func githubSetup(t *testing.T, turns ...agenttest.Turn) (*harness, *githubtest.S
 		t.Fatal(err)
 	}
 	g := &forge.GitHub{Client: c, Repo: github.Repo{Host: "github.com", Owner: "octo", Name: "app"}, Token: ghToken, RemoteURL: bare}
-	h.svc.Forge = func(*baton.Delivery) (forge.Forge, error) { return g, nil }
+	h.svc.Forge = func(context.Context, *baton.Delivery) (forge.Forge, error) { return g, nil }
 	h.runner.CheckWait = forge.CheckWait{Timeout: 5 * time.Second, Appear: 100 * time.Millisecond, Poll: 20 * time.Millisecond}
 	return h, srv, bare
 }
@@ -52,7 +54,7 @@ func ghNew(cfg baton.DeliveryConfig) baton.Delivery {
 func TestGitHubPlanPullRequestFailureIsAWarning(t *testing.T) {
 	h, srv, bare := githubSetup(t, agenttest.Turn{Final: planText})
 	srv.Fail("POST /repos/octo/app/pulls", githubtest.ServerError())
-	d, _, err := h.svc.Create(t.Context(), ghNew(cfg()), "alice")
+	d, _, err := h.svc.Insert(t.Context(), ghNew(cfg()), "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +98,7 @@ func TestGitHubPipeline(t *testing.T) {
 		agenttest.Turn{Files: []agenttest.File{{Path: "greet.go", Content: "package app // fixed\n"}}, Final: "fixed CI"},
 		agenttest.Turn{Final: map[string]string{"verdict": "pass", "summary": "Fine again", "feedback": ""}},
 	)
-	d, _, err := h.svc.Create(t.Context(), ghNew(cfg()), "alice")
+	d, _, err := h.svc.Insert(t.Context(), ghNew(cfg()), "alice")
 	if err != nil {
 		t.Fatal(err)
 	}

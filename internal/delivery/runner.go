@@ -256,7 +256,7 @@ func (r *Runner) runDir(d *baton.Delivery) string {
 
 // execute runs the claimed phase.
 func (r *Runner) execute(ctx context.Context, d *baton.Delivery) (out outcome) {
-	f, err := r.Forge(d)
+	f, err := r.forge(ctx, d)
 	if err != nil {
 		return outcome{err: err}
 	}

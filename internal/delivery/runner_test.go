@@ -24,13 +24,13 @@ func cfg() baton.DeliveryConfig {
 func TestCreateIsIdempotent(t *testing.T) {
 	src := sourceRepo(t)
 	h := newHarness(t, 0)
-	a, created, err := h.svc.Create(t.Context(), newDelivery(src, cfg()), "alice")
+	a, created, err := h.svc.Insert(t.Context(), newDelivery(src, cfg()), "alice")
 	if err != nil || !created {
 		t.Fatalf("Create = %v %v", err, created)
 	}
 	other := newDelivery(src, cfg())
 	other.Config.Agent = "codex" // a different request body for the same request
-	b, created, err := h.svc.Create(t.Context(), other, "bob")
+	b, created, err := h.svc.Insert(t.Context(), other, "bob")
 	if err != nil || created {
 		t.Fatalf("second Create = %v created=%v, want the existing delivery", err, created)
 	}
@@ -51,7 +51,7 @@ func TestCreateIsIdempotent(t *testing.T) {
 func TestConcurrentRunsRunOnce(t *testing.T) {
 	src := sourceRepo(t)
 	h := newHarness(t, 0, agenttest.Turn{Final: planText, Sleep: 300 * time.Millisecond})
-	d, _, err := h.svc.Create(t.Context(), newDelivery(src, cfg(), baton.PhasePlan), "alice")
+	d, _, err := h.svc.Insert(t.Context(), newDelivery(src, cfg(), baton.PhasePlan), "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestConcurrentRunsRunOnce(t *testing.T) {
 func TestCancelKillsAgentAndWins(t *testing.T) {
 	src := sourceRepo(t)
 	h := newHarness(t, 0, agenttest.Turn{Final: planText, Sleep: 30 * time.Second})
-	d, _, err := h.svc.Create(t.Context(), newDelivery(src, cfg()), "alice")
+	d, _, err := h.svc.Insert(t.Context(), newDelivery(src, cfg()), "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestAgentFailureKeepsRunAndPartialWork(t *testing.T) {
 		agenttest.Turn{Final: planText},
 		agenttest.Turn{Files: []agenttest.File{{Path: "half.go", Content: "package app\n"}}, IsError: true, Errors: []string{"context window exceeded"}, CostUSD: 0.5},
 	)
-	d, _, err := h.svc.Create(t.Context(), newDelivery(src, cfg()), "alice")
+	d, _, err := h.svc.Insert(t.Context(), newDelivery(src, cfg()), "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestReviewWithoutVerdictFails(t *testing.T) {
 		agenttest.Turn{Files: []agenttest.File{{Path: "a.go", Content: "package app\n"}}, Final: "done"},
 		agenttest.Turn{Final: "Looks good to me!"},
 	)
-	d, _, _ := h.svc.Create(t.Context(), newDelivery(src, baton.DeliveryConfig{Agent: h.fake.CommandAgent(), PhaseTimeout: time.Minute}), "alice")
+	d, _, _ := h.svc.Insert(t.Context(), newDelivery(src, baton.DeliveryConfig{Agent: h.fake.CommandAgent(), PhaseTimeout: time.Minute}), "alice")
 	for _, p := range []baton.Phase{baton.PhasePlan, baton.PhaseImplement, baton.PhaseReview} {
 		got, err := h.runner.Run(t.Context(), d.ID, p, "")
 		if err != nil {
@@ -208,7 +208,7 @@ func TestReviewWithoutVerdictFails(t *testing.T) {
 func TestSystemPhasesSkipWithReason(t *testing.T) {
 	src := sourceRepo(t)
 	h := newHarness(t, 0)
-	d, _, _ := h.svc.Create(t.Context(), newDelivery(src, cfg()), "alice")
+	d, _, _ := h.svc.Insert(t.Context(), newDelivery(src, cfg()), "alice")
 	// Put the delivery at verify with a work branch, as if review passed.
 	gittest.Git(t, src, "branch", "baton/"+d.ID)
 	setState(t, h, d.ID, baton.PhaseVerify)
@@ -254,7 +254,7 @@ func setState(t *testing.T, h *harness, id string, p baton.Phase) {
 func TestLocalDeployProtectsUncommittedChanges(t *testing.T) {
 	src := sourceRepo(t)
 	h := newHarness(t, 0)
-	d, _, _ := h.svc.Create(t.Context(), newDelivery(src, cfg()), "alice")
+	d, _, _ := h.svc.Insert(t.Context(), newDelivery(src, cfg()), "alice")
 	// The work branch changes README.md; the user has edited it too.
 	gittest.Git(t, src, "checkout", "-q", "-b", "baton/"+d.ID)
 	write(t, filepath.Join(src, "README.md"), "# app\n\nfrom the agent\n")
@@ -294,7 +294,7 @@ func TestLocalDeployProtectsUncommittedChanges(t *testing.T) {
 func TestReconcileLostWorker(t *testing.T) {
 	src := sourceRepo(t)
 	h := newHarness(t, 0)
-	d, _, _ := h.svc.Create(t.Context(), newDelivery(src, cfg()), "alice")
+	d, _, _ := h.svc.Insert(t.Context(), newDelivery(src, cfg()), "alice")
 	cur, _ := h.svc.Store().FindDeliveryByID(t.Context(), d.ID)
 	cur.RunStatus, cur.Attempt, cur.Owner, cur.HeartbeatAt = baton.StatusRunning, 1, "worker:dead", time.Now().Add(-time.Hour)
 	if err := h.svc.Store().UpdateDelivery(t.Context(), cur); err != nil {
@@ -322,7 +322,7 @@ func TestReconcileLostWorker(t *testing.T) {
 func TestInterruptedRunIsReleasedOrCanceled(t *testing.T) {
 	src := sourceRepo(t)
 	h := newHarness(t, 0, agenttest.Turn{Final: planText, Sleep: 30 * time.Second}, agenttest.Turn{Final: planText, Sleep: 30 * time.Second})
-	d, _, _ := h.svc.Create(t.Context(), newDelivery(src, cfg()), "alice")
+	d, _, _ := h.svc.Insert(t.Context(), newDelivery(src, cfg()), "alice")
 	for _, foreground := range []bool{false, true} {
 		ctx, cancel := context.WithCancel(context.Background())
 		r := *h.runner
@@ -370,7 +370,7 @@ func TestPhaseTimeoutFailsTheRun(t *testing.T) {
 	h := newHarness(t, 0, agenttest.Turn{Final: planText, Sleep: 30 * time.Second})
 	c := cfg()
 	c.PhaseTimeout = 300 * time.Millisecond
-	d, _, _ := h.svc.Create(t.Context(), newDelivery(src, c), "alice")
+	d, _, _ := h.svc.Insert(t.Context(), newDelivery(src, c), "alice")
 	start := time.Now()
 	got, err := h.runner.Run(t.Context(), d.ID, baton.PhasePlan, "")
 	if err != nil {
@@ -398,7 +398,7 @@ func TestDeployAndObserveCommands(t *testing.T) {
 	c.DeployCommand = "sh -c 'echo $BATON_WORK_BRANCH $BATON_BASE_BRANCH > " + marker + "'"
 	c.ObserveCommand = "sh -c 'echo probe down; exit 3'"
 	c.ObserveWindow, c.ObserveEvery = time.Second, 10*time.Millisecond
-	d, _, _ := h.svc.Create(t.Context(), newDelivery(src, c), "alice")
+	d, _, _ := h.svc.Insert(t.Context(), newDelivery(src, c), "alice")
 	gittest.Git(t, src, "branch", "baton/"+d.ID)
 	setState(t, h, d.ID, baton.PhaseDeploy)
 	got, err := h.runner.Run(t.Context(), d.ID, baton.PhaseDeploy, "")
@@ -434,7 +434,7 @@ func TestVerifyCommandNotFound(t *testing.T) {
 	h := newHarness(t, 0)
 	c := cfg()
 	c.VerifyCommand = "no-such-verify-tool --all"
-	d, _, _ := h.svc.Create(t.Context(), newDelivery(src, c), "alice")
+	d, _, _ := h.svc.Insert(t.Context(), newDelivery(src, c), "alice")
 	gittest.Git(t, src, "branch", "baton/"+d.ID)
 	setState(t, h, d.ID, baton.PhaseVerify)
 	got, err := h.runner.Run(t.Context(), d.ID, baton.PhaseVerify, "")
@@ -460,7 +460,7 @@ func TestConcurrentDeliveriesDoNotConflictOnThePlan(t *testing.T) {
 		nd := newDelivery(src, cfg())
 		nd.Summary = "Deliver " + name
 		nd.ID = baton.DeliveryID(src, nd.Summary)
-		d, _, err := h.svc.Create(t.Context(), nd, "alice")
+		d, _, err := h.svc.Insert(t.Context(), nd, "alice")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,23 +12,48 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/forge"
+	"github.com/baton-agent/baton/internal/github"
 	"github.com/baton-agent/baton/internal/queue"
 	"github.com/baton-agent/baton/internal/safefile"
 	"github.com/baton-agent/baton/internal/sqlstore"
 )
 
-// Service applies state machine actions to stored deliveries: each change,
-// its phase log entries and the job it causes are written in one
-// transaction, conditional on the delivery's version, so two actors
-// racing on one delivery cannot both succeed.
+// Service is the delivery pipeline's core, shared by every edge (the
+// CLI, the HTTP server, the MCP server): it creates deliveries, applies
+// people's actions, runs phases (Runner, Worker) and reads deliveries
+// back. Each change, its phase log entries and the job it causes are
+// written in one transaction, conditional on the delivery's version, so
+// two actors racing on one delivery cannot both succeed.
 type Service struct {
 	Queue *queue.Queue
 	// DataDir holds the repository caches, worktrees, run logs, review
 	// notes and command outputs.
 	DataDir string
-	// Forge returns the forge of a delivery.
-	Forge func(d *baton.Delivery) (forge.Forge, error)
-	Now   func() time.Time
+	// Forge returns the forge of a delivery: where its work lands. nil
+	// serves local repositories only.
+	Forge func(ctx context.Context, d *baton.Delivery) (forge.Forge, error)
+	// GitHub opens the GitHub API for a repository, to read the issue a
+	// delivery is created from. nil means issues cannot be read, so a
+	// request from an issue needs a summary.
+	GitHub func(ctx context.Context, repo github.Repo) (*github.Client, error)
+	// DefaultAgent runs deliveries that name no agent (default
+	// baton.DefaultAgent).
+	DefaultAgent string
+	Now          func() time.Time
+}
+
+// Close closes the service's database.
+func (s *Service) Close() { s.Queue.Close() }
+
+// forge returns the forge of d.
+func (s *Service) forge(ctx context.Context, d *baton.Delivery) (forge.Forge, error) {
+	if s.Forge != nil {
+		return s.Forge(ctx, d)
+	}
+	if d.Forge == baton.ForgeLocal {
+		return forge.Local{}, nil
+	}
+	return nil, baton.Errorf(baton.Unavailable, "no access to %s is configured for delivery %s", d.Forge, d.ID)
 }
 
 func (s *Service) now() time.Time {
@@ -62,10 +87,11 @@ func commit(ctx context.Context, tx queue.Tx, before *baton.Delivery, res Result
 	return &d, nil
 }
 
-// Create stores a new delivery for d's request, created by actor, with
-// plan queued; or, when the same repository and request already have a
-// delivery, returns that one unchanged (created=false).
-func (s *Service) Create(ctx context.Context, d baton.Delivery, actor string) (*baton.Delivery, bool, error) {
+// Insert stores d, a delivery already assembled and valid, created by
+// actor, with plan queued; or, when the same repository and request
+// already have a delivery, returns that one unchanged (created=false).
+// Create assembles a delivery from a Request and inserts it.
+func (s *Service) Insert(ctx context.Context, d baton.Delivery, actor string) (*baton.Delivery, bool, error) {
 	res := NewDelivery(d, actor, s.now())
 	var got *baton.Delivery
 	var created bool
@@ -196,7 +222,7 @@ func (s *Service) postReview(ctx context.Context, d *baton.Delivery, v forge.Rev
 			}
 		}
 	}
-	f, err := s.Forge(d)
+	f, err := s.forge(ctx, d)
 	if err != nil {
 		return fileRef, strings.Join(append(warns, baton.ErrorMessage(err)), "; ")
 	}

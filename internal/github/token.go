@@ -190,3 +190,27 @@ func ResolveAPIURL(flag string, getenv func(string) string, host string) string 
 	}
 	return APIURL(host)
 }
+
+// Access opens the API for hosts with credentials from an environment:
+// the token (ResolveToken) and the base URL (ResolveAPIURL) of each call's
+// host. The CLI's, the server's and the delivery pipeline's clients all
+// come from one.
+type Access struct {
+	Getenv    func(string) string
+	UserAgent string
+}
+
+// Client returns a client for repo's host and the token it sends. apiURL
+// overrides the base URL ("" = GITHUB_API_URL, else the host's). With no
+// token the error wraps ErrNoToken; a bad base URL is Invalid.
+func (a Access) Client(ctx context.Context, repo Repo, apiURL string) (*Client, Token, error) {
+	tok, _, err := ResolveToken(ctx, a.Getenv, repo.Host)
+	if err != nil {
+		return nil, "", err
+	}
+	c, err := New(Options{Token: tok, BaseURL: ResolveAPIURL(apiURL, a.Getenv, repo.Host), UserAgent: a.UserAgent})
+	if err != nil {
+		return nil, "", err
+	}
+	return c, tok, nil
+}

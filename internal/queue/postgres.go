@@ -17,8 +17,15 @@ func OpenPostgres(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Queue, 
 	if err := sqlstore.MigratePostgres(ctx, pool); err != nil {
 		return nil, err
 	}
+	return openPostgres(ctx, pool, cfg)
+}
+
+// openPostgres is OpenPostgres on a database whose baton tables are
+// migrated.
+func openPostgres(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Queue, error) {
 	store := sqlstore.New(sqlstore.Postgres, sqlstore.Pgx(pool))
-	client, err := newClient(ctx, riverpgxv5.New(pool), cfg)
+	w := &phaseWorker{}
+	client, err := newClient(ctx, riverpgxv5.New(pool), cfg, w)
 	if err != nil {
 		return nil, err
 	}
@@ -30,5 +37,5 @@ func OpenPostgres(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Queue, 
 		abort:   func(ctx context.Context, tx pgx.Tx) error { return tx.Rollback(ctx) },
 		querier: func(tx pgx.Tx) sqlstore.Querier { return sqlstore.Pgx(tx) },
 	}
-	return &Queue{store: store, b: b, cfg: cfg}, nil
+	return &Queue{store: store, b: b, cfg: cfg, worker: w}, nil
 }

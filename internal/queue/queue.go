@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -78,8 +79,6 @@ type Config struct {
 	// Workers is how many phase jobs run at once. 0 makes an insert-only
 	// queue, for the CLI.
 	Workers int
-	// Handler runs the jobs; required when Workers > 0.
-	Handler Handler
 	// ID names this worker in River (default: River's own).
 	ID string
 	// JobTimeout bounds one job; it must exceed the longest phase run.
@@ -117,6 +116,39 @@ type Queue struct {
 	store *sqlstore.Store
 	b     backend
 	cfg   Config
+	// worker is registered with River at open; Run hands it the handler.
+	worker *phaseWorker
+	// close closes the database when the queue opened it (Open).
+	close func()
+}
+
+// Open opens the database dsn names (sqlstore.Open: a postgres:// URL or
+// a SQLite file) and the queue on it. Close closes both.
+func Open(ctx context.Context, dsn string, cfg Config) (*Queue, error) {
+	db, err := sqlstore.Open(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	var q *Queue
+	if db.Dialect == sqlstore.Postgres {
+		q, err = openPostgres(ctx, db.Pool, cfg)
+	} else {
+		q, err = openSQLite(ctx, db.SQL, cfg)
+	}
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	q.close = db.Close
+	return q, nil
+}
+
+// Close closes the database when the queue opened it; a queue on a
+// caller's handle leaves it open.
+func (q *Queue) Close() {
+	if q.close != nil {
+		q.close()
+	}
 }
 
 // Store returns baton's store on the queue's database (outside any
@@ -130,12 +162,18 @@ func (q *Queue) InTx(ctx context.Context, fn func(Tx) error) error {
 	return q.b.inTx(ctx, fn)
 }
 
-// Run works jobs until ctx is done, then stops: jobs still running get
-// their context canceled (the phase runner releases them back to the
+// Run works jobs with h until ctx is done, then stops: jobs still running
+// get their context canceled (the phase runner releases them back to the
 // queue) and Run waits for them to return.
-func (q *Queue) Run(ctx context.Context) error {
-	if q.cfg.Workers <= 0 {
+func (q *Queue) Run(ctx context.Context, h Handler) error {
+	if q.cfg.Workers <= 0 || q.worker == nil {
 		return baton.Errorf(baton.Internal, "queue opened without workers cannot run jobs")
+	}
+	if h == nil {
+		return baton.Errorf(baton.Internal, "queue: Run without a handler")
+	}
+	if !q.worker.handle.CompareAndSwap(nil, &h) {
+		return baton.Errorf(baton.Internal, "queue: Run called twice")
 	}
 	if err := q.b.start(ctx); err != nil {
 		return baton.WrapError(baton.Unavailable, err, "start the job queue")
@@ -226,8 +264,8 @@ func (b *riverBackend[TTx]) jobStates(ctx context.Context, deliveryID string) (m
 }
 
 // newClient migrates River's tables and builds the River client for cfg
-// on driver.
-func newClient[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], cfg Config) (*river.Client[TTx], error) {
+// on driver, with w as its worker when cfg has workers.
+func newClient[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], cfg Config, w *phaseWorker) (*river.Client[TTx], error) {
 	mig, err := rivermigrate.New(driver, nil)
 	if err != nil {
 		return nil, err
@@ -258,11 +296,8 @@ func newClient[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], cfg
 		rc.JobTimeout = -1 // the phase runner enforces the per-phase timeout
 	}
 	if cfg.Workers > 0 {
-		if cfg.Handler == nil {
-			return nil, baton.Errorf(baton.Internal, "queue: Workers without a Handler")
-		}
 		workers := river.NewWorkers()
-		if err := river.AddWorkerSafely(workers, &phaseWorker{handle: cfg.Handler}); err != nil {
+		if err := river.AddWorkerSafely(workers, w); err != nil {
 			return nil, err
 		}
 		rc.Workers = workers
@@ -284,14 +319,19 @@ func quiet(l *slog.Logger) *slog.Logger {
 }
 
 // phaseWorker adapts a Handler to River and maps errors to outcomes.
+// River needs its workers when the client is built; the handler arrives
+// when the queue starts running.
 type phaseWorker struct {
 	river.WorkerDefaults[RunPhaseArgs]
-	handle Handler
+	handle atomic.Pointer[Handler]
 }
 
 func (w *phaseWorker) Work(ctx context.Context, job *river.Job[RunPhaseArgs]) error {
-	err := w.handle(ctx, job.Args, job.Attempt)
-	return outcome(err)
+	h := w.handle.Load()
+	if h == nil {
+		return errors.New("queue: a job arrived before the queue was running")
+	}
+	return outcome((*h)(ctx, job.Args, job.Attempt))
 }
 
 // outcome maps a handler error to what River should do with the job.

@@ -3,8 +3,6 @@ package queue_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -13,54 +11,25 @@ import (
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/queue"
 	"github.com/baton-agent/baton/internal/sqlstore"
+	"github.com/baton-agent/baton/internal/sqlstore/sqlstoretest"
 )
 
-// open returns a constructor per database: SQLite always, PostgreSQL
-// when BATON_TEST_POSTGRES_URL is set.
+// opens returns a constructor per database: SQLite always, PostgreSQL
+// when BATON_TEST_POSTGRES_URL is set. Each constructor opens the same
+// database again, as a second process would.
 func opens(t *testing.T) map[string]func(cfg queue.Config) *queue.Queue {
 	t.Helper()
 	out := map[string]func(queue.Config) *queue.Queue{}
-	dir := t.TempDir()
-	out["sqlite"] = func(cfg queue.Config) *queue.Queue {
-		db, err := sqlstore.OpenSQLite(filepath.Join(dir, "baton.db"))
-		if err != nil {
-			t.Fatal(err)
+	for _, d := range sqlstoretest.Dialects(t) {
+		dsn := sqlstoretest.DSN(t, d)
+		out[string(d)] = func(cfg queue.Config) *queue.Queue {
+			q, err := queue.Open(t.Context(), dsn, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(q.Close)
+			return q
 		}
-		t.Cleanup(func() { db.Close() })
-		q, err := queue.OpenSQLite(t.Context(), db, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return q
-	}
-	url := os.Getenv("BATON_TEST_POSTGRES_URL")
-	if url == "" {
-		t.Log("PostgreSQL run skipped: BATON_TEST_POSTGRES_URL is not set (scripts/pg-test.sh sets it)")
-		return out
-	}
-	schema := fmt.Sprintf("q_%d", time.Now().UnixNano())
-	admin, err := sqlstore.OpenPostgres(context.Background(), url, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.Exec(context.Background(), "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-		admin.Close()
-	})
-	out["postgres"] = func(cfg queue.Config) *queue.Queue {
-		pool, err := sqlstore.OpenPostgres(t.Context(), url, schema)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(pool.Close)
-		q, err := queue.OpenPostgres(t.Context(), pool, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return q
 	}
 	return out
 }
@@ -152,7 +121,7 @@ func TestWorkerOutcomes(t *testing.T) {
 				}
 				return nil
 			}
-			q := open(queue.Config{Workers: 2, Handler: handler, FetchPollInterval: 50 * time.Millisecond})
+			q := open(queue.Config{Workers: 2, FetchPollInterval: 50 * time.Millisecond})
 			for _, id := range []string{"ok0000000000", "invalid00000", "snooze000000"} {
 				err := q.InTx(ctx, func(tx queue.Tx) error {
 					if _, _, err := tx.Store().CreateDelivery(ctx, delivery(id)); err != nil {
@@ -165,7 +134,7 @@ func TestWorkerOutcomes(t *testing.T) {
 				}
 			}
 			done := make(chan error, 1)
-			go func() { done <- q.Run(ctx) }()
+			go func() { done <- q.Run(ctx, handler) }()
 			states := func(id string) map[string]int {
 				st, err := q.JobStates(context.Background(), id)
 				if err != nil {

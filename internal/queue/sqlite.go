@@ -16,8 +16,14 @@ func OpenSQLite(ctx context.Context, db *sql.DB, cfg Config) (*Queue, error) {
 	if err := sqlstore.Migrate(ctx, sqlstore.SQLite, db); err != nil {
 		return nil, err
 	}
+	return openSQLite(ctx, db, cfg)
+}
+
+// openSQLite is OpenSQLite on a database whose baton tables are migrated.
+func openSQLite(ctx context.Context, db *sql.DB, cfg Config) (*Queue, error) {
 	store := sqlstore.New(sqlstore.SQLite, sqlstore.SQL(db))
-	client, err := newClient(ctx, riversqlite.New(db), cfg)
+	w := &phaseWorker{}
+	client, err := newClient(ctx, riversqlite.New(db), cfg, w)
 	if err != nil {
 		return nil, err
 	}
@@ -31,5 +37,5 @@ func OpenSQLite(ctx context.Context, db *sql.DB, cfg Config) (*Queue, error) {
 		abort:   func(_ context.Context, tx *sql.Tx) error { return tx.Rollback() },
 		querier: func(tx *sql.Tx) sqlstore.Querier { return sqlstore.SQL(tx) },
 	}
-	return &Queue{store: store, b: b, cfg: cfg}, nil
+	return &Queue{store: store, b: b, cfg: cfg, worker: w}, nil
 }

@@ -12,13 +12,19 @@ import (
 	"github.com/baton-agent/baton"
 )
 
-// Store implements baton.DeliveryStore on one Querier.
+// Store persists deliveries, their phase log, agent runs and review
+// notes on one Querier. A store bound to a transaction (With) sees and
+// writes that transaction only. Errors carry baton codes: NotFound,
+// Conflict (a lost race), Unavailable (a busy database), Invalid.
+//
+// The delivery service calls the store directly rather than through an
+// interface: its transactions come from the queue, which writes River's
+// job rows in the same transaction, so only a real database can stand
+// behind it, and SQLite is fast enough that tests use one.
 type Store struct {
 	dialect Dialect
 	q       Querier
 }
-
-var _ baton.DeliveryStore = (*Store)(nil)
 
 // New returns a store of dialect on q (a database or a transaction).
 func New(dialect Dialect, q Querier) *Store { return &Store{dialect: dialect, q: q} }
@@ -94,7 +100,9 @@ func encodeCheckpoints(ps []baton.Phase) string {
 	return strings.Join(names, ",")
 }
 
-// CreateDelivery implements baton.DeliveryStore.
+// CreateDelivery inserts d with the next seq, unless a delivery with
+// d.ID exists: then it returns that one and created=false, changing
+// nothing. Returns Invalid for a delivery that fails Validate.
 func (s *Store) CreateDelivery(ctx context.Context, d *baton.Delivery) (*baton.Delivery, bool, error) {
 	if err := d.Validate(); err != nil {
 		return nil, false, err
@@ -127,7 +135,7 @@ func (s *Store) CreateDelivery(ctx context.Context, d *baton.Delivery) (*baton.D
 	}
 }
 
-// FindDeliveryByID implements baton.DeliveryStore.
+// FindDeliveryByID returns NotFound when there is no such delivery.
 func (s *Store) FindDeliveryByID(ctx context.Context, id string) (*baton.Delivery, error) {
 	d, err := scanDelivery(s.row(ctx, `SELECT `+deliveryCols+` FROM deliveries WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -136,7 +144,7 @@ func (s *Store) FindDeliveryByID(ctx context.Context, id string) (*baton.Deliver
 	return d, s.wrap(err)
 }
 
-// FindDeliveryBySeq implements baton.DeliveryStore.
+// FindDeliveryBySeq returns NotFound when no delivery has seq.
 func (s *Store) FindDeliveryBySeq(ctx context.Context, seq int64) (*baton.Delivery, error) {
 	d, err := scanDelivery(s.row(ctx, `SELECT `+deliveryCols+` FROM deliveries WHERE seq = ?`, seq))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -153,7 +161,7 @@ func (s *Store) FindDeliveriesByPrefix(ctx context.Context, prefix string) ([]*b
 	return s.list(ctx, `SELECT `+deliveryCols+` FROM deliveries WHERE id LIKE ? ORDER BY seq LIMIT 10`, prefix+"%")
 }
 
-// FindDeliveries implements baton.DeliveryStore.
+// FindDeliveries lists deliveries newest first.
 func (s *Store) FindDeliveries(ctx context.Context, f baton.DeliveryFilter) ([]*baton.Delivery, error) {
 	q := `SELECT ` + deliveryCols + ` FROM deliveries WHERE 1 = 1`
 	var args []any
@@ -172,7 +180,8 @@ func (s *Store) FindDeliveries(ctx context.Context, f baton.DeliveryFilter) ([]*
 	return s.list(ctx, q, args...)
 }
 
-// FindStaleRunning implements baton.DeliveryStore.
+// FindStaleRunning lists running deliveries whose heartbeat is older
+// than before.
 func (s *Store) FindStaleRunning(ctx context.Context, before time.Time) ([]*baton.Delivery, error) {
 	return s.list(ctx, `SELECT `+deliveryCols+` FROM deliveries WHERE run_status = 'running' AND heartbeat_at < ? ORDER BY seq`, fmtTime(before))
 }
@@ -239,7 +248,9 @@ func nonNil(refs []baton.Ref) []baton.Ref {
 	return refs
 }
 
-// UpdateDelivery implements baton.DeliveryStore.
+// UpdateDelivery writes d's mutable fields if the stored version is
+// still d.Version, and increments d.Version. Returns NotFound, or
+// Conflict when someone else changed the delivery first.
 func (s *Store) UpdateDelivery(ctx context.Context, d *baton.Delivery) error {
 	refs, err := json.Marshal(nonNil(d.Refs))
 	if err != nil {
@@ -263,7 +274,8 @@ func (s *Store) UpdateDelivery(ctx context.Context, d *baton.Delivery) error {
 	return nil
 }
 
-// Heartbeat implements baton.DeliveryStore.
+// Heartbeat records that owner still runs attempt. Returns Conflict
+// when the delivery is no longer running that attempt.
 func (s *Store) Heartbeat(ctx context.Context, id string, attempt int64, at time.Time) error {
 	n, err := s.exec(ctx, `UPDATE deliveries SET heartbeat_at = ? WHERE id = ? AND attempt = ? AND run_status = 'running'`, fmtTime(at), id, attempt)
 	if err != nil {
@@ -275,7 +287,8 @@ func (s *Store) Heartbeat(ctx context.Context, id string, attempt int64, at time
 	return nil
 }
 
-// AppendPhaseLog implements baton.DeliveryStore.
+// AppendPhaseLog ends the delivery's open entry at e.StartedAt and
+// appends e (filling e.ID).
 func (s *Store) AppendPhaseLog(ctx context.Context, deliveryID string, e *baton.PhaseLogEntry) error {
 	if _, err := s.exec(ctx, `UPDATE phase_log SET ended_at = ? WHERE delivery_id = ? AND ended_at = ''`, fmtTime(e.StartedAt), deliveryID); err != nil {
 		return fmt.Errorf("end open phase log entry of %s: %w", deliveryID, err)
@@ -290,7 +303,7 @@ func (s *Store) AppendPhaseLog(ctx context.Context, deliveryID string, e *baton.
 	return nil
 }
 
-// PhaseLog implements baton.DeliveryStore.
+// PhaseLog returns the entries oldest first.
 func (s *Store) PhaseLog(ctx context.Context, deliveryID string) ([]baton.PhaseLogEntry, error) {
 	rows, err := s.query(ctx, `SELECT id, phase, status, executor, verdict, actor, action, note, attempt, started_at, ended_at
 		FROM phase_log WHERE delivery_id = ? ORDER BY id`, deliveryID)
@@ -322,7 +335,8 @@ func (s *Store) PhaseLog(ctx context.Context, deliveryID string) ([]baton.PhaseL
 const runCols = `id, delivery_id, n, phase, attempt, agent, status, prompt, system_prompt, final_message, model, session_id,
 	cost_usd, input_tokens, output_tokens, duration_ns, exit_code, error, log_dir, started_at, ended_at`
 
-// CreateAgentRun implements baton.DeliveryStore.
+// CreateAgentRun inserts r as running, filling ID and N. Returns
+// Conflict when another run of the delivery is running.
 func (s *Store) CreateAgentRun(ctx context.Context, r *baton.AgentRun) error {
 	r.Status = baton.RunRunning
 	err := s.row(ctx, `INSERT INTO agent_runs (delivery_id, n, phase, attempt, agent, status, prompt, system_prompt, log_dir, started_at)
@@ -338,7 +352,9 @@ func (s *Store) CreateAgentRun(ctx context.Context, r *baton.AgentRun) error {
 	return nil
 }
 
-// FinishAgentRun implements baton.DeliveryStore.
+// FinishAgentRun writes r's results. A run someone else already ended
+// (canceled by a person, failed as lost by the reconciler) keeps that
+// status and reason; its results are still recorded. Returns NotFound.
 func (s *Store) FinishAgentRun(ctx context.Context, r *baton.AgentRun) error {
 	n, err := s.exec(ctx, `UPDATE agent_runs SET
 		status = CASE WHEN status <> 'running' THEN status ELSE ? END,
@@ -357,14 +373,15 @@ func (s *Store) FinishAgentRun(ctx context.Context, r *baton.AgentRun) error {
 	return nil
 }
 
-// EndRunningAgentRuns implements baton.DeliveryStore.
+// EndRunningAgentRuns marks the delivery's running runs with status
+// and reason (cancel, lost worker) and returns how many it marked.
 func (s *Store) EndRunningAgentRuns(ctx context.Context, deliveryID string, status baton.AgentRunStatus, reason string, at time.Time) (int, error) {
 	n, err := s.exec(ctx, `UPDATE agent_runs SET status = ?, error = ?, ended_at = ? WHERE delivery_id = ? AND status = 'running'`,
 		string(status), reason, fmtTime(at), deliveryID)
 	return int(n), err
 }
 
-// AgentRuns implements baton.DeliveryStore.
+// AgentRuns lists a delivery's runs, oldest first.
 func (s *Store) AgentRuns(ctx context.Context, deliveryID string) ([]baton.AgentRun, error) {
 	rows, err := s.query(ctx, `SELECT `+runCols+` FROM agent_runs WHERE delivery_id = ? ORDER BY n`, deliveryID)
 	if err != nil {
@@ -396,7 +413,7 @@ func (s *Store) AgentRuns(ctx context.Context, deliveryID string) ([]baton.Agent
 	return out, s.wrap(rows.Err())
 }
 
-// CreateReviewNote implements baton.DeliveryStore.
+// CreateReviewNote inserts n, filling ID.
 func (s *Store) CreateReviewNote(ctx context.Context, n *baton.ReviewNote) error {
 	err := s.row(ctx, `INSERT INTO review_notes (delivery_id, verdict, summary, feedback, author, url, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`,
@@ -413,7 +430,7 @@ func (s *Store) SetReviewNoteURL(ctx context.Context, id int64, url string) erro
 	return err
 }
 
-// ReviewNotes implements baton.DeliveryStore.
+// ReviewNotes lists a delivery's notes, oldest first.
 func (s *Store) ReviewNotes(ctx context.Context, deliveryID string) ([]baton.ReviewNote, error) {
 	rows, err := s.query(ctx, `SELECT id, delivery_id, verdict, summary, feedback, author, url, created_at
 		FROM review_notes WHERE delivery_id = ? ORDER BY id`, deliveryID)

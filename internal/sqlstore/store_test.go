@@ -2,8 +2,6 @@ package sqlstore_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/sqlstore"
+	"github.com/baton-agent/baton/internal/sqlstore/sqlstoretest"
 )
 
 var t0 = time.Date(2026, 11, 22, 9, 0, 0, 123456000, time.UTC)
@@ -21,55 +20,11 @@ var t0 = time.Date(2026, 11, 22, 9, 0, 0, 123456000, time.UTC)
 // BATON_TEST_POSTGRES_URL is set.
 func stores(t *testing.T) map[string]*sqlstore.Store {
 	t.Helper()
-	out := map[string]*sqlstore.Store{"sqlite": NewSQLite(t)}
-	if s := NewPostgres(t); s != nil {
-		out["postgres"] = s
+	out := map[string]*sqlstore.Store{}
+	for _, d := range sqlstoretest.Dialects(t) {
+		out[string(d)] = sqlstoretest.Open(t, d)
 	}
 	return out
-}
-
-func NewSQLite(t testing.TB) *sqlstore.Store {
-	t.Helper()
-	db, err := sqlstore.OpenSQLite(filepath.Join(t.TempDir(), "baton.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if err := sqlstore.Migrate(context.Background(), sqlstore.SQLite, db); err != nil {
-		t.Fatal(err)
-	}
-	return sqlstore.New(sqlstore.SQLite, sqlstore.SQL(db))
-}
-
-func NewPostgres(t testing.TB) *sqlstore.Store {
-	t.Helper()
-	url := os.Getenv("BATON_TEST_POSTGRES_URL")
-	if url == "" {
-		t.Log("PostgreSQL contract run skipped: BATON_TEST_POSTGRES_URL is not set (scripts/pg-test.sh sets it)")
-		return nil
-	}
-	ctx := context.Background()
-	admin, err := sqlstore.OpenPostgres(ctx, url, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema := fmt.Sprintf("t_%d", time.Now().UnixNano())
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-		admin.Close()
-	})
-	pool, err := sqlstore.OpenPostgres(ctx, url, schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := sqlstore.MigratePostgres(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	return sqlstore.New(sqlstore.Postgres, sqlstore.Pgx(pool))
 }
 
 func newDelivery(id string) *baton.Delivery {

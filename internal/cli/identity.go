@@ -1,0 +1,30 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"os/user"
+	"strings"
+)
+
+// actor names the person at the terminal for the phase log: BATON_ACTOR,
+// else the login name.
+func (f *Factory) actor() string {
+	if a := f.env("BATON_ACTOR"); a != "" {
+		return a
+	}
+	if u := f.env("USER"); u != "" {
+		return u
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "person"
+}
+
+// workerID names a worker process: <prefix>:<host>:<pid>.
+func workerID(prefix string) string {
+	host, _ := os.Hostname()
+	host, _, _ = strings.Cut(host, ".")
+	return fmt.Sprintf("%s:%s:%d", prefix, host, os.Getpid())
+}

@@ -1,0 +1,244 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/agentrun"
+	"github.com/baton-agent/baton/internal/forge"
+	"github.com/baton-agent/baton/internal/github"
+	"github.com/baton-agent/baton/internal/gitx"
+)
+
+// Request asks for a delivery: what it is for, and the settings that
+// differ from the defaults and from the repository's
+// .agent/delivery.json. The same repository and request (the issue URL,
+// else the summary) always name the same delivery.
+type Request struct {
+	// IssueURL is the GitHub issue the delivery is for.
+	IssueURL string
+	// Repo is a local git repository to deliver into (any directory in
+	// it). Empty means the issue's repository on GitHub.
+	Repo string
+	// Summary says what to deliver; its first line is the title. For an
+	// issue it defaults to "GitHub Issue #N: <title>".
+	Summary string
+	// Actor is who asks, for the phase log.
+	Actor string
+	// Settings override the defaults; nil fields keep them.
+	Settings Settings
+}
+
+// Settings are a request's overrides. A nil field keeps what the
+// defaults and the repository's .agent/delivery.json say; a set field
+// wins, even when it is empty.
+type Settings struct {
+	Agent     *string
+	AgentArgs *[]string
+	Model     *string
+	Base      *string
+	// Verify, Deploy and Observe are shell commands (sh -c).
+	Verify        *string
+	Deploy        *string
+	Observe       *string
+	ObserveWindow *time.Duration
+	ObserveEvery  *time.Duration
+	// Timeout is "45m" or "30m,implement=2h" (baton.ParseTimeouts).
+	Timeout     *string
+	MaxRounds   *int
+	Merge       *baton.MergeMethod
+	Endpoint    *baton.Phase
+	Checkpoints *[]baton.Phase
+}
+
+// Create stores a new delivery for r, with its plan queued, or returns
+// the delivery that already exists for the same repository and request,
+// unchanged (created=false). Bad requests are Invalid and say what to
+// change.
+func (s *Service) Create(ctx context.Context, r Request) (d *baton.Delivery, created bool, err error) {
+	nd, err := s.newDelivery(ctx, r)
+	if err != nil {
+		return nil, false, err
+	}
+	return s.Insert(ctx, *nd, r.Actor)
+}
+
+// newDelivery assembles the delivery r asks for: target, request ref,
+// summary, then settings in order of precedence (defaults, the
+// repository's file, the request).
+func (s *Service) newDelivery(ctx context.Context, r Request) (*baton.Delivery, error) {
+	st := r.Settings
+	if r.IssueURL == "" && r.Repo == "" {
+		return nil, baton.Errorf(baton.Invalid, "a delivery needs a GitHub issue URL, or a local repository with a summary")
+	}
+	if r.IssueURL == "" && strings.TrimSpace(r.Summary) == "" {
+		return nil, baton.Errorf(baton.Invalid, "a delivery into a local repository needs a summary (or an issue) to say what to deliver")
+	}
+	if st.ObserveWindow != nil && (st.Observe == nil || *st.Observe == "") {
+		return nil, baton.Errorf(baton.Invalid, "an observe window needs an observe command to run")
+	}
+	d := baton.Delivery{
+		Phase: baton.PhaseIntake, RunStatus: baton.StatusPending, // until created
+		Endpoint:    baton.DefaultEndpoint,
+		Checkpoints: append([]baton.Phase{}, baton.DefaultCheckpoints...),
+		Config: baton.DeliveryConfig{
+			Agent: baton.DefaultAgent, PhaseTimeout: baton.DefaultPhaseTimeout, MaxRounds: baton.DefaultMaxRounds,
+		},
+	}
+	if s.DefaultAgent != "" {
+		d.Config.Agent = s.DefaultAgent
+	}
+	requestKey := ""
+	var issueRepo github.Repo
+	var issueNumber int
+	if r.IssueURL != "" {
+		repo, n, err := forge.ParseIssueURL(r.IssueURL)
+		if err != nil {
+			return nil, err
+		}
+		issueRepo, issueNumber, requestKey = repo, n, r.IssueURL
+		d.Refs = append(d.Refs, baton.Ref{Role: baton.RoleRequest, Type: "github_issue", Label: fmt.Sprintf("%s#%d", repo, n), URL: strings.TrimSpace(r.IssueURL)})
+	}
+	if r.Repo != "" {
+		if err := s.targetLocal(ctx, &d, r.Repo); err != nil {
+			return nil, err
+		}
+	} else {
+		d.Repository, d.Forge = issueRepo.String(), baton.ForgeGitHub
+		if issueRepo.Host != "" && issueRepo.Host != github.DefaultHost {
+			d.Repository = issueRepo.Host + "/" + issueRepo.String()
+		}
+	}
+	summary := strings.TrimSpace(r.Summary)
+	if summary == "" {
+		title, err := s.issueTitle(ctx, issueRepo, issueNumber)
+		if err != nil {
+			return nil, baton.WrapError(baton.ErrorCode(err), err, "read %s to name the delivery (or give a summary)", r.IssueURL)
+		}
+		summary = fmt.Sprintf("GitHub Issue #%d: %s", issueNumber, title)
+	}
+	d.Summary = summary
+	if requestKey == "" {
+		requestKey = summary
+		title, _, _ := strings.Cut(summary, "\n")
+		d.Refs = append(d.Refs, baton.Ref{Role: baton.RoleRequest, Type: "summary", Label: title})
+	}
+	if err := st.apply(&d); err != nil {
+		return nil, err
+	}
+	if _, err := agentrun.Command(agentrun.Spec{Agent: d.Config.Agent, Prompt: "-", ExtraArgs: d.Config.AgentArgs}); err != nil {
+		return nil, err
+	}
+	d.ID = baton.DeliveryID(d.Repository, requestKey)
+	if err := d.Validate(); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// targetLocal points d at the local repository holding dir and applies
+// the repository's .agent/delivery.json.
+func (s *Service) targetLocal(ctx context.Context, d *baton.Delivery, dir string) error {
+	top, err := gitx.Open(dir).TopLevel(ctx)
+	if err != nil {
+		return baton.Errorf(baton.Invalid, "%s is not a git repository: a local delivery needs one", dir)
+	}
+	if _, err := gitx.Open(top).Head(ctx); err != nil {
+		return baton.Errorf(baton.Invalid, "%s has no commits yet: commit something to branch from", top)
+	}
+	d.Repository, d.Forge = top, baton.ForgeLocal
+	b, err := readSourceConfig(filepath.Join(top, SourceConfigPath))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	sc, err := ParseSourceConfig(b)
+	if err != nil {
+		return err
+	}
+	return sc.Apply(&d.Config, &d.Endpoint, &d.Checkpoints)
+}
+
+// readSourceConfig reads at most one byte more than a source config may
+// hold, so ParseSourceConfig can refuse a file that is too large.
+func readSourceConfig(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSourceConfig+1))
+	if err != nil {
+		return nil, baton.WrapError(baton.Invalid, err, "read %s", SourceConfigPath)
+	}
+	return b, nil
+}
+
+// issueTitle reads an issue's title through GitHub.
+func (s *Service) issueTitle(ctx context.Context, repo github.Repo, n int) (string, error) {
+	if s.GitHub == nil {
+		return "", baton.Errorf(baton.Unavailable, "no GitHub access is configured")
+	}
+	c, err := s.GitHub(ctx, repo)
+	if err != nil {
+		return "", err
+	}
+	is, err := c.Issue(ctx, repo, n, github.IssueOptions{})
+	if err != nil {
+		return "", err
+	}
+	return is.Title, nil
+}
+
+// apply sets the request's overrides on d.
+func (st Settings) apply(d *baton.Delivery) error {
+	c := &d.Config
+	for _, f := range []struct {
+		dst *string
+		v   *string
+	}{
+		{&c.Agent, st.Agent}, {&c.Model, st.Model}, {&c.VerifyCommand, st.Verify},
+		{&c.DeployCommand, st.Deploy}, {&c.ObserveCommand, st.Observe}, {&c.BaseBranch, st.Base},
+	} {
+		if f.v != nil {
+			*f.dst = *f.v
+		}
+	}
+	if st.ObserveWindow != nil {
+		c.ObserveWindow = *st.ObserveWindow
+	}
+	if st.ObserveEvery != nil {
+		c.ObserveEvery = *st.ObserveEvery
+	}
+	if st.Timeout != nil {
+		if err := ApplyTimeouts(c, *st.Timeout); err != nil {
+			return err
+		}
+	}
+	if st.AgentArgs != nil {
+		c.AgentArgs = append([]string(nil), (*st.AgentArgs)...)
+	}
+	if st.MaxRounds != nil {
+		c.MaxRounds = *st.MaxRounds
+	}
+	if st.Merge != nil {
+		c.MergeMethod = baton.MergeMethod(strings.ToLower(string(*st.Merge)))
+	}
+	if st.Endpoint != nil {
+		d.Endpoint = *st.Endpoint
+	}
+	if st.Checkpoints != nil {
+		d.Checkpoints = append([]baton.Phase{}, (*st.Checkpoints)...)
+	}
+	return nil
+}

@@ -1,0 +1,79 @@
+package delivery
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/baton-agent/baton/internal/queue"
+)
+
+// Worker runs queued phases until its context ends. The queue's workers
+// hand each job to the Runner; a reconciler recovers phases whose worker
+// died (at start, then every half lease); each outcome is logged. When
+// the context ends, running agents are stopped and their phases go back
+// to the queue.
+type Worker struct {
+	// Runner runs the phases, on its Service's queue. Its HeartbeatEvery
+	// must be well under Lease.
+	Runner *Runner
+	// Lease is how old a running phase's heartbeat may get before its
+	// worker is taken for dead (default DefaultLease).
+	Lease time.Duration
+	// Log receives one record per phase run and recovery (default: none).
+	Log *slog.Logger
+}
+
+// Run works jobs until ctx is done.
+func (w *Worker) Run(ctx context.Context) error {
+	r := w.Runner
+	log := w.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	lease := w.Lease
+	if lease <= 0 {
+		lease = DefaultLease
+	}
+	handle := func(ctx context.Context, a queue.RunPhaseArgs, attempt int) error {
+		d, err := r.Run(ctx, a.DeliveryID, a.Phase, "")
+		switch {
+		case err != nil:
+			log.Error(fmt.Sprintf("%s %s: %v", a.DeliveryID, a.Phase, err),
+				"delivery", a.DeliveryID, "phase", a.Phase, "attempt", attempt, "err", err)
+		case d != nil:
+			log.Info(fmt.Sprintf("%s %s → %s", d.ID, a.Phase, d),
+				"delivery", d.ID, "phase", a.Phase, "state", d.String(), "error", d.Error)
+		}
+		return err
+	}
+	reconcile := func() {
+		n, err := r.Reconcile(ctx, lease, r.Owner)
+		if err != nil && ctx.Err() == nil {
+			log.Error("reconcile: "+err.Error(), "err", err)
+		} else if n > 0 {
+			log.Info(fmt.Sprintf("recovered %d phase(s) whose worker died", n), "count", n)
+		}
+	}
+	reconcile()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(lease / 2)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				reconcile()
+			}
+		}
+	}()
+	err := r.Queue.Run(ctx, handle)
+	wg.Wait()
+	return err
+}
