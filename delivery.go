@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // Phase is a step of a delivery, in order from intake to close.
@@ -326,7 +325,7 @@ func (c DeliveryConfig) Timeout(p Phase) time.Duration {
 // bare default. Errors are Invalid.
 func ParseTimeouts(s string) (def time.Duration, per map[Phase]time.Duration, err error) {
 	bad := func(format string, args ...any) (time.Duration, map[Phase]time.Duration, error) {
-		return 0, nil, Errorf(Invalid, "bad timeout %q: %s (want 45m, or plan=10m,implement=90m)", truncateText(s, 80), fmt.Sprintf(format, args...))
+		return 0, nil, Errorf(Invalid, "bad timeout %q: %s (want 45m, or plan=10m,implement=90m)", Truncate(s, 80, "…"), fmt.Sprintf(format, args...))
 	}
 	if strings.TrimSpace(s) == "" {
 		return bad("empty")
@@ -339,7 +338,7 @@ func ParseTimeouts(s string) (def time.Duration, per map[Phase]time.Duration, er
 		}
 		d, err := time.ParseDuration(strings.TrimSpace(val))
 		if err != nil || d <= 0 {
-			return bad("%q is not a positive duration", truncateText(val, 40))
+			return bad("%q is not a positive duration", Truncate(val, 40, "…"))
 		}
 		if !hasPhase {
 			if def != 0 {
@@ -350,7 +349,7 @@ func ParseTimeouts(s string) (def time.Duration, per map[Phase]time.Duration, er
 		}
 		p, err := ParsePhase(name)
 		if err != nil || !p.Runnable() {
-			return bad("%q is not a phase that runs", truncateText(name, 40))
+			return bad("%q is not a phase that runs", Truncate(name, 40, "…"))
 		}
 		if per == nil {
 			per = map[Phase]time.Duration{}
@@ -361,17 +360,6 @@ func ParseTimeouts(s string) (def time.Duration, per map[Phase]time.Duration, er
 		per[p] = d
 	}
 	return def, per, nil
-}
-
-// truncateText cuts s to at most n bytes on a rune boundary.
-func truncateText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // CheckEndpoint validates an endpoint: a runnable phase from plan on.

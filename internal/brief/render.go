@@ -107,21 +107,6 @@ func plural(n int, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
-// fence returns a code fence longer than any run of backticks in s, so
-// the text cannot close it early.
-func fence(s string) string {
-	longest, run := 0, 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	return strings.Repeat("`", max(3, longest+1))
-}
-
 // allKept reports whether a pack kept every section whole.
 func allKept(p *prompt.Pack) bool {
 	for _, s := range p.Report.Sections {

@@ -32,18 +32,6 @@ func TestCutText(t *testing.T) {
 	}
 }
 
-func TestFence(t *testing.T) {
-	for in, want := range map[string]string{
-		"plain":            "```",
-		"+```go\n+x\n+```": "````",
-		" ````` five":      "``````",
-	} {
-		if got := fence(in); got != want {
-			t.Errorf("fence(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestKB(t *testing.T) {
 	for n, want := range map[int64]string{51200: "50KB", 2100: "2.1KB", 1024: "1KB", 900: "900 bytes"} {
 		if got := kb(n); got != want {

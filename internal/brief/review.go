@@ -273,7 +273,7 @@ func (r *Review) diffBody(ex *Excerpt, repoArg string) string {
 		b.WriteString("(empty: the pull request changes no lines)")
 		return b.String()
 	}
-	f := fence(ex.Text)
+	f := prompt.Fence(ex.Text)
 	b.WriteString(f + "diff\n")
 	b.WriteString(ex.Text)
 	if ex.Text != "" && !strings.HasSuffix(ex.Text, "\n") {

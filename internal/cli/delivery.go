@@ -269,7 +269,7 @@ func newDeliveryListCmd(f *Factory, db *string) *cobra.Command {
 				}
 			}
 			return withDeliveries(cmd.Context(), f, *db, func(svc *delivery.Service) error {
-				list, err := svc.Store().FindDeliveries(cmd.Context(), filter)
+				list, err := svc.List(cmd.Context(), filter)
 				if err != nil {
 					return err
 				}
@@ -311,6 +311,8 @@ func summaryTitle(s string) string {
 	return l
 }
 
+// clip shortens s to n runes with an ellipsis, for columns and one-line
+// summaries.
 func clip(s string, n int) string {
 	r := []rune(s)
 	if len(r) <= n {
@@ -357,18 +359,11 @@ runs. <id> is the id, its number from the list, or a unique id prefix.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			return withDeliveries(ctx, f, *db, func(svc *delivery.Service) error {
-				d, err := svc.Resolve(ctx, args[0])
+				det, err := svc.Get(ctx, args[0])
 				if err != nil {
 					return err
 				}
-				log, err := svc.Store().PhaseLog(ctx, d.ID)
-				if err != nil {
-					return err
-				}
-				runs, err := svc.Store().AgentRuns(ctx, d.ID)
-				if err != nil {
-					return err
-				}
+				d, log, runs := det.Delivery, det.PhaseLog, det.AgentRuns
 				v := deliveryView{SchemaVersion: 1, Delivery: d, PhaseLog: log, AgentRuns: []runView{}}
 				for _, r := range runs {
 					v.AgentRuns = append(v.AgentRuns, runView{r.N, r.Phase, r.Attempt, r.Agent, r.Status, r.Model, r.CostUSD,
@@ -668,14 +663,11 @@ JSONL events, or a command agent's stdout).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			return withDeliveries(ctx, f, *db, func(svc *delivery.Service) error {
-				d, err := svc.Resolve(ctx, args[0])
+				det, err := svc.Get(ctx, args[0])
 				if err != nil {
 					return err
 				}
-				runs, err := svc.Store().AgentRuns(ctx, d.ID)
-				if err != nil {
-					return err
-				}
+				d, runs := det.Delivery, det.AgentRuns
 				if n == 0 {
 					if len(runs) == 0 {
 						fmt.Fprintf(f.IO.Err, "delivery %s has no agent runs yet\n", d.ID)

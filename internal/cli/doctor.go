@@ -208,10 +208,10 @@ func runProbe(ctx context.Context, f *Factory, h baton.Harness, ev, cmdline, dir
 	r.Millis = float64(time.Since(start).Microseconds()) / 1000
 	r.ExitCode = c.ProcessState.ExitCode()
 	out := stdout.String()
-	r.StdoutHead = truncateRunes(strings.TrimSpace(out), 80)
+	r.StdoutHead = clip(strings.TrimSpace(out), 80)
 	switch {
 	case err != nil && r.ExitCode != 0:
-		r.Problem = fmt.Sprintf("exit %d: %s", r.ExitCode, truncateRunes(strings.TrimSpace(stderr.String()), 200))
+		r.Problem = fmt.Sprintf("exit %d: %s", r.ExitCode, clip(strings.TrimSpace(stderr.String()), 200))
 	case ev == "session-start" && h != baton.HarnessPi && !strings.HasPrefix(out, "baton"):
 		r.Problem = "session-start printed no context"
 	case h == baton.HarnessPi && !json.Valid(stdout.Bytes()):

@@ -122,7 +122,7 @@ func newPacketListCmd(f *Factory) *cobra.Command {
 			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tSTATUS\tUPDATED\tPURPOSE")
 			for _, p := range ps {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.ID, p.Status, baton.FormatTime(p.UpdatedAt), truncateRunes(p.Purpose, 60))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.ID, p.Status, baton.FormatTime(p.UpdatedAt), clip(p.Purpose, 60))
 			}
 			return tw.Flush()
 		},
@@ -246,13 +246,4 @@ func newPacketStatusCmd(f *Factory, verb string, to baton.PacketStatus, short st
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for agents and scripts")
 	return cmd
-}
-
-// truncateRunes shortens s to n runes with an ellipsis.
-func truncateRunes(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }

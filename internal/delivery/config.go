@@ -77,7 +77,7 @@ func (c SourceConfig) apply(cfg *baton.DeliveryConfig, endpoint *baton.Phase, ch
 		}
 		d, err := time.ParseDuration(s)
 		if err != nil || d < 0 {
-			return bad(field, fmt.Errorf("want a duration such as 10m, got %q", truncate(s, 40)))
+			return bad(field, fmt.Errorf("want a duration such as 10m, got %q", baton.Truncate(s, 40, "…")))
 		}
 		*dst = d
 		return nil
@@ -115,7 +115,7 @@ func (c SourceConfig) apply(cfg *baton.DeliveryConfig, endpoint *baton.Phase, ch
 		case baton.MergeSquash, baton.MergeCommit, baton.MergeRebase:
 			cfg.MergeMethod = m
 		default:
-			return bad("merge", fmt.Errorf("want squash, merge or rebase, got %q", truncate(c.Merge, 40)))
+			return bad("merge", fmt.Errorf("want squash, merge or rebase, got %q", baton.Truncate(c.Merge, 40, "…")))
 		}
 	}
 	if c.MaxRounds != nil {

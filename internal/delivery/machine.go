@@ -92,162 +92,212 @@ func (m *machine) conflict(format string, args ...any) error {
 	return baton.Errorf(baton.Conflict, "delivery %s is %s: %s", m.d.ID, m.d.String(), fmt.Sprintf(format, args...))
 }
 
+// actions maps each action to the method that applies it.
+var actions = map[Action]func(*machine) error{
+	ActRun:     (*machine).run,
+	ActForward: (*machine).finish,
+	ActFail:    (*machine).finish,
+	ActApprove: (*machine).approve,
+	ActReject:  (*machine).reject,
+	ActRetry:   (*machine).retry,
+	ActCancel:  (*machine).cancel,
+	ActClose:   (*machine).close,
+	ActRelease: (*machine).release,
+	ActLose:    (*machine).lose,
+}
+
 func (m *machine) apply() error {
-	d, in := &m.d, m.in
-	if d.Phase == baton.PhaseClose {
+	if m.d.Phase == baton.PhaseClose {
 		return m.conflict("it is closed; nothing can change it")
 	}
-	switch in.Action {
-	case ActRun:
-		if d.RunStatus != baton.StatusPending || !d.Phase.Runnable() {
-			return m.conflict("only a pending phase can be run")
-		}
-		if !in.Person && !d.Queued {
-			return m.conflict("%s is a checkpoint waiting for a person: `baton delivery approve %s` starts it", d.Phase, d.ID)
-		}
-		d.RunStatus = baton.StatusRunning
-		d.Attempt++
-		d.Queued = false
-		d.Error = ""
-		d.Owner = in.Actor
-		d.HeartbeatAt = in.Now
-		m.entry(baton.StatusRunning, "", "")
-		return nil
+	act, ok := actions[m.in.Action]
+	if !ok {
+		return baton.Errorf(baton.Invalid, "unknown action %q", m.in.Action)
+	}
+	return act(m)
+}
 
-	case ActForward, ActFail:
-		if d.RunStatus != baton.StatusRunning || in.Attempt != d.Attempt {
-			return m.conflict("attempt %d is not running (it was canceled or lost); its result is discarded", in.Attempt)
-		}
-		d.Owner = ""
-		if in.Action == ActFail {
-			d.RunStatus = baton.StatusFailed
-			d.Error = in.Note
-			m.entry(baton.StatusFailed, "", in.Note)
-			return nil
-		}
-		return m.forward()
+// run claims the pending phase: pending → running, the next attempt.
+func (m *machine) run() error {
+	d, in := &m.d, m.in
+	if d.RunStatus != baton.StatusPending || !d.Phase.Runnable() {
+		return m.conflict("only a pending phase can be run")
+	}
+	if !in.Person && !d.Queued {
+		return m.conflict("%s is a checkpoint waiting for a person: `baton delivery approve %s` starts it", d.Phase, d.ID)
+	}
+	d.RunStatus = baton.StatusRunning
+	d.Attempt++
+	d.Queued = false
+	d.Error = ""
+	d.Owner = in.Actor
+	d.HeartbeatAt = in.Now
+	m.entry(baton.StatusRunning, "", "")
+	return nil
+}
 
-	case ActApprove:
-		switch d.RunStatus {
-		case baton.StatusPending:
-			if !d.Phase.Runnable() {
-				return m.conflict("%s has no run to start", d.Phase)
-			}
-			if d.Queued {
-				return m.conflict("it is already queued for a worker")
-			}
-			d.Queued = true
-			m.enqueue = true
-			m.entry(baton.StatusPending, "", "started by approve")
-			return nil
-		case baton.StatusSucceeded:
-			m.advance("approved")
-			return nil
-		case baton.StatusBlocked:
-			m.advance("approved over: " + d.Error)
-			return nil
-		case baton.StatusRunning:
-			return m.conflict("wait for the run to finish, or cancel it")
-		}
-		return m.conflict("a failed phase is retried (`baton delivery retry %s`) or rejected, not approved", d.ID)
-
-	case ActReject:
-		if strings.TrimSpace(in.Note) == "" {
-			return baton.Errorf(baton.Invalid, "reject needs a reason: it is posted where the next run reads it")
-		}
-		if d.RunStatus == baton.StatusRunning {
-			return m.conflict("cancel the run first (`baton delivery cancel %s`)", d.ID)
-		}
-		var target baton.Phase
-		switch d.Phase {
-		case baton.PhasePlan, baton.PhaseImplement:
-			target = baton.PhasePlan
-		case baton.PhaseReview, baton.PhaseVerify:
-			target = baton.PhaseImplement
-		case baton.PhaseDeploy:
-			if d.RunStatus == baton.StatusSucceeded {
-				return m.conflict("the work is already deployed")
-			}
-			target = baton.PhaseImplement
-		default:
-			return m.conflict("only plan, implement, review, verify and deploy can be rejected")
-		}
-		d.Error = ""
-		m.enter(target, in.Note, true)
-		return nil
-
-	case ActRetry:
-		if d.RunStatus != baton.StatusFailed && d.RunStatus != baton.StatusBlocked || !d.Phase.Runnable() {
-			return m.conflict("only a failed or blocked phase is retried")
-		}
-		d.Error = ""
-		d.Lost = 0
-		m.enter(d.Phase, in.Note, true)
-		return nil
-
-	case ActCancel:
-		if d.RunStatus != baton.StatusRunning {
-			return m.conflict("only a running phase can be canceled")
-		}
+// finish records the running attempt's end: a failure, or an outcome
+// (forward). A result for an attempt that is no longer running is
+// refused, so a canceled or lost attempt's late result is discarded.
+func (m *machine) finish() error {
+	d, in := &m.d, m.in
+	if d.RunStatus != baton.StatusRunning || in.Attempt != d.Attempt {
+		return m.conflict("attempt %d is not running (it was canceled or lost); its result is discarded", in.Attempt)
+	}
+	d.Owner = ""
+	if in.Action == ActFail {
 		d.RunStatus = baton.StatusFailed
-		d.Owner = ""
-		d.Error = "canceled by " + in.Actor
-		m.entry(baton.StatusFailed, "", d.Error)
-		return nil
-
-	case ActClose:
-		if d.RunStatus == baton.StatusRunning {
-			return m.conflict("cancel the run first (`baton delivery cancel %s`)", d.ID)
-		}
-		note := fmt.Sprintf("closed by %s at %s", in.Actor, d.String())
-		if in.Note != "" {
-			note += ": " + in.Note
-		}
-		status := baton.StatusFailed
-		if d.Phase == d.Endpoint && d.RunStatus == baton.StatusSucceeded {
-			status = baton.StatusSucceeded
-		}
-		d.Phase, d.RunStatus, d.Queued = baton.PhaseClose, status, false
-		if status == baton.StatusFailed {
-			d.Error = note
-		}
-		m.entryEnded(status, "", note)
-		return nil
-
-	case ActRelease:
-		if d.RunStatus != baton.StatusRunning || in.Attempt != d.Attempt {
-			return m.conflict("attempt %d is not running", in.Attempt)
-		}
-		d.Owner = ""
-		note := "released: " + in.Actor + " stopped before the run finished"
-		if in.Note != "" {
-			note = in.Note
-		}
-		m.enter(d.Phase, note, true)
-		return nil
-
-	case ActLose:
-		if d.RunStatus != baton.StatusRunning || in.Attempt != d.Attempt {
-			return m.conflict("attempt %d is not running", in.Attempt)
-		}
-		d.Owner = ""
-		note := "the worker running attempt " + fmt.Sprint(d.Attempt) + " died"
-		if in.Note != "" {
-			note = in.Note
-		}
-		d.Lost++
-		if d.Lost >= MaxLostAttempts {
-			d.RunStatus = baton.StatusFailed
-			d.Error = fmt.Sprintf("%s; %d attempts lost their worker, so it is not retried again: `baton delivery retry %s`", note, d.Lost, d.ID)
-			m.entry(baton.StatusFailed, "", d.Error)
-			return nil
-		}
-		// A lost attempt was already started by whoever started it, so it
-		// is queued again even at a checkpoint.
-		m.enter(d.Phase, note+"; queued again", true)
+		d.Error = in.Note
+		m.entry(baton.StatusFailed, "", in.Note)
 		return nil
 	}
-	return baton.Errorf(baton.Invalid, "unknown action %q", in.Action)
+	return m.forward()
+}
+
+// approve starts a waiting checkpoint phase, or accepts a phase's result
+// (succeeded, or blocked by a not_pass verdict) and moves on.
+func (m *machine) approve() error {
+	d := &m.d
+	switch d.RunStatus {
+	case baton.StatusPending:
+		if !d.Phase.Runnable() {
+			return m.conflict("%s has no run to start", d.Phase)
+		}
+		if d.Queued {
+			return m.conflict("it is already queued for a worker")
+		}
+		d.Queued = true
+		m.enqueue = true
+		m.entry(baton.StatusPending, "", "started by approve")
+		return nil
+	case baton.StatusSucceeded:
+		m.advance("approved")
+		return nil
+	case baton.StatusBlocked:
+		m.advance("approved over: " + d.Error)
+		return nil
+	case baton.StatusRunning:
+		return m.conflict("wait for the run to finish, or cancel it")
+	}
+	return m.conflict("a failed phase is retried (`baton delivery retry %s`) or rejected, not approved", d.ID)
+}
+
+// reject sends the delivery back with a reason: plan and implement to
+// plan; review, verify and deploy to implement.
+func (m *machine) reject() error {
+	d, in := &m.d, m.in
+	if strings.TrimSpace(in.Note) == "" {
+		return baton.Errorf(baton.Invalid, "reject needs a reason: it is posted where the next run reads it")
+	}
+	if d.RunStatus == baton.StatusRunning {
+		return m.conflict("cancel the run first (`baton delivery cancel %s`)", d.ID)
+	}
+	var target baton.Phase
+	switch d.Phase {
+	case baton.PhasePlan, baton.PhaseImplement:
+		target = baton.PhasePlan
+	case baton.PhaseReview, baton.PhaseVerify:
+		target = baton.PhaseImplement
+	case baton.PhaseDeploy:
+		if d.RunStatus == baton.StatusSucceeded {
+			return m.conflict("the work is already deployed")
+		}
+		target = baton.PhaseImplement
+	default:
+		return m.conflict("only plan, implement, review, verify and deploy can be rejected")
+	}
+	d.Error = ""
+	m.enter(target, in.Note, true)
+	return nil
+}
+
+// retry queues a failed or blocked phase again.
+func (m *machine) retry() error {
+	d := &m.d
+	if d.RunStatus != baton.StatusFailed && d.RunStatus != baton.StatusBlocked || !d.Phase.Runnable() {
+		return m.conflict("only a failed or blocked phase is retried")
+	}
+	d.Error = ""
+	d.Lost = 0
+	m.enter(d.Phase, m.in.Note, true)
+	return nil
+}
+
+// cancel stops the running attempt: it fails, and its late result is
+// discarded.
+func (m *machine) cancel() error {
+	d := &m.d
+	if d.RunStatus != baton.StatusRunning {
+		return m.conflict("only a running phase can be canceled")
+	}
+	d.RunStatus = baton.StatusFailed
+	d.Owner = ""
+	d.Error = "canceled by " + m.in.Actor
+	m.entry(baton.StatusFailed, "", d.Error)
+	return nil
+}
+
+// close ends the delivery where it stands: succeeded when its endpoint
+// succeeded, failed otherwise.
+func (m *machine) close() error {
+	d, in := &m.d, m.in
+	if d.RunStatus == baton.StatusRunning {
+		return m.conflict("cancel the run first (`baton delivery cancel %s`)", d.ID)
+	}
+	note := fmt.Sprintf("closed by %s at %s", in.Actor, d.String())
+	if in.Note != "" {
+		note += ": " + in.Note
+	}
+	status := baton.StatusFailed
+	if d.Phase == d.Endpoint && d.RunStatus == baton.StatusSucceeded {
+		status = baton.StatusSucceeded
+	}
+	d.Phase, d.RunStatus, d.Queued = baton.PhaseClose, status, false
+	if status == baton.StatusFailed {
+		d.Error = note
+	}
+	m.entryEnded(status, "", note)
+	return nil
+}
+
+// release hands a stopping worker's attempt back to the queue.
+func (m *machine) release() error {
+	d, in := &m.d, m.in
+	if d.RunStatus != baton.StatusRunning || in.Attempt != d.Attempt {
+		return m.conflict("attempt %d is not running", in.Attempt)
+	}
+	d.Owner = ""
+	note := "released: " + in.Actor + " stopped before the run finished"
+	if in.Note != "" {
+		note = in.Note
+	}
+	m.enter(d.Phase, note, true)
+	return nil
+}
+
+// lose records that the running attempt's worker died: the phase is
+// queued again, or fails after MaxLostAttempts.
+func (m *machine) lose() error {
+	d, in := &m.d, m.in
+	if d.RunStatus != baton.StatusRunning || in.Attempt != d.Attempt {
+		return m.conflict("attempt %d is not running", in.Attempt)
+	}
+	d.Owner = ""
+	note := "the worker running attempt " + fmt.Sprint(d.Attempt) + " died"
+	if in.Note != "" {
+		note = in.Note
+	}
+	d.Lost++
+	if d.Lost >= MaxLostAttempts {
+		d.RunStatus = baton.StatusFailed
+		d.Error = fmt.Sprintf("%s; %d attempts lost their worker, so it is not retried again: `baton delivery retry %s`", note, d.Lost, d.ID)
+		m.entry(baton.StatusFailed, "", d.Error)
+		return nil
+	}
+	// A lost attempt was already started by whoever started it, so it is
+	// queued again even at a checkpoint.
+	m.enter(d.Phase, note+"; queued again", true)
+	return nil
 }
 
 // forward records the running phase's outcome and moves on.

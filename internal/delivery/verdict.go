@@ -53,7 +53,7 @@ func decodeVerdict(b []byte) (Verdict, error) {
 	}
 	v := Verdict{Verdict: baton.Verdict(strings.ToLower(strings.TrimSpace(*raw.Verdict)))}
 	if v.Verdict != baton.VerdictPass && v.Verdict != baton.VerdictNotPass {
-		return Verdict{}, baton.Errorf(baton.Invalid, "the review verdict is %q: want \"pass\" or \"not_pass\"", truncate(*raw.Verdict, 40))
+		return Verdict{}, baton.Errorf(baton.Invalid, "the review verdict is %q: want \"pass\" or \"not_pass\"", baton.Truncate(*raw.Verdict, 40, "…"))
 	}
 	if raw.Summary != nil {
 		v.Summary = strings.TrimSpace(*raw.Summary)
@@ -89,14 +89,4 @@ func trailingObject(s string) ([]byte, bool) {
 		end = i
 	}
 	return nil, false
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
 }

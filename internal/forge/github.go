@@ -211,7 +211,7 @@ func (g *GitHub) Merge(ctx context.Context, d *baton.Delivery, _ *Workspaces, ba
 // into the repository and number. Errors are Invalid.
 func ParseIssueURL(raw string) (github.Repo, int, error) {
 	bad := func() (github.Repo, int, error) {
-		return github.Repo{}, 0, baton.Errorf(baton.Invalid, "bad issue URL %q: want https://github.com/OWNER/NAME/issues/N", truncate(raw, 200))
+		return github.Repo{}, 0, baton.Errorf(baton.Invalid, "bad issue URL %q: want https://github.com/OWNER/NAME/issues/N", baton.Truncate(raw, 200, "…"))
 	}
 	s := strings.TrimSpace(raw)
 	rest, ok := strings.CutPrefix(s, "https://")
@@ -239,14 +239,4 @@ func ParseIssueURL(raw string) (github.Repo, int, error) {
 		return bad()
 	}
 	return repo, n, nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
 }

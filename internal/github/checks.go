@@ -86,7 +86,7 @@ func (c *Client) Checks(ctx context.Context, repo Repo, ref string) (*CheckSumma
 		return nil, err
 	}
 	if !validRef(ref) {
-		return nil, baton.Errorf(baton.Invalid, "read checks of %s: bad ref %q", repo, truncate(ref, 100))
+		return nil, baton.Errorf(baton.Invalid, "read checks of %s: bad ref %q", repo, baton.Truncate(ref, 100, "…"))
 	}
 	o := op{action: "read checks of", what: fmt.Sprintf("%s@%s", repo, ref)}
 	sum := &CheckSummary{Ref: ref}

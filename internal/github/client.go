@@ -107,13 +107,13 @@ func (c *Client) GraphQLURL() string { return c.graphqlURL }
 func parseBaseURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil {
-		return nil, baton.Errorf(baton.Invalid, "bad GitHub API URL %q: want https://api.github.com/ or https://HOST/api/v3/", truncate(scrubCredentials(raw), 200))
+		return nil, baton.Errorf(baton.Invalid, "bad GitHub API URL %q: want https://api.github.com/ or https://HOST/api/v3/", baton.Truncate(scrubCredentials(raw), 200, "…"))
 	}
 	if u.User != nil {
 		return nil, baton.Errorf(baton.Invalid, "GitHub API URL must not contain credentials: pass the token in GITHUB_TOKEN instead")
 	}
 	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return nil, baton.Errorf(baton.Invalid, "bad GitHub API URL %q: want https://api.github.com/ or https://HOST/api/v3/", truncate(raw, 200))
+		return nil, baton.Errorf(baton.Invalid, "bad GitHub API URL %q: want https://api.github.com/ or https://HOST/api/v3/", baton.Truncate(raw, 200, "…"))
 	}
 	if !strings.HasSuffix(u.Path, "/") {
 		u.Path += "/"

@@ -34,7 +34,7 @@ func (r Repo) String() string { return r.Owner + "/" + r.Name }
 // come from flags or remotes.
 func (r Repo) validate() error {
 	if !validOwner(r.Owner) || !validName(r.Name) {
-		return baton.Errorf(baton.Invalid, "bad repository %q: want owner/name", truncate(r.String(), 200))
+		return baton.Errorf(baton.Invalid, "bad repository %q: want owner/name", baton.Truncate(r.String(), 200, "…"))
 	}
 	return nil
 }
@@ -56,10 +56,10 @@ func ParseRepo(s string) (Repo, error) {
 	case 3:
 		r = Repo{Host: normalizeHost(parts[0]), Owner: parts[1], Name: parts[2]}
 		if !validHost(r.Host) {
-			return Repo{}, baton.Errorf(baton.Invalid, "bad repository %q: %q is not a host name", truncate(s, 200), truncate(parts[0], 100))
+			return Repo{}, baton.Errorf(baton.Invalid, "bad repository %q: %q is not a host name", baton.Truncate(s, 200, "…"), baton.Truncate(parts[0], 100, "…"))
 		}
 	default:
-		return Repo{}, baton.Errorf(baton.Invalid, "bad repository %q: want owner/name or host/owner/name", truncate(s, 200))
+		return Repo{}, baton.Errorf(baton.Invalid, "bad repository %q: want owner/name or host/owner/name", baton.Truncate(s, 200, "…"))
 	}
 	r.Name = strings.TrimSuffix(r.Name, ".git")
 	if err := r.validate(); err != nil {
@@ -97,7 +97,7 @@ func ParseRemoteURL(raw string) (Repo, error) {
 		case "ssh", "git", "git+ssh", "ssh+git":
 			host = u.Hostname()
 		default:
-			return Repo{}, remoteError(raw, fmt.Sprintf("unsupported scheme %q", truncate(u.Scheme, 20)))
+			return Repo{}, remoteError(raw, fmt.Sprintf("unsupported scheme %q", baton.Truncate(u.Scheme, 20, "…")))
 		}
 		p = u.Path
 	} else if looksSCP(raw) {
@@ -151,7 +151,7 @@ func RepoFromRemote(ctx context.Context, dir string) (Repo, error) {
 		// git prints "No such remote 'origin'" or "not a git repository";
 		// both mean there is nothing to read here.
 		msg := strings.TrimSpace(firstLine(stderr.String()))
-		return Repo{}, baton.Errorf(baton.NotFound, "no origin remote in %s (%s): pass --repo owner/name", dir, truncate(scrubCredentials(msg), 200))
+		return Repo{}, baton.Errorf(baton.NotFound, "no origin remote in %s (%s): pass --repo owner/name", dir, baton.Truncate(scrubCredentials(msg), 200, "…"))
 	case err != nil:
 		return Repo{}, baton.WrapError(baton.Internal, err, "run git remote get-url origin in %s", dir)
 	}
@@ -165,7 +165,7 @@ func RepoFromRemote(ctx context.Context, dir string) (Repo, error) {
 // remoteError reports a remote URL that cannot be used, showing the URL
 // without its credentials: an https remote may embed a token.
 func remoteError(raw, why string) error {
-	return baton.Errorf(baton.Invalid, "bad git remote %q: %s", truncate(scrubCredentials(raw), 200), why)
+	return baton.Errorf(baton.Invalid, "bad git remote %q: %s", baton.Truncate(scrubCredentials(raw), 200, "…"), why)
 }
 
 // scrubCredentials removes the userinfo of anything URL-shaped in s. It is
@@ -264,17 +264,3 @@ func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
 }
-
-// truncate cuts s to at most n bytes on a rune boundary, for echoing user
-// input in messages.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !isRuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -100,7 +100,7 @@ func TokenFromGH(ctx context.Context, host string) (Token, error) {
 		if ctx.Err() != nil {
 			return "", fmt.Errorf("gh auth token: timed out after %s", GHTimeout)
 		}
-		msg := truncate(strings.TrimSpace(firstLine(stderr.String())), 200)
+		msg := baton.Truncate(strings.TrimSpace(firstLine(stderr.String())), 200, "…")
 		if msg == "" {
 			return "", fmt.Errorf("gh auth token: %w", err)
 		}

@@ -196,13 +196,5 @@ func checkChildren(depth int, kids []ChildSpec, lim Limits) string {
 
 // truncateSummary cuts a summary to maxSummaryBytes on a rune boundary.
 func truncateSummary(s string) string {
-	s = strings.TrimSpace(s)
-	if len(s) <= maxSummaryBytes {
-		return s
-	}
-	n := maxSummaryBytes
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + " [truncated]"
+	return baton.Truncate(strings.TrimSpace(s), maxSummaryBytes, " [truncated]")
 }

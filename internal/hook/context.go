@@ -8,6 +8,7 @@ import (
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/loop"
+	"github.com/baton-agent/baton/internal/prompt"
 )
 
 // MaxContext bounds the session-start context. Claude Code spills text
@@ -66,7 +67,7 @@ func SessionContext(st *fsstore.Store, sessionID string, afterCompact bool) (str
 	if p != nil {
 		fmt.Fprintf(&b, "\nPacket %s (%s): %s\n", p.ID, p.Status, p.Purpose)
 		if np := p.SectionText(baton.SectionNextPrompt); np != "" {
-			fmt.Fprintf(&b, "Next Prompt:\n%s\n", truncate(np, maxNextPrompt))
+			fmt.Fprintf(&b, "Next Prompt:\n%s\n", baton.Truncate(np, maxNextPrompt, prompt.TruncatedMarker))
 		}
 		fmt.Fprintf(&b, "Render it in full with `baton pickup %s`.\n", p.ID)
 	}
@@ -90,7 +91,7 @@ func SessionContext(st *fsstore.Store, sessionID string, afterCompact bool) (str
 		}
 		fmt.Fprintf(&b, "\nForeground loop %s: %s, iteration %s, %s.\n", l.ID, l.Status, progressOf(l), bound)
 		if l.Status == baton.LoopActive && (l.SessionID == "" || l.SessionID == sessionID) {
-			fmt.Fprintf(&b, "Each time you stop, the loop prompt comes back until you %s.\nLoop prompt:\n%s\n", loop.HowToFinish(l), truncate(l.Prompt, maxLoopPrompt))
+			fmt.Fprintf(&b, "Each time you stop, the loop prompt comes back until you %s.\nLoop prompt:\n%s\n", loop.HowToFinish(l), baton.Truncate(l.Prompt, maxLoopPrompt, prompt.TruncatedMarker))
 		}
 	}
 	var since time.Time
@@ -109,7 +110,7 @@ func SessionContext(st *fsstore.Store, sessionID string, afterCompact bool) (str
 	if p == nil && l == nil {
 		b.WriteString("No packet or loop yet: `baton handoff \"<purpose>\" --body -` writes a packet, `baton loop start` starts a loop.\n")
 	}
-	return truncate(b.String(), MaxContext), nil
+	return baton.Truncate(b.String(), MaxContext, prompt.TruncatedMarker), nil
 }
 
 func progressOf(l *baton.Loop) string {

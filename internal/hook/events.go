@@ -14,6 +14,7 @@ import (
 	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/handoff"
 	"github.com/baton-agent/baton/internal/loop"
+	"github.com/baton-agent/baton/internal/prompt"
 	"github.com/baton-agent/baton/internal/transcript"
 )
 
@@ -227,7 +228,7 @@ func (h handler) preCompact(ctx context.Context) (Result, error) {
 	var body strings.Builder
 	fmt.Fprintf(&body, "## Context\n\nWritten by baton's pre-compact hook (trigger: %s) for %s session `%s`, so that compaction loses nothing.\n", trigger, h.a.Harness(), h.p.SessionID)
 	if last, ok, _ := h.lastAssistantText(); ok && strings.TrimSpace(last) != "" {
-		fmt.Fprintf(&body, "\n### Last assistant message\n\n%s\n", truncate(strings.TrimSpace(last), maxLastText))
+		fmt.Fprintf(&body, "\n### Last assistant message\n\n%s\n", baton.Truncate(strings.TrimSpace(last), maxLastText, prompt.TruncatedMarker))
 	}
 	if next != "" {
 		fmt.Fprintf(&body, "\n## Next Prompt\n\n%s\n", next)
@@ -262,28 +263,8 @@ func (h handler) preCompact(ctx context.Context) (Result, error) {
 	return Result{}, nil
 }
 
-// fence wraps s in a code fence longer than any backtick run inside it.
+// fence wraps s in a code fence it cannot close early.
 func fence(s string) string {
-	longest, run := 0, 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	f := strings.Repeat("`", max(3, longest+1))
+	f := prompt.Fence(s)
 	return f + "\n" + strings.TrimRight(s, "\n") + "\n" + f
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && (s[cut]&0xC0) == 0x80 {
-		cut-- // never split a rune
-	}
-	return s[:cut] + "\n[truncated]"
 }

@@ -387,3 +387,18 @@ func list(s []string) string {
 	}
 	return strings.Join(s, ", ")
 }
+
+// Fence returns a code fence longer than any run of backticks in s, so
+// text quoted in a prompt cannot close its fence early.
+func Fence(s string) string {
+	longest, run := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return strings.Repeat("`", max(3, longest+1))
+}
