@@ -129,7 +129,19 @@ func (r *Runner) Run(ctx context.Context, ref string, want baton.Phase, person s
 	<-watchDone
 	cause := context.Cause(runCtx)
 	interrupted := ctx.Err() != nil && !errors.Is(cause, errCanceled) && !errors.Is(cause, errLostClaim)
-	return r.finish(ctx, d, out, interrupted, actor)
+	got, err := r.finish(ctx, d, out, interrupted, actor)
+	if got != nil && workDone(got) {
+		// Deployed or closed: the worktree and the cache's branches are
+		// not needed again (the source keeps its branch).
+		_ = r.Workspaces().Release(ctx, got)
+	}
+	return got, err
+}
+
+// workDone reports a delivery that needs its work branch no more: past
+// deploy, or closed.
+func workDone(d *baton.Delivery) bool {
+	return d.Phase == baton.PhaseObserve || d.Phase == baton.PhaseClose
 }
 
 // watch polls the delivery row: a cancel (or any change of the running
@@ -306,13 +318,9 @@ func (r *Runner) agent(ctx context.Context, d *baton.Delivery, co *forge.Checkou
 	return run, res, err
 }
 
+// checkout prepares the delivery's worktree for the phase.
 func (r *Runner) checkout(ctx context.Context, d *baton.Delivery, f forge.Forge) (*forge.Checkout, error) {
-	return r.Workspaces().Checkout(ctx, d, f, fmt.Sprintf("attempt-%d-%s", d.Attempt, d.Phase))
-}
-
-// push publishes the work branch to the forge's remote.
-func push(ctx context.Context, d *baton.Delivery, co *forge.Checkout) error {
-	return co.Push(ctx, "origin", "HEAD:refs/heads/"+d.WorkBranch())
+	return r.Workspaces().Checkout(ctx, d, f)
 }
 
 func (r *Runner) plan(ctx context.Context, d *baton.Delivery, f forge.Forge) (out outcome) {
@@ -320,7 +328,6 @@ func (r *Runner) plan(ctx context.Context, d *baton.Delivery, f forge.Forge) (ou
 	if err != nil {
 		return outcome{err: err}
 	}
-	defer co.Remove(ctx)
 	run, res, err := r.agent(ctx, d, co, nil)
 	out.run = run
 	if err != nil {
@@ -347,7 +354,7 @@ func (r *Runner) plan(ctx context.Context, d *baton.Delivery, f forge.Forge) (ou
 		out.warn("plan not committed: %v", err)
 		return out
 	}
-	if err := push(ctx, d, co); err != nil {
+	if _, err := co.Publish(ctx); err != nil {
 		out.warn("work branch %s not pushed: %v", d.WorkBranch(), err)
 		return out
 	}
@@ -366,18 +373,16 @@ func (r *Runner) implement(ctx context.Context, d *baton.Delivery, f forge.Forge
 	if err != nil {
 		return outcome{err: err}
 	}
-	defer co.Remove(ctx)
-	before, _ := co.RevParse(ctx, "HEAD")
+	before := co.Start
 	run, _, agentErr := r.agent(ctx, d, co, nil)
 	out.run = run
 	// Whatever the agent left, committed or not, is pushed: work is never
 	// lost, also when the agent failed or was stopped.
 	msg := fmt.Sprintf("%s\n\nWork left uncommitted by the %s agent, committed by baton (delivery %s, attempt %d).", firstLine(d.Summary), d.Config.Agent, d.ID, d.Attempt)
-	_, committed, cerr := co.CommitChanges(context.WithoutCancel(ctx), msg)
-	after, _ := co.RevParse(ctx, "HEAD")
+	after, committed, cerr := co.CommitChanges(context.WithoutCancel(ctx), msg)
 	var perr error
 	if cerr == nil && (after != before || !co.WorkExists) {
-		perr = push(context.WithoutCancel(ctx), d, co)
+		_, perr = co.Publish(context.WithoutCancel(ctx))
 	}
 	switch {
 	case agentErr != nil:
@@ -406,7 +411,6 @@ func (r *Runner) review(ctx context.Context, d *baton.Delivery, f forge.Forge) (
 	if err != nil {
 		return outcome{err: err}
 	}
-	defer co.Remove(ctx)
 	if !co.WorkExists {
 		return outcome{err: baton.Errorf(baton.Conflict, "there is no work branch %s to review: reject to implement", d.WorkBranch())}
 	}
@@ -453,14 +457,10 @@ func (r *Runner) verify(ctx context.Context, d *baton.Delivery, f forge.Forge) (
 	if err != nil {
 		return outcome{err: err}
 	}
-	defer co.Remove(ctx)
 	if !co.WorkExists {
 		return outcome{err: baton.Errorf(baton.Conflict, "there is no work branch %s to verify", d.WorkBranch())}
 	}
-	sha, err := co.RevParse(ctx, "HEAD")
-	if err != nil {
-		return outcome{err: err}
-	}
+	sha := co.Start
 	var did, failed []string
 	wait := r.CheckWait
 	if wait.Timeout <= 0 {
@@ -513,20 +513,16 @@ func (r *Runner) verify(ctx context.Context, d *baton.Delivery, f forge.Forge) (
 }
 
 func (r *Runner) deploy(ctx context.Context, d *baton.Delivery, f forge.Forge) (out outcome) {
-	co, err := r.checkout(ctx, d, f)
-	if err != nil {
-		return outcome{err: err}
-	}
-	defer co.Remove(ctx)
-	if !co.WorkExists {
-		return outcome{err: baton.Errorf(baton.Conflict, "there is no work branch %s to deploy", d.WorkBranch())}
-	}
-	sha, err := co.RevParse(ctx, "HEAD")
-	if err != nil {
-		return outcome{err: err}
-	}
+	noWork := baton.Errorf(baton.Conflict, "there is no work branch %s to deploy", d.WorkBranch())
 	if cmd := d.Config.DeployCommand; cmd != "" {
-		cr, err := r.command(ctx, d, co.Dir, cmd, "deploy.log", []string{"BATON_BASE_BRANCH=" + co.Base, "BATON_WORK_SHA=" + sha})
+		co, err := r.checkout(ctx, d, f)
+		if err != nil {
+			return outcome{err: err}
+		}
+		if !co.WorkExists {
+			return outcome{err: noWork}
+		}
+		cr, err := r.command(ctx, d, co.Dir, cmd, "deploy.log", []string{"BATON_BASE_BRANCH=" + co.Base, "BATON_WORK_SHA=" + co.Start})
 		if err != nil {
 			return outcome{err: err}
 		}
@@ -535,7 +531,15 @@ func (r *Runner) deploy(ctx context.Context, d *baton.Delivery, f forge.Forge) (
 		}
 		return outcome{note: "deployed by `" + cmd + "`"}
 	}
-	ref, err := f.Merge(ctx, d, r.Workspaces(), co.Base, sha, d.Config.MergeMethod)
+	// A merge needs no worktree: the base and the work branch's head.
+	base, sha, err := r.Workspaces().Work(ctx, d, f)
+	if err != nil {
+		return outcome{err: err}
+	}
+	if sha == "" {
+		return outcome{err: noWork}
+	}
+	ref, err := f.Merge(ctx, d, r.Workspaces(), base, sha, d.Config.MergeMethod)
 	if err != nil {
 		return outcome{err: err}
 	}
@@ -547,16 +551,12 @@ func (r *Runner) observe(ctx context.Context, d *baton.Delivery, f forge.Forge) 
 	if cmd == "" {
 		return outcome{skipped: true, note: "nothing to observe: no --observe command is set"}
 	}
-	base, err := r.Workspaces().Base(ctx, d, f)
-	if err != nil {
-		return outcome{err: err}
-	}
 	// The probe runs in a worktree of the base branch: the deployed code.
-	co, err := r.Workspaces().CheckoutDetached(ctx, d, f, fmt.Sprintf("attempt-%d-observe", d.Attempt), "origin/"+base)
+	co, done, err := r.Workspaces().Observe(ctx, d, f)
 	if err != nil {
 		return outcome{err: err}
 	}
-	defer co.Remove(ctx)
+	defer done()
 	window, every := d.Config.ObserveWindow, d.Config.ObserveEvery
 	if window <= 0 {
 		window = baton.DefaultObserveWindow

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/baton-agent/baton"
@@ -40,6 +41,9 @@ type Service struct {
 	// baton.DefaultAgent).
 	DefaultAgent string
 	Now          func() time.Time
+
+	wsOnce sync.Once
+	ws     *forge.Workspaces
 }
 
 // Close closes the service's database.
@@ -63,8 +67,25 @@ func (s *Service) now() time.Time {
 	return s.Now().UTC()
 }
 
-// Workspaces returns the cache and worktree manager.
-func (s *Service) Workspaces() *forge.Workspaces { return &forge.Workspaces{Dir: s.DataDir} }
+// Workspaces returns the service's repository caches and worktrees.
+func (s *Service) Workspaces() *forge.Workspaces {
+	s.wsOnce.Do(func() { s.ws = &forge.Workspaces{Dir: s.DataDir} })
+	return s.ws
+}
+
+// Tidy deletes the worktrees and cache branches of deliveries that need
+// them no more (deployed, closed, or gone; a person may close a delivery
+// from anywhere) and runs git's maintenance on the caches.
+func (s *Service) Tidy(ctx context.Context) error {
+	st := s.Store()
+	return s.Workspaces().Tidy(ctx, func(id string) bool {
+		d, err := st.FindDeliveryByID(ctx, id)
+		if baton.ErrorCode(err) == baton.NotFound {
+			return false
+		}
+		return err != nil || !workDone(d) // when in doubt, keep
+	})
+}
 
 // commit writes res over before in tx: the delivery (conditional on
 // before's version), the log entries in order, and the job.

@@ -11,8 +11,9 @@ import (
 )
 
 // Worker runs queued phases until its context ends. The queue's workers
-// hand each job to the Runner; a reconciler recovers phases whose worker
-// died (at start, then every half lease); each outcome is logged. When
+// hand each job to the Runner; at start and then every half lease, a
+// reconciler recovers phases whose worker died and the repository caches
+// are tidied (Service.Tidy); each outcome is logged. When
 // the context ends, running agents are stopped and their phases go back
 // to the queue.
 type Worker struct {
@@ -55,6 +56,9 @@ func (w *Worker) Run(ctx context.Context) error {
 			log.Error("reconcile: "+err.Error(), "err", err)
 		} else if n > 0 {
 			log.Info(fmt.Sprintf("recovered %d phase(s) whose worker died", n), "count", n)
+		}
+		if err := r.Tidy(ctx); err != nil && ctx.Err() == nil {
+			log.Error("tidy the repository caches: "+err.Error(), "err", err)
 		}
 	}
 	reconcile()

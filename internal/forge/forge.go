@@ -10,23 +10,16 @@
 // request, PR reviews, check runs and statuses, merges through the API).
 //
 // Workspaces keeps one bare cache per repository under the data directory
-// and gives each run a fresh worktree of it, so no run clones the
-// repository again.
+// and a worktree per delivery in it, so no run clones the repository
+// again, and most phases reuse a worktree instead of checking one out.
 package forge
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/gofrs/flock"
-
 	"github.com/baton-agent/baton"
-	"github.com/baton-agent/baton/internal/gitx"
 )
 
 // Forge is what the phase runner needs from where a repository lives.
@@ -96,165 +89,4 @@ type CheckResult struct {
 	Failed []baton.Ref // check refs: one per failed check, name and URL
 	// Pending is set when checks were still running at the timeout.
 	Pending []string
-}
-
-// Workspaces keeps bare caches and per-run worktrees under a data
-// directory.
-type Workspaces struct {
-	Dir string // the data directory
-}
-
-// CacheDir is where the cache of a repository lives.
-func (w *Workspaces) CacheDir(repository string) string {
-	sum := sha256.Sum256([]byte(repository))
-	name := filepath.Base(repository)
-	if !baton.ValidID(name) {
-		name = "repo"
-	}
-	return filepath.Join(w.Dir, "cache", name+"-"+hex.EncodeToString(sum[:])[:12]+".git")
-}
-
-// Lock takes the cache's lock: fetching, adding worktrees and local
-// merges are serialised per repository across processes.
-func (w *Workspaces) Lock(ctx context.Context, repository string) (unlock func(), err error) {
-	dir := filepath.Join(w.Dir, "cache")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	l := flock.New(w.CacheDir(repository) + ".lock")
-	ok, err := l.TryLockContext(ctx, 5*time.Millisecond)
-	if err != nil || !ok {
-		return nil, baton.WrapError(baton.Unavailable, err, "lock the repository cache of %s", repository)
-	}
-	return func() { _ = l.Unlock() }, nil
-}
-
-// Cache returns the repository's cache, freshly fetched from f's remote.
-// The caller holds Lock.
-func (w *Workspaces) Cache(ctx context.Context, d *baton.Delivery, f Forge) (*gitx.Repo, error) {
-	url, env := f.Remote(d)
-	r, err := gitx.Cache(ctx, url, w.CacheDir(d.Repository), env)
-	if err != nil {
-		return nil, baton.WrapError(baton.Unavailable, err, "fetch %s into the cache", d.Repository)
-	}
-	return r, nil
-}
-
-// Checkout is a worktree for one run.
-type Checkout struct {
-	*gitx.Repo
-	cache *gitx.Repo
-	ws    *Workspaces
-	repo  string
-	// Base is the base branch, WorkExists whether the work branch was
-	// already on the remote when the checkout was made.
-	Base       string
-	WorkExists bool
-}
-
-// Remove deletes the worktree, under the cache's lock: git's worktree
-// bookkeeping is shared by every worktree of the cache, and a prune
-// racing an add breaks the add.
-func (c *Checkout) Remove(ctx context.Context) {
-	ctx = context.WithoutCancel(ctx)
-	unlock, err := c.ws.Lock(ctx, c.repo)
-	if err != nil {
-		return
-	}
-	defer unlock()
-	_ = c.cache.WorktreeRemove(ctx, c.Dir)
-}
-
-// Checkout makes a fresh worktree named name for d on its work branch:
-// at the remote work branch when it exists, else at the base branch.
-func (w *Workspaces) Checkout(ctx context.Context, d *baton.Delivery, f Forge, name string) (*Checkout, error) {
-	unlock, err := w.Lock(ctx, d.Repository)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	cache, err := w.Cache(ctx, d, f)
-	if err != nil {
-		return nil, err
-	}
-	base, err := w.base(ctx, d, cache)
-	if err != nil {
-		return nil, err
-	}
-	start := "origin/" + base
-	_, err = cache.RevParse(ctx, "origin/"+d.WorkBranch())
-	exists := err == nil
-	if exists {
-		start = "origin/" + d.WorkBranch()
-	}
-	path := filepath.Join(w.Dir, "worktrees", d.ID, name)
-	// A worktree still holding the work branch (or the path) belongs to a
-	// run whose worker died (a delivery runs one phase at a time): remove
-	// it.
-	if wts, err := cache.Worktrees(ctx); err == nil {
-		for _, t := range wts {
-			if t.Branch == d.WorkBranch() || t.Path == path {
-				_ = cache.WorktreeRemove(ctx, t.Path)
-			}
-		}
-	}
-	_ = os.RemoveAll(path)
-	wt, err := cache.WorktreeAdd(ctx, path, d.WorkBranch(), start)
-	if err != nil {
-		return nil, baton.WrapError(baton.Unavailable, err, "check out %s for %s", start, d.ID)
-	}
-	return &Checkout{Repo: wt, cache: cache, ws: w, repo: d.Repository, Base: base, WorkExists: exists}, nil
-}
-
-// base resolves the delivery's base branch: configured, else the
-// source's default branch.
-func (w *Workspaces) base(ctx context.Context, d *baton.Delivery, cache *gitx.Repo) (string, error) {
-	if b := d.Config.BaseBranch; b != "" {
-		if _, err := cache.RevParse(ctx, "origin/"+b); err != nil {
-			return "", baton.Errorf(baton.Invalid, "base branch %q does not exist in %s", b, d.Repository)
-		}
-		return b, nil
-	}
-	b, err := cache.HeadBranch(ctx)
-	if err != nil || b == "" {
-		return "", baton.Errorf(baton.Invalid, "cannot tell the default branch of %s: set a base branch with --base", d.Repository)
-	}
-	return b, nil
-}
-
-// Base returns d's base branch after refreshing the cache.
-func (w *Workspaces) Base(ctx context.Context, d *baton.Delivery, f Forge) (string, error) {
-	unlock, err := w.Lock(ctx, d.Repository)
-	if err != nil {
-		return "", err
-	}
-	defer unlock()
-	cache, err := w.Cache(ctx, d, f)
-	if err != nil {
-		return "", err
-	}
-	return w.base(ctx, d, cache)
-}
-
-// CheckoutDetached makes a fresh worktree named name for d at start (a
-// revision of the cache such as "origin/main"), without a branch.
-func (w *Workspaces) CheckoutDetached(ctx context.Context, d *baton.Delivery, f Forge, name, start string) (*Checkout, error) {
-	unlock, err := w.Lock(ctx, d.Repository)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	cache, err := w.Cache(ctx, d, f)
-	if err != nil {
-		return nil, err
-	}
-	path := filepath.Join(w.Dir, "worktrees", d.ID, name)
-	if _, err := os.Stat(path); err == nil {
-		_ = cache.WorktreeRemove(ctx, path)
-	}
-	wt, err := cache.WorktreeAddDetached(ctx, path, start)
-	if err != nil {
-		return nil, baton.WrapError(baton.Unavailable, err, "check out %s for %s", start, d.ID)
-	}
-	return &Checkout{Repo: wt, cache: cache, ws: w, repo: d.Repository}, nil
 }

@@ -45,93 +45,207 @@ func (Local) Checks(context.Context, *baton.Delivery, string, CheckWait) (CheckR
 // PlanPath is where plan commits the plan on the work branch.
 const PlanPath = "docs/plan.md"
 
-// Merge implements Forge. It merges sha into base in a worktree of the
-// cache, leaving PlanPath as base has it (the plan is working context: it
-// stays in the work branch's history, and two deliveries in flight never
-// conflict on it; with the rebase method the branch lands as it is), then
-// lands the result on the source repository's base branch:
+// Merge implements Forge. It merges sha into base in the cache without a
+// checkout (the rebase method replays the branch in the delivery's
+// worktree), leaving PlanPath as base has it (the plan is working
+// context: it stays in the work branch's history, and two deliveries in
+// flight never conflict on it; with the rebase method the branch lands as
+// it is), then lands the result on the source repository's base branch:
 // by a fast-forward push when no work tree has base checked out, else by
 // a fast-forward merge in that work tree, which git refuses (changing
 // nothing) when it would overwrite the user's uncommitted changes.
-func (Local) Merge(ctx context.Context, d *baton.Delivery, ws *Workspaces, base, sha string, method baton.MergeMethod) (baton.Ref, error) {
-	unlock, err := ws.Lock(ctx, d.Repository)
+//
+// The merge is computed without a lock. Landing takes the cache's
+// landing lock, so merges from this data directory land one at a time;
+// if the base moved meanwhile, the merge is made again on its new head
+// before landing.
+func (l Local) Merge(ctx context.Context, d *baton.Delivery, ws *Workspaces, base, sha string, method baton.MergeMethod) (baton.Ref, error) {
+	c, err := ws.open(ctx, d, l)
+	if err != nil {
+		return baton.Ref{}, err
+	}
+	head, err := ws.syncBase(ctx, c, d, base)
+	if err != nil {
+		return baton.Ref{}, err
+	}
+	merged, err := ws.merge(ctx, c, d, head, sha, method)
+	if err != nil {
+		return baton.Ref{}, mergeError(d, base, err)
+	}
+	unlock, err := ws.landLock(ctx, c.Dir)
 	if err != nil {
 		return baton.Ref{}, err
 	}
 	defer unlock()
-	cache, err := ws.Cache(ctx, d, Local{})
-	if err != nil {
+	if now, err := ws.syncBase(ctx, c, d, base); err != nil {
+		return baton.Ref{}, err
+	} else if now != head {
+		head = now
+		if merged, err = ws.merge(ctx, c, d, head, sha, method); err != nil {
+			return baton.Ref{}, mergeError(d, base, err)
+		}
+	}
+	if err := ws.land(ctx, d, c, base, head, sha, merged); err != nil {
 		return baton.Ref{}, err
 	}
-	path := filepath.Join(ws.Dir, "worktrees", d.ID, "deploy")
-	if _, err := os.Stat(path); err == nil {
-		_ = cache.WorktreeRemove(ctx, path)
-	}
-	wt, err := cache.WorktreeAddDetached(ctx, path, "origin/"+base)
-	if err != nil {
-		return baton.Ref{}, baton.WrapError(baton.Unavailable, err, "check out %s to merge into", base)
-	}
-	defer cache.WorktreeRemove(context.WithoutCancel(ctx), path) // still under the lock
+	// The cache follows the source; if another worker moved the ref
+	// first, the next sync sets it.
+	_ = c.UpdateRefs(ctx, gitx.RefUpdate{Name: trackingRef(base), New: merged, Old: head})
+	short := merged[:min(12, len(merged))]
+	return baton.Ref{Role: baton.RoleWork, Type: "commit", Label: fmt.Sprintf("merged into %s as %s (%s)", base, short, methodName(method))}, nil
+}
 
-	msg := MergeMessage(d)
-	var merged string
+func mergeError(d *baton.Delivery, base string, err error) error {
+	return baton.WrapError(baton.ErrorCode(err), err, "merge %s into %s: reject the delivery to implement to bring the branch up to date with %s", d.WorkBranch(), base, base)
+}
+
+// merge makes the commit that lands sha on head with method.
+func (w *Workspaces) merge(ctx context.Context, c *cache, d *baton.Delivery, head, sha string, method baton.MergeMethod) (string, error) {
 	switch method {
-	case "", baton.MergeSquash:
-		merged, err = wt.MergeSquash(ctx, sha, msg, PlanPath)
-	case baton.MergeCommit:
-		merged, err = wt.MergeCommit(ctx, sha, msg, PlanPath)
+	case "", baton.MergeSquash, baton.MergeCommit:
 	case baton.MergeRebase:
-		if _, err = wt.Run(ctx, "checkout", "--quiet", "--detach", sha); err == nil {
-			merged, err = wt.Rebase(ctx, "origin/"+base)
-		}
-	default:
-		err = baton.Errorf(baton.Invalid, "unknown merge method %q", method)
-	}
-	if err != nil {
-		return baton.Ref{}, baton.WrapError(baton.ErrorCode(err), err, "merge %s into %s: reject the delivery to implement to bring the branch up to date with %s", d.WorkBranch(), base, base)
-	}
-
-	src := gitx.Open(d.Repository)
-	src.Env = cache.Env
-	wts, err := src.Worktrees(ctx)
-	if err != nil {
-		return baton.Ref{}, baton.WrapError(baton.Unavailable, err, "list the work trees of %s", d.Repository)
-	}
-	landed := false
-	for _, t := range wts {
-		if t.Bare || t.Branch != base {
-			continue
-		}
-		// base is checked out: fast-forward it there, through a temporary
-		// ref, so git itself protects the user's uncommitted changes.
-		tmp := "refs/baton/deploy/" + d.ID
-		if err := cache.Push(ctx, "origin", "+"+merged+":"+tmp); err != nil {
-			return baton.Ref{}, baton.WrapError(baton.Unavailable, err, "send the merge to %s", d.Repository)
-		}
-		user := &gitx.Repo{Dir: t.Path, Env: cache.Env}
-		err := user.MergeFFOnly(ctx, tmp)
-		_, _ = src.Run(ctx, "update-ref", "-d", tmp)
+		wt, err := w.prepare(ctx, c, w.worktreeDir(d.ID), d.WorkBranch(), sha)
 		if err != nil {
-			return baton.Ref{}, baton.WrapError(baton.Conflict, err,
-				"%s is checked out in %s and cannot be fast-forwarded to the merge without touching uncommitted changes (or it moved): commit or stash them there, then `baton delivery retry %s`", base, t.Path, d.ID)
+			return "", err
 		}
-		landed = true
-		break
+		// git rebase looks at every worktree (is the branch checked out
+		// elsewhere?): not while one is being registered.
+		unlock, err := w.lock(ctx, c.Dir)
+		if err != nil {
+			return "", err
+		}
+		defer unlock()
+		return wt.Rebase(ctx, head)
+	default:
+		return "", baton.Errorf(baton.Invalid, "unknown merge method %q", method)
 	}
-	if !landed {
-		if err := cache.Push(ctx, "origin", merged+":refs/heads/"+base); err != nil {
+	tree, err := c.MergeTree(ctx, head, sha)
+	if err != nil {
+		return "", err
+	}
+	if tree, err = c.ReplacePaths(ctx, tree, head, PlanPath); err != nil {
+		return "", err
+	}
+	if before, err := c.Tree(ctx, head); err != nil || before == tree {
+		if err == nil {
+			err = baton.Errorf(baton.Conflict, "%s has no changes to merge", d.WorkBranch())
+		}
+		return "", err
+	}
+	parents := []string{head}
+	if method == baton.MergeCommit {
+		parents = append(parents, sha)
+	}
+	return c.CommitTree(ctx, tree, MergeMessage(d), parents...)
+}
+
+// land moves the source's base branch from head to merged, a descendant
+// of it: in the work tree that has base checked out, if one has, else as
+// a push that git refuses unless base is still at head. sha is the work
+// branch's head, which the source has.
+func (w *Workspaces) land(ctx context.Context, d *baton.Delivery, c *cache, base, head, sha, merged string) error {
+	path, err := checkedOut(ctx, c, base)
+	if err != nil {
+		return baton.WrapError(baton.Unavailable, err, "list the work trees of %s", d.Repository)
+	}
+	if path == "" {
+		if err := w.send(ctx, c, c.Repo, merged, branchRef(base), head, head, sha); err != nil {
 			var ge *gitx.Error
 			if errors.As(err, &ge) {
-				return baton.Ref{}, baton.WrapError(baton.Conflict, err, "%s moved while merging: `baton delivery retry %s`", base, d.ID)
+				return baton.WrapError(baton.Conflict, err, "%s moved while merging: `baton delivery retry %s`", base, d.ID)
 			}
-			return baton.Ref{}, err
+			return err
+		}
+		return nil
+	}
+	// base is checked out: give the source the merge's objects, then
+	// fast-forward base there, so git itself protects the user's changes.
+	src := gitx.Open(c.url)
+	tmp := ""
+	err = errors.New("not a local repository")
+	if c.src != nil {
+		err = c.CopyObjects(ctx, filepath.Join(c.src.CommonDir, "objects"), merged, head, sha)
+	}
+	if err != nil {
+		// Through a push to a temporary ref instead.
+		tmp = "refs/baton/deploy/" + d.ID
+		if err := c.Push(ctx, c.url, "+"+merged+":"+tmp); err != nil {
+			return baton.WrapError(baton.Unavailable, err, "send the merge to %s", d.Repository)
 		}
 	}
-	short := merged
-	if len(short) > 12 {
-		short = short[:12]
+	user := &gitx.Repo{Dir: path, Env: c.Env}
+	err = user.MergeFFOnly(ctx, merged)
+	if tmp != "" {
+		_ = src.UpdateRefs(context.WithoutCancel(ctx), gitx.RefUpdate{Name: tmp})
 	}
-	return baton.Ref{Role: baton.RoleWork, Type: "commit", Label: fmt.Sprintf("merged into %s as %s (%s)", base, short, methodName(method))}, nil
+	if err != nil {
+		return baton.WrapError(baton.Conflict, err,
+			"%s is checked out in %s and cannot be fast-forwarded to the merge without touching uncommitted changes (or it moved): commit or stash them there, then `baton delivery retry %s`", base, path, d.ID)
+	}
+	return nil
+}
+
+// checkedOut returns the work tree of the source that has branch checked
+// out, or "": read from the repository's files (its HEAD, and each linked
+// work tree's), else from `git worktree list`.
+func checkedOut(ctx context.Context, c *cache, branch string) (string, error) {
+	if c.src != nil {
+		if path, err := checkedOutFiles(c.url, *c.src, branch); err == nil {
+			return path, nil
+		}
+	}
+	wts, err := gitx.Open(c.url).Worktrees(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, t := range wts {
+		if !t.Bare && t.Branch == branch {
+			return t.Path, nil
+		}
+	}
+	return "", nil
+}
+
+// checkedOutFiles is checkedOut for a repository whose main work tree is
+// repo (or that is bare), from the files git keeps for its work trees.
+func checkedOutFiles(repo string, l gitx.Layout, branch string) (string, error) {
+	bare := sameDir(l.GitDir, repo)
+	if !bare && !sameDir(l.GitDir, filepath.Join(repo, ".git")) {
+		return "", gitx.ErrRefFormat // repo is itself a linked work tree
+	}
+	if !bare {
+		b, _, err := l.Head()
+		if err != nil {
+			return "", err
+		}
+		if b == branch {
+			return repo, nil
+		}
+	}
+	admin := filepath.Join(l.CommonDir, "worktrees")
+	entries, err := os.ReadDir(admin)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		wl := gitx.Layout{GitDir: filepath.Join(admin, e.Name()), CommonDir: l.CommonDir}
+		b, _, err := wl.Head()
+		if err != nil {
+			return "", err
+		}
+		if b != branch {
+			continue
+		}
+		gd, err := os.ReadFile(filepath.Join(wl.GitDir, "gitdir"))
+		if err != nil {
+			return "", err
+		}
+		return filepath.Dir(strings.TrimSpace(string(gd))), nil
+	}
+	return "", nil
 }
 
 func methodName(m baton.MergeMethod) string {

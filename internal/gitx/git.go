@@ -19,6 +19,9 @@ type Repo struct {
 	Dir string
 	// Env is added to git's environment (e.g. GIT_AUTHOR_NAME in tests).
 	Env []string
+	// Ident, when set, remembers the identity commits are made with, so
+	// git's configuration is read once rather than once per commit.
+	Ident *Identity
 }
 
 // Open returns the repo at dir. It does no I/O.
@@ -44,10 +47,18 @@ func (e *Error) Unwrap() error { return e.Err }
 // Run runs git with args in the repo and returns its stdout. A missing git
 // binary is Unavailable.
 func (r *Repo) Run(ctx context.Context, args ...string) (string, error) {
+	return r.RunInput(ctx, "", args...)
+}
+
+// RunInput is Run with stdin.
+func (r *Repo) RunInput(ctx context.Context, stdin string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = r.Dir
 	if len(r.Env) > 0 {
 		cmd.Env = append(cmd.Environ(), r.Env...)
+	}
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
 	}
 	var out, errb bytes.Buffer
 	cmd.Stdout = &out
@@ -164,15 +175,21 @@ func (r *Repo) CommitsBetween(ctx context.Context, from, to string) (int, error)
 	return n, err
 }
 
+// exitCode is the exit status of a git command that ran and failed, or -1.
+func exitCode(err error) int {
+	var ge *Error
+	var ee *exec.ExitError
+	if errors.As(err, &ge) && errors.As(ge.Err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
 // IsAncestor reports whether commit a is an ancestor of b.
 func (r *Repo) IsAncestor(ctx context.Context, a, b string) (bool, error) {
 	_, err := r.Run(ctx, "merge-base", "--is-ancestor", a, b)
-	var ge *Error
-	if errors.As(err, &ge) {
-		var ee *exec.ExitError
-		if errors.As(ge.Err, &ee) && ee.ExitCode() == 1 {
-			return false, nil
-		}
+	if exitCode(err) == 1 {
+		return false, nil
 	}
 	return err == nil, err
 }

@@ -3,46 +3,130 @@ package gitx
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/baton-agent/baton"
 )
 
-// Remote-tracking refs of a cache: the source's branches live under
-// refs/remotes/origin/, so the cache's own branches (the ones its
-// worktrees check out) are never overwritten or pruned by a fetch.
-const cacheFetchSpec = "+refs/heads/*:refs/remotes/origin/*"
+// The delivery pipeline's git operations: a bare cache per repository,
+// worktrees of it, commits, pushes and merges. Each costs a git process
+// (a few milliseconds), so the functions here do what they say in as few
+// as they can, and read refs from files where that is safe (refs.go).
 
-// Cache opens (cloning it on first use) a bare cache of the repository at
-// src in dir and fetches src into it, so each run needs a worktree, not a
-// full clone. The cache's origin is src; the source's branches are
-// origin/<branch>.
-func Cache(ctx context.Context, src, dir string, env []string) (*Repo, error) {
-	r := &Repo{Dir: dir, Env: env}
-	if _, err := os.Stat(filepath.Join(dir, "HEAD")); errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-			return nil, err
-		}
-		tmp := dir + ".tmp"
-		_ = os.RemoveAll(tmp)
-		parent := &Repo{Dir: filepath.Dir(dir), Env: env}
-		if _, err := parent.Run(ctx, "clone", "--bare", "--quiet", src, tmp); err != nil {
-			return nil, err
-		}
-		t := &Repo{Dir: tmp, Env: env}
-		if _, err := t.Run(ctx, "config", "remote.origin.fetch", cacheFetchSpec); err != nil {
-			return nil, err
-		}
-		if err := os.Rename(tmp, dir); err != nil {
-			return nil, err
-		}
-	}
-	if _, err := r.Run(ctx, "fetch", "--quiet", "--prune", "origin"); err != nil {
+// cacheConfig is appended to a new cache's config. Automatic maintenance
+// is off (the cache's owner runs it deliberately, see Maintain): it would
+// otherwise start a gc after fetches and commits, in the middle of other
+// workers' work. Ref locks held by another process are waited for rather
+// than failed on.
+const cacheConfig = `[gc]
+	auto = 0
+[maintenance]
+	auto = false
+[fetch]
+	writeCommitGraph = false
+[core]
+	logAllRefUpdates = false
+	filesRefLockTimeout = 10000
+	packedRefsTimeout = 10000
+`
+
+// InitCache creates a bare repository at dir for caching another one,
+// with HEAD naming head (the source's default branch) and automatic
+// maintenance off. It is made under a temporary name and renamed into
+// place, so a concurrent creator finds either nothing or a whole cache;
+// the loser of that race uses the winner's.
+func InitCache(ctx context.Context, dir, head string, env []string) (*Repo, error) {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return nil, err
 	}
-	return r, nil
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), filepath.Base(dir)+".tmp-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	t := &Repo{Dir: tmp, Env: env}
+	args := []string{"init", "--quiet", "--bare"}
+	if head != "" {
+		args = append(args, "--initial-branch="+head)
+	}
+	if _, err := t.Run(ctx, append(args, tmp)...); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(tmp, "config"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	_, err = f.WriteString(cacheConfig)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if _, serr := os.Stat(filepath.Join(dir, "HEAD")); serr != nil {
+			return nil, err
+		}
+	}
+	return &Repo{Dir: dir, Env: env}, nil
+}
+
+// RemoteHead asks the repository at url which branch its HEAD names (its
+// default branch).
+func (r *Repo) RemoteHead(ctx context.Context, url string) (string, error) {
+	out, err := r.Run(ctx, "ls-remote", "--symref", url, "HEAD")
+	if err != nil {
+		return "", err
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if ref, ok := strings.CutPrefix(l, "ref: refs/heads/"); ok {
+			b, _, _ := strings.Cut(ref, "\t")
+			return b, nil
+		}
+	}
+	return "", baton.Errorf(baton.NotFound, "%s has no default branch", url)
+}
+
+// FetchRefs fetches refspecs from url: no tags, no FETCH_HEAD (a file
+// every fetch into the repository would rewrite), no automatic
+// maintenance. With prune, refs under a refspec's destination that url
+// no longer has are deleted, and no others.
+func (r *Repo) FetchRefs(ctx context.Context, url string, prune bool, refspecs ...string) error {
+	args := []string{"fetch", "--quiet", "--no-tags", "--no-write-fetch-head"}
+	if prune {
+		args = append(args, "--prune")
+	}
+	_, err := r.Run(ctx, append(append(args, url), refspecs...)...)
+	return err
+}
+
+// RefUpdate sets Name to New, or deletes it when New is "". A non-empty
+// Old must be the ref's current value or nothing changes.
+type RefUpdate struct {
+	Name, New, Old string
+}
+
+// UpdateRefs applies updates in one transaction: all or none. git
+// refuses a New that is not an object of the repository.
+func (r *Repo) UpdateRefs(ctx context.Context, updates ...RefUpdate) error {
+	var b strings.Builder
+	for _, u := range updates {
+		if u.New == "" {
+			fmt.Fprintf(&b, "delete %s", u.Name)
+		} else {
+			fmt.Fprintf(&b, "update %s %s", u.Name, u.New)
+		}
+		if u.Old != "" { // an empty old value would mean "must not exist"
+			b.WriteString(" " + u.Old)
+		}
+		b.WriteByte('\n')
+	}
+	_, err := r.RunInput(ctx, b.String(), "update-ref", "--stdin")
+	return err
 }
 
 // Fetch fetches refspecs from remote.
@@ -61,46 +145,60 @@ func (r *Repo) RevParse(ctx context.Context, rev string) (string, error) {
 	return out, err
 }
 
-// HeadBranch returns the branch HEAD names, also in a bare repository
-// (its default branch), or "" when HEAD is detached.
-func (r *Repo) HeadBranch(ctx context.Context) (string, error) {
-	return r.Branch(ctx)
+// HeadSHA returns the commit HEAD points to, read from the repository's
+// files when it can be, else from git.
+func (r *Repo) HeadSHA(ctx context.Context) (string, error) {
+	if l, err := FindLayout(r.Dir); err == nil {
+		if _, sha, err := l.Head(); err == nil && sha != "" {
+			return sha, nil
+		}
+	}
+	return r.RevParse(ctx, "HEAD")
 }
 
-// WorktreeAdd checks out a new worktree of r at path on branch, reset to
-// start (git worktree add -f -B). -f lets it reuse a path that a
-// worktree of a dead run still has registered; a branch still checked out
-// in another worktree must be freed first (WorktreeRemove).
+// at is a repository at dir sharing r's environment and identity.
+func (r *Repo) at(dir string) *Repo { return &Repo{Dir: dir, Env: r.Env, Ident: r.Ident} }
+
+// WorktreeAdd registers a worktree of r at path, on branch reset to start
+// (git worktree add -f -B), or detached at start when branch is "",
+// without checking out any file: ResetClean does that. Registering is
+// quick, and it is the part that needs excluding other processes (while
+// git writes a worktree's files, any git that lists the worktrees, such
+// as another add, a fetch's connectivity check or gc, may die reading
+// them); a checkout of a large tree is not. -f lets it reuse a path that
+// a worktree of a dead run still has registered. A start given as a
+// commit rather than a remote-tracking branch keeps git from recording
+// tracking configuration for the branch.
 func (r *Repo) WorktreeAdd(ctx context.Context, path, branch, start string) (*Repo, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
-	if _, err := r.Run(ctx, "worktree", "add", "--quiet", "-f", "-B", branch, path, start); err != nil {
+	args := []string{"worktree", "add", "--quiet", "--no-checkout", "-f"}
+	if branch == "" {
+		args = append(args, "--detach", path, start)
+	} else {
+		args = append(args, "-B", branch, path, start)
+	}
+	if _, err := r.Run(ctx, args...); err != nil {
 		return nil, err
 	}
-	return &Repo{Dir: path, Env: r.Env}, nil
+	return r.at(path), nil
 }
 
-// WorktreeAddDetached checks out start at path without a branch.
-func (r *Repo) WorktreeAddDetached(ctx context.Context, path, start string) (*Repo, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, err
-	}
-	if _, err := r.Run(ctx, "worktree", "add", "--quiet", "--detach", "-f", path, start); err != nil {
-		return nil, err
-	}
-	return &Repo{Dir: path, Env: r.Env}, nil
-}
-
-// WorktreeRemove deletes the worktree at path, whatever it holds.
+// WorktreeRemove deletes the worktree at path, whatever it holds. When git
+// cannot (the worktree is not registered, or half gone), the directory is
+// deleted and its registration is left to PruneWorktrees.
 func (r *Repo) WorktreeRemove(ctx context.Context, path string) error {
-	_, err := r.Run(ctx, "worktree", "remove", "--force", "--force", path)
-	if err != nil {
-		// Already gone, or never registered: clean up what is left.
-		_ = os.RemoveAll(path)
-		_, _ = r.Run(ctx, "worktree", "prune")
+	if _, err := r.Run(ctx, "worktree", "remove", "--force", "--force", path); err != nil {
+		return os.RemoveAll(path)
 	}
 	return nil
+}
+
+// PruneWorktrees forgets worktrees whose directories are gone.
+func (r *Repo) PruneWorktrees(ctx context.Context) error {
+	_, err := r.Run(ctx, "worktree", "prune")
+	return err
 }
 
 // Worktree is one entry of `git worktree list`.
@@ -140,16 +238,58 @@ func parseWorktrees(out string) []Worktree {
 	return wts
 }
 
+// Dirty reports whether the work tree has changes or untracked files.
+// Ignored files do not count.
+func (r *Repo) Dirty(ctx context.Context) (bool, error) {
+	out, err := r.Run(ctx, "status", "--porcelain=v1", "-z", "--untracked-files=all")
+	return out != "", err
+}
+
+// ResetClean makes the work tree exactly rev: HEAD (and the branch it
+// names) moves to rev, changes are discarded, untracked files deleted.
+// Ignored files stay, as they would in a developer's checkout.
+func (r *Repo) ResetClean(ctx context.Context, rev string) error {
+	if err := r.Reset(ctx, rev); err != nil {
+		return err
+	}
+	_, err := r.Run(ctx, "clean", "-ffdq")
+	return err
+}
+
+// Reset moves HEAD (and the branch it names) to rev and makes the index
+// and the tracked files match it (git reset --hard): it also checks out
+// a worktree WorktreeAdd registered.
+func (r *Repo) Reset(ctx context.Context, rev string) error {
+	_, err := r.Run(ctx, "reset", "--hard", "--quiet", rev)
+	return err
+}
+
+// Identity remembers whether commits need baton's own identity (git has
+// none configured), so a long-running worker reads git's configuration
+// once instead of once per commit. The zero value is ready to use.
+type Identity struct {
+	once sync.Once
+	args []string
+}
+
 // identity makes commits work on machines without a configured git
 // identity: baton's own name is used only when git has none.
 func (r *Repo) identity(ctx context.Context) []string {
-	if name, _ := r.line(ctx, "config", "user.name"); name != "" {
-		return nil
+	if r.Ident == nil {
+		return r.readIdentity(ctx)
 	}
+	r.Ident.once.Do(func() { r.Ident.args = r.readIdentity(ctx) })
+	return r.Ident.args
+}
+
+func (r *Repo) readIdentity(ctx context.Context) []string {
 	for _, kv := range append(os.Environ(), r.Env...) {
 		if strings.HasPrefix(kv, "GIT_AUTHOR_NAME=") || strings.HasPrefix(kv, "GIT_COMMITTER_NAME=") {
 			return nil
 		}
+	}
+	if name, _ := r.line(ctx, "config", "user.name"); name != "" {
+		return nil
 	}
 	return []string{"-c", "user.name=baton", "-c", "user.email=baton@localhost"}
 }
@@ -162,73 +302,29 @@ func (r *Repo) CommitChanges(ctx context.Context, msg string) (string, bool, err
 	if _, err := r.Run(ctx, "add", "-A"); err != nil {
 		return "", false, err
 	}
-	if _, err := r.Run(ctx, "diff", "--cached", "--quiet"); err == nil {
-		head, err := r.RevParse(ctx, "HEAD")
+	_, err := r.Run(ctx, "diff", "--cached", "--quiet")
+	switch exitCode(err) {
+	case 1: // staged changes
+	case 0:
+		head, err := r.HeadSHA(ctx)
 		return head, false, err
+	default:
+		return "", false, err
 	}
 	args := append(r.identity(ctx), "commit", "--quiet", "--no-verify", "-m", msg)
 	if _, err := r.Run(ctx, args...); err != nil {
 		return "", false, err
 	}
-	head, err := r.RevParse(ctx, "HEAD")
+	head, err := r.HeadSHA(ctx)
 	return head, true, err
 }
 
-// Push pushes refspec to remote. A rejected push (non-fast-forward, a
-// checked-out branch) is a *Error with git's explanation.
+// Push pushes refspec to remote (a name or a URL). A rejected push
+// (non-fast-forward, a checked-out branch) is a *Error with git's
+// explanation.
 func (r *Repo) Push(ctx context.Context, remote, refspec string) error {
 	_, err := r.Run(ctx, "push", "--quiet", remote, refspec)
 	return err
-}
-
-// MergeSquash squashes rev onto HEAD as one commit with msg and returns
-// it. Paths in keep are left as HEAD has them (absent if HEAD has none),
-// so they are not part of the merge. A conflict aborts and returns
-// Conflict, as does a merge that changes nothing.
-func (r *Repo) MergeSquash(ctx context.Context, rev, msg string, keep ...string) (string, error) {
-	if _, err := r.Run(ctx, "merge", "--squash", "--quiet", rev); err != nil {
-		_, _ = r.Run(ctx, "reset", "--hard", "--quiet")
-		return "", baton.WrapError(baton.Conflict, err, "%s does not merge cleanly", rev)
-	}
-	return r.commitMerge(ctx, rev, msg, keep)
-}
-
-// MergeCommit merges rev into HEAD with a merge commit (--no-ff), keeping
-// the paths in keep as HEAD has them.
-func (r *Repo) MergeCommit(ctx context.Context, rev, msg string, keep ...string) (string, error) {
-	args := append(r.identity(ctx), "merge", "--no-ff", "--no-commit", "--quiet", rev)
-	if _, err := r.Run(ctx, args...); err != nil {
-		_, _ = r.Run(ctx, "merge", "--abort")
-		return "", baton.WrapError(baton.Conflict, err, "%s does not merge cleanly", rev)
-	}
-	return r.commitMerge(ctx, rev, msg, keep)
-}
-
-// commitMerge restores keep to HEAD's version and commits the staged
-// merge.
-func (r *Repo) commitMerge(ctx context.Context, rev, msg string, keep []string) (string, error) {
-	for _, p := range keep {
-		if _, err := r.Run(ctx, "cat-file", "-e", "HEAD:"+p); err == nil {
-			if _, err := r.Run(ctx, "checkout", "HEAD", "--", p); err != nil {
-				return "", err
-			}
-			continue
-		}
-		if _, err := r.Run(ctx, "rm", "-q", "-f", "--cached", "--ignore-unmatch", "--", p); err != nil {
-			return "", err
-		}
-		_ = os.Remove(filepath.Join(r.Dir, p))
-	}
-	if _, err := r.Run(ctx, "diff", "--cached", "--quiet"); err == nil {
-		_, _ = r.Run(ctx, "merge", "--abort")
-		_, _ = r.Run(ctx, "reset", "--hard", "--quiet")
-		return "", baton.Errorf(baton.Conflict, "%s has no changes to merge", rev)
-	}
-	args := append(r.identity(ctx), "commit", "--quiet", "--no-verify", "-m", msg)
-	if _, err := r.Run(ctx, args...); err != nil {
-		return "", err
-	}
-	return r.RevParse(ctx, "HEAD")
 }
 
 // Rebase replays HEAD's commits onto upstream.
@@ -238,7 +334,7 @@ func (r *Repo) Rebase(ctx context.Context, upstream string) (string, error) {
 		_, _ = r.Run(ctx, "rebase", "--abort")
 		return "", baton.WrapError(baton.Conflict, err, "the work does not rebase cleanly onto %s", upstream)
 	}
-	return r.RevParse(ctx, "HEAD")
+	return r.HeadSHA(ctx)
 }
 
 // MergeFFOnly fast-forwards the checked-out branch to rev. git refuses,

@@ -18,81 +18,170 @@ func TestCacheWorktreeCommitPushMerge(t *testing.T) {
 	gittest.Setenv(t)
 	ctx := context.Background()
 	src := filepath.Join(t.TempDir(), "src")
-	os.MkdirAll(src, 0o755)
+	os.MkdirAll(filepath.Join(src, "docs"), 0o755)
 	gittest.Git(t, src, "init", "-q", "-b", "main")
 	os.WriteFile(filepath.Join(src, "a.txt"), []byte("a\n"), 0o644)
+	os.WriteFile(filepath.Join(src, "docs", "plan.md"), []byte("the repository's own plan\n"), 0o644)
 	gittest.Git(t, src, "add", "-A")
 	gittest.Git(t, src, "commit", "-qm", "a")
+	main := gittest.Git(t, src, "rev-parse", "main")
 
 	cacheDir := filepath.Join(t.TempDir(), "cache", "src.git")
-	cache, err := Cache(ctx, src, cacheDir, nil)
+	cache, err := InitCache(ctx, cacheDir, "main", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := cache.HeadBranch(ctx); b != "main" {
-		t.Errorf("cache default branch %q, want main", b)
+	if b, _, err := mustLayout(t, cacheDir).Head(); b != "main" || err != nil {
+		t.Errorf("cache HEAD names %q (%v), want main", b, err)
+	}
+	if got := gittest.Git(t, cacheDir, "config", "maintenance.auto"); got != "false" {
+		t.Errorf("maintenance.auto = %q, want false", got)
+	}
+	// A fetch of two refs, one a pattern that matches nothing: no error,
+	// no tags, no FETCH_HEAD.
+	if err := cache.FetchRefs(ctx, src, true, "+refs/heads/main:refs/remotes/origin/main", "+refs/heads/work*:refs/remotes/origin/work*"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(cacheDir, "FETCH_HEAD")); !os.IsNotExist(err) {
+		t.Errorf("FETCH_HEAD written: %v", err)
 	}
 	wtPath := filepath.Join(t.TempDir(), "wt")
-	wt, err := cache.WorktreeAdd(ctx, wtPath, "work", "origin/main")
+	wt, err := cache.WorktreeAdd(ctx, wtPath, "work", main)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := os.Stat(filepath.Join(wtPath, "a.txt")); !os.IsNotExist(err) {
+		t.Errorf("WorktreeAdd checked files out: %v", err)
+	}
+	if err := wt.Reset(ctx, main); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, _ := os.ReadFile(filepath.Join(cacheDir, "config")); strings.Contains(string(cfg), "[branch") {
+		t.Errorf("the cache records tracking configuration:\n%s", cfg)
+	}
 	os.WriteFile(filepath.Join(wtPath, "b.txt"), []byte("b\n"), 0o644)
+	os.WriteFile(filepath.Join(wtPath, "docs", "plan.md"), []byte("the delivery's plan\n"), 0o644)
+	if dirty, err := wt.Dirty(ctx); !dirty || err != nil {
+		t.Errorf("Dirty = %v, %v after writing files", dirty, err)
+	}
 	sha, committed, err := wt.CommitChanges(ctx, "add b")
 	if err != nil || !committed {
 		t.Fatalf("CommitChanges = %v %v", committed, err)
 	}
+	if got := gittest.Git(t, wtPath, "rev-parse", "HEAD"); got != sha {
+		t.Errorf("CommitChanges returned %s, HEAD is %s", sha, got)
+	}
 	if _, committed, _ := wt.CommitChanges(ctx, "nothing"); committed {
 		t.Error("CommitChanges committed a clean tree")
 	}
-	if err := wt.Push(ctx, "origin", "HEAD:refs/heads/work"); err != nil {
+	if err := wt.Push(ctx, src, sha+":refs/heads/work"); err != nil {
 		t.Fatal(err)
 	}
 	if got := gittest.Git(t, src, "rev-parse", "work"); got != sha {
 		t.Errorf("pushed work = %s, want %s", got, sha)
 	}
+	if out := gittest.Git(t, cacheDir, "for-each-ref", "refs/remotes/origin/work"); out != "" {
+		t.Errorf("a push by URL moved a remote-tracking ref: %q", out)
+	}
 	wts, err := cache.Worktrees(ctx)
 	if err != nil || len(wts) != 2 || !wts[0].Bare || wts[1].Branch != "work" {
 		t.Errorf("Worktrees = %+v %v", wts, err)
 	}
-	// A fetch never clobbers the worktree's branch.
-	if _, err := Cache(ctx, src, cacheDir, nil); err != nil {
+	// ResetClean throws away changes and untracked files, keeps ignored
+	// ones.
+	os.WriteFile(filepath.Join(wtPath, ".gitignore"), []byte("build/\n"), 0o644)
+	sha, _, _ = wt.CommitChanges(ctx, "ignore build")
+	os.MkdirAll(filepath.Join(wtPath, "build"), 0o755)
+	os.WriteFile(filepath.Join(wtPath, "build", "out"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(wtPath, "stray.txt"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(wtPath, "a.txt"), []byte("changed\n"), 0o644)
+	if err := wt.ResetClean(ctx, sha); err != nil {
 		t.Fatal(err)
+	}
+	if dirty, _ := wt.Dirty(ctx); dirty {
+		t.Error("dirty after ResetClean")
+	}
+	if _, err := os.Stat(filepath.Join(wtPath, "build", "out")); err != nil {
+		t.Errorf("ResetClean deleted an ignored file: %v", err)
+	}
+	if head, _ := wt.HeadSHA(ctx); head != sha {
+		t.Errorf("HEAD after ResetClean = %s, want %s", head, sha)
 	}
 
-	// Squash work onto main in a detached worktree, then fast-forward the
-	// user's checkout: refused while it has a conflicting local change.
-	mPath := filepath.Join(t.TempDir(), "merge")
-	m, err := cache.WorktreeAddDetached(ctx, mPath, "origin/main")
+	// Squash work onto main without a checkout, keeping main's plan.
+	tree, err := cache.MergeTree(ctx, main, sha)
 	if err != nil {
 		t.Fatal(err)
 	}
-	merged, err := m.MergeSquash(ctx, sha, "squash work")
+	tree, err = cache.ReplacePaths(ctx, tree, main, "docs/plan.md", "docs/absent.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Push(ctx, "origin", merged+":refs/baton/tmp"); err != nil {
+	merged, err := cache.CommitTree(ctx, tree, "squash work\n\nbody", main)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := gittest.Git(t, cacheDir, "show", merged+":docs/plan.md"); got != "the repository's own plan" {
+		t.Errorf("plan after the merge = %q", got)
+	}
+	if got := gittest.Git(t, cacheDir, "show", merged+":b.txt"); got != "b" {
+		t.Errorf("b.txt after the merge = %q", got)
+	}
+	if got := gittest.Git(t, cacheDir, "log", "-1", "--format=%s%x00%P", merged); got != "squash work\x00"+main {
+		t.Errorf("merge commit = %q", got)
+	}
+	// Land it on the user's checkout: refused while it has a conflicting
+	// local change.
+	if err := cache.Push(ctx, src, merged+":refs/baton/tmp"); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(src, "b.txt"), []byte("mine\n"), 0o644)
 	user := Open(src)
-	if err := user.MergeFFOnly(ctx, "refs/baton/tmp"); err == nil {
+	if err := user.MergeFFOnly(ctx, merged); err == nil {
 		t.Fatal("fast-forward over an untracked file with local content succeeded")
 	}
 	if b, _ := os.ReadFile(filepath.Join(src, "b.txt")); string(b) != "mine\n" {
 		t.Errorf("local file clobbered: %q", b)
 	}
 	os.Remove(filepath.Join(src, "b.txt"))
-	if err := user.MergeFFOnly(ctx, "refs/baton/tmp"); err != nil {
+	if err := user.MergeFFOnly(ctx, merged); err != nil {
 		t.Fatal(err)
 	}
 	if got := gittest.Git(t, src, "log", "-1", "--format=%s"); got != "squash work" {
 		t.Errorf("main head = %q", got)
 	}
-	// A second squash of the same work has nothing to merge: Conflict.
-	if _, err := m.MergeSquash(ctx, sha, "again"); baton.ErrorCode(err) != baton.Conflict {
-		t.Errorf("empty squash = %v, want Conflict", err)
+	// A conflicting merge is Conflict.
+	os.WriteFile(filepath.Join(src, "a.txt"), []byte("theirs\n"), 0o644)
+	gittest.Git(t, src, "commit", "-qam", "theirs")
+	os.WriteFile(filepath.Join(wtPath, "a.txt"), []byte("ours\n"), 0o644)
+	ours, _, _ := wt.CommitChanges(ctx, "ours")
+	if err := cache.FetchRefs(ctx, src, false, "+refs/heads/main:refs/remotes/origin/main"); err != nil {
+		t.Fatal(err)
 	}
+	if _, err := cache.MergeTree(ctx, "refs/remotes/origin/main", ours); baton.ErrorCode(err) != baton.Conflict {
+		t.Errorf("conflicting MergeTree = %v, want Conflict", err)
+	}
+
+	// Refs move in one transaction, compare-and-swap.
+	if err := cache.UpdateRefs(ctx, RefUpdate{Name: "refs/x", New: sha}, RefUpdate{Name: "refs/y", New: merged}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cache.UpdateRefs(ctx, RefUpdate{Name: "refs/x", New: merged, Old: main}); err == nil {
+		t.Error("UpdateRefs with a wrong old value succeeded")
+	}
+	if err := cache.UpdateRefs(ctx, RefUpdate{Name: "refs/x", New: merged}); err != nil {
+		t.Errorf("UpdateRefs of an existing ref, unchecked: %v", err)
+	}
+	if err := cache.UpdateRefs(ctx, RefUpdate{Name: "refs/x", New: sha, Old: merged}); err != nil {
+		t.Errorf("UpdateRefs with the right old value: %v", err)
+	}
+	if err := cache.UpdateRefs(ctx, RefUpdate{Name: "refs/x"}, RefUpdate{Name: "refs/never"}); err != nil {
+		t.Errorf("deleting refs, one absent: %v", err)
+	}
+	if err := cache.UpdateRefs(ctx, RefUpdate{Name: "refs/z", New: strings.Repeat("1", 40)}); err == nil {
+		t.Error("UpdateRefs to a missing object succeeded")
+	}
+
 	if err := cache.WorktreeRemove(ctx, wtPath); err != nil {
 		t.Fatal(err)
 	}

@@ -30,12 +30,13 @@ func openPostgres(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Queue, 
 		return nil, err
 	}
 	b := &riverBackend[pgx.Tx]{
-		client:  client,
-		store:   store,
-		begin:   func(ctx context.Context) (pgx.Tx, error) { return pool.Begin(ctx) },
-		commit:  func(ctx context.Context, tx pgx.Tx) error { return tx.Commit(ctx) },
-		abort:   func(ctx context.Context, tx pgx.Tx) error { return tx.Rollback(ctx) },
-		querier: func(tx pgx.Tx) sqlstore.Querier { return sqlstore.Pgx(tx) },
+		client:    client,
+		wakeLocal: cfg.Workers > 0 && !client.Driver().SupportsListener(),
+		store:     store,
+		begin:     func(ctx context.Context) (pgx.Tx, error) { return pool.Begin(ctx) },
+		commit:    func(ctx context.Context, tx pgx.Tx) error { return tx.Commit(ctx) },
+		abort:     func(ctx context.Context, tx pgx.Tx) error { return tx.Rollback(ctx) },
+		querier:   func(tx pgx.Tx) sqlstore.Querier { return sqlstore.Pgx(tx) },
 	}
 	return &Queue{store: store, b: b, cfg: cfg, worker: w}, nil
 }

@@ -35,6 +35,13 @@ import (
 // QueueName is the River queue phase jobs run on.
 const QueueName = "phases"
 
+// fetchCooldown is the shortest time between two job fetches of a worker.
+// River's default (100 ms) suits many short jobs; a phase job ends, and
+// its successor is committed, well apart, and a fetch asked for during
+// the cooldown (the poll's, or a wake's) waits for its end: 100 ms, or
+// the poll interval, lost between phases.
+const fetchCooldown = 2 * time.Millisecond
+
 // RunPhaseArgs asks a worker to run the pending phase of a delivery.
 type RunPhaseArgs struct {
 	DeliveryID string      `json:"delivery_id"`
@@ -88,8 +95,11 @@ type Config struct {
 	// RescueStuckJobsAfter is when River considers a running job's worker
 	// dead and retries the job (default JobTimeout + 1 hour, or 1 hour).
 	RescueStuckJobsAfter time.Duration
-	// FetchPollInterval is how often idle workers look for jobs (default
-	// 1s; SQLite has no LISTEN/NOTIFY, so this bounds pickup latency).
+	// FetchPollInterval is how often idle workers look for jobs they
+	// were not told about (default 1s): on PostgreSQL a job committed
+	// anywhere wakes every worker through LISTEN/NOTIFY; on SQLite a job
+	// committed in this process wakes its workers, and other processes
+	// see it within this interval.
 	FetchPollInterval time.Duration
 	Logger            *slog.Logger
 }
@@ -203,18 +213,22 @@ func (q *Queue) JobStates(ctx context.Context, deliveryID string) (map[string]in
 
 // riverBackend is the backend for one River driver.
 type riverBackend[TTx any] struct {
-	client  *river.Client[TTx]
-	store   *sqlstore.Store
-	begin   func(ctx context.Context) (TTx, error)
-	commit  func(ctx context.Context, tx TTx) error
-	abort   func(ctx context.Context, tx TTx) error
-	querier func(tx TTx) sqlstore.Querier
+	client *river.Client[TTx]
+	// wakeLocal is set when committed jobs must wake this process's
+	// workers by hand: it has workers, and the driver no listener.
+	wakeLocal bool
+	store     *sqlstore.Store
+	begin     func(ctx context.Context) (TTx, error)
+	commit    func(ctx context.Context, tx TTx) error
+	abort     func(ctx context.Context, tx TTx) error
+	querier   func(tx TTx) sqlstore.Querier
 }
 
 type riverTx[TTx any] struct {
-	b     *riverBackend[TTx]
-	tx    TTx
-	store *sqlstore.Store
+	b        *riverBackend[TTx]
+	tx       TTx
+	store    *sqlstore.Store
+	enqueued []RunPhaseArgs
 }
 
 func (t *riverTx[TTx]) Store() *sqlstore.Store { return t.store }
@@ -223,6 +237,7 @@ func (t *riverTx[TTx]) Enqueue(ctx context.Context, args RunPhaseArgs) error {
 	if _, err := t.b.client.InsertTx(ctx, t.tx, args, nil); err != nil {
 		return fmt.Errorf("queue %s of delivery %s: %w", args.Phase, args.DeliveryID, err)
 	}
+	t.enqueued = append(t.enqueued, args)
 	return nil
 }
 
@@ -239,7 +254,23 @@ func (b *riverBackend[TTx]) inTx(ctx context.Context, fn func(Tx) error) error {
 	if err := b.commit(ctx, tx); err != nil {
 		return baton.WrapError(baton.Unavailable, err, "commit a database transaction")
 	}
+	if b.wakeLocal {
+		b.wake(ctx, t.enqueued)
+	}
 	return nil
+}
+
+// wake tells this process's workers about jobs just committed. On
+// PostgreSQL River does it itself: an insert in a transaction sends a
+// NOTIFY that every listening worker gets at commit. SQLite has no such
+// thing, and River wakes a process's own workers only after an insert
+// outside a transaction, which is what this does after the commit: the
+// same job again, which River's unique-job check turns into no new row,
+// and then wakes the workers. Without it a job waits for the next poll.
+func (b *riverBackend[TTx]) wake(ctx context.Context, jobs []RunPhaseArgs) {
+	for _, args := range jobs {
+		_, _ = b.client.Insert(context.WithoutCancel(ctx), args, nil) // the poll is the fallback
+	}
 }
 
 func (b *riverBackend[TTx]) start(ctx context.Context) error { return b.client.Start(ctx) }
@@ -290,7 +321,10 @@ func newClient[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], cfg
 		JobTimeout:           cfg.JobTimeout,
 		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter,
 		FetchPollInterval:    cfg.FetchPollInterval,
-		FetchCooldown:        min(cfg.FetchPollInterval, river.FetchCooldownDefault),
+		FetchCooldown:        fetchCooldown,
+	}
+	if rc.FetchPollInterval > 0 && rc.FetchPollInterval < fetchCooldown {
+		rc.FetchCooldown = rc.FetchPollInterval
 	}
 	if rc.JobTimeout == 0 {
 		rc.JobTimeout = -1 // the phase runner enforces the per-phase timeout
@@ -302,9 +336,6 @@ func newClient[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], cfg
 		}
 		rc.Workers = workers
 		rc.Queues = map[string]river.QueueConfig{QueueName: {MaxWorkers: cfg.Workers}}
-	}
-	if rc.FetchCooldown <= 0 {
-		rc.FetchCooldown = river.FetchCooldownDefault
 	}
 	return river.NewClient(driver, rc)
 }

@@ -28,8 +28,9 @@ func openSQLite(ctx context.Context, db *sql.DB, cfg Config) (*Queue, error) {
 		return nil, err
 	}
 	b := &riverBackend[*sql.Tx]{
-		client: client,
-		store:  store,
+		client:    client,
+		wakeLocal: cfg.Workers > 0 && !client.Driver().SupportsListener(),
+		store:     store,
 		begin: func(ctx context.Context) (*sql.Tx, error) {
 			return db.BeginTx(ctx, nil)
 		},

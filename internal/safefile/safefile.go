@@ -44,3 +44,17 @@ func Lock(ctx context.Context, path string) (unlock func(), err error) {
 	}
 	return func() { _ = fl.Unlock() }, nil
 }
+
+// TryLock is Lock without waiting: ok is false when another holder has
+// the lock.
+func TryLock(path string) (unlock func(), ok bool, err error) {
+	fl := flock.New(path + ".lock")
+	ok, err = fl.TryLock()
+	if err != nil {
+		return nil, false, fmt.Errorf("lock %s: %w", path, err)
+	}
+	if !ok {
+		return nil, false, nil
+	}
+	return func() { _ = fl.Unlock() }, true, nil
+}

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/sqlstore"
+)
+
+// concurrentAgent answers as planner, implementer or reviewer at once. The
+// implementer writes a file named after the branch it is on, so no two
+// deliveries touch the same path and every merge is clean.
+const concurrentAgent = `#!/bin/sh
+prompt=$(cat)
+case "$prompt" in
+*"You are the reviewer"*) echo '{"verdict":"pass","summary":"ok","feedback":""}' ;;
+*"You are the planner"*) echo "1. Write the file." ;;
+*) f=$(git rev-parse --abbrev-ref HEAD | tr / -); echo "$f" > "$f.txt"; echo done ;;
+esac
+`
+
+// workerProc is a `baton worker` process and its output.
+type workerProc struct {
+	cmd *exec.Cmd
+	mu  sync.Mutex
+	out bytes.Buffer
+}
+
+func (w *workerProc) output() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.out.String()
+}
+
+// startWorker starts the real binary as `baton worker args...` with env.
+func startWorker(t *testing.T, env []string, args ...string) *workerProc {
+	t.Helper()
+	cmd := exec.Command(batonBin, append([]string{"worker"}, args...)...)
+	cmd.Env = env
+	w := &workerProc{cmd: cmd}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			w.mu.Lock()
+			w.out.WriteString(sc.Text() + "\n")
+			w.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	return w
+}
+
+// stop interrupts the worker and waits for it to exit cleanly.
+func (w *workerProc) stop(t *testing.T) {
+	t.Helper()
+	if w.cmd.ProcessState != nil {
+		return
+	}
+	_ = w.cmd.Process.Signal(os.Interrupt)
+	if err := w.cmd.Wait(); err != nil {
+		t.Errorf("worker did not stop cleanly: %v\n%s", err, w.output())
+	}
+}
+
+// gitOut runs git in dir and returns its trimmed output, failing the test
+// on an error.
+func gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// gitEnv is an environment with a fixed git identity and no user or
+// system git configuration.
+func gitEnv(home string, extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "BATON_") || strings.HasPrefix(k, "GIT_") || k == "HOME" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env, "HOME="+home, "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=tester", "GIT_AUTHOR_EMAIL=tester@example.com",
+		"GIT_COMMITTER_NAME=tester", "GIT_COMMITTER_EMAIL=tester@example.com")
+	return append(env, extra...)
+}
+
+// userRepo makes a repository with main checked out and one commit, as a
+// user's clone is.
+func userRepo(t *testing.T, env []string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "app")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("# app\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "-m", "initial commit"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir, cmd.Env = dir, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return dir
+}
+
+// batonRun runs the real binary and fails the test when it exits non-zero.
+func batonRun(t *testing.T, env []string, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(batonBin, args...)
+	cmd.Dir, cmd.Env = dir, env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("baton %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// waitAllClosed polls the database until n deliveries are closed, failing
+// as soon as one fails or is blocked, or after the deadline.
+func waitAllClosed(t *testing.T, st *sqlstore.Store, n int, deadline time.Duration, logs func() string) []*baton.Delivery {
+	t.Helper()
+	ctx := context.Background()
+	end := time.Now().Add(deadline)
+	for {
+		ds, err := st.FindDeliveries(ctx, baton.DeliveryFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		closed := 0
+		for _, d := range ds {
+			switch {
+			case d.RunStatus == baton.StatusFailed || d.RunStatus == baton.StatusBlocked:
+				t.Fatalf("delivery %s is %s: %s\n%s", d.ID, d.String(), d.Error, logs())
+			case d.Phase == baton.PhaseClose:
+				closed++
+			}
+		}
+		if closed == n && len(ds) == n {
+			return ds
+		}
+		if time.Now().After(end) {
+			t.Fatalf("after %s, %d of %d deliveries are closed\n%s", deadline, closed, n, logs())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// fsck checks a repository's objects and refs: any error or missing object
+// fails the test.
+func fsck(t *testing.T, env []string, dir string) {
+	t.Helper()
+	cmd := exec.Command("git", "fsck", "--full", "--strict", "--no-dangling")
+	cmd.Dir, cmd.Env = dir, env
+	out, err := cmd.CombinedOutput()
+	var problems []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		// "notice: HEAD points to an unborn branch" is how a bare cache is.
+		if l != "" && !strings.HasPrefix(l, "notice: ") {
+			problems = append(problems, l)
+		}
+	}
+	if err != nil || len(problems) > 0 {
+		t.Errorf("git fsck in %s: %v\n%s", dir, err, out)
+	}
+}
+
+// Four worker processes on one data directory (one SQLite database, one
+// repository cache) deliver 50 requests on one repository through every
+// phase at once: every delivery closes succeeded, main holds every change,
+// the user's work tree is clean, and git fsck finds nothing wrong in the
+// repository or in the cache.
+func TestWorkerProcessesShareOneCache(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts four worker processes and runs 50 deliveries")
+	}
+	const deliveries, workers = 50, 4
+	home, data := t.TempDir(), t.TempDir()
+	env := gitEnv(home, "BATON_DATA_DIR="+data, "BATON_ACTOR=tester")
+	src := userRepo(t, env)
+	agent := filepath.Join(t.TempDir(), "agent.sh")
+	if err := os.WriteFile(agent, []byte(concurrentAgent), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range deliveries {
+		batonRun(t, env, src, "delivery", "create", "--repo", ".", "--summary", fmt.Sprintf("Concurrent delivery %d", i),
+			"--agent", "command:"+agent, "--checkpoints", "none", "--verify", "true",
+			"--observe", "true", "--observe-window", "1ms", "--observe-every", "1ms")
+	}
+
+	var procs []*workerProc
+	for range workers {
+		procs = append(procs, startWorker(t, env, "--poll", "50ms", "--heartbeat", "1s", "--lease", "30s"))
+	}
+	logs := func() string {
+		var b strings.Builder
+		for i, w := range procs {
+			fmt.Fprintf(&b, "worker %d:\n%s", i+1, w.output())
+		}
+		return b.String()
+	}
+	db, err := sqlstore.Open(context.Background(), filepath.Join(data, "baton.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ds := waitAllClosed(t, db.Store(), deliveries, 3*time.Minute, logs)
+	for _, w := range procs {
+		w.stop(t)
+	}
+
+	for _, d := range ds {
+		if d.String() != "close/succeeded" {
+			t.Errorf("delivery %s ended %s: %s", d.ID, d.String(), d.Error)
+		}
+		name := "baton-" + d.ID + ".txt"
+		if got := gitOut(t, src, "show", "main:"+name); got != "baton-"+d.ID {
+			t.Errorf("main:%s = %q", name, got)
+		}
+	}
+	if st := gitOut(t, src, "status", "--porcelain"); st != "" {
+		t.Errorf("the user's work tree is not clean after the merges:\n%s", st)
+	}
+	fsck(t, env, src)
+	caches, _ := filepath.Glob(filepath.Join(data, "cache", "*.git"))
+	if len(caches) != 1 {
+		t.Fatalf("caches = %v, want one", caches)
+	}
+	fsck(t, env, caches[0])
+	if t.Failed() || testing.Verbose() {
+		t.Log(logs())
+	}
+}

@@ -1,0 +1,702 @@
+package forge
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/gitx"
+	"github.com/baton-agent/baton/internal/safefile"
+)
+
+// Workspaces keeps, under a data directory, one bare cache per repository
+// (the source's branches as refs/remotes/origin/*), one worktree per
+// delivery, reused by its phases and deleted after deploy, and a small
+// pool of base-branch worktrees per repository for observe.
+//
+// Any number of workers, in one process or several, share a data
+// directory. A delivery's own refs in the cache (its branch, and the
+// remote-tracking ref of its branch) and its worktree are touched only by
+// the phase running it, one at a time; git writes objects and distinct
+// refs safely side by side, and shared refs change by compare-and-swap.
+// None of that takes a lock. The cache lock is held, for milliseconds and
+// never while an agent or a command runs, by what git itself cannot run
+// beside: registering and forgetting worktrees (git dies reading a
+// worktree another process is writing, whenever it lists them: another
+// add, a fetch's connectivity check, gc), fetches, creating the cache,
+// and maintenance. Merges into a local source take a second lock only
+// when a first, optimistic attempt finds the base moved.
+//
+// Work is kept small: a phase reads the source's two refs it needs from
+// the repository's files when the source is a local repository and
+// fetches only when they differ from the cache; worktrees are reset, not
+// recreated; merges are computed without a checkout.
+type Workspaces struct {
+	Dir string // the data directory
+
+	ident    gitx.Identity
+	lockHeld atomic.Int64 // nanoseconds any cache lock was held
+	hooks    sync.Map     // local source → its hooks directory
+}
+
+// LockHeld is how long this Workspaces has held cache locks in all.
+func (w *Workspaces) LockHeld() time.Duration { return time.Duration(w.lockHeld.Load()) }
+
+// CacheDir is where the cache of a repository lives.
+func (w *Workspaces) CacheDir(repository string) string {
+	sum := sha256.Sum256([]byte(repository))
+	name := filepath.Base(repository)
+	if !baton.ValidID(name) {
+		name = "repo"
+	}
+	return filepath.Join(w.Dir, "cache", name+"-"+hex.EncodeToString(sum[:])[:12]+".git")
+}
+
+// worktreeDir is where a delivery's worktree lives.
+func (w *Workspaces) worktreeDir(id string) string { return filepath.Join(w.Dir, "worktrees", id) }
+
+// lock takes the cache's lock.
+func (w *Workspaces) lock(ctx context.Context, cacheDir string) (unlock func(), err error) {
+	return w.lockFile(ctx, cacheDir)
+}
+
+// landLock takes the lock that lets one merge at a time land on a local
+// source's base branch from this cache.
+func (w *Workspaces) landLock(ctx context.Context, cacheDir string) (unlock func(), err error) {
+	return w.lockFile(ctx, strings.TrimSuffix(cacheDir, ".git")+".land")
+}
+
+func (w *Workspaces) lockFile(ctx context.Context, path string) (unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	u, err := safefile.Lock(ctx, path)
+	if err != nil {
+		return nil, baton.WrapError(baton.Unavailable, err, "lock %s", path)
+	}
+	return w.timed(u), nil
+}
+
+// timed counts the time until unlock in LockHeld.
+func (w *Workspaces) timed(unlock func()) func() {
+	start := time.Now()
+	return func() {
+		w.lockHeld.Add(int64(time.Since(start)))
+		unlock()
+	}
+}
+
+// cache is a repository's cache, opened for one delivery's forge.
+type cache struct {
+	*gitx.Repo
+	url   string      // the remote: a path or URL
+	files gitx.Layout // the cache's own files
+	// src is the source repository's files when the remote is a local
+	// repository: its refs are read from them instead of fetched.
+	src *gitx.Layout
+	// local is set when the remote is a path on this machine.
+	local bool
+}
+
+// open opens d's cache, creating it on first use.
+func (w *Workspaces) open(ctx context.Context, d *baton.Delivery, f Forge) (*cache, error) {
+	url, env := f.Remote(d)
+	dir := w.CacheDir(d.Repository)
+	c := &cache{Repo: &gitx.Repo{Dir: dir, Env: env, Ident: &w.ident}, url: url, local: filepath.IsAbs(url)}
+	if c.local {
+		if l, err := gitx.FindLayout(url); err == nil {
+			c.src = &l
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "HEAD")); errors.Is(err, os.ErrNotExist) {
+		if err := w.create(ctx, c, d); err != nil {
+			return nil, err
+		}
+	}
+	l, err := gitx.FindLayout(dir)
+	if err != nil {
+		return nil, baton.WrapError(baton.Unavailable, err, "open the repository cache %s", dir)
+	}
+	c.files = l
+	return c, nil
+}
+
+// create makes the cache, under the lock so that one process does it.
+// Its HEAD names the source's default branch.
+func (w *Workspaces) create(ctx context.Context, c *cache, d *baton.Delivery) error {
+	unlock, err := w.lock(ctx, c.Dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if _, err := os.Stat(filepath.Join(c.Dir, "HEAD")); err == nil {
+		return nil
+	}
+	var head string
+	switch {
+	case c.src != nil:
+		head, _, _ = c.src.Head()
+	default:
+		probe := &gitx.Repo{Dir: w.Dir, Env: c.Env}
+		head, err = probe.RemoteHead(ctx, c.url)
+		if err != nil && d.Config.BaseBranch == "" {
+			if baton.ErrorCode(err) == baton.NotFound {
+				return baton.Errorf(baton.Invalid, "cannot tell the default branch of %s: set a base branch with --base", d.Repository)
+			}
+			return baton.WrapError(baton.Unavailable, err, "reach %s", d.Repository)
+		}
+	}
+	if _, err := gitx.InitCache(ctx, c.Dir, head, c.Env); err != nil {
+		return baton.WrapError(baton.Unavailable, err, "create the repository cache of %s", d.Repository)
+	}
+	return nil
+}
+
+// Refs of the cache.
+func trackingRef(branch string) string { return "refs/remotes/origin/" + branch }
+func branchRef(branch string) string   { return "refs/heads/" + branch }
+
+// workRefspec fetches a delivery's branch. The pattern matches nothing
+// rather than failing when the remote has no such branch, and with
+// --prune deletes the cache's copy of a branch the remote deleted.
+func workRefspec(branch string) string {
+	return "+" + branchRef(branch) + "*:" + trackingRef(branch) + "*"
+}
+
+func baseRefspec(base string) string { return "+" + branchRef(base) + ":" + trackingRef(base) }
+
+// readRef reads a ref of the cache; "" when it does not exist.
+func (c *cache) readRef(ctx context.Context, name string) (string, error) {
+	sha, ok, err := c.files.ReadRef(name)
+	if errors.Is(err, gitx.ErrRefFormat) {
+		sha, err = c.RevParse(ctx, name)
+		if baton.ErrorCode(err) == baton.NotFound {
+			return "", nil
+		}
+		return sha, err
+	}
+	if !ok {
+		return "", err
+	}
+	return sha, err
+}
+
+// sourceRef reads a ref of a local source: from its files, else through
+// git. known is false for a remote that is not on this machine.
+func (c *cache) sourceRef(ctx context.Context, name string) (sha string, known bool, err error) {
+	if c.src != nil {
+		sha, ok, err := c.src.ReadRef(name)
+		if err == nil {
+			if !ok {
+				sha = ""
+			}
+			return sha, true, nil
+		}
+		if !errors.Is(err, gitx.ErrRefFormat) {
+			return "", true, err
+		}
+	}
+	if !c.local {
+		return "", false, nil
+	}
+	sha, err = gitx.Open(c.url).RevParse(ctx, name)
+	if baton.ErrorCode(err) == baton.NotFound {
+		return "", true, nil
+	}
+	return sha, true, err
+}
+
+// baseBranch is d's base branch: configured, else the source's default
+// branch (the local source's HEAD, or the remote's when the cache was
+// made).
+func (c *cache) baseBranch(d *baton.Delivery) (string, error) {
+	if b := d.Config.BaseBranch; b != "" {
+		return b, nil
+	}
+	if c.src != nil {
+		if b, _, err := c.src.Head(); err == nil && b != "" {
+			return b, nil
+		}
+	}
+	if b, _, err := c.files.Head(); err == nil && b != "" {
+		return b, nil
+	}
+	return "", baton.Errorf(baton.Invalid, "cannot tell the default branch of %s: set a base branch with --base", d.Repository)
+}
+
+// state is what a phase needs to know of the remote.
+type state struct {
+	base    string // the base branch
+	baseSHA string // its head; "" unless asked for or needed
+	work    string // the head of d's work branch, "" when there is none
+}
+
+// What sync brings into the cache.
+type need int
+
+const (
+	needWork need = 1 << iota // d's work branch, and the base when there is none
+	needBase                  // the base branch
+)
+
+// sync brings what n names from the remote into the cache, fetching only
+// what differs.
+func (w *Workspaces) sync(ctx context.Context, c *cache, d *baton.Delivery, n need) (state, error) {
+	base, err := c.baseBranch(d)
+	if err != nil {
+		return state{}, err
+	}
+	st := state{base: base}
+	branch := d.WorkBranch()
+	srcWork, known := "", false
+	if n&needWork != 0 {
+		srcWork, known, err = c.sourceRef(ctx, branchRef(branch))
+	} else {
+		_, known, err = c.sourceRef(ctx, branchRef(base))
+	}
+	if err != nil {
+		return state{}, baton.WrapError(baton.Unavailable, err, "read %s of %s", branch, d.Repository)
+	}
+	if !known {
+		// A remote elsewhere: fetch the work branch, and the base with it
+		// when it is wanted.
+		var specs []string
+		if n&needWork != 0 {
+			specs = append(specs, workRefspec(branch))
+		}
+		if n&needBase != 0 {
+			specs = append(specs, baseRefspec(base))
+		}
+		if err := w.fetch(ctx, c, d, specs...); err != nil {
+			return state{}, err
+		}
+		if n&needWork != 0 {
+			if st.work, err = c.readRef(ctx, trackingRef(branch)); err != nil {
+				return state{}, err
+			}
+			if st.work == "" && n&needBase == 0 {
+				if err := w.fetch(ctx, c, d, baseRefspec(base)); err != nil {
+					return state{}, err
+				}
+				n |= needBase
+			}
+		}
+		if n&needBase != 0 {
+			st.baseSHA, err = c.readRef(ctx, trackingRef(base))
+			if err == nil && st.baseSHA == "" {
+				err = baton.Errorf(baton.Invalid, "base branch %q does not exist in %s", base, d.Repository)
+			}
+		}
+		return st, err
+	}
+
+	// A local source: compare, and fetch only what moved.
+	if n&needWork != 0 {
+		if err := w.syncWork(ctx, c, d, srcWork); err != nil {
+			return state{}, err
+		}
+		st.work = srcWork
+		if srcWork == "" {
+			n |= needBase
+		}
+	}
+	if n&needBase != 0 {
+		if st.baseSHA, err = w.syncBase(ctx, c, d, base); err != nil {
+			return state{}, err
+		}
+	}
+	return st, nil
+}
+
+// syncWork makes sure the cache has the head of a local source's work
+// branch, sha. Usually it is the cache's own branch of d, which the
+// source got from here; otherwise it is fetched. Only d's phase writes
+// d's refs, so no lock is needed but the fetch's.
+func (w *Workspaces) syncWork(ctx context.Context, c *cache, d *baton.Delivery, sha string) error {
+	if sha == "" {
+		return nil
+	}
+	for _, ref := range []string{branchRef(d.WorkBranch()), trackingRef(d.WorkBranch())} {
+		if cur, err := c.readRef(ctx, ref); err != nil || cur == sha {
+			return err
+		}
+	}
+	return w.fetch(ctx, c, d, workRefspec(d.WorkBranch()))
+}
+
+// fetch fetches refspecs (pruning what the remote deleted) under the cache
+// lock.
+func (w *Workspaces) fetch(ctx context.Context, c *cache, d *baton.Delivery, refspecs ...string) error {
+	unlock, err := w.lock(ctx, c.Dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := c.FetchRefs(ctx, c.url, true, refspecs...); err != nil {
+		return baton.WrapError(baton.Unavailable, err, "fetch from %s", d.Repository)
+	}
+	return nil
+}
+
+// syncBase makes the cache's remote-tracking ref of a local source's base
+// branch match the source and returns its head. The ref is shared by
+// every delivery of the repository: it moves by compare-and-swap, or by a
+// fetch under the cache lock.
+func (w *Workspaces) syncBase(ctx context.Context, c *cache, d *baton.Delivery, base string) (string, error) {
+	want, _, err := c.sourceRef(ctx, branchRef(base))
+	if err != nil {
+		return "", baton.WrapError(baton.Unavailable, err, "read %s of %s", base, d.Repository)
+	}
+	if want == "" {
+		return "", baton.Errorf(baton.Invalid, "base branch %q does not exist in %s", base, d.Repository)
+	}
+	ref := trackingRef(base)
+	cur, err := c.readRef(ctx, ref)
+	if err != nil || cur == want {
+		return want, err
+	}
+	if c.UpdateRefs(ctx, gitx.RefUpdate{Name: ref, New: want, Old: cur}) == nil {
+		return want, nil
+	}
+	// The objects are missing (or another worker moved the ref first):
+	// fetch, and take what the source has now.
+	if err := w.fetch(ctx, c, d, baseRefspec(base)); err != nil {
+		return "", err
+	}
+	return c.readRef(ctx, ref)
+}
+
+// Checkout is a delivery's worktree, ready for a phase.
+type Checkout struct {
+	*gitx.Repo
+	w      *Workspaces
+	c      *cache
+	branch string
+	remote string // the work branch's head on the remote, as last seen
+	// Base is the base branch. BaseSHA is its head when it was needed
+	// (no work branch yet), else "".
+	Base, BaseSHA string
+	// Start is the commit the worktree was set to: the head of the work
+	// branch on the remote, or of the base branch when there is none
+	// (WorkExists false).
+	Start      string
+	WorkExists bool
+}
+
+// Checkout prepares d's worktree for a phase: on d's work branch, at its
+// head on the remote (at the base branch's head when the remote has no
+// work branch yet), with no changes and no untracked files. The worktree
+// stays between phases; Release deletes it.
+func (w *Workspaces) Checkout(ctx context.Context, d *baton.Delivery, f Forge) (*Checkout, error) {
+	c, err := w.open(ctx, d, f)
+	if err != nil {
+		return nil, err
+	}
+	st, err := w.sync(ctx, c, d, needWork)
+	if err != nil {
+		return nil, err
+	}
+	start := st.work
+	if start == "" {
+		start = st.baseSHA
+	}
+	wt, err := w.prepare(ctx, c, w.worktreeDir(d.ID), d.WorkBranch(), start)
+	if err != nil {
+		return nil, baton.WrapError(baton.Unavailable, err, "check out %s for %s", start, d.ID)
+	}
+	return &Checkout{Repo: wt, w: w, c: c, branch: d.WorkBranch(), remote: st.work,
+		Base: st.base, BaseSHA: st.baseSHA, Start: start, WorkExists: st.work != ""}, nil
+}
+
+// prepare makes the worktree at path hold branch (or a detached HEAD when
+// branch is "") at start, clean: an existing worktree of this cache is
+// reset when it is not already there, anything else is replaced.
+func (w *Workspaces) prepare(ctx context.Context, c *cache, path, branch, start string) (*gitx.Repo, error) {
+	if l, err := gitx.FindLayout(path); err == nil && sameDir(l.CommonDir, c.Dir) {
+		wt := &gitx.Repo{Dir: path, Env: c.Env, Ident: c.Ident}
+		if b, head, err := l.Head(); err == nil && b == branch {
+			if head == start {
+				dirty, err := wt.Dirty(ctx)
+				if err == nil && !dirty {
+					return wt, nil
+				}
+			}
+			if err := wt.ResetClean(ctx, start); err == nil {
+				return wt, nil
+			}
+		}
+	}
+	// Start over: forget whatever is at path, register a new worktree
+	// (under the lock), check its files out (outside it).
+	if err := os.RemoveAll(path); err != nil {
+		return nil, err
+	}
+	unlock, err := w.lock(ctx, c.Dir)
+	if err != nil {
+		return nil, err
+	}
+	wt, err := c.WorktreeAdd(ctx, path, branch, start)
+	unlock()
+	if err != nil {
+		return nil, err
+	}
+	return wt, wt.Reset(ctx, start)
+}
+
+// sameDir reports whether a and b name the same directory.
+func sameDir(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	ra, err1 := filepath.EvalSymlinks(a)
+	rb, err2 := filepath.EvalSymlinks(b)
+	return err1 == nil && err2 == nil && ra == rb
+}
+
+// Publish pushes the worktree's HEAD to the work branch on the remote
+// (never forced: a work branch someone else moved is not overwritten) and
+// returns it.
+func (co *Checkout) Publish(ctx context.Context) (string, error) {
+	sha, err := co.HeadSHA(ctx)
+	if err != nil {
+		return "", err
+	}
+	if err := co.w.send(ctx, co.c, co.Repo, sha, branchRef(co.branch), co.remote, co.Start); err != nil {
+		return "", err
+	}
+	co.remote, co.WorkExists = sha, true
+	return sha, nil
+}
+
+// receiveHooks are the hooks a push runs in the receiving repository.
+var receiveHooks = []string{"pre-receive", "update", "post-receive", "post-update", "push-to-checkout", "proc-receive", "reference-transaction"}
+
+// send sets ref in the source to sha, from old ("" when the ref must not
+// exist yet), as a push that is not forced would, from repository from
+// (the cache or one of its worktrees). have are commits the source has.
+//
+// The remote is named by its URL, never as origin, so git updates no
+// remote-tracking ref behind anyone's back. A local source without
+// receive hooks gets the new objects copied and the ref compared and
+// swapped (git update-ref), a few milliseconds where a push costs a dozen
+// processes; a source with hooks (they expect a push), a ref checked out
+// in one of its work trees (git refuses a push there), or objects packed
+// here get a real push.
+func (w *Workspaces) send(ctx context.Context, c *cache, from *gitx.Repo, sha, ref, old string, have ...string) error {
+	if c.src != nil && !w.sourceHooks(ctx, c) {
+		branch, _ := strings.CutPrefix(ref, "refs/heads/")
+		if path, err := checkedOutFiles(c.url, *c.src, branch); err == nil && path == "" {
+			err := from.CopyObjects(ctx, filepath.Join(c.src.CommonDir, "objects"), sha, have...)
+			if err == nil {
+				if old == "" {
+					old = strings.Repeat("0", len(sha)) // must not exist
+				}
+				return gitx.Open(c.url).UpdateRefs(ctx, gitx.RefUpdate{Name: ref, New: sha, Old: old})
+			}
+			if !errors.Is(err, gitx.ErrNotLoose) {
+				return err
+			}
+		}
+	}
+	return from.Push(ctx, c.url, sha+":"+ref)
+}
+
+// sourceHooks reports whether a local source has hooks a push would run.
+// Where its hooks live is asked of git once per source.
+func (w *Workspaces) sourceHooks(ctx context.Context, c *cache) bool {
+	v, ok := w.hooks.Load(c.url)
+	if !ok {
+		dir := filepath.Join(c.src.CommonDir, "hooks")
+		out, err := gitx.Open(c.url).Run(ctx, "config", "--get", "core.hooksPath")
+		if p := strings.TrimSpace(out); err == nil && p != "" {
+			dir = p
+			if !filepath.IsAbs(p) {
+				dir = filepath.Join(c.url, p)
+			}
+		}
+		v, _ = w.hooks.LoadOrStore(c.url, dir)
+	}
+	for _, h := range receiveHooks {
+		if fi, err := os.Stat(filepath.Join(v.(string), h)); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Work returns d's base branch and the head of its work branch on the
+// remote ("" when it has none), with the cache up to date.
+func (w *Workspaces) Work(ctx context.Context, d *baton.Delivery, f Forge) (base, work string, err error) {
+	c, err := w.open(ctx, d, f)
+	if err != nil {
+		return "", "", err
+	}
+	st, err := w.sync(ctx, c, d, needWork)
+	return st.base, st.work, err
+}
+
+// maxObservers bounds the base worktrees of a repository: one per observe
+// running at once.
+const maxObservers = 256
+
+// Observe gives a worktree of d's base branch at its head on the remote,
+// detached and clean, from the repository's pool (worktrees kept beside
+// the cache and moved to the new head each time, so a probe never waits
+// for a whole checkout). done returns it to the pool.
+func (w *Workspaces) Observe(ctx context.Context, d *baton.Delivery, f Forge) (co *Checkout, done func(), err error) {
+	c, err := w.open(ctx, d, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := w.sync(ctx, c, d, needBase)
+	if err != nil {
+		return nil, nil, err
+	}
+	pool := strings.TrimSuffix(c.Dir, ".git") + ".base"
+	if err := os.MkdirAll(pool, 0o755); err != nil {
+		return nil, nil, err
+	}
+	for n := range maxObservers {
+		path := filepath.Join(pool, strconv.Itoa(n))
+		unlock, ok, err := safefile.TryLock(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !ok {
+			continue // another observe has it
+		}
+		wt, err := w.prepare(ctx, c, path, "", st.baseSHA)
+		if err != nil {
+			unlock()
+			return nil, nil, baton.WrapError(baton.Unavailable, err, "check out %s of %s", st.base, d.Repository)
+		}
+		return &Checkout{Repo: wt, w: w, c: c, Base: st.base, BaseSHA: st.baseSHA, Start: st.baseSHA}, unlock, nil
+	}
+	return nil, nil, baton.Errorf(baton.Unavailable, "all %d base worktrees of %s are in use", maxObservers, d.Repository)
+}
+
+// Release deletes d's worktree and its branches in the cache, once
+// nothing needs them (after deploy, or when d closes): a cache whose
+// branches only grow makes every ref operation slower. The source keeps
+// its branch. Releasing twice, or what was never there, is no error.
+func (w *Workspaces) Release(ctx context.Context, d *baton.Delivery) error {
+	return w.release(ctx, w.CacheDir(d.Repository), d.ID)
+}
+
+func (w *Workspaces) release(ctx context.Context, cacheDir, id string) error {
+	ctx = context.WithoutCancel(ctx)
+	r := &gitx.Repo{Dir: cacheDir}
+	path := w.worktreeDir(id)
+	if _, err := os.Lstat(path); err == nil {
+		// Delete the files outside the lock (a large tree takes a while),
+		// then forget the worktree under it.
+		if err := os.RemoveAll(path); err != nil {
+			return err
+		}
+		unlock, err := w.lock(ctx, cacheDir)
+		if err != nil {
+			return err
+		}
+		err = r.PruneWorktrees(ctx)
+		unlock()
+		if err != nil {
+			return err
+		}
+	}
+	l, err := gitx.FindLayout(cacheDir)
+	if err != nil {
+		return nil // no cache
+	}
+	// Deleted without checking their values: a worker tidying up may
+	// release the same delivery at the same moment, and nothing else
+	// writes these refs any more.
+	branch := "baton/" + id
+	var dels []gitx.RefUpdate
+	for _, ref := range []string{branchRef(branch), trackingRef(branch)} {
+		if _, ok, err := l.ReadRef(ref); ok || err != nil {
+			dels = append(dels, gitx.RefUpdate{Name: ref})
+		}
+	}
+	if len(dels) == 0 {
+		return nil
+	}
+	return r.UpdateRefs(ctx, dels...)
+}
+
+// Tidy releases what deliveries no longer need — the worktree and cache
+// branches of every delivery for which keep is false — and runs git's
+// maintenance on each cache whose lock is free (it is off inside the
+// caches, so that it never starts in the middle of a phase).
+func (w *Workspaces) Tidy(ctx context.Context, keep func(id string) bool) error {
+	caches, err := filepath.Glob(filepath.Join(w.Dir, "cache", "*.git"))
+	if err != nil {
+		return err
+	}
+	// Worktrees of deliveries, by the cache they belong to.
+	byCache := map[string][]string{}
+	entries, _ := os.ReadDir(filepath.Join(w.Dir, "worktrees"))
+	for _, e := range entries {
+		id := e.Name()
+		if !baton.ValidID(id) || keep(id) {
+			continue
+		}
+		if l, err := gitx.FindLayout(w.worktreeDir(id)); err == nil {
+			byCache[filepath.Clean(l.CommonDir)] = append(byCache[filepath.Clean(l.CommonDir)], id)
+		} else {
+			_ = os.RemoveAll(w.worktreeDir(id)) // its cache is gone
+		}
+	}
+	var errs []error
+	for _, dir := range caches {
+		r := &gitx.Repo{Dir: dir, Ident: &w.ident}
+		ids := byCache[filepath.Clean(dir)]
+		out, err := r.Run(ctx, "for-each-ref", "--format=%(refname)", "refs/heads/baton/", "refs/remotes/origin/baton/")
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, ref := range strings.Fields(out) {
+			id := ref[strings.LastIndexByte(ref, '/')+1:]
+			if baton.ValidID(id) && !keep(id) {
+				ids = append(ids, id)
+			}
+		}
+		seen := map[string]bool{}
+		for _, id := range ids {
+			if !seen[id] {
+				seen[id] = true
+				if err := w.release(ctx, dir, id); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+		errs = append(errs, w.maintain(ctx, r))
+	}
+	return errors.Join(errs...)
+}
+
+// maintain runs git's own heuristics (gc --auto: pack loose objects and
+// refs when there are many) and forgets worktrees whose directories are
+// gone, unless another worker holds the cache lock; then it waits for the
+// next time.
+func (w *Workspaces) maintain(ctx context.Context, r *gitx.Repo) error {
+	unlock, ok, err := safefile.TryLock(r.Dir)
+	if err != nil || !ok {
+		return err
+	}
+	defer w.timed(unlock)()
+	if err := r.PruneWorktrees(ctx); err != nil {
+		return err
+	}
+	_, err = r.Run(ctx, "-c", "gc.auto=6700", "-c", "gc.autoDetach=false", "gc", "--auto", "--quiet")
+	return err
+}
