@@ -48,8 +48,10 @@ func (e *SyntaxError) Error() string {
 
 // Split separates data into the frontmatter text (between the opening and
 // closing "---" lines, exclusive) and the body after the closing line.
+// CRLF line endings (a checkout with core.autocrlf) read as LF; baton
+// writes LF.
 func Split(data []byte) (front, body string, err error) {
-	s := string(data)
+	s := LF(string(data))
 	s = strings.TrimPrefix(s, "\ufeff")
 	first, rest, ok := cutLine(s)
 	if !ok && first == "" {
@@ -73,6 +75,15 @@ func Split(data []byte) (front, body string, err error) {
 		fb.WriteString(l)
 		fb.WriteByte('\n')
 	}
+}
+
+// LF turns CRLF line endings into LF. Every markdown file baton reads goes
+// through it, so a file checked out with CRLF reads like the LF one.
+func LF(s string) string {
+	if !strings.Contains(s, "\r\n") {
+		return s
+	}
+	return strings.ReplaceAll(s, "\r\n", "\n")
 }
 
 // cutLine returns the first line of s without its "\n", the rest after it,
@@ -146,6 +157,7 @@ func parseFront(front string) ([]Entry, error) {
 // "## " heading and the sections that follow. Headings inside fenced code
 // blocks are text, not headings.
 func ParseSections(body string) (preamble string, sections []baton.Section) {
+	body = LF(body)
 	var cur *baton.Section
 	var buf strings.Builder
 	var fence string // the opening fence while inside one

@@ -3,13 +3,13 @@ package fsstore
 import (
 	"context"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/frontmatter"
+	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // packets is the packet kind of artifact.
@@ -174,7 +174,7 @@ func (s *Store) latestPacket() (*baton.Packet, error) {
 // peekPacket reads status and updated_at from the first lines of a packet
 // written the way baton writes them, and reports false for anything else.
 func peekPacket(path string) (baton.PacketStatus, time.Time, bool) {
-	f, err := os.Open(path)
+	f, err := safefile.OpenRegular(path)
 	if err != nil {
 		return "", time.Time{}, false
 	}

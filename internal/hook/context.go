@@ -16,6 +16,11 @@ import (
 // well below.
 const MaxContext = 6000
 
+// maxLogTail bounds how much of the relevant-files log session-start
+// reads: the entries since the last packet are the newest ones, and a
+// hook must answer in milliseconds however long the log has grown.
+const maxLogTail = 4 << 20
+
 // Parts of the context get their own budgets so one long prompt cannot
 // crowd out the rest.
 const (
@@ -52,16 +57,18 @@ func activePacket(ps []*baton.Packet) *baton.Packet {
 // iteration, and how many files were touched since the last packet.
 // afterCompact re-states it after compaction and names the packet the
 // pre-compact hook saved. Plain, factual text under MaxContext bytes.
-func SessionContext(st *fsstore.Store, sessionID string, afterCompact bool) (string, error) {
+// Store files that cannot be read (corrupt, too large, links out of the
+// store) are left out and returned as warnings for the user.
+func SessionContext(st *fsstore.Store, sessionID string, afterCompact bool) (string, []error, error) {
 	var b strings.Builder
 	if afterCompact {
 		fmt.Fprintf(&b, "baton (after compaction): the working context of this project is in %s; it is restated here.\n", st.Dir())
 	} else {
 		fmt.Fprintf(&b, "baton: the working context of this project is in %s.\n", st.Dir())
 	}
-	ps, _, err := st.FindPackets(fsstore.PacketFilter{})
+	ps, warnings, err := st.FindPackets(fsstore.PacketFilter{})
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	p := activePacket(ps)
 	if p != nil {
@@ -77,8 +84,10 @@ func SessionContext(st *fsstore.Store, sessionID string, afterCompact bool) (str
 		}
 	}
 	l, err := st.ForegroundLoop()
-	if err != nil {
-		return "", err
+	if baton.ErrorCode(err) == baton.Invalid {
+		warnings = append(warnings, err)
+	} else if err != nil {
+		return "", nil, err
 	}
 	if l != nil {
 		bound := "not bound to a session yet"
@@ -100,9 +109,9 @@ func SessionContext(st *fsstore.Store, sessionID string, afterCompact bool) (str
 			since = p.CreatedAt
 		}
 	}
-	files, _, err := st.RankFiles(fsstore.FileQuery{Since: since})
+	files, _, err := st.RankFiles(fsstore.FileQuery{Since: since, Tail: maxLogTail})
 	if err != nil {
-		return "", err
+		warnings = append(warnings, err)
 	}
 	if len(files) > 0 {
 		fmt.Fprintf(&b, "\n%d file(s) touched since the last packet are suggested for the next handoff (`baton files`).\n", len(files))
@@ -110,7 +119,7 @@ func SessionContext(st *fsstore.Store, sessionID string, afterCompact bool) (str
 	if p == nil && l == nil {
 		b.WriteString("No packet or loop yet: `baton handoff \"<purpose>\" --body -` writes a packet, `baton loop start` starts a loop.\n")
 	}
-	return baton.Truncate(b.String(), MaxContext, prompt.TruncatedMarker), nil
+	return baton.Truncate(b.String(), MaxContext, prompt.TruncatedMarker), warnings, nil
 }
 
 func progressOf(l *baton.Loop) string {

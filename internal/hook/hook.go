@@ -163,14 +163,14 @@ func Run(ctx context.Context, a Adapter, event Event, stdin io.Reader, stdout io
 	if err != nil {
 		return fail("the payload is not a JSON object: %v", err)
 	}
-	root := env.Root
+	root, how := env.Root, fsstore.Found("override")
 	if root == "" {
-		root = ResolveRoot(p.CWD, env.getenv(a.ProjectDirEnv()), env.WorkDir)
+		root, how = ResolveRoot(p.CWD, env.getenv(a.ProjectDirEnv()), env.WorkDir)
 	}
 	st := fsstore.Open(root, fsstore.Options{Now: env.now})
 	ctx, cancel := context.WithTimeout(ctx, lockTimeout)
 	defer cancel()
-	h := handler{a: a, st: st, p: p, env: env}
+	h := handler{a: a, st: st, p: p, env: env, mayCreate: how != fsstore.FoundWorkDir, event: event}
 	var r Result
 	switch event {
 	case SessionStart:
@@ -218,6 +218,16 @@ type handler struct {
 	st  *fsstore.Store
 	p   *Payload
 	env Env
+	// mayCreate is false when the root is neither in a git work tree nor
+	// named by the user: a hook must not create a store there.
+	mayCreate bool
+	event     Event
+}
+
+// warn tells the user, on stderr, about something the hook left out;
+// the hook goes on.
+func (h handler) warn(format string, args ...any) {
+	fmt.Fprintf(h.env.Stderr, "baton hook %s (%s): %s\n", h.event, h.a.Harness(), oneLine(fmt.Sprintf(format, args...)))
 }
 
 // errNoStore is the fail-open reason for events that need a store.
