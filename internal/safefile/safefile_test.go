@@ -190,4 +190,3 @@ func TestScanLinesTail(t *testing.T) {
 		}
 	}
 }
-
