@@ -47,7 +47,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	}
 	res.Argv = p.argv
 
-	env := mergeEnv(os.Environ(), s.Env, p.env)
+	env := mergeEnv(proc.Environ(s.PassEnv), s.Env, p.env)
 	path, err := findExecutable(p.argv[0], s.Dir, envValue(env, "PATH"))
 	if err != nil {
 		return res, notInstalled(p, err)
@@ -68,7 +68,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 			return res, err
 		}
 		res.Argv = p.argv
-		env = mergeEnv(os.Environ(), s.Env, p.env)
+		env = mergeEnv(proc.Environ(s.PassEnv), s.Env, p.env)
 	}
 	if p.schemaPath != "" {
 		if err := os.WriteFile(p.schemaPath, p.schema, 0o644); err != nil {

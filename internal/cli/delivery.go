@@ -78,7 +78,7 @@ type createOptions struct {
 	verify, deploy, observe, merge, base string
 	observeWindow, observeEvery          time.Duration
 	timeout                              string
-	agentArgs                            []string
+	agentArgs, passEnv                   []string
 	maxRounds                            int
 	json                                 bool
 	changed                              func(string) bool
@@ -101,8 +101,14 @@ merges into its base branch.
 
 A local repository may hold defaults in .agent/delivery.json (agent,
 model, endpoint, checkpoints, base, verify, deploy, observe,
-observe_window, observe_every, merge, timeout, max_rounds, agent_args);
-flags win.`,
+observe_window, observe_every, merge, timeout, max_rounds, agent_args,
+pass_env); flags win.
+
+Agents and commands never inherit baton's secrets: GH_TOKEN, GITHUB_TOKEN
+(and the enterprise ones) and BATON_ credentials such as
+BATON_DATABASE_URL are removed from their environment, since agents follow
+text anyone can write into an issue and verify runs code an agent wrote.
+--pass-env NAME hands one on anyway; ` + "`delivery show`" + ` says so.`,
 		Example: `  baton delivery create --repo . --summary "Add a /health endpoint" --verify "go test ./..." \
       --observe "curl -fsS localhost:8080/health" --observe-window 2m
   baton delivery create --issue https://github.com/octo/app/issues/12 --agent codex
@@ -130,6 +136,7 @@ flags win.`,
 	fl.StringVar(&o.base, "base", "", "base branch (default: the repository's default branch)")
 	fl.StringVar(&o.timeout, "timeout", "", `time limit of each agent or command run: 45m, or per phase, e.g. 30m,implement=2h (default 60m)`)
 	fl.StringArrayVar(&o.agentArgs, "agent-arg", nil, "argument appended to the agent's command line, e.g. --agent-arg=--allowedTools=Read,Edit (repeatable)")
+	fl.StringArrayVar(&o.passEnv, "pass-env", nil, "a secret of baton's environment agents and commands get anyway, e.g. --pass-env GH_TOKEN (repeatable; default none)")
 	fl.IntVar(&o.maxRounds, "max-rounds", 0, "returns to implement before the delivery is blocked for a person (default 5)")
 	fl.BoolVar(&o.json, "json", false, "print JSON")
 	return cmd
@@ -196,6 +203,9 @@ func (o createOptions) settings(st *delivery.Settings) error {
 	st.Timeout = str("timeout", o.timeout)
 	if o.changed("agent-arg") {
 		st.AgentArgs = &o.agentArgs
+	}
+	if o.changed("pass-env") {
+		st.PassEnv = &o.passEnv
 	}
 	if o.changed("max-rounds") {
 		st.MaxRounds = &o.maxRounds
@@ -406,6 +416,9 @@ func printDelivery(w io.Writer, v deliveryView, now time.Time) {
 		observe = fmt.Sprintf("`%s` for %s", c.ObserveCommand, orDur(c.ObserveWindow, baton.DefaultObserveWindow))
 	}
 	fmt.Fprintf(tw, "commands:\tverify %s; deploy %s; observe %s\n", orNone(quote(c.VerifyCommand)), deploy, observe)
+	if len(c.PassEnv) > 0 {
+		fmt.Fprintf(tw, "secrets:\t%s passed to agents and commands (pass_env)\n", strings.Join(c.PassEnv, ", "))
+	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nrefs:")
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

@@ -458,3 +458,44 @@ func TestDeliveryShowWarnsOfDeadWorker(t *testing.T) {
 		t.Errorf("log actions = %s, want the loss recorded before the new run", got)
 	}
 }
+
+// Agents follow issue text anyone can write: they never inherit baton's
+// GitHub token or its BATON_ credentials unless the delivery asks for one
+// by name, and `delivery show` says when it does.
+func TestDeliveryAgentGetsNoSecrets(t *testing.T) {
+	envFile := filepath.Join(t.TempDir(), "agent.env")
+	dump := agenttest.Turn{Commands: []agenttest.Command{{Argv: []string{"sh", "-c", "env > " + envFile}}}, Final: "1. Plan."}
+	e, _, _ := deliveryEnv(t, dump, dump)
+	t.Setenv("GH_TOKEN", "gh-secret")
+	t.Setenv("GITHUB_TOKEN", "github-secret")
+	t.Setenv("BATON_DATABASE_URL", "postgres://baton:pw@db/x")
+	agentEnv := func() string {
+		t.Helper()
+		b, err := os.ReadFile(envFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+
+	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "No secrets")
+	e.ok("", "", "delivery", "run", "1")
+	if got := agentEnv(); strings.Contains(got, "gh-secret") || strings.Contains(got, "github-secret") || strings.Contains(got, "pw@db") || !strings.Contains(got, "PATH=") {
+		t.Errorf("the agent's environment:\n%s", got)
+	}
+	if r := e.ok("", "", "delivery", "show", "1"); strings.Contains(r.stdout, "secrets:") {
+		t.Errorf("show mentions secrets for a delivery that passes none:\n%s", r.stdout)
+	}
+
+	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "With the token", "--pass-env", "GH_TOKEN")
+	e.ok("", "", "delivery", "run", "2")
+	if got := agentEnv(); !strings.Contains(got, "GH_TOKEN=gh-secret") || strings.Contains(got, "github-secret") {
+		t.Errorf("with --pass-env GH_TOKEN the agent's environment:\n%s", got)
+	}
+	if r := e.ok("", "", "delivery", "show", "2"); !strings.Contains(r.stdout, "secrets:     GH_TOKEN passed to agents and commands") {
+		t.Errorf("show does not say the token is passed:\n%s", r.stdout)
+	}
+	if r := e.run("", "", "delivery", "create", "--repo", ".", "--summary", "x", "--pass-env", "GH TOKEN"); r.code == 0 || !strings.Contains(r.stderr, "pass-env") {
+		t.Errorf("a bad --pass-env name: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

@@ -294,7 +294,7 @@ func (r *Runner) agent(ctx context.Context, d *baton.Delivery, co *forge.Checkou
 	res, err := agentrun.Run(ctx, agentrun.Spec{
 		Agent: d.Config.Agent, Prompt: run.Prompt, SystemPrompt: run.SystemPrompt, Dir: co.Dir,
 		OutputSchema: schema, Timeout: d.Config.Timeout(d.Phase), KillGrace: r.KillGrace, Model: d.Config.Model,
-		ExtraArgs: d.Config.AgentArgs, Env: r.AgentEnv, Live: r.Live, LogDir: run.LogDir,
+		ExtraArgs: d.Config.AgentArgs, Env: r.AgentEnv, PassEnv: d.Config.PassEnv, Live: r.Live, LogDir: run.LogDir,
 	})
 	run.FinalMessage, run.Model, run.SessionID = res.FinalText, res.Model, res.SessionID
 	run.CostUSD, run.InputTokens, run.OutputTokens = res.CostUSD, res.InputTokens, res.OutputTokens

@@ -196,3 +196,59 @@ func FuzzTail(f *testing.F) {
 		}
 	})
 }
+
+// A check never inherits baton's secrets unless asked: GitHub tokens and
+// BATON_ credentials are removed, everything else (the agent's own API
+// key, PATH, baton's non-secret variables) stays.
+func TestRunCheckWithholdsSecrets(t *testing.T) {
+	for k, v := range map[string]string{
+		"GH_TOKEN": "gh-secret", "GITHUB_TOKEN": "github-secret", "GH_ENTERPRISE_TOKEN": "ghe-secret",
+		"BATON_DATABASE_URL": "postgres://baton:pw@db/baton", "BATON_API_TOKEN": "baton-secret",
+		"BATON_SESSION_ID": "s1", "ANTHROPIC_API_KEY": "model-key",
+	} {
+		t.Setenv(k, v)
+	}
+	env := func(pass ...string) string {
+		var log bytes.Buffer
+		res, err := RunCheck(t.Context(), Check{Command: "env", Log: &log, PassEnv: pass, Env: []string{"ADDED=yes"}, Timeout: time.Minute})
+		if err != nil || !res.Passed() {
+			t.Fatalf("env: %v %+v", err, res)
+		}
+		return log.String()
+	}
+	got := env()
+	for _, secret := range []string{"gh-secret", "github-secret", "ghe-secret", "pw@db", "baton-secret"} {
+		if strings.Contains(got, secret) {
+			t.Errorf("the check saw %q:\n%s", secret, got)
+		}
+	}
+	for _, kept := range []string{"BATON_SESSION_ID=s1", "ANTHROPIC_API_KEY=model-key", "ADDED=yes", "PATH="} {
+		if !strings.Contains(got, kept) {
+			t.Errorf("the check lost %q:\n%s", kept, got)
+		}
+	}
+	got = env("GH_TOKEN")
+	if !strings.Contains(got, "GH_TOKEN=gh-secret") || strings.Contains(got, "github-secret") {
+		t.Errorf("with PassEnv GH_TOKEN the check saw:\n%s", got)
+	}
+}
+
+func TestSecret(t *testing.T) {
+	for name, want := range map[string]bool{
+		"GH_TOKEN": true, "GITHUB_TOKEN": true, "github_token": true, "GITHUB_ENTERPRISE_TOKEN": true,
+		"BATON_DATABASE_URL": true, "BATON_GITHUB_REMOTE_URL": true, "BATON_PG_DSN": true, "BATON_SIGNING_KEY": true, "BATON_WEBHOOK_SECRET": true,
+		"BATON_SESSION_ID": false, "BATON_ROOT": false, "BATON_DELIVERY_ID": false, "ANTHROPIC_API_KEY": false, "PATH": false, "GITHUB_SHA": false,
+	} {
+		if got := Secret(name); got != want {
+			t.Errorf("Secret(%q) = %v, want %v", name, got, want)
+		}
+	}
+	if err := CheckPassEnv([]string{"GH_TOKEN", "A_1"}); err != nil {
+		t.Errorf("CheckPassEnv(valid) = %v", err)
+	}
+	for _, bad := range []string{"", "1X", "GH TOKEN", "GH_TOKEN=x"} {
+		if CheckPassEnv([]string{bad}) == nil {
+			t.Errorf("CheckPassEnv(%q) = nil, want an error", bad)
+		}
+	}
+}
