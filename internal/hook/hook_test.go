@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/hook"
@@ -219,13 +221,25 @@ func FuzzDecodeCodex(f *testing.F)  { fuzzDecoder(f, codex.Adapter{}) }
 func FuzzDecodeDroid(f *testing.F)  { fuzzDecoder(f, droid.Adapter{}) }
 func FuzzDecodePi(f *testing.F)     { fuzzDecoder(f, pi.Adapter{}) }
 
+// FuzzPatchFiles checks PatchFiles against a reference that splits the
+// patch on newlines and reads each header the slow way: the same paths, in
+// the same order, for every input.
 func FuzzPatchFiles(f *testing.F) {
 	f.Add("*** Begin Patch\n*** Update File: a.go\n*** Move to: b.go\n*** End Patch")
+	f.Add("*** Add File:  spaced name.go \r\n*** Delete File: x\r\r\n  *** Add File: indented\n*** Add File:")
+	f.Add("*** Update File: a\n@@\n-*** Add File: in a hunk\n+x\n*** Move to: b")
 	f.Fuzz(func(t *testing.T, patch string) {
-		for _, p := range hook.PatchFiles(patch) {
-			if len(p) > len(patch) {
-				t.Fatalf("PatchFiles(%q) returned %q", patch, p)
+		var want []string
+		for _, line := range strings.Split(patch, "\n") {
+			line = strings.TrimRight(line, "\r")
+			for _, h := range []string{"*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "} {
+				if rest, ok := strings.CutPrefix(line, h); ok {
+					want = append(want, strings.TrimSpace(rest))
+				}
 			}
+		}
+		if got := hook.PatchFiles(patch); !cmp.Equal(got, want, cmpopts.EquateEmpty()) {
+			t.Fatalf("PatchFiles(%q) = %q, want %q", patch, got, want)
 		}
 	})
 }

@@ -180,8 +180,15 @@ func TestTail(t *testing.T) {
 	}
 }
 
+// FuzzTail writes data in chunks and checks Bytes and Text against a
+// reference computed from all of data at once: the last Max bytes, cut
+// forward to a rune start (at most three bytes) when anything was
+// dropped; Text then starts after the first newline, unless that newline
+// ends the tail, and is valid UTF-8.
 func FuzzTail(f *testing.F) {
 	f.Add([]byte("hello\nworld"), 3, 4)
+	f.Add([]byte("aé日本\nline two\n"), 5, 1)
+	f.Add([]byte("exactly"), 7, 3)
 	f.Fuzz(func(t *testing.T, data []byte, max, chunk int) {
 		if max <= 0 || max > 1000 || chunk <= 0 {
 			return
@@ -190,9 +197,24 @@ func FuzzTail(f *testing.F) {
 		for i := 0; i < len(data); i += chunk {
 			tl.Write(data[i:min(i+chunk, len(data))])
 		}
-		b, cut := tl.Bytes()
-		if len(b) > max || !bytes.HasSuffix(data, b) || cut != (len(data) > max) && len(b) == len(data) {
-			t.Fatalf("Bytes() = %q, %v for %q (max %d)", b, cut, data, max)
+		want, wantCut := data, len(data) > max
+		if wantCut {
+			want = data[len(data)-max:]
+			for n := 0; n < utf8.UTFMax-1 && len(want) > 0 && !utf8.RuneStart(want[0]); n++ {
+				want = want[1:]
+			}
+		}
+		if b, cut := tl.Bytes(); !bytes.Equal(b, want) || cut != wantCut {
+			t.Fatalf("Bytes() = %q, %v for %q (max %d, chunk %d); want %q, %v", b, cut, data, max, chunk, want, wantCut)
+		}
+		wantText := want
+		if wantCut {
+			if i := bytes.IndexByte(wantText, '\n'); i >= 0 && i < len(wantText)-1 {
+				wantText = wantText[i+1:]
+			}
+		}
+		if text, cut := tl.Text(); text != strings.ToValidUTF8(string(wantText), "\uFFFD") || cut != wantCut {
+			t.Fatalf("Text() = %q, %v for %q (max %d, chunk %d); want %q", text, cut, data, max, chunk, wantText)
 		}
 	})
 }
