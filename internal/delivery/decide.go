@@ -25,10 +25,8 @@ func (s *Service) Decide(ctx context.Context, ref string, a Action, actor, note 
 		return s.Reject(ctx, ref, actor, note)
 	case ActApprove, ActRetry, ActCancel, ActClose:
 		return s.Act(ctx, ref, Input{Action: a, Actor: actor, Person: true, Note: note})
-	case ActRun:
-		return s.Start(ctx, ref, actor)
 	}
-	return nil, baton.Errorf(baton.Invalid, "%q is not a decision: want approve, reject, retry, cancel, close or run", baton.Truncate(string(a), 40, "…"))
+	return nil, baton.Errorf(baton.Invalid, "%q is not a decision: want approve, reject, retry, cancel or close", baton.Truncate(string(a), 40, "…"))
 }
 
 // Start queues the pending phase of the delivery named ref for a worker:

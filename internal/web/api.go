@@ -473,12 +473,21 @@ func (s *Server) actOnDelivery(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.Deliveries.Decide(r.Context(), r.PathValue("id"), a, actor(r), body.Reason)
+	d, err := s.decide(r, a, body.Reason)
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, toDelivery(d))
 	return nil
+}
+
+// decide applies a person's action to the delivery the path names: run
+// starts a waiting phase for the workers; the rest are decisions.
+func (s *Server) decide(r *http.Request, a delivery.Action, reason string) (*baton.Delivery, error) {
+	if a == delivery.ActRun {
+		return s.Deliveries.Start(r.Context(), r.PathValue("id"), actor(r))
+	}
+	return s.Deliveries.Decide(r.Context(), r.PathValue("id"), a, actor(r), reason)
 }
 
 func (s *Server) run(r *http.Request) (baton.AgentRun, error) {

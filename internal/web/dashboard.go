@@ -382,7 +382,7 @@ func (s *Server) formAct(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.Deliveries.Decide(r.Context(), r.PathValue("id"), a, actor(r), r.PostFormValue("reason"))
+	d, err := s.decide(r, a, r.PostFormValue("reason"))
 	if err != nil {
 		return err
 	}
