@@ -60,8 +60,11 @@ func (w *Worker) Run(ctx context.Context) error {
 			log.Error(fmt.Sprintf("%s %s: %v", a.DeliveryID, a.Phase, err),
 				"delivery", a.DeliveryID, "phase", a.Phase, "attempt", attempt, "err", err)
 		case d != nil:
-			log.Info(fmt.Sprintf("%s %s → %s", d.ID, a.Phase, d),
-				"delivery", d.ID, "phase", a.Phase, "state", d.String(), "error", d.Error)
+			attrs := []any{"delivery", d.ID, "phase", a.Phase, "state", d.String()}
+			if d.Error != "" {
+				attrs = append(attrs, "error", d.Error)
+			}
+			log.Info(fmt.Sprintf("%s %s → %s", d.ID, a.Phase, d), attrs...)
 		}
 		return err
 	}
