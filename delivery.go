@@ -505,6 +505,14 @@ type ReviewNote struct {
 type DeliveryFilter struct {
 	Phase     Phase
 	RunStatus RunStatus
+	// Open keeps deliveries that are not closed; Closed keeps closed ones.
+	Open, Closed bool
+	// Search keeps deliveries whose id, summary or repository contains it,
+	// ignoring case.
+	Search string
+	// BeforeSeq keeps deliveries numbered below it: the page after one
+	// that ended at BeforeSeq.
+	BeforeSeq int64
 	Limit     int
 }
 

@@ -29,6 +29,43 @@ func (s *Service) Decide(ctx context.Context, ref string, a Action, actor, note 
 	return nil, baton.Errorf(baton.Invalid, "%q is not a decision: want approve, reject, retry, cancel or close", baton.Truncate(string(a), 40, "…"))
 }
 
+// Start queues the pending phase of the delivery named ref for a worker:
+// a checkpoint phase waiting for a person starts. Anything else is a
+// Conflict that says what would apply (a queued phase is already
+// waiting for a worker). It is `run` for edges that hand the work to
+// workers rather than run it in the foreground (RunNow).
+func (s *Service) Start(ctx context.Context, ref, actor string) (*baton.Delivery, error) {
+	d, err := s.Resolve(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if d.RunStatus != baton.StatusPending || !d.Phase.Runnable() {
+		return nil, baton.Errorf(baton.Conflict, "delivery %s is %s: only a pending phase can be started", d.ID, d.String())
+	}
+	in := Input{Action: ActApprove, Actor: actor, Person: true, Note: "started"}
+	return s.Act(ctx, d.ID, in)
+}
+
+// Allowed lists the decisions a person can make on d now, in the order a
+// person would consider them: run (start a waiting phase), approve,
+// retry, cancel, reject, close.
+func Allowed(d baton.Delivery) []Action {
+	var out []Action
+	pending := d.RunStatus == baton.StatusPending
+	if pending && !d.Queued && d.Phase.Runnable() {
+		out = append(out, ActRun)
+	}
+	for _, a := range []Action{ActApprove, ActRetry, ActCancel, ActReject, ActClose} {
+		if a == ActApprove && pending {
+			continue // starting a pending phase is run
+		}
+		if _, err := Apply(d, Input{Action: a, Actor: "x", Person: true, Note: "x", Attempt: d.Attempt}); err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // RunNow runs the pending phase of the delivery named ref in this process,
 // started by actor, the agent's output going to live (nil for none).
 // First a running phase whose heartbeat is older than lease is taken for

@@ -40,6 +40,9 @@ type Service struct {
 	// baton.DefaultAgent).
 	DefaultAgent string
 	Now          func() time.Time
+
+	// listeners are told when events commit in this process (OnEvents).
+	listeners listeners
 }
 
 // Close closes the service's database.
@@ -74,10 +77,8 @@ func commit(ctx context.Context, tx queue.Tx, before *baton.Delivery, res Result
 	if err := tx.Store().UpdateDelivery(ctx, &d); err != nil {
 		return nil, err
 	}
-	for i := range res.Log {
-		if err := tx.Store().AppendPhaseLog(ctx, d.ID, &res.Log[i]); err != nil {
-			return nil, err
-		}
+	if err := logChange(ctx, tx, d.ID, res.Log); err != nil {
+		return nil, err
 	}
 	if res.Enqueue {
 		if err := tx.Enqueue(ctx, queue.RunPhaseArgs{DeliveryID: d.ID, Phase: d.Phase, Entry: d.Version}); err != nil {
@@ -85,6 +86,16 @@ func commit(ctx context.Context, tx queue.Tx, before *baton.Delivery, res Result
 		}
 	}
 	return &d, nil
+}
+
+// logChange appends a change's phase log entries and their events.
+func logChange(ctx context.Context, tx queue.Tx, id string, log []baton.PhaseLogEntry) error {
+	for i := range log {
+		if err := tx.Store().AppendPhaseLog(ctx, id, &log[i]); err != nil {
+			return err
+		}
+	}
+	return tx.Store().AppendEvents(ctx, id, phaseEvents(log))
 }
 
 // Insert stores d, a delivery already assembled and valid, created by
@@ -101,16 +112,17 @@ func (s *Service) Insert(ctx context.Context, d baton.Delivery, actor string) (*
 		if err != nil || !created {
 			return err
 		}
-		for i := range res.Log {
-			if err := tx.Store().AppendPhaseLog(ctx, got.ID, &res.Log[i]); err != nil {
-				return err
-			}
+		if err := logChange(ctx, tx, got.ID, res.Log); err != nil {
+			return err
 		}
 		if res.Enqueue {
 			return tx.Enqueue(ctx, queue.RunPhaseArgs{DeliveryID: got.ID, Phase: got.Phase, Entry: got.Version})
 		}
 		return nil
 	})
+	if err == nil && created {
+		s.notify(got.ID)
+	}
 	return got, created, err
 }
 
@@ -175,6 +187,9 @@ func (s *Service) Act(ctx context.Context, ref string, in Input) (*baton.Deliver
 		out, err = commit(ctx, tx, cur, res)
 		return err
 	})
+	if err == nil {
+		s.notify(out.ID)
+	}
 	return out, err
 }
 
@@ -275,6 +290,9 @@ func (s *Service) Reconcile(ctx context.Context, lease time.Duration, actor stri
 			n++
 			return nil
 		})
+		if err == nil {
+			s.notify(d.ID)
+		}
 		if err != nil && baton.ErrorCode(err) != baton.Conflict {
 			return n, err
 		}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/queue"
 )
 
@@ -24,6 +25,10 @@ type Worker struct {
 	Lease time.Duration
 	// Log receives one record per phase run and recovery (default: none).
 	Log *slog.Logger
+	// Observe, when set, is told how long each job took and how it ended:
+	// the phase's run status after it ("succeeded", "failed", ...),
+	// "error", or "none" for a job with nothing to run (for metrics).
+	Observe func(phase baton.Phase, result string, took time.Duration)
 }
 
 // Run works jobs until ctx is done.
@@ -38,7 +43,18 @@ func (w *Worker) Run(ctx context.Context) error {
 		lease = DefaultLease
 	}
 	handle := func(ctx context.Context, a queue.RunPhaseArgs, attempt int) error {
+		start := time.Now()
 		d, err := r.Run(ctx, a.DeliveryID, a.Phase, "")
+		if w.Observe != nil {
+			result := "none"
+			switch {
+			case err != nil:
+				result = "error"
+			case d != nil:
+				result = string(d.RunStatus)
+			}
+			w.Observe(a.Phase, result, time.Since(start))
+		}
 		switch {
 		case err != nil:
 			log.Error(fmt.Sprintf("%s %s: %v", a.DeliveryID, a.Phase, err),
