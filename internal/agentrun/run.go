@@ -166,6 +166,9 @@ func execute(ctx context.Context, s Spec, p *plan, path string, env []string, de
 		return 0, "", nil, newError(baton.Internal, nil, err, "start %s", p.argv[0])
 	}
 	pgid := cmd.Process.Pid
+	// If baton dies, the watchdog kills the group: the agent and all it
+	// started (the parent-death signal reaches only the agent).
+	wd, _ := proc.WatchGroup(pgid)
 
 	var wg sync.WaitGroup
 	wg.Add(3)
@@ -232,6 +235,7 @@ func execute(ctx context.Context, s Spec, p *plan, path string, env []string, de
 	// Whatever the agent left running in its group goes too: its output
 	// pipes close and nothing outlives the run.
 	proc.KillGroup(pgid, syscall.SIGKILL)
+	wd.Release()
 
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()

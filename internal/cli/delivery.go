@@ -386,7 +386,9 @@ runs. <id> is the id, its number from the list, or a unique id prefix.`,
 func printDelivery(w io.Writer, v deliveryView, now time.Time) {
 	d := v.Delivery
 	fmt.Fprintf(w, "delivery %s (#%d): %s\n", d.ID, d.Seq, stateText(d))
-	if d.RunStatus == baton.StatusRunning && now.Sub(d.HeartbeatAt) > delivery.DefaultLease {
+	if d.RunStatus == baton.StatusRunning && delivery.OwnerGone(d.Owner) {
+		fmt.Fprintf(w, "warning: its worker %s is gone (no process of that id on this machine): `baton delivery run %d` or `baton worker` recovers it now\n", d.Owner, d.Seq)
+	} else if d.RunStatus == baton.StatusRunning && now.Sub(d.HeartbeatAt) > delivery.DefaultLease {
 		fmt.Fprintf(w, "warning: no heartbeat for %s: its worker may have died; `baton worker` or `baton delivery run %d` recovers it\n",
 			now.Sub(d.HeartbeatAt).Round(time.Second), d.Seq)
 	}

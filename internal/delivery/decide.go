@@ -2,9 +2,7 @@ package delivery
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -24,9 +22,44 @@ func (s *Service) Decide(ctx context.Context, ref string, a Action, actor, note 
 		}
 		return s.Reject(ctx, ref, actor, note)
 	case ActApprove, ActRetry, ActCancel, ActClose:
-		return s.Act(ctx, ref, Input{Action: a, Actor: actor, Person: true, Note: note})
+		return s.decide(ctx, ref, Input{Action: a, Actor: actor, Person: true, Note: note})
 	}
 	return nil, baton.Errorf(baton.Invalid, "%q is not a decision: want approve, reject, retry, cancel or close", baton.Truncate(string(a), 40, "…"))
+}
+
+// decide applies a person's approve, retry, cancel or close. A phase
+// whose owner is a process of this machine that no longer exists is
+// recovered first, so a retry after a killed `delivery run` works at once
+// (the recovery queues the phase again, which is what retry asks for); a
+// phase still running elsewhere is a Conflict that says when its lease
+// runs out.
+func (s *Service) decide(ctx context.Context, ref string, in Input) (*baton.Delivery, error) {
+	d, err := s.Resolve(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	recovered := false
+	if d.RunStatus == baton.StatusRunning && in.Action != ActCancel && OwnerGone(d.Owner) {
+		if _, err := s.Reconcile(ctx, DefaultLease, WorkerID("reconciler")); err != nil {
+			return nil, err
+		}
+		if d, err = s.Resolve(ctx, d.ID); err != nil {
+			return nil, err
+		}
+		recovered = d.RunStatus != baton.StatusRunning
+	}
+	out, err := s.Act(ctx, d.ID, in)
+	switch {
+	case err == nil:
+		return out, nil
+	case baton.ErrorCode(err) != baton.Conflict:
+		return nil, err
+	case recovered && in.Action == ActRetry && d.RunStatus == baton.StatusPending:
+		return d, nil // the recovery queued it again
+	case d.RunStatus == baton.StatusRunning && in.Action != ActCancel:
+		return nil, runningConflict(d, DefaultLease, s.now())
+	}
+	return nil, err
 }
 
 // Start queues the pending phase of the delivery named ref for a worker:
@@ -68,22 +101,23 @@ func Allowed(d baton.Delivery) []Action {
 
 // RunNow runs the pending phase of the delivery named ref in this process,
 // started by actor, the agent's output going to live (nil for none).
-// First a running phase whose heartbeat is older than lease is taken for
-// dead; then the phase is claimed (a queued one before a worker gets to
-// it) and run to its end. Canceling ctx cancels the run, as a person
-// would; the phase can then be retried.
+// First a running phase whose worker is gone is recovered: at once when
+// its owner was a process of this machine that no longer exists, else
+// once its heartbeat is older than lease. Then the phase is claimed (a
+// queued one before a worker gets to it) and run to its end. A phase
+// still running elsewhere is a Conflict that says when its lease runs
+// out. Canceling ctx cancels the run, as a person would; the phase can
+// then be retried.
 func (s *Service) RunNow(ctx context.Context, ref, actor string, live io.Writer, lease time.Duration) (*baton.Delivery, error) {
 	if _, err := s.Reconcile(ctx, lease, WorkerID("reconciler")); err != nil {
 		return nil, err
 	}
 	r := &Runner{Service: s, Owner: WorkerID("run"), Live: live, Foreground: true}
-	return r.Run(ctx, ref, "", actor)
-}
-
-// WorkerID names a worker process in the phase log, the delivery row and
-// the queue: <prefix>:<host>:<pid>.
-func WorkerID(prefix string) string {
-	host, _ := os.Hostname()
-	host, _, _ = strings.Cut(host, ".")
-	return fmt.Sprintf("%s:%s:%d", prefix, host, os.Getpid())
+	d, err := r.Run(ctx, ref, "", actor)
+	if baton.ErrorCode(err) == baton.Conflict {
+		if cur, rerr := s.Resolve(ctx, ref); rerr == nil && cur.RunStatus == baton.StatusRunning {
+			return nil, runningConflict(cur, lease, s.now())
+		}
+	}
+	return d, err
 }

@@ -256,27 +256,40 @@ func FileURL(path string) string {
 	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(path)}).String()
 }
 
-// Reconcile finds running deliveries whose worker stopped sending
-// heartbeats before now-lease and hands each back: its agent run ends as
-// failed ("worker lost") and the phase is queued again, or failed after
-// MaxLostAttempts. It returns how many it recovered.
+// Reconcile finds running deliveries whose worker is gone and hands each
+// back: its agent run ends as failed ("worker lost") and the phase is
+// queued again, or failed after MaxLostAttempts. A worker is gone when it
+// sent no heartbeat since now-lease, or at once when it was a process of
+// this machine that no longer exists (OwnerGone). It returns how many it
+// recovered.
 func (s *Service) Reconcile(ctx context.Context, lease time.Duration, actor string) (int, error) {
 	now := s.now()
-	stale, err := s.Queue.Store().FindStaleRunning(ctx, now.Add(-lease))
+	// Every running delivery (a heartbeat before a time far ahead), to
+	// look at each owner; there are as many as there are agents at work.
+	running, err := s.Queue.Store().FindStaleRunning(ctx, now.Add(24*time.Hour))
 	if err != nil {
 		return 0, err
 	}
+	lost := func(d *baton.Delivery) bool {
+		return d.HeartbeatAt.Before(now.Add(-lease)) || OwnerGone(d.Owner)
+	}
 	n := 0
-	for _, d := range stale {
+	for _, d := range running {
+		if !lost(d) {
+			continue
+		}
 		err := s.Queue.InTx(ctx, func(tx queue.Tx) error {
 			cur, err := tx.Store().FindDeliveryByID(ctx, d.ID)
 			if err != nil {
 				return err
 			}
-			if cur.RunStatus != baton.StatusRunning || !cur.HeartbeatAt.Before(now.Add(-lease)) {
+			if cur.RunStatus != baton.StatusRunning || cur.Owner != d.Owner || !lost(cur) {
 				return nil // it moved on, or its worker came back
 			}
 			note := fmt.Sprintf("worker %s lost: no heartbeat since %s", cur.Owner, cur.HeartbeatAt.Format(time.RFC3339))
+			if OwnerGone(cur.Owner) {
+				note = fmt.Sprintf("worker %s lost: its process is gone (no heartbeat since %s)", cur.Owner, cur.HeartbeatAt.Format(time.RFC3339))
+			}
 			res, err := Apply(*cur, Input{Action: ActLose, Actor: actor, Now: now, Attempt: cur.Attempt, Note: note})
 			if err != nil {
 				return err

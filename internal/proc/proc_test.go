@@ -29,6 +29,12 @@ func TestMain(m *testing.M) {
 		c.Wait()
 		os.Exit(0)
 	}
+	// Helper mode: run a check that starts a grandchild, which prints its
+	// pid, and wait.
+	if os.Getenv("BATON_PROC_HELPER") == "check" {
+		_, _ = RunCheck(context.Background(), Check{Command: "sleep 60 & echo $!; wait", Live: os.Stdout})
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 
@@ -152,6 +158,69 @@ func TestGroupAttrDiesWithParent(t *testing.T) {
 	if !waitGone(pid) {
 		syscall.Kill(pid, syscall.SIGKILL)
 		t.Fatalf("child %d outlived its SIGKILLed parent", pid)
+	}
+}
+
+// A check's grandchild (what the command started) dies when the process
+// running the check is SIGKILLed, not only the check's shell.
+func TestCheckGrandchildDiesWithParent(t *testing.T) {
+	c := exec.Command(os.Args[0], "-test.run=^$")
+	c.Env = append(os.Environ(), "BATON_PROC_HELPER=check")
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var buf [32]byte
+	n, _ := out.Read(buf[:])
+	pid, err := strconv.Atoi(strings.TrimSpace(string(buf[:n])))
+	if err != nil || !alive(pid) {
+		t.Fatalf("helper did not start its grandchild: %q %v", buf[:n], err)
+	}
+	c.Process.Kill()
+	c.Wait()
+	if !waitGone(pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("grandchild %d outlived its SIGKILLed grandparent", pid)
+	}
+}
+
+// A released watchdog kills nothing; one whose starter is gone kills the
+// group it watches.
+func TestWatchdog(t *testing.T) {
+	start := func() *exec.Cmd {
+		c := exec.Command("sleep", "60")
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go c.Wait()
+		return c
+	}
+	kept := start()
+	wd, err := WatchGroup(kept.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd.Release()
+	wd.Release() // twice is harmless
+	time.Sleep(100 * time.Millisecond)
+	if !alive(kept.Process.Pid) {
+		t.Error("a released watchdog killed its group")
+	}
+	KillGroup(kept.Process.Pid, syscall.SIGKILL)
+
+	doomed := start()
+	wd, err = WatchGroup(doomed.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd.w.Close() // what the kernel does when this process dies
+	if !waitGone(doomed.Process.Pid) {
+		KillGroup(doomed.Process.Pid, syscall.SIGKILL)
+		t.Error("the watchdog did not kill the group when its starter went away")
 	}
 }
 

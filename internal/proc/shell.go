@@ -87,9 +87,11 @@ func RunCheck(ctx context.Context, c Check) (CheckResult, error) {
 		}
 		return res, baton.WrapError(baton.Unavailable, err, "`%s` could not start", c.Command)
 	}
+	wd, _ := WatchGroup(cmd.Process.Pid) // without it the group has only the parent-death signal
 	waitErr := cmd.Wait()
 	res.Duration = time.Since(start)
 	KillGroup(cmd.Process.Pid, syscall.SIGKILL)
+	wd.Release()
 	res.ExitCode = cmd.ProcessState.ExitCode()
 	res.Tail, res.TailCut = w.text()
 	res.Dropped = w.dropped
