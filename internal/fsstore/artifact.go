@@ -95,6 +95,8 @@ func (a artifact[T]) read(path string) (T, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		id := strings.TrimSuffix(filepath.Base(path), ".md")
 		return zero, baton.WrapError(baton.NotFound, err, "%s %s not found: run `%s` to see them", a.kind, id, a.listHint)
+	} else if baton.ErrorCode(err) == baton.Invalid {
+		return zero, err // refused, naming the file
 	} else if err != nil {
 		return zero, fmt.Errorf("read %s: %w", path, err)
 	}
@@ -225,7 +227,7 @@ func (a artifact[T]) updateLocked(ctx context.Context, s *Store, id string, fn f
 	path := a.path(s, id)
 	unlock, err := safefile.Lock(ctx, path)
 	if err != nil {
-		return zero, false, err
+		return zero, false, refused(path+".lock", err)
 	}
 	defer unlock()
 	v, err = a.read(path)

@@ -18,6 +18,11 @@ const (
 	// MaxArtifactBytes bounds a packet or loop file: larger ones are
 	// skipped with a warning naming them.
 	MaxArtifactBytes = 4 << 20
+	// RecentLogBytes is how much of the end of the relevant-files log
+	// hooks and handoffs read (about 9,000 touches): the files touched
+	// since the last packet are the newest entries, and a hook must not
+	// slow down as the log grows.
+	RecentLogBytes = 1 << 20
 	// maxSmallFile bounds root.json and the foreground pointer.
 	maxSmallFile = 64 << 10
 	// staleTemp is how old a temp file must be before a write sweeps it:
@@ -57,21 +62,63 @@ func (s *Store) checkDirs(sub string) error {
 // max bytes. A file that is not one is Invalid and named.
 func readFile(path string, max int64) ([]byte, error) {
 	b, err := safefile.ReadFile(path, max)
-	return b, refused(path, err)
+	return b, refusedMax(path, max, err)
 }
 
-// refused turns a refusal of a file (a link, a FIFO, a device, too large)
-// into an Invalid error naming it; other errors pass through.
-func refused(path string, err error) error {
-	if errors.Is(err, safefile.ErrNotRegular) || errors.Is(err, safefile.ErrTooLarge) {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return corrupt(path, err)
-	}
-	return err
+// RefusedError is a store file baton will not read or write: what it is,
+// and what to do.
+type RefusedError struct {
+	Path string
+	What string // "a symlink", "6.0 MiB, over the 4.0 MiB limit"
+	Hint string
+	Err  error
 }
+
+func (e *RefusedError) Error() string { return e.Path + " is " + e.What + ": " + e.Hint }
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// refused turns a refusal of a file (a link, a FIFO, a device) into an
+// Invalid error naming it; other errors pass through.
+func refused(path string, err error) error { return refusedMax(path, 0, err) }
+
+// refusedMax is refused for a read limited to max bytes.
+func refusedMax(path string, max int64, err error) error {
+	var r *RefusedError
+	switch {
+	case errors.Is(err, safefile.ErrNotRegular):
+		r = &RefusedError{Path: path, What: "not a regular file", Err: err,
+			Hint: "baton keeps only regular files in its store and follows no links out of it; remove it"}
+		if fi, lerr := os.Lstat(path); lerr == nil {
+			r.What = describeMode(fi.Mode())
+		}
+	case errors.Is(err, safefile.ErrTooLarge):
+		r = &RefusedError{Path: path, What: "over the size limit", Err: err, Hint: "skipped"}
+		if fi, lerr := os.Lstat(path); lerr == nil && max > 0 {
+			r.What = fmt.Sprintf("%s, over the %s limit", mib(fi.Size()), mib(max))
+		}
+	default:
+		return err
+	}
+	return &baton.Error{Code: baton.Invalid, Err: r}
+}
+
+func describeMode(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symlink"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m.IsDir():
+		return "a directory"
+	}
+	return "not a regular file"
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // sweep removes the temp files killed writers left in the store's
 // subdirectory sub.

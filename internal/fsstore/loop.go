@@ -103,8 +103,9 @@ func (s *Store) ForegroundLoopID() (string, error) {
 	b, err := readFile(p, maxSmallFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
-	} else if baton.ErrorCode(err) == baton.Invalid {
-		return "", baton.WrapError(baton.Invalid, err, "%s is unreadable: run `baton loop activate <id>`", p)
+	} else if r := (*RefusedError)(nil); errors.As(err, &r) {
+		r.Hint += ", or run `baton loop activate <id>`, which replaces it"
+		return "", err
 	} else if err != nil {
 		return "", fmt.Errorf("read %s: %w", p, err)
 	}
@@ -153,7 +154,7 @@ func (s *Store) swapForeground(ctx context.Context, next func(cur string) (strin
 	p := s.indexPath(ActiveLoopFile)
 	unlock, err := safefile.Lock(ctx, p)
 	if err != nil {
-		return "", err
+		return "", refused(p+".lock", err)
 	}
 	defer unlock()
 	cur, err := s.ForegroundLoopID()

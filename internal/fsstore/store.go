@@ -161,7 +161,7 @@ func (s *Store) Init(ctx context.Context) (created bool, err error) {
 	}
 	unlock, err := safefile.Lock(ctx, marker)
 	if err != nil {
-		return false, err
+		return false, refused(marker+".lock", err)
 	}
 	defer unlock()
 	if _, err := os.Lstat(marker); err == nil {

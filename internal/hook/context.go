@@ -16,11 +16,6 @@ import (
 // well below.
 const MaxContext = 6000
 
-// maxLogTail bounds how much of the relevant-files log session-start
-// reads: the entries since the last packet are the newest ones, and a
-// hook must answer in milliseconds however long the log has grown.
-const maxLogTail = 4 << 20
-
 // Parts of the context get their own budgets so one long prompt cannot
 // crowd out the rest.
 const (
@@ -31,25 +26,32 @@ const (
 // ActivePacket is the packet a session continues: the most recently
 // updated active packet, else the most recently updated draft, else nil.
 func ActivePacket(st *fsstore.Store) *baton.Packet {
-	ps, _, err := st.FindPackets(fsstore.PacketFilter{})
+	sums, _, err := st.PacketSummaries()
 	if err != nil {
 		return nil
 	}
-	return activePacket(ps)
+	p, _ := activePacket(st, sums)
+	return p
 }
 
-// activePacket picks from ps, newest first.
-func activePacket(ps []*baton.Packet) *baton.Packet {
-	var draft *baton.Packet
-	for _, p := range ps { // newest first
-		switch {
-		case p.Status == baton.PacketActive:
-			return p
-		case p.Status == baton.PacketDraft && draft == nil:
-			draft = p
+// activePacket picks from sums (newest first) and decodes only the pick,
+// so a store of many packets, or of huge ones, costs a hook little; a
+// pick that does not decode is a warning, and the next one is tried.
+func activePacket(st *fsstore.Store, sums []fsstore.PacketSummary) (*baton.Packet, []error) {
+	var warnings []error
+	for _, want := range []baton.PacketStatus{baton.PacketActive, baton.PacketDraft} {
+		for _, s := range sums {
+			if s.Status != want {
+				continue
+			}
+			p, err := st.FindPacketByID(s.ID)
+			if err == nil {
+				return p, warnings
+			}
+			warnings = append(warnings, err)
 		}
 	}
-	return draft
+	return nil, warnings
 }
 
 // SessionContext is what session-start tells the agent: the packet it
@@ -66,11 +68,12 @@ func SessionContext(st *fsstore.Store, sessionID string, afterCompact bool) (str
 	} else {
 		fmt.Fprintf(&b, "baton: the working context of this project is in %s.\n", st.Dir())
 	}
-	ps, warnings, err := st.FindPackets(fsstore.PacketFilter{})
+	sums, warnings, err := st.PacketSummaries()
 	if err != nil {
 		return "", nil, err
 	}
-	p := activePacket(ps)
+	p, more := activePacket(st, sums)
+	warnings = append(warnings, more...)
 	if p != nil {
 		fmt.Fprintf(&b, "\nPacket %s (%s): %s\n", p.ID, p.Status, p.Purpose)
 		if np := p.SectionText(baton.SectionNextPrompt); np != "" {
@@ -79,7 +82,7 @@ func SessionContext(st *fsstore.Store, sessionID string, afterCompact bool) (str
 		fmt.Fprintf(&b, "Render it in full with `baton pickup %s`.\n", p.ID)
 	}
 	if afterCompact && sessionID != "" {
-		if saved := newestPacketOf(ps, sessionID); saved != nil && (p == nil || saved.ID != p.ID) {
+		if saved := newestPacketOf(sums, sessionID); saved != nil && (p == nil || saved.ID != p.ID) {
 			fmt.Fprintf(&b, "\nBefore compaction baton saved packet %s (`baton pickup %s`).\n", saved.ID, saved.ID)
 		}
 	}
@@ -104,12 +107,12 @@ func SessionContext(st *fsstore.Store, sessionID string, afterCompact bool) (str
 		}
 	}
 	var since time.Time
-	for _, p := range ps {
-		if p.CreatedAt.After(since) {
-			since = p.CreatedAt
+	for _, s := range sums {
+		if s.CreatedAt.After(since) {
+			since = s.CreatedAt
 		}
 	}
-	files, _, err := st.RankFiles(fsstore.FileQuery{Since: since, Tail: maxLogTail})
+	files, _, err := st.RankFiles(fsstore.FileQuery{Since: since, Tail: fsstore.RecentLogBytes})
 	if err != nil {
 		warnings = append(warnings, err)
 	}
@@ -129,11 +132,11 @@ func progressOf(l *baton.Loop) string {
 	return fmt.Sprintf("%d/%d", l.Iteration, l.MaxIterations)
 }
 
-// newestPacketOf returns the newest of ps written for session id.
-func newestPacketOf(ps []*baton.Packet, sessionID string) *baton.Packet {
-	for _, p := range ps {
-		if p.SessionID == sessionID {
-			return p
+// newestPacketOf returns the newest of sums written for session id.
+func newestPacketOf(sums []fsstore.PacketSummary, sessionID string) *fsstore.PacketSummary {
+	for i, s := range sums {
+		if s.SessionID == sessionID {
+			return &sums[i]
 		}
 	}
 	return nil

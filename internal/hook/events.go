@@ -47,7 +47,7 @@ func (h handler) sessionStart(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	for _, w := range warnings {
-		h.warn("skipped %s", baton.ErrorMessage(w)+causeSuffix(w))
+		h.warn("skipped %s", describe(w))
 	}
 	return Result{Context: text}, nil
 }

@@ -185,7 +185,7 @@ func Run(ctx context.Context, a Adapter, event Event, stdin io.Reader, stdout io
 		return fail("unknown event")
 	}
 	if err != nil {
-		return fail("%s", baton.ErrorMessage(err)+causeSuffix(err))
+		return fail("%s", describe(err))
 	}
 	if out := a.Encode(event, r); len(out) > 0 {
 		if _, err := stdout.Write(out); err != nil {
@@ -195,13 +195,18 @@ func Run(ctx context.Context, a Adapter, event Event, stdin io.Reader, stdout io
 	return 0
 }
 
-// causeSuffix adds the cause of an error whose message alone would say
-// "internal error".
-func causeSuffix(err error) string {
-	if baton.ErrorMessage(err) == "internal error" {
-		return ": " + err.Error()
+// describe is an error as a hook's line says it: its user-safe message;
+// for an Invalid or NotFound error without one (a store file that is
+// corrupt or refused), its own text, which names the file and what is
+// wrong with it; else "internal error" and the cause.
+func describe(err error) string {
+	if m := baton.ErrorMessage(err); m != "internal error" {
+		return m
 	}
-	return ""
+	if baton.ErrorCode(err) != baton.Internal {
+		return err.Error()
+	}
+	return "internal error: " + err.Error()
 }
 
 func oneLine(s string) string {

@@ -97,12 +97,27 @@ func ReadFile(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Size() > max {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, fi.Size(), max)}
-	}
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
+	}
+	if fi.Size() > max {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, fi.Size(), max)}
+	}
+	// One buffer of the size fstat gave, plus a byte to see growth: a
+	// large file is not copied again each time a growing buffer doubles.
+	b := make([]byte, 0, fi.Size()+1)
+	for int64(len(b)) <= max {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // the file grew while read
+		}
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		} else if err != nil {
+			return nil, err
+		}
 	}
 	if int64(len(b)) > max {
 		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: over %d bytes", ErrTooLarge, max)}
@@ -263,7 +278,9 @@ func isDigits(s string) bool {
 func Lock(ctx context.Context, path string) (unlock func(), err error) {
 	lp := path + ".lock"
 	f, err := os.OpenFile(lp, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o644)
-	if err != nil {
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("lock %s: %w", path, &fs.PathError{Op: "open", Path: lp, Err: fmt.Errorf("%w (a symlink)", ErrNotRegular)})
+	} else if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {

@@ -190,3 +190,42 @@ func TestScanLinesTail(t *testing.T) {
 		}
 	}
 }
+
+// FuzzScanLines checks ScanLines against a reference that splits the
+// whole file on newlines: with a tail, exactly the lines that start
+// inside the last tail bytes, trimmed, empty ones skipped, in order.
+func FuzzScanLines(f *testing.F) {
+	f.Add([]byte("a\nbb\n\nccc\ndddd"), int64(0))
+	f.Add([]byte("a\nbb\nccc\n"), int64(4))
+	f.Add([]byte("\n\n x \n"), int64(2))
+	f.Fuzz(func(t *testing.T, data []byte, tail int64) {
+		if tail < 0 {
+			return
+		}
+		path := filepath.Join(t.TempDir(), "log")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		st, err := ScanLines(path, tail,
+			func(line []byte, v *string) error { *v = string(line); return nil },
+			func(s string) error { got = append(got, s); return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		start := int64(len(data)) - tail
+		off := int64(0)
+		for _, line := range strings.SplitAfter(string(data), "\n") {
+			if tail == 0 || off >= start {
+				if trimmed := strings.TrimSpace(line); trimmed != "" {
+					want = append(want, trimmed)
+				}
+			}
+			off += int64(len(line))
+		}
+		if strings.Join(got, "\x00") != strings.Join(want, "\x00") || len(got) != len(want) || st.Lines != len(want) {
+			t.Fatalf("ScanLines(%q, tail %d) = %q (%+v), want %q", data, tail, got, st, want)
+		}
+	})
+}
