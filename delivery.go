@@ -155,6 +155,10 @@ type DeliveryConfig struct {
 	// AgentArgs are appended to the agent's command line (tool
 	// allow-lists, permission modes, profiles).
 	AgentArgs []string `json:"agent_args,omitempty"`
+	// PassEnv names secrets of baton's environment (GH_TOKEN,
+	// GITHUB_TOKEN, BATON_ credentials) that agents and commands get
+	// anyway; by default they get none.
+	PassEnv []string `json:"pass_env,omitempty"`
 	// BaseBranch is what the work branch starts from and merges into;
 	// empty means the repository's default branch (resolved at plan).
 	BaseBranch string `json:"base_branch,omitempty"`
@@ -501,6 +505,14 @@ type ReviewNote struct {
 type DeliveryFilter struct {
 	Phase     Phase
 	RunStatus RunStatus
+	// Open keeps deliveries that are not closed; Closed keeps closed ones.
+	Open, Closed bool
+	// Search keeps deliveries whose id, summary or repository contains it,
+	// ignoring case.
+	Search string
+	// BeforeSeq keeps deliveries numbered below it: the page after one
+	// that ended at BeforeSeq.
+	BeforeSeq int64
 	Limit     int
 }
 

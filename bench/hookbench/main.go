@@ -1,8 +1,12 @@
 // Command hookbench measures baton's hooks as harnesses run them: a whole
 // process per event, payload on stdin, timed from fork to exit, median of
-// many runs, beside /bin/true measured in the same run. Usage:
+// many runs, beside /bin/true measured in the same run. Three sections:
+// an ordinary store; hostile stores (links to /dev/zero, FIFOs, huge
+// files, links out of the store: one plant per project, the slowest case
+// named at the end); and stops of one session on one loop started at once.
+// Usage:
 //
-//	go run ./bench/hookbench -baton /path/to/baton [-n 300]
+//	go run ./bench/hookbench -baton /path/to/baton [-n 300] [-concurrent 200 -rounds 5] [-only hostile]
 package main
 
 import (
@@ -22,19 +26,37 @@ func main() {
 	bin := flag.String("baton", "", "the baton binary to measure")
 	n := flag.Int("n", 300, "runs per fast scenario")
 	nBig := flag.Int("n-big", 60, "runs per 100 MB transcript scenario")
+	conc := flag.Int("concurrent", 200, "stops started at once on one loop (0 skips it)")
+	rounds := flag.Int("rounds", 5, "rounds of concurrent stops")
+	only := flag.String("only", "", "run one section: normal, hostile or concurrent")
 	flag.Parse()
 	if *bin == "" {
 		fmt.Fprintln(os.Stderr, "usage: hookbench -baton PATH")
 		os.Exit(2)
 	}
+	if *only == "" || *only == "normal" {
+		normal(*bin, *n, *nBig)
+	}
+	if *only == "" || *only == "hostile" {
+		fmt.Println()
+		hostile(*bin, *n)
+	}
+	if (*only == "" || *only == "concurrent") && *conc > 0 {
+		fmt.Println()
+		storm(*bin, *conc, *rounds)
+	}
+}
+
+// normal times each hook on an ordinary store.
+func normal(bin string, n, nBig int) {
 	dir, err := os.MkdirTemp("", "hookbench-*")
 	check(err)
 	defer os.RemoveAll(dir)
 	check(os.Mkdir(filepath.Join(dir, ".git"), 0o755))
-	run(exec.Command(*bin, "--root", dir, "init"), nil)
+	run(exec.Command(bin, "--root", dir, "init"), nil)
 	// An unbounded loop bound to the session, so every stop blocks and
 	// writes the loop file (the common, slowest path of a stop).
-	c := exec.Command(*bin, "--root", dir, "loop", "start", "--max-iterations", "0", "keep going")
+	c := exec.Command(bin, "--root", dir, "loop", "start", "--max-iterations", "0", "keep going")
 	c.Env = append(os.Environ(), "BATON_SESSION_ID=bench")
 	run(c, nil)
 
@@ -53,14 +75,15 @@ func main() {
 		runs  int
 		goal  string
 	}{
-		{"/bin/true", []string{"/bin/true"}, nil, *n, ""},
-		{"process start: baton hook, bad --harness (no I/O)", []string{*bin, "hook", "stop", "--harness", "none"}, []byte("{}"), *n, ""},
-		{"baton hook post-tool-use (Write)", []string{*bin, "hook", "post-tool-use", "--harness", "claude"}, payload(map[string]any{"tool_name": "Write", "tool_input": map[string]any{"file_path": filepath.Join(dir, "main.go"), "content": "package main\n"}}), *n, "< 5 ms"},
-		{"baton hook stop, last_assistant_message (loop blocks)", []string{*bin, "hook", "stop", "--harness", "claude"}, payload(map[string]any{"last_assistant_message": "still working", "stop_hook_active": false}), *n, "< 5 ms"},
-		{"baton hook stop, no loop (allow)", []string{*bin, "hook", "stop", "--harness", "claude"}, []byte(`{"session_id":"other","cwd":"` + dir + `","last_assistant_message":"x"}`), *n, ""},
-		{"baton hook stop, 1 MB transcript (Droid)", []string{*bin, "hook", "stop", "--harness", "droid"}, payload(map[string]any{"transcript_path": small}), *n, ""},
-		{"baton hook stop, 100 MB transcript (Droid)", []string{*bin, "hook", "stop", "--harness", "droid"}, payload(map[string]any{"transcript_path": big}), *nBig, "< 20 ms"},
-		{"baton hook session-start", []string{*bin, "hook", "session-start", "--harness", "claude"}, payload(map[string]any{"source": "startup"}), *n, ""},
+		{"/bin/true", []string{"/bin/true"}, nil, n, ""},
+		{"process start: baton hook, bad --harness (no I/O)", []string{bin, "hook", "stop", "--harness", "none"}, []byte("{}"), n, ""},
+		{"baton hook post-tool-use (Write)", []string{bin, "hook", "post-tool-use", "--harness", "claude"}, payload(map[string]any{"tool_name": "Write", "tool_input": map[string]any{"file_path": filepath.Join(dir, "main.go"), "content": "package main\n"}}), n, "< 5 ms"},
+		{"baton hook stop, last_assistant_message (loop blocks)", []string{bin, "hook", "stop", "--harness", "claude"}, payload(map[string]any{"last_assistant_message": "still working", "stop_hook_active": false}), n, "< 5 ms"},
+		{"baton hook stop, no loop (allow)", []string{bin, "hook", "stop", "--harness", "claude"}, []byte(`{"session_id":"other","cwd":"` + dir + `","last_assistant_message":"x"}`), n, ""},
+		{"baton hook stop, 1 MB transcript (Droid)", []string{bin, "hook", "stop", "--harness", "droid"}, payload(map[string]any{"transcript_path": small}), n, ""},
+		{"baton hook stop, 100 MB transcript (Droid)", []string{bin, "hook", "stop", "--harness", "droid"}, payload(map[string]any{"transcript_path": big}), nBig, "< 20 ms"},
+		{"baton hook session-start", []string{bin, "hook", "session-start", "--harness", "claude"}, payload(map[string]any{"source": "startup"}), n, ""},
+		{"baton hook pre-compact (writes a packet)", []string{bin, "hook", "pre-compact", "--harness", "claude"}, payload(map[string]any{"trigger": "auto"}), n / 3, ""},
 	}
 	fmt.Println("| scenario | runs | median | p90 | goal |")
 	fmt.Println("|---|---:|---:|---:|---|")

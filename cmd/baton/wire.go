@@ -10,6 +10,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/baton-agent/baton/internal/cli"
+	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/github"
 )
 
@@ -18,8 +19,9 @@ import (
 var version = ""
 
 // wire builds the factory: the only place that reads the process
-// environment and chooses concrete adapters (databases, the queue,
-// forges, GitHub access).
+// environment and chooses concrete adapters (the context store, databases,
+// the queue, forges, GitHub access). Each is opened when a command first
+// asks for it, so `baton hook` opens the context store and nothing else.
 func wire() *cli.Factory {
 	wd, err := os.Getwd()
 	if err != nil {
@@ -34,6 +36,9 @@ func wire() *cli.Factory {
 	gh := github.Access{Getenv: os.Getenv, UserAgent: "baton/" + buildVersion()}
 	dw := deliveryWiring{getenv: os.Getenv, workDir: wd, github: gh}
 	return &cli.Factory{
+		OpenStore: func(root string) *fsstore.Store {
+			return fsstore.Open(root, fsstore.Options{Now: time.Now})
+		},
 		Deliveries: dw.open,
 		GitHub: func(ctx context.Context, repo github.Repo, apiURL string) (*github.Client, error) {
 			c, _, err := gh.Client(ctx, repo, apiURL)

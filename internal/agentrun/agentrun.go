@@ -63,10 +63,17 @@ type Spec struct {
 	ExtraArgs []string
 	// Env entries (KEY=value) are added to the inherited environment and
 	// win over it. A PATH here is also used to find the agent binary.
-	Env []string
+	// The inherited environment reaches the agent without baton's secrets
+	// (GitHub tokens, BATON_ credentials: proc.Secret) except those named
+	// in PassEnv.
+	Env     []string
+	PassEnv []string
 	// Live receives a human-readable view while the agent runs: assistant
 	// text, and one line per tool call. nil means quiet. Write errors are
-	// ignored so a closed terminal never fails a run. Not a stable format.
+	// ignored so a closed terminal never fails a run. Each Write carries
+	// one whole message: assistant text, one tool line ("→ name: detail"),
+	// or one notice line ("! ", "✗ " or "? " first), so a writer may take
+	// writes as events. The wording is not a stable format.
 	Live io.Writer
 	// LogDir, when set, receives the raw logs (see the package doc). It is
 	// created if missing. Use one directory per run: files are overwritten.

@@ -1,6 +1,6 @@
 package agentrun
 
-import "os"
+import "github.com/baton-agent/baton/internal/proc"
 
 // Check reports, without starting anything, whether Run could start s: it
 // returns the errors Run would return before starting the agent, an
@@ -14,7 +14,7 @@ func Check(s Spec) error {
 	if err != nil {
 		return err
 	}
-	env := mergeEnv(os.Environ(), s.Env, p.env)
+	env := mergeEnv(proc.Environ(s.PassEnv), s.Env, p.env)
 	if _, err := findExecutable(p.argv[0], s.Dir, envValue(env, "PATH")); err != nil {
 		return notInstalled(p, err)
 	}

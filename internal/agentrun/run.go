@@ -47,7 +47,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	}
 	res.Argv = p.argv
 
-	env := mergeEnv(os.Environ(), s.Env, p.env)
+	env := mergeEnv(proc.Environ(s.PassEnv), s.Env, p.env)
 	path, err := findExecutable(p.argv[0], s.Dir, envValue(env, "PATH"))
 	if err != nil {
 		return res, notInstalled(p, err)
@@ -68,7 +68,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 			return res, err
 		}
 		res.Argv = p.argv
-		env = mergeEnv(os.Environ(), s.Env, p.env)
+		env = mergeEnv(proc.Environ(s.PassEnv), s.Env, p.env)
 	}
 	if p.schemaPath != "" {
 		if err := os.WriteFile(p.schemaPath, p.schema, 0o644); err != nil {
@@ -166,6 +166,9 @@ func execute(ctx context.Context, s Spec, p *plan, path string, env []string, de
 		return 0, "", nil, newError(baton.Internal, nil, err, "start %s", p.argv[0])
 	}
 	pgid := cmd.Process.Pid
+	// If baton dies, the watchdog kills the group: the agent and all it
+	// started (the parent-death signal reaches only the agent).
+	wd, _ := proc.WatchGroup(pgid)
 
 	var wg sync.WaitGroup
 	wg.Add(3)
@@ -232,6 +235,7 @@ func execute(ctx context.Context, s Spec, p *plan, path string, env []string, de
 	// Whatever the agent left running in its group goes too: its output
 	// pipes close and nothing outlives the run.
 	proc.KillGroup(pgid, syscall.SIGKILL)
+	wd.Release()
 
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -79,7 +78,7 @@ type createOptions struct {
 	verify, deploy, observe, merge, base string
 	observeWindow, observeEvery          time.Duration
 	timeout                              string
-	agentArgs                            []string
+	agentArgs, passEnv                   []string
 	maxRounds                            int
 	json                                 bool
 	changed                              func(string) bool
@@ -102,8 +101,14 @@ merges into its base branch.
 
 A local repository may hold defaults in .agent/delivery.json (agent,
 model, endpoint, checkpoints, base, verify, deploy, observe,
-observe_window, observe_every, merge, timeout, max_rounds, agent_args);
-flags win.`,
+observe_window, observe_every, merge, timeout, max_rounds, agent_args,
+pass_env); flags win.
+
+Agents and commands never inherit baton's secrets: GH_TOKEN, GITHUB_TOKEN
+(and the enterprise ones) and BATON_ credentials such as
+BATON_DATABASE_URL are removed from their environment, since agents follow
+text anyone can write into an issue and verify runs code an agent wrote.
+--pass-env NAME hands one on anyway; ` + "`delivery show`" + ` says so.`,
 		Example: `  baton delivery create --repo . --summary "Add a /health endpoint" --verify "go test ./..." \
       --observe "curl -fsS localhost:8080/health" --observe-window 2m
   baton delivery create --issue https://github.com/octo/app/issues/12 --agent codex
@@ -131,6 +136,7 @@ flags win.`,
 	fl.StringVar(&o.base, "base", "", "base branch (default: the repository's default branch)")
 	fl.StringVar(&o.timeout, "timeout", "", `time limit of each agent or command run: 45m, or per phase, e.g. 30m,implement=2h (default 60m)`)
 	fl.StringArrayVar(&o.agentArgs, "agent-arg", nil, "argument appended to the agent's command line, e.g. --agent-arg=--allowedTools=Read,Edit (repeatable)")
+	fl.StringArrayVar(&o.passEnv, "pass-env", nil, "a secret of baton's environment agents and commands get anyway, e.g. --pass-env GH_TOKEN (repeatable; default none)")
 	fl.IntVar(&o.maxRounds, "max-rounds", 0, "returns to implement before the delivery is blocked for a person (default 5)")
 	fl.BoolVar(&o.json, "json", false, "print JSON")
 	return cmd
@@ -198,6 +204,9 @@ func (o createOptions) settings(st *delivery.Settings) error {
 	if o.changed("agent-arg") {
 		st.AgentArgs = &o.agentArgs
 	}
+	if o.changed("pass-env") {
+		st.PassEnv = &o.passEnv
+	}
 	if o.changed("max-rounds") {
 		st.MaxRounds = &o.maxRounds
 	}
@@ -254,19 +263,9 @@ func newDeliveryListCmd(f *Factory, db *string) *cobra.Command {
 		Example: "  baton delivery list\n  baton delivery list --phase review --json",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var filter baton.DeliveryFilter
-			if phase != "" {
-				p, err := baton.ParsePhase(phase)
-				if err != nil {
-					return err
-				}
-				filter.Phase = p
-			}
-			if status != "" {
-				filter.RunStatus = baton.RunStatus(status)
-				if !filter.RunStatus.Valid() {
-					return usageError("unknown status %q: want pending, running, succeeded, failed or blocked", status)
-				}
+			filter, err := delivery.ParseFilter(phase, status)
+			if err != nil {
+				return err
 			}
 			return withDeliveries(cmd.Context(), f, *db, func(svc *delivery.Service) error {
 				list, err := svc.List(cmd.Context(), filter)
@@ -387,7 +386,9 @@ runs. <id> is the id, its number from the list, or a unique id prefix.`,
 func printDelivery(w io.Writer, v deliveryView, now time.Time) {
 	d := v.Delivery
 	fmt.Fprintf(w, "delivery %s (#%d): %s\n", d.ID, d.Seq, stateText(d))
-	if d.RunStatus == baton.StatusRunning && now.Sub(d.HeartbeatAt) > delivery.DefaultLease {
+	if d.RunStatus == baton.StatusRunning && delivery.OwnerGone(d.Owner) {
+		fmt.Fprintf(w, "warning: its worker %s is gone (no process of that id on this machine): `baton delivery run %d` or `baton worker` recovers it now\n", d.Owner, d.Seq)
+	} else if d.RunStatus == baton.StatusRunning && now.Sub(d.HeartbeatAt) > delivery.DefaultLease {
 		fmt.Fprintf(w, "warning: no heartbeat for %s: its worker may have died; `baton worker` or `baton delivery run %d` recovers it\n",
 			now.Sub(d.HeartbeatAt).Round(time.Second), d.Seq)
 	}
@@ -417,6 +418,9 @@ func printDelivery(w io.Writer, v deliveryView, now time.Time) {
 		observe = fmt.Sprintf("`%s` for %s", c.ObserveCommand, orDur(c.ObserveWindow, baton.DefaultObserveWindow))
 	}
 	fmt.Fprintf(tw, "commands:\tverify %s; deploy %s; observe %s\n", orNone(quote(c.VerifyCommand)), deploy, observe)
+	if len(c.PassEnv) > 0 {
+		fmt.Fprintf(tw, "secrets:\t%s passed to agents and commands (pass_env)\n", strings.Join(c.PassEnv, ", "))
+	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nrefs:")
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -499,7 +503,7 @@ delivery's state is refused with a message that says what would.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			return withDeliveries(ctx, f, *db, func(svc *delivery.Service) error {
-				d, err := svc.Act(ctx, args[0], delivery.Input{Action: a, Actor: f.actor(), Person: true, Note: note})
+				d, err := svc.Decide(ctx, args[0], a, f.actor(), note)
 				if err != nil {
 					return err
 				}
@@ -533,7 +537,7 @@ becomes a review ref in the next prompt.`,
 			}
 			ctx := cmd.Context()
 			return withDeliveries(ctx, f, *db, func(svc *delivery.Service) error {
-				d, err := svc.Reject(ctx, args[0], f.actor(), reason)
+				d, err := svc.Decide(ctx, args[0], delivery.ActReject, f.actor(), reason)
 				if err != nil {
 					return err
 				}
@@ -560,11 +564,7 @@ Ctrl-C cancels the run (the agent is stopped; retry runs it again).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			return withDeliveries(ctx, f, *db, func(svc *delivery.Service) error {
-				if _, err := svc.Reconcile(ctx, lease, workerID("reconciler")); err != nil {
-					return err
-				}
-				r := &delivery.Runner{Service: svc, Owner: workerID("run"), Live: f.IO.Out, Foreground: true}
-				d, err := r.Run(ctx, args[0], "", f.actor())
+				d, err := svc.RunNow(ctx, args[0], f.actor(), f.IO.Out, lease)
 				if err != nil {
 					return err
 				}
@@ -610,7 +610,7 @@ func runDeliveryWatch(ctx context.Context, f *Factory, svc *delivery.Service, re
 	t := time.NewTicker(max(interval, 10*time.Millisecond))
 	defer t.Stop()
 	for {
-		log, err := svc.Store().PhaseLog(ctx, d.ID)
+		log, err := svc.PhaseLog(ctx, d.ID)
 		if err != nil && baton.ErrorCode(err) != baton.Unavailable {
 			return err
 		}
@@ -625,7 +625,7 @@ func runDeliveryWatch(ctx context.Context, f *Factory, svc *delivery.Service, re
 			}
 			fmt.Fprintf(f.IO.Out, "%s  %-9s %-22s %s%s\n", e.StartedAt.Local().Format("15:04:05"), e.Phase, st, e.Actor, ifSet(": ", e.Note))
 		}
-		cur, err := svc.Store().FindDeliveryByID(ctx, d.ID)
+		cur, err := svc.Current(ctx, d.ID)
 		if err == nil {
 			switch {
 			case cur.Phase == baton.PhaseClose,
@@ -663,30 +663,29 @@ JSONL events, or a command agent's stdout).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			return withDeliveries(ctx, f, *db, func(svc *delivery.Service) error {
+				if n != 0 {
+					r, err := svc.AgentRun(ctx, args[0], n)
+					if err != nil {
+						return err
+					}
+					return printRun(f.IO.Out, r, raw)
+				}
 				det, err := svc.Get(ctx, args[0])
 				if err != nil {
 					return err
 				}
 				d, runs := det.Delivery, det.AgentRuns
-				if n == 0 {
-					if len(runs) == 0 {
-						fmt.Fprintf(f.IO.Err, "delivery %s has no agent runs yet\n", d.ID)
-						return nil
-					}
-					tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "RUN\tPHASE\tATTEMPT\tSTATUS\tAGENT\tMODEL\tCOST\tTOKENS IN/OUT\tDURATION\tEXIT\tSTARTED")
-					for _, r := range runs {
-						fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t$%.4f\t%d/%d\t%s\t%d\t%s\n", r.N, r.Phase, r.Attempt, r.Status, r.Agent, orNone(r.Model), r.CostUSD,
-							r.InputTokens, r.OutputTokens, r.Duration.Round(time.Millisecond), r.ExitCode, r.StartedAt.UTC().Format(time.RFC3339))
-					}
-					return tw.Flush()
+				if len(runs) == 0 {
+					fmt.Fprintf(f.IO.Err, "delivery %s has no agent runs yet\n", d.ID)
+					return nil
 				}
+				tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "RUN\tPHASE\tATTEMPT\tSTATUS\tAGENT\tMODEL\tCOST\tTOKENS IN/OUT\tDURATION\tEXIT\tSTARTED")
 				for _, r := range runs {
-					if r.N == n {
-						return printRun(f.IO.Out, r, raw)
-					}
+					fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t$%.4f\t%d/%d\t%s\t%d\t%s\n", r.N, r.Phase, r.Attempt, r.Status, r.Agent, orNone(r.Model), r.CostUSD,
+						r.InputTokens, r.OutputTokens, r.Duration.Round(time.Millisecond), r.ExitCode, r.StartedAt.UTC().Format(time.RFC3339))
 				}
-				return baton.Errorf(baton.NotFound, "delivery %s has no run %d: `baton delivery log %s` lists them", d.ID, n, d.ID)
+				return tw.Flush()
 			})
 		},
 	}
@@ -711,23 +710,19 @@ func printRun(w io.Writer, r baton.AgentRun, raw bool) error {
 		return nil
 	}
 	fmt.Fprintf(w, "\n## Logs\n\n%s\n", r.LogDir)
-	var logs []string
-	for _, name := range []string{agentrun.EventsLog, agentrun.StdoutLog, agentrun.StderrLog} {
-		p := filepath.Join(r.LogDir, name)
-		if fi, err := os.Stat(p); err == nil {
-			fmt.Fprintf(w, "- %s (%d bytes)\n", name, fi.Size())
-			logs = append(logs, p)
-		}
+	logs := delivery.LogFiles(r)
+	for _, l := range logs {
+		fmt.Fprintf(w, "- %s (%d bytes)\n", l.Name, l.Size)
 	}
 	if !raw {
 		return nil
 	}
-	for _, p := range logs {
-		if strings.HasSuffix(p, agentrun.StderrLog) {
+	for _, l := range logs {
+		if l.Name == agentrun.StderrLog {
 			continue
 		}
-		fmt.Fprintf(w, "\n## %s\n\n", filepath.Base(p))
-		fh, err := os.Open(p)
+		fmt.Fprintf(w, "\n## %s\n\n", l.Name)
+		fh, err := os.Open(l.Path)
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -457,4 +458,125 @@ func TestDeliveryShowWarnsOfDeadWorker(t *testing.T) {
 	if got := strings.Join(actions, ","); got != "create,create,lose,run,forward" {
 		t.Errorf("log actions = %s, want the loss recorded before the new run", got)
 	}
+}
+
+// Agents follow issue text anyone can write: they never inherit baton's
+// GitHub token or its BATON_ credentials unless the delivery asks for one
+// by name, and `delivery show` says when it does.
+func TestDeliveryAgentGetsNoSecrets(t *testing.T) {
+	envFile := filepath.Join(t.TempDir(), "agent.env")
+	dump := agenttest.Turn{Commands: []agenttest.Command{{Argv: []string{"sh", "-c", "env > " + envFile}}}, Final: "1. Plan."}
+	e, _, _ := deliveryEnv(t, dump, dump)
+	t.Setenv("GH_TOKEN", "gh-secret")
+	t.Setenv("GITHUB_TOKEN", "github-secret")
+	t.Setenv("BATON_DATABASE_URL", "postgres://baton:pw@db/x")
+	agentEnv := func() string {
+		t.Helper()
+		b, err := os.ReadFile(envFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+
+	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "No secrets")
+	e.ok("", "", "delivery", "run", "1")
+	if got := agentEnv(); strings.Contains(got, "gh-secret") || strings.Contains(got, "github-secret") || strings.Contains(got, "pw@db") || !strings.Contains(got, "PATH=") {
+		t.Errorf("the agent's environment:\n%s", got)
+	}
+	if r := e.ok("", "", "delivery", "show", "1"); strings.Contains(r.stdout, "secrets:") {
+		t.Errorf("show mentions secrets for a delivery that passes none:\n%s", r.stdout)
+	}
+
+	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "With the token", "--pass-env", "GH_TOKEN")
+	e.ok("", "", "delivery", "run", "2")
+	if got := agentEnv(); !strings.Contains(got, "GH_TOKEN=gh-secret") || strings.Contains(got, "github-secret") {
+		t.Errorf("with --pass-env GH_TOKEN the agent's environment:\n%s", got)
+	}
+	if r := e.ok("", "", "delivery", "show", "2"); !strings.Contains(r.stdout, "secrets:     GH_TOKEN passed to agents and commands") {
+		t.Errorf("show does not say the token is passed:\n%s", r.stdout)
+	}
+	if r := e.run("", "", "delivery", "create", "--repo", ".", "--summary", "x", "--pass-env", "GH TOKEN"); r.code == 0 || !strings.Contains(r.stderr, "pass-env") {
+		t.Errorf("a bad --pass-env name: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// A `baton delivery run` killed with SIGKILL, with no worker running:
+// what its agent started dies with it (a grandchild, not only the agent),
+// and the next `run` recovers the phase at once, since its owner was a
+// process of this machine that no longer exists. While the owner lives,
+// run and retry say when its lease runs out.
+func TestKilledRunRecoversAtOnce(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "grandchild.pid")
+	e, data, fake := deliveryEnv(t,
+		agenttest.Turn{ // attempt 1: a background server, then a long think; its `run` is killed
+			Commands: []agenttest.Command{{Argv: []string{"sh", "-c", "sleep 60 & echo $! > " + pidFile + "; wait"}, Background: true}},
+			Sleep:    60 * time.Second, Final: "never delivered",
+		},
+		agenttest.Turn{Final: "1. The plan, second attempt."},
+	)
+	e.now = time.Now().UTC() // the helper process writes heartbeats with the real clock
+	dbPath := filepath.Join(data, "baton.db")
+	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Survive a killed run", "--checkpoints", "none", "--endpoint", "plan")
+	run1 := startHelper(t, e, "delivery", "run", "1")
+	waitDelivery(t, dbPath, "the agent to start its server", func(d *baton.Delivery, runs []baton.AgentRun) bool {
+		b, _ := os.ReadFile(pidFile)
+		return d.RunStatus == baton.StatusRunning && len(runs) == 1 && len(fake.Calls(t)) == 1 && strings.HasSuffix(string(b), "\n")
+	}, run1.output)
+	b, _ := os.ReadFile(pidFile)
+	grandchild, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || syscall.Kill(grandchild, 0) != nil {
+		t.Fatalf("the agent's background process is not running: %q %v", b, err)
+	}
+
+	// While it runs, another run and a retry say who runs it and when its
+	// lease runs out.
+	for _, args := range [][]string{{"delivery", "run", "1"}, {"delivery", "retry", "1"}} {
+		r := e.run("", "", args...)
+		if r.code == 0 || !strings.Contains(r.stderr, "run by run:") || !strings.Contains(r.stderr, "its lease runs out at") || !strings.Contains(r.stderr, "`baton delivery run 1` takes over then") {
+			t.Errorf("baton %v while the phase runs: exit %d, stderr %q", args, r.code, r.stderr)
+		}
+	}
+
+	if err := run1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = run1.cmd.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for syscall.Kill(grandchild, 0) == nil && !zombie(grandchild) {
+		if time.Now().After(deadline) {
+			syscall.Kill(grandchild, syscall.SIGKILL)
+			t.Fatalf("the agent's background process %d outlived the killed `delivery run`", grandchild)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	if r := e.ok("", "", "delivery", "show", "1"); !strings.Contains(r.stdout, "is gone (no process of that id on this machine)") {
+		t.Errorf("show after the kill = %q", r.stdout)
+	}
+	// At once, not after the 30 s lease.
+	r := e.ok("", "", "delivery", "run", "1")
+	if !strings.Contains(r.stdout, "1. The plan, second attempt.") || !strings.Contains(r.stdout, "is closed: delivered") {
+		t.Errorf("delivery run after a killed run = %q", r.stdout)
+	}
+	r = e.ok("", "", "delivery", "show", "1", "--json")
+	var v deliveryView
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
+		t.Fatal(err)
+	}
+	var lose *baton.PhaseLogEntry
+	for i, en := range v.PhaseLog {
+		if en.Action == "lose" {
+			lose = &v.PhaseLog[i]
+		}
+	}
+	if lose == nil || !strings.Contains(lose.Note, "its process is gone") {
+		t.Errorf("no lose entry naming the dead process: %+v", v.PhaseLog)
+	}
+}
+
+// zombie reports whether pid is dead but not yet reaped.
+func zombie(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	return err == nil && strings.Contains(string(b), ") Z ")
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/install"
 )
 
@@ -99,9 +100,14 @@ harness installed at both scopes (its hooks would run twice).`,
 }
 
 func runDoctor(ctx context.Context, f *Factory, probe bool) doctorReport {
-	root, _ := f.projectRoot()
+	root, how := f.projectRoot()
 	rep := doctorReport{SchemaVersion: 1, Binary: f.Executable, Version: f.Version, Root: root, HasStore: f.Store().Exists(),
 		Installs: []install.Status{}, Probes: []probeResult{}, Warnings: []string{}}
+	if how == fsstore.FoundGitRoot || how == fsstore.FoundMarker {
+		for _, above := range fsstore.StoresAbove(root) {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("a context store sits above this repository at %s: baton does not use it here, but an earlier baton may have written this repository's packets and loops there; move what you need and remove it if no project owns it", above))
+		}
+	}
 	for _, h := range baton.Harnesses {
 		scopes := 0
 		for _, sc := range []install.Scope{install.ScopeProject, install.ScopeUser} {
@@ -146,6 +152,11 @@ func probeHooks(ctx context.Context, f *Factory, s install.Status) []probeResult
 		return []probeResult{{Harness: string(s.Harness), Problem: err.Error()}}
 	}
 	defer os.RemoveAll(dir)
+	// A repository's root, as where hooks really run: hooks create no
+	// store outside one.
+	if err := os.Mkdir(filepath.Join(dir, ".git"), 0o755); err != nil {
+		return []probeResult{{Harness: string(s.Harness), Problem: err.Error()}}
+	}
 	commands := map[string]string{}
 	for _, h := range s.Hooks {
 		for _, ev := range []string{"session-start", "stop", "post-tool-use", "pre-compact"} {

@@ -50,6 +50,11 @@ type Factory struct {
 	// github.ErrNoToken.
 	GitHub func(ctx context.Context, repo github.Repo, apiURL string) (*github.Client, error)
 
+	// OpenStore opens the context store at a project root (--root,
+	// BATON_ROOT, else discovered); nil opens fsstore's with Now. Store
+	// calls it once per process, when a command first needs the store.
+	OpenStore func(root string) *fsstore.Store
+
 	// rootFlag is --root, set by the root command before any RunE.
 	rootFlag string
 	store    *fsstore.Store

@@ -263,3 +263,21 @@ func TestUsageErrors(t *testing.T) {
 		t.Error("version printed nothing")
 	}
 }
+
+// A packet checked out with CRLF line endings reads as it was written:
+// no CR in what pickup renders, and a rewrite goes back to LF.
+func TestCRLFPacket(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo()
+	id := strings.TrimSpace(e.ok("", "", "handoff", "alpha work", "--next-prompt", "run the tests\nthen commit").stdout)
+	rel := ".agent/context/packets/" + id + ".md"
+	e.write(rel, strings.ReplaceAll(e.read(rel), "\n", "\r\n"))
+	r := e.ok("", "", "pickup", id)
+	if strings.Contains(r.stdout, "\r") || !strings.Contains(r.stdout, "run the tests\nthen commit") {
+		t.Errorf("pickup of a CRLF packet:\n%q", r.stdout)
+	}
+	e.ok("", "", "packet", "activate", id)
+	if got := e.read(rel); strings.Contains(got, "\r") {
+		t.Errorf("the packet was written back with CR bytes:\n%q", got)
+	}
+}

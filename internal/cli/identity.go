@@ -1,10 +1,7 @@
 package cli
 
 import (
-	"fmt"
-	"os"
 	"os/user"
-	"strings"
 )
 
 // actor names the person at the terminal for the phase log: BATON_ACTOR,
@@ -20,11 +17,4 @@ func (f *Factory) actor() string {
 		return u.Username
 	}
 	return "person"
-}
-
-// workerID names a worker process: <prefix>:<host>:<pid>.
-func workerID(prefix string) string {
-	host, _ := os.Hostname()
-	host, _, _ = strings.Cut(host, ".")
-	return fmt.Sprintf("%s:%s:%d", prefix, host, os.Getpid())
 }

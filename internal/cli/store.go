@@ -26,7 +26,11 @@ func (f *Factory) projectRoot() (string, fsstore.Found) {
 func (f *Factory) Store() *fsstore.Store {
 	if f.store == nil {
 		root, _ := f.projectRoot()
-		f.store = fsstore.Open(root, fsstore.Options{Now: f.now})
+		if f.OpenStore != nil {
+			f.store = f.OpenStore(root)
+		} else {
+			f.store = fsstore.Open(root, fsstore.Options{Now: f.now})
+		}
 	}
 	return f.store
 }

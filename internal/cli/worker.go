@@ -59,7 +59,7 @@ func runWorker(ctx context.Context, f *Factory, db string, o workerOptions) erro
 	if o.heartbeat <= 0 || o.lease <= 2*o.heartbeat {
 		return usageError("--lease (%s) must be more than twice --heartbeat (%s)", o.lease, o.heartbeat)
 	}
-	id := workerID("worker")
+	id := delivery.WorkerID("worker")
 	svc, err := f.openDeliveries(ctx, DeliveriesOptions{
 		DB: db, Workers: o.workers, WorkerID: id, Poll: o.poll, RescueAfter: o.rescueAfter,
 	})

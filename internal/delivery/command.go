@@ -45,7 +45,7 @@ func (r *Runner) command(ctx context.Context, d *baton.Delivery, dir, command, n
 	}
 	timeout := d.Config.Timeout(d.Phase)
 	cr, err := proc.RunCheck(ctx, proc.Check{
-		Command: command, Dir: dir, Timeout: timeout, Log: f, Live: r.Live, TailBytes: 4096,
+		Command: command, Dir: dir, Timeout: timeout, Log: f, Live: r.Live, TailBytes: 4096, PassEnv: d.Config.PassEnv,
 		Env: append(append(append([]string(nil), r.AgentEnv...),
 			"BATON_DELIVERY_ID="+d.ID, "BATON_PHASE="+string(d.Phase), "BATON_WORK_BRANCH="+d.WorkBranch()), env...),
 	})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/proc"
 )
 
 // SourceConfigPath is where a repository keeps its delivery settings,
@@ -34,6 +35,8 @@ type SourceConfig struct {
 	Timeout   string   `json:"timeout,omitempty"`
 	MaxRounds *int     `json:"max_rounds,omitempty"`
 	AgentArgs []string `json:"agent_args,omitempty"`
+	// PassEnv names secrets agents and commands get anyway (GH_TOKEN, ...).
+	PassEnv []string `json:"pass_env,omitempty"`
 }
 
 // maxSourceConfig bounds the file: settings, not data.
@@ -108,6 +111,12 @@ func (c SourceConfig) apply(cfg *baton.DeliveryConfig, endpoint *baton.Phase, ch
 	}
 	if c.AgentArgs != nil {
 		cfg.AgentArgs = append([]string(nil), c.AgentArgs...)
+	}
+	if c.PassEnv != nil {
+		if err := proc.CheckPassEnv(c.PassEnv); err != nil {
+			return bad("pass_env", err)
+		}
+		cfg.PassEnv = append([]string(nil), c.PassEnv...)
 	}
 	if c.Merge != "" {
 		m := baton.MergeMethod(strings.ToLower(c.Merge))

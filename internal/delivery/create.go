@@ -16,6 +16,7 @@ import (
 	"github.com/baton-agent/baton/internal/forge"
 	"github.com/baton-agent/baton/internal/github"
 	"github.com/baton-agent/baton/internal/gitx"
+	"github.com/baton-agent/baton/internal/proc"
 )
 
 // Request asks for a delivery: what it is for, and the settings that
@@ -43,8 +44,11 @@ type Request struct {
 type Settings struct {
 	Agent     *string
 	AgentArgs *[]string
-	Model     *string
-	Base      *string
+	// PassEnv names secrets of baton's environment that agents and
+	// commands get anyway (GH_TOKEN, ...).
+	PassEnv *[]string
+	Model   *string
+	Base    *string
 	// Verify, Deploy and Observe are shell commands (sh -c).
 	Verify        *string
 	Deploy        *string
@@ -227,6 +231,12 @@ func (st Settings) apply(d *baton.Delivery) error {
 	}
 	if st.AgentArgs != nil {
 		c.AgentArgs = append([]string(nil), (*st.AgentArgs)...)
+	}
+	if st.PassEnv != nil {
+		if err := proc.CheckPassEnv(*st.PassEnv); err != nil {
+			return baton.WrapError(baton.Invalid, err, "bad --pass-env")
+		}
+		c.PassEnv = append([]string(nil), (*st.PassEnv)...)
 	}
 	if st.MaxRounds != nil {
 		c.MaxRounds = *st.MaxRounds

@@ -107,6 +107,9 @@ func (r *Runner) Run(ctx context.Context, ref string, want baton.Phase, person s
 		d, err = commit(ctx, tx, cur, res)
 		return err
 	})
+	if err == nil {
+		r.notify(d.ID)
+	}
 	if errors.Is(err, errStale) {
 		return nil, nil
 	}
@@ -258,6 +261,9 @@ func (r *Runner) finish(ctx context.Context, d *baton.Delivery, out outcome, int
 		got, err = commit(ctx, tx, cur, res)
 		return err
 	})
+	if err == nil {
+		r.notify(d.ID)
+	}
 	return got, err
 }
 
@@ -303,11 +309,19 @@ func (r *Runner) agent(ctx context.Context, d *baton.Delivery, co *forge.Checkou
 	if r.Live != nil {
 		fmt.Fprintf(r.Live, "== %s: %s %s (attempt %d) in %s\n", d.ID, d.Phase, d.Config.Agent, d.Attempt, co.Dir)
 	}
+	// The output goes to the delivery's event log too, for anyone
+	// watching it (the dashboard, `delivery watch`), here or elsewhere.
+	rec := r.recordOutput(ctx, d, run.N)
+	var live io.Writer = rec
+	if r.Live != nil {
+		live = io.MultiWriter(rec, r.Live)
+	}
 	res, err := agentrun.Run(ctx, agentrun.Spec{
 		Agent: d.Config.Agent, Prompt: run.Prompt, SystemPrompt: run.SystemPrompt, Dir: co.Dir,
 		OutputSchema: schema, Timeout: d.Config.Timeout(d.Phase), KillGrace: r.KillGrace, Model: d.Config.Model,
-		ExtraArgs: d.Config.AgentArgs, Env: r.AgentEnv, Live: r.Live, LogDir: run.LogDir,
+		ExtraArgs: d.Config.AgentArgs, Env: r.AgentEnv, PassEnv: d.Config.PassEnv, Live: live, LogDir: run.LogDir,
 	})
+	rec.Close()
 	run.FinalMessage, run.Model, run.SessionID = res.FinalText, res.Model, res.SessionID
 	run.CostUSD, run.InputTokens, run.OutputTokens = res.CostUSD, res.InputTokens, res.OutputTokens
 	run.Duration, run.ExitCode, run.EndedAt = res.Duration, res.ExitCode, r.now()

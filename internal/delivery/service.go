@@ -44,6 +44,9 @@ type Service struct {
 
 	wsOnce sync.Once
 	ws     *forge.Workspaces
+
+	// listeners are told when events commit in this process (OnEvents).
+	listeners listeners
 }
 
 // Close closes the service's database.
@@ -95,10 +98,8 @@ func commit(ctx context.Context, tx queue.Tx, before *baton.Delivery, res Result
 	if err := tx.Store().UpdateDelivery(ctx, &d); err != nil {
 		return nil, err
 	}
-	for i := range res.Log {
-		if err := tx.Store().AppendPhaseLog(ctx, d.ID, &res.Log[i]); err != nil {
-			return nil, err
-		}
+	if err := logChange(ctx, tx, d.ID, res.Log); err != nil {
+		return nil, err
 	}
 	if res.Enqueue {
 		if err := tx.Enqueue(ctx, queue.RunPhaseArgs{DeliveryID: d.ID, Phase: d.Phase, Entry: d.Version}); err != nil {
@@ -106,6 +107,16 @@ func commit(ctx context.Context, tx queue.Tx, before *baton.Delivery, res Result
 		}
 	}
 	return &d, nil
+}
+
+// logChange appends a change's phase log entries and their events.
+func logChange(ctx context.Context, tx queue.Tx, id string, log []baton.PhaseLogEntry) error {
+	for i := range log {
+		if err := tx.Store().AppendPhaseLog(ctx, id, &log[i]); err != nil {
+			return err
+		}
+	}
+	return tx.Store().AppendEvents(ctx, id, phaseEvents(log))
 }
 
 // Insert stores d, a delivery already assembled and valid, created by
@@ -122,16 +133,17 @@ func (s *Service) Insert(ctx context.Context, d baton.Delivery, actor string) (*
 		if err != nil || !created {
 			return err
 		}
-		for i := range res.Log {
-			if err := tx.Store().AppendPhaseLog(ctx, got.ID, &res.Log[i]); err != nil {
-				return err
-			}
+		if err := logChange(ctx, tx, got.ID, res.Log); err != nil {
+			return err
 		}
 		if res.Enqueue {
 			return tx.Enqueue(ctx, queue.RunPhaseArgs{DeliveryID: got.ID, Phase: got.Phase, Entry: got.Version})
 		}
 		return nil
 	})
+	if err == nil && created {
+		s.notify(got.ID)
+	}
 	return got, created, err
 }
 
@@ -196,6 +208,9 @@ func (s *Service) Act(ctx context.Context, ref string, in Input) (*baton.Deliver
 		out, err = commit(ctx, tx, cur, res)
 		return err
 	})
+	if err == nil {
+		s.notify(out.ID)
+	}
 	return out, err
 }
 
@@ -262,27 +277,40 @@ func FileURL(path string) string {
 	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(path)}).String()
 }
 
-// Reconcile finds running deliveries whose worker stopped sending
-// heartbeats before now-lease and hands each back: its agent run ends as
-// failed ("worker lost") and the phase is queued again, or failed after
-// MaxLostAttempts. It returns how many it recovered.
+// Reconcile finds running deliveries whose worker is gone and hands each
+// back: its agent run ends as failed ("worker lost") and the phase is
+// queued again, or failed after MaxLostAttempts. A worker is gone when it
+// sent no heartbeat since now-lease, or at once when it was a process of
+// this machine that no longer exists (OwnerGone). It returns how many it
+// recovered.
 func (s *Service) Reconcile(ctx context.Context, lease time.Duration, actor string) (int, error) {
 	now := s.now()
-	stale, err := s.Queue.Store().FindStaleRunning(ctx, now.Add(-lease))
+	// Every running delivery (a heartbeat before a time far ahead), to
+	// look at each owner; there are as many as there are agents at work.
+	running, err := s.Queue.Store().FindStaleRunning(ctx, now.Add(24*time.Hour))
 	if err != nil {
 		return 0, err
 	}
+	lost := func(d *baton.Delivery) bool {
+		return d.HeartbeatAt.Before(now.Add(-lease)) || OwnerGone(d.Owner)
+	}
 	n := 0
-	for _, d := range stale {
+	for _, d := range running {
+		if !lost(d) {
+			continue
+		}
 		err := s.Queue.InTx(ctx, func(tx queue.Tx) error {
 			cur, err := tx.Store().FindDeliveryByID(ctx, d.ID)
 			if err != nil {
 				return err
 			}
-			if cur.RunStatus != baton.StatusRunning || !cur.HeartbeatAt.Before(now.Add(-lease)) {
+			if cur.RunStatus != baton.StatusRunning || cur.Owner != d.Owner || !lost(cur) {
 				return nil // it moved on, or its worker came back
 			}
 			note := fmt.Sprintf("worker %s lost: no heartbeat since %s", cur.Owner, cur.HeartbeatAt.Format(time.RFC3339))
+			if OwnerGone(cur.Owner) {
+				note = fmt.Sprintf("worker %s lost: its process is gone (no heartbeat since %s)", cur.Owner, cur.HeartbeatAt.Format(time.RFC3339))
+			}
 			res, err := Apply(*cur, Input{Action: ActLose, Actor: actor, Now: now, Attempt: cur.Attempt, Note: note})
 			if err != nil {
 				return err
@@ -296,6 +324,9 @@ func (s *Service) Reconcile(ctx context.Context, lease time.Duration, actor stri
 			n++
 			return nil
 		})
+		if err == nil {
+			s.notify(d.ID)
+		}
 		if err != nil && baton.ErrorCode(err) != baton.Conflict {
 			return n, err
 		}

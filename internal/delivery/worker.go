@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/queue"
 )
 
@@ -25,6 +26,10 @@ type Worker struct {
 	Lease time.Duration
 	// Log receives one record per phase run and recovery (default: none).
 	Log *slog.Logger
+	// Observe, when set, is told how long each job took and how it ended:
+	// the phase's run status after it ("succeeded", "failed", ...),
+	// "error", or "none" for a job with nothing to run (for metrics).
+	Observe func(phase baton.Phase, result string, took time.Duration)
 }
 
 // Run works jobs until ctx is done.
@@ -39,14 +44,28 @@ func (w *Worker) Run(ctx context.Context) error {
 		lease = DefaultLease
 	}
 	handle := func(ctx context.Context, a queue.RunPhaseArgs, attempt int) error {
+		start := time.Now()
 		d, err := r.Run(ctx, a.DeliveryID, a.Phase, "")
+		if w.Observe != nil {
+			result := "none"
+			switch {
+			case err != nil:
+				result = "error"
+			case d != nil:
+				result = string(d.RunStatus)
+			}
+			w.Observe(a.Phase, result, time.Since(start))
+		}
 		switch {
 		case err != nil:
 			log.Error(fmt.Sprintf("%s %s: %v", a.DeliveryID, a.Phase, err),
 				"delivery", a.DeliveryID, "phase", a.Phase, "attempt", attempt, "err", err)
 		case d != nil:
-			log.Info(fmt.Sprintf("%s %s → %s", d.ID, a.Phase, d),
-				"delivery", d.ID, "phase", a.Phase, "state", d.String(), "error", d.Error)
+			attrs := []any{"delivery", d.ID, "phase", a.Phase, "state", d.String()}
+			if d.Error != "" {
+				attrs = append(attrs, "error", d.Error)
+			}
+			log.Info(fmt.Sprintf("%s %s → %s", d.ID, a.Phase, d), attrs...)
 		}
 		return err
 	}

@@ -48,8 +48,13 @@ func (e *SyntaxError) Error() string {
 
 // Split separates data into the frontmatter text (between the opening and
 // closing "---" lines, exclusive) and the body after the closing line.
+//
+// CRLF line endings (a checkout with core.autocrlf) read as LF, so an
+// artifact reads the same whatever the checkout did to it; baton writes
+// LF. Frontmatter over MaxFront bytes is refused: it is a few key: value
+// lines, and YAML over more could cost a hook its time.
 func Split(data []byte) (front, body string, err error) {
-	s := string(data)
+	s := LF(string(data))
 	s = strings.TrimPrefix(s, "\ufeff")
 	first, rest, ok := cutLine(s)
 	if !ok && first == "" {
@@ -70,9 +75,47 @@ func Split(data []byte) (front, body string, err error) {
 		if !ok {
 			return "", "", &SyntaxError{Line: line, Msg: "frontmatter is not closed by a --- line"}
 		}
+		if fb.Len()+len(l) >= MaxFront {
+			return "", "", &SyntaxError{Line: line, Msg: fmt.Sprintf("frontmatter is over %d KiB", MaxFront>>10)}
+		}
 		fb.WriteString(l)
 		fb.WriteByte('\n')
 	}
+}
+
+// MaxFront bounds the frontmatter block.
+const MaxFront = 64 << 10
+
+// LF returns s with the carriage returns that end its lines removed
+// (CRLF, or a run of CRs before LF, becomes LF); other CRs stay. It is
+// idempotent, so text read, written and read again does not change.
+func LF(s string) string {
+	i := strings.Index(s, "\r\n")
+	if i < 0 {
+		return s
+	}
+	for i > 0 && s[i-1] == '\r' {
+		i--
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	b.WriteString(s[:i])
+	for i < len(s) {
+		if s[i] != '\r' {
+			b.WriteByte(s[i])
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && s[j] == '\r' {
+			j++
+		}
+		if j == len(s) || s[j] != '\n' {
+			b.WriteString(s[i:j])
+		}
+		i = j
+	}
+	return b.String()
 }
 
 // cutLine returns the first line of s without its "\n", the rest after it,
@@ -95,7 +138,7 @@ func Parse(data []byte) (*Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	pre, sections := ParseSections(body)
+	pre, sections := parseSections(body) // Split made it LF
 	return &Document{Front: entries, Preamble: pre, Sections: sections, Body: body}, nil
 }
 
@@ -144,49 +187,44 @@ func parseFront(front string) ([]Entry, error) {
 
 // ParseSections splits a markdown body into the text before the first
 // "## " heading and the sections that follow. Headings inside fenced code
-// blocks are text, not headings.
+// blocks are text, not headings. CRLF line endings read as LF.
 func ParseSections(body string) (preamble string, sections []baton.Section) {
+	return parseSections(LF(body))
+}
+
+// parseSections is ParseSections on text already in LF form.
+func parseSections(body string) (preamble string, sections []baton.Section) {
 	var cur *baton.Section
-	var buf strings.Builder
+	start := 0       // where the text of the current section (or preamble) starts
 	var fence string // the opening fence while inside one
-	flush := func() {
+	flush := func(end int) {
 		if cur == nil {
-			preamble = buf.String()
+			preamble = body[start:end]
 		} else {
-			cur.Body = buf.String()
+			cur.Body = body[start:end]
 			sections = append(sections, *cur)
 		}
-		buf.Reset()
 	}
-	rest := body
-	for rest != "" {
-		line, r, found := cutLine(rest)
-		rest = r
-		full := line
-		if found {
-			full += "\n"
+	for pos := 0; pos < len(body); {
+		line, next := body[pos:], len(body)
+		if i := strings.IndexByte(line, '\n'); i >= 0 {
+			line, next = line[:i], pos+i+1
 		}
 		trimmed := strings.TrimRight(line, "\r")
 		if fence != "" {
 			if closesFence(trimmed, fence) {
 				fence = ""
 			}
-			buf.WriteString(full)
-			continue
+		} else if fence = opensFence(trimmed); fence == "" {
+			if h, ok := heading2(trimmed); ok {
+				flush(pos)
+				cur = &baton.Section{Heading: h}
+				start = next
+			}
 		}
-		if f := opensFence(trimmed); f != "" {
-			fence = f
-			buf.WriteString(full)
-			continue
-		}
-		if h, ok := heading2(trimmed); ok {
-			flush()
-			cur = &baton.Section{Heading: h}
-			continue
-		}
-		buf.WriteString(full)
+		pos = next
 	}
-	flush()
+	flush(len(body))
 	return preamble, sections
 }
 

@@ -2,6 +2,7 @@ package frontmatter
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -55,11 +56,14 @@ func FuzzLoopCodec(f *testing.F) {
 	})
 }
 
-// A prompt of any text must survive a loop file verbatim.
+// A prompt of any text must survive a loop file verbatim, but for its
+// line endings: written LF, a CR before a line's end (CRLF) is dropped,
+// the last line's included.
 func FuzzLoopPromptVerbatim(f *testing.F) {
 	f.Add("go\n---\n## Notes\n")
 	f.Add("```\n## Loop Prompt\n")
 	f.Add("\n\nleading blank lines\n\n")
+	f.Add("windows\r\nlines\r\r\nlast\r")
 	f.Fuzz(func(t *testing.T, prompt string) {
 		l := sampleLoop()
 		l.Prompt = prompt
@@ -70,8 +74,32 @@ func FuzzLoopPromptVerbatim(f *testing.F) {
 		if err != nil {
 			t.Fatalf("DecodeLoop error for prompt %q: %v", prompt, err)
 		}
-		if got.Prompt != prompt {
-			t.Fatalf("prompt %q came back as %q", prompt, got.Prompt)
+		want := strings.TrimSuffix(crlfReference(prompt+"\n"), "\n")
+		if got.Prompt != want {
+			t.Fatalf("prompt %q came back as %q, want %q", prompt, got.Prompt, want)
+		}
+	})
+}
+
+// crlfReference is LF the slow way: drop CRs before a newline, one at a
+// time, until none is left.
+func crlfReference(s string) string {
+	for strings.Contains(s, "\r\n") {
+		s = strings.ReplaceAll(s, "\r\n", "\n")
+	}
+	return s
+}
+
+// LF against the slow reference, and idempotent.
+func FuzzLF(f *testing.F) {
+	f.Add("a\r\nb\r\r\n\rc\r")
+	f.Fuzz(func(t *testing.T, s string) {
+		got := LF(s)
+		if want := crlfReference(s); got != want {
+			t.Fatalf("LF(%q) = %q, want %q", s, got, want)
+		}
+		if again := LF(got); again != got {
+			t.Fatalf("LF not idempotent: %q then %q", got, again)
 		}
 	})
 }

@@ -106,7 +106,7 @@ func decodePromises(e Entry) ([]string, error) {
 }
 
 // EncodeLoop renders l. The prompt is written verbatim between a blank line
-// after its heading and a blank line before Notes.
+// after its heading and a blank line before Notes, with LF line endings.
 func EncodeLoop(l *baton.Loop) []byte {
 	var b bytes.Buffer
 	w := writer{&b}
@@ -145,5 +145,5 @@ func EncodeLoop(l *baton.Loop) []byte {
 	}
 	b.WriteString(notes)
 	RenderSections(&b, l.Trailing)
-	return b.Bytes()
+	return []byte(LF(b.String()))
 }

@@ -69,8 +69,9 @@ func DecodePacket(data []byte) (*baton.Packet, error) {
 	return p, nil
 }
 
-// EncodePacket renders p. Known keys come first in the seed's order,
-// optional ones only when set, then unknown keys as they were read.
+// EncodePacket renders p with LF line endings. Known keys come first in
+// the seed's order, optional ones only when set, then unknown keys as they
+// were read.
 func EncodePacket(p *baton.Packet) []byte {
 	var b bytes.Buffer
 	w := writer{&b}
@@ -102,5 +103,5 @@ func EncodePacket(p *baton.Packet) []byte {
 	b.WriteString("---\n")
 	b.WriteString(p.Preamble)
 	RenderSections(&b, p.Sections)
-	return b.Bytes()
+	return []byte(LF(b.String()))
 }

@@ -53,6 +53,10 @@ func (a artifact[T]) create(ctx context.Context, s *Store, v T, base string) err
 	if _, err := s.Init(ctx); err != nil {
 		return err
 	}
+	if err := s.checkDirs(a.dir); err != nil {
+		return err
+	}
+	defer s.sweep(a.dir)
 	for n := 1; ; n++ {
 		id := base
 		if n > 1 {
@@ -62,7 +66,7 @@ func (a artifact[T]) create(ctx context.Context, s *Store, v T, base string) err
 		if err := a.validate(v); err != nil {
 			return err
 		}
-		err := createExclusive(a.path(s, id), a.encode(v))
+		err := safefile.CreateExclusive(a.path(s, id), a.encode(v), 0o644)
 		if !errors.Is(err, fs.ErrExist) {
 			return err
 		}
@@ -72,39 +76,6 @@ func (a artifact[T]) create(ctx context.Context, s *Store, v T, base string) err
 	}
 }
 
-// createExclusive creates path with data atomically, failing with
-// fs.ErrExist when path already exists: the content is written to a temp
-// file first and then hard-linked into place, which fails if path exists.
-func createExclusive(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("create %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("sync %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", path, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	if err := os.Link(tmp.Name(), path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return fs.ErrExist
-		}
-		return fmt.Errorf("create %s: %w", path, err)
-	}
-	return nil
-}
-
 // find reads the artifact id. Returns Invalid for a bad id or a corrupt
 // file (naming the file), NotFound when it does not exist.
 func (a artifact[T]) find(s *Store, id string) (T, error) {
@@ -112,15 +83,20 @@ func (a artifact[T]) find(s *Store, id string) (T, error) {
 	if err := baton.CheckID(a.kind, id); err != nil {
 		return zero, err
 	}
+	if err := s.checkDirs(a.dir); err != nil {
+		return zero, err
+	}
 	return a.read(a.path(s, id))
 }
 
 func (a artifact[T]) read(path string) (T, error) {
 	var zero T
-	b, err := os.ReadFile(path)
+	b, err := readFile(path, MaxArtifactBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		id := strings.TrimSuffix(filepath.Base(path), ".md")
 		return zero, baton.WrapError(baton.NotFound, err, "%s %s not found: run `%s` to see them", a.kind, id, a.listHint)
+	} else if baton.ErrorCode(err) == baton.Invalid {
+		return zero, err // refused, naming the file
 	} else if err != nil {
 		return zero, fmt.Errorf("read %s: %w", path, err)
 	}
@@ -134,9 +110,13 @@ func (a artifact[T]) read(path string) (T, error) {
 	return v, nil
 }
 
-// ids lists the ids of the artifact's files, skipping anything else (the
-// temp files of atomic writes start with '.', which ValidID refuses).
+// ids lists the ids of the artifact's files, skipping anything else:
+// symlinks and other non-regular files, and the temp files of atomic
+// writes (they start with '.', which ValidID refuses).
 func (a artifact[T]) ids(s *Store) ([]string, error) {
+	if err := s.checkDirs(a.dir); err != nil {
+		return nil, err
+	}
 	entries, err := os.ReadDir(s.path(a.dir))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -145,7 +125,7 @@ func (a artifact[T]) ids(s *Store) ([]string, error) {
 	}
 	var ids []string
 	for _, e := range entries {
-		if id, ok := strings.CutSuffix(e.Name(), ".md"); ok && !e.IsDir() && baton.ValidID(id) {
+		if id, ok := strings.CutSuffix(e.Name(), ".md"); ok && e.Type().IsRegular() && baton.ValidID(id) {
 			ids = append(ids, id)
 		}
 	}
@@ -229,24 +209,35 @@ var ErrUnchanged = errors.New("unchanged")
 // created_at). fn's error aborts the update; ErrUnchanged skips the write
 // and is not an error.
 func (a artifact[T]) update(ctx context.Context, s *Store, id string, fn func(T) error) (T, error) {
+	v, wrote, err := a.updateLocked(ctx, s, id, fn)
+	if wrote {
+		s.sweep(a.dir) // outside the lock: it is held only for read-decide-write
+	}
+	return v, err
+}
+
+func (a artifact[T]) updateLocked(ctx context.Context, s *Store, id string, fn func(T) error) (v T, wrote bool, err error) {
 	var zero T
 	if err := baton.CheckID(a.kind, id); err != nil {
-		return zero, err
+		return zero, false, err
+	}
+	if err := s.checkDirs(a.dir); err != nil {
+		return zero, false, err
 	}
 	path := a.path(s, id)
 	unlock, err := safefile.Lock(ctx, path)
 	if err != nil {
-		return zero, err
+		return zero, false, refused(path+".lock", err)
 	}
 	defer unlock()
-	v, err := a.read(path)
+	v, err = a.read(path)
 	if err != nil {
-		return zero, err
+		return zero, false, err
 	}
 	if err := fn(v); errors.Is(err, ErrUnchanged) {
-		return v, nil
+		return v, false, nil
 	} else if err != nil {
-		return zero, err
+		return zero, false, err
 	}
 	created, updated := a.times(v)
 	*updated = s.now().UTC().Truncate(time.Second)
@@ -254,10 +245,10 @@ func (a artifact[T]) update(ctx context.Context, s *Store, id string, fn func(T)
 		*updated = *created
 	}
 	if err := a.validate(v); err != nil {
-		return zero, err
+		return zero, false, err
 	}
 	if err := safefile.WriteAtomic(path, a.encode(v), 0o644); err != nil {
-		return zero, err
+		return zero, false, err
 	}
-	return v, nil
+	return v, true, nil
 }

@@ -51,15 +51,29 @@ func (s *Store) AppendRelevantFiles(ctx context.Context, entries ...baton.Releva
 	if len(entries) == 0 {
 		return nil
 	}
+	if err := s.checkDirs(IndexesDir); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(s.path(IndexesDir), 0o755); err != nil {
 		return err
 	}
-	return safefile.AppendJSONL(ctx, s.indexPath(RelevantFilesLog), entries...)
+	p := s.indexPath(RelevantFilesLog)
+	return refused(p, safefile.AppendJSONL(ctx, p, entries...))
 }
 
 // ScanRelevantFiles streams the relevant-files log.
 func (s *Store) ScanRelevantFiles(fn func(baton.RelevantFile) error) (safefile.ScanStats, error) {
-	return safefile.ScanLines(s.indexPath(RelevantFilesLog), decodeRelevantFile, fn)
+	return s.scanRelevantFiles(0, fn)
+}
+
+// scanRelevantFiles streams the log's last tail bytes (all of it for 0).
+func (s *Store) scanRelevantFiles(tail int64, fn func(baton.RelevantFile) error) (safefile.ScanStats, error) {
+	if err := s.checkDirs(IndexesDir); err != nil {
+		return safefile.ScanStats{}, err
+	}
+	p := s.indexPath(RelevantFilesLog)
+	st, err := safefile.ScanLines(p, tail, decodeRelevantFile, fn)
+	return st, refused(p, err)
 }
 
 // FileRank is one file in a ranked listing of the relevant-files log.
@@ -75,6 +89,9 @@ type FileRank struct {
 // FileQuery selects log entries for RankFiles.
 type FileQuery struct {
 	Since time.Time // entries at or after Since; zero = all
+	// Tail reads only the log's last Tail bytes (0: all of it), for a
+	// caller that must answer in bounded time and wants recent entries.
+	Tail int64
 	// Unattached skips user entries already attached to a packet (a
 	// handoff's --file, or files add --packet), so a packet's confirmed
 	// files are not confirmed again by the next one.
@@ -101,7 +118,7 @@ func (s *Store) RankFiles(q FileQuery) ([]FileRank, safefile.ScanStats, error) {
 	}
 	byPath := map[string]*agg{}
 	var newest time.Time
-	st, err := s.ScanRelevantFiles(func(e baton.RelevantFile) error {
+	st, err := s.scanRelevantFiles(q.Tail, func(e baton.RelevantFile) error {
 		if e.FilePath == "" || (!q.Since.IsZero() && e.Timestamp.Before(q.Since)) {
 			return nil
 		}
@@ -161,16 +178,24 @@ func decay(age time.Duration) float64 {
 
 // AppendSession records a harness session in indexes/sessions.jsonl.
 func (s *Store) AppendSession(ctx context.Context, r baton.SessionRecord) error {
+	if err := s.checkDirs(IndexesDir); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(s.path(IndexesDir), 0o755); err != nil {
 		return err
 	}
-	return safefile.AppendJSONL(ctx, s.indexPath(SessionsLog), r)
+	p := s.indexPath(SessionsLog)
+	return refused(p, safefile.AppendJSONL(ctx, p, r))
 }
 
 // FindSession returns the newest record of sessionID, or NotFound.
 func (s *Store) FindSession(sessionID string) (*baton.SessionRecord, error) {
+	if err := s.checkDirs(IndexesDir); err != nil {
+		return nil, err
+	}
 	var found *baton.SessionRecord
-	_, err := safefile.ScanJSONL(s.indexPath(SessionsLog), func(r baton.SessionRecord) error {
+	p := s.indexPath(SessionsLog)
+	_, err := safefile.ScanJSONL(p, func(r baton.SessionRecord) error {
 		if r.SessionID == sessionID {
 			rc := r
 			found = &rc
@@ -178,7 +203,7 @@ func (s *Store) FindSession(sessionID string) (*baton.SessionRecord, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, refused(p, err)
 	}
 	if found == nil {
 		return nil, baton.Errorf(baton.NotFound, "session %s is not in %s", sessionID, SessionsLog)

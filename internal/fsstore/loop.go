@@ -96,10 +96,16 @@ type activeLoop struct {
 // ForegroundLoopID returns the id in indexes/active-loop.json, or "" when
 // there is no foreground loop. A corrupt pointer is an Invalid error.
 func (s *Store) ForegroundLoopID() (string, error) {
+	if err := s.checkDirs(IndexesDir); err != nil {
+		return "", err
+	}
 	p := s.indexPath(ActiveLoopFile)
-	b, err := os.ReadFile(p)
+	b, err := readFile(p, maxSmallFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
+	} else if r := (*RefusedError)(nil); errors.As(err, &r) {
+		r.Hint += ", or run `baton loop activate <id>`, which replaces it"
+		return "", err
 	} else if err != nil {
 		return "", fmt.Errorf("read %s: %w", p, err)
 	}
@@ -139,13 +145,16 @@ func (s *Store) ClearForegroundLoop(ctx context.Context, id string) (bool, error
 // swapForeground rewrites the pointer under its lock; next returns the new
 // id and whether to write it.
 func (s *Store) swapForeground(ctx context.Context, next func(cur string) (string, bool)) (string, error) {
+	if err := s.checkDirs(IndexesDir); err != nil {
+		return "", err
+	}
 	if err := os.MkdirAll(s.path(IndexesDir), 0o755); err != nil {
 		return "", err
 	}
 	p := s.indexPath(ActiveLoopFile)
 	unlock, err := safefile.Lock(ctx, p)
 	if err != nil {
-		return "", err
+		return "", refused(p+".lock", err)
 	}
 	defer unlock()
 	cur, err := s.ForegroundLoopID()
@@ -163,6 +172,7 @@ func (s *Store) swapForeground(ctx context.Context, next func(cur string) (strin
 	if err := safefile.WriteAtomic(p, append(b, '\n'), 0o644); err != nil {
 		return "", err
 	}
+	s.sweep(IndexesDir)
 	return cur, nil
 }
 

@@ -2,14 +2,15 @@ package fsstore
 
 import (
 	"context"
+	"encoding/json"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/frontmatter"
+	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // packets is the packet kind of artifact.
@@ -126,80 +127,114 @@ func (s *Store) NewestPacket() (*baton.Packet, error) {
 	return best, nil
 }
 
-// latestPacket is ResolvePacket("latest"): the most recently updated draft
-// or active packet, else the most recently updated packet. It reads only
-// the status and updated_at lines of each packet's frontmatter and decodes
-// just the winner, so pickup stays fast in a store with hundreds of
-// packets; a file whose lines it cannot read quickly is decoded in full.
-func (s *Store) latestPacket() (*baton.Packet, error) {
-	type cand struct {
-		id      string
-		updated time.Time
-		open    bool
-	}
+// PacketSummary is what the first lines of a packet say: enough to pick
+// a packet without decoding every one.
+type PacketSummary struct {
+	ID                   string
+	Status               baton.PacketStatus
+	CreatedAt, UpdatedAt time.Time
+	SessionID            string
+}
+
+// PacketSummaries summarises every packet, newest updated_at first (ties
+// by id, newest first). It reads only the frontmatter lines of packets
+// written the way baton writes them, so hooks and pickup stay fast in a
+// store with hundreds of packets, or a few huge ones; a file it cannot
+// summarise that way is decoded in full, and one that cannot be read at
+// all is returned as a warning.
+func (s *Store) PacketSummaries() ([]PacketSummary, []error, error) {
 	ids, err := packets.ids(s)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var cands []cand
+	var out []PacketSummary
+	var warnings []error
 	for _, id := range ids {
-		st, upd, ok := peekPacket(s.packetPath(id))
+		sum, ok := peekPacket(s.packetPath(id))
 		if !ok {
 			p, err := s.FindPacketByID(id)
 			if err != nil {
-				continue // listings skip unreadable packets
+				warnings = append(warnings, err)
+				continue
 			}
-			st, upd = p.Status, p.UpdatedAt
+			sum = PacketSummary{Status: p.Status, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, SessionID: p.SessionID}
 		}
-		cands = append(cands, cand{id, upd, st == baton.PacketDraft || st == baton.PacketActive})
+		sum.ID = id
+		out = append(out, sum)
 	}
-	sort.Slice(cands, func(i, j int) bool {
-		a, b := cands[i], cands[j]
-		if a.open != b.open {
-			return a.open
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].UpdatedAt.Equal(out[j].UpdatedAt) {
+			return out[i].UpdatedAt.After(out[j].UpdatedAt)
 		}
-		if !a.updated.Equal(b.updated) {
-			return a.updated.After(b.updated)
-		}
-		return a.id > b.id
+		return out[i].ID > out[j].ID
 	})
-	for _, c := range cands {
-		if p, err := s.FindPacketByID(c.id); err == nil {
+	return out, warnings, nil
+}
+
+// latestPacket is ResolvePacket("latest"): the most recently updated draft
+// or active packet, else the most recently updated packet. It decodes
+// just the winner.
+func (s *Store) latestPacket() (*baton.Packet, error) {
+	sums, _, err := s.PacketSummaries()
+	if err != nil {
+		return nil, err
+	}
+	open := func(p PacketSummary) bool { return p.Status == baton.PacketDraft || p.Status == baton.PacketActive }
+	sort.SliceStable(sums, func(i, j int) bool { return open(sums[i]) && !open(sums[j]) })
+	for _, c := range sums {
+		if p, err := s.FindPacketByID(c.ID); err == nil {
 			return p, nil
 		}
 	}
 	return nil, baton.Errorf(baton.NotFound, "no packets yet: create one with `baton handoff <purpose>`")
 }
 
-// peekPacket reads status and updated_at from the first lines of a packet
-// written the way baton writes them, and reports false for anything else.
-func peekPacket(path string) (baton.PacketStatus, time.Time, bool) {
-	f, err := os.Open(path)
+// peekHead is how much of a packet peekPacket reads.
+const peekHead = 2048
+
+// peekPacket reads status, times and session from the first lines of a
+// packet written the way baton writes them, and reports false for
+// anything else.
+func peekPacket(path string) (PacketSummary, bool) {
+	var sum PacketSummary
+	f, err := safefile.OpenRegular(path)
 	if err != nil {
-		return "", time.Time{}, false
+		return sum, false
 	}
 	defer f.Close()
-	var buf [2048]byte
+	var buf [peekHead]byte
 	n, _ := io.ReadFull(f, buf[:])
 	head := string(buf[:n])
 	if !strings.HasPrefix(head, "---\n") {
-		return "", time.Time{}, false
+		return sum, false
 	}
-	var status baton.PacketStatus
-	var updated time.Time
 	for _, line := range strings.Split(head[4:], "\n") {
-		switch {
-		case line == "---":
-			return status, updated, status.Valid() && !updated.IsZero()
-		case strings.HasPrefix(line, "status: "):
-			status = baton.PacketStatus(strings.TrimPrefix(line, "status: "))
-		case strings.HasPrefix(line, "updated_at: "):
-			t, err := time.Parse(time.RFC3339, strings.TrimPrefix(line, "updated_at: "))
-			if err != nil {
-				return "", time.Time{}, false
+		key, val, _ := strings.Cut(line, ": ")
+		var err error
+		switch key {
+		case "---":
+			return sum, line == "---" && sum.Status.Valid() && !sum.UpdatedAt.IsZero() && !sum.CreatedAt.IsZero()
+		case "status":
+			sum.Status = baton.PacketStatus(val)
+		case "created_at":
+			sum.CreatedAt, err = parseUTC(val)
+		case "updated_at":
+			sum.UpdatedAt, err = parseUTC(val)
+		case "session_id":
+			if strings.HasPrefix(val, `"`) {
+				err = json.Unmarshal([]byte(val), &sum.SessionID)
+			} else {
+				sum.SessionID = val
 			}
-			updated = t.UTC()
+		}
+		if err != nil {
+			return sum, false
 		}
 	}
-	return "", time.Time{}, false // no closing line in the first 2 KiB
+	return sum, false // no closing line in the first 2 KiB
+}
+
+func parseUTC(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339, s)
+	return t.UTC(), err
 }

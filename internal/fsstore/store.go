@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/baton-agent/baton"
@@ -46,24 +47,23 @@ const (
 	FoundWorkDir Found = "workdir"  // neither; the starting directory
 )
 
-// Discover returns the project root for start: the nearest ancestor (start
-// included) holding .agent/context/root.json, else the nearest ancestor
-// holding .git, else start itself. It only stats files, so hooks can call
-// it on every event.
+// Discover returns the project root for start: walking up from start,
+// the first directory that holds a store marker (.agent/context/root.json)
+// or is a git work tree's root (.git), the marker winning at the same
+// level; else start itself. So a marker inside a repository wins, but a
+// store above a repository's root (one made in $HOME, say) never captures
+// it. It only stats files, so hooks can call it on every event.
 func Discover(start string) (root string, how Found) {
 	abs, err := filepath.Abs(start)
 	if err != nil {
 		abs = filepath.Clean(start)
 	}
-	gitRoot := ""
 	for dir := abs; ; {
-		if _, err := os.Stat(filepath.Join(dir, Dir, "root.json")); err == nil {
+		if isMarker(dir) {
 			return dir, FoundMarker
 		}
-		if gitRoot == "" {
-			if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
-				gitRoot = dir
-			}
+		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+			return dir, FoundGitRoot
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
@@ -71,10 +71,29 @@ func Discover(start string) (root string, how Found) {
 		}
 		dir = parent
 	}
-	if gitRoot != "" {
-		return gitRoot, FoundGitRoot
-	}
 	return abs, FoundWorkDir
+}
+
+// isMarker reports whether dir holds a store marker: a regular file, not
+// a link to one.
+func isMarker(dir string) bool {
+	fi, err := os.Lstat(filepath.Join(dir, Dir, "root.json"))
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// StoresAbove lists the stores in the ancestors of root, nearest first.
+// Discovery no longer uses them for anything inside root's repository;
+// doctor reports them, since an earlier baton may have written there.
+func StoresAbove(root string) []string {
+	var out []string
+	for dir := filepath.Dir(root); ; dir = filepath.Dir(dir) {
+		if isMarker(dir) {
+			out = append(out, filepath.Join(dir, Dir))
+		}
+		if filepath.Dir(dir) == dir {
+			return out
+		}
+	}
 }
 
 // Store is the context store of one project root.
@@ -117,8 +136,8 @@ func (s *Store) path(parts ...string) string {
 
 // Exists reports whether the root marker is present.
 func (s *Store) Exists() bool {
-	_, err := os.Stat(s.path("root.json"))
-	return err == nil
+	fi, err := os.Lstat(s.path("root.json"))
+	return err == nil && fi.Mode().IsRegular() && s.checkDirs("") == nil
 }
 
 // Init creates the store's directories and root.json when missing and
@@ -126,28 +145,26 @@ func (s *Store) Exists() bool {
 // marker, and its project_id, are never rewritten.
 func (s *Store) Init(ctx context.Context) (created bool, err error) {
 	for _, d := range []string{PacketsDir, LoopsDir, IndexesDir, ScratchDir} {
+		if err := s.checkDirs(d); err != nil {
+			return false, err
+		}
 		if err := os.MkdirAll(s.path(d), 0o755); err != nil {
 			return false, fmt.Errorf("create %s: %w", s.path(d), err)
 		}
 	}
-	ignore := s.path(".gitignore")
-	if _, err := os.Stat(ignore); errors.Is(err, fs.ErrNotExist) {
-		// Lock files and scratch data are per machine; packets, loops and
-		// indexes are worth committing.
-		if err := safefile.WriteAtomic(ignore, []byte("*.lock\n/scratch/\n"), 0o644); err != nil {
-			return false, err
-		}
+	if err := s.ensureIgnore(); err != nil {
+		return false, err
 	}
 	marker := s.path("root.json")
-	if _, err := os.Stat(marker); err == nil {
+	if _, err := os.Lstat(marker); err == nil {
 		return false, nil
 	}
 	unlock, err := safefile.Lock(ctx, marker)
 	if err != nil {
-		return false, err
+		return false, refused(marker+".lock", err)
 	}
 	defer unlock()
-	if _, err := os.Stat(marker); err == nil {
+	if _, err := os.Lstat(marker); err == nil {
 		return false, nil // another process won the race
 	}
 	r := baton.Root{ProjectID: s.newProjectID(), CreatedAt: s.now().UTC().Truncate(time.Second), Version: baton.StoreVersion}
@@ -161,12 +178,51 @@ func (s *Store) Init(ctx context.Context) (created bool, err error) {
 	return true, nil
 }
 
+// ignoreLines are what the store's .gitignore must hold: lock files,
+// the temp files of writers that died, and scratch data are per machine;
+// packets, loops and indexes are worth committing.
+var ignoreLines = []string{"*.lock", ".*" + safefile.TempMarker + "*", "/scratch/"}
+
+// ensureIgnore writes the store's .gitignore, or adds the lines it lacks
+// to one an earlier version wrote, keeping everything else in it.
+func (s *Store) ensureIgnore() error {
+	p := s.path(".gitignore")
+	b, err := readFile(p, maxSmallFile)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil // a .gitignore baton cannot read is left alone
+	}
+	have := map[string]bool{}
+	for _, l := range strings.Split(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n") {
+		have[strings.TrimSpace(l)] = true
+	}
+	out := string(b)
+	if out != "" && !strings.HasSuffix(out, "\n") {
+		out += "\n"
+	}
+	changed := false
+	for _, l := range ignoreLines {
+		if !have[l] {
+			out += l + "\n"
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	return safefile.WriteAtomic(p, []byte(out), 0o644)
+}
+
 // ReadRoot reads root.json. Returns NotFound when the store has no marker.
 func (s *Store) ReadRoot() (*baton.Root, error) {
+	if err := s.checkDirs(""); err != nil {
+		return nil, err
+	}
 	p := s.path("root.json")
-	b, err := os.ReadFile(p)
+	b, err := readFile(p, maxSmallFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, baton.WrapError(baton.NotFound, err, "no context store at %s: run `baton init`", s.root)
+	} else if baton.ErrorCode(err) == baton.Invalid {
+		return nil, err
 	} else if err != nil {
 		return nil, fmt.Errorf("read %s: %w", p, err)
 	}

@@ -53,6 +53,14 @@ func TestDiscover(t *testing.T) {
 	monoDeep := mustMkdir(t, filepath.Join(mono, "services", "api", "internal"))
 	// Outside git.
 	plain := mustMkdir(t, filepath.Join(tmp, "plain", "x"))
+	// A store made above a repository (a session started in $HOME).
+	home := mustMkdir(t, filepath.Join(tmp, "home"))
+	if _, err := Open(home, Options{}).Init(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	homeRepo := mustMkdir(t, filepath.Join(home, "src", "app"))
+	gittest.Git(t, homeRepo, "init", "-q")
+	homeRepoDeep := mustMkdir(t, filepath.Join(homeRepo, "cmd"))
 
 	tests := []struct {
 		name, start, root string
@@ -63,6 +71,8 @@ func TestDiscover(t *testing.T) {
 		{"marker from nested dir", monoDeep, mono, FoundMarker},
 		{"marker at root", mono, mono, FoundMarker},
 		{"outside git", plain, plain, FoundWorkDir},
+		{"a store above the git root does not capture it", homeRepoDeep, homeRepo, FoundGitRoot},
+		{"the store above serves outside repositories", home, home, FoundMarker},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -81,6 +91,9 @@ func TestDiscover(t *testing.T) {
 	}
 	if root, how := Discover(deep); root != sub || how != FoundMarker {
 		t.Errorf("after init in %s: Discover(%s) = %s, %s", sub, deep, root, how)
+	}
+	if got := StoresAbove(homeRepo); len(got) != 1 || got[0] != filepath.Join(home, Dir) {
+		t.Errorf("StoresAbove(%s) = %v, want the store in %s", homeRepo, got, home)
 	}
 }
 

@@ -2,6 +2,7 @@ package github
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -248,4 +249,100 @@ func convertComment(ic *gh.IssueComment) Comment {
 		CreatedAt: ic.GetCreatedAt().Time,
 		UpdatedAt: ic.GetUpdatedAt().Time,
 	}
+}
+
+// IssuePage is one page of a cached issue listing: the request URL, the
+// ETag GitHub sent for it, the next page's URL ("" on the last page) and
+// the page's issues (pull requests left out).
+type IssuePage struct {
+	URL    string  `json:"url"`
+	ETag   string  `json:"etag,omitempty"`
+	Next   string  `json:"next,omitempty"`
+	Issues []Issue `json:"issues"`
+}
+
+// IssueListing is a complete listing: every page, in order. Requests
+// counts the HTTP requests it took, NotModified those GitHub answered
+// 304 (free of rate limit) and the cached page stood in for.
+type IssueListing struct {
+	Pages       []IssuePage
+	Requests    int
+	NotModified int
+}
+
+// Issues returns every issue of the listing.
+func (l *IssueListing) Issues() []Issue {
+	var out []Issue
+	for _, p := range l.Pages {
+		out = append(out, p.Issues...)
+	}
+	return out
+}
+
+// ListIssuesCached lists issues like ListIssues, page by page, sending
+// each page's ETag from prev (a previous listing of the same filter): a
+// page GitHub answers 304 Not Modified for is taken from prev, next link
+// included. It returns the listing only when every page was read: an
+// error means there is no complete listing. One request per page.
+func (c *Client) ListIssuesCached(ctx context.Context, repo Repo, f IssueFilter, prev []IssuePage) (*IssueListing, error) {
+	if err := repo.validate(); err != nil {
+		return nil, err
+	}
+	q := url.Values{"state": {"open"}, "per_page": {"100"}}
+	if f.State != "" {
+		q.Set("state", f.State)
+	}
+	if len(f.Labels) > 0 {
+		q.Set("labels", strings.Join(f.Labels, ","))
+	}
+	cached := map[string]IssuePage{}
+	for _, p := range prev {
+		cached[p.URL] = p
+	}
+	o := op{action: "list issues of", what: repo.String()}
+	out := &IssueListing{}
+	next := fmt.Sprintf("repos/%s/%s/issues?%s", repo.Owner, repo.Name, q.Encode())
+	seen := map[string]bool{}
+	for next != "" {
+		if len(out.Pages) == maxPages || seen[next] {
+			return nil, c.fail(baton.Internal, nil, o, "GitHub's page links loop or never end")
+		}
+		seen[next] = true
+		req, err := c.gh.NewRequest(ctx, http.MethodGet, next, nil)
+		if err != nil {
+			return nil, c.internal(o, err)
+		}
+		old, hasOld := cached[next]
+		if hasOld && old.ETag != "" {
+			req.Header.Set("If-None-Match", old.ETag)
+		}
+		var items []*gh.Issue
+		out.Requests++
+		resp, err := c.gh.Do(req, &items)
+		var er *gh.ErrorResponse
+		if err != nil && hasOld && errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == http.StatusNotModified {
+			out.NotModified++
+			out.Pages = append(out.Pages, old)
+			next = old.Next
+			continue
+		}
+		if err != nil {
+			return nil, c.classify(o, err)
+		}
+		page := IssuePage{URL: next, ETag: resp.Header.Get("ETag"), Issues: []Issue{}}
+		for _, is := range items {
+			if !is.IsPullRequest() {
+				page.Issues = append(page.Issues, *convertIssue(repo, is))
+			}
+		}
+		next = ""
+		if link, ok := nextLink(resp.Header.Get("Link")); ok {
+			if next, err = c.sameAPI(link); err != nil {
+				return nil, c.fail(baton.Internal, err, o, "GitHub sent a next-page link outside the API")
+			}
+			page.Next = next
+		}
+		out.Pages = append(out.Pages, page)
+	}
+	return out, nil
 }

@@ -4,12 +4,14 @@ import (
 	"github.com/baton-agent/baton/internal/gitx/gittest"
 
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 func TestSnapshot(t *testing.T) {
@@ -61,15 +63,76 @@ func TestSnapshot(t *testing.T) {
 	}
 }
 
+// FuzzParseStatusV2 builds `git status --porcelain=v2 --branch -z`
+// output from a fuzzed model (branch headers, ordinary, unmerged, renamed
+// and untracked entries, and lines the parser must skip) and checks that
+// parsing it gives back exactly the model's branch, HEAD and changes.
+// Paths may hold spaces and look like entries of their own ("1 x", "? y"),
+// which a parser that loses its place in the fields would take as one.
 func FuzzParseStatusV2(f *testing.F) {
-	f.Add("# branch.oid abc\x00# branch.head main\x001 .M N... 100644 100644 100644 h h a.go\x00? x y\x00")
-	f.Add("2 R. N... 100644 100644 100644 h h R100 new\x00old\x00u UU N... 1 2 3 4 h1 h2 h3 conflict.go\x00")
-	f.Fuzz(func(t *testing.T, out string) {
-		s := parseStatusV2(out)
-		for _, c := range s.Changes {
-			if len(c.Status) != 2 || strings.Contains(c.Status, ".") {
-				t.Fatalf("bad status %q from %q", c.Status, out)
+	f.Add([]byte("main\x00abc\x00"), []byte("\x00a.go\x01R. new name\x00? old\x02x\x03y\x04UU c.go"))
+	f.Add([]byte("\x00(initial)\x00"), []byte("\x021 fake\x00? also fake"))
+	f.Fuzz(func(t *testing.T, header, entries []byte) {
+		branch, oid, _ := strings.Cut(string(header), "\x00")
+		oid, _, _ = strings.Cut(oid, "\x00")
+		if strings.ContainsAny(branch+oid, "\x00") {
+			return
+		}
+		var out strings.Builder
+		want := &Snapshot{}
+		if branch != "" {
+			fmt.Fprintf(&out, "# branch.head %s\x00", branch)
+			if branch != "(detached)" {
+				want.Branch = branch
 			}
+		}
+		if oid != "" {
+			fmt.Fprintf(&out, "# branch.oid %s\x00", oid)
+			if oid != "(initial)" {
+				want.Head.SHA = oid
+			}
+		}
+		out.WriteString("# branch.ab +1 -2\x00")
+		xy := func(b byte) string {
+			const codes = ".MTADRCU"
+			return string([]byte{codes[int(b)%len(codes)], codes[int(b/8)%len(codes)]})
+		}
+		status := func(s string) string { return strings.ReplaceAll(s, ".", " ") }
+		// Each entry: a kind byte, then its path (and for a rename the
+		// original path after a \x00); entries are separated by \x01..\x04,
+		// whose value picks the next entry's kind too.
+		for _, e := range strings.FieldsFunc(string(entries), func(r rune) bool { return r >= 1 && r <= 4 }) {
+			if e == "" {
+				continue
+			}
+			kind, rest := e[0], e[1:]
+			path, orig, _ := strings.Cut(rest, "\x00")
+			orig, _, _ = strings.Cut(orig, "\x00")
+			if path == "" {
+				continue
+			}
+			switch code := xy(kind); kind % 4 {
+			case 0:
+				fmt.Fprintf(&out, "1 %s N... 100644 100644 100644 %s %s %s\x00", code, strings.Repeat("a", 40), strings.Repeat("b", 40), path)
+				want.Changes = append(want.Changes, Change{Status: status(code), Path: path})
+			case 1:
+				fmt.Fprintf(&out, "2 %s N... 100644 100644 100644 %s %s R87 %s\x00%s\x00", code, strings.Repeat("c", 40), strings.Repeat("d", 40), path, orig)
+				want.Changes = append(want.Changes, Change{Status: status(code), Path: path})
+			case 2:
+				fmt.Fprintf(&out, "u %s N... 100644 100644 100644 100644 %s %s %s %s\x00", code, strings.Repeat("1", 40), strings.Repeat("2", 40), strings.Repeat("3", 40), path)
+				want.Changes = append(want.Changes, Change{Status: status(code), Path: path})
+			case 3:
+				if kind%8 == 3 {
+					fmt.Fprintf(&out, "? %s\x00", path)
+					want.Changes = append(want.Changes, Change{Status: "??", Path: path})
+				} else {
+					fmt.Fprintf(&out, "! %s\x00", path) // ignored files are not changes
+				}
+			}
+		}
+		got := parseStatusV2(out.String())
+		if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("parseStatusV2(%q) mismatch (-want +got):\n%s", out.String(), diff)
 		}
 	})
 }

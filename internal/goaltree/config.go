@@ -11,6 +11,7 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/agentrun"
+	"github.com/baton-agent/baton/internal/proc"
 	"github.com/baton-agent/baton/internal/prompt"
 )
 
@@ -21,6 +22,10 @@ type Config struct {
 	Agent     string   // agent: claude, codex, droid or command:<argv>
 	Model     string   // model: passed to the agent CLI when set
 	AgentArgs []string // agent_args: extra arguments for the agent CLI
+	// PassEnv (pass_env) names secrets of baton's environment (GH_TOKEN,
+	// BATON_ credentials: proc.Secret) the agent and the guard get
+	// anyway; by default they get none.
+	PassEnv []string
 	// Guard is the command that must pass before a leaf does, run with
 	// sh -c in the project root. Steps refuse to run without one.
 	Guard              string
@@ -58,6 +63,7 @@ type fileConfig struct {
 	Agent              *string  `toml:"agent"`
 	Model              *string  `toml:"model"`
 	AgentArgs          []string `toml:"agent_args"`
+	PassEnv            []string `toml:"pass_env"`
 	Guard              *string  `toml:"guard"`
 	MaxAttempts        *int64   `toml:"max_attempts"`
 	MaxIterations      *int64   `toml:"max_iterations"`
@@ -87,7 +93,7 @@ func ParseConfig(data []byte) (Config, error) {
 		return c, baton.WrapError(baton.Invalid, err, "config.toml")
 	}
 	if extra := md.Undecoded(); len(extra) > 0 {
-		return c, baton.Errorf(baton.Invalid, "config.toml: unknown key %q (known: agent, model, agent_args, guard, max_attempts, max_iterations, iteration_timeout, prompt_budget, prompt_budget_tokens, log_max_bytes, max_children, max_depth)", extra[0].String())
+		return c, baton.Errorf(baton.Invalid, "config.toml: unknown key %q (known: agent, model, agent_args, pass_env, guard, max_attempts, max_iterations, iteration_timeout, prompt_budget, prompt_budget_tokens, log_max_bytes, max_children, max_depth)", extra[0].String())
 	}
 	if fc.Agent != nil {
 		c.Agent = strings.TrimSpace(*fc.Agent)
@@ -100,6 +106,12 @@ func ParseConfig(data []byte) (Config, error) {
 	}
 	if len(fc.AgentArgs) > 0 {
 		c.AgentArgs = fc.AgentArgs
+	}
+	if len(fc.PassEnv) > 0 {
+		if err := proc.CheckPassEnv(fc.PassEnv); err != nil {
+			return c, baton.WrapError(baton.Invalid, err, "config.toml: pass_env")
+		}
+		c.PassEnv = fc.PassEnv
 	}
 	if fc.Guard != nil {
 		c.Guard = strings.TrimSpace(*fc.Guard)
@@ -157,6 +169,7 @@ func EncodeConfig(c Config) []byte {
 		b.WriteString("\n# The model the agent CLI should use (default: the CLI's own).\n# model = \"\"\n")
 	}
 	w("Extra arguments for the agent CLI, e.g. [\"--max-turns\", \"80\"].", "agent_args", tomlStrings(c.AgentArgs))
+	w("Secrets of baton's environment the agent and the guard get anyway, e.g. [\"GH_TOKEN\"].\n# By default they get none of GH_TOKEN, GITHUB_TOKEN and baton's BATON_ credentials.", "pass_env", tomlStrings(c.PassEnv))
 	w("The guard: a leaf passes only when the agent says done AND this command exits 0.\n# It runs with sh -c in the project root. Steps refuse to run without one.", "guard", tomlString(c.Guard))
 	w("Failed attempts (retry, guard failure, agent error) a leaf may use before the run is stuck.", "max_attempts", fmt.Sprint(c.MaxAttempts))
 	w("Iterations one `baton run loop` runs before it stops (exit 1).", "max_iterations", fmt.Sprint(c.MaxIterations))

@@ -29,6 +29,7 @@ func TestParseConfig(t *testing.T) {
 agent = "command:./agent.sh --fast"
 model = "big"
 agent_args = ["--max-turns", "80"]
+pass_env = ["GH_TOKEN"]
 guard = "go test ./... && go vet ./..."
 max_attempts = 5
 max_iterations = 7
@@ -43,7 +44,7 @@ max_depth = 2
 	if err != nil {
 		t.Fatalf("ParseConfig error: %v", err)
 	}
-	want := Config{Agent: "command:./agent.sh --fast", Model: "big", AgentArgs: []string{"--max-turns", "80"}, Guard: "go test ./... && go vet ./...",
+	want := Config{Agent: "command:./agent.sh --fast", Model: "big", AgentArgs: []string{"--max-turns", "80"}, PassEnv: []string{"GH_TOKEN"}, Guard: "go test ./... && go vet ./...",
 		MaxAttempts: 5, MaxIterations: 7, IterationTimeout: 90 * time.Minute, PromptBudget: 20000, PromptBudgetTokens: 6000, LogMaxBytes: 4096, MaxChildren: 3, MaxDepth: 2}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("ParseConfig mismatch (-want +got):\n%s", diff)
@@ -75,6 +76,7 @@ func TestParseConfigErrorsNameTheKey(t *testing.T) {
 		{`max_attempts = "three"`, "max_attempts"},
 		{`guard = [1, 2]`, "guard"},
 		{`[guard]`, "guard"},
+		{`pass_env = ["GH TOKEN"]`, "pass_env"},
 	}
 	for _, tt := range tests {
 		_, err := ParseConfig([]byte(tt.in))

@@ -42,7 +42,7 @@ func ParseGoalFile(data []byte) (*GoalFile, error) {
 		return nil, baton.Errorf(baton.Invalid, "goal file is %d bytes, more than the %d allowed", len(data), maxGoalFileBytes)
 	}
 	g := &GoalFile{Acceptance: []string{}}
-	text := strings.TrimPrefix(strings.ReplaceAll(string(data), "\r\n", "\n"), "\ufeff")
+	text := strings.TrimPrefix(frontmatter.LF(string(data)), "\ufeff")
 	body := text
 	if strings.HasPrefix(text, "---\n") {
 		doc, err := frontmatter.Parse([]byte(text))

@@ -32,6 +32,7 @@ type guardSpec struct {
 	Command string
 	Dir     string
 	Env     []string // added to the process environment
+	PassEnv []string // secrets it gets anyway (proc.Check.PassEnv)
 	Timeout time.Duration
 	Log     string // path of guard.log
 	MaxLog  int64
@@ -55,7 +56,7 @@ func runGuard(ctx context.Context, g guardSpec) (guardOutcome, error) {
 	defer f.Close()
 	fmt.Fprintf(f, "$ sh -c %s\n", shellQuote(g.Command))
 	res, err := proc.RunCheck(ctx, proc.Check{
-		Command: g.Command, Dir: g.Dir, Env: g.Env, Timeout: g.Timeout,
+		Command: g.Command, Dir: g.Dir, Env: g.Env, PassEnv: g.PassEnv, Timeout: g.Timeout,
 		Log: f, MaxLog: g.MaxLog, TailBytes: failureTailBytes,
 	})
 	out.ExitCode, out.Duration, out.TimedOut = res.ExitCode, res.Duration, res.TimedOut

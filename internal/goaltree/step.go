@@ -313,8 +313,8 @@ func (it *iteration) runGuard(ctx context.Context) (guardOutcome, error) {
 	defer func() { it.guardDur = time.Since(start) }()
 	return runGuard(ctx, guardSpec{
 		Command: it.cfg.Guard, Dir: it.r.Layout.Root, Timeout: it.cfg.IterationTimeout - time.Since(it.start),
-		Env: append(append([]string(nil), it.r.Env...), "BATON_RUN_ID="+it.st.RunID, "BATON_NODE_ID="+it.node().ID),
-		Log: filepath.Join(it.dir, GuardLog), MaxLog: it.cfg.LogMaxBytes,
+		Env:     append(append([]string(nil), it.r.Env...), "BATON_RUN_ID="+it.st.RunID, "BATON_NODE_ID="+it.node().ID),
+		PassEnv: it.cfg.PassEnv, Log: filepath.Join(it.dir, GuardLog), MaxLog: it.cfg.LogMaxBytes,
 	})
 }
 
@@ -418,6 +418,7 @@ func agentSpec(cfg Config, agent, promptText, root, logDir string, live io.Write
 		Model:        cfg.Model,
 		ExtraArgs:    cfg.AgentArgs,
 		Env:          env,
+		PassEnv:      cfg.PassEnv,
 		Live:         live,
 		LogDir:       logDir,
 		MaxLogBytes:  cfg.LogMaxBytes,

@@ -105,7 +105,7 @@ func Create(ctx context.Context, st *fsstore.Store, now time.Time, in Input) (*R
 	if err != nil {
 		return nil, err
 	}
-	ranked, stats, err := st.RankFiles(fsstore.FileQuery{Since: since, Unattached: true})
+	ranked, stats, err := st.RankFiles(fsstore.FileQuery{Since: since, Unattached: true, Tail: fsstore.RecentLogBytes})
 	if err != nil {
 		return nil, err
 	}

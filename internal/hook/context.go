@@ -26,25 +26,32 @@ const (
 // ActivePacket is the packet a session continues: the most recently
 // updated active packet, else the most recently updated draft, else nil.
 func ActivePacket(st *fsstore.Store) *baton.Packet {
-	ps, _, err := st.FindPackets(fsstore.PacketFilter{})
+	sums, _, err := st.PacketSummaries()
 	if err != nil {
 		return nil
 	}
-	return activePacket(ps)
+	p, _ := activePacket(st, sums)
+	return p
 }
 
-// activePacket picks from ps, newest first.
-func activePacket(ps []*baton.Packet) *baton.Packet {
-	var draft *baton.Packet
-	for _, p := range ps { // newest first
-		switch {
-		case p.Status == baton.PacketActive:
-			return p
-		case p.Status == baton.PacketDraft && draft == nil:
-			draft = p
+// activePacket picks from sums (newest first) and decodes only the pick,
+// so a store of many packets, or of huge ones, costs a hook little; a
+// pick that does not decode is a warning, and the next one is tried.
+func activePacket(st *fsstore.Store, sums []fsstore.PacketSummary) (*baton.Packet, []error) {
+	var warnings []error
+	for _, want := range []baton.PacketStatus{baton.PacketActive, baton.PacketDraft} {
+		for _, s := range sums {
+			if s.Status != want {
+				continue
+			}
+			p, err := st.FindPacketByID(s.ID)
+			if err == nil {
+				return p, warnings
+			}
+			warnings = append(warnings, err)
 		}
 	}
-	return draft
+	return nil, warnings
 }
 
 // SessionContext is what session-start tells the agent: the packet it
@@ -52,18 +59,21 @@ func activePacket(ps []*baton.Packet) *baton.Packet {
 // iteration, and how many files were touched since the last packet.
 // afterCompact re-states it after compaction and names the packet the
 // pre-compact hook saved. Plain, factual text under MaxContext bytes.
-func SessionContext(st *fsstore.Store, sessionID string, afterCompact bool) (string, error) {
+// Store files that cannot be read (corrupt, too large, links out of the
+// store) are left out and returned as warnings for the user.
+func SessionContext(st *fsstore.Store, sessionID string, afterCompact bool) (string, []error, error) {
 	var b strings.Builder
 	if afterCompact {
 		fmt.Fprintf(&b, "baton (after compaction): the working context of this project is in %s; it is restated here.\n", st.Dir())
 	} else {
 		fmt.Fprintf(&b, "baton: the working context of this project is in %s.\n", st.Dir())
 	}
-	ps, _, err := st.FindPackets(fsstore.PacketFilter{})
+	sums, warnings, err := st.PacketSummaries()
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	p := activePacket(ps)
+	p, more := activePacket(st, sums)
+	warnings = append(warnings, more...)
 	if p != nil {
 		fmt.Fprintf(&b, "\nPacket %s (%s): %s\n", p.ID, p.Status, p.Purpose)
 		if np := p.SectionText(baton.SectionNextPrompt); np != "" {
@@ -72,13 +82,15 @@ func SessionContext(st *fsstore.Store, sessionID string, afterCompact bool) (str
 		fmt.Fprintf(&b, "Render it in full with `baton pickup %s`.\n", p.ID)
 	}
 	if afterCompact && sessionID != "" {
-		if saved := newestPacketOf(ps, sessionID); saved != nil && (p == nil || saved.ID != p.ID) {
+		if saved := newestPacketOf(sums, sessionID); saved != nil && (p == nil || saved.ID != p.ID) {
 			fmt.Fprintf(&b, "\nBefore compaction baton saved packet %s (`baton pickup %s`).\n", saved.ID, saved.ID)
 		}
 	}
 	l, err := st.ForegroundLoop()
-	if err != nil {
-		return "", err
+	if baton.ErrorCode(err) == baton.Invalid {
+		warnings = append(warnings, err)
+	} else if err != nil {
+		return "", nil, err
 	}
 	if l != nil {
 		bound := "not bound to a session yet"
@@ -95,14 +107,14 @@ func SessionContext(st *fsstore.Store, sessionID string, afterCompact bool) (str
 		}
 	}
 	var since time.Time
-	for _, p := range ps {
-		if p.CreatedAt.After(since) {
-			since = p.CreatedAt
+	for _, s := range sums {
+		if s.CreatedAt.After(since) {
+			since = s.CreatedAt
 		}
 	}
-	files, _, err := st.RankFiles(fsstore.FileQuery{Since: since})
+	files, _, err := st.RankFiles(fsstore.FileQuery{Since: since, Tail: fsstore.RecentLogBytes})
 	if err != nil {
-		return "", err
+		warnings = append(warnings, err)
 	}
 	if len(files) > 0 {
 		fmt.Fprintf(&b, "\n%d file(s) touched since the last packet are suggested for the next handoff (`baton files`).\n", len(files))
@@ -110,7 +122,7 @@ func SessionContext(st *fsstore.Store, sessionID string, afterCompact bool) (str
 	if p == nil && l == nil {
 		b.WriteString("No packet or loop yet: `baton handoff \"<purpose>\" --body -` writes a packet, `baton loop start` starts a loop.\n")
 	}
-	return baton.Truncate(b.String(), MaxContext, prompt.TruncatedMarker), nil
+	return baton.Truncate(b.String(), MaxContext, prompt.TruncatedMarker), warnings, nil
 }
 
 func progressOf(l *baton.Loop) string {
@@ -120,11 +132,11 @@ func progressOf(l *baton.Loop) string {
 	return fmt.Sprintf("%d/%d", l.Iteration, l.MaxIterations)
 }
 
-// newestPacketOf returns the newest of ps written for session id.
-func newestPacketOf(ps []*baton.Packet, sessionID string) *baton.Packet {
-	for _, p := range ps {
-		if p.SessionID == sessionID {
-			return p
+// newestPacketOf returns the newest of sums written for session id.
+func newestPacketOf(sums []fsstore.PacketSummary, sessionID string) *fsstore.PacketSummary {
+	for i, s := range sums {
+		if s.SessionID == sessionID {
+			return &sums[i]
 		}
 	}
 	return nil

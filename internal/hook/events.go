@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/baton-agent/baton"
@@ -15,6 +16,7 @@ import (
 	"github.com/baton-agent/baton/internal/handoff"
 	"github.com/baton-agent/baton/internal/loop"
 	"github.com/baton-agent/baton/internal/prompt"
+	"github.com/baton-agent/baton/internal/safefile"
 	"github.com/baton-agent/baton/internal/transcript"
 )
 
@@ -22,6 +24,9 @@ import (
 // session id to the agent's shell where the harness allows it, and
 // returns the context to inject.
 func (h handler) sessionStart(ctx context.Context) (Result, error) {
+	if !h.mayCreate && !h.st.Exists() {
+		return Result{}, baton.Errorf(baton.NotFound, "%s is not in a git repository and has no context store; baton creates one only inside a repository (run `baton init` there to use baton outside git)", h.st.Root())
+	}
 	if _, err := h.st.Init(ctx); err != nil {
 		return Result{}, err
 	}
@@ -30,16 +35,19 @@ func (h handler) sessionStart(ctx context.Context) (Result, error) {
 		CWD: h.p.CWD, TranscriptPath: h.p.TranscriptPath, At: h.env.now().UTC(),
 	}
 	if err := h.st.AppendSession(ctx, rec); err != nil {
-		return Result{}, err
+		h.warn("cannot record the session: %v", err)
 	}
 	if err := h.exportSession(); err != nil {
 		// The context still goes out; the agent's commands just will not
 		// know their session.
-		fmt.Fprintf(h.env.Stderr, "baton hook session-start (%s): cannot write the session environment: %v\n", h.a.Harness(), err)
+		h.warn("cannot write the session environment: %v", err)
 	}
-	text, err := SessionContext(h.st, h.p.SessionID, h.p.Source == "compact")
+	text, warnings, err := SessionContext(h.st, h.p.SessionID, h.p.Source == "compact")
 	if err != nil {
 		return Result{}, err
+	}
+	for _, w := range warnings {
+		h.warn("skipped %s", describe(w))
 	}
 	return Result{Context: text}, nil
 }
@@ -62,9 +70,15 @@ func (h handler) exportSession() error {
 	if h.p.TranscriptPath != "" {
 		fmt.Fprintf(&b, "export BATON_TRANSCRIPT_PATH=%s\n", shellQuote(h.p.TranscriptPath))
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	// O_NONBLOCK: a FIFO in its place fails at once instead of waiting
+	// for a reader; anything but a regular file is refused.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, safefile.ErrNotRegular)
 	}
 	if _, err := f.WriteString(b.String()); err != nil {
 		f.Close()

@@ -163,14 +163,14 @@ func Run(ctx context.Context, a Adapter, event Event, stdin io.Reader, stdout io
 	if err != nil {
 		return fail("the payload is not a JSON object: %v", err)
 	}
-	root := env.Root
+	root, how := env.Root, fsstore.Found("override")
 	if root == "" {
-		root = ResolveRoot(p.CWD, env.getenv(a.ProjectDirEnv()), env.WorkDir)
+		root, how = ResolveRoot(p.CWD, env.getenv(a.ProjectDirEnv()), env.WorkDir)
 	}
 	st := fsstore.Open(root, fsstore.Options{Now: env.now})
 	ctx, cancel := context.WithTimeout(ctx, lockTimeout)
 	defer cancel()
-	h := handler{a: a, st: st, p: p, env: env}
+	h := handler{a: a, st: st, p: p, env: env, mayCreate: how != fsstore.FoundWorkDir, event: event}
 	var r Result
 	switch event {
 	case SessionStart:
@@ -185,7 +185,7 @@ func Run(ctx context.Context, a Adapter, event Event, stdin io.Reader, stdout io
 		return fail("unknown event")
 	}
 	if err != nil {
-		return fail("%s", baton.ErrorMessage(err)+causeSuffix(err))
+		return fail("%s", describe(err))
 	}
 	if out := a.Encode(event, r); len(out) > 0 {
 		if _, err := stdout.Write(out); err != nil {
@@ -195,13 +195,18 @@ func Run(ctx context.Context, a Adapter, event Event, stdin io.Reader, stdout io
 	return 0
 }
 
-// causeSuffix adds the cause of an error whose message alone would say
-// "internal error".
-func causeSuffix(err error) string {
-	if baton.ErrorMessage(err) == "internal error" {
-		return ": " + err.Error()
+// describe is an error as a hook's line says it: its user-safe message;
+// for an Invalid or NotFound error without one (a store file that is
+// corrupt or refused), its own text, which names the file and what is
+// wrong with it; else "internal error" and the cause.
+func describe(err error) string {
+	if m := baton.ErrorMessage(err); m != "internal error" {
+		return m
 	}
-	return ""
+	if baton.ErrorCode(err) != baton.Internal {
+		return err.Error()
+	}
+	return "internal error: " + err.Error()
 }
 
 func oneLine(s string) string {
@@ -218,6 +223,16 @@ type handler struct {
 	st  *fsstore.Store
 	p   *Payload
 	env Env
+	// mayCreate is false when the root is neither in a git work tree nor
+	// named by the user: a hook must not create a store there.
+	mayCreate bool
+	event     Event
+}
+
+// warn tells the user, on stderr, about something the hook left out;
+// the hook goes on.
+func (h handler) warn(format string, args ...any) {
+	fmt.Fprintf(h.env.Stderr, "baton hook %s (%s): %s\n", h.event, h.a.Harness(), oneLine(fmt.Sprintf(format, args...)))
 }
 
 // errNoStore is the fail-open reason for events that need a store.

@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/hook"
 	"github.com/baton-agent/baton/internal/hook/claude"
 	"github.com/baton-agent/baton/internal/hook/codex"
@@ -145,22 +148,32 @@ func TestResolveRoot(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(marked, ".agent/context/root.json"), []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A store above a repository (a session once started in $HOME).
+	home := filepath.Join(base, "home")
+	homeRepo := filepath.Join(home, "src", "app")
+	mkdirs(t, base, "home/.agent/context", "home/src/app/.git", "home/src/app/cmd", "home/notes")
+	if err := os.WriteFile(filepath.Join(home, ".agent/context/root.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name                     string
 		cwd, projectDir, workDir string
 		want                     string
+		how                      fsstore.Found
 	}{
-		{"marker above cwd", filepath.Join(marked, "sub/deep"), "", "/", marked},
-		{"cwd wandered off; the project dir has the marker", filepath.Join(plain, "x"), marked, "/", marked},
-		{"marker beats a git root", filepath.Join(repo, "pkg"), marked, "/", marked},
-		{"git root above cwd", filepath.Join(repo, "pkg"), "", "/", repo},
-		{"nothing: the project dir", filepath.Join(plain, "x"), plain, "/", plain},
-		{"nothing at all: cwd", filepath.Join(plain, "x"), "", "/", filepath.Join(plain, "x")},
-		{"relative cwd is ignored", "pkg", "", filepath.Join(repo, "pkg"), repo},
+		{"marker above cwd", filepath.Join(marked, "sub/deep"), "", "/", marked, fsstore.FoundMarker},
+		{"cwd wandered off; the project dir has the marker", filepath.Join(plain, "x"), marked, "/", marked, fsstore.FoundMarker},
+		{"marker beats a git root", filepath.Join(repo, "pkg"), marked, "/", marked, fsstore.FoundMarker},
+		{"git root above cwd", filepath.Join(repo, "pkg"), "", "/", repo, fsstore.FoundGitRoot},
+		{"a store above the git root does not capture it", filepath.Join(homeRepo, "cmd"), "", "/", homeRepo, fsstore.FoundGitRoot},
+		{"outside any repository the store above still serves", filepath.Join(home, "notes"), "", "/", home, fsstore.FoundMarker},
+		{"nothing: the project dir", filepath.Join(plain, "x"), plain, "/", plain, fsstore.FoundWorkDir},
+		{"nothing at all: cwd", filepath.Join(plain, "x"), "", "/", filepath.Join(plain, "x"), fsstore.FoundWorkDir},
+		{"relative cwd is ignored", "pkg", "", filepath.Join(repo, "pkg"), repo, fsstore.FoundGitRoot},
 	}
 	for _, tt := range tests {
-		if got := hook.ResolveRoot(tt.cwd, tt.projectDir, tt.workDir); got != tt.want {
-			t.Errorf("%s: ResolveRoot(%q, %q, %q) = %q, want %q", tt.name, tt.cwd, tt.projectDir, tt.workDir, got, tt.want)
+		if got, how := hook.ResolveRoot(tt.cwd, tt.projectDir, tt.workDir); got != tt.want || how != tt.how {
+			t.Errorf("%s: ResolveRoot(%q, %q, %q) = %q, %s; want %q, %s", tt.name, tt.cwd, tt.projectDir, tt.workDir, got, how, tt.want, tt.how)
 		}
 	}
 }
@@ -208,13 +221,25 @@ func FuzzDecodeCodex(f *testing.F)  { fuzzDecoder(f, codex.Adapter{}) }
 func FuzzDecodeDroid(f *testing.F)  { fuzzDecoder(f, droid.Adapter{}) }
 func FuzzDecodePi(f *testing.F)     { fuzzDecoder(f, pi.Adapter{}) }
 
+// FuzzPatchFiles checks PatchFiles against a reference that splits the
+// patch on newlines and reads each header the slow way: the same paths, in
+// the same order, for every input.
 func FuzzPatchFiles(f *testing.F) {
 	f.Add("*** Begin Patch\n*** Update File: a.go\n*** Move to: b.go\n*** End Patch")
+	f.Add("*** Add File:  spaced name.go \r\n*** Delete File: x\r\r\n  *** Add File: indented\n*** Add File:")
+	f.Add("*** Update File: a\n@@\n-*** Add File: in a hunk\n+x\n*** Move to: b")
 	f.Fuzz(func(t *testing.T, patch string) {
-		for _, p := range hook.PatchFiles(patch) {
-			if len(p) > len(patch) {
-				t.Fatalf("PatchFiles(%q) returned %q", patch, p)
+		var want []string
+		for _, line := range strings.Split(patch, "\n") {
+			line = strings.TrimRight(line, "\r")
+			for _, h := range []string{"*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "} {
+				if rest, ok := strings.CutPrefix(line, h); ok {
+					want = append(want, strings.TrimSpace(rest))
+				}
 			}
+		}
+		if got := hook.PatchFiles(patch); !cmp.Equal(got, want, cmpopts.EquateEmpty()) {
+			t.Fatalf("PatchFiles(%q) = %q, want %q", patch, got, want)
 		}
 	})
 }

@@ -10,14 +10,15 @@ import (
 // (which follows cd and worktrees), the harness's project directory
 // (where the session started) and, last, the process directory:
 //
-//  1. the nearest store marker above cwd, then above the project dir;
-//  2. else the git root above cwd, then above the project dir;
-//  3. else the project dir, else cwd, else the process directory.
+//  1. the nearest store marker or git root above cwd (fsstore.Discover),
+//     then above the project dir;
+//  2. else the project dir, else cwd, else the process directory, with
+//     how = FoundWorkDir: a hook never creates a store there.
 //
 // So a Stop fired after a `cd` into a subdirectory, a worktree or /tmp
 // still finds the loop, and a hook never makes a store in a directory it
-// merely passed through.
-func ResolveRoot(cwd, projectDir, workDir string) string {
+// merely passed through, nor outside a repository.
+func ResolveRoot(cwd, projectDir, workDir string) (string, fsstore.Found) {
 	var starts []string
 	for _, d := range []string{cwd, projectDir} {
 		if d != "" && filepath.IsAbs(d) {
@@ -29,7 +30,7 @@ func ResolveRoot(cwd, projectDir, workDir string) string {
 		root, how := fsstore.Discover(d)
 		switch how {
 		case fsstore.FoundMarker:
-			return root
+			return root, how
 		case fsstore.FoundGitRoot:
 			if gitRoot == "" {
 				gitRoot = root
@@ -37,14 +38,13 @@ func ResolveRoot(cwd, projectDir, workDir string) string {
 		}
 	}
 	if gitRoot != "" {
-		return gitRoot
+		return gitRoot, fsstore.FoundGitRoot
 	}
 	if projectDir != "" && filepath.IsAbs(projectDir) {
-		return filepath.Clean(projectDir)
+		return filepath.Clean(projectDir), fsstore.FoundWorkDir
 	}
 	if len(starts) > 0 {
-		return starts[0]
+		return starts[0], fsstore.FoundWorkDir
 	}
-	root, _ := fsstore.Discover(workDir)
-	return root
+	return fsstore.Discover(workDir)
 }

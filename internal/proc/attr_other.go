@@ -4,8 +4,9 @@ package proc
 
 import "syscall"
 
-// GroupAttr puts a child in its own process group. Only Linux can tie a
-// child's life to baton's; elsewhere a SIGKILLed baton leaves it running.
+// GroupAttr puts a child in its own process group. Only Linux has a
+// parent-death signal; elsewhere WatchGroup alone kills the group when
+// baton dies.
 func GroupAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }

@@ -29,6 +29,12 @@ func TestMain(m *testing.M) {
 		c.Wait()
 		os.Exit(0)
 	}
+	// Helper mode: run a check that starts a grandchild, which prints its
+	// pid, and wait.
+	if os.Getenv("BATON_PROC_HELPER") == "check" {
+		_, _ = RunCheck(context.Background(), Check{Command: "sleep 60 & echo $!; wait", Live: os.Stdout})
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 
@@ -155,6 +161,69 @@ func TestGroupAttrDiesWithParent(t *testing.T) {
 	}
 }
 
+// A check's grandchild (what the command started) dies when the process
+// running the check is SIGKILLed, not only the check's shell.
+func TestCheckGrandchildDiesWithParent(t *testing.T) {
+	c := exec.Command(os.Args[0], "-test.run=^$")
+	c.Env = append(os.Environ(), "BATON_PROC_HELPER=check")
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var buf [32]byte
+	n, _ := out.Read(buf[:])
+	pid, err := strconv.Atoi(strings.TrimSpace(string(buf[:n])))
+	if err != nil || !alive(pid) {
+		t.Fatalf("helper did not start its grandchild: %q %v", buf[:n], err)
+	}
+	c.Process.Kill()
+	c.Wait()
+	if !waitGone(pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("grandchild %d outlived its SIGKILLed grandparent", pid)
+	}
+}
+
+// A released watchdog kills nothing; one whose starter is gone kills the
+// group it watches.
+func TestWatchdog(t *testing.T) {
+	start := func() *exec.Cmd {
+		c := exec.Command("sleep", "60")
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go c.Wait()
+		return c
+	}
+	kept := start()
+	wd, err := WatchGroup(kept.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd.Release()
+	wd.Release() // twice is harmless
+	time.Sleep(100 * time.Millisecond)
+	if !alive(kept.Process.Pid) {
+		t.Error("a released watchdog killed its group")
+	}
+	KillGroup(kept.Process.Pid, syscall.SIGKILL)
+
+	doomed := start()
+	wd, err = WatchGroup(doomed.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd.w.Close() // what the kernel does when this process dies
+	if !waitGone(doomed.Process.Pid) {
+		KillGroup(doomed.Process.Pid, syscall.SIGKILL)
+		t.Error("the watchdog did not kill the group when its starter went away")
+	}
+}
+
 func TestTail(t *testing.T) {
 	tl := &Tail{Max: 8}
 	tl.Write([]byte("line one\nline two\nlast"))
@@ -180,8 +249,15 @@ func TestTail(t *testing.T) {
 	}
 }
 
+// FuzzTail writes data in chunks and checks Bytes and Text against a
+// reference computed from all of data at once: the last Max bytes, cut
+// forward to a rune start (at most three bytes) when anything was
+// dropped; Text then starts after the first newline, unless that newline
+// ends the tail, and is valid UTF-8.
 func FuzzTail(f *testing.F) {
 	f.Add([]byte("hello\nworld"), 3, 4)
+	f.Add([]byte("aé日本\nline two\n"), 5, 1)
+	f.Add([]byte("exactly"), 7, 3)
 	f.Fuzz(func(t *testing.T, data []byte, max, chunk int) {
 		if max <= 0 || max > 1000 || chunk <= 0 {
 			return
@@ -190,9 +266,80 @@ func FuzzTail(f *testing.F) {
 		for i := 0; i < len(data); i += chunk {
 			tl.Write(data[i:min(i+chunk, len(data))])
 		}
-		b, cut := tl.Bytes()
-		if len(b) > max || !bytes.HasSuffix(data, b) || cut != (len(data) > max) && len(b) == len(data) {
-			t.Fatalf("Bytes() = %q, %v for %q (max %d)", b, cut, data, max)
+		want, wantCut := data, len(data) > max
+		if wantCut {
+			want = data[len(data)-max:]
+			for n := 0; n < utf8.UTFMax-1 && len(want) > 0 && !utf8.RuneStart(want[0]); n++ {
+				want = want[1:]
+			}
+		}
+		if b, cut := tl.Bytes(); !bytes.Equal(b, want) || cut != wantCut {
+			t.Fatalf("Bytes() = %q, %v for %q (max %d, chunk %d); want %q, %v", b, cut, data, max, chunk, want, wantCut)
+		}
+		wantText := want
+		if wantCut {
+			if i := bytes.IndexByte(wantText, '\n'); i >= 0 && i < len(wantText)-1 {
+				wantText = wantText[i+1:]
+			}
+		}
+		if text, cut := tl.Text(); text != strings.ToValidUTF8(string(wantText), "\uFFFD") || cut != wantCut {
+			t.Fatalf("Text() = %q, %v for %q (max %d, chunk %d); want %q", text, cut, data, max, chunk, wantText)
 		}
 	})
+}
+
+// A check never inherits baton's secrets unless asked: GitHub tokens and
+// BATON_ credentials are removed, everything else (the agent's own API
+// key, PATH, baton's non-secret variables) stays.
+func TestRunCheckWithholdsSecrets(t *testing.T) {
+	for k, v := range map[string]string{
+		"GH_TOKEN": "gh-secret", "GITHUB_TOKEN": "github-secret", "GH_ENTERPRISE_TOKEN": "ghe-secret",
+		"BATON_DATABASE_URL": "postgres://baton:pw@db/baton", "BATON_API_TOKEN": "baton-secret",
+		"BATON_SESSION_ID": "s1", "ANTHROPIC_API_KEY": "model-key",
+	} {
+		t.Setenv(k, v)
+	}
+	env := func(pass ...string) string {
+		var log bytes.Buffer
+		res, err := RunCheck(t.Context(), Check{Command: "env", Log: &log, PassEnv: pass, Env: []string{"ADDED=yes"}, Timeout: time.Minute})
+		if err != nil || !res.Passed() {
+			t.Fatalf("env: %v %+v", err, res)
+		}
+		return log.String()
+	}
+	got := env()
+	for _, secret := range []string{"gh-secret", "github-secret", "ghe-secret", "pw@db", "baton-secret"} {
+		if strings.Contains(got, secret) {
+			t.Errorf("the check saw %q:\n%s", secret, got)
+		}
+	}
+	for _, kept := range []string{"BATON_SESSION_ID=s1", "ANTHROPIC_API_KEY=model-key", "ADDED=yes", "PATH="} {
+		if !strings.Contains(got, kept) {
+			t.Errorf("the check lost %q:\n%s", kept, got)
+		}
+	}
+	got = env("GH_TOKEN")
+	if !strings.Contains(got, "GH_TOKEN=gh-secret") || strings.Contains(got, "github-secret") {
+		t.Errorf("with PassEnv GH_TOKEN the check saw:\n%s", got)
+	}
+}
+
+func TestSecret(t *testing.T) {
+	for name, want := range map[string]bool{
+		"GH_TOKEN": true, "GITHUB_TOKEN": true, "github_token": true, "GITHUB_ENTERPRISE_TOKEN": true,
+		"BATON_DATABASE_URL": true, "BATON_GITHUB_REMOTE_URL": true, "BATON_PG_DSN": true, "BATON_SIGNING_KEY": true, "BATON_WEBHOOK_SECRET": true,
+		"BATON_SESSION_ID": false, "BATON_ROOT": false, "BATON_DELIVERY_ID": false, "ANTHROPIC_API_KEY": false, "PATH": false, "GITHUB_SHA": false,
+	} {
+		if got := Secret(name); got != want {
+			t.Errorf("Secret(%q) = %v, want %v", name, got, want)
+		}
+	}
+	if err := CheckPassEnv([]string{"GH_TOKEN", "A_1"}); err != nil {
+		t.Errorf("CheckPassEnv(valid) = %v", err)
+	}
+	for _, bad := range []string{"", "1X", "GH TOKEN", "GH_TOKEN=x"} {
+		if CheckPassEnv([]string{bad}) == nil {
+			t.Errorf("CheckPassEnv(%q) = nil, want an error", bad)
+		}
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -26,7 +25,10 @@ const DefaultTailBytes = 16 << 10
 type Check struct {
 	Command string
 	Dir     string
-	Env     []string      // added to baton's environment
+	// Env is added to baton's environment, which reaches the command
+	// without its secrets (see Secret) except those named in PassEnv.
+	Env     []string
+	PassEnv []string
 	Timeout time.Duration // 0: none
 	Grace   time.Duration // SIGTERM to SIGKILL; 0: DefaultGrace
 	// Log receives stdout and stderr interleaved, at most MaxLog bytes
@@ -73,7 +75,7 @@ func RunCheck(ctx context.Context, c Check) (CheckResult, error) {
 	w := &checkWriter{log: c.Log, limit: c.MaxLog, live: c.Live, tail: tail}
 	cmd := exec.CommandContext(runCtx, "sh", "-c", c.Command)
 	cmd.Dir = c.Dir
-	cmd.Env = append(os.Environ(), c.Env...)
+	cmd.Env = append(Environ(c.PassEnv), c.Env...)
 	cmd.Stdout, cmd.Stderr = w, w
 	cmd.SysProcAttr = GroupAttr()
 	cmd.Cancel = func() error { KillGroup(cmd.Process.Pid, syscall.SIGTERM); return nil }
@@ -85,9 +87,11 @@ func RunCheck(ctx context.Context, c Check) (CheckResult, error) {
 		}
 		return res, baton.WrapError(baton.Unavailable, err, "`%s` could not start", c.Command)
 	}
+	wd, _ := WatchGroup(cmd.Process.Pid) // without it the group has only the parent-death signal
 	waitErr := cmd.Wait()
 	res.Duration = time.Since(start)
 	KillGroup(cmd.Process.Pid, syscall.SIGKILL)
+	wd.Release()
 	res.ExitCode = cmd.ProcessState.ExitCode()
 	res.Tail, res.TailCut = w.text()
 	res.Dropped = w.dropped

@@ -2,15 +2,14 @@ package queue_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/queue"
-	"github.com/baton-agent/baton/internal/sqlstore"
 	"github.com/baton-agent/baton/internal/sqlstore/sqlstoretest"
 )
 
@@ -160,26 +159,8 @@ func TestWorkerOutcomes(t *testing.T) {
 
 // A CLI and workers starting together on a new database all get a queue.
 func TestConcurrentFirstOpens(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "baton.db")
-	var wg sync.WaitGroup
-	errs := make([]error, 4)
-	for i := range errs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			db, err := sqlstore.OpenSQLite(path)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			defer db.Close()
-			_, errs[i] = queue.OpenSQLite(context.Background(), db, queue.Config{})
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Errorf("opener %d: %v", i, err)
-		}
-	}
+	sqlstoretest.OpenAtOnce(t, 4, func(db *sql.DB) error {
+		_, err := queue.OpenSQLite(context.Background(), db, queue.Config{})
+		return err
+	})
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"syscall"
 )
 
 // AppendJSONL appends one JSON line per record to path. Each line is a
@@ -32,9 +33,15 @@ func AppendJSONL[T any](ctx context.Context, path string, records ...T) error {
 		return err
 	}
 	defer unlock()
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|noFollow, 0o644)
+	if errors.Is(err, syscall.ELOOP) {
+		return fmt.Errorf("append %s: %w (a symlink)", path, ErrNotRegular)
+	} else if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return fmt.Errorf("append %s: %w", path, ErrNotRegular)
 	}
 	if err := repairTornTail(f); err != nil {
 		f.Close()
@@ -76,22 +83,31 @@ type ScanStats struct {
 	Corrupt int // lines that were not valid JSON, torn tail included
 }
 
-// maxLineLen bounds one JSONL line; longer lines are counted as corrupt.
-const maxLineLen = 16 << 20
+// MaxLineLen bounds one JSONL line; longer lines are skipped and counted
+// as corrupt.
+const MaxLineLen = 1 << 20
 
 // ScanJSONL streams path line by line, decoding each into a T and calling
-// fn. A missing file is an empty log. Lines that do not decode (a torn last
-// line, a stray edit) are skipped and counted, never fatal. fn may stop the
-// scan early by returning io.EOF.
+// fn. A missing file is an empty log; anything but a regular file (a
+// symlink, a FIFO, a device) is refused. Lines that do not decode (a torn
+// last line, a stray edit, a line over MaxLineLen) are skipped and
+// counted, never fatal. fn may stop the scan early by returning io.EOF.
 func ScanJSONL[T any](path string, fn func(T) error) (ScanStats, error) {
-	return ScanLines(path, func(line []byte, v *T) error { return json.Unmarshal(line, v) }, fn)
+	return ScanLines(path, 0, func(line []byte, v *T) error { return json.Unmarshal(line, v) }, fn)
+}
+
+// ScanJSONLTail is ScanJSONL over the last tail bytes of path only.
+func ScanJSONLTail[T any](path string, tail int64, fn func(T) error) (ScanStats, error) {
+	return ScanLines(path, tail, func(line []byte, v *T) error { return json.Unmarshal(line, v) }, fn)
 }
 
 // ScanLines is ScanJSONL with the line decoder given, for logs that have a
-// faster decoder than encoding/json.
-func ScanLines[T any](path string, decode func([]byte, *T) error, fn func(T) error) (ScanStats, error) {
+// faster decoder than encoding/json. When tail > 0 only the last tail
+// bytes are read (from the first whole line in them): the newest records
+// of a log that only grows, in bounded time whatever its size.
+func ScanLines[T any](path string, tail int64, decode func([]byte, *T) error, fn func(T) error) (ScanStats, error) {
 	var st ScanStats
-	f, err := os.Open(path)
+	f, err := OpenRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, nil
 	} else if err != nil {
@@ -99,11 +115,23 @@ func ScanLines[T any](path string, decode func([]byte, *T) error, fn func(T) err
 	}
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 256<<10)
+	if tail > 0 {
+		if fi, err := f.Stat(); err == nil && fi.Size() > tail {
+			// Start after the last newline before the tail, so a line that
+			// begins exactly at the tail is kept and a cut one is not.
+			if _, err := f.Seek(fi.Size()-tail-1, io.SeekStart); err != nil {
+				return st, fmt.Errorf("read %s: %w", path, err)
+			}
+			if err := skipLine(r); err != nil {
+				return st, nil // no line starts in the tail
+			}
+		}
+	}
 	var long []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
-			if len(long)+len(chunk) <= maxLineLen {
+			if len(long)+len(chunk) <= MaxLineLen {
 				long = append(long, chunk...)
 			} else {
 				long = long[:0]

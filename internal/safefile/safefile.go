@@ -1,60 +1,360 @@
-// Package safefile holds the file primitives every part of baton writes
-// through: atomic replacement, advisory locks, and JSONL logs that many
-// processes append to at once and readers stream without trusting.
+// Package safefile holds the file primitives every part of baton reads
+// and writes through: atomic replacement, advisory locks, JSONL logs that
+// many processes append to at once, and bounded reads that refuse what a
+// hostile checkout could put in their place (a symlink out of the
+// project, a FIFO that blocks open(2), a device that never ends).
 package safefile
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
-	"github.com/gofrs/flock"
-	"github.com/google/renameio/v2"
+	"golang.org/x/sys/unix"
 )
 
-// WriteAtomic replaces path with data so that a reader, or a crash,
-// sees the old file or the new one, never a torn mix: it writes a temp
-// file in the same directory, fsyncs it and renames it over path.
+// ErrNotRegular is the cause when a path is a symlink, a directory, a
+// FIFO, a device or a socket where a regular file was expected.
+var ErrNotRegular = errors.New("not a regular file")
+
+// ErrTooLarge is the cause when a file is larger than its reader accepts.
+var ErrTooLarge = errors.New("file too large")
+
+// noFollow opens without following a symlink in the final component and
+// without blocking on a FIFO or a device: the caller checks what it got.
+const noFollow = syscall.O_NOFOLLOW | syscall.O_NONBLOCK | syscall.O_CLOEXEC
+
+// OpenRegular opens path for reading, refusing (with ErrNotRegular) a
+// symlink, a FIFO, a device or anything else that is not a regular file.
+// It never blocks: a FIFO is opened non-blocking, seen, and closed. The
+// returned file reads in blocking mode.
+func OpenRegular(path string) (*os.File, error) {
+	return openRegular(path, noFollow)
+}
+
+// OpenRegularFollow is OpenRegular for a path someone else named (a
+// harness's transcript): a symlink is followed, but what it leads to must
+// be a regular file, and opening it never blocks.
+func OpenRegularFollow(path string) (*os.File, error) {
+	return openRegular(path, syscall.O_NONBLOCK|syscall.O_CLOEXEC)
+}
+
+func openRegular(path string, flags int) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|flags, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w (a symlink)", ErrNotRegular)}
+		}
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, kind(fi.Mode()))}
+	}
+	// Reads of a regular file never block; clear O_NONBLOCK anyway so the
+	// file behaves as any other for its reader.
+	_ = unix.SetNonblock(int(f.Fd()), false)
+	return f, nil
+}
+
+// kind names a file mode's type for messages.
+func kind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symlink"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeDevice != 0, m&fs.ModeCharDevice != 0:
+		return "a device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "not a regular file"
+}
+
+// ReadFile reads the regular file at path (not through a symlink) of at
+// most max bytes. A larger file is refused with ErrTooLarge before it is
+// read; a file that grows while read is cut off at max+1 and refused.
+func ReadFile(path string, max int64) ([]byte, error) {
+	f, err := OpenRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > max {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, fi.Size(), max)}
+	}
+	// One buffer of the size fstat gave, plus a byte to see growth: a
+	// large file is not copied again each time a growing buffer doubles.
+	b := make([]byte, 0, fi.Size()+1)
+	for int64(len(b)) <= max {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // the file grew while read
+		}
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	if int64(len(b)) > max {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: over %d bytes", ErrTooLarge, max)}
+	}
+	return b, nil
+}
+
+// TempMarker is in the name of every temp file WriteAtomic makes:
+// ".<name>.tmp-<random>". A store's .gitignore ignores them, and
+// SweepTemps removes the ones a killed writer left behind.
+const TempMarker = ".tmp-"
+
+// WriteAtomic replaces path with data so that a reader, or a crash, sees
+// the old file or the new one, never a torn mix: it writes a temp file in
+// the same directory, fsyncs it and renames it over path. A symlink at
+// path is replaced, not followed.
 func WriteAtomic(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	if err := renameio.WriteFile(path, data, perm, renameio.WithTempDir(dir)); err != nil {
+	tmp, err := createTemp(path, perm)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	name := tmp.Name()
+	if err := writeSyncClose(tmp, data); err != nil {
+		os.Remove(name)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(name, path); err != nil {
+		os.Remove(name)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }
 
-// lockPoll is how often a waiting locker retries. Locks are held for
-// microseconds (one read-modify-write), so a short poll wastes little.
-const lockPoll = 2 * time.Millisecond
+// CreateExclusive creates path with data atomically, failing with
+// fs.ErrExist when path exists (a symlink included): the content goes to
+// a temp file first and is hard-linked into place.
+func CreateExclusive(path string, data []byte, perm os.FileMode) error {
+	tmp, err := createTemp(path, perm)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	name := tmp.Name()
+	defer os.Remove(name)
+	if err := writeSyncClose(tmp, data); err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	if err := os.Link(name, path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fs.ErrExist
+		}
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	return nil
+}
+
+// createTemp creates a new temp file for path in path's directory, with
+// perm (not subject to the umask's surprises: it is set explicitly).
+func createTemp(path string, perm os.FileMode) (*os.File, error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	for range 100 {
+		name := filepath.Join(dir, "."+base+TempMarker+strconv.FormatUint(rand.Uint64(), 36))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, perm)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := f.Chmod(perm); err != nil {
+			f.Close()
+			os.Remove(name)
+			return nil, err
+		}
+		return f, nil
+	}
+	return nil, errors.New("no free temp file name")
+}
+
+func writeSyncClose(f *os.File, data []byte) error {
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// SweepTemps removes, from dir, the temp files of atomic writes whose
+// writer died: regular files named as WriteAtomic names them (or as
+// earlier versions of baton did) and not modified for olderThan. It
+// reports how many it removed; errors are ignored, since a sweep is a
+// courtesy and the next one will try again.
+func SweepTemps(dir string, olderThan time.Duration, now time.Time) int {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		name := e.Name()
+		if !IsTempName(name) || !e.Type().IsRegular() {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil || now.Sub(fi.ModTime()) < olderThan {
+			continue
+		}
+		if os.Remove(filepath.Join(dir, name)) == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// IsTempName reports whether a file name is an atomic write's temp file:
+// ".<name>.tmp-<random>", or the ".<name>.tmp<digits>" and
+// ".<name>.md<digits>" of earlier versions.
+func IsTempName(name string) bool {
+	if !strings.HasPrefix(name, ".") {
+		return false
+	}
+	if strings.Contains(name, TempMarker) {
+		return true
+	}
+	for _, suffix := range []string{".tmp", ".md", ".json"} {
+		if i := strings.LastIndex(name, suffix); i > 0 && isDigits(name[i+len(suffix):]) {
+			return true
+		}
+	}
+	return false
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 // Lock takes an exclusive advisory lock on path+".lock" and returns the
-// function that releases it. The kernel drops the lock if the process
-// dies, so a crashed writer never wedges the store. It gives up when ctx
-// ends.
+// function that releases it. Waiters queue in the kernel (flock), so
+// under contention each gets the lock as soon as it is free, in no
+// worse than the kernel's order, instead of sleeping and retrying. The
+// kernel drops the lock if the process dies, so a crashed writer never
+// wedges anything. It gives up when ctx ends. The lock file is never
+// opened through a symlink.
 func Lock(ctx context.Context, path string) (unlock func(), err error) {
-	fl := flock.New(path + ".lock")
-	ok, err := fl.TryLockContext(ctx, lockPoll)
+	f, err := openLockFile(path)
 	if err != nil {
+		return nil, err
+	}
+	fd := int(f.Fd())
+	release := func() {
+		_ = unix.Flock(fd, unix.LOCK_UN)
+		f.Close()
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err == nil {
+		return release, nil
+	} else if !errors.Is(err, unix.EWOULDBLOCK) {
+		f.Close()
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	if !ok {
-		return nil, fmt.Errorf("lock %s: not acquired", path)
+	got := make(chan error, 1)
+	go func() {
+		for {
+			err := unix.Flock(fd, unix.LOCK_EX)
+			if !errors.Is(err, unix.EINTR) {
+				got <- err
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-got:
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		return release, nil
+	case <-ctx.Done():
+		// The waiting flock cannot be interrupted: let it finish in the
+		// background and give the lock straight back.
+		go func() {
+			if <-got == nil {
+				_ = unix.Flock(fd, unix.LOCK_UN)
+			}
+			f.Close()
+		}()
+		return nil, fmt.Errorf("lock %s: %w", path, context.Cause(ctx))
 	}
-	return func() { _ = fl.Unlock() }, nil
 }
 
 // TryLock is Lock without waiting: ok is false when another holder has
 // the lock.
 func TryLock(path string) (unlock func(), ok bool, err error) {
-	fl := flock.New(path + ".lock")
-	ok, err = fl.TryLock()
+	f, err := openLockFile(path)
 	if err != nil {
+		return nil, false, err
+	}
+	fd := int(f.Fd())
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); errors.Is(err, unix.EWOULDBLOCK) {
+		f.Close()
+		return nil, false, nil
+	} else if err != nil {
+		f.Close()
 		return nil, false, fmt.Errorf("lock %s: %w", path, err)
 	}
-	if !ok {
-		return nil, false, nil
+	return func() {
+		_ = unix.Flock(fd, unix.LOCK_UN)
+		f.Close()
+	}, true, nil
+}
+
+// openLockFile opens path+".lock", creating it, never through a symlink
+// and only when it is a regular file.
+func openLockFile(path string) (*os.File, error) {
+	lp := path + ".lock"
+	f, err := os.OpenFile(lp, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o644)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("lock %s: %w", path, &fs.PathError{Op: "open", Path: lp, Err: fmt.Errorf("%w (a symlink)", ErrNotRegular)})
+	} else if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	return func() { _ = fl.Unlock() }, true, nil
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, &fs.PathError{Op: "open", Path: lp, Err: ErrNotRegular})
+	}
+	return f, nil
 }

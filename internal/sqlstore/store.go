@@ -173,11 +173,85 @@ func (s *Store) FindDeliveries(ctx context.Context, f baton.DeliveryFilter) ([]*
 		q += ` AND run_status = ?`
 		args = append(args, string(f.RunStatus))
 	}
+	switch {
+	case f.Open && !f.Closed:
+		q += ` AND phase <> 'close'`
+	case f.Closed && !f.Open:
+		q += ` AND phase = 'close'`
+	}
+	if f.Search != "" {
+		like := "%" + likeEscape(strings.ToLower(f.Search)) + "%"
+		q += ` AND (LOWER(id) LIKE ? ESCAPE '\' OR LOWER(summary) LIKE ? ESCAPE '\' OR LOWER(repository) LIKE ? ESCAPE '\')`
+		args = append(args, like, like, like)
+	}
+	if f.BeforeSeq > 0 {
+		q += ` AND seq < ?`
+		args = append(args, f.BeforeSeq)
+	}
 	q += ` ORDER BY seq DESC`
 	if f.Limit > 0 {
 		q += fmt.Sprintf(` LIMIT %d`, f.Limit)
 	}
 	return s.list(ctx, q, args...)
+}
+
+// likeEscape escapes LIKE's wildcards, with backslash as ESCAPE.
+func likeEscape(s string) string {
+	s = strings.ReplaceAll(s, `\`, `\\`)
+	s = strings.ReplaceAll(s, `%`, `\%`)
+	return strings.ReplaceAll(s, `_`, `\_`)
+}
+
+// CountDeliveries counts deliveries by phase and run status.
+func (s *Store) CountDeliveries(ctx context.Context) (map[[2]string]int64, error) {
+	rows, err := s.query(ctx, `SELECT phase, run_status, CAST(COUNT(*) AS BIGINT) FROM deliveries GROUP BY phase, run_status`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[[2]string]int64{}
+	for rows.Next() {
+		var p, st string
+		var n int64
+		if err := rows.Scan(&p, &st, &n); err != nil {
+			return nil, err
+		}
+		out[[2]string{p, st}] = n
+	}
+	return out, s.wrap(rows.Err())
+}
+
+// AgentTotals are the sums over all agent runs of one agent.
+type AgentTotals struct {
+	Agent                     string
+	Runs                      int64
+	CostUSD                   float64
+	InputTokens, OutputTokens int64
+}
+
+// SumAgentRuns sums cost and tokens of every agent run, per agent.
+func (s *Store) SumAgentRuns(ctx context.Context) ([]AgentTotals, error) {
+	rows, err := s.query(ctx, `SELECT agent, CAST(COUNT(*) AS BIGINT), COALESCE(SUM(cost_usd), 0), CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT), CAST(COALESCE(SUM(output_tokens), 0) AS BIGINT)
+		FROM agent_runs GROUP BY agent ORDER BY agent`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []AgentTotals
+	for rows.Next() {
+		var a AgentTotals
+		if err := rows.Scan(&a.Agent, &a.Runs, &a.CostUSD, &a.InputTokens, &a.OutputTokens); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, s.wrap(rows.Err())
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	var n int64
+	return s.wrap(s.row(ctx, `SELECT 1`).Scan(&n))
 }
 
 // FindStaleRunning lists running deliveries whose heartbeat is older

@@ -2,7 +2,7 @@ package sqlstore_test
 
 import (
 	"context"
-	"path/filepath"
+	"database/sql"
 	"sync"
 	"testing"
 	"time"
@@ -203,26 +203,7 @@ func TestCreateDeliveryConcurrent(t *testing.T) {
 
 // Several processes opening a new database at once all end up migrated.
 func TestConcurrentFirstMigrations(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "baton.db")
-	var wg sync.WaitGroup
-	errs := make([]error, 4)
-	for i := range errs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			db, err := sqlstore.OpenSQLite(path)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			defer db.Close()
-			errs[i] = sqlstore.Migrate(context.Background(), sqlstore.SQLite, db)
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Errorf("opener %d: %v", i, err)
-		}
-	}
+	sqlstoretest.OpenAtOnce(t, 4, func(db *sql.DB) error {
+		return sqlstore.Migrate(context.Background(), sqlstore.SQLite, db)
+	})
 }

@@ -20,8 +20,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"strings"
+
+	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // Limits of a backwards read.
@@ -50,7 +51,10 @@ type Options struct {
 // transcript that lags the turn): callers must read that as "unknown",
 // never as an empty message.
 func LastAssistantText(path string, opts Options) (text string, ok bool, err error) {
-	f, err := os.Open(path)
+	// The path comes from a payload: it may name a FIFO (open(2) would
+	// wait for a writer forever) or a device. Open without blocking and
+	// read only a regular file.
+	f, err := safefile.OpenRegularFollow(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", false, nil
 	} else if err != nil {
@@ -60,9 +64,6 @@ func LastAssistantText(path string, opts Options) (text string, ok bool, err err
 	fi, err := f.Stat()
 	if err != nil {
 		return "", false, fmt.Errorf("stat transcript %s: %w", path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return "", false, fmt.Errorf("transcript %s is not a regular file", path)
 	}
 	return LastAssistantTextFrom(f, fi.Size(), opts)
 }

@@ -2,6 +2,8 @@ package githubtest
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -475,7 +477,28 @@ func (s *Server) listIssues(w http.ResponseWriter, r *http.Request) {
 	for _, n := range page(w, r, nums) {
 		out = append(out, s.issueJSON(u, rp, n))
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeCached(w, r, out)
+}
+
+// writeCached answers like GitHub's conditional requests: the ETag is a
+// hash of the body and its Link header, and a request whose
+// If-None-Match names it gets 304 Not Modified with no body (which
+// GitHub does not count against the rate limit).
+func writeCached(w http.ResponseWriter, r *http.Request, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	sum := sha256.Sum256(append(b, w.Header().Get("Link")...))
+	etag := `W/"` + hex.EncodeToString(sum[:16]) + `"`
+	w.Header().Set("ETag", etag)
+	w.Header().Set("Cache-Control", "private, max-age=60, s-maxage=60")
+	if r.Header.Get("If-None-Match") == etag {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 // hasLabels reports whether have includes every label in want, ignoring

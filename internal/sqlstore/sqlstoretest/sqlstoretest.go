@@ -7,10 +7,12 @@ package sqlstoretest
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -81,4 +83,32 @@ func Open(t testing.TB, d sqlstore.Dialect) *sqlstore.Store {
 	}
 	t.Cleanup(db.Close)
 	return db.Store()
+}
+
+// OpenAtOnce opens one new SQLite file from n goroutines at the same
+// moment, as processes starting together on a new database do, and runs
+// each connection through first (a migration, opening a queue). It fails
+// t for every opener that got an error.
+func OpenAtOnce(t testing.TB, n int, first func(db *sql.DB) error) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "baton.db")
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range errs {
+		wg.Go(func() {
+			db, err := sqlstore.OpenSQLite(path)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer db.Close()
+			errs[i] = first(db)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("opener %d: %v", i, err)
+		}
+	}
 }

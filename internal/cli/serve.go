@@ -1,0 +1,253 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/agentrun"
+	"github.com/baton-agent/baton/internal/delivery"
+	"github.com/baton-agent/baton/internal/gitx"
+	"github.com/baton-agent/baton/internal/intake"
+	"github.com/baton-agent/baton/internal/web"
+)
+
+type serveOptions struct {
+	addr, db, agent, logFormat string
+	repos                      []string
+	workers                    int
+	lease, poll                time.Duration
+	changed                    func(string) bool
+}
+
+func newServeCmd(f *Factory) *cobra.Command {
+	var o serveOptions
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the delivery pipeline's control plane: API, dashboard, workers and GitHub intake",
+		Long: `Serve the delivery pipeline: a JSON API under /api (OpenAPI at
+/api/openapi.json), a dashboard with live agent output, GitHub intake
+(sources polled, webhooks at /api/webhooks/github), /healthz, /readyz and
+/metrics, and --workers in-process workers that run the phases.
+
+It listens on 127.0.0.1:7070 and keeps its data in baton's data directory
+(BATON_DATA_DIR, else ~/.local/share/baton; --db or BATON_DATABASE_URL for
+another database). Reads on loopback need no token; every change needs the
+API token: BATON_API_TOKEN, else one generated at the first start, kept in
+the data directory (mode 0600) and printed once. A non-loopback --addr is
+refused until a token exists. Webhooks are verified with each source's
+secret or BATON_WEBHOOK_SECRET.
+
+Deliveries created from the API or the dashboard run with --agent (default
+$BATON_AGENT, else claude): a request never chooses what runs. Local
+repositories they may target are the one serve runs in and each --repo.
+
+SIGINT or SIGTERM stops it: running agents are stopped, their runs
+recorded and their phases queued again for the next worker.`,
+		Example: `  baton serve
+  baton serve --agent codex --workers 2
+  BATON_API_TOKEN=... baton serve --addr 0.0.0.0:7070 --db postgres://baton@db/baton
+  baton serve --workers 0          # API and dashboard only; workers run elsewhere`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.changed = cmd.Flags().Changed
+			return runServe(cmd.Context(), f, o)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.addr, "addr", "127.0.0.1:7070", "address to listen on")
+	fl.StringVar(&o.db, "db", "", "SQLite database file or postgres:// URL (default: BATON_DATABASE_URL, else <data dir>/baton.db)")
+	fl.IntVar(&o.workers, "workers", 1, "phases to run at once in this process (0: none, workers run elsewhere)")
+	fl.StringVar(&o.agent, "agent", "", "agent for deliveries that name none: claude, codex, droid or command:<argv> (default $BATON_AGENT, else claude)")
+	fl.StringArrayVar(&o.repos, "repo", nil, "local repository deliveries may be created in from the API (repeatable; default: the one serve runs in)")
+	fl.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	fl.DurationVar(&o.lease, "lease", delivery.DefaultLease, "heartbeat age after which a running phase's worker is taken for dead")
+	fl.DurationVar(&o.poll, "poll", time.Second, "how often idle workers look for jobs")
+	return cmd
+}
+
+func runServe(ctx context.Context, f *Factory, o serveOptions) error {
+	var h slog.Handler
+	switch o.logFormat {
+	case "text":
+		h = newLogHandler(f.IO.Err)
+	case "json":
+		h = slog.NewJSONHandler(f.IO.Err, nil)
+	default:
+		return usageError("--log-format must be text or json")
+	}
+	log := slog.New(h)
+	if o.workers < 0 {
+		return usageError("--workers must not be negative")
+	}
+	loopback := web.IsLoopback(o.addr)
+	if _, _, err := net.SplitHostPort(o.addr); err != nil {
+		return usageError("--addr %q: want host:port, e.g. 127.0.0.1:7070", o.addr)
+	}
+	id := delivery.WorkerID("serve")
+	svc, err := f.openDeliveries(ctx, DeliveriesOptions{DB: o.db, Workers: o.workers, WorkerID: id, Poll: o.poll, RescueAfter: 2 * time.Hour})
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	if o.agent != "" {
+		svc.DefaultAgent = o.agent
+	}
+	agent := svc.DefaultAgent
+	if agent == "" {
+		agent = baton.DefaultAgent
+	}
+	if _, err := agentrun.Command(agentrun.Spec{Agent: agent, Prompt: "-"}); err != nil {
+		return err
+	}
+
+	token := strings.TrimSpace(f.env("BATON_API_TOKEN"))
+	if token == "" {
+		if token, err = web.LoadToken(svc.DataDir); err != nil {
+			return err
+		}
+	}
+	if token == "" && !loopback {
+		return baton.Errorf(baton.Invalid, "--addr %s is not loopback and there is no API token: set BATON_API_TOKEN (or start once on loopback to generate one) so the server is not open to the network", o.addr)
+	}
+	if token == "" {
+		if token, err = web.CreateToken(svc.DataDir); err != nil {
+			return err
+		}
+		fmt.Fprintf(f.IO.Err, "API token (shown once; kept in %s/%s, mode 0600):\n  %s\n", svc.DataDir, web.TokenFile, token)
+	}
+
+	repos, err := serveRepos(ctx, f, o.repos)
+	if err != nil {
+		return err
+	}
+	in := &intake.Service{Deliveries: svc, WebhookSecret: f.env("BATON_WEBHOOK_SECRET"), Log: log, Now: f.Now}
+	if f.GitHub != nil {
+		in.GitHub = f.GitHub
+	}
+	feed := delivery.NewFeed(svc, 0)
+	defer feed.Close()
+	srv := &web.Server{
+		Deliveries: svc, Feed: feed, Intake: in, Token: token, Open: loopback, Repos: repos,
+		Agent: agentStatus(agent), Log: log, Version: f.Version, Now: f.Now,
+	}
+	handler := srv.Handler()
+
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return baton.WrapError(baton.Unavailable, err, "listen on %s (is another baton serve running? pick another --addr)", o.addr)
+	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	hs := &http.Server{
+		Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return ctx }, // streams end when serve stops
+		ErrorLog:    slog.NewLogLogger(h, slog.LevelWarn),
+	}
+	url := "http://" + ln.Addr().String()
+	fmt.Fprintf(f.IO.Err, "baton serve: dashboard %s/ · API %s/api · %d worker(s) · agent %s · data in %s (Ctrl-C stops)\n",
+		url, url, o.workers, agent, svc.DataDir)
+	if !srv.Agent.Installed {
+		fmt.Fprintf(f.IO.Err, "warning: the %s CLI is not installed: %s\n", agent, srv.Agent.Fix)
+	}
+
+	var wg sync.WaitGroup
+	errc := make(chan error, 3)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- err
+		}
+	}()
+	if o.workers > 0 {
+		w := &delivery.Worker{
+			Runner:  &delivery.Runner{Service: svc, Owner: id},
+			Lease:   o.lease,
+			Log:     log,
+			Observe: srv.ObserveJob,
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.Run(ctx); err != nil {
+				errc <- err
+			}
+		}()
+	}
+	if in.GitHub != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = in.Run(ctx, 0)
+		}()
+	}
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+	}
+	stop()
+	shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(shut)
+	wg.Wait()
+	fmt.Fprintln(f.IO.Err, "baton serve stopped")
+	return runErr
+}
+
+// serveRepos are the local repositories the API may create deliveries
+// in: each --repo, else the git repository serve runs in (if any).
+func serveRepos(ctx context.Context, f *Factory, flags []string) ([]string, error) {
+	dirs := flags
+	if len(dirs) == 0 {
+		dirs = []string{f.WorkDir}
+	}
+	var out []string
+	for _, d := range dirs {
+		top, err := gitx.Open(f.abs(d)).TopLevel(ctx)
+		if err != nil {
+			if len(flags) > 0 {
+				return nil, usageError("--repo %s is not a git repository", d)
+			}
+			continue
+		}
+		out = append(out, top)
+	}
+	return out, nil
+}
+
+// agentStatus finds the agent's CLI on PATH.
+func agentStatus(agent string) web.AgentStatus {
+	st := web.AgentStatus{Name: agent}
+	argv, err := agentrun.Command(agentrun.Spec{Agent: agent, Prompt: "-"})
+	if err != nil || len(argv) == 0 {
+		st.Fix = "pick an agent with --agent claude|codex|droid|command:<argv>"
+		return st
+	}
+	if p, err := exec.LookPath(argv[0]); err == nil {
+		st.Installed, st.Path = true, p
+		return st
+	}
+	switch argv[0] {
+	case "claude":
+		st.Fix = "Install Claude Code (npm install -g @anthropic-ai/claude-code), or restart with --agent codex, droid or command:<argv>."
+	case "codex":
+		st.Fix = "Install Codex CLI (npm install -g @openai/codex), or restart with --agent claude, droid or command:<argv>."
+	case "droid":
+		st.Fix = "Install Factory's droid CLI, or restart with --agent claude, codex or command:<argv>."
+	default:
+		st.Fix = fmt.Sprintf("%s is not on PATH: install it, or restart with another --agent.", argv[0])
+	}
+	return st
+}

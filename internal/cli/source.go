@@ -1,0 +1,209 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/intake"
+)
+
+func newSourceCmd(f *Factory) *cobra.Command {
+	var db string
+	cmd := &cobra.Command{
+		Use:   "source",
+		Short: "Manage GitHub sources: repositories whose labelled issues become deliveries",
+		Long: `A source is a GitHub repository and a label (default "baton"): each of its
+open issues with the label becomes a delivery. ` + "`baton serve`" + ` polls sources
+(every page, with ETags) and takes their webhooks; ` + "`baton source sync`" + ` reads
+one now. A delivery is closed only when its issue is closed or loses the
+label, seen in a webhook or in a complete listing.`,
+		Example: `  baton source add octo/app --label agent --checkpoints plan,deploy
+  baton source list
+  baton source sync octo/app
+  baton source remove octo/app`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+	}
+	cmd.PersistentFlags().StringVar(&db, "db", "", "SQLite database file or postgres:// URL (default: <data dir>/baton.db)")
+	cmd.AddCommand(newSourceAddCmd(f, &db), newSourceListCmd(f, &db), newSourceRemoveCmd(f, &db), newSourceSyncCmd(f, &db))
+	return cmd
+}
+
+// withIntake opens the delivery service and the intake over it.
+func withIntake(ctx context.Context, f *Factory, db string, fn func(*intake.Service) error) error {
+	svc, err := f.openDeliveries(ctx, DeliveriesOptions{DB: db})
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	return fn(&intake.Service{Deliveries: svc, GitHub: f.GitHub, Now: f.Now})
+}
+
+func newSourceAddCmd(f *Factory, db *string) *cobra.Command {
+	var label, endpoint, checkpoints, agent, apiURL, secret string
+	var paused bool
+	cmd := &cobra.Command{
+		Use:   "add <owner/name>",
+		Short: "Add a GitHub repository as a source",
+		Long: `Add a repository whose open issues with --label become deliveries, with
+the deliveries' endpoint, checkpoints and agent (empty: the defaults of the
+server). --webhook-secret verifies this repository's webhooks (else
+BATON_WEBHOOK_SECRET).`,
+		Example: "  baton source add octo/app\n  baton source add octo/app --label agent --agent codex --checkpoints plan",
+		Args:    exactArgs(1, "a repository, owner/name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in := intake.SourceInput{Repo: args[0], AllowCommandAgent: true}
+			set := func(flag string, v *string, dst **string) {
+				if cmd.Flags().Changed(flag) {
+					*dst = v
+				}
+			}
+			set("label", &label, &in.Label)
+			set("endpoint", &endpoint, &in.Endpoint)
+			set("agent", &agent, &in.Agent)
+			set("api-url", &apiURL, &in.APIURL)
+			set("webhook-secret", &secret, &in.WebhookSecret)
+			if cmd.Flags().Changed("checkpoints") {
+				cps := splitList(checkpoints)
+				in.Checkpoints = &cps
+			}
+			if paused {
+				in.Paused = &paused
+			}
+			return withIntake(cmd.Context(), f, *db, func(is *intake.Service) error {
+				src, err := is.Add(cmd.Context(), in)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(f.IO.Out, "Source %s added (id %s, label %q). `baton serve` polls it; `baton source sync %s` reads it now.\n", src.Repo, src.ID, src.Label, src.Repo)
+				return nil
+			})
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&label, "label", baton.DefaultSourceLabel, "issues with this label become deliveries")
+	fl.StringVar(&endpoint, "endpoint", "", "the deliveries' last phase before close")
+	fl.StringVar(&checkpoints, "checkpoints", "", `the deliveries' checkpoints, e.g. plan,deploy ("none" for none)`)
+	fl.StringVar(&agent, "agent", "", "the deliveries' agent: claude, codex, droid or command:<argv>")
+	fl.StringVar(&apiURL, "api-url", "", "GitHub API base URL (GitHub Enterprise Server)")
+	fl.StringVar(&secret, "webhook-secret", "", "secret of this repository's webhooks")
+	fl.BoolVar(&paused, "paused", false, "add it paused")
+	return cmd
+}
+
+func splitList(s string) []string {
+	if strings.EqualFold(strings.TrimSpace(s), "none") {
+		return []string{}
+	}
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func newSourceListCmd(f *Factory, db *string) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "list",
+		Short:   "List sources with their last sync",
+		Long:    "List sources: repository, label, and how the last sync went (counts, errors, rate limit).",
+		Example: "  baton source list\n  baton source list --json",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withIntake(cmd.Context(), f, *db, func(is *intake.Service) error {
+				srcs, err := is.List(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					if srcs == nil {
+						srcs = []*baton.Source{}
+					}
+					return writeJSON(f.IO.Out, struct {
+						SchemaVersion int             `json:"schema_version"`
+						Sources       []*baton.Source `json:"sources"`
+					}{1, srcs})
+				}
+				if len(srcs) == 0 {
+					fmt.Fprintln(f.IO.Err, "no sources: add one with `baton source add owner/name`")
+					return nil
+				}
+				tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tREPOSITORY\tLABEL\tSTATE\tLAST SYNC")
+				for _, s := range srcs {
+					state := "active"
+					if s.Paused {
+						state = "paused"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.ID, s.Repo, s.Label, state, syncText(s.Sync, f.now()))
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func syncText(st baton.SyncStatus, now time.Time) string {
+	if st.LastSyncAt.IsZero() {
+		return "never"
+	}
+	s := fmt.Sprintf("%s ago: %d open, %d new, %d closed", now.Sub(st.LastSyncAt).Round(time.Second), st.Result.Open, st.Result.Created, st.Result.Closed)
+	if st.Error != "" {
+		s += "; error: " + clip(st.Error, 100)
+	}
+	return s
+}
+
+func newSourceRemoveCmd(f *Factory, db *string) *cobra.Command {
+	return &cobra.Command{
+		Use:     "remove <id|owner/name>",
+		Short:   "Remove a source (its deliveries stay)",
+		Long:    "Remove a source. The deliveries it created stay, and are no longer closed when their issues close.",
+		Example: "  baton source remove octo/app",
+		Args:    exactArgs(1, "a source id or repository"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withIntake(cmd.Context(), f, *db, func(is *intake.Service) error {
+				if err := is.Remove(cmd.Context(), args[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(f.IO.Out, "Source %s removed.\n", args[0])
+				return nil
+			})
+		},
+	}
+}
+
+func newSourceSyncCmd(f *Factory, db *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "sync <id|owner/name>",
+		Short: "Read a source's open labelled issues now",
+		Long: `Read every page of the source's open issues with its label: issues without
+a delivery get one, and deliveries whose issue is no longer open with the
+label are closed. A sync that fails part of the way closes nothing.`,
+		Example: "  baton source sync octo/app",
+		Args:    exactArgs(1, "a source id or repository"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withIntake(cmd.Context(), f, *db, func(is *intake.Service) error {
+				src, err := is.Sync(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				r := src.Sync.Result
+				fmt.Fprintf(f.IO.Out, "%s: %d open with %q, %d new deliveries, %d closed (%d requests, %d unchanged pages).\n",
+					src.Repo, r.Open, src.Label, r.Created, r.Closed, r.Requests, r.NotModified)
+				return nil
+			})
+		},
+	}
+}

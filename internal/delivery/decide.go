@@ -1,0 +1,123 @@
+package delivery
+
+import (
+	"context"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/baton-agent/baton"
+)
+
+// Decide applies a person's decision to the delivery named ref, the one
+// call an edge makes for any of them: approve, retry, cancel and close
+// (note, optional, is the reason in the phase log), or reject (note is the
+// reason, required, posted where the next run reads it). Anything else is
+// Invalid.
+func (s *Service) Decide(ctx context.Context, ref string, a Action, actor, note string) (*baton.Delivery, error) {
+	switch a {
+	case ActReject:
+		if strings.TrimSpace(note) == "" {
+			return nil, baton.Errorf(baton.Invalid, "reject needs a reason: it is posted where the next run reads it")
+		}
+		return s.Reject(ctx, ref, actor, note)
+	case ActApprove, ActRetry, ActCancel, ActClose:
+		return s.decide(ctx, ref, Input{Action: a, Actor: actor, Person: true, Note: note})
+	}
+	return nil, baton.Errorf(baton.Invalid, "%q is not a decision: want approve, reject, retry, cancel or close", baton.Truncate(string(a), 40, "…"))
+}
+
+// decide applies a person's approve, retry, cancel or close. A phase
+// whose owner is a process of this machine that no longer exists is
+// recovered first, so a retry after a killed `delivery run` works at once
+// (the recovery queues the phase again, which is what retry asks for); a
+// phase still running elsewhere is a Conflict that says when its lease
+// runs out.
+func (s *Service) decide(ctx context.Context, ref string, in Input) (*baton.Delivery, error) {
+	d, err := s.Resolve(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	recovered := false
+	if d.RunStatus == baton.StatusRunning && in.Action != ActCancel && OwnerGone(d.Owner) {
+		if _, err := s.Reconcile(ctx, DefaultLease, WorkerID("reconciler")); err != nil {
+			return nil, err
+		}
+		if d, err = s.Resolve(ctx, d.ID); err != nil {
+			return nil, err
+		}
+		recovered = d.RunStatus != baton.StatusRunning
+	}
+	out, err := s.Act(ctx, d.ID, in)
+	switch {
+	case err == nil:
+		return out, nil
+	case baton.ErrorCode(err) != baton.Conflict:
+		return nil, err
+	case recovered && in.Action == ActRetry && d.RunStatus == baton.StatusPending:
+		return d, nil // the recovery queued it again
+	case d.RunStatus == baton.StatusRunning && in.Action != ActCancel:
+		return nil, runningConflict(d, DefaultLease, s.now())
+	}
+	return nil, err
+}
+
+// Start queues the pending phase of the delivery named ref for a worker:
+// a checkpoint phase waiting for a person starts. Anything else is a
+// Conflict that says what would apply (a queued phase is already
+// waiting for a worker). It is `run` for edges that hand the work to
+// workers rather than run it in the foreground (RunNow).
+func (s *Service) Start(ctx context.Context, ref, actor string) (*baton.Delivery, error) {
+	d, err := s.Resolve(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if d.RunStatus != baton.StatusPending || !d.Phase.Runnable() {
+		return nil, baton.Errorf(baton.Conflict, "delivery %s is %s: only a pending phase can be started", d.ID, d.String())
+	}
+	in := Input{Action: ActApprove, Actor: actor, Person: true, Note: "started"}
+	return s.Act(ctx, d.ID, in)
+}
+
+// Allowed lists the decisions a person can make on d now, in the order a
+// person would consider them: run (start a waiting phase), approve,
+// retry, cancel, reject, close.
+func Allowed(d baton.Delivery) []Action {
+	var out []Action
+	pending := d.RunStatus == baton.StatusPending
+	if pending && !d.Queued && d.Phase.Runnable() {
+		out = append(out, ActRun)
+	}
+	for _, a := range []Action{ActApprove, ActRetry, ActCancel, ActReject, ActClose} {
+		if a == ActApprove && pending {
+			continue // starting a pending phase is run
+		}
+		if _, err := Apply(d, Input{Action: a, Actor: "x", Person: true, Note: "x", Attempt: d.Attempt}); err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// RunNow runs the pending phase of the delivery named ref in this process,
+// started by actor, the agent's output going to live (nil for none).
+// First a running phase whose worker is gone is recovered: at once when
+// its owner was a process of this machine that no longer exists, else
+// once its heartbeat is older than lease. Then the phase is claimed (a
+// queued one before a worker gets to it) and run to its end. A phase
+// still running elsewhere is a Conflict that says when its lease runs
+// out. Canceling ctx cancels the run, as a person would; the phase can
+// then be retried.
+func (s *Service) RunNow(ctx context.Context, ref, actor string, live io.Writer, lease time.Duration) (*baton.Delivery, error) {
+	if _, err := s.Reconcile(ctx, lease, WorkerID("reconciler")); err != nil {
+		return nil, err
+	}
+	r := &Runner{Service: s, Owner: WorkerID("run"), Live: live, Foreground: true}
+	d, err := r.Run(ctx, ref, "", actor)
+	if baton.ErrorCode(err) == baton.Conflict {
+		if cur, rerr := s.Resolve(ctx, ref); rerr == nil && cur.RunStatus == baton.StatusRunning {
+			return nil, runningConflict(cur, lease, s.now())
+		}
+	}
+	return d, err
+}

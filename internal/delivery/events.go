@@ -1,0 +1,201 @@
+package delivery
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/queue"
+)
+
+// A delivery's event log is what a person watching it sees: every phase
+// change and its agents' output, numbered per delivery and stored with
+// the delivery, so a reader that reconnects (or a server that restarted)
+// resumes after the last number it saw. Phase events are written in the
+// transaction of the change; agent output is written as it arrives by an
+// outputRecorder.
+
+// phaseEvents are the events of a change's phase log entries.
+func phaseEvents(log []baton.PhaseLogEntry) []baton.DeliveryEvent {
+	evs := make([]baton.DeliveryEvent, 0, len(log))
+	for _, e := range log {
+		text := fmt.Sprintf("%s %s", e.Phase, e.Status)
+		if e.Verdict != "" {
+			text += " (" + string(e.Verdict) + ")"
+		}
+		text += " · " + e.Action + " by " + e.Actor
+		if e.Note != "" {
+			text += ": " + e.Note
+		}
+		evs = append(evs, baton.DeliveryEvent{Kind: baton.EventPhase, Phase: e.Phase, Status: e.Status, Text: text, At: e.StartedAt})
+	}
+	return evs
+}
+
+// Events returns the events of the delivery with id after seq, oldest
+// first, at most limit (<= 0: all).
+func (s *Service) Events(ctx context.Context, id string, after int64, limit int) ([]baton.DeliveryEvent, error) {
+	return s.Store().Events(ctx, id, after, limit)
+}
+
+// listeners are told, in this process, when a delivery's events commit.
+type listeners struct {
+	mu  sync.Mutex
+	fns map[int]func(deliveryID string)
+	n   int
+}
+
+// OnEvents calls fn (which must not block) with a delivery's id each time
+// this process commits events of it. Workers elsewhere are not seen:
+// followers also poll. remove stops the calls.
+func (s *Service) OnEvents(fn func(deliveryID string)) (remove func()) {
+	l := &s.listeners
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fns == nil {
+		l.fns = map[int]func(string){}
+	}
+	l.n++
+	k := l.n
+	l.fns[k] = fn
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		delete(l.fns, k)
+	}
+}
+
+// notify tells the listeners that events of id committed.
+func (s *Service) notify(id string) {
+	l := &s.listeners
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, fn := range l.fns {
+		fn(id)
+	}
+}
+
+// maxPendingOutput bounds the agent output waiting to be written when
+// the database falls behind; beyond it, output is counted and dropped
+// (the raw logs keep everything).
+const maxPendingOutput = 4096
+
+// outputRecorder writes an agent run's live output into the delivery's
+// event log. Each Write is one message (agentrun's Live contract): a
+// tool line ("→ "), a notice ("! ", "✗ ", "? ") or assistant text. A
+// goroutine writes whatever has arrived in one transaction, then looks
+// again: output reaches readers as soon as the database takes it, in
+// batches when it is slower than the agent.
+type outputRecorder struct {
+	s     *Service
+	id    string
+	run   int
+	phase baton.Phase
+
+	mu      sync.Mutex
+	pending []baton.DeliveryEvent
+	dropped int
+	closed  bool
+	wake    chan struct{}
+	done    chan struct{}
+}
+
+func (s *Service) recordOutput(ctx context.Context, d *baton.Delivery, run int) *outputRecorder {
+	o := &outputRecorder{s: s, id: d.ID, run: run, phase: d.Phase, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go o.loop(context.WithoutCancel(ctx))
+	return o
+}
+
+func (o *outputRecorder) Write(p []byte) (int, error) {
+	text := strings.TrimRight(string(p), "\n")
+	if strings.TrimSpace(text) == "" {
+		return len(p), nil
+	}
+	kind := baton.EventText
+	switch {
+	case strings.HasPrefix(text, "→ "):
+		kind = baton.EventTool
+	case strings.HasPrefix(text, "! "), strings.HasPrefix(text, "✗ "), strings.HasPrefix(text, "? "):
+		kind = baton.EventNote
+	}
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return len(p), nil
+	}
+	if len(o.pending) >= maxPendingOutput {
+		o.dropped++
+	} else {
+		o.pending = append(o.pending, baton.DeliveryEvent{Kind: kind, Run: o.run, Phase: o.phase, Text: text, At: o.s.now()})
+	}
+	o.mu.Unlock()
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+	return len(p), nil
+}
+
+// Close writes what is left and stops the recorder.
+func (o *outputRecorder) Close() {
+	o.mu.Lock()
+	o.closed = true
+	o.mu.Unlock()
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+	<-o.done
+}
+
+func (o *outputRecorder) loop(ctx context.Context) {
+	defer close(o.done)
+	for {
+		<-o.wake
+		o.mu.Lock()
+		batch, dropped, closed := o.pending, o.dropped, o.closed
+		o.pending, o.dropped = nil, 0
+		o.mu.Unlock()
+		if dropped > 0 {
+			batch = append(batch, baton.DeliveryEvent{Kind: baton.EventNote, Run: o.run, Phase: o.phase, At: o.s.now(),
+				Text: fmt.Sprintf("! %d output messages were not shown live (the database fell behind); the run's raw logs have them", dropped)})
+		}
+		if len(batch) > 0 {
+			o.write(ctx, batch)
+		}
+		if closed {
+			o.mu.Lock()
+			left := len(o.pending)
+			o.mu.Unlock()
+			if left == 0 {
+				return
+			}
+			select {
+			case o.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// write stores a batch, trying again while the database is busy. Live
+// output is a view: after that it is dropped rather than holding up the
+// agent.
+func (o *outputRecorder) write(ctx context.Context, batch []baton.DeliveryEvent) {
+	for try := 0; try < 5; try++ {
+		err := o.s.Queue.InTx(ctx, func(tx queue.Tx) error {
+			return tx.Store().AppendEvents(ctx, o.id, batch)
+		})
+		if err == nil {
+			o.s.notify(o.id)
+			return
+		}
+		if baton.ErrorCode(err) != baton.Unavailable {
+			return
+		}
+		time.Sleep(time.Duration(50<<try) * time.Millisecond)
+	}
+}

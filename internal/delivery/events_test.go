@@ -1,0 +1,192 @@
+package delivery_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/agentrun/agenttest"
+	"github.com/baton-agent/baton/internal/delivery"
+	"github.com/baton-agent/baton/internal/queue"
+	"github.com/baton-agent/baton/internal/sqlstore"
+	"github.com/baton-agent/baton/internal/sqlstore/sqlstoretest"
+)
+
+// A delivery's event log holds its phase changes and its agent's output,
+// numbered 1, 2, ... without gaps, on both databases.
+func TestEventLog(t *testing.T) {
+	for _, dialect := range sqlstoretest.Dialects(t) {
+		t.Run(string(dialect), func(t *testing.T) {
+			h := newHarnessOn(t, dialect, 0, agenttest.Turn{
+				Commands: []agenttest.Command{{Argv: []string{"true"}}},
+				Say:      []string{"Reading the code."},
+				Final:    planText,
+			})
+			d, _, err := h.svc.Insert(t.Context(), newDelivery(sourceRepo(t), cfg()), "alice")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.runner.Run(t.Context(), d.ID, baton.PhasePlan, ""); err != nil {
+				t.Fatal(err)
+			}
+			evs, err := h.svc.Events(t.Context(), d.ID, 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kinds []string
+			for i, e := range evs {
+				if e.Seq != int64(i+1) || e.DeliveryID != d.ID || e.At.IsZero() {
+					t.Errorf("event %d = %+v, want seq %d of %s with a time", i, e, i+1, d.ID)
+				}
+				kinds = append(kinds, string(e.Kind)+":"+string(e.Phase))
+			}
+			// Created (intake succeeded, plan queued), claimed, the agent's
+			// tool call and text, then plan succeeded and implement queued.
+			if !slices.Contains(kinds, "tool:plan") || !slices.Contains(kinds, "text:plan") || kinds[0] != "phase:intake" {
+				t.Errorf("event kinds = %v", kinds)
+			}
+			text := ""
+			for _, e := range evs {
+				text += e.Text + "\n"
+			}
+			for _, want := range []string{"Reading the code.", "plan running · run by worker:test", "implement pending"} {
+				if !strings.Contains(text, want) {
+					t.Errorf("events lack %q:\n%s", want, text)
+				}
+			}
+			if after, err := h.svc.Events(t.Context(), d.ID, 3, 2); err != nil || len(after) != 2 || after[0].Seq != 4 {
+				t.Errorf("Events(after 3, limit 2) = %v, %v", after, err)
+			}
+		})
+	}
+}
+
+// Followers get every event after the one they name, in order, once:
+// replayed from the database and then live, as this process commits
+// them. Many followers share one reader.
+func TestFeedFollow(t *testing.T) {
+	h := newHarness(t, 0)
+	d, _, err := h.svc.Insert(t.Context(), newDelivery(sourceRepo(t), cfg(), baton.PhasePlan), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed := delivery.NewFeed(h.svc, time.Hour) // no polling: only this process's wake-ups
+	defer feed.Close()
+	before, _ := h.svc.Events(t.Context(), d.ID, 0, 0)
+
+	const followers = 20
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	got := make([][]int64, followers)
+	var wg sync.WaitGroup
+	var ready sync.WaitGroup
+	stop := errors.New("enough")
+	for i := range followers {
+		wg.Add(1)
+		ready.Add(1)
+		go func() {
+			defer wg.Done()
+			after := int64(i % 2) // half resume after event 1
+			first := true
+			err := feed.Follow(ctx, d.ID, after, 0, func(evs []baton.DeliveryEvent) error {
+				for _, e := range evs {
+					got[i] = append(got[i], e.Seq)
+				}
+				if first && got[i][len(got[i])-1] == int64(len(before)) {
+					first = false
+					ready.Done()
+				}
+				if len(got[i]) > 0 && got[i][len(got[i])-1] >= int64(len(before))+4 {
+					return stop
+				}
+				return nil
+			})
+			if !errors.Is(err, stop) {
+				t.Errorf("Follow = %v", err)
+			}
+		}()
+	}
+	ready.Wait()
+	// At least four more events: the plan is claimed and fails (the fake
+	// agent has no turn scripted), is retried, and the delivery closed.
+	if _, err := h.runner.Run(t.Context(), d.ID, baton.PhasePlan, ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []delivery.Action{delivery.ActRetry, delivery.ActClose} {
+		if _, err := h.svc.Decide(t.Context(), d.ID, a, "bob", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("followers did not get the live events")
+	}
+	for i, seqs := range got {
+		start := int64(i%2) + 1
+		for j, s := range seqs {
+			if s != start+int64(j) {
+				t.Fatalf("follower %d got %v, want consecutive numbers from %d", i, seqs, start)
+			}
+		}
+	}
+}
+
+// Events written by another process (a worker elsewhere) reach followers
+// through polling.
+func TestFeedPollsOtherWriters(t *testing.T) {
+	dsn := sqlstoretest.DSN(t, sqlstore.SQLite)
+	open := func() *delivery.Service {
+		h := newHarnessDSN(t, dsn)
+		return h.svc
+	}
+	reader, writer := open(), open()
+	d, _, err := writer.Insert(t.Context(), newDelivery(sourceRepo(t), cfg(), baton.PhasePlan), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed := delivery.NewFeed(reader, 20*time.Millisecond)
+	defer feed.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var last int64
+	acted := false
+	err = feed.Follow(ctx, d.ID, 0, 10*time.Millisecond, func(evs []baton.DeliveryEvent) error {
+		if len(evs) > 0 {
+			last = evs[len(evs)-1].Seq
+		}
+		if !acted {
+			acted = true
+			if _, err := writer.Decide(ctx, d.ID, delivery.ActClose, "bob", ""); err != nil {
+				return err
+			}
+		}
+		if len(evs) > 0 && evs[len(evs)-1].Phase == baton.PhaseClose {
+			return errors.New("closed")
+		}
+		return nil
+	})
+	if err == nil || err.Error() != "closed" {
+		t.Fatalf("Follow = %v after event %d, want the close event from the other writer", err, last)
+	}
+}
+
+// newHarnessDSN opens a service on an existing database, as another
+// process would.
+func newHarnessDSN(t *testing.T, dsn string) *harness {
+	t.Helper()
+	q, err := queue.Open(t.Context(), dsn, queue.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(q.Close)
+	svc := &delivery.Service{Queue: q, DataDir: t.TempDir()}
+	return &harness{t: t, svc: svc, q: q}
+}

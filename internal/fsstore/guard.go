@@ -1,0 +1,127 @@
+package fsstore
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/safefile"
+)
+
+// Bounds on what the store reads. A checkout can hold anything in
+// .agent/context; these keep every read, and so every hook, short.
+const (
+	// MaxArtifactBytes bounds a packet or loop file: larger ones are
+	// skipped with a warning naming them.
+	MaxArtifactBytes = 4 << 20
+	// RecentLogBytes is how much of the end of the relevant-files log
+	// hooks and handoffs read (about 9,000 touches): the files touched
+	// since the last packet are the newest entries, and a hook must not
+	// slow down as the log grows.
+	RecentLogBytes = 1 << 20
+	// maxSmallFile bounds root.json and the foreground pointer.
+	maxSmallFile = 64 << 10
+	// staleTemp is how old a temp file must be before a write sweeps it:
+	// older than any write in progress.
+	staleTemp = time.Minute
+)
+
+// checkDirs refuses a store whose directories are not real directories
+// below the root: .agent, .agent/context and the subdirectory sub (when
+// given) must each be a directory or absent, never a symlink, so nothing
+// the store reads or writes can be outside it. A checkout can carry such
+// links; baton never follows them.
+func (s *Store) checkDirs(sub string) error {
+	parts := []string{filepath.Join(s.root, ".agent"), s.dir}
+	if sub != "" {
+		parts = append(parts, s.path(sub))
+	}
+	for _, p := range parts {
+		fi, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // nothing below it exists either
+		} else if err != nil {
+			return fmt.Errorf("check %s: %w", p, err)
+		}
+		if !fi.IsDir() {
+			what := "not a directory"
+			if fi.Mode()&fs.ModeSymlink != 0 {
+				what = "a symlink"
+			}
+			return baton.Errorf(baton.Invalid, "%s is %s: baton keeps its store in real directories and never follows links out of it; remove it (`baton init` recreates the store)", p, what)
+		}
+	}
+	return nil
+}
+
+// readFile reads a store file: a regular file (not a symlink) of at most
+// max bytes. A file that is not one is Invalid and named.
+func readFile(path string, max int64) ([]byte, error) {
+	b, err := safefile.ReadFile(path, max)
+	return b, refusedMax(path, max, err)
+}
+
+// RefusedError is a store file baton will not read or write: what it is,
+// and what to do.
+type RefusedError struct {
+	Path string
+	What string // "a symlink", "6.0 MiB, over the 4.0 MiB limit"
+	Hint string
+	Err  error
+}
+
+func (e *RefusedError) Error() string { return e.Path + " is " + e.What + ": " + e.Hint }
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// refused turns a refusal of a file (a link, a FIFO, a device) into an
+// Invalid error naming it; other errors pass through.
+func refused(path string, err error) error { return refusedMax(path, 0, err) }
+
+// refusedMax is refused for a read limited to max bytes.
+func refusedMax(path string, max int64, err error) error {
+	var r *RefusedError
+	switch {
+	case errors.Is(err, safefile.ErrNotRegular):
+		r = &RefusedError{Path: path, What: "not a regular file", Err: err,
+			Hint: "baton keeps only regular files in its store and follows no links out of it; remove it"}
+		if fi, lerr := os.Lstat(path); lerr == nil {
+			r.What = describeMode(fi.Mode())
+		}
+	case errors.Is(err, safefile.ErrTooLarge):
+		r = &RefusedError{Path: path, What: "over the size limit", Err: err, Hint: "skipped"}
+		if fi, lerr := os.Lstat(path); lerr == nil && max > 0 {
+			r.What = fmt.Sprintf("%s, over the %s limit", mib(fi.Size()), mib(max))
+		}
+	default:
+		return err
+	}
+	return &baton.Error{Code: baton.Invalid, Err: r}
+}
+
+func describeMode(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symlink"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m.IsDir():
+		return "a directory"
+	}
+	return "not a regular file"
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// sweep removes the temp files killed writers left in the store's
+// subdirectory sub.
+func (s *Store) sweep(sub string) {
+	safefile.SweepTemps(s.path(sub), staleTemp, time.Now())
+}

@@ -1,0 +1,537 @@
+// Package intake turns GitHub issues into deliveries. A source is a
+// repository and a label: its open issues with the label become
+// deliveries, polled with every page read (ETags make unchanged pages
+// free) and told by webhooks (issues labeled, unlabeled, closed,
+// reopened). A delivery a source created is closed only when its issue is
+// closed or loses the label, seen in an event or in a complete listing:
+// a listing that failed part of the way never closes anything.
+//
+// The CLI (`baton source`) and the HTTP server call the same methods.
+package intake
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/agentrun"
+	"github.com/baton-agent/baton/internal/delivery"
+	"github.com/baton-agent/baton/internal/github"
+	"github.com/baton-agent/baton/internal/sqlstore"
+)
+
+// Service manages sources and brings their issues in.
+type Service struct {
+	Deliveries *delivery.Service
+	// GitHub opens the API for a repository; apiURL overrides the base
+	// URL ("" for the repository's host).
+	GitHub func(ctx context.Context, repo github.Repo, apiURL string) (*github.Client, error)
+	// WebhookSecret verifies webhooks of sources without a secret of
+	// their own.
+	WebhookSecret string
+	Now           func() time.Time
+	Log           *slog.Logger
+
+	mu sync.Mutex
+	// limited holds, per API host, when its rate limit resets: sources on
+	// the same host share a token, so one limited source holds them all.
+	limited map[string]time.Time
+}
+
+func (s *Service) now() time.Time {
+	if s.Now == nil {
+		return time.Now().UTC()
+	}
+	return s.Now().UTC()
+}
+
+func (s *Service) store() *sqlstore.Store { return s.Deliveries.Store() }
+
+func (s *Service) log() *slog.Logger {
+	if s.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Log
+}
+
+// Settings are how intake runs, editable from the dashboard.
+type Settings struct {
+	// Polling turns the poller on; webhooks work either way.
+	Polling bool `json:"polling"`
+	// PollEvery is the time between two syncs of a source.
+	PollEvery time.Duration `json:"poll_every"`
+}
+
+// Settings defaults and bounds.
+const (
+	DefaultPollEvery = time.Minute
+	MinPollEvery     = 10 * time.Second
+	settingsName     = "intake"
+)
+
+// Settings returns the intake settings.
+func (s *Service) Settings(ctx context.Context) (Settings, error) {
+	st := Settings{Polling: true, PollEvery: DefaultPollEvery}
+	if _, err := s.store().Setting(ctx, settingsName, &st); err != nil {
+		return st, err
+	}
+	return st, nil
+}
+
+// SettingsUpdate changes the fields it sets.
+type SettingsUpdate struct {
+	Polling   *bool
+	PollEvery *time.Duration
+}
+
+// UpdateSettings applies u. Invalid for a poll interval under
+// MinPollEvery.
+func (s *Service) UpdateSettings(ctx context.Context, u SettingsUpdate) (Settings, error) {
+	st, err := s.Settings(ctx)
+	if err != nil {
+		return st, err
+	}
+	if u.Polling != nil {
+		st.Polling = *u.Polling
+	}
+	if u.PollEvery != nil {
+		if *u.PollEvery < MinPollEvery || *u.PollEvery > 24*time.Hour {
+			return st, baton.Errorf(baton.Invalid, "poll interval %s: want %s to 24h", *u.PollEvery, MinPollEvery)
+		}
+		st.PollEvery = *u.PollEvery
+	}
+	return st, s.store().PutSetting(ctx, settingsName, st, s.now())
+}
+
+// SourceInput is what a person sets on a source; nil fields are left
+// alone on update (and defaulted on add).
+type SourceInput struct {
+	Repo          string
+	APIURL        *string
+	Label         *string
+	Endpoint      *string
+	Checkpoints   *[]string
+	Agent         *string
+	Paused        *bool
+	WebhookSecret *string
+	// AllowCommandAgent lets Agent be a command:<argv> agent. The CLI, run
+	// by the machine's owner, sets it; the HTTP API never does, so a
+	// request can never choose a command to run.
+	AllowCommandAgent bool
+}
+
+// Add creates a source. Invalid for a bad repository, label, phase or
+// agent; Conflict when the repository has one.
+func (s *Service) Add(ctx context.Context, in SourceInput) (*baton.Source, error) {
+	repo, err := github.ParseRepo(strings.TrimSpace(in.Repo))
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	src := &baton.Source{Repo: repoName(repo), Label: baton.DefaultSourceLabel, CreatedAt: now, UpdatedAt: now}
+	src.ID = sourceID(src.Repo)
+	if err := apply(src, in); err != nil {
+		return nil, err
+	}
+	if err := s.store().CreateSource(ctx, src); err != nil {
+		return nil, err
+	}
+	return src, nil
+}
+
+// Update changes a source (named by id or repository).
+func (s *Service) Update(ctx context.Context, ref string, in SourceInput) (*baton.Source, error) {
+	src, err := s.store().FindSource(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	oldLabel := src.Label
+	if err := apply(src, in); err != nil {
+		return nil, err
+	}
+	if src.Label != oldLabel {
+		src.Listing = "" // a listing of another label
+	}
+	src.UpdatedAt = s.now()
+	return src, s.store().UpdateSource(ctx, src)
+}
+
+// Remove deletes a source; its deliveries stay.
+func (s *Service) Remove(ctx context.Context, ref string) error {
+	src, err := s.store().FindSource(ctx, ref)
+	if err != nil {
+		return err
+	}
+	return s.store().DeleteSource(ctx, src.ID)
+}
+
+// List returns every source.
+func (s *Service) List(ctx context.Context) ([]*baton.Source, error) { return s.store().Sources(ctx) }
+
+// Get returns a source by id or repository.
+func (s *Service) Get(ctx context.Context, ref string) (*baton.Source, error) {
+	return s.store().FindSource(ctx, ref)
+}
+
+func apply(src *baton.Source, in SourceInput) error {
+	if in.APIURL != nil {
+		src.APIURL = strings.TrimSpace(*in.APIURL)
+		if src.APIURL != "" && !strings.HasPrefix(src.APIURL, "https://") && !strings.HasPrefix(src.APIURL, "http://") {
+			return baton.Errorf(baton.Invalid, "bad API URL %q: want https://HOST/api/v3/", baton.Truncate(src.APIURL, 100, "…"))
+		}
+	}
+	if in.Label != nil {
+		src.Label = strings.TrimSpace(*in.Label)
+		if src.Label == "" {
+			src.Label = baton.DefaultSourceLabel
+		}
+	}
+	if in.Endpoint != nil {
+		src.Endpoint = ""
+		if e := strings.TrimSpace(*in.Endpoint); e != "" {
+			p, err := baton.ParsePhase(e)
+			if err != nil {
+				return err
+			}
+			src.Endpoint = p
+		}
+	}
+	if in.Checkpoints != nil {
+		src.Checkpoints = nil
+		if len(*in.Checkpoints) > 0 {
+			cps, err := baton.ParseCheckpoints(strings.Join(*in.Checkpoints, ","))
+			if err != nil {
+				return err
+			}
+			src.Checkpoints = cps
+		}
+	}
+	if in.Agent != nil {
+		a := strings.TrimSpace(*in.Agent)
+		if a != "" {
+			if strings.HasPrefix(a, "command:") && !in.AllowCommandAgent {
+				return baton.Errorf(baton.Invalid, "a command agent can only be set from the command line (`baton source add --agent command:...`): the API chooses among claude, codex and droid")
+			}
+			if _, err := agentrun.Command(agentrun.Spec{Agent: a, Prompt: "-"}); err != nil {
+				return err
+			}
+		}
+		src.Agent = a
+	}
+	if in.Paused != nil {
+		src.Paused = *in.Paused
+	}
+	if in.WebhookSecret != nil {
+		src.WebhookSecret = *in.WebhookSecret
+	}
+	return src.Validate()
+}
+
+// repoName is how a source names its repository: owner/name, with the
+// host first for GitHub Enterprise Server.
+func repoName(r github.Repo) string {
+	if r.Host != "" && r.Host != github.DefaultHost {
+		return r.Host + "/" + r.String()
+	}
+	return r.String()
+}
+
+func sourceID(repo string) string { return baton.DeliveryID("source", strings.ToLower(repo))[:8] }
+
+// NewSecret returns a random webhook secret.
+func NewSecret() string {
+	b := make([]byte, 20)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// listedIssue is what the cached listing keeps of an issue.
+type listedIssue struct {
+	Number int    `json:"n"`
+	Title  string `json:"t"`
+	URL    string `json:"u"`
+}
+
+type cachedPage struct {
+	URL    string        `json:"url"`
+	ETag   string        `json:"etag,omitempty"`
+	Next   string        `json:"next,omitempty"`
+	Issues []listedIssue `json:"issues"`
+}
+
+func decodeListing(s string) []github.IssuePage {
+	var cps []cachedPage
+	if s == "" || json.Unmarshal([]byte(s), &cps) != nil {
+		return nil
+	}
+	out := make([]github.IssuePage, len(cps))
+	for i, p := range cps {
+		out[i] = github.IssuePage{URL: p.URL, ETag: p.ETag, Next: p.Next}
+		for _, is := range p.Issues {
+			out[i].Issues = append(out[i].Issues, github.Issue{Number: is.Number, Title: is.Title, URL: is.URL, State: "open"})
+		}
+	}
+	return out
+}
+
+func encodeListing(pages []github.IssuePage) string {
+	cps := make([]cachedPage, len(pages))
+	for i, p := range pages {
+		cps[i] = cachedPage{URL: p.URL, ETag: p.ETag, Next: p.Next, Issues: []listedIssue{}}
+		for _, is := range p.Issues {
+			cps[i].Issues = append(cps[i].Issues, listedIssue{is.Number, baton.Truncate(is.Title, 300, "…"), is.URL})
+		}
+	}
+	b, _ := json.Marshal(cps)
+	return string(b)
+}
+
+// host is the API host a source is read through, for rate limits.
+func host(src *baton.Source) string {
+	if src.APIURL != "" {
+		return src.APIURL
+	}
+	r, err := github.ParseRepo(src.Repo)
+	if err != nil || r.Host == "" {
+		return github.DefaultHost
+	}
+	return r.Host
+}
+
+// limitedUntil returns when the host's rate limit resets, if it is in
+// force.
+func (s *Service) limitedUntil(h string) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.limited[h]
+	if ok && s.now().Before(t) {
+		return t, true
+	}
+	return time.Time{}, false
+}
+
+func (s *Service) limit(h string, until time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.limited == nil {
+		s.limited = map[string]time.Time{}
+	}
+	s.limited[h] = until
+}
+
+// Sync reads every page of the source's open labelled issues now:
+// issues without a delivery get one; tracked issues missing from the
+// complete listing are closed or unlabelled, and their deliveries are
+// closed. The sync status is stored with the source, errors included; a
+// rate limit holds every source on the same host until it resets
+// (Unavailable wrapping *github.RateLimitError).
+func (s *Service) Sync(ctx context.Context, ref string) (*baton.Source, error) {
+	src, err := s.store().FindSource(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	err = s.sync(ctx, src)
+	if serr := s.store().UpdateSource(context.WithoutCancel(ctx), src); serr != nil && err == nil {
+		err = serr
+	}
+	return src, err
+}
+
+func (s *Service) sync(ctx context.Context, src *baton.Source) error {
+	now := s.now()
+	src.Sync.LastSyncAt = now
+	h := host(src)
+	if until, ok := s.limitedUntil(h); ok {
+		src.Sync.RateLimitReset = until
+		src.Sync.Error = fmt.Sprintf("GitHub's rate limit for %s resets at %s: syncing then", h, until.Format(time.RFC3339))
+		return baton.WrapError(baton.Unavailable, &github.RateLimitError{Reset: until}, "%s", src.Sync.Error)
+	}
+	repo, err := github.ParseRepo(src.Repo)
+	if err != nil {
+		return err
+	}
+	c, err := s.GitHub(ctx, repo, src.APIURL)
+	if err != nil {
+		src.Sync.Error = baton.ErrorMessage(err)
+		return err
+	}
+	listing, err := c.ListIssuesCached(ctx, repo, github.IssueFilter{Labels: []string{src.Label}}, decodeListing(src.Listing))
+	if err != nil {
+		var rl *github.RateLimitError
+		if errors.As(err, &rl) {
+			s.limit(h, rl.Reset)
+			src.Sync.RateLimitReset = rl.Reset
+		}
+		src.Sync.Error = baton.ErrorMessage(err)
+		return err
+	}
+	res := baton.SyncResult{Requests: listing.Requests, NotModified: listing.NotModified}
+	issues := listing.Issues()
+	res.Open = len(issues)
+	tracked, err := s.tracked(ctx, src.ID)
+	if err != nil {
+		src.Sync.Error = baton.ErrorMessage(err)
+		return err
+	}
+	open := map[int]bool{}
+	var errs []string
+	for _, is := range issues {
+		open[is.Number] = true
+		if si, ok := tracked[is.Number]; ok && si.Open {
+			continue
+		}
+		created, err := s.bring(ctx, src, is.Number, is.Title, is.URL)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("#%d: %s", is.Number, baton.ErrorMessage(err)))
+			continue
+		}
+		if created {
+			res.Created++
+		}
+	}
+	// The listing is complete: a tracked issue missing from it was closed
+	// or lost the label.
+	for n, si := range tracked {
+		if !si.Open || open[n] {
+			continue
+		}
+		closed, err := s.withdraw(ctx, src, si, fmt.Sprintf("issue #%d is no longer open with label %q", n, src.Label))
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("#%d: %s", n, baton.ErrorMessage(err)))
+			continue
+		}
+		if closed {
+			res.Closed++
+		}
+	}
+	src.Listing = encodeListing(listing.Pages)
+	src.Sync.Result, src.Sync.LastOKAt, src.Sync.RateLimitReset = res, s.now(), time.Time{}
+	src.Sync.Error = strings.Join(errs, "; ")
+	if len(errs) > 0 {
+		return baton.Errorf(baton.Unavailable, "sync of %s: %s", src.Repo, src.Sync.Error)
+	}
+	return nil
+}
+
+func (s *Service) tracked(ctx context.Context, id string) (map[int]sqlstore.SourceIssue, error) {
+	list, err := s.store().SourceIssues(ctx, id, false)
+	if err != nil {
+		return nil, err
+	}
+	m := map[int]sqlstore.SourceIssue{}
+	for _, si := range list {
+		m[si.Number] = si
+	}
+	return m, nil
+}
+
+// bring makes (or finds) the delivery of an issue and tracks it.
+func (s *Service) bring(ctx context.Context, src *baton.Source, n int, title, url string) (bool, error) {
+	req := delivery.Request{IssueURL: url, Summary: fmt.Sprintf("GitHub Issue #%d: %s", n, title), Actor: "intake:" + src.Repo}
+	if src.Agent != "" {
+		a := src.Agent
+		req.Settings.Agent = &a
+	}
+	if src.Endpoint != "" {
+		e := src.Endpoint
+		req.Settings.Endpoint = &e
+	}
+	if src.Checkpoints != nil {
+		cps := append([]baton.Phase{}, src.Checkpoints...)
+		req.Settings.Checkpoints = &cps
+	}
+	d, created, err := s.Deliveries.Create(ctx, req)
+	if err != nil {
+		return false, err
+	}
+	if err := s.store().PutSourceIssue(ctx, sqlstore.SourceIssue{SourceID: src.ID, Number: n, DeliveryID: d.ID, Open: true}, s.now()); err != nil {
+		return false, err
+	}
+	if created {
+		s.log().Info(fmt.Sprintf("intake: delivery %s for %s#%d", d.ID, src.Repo, n), "source", src.ID, "delivery", d.ID, "issue", n)
+	}
+	return created, nil
+}
+
+// withdraw closes the delivery of an issue that was closed or
+// unlabelled: a running phase is canceled first. A delivery already
+// closed, or past deploy (its change landed; observe finishes), is left
+// alone. The issue stops being tracked as open either way.
+func (s *Service) withdraw(ctx context.Context, src *baton.Source, si sqlstore.SourceIssue, why string) (bool, error) {
+	si.Open = false
+	d, err := s.Deliveries.Current(ctx, si.DeliveryID)
+	if baton.ErrorCode(err) == baton.NotFound {
+		return false, s.store().PutSourceIssue(ctx, si, s.now())
+	}
+	if err != nil {
+		return false, err
+	}
+	closed := false
+	if d.Phase != baton.PhaseClose && d.Phase != baton.PhaseObserve {
+		who := "intake:" + src.Repo
+		if d.RunStatus == baton.StatusRunning {
+			if _, err := s.Deliveries.Decide(ctx, d.ID, delivery.ActCancel, who, why); err != nil && baton.ErrorCode(err) != baton.Conflict {
+				return false, err
+			}
+		}
+		if _, err := s.Deliveries.Decide(ctx, d.ID, delivery.ActClose, who, why); err != nil {
+			return false, err
+		}
+		closed = true
+		s.log().Info(fmt.Sprintf("intake: delivery %s closed: %s", d.ID, why), "source", src.ID, "delivery", d.ID, "issue", si.Number)
+	}
+	return closed, s.store().PutSourceIssue(ctx, si, s.now())
+}
+
+// Run syncs sources as they fall due until ctx ends: every PollEvery of
+// the settings, never a source whose host's rate limit is in force, never
+// a paused one. It looks every tick (default 5s) so changed settings
+// apply without a restart.
+func (s *Service) Run(ctx context.Context, tick time.Duration) error {
+	if tick <= 0 {
+		tick = 5 * time.Second
+	}
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		s.pollDue(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Service) pollDue(ctx context.Context) {
+	st, err := s.Settings(ctx)
+	if err != nil || !st.Polling {
+		return
+	}
+	srcs, err := s.List(ctx)
+	if err != nil {
+		return
+	}
+	for _, src := range srcs {
+		if ctx.Err() != nil {
+			return
+		}
+		if src.Paused || s.now().Sub(src.Sync.LastSyncAt) < st.PollEvery {
+			continue
+		}
+		if _, limited := s.limitedUntil(host(src)); limited && !src.Sync.LastSyncAt.IsZero() {
+			continue
+		}
+		if _, err := s.Sync(ctx, src.ID); err != nil && ctx.Err() == nil {
+			s.log().Warn("intake: sync of "+src.Repo+": "+baton.ErrorMessage(err), "source", src.ID)
+		}
+	}
+}

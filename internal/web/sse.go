@@ -1,0 +1,94 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/baton-agent/baton"
+)
+
+// DefaultHeartbeat is how often an idle event stream gets a comment, so
+// proxies keep it open and clients notice a dead server.
+const DefaultHeartbeat = 15 * time.Second
+
+// deliveryEvents streams a delivery's event log as Server-Sent Events:
+// "id: <seq>", "event: <kind>", "data: <event JSON>". A client that
+// reconnects with Last-Event-ID (or ?after=N) gets only what came after;
+// the log lives in the database, so this holds across server restarts.
+// Heartbeats are comments.
+func (s *Server) deliveryEvents(w http.ResponseWriter, r *http.Request) error {
+	d, err := s.Deliveries.Resolve(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	after := int64(0)
+	last := r.Header.Get("Last-Event-ID")
+	if last == "" {
+		last = r.URL.Query().Get("after")
+	}
+	if last != "" {
+		n, err := strconv.ParseInt(strings.TrimSpace(last), 10, 64)
+		if err != nil || n < 0 {
+			return baton.Errorf(baton.Invalid, "bad Last-Event-ID %q: want the id of the last event seen", baton.Truncate(last, 40, "…"))
+		}
+		after = n
+	}
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		return baton.Errorf(baton.Internal, "streaming is not supported by this connection")
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	// Reconnect after a second when the connection drops.
+	fmt.Fprint(w, "retry: 1000\n\n")
+	fl.Flush()
+	beat := s.Heartbeat
+	if beat <= 0 {
+		beat = DefaultHeartbeat
+	}
+	var buf []byte
+	err = s.Feed.Follow(r.Context(), d.ID, after, beat, func(evs []baton.DeliveryEvent) error {
+		buf = buf[:0]
+		if len(evs) == 0 {
+			buf = append(buf, ": heartbeat\n\n"...)
+		}
+		for _, e := range evs {
+			b, err := json.Marshal(toEvent(e))
+			if err != nil {
+				return err
+			}
+			buf = fmt.Appendf(buf, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Kind, b)
+		}
+		if _, err := w.Write(buf); err != nil {
+			return err // the client left
+		}
+		fl.Flush()
+		return nil
+	})
+	if err != nil && r.Context().Err() == nil {
+		s.log(r).Warn("event stream ended", "delivery", d.ID, "err", err)
+	}
+	return nil
+}
+
+// eventJSON is one event of a stream.
+type eventJSON struct {
+	Seq    int64     `json:"seq"`
+	Kind   string    `json:"kind"`
+	Run    int       `json:"run,omitempty"`
+	Phase  string    `json:"phase,omitempty"`
+	Status string    `json:"status,omitempty"`
+	Text   string    `json:"text"`
+	At     time.Time `json:"at"`
+}
+
+func toEvent(e baton.DeliveryEvent) eventJSON {
+	return eventJSON{Seq: e.Seq, Kind: string(e.Kind), Run: e.Run, Phase: string(e.Phase), Status: string(e.Status), Text: e.Text, At: e.At}
+}

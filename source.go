@@ -1,0 +1,91 @@
+package baton
+
+import (
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// DefaultSourceLabel is the label that opts an issue into delivery when
+// a source names none.
+const DefaultSourceLabel = "baton"
+
+// Source is a GitHub repository whose labelled open issues become
+// deliveries: polled (every page, with ETags) and told by webhooks. A
+// delivery a source created is closed only when its issue is closed or
+// loses the label, seen in an event or in a complete listing.
+type Source struct {
+	ID string `json:"id"`
+	// Repo is owner/name, or host/owner/name for GitHub Enterprise Server.
+	Repo string `json:"repo"`
+	// APIURL overrides the REST API base URL ("" for the repository's
+	// host).
+	APIURL string `json:"api_url,omitempty"`
+	Label  string `json:"label"`
+	// Endpoint, Checkpoints and Agent are the deliveries' settings; empty
+	// (nil checkpoints) keeps the server's defaults.
+	Endpoint    Phase   `json:"endpoint,omitempty"`
+	Checkpoints []Phase `json:"checkpoints,omitempty"`
+	Agent       string  `json:"agent,omitempty"`
+	Paused      bool    `json:"paused"`
+	// WebhookSecret verifies this repository's webhooks; "" falls back to
+	// the server's secret. Never shown.
+	WebhookSecret string     `json:"-"`
+	Sync          SyncStatus `json:"sync"`
+	// Listing is the last complete listing, kept for conditional requests.
+	// Opaque outside intake.
+	Listing   string    `json:"-"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// SyncStatus is how a source's last sync went.
+type SyncStatus struct {
+	LastSyncAt time.Time `json:"last_sync_at,omitzero"`
+	// LastOKAt is the end of the last complete listing.
+	LastOKAt time.Time  `json:"last_ok_at,omitzero"`
+	Result   SyncResult `json:"result"`
+	// Error says why the last sync failed ("" when it did not).
+	Error string `json:"error,omitempty"`
+	// RateLimitReset is when GitHub's rate limit lets the source (and
+	// every source on the same host) be read again.
+	RateLimitReset time.Time `json:"rate_limit_reset,omitzero"`
+}
+
+// SyncResult counts what a sync saw and did.
+type SyncResult struct {
+	Open        int `json:"open"`
+	Created     int `json:"created"`
+	Closed      int `json:"closed"`
+	Requests    int `json:"requests"`
+	NotModified int `json:"not_modified"`
+}
+
+// validLabel is what baton accepts as a label: GitHub allows more, but a
+// filter label with a comma cannot be expressed in its API.
+func validLabel(l string) bool {
+	n := utf8.RuneCountInString(l)
+	return n >= 1 && n <= 50 && strings.TrimSpace(l) == l && !strings.ContainsFunc(l, func(r rune) bool { return r == ',' || r < ' ' })
+}
+
+// Validate checks a source: a repository, a label GitHub's filter can
+// express, runnable checkpoints and endpoint.
+func (s *Source) Validate() error {
+	if strings.Count(s.Repo, "/") < 1 || strings.Count(s.Repo, "/") > 2 || strings.ContainsAny(s.Repo, " \t\n") {
+		return Errorf(Invalid, "bad repository %q: want owner/name", Truncate(s.Repo, 100, "…"))
+	}
+	if !validLabel(s.Label) {
+		return Errorf(Invalid, "bad label %q: 1 to 50 characters, no commas", Truncate(s.Label, 60, "…"))
+	}
+	if s.Endpoint != "" {
+		if err := CheckEndpoint(s.Endpoint); err != nil {
+			return err
+		}
+	}
+	for _, p := range s.Checkpoints {
+		if !p.Runnable() {
+			return Errorf(Invalid, "checkpoint %q is not a phase a person can gate", p)
+		}
+	}
+	return nil
+}
