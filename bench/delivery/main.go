@@ -1,76 +1,187 @@
-// Command delivery measures the delivery pipeline's orchestration
-// overhead on SQLite: N deliveries go through every phase (plan,
-// implement, review, verify, deploy, observe, close) on a local
-// repository, with an agent that answers at once (a tiny sh script as a
-// command:<argv> agent) and verify/observe commands that are `true`, so
-// what is measured is baton: claiming jobs, git worktrees and pushes,
-// merges, state changes and the queue.
+// Command delivery measures the delivery pipeline's own cost: N
+// deliveries go through every phase (plan, implement, review, verify,
+// deploy, observe, close) on one local repository (a bare repository, as
+// on a server), with an agent that answers at once (a tiny sh script as a
+// command:<argv> agent) and `true` as the verify and observe commands, so
+// what is measured is baton: claiming jobs, the repository cache and
+// worktrees, commits, pushes and merges, state changes and the queue.
+//
+// Workers in this process, on SQLite (the default) or PostgreSQL:
 //
 //	go run ./bench/delivery -n 200 -workers 1,4
+//
+// Worker processes, each with its own data directory as on its own
+// machine, sharing one PostgreSQL database (scripts/pg-test.sh starts a
+// throwaway server and sets BATON_TEST_POSTGRES_URL):
+//
+//	scripts/pg-test.sh go run ./bench/delivery -n 200 -procs 1,2,4 -db postgres
 package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
+	"net/url"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/delivery"
 	"github.com/baton-agent/baton/internal/queue"
+	"github.com/baton-agent/baton/internal/sqlstore"
 )
 
 // agentScript answers as planner, implementer or reviewer at once. The
-// implementer writes a file named after its delivery (the worktree is
-// .../worktrees/<id>/attempt-N-implement), so merges never conflict.
+// implementer writes a file named after its delivery (its worktree is
+// <data dir>/worktrees/<id>), so merges never conflict.
 const agentScript = `#!/bin/sh
 prompt=$(cat)
 case "$prompt" in
 *"You are the reviewer"*) echo '{"verdict":"pass","summary":"ok","feedback":""}' ;;
 *"You are the planner"*) echo "1. Write the file." ;;
-*) id=$(basename "$(dirname "$PWD")"); echo "$id" > "work-$id.txt"; echo done ;;
+*) id=${PWD##*/}; echo "$id" > "work-$id.txt"; echo done ;;
 esac
 `
 
+type options struct {
+	n        int
+	db       string // "sqlite", "postgres" (BATON_TEST_POSTGRES_URL) or a postgres:// URL
+	poll     time.Duration
+	keep     bool
+	inProc   []int // worker counts in this process
+	procs    []int // worker process counts
+	cpuprof  string
+	postgres string // the server URL when db is PostgreSQL
+}
+
 func main() {
-	n := flag.Int("n", 200, "deliveries")
-	workersFlag := flag.String("workers", "1,4", "worker counts to measure, comma-separated")
-	keep := flag.Bool("keep", false, "keep the temporary directories")
+	if len(os.Args) > 1 && os.Args[1] == "-worker" {
+		os.Exit(workerMain(os.Args[2:]))
+	}
+	var o options
+	var workers, procs string
+	flag.IntVar(&o.n, "n", 200, "deliveries")
+	flag.StringVar(&workers, "workers", "", "worker counts to measure in this process, comma-separated (default 1,4 unless -procs)")
+	flag.StringVar(&procs, "procs", "", "worker process counts to measure, comma-separated; each process has its own data directory (PostgreSQL)")
+	flag.StringVar(&o.db, "db", "sqlite", `database: "sqlite", "postgres" (the server BATON_TEST_POSTGRES_URL names), or a postgres:// URL`)
+	flag.DurationVar(&o.poll, "poll", time.Second, "how often idle workers look for jobs they were not told about")
+	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directories")
+	flag.StringVar(&o.cpuprof, "cpuprofile", "", "write a CPU profile of this process")
 	flag.Parse()
-	for _, w := range strings.Split(*workersFlag, ",") {
-		workers, err := strconv.Atoi(strings.TrimSpace(w))
-		if err != nil || workers < 1 {
-			fmt.Fprintf(os.Stderr, "bad -workers %q\n", w)
-			os.Exit(2)
+	if workers == "" && procs == "" {
+		workers = "1,4"
+	}
+	var err error
+	if o.inProc, err = counts(workers); err == nil {
+		o.procs, err = counts(procs)
+	}
+	if err == nil && o.db != "sqlite" {
+		o.postgres = o.db
+		if o.db == "postgres" {
+			o.postgres = os.Getenv("BATON_TEST_POSTGRES_URL")
 		}
-		res, err := run(*n, workers, *keep)
+		if !sqlstore.IsPostgresURL(o.postgres) {
+			err = errors.New(`-db postgres needs BATON_TEST_POSTGRES_URL (scripts/pg-test.sh sets it), or give a postgres:// URL`)
+		}
+	}
+	if err == nil && len(o.procs) > 0 && o.postgres == "" {
+		err = errors.New("-procs needs PostgreSQL: each process has its own data directory, as on its own machine")
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "delivery:", err)
+		os.Exit(2)
+	}
+	if o.cpuprof != "" {
+		f, err := os.Create(o.cpuprof)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "workers=%d: %v\n", workers, err)
+			fmt.Fprintln(os.Stderr, "delivery:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	for _, w := range o.inProc {
+		res, err := run(o, w, 0)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "workers=%d: %v\n", w, err)
+			os.Exit(1)
+		}
+		fmt.Println(res)
+	}
+	for _, p := range o.procs {
+		res, err := run(o, 1, p)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "procs=%d: %v\n", p, err)
 			os.Exit(1)
 		}
 		fmt.Println(res)
 	}
 }
 
-type result struct {
-	deliveries, workers, jobs, transitions int
-	create, total                          time.Duration
-	agentTotal                             time.Duration
-	agentRuns                              int
+func counts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bad count %q", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
+type result struct {
+	db                           string
+	deliveries, workers, procs   int
+	jobs, transitions, agentRuns int
+	create, total, agentTotal    time.Duration
+	jobTime, lockHeld            time.Duration // summed over workers
+	firstCost, lastCost          time.Duration // mean job time of the first and last tenth of the deliveries
+	perPhase                     map[baton.Phase]time.Duration
+	overlaps, lost               int
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
 func (r result) String() string {
-	return fmt.Sprintf("workers=%d deliveries=%d jobs=%d transitions=%d create=%s (%.2f ms/delivery) pipeline=%s jobs/s=%.1f per-job=%.1f ms per-transition=%.2f ms agent-runs=%d mean-agent-run=%.1f ms",
-		r.workers, r.deliveries, r.jobs, r.transitions, r.create.Round(time.Millisecond),
-		float64(r.create.Microseconds())/1000/float64(r.deliveries), r.total.Round(time.Millisecond),
-		float64(r.jobs)/r.total.Seconds(), float64(r.total.Microseconds())/1000/float64(r.jobs),
-		float64(r.total.Microseconds())/1000/float64(r.transitions), r.agentRuns,
-		float64(r.agentTotal.Microseconds())/1000/float64(max(r.agentRuns, 1)))
+	var b strings.Builder
+	fmt.Fprintf(&b, "db=%s ", r.db)
+	if r.procs > 0 {
+		fmt.Fprintf(&b, "procs=%d ", r.procs)
+	} else {
+		fmt.Fprintf(&b, "workers=%d ", r.workers)
+	}
+	par := max(r.workers, r.procs)
+	fmt.Fprintf(&b, "deliveries=%d jobs=%d transitions=%d create=%s pipeline=%s deliveries/s=%.1f jobs/s=%.1f per-job=%.1f ms",
+		r.deliveries, r.jobs, r.transitions, r.create.Round(time.Millisecond), r.total.Round(time.Millisecond),
+		float64(r.deliveries)/r.total.Seconds(), float64(r.jobs)/r.total.Seconds(), ms(r.total)/float64(r.jobs))
+	fmt.Fprintf(&b, " busy=%.0f%% lock-share=%.1f%% mean-agent-run=%.1f ms first-delivery-cost=%.1f ms last-delivery-cost=%.1f ms (%+.0f%%)",
+		100*r.jobTime.Seconds()/(r.total.Seconds()*float64(par)),
+		100*r.lockHeld.Seconds()/max(r.jobTime.Seconds(), 1e-9),
+		ms(r.agentTotal)/float64(max(r.agentRuns, 1)),
+		ms(r.firstCost), ms(r.lastCost), 100*(r.lastCost.Seconds()/max(r.firstCost.Seconds(), 1e-9)-1))
+	b.WriteString(" phase-ms:")
+	for _, p := range []baton.Phase{baton.PhasePlan, baton.PhaseImplement, baton.PhaseReview, baton.PhaseVerify, baton.PhaseDeploy, baton.PhaseObserve} {
+		fmt.Fprintf(&b, " %s=%.1f", p, ms(r.perPhase[p]))
+	}
+	fmt.Fprintf(&b, " overlapping-runs=%d lost-phases=%d", r.overlaps, r.lost)
+	return b.String()
 }
 
 func git(dir string, args ...string) error {
@@ -82,13 +193,15 @@ func git(dir string, args ...string) error {
 	return nil
 }
 
-func run(n, workers int, keep bool) (result, error) {
-	res := result{deliveries: n, workers: workers}
+// run measures one configuration: workers in this process when procs is
+// 0, else procs worker processes of one worker each.
+func run(o options, workers, procs int) (res result, err error) {
+	res = result{deliveries: o.n, workers: workers, procs: procs, db: "sqlite"}
 	tmp, err := os.MkdirTemp("", "baton-bench-delivery-")
 	if err != nil {
 		return res, err
 	}
-	if !keep {
+	if !o.keep {
 		defer os.RemoveAll(tmp)
 	}
 	for k, v := range map[string]string{"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
@@ -113,21 +226,33 @@ func run(n, workers int, keep bool) (result, error) {
 	if err := os.WriteFile(script, []byte(agentScript), 0o755); err != nil {
 		return res, err
 	}
-	data := filepath.Join(tmp, "data")
+
 	ctx := context.Background()
-	q, err := queue.Open(ctx, filepath.Join(data, "baton.db"), queue.Config{Workers: workers, FetchPollInterval: 20 * time.Millisecond})
+	dsn := filepath.Join(tmp, "data", "baton.db")
+	if o.postgres != "" {
+		res.db = "postgres"
+		var drop func()
+		if dsn, drop, err = freshSchema(ctx, o.postgres); err != nil {
+			return res, err
+		}
+		defer drop()
+	}
+	inProc := 0
+	if procs == 0 {
+		inProc = workers
+	}
+	q, err := queue.Open(ctx, dsn, queue.Config{Workers: inProc, FetchPollInterval: o.poll})
 	if err != nil {
 		return res, err
 	}
 	defer q.Close()
-	svc := &delivery.Service{Queue: q, DataDir: data}
-	runner := &delivery.Runner{Service: svc, Owner: "bench", PollEvery: 200 * time.Millisecond}
+	svc := &delivery.Service{Queue: q, DataDir: filepath.Join(tmp, "data")}
 
 	cfg := baton.DeliveryConfig{Agent: "command:" + script, PhaseTimeout: time.Minute, MaxRounds: 5,
 		VerifyCommand: "true", ObserveCommand: "true", ObserveWindow: time.Millisecond, ObserveEvery: time.Millisecond}
-	ids := make([]string, 0, n)
+	ids := make([]string, 0, o.n)
 	start := time.Now()
-	for i := range n {
+	for i := range o.n {
 		summary := fmt.Sprintf("Bench delivery %d", i)
 		d := baton.Delivery{
 			ID: baton.DeliveryID(src, summary), Summary: summary, Repository: src, Forge: baton.ForgeLocal,
@@ -142,54 +267,205 @@ func run(n, workers int, keep bool) (result, error) {
 	}
 	res.create = time.Since(start)
 
-	wctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
+	var stop func() (time.Duration, error)
 	start = time.Now()
-	go func() { done <- q.Run(wctx, runner.Work) }()
-	for {
-		closed, failed, err := count(ctx, svc)
+	if procs == 0 {
+		stop = startInProcess(ctx, svc)
+	} else {
+		stop, err = startProcesses(tmp, dsn, procs, o.poll)
 		if err != nil {
-			cancel()
 			return res, err
 		}
-		if failed != "" {
-			cancel()
-			<-done
-			return res, fmt.Errorf("a delivery failed: %s", failed)
+	}
+	for {
+		closed, failed, err := count(ctx, svc)
+		if err == nil && failed != "" {
+			err = fmt.Errorf("a delivery failed: %s", failed)
 		}
-		if closed == n {
+		if err != nil {
+			_, _ = stop()
+			return res, err
+		}
+		if closed == o.n {
 			break
 		}
-		// Poll gently: the benchmark must not steal the one SQLite
+		// Poll gently: the benchmark must not steal SQLite's one
 		// connection from the workers it measures.
 		time.Sleep(100 * time.Millisecond)
 	}
 	res.total = time.Since(start)
-	cancel()
-	if err := <-done; err != nil {
+	if res.lockHeld, err = stop(); err != nil {
 		return res, err
 	}
-	for _, id := range ids {
+	return res, measure(ctx, svc, ids, &res)
+}
+
+// startInProcess works the queue with a delivery.Worker in this process
+// and returns the function that stops it and reports its lock time.
+func startInProcess(ctx context.Context, svc *delivery.Service) func() (time.Duration, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	w := &delivery.Worker{Runner: &delivery.Runner{Service: svc, Owner: "bench", PollEvery: 200 * time.Millisecond}}
+	go func() { done <- w.Run(wctx) }()
+	return func() (time.Duration, error) {
+		held := svc.Workspaces().LockHeld()
+		cancel()
+		return held, <-done
+	}
+}
+
+// workerReport is what a worker process prints when it stops.
+type workerReport struct {
+	LockHeld time.Duration `json:"lock_held"`
+}
+
+// startProcesses starts n worker processes (this program with -worker),
+// each with a data directory of its own, and returns the function that
+// stops them (SIGINT) and sums their lock time.
+func startProcesses(tmp, dsn string, n int, poll time.Duration) (func() (time.Duration, error), error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	var cmds []*exec.Cmd
+	var outs []*strings.Builder
+	for i := range n {
+		data := filepath.Join(tmp, fmt.Sprintf("worker-%d", i+1))
+		cmd := exec.Command(exe, "-worker", "-db", dsn, "-data", data, "-poll", poll.String(), "-id", fmt.Sprintf("bench-%d", i+1))
+		out := &strings.Builder{}
+		cmd.Stdout, cmd.Stderr = out, os.Stderr
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		cmds, outs = append(cmds, cmd), append(outs, out)
+	}
+	return func() (time.Duration, error) {
+		var held time.Duration
+		var errs []error
+		for i, cmd := range cmds {
+			_ = cmd.Process.Signal(os.Interrupt)
+			if err := cmd.Wait(); err != nil {
+				errs = append(errs, fmt.Errorf("worker %d: %w", i+1, err))
+				continue
+			}
+			var rep workerReport
+			if err := json.Unmarshal([]byte(outs[i].String()), &rep); err != nil {
+				errs = append(errs, fmt.Errorf("worker %d report %q: %w", i+1, outs[i].String(), err))
+			}
+			held += rep.LockHeld
+		}
+		return held, errors.Join(errs...)
+	}, nil
+}
+
+// workerMain is a worker process: one delivery.Worker on the database dsn
+// with its own data directory, until SIGINT; then it prints its report.
+func workerMain(args []string) int {
+	fs := flag.NewFlagSet("worker", flag.ExitOnError)
+	dsn := fs.String("db", "", "database")
+	data := fs.String("data", "", "data directory")
+	poll := fs.Duration("poll", time.Second, "poll interval")
+	id := fs.String("id", "bench", "worker id")
+	_ = fs.Parse(args)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	q, err := queue.Open(ctx, *dsn, queue.Config{Workers: 1, ID: *id, FetchPollInterval: *poll})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 1
+	}
+	defer q.Close()
+	svc := &delivery.Service{Queue: q, DataDir: *data}
+	w := &delivery.Worker{
+		Runner: &delivery.Runner{Service: svc, Owner: *id, PollEvery: 200 * time.Millisecond},
+		Log:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}
+	if err := w.Run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 1
+	}
+	_ = json.NewEncoder(os.Stdout).Encode(workerReport{LockHeld: svc.Workspaces().LockHeld()})
+	return 0
+}
+
+// freshSchema makes a new schema in the PostgreSQL server base names and
+// returns a URL that uses it, and the function that drops it.
+func freshSchema(ctx context.Context, base string) (string, func(), error) {
+	admin, err := sqlstore.OpenPostgres(ctx, base, "")
+	if err != nil {
+		return "", nil, err
+	}
+	schema := fmt.Sprintf("bench_%d_%d", os.Getpid(), time.Now().UnixNano())
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		admin.Close()
+		return "", nil, err
+	}
+	drop := func() {
+		_, _ = admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+		admin.Close()
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		drop()
+		return "", nil, err
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String(), drop, nil
+}
+
+// measure reads the phase logs and agent runs: jobs, transitions, cost
+// per delivery and per phase, and any sign of a phase run twice at once
+// or lost.
+func measure(ctx context.Context, svc *delivery.Service, ids []string, res *result) error {
+	n := len(ids)
+	tenth := max(n/10, 1)
+	res.perPhase = map[baton.Phase]time.Duration{}
+	runs := map[baton.Phase]int{}
+	for i, id := range ids {
 		log, err := svc.Store().PhaseLog(ctx, id)
 		if err != nil {
-			return res, err
+			return err
 		}
 		res.transitions += len(log)
+		var cost time.Duration
 		for _, e := range log {
-			if e.Status == baton.StatusRunning {
+			switch {
+			case e.Status == baton.StatusRunning:
+				d := e.EndedAt.Sub(e.StartedAt)
 				res.jobs++
+				cost += d
+				res.perPhase[e.Phase] += d
+				runs[e.Phase]++
+			case e.Action == "lose":
+				res.lost++
 			}
 		}
-		runs, err := svc.Store().AgentRuns(ctx, id)
-		if err != nil {
-			return res, err
+		res.jobTime += cost
+		if i < tenth {
+			res.firstCost += cost / time.Duration(tenth)
 		}
-		for _, r := range runs {
+		if i >= n-tenth {
+			res.lastCost += cost / time.Duration(tenth)
+		}
+		ars, err := svc.Store().AgentRuns(ctx, id)
+		if err != nil {
+			return err
+		}
+		slices.SortFunc(ars, func(a, b baton.AgentRun) int { return a.StartedAt.Compare(b.StartedAt) })
+		for j, r := range ars {
 			res.agentRuns++
 			res.agentTotal += r.Duration
+			if j > 0 && r.StartedAt.Before(ars[j-1].EndedAt) {
+				res.overlaps++
+			}
 		}
 	}
-	return res, nil
+	for p, k := range runs {
+		res.perPhase[p] /= time.Duration(k)
+	}
+	return nil
 }
 
 func count(ctx context.Context, svc *delivery.Service) (closed int, failed string, err error) {
