@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/sqlstore"
+	"github.com/baton-agent/baton/internal/sqlstore/sqlstoretest"
 )
 
 // concurrentAgent answers as planner, implementer or reviewer at once. The
@@ -260,6 +262,145 @@ func TestWorkerProcessesShareOneCache(t *testing.T) {
 		t.Fatalf("caches = %v, want one", caches)
 	}
 	fsck(t, env, caches[0])
+	if t.Failed() || testing.Verbose() {
+		t.Log(logs())
+	}
+}
+
+// killableAgent is concurrentAgent, except that the first implementer of
+// the run (whichever delivery it is) records its parent, the worker
+// process, and hangs, so the test can SIGKILL that worker mid-phase.
+const killableAgent = `#!/bin/sh
+prompt=$(cat)
+case "$prompt" in
+*"You are the reviewer"*) echo '{"verdict":"pass","summary":"ok","feedback":""}' ;;
+*"You are the planner"*) echo "1. Write the file." ;;
+*) if mkdir "$KILL_MARK.d" 2>/dev/null; then echo "$PPID $(git rev-parse --abbrev-ref HEAD)" > "$KILL_MARK.tmp"; mv "$KILL_MARK.tmp" "$KILL_MARK"; sleep 60; fi
+   f=$(git rev-parse --abbrev-ref HEAD | tr / -); echo "$f" > "$f.txt"; echo done ;;
+esac
+`
+
+// Three worker processes, each with a data directory of its own as on its
+// own machine, share one PostgreSQL database and deliver 12 requests on
+// one repository. One worker is SIGKILLed in the middle of an implement
+// phase: another takes the phase over once the lease runs out, no phase
+// of any delivery runs twice at once, every delivery closes succeeded,
+// and the repository is intact.
+func TestWorkerProcessesOnPostgresSurviveAKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three worker processes on PostgreSQL")
+	}
+	dsn := sqlstoretest.DSN(t, sqlstore.Postgres)
+	const deliveries, workers = 12, 3
+	home := t.TempDir()
+	mark := filepath.Join(t.TempDir(), "killed")
+	env := gitEnv(home, "BATON_DATABASE_URL="+dsn, "BATON_ACTOR=tester", "KILL_MARK="+mark)
+	src := userRepo(t, env)
+	agent := filepath.Join(t.TempDir(), "agent.sh")
+	if err := os.WriteFile(agent, []byte(killableAgent), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range deliveries {
+		batonRun(t, append(env, "BATON_DATA_DIR="+t.TempDir()), src, "delivery", "create", "--repo", ".",
+			"--summary", fmt.Sprintf("Scaled-out delivery %d", i),
+			"--agent", "command:"+agent, "--checkpoints", "none", "--verify", "true",
+			"--observe", "true", "--observe-window", "1ms", "--observe-every", "1ms")
+	}
+	var procs []*workerProc
+	for range workers {
+		procs = append(procs, startWorker(t, append(env, "BATON_DATA_DIR="+t.TempDir()),
+			"--poll", "100ms", "--heartbeat", "500ms", "--lease", "3s"))
+	}
+	logs := func() string {
+		var b strings.Builder
+		for i, w := range procs {
+			fmt.Fprintf(&b, "worker %d:\n%s", i+1, w.output())
+		}
+		return b.String()
+	}
+
+	// Wait for the hanging implementer, and kill the worker running it.
+	var pid int
+	var branch string
+	for end := time.Now().Add(2 * time.Minute); ; {
+		if b, err := os.ReadFile(mark); err == nil {
+			if _, err := fmt.Sscan(string(b), &pid, &branch); err != nil {
+				t.Fatalf("marker %q: %v", b, err)
+			}
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("no implementer started within 2m\n%s", logs())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var victim *workerProc
+	for _, w := range procs {
+		if w.cmd.Process.Pid == pid {
+			victim = w
+		}
+	}
+	if victim == nil {
+		t.Fatalf("the implementer's parent %d is none of the workers\n%s", pid, logs())
+	}
+	if err := victim.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = victim.cmd.Wait()
+
+	db, err := sqlstore.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ds := waitAllClosed(t, db.Store(), deliveries, 3*time.Minute, logs)
+	for _, w := range procs {
+		if w != victim {
+			w.stop(t)
+		}
+	}
+
+	killedID := strings.TrimPrefix(branch, "baton/")
+	found := false
+	for _, d := range ds {
+		if d.String() != "close/succeeded" {
+			t.Errorf("delivery %s ended %s: %s", d.ID, d.String(), d.Error)
+		}
+		name := "baton-" + d.ID + ".txt"
+		if got := gitOut(t, src, "show", "main:"+name); got != "baton-"+d.ID {
+			t.Errorf("main:%s = %q", name, got)
+		}
+		runs, err := db.Store().AgentRuns(context.Background(), d.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.SortFunc(runs, func(a, b baton.AgentRun) int { return a.StartedAt.Compare(b.StartedAt) })
+		for i := 1; i < len(runs); i++ {
+			if runs[i].StartedAt.Before(runs[i-1].EndedAt) {
+				t.Errorf("delivery %s: agent run %d (%s) started at %s, before run %d (%s) ended at %s",
+					d.ID, runs[i].ID, runs[i].Phase, runs[i].StartedAt, runs[i-1].ID, runs[i-1].Phase, runs[i-1].EndedAt)
+			}
+		}
+		if d.ID == killedID {
+			found = true
+			implements := 0
+			for _, r := range runs {
+				if r.Phase == baton.PhaseImplement {
+					implements++
+				}
+			}
+			if implements < 2 {
+				t.Errorf("delivery %s: %d implement runs, want the killed one and its retry: %+v", d.ID, implements, runs)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("the killed implementer's branch %q names no delivery", branch)
+	}
+	if st := gitOut(t, src, "status", "--porcelain"); st != "" {
+		t.Errorf("the user's work tree is not clean after the merges:\n%s", st)
+	}
+	fsck(t, env, src)
 	if t.Failed() || testing.Verbose() {
 		t.Log(logs())
 	}

@@ -55,10 +55,11 @@ const PlanPath = "docs/plan.md"
 // a fast-forward merge in that work tree, which git refuses (changing
 // nothing) when it would overwrite the user's uncommitted changes.
 //
-// The merge is computed without a lock. Landing takes the cache's
-// landing lock, so merges from this data directory land one at a time;
-// if the base moved meanwhile, the merge is made again on its new head
-// before landing.
+// The merge is computed without a lock. Landing takes a landing lock:
+// the source repository's own when it is on this machine (so workers
+// with different data directories land one at a time too), else the
+// cache's. If the base moved meanwhile, or moves under the landing
+// (the user committed), the merge is made again on its new head.
 func (l Local) Merge(ctx context.Context, d *baton.Delivery, ws *Workspaces, base, sha string, method baton.MergeMethod) (baton.Ref, error) {
 	c, err := ws.open(ctx, d, l)
 	if err != nil {
@@ -72,21 +73,27 @@ func (l Local) Merge(ctx context.Context, d *baton.Delivery, ws *Workspaces, bas
 	if err != nil {
 		return baton.Ref{}, mergeError(d, base, err)
 	}
-	unlock, err := ws.landLock(ctx, c.Dir)
+	unlock, err := ws.landLock(ctx, c)
 	if err != nil {
 		return baton.Ref{}, err
 	}
 	defer unlock()
-	if now, err := ws.syncBase(ctx, c, d, base); err != nil {
-		return baton.Ref{}, err
-	} else if now != head {
-		head = now
-		if merged, err = ws.merge(ctx, c, d, head, sha, method); err != nil {
-			return baton.Ref{}, mergeError(d, base, err)
+	for attempt := 1; ; attempt++ {
+		if now, err := ws.syncBase(ctx, c, d, base); err != nil {
+			return baton.Ref{}, err
+		} else if now != head {
+			head = now
+			if merged, err = ws.merge(ctx, c, d, head, sha, method); err != nil {
+				return baton.Ref{}, mergeError(d, base, err)
+			}
 		}
-	}
-	if err := ws.land(ctx, d, c, base, head, sha, merged); err != nil {
-		return baton.Ref{}, err
+		err := ws.land(ctx, d, c, base, head, sha, merged)
+		if err == nil {
+			break
+		}
+		if now, _, rerr := c.sourceRef(ctx, branchRef(base)); attempt >= maxLandAttempts || rerr != nil || now == head {
+			return baton.Ref{}, err
+		}
 	}
 	// The cache follows the source; if another worker moved the ref
 	// first, the next sync sets it.
@@ -94,6 +101,10 @@ func (l Local) Merge(ctx context.Context, d *baton.Delivery, ws *Workspaces, bas
 	short := merged[:min(12, len(merged))]
 	return baton.Ref{Role: baton.RoleWork, Type: "commit", Label: fmt.Sprintf("merged into %s as %s (%s)", base, short, methodName(method))}, nil
 }
+
+// maxLandAttempts bounds how often a merge is made again because its base
+// moved under it: each time, someone else's change landed.
+const maxLandAttempts = 5
 
 func mergeError(d *baton.Delivery, base string, err error) error {
 	return baton.WrapError(baton.ErrorCode(err), err, "merge %s into %s: reject the delivery to implement to bring the branch up to date with %s", d.WorkBranch(), base, base)

@@ -70,9 +70,14 @@ func (w *Workspaces) lock(ctx context.Context, cacheDir string) (unlock func(), 
 }
 
 // landLock takes the lock that lets one merge at a time land on a local
-// source's base branch from this cache.
-func (w *Workspaces) landLock(ctx context.Context, cacheDir string) (unlock func(), err error) {
-	return w.lockFile(ctx, strings.TrimSuffix(cacheDir, ".git")+".land")
+// source's base branch: in the source's git directory when it is on this
+// machine (workers with other data directories take the same one), else
+// beside the cache.
+func (w *Workspaces) landLock(ctx context.Context, c *cache) (unlock func(), err error) {
+	if c.src != nil {
+		return w.lockFile(ctx, filepath.Join(c.src.CommonDir, "baton-land"))
+	}
+	return w.lockFile(ctx, strings.TrimSuffix(c.Dir, ".git")+".land")
 }
 
 func (w *Workspaces) lockFile(ctx context.Context, path string) (unlock func(), err error) {
