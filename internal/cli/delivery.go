@@ -44,7 +44,7 @@ BATON_DATABASE_URL is set; --db picks another SQLite file.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	cmd.PersistentFlags().StringVar(&db, "db", "", "SQLite database file (default: <data dir>/baton.db)")
+	cmd.PersistentFlags().StringVar(&db, "db", "", "SQLite database file or postgres:// URL (default: BATON_DATABASE_URL, else <data dir>/baton.db)")
 	cmd.AddCommand(
 		newDeliveryCreateCmd(f, &db),
 		newDeliveryListCmd(f, &db),

@@ -30,7 +30,7 @@ label, seen in a webhook or in a complete listing.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	cmd.PersistentFlags().StringVar(&db, "db", "", "SQLite database file or postgres:// URL (default: <data dir>/baton.db)")
+	cmd.PersistentFlags().StringVar(&db, "db", "", "SQLite database file or postgres:// URL (default: BATON_DATABASE_URL, else <data dir>/baton.db)")
 	cmd.AddCommand(newSourceAddCmd(f, &db), newSourceListCmd(f, &db), newSourceRemoveCmd(f, &db), newSourceSyncCmd(f, &db))
 	return cmd
 }

@@ -43,7 +43,7 @@ and their phases go back to the queue for the next worker.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&db, "db", "", "SQLite database file (default: <data dir>/baton.db)")
+	fl.StringVar(&db, "db", "", "SQLite database file or postgres:// URL (default: BATON_DATABASE_URL, else <data dir>/baton.db)")
 	fl.IntVar(&o.workers, "workers", 1, "phases to run at once")
 	fl.DurationVar(&o.lease, "lease", delivery.DefaultLease, "heartbeat age after which a running phase's worker is taken for dead")
 	fl.DurationVar(&o.heartbeat, "heartbeat", delivery.DefaultHeartbeatEvery, "how often a running phase beats")

@@ -26,6 +26,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
@@ -159,7 +160,17 @@ func Migrate(ctx context.Context, dialect Dialect, db *sql.DB) error {
 	if err != nil {
 		return err
 	}
-	p, err := goose.NewProvider(gd, db, fsys, goose.WithTableName("baton_schema_version"), goose.WithDisableGlobalRegistry(true))
+	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true)}
+	if dialect == Postgres {
+		// Servers and workers on several machines may start at once: one
+		// migrates under a PostgreSQL advisory lock while the others wait.
+		locker, err := lock.NewPostgresSessionLocker()
+		if err != nil {
+			return err
+		}
+		opts = append(opts, goose.WithSessionLocker(locker))
+	}
+	p, err := goose.NewProvider(gd, db, fsys, append(opts, goose.WithTableName("baton_schema_version"))...)
 	if err != nil {
 		return fmt.Errorf("prepare migrations: %w", err)
 	}

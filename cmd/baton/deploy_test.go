@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/baton-agent/baton/internal/sqlstore"
+	"github.com/baton-agent/baton/internal/sqlstore/sqlstoretest"
+)
+
+// unit is what a test needs of a systemd unit: its ExecStart argv and its
+// Environment= assignments.
+type unit struct {
+	argv []string
+	env  []string
+}
+
+func readUnit(t *testing.T, path string) unit {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var u unit
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if v, ok := strings.CutPrefix(line, "ExecStart="); ok {
+			u.argv = strings.Fields(v)
+		}
+		if v, ok := strings.CutPrefix(line, "Environment="); ok {
+			u.env = append(u.env, v)
+		}
+	}
+	if len(u.argv) < 2 || u.argv[0] != "/usr/local/bin/baton" {
+		t.Fatalf("%s: ExecStart = %q, want /usr/local/bin/baton ...", path, u.argv)
+	}
+	return u
+}
+
+// withFlag returns argv with the value of flag replaced.
+func withFlag(t *testing.T, argv []string, flag, value string) []string {
+	t.Helper()
+	i := slices.Index(argv, flag)
+	if i < 0 || i+1 >= len(argv) {
+		t.Fatalf("%q has no %s", argv, flag)
+	}
+	out := slices.Clone(argv)
+	out[i+1] = value
+	return out
+}
+
+// The deployment recipe of docs/deploy.md, run as written: the systemd
+// units' command lines start `baton serve` (API only, on a non-loopback
+// address with a token) and `baton worker` with its own data directory,
+// both on one PostgreSQL database; a delivery created through the API is
+// run by the worker to the end; SIGTERM stops both cleanly. The
+// Kubernetes manifest's containers run the same commands.
+func TestDeployRecipe(t *testing.T) {
+	dsn := sqlstoretest.DSN(t, sqlstore.Postgres)
+	serveUnit := readUnit(t, filepath.Join("..", "..", "deploy", "systemd", "baton-serve.service"))
+	workerUnit := readUnit(t, filepath.Join("..", "..", "deploy", "systemd", "baton-worker.service"))
+	checkManifest(t, filepath.Join("..", "..", "deploy", "kubernetes", "baton.yaml"), serveUnit.argv[1:], workerUnit.argv[1:])
+
+	const token = "deploy-test-token-0123456789"
+	home := t.TempDir()
+	agent := filepath.Join(t.TempDir(), "agent.sh")
+	if err := os.WriteFile(agent, []byte(concurrentAgent), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	base := gitEnv(home, "BATON_DATABASE_URL="+dsn, "BATON_ACTOR=tester")
+	src := userRepo(t, base)
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	serveEnv := append(slices.Clone(base), serveUnit.env...)
+	serveEnv = append(serveEnv, "BATON_DATA_DIR="+t.TempDir(), "BATON_API_TOKEN="+token, "BATON_AGENT=command:"+agent)
+	serve := exec.Command(batonBin, withFlag(t, serveUnit.argv[1:], "--addr", fmt.Sprintf("0.0.0.0:%d", port))...)
+	serve.Dir, serve.Env = src, serveEnv
+	var serveOut bytes.Buffer
+	serve.Stdout, serve.Stderr = &serveOut, &serveOut
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if serve.ProcessState == nil {
+			_ = serve.Process.Kill()
+			_ = serve.Wait()
+		}
+	})
+	workerEnv := append(slices.Clone(base), workerUnit.env...)
+	workerEnv = append(workerEnv, "BATON_DATA_DIR="+t.TempDir())
+	worker := startWorker(t, workerEnv, append(workerUnit.argv[2:], "--poll", "100ms")...)
+
+	api := fmt.Sprintf("http://127.0.0.1:%d", port)
+	call := func(method, path string, body any) (int, map[string]any) {
+		t.Helper()
+		var r io.Reader
+		if body != nil {
+			b, _ := json.Marshal(body)
+			r = bytes.NewReader(b)
+		}
+		req, _ := http.NewRequest(method, api+path, r)
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, nil
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, m
+	}
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if code, _ := call("GET", "/readyz", nil); code == http.StatusOK {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("serve not ready after 30s\n%s", serveOut.String())
+		}
+	}
+	code, created := call("POST", "/api/deliveries", map[string]any{"repo": src, "summary": "Deployed delivery", "checkpoints": []string{}, "endpoint": "deploy"})
+	if code != http.StatusCreated {
+		t.Fatalf("POST /api/deliveries = %d %v\n%s", code, created, serveOut.String())
+	}
+	d, _ := created["delivery"].(map[string]any)
+	id, _ := d["id"].(string)
+	if id == "" {
+		t.Fatalf("POST /api/deliveries answered %v", created)
+	}
+	var got map[string]any
+	for end := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		_, got = call("GET", "/api/deliveries/"+id, nil)
+		if d, _ := got["delivery"].(map[string]any); d != nil && d["phase"] == "close" {
+			if d["run_status"] != "succeeded" {
+				t.Fatalf("delivery closed %v: %v", d["run_status"], d["error"])
+			}
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("delivery %s not closed after 2m: %v\nworker:\n%s", id, got, worker.output())
+		}
+	}
+	if out := gitOut(t, src, "show", "main:baton-"+id+".txt"); out != "baton-"+id {
+		t.Errorf("main:baton-%s.txt = %q", id, out)
+	}
+
+	worker.stop(t)
+	_ = serve.Process.Signal(os.Interrupt)
+	if err := serve.Wait(); err != nil {
+		t.Errorf("serve did not stop cleanly: %v\n%s", err, serveOut.String())
+	}
+	if strings.Contains(serveOut.String(), token) {
+		t.Errorf("serve printed its token:\n%s", serveOut.String())
+	}
+}
+
+// checkManifest checks that the Kubernetes manifest runs the units'
+// commands, so the two recipes cannot drift apart.
+func checkManifest(t *testing.T, path string, serveArgs, workerArgs []string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	containers := map[string][]string{}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	for {
+		var doc struct {
+			Kind string
+			Spec struct {
+				Template struct {
+					Spec struct {
+						Containers []struct {
+							Name string
+							Args []string
+						}
+					}
+				}
+			}
+		}
+		if err := dec.Decode(&doc); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		for _, c := range doc.Spec.Template.Spec.Containers {
+			containers[c.Name] = c.Args
+		}
+	}
+	if !slices.Equal(containers["serve"], serveArgs) {
+		t.Errorf("%s: serve args %q, the systemd unit runs %q", path, containers["serve"], serveArgs)
+	}
+	if !slices.Equal(containers["worker"], workerArgs) {
+		t.Errorf("%s: worker args %q, the systemd unit runs %q", path, containers["worker"], workerArgs)
+	}
+}
