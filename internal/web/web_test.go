@@ -29,7 +29,7 @@ import (
 const token = "baton_test_token"
 
 type env struct {
-	t    *testing.T
+	t    testing.TB
 	srv  *httptest.Server
 	svc  *delivery.Service
 	web  *web.Server
@@ -39,12 +39,12 @@ type env struct {
 
 // newEnv serves the API on a real database of dialect, with one local
 // repository allowed.
-func newEnv(t *testing.T, dialect sqlstore.Dialect) *env {
+func newEnv(t testing.TB, dialect sqlstore.Dialect) *env {
 	t.Helper()
 	return newEnvDSN(t, sqlstoretest.DSN(t, dialect))
 }
 
-func newEnvDSN(t *testing.T, dsn string) *env {
+func newEnvDSN(t testing.TB, dsn string) *env {
 	t.Helper()
 	gittest.Setenv(t)
 	q, err := queue.Open(t.Context(), dsn, queue.Config{})
