@@ -298,7 +298,7 @@ func fanOut(s *server, n int) error {
 		}
 		var v struct {
 			Delivery  struct{ Phase, RunStatus string } `json:"delivery"`
-			LastEvent int64                            `json:"last_event"`
+			LastEvent int64                             `json:"last_event"`
 		}
 		err = json.NewDecoder(resp.Body).Decode(&v)
 		resp.Body.Close()
