@@ -45,7 +45,7 @@ type Payload struct {
 		HTMLURL     string                  `json:"html_url"`
 		State       string                  `json:"state"`
 		Labels      []struct{ Name string } `json:"labels"`
-		PullRequest json.RawMessage         `json:"pull_request"`
+		PullRequest json.RawMessage         `json:"pull_request,omitempty"`
 	} `json:"issue"`
 	Label *struct {
 		Name string `json:"name"`
@@ -192,6 +192,11 @@ func (s *Service) Webhook(ctx context.Context, event, signature string, body []b
 	}
 	if si, ok, _ := s.trackedOne(ctx, src.ID, is.Number); ok {
 		r.DeliveryID = si
+		// A closed delivery stays closed (close is final): say so rather
+		// than let "exists" read as work resuming.
+		if d, err := s.Deliveries.Current(ctx, si); err == nil && r.Outcome == "exists" && d.Phase == baton.PhaseClose {
+			r.Reason = fmt.Sprintf("issue #%d's delivery %s is closed, and a closed delivery is not reopened", is.Number, si)
+		}
 	}
 	return r, nil
 }

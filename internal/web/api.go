@@ -301,11 +301,12 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) error {
 // choose an agent or a command: those come from the server's
 // configuration.
 type CreateRequest struct {
-	IssueURL    string   `json:"issue_url,omitempty"`
-	Repo        string   `json:"repo,omitempty"`
-	Summary     string   `json:"summary,omitempty"`
-	Endpoint    string   `json:"endpoint,omitempty"`
-	Checkpoints []string `json:"checkpoints,omitempty"`
+	IssueURL string `json:"issue_url,omitempty"`
+	Repo     string `json:"repo,omitempty"`
+	Summary  string `json:"summary,omitempty"`
+	Endpoint string `json:"endpoint,omitempty"`
+	// Checkpoints, when present, replace the defaults: [] means none.
+	Checkpoints []string `json:"checkpoints,omitzero"`
 }
 
 // forbiddenFields name request fields that would choose what runs.
@@ -316,8 +317,12 @@ var forbiddenFields = []string{"agent", "agent_args", "model", "verify", "deploy
 // or a command.
 func DecodeCreate(b []byte) (CreateRequest, error) {
 	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return CreateRequest{}, baton.Errorf(baton.Invalid, "the body must be a JSON object: %s", baton.Truncate(err.Error(), 200, "…"))
+	if err := json.Unmarshal(b, &raw); err != nil || raw == nil {
+		msg := "null"
+		if err != nil {
+			msg = baton.Truncate(err.Error(), 200, "…")
+		}
+		return CreateRequest{}, baton.Errorf(baton.Invalid, "the body must be a JSON object: %s", msg)
 	}
 	for _, f := range forbiddenFields {
 		if _, ok := raw[f]; ok {

@@ -1,0 +1,102 @@
+package intake
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/agentrun"
+	"github.com/baton-agent/baton/internal/delivery"
+	"github.com/baton-agent/baton/internal/queue"
+	"github.com/baton-agent/baton/internal/sqlstore"
+	"github.com/baton-agent/baton/internal/sqlstore/sqlstoretest"
+)
+
+var payloadSeeds = []string{
+	`{"action":"labeled","label":{"name":"baton"},"repository":{"full_name":"octo/app","html_url":"https://github.com/octo/app"},"issue":{"number":7,"title":"Crash","state":"open","html_url":"https://github.com/octo/app/issues/7","labels":[{"name":"baton"}]}}`,
+	`{"action":"closed","repository":{"full_name":"octo/app"},"issue":{"number":7,"state":"closed","pull_request":{"url":"x"}}}`,
+	`{"zen":"hi","repository":{"full_name":"octo/app"}}`,
+	`{"issue":null,"label":null}`, `[]`, `null`, `{"issue":{"number":-1}}`,
+}
+
+// A payload that parses encodes and parses again to the same value.
+func FuzzParsePayload(f *testing.F) {
+	for _, s := range payloadSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		p, err := ParsePayload(body)
+		if err != nil {
+			return
+		}
+		again, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p2, err := ParsePayload(again)
+		if err != nil || !reflect.DeepEqual(p, p2) {
+			t.Fatalf("round trip: %q parsed to %+v, re-encoded %s, parsed to %+v (%v)", body, p, again, p2, err)
+		}
+	})
+}
+
+// Whatever the body, a signature made with another secret is refused
+// before anything is read or stored, and the right signature is never
+// refused as a bad one.
+func FuzzWebhookSignature(f *testing.F) {
+	for _, s := range payloadSeeds {
+		f.Add([]byte(s), "issues")
+	}
+	q, err := queue.Open(f.Context(), sqlstoretest.DSN(f, sqlstore.SQLite), queue.Config{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { q.Close() })
+	svc := &delivery.Service{Queue: q, DataDir: f.TempDir(), DefaultAgent: "command:true"}
+	in := &Service{Deliveries: svc, WebhookSecret: "server-secret"}
+	if _, err := in.Add(f.Context(), SourceInput{Repo: "octo/app"}); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, event string) {
+		if _, err := in.Webhook(t.Context(), event, Sign("wrong-secret", body), body); !errors.Is(err, ErrBadSignature) {
+			t.Fatalf("a body signed with another secret: %v", err)
+		}
+		if _, err := in.Webhook(t.Context(), event, Sign("server-secret", body), body); errors.Is(err, ErrBadSignature) || errors.Is(err, ErrNoSignature) {
+			t.Fatalf("the right signature was refused: %v", err)
+		}
+		if _, err := in.Webhook(t.Context(), event, "", body); !errors.Is(err, ErrNoSignature) {
+			t.Fatalf("no signature: %v", err)
+		}
+	})
+}
+
+// A source input from the API that is accepted never sets a command
+// agent: the agent is one of the named CLIs or none.
+func FuzzApplySourceInput(f *testing.F) {
+	f.Add("claude", "baton", "review", "plan,deploy", "https://ghe.example/api/v3/")
+	f.Add("command:sh -c evil", "", "", "", "")
+	f.Add(" command:true ", "x", "close", "", "http://x")
+	f.Add("Command:true", "", "", "", "")
+	f.Fuzz(func(t *testing.T, agent, label, endpoint, checkpoints, apiURL string) {
+		src := &baton.Source{Repo: "octo/app", Label: baton.DefaultSourceLabel}
+		cps := []string{checkpoints}
+		err := apply(src, SourceInput{Agent: &agent, Label: &label, Endpoint: &endpoint, Checkpoints: &cps, APIURL: &apiURL})
+		if err != nil {
+			return
+		}
+		if src.Agent == "" {
+			return
+		}
+		argv, err := agentrun.Command(agentrun.Spec{Agent: src.Agent, Prompt: "-"})
+		if err != nil {
+			t.Fatalf("accepted agent %q that cannot run: %v", src.Agent, err)
+		}
+		switch argv[0] {
+		case "claude", "codex", "droid":
+		default:
+			t.Fatalf("an API source input set agent %q, which runs %q", agent, argv[0])
+		}
+	})
+}

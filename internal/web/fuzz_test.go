@@ -1,0 +1,142 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/baton-agent/baton/internal/delivery"
+)
+
+// A create request the decoder accepts decodes again to the same value,
+// never carries a field that chooses what runs (in any spelling), and
+// turns into a service request that names no agent or command and no
+// directory outside the server's repositories.
+func FuzzDecodeCreate(f *testing.F) {
+	for _, s := range []string{
+		`{"repo":"/srv/app","summary":"Add a health endpoint"}`,
+		`{"issue_url":"https://github.com/octo/app/issues/7"}`,
+		`{"repo":"/srv/app/sub","summary":"x","endpoint":"review","checkpoints":[]}`,
+		`{"repo":"/srv/app","summary":"x","checkpoints":["plan","deploy"]}`,
+		`{"repo":"/srv/app/../etc","summary":"x"}`,
+		`{"repo":"/srv/app","summary":"x","Agent":"command:sh"}`,
+		`{"repo":"/srv/app","summary":"x","agent":"command:sh"}`,
+		`{"summary":"x"} {"agent":"claude"}`,
+		`{"summary":"a","summary":"b"}`,
+		`[]`, `null`, `"x"`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	srv := &Server{Repos: []string{"/srv/app"}}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		c, err := DecodeCreate(body)
+		if err != nil {
+			return
+		}
+		var raw map[string]json.RawMessage
+		if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
+			t.Fatalf("accepted a body that is not a JSON object: %q", body)
+		}
+		for k := range raw {
+			for _, bad := range forbiddenFields {
+				if strings.EqualFold(k, bad) {
+					t.Fatalf("accepted the refused field %q in %q", k, body)
+				}
+			}
+		}
+		again, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c2, err := DecodeCreate(again)
+		if err != nil || !reflect.DeepEqual(c, c2) {
+			t.Fatalf("round trip: %q decoded to %#v, re-encoded %s, decoded to %#v (%v)", body, c, again, c2, err)
+		}
+		req, err := srv.request(c, "fuzz")
+		if err != nil {
+			return
+		}
+		if req.Repo != "" && req.Repo != "/srv/app" && !strings.HasPrefix(req.Repo, "/srv/app/") {
+			t.Fatalf("request %q reaches %q, outside the server's repositories", body, req.Repo)
+		}
+		if req.Repo != "" && req.Repo != filepath.Clean(req.Repo) {
+			t.Fatalf("request %q names an unclean path %q", body, req.Repo)
+		}
+		set := req.Settings
+		set.Endpoint, set.Checkpoints = nil, nil
+		if !reflect.DeepEqual(set, delivery.Settings{}) {
+			t.Fatalf("request %q chose settings a caller must not: %+v", body, set)
+		}
+	})
+}
+
+// A source, settings or action body the decoders accept decodes again to
+// the same value: nothing is lost or invented on the way.
+func FuzzDecodeSource(f *testing.F) {
+	for _, s := range []string{
+		`{"repo":"octo/app","label":"baton","checkpoints":["plan"],"paused":true}`,
+		`{"api_url":"https://ghe.example/api/v3/","webhook_secret":"s","agent":"codex"}`,
+		`{"checkpoints":[]}`, `{"label":""}`, `{"endpoint":null}`, `{}`, `{"repo":1}`, `{"x":1}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		roundTrip(t, body, DecodeSource)
+	})
+}
+
+func FuzzDecodeSettings(f *testing.F) {
+	for _, s := range []string{`{"polling":true,"poll_every_seconds":30}`, `{"poll_every_seconds":1e400}`, `{}`, `{"polling":"yes"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		roundTrip(t, body, DecodeSettings)
+	})
+}
+
+func FuzzDecodeAction(f *testing.F) {
+	for _, s := range []string{`{"reason":"not now"}`, ``, `  `, `{}`, `{"reason":1}`, `{"reason":"a"}{}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		roundTrip(t, body, DecodeAction)
+	})
+}
+
+func roundTrip[T any](t *testing.T, body []byte, decode func([]byte) (T, error)) {
+	t.Helper()
+	v, err := decode(body)
+	if err != nil {
+		return
+	}
+	again, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, err := decode(again)
+	if err != nil || !reflect.DeepEqual(v, v2) {
+		t.Fatalf("round trip: %q decoded to %#v, re-encoded %s, decoded to %#v (%v)", body, v, again, v2, err)
+	}
+}
+
+// The list query accepts only what it documents: a limit in range, a
+// positive cursor, and a known state.
+func FuzzListFilter(f *testing.F) {
+	for _, s := range []string{"limit=2&cursor=5", "state=closed&q=x", "limit=0", "limit=999", "cursor=-1", "state=open", "phase=plan&status=failed", "q=%ff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, query string) {
+		r := httptest.NewRequest("GET", "/api/deliveries", nil)
+		r.URL.RawQuery = query
+		fl, err := listFilter(r)
+		if err != nil {
+			return
+		}
+		if fl.Limit < 1 || fl.Limit > maxPage || fl.BeforeSeq < 0 || len(fl.Search) > 200 || (fl.Open && fl.Closed) {
+			t.Fatalf("query %q gave filter %+v", query, fl)
+		}
+	})
+}
