@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test baton has: formatting, vet, `go test ./...` with the real
 # parts the tests need (git; a PostgreSQL server for the pipeline's Postgres
-# driver), and a type-check of the pi extension against pi's published
+# driver; chromium for the dashboard's browser tests), and a type-check of the pi extension against pi's published
 # types. Installs what is missing from Debian's packages, starts PostgreSQL
 # as the postgres user, and exits non-zero on any failure.
 set -euo pipefail
@@ -12,6 +12,9 @@ log() { printf '== %s\n' "$*" >&2; }
 need_apt=()
 command -v git >/dev/null || need_apt+=(git)
 command -v npm >/dev/null || need_apt+=(nodejs npm)
+# The dashboard's browser tests drive Debian's chromium; without it they
+# would skip.
+command -v chromium >/dev/null || command -v chromium-browser >/dev/null || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
 	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
 		log "installing ${need_apt[*]}"

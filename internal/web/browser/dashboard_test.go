@@ -1,0 +1,378 @@
+// Package browser_test drives the dashboard in a real browser: Debian's
+// chromium through the DevTools protocol (chromedp), against the real
+// server, database, queue, worker and a scripted agent.
+//
+// Screenshots go to $BATON_TEST_ARTIFACTS when it is set, else to the
+// test's temporary directory. When no chromium binary exists the tests
+// skip and say so; scripts/test.sh installs it, so CI never skips.
+package browser_test
+
+import (
+	"bytes"
+	"context"
+	"image/png"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/baton-agent/baton/internal/delivery"
+	"github.com/baton-agent/baton/internal/gitx/gittest"
+	"github.com/baton-agent/baton/internal/intake"
+	"github.com/baton-agent/baton/internal/queue"
+	"github.com/baton-agent/baton/internal/sqlstore"
+	"github.com/baton-agent/baton/internal/sqlstore/sqlstoretest"
+	"github.com/baton-agent/baton/internal/web"
+
+	"net/http/httptest"
+)
+
+const token = "baton_browser_test_token"
+
+// agentScript answers as planner, implementer or reviewer. The
+// implementer waits before it speaks, so its output reaches a page that
+// is already open; a request that says "Break once" fails its first
+// plan.
+const agentScript = `#!/bin/sh
+prompt=$(cat)
+case "$prompt" in
+*"Break once"*)
+	if [ ! -f "$STATE/broke" ]; then
+		touch "$STATE/broke"
+		echo "boom: the planner's toolchain crashed" >&2
+		exit 3
+	fi ;;
+esac
+case "$prompt" in
+*"You are the reviewer"*) echo '{"verdict":"pass","summary":"Looks right","feedback":""}' ;;
+*"You are the planner"*) echo "planning: read the request"; echo "1. Write greet.txt." ;;
+*)
+	sleep 2
+	echo "implementing: writing greet.txt"
+	f=$(git rev-parse --abbrev-ref HEAD | tr / -)
+	echo "hello" > "$f.txt"
+	echo "implemented" ;;
+esac
+`
+
+type env struct {
+	t         *testing.T
+	url       string
+	svc       *delivery.Service
+	artifacts string
+	browser   context.Context
+}
+
+func chromium(t *testing.T) string {
+	for _, name := range []string{os.Getenv("BATON_CHROMIUM"), "chromium", "chromium-browser", "google-chrome"} {
+		if name == "" {
+			continue
+		}
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("no chromium binary on PATH (scripts/test.sh installs Debian's chromium package; or set BATON_CHROMIUM)")
+	return ""
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	bin := chromium(t)
+	gittest.Setenv(t)
+	dir := t.TempDir()
+	repo := filepath.Join(dir, "app")
+	state := filepath.Join(dir, "state")
+	for _, d := range []string{filepath.Join(repo, ".agent"), state} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := filepath.Join(dir, "agent.sh")
+	if err := os.WriteFile(script, []byte(agentScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := `{"verify":"true","observe":"true","observe_window":"1s","observe_every":"200ms"}`
+	if err := os.WriteFile(filepath.Join(repo, ".agent", "delivery.json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Git(t, repo, "init", "-q", "-b", "main")
+	gittest.Git(t, repo, "add", "-A")
+	gittest.Git(t, repo, "commit", "-q", "-m", "initial commit")
+
+	q, err := queue.Open(t.Context(), sqlstoretest.DSN(t, sqlstore.SQLite), queue.Config{Workers: 1, FetchPollInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &delivery.Service{Queue: q, DataDir: filepath.Join(dir, "data"), DefaultAgent: "command:" + script}
+	feed := delivery.NewFeed(svc, 50*time.Millisecond)
+	ws := &web.Server{Deliveries: svc, Feed: feed, Token: token, Open: true, Repos: []string{repo},
+		Intake: &intake.Service{Deliveries: svc}, Heartbeat: time.Second,
+		Agent: web.AgentStatus{Name: svc.DefaultAgent, Installed: true}}
+	srv := httptest.NewServer(ws.Handler())
+
+	ctx, stop := context.WithCancel(context.Background())
+	worker := &delivery.Worker{
+		Runner: &delivery.Runner{Service: svc, Owner: "worker:browser", AgentEnv: []string{"STATE=" + state},
+			PollEvery: 50 * time.Millisecond, KillGrace: time.Second},
+		Log: slog.New(slog.NewTextHandler(testWriter{t}, nil)), Observe: ws.ObserveJob,
+	}
+	done := make(chan error, 1)
+	go func() { done <- worker.Run(ctx) }()
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox,
+		chromedp.WindowSize(1280, 900), chromedp.Flag("disable-dev-shm-usage", true))
+	alloc, closeAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	browser, closeBrowser := chromedp.NewContext(alloc)
+	if err := chromedp.Do(browser); err != nil {
+		t.Fatalf("start chromium (%s): %v", bin, err)
+	}
+	t.Cleanup(func() {
+		closeBrowser()
+		closeAlloc()
+		srv.CloseClientConnections()
+		srv.Close()
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("worker: %v", err)
+		}
+		feed.Close()
+		q.Close()
+	})
+	out := os.Getenv("BATON_TEST_ARTIFACTS")
+	if out == "" {
+		out = t.TempDir()
+	} else {
+		out = filepath.Join(out, t.Name())
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &env{t: t, url: srv.URL, svc: svc, artifacts: out, browser: browser}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// run runs browser actions with a bound, failing the test with the
+// page's text on an error.
+func (e *env) run(what string, actions ...chromedp.Action[chromedp.Void]) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(e.browser, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		e.t.Fatalf("%s: %v\npage:\n%s", what, err, e.text())
+	}
+}
+
+// eval evaluates a JavaScript expression on the page.
+func eval[T any](e *env, expr string) T {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(e.browser, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		e.t.Fatalf("evaluate %s: %v\npage:\n%s", expr, err, e.text())
+	}
+	return v
+}
+
+func (e *env) text() string {
+	ctx, cancel := context.WithTimeout(e.browser, 5*time.Second)
+	defer cancel()
+	s, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
+	return s
+}
+
+// submit clicks a form's button and waits for the page it leads to.
+func (e *env) submit(sel string) {
+	e.t.Helper()
+	eval[bool](e, `window.__before = 1; true`)
+	e.run("click "+sel, chromedp.Click(chromedp.CSS(sel)))
+	e.waitJS("the next page", `window.__before === undefined && document.readyState === "complete"`, 20*time.Second)
+}
+
+// waitJS polls a JavaScript condition.
+func (e *env) waitJS(what, expr string, limit time.Duration) {
+	e.t.Helper()
+	end := time.Now().Add(limit)
+	for {
+		ctx, cancel := context.WithTimeout(e.browser, 5*time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!!(`+expr+`)`))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(end) {
+			e.t.Fatalf("waited %s for %s (%s); page:\n%s", limit, what, expr, e.text())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (e *env) signIn() {
+	e.t.Helper()
+	e.run("open the sign-in page", chromedp.Navigate(e.url+"/login?next=/"), chromedp.WaitVisible(chromedp.CSS(`input[name=token]`)))
+	e.run("fill the sign-in form",
+		chromedp.SendKeys(chromedp.CSS(`input[name=token]`), token),
+		chromedp.SendKeys(chromedp.CSS(`input[name=name]`), "alice"))
+	e.submit(`form[action="/login"] button[type=submit]`)
+	if txt := e.text(); !strings.Contains(txt, "signed in as alice") || strings.Contains(txt, token) {
+		e.t.Fatalf("after sign-in the page says:\n%s", txt)
+	}
+}
+
+// create makes a delivery from the list page's form and returns its page
+// path.
+func (e *env) create(summary string) string {
+	e.t.Helper()
+	e.run("open the list", chromedp.Navigate(e.url+"/"), chromedp.WaitVisible(chromedp.CSS(`input[name=summary]`)))
+	e.run("fill the create form", chromedp.SendKeys(chromedp.CSS(`input[name=summary]`), summary))
+	e.submit(`form[action="/deliveries"] button[type=submit]`)
+	path := eval[string](e, `location.pathname`)
+	if !strings.HasPrefix(path, "/deliveries/") || !strings.Contains(e.text(), summary) {
+		e.t.Fatalf("after create: %s\n%s", path, e.text())
+	}
+	return path
+}
+
+// badge is the delivery's state as its page shows it.
+func (e *env) badge() string {
+	return eval[string](e, `(document.querySelector("#state .badge") || {}).textContent || ""`)
+}
+
+// actions are the action buttons the page offers.
+func (e *env) actions() []string {
+	return eval[[]string](e, `Array.from(document.querySelectorAll("#state button[data-action]")).map(b => b.dataset.action)`)
+}
+
+func (e *env) screenshot(name string) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(e.browser, 30*time.Second)
+	defer cancel()
+	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		e.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	img, err := png.Decode(bytes.NewReader(buf))
+	if err != nil || img.Bounds().Dx() < 300 {
+		e.t.Fatalf("screenshot %s is not a usable PNG: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(e.artifacts, name+".png"), buf, 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// A person signs in, creates a delivery, watches the agent's output
+// arrive live, approves it through its checkpoints and sees it close.
+// A failed plan shows its error, and a retry from the page works.
+func TestDashboardDelivery(t *testing.T) {
+	e := newEnv(t)
+	e.signIn()
+	page := e.create("Add a greeting file")
+
+	// Drive the delivery from its page: approve or run whatever waits for
+	// a person, until it closes. The page must follow by itself (event
+	// stream and htmx), never by a reload.
+	var clicked []string
+	sawLive := false
+	end := time.Now().Add(2 * time.Minute)
+	for !strings.HasPrefix(e.badge(), "close/") {
+		if time.Now().After(end) {
+			t.Fatalf("the delivery did not close; it is %q after %v\n%s", e.badge(), clicked, e.text())
+		}
+		as := e.actions()
+		act := ""
+		for _, a := range as {
+			if a == "approve" || a == "run" {
+				act = a
+				break
+			}
+		}
+		if act == "" {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		clicked = append(clicked, strings.SplitN(e.badge(), " ", 2)[0]+":"+act)
+		e.submit(`#state button[data-action="` + act + `"]`)
+		if !sawLive && strings.HasPrefix(e.badge(), "implement/") {
+			// The page is open before the implementer speaks: its line
+			// must arrive over the event stream, without navigation.
+			eval[bool](e, `window.__stay = 1; true`)
+			e.waitJS("the implementer's live output", `document.querySelector("#live-log").textContent.includes("implementing: writing greet.txt")`, 30*time.Second)
+			if !eval[bool](e, `window.__stay === 1`) {
+				t.Fatal("the live log arrived by reloading the page, not by the event stream")
+			}
+			sawLive = true
+		}
+	}
+	if !sawLive {
+		t.Errorf("never watched the implementer live; actions were %v", clicked)
+	}
+	if e.badge() != "close/succeeded" {
+		t.Errorf("closed as %q", e.badge())
+	}
+	if len(clicked) < 2 {
+		t.Errorf("approved %v: want the plan and deploy checkpoints", clicked)
+	}
+	t.Logf("actions taken: %v", clicked)
+	txt := e.text()
+	for _, want := range []string{"planning: read the request", "implemented", "Phase log", "alice"} {
+		if !strings.Contains(txt, want) {
+			t.Errorf("the closed delivery's page lacks %q", want)
+		}
+	}
+	e.screenshot("detail")
+
+	// A plan that fails shows why; Retry runs it again.
+	e.create("Break once, then work")
+	e.waitJS("the plan to fail", `(document.querySelector("#state .badge")||{}).textContent.startsWith("plan/failed")`, 60*time.Second)
+	msg := eval[string](e, `(document.querySelector("#delivery-error")||{}).textContent || ""`)
+	if !strings.Contains(msg, "boom") && !strings.Contains(msg, "exit") {
+		t.Errorf("the failed plan's error shown is %q", msg)
+	}
+	if !contains(e.actions(), "retry") {
+		t.Fatalf("a failed plan offers %v, want retry", e.actions())
+	}
+	e.submit(`#state button[data-action="retry"]`)
+	e.waitJS("the retried plan to succeed", `(document.querySelector("#state .badge")||{}).textContent.startsWith("plan/succeeded")`, 60*time.Second)
+
+	// Screenshots of the list and the board, and the pages at a phone's
+	// width, where nothing may scroll sideways.
+	e.run("open the list", chromedp.Navigate(e.url+"/?state=all"), chromedp.WaitVisible(chromedp.CSS(`#list`)))
+	if n := strings.Count(e.text(), "Break once"); n == 0 || !strings.Contains(e.text(), "Add a greeting file") {
+		t.Errorf("the list does not show both deliveries:\n%s", e.text())
+	}
+	e.screenshot("list")
+	e.run("open the board", chromedp.Navigate(e.url+"/board"), chromedp.WaitReady(chromedp.CSS(`body`)))
+	e.screenshot("board")
+	e.run("phone width", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
+	for _, p := range []string{"/?state=all", page, "/board"} {
+		e.run("open "+p+" on a phone", chromedp.Navigate(e.url+p), chromedp.WaitReady(chromedp.CSS(`body`)))
+		if overflow := eval[int](e, `document.documentElement.scrollWidth - window.innerWidth`); overflow > 0 {
+			wide := eval[[]string](e, `Array.from(document.querySelectorAll("body *")).filter(el => el.getBoundingClientRect().right > window.innerWidth + 1 && !el.closest(".scroll")).slice(-3).map(el => el.tagName + "." + el.className + ": " + (el.textContent || "").slice(0, 60))`)
+			t.Errorf("%s at 390px scrolls sideways by %dpx; too wide: %q", p, overflow, wide)
+		}
+	}
+	e.run("open the detail page on a phone", chromedp.Navigate(e.url+page), chromedp.WaitReady(chromedp.CSS(`#state`)))
+	e.screenshot("detail-phone")
+	t.Logf("screenshots in %s", e.artifacts)
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
