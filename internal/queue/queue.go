@@ -143,7 +143,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Queue, error) {
 	if db.Dialect == sqlstore.Postgres {
 		q, err = openPostgres(ctx, db.Pool, cfg)
 	} else {
-		q, err = openSQLite(ctx, db.SQL, cfg)
+		q, err = openSQLite(ctx, db.SQL, db.Store(), cfg)
 	}
 	if err != nil {
 		db.Close()

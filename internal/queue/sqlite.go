@@ -16,12 +16,12 @@ func OpenSQLite(ctx context.Context, db *sql.DB, cfg Config) (*Queue, error) {
 	if err := sqlstore.Migrate(ctx, sqlstore.SQLite, db); err != nil {
 		return nil, err
 	}
-	return openSQLite(ctx, db, cfg)
+	return openSQLite(ctx, db, sqlstore.New(sqlstore.SQLite, sqlstore.SQL(db)), cfg)
 }
 
-// openSQLite is OpenSQLite on a database whose baton tables are migrated.
-func openSQLite(ctx context.Context, db *sql.DB, cfg Config) (*Queue, error) {
-	store := sqlstore.New(sqlstore.SQLite, sqlstore.SQL(db))
+// openSQLite is OpenSQLite on a database whose baton tables are migrated,
+// with store on it for reads and writes outside transactions.
+func openSQLite(ctx context.Context, db *sql.DB, store *sqlstore.Store, cfg Config) (*Queue, error) {
 	w := &phaseWorker{}
 	client, err := newClient(ctx, riversqlite.New(db), cfg, w)
 	if err != nil {

@@ -193,6 +193,25 @@ func Migrate(ctx context.Context, dialect Dialect, db *sql.DB) error {
 	return nil
 }
 
+// OpenSQLiteReader opens read-only connections to the SQLite database at
+// path, which OpenSQLite made: WAL lets any number of readers run beside
+// the one writer, so pages and API reads need not queue behind the
+// writer's connection (or each other) on a busy server.
+func OpenSQLiteReader(path string, conns int) (*sql.DB, error) {
+	dsn := "file:" + path + "?_pragma=busy_timeout(20000)&_pragma=query_only(1)&_pragma=foreign_keys(1)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, baton.WrapError(baton.Internal, err, "open database %s", path)
+	}
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
+	if err := db.Ping(); err != nil {
+		db.Close()
+		return nil, baton.WrapError(baton.Unavailable, err, "open database %s", path)
+	}
+	return db, nil
+}
+
 // OpenSQLite opens (creating it and its directory if needed) the SQLite
 // database at path, in WAL mode with a busy timeout so a CLI and a worker
 // can share it, and with one connection: SQLite has one writer, and River

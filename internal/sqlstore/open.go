@@ -9,12 +9,17 @@ import (
 )
 
 // DB is an open database of either dialect, migrated: a SQLite file
-// (SQL) or a PostgreSQL pool (Pool).
+// (SQL, its one writing connection, and Read, read-only connections) or a
+// PostgreSQL pool (Pool).
 type DB struct {
 	Dialect Dialect
 	SQL     *sql.DB
+	Read    *sql.DB
 	Pool    *pgxpool.Pool
 }
+
+// sqliteReaders is how many read-only connections a SQLite database gets.
+const sqliteReaders = 4
 
 // IsPostgresURL reports whether dsn names a PostgreSQL database rather
 // than a SQLite file.
@@ -45,7 +50,12 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
-	return &DB{Dialect: SQLite, SQL: db}, nil
+	read, err := OpenSQLiteReader(dsn, sqliteReaders)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &DB{Dialect: SQLite, SQL: db, Read: read}, nil
 }
 
 // Store is baton's store on the whole database.
@@ -53,7 +63,11 @@ func (db *DB) Store() *Store {
 	if db.Dialect == Postgres {
 		return New(Postgres, Pgx(db.Pool))
 	}
-	return New(SQLite, SQL(db.SQL))
+	s := New(SQLite, SQL(db.SQL))
+	if db.Read != nil {
+		s.read = SQL(db.Read)
+	}
+	return s
 }
 
 // Close closes the database.
@@ -63,5 +77,8 @@ func (db *DB) Close() {
 	}
 	if db.SQL != nil {
 		_ = db.SQL.Close()
+	}
+	if db.Read != nil {
+		_ = db.Read.Close()
 	}
 }

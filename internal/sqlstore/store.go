@@ -24,6 +24,9 @@ import (
 type Store struct {
 	dialect Dialect
 	q       Querier
+	// read, when set, serves queries outside transactions (a SQLite
+	// database's read-only connections); writes always go through q.
+	read Querier
 }
 
 // New returns a store of dialect on q (a database or a transaction).
@@ -65,12 +68,27 @@ func (s *Store) exec(ctx context.Context, q string, args ...any) (int64, error) 
 }
 
 func (s *Store) query(ctx context.Context, q string, args ...any) (Rows, error) {
-	rows, err := s.q.Query(ctx, rebind(s.dialect, q), args...)
+	rows, err := s.on(q).Query(ctx, rebind(s.dialect, q), args...)
 	return rows, s.wrap(err)
 }
 
 func (s *Store) row(ctx context.Context, q string, args ...any) Row {
-	return s.q.QueryRow(ctx, rebind(s.dialect, q), args...)
+	return s.on(q).QueryRow(ctx, rebind(s.dialect, q), args...)
+}
+
+// on is where s runs statement q: a SELECT on its read-only connections
+// when it has them (never within a transaction: With drops them), anything
+// else (an INSERT ... RETURNING) on q.
+func (s *Store) on(q string) Querier {
+	if s.read != nil && isSelect(q) {
+		return s.read
+	}
+	return s.q
+}
+
+func isSelect(q string) bool {
+	q = strings.TrimLeft(q, " \t\r\n")
+	return len(q) >= 6 && strings.EqualFold(q[:6], "select")
 }
 
 // wrap classifies driver errors: locked or unreachable → Unavailable,

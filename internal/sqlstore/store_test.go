@@ -207,3 +207,47 @@ func TestConcurrentFirstMigrations(t *testing.T) {
 		return sqlstore.Migrate(context.Background(), sqlstore.SQLite, db)
 	})
 }
+
+// Reads on a SQLite database do not wait for its writer: while a write
+// transaction holds the one writing connection (a worker moving a phase
+// on), the dashboard's reads still answer, and see what was committed.
+func TestSQLiteReadsDoNotWaitForTheWriter(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlstore.Open(ctx, sqlstoretest.DSN(t, sqlstore.SQLite))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	st := db.Store()
+	d := baton.Delivery{ID: "d1", Summary: "committed", Repository: "/r", Forge: baton.ForgeLocal,
+		Phase: baton.PhasePlan, RunStatus: baton.StatusPending, Endpoint: baton.PhaseObserve}
+	if _, _, err := st.CreateDelivery(ctx, &d); err != nil {
+		t.Fatal(err)
+	}
+
+	tx, err := db.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	in := st.With(sqlstore.SQL(tx))
+	d2 := baton.Delivery{ID: "d2", Summary: "uncommitted", Repository: "/r", Forge: baton.ForgeLocal,
+		Phase: baton.PhasePlan, RunStatus: baton.StatusPending, Endpoint: baton.PhaseObserve}
+	if _, _, err := in.CreateDelivery(ctx, &d2); err != nil {
+		t.Fatal(err)
+	}
+
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	ds, err := st.FindDeliveries(rctx, baton.DeliveryFilter{})
+	if err != nil {
+		t.Fatalf("a read while a write transaction is open: %v", err)
+	}
+	if len(ds) != 1 || ds[0].ID != "d1" {
+		t.Errorf("read %d deliveries, want the committed one only", len(ds))
+	}
+	// Within the transaction, its own write is seen.
+	if got, err := in.FindDeliveryByID(ctx, "d2"); err != nil || got.Summary != "uncommitted" {
+		t.Errorf("the transaction's own read = %v, %v", got, err)
+	}
+}

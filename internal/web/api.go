@@ -384,12 +384,20 @@ func (s *Server) request(c CreateRequest, actor string) (delivery.Request, error
 }
 
 // allowedRepo returns the local repository a request names, when it is
-// one the server was given (or inside one).
+// one the server was given (or inside one). Links are resolved first, so
+// a link inside an allowed repository cannot lead to another one.
 func (s *Server) allowedRepo(repo string) (string, error) {
 	clean := filepath.Clean(repo)
+	real, err := filepath.EvalSymlinks(clean)
+	if err != nil || !filepath.IsAbs(real) {
+		real = ""
+	}
 	for _, r := range s.Repos {
-		if clean == r || strings.HasPrefix(clean, r+string(filepath.Separator)) {
-			return clean, nil
+		if rr, err := filepath.EvalSymlinks(r); err == nil {
+			r = rr
+		}
+		if real != "" && (real == r || strings.HasPrefix(real, r+string(filepath.Separator))) {
+			return real, nil
 		}
 	}
 	if len(s.Repos) == 0 {

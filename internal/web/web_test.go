@@ -206,7 +206,18 @@ func TestAPIDeliveries(t *testing.T) {
 // bodies are bounded.
 func TestAPIRefusesWhatARequestMustNotChoose(t *testing.T) {
 	e := newEnv(t, sqlstore.SQLite)
+	// A link inside the allowed repository to a repository it was not given.
+	other := filepath.Join(t.TempDir(), "other")
+	if err := os.MkdirAll(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Git(t, other, "init", "-q", "-b", "main")
+	gittest.Git(t, other, "commit", "-q", "--allow-empty", "-m", "initial")
+	if err := os.Symlink(other, filepath.Join(e.repo, "elsewhere")); err != nil {
+		t.Fatal(err)
+	}
 	for _, body := range []string{
+		`{"repo":"` + e.repo + `/elsewhere","summary":"x"}`,
 		`{"repo":"` + e.repo + `","summary":"x","agent":"command:rm -rf /"}`,
 		`{"repo":"` + e.repo + `","summary":"x","verify":"curl evil"}`,
 		`{"repo":"` + e.repo + `","summary":"x","agent_args":["--dangerously-skip-permissions"]}`,
