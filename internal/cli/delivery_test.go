@@ -154,6 +154,9 @@ func TestDeliveryRunApproveRejectLog(t *testing.T) {
 		t.Errorf("reject = %q", r.stdout)
 	}
 	r = e.ok("", "", "delivery", "show", "1", "--json")
+	if !strings.Contains(r.stdout, `"phase_timeout": "30m0s"`) || !strings.Contains(r.stdout, `"plan": "10m0s"`) {
+		t.Errorf("delivery show --json does not write durations as strings:\n%s", r.stdout)
+	}
 	var v deliveryView
 	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
 		t.Fatal(err)
