@@ -489,7 +489,7 @@ func TestImplementFeatureGolden(t *testing.T) {
 	e.checkoutOf("https://github.com/octo/app")
 	e.ok("", "", "init")
 	e.write("internal/auth/session.go", "package auth\n")
-	e.ok("", "", "files", "add", "internal/auth/jwt.go", "internal/auth/session.go", "internal/auth/gone.go")
+	e.ok("", "", "files", "add", "--missing-ok", "internal/auth/jwt.go", "internal/auth/session.go", "internal/auth/gone.go")
 
 	r := e.ok("", "", "implement-feature", "7", "--comments", "1")
 	golden.CheckString(t, "implement_feature_issue.golden.md", r.stdout)

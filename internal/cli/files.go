@@ -1,7 +1,11 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -38,6 +42,8 @@ the whole log. The log is streamed, so even a huge log uses little memory.`,
 			switch {
 			case all && since != "":
 				return usageError("--all and --since do not go together")
+			case limit < 0:
+				return usageError("--limit %d: give a number of files, or 0 for all", limit)
 			case since != "":
 				p, err := st.ResolvePacket(since)
 				if err != nil {
@@ -102,6 +108,7 @@ the whole log. The log is streamed, so even a huge log uses little memory.`,
 
 func newFilesAddCmd(f *Factory) *cobra.Command {
 	var packetRef string
+	var missingOK bool
 	cmd := &cobra.Command{
 		Use:   "add <path>...",
 		Short: "Record files as confirmed relevant",
@@ -130,6 +137,11 @@ the project root. With --packet, the entries name that packet.`,
 				if !ok {
 					return usageError("%s is outside the project root %s", a, st.Root())
 				}
+				if !missingOK {
+					if _, err := os.Lstat(filepath.Join(st.Root(), rel)); errors.Is(err, fs.ErrNotExist) {
+						return baton.Errorf(baton.NotFound, "%s does not exist: check the path, or pass --missing-ok to record a file that is still to be written", a)
+					}
+				}
 				entries = append(entries, baton.RelevantFile{Timestamp: now, FilePath: rel, Source: baton.FromUser, PacketID: packetID, Confidence: 1})
 			}
 			if err := st.AppendRelevantFiles(cmd.Context(), entries...); err != nil {
@@ -142,5 +154,6 @@ the project root. With --packet, the entries name that packet.`,
 		},
 	}
 	cmd.Flags().StringVar(&packetRef, "packet", "", "the `PACKET` these files belong to (id, prefix or latest)")
+	cmd.Flags().BoolVar(&missingOK, "missing-ok", false, "record paths that do not exist (yet)")
 	return cmd
 }

@@ -21,6 +21,9 @@ on first use, so init is only needed to choose the root explicitly.`,
 		Example: "  baton init\n  baton init --root ~/src/app",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.checkExplicitRoot(); err != nil {
+				return err
+			}
 			st := f.Store()
 			created, err := st.Init(cmd.Context())
 			if err != nil {
