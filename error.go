@@ -33,7 +33,12 @@ func (e *Error) Error() string {
 	if e.Message == "" {
 		return e.Err.Error()
 	}
-	return e.Message + ": " + e.Err.Error()
+	// A cause with no text of its own (a sentinel the message already
+	// states) adds nothing.
+	if cause := e.Err.Error(); cause != "" {
+		return e.Message + ": " + cause
+	}
+	return e.Message
 }
 
 func (e *Error) Unwrap() error { return e.Err }

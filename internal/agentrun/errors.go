@@ -37,9 +37,18 @@ var (
 
 // newError builds the *baton.Error Run returns: msg is user-facing, and the
 // cause chain holds sentinel and, when set, the underlying error.
+// unstated is a sentinel that the message already states: errors.Is
+// finds it, and it adds no text.
+type unstated struct{ err error }
+
+func (u unstated) Error() string { return "" }
+func (u unstated) Unwrap() error { return u.err }
+
 func newError(code baton.Code, sentinel, cause error, format string, args ...any) error {
 	var err error
 	switch {
+	case sentinel != nil && cause != nil && sentinel.Error() == "":
+		err = fmt.Errorf("%w%w", sentinel, cause)
 	case sentinel != nil && cause != nil:
 		err = fmt.Errorf("%w: %w", sentinel, cause)
 	case sentinel != nil:

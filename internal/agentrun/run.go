@@ -327,6 +327,10 @@ func classify(ctx context.Context, s Spec, p *plan, res *Result, stop stopReason
 
 func notInstalled(p *plan, cause error) error {
 	name := p.argv[0]
+	if errors.Is(cause, exec.ErrNotFound) || errors.Is(cause, fs.ErrNotExist) {
+		// The message says it all; keep the sentinel for errors.Is only.
+		cause = nil
+	}
 	var others []string
 	for _, k := range []kind{kindClaude, kindCodex, kindDroid} {
 		if k != p.kind {
@@ -335,10 +339,10 @@ func notInstalled(p *plan, cause error) error {
 	}
 	hint := strings.Join(others, ", ")
 	if p.kind == kindCommand {
-		return newError(baton.NotFound, ErrNotInstalled, cause,
+		return newError(baton.NotFound, unstated{ErrNotInstalled}, cause,
 			"agent program %q not found: check the path in --agent command:<argv>, or pick another agent with %s", name, hint)
 	}
-	return newError(baton.NotFound, ErrNotInstalled, cause,
+	return newError(baton.NotFound, unstated{ErrNotInstalled}, cause,
 		"%s is not installed (not found on PATH): install it, or pick another agent with %s or --agent command:<argv>", name, hint)
 }
 

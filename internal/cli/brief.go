@@ -34,7 +34,7 @@ type briefOptions struct {
 func (o *briefOptions) registerCommon(cmd *cobra.Command, defaultBudget string) {
 	o.gh.register(cmd)
 	fl := cmd.Flags()
-	fl.IntVar(&o.budget, "budget", 0, "the whole prompt's size limit in `BYTES` (default "+defaultBudget+")")
+	sizeVar(fl, &o.budget, "budget", 0, "the whole prompt's size limit: `SIZE` in bytes or with a unit, 40KB, 40KiB (default "+defaultBudget+")")
 	fl.IntVar(&o.budgetTokens, "budget-tokens", 0, "also limit the prompt to `N` o200k_base tokens (counted offline)")
 	fl.BoolVar(&o.explain, "explain", false, "report kept, dropped and truncated sections on stderr")
 	fl.BoolVar(&o.asJSON, "json", false, "print the prompt, its report and the fetched facts as JSON")
@@ -100,7 +100,7 @@ command's !-injection or a pipe into any agent; baton never reads stdin here.`,
 		},
 	}
 	o.registerCommon(cmd, "--diff-budget + 49152")
-	cmd.Flags().IntVar(&o.diffBudget, "diff-budget", brief.DefaultDiffBudget, "the diff's size limit in `BYTES`")
+	sizeVar(cmd.Flags(), &o.diffBudget, "diff-budget", brief.DefaultDiffBudget, "the diff's size limit: `SIZE` in bytes or with a unit (40KB, 40KiB)")
 	return cmd
 }
 

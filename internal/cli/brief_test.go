@@ -363,7 +363,7 @@ func TestBriefUsageErrors(t *testing.T) {
 		{[]string{"review-pr", "0"}, `got "0"`},
 		{[]string{"review-pr", "https://github.com/octo/app/issues/3"}, "pull request URL"},
 		{[]string{"review-pr", "12", "--diff-budget", "0"}, "--diff-budget must be a positive"},
-		{[]string{"review-pr", "12", "--budget", "-5"}, "--budget must be a positive"},
+		{[]string{"review-pr", "12", "--budget", "-5"}, `"-5" is not a size`},
 		{[]string{"review-pr", "12", "--budget-tokens", "-1"}, "--budget-tokens"},
 		{[]string{"fix-issue", "crash"}, "fix-issue takes an issue number"},
 		{[]string{"fix-issue", "7", "--comments", "101"}, "--comments must be between 0 and 100"},

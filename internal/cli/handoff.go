@@ -181,7 +181,7 @@ what was kept, dropped and cut on stderr.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.IntVar(&o.budget, "budget", prompt.DefaultBudgetBytes, "the prompt's size limit in `BYTES`")
+	sizeVar(fl, &o.budget, "budget", prompt.DefaultBudgetBytes, "the prompt's size limit: `SIZE` in bytes or with a unit (40KB, 40KiB)")
 	fl.IntVar(&o.budgetTokens, "budget-tokens", 0, "also limit the prompt to `N` o200k_base tokens (counted offline)")
 	fl.BoolVar(&o.explain, "explain", false, "report kept, dropped and truncated sections on stderr")
 	fl.BoolVar(&o.asJSON, "json", false, "print the prompt and its report as JSON")

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -63,5 +64,31 @@ func TestFilesAddChecksPaths(t *testing.T) {
 	r = e.run("", "", "files", "--limit", "-1")
 	if r.code != 2 || !strings.Contains(r.stderr, "--limit -1") {
 		t.Errorf("files --limit -1 = %d\nstderr: %s", r.code, r.stderr)
+	}
+}
+
+// A missing agent is named once, with what to do, not followed by the
+// same fact in Go's words.
+func TestMissingAgentMessageSaysItOnce(t *testing.T) {
+	e := runProject(t, "---\nid: t\nnext: execute\n---\n# Task\n\nDo it.\n")
+	// Agents are looked up on the process's PATH: one with git only.
+	bin := t.TempDir()
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(gitPath, filepath.Join(bin, "git")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin)
+	e.ok("", "", "run", "init", "--guard", "true")
+	r := e.run("", "", "run", "step", "--agent", "claude")
+	if !strings.Contains(r.stderr+r.stdout, "claude is not installed") {
+		t.Fatalf("run step with no claude = %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	for _, repeat := range []string{"agent not installed", "executable file not found"} {
+		if strings.Contains(r.stderr+r.stdout, repeat) {
+			t.Errorf("the message repeats itself (%q):\n%s%s", repeat, r.stdout, r.stderr)
+		}
 	}
 }
