@@ -139,7 +139,7 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 	defer feed.Close()
 	srv := &web.Server{
 		Deliveries: svc, Feed: feed, Intake: in, Token: token, Open: loopback, Repos: repos,
-		Agent: agentStatus(agent), Log: log, Version: f.Version, Now: f.Now,
+		Agent: agentStatus(agent), Log: log, Version: f.Version, Now: f.Now, Project: serveProject(f),
 	}
 	handler := srv.Handler()
 

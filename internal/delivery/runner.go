@@ -224,7 +224,7 @@ func (r *Runner) finish(ctx context.Context, d *baton.Delivery, out outcome, int
 	case interrupted:
 		in.Action = ActRelease
 		if out.run != nil {
-			out.run.Status, out.run.Error = baton.RunFailed, "worker "+r.Owner+" stopped; the phase was queued again"
+			out.run.Status, out.run.Error = baton.RunCanceled, "worker "+r.Owner+" stopped; the phase was queued again"
 		}
 	case out.err != nil:
 		in.Action, in.Note = ActFail, errText(out.err)

@@ -354,7 +354,7 @@ func TestInterruptedRunIsReleasedOrCanceled(t *testing.T) {
 		runs, _ := h.svc.Store().AgentRuns(t.Context(), d.ID)
 		last := runs[len(runs)-1]
 		if !foreground {
-			if got.String() != "plan/pending" || !got.Queued || last.Status != baton.RunFailed || !strings.Contains(last.Error, "queued again") {
+			if got.String() != "plan/pending" || !got.Queued || last.Status != baton.RunCanceled || !strings.Contains(last.Error, "queued again") {
 				t.Fatalf("released: %s queued=%v, run %+v", got.String(), got.Queued, last)
 			}
 			continue

@@ -358,6 +358,10 @@ func (s *Service) sync(ctx context.Context, src *baton.Source) error {
 	if err != nil {
 		return err
 	}
+	if s.GitHub == nil {
+		src.Sync.Error = "this server was started without GitHub access, so sources cannot sync"
+		return baton.Errorf(baton.Unavailable, "%s", src.Sync.Error)
+	}
 	c, err := s.GitHub(ctx, repo, src.APIURL)
 	if err != nil {
 		src.Sync.Error = baton.ErrorMessage(err)

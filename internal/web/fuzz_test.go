@@ -3,12 +3,18 @@ package web
 import (
 	"encoding/json"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/baton-agent/baton/internal/delivery"
+	"github.com/baton-agent/baton/internal/intake"
+	"github.com/baton-agent/baton/internal/queue"
+	"github.com/baton-agent/baton/internal/sqlstore"
+	"github.com/baton-agent/baton/internal/sqlstore/sqlstoretest"
 )
 
 // A create request the decoder accepts decodes again to the same value,
@@ -94,6 +100,38 @@ func FuzzDecodeSettings(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		roundTrip(t, body, DecodeSettings)
+	})
+}
+
+// Whatever a settings body or the settings form says, the stored poll
+// interval stays within the documented range.
+func FuzzSettingsStayInRange(f *testing.F) {
+	for _, s := range []string{"30", "1e300", "-5", "NaN", "Inf", "9.999", "86400", "86400.5", "0x1p-2"} {
+		f.Add(s)
+	}
+	q, err := queue.Open(f.Context(), sqlstoretest.DSN(f, sqlstore.SQLite), queue.Config{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(q.Close)
+	in := &intake.Service{Deliveries: &delivery.Service{Queue: q, DataDir: f.TempDir()}}
+	srv := &Server{Intake: in}
+	f.Fuzz(func(t *testing.T, secs string) {
+		form := url.Values{"polling": {"on"}, "poll_every_seconds": {secs}}
+		r := httptest.NewRequest("POST", "/settings", strings.NewReader(form.Encode()))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		_ = srv.formSettings(httptest.NewRecorder(), r)
+		if body, err := DecodeSettings([]byte(`{"poll_every_seconds":` + secs + `}`)); err == nil {
+			r := httptest.NewRequest("PATCH", "/api/settings", nil)
+			_ = srv.applySettings(r, body)
+		}
+		st, err := in.Settings(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.PollEvery < intake.MinPollEvery || st.PollEvery > 24*time.Hour {
+			t.Fatalf("%q stored a poll interval of %s", secs, st.PollEvery)
+		}
 	})
 }
 

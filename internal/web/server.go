@@ -71,6 +71,10 @@ type Server struct {
 	// 15s).
 	Heartbeat time.Duration
 
+	// apiRoutes are the patterns of the API's routes, as registered: the
+	// OpenAPI test checks the document against them.
+	apiRoutes []string
+
 	fails    failures
 	requests Histogram
 	jobs     Histogram
@@ -129,7 +133,9 @@ func (s *Server) Handler() http.Handler {
 	}
 	s.registerMetrics()
 	mux := http.NewServeMux()
+	s.apiRoutes = s.apiRoutes[:0]
 	api := func(pattern string, h handlerFunc) {
+		s.apiRoutes = append(s.apiRoutes, pattern)
 		mux.Handle(pattern, s.apiHandler(h))
 	}
 	page := func(pattern string, h handlerFunc) {

@@ -2,6 +2,7 @@ package web
 
 import (
 	"errors"
+	"math"
 	"net/http"
 	"time"
 
@@ -216,7 +217,13 @@ func (s *Server) applySettings(r *http.Request, req SettingsRequest) error {
 	}
 	u := intake.SettingsUpdate{Polling: req.Polling}
 	if req.PollEverySeconds != nil {
-		d := time.Duration(*req.PollEverySeconds * float64(time.Second))
+		// Range first: a float beyond int64 nanoseconds converts to
+		// whatever the machine makes of it.
+		secs := *req.PollEverySeconds
+		if math.IsNaN(secs) || secs < 0 || secs > (24*time.Hour).Seconds() {
+			return baton.Errorf(baton.Invalid, "poll interval %v seconds: want %d to %d", secs, int(intake.MinPollEvery.Seconds()), int((24 * time.Hour).Seconds()))
+		}
+		d := time.Duration(secs * float64(time.Second))
 		u.PollEvery = &d
 	}
 	_, err = in.UpdateSettings(r.Context(), u)

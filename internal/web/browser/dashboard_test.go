@@ -29,6 +29,7 @@ import (
 	"github.com/baton-agent/baton/internal/sqlstore/sqlstoretest"
 	"github.com/baton-agent/baton/internal/web"
 
+	"net/http"
 	"net/http/httptest"
 )
 
@@ -111,16 +112,35 @@ func newEnv(t *testing.T) *env {
 	}
 	svc := &delivery.Service{Queue: q, DataDir: filepath.Join(dir, "data"), DefaultAgent: "command:" + script}
 	feed := delivery.NewFeed(svc, 50*time.Millisecond)
-	ws := &web.Server{Deliveries: svc, Feed: feed, Token: token, Open: true, Repos: []string{repo},
+	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	ws := &web.Server{Deliveries: svc, Feed: feed, Token: token, Open: true, Repos: []string{repo}, Log: log,
 		Intake: &intake.Service{Deliveries: svc}, Heartbeat: time.Second,
 		Agent: web.AgentStatus{Name: svc.DefaultAgent, Installed: true}}
-	srv := httptest.NewServer(ws.Handler())
+	// A slow state refresh: phase changes come in bursts, and the page
+	// must end up showing the last state even when a burst arrives while
+	// it is still fetching the previous one.
+	h := ws.Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("fragment") != "state" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		// Rendered now, delivered late: the state may move meanwhile.
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		time.Sleep(300 * time.Millisecond)
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+	}))
 
 	ctx, stop := context.WithCancel(context.Background())
 	worker := &delivery.Worker{
 		Runner: &delivery.Runner{Service: svc, Owner: "worker:browser", AgentEnv: []string{"STATE=" + state},
 			PollEvery: 50 * time.Millisecond, KillGrace: time.Second},
-		Log: slog.New(slog.NewTextHandler(testWriter{t}, nil)), Observe: ws.ObserveJob,
+		Log: log, Observe: ws.ObserveJob,
 	}
 	done := make(chan error, 1)
 	go func() { done <- worker.Run(ctx) }()
@@ -288,7 +308,8 @@ func TestDashboardDelivery(t *testing.T) {
 	end := time.Now().Add(2 * time.Minute)
 	for !strings.HasPrefix(e.badge(), "close/") {
 		if time.Now().After(end) {
-			t.Fatalf("the delivery did not close; it is %q after %v\n%s", e.badge(), clicked, e.text())
+			t.Fatalf("the delivery did not close; the page says %q after %v\n%s\nlive log:\n%s", e.badge(), clicked, e.text(),
+				eval[string](e, `document.querySelector("#live-log").innerText`))
 		}
 		as := e.actions()
 		act := ""

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// serveProc is a running `baton serve` and its output.
+type serveProc struct {
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	out  strings.Builder
+	url  chan string
+	done chan error
+}
+
+func (s *serveProc) output() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.out.String()
+}
+
+var dashboardURL = regexp.MustCompile(`dashboard (http://[^/ ]+)/`)
+
+// startServe runs the built binary as `baton serve args...` in dir and
+// returns once it says where it listens.
+func startServe(t *testing.T, env []string, dir string, args ...string) (*serveProc, string) {
+	t.Helper()
+	s := &serveProc{cmd: exec.Command(batonBin, append([]string{"serve"}, args...)...), url: make(chan string, 1), done: make(chan error, 1)}
+	s.cmd.Dir, s.cmd.Env = dir, env
+	pr, pw := io.Pipe()
+	s.cmd.Stdout, s.cmd.Stderr = pw, pw
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		err := s.cmd.Wait()
+		pw.Close()
+		s.done <- err
+	}()
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			s.mu.Lock()
+			s.out.WriteString(sc.Text() + "\n")
+			s.mu.Unlock()
+			if m := dashboardURL.FindStringSubmatch(sc.Text()); m != nil {
+				s.url <- strings.Replace(m[1], "0.0.0.0", "127.0.0.1", 1)
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		if s.cmd.ProcessState == nil {
+			_ = s.cmd.Process.Kill()
+			<-s.done
+		}
+	})
+	select {
+	case u := <-s.url:
+		return s, u
+	case err := <-s.done:
+		t.Fatalf("baton serve %s exited: %v\n%s", strings.Join(args, " "), err, s.output())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("baton serve did not start in 30s\n%s", s.output())
+	}
+	return nil, ""
+}
+
+// stop sends SIGTERM and returns how serve exited.
+func (s *serveProc) stop(t *testing.T) error {
+	t.Helper()
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-s.done:
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatalf("baton serve did not stop 30s after SIGTERM\n%s", s.output())
+	}
+	return nil
+}
+
+func apiCall(t *testing.T, method, url, token, body string, v any) int {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if v != nil {
+		if err := json.Unmarshal(b, v); err != nil {
+			t.Fatalf("%s %s: %v: %s", method, url, err, b)
+		}
+	}
+	return resp.StatusCode
+}
+
+// slowAgent says it started, notes its process id and works for a
+// minute: long enough to be stopped.
+const slowAgent = `#!/bin/sh
+cat >/dev/null
+echo $$ > "%s"
+echo "agent started"
+sleep 60
+echo "agent finished"
+`
+
+type runDetail struct {
+	Delivery struct {
+		Phase     string `json:"phase"`
+		RunStatus string `json:"run_status"`
+		Queued    bool   `json:"queued"`
+	} `json:"delivery"`
+	AgentRuns []struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+	} `json:"agent_runs"`
+}
+
+// SIGTERM while an agent runs: the agent is stopped, its run recorded as
+// canceled, the phase released to the queue for the next worker, and
+// serve exits 0. A non-loopback --addr is refused while no token exists,
+// and accepted once one does.
+func TestServeStopsCleanlyOnSIGTERM(t *testing.T) {
+	home, data := t.TempDir(), t.TempDir()
+	env := gitEnv(home, "BATON_DATA_DIR="+data)
+	src := userRepo(t, env)
+	pidFile := filepath.Join(t.TempDir(), "agent.pid")
+	agent := filepath.Join(t.TempDir(), "agent.sh")
+	if err := os.WriteFile(agent, []byte(fmt.Sprintf(slowAgent, pidFile)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	// No token yet: a non-loopback address is refused, and no token is
+	// made for it.
+	cmd := exec.Command(batonBin, "serve", "--addr", "0.0.0.0:0")
+	cmd.Dir, cmd.Env = src, env
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || !strings.Contains(string(out), "BATON_API_TOKEN") {
+		t.Fatalf("serve on 0.0.0.0 without a token: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(data, "api-token")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the refused start left a token file: %v", err)
+	}
+
+	s, url := startServe(t, env, src, "--addr", "127.0.0.1:0", "--agent", "command:"+agent, "--poll", "100ms")
+	tok, err := os.ReadFile(filepath.Join(data, "api-token"))
+	if err != nil {
+		t.Fatalf("no token was generated: %v\n%s", err, s.output())
+	}
+	token := strings.TrimSpace(string(tok))
+	var created struct {
+		Delivery struct {
+			ID string `json:"id"`
+		} `json:"delivery"`
+	}
+	body := fmt.Sprintf(`{"repo":%q,"summary":"Stop me","checkpoints":[]}`, src)
+	if code := apiCall(t, "POST", url+"/api/deliveries", token, body, &created); code != http.StatusCreated {
+		t.Fatalf("create = %d\n%s", code, s.output())
+	}
+	id := created.Delivery.ID
+	var pid int
+	for end := time.Now().Add(30 * time.Second); pid == 0; time.Sleep(50 * time.Millisecond) {
+		if b, err := os.ReadFile(pidFile); err == nil && strings.HasSuffix(string(b), "\n") {
+			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the agent did not start\n%s", s.output())
+		}
+	}
+	var before runDetail
+	apiCall(t, "GET", url+"/api/deliveries/"+id, "", "", &before)
+	if before.Delivery.RunStatus != "running" || len(before.AgentRuns) != 1 || before.AgentRuns[0].Status != "running" {
+		t.Fatalf("before SIGTERM: %+v", before)
+	}
+
+	start := time.Now()
+	if err := s.stop(t); err != nil {
+		t.Fatalf("serve exited with %v after SIGTERM\n%s", err, s.output())
+	}
+	t.Logf("serve stopped %s after SIGTERM", time.Since(start).Round(time.Millisecond))
+	if alive(pid) {
+		t.Errorf("the agent (pid %d) outlived serve", pid)
+	}
+	if strings.Count(s.output(), token) != 1 {
+		t.Errorf("the first start printed its new token %d times, want once", strings.Count(s.output(), token))
+	}
+
+	// The token exists now: a non-loopback address is accepted, and every
+	// request there needs the token, reads included.
+	s2, url2 := startServe(t, env, src, "--addr", "0.0.0.0:0", "--workers", "0")
+	if code := apiCall(t, "GET", url2+"/api/deliveries/"+id, "", "", nil); code != http.StatusUnauthorized {
+		t.Errorf("read without a token on 0.0.0.0 = %d, want 401", code)
+	}
+	var after runDetail
+	if code := apiCall(t, "GET", url2+"/api/deliveries/"+id, token, "", &after); code != http.StatusOK {
+		t.Fatalf("read with the token = %d\n%s", code, s2.output())
+	}
+	if d := after.Delivery; d.Phase != "plan" || d.RunStatus != "pending" || !d.Queued {
+		t.Errorf("after SIGTERM the delivery is %+v, want plan pending and queued for the next worker", d)
+	}
+	if len(after.AgentRuns) != 1 || after.AgentRuns[0].Status != "canceled" || !strings.Contains(after.AgentRuns[0].Error, "stopped") {
+		t.Errorf("after SIGTERM the agent runs are %+v, want one canceled run", after.AgentRuns)
+	}
+	if err := s2.stop(t); err != nil {
+		t.Errorf("second serve exited with %v\n%s", err, s2.output())
+	}
+	if strings.Contains(s2.output(), token) {
+		t.Errorf("a later start printed the token:\n%s", s2.output())
+	}
+}
+
+// alive reports whether a process exists and is not a zombie.
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(rest, "Z")
+}

@@ -1,0 +1,163 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/fsstore"
+	"github.com/baton-agent/baton/internal/goaltree"
+	"github.com/baton-agent/baton/internal/safefile"
+	"github.com/baton-agent/baton/internal/web"
+)
+
+// Bounds of the project page: it reads files an agent wrote.
+const (
+	projectIterations = 50
+	projectArtifacts  = 100
+	guardLogBytes     = 64 << 10
+	iterMetaBytes     = 256 << 10
+)
+
+// serveProject is the project serve runs in, for the dashboard's
+// read-only project page; nil outside a project.
+func serveProject(f *Factory) *web.Project {
+	st := f.Store()
+	if st.Root() == "" || !st.Exists() {
+		return nil
+	}
+	return &web.Project{Root: st.Root(), Load: func(ctx context.Context) (web.ProjectView, error) {
+		return loadProject(st)
+	}}
+}
+
+// loadProject reads the goal-tree run (tree, current node, the newest
+// iterations with their guard logs), packets and loops.
+func loadProject(st *fsstore.Store) (web.ProjectView, error) {
+	v := web.ProjectView{Root: st.Root()}
+	run, err := loadRunView(goaltree.Layout{Root: st.Root()})
+	if err != nil {
+		return v, err
+	}
+	v.Run = run
+	packets, _, err := st.FindPackets(fsstore.PacketFilter{})
+	if err != nil {
+		return v, err
+	}
+	for _, p := range packets[:min(len(packets), projectArtifacts)] {
+		v.Packets = append(v.Packets, web.ArtifactView{ID: p.ID, Status: string(p.Status), Purpose: p.Purpose})
+	}
+	loops, _, err := st.FindLoops(fsstore.LoopFilter{})
+	if err != nil {
+		return v, err
+	}
+	for _, l := range loops[:min(len(loops), projectArtifacts)] {
+		v.Loops = append(v.Loops, web.ArtifactView{ID: l.ID, Status: string(l.Status), Iteration: l.Iteration})
+	}
+	return v, nil
+}
+
+// loadRunView returns nil when the project has no goal-tree run.
+func loadRunView(l goaltree.Layout) (*web.RunView, error) {
+	st, tree, err := l.LoadStateAndTree()
+	if errors.Is(err, fs.ErrNotExist) || baton.ErrorCode(err) == baton.NotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	sel := goaltree.Select(tree)
+	c := goaltree.Count(tree)
+	rv := &web.RunView{}
+	current := ""
+	switch n := sel.Node; {
+	case n == nil:
+		rv.Summary = fmt.Sprintf("Run %s is %s", st.RunID, sel.State)
+	case sel.State == goaltree.Stuck:
+		current = n.ID
+		rv.Summary = fmt.Sprintf("Run %s is stuck on node %s %q (%d of %d attempts)", st.RunID, n.ID, n.Title, n.Attempts, n.MaxAttempts)
+	default:
+		current = n.ID
+		rv.Summary = fmt.Sprintf("Run %s: current node %s %q (attempt %d of %d)", st.RunID, n.ID, n.Title, n.Attempts+1, n.MaxAttempts)
+	}
+	rv.Summary += fmt.Sprintf("; leaves: %d passed, %d open, %d stuck of %d; %d iterations.", c.Passed, c.Open, c.Stuck, c.Leaves, st.Totals.Iterations)
+	rv.Tree = goaltree.Summary(tree, current, goaltree.DefaultSummaryNodes)
+	rv.Iterations, err = loadIterations(l, st.RunID)
+	return rv, err
+}
+
+// loadIterations reads the newest iterations' meta.json and guard.log,
+// newest first.
+func loadIterations(l goaltree.Layout, runID string) ([]web.IterationView, error) {
+	dir := filepath.Dir(l.Iteration(runID, 1))
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var nums []int
+	for _, e := range ents {
+		if n, err := strconv.Atoi(e.Name()); err == nil && e.IsDir() && n > 0 {
+			nums = append(nums, n)
+		}
+	}
+	slices.Sort(nums)
+	slices.Reverse(nums)
+	var out []web.IterationView
+	for _, n := range nums[:min(len(nums), projectIterations)] {
+		it := l.Iteration(runID, n)
+		v := web.IterationView{Name: strconv.Itoa(n), Outcome: "in progress or interrupted"}
+		if b, err := safefile.ReadFile(filepath.Join(it, goaltree.MetaLog), iterMetaBytes); err == nil {
+			var m goaltree.Meta
+			if json.Unmarshal(b, &m) == nil {
+				v.Node = m.Node
+				if m.Title != "" {
+					v.Node += " " + m.Title
+				}
+				v.Outcome = fmt.Sprintf("status %s, guard %s", m.Status, m.Guard)
+				if m.RunnerError != "" {
+					v.Outcome += "; " + baton.Truncate(m.RunnerError, 200, "…")
+				}
+			}
+		}
+		v.GuardLog = tail(filepath.Join(it, goaltree.GuardLog), guardLogBytes)
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// tail returns the last max bytes of a regular file, "" when it cannot
+// be read.
+func tail(path string, max int64) string {
+	f, err := safefile.OpenRegular(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	cut := ""
+	if fi.Size() > max {
+		if _, err := f.Seek(fi.Size()-max, io.SeekStart); err != nil {
+			return ""
+		}
+		cut = "… (earlier output cut)\n"
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max))
+	if err != nil {
+		return ""
+	}
+	return cut + string(b)
+}
