@@ -126,3 +126,40 @@ func TestRunLoopJSON(t *testing.T) {
 		t.Errorf("run step --json on a stuck run = exit %d, %+v, %v\n%s", r.code, v, err, r.stdout)
 	}
 }
+
+// What git sees of a used store is what a team shares: root.json, packets
+// and loops; the session log, the foreground loop and the touch log stay
+// on this machine.
+func TestStoreGitignoreKeepsLocalState(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo()
+	e.vars["BATON_SESSION_ID"] = "s1"
+	e.ok("", "", "files", "add", "README.md")
+	e.ok("", "", "loop", "start", "--max-iterations", "3", "keep going")
+	e.ok("", "", "handoff", "carry on", "--next-prompt", "go on")
+	e.ok("", `{"session_id":"s1","cwd":"`+e.dir+`","source":"startup","transcript_path":"/tmp/t.jsonl"}`, "hook", "session-start", "--harness", "claude")
+	var shared, local []string
+	for _, l := range strings.Split(e.git("status", "--porcelain", "--untracked-files=all"), "\n") {
+		path := strings.TrimSpace(strings.TrimPrefix(l, "??"))
+		switch {
+		case path == "":
+		case strings.HasPrefix(path, ".agent/context/indexes/"), strings.HasSuffix(path, ".lock"):
+			local = append(local, path)
+		default:
+			shared = append(shared, path)
+		}
+	}
+	if len(local) > 0 {
+		t.Errorf("git would commit machine-local files: %v", local)
+	}
+	want := []string{".agent/context/.gitignore", ".agent/context/root.json", ".agent/context/packets/", ".agent/context/loops/"}
+	for _, w := range want {
+		found := false
+		for _, p := range shared {
+			found = found || strings.HasPrefix(p, w)
+		}
+		if !found {
+			t.Errorf("git does not see %s: %v", w, shared)
+		}
+	}
+}
