@@ -649,7 +649,7 @@ func runDeliveryWatch(ctx context.Context, f *Factory, svc *delivery.Service, re
 
 func newDeliveryLogCmd(f *Factory, db *string) *cobra.Command {
 	var n int
-	var raw bool
+	var raw, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "log <id> [--run N]",
 		Short: "Show a delivery's agent runs, or one run's prompt, final message and logs",
@@ -657,8 +657,9 @@ func newDeliveryLogCmd(f *Factory, db *string) *cobra.Command {
 duration and exit status. With --run N, print that run: the system
 prompt and prompt it was given, its final message, its error, and where
 its raw logs are; --raw also prints the raw event log (claude and codex
-JSONL events, or a command agent's stdout).`,
-		Example: "  baton delivery log 3\n  baton delivery log 3 --run 2 --raw",
+JSONL events, or a command agent's stdout). --json prints the runs (or
+the run) as JSON: {"delivery", "runs"} or {"delivery", "run"}.`,
+		Example: "  baton delivery log 3\n  baton delivery log 3 --run 2 --raw\n  baton delivery log 3 --json | jq '.runs[] | {phase, cost_usd}'",
 		Args:    exactArgs(1, "a delivery id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -668,6 +669,13 @@ JSONL events, or a command agent's stdout).`,
 					if err != nil {
 						return err
 					}
+					if asJSON {
+						return writeJSON(f.IO.Out, struct {
+							SchemaVersion int            `json:"schema_version"`
+							Delivery      string         `json:"delivery"`
+							Run           baton.AgentRun `json:"run"`
+						}{1, r.DeliveryID, r})
+					}
 					return printRun(f.IO.Out, r, raw)
 				}
 				det, err := svc.Get(ctx, args[0])
@@ -675,6 +683,13 @@ JSONL events, or a command agent's stdout).`,
 					return err
 				}
 				d, runs := det.Delivery, det.AgentRuns
+				if asJSON {
+					return writeJSON(f.IO.Out, struct {
+						SchemaVersion int              `json:"schema_version"`
+						Delivery      string           `json:"delivery"`
+						Runs          []baton.AgentRun `json:"runs"`
+					}{1, d.ID, append([]baton.AgentRun{}, runs...)})
+				}
 				if len(runs) == 0 {
 					fmt.Fprintf(f.IO.Err, "delivery %s has no agent runs yet\n", d.ID)
 					return nil
@@ -691,6 +706,7 @@ JSONL events, or a command agent's stdout).`,
 	}
 	cmd.Flags().IntVar(&n, "run", 0, "the run to print")
 	cmd.Flags().BoolVar(&raw, "raw", false, "also print the raw event log")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for agents and scripts")
 	return cmd
 }
 

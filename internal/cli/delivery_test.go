@@ -140,6 +140,18 @@ func TestDeliveryRunApproveRejectLog(t *testing.T) {
 	if !strings.Contains(r.stdout, "plan") || !strings.Contains(r.stdout, "$0.0500") || !strings.Contains(r.stdout, "500/80") {
 		t.Errorf("delivery log = %q", r.stdout)
 	}
+	r = e.ok("", "", "delivery", "log", "1", "--json")
+	var logv struct {
+		Delivery string           `json:"delivery"`
+		Runs     []baton.AgentRun `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &logv); err != nil || len(logv.Runs) == 0 || logv.Runs[0].Phase != baton.PhasePlan || logv.Runs[0].CostUSD != 0.05 || logv.Runs[0].InputTokens != 500 {
+		t.Errorf("delivery log --json = %v\n%s", err, r.stdout)
+	}
+	r = e.ok("", "", "delivery", "log", "1", "--run", "1", "--json")
+	if !strings.Contains(r.stdout, `"final_message": "1. Add the handler.`) {
+		t.Errorf("delivery log --run 1 --json:\n%s", r.stdout)
+	}
 	r = e.ok("", "", "delivery", "log", "1", "--run", "1", "--raw")
 	for _, want := range []string{"## System prompt", "You are the planner", "## Prompt\n\nAdd a /health endpoint", "## Final message\n\n1. Add the handler.", "events.jsonl", `"type":"result"`} {
 		if !strings.Contains(r.stdout, want) {
@@ -154,6 +166,9 @@ func TestDeliveryRunApproveRejectLog(t *testing.T) {
 		t.Errorf("reject = %q", r.stdout)
 	}
 	r = e.ok("", "", "delivery", "show", "1", "--json")
+	if !strings.Contains(r.stdout, `"phase_timeout": "30m0s"`) || !strings.Contains(r.stdout, `"plan": "10m0s"`) {
+		t.Errorf("delivery show --json does not write durations as strings:\n%s", r.stdout)
+	}
 	var v deliveryView
 	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
 		t.Fatal(err)

@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/baton-agent/baton/internal/agentrun/agenttest"
 )
 
 // An explicit root that does not exist is an error, from --root or
@@ -90,5 +93,36 @@ func TestMissingAgentMessageSaysItOnce(t *testing.T) {
 		if strings.Contains(r.stderr+r.stdout, repeat) {
 			t.Errorf("the message repeats itself (%q):\n%s%s", repeat, r.stdout, r.stderr)
 		}
+	}
+}
+
+// run loop and run step --json print one object with the outcome; the
+// exit codes stay what they are.
+func TestRunLoopJSON(t *testing.T) {
+	e := runProject(t, "---\nid: hard\nnext: execute\n---\n# Hard task\n\nDo the hard thing.\n")
+	fake := agenttest.New(t)
+	fake.SetScript(t, agenttest.Script{Turns: []agenttest.Turn{{Final: answer("retry", "still hard")}}, RepeatLast: true})
+	fake.Setenv(t)
+	e.ok("", "", "run", "init", "--guard", "true")
+	r := e.run("", "", "run", "loop", "--quiet", "--json")
+	var v struct {
+		Outcome    string `json:"outcome"`
+		StuckNode  string `json:"stuck_node"`
+		Iterations int    `json:"iterations"`
+		Steps      []struct {
+			Iter   int    `json:"iter"`
+			Node   string `json:"node"`
+			Status string `json:"status"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
+		t.Fatalf("run loop --json printed %q: %v", r.stdout, err)
+	}
+	if r.code != ExitStuck || v.Outcome != "stuck" || v.StuckNode != "root" || v.Iterations != 3 || len(v.Steps) != 3 || v.Steps[2].Status != "retry" {
+		t.Errorf("run loop --json = exit %d, %+v", r.code, v)
+	}
+	r = e.run("", "", "run", "step", "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || r.code != ExitStuck || v.Outcome != "stuck" || len(v.Steps) != 0 {
+		t.Errorf("run step --json on a stuck run = exit %d, %+v, %v\n%s", r.code, v, err, r.stdout)
 	}
 }

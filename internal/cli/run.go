@@ -383,6 +383,7 @@ type runStepOptions struct {
 	quiet         bool
 	allowMain     bool
 	maxIterations int
+	asJSON        bool
 }
 
 func addStepFlags(cmd *cobra.Command, o *runStepOptions) {
@@ -391,6 +392,7 @@ func addStepFlags(cmd *cobra.Command, o *runStepOptions) {
 	sizeVar(fl, &o.promptBudget, "prompt-budget", 0, "prompt budget: `SIZE` in bytes or with a unit, 40KB (default: the config's prompt_budget, 40000)")
 	fl.BoolVar(&o.quiet, "quiet", false, "do not stream the agent's output")
 	fl.BoolVar(&o.allowMain, "allow-main", false, "allow running on main or master")
+	fl.BoolVar(&o.asJSON, "json", false, "print the outcome as one JSON object on stdout (progress still goes to stderr)")
 }
 
 func newRunStepCmd(f *Factory) *cobra.Command {
@@ -477,7 +479,11 @@ func runRunSteps(ctx context.Context, f *Factory, o runStepOptions, loop bool) e
 	} else {
 		rep, err = r.StepOnce(ctx)
 	}
-	if rep != nil && rep.RunID != "" && (err == nil || len(rep.Steps) > 0) {
+	if o.asJSON && rep != nil {
+		if jerr := writeJSON(f.IO.Out, runOutcome(rep, err)); jerr != nil {
+			return jerr
+		}
+	} else if rep != nil && rep.RunID != "" && (err == nil || len(rep.Steps) > 0) {
 		fmt.Fprintln(f.IO.Out, rep.SummaryLine())
 	}
 	if err != nil {
@@ -491,6 +497,55 @@ func runRunSteps(ctx context.Context, f *Factory, o runStepOptions, loop bool) e
 		return &ExitCodeError{Code: ExitError}
 	}
 	return nil
+}
+
+// runOutcomeJSON is `baton run step|loop --json`: how the run stands
+// after them, and each iteration they ran.
+type runOutcomeJSON struct {
+	SchemaVersion int             `json:"schema_version"`
+	RunID         string          `json:"run_id"`
+	Outcome       string          `json:"outcome"`
+	Error         string          `json:"error,omitempty"`
+	StuckNode     string          `json:"stuck_node,omitempty"`
+	Iterations    int             `json:"iterations"`
+	Counts        goaltree.Counts `json:"counts"`
+	WallSeconds   float64         `json:"wall_seconds"`
+	CostUSD       float64         `json:"cost_usd"`
+	InputTokens   int64           `json:"input_tokens"`
+	OutputTokens  int64           `json:"output_tokens"`
+	Steps         []stepJSON      `json:"steps"`
+}
+
+type stepJSON struct {
+	Iter           int     `json:"iter"`
+	Node           string  `json:"node"`
+	Title          string  `json:"title"`
+	Status         string  `json:"status"`
+	Attempt        int     `json:"attempt"`
+	MaxAttempts    int     `json:"max_attempts"`
+	AgentError     string  `json:"agent_error,omitempty"`
+	RunnerError    string  `json:"runner_error,omitempty"`
+	ElapsedSeconds float64 `json:"elapsed_seconds"`
+	CostUSD        float64 `json:"cost_usd"`
+	Commit         string  `json:"commit,omitempty"`
+}
+
+func runOutcome(rep *goaltree.LoopReport, err error) runOutcomeJSON {
+	j := runOutcomeJSON{SchemaVersion: 1, RunID: rep.RunID, Outcome: string(rep.Outcome), StuckNode: rep.StuckNode,
+		Iterations: rep.Iterations, Counts: rep.Counts, WallSeconds: rep.Wall.Seconds(), CostUSD: rep.CostUSD,
+		InputTokens: rep.InTokens, OutputTokens: rep.OutTokens, Steps: []stepJSON{}}
+	if err != nil {
+		j.Outcome, j.Error = string(goaltree.LoopError), err.Error()
+	}
+	for _, s := range rep.Steps {
+		if !s.Ran {
+			continue
+		}
+		j.Steps = append(j.Steps, stepJSON{Iter: s.Iter, Node: s.Node, Title: s.Title, Status: string(s.Status),
+			Attempt: s.Attempt, MaxAttempts: s.MaxAttempts, AgentError: s.AgentError, RunnerError: s.RunnerError,
+			ElapsedSeconds: s.Elapsed.Seconds(), CostUSD: s.CostUSD, Commit: s.Commit})
+	}
+	return j
 }
 
 // statusJSON is `baton run status --json`.
