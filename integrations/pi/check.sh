@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Type-checks the pi extension against the real pi-coding-agent types from
-# the npm registry (pinned in package.json). Installs into a scratch
-# directory so the repository stays free of node_modules.
+# the npm registry (pinned in package.json). The npm install lives in one
+# cache directory per package.json, reused by later runs, so the
+# repository stays free of node_modules and no run leaves one behind.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-work=${BATON_PI_CHECK_DIR:-$(mktemp -d)}
+sum=$(sha256sum "$here/package.json" | cut -c1-12)
+work=${BATON_PI_CHECK_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/baton-test/pi-check-$sum}
+mkdir -p "$work"
 cp "$here/package.json" "$here/tsconfig.json" "$here/index.ts" "$work/"
 cd "$work"
 if [ ! -x node_modules/.bin/tsc ]; then
   npm install --no-audit --no-fund --ignore-scripts --loglevel=error >/dev/null
 fi
 node_modules/.bin/tsc --noEmit -p .
-echo "pi extension type-checks against @mariozechner/pi-coding-agent $(node -p 'require("./node_modules/@mariozechner/pi-coding-agent/package.json").version')"
+echo "pi extension type-checks against @mariozechner/pi-coding-agent $(node -p 'require("./node_modules/@mariozechner/pi-coding-agent/package.json").version') (cached in $work)"
