@@ -341,3 +341,25 @@ func TestWebhookIssueEvents(t *testing.T) {
 		}
 	}
 }
+
+// A secondary rate limit (429 with Retry-After) holds the source too.
+func TestSyncBacksOffOnSecondaryRateLimit(t *testing.T) {
+	e := newEnv(t)
+	e.addIssues(1, "baton")
+	src := e.addSource()
+	e.gh.Fail(issuesRoute, githubtest.TooManyRequests(2*time.Minute))
+	got, err := e.sync(src)
+	var rl *github.RateLimitError
+	if !errors.As(err, &rl) || got.Sync.RateLimitReset.IsZero() {
+		t.Fatalf("sync under a secondary rate limit: %v (%T), status %+v", err, err, got.Sync)
+	}
+	e.gh.ClearFailures()
+	before := e.gh.Count(issuesRoute)
+	if _, err := e.sync(src); err == nil || e.gh.Count(issuesRoute) != before {
+		t.Errorf("sync within Retry-After: %v, %d requests", err, e.gh.Count(issuesRoute)-before)
+	}
+	e.advance(3 * time.Minute)
+	if got, err := e.sync(src); err != nil || got.Sync.Result.Created != 1 {
+		t.Errorf("sync after Retry-After: %v, %+v", err, got.Sync)
+	}
+}

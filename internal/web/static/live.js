@@ -56,6 +56,12 @@
       if (kind === "phase") refresh();
     });
   });
+  // A page left for another must let its stream go: browsers keep left
+  // pages (back/forward cache) and allow few connections per server, so
+  // streams left open would stall the next pages' requests. A page
+  // brought back is stale: load it again.
+  window.addEventListener("pagehide", function () { es.close(); });
+  window.addEventListener("pageshow", function (e) { if (e.persisted) location.reload(); });
   // After a dropped connection the stream resumes where it left off; the
   // state may have moved meanwhile.
   var opened = false;
