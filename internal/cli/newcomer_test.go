@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/baton-agent/baton/internal/agentrun/agenttest"
 )
@@ -161,5 +163,23 @@ func TestStoreGitignoreKeepsLocalState(t *testing.T) {
 		if !found {
 			t.Errorf("git does not see %s: %v", w, shared)
 		}
+	}
+}
+
+// watch on a phase no worker takes says so, and how to run it, instead of
+// waiting in silence.
+func TestDeliveryWatchSaysWhenNothingRuns(t *testing.T) {
+	e, _, _ := deliveryEnv(t)
+	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Nobody runs this", "--agent", "claude", "--checkpoints", "none")
+	defer func(d time.Duration) { watchQueuedNotice = d }(watchQueuedNotice)
+	watchQueuedNotice = 300 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	r := e.runCtx(ctx, "", "", "delivery", "watch", "1", "--interval", "50ms")
+	if !strings.Contains(r.stderr, "plan of delivery") || !strings.Contains(r.stderr, "no worker has started it") || !strings.Contains(r.stderr, "baton worker") || !strings.Contains(r.stderr, "baton delivery run ") {
+		t.Errorf("watch with no worker: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	if n := strings.Count(r.stderr, "no worker has started it"); n != 1 {
+		t.Errorf("the notice came %d times", n)
 	}
 }
