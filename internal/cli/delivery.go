@@ -587,7 +587,9 @@ func newDeliveryWatchCmd(f *Factory, db *string) *cobra.Command {
 		Short: "Follow a delivery until it waits for a person, fails or closes",
 		Long: `Print each change of a delivery as it happens, until it stops at a
 checkpoint, is blocked, fails or closes. Exits 0 when it closed or waits
-for a person, 1 when it failed.`,
+for a person, 1 when it failed. watch only reads: a worker runs the
+phases (baton worker, or baton serve); when a phase stays queued for a
+few seconds, watch says so and how to run it.`,
 		Example: "  baton delivery watch 3",
 		Args:    exactArgs(1, "a delivery id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -601,12 +603,18 @@ for a person, 1 when it failed.`,
 	return cmd
 }
 
+// watchQueuedNotice is how long watch lets a phase sit in the queue before
+// it says that no worker has taken it.
+var watchQueuedNotice = 5 * time.Second
+
 func runDeliveryWatch(ctx context.Context, f *Factory, svc *delivery.Service, ref string, interval time.Duration) error {
 	d, err := svc.Resolve(ctx, ref)
 	if err != nil {
 		return err
 	}
 	var seen int64
+	var queuedSince time.Time // when the current phase was seen queued and not started
+	noticed := false
 	t := time.NewTicker(max(interval, 10*time.Millisecond))
 	defer t.Stop()
 	for {
@@ -637,6 +645,16 @@ func runDeliveryWatch(ctx context.Context, f *Factory, svc *delivery.Service, re
 			case cur.RunStatus == baton.StatusFailed:
 				fmt.Fprintf(f.IO.Out, "Delivery %s (#%d) is %s.\n", cur.ID, cur.Seq, stateText(cur))
 				return &ExitCodeError{Code: ExitError}
+			case cur.RunStatus == baton.StatusPending && cur.Queued:
+				if queuedSince.IsZero() {
+					queuedSince = time.Now()
+				} else if !noticed && time.Since(queuedSince) >= watchQueuedNotice {
+					noticed = true
+					fmt.Fprintf(f.IO.Err, "baton: %s of delivery %s is queued and no worker has started it in %s: start one with `baton worker` (or `baton serve`), or run the phase here with `baton delivery run %s`\n",
+						cur.Phase, cur.ID, watchQueuedNotice.Round(time.Second), cur.ID)
+				}
+			default:
+				queuedSince, noticed = time.Time{}, false
 			}
 		}
 		select {

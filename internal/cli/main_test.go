@@ -77,6 +77,12 @@ func (e *env) gitRepo() {
 // run runs baton in subdir of the project with stdin.
 func (e *env) run(subdir, stdin string, args ...string) result {
 	e.t.Helper()
+	return e.runCtx(context.Background(), subdir, stdin, args...)
+}
+
+// runCtx is run until ctx ends.
+func (e *env) runCtx(ctx context.Context, subdir, stdin string, args ...string) result {
+	e.t.Helper()
 	var out, errb bytes.Buffer
 	f := &Factory{
 		IO:         IO{In: strings.NewReader(stdin), Out: &out, Err: &errb},
@@ -87,7 +93,7 @@ func (e *env) run(subdir, stdin string, args ...string) result {
 		Executable: "/opt/baton/bin/baton",
 	}
 	wireForTest(f, e.data)
-	code := Main(context.Background(), args, f)
+	code := Main(ctx, args, f)
 	return result{out.String(), errb.String(), code}
 }
 

@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/baton-agent/baton/internal/agentrun/agenttest"
 )
@@ -124,5 +126,60 @@ func TestRunLoopJSON(t *testing.T) {
 	r = e.run("", "", "run", "step", "--json")
 	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || r.code != ExitStuck || v.Outcome != "stuck" || len(v.Steps) != 0 {
 		t.Errorf("run step --json on a stuck run = exit %d, %+v, %v\n%s", r.code, v, err, r.stdout)
+	}
+}
+
+// What git sees of a used store is what a team shares: root.json, packets
+// and loops; the session log, the foreground loop and the touch log stay
+// on this machine.
+func TestStoreGitignoreKeepsLocalState(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo()
+	e.vars["BATON_SESSION_ID"] = "s1"
+	e.ok("", "", "files", "add", "README.md")
+	e.ok("", "", "loop", "start", "--max-iterations", "3", "keep going")
+	e.ok("", "", "handoff", "carry on", "--next-prompt", "go on")
+	e.ok("", `{"session_id":"s1","cwd":"`+e.dir+`","source":"startup","transcript_path":"/tmp/t.jsonl"}`, "hook", "session-start", "--harness", "claude")
+	var shared, local []string
+	for _, l := range strings.Split(e.git("status", "--porcelain", "--untracked-files=all"), "\n") {
+		path := strings.TrimSpace(strings.TrimPrefix(l, "??"))
+		switch {
+		case path == "":
+		case strings.HasPrefix(path, ".agent/context/indexes/"), strings.HasSuffix(path, ".lock"):
+			local = append(local, path)
+		default:
+			shared = append(shared, path)
+		}
+	}
+	if len(local) > 0 {
+		t.Errorf("git would commit machine-local files: %v", local)
+	}
+	want := []string{".agent/context/.gitignore", ".agent/context/root.json", ".agent/context/packets/", ".agent/context/loops/"}
+	for _, w := range want {
+		found := false
+		for _, p := range shared {
+			found = found || strings.HasPrefix(p, w)
+		}
+		if !found {
+			t.Errorf("git does not see %s: %v", w, shared)
+		}
+	}
+}
+
+// watch on a phase no worker takes says so, and how to run it, instead of
+// waiting in silence.
+func TestDeliveryWatchSaysWhenNothingRuns(t *testing.T) {
+	e, _, _ := deliveryEnv(t)
+	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Nobody runs this", "--agent", "claude", "--checkpoints", "none")
+	defer func(d time.Duration) { watchQueuedNotice = d }(watchQueuedNotice)
+	watchQueuedNotice = 300 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	r := e.runCtx(ctx, "", "", "delivery", "watch", "1", "--interval", "50ms")
+	if !strings.Contains(r.stderr, "plan of delivery") || !strings.Contains(r.stderr, "no worker has started it") || !strings.Contains(r.stderr, "baton worker") || !strings.Contains(r.stderr, "baton delivery run ") {
+		t.Errorf("watch with no worker: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	if n := strings.Count(r.stderr, "no worker has started it"); n != 1 {
+		t.Errorf("the notice came %d times", n)
 	}
 }

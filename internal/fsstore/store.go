@@ -178,10 +178,15 @@ func (s *Store) Init(ctx context.Context) (created bool, err error) {
 	return true, nil
 }
 
-// ignoreLines are what the store's .gitignore must hold: lock files,
-// the temp files of writers that died, and scratch data are per machine;
-// packets, loops and indexes are worth committing.
-var ignoreLines = []string{"*.lock", ".*" + safefile.TempMarker + "*", "/scratch/"}
+// ignoreLines are what the store's .gitignore must hold: what belongs to
+// one machine or one person's sessions. Lock files, the temp files of
+// writers that died and scratch data; the session log (session ids and
+// transcript paths of this machine), which loop is in the foreground here,
+// and the touch log behind `baton files` (it changes on every edit; the
+// files that matter travel in packets). root.json, packets and loops are
+// the project's shared context, worth committing.
+var ignoreLines = []string{"*.lock", ".*" + safefile.TempMarker + "*", "/scratch/",
+	"/indexes/sessions.jsonl", "/indexes/active-loop.json", "/indexes/relevant-files.jsonl"}
 
 // ensureIgnore writes the store's .gitignore, or adds the lines it lacks
 // to one an earlier version wrote, keeping everything else in it.
