@@ -227,6 +227,26 @@ func TestServeStopsCleanlyOnSIGTERM(t *testing.T) {
 	if strings.Contains(s2.output(), token) {
 		t.Errorf("a later start printed the token:\n%s", s2.output())
 	}
+
+	// The released phase is a job the next worker takes at once (not
+	// after a stuck-job rescue hours later).
+	if err := os.WriteFile(agent, []byte("#!/bin/sh\ncat >/dev/null\necho '1. Do it.'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s3, url3 := startServe(t, env, src, "--addr", "127.0.0.1:0", "--poll", "100ms")
+	var again runDetail
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		apiCall(t, "GET", url3+"/api/deliveries/"+id, "", "", &again)
+		if len(again.AgentRuns) >= 2 && again.AgentRuns[1].Status == "succeeded" {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the released plan did not run again within 30s: %+v\n%s", again, s3.output())
+		}
+	}
+	if err := s3.stop(t); err != nil {
+		t.Errorf("third serve exited with %v\n%s", err, s3.output())
+	}
 }
 
 // alive reports whether a process exists and is not a zombie.

@@ -542,8 +542,16 @@ type loginPage struct {
 	Next, TokenHint string
 }
 
+// safeNext returns where to go after signing in: a path on this
+// server, else "/". Browsers drop tabs and newlines from a URL and read
+// a backslash as a slash, so "/\t/evil.example" would leave the site:
+// control characters and backslashes are refused outright.
 func safeNext(n string) string {
-	if !strings.HasPrefix(n, "/") || strings.HasPrefix(n, "//") || strings.HasPrefix(n, "/\\") {
+	if !strings.HasPrefix(n, "/") || strings.HasPrefix(n, "//") ||
+		strings.ContainsFunc(n, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) {
+		return "/"
+	}
+	if u, err := url.Parse(n); err != nil || u.Scheme != "" || u.Host != "" {
 		return "/"
 	}
 	return n

@@ -178,3 +178,22 @@ func FuzzListFilter(f *testing.F) {
 		}
 	})
 }
+
+// Where sign-in leads is always a path on this server, as a browser
+// reads it: it drops tabs and newlines and takes a backslash for a slash.
+func FuzzSafeNext(f *testing.F) {
+	for _, s := range []string{"/", "/deliveries/abc?x=1", "//evil.example", "/\\evil.example", "/\t/evil.example", "/\n/evil.example", "https://evil.example", "/%2F%2Fevil", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, next string) {
+		got := safeNext(next)
+		seen := strings.NewReplacer("\t", "", "\n", "", "\r", "", "\\", "/").Replace(got)
+		u, err := url.Parse(seen)
+		if err != nil || !strings.HasPrefix(seen, "/") || strings.HasPrefix(seen, "//") || u.Host != "" || u.Scheme != "" {
+			t.Fatalf("safeNext(%q) = %q, which a browser reads as %q: off the site", next, got, seen)
+		}
+		if got != "/" && got != next {
+			t.Fatalf("safeNext(%q) = %q: rewrote a path instead of keeping or refusing it", next, got)
+		}
+	})
+}
