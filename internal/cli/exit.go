@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/fsstore"
 )
 
 // Exit codes. This table is the only place that decides them.
@@ -37,6 +38,13 @@ func exitCode(err error) int {
 	var ee *ExitCodeError
 	if errors.As(err, &ee) {
 		return ee.Code
+	}
+	// A store file that is corrupt or refused is not a mistake on the
+	// command line: it fails, and no usage hint follows.
+	var ce *fsstore.CorruptError
+	var re *fsstore.RefusedError
+	if errors.As(err, &ce) || errors.As(err, &re) {
+		return ExitError
 	}
 	switch baton.ErrorCode(err) {
 	case "":

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/handoff"
 	"github.com/baton-agent/baton/internal/prompt"
 )
@@ -160,8 +161,11 @@ as it is now against what the packet recorded, and an instruction to trust
 the repository where the two disagree.
 
 The packet is named by its id, a unique prefix of the id (or of its slug),
-or "latest" (the default): the most recently updated draft or active packet.
-pickup never changes the packet; mark it with "baton packet activate".
+or "latest" (the default): the most recently updated draft or active packet,
+else, saying so, the most recently updated packet of any status (the same
+packet the session-start hook shows). Packets that cannot be read are
+skipped with a warning naming them. pickup never changes the packet; mark it
+with "baton packet activate".
 
 The prompt fits --budget bytes (default 40000): optional sections are
 dropped first (notes, suggested files, context, ...), then the last section
@@ -192,6 +196,25 @@ func runPickup(ctx context.Context, f *Factory, ref string, o pickupOptions) err
 	opts, err := budgetOptions(o.budget, o.budgetTokens)
 	if err != nil {
 		return err
+	}
+	if ref == fsstore.Latest {
+		l, err := f.Store().Latest()
+		if err != nil {
+			return err
+		}
+		for _, w := range l.Skipped {
+			fmt.Fprintf(f.IO.Err, "baton: warning: skipped %v\n", w)
+		}
+		if l.Packet == nil {
+			if len(l.Skipped) > 0 {
+				return baton.Errorf(baton.NotFound, "no packet can be read (%d skipped above): fix or remove them, or create one with `baton handoff <purpose>`", len(l.Skipped))
+			}
+			return baton.Errorf(baton.NotFound, "no packets yet: create one with `baton handoff <purpose>`")
+		}
+		if l.Fallback {
+			fmt.Fprintf(f.IO.Err, "baton: no draft or active packet; picking up the most recently updated one, %s (%s)\n", l.Packet.ID, l.Packet.Status)
+		}
+		ref = l.Packet.ID
 	}
 	pack, p, err := handoff.Pickup(ctx, f.Store(), ref, opts)
 	if err != nil {

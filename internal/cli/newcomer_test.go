@@ -236,3 +236,105 @@ func TestDeliveryRetryChangesAgent(t *testing.T) {
 		t.Errorf("approve --agent = %d, want a usage error", r.code)
 	}
 }
+
+// A corrupt store file is named, with how to recover, and is a failure
+// (exit 1), not a usage error: by exact id, by prefix, in pickup latest,
+// for loops and for root.json.
+func TestCorruptFilesAreNamedNotUsageErrors(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo()
+	r := e.ok("", "", "handoff", "auth refactor", "--next-prompt", "go on", "--json")
+	var created struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &created); err != nil || created.ID == "" {
+		t.Fatalf("handoff --json = %s (%v)", r.stdout, err)
+	}
+	id := created.ID
+	path := ".agent/context/packets/" + id + ".md"
+	e.write(path, "---\nid: "+id+"\nstatus: [unclosed\n---\n")
+	for _, args := range [][]string{
+		{"packet", "show", id},
+		{"packet", "show", id[:8]},
+		{"packet", "show", "auth"},
+	} {
+		r := e.run("", "", args...)
+		if r.code != 1 || !strings.Contains(r.stderr, path) || !strings.Contains(r.stderr, "is corrupt") || !strings.Contains(r.stderr, "move it out of") || strings.Contains(r.stderr, "--help") {
+			t.Errorf("baton %v = %d\nstderr: %s", args, r.code, r.stderr)
+		}
+	}
+	r = e.run("", "", "pickup")
+	if r.code != 1 || !strings.Contains(r.stderr, "warning: skipped") || !strings.Contains(r.stderr, path) {
+		t.Errorf("pickup with only a corrupt packet = %d\nstderr: %s", r.code, r.stderr)
+	}
+
+	e.vars["BATON_SESSION_ID"] = "s1"
+	r = e.ok("", "", "loop", "start", "--json", "keep going")
+	var loop struct {
+		Path string `json:"path"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &loop); err != nil || loop.Path == "" {
+		t.Fatalf("loop start --json = %s", r.stdout)
+	}
+	if err := os.WriteFile(loop.Path, []byte("---\nid: [\n---\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = e.run("", "", "loop", "cancel")
+	if r.code != 1 || !strings.Contains(r.stderr, "is corrupt") || strings.Contains(r.stderr, "--help") {
+		t.Errorf("loop cancel on a corrupt loop = %d\nstderr: %s", r.code, r.stderr)
+	}
+
+	e.write(".agent/context/root.json", "{not json")
+	r = e.run("", "", "init")
+	if r.code != 1 || !strings.Contains(r.stderr, "root.json is corrupt") || !strings.Contains(r.stderr, "baton init") || strings.Contains(r.stderr, "--help") {
+		t.Errorf("init on a corrupt root.json = %d\nstderr: %s", r.code, r.stderr)
+	}
+}
+
+// pickup latest, its help and the session-start hook agree: a draft or
+// active packet first; else the most recent one, said to be a fallback.
+func TestPickupLatestAndTheHookAgree(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo()
+	e.ok("", "", "handoff", "old work", "--next-prompt", "old")
+	r := e.ok("", "", "packet", "list", "--json")
+	var list struct {
+		Packets []struct {
+			ID string `json:"id"`
+		} `json:"packets"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list.Packets) != 1 {
+		t.Fatalf("packet list --json = %s", r.stdout)
+	}
+	id := list.Packets[0].ID
+	e.ok("", "", "packet", "done", id)
+	r = e.ok("", "", "pickup")
+	if !strings.Contains(r.stderr, "no draft or active packet") || !strings.Contains(r.stderr, id) || !strings.Contains(r.stderr, "(done)") {
+		t.Errorf("pickup of a done packet does not say why:\n%s", r.stderr)
+	}
+	r = e.ok("", `{"session_id":"s9","cwd":"`+e.dir+`","source":"startup"}`, "hook", "session-start", "--harness", "claude")
+	if strings.Contains(r.stdout, "No packet or loop yet") || !strings.Contains(r.stdout, "No draft or active packet") || !strings.Contains(r.stdout, id) {
+		t.Errorf("session-start with a done packet:\n%s", r.stdout)
+	}
+}
+
+// The session-start count is what `baton files` lists; a loop bound to
+// another session says how to take it over.
+func TestSessionStartCountsAndRebindHint(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo()
+	e.write("a.txt", "a\n")
+	e.ok("", "", "handoff", "p", "--file", "a.txt")
+	if out := e.ok("", "", "files").stdout; strings.Contains(out, "a.txt") {
+		t.Fatalf("files lists a packet's own file:\n%s", out)
+	}
+	e.vars["BATON_SESSION_ID"] = "other"
+	e.ok("", "", "loop", "start", "keep going")
+	r := e.ok("", `{"session_id":"s9","cwd":"`+e.dir+`","source":"startup"}`, "hook", "session-start", "--harness", "claude")
+	if strings.Contains(r.stdout, "file(s) touched since the last packet") {
+		t.Errorf("session-start counts a file `baton files` does not list:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stdout, "bound to another session (other)") || !strings.Contains(r.stdout, "--rebind") {
+		t.Errorf("session-start does not say how to take the loop over:\n%s", r.stdout)
+	}
+}

@@ -33,18 +33,28 @@ type artifact[T any] struct {
 
 func (a artifact[T]) path(s *Store, id string) string { return s.path(a.dir, id+".md") }
 
-// CorruptError names a store file that cannot be read and why.
+// CorruptError names a store file that cannot be read, why, and how to
+// recover.
 type CorruptError struct {
 	Path string
 	Err  error
+	Hint string
 }
 
-func (e *CorruptError) Error() string { return fmt.Sprintf("%s is corrupt: %v", e.Path, e.Err) }
+func (e *CorruptError) Error() string {
+	msg := fmt.Sprintf("%s is corrupt: %v", e.Path, e.Err)
+	if e.Hint != "" {
+		msg += "; " + e.Hint
+	}
+	return msg
+}
 func (e *CorruptError) Unwrap() error { return e.Err }
 
-// corrupt is an Invalid error naming the file and what is wrong with it.
+// corrupt is an Invalid error naming the file, what is wrong with it and
+// how to recover: fix the file, or move it aside.
 func corrupt(path string, err error) error {
-	return &baton.Error{Code: baton.Invalid, Err: &CorruptError{Path: path, Err: err}}
+	hint := "fix it by hand, or move it out of " + filepath.Dir(path) + " to skip it"
+	return &baton.Error{Code: baton.Invalid, Err: &CorruptError{Path: path, Err: err, Hint: hint}}
 }
 
 // create writes v under a new id: base, or base-2, base-3, ... when taken
@@ -181,18 +191,27 @@ func (a artifact[T]) resolve(s *Store, ref string) (T, error) {
 	}
 	var matches []T
 	var names []string
+	var unreadable error // the first match that cannot be read
 	for _, id := range ids {
 		slug := id[min(len(id), len(baton.IDTimeLayout)+1):]
 		if !strings.HasPrefix(id, ref) && !strings.HasPrefix(slug, ref) {
 			continue
 		}
-		if v, err := a.find(s, id); err == nil {
-			matches = append(matches, v)
-			names = append(names, id)
+		v, err := a.find(s, id)
+		if err != nil {
+			if unreadable == nil {
+				unreadable = err
+			}
+			continue
 		}
+		matches = append(matches, v)
+		names = append(names, id)
 	}
 	switch len(matches) {
 	case 0:
+		if unreadable != nil {
+			return zero, unreadable
+		}
 		return zero, baton.Errorf(baton.NotFound, "no %s matches %q: run `%s` to see them", a.kind, ref, a.listHint)
 	case 1:
 		return matches[0], nil

@@ -111,7 +111,7 @@ func (s *Store) ForegroundLoopID() (string, error) {
 	}
 	var a activeLoop
 	if err := json.Unmarshal(b, &a); err != nil {
-		return "", baton.WrapError(baton.Invalid, err, "%s is corrupt: fix it or run `baton loop activate <id>`", p)
+		return "", &baton.Error{Code: baton.Invalid, Err: &CorruptError{Path: p, Err: err, Hint: "fix it, or run `baton loop activate <id>`, which replaces it"}}
 	}
 	if a.ActiveLoopID != "" && !baton.ValidID(a.ActiveLoopID) {
 		return "", baton.Errorf(baton.Invalid, "%s names an invalid loop id %q: run `baton loop activate <id>`", p, a.ActiveLoopID)

@@ -171,22 +171,54 @@ func (s *Store) PacketSummaries() ([]PacketSummary, []error, error) {
 	return out, warnings, nil
 }
 
-// latestPacket is ResolvePacket("latest"): the most recently updated draft
-// or active packet, else the most recently updated packet. It decodes
-// just the winner.
-func (s *Store) latestPacket() (*baton.Packet, error) {
-	sums, _, err := s.PacketSummaries()
+// LatestPacket is the packet "latest" names, and how it was chosen.
+type LatestPacket struct {
+	Packet *baton.Packet
+	// Fallback is set when no draft or active packet could be read and
+	// Packet is the most recently updated one of another status.
+	Fallback bool
+	// Skipped are the packets that could not be read on the way.
+	Skipped []error
+}
+
+// Latest finds the packet `baton pickup latest` and the session-start hook
+// continue: the most recently updated draft or active packet, else the
+// most recently updated packet of any status (Fallback). It decodes just
+// the winner, and the unreadable packets it passes over are returned in
+// Skipped. Packet is nil when no packet can be read.
+func (s *Store) Latest() (LatestPacket, error) {
+	sums, warnings, err := s.PacketSummaries()
 	if err != nil {
-		return nil, err
+		return LatestPacket{}, err
 	}
+	l := LatestPacket{Skipped: warnings}
 	open := func(p PacketSummary) bool { return p.Status == baton.PacketDraft || p.Status == baton.PacketActive }
 	sort.SliceStable(sums, func(i, j int) bool { return open(sums[i]) && !open(sums[j]) })
 	for _, c := range sums {
-		if p, err := s.FindPacketByID(c.ID); err == nil {
-			return p, nil
+		p, err := s.FindPacketByID(c.ID)
+		if err != nil {
+			l.Skipped = append(l.Skipped, err)
+			continue
 		}
+		l.Packet, l.Fallback = p, !open(c)
+		return l, nil
 	}
-	return nil, baton.Errorf(baton.NotFound, "no packets yet: create one with `baton handoff <purpose>`")
+	return l, nil
+}
+
+// latestPacket is ResolvePacket("latest").
+func (s *Store) latestPacket() (*baton.Packet, error) {
+	l, err := s.Latest()
+	if err != nil {
+		return nil, err
+	}
+	if l.Packet == nil {
+		if len(l.Skipped) > 0 {
+			return nil, l.Skipped[0]
+		}
+		return nil, baton.Errorf(baton.NotFound, "no packets yet: create one with `baton handoff <purpose>`")
+	}
+	return l.Packet, nil
 }
 
 // peekHead is how much of a packet peekPacket reads.

@@ -232,11 +232,13 @@ func (s *Store) ReadRoot() (*baton.Root, error) {
 		return nil, fmt.Errorf("read %s: %w", p, err)
 	}
 	var r baton.Root
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, baton.WrapError(baton.Invalid, err, "%s is corrupt", p)
+	err = json.Unmarshal(b, &r)
+	if err == nil && r.ProjectID == "" {
+		err = errors.New("project_id is empty")
 	}
-	if r.ProjectID == "" {
-		return nil, baton.Errorf(baton.Invalid, "%s is corrupt: project_id is empty", p)
+	if err != nil {
+		return nil, &baton.Error{Code: baton.Invalid, Err: &CorruptError{Path: p, Err: err,
+			Hint: "fix it by hand (keep its project_id), or move it aside and run `baton init` for a new project_id"}}
 	}
 	return &r, nil
 }

@@ -24,34 +24,14 @@ const (
 )
 
 // ActivePacket is the packet a session continues: the most recently
-// updated active packet, else the most recently updated draft, else nil.
+// updated draft or active packet (what `baton pickup latest` renders), or
+// nil.
 func ActivePacket(st *fsstore.Store) *baton.Packet {
-	sums, _, err := st.PacketSummaries()
-	if err != nil {
+	l, err := st.Latest()
+	if err != nil || l.Fallback {
 		return nil
 	}
-	p, _ := activePacket(st, sums)
-	return p
-}
-
-// activePacket picks from sums (newest first) and decodes only the pick,
-// so a store of many packets, or of huge ones, costs a hook little; a
-// pick that does not decode is a warning, and the next one is tried.
-func activePacket(st *fsstore.Store, sums []fsstore.PacketSummary) (*baton.Packet, []error) {
-	var warnings []error
-	for _, want := range []baton.PacketStatus{baton.PacketActive, baton.PacketDraft} {
-		for _, s := range sums {
-			if s.Status != want {
-				continue
-			}
-			p, err := st.FindPacketByID(s.ID)
-			if err == nil {
-				return p, warnings
-			}
-			warnings = append(warnings, err)
-		}
-	}
-	return nil, warnings
+	return l.Packet
 }
 
 // SessionContext is what session-start tells the agent: the packet it
@@ -68,12 +48,20 @@ func SessionContext(st *fsstore.Store, sessionID string, afterCompact bool) (str
 	} else {
 		fmt.Fprintf(&b, "baton: the working context of this project is in %s.\n", st.Dir())
 	}
-	sums, warnings, err := st.PacketSummaries()
+	sums, _, err := st.PacketSummaries()
 	if err != nil {
 		return "", nil, err
 	}
-	p, more := activePacket(st, sums)
-	warnings = append(warnings, more...)
+	latest, err := st.Latest()
+	if err != nil {
+		return "", nil, err
+	}
+	warnings := latest.Skipped
+	p := latest.Packet
+	if p != nil && latest.Fallback {
+		fmt.Fprintf(&b, "\nNo draft or active packet. The most recent, %s (%s): %s; `baton pickup %s` renders it.\n", p.ID, p.Status, p.Purpose, p.ID)
+		p = nil
+	}
 	if p != nil {
 		fmt.Fprintf(&b, "\nPacket %s (%s): %s\n", p.ID, p.Status, p.Purpose)
 		if np := p.SectionText(baton.SectionNextPrompt); np != "" {
@@ -99,7 +87,7 @@ func SessionContext(st *fsstore.Store, sessionID string, afterCompact bool) (str
 		case sessionID:
 			bound = "bound to this session"
 		default:
-			bound = "bound to another session (" + l.SessionID + ")"
+			bound = "bound to another session (" + l.SessionID + "); to continue it here, `baton loop activate " + l.ID + " --rebind`"
 		}
 		fmt.Fprintf(&b, "\nForeground loop %s: %s, iteration %s, %s.\n", l.ID, l.Status, progressOf(l), bound)
 		if l.Status == baton.LoopActive && (l.SessionID == "" || l.SessionID == sessionID) {
@@ -112,14 +100,16 @@ func SessionContext(st *fsstore.Store, sessionID string, afterCompact bool) (str
 			since = s.CreatedAt
 		}
 	}
-	files, _, err := st.RankFiles(fsstore.FileQuery{Since: since, Tail: fsstore.RecentLogBytes})
+	// What `baton files` lists: touches since the last packet that no
+	// packet has taken yet.
+	files, _, err := st.RankFiles(fsstore.FileQuery{Since: since, Unattached: true, Tail: fsstore.RecentLogBytes})
 	if err != nil {
 		warnings = append(warnings, err)
 	}
 	if len(files) > 0 {
 		fmt.Fprintf(&b, "\n%d file(s) touched since the last packet are suggested for the next handoff (`baton files`).\n", len(files))
 	}
-	if p == nil && l == nil {
+	if latest.Packet == nil && l == nil {
 		b.WriteString("No packet or loop yet: `baton handoff \"<purpose>\" --body -` writes a packet, `baton loop start` starts a loop.\n")
 	}
 	return baton.Truncate(b.String(), MaxContext, prompt.TruncatedMarker), warnings, nil
