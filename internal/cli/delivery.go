@@ -489,21 +489,52 @@ func orDur(d, def time.Duration) time.Duration {
 }
 
 func newDeliveryActionCmd(f *Factory, db *string, a delivery.Action, short string) *cobra.Command {
-	var note string
-	cmd := &cobra.Command{
-		Use:   string(a) + " <id>",
-		Short: short,
-		Long: short + `.
+	var note, agent, model string
+	var agentArgs []string
+	long := short + `.
 
 The change, who made it (BATON_ACTOR, else the login name) and why are
 recorded in the phase log. An action that does not apply to the
-delivery's state is refused with a message that says what would.`,
-		Example: "  baton delivery " + string(a) + " 3",
+delivery's state is refused with a message that says what would.`
+	example := "  baton delivery " + string(a) + " 3"
+	if a == delivery.ActRetry {
+		long += `
+
+--agent, --model and --agent-arg change how the delivery runs from this
+retry on, e.g. when its agent is not installed here. See docs/delivery.md
+for what a command:<argv> agent receives and must print.`
+		example += "\n  baton delivery retry 3 --agent codex\n  baton delivery retry 3 --agent 'command:./scripts/agent.sh'"
+	}
+	cmd := &cobra.Command{
+		Use:     string(a) + " <id>",
+		Short:   short,
+		Long:    long,
+		Example: example,
 		Args:    exactArgs(1, "a delivery id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			return withDeliveries(ctx, f, *db, func(svc *delivery.Service) error {
-				d, err := svc.Decide(ctx, args[0], a, f.actor(), note)
+				var d *baton.Delivery
+				var err error
+				if a == delivery.ActRetry {
+					var change delivery.Settings
+					fl := cmd.Flags()
+					if fl.Changed("agent") {
+						change.Agent = &agent
+						if err := agentrun.Check(agentrun.Spec{Agent: agent, Prompt: "-"}); baton.ErrorCode(err) == baton.NotFound {
+							fmt.Fprintf(f.IO.Err, "baton: warning: %v (a worker on another machine may have it)\n", err)
+						}
+					}
+					if fl.Changed("model") {
+						change.Model = &model
+					}
+					if fl.Changed("agent-arg") {
+						change.AgentArgs = &agentArgs
+					}
+					d, err = svc.Retry(ctx, args[0], f.actor(), note, change)
+				} else {
+					d, err = svc.Decide(ctx, args[0], a, f.actor(), note)
+				}
 				if err != nil {
 					return err
 				}
@@ -514,6 +545,12 @@ delivery's state is refused with a message that says what would.`,
 	}
 	if a == delivery.ActClose {
 		cmd.Flags().StringVarP(&note, "reason", "m", "", "why the delivery is closed")
+	}
+	if a == delivery.ActRetry {
+		fl := cmd.Flags()
+		fl.StringVar(&agent, "agent", "", "run with this agent from now on: claude, codex, droid or command:<argv>")
+		fl.StringVar(&model, "model", "", "run with this model from now on")
+		fl.StringArrayVar(&agentArgs, "agent-arg", nil, "replace the agent's extra arguments (repeatable)")
 	}
 	return cmd
 }

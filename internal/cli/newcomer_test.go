@@ -183,3 +183,56 @@ func TestDeliveryWatchSaysWhenNothingRuns(t *testing.T) {
 		t.Errorf("the notice came %d times", n)
 	}
 }
+
+// A delivery that failed because its agent is missing switches agents on
+// retry, and runs with the new one.
+func TestDeliveryRetryChangesAgent(t *testing.T) {
+	e, _, _ := deliveryEnv(t)
+	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Switch agents", "--agent", "command:"+filepath.Join(e.dir, "no-such-agent.sh"), "--checkpoints", "plan")
+	r := e.run("", "", "delivery", "run", "1")
+	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, "not found") {
+		t.Fatalf("run with a missing agent = %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	script := filepath.Join(t.TempDir(), "planner.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ncat >/dev/null\necho '1. Do it.'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r = e.ok("", "", "delivery", "retry", "1", "--agent", "command:/nowhere/agent.sh")
+	if !strings.Contains(r.stderr, "warning") || !strings.Contains(r.stderr, "/nowhere/agent.sh") {
+		t.Errorf("retry with another missing agent does not warn:\n%s", r.stderr)
+	}
+	if r := e.run("", "", "delivery", "run", "1"); r.code == 0 {
+		t.Fatalf("run with the second missing agent succeeded")
+	}
+	e.ok("", "", "delivery", "retry", "1", "--agent", "command:"+script)
+	e.ok("", "", "delivery", "run", "1")
+	r = e.ok("", "", "delivery", "show", "1", "--json")
+	var v struct {
+		Delivery struct {
+			Phase     string `json:"phase"`
+			RunStatus string `json:"run_status"`
+			Config    struct {
+				Agent string `json:"agent"`
+			} `json:"config"`
+		} `json:"delivery"`
+		PhaseLog []struct {
+			Note string `json:"note"`
+		} `json:"phase_log"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Delivery.Config.Agent != "command:"+script || v.Delivery.Phase != "plan" || v.Delivery.RunStatus != "succeeded" {
+		t.Errorf("after retry --agent: %+v", v.Delivery)
+	}
+	found := false
+	for _, l := range v.PhaseLog {
+		found = found || strings.Contains(l.Note, "agent now command:"+script)
+	}
+	if !found {
+		t.Errorf("the phase log does not record the agent change: %+v", v.PhaseLog)
+	}
+	if r := e.run("", "", "delivery", "approve", "1", "--agent", "codex"); r.code != 2 {
+		t.Errorf("approve --agent = %d, want a usage error", r.code)
+	}
+}

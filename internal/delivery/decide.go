@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/agentrun"
 )
 
 // Decide applies a person's decision to the delivery named ref, the one
@@ -25,6 +26,32 @@ func (s *Service) Decide(ctx context.Context, ref string, a Action, actor, note 
 		return s.decide(ctx, ref, Input{Action: a, Actor: actor, Person: true, Note: note})
 	}
 	return nil, baton.Errorf(baton.Invalid, "%q is not a decision: want approve, reject, retry, cancel or close", baton.Truncate(string(a), 40, "…"))
+}
+
+// Retry runs a failed or blocked phase again, with change applied to how
+// the delivery runs from now on: only the agent, its model and its
+// arguments may change (a delivery whose agent is missing can switch to
+// one that is installed). The new agent is checked before anything
+// changes.
+func (s *Service) Retry(ctx context.Context, ref, actor, note string, change Settings) (*baton.Delivery, error) {
+	if change.Agent == nil && change.Model == nil && change.AgentArgs == nil {
+		return s.decide(ctx, ref, Input{Action: ActRetry, Actor: actor, Person: true, Note: note})
+	}
+	if change != (Settings{Agent: change.Agent, Model: change.Model, AgentArgs: change.AgentArgs}) {
+		return nil, baton.Errorf(baton.Invalid, "a retry may change the agent, its model and its arguments only")
+	}
+	d, err := s.Resolve(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	next := *d
+	if err := change.apply(&next); err != nil {
+		return nil, err
+	}
+	if _, err := agentrun.Command(agentrun.Spec{Agent: next.Config.Agent, Prompt: "-", ExtraArgs: next.Config.AgentArgs}); err != nil {
+		return nil, err
+	}
+	return s.decide(ctx, d.ID, Input{Action: ActRetry, Actor: actor, Person: true, Note: note, Config: &next.Config})
 }
 
 // decide applies a person's approve, retry, cancel or close. A phase

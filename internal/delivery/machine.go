@@ -54,6 +54,9 @@ type Input struct {
 	Note string
 	// Refs are added to the delivery (work, review, check refs).
 	Refs []baton.Ref
+	// Config, on a retry, is how the delivery runs from now on (another
+	// agent, model or agent arguments); nil keeps it.
+	Config *baton.DeliveryConfig
 }
 
 // Result is the new state, the log entries to append in order, and
@@ -219,8 +222,22 @@ func (m *machine) retry() error {
 	}
 	d.Error = ""
 	d.Lost = 0
-	m.enter(d.Phase, m.in.Note, true)
+	note := m.in.Note
+	if c := m.in.Config; c != nil {
+		if c.Agent != d.Config.Agent || c.Model != d.Config.Model || !slices.Equal(c.AgentArgs, d.Config.AgentArgs) {
+			note = strings.TrimSpace(note + " (agent now " + c.Agent + ifModel(c.Model) + ")")
+		}
+		d.Config = *c
+	}
+	m.enter(d.Phase, note, true)
 	return nil
+}
+
+func ifModel(m string) string {
+	if m == "" {
+		return ""
+	}
+	return ", model " + m
 }
 
 // cancel stops the running attempt: it fails, and its late result is

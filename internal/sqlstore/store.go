@@ -348,11 +348,15 @@ func (s *Store) UpdateDelivery(ctx context.Context, d *baton.Delivery) error {
 	if err != nil {
 		return err
 	}
+	cfg, err := json.Marshal(d.Config)
+	if err != nil {
+		return err
+	}
 	n, err := s.exec(ctx, `UPDATE deliveries SET phase = ?, run_status = ?, refs = ?, error = ?, queued = ?, attempt = ?,
-		rounds = ?, lost = ?, owner = ?, heartbeat_at = ?, updated_at = ?, version = version + 1
+		rounds = ?, lost = ?, owner = ?, heartbeat_at = ?, updated_at = ?, config = ?, version = version + 1
 		WHERE id = ? AND version = ?`,
 		string(d.Phase), string(d.RunStatus), string(refs), d.Error, b2i(d.Queued), d.Attempt, d.Rounds, d.Lost,
-		d.Owner, fmtTime(d.HeartbeatAt), fmtTime(d.UpdatedAt), d.ID, d.Version)
+		d.Owner, fmtTime(d.HeartbeatAt), fmtTime(d.UpdatedAt), string(cfg), d.ID, d.Version)
 	if err != nil {
 		return fmt.Errorf("update delivery %s: %w", d.ID, err)
 	}
