@@ -38,6 +38,11 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvOn(t, sqlstore.SQLite)
+}
+
+func newEnvOn(t *testing.T, dialect sqlstore.Dialect) *env {
+	t.Helper()
 	e := &env{t: t, gh: githubtest.NewServer(t)}
 	e.fail.Store("")
 	now := time.Now().UTC()
@@ -52,7 +57,7 @@ func newEnv(t *testing.T) *env {
 		proxy.ServeHTTP(w, r)
 	}))
 	t.Cleanup(front.Close)
-	q, err := queue.Open(t.Context(), sqlstoretest.DSN(t, sqlstore.SQLite), queue.Config{})
+	q, err := queue.Open(t.Context(), sqlstoretest.DSN(t, dialect), queue.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +118,12 @@ func (e *env) addIssues(n int, labels ...string) {
 // Every page is read: 230 labelled issues are three pages of 100, and
 // unlabelled issues and pull requests never become deliveries.
 func TestSyncReadsEveryPage(t *testing.T) {
-	e := newEnv(t)
+	for _, dialect := range sqlstoretest.Dialects(t) {
+		t.Run(string(dialect), func(t *testing.T) { syncReadsEveryPage(t, newEnvOn(t, dialect)) })
+	}
+}
+
+func syncReadsEveryPage(t *testing.T, e *env) {
 	e.addIssues(230, "baton")
 	e.addIssues(5, "bug")
 	e.gh.AddPullRequest("octo/app", githubtest.PullRequest{Title: "a labelled PR", Labels: []string{"baton"}})
@@ -213,7 +223,12 @@ func TestSyncBacksOffOnRateLimit(t *testing.T) {
 // because its issue was not seen. The next full listing closes exactly
 // the issue that was closed.
 func TestPartialListingClosesNothing(t *testing.T) {
-	e := newEnv(t)
+	for _, dialect := range sqlstoretest.Dialects(t) {
+		t.Run(string(dialect), func(t *testing.T) { partialListingClosesNothing(t, newEnvOn(t, dialect)) })
+	}
+}
+
+func partialListingClosesNothing(t *testing.T, e *env) {
 	e.addIssues(150, "baton")
 	src := e.addSource()
 	if _, err := e.sync(src); err != nil {

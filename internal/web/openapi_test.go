@@ -22,6 +22,7 @@ import (
 	"github.com/baton-agent/baton/internal/github/githubtest"
 	"github.com/baton-agent/baton/internal/intake"
 	"github.com/baton-agent/baton/internal/sqlstore"
+	"github.com/baton-agent/baton/internal/sqlstore/sqlstoretest"
 )
 
 // openAPI is the part of an OpenAPI 3.1 document the test reads.
@@ -104,7 +105,13 @@ type call struct {
 // Every documented route, called on the real handlers, answers with a
 // status it documents and a body of the documented shape.
 func TestOpenAPIResponsesMatchTheDocument(t *testing.T) {
-	e := newEnv(t, sqlstore.SQLite)
+	for _, dialect := range sqlstoretest.Dialects(t) {
+		t.Run(string(dialect), func(t *testing.T) { checkResponses(t, dialect) })
+	}
+}
+
+func checkResponses(t *testing.T, dialect sqlstore.Dialect) {
+	e := newEnv(t, dialect)
 	doc, ops := loadOpenAPI(t)
 	gh := githubtest.NewServer(t)
 	gh.AddIssue("octo/app", githubtest.Issue{Title: "Crash", Labels: []string{"baton"}})
