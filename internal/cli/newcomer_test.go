@@ -338,3 +338,60 @@ func TestSessionStartCountsAndRebindHint(t *testing.T) {
 		t.Errorf("session-start does not say how to take the loop over:\n%s", r.stdout)
 	}
 }
+
+// run step with its agent missing runs no iteration and says so, and
+// leaves no iteration directory behind.
+func TestRunStepWithMissingAgentRunsNothing(t *testing.T) {
+	e := runProject(t, "---\nid: t\nnext: execute\n---\n# Task\n\nDo it.\n")
+	e.ok("", "", "run", "init", "--guard", "true")
+	r := e.run("", "", "run", "step", "--agent", "command:"+filepath.Join(e.dir, "missing.sh"))
+	if r.code != 1 || strings.Contains(r.stdout, "1 iteration") || !strings.Contains(r.stderr, "missing.sh") {
+		t.Errorf("run step with a missing agent = %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(e.dir, ".agent", "context", "runner", "iterations", "*", "*"))
+	if len(dirs) != 0 {
+		t.Errorf("iteration directories left behind: %v", dirs)
+	}
+}
+
+// run init --no-branch on main warns at once that step will refuse main.
+func TestRunInitNoBranchOnMainWarns(t *testing.T) {
+	e := runProject(t, "---\nid: t\nnext: execute\n---\n# Task\n\nDo it.\n")
+	r := e.ok("", "", "run", "init", "--no-branch", "--guard", "true")
+	if !strings.Contains(r.stderr, "stays on main") || !strings.Contains(r.stderr, "--allow-main") {
+		t.Errorf("run init --no-branch on main:\n%s", r.stderr)
+	}
+}
+
+// A tree left unreadable by an interrupted iteration: status and tree say
+// that the next step restores it (not "fix it by hand"), and it does.
+func TestInterruptedIterationWithCorruptTree(t *testing.T) {
+	e := runProject(t, "---\nid: t\nnext: execute\n---\n# Task\n\nDo it.\n")
+	e.ok("", "", "run", "init", "--guard", "true")
+	state := ".agent/context/runner/state/"
+	tree := e.read(state + "tree.json")
+	var st map[string]any
+	if err := json.Unmarshal([]byte(e.read(state+"run_state.json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	run := st["run_id"].(string)
+	head := strings.TrimSpace(e.git("rev-parse", "HEAD"))
+	st["in_flight"] = map[string]any{"iter": 1, "node": "t", "attempt": 1, "started_at": "2026-11-22T09:34:00Z", "head": head}
+	b, _ := json.Marshal(st)
+	e.write(state+"run_state.json", string(b))
+	e.write(".agent/context/runner/iterations/"+run+"/1/tree.before.json", tree)
+	e.write(state+"tree.json", `{"id": "t", "title": `)
+	for _, cmd := range [][]string{{"run", "status"}, {"run", "tree"}} {
+		r := e.run("", "", cmd...)
+		if r.code != 1 || !strings.Contains(r.stderr, "iteration 1 was interrupted") || !strings.Contains(r.stderr, "`baton run step` restores it") || strings.Contains(r.stderr, "--help") {
+			t.Errorf("baton %v = %d\nstderr: %s", cmd, r.code, r.stderr)
+		}
+	}
+	r := e.run("", "", "run", "step", "--agent", "command:"+filepath.Join(e.dir, "missing.sh"))
+	if got := e.read(state + "tree.json"); got != tree && !strings.Contains(got, `"id": "t"`) {
+		t.Errorf("run step did not restore the tree (exit %d, %s):\n%s", r.code, r.stderr, got)
+	}
+	if r := e.run("", "", "run", "status"); r.code != 0 {
+		t.Errorf("run status after the step = %d\n%s", r.code, r.stderr)
+	}
+}

@@ -170,6 +170,9 @@ func runRunInit(ctx context.Context, f *Factory, o runInitOptions) error {
 	if !res.Git {
 		fmt.Fprintf(f.IO.Err, "baton: warning: %s is not in a git work tree; `baton run step` needs one (it commits every iteration)\n", st.Root())
 	}
+	if o.noBranch && (res.Branch == "main" || res.Branch == "master") {
+		fmt.Fprintf(f.IO.Err, "baton: warning: the run stays on %s (--no-branch), where `baton run step` refuses to commit iterations: switch to a branch first, or step with --allow-main\n", res.Branch)
+	}
 	if cfg.Guard == "" {
 		fmt.Fprintf(f.IO.Err, "baton: warning: no guard set: set guard in %s before stepping (a leaf passes only when the agent says done AND the guard passes)\n", l.State(goaltree.ConfigFile))
 	}

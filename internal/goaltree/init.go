@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/baton-agent/baton"
@@ -109,7 +110,7 @@ func Init(ctx context.Context, l Layout, o InitOptions) (*InitResult, error) {
 	}
 
 	st := &baton.RunState{SchemaVersion: baton.RunStateVersion, RunID: id, Branch: res.Branch, CreatedAt: o.Now.UTC().Truncate(time.Second), NextIter: 1}
-	for _, d := range []string{l.State(""), l.Context(""), l.Iteration(id, 0)} {
+	for _, d := range []string{l.State(""), l.Context(""), filepath.Dir(l.Iteration(id, 1))} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("create %s: %w", d, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/baton-agent/baton"
@@ -106,6 +107,13 @@ func (l Layout) LoadStateAndTree() (*baton.RunState, *baton.Node, error) {
 		return nil, nil, err
 	}
 	tree, err := l.LoadTree()
+	if err != nil && st.InFlight != nil && baton.ErrorCode(err) == baton.Invalid {
+		// The agent of an interrupted iteration may have left the tree
+		// half written; the next step puts back the copy taken before it.
+		return nil, nil, &baton.Error{Code: baton.Conflict, Err: err, Message: fmt.Sprintf(
+			"iteration %d was interrupted and left %s unreadable: `baton run step` restores it from %s before going on",
+			st.InFlight.Iter, l.rel(l.State(TreeFile)), l.rel(filepath.Join(l.Iteration(st.RunID, st.InFlight.Iter), TreeBeforeLog)))}
+	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -183,13 +183,14 @@ func (it *iteration) run(ctx context.Context) error {
 	it.n = it.st.NextIter
 	it.dir = it.r.Layout.Iteration(it.st.RunID, it.n)
 	it.start, it.started = time.Now(), it.r.now()
-	it.rep.Ran, it.rep.Iter, it.rep.Node, it.rep.Title = true, it.n, node.ID, node.Title
+	it.rep.Iter, it.rep.Node, it.rep.Title = it.n, node.ID, node.Title
 	it.rep.Attempt, it.rep.MaxAttempts = node.Attempts+1, node.MaxAttempts
 
 	in, err := it.prepare()
 	if err != nil {
-		return err
+		return err // nothing ran and nothing is on record
 	}
+	it.rep.Ran = true
 	if err := it.begin(ctx, in); err != nil {
 		return err
 	}
