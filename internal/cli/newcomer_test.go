@@ -395,3 +395,48 @@ func TestInterruptedIterationWithCorruptTree(t *testing.T) {
 		t.Errorf("run status after the step = %d\n%s", r.code, r.stderr)
 	}
 }
+
+// The stand-in agent docs/agents.md shows works as the page says: through
+// every phase of a delivery to a merged change, and for a runner step.
+func TestDocumentedStandInAgent(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "agents.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "<!-- stand-in agent: begin -->\n```sh\n")
+	script, _, ok2 := strings.Cut(rest, "```\n<!-- stand-in agent: end -->")
+	if !ok || !ok2 {
+		t.Fatal("docs/agents.md has no marked stand-in agent")
+	}
+	if n := strings.Count(strings.TrimSpace(script), "\n") + 1; n > 10 {
+		t.Errorf("the stand-in agent has %d lines; the page promises ten", n)
+	}
+	agent := filepath.Join(t.TempDir(), "agent.sh")
+	if err := os.WriteFile(agent, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	e, _, _ := deliveryEnv(t)
+	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Add a greeting", "--agent", "command:"+agent,
+		"--checkpoints", "none", "--verify", "test -f hello.txt")
+	for i := 0; i < 8; i++ {
+		r := e.ok("", "", "delivery", "show", "1", "--json")
+		if strings.Contains(r.stdout, `"phase": "close"`) {
+			break
+		}
+		e.ok("", "", "delivery", "run", "1")
+	}
+	r := e.ok("", "", "delivery", "show", "1")
+	if !strings.Contains(r.stdout, "closed: delivered") {
+		t.Fatalf("the documented agent did not carry the delivery to close:\n%s", r.stdout)
+	}
+	if got := strings.TrimSpace(e.git("show", "main:hello.txt")); got != "hello" {
+		t.Errorf("main:hello.txt = %q", got)
+	}
+
+	p := runProject(t, "---\nid: t\nnext: execute\n---\n# Task\n\nDo it.\n")
+	p.ok("", "", "run", "init", "--guard", "true")
+	if r := p.ok("", "", "run", "step", "--quiet", "--agent", "command:"+agent); !strings.Contains(r.stdout, "complete") {
+		t.Errorf("run step with the documented agent:\n%s%s", r.stdout, r.stderr)
+	}
+}

@@ -95,7 +95,7 @@ first step starts clean on the run's own branch.`,
 	fl := cmd.Flags()
 	fl.StringVar(&o.goalFile, "goal-file", "", "the goal `FILE` (default: GOAL.md in the project root)")
 	fl.StringVar(&o.guard, "guard", "", "the guard `COMMAND`, run with sh -c; a leaf passes only when it exits 0")
-	fl.StringVar(&o.agent, "agent", "", "the agent: claude (default), codex, droid or command:<argv>")
+	fl.StringVar(&o.agent, "agent", "", "the agent: claude (default), codex, droid or command:<argv> (see docs/agents.md)")
 	fl.StringVar(&o.id, "id", "", "the run `ID` (default: the goal file's id, else a slug of its title)")
 	fl.BoolVar(&o.noBranch, "no-branch", false, "keep the current branch instead of creating runner/<id>")
 	fl.BoolVar(&o.force, "force", false, "replace an existing run's state")
@@ -391,7 +391,7 @@ type runStepOptions struct {
 
 func addStepFlags(cmd *cobra.Command, o *runStepOptions) {
 	fl := cmd.Flags()
-	fl.StringVar(&o.agent, "agent", "", "the agent: claude, codex, droid or command:<argv> (default: the config's agent)")
+	fl.StringVar(&o.agent, "agent", "", "the agent: claude, codex, droid or command:<argv>, see docs/agents.md (default: the config's agent)")
 	sizeVar(fl, &o.promptBudget, "prompt-budget", 0, "prompt budget: `SIZE` in bytes or with a unit, 40KB (default: the config's prompt_budget, 40000)")
 	fl.BoolVar(&o.quiet, "quiet", false, "do not stream the agent's output")
 	fl.BoolVar(&o.allowMain, "allow-main", false, "allow running on main or master")

@@ -90,7 +90,7 @@ BATON_WEBHOOK_SECRET).`,
 	fl.StringVar(&label, "label", baton.DefaultSourceLabel, "issues with this label become deliveries")
 	fl.StringVar(&endpoint, "endpoint", "", "the deliveries' last phase before close")
 	fl.StringVar(&checkpoints, "checkpoints", "", `the deliveries' checkpoints, e.g. plan,deploy ("none" for none)`)
-	fl.StringVar(&agent, "agent", "", "the deliveries' agent: claude, codex, droid or command:<argv>")
+	fl.StringVar(&agent, "agent", "", "the deliveries' agent: claude, codex, droid or command:<argv> (see docs/agents.md)")
 	fl.StringVar(&apiURL, "api-url", "", "GitHub API base URL (GitHub Enterprise Server)")
 	fl.StringVar(&secret, "webhook-secret", "", "secret of this repository's webhooks")
 	fl.BoolVar(&paused, "paused", false, "add it paused")

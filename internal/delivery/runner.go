@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -319,7 +320,10 @@ func (r *Runner) agent(ctx context.Context, d *baton.Delivery, co *forge.Checkou
 	res, err := agentrun.Run(ctx, agentrun.Spec{
 		Agent: d.Config.Agent, Prompt: run.Prompt, SystemPrompt: run.SystemPrompt, Dir: co.Dir,
 		OutputSchema: schema, Timeout: d.Config.Timeout(d.Phase), KillGrace: r.KillGrace, Model: d.Config.Model,
-		ExtraArgs: d.Config.AgentArgs, Env: r.AgentEnv, PassEnv: d.Config.PassEnv, Live: live, LogDir: run.LogDir,
+		ExtraArgs: d.Config.AgentArgs, PassEnv: d.Config.PassEnv, Live: live, LogDir: run.LogDir,
+		// Which delivery and phase this is, as verify and deploy commands
+		// get it: a command:<argv> agent can answer by phase.
+		Env: append(slices.Clone(r.AgentEnv), "BATON_DELIVERY_ID="+d.ID, "BATON_PHASE="+string(d.Phase), "BATON_WORK_BRANCH="+d.WorkBranch()),
 	})
 	rec.Close()
 	run.FinalMessage, run.Model, run.SessionID = res.FinalText, res.Model, res.SessionID
