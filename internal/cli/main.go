@@ -75,12 +75,24 @@ func minArgs(n int, what string) cobra.PositionalArgs {
 	}
 }
 
-// noArgs rejects positional arguments, naming the first one.
+// noArgs rejects positional arguments, naming the first one. On a command
+// that has subcommands, an argument is a mistyped subcommand: it is named
+// as such, with the ones it may have meant.
 func noArgs(cmd *cobra.Command, args []string) error {
-	if len(args) > 0 {
-		return usageError("%s takes no arguments (got %q)", cmd.CommandPath(), strings.Join(args, " "))
+	if len(args) == 0 {
+		return nil
 	}
-	return nil
+	if cmd.HasAvailableSubCommands() {
+		msg := fmt.Sprintf("unknown command %q for %s", args[0], cmd.CommandPath())
+		if cmd.SuggestionsMinimumDistance <= 0 {
+			cmd.SuggestionsMinimumDistance = 2
+		}
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, " or ") + "?"
+		}
+		return usageError("%s", msg)
+	}
+	return usageError("%s takes no arguments (got %q)", cmd.CommandPath(), strings.Join(args, " "))
 }
 
 func plural(n int) string {

@@ -440,3 +440,61 @@ func TestDocumentedStandInAgent(t *testing.T) {
 		t.Errorf("run step with the documented agent:\n%s%s", r.stdout, r.stderr)
 	}
 }
+
+// Completion offers ids and allowed values; a mistyped command gets a
+// suggestion; completion of an unknown shell is an error.
+func TestCompletionAndSuggestions(t *testing.T) {
+	e, _, _ := deliveryEnv(t)
+	e.vars["BATON_SESSION_ID"] = "s1"
+	packet := strings.TrimSpace(e.ok("", "", "handoff", "auth refactor", "--next-prompt", "go", "--json").stdout)
+	var p struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(packet), &p); err != nil {
+		t.Fatal(err)
+	}
+	var l struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(e.ok("", "", "loop", "start", "--json", "go on").stdout), &l); err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Delivery struct {
+			ID string `json:"id"`
+		} `json:"delivery"`
+	}
+	if err := json.Unmarshal([]byte(e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Complete me", "--json").stdout), &d); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"packet", "show", ""}, []string{"latest", p.ID}},
+		{[]string{"pickup", ""}, []string{p.ID}},
+		{[]string{"loop", "status", ""}, []string{l.ID}},
+		{[]string{"delivery", "show", ""}, []string{d.Delivery.ID + "\tComplete me"}},
+		{[]string{"install", ""}, []string{"claude", "codex", "droid", "pi"}},
+		{[]string{"packet", "list", "--status", ""}, []string{"draft", "active", "done", "blocked"}},
+		{[]string{"delivery", "list", "--phase", "im"}, []string{"implement"}},
+		{[]string{"hook", "stop", "--harness", ""}, []string{"claude", "pi"}},
+		{[]string{"delivery", "create", "--agent", ""}, []string{"codex", "command:"}},
+	} {
+		out := e.ok("", "", append([]string{"__complete"}, c.args...)...).stdout
+		for _, w := range c.want {
+			if !strings.Contains(out, w+"\n") {
+				t.Errorf("__complete %q lacks %q:\n%s", c.args, w, out)
+			}
+		}
+	}
+	if r := e.run("", "", "completion", "bogus"); r.code != 2 || !strings.Contains(r.stderr, `unknown command "bogus"`) {
+		t.Errorf("completion bogus = %d\n%s", r.code, r.stderr)
+	}
+	if r := e.run("", "", "pakcet", "list"); r.code != 2 || !strings.Contains(r.stderr, "did you mean packet?") {
+		t.Errorf("pakcet = %d\n%s", r.code, r.stderr)
+	}
+	if r := e.run("", "", "loop", "strat"); !strings.Contains(r.stderr, "did you mean start?") {
+		t.Errorf("loop strat = %d\n%s", r.code, r.stderr)
+	}
+}

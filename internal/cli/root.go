@@ -22,12 +22,7 @@ merged pull request through a delivery pipeline.`,
   baton packet list`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageError("unknown command %q for baton", args[0])
-			}
-			return nil
-		},
+		Args:          noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmd.Help()
 		},
@@ -64,5 +59,15 @@ merged pull request through a delivery pipeline.`,
 		newImplementFeatureCmd(f),
 		newGitHubCmd(f),
 	)
+	// The completion command cobra adds: an unknown shell is an error,
+	// not its help page and exit 0.
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Args = noArgs
+			c.RunE = func(cmd *cobra.Command, args []string) error { return cmd.Help() }
+		}
+	}
+	f.addCompletions(root)
 	return root
 }

@@ -63,6 +63,10 @@ func (s *Store) CreateLoop(ctx context.Context, l *baton.Loop) error {
 // file (the error names the file), NotFound when it does not exist.
 func (s *Store) FindLoopByID(id string) (*baton.Loop, error) { return loops.find(s, id) }
 
+// LoopIDs lists the ids of the loop files without reading them (for
+// completion).
+func (s *Store) LoopIDs() ([]string, error) { return loops.ids(s) }
+
 // LoopFilter narrows FindLoops. Zero values match everything.
 type LoopFilter struct {
 	Status baton.LoopStatus
