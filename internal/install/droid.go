@@ -2,12 +2,15 @@ package install
 
 import "path/filepath"
 
-// Factory Droid: hooks in .factory/hooks.json or ~/.factory/hooks.json
-// (Droid's matchers apply to tool events only); commands in
+// Factory Droid: hooks in .factory/hooks.json or ~/.factory/hooks.json,
+// a map keyed directly by event name (Droid ignores a {"hooks": …}
+// wrapper there, which an earlier baton wrote: install unwraps it);
+// Droid's matchers apply to tool events only. Commands in
 // .factory/commands/ or ~/.factory/commands/, which know only $ARGUMENTS
 // and no !`…` injection, so they ask the model to run baton.
 var droidSpec = harnessSpec{
 	hooksFile: func(t Target) string { return filepath.Join(t.base(), ".factory", "hooks.json") },
+	flatHooks: true,
 	hookEvents: []hookEvent{
 		{Event: "SessionStart", Baton: "session-start"},
 		{Event: "PostToolUse", Matcher: "Create|Edit|ApplyPatch", Baton: "post-tool-use"},

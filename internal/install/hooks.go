@@ -2,7 +2,6 @@ package install
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -25,23 +24,37 @@ func HookCommand(exe, batonEvent, harness string) string {
 	return ShellQuote(exe) + " hook " + batonEvent + " --harness " + harness
 }
 
-// IsBatonHook reports whether a hook command runs `baton hook`: its
-// program is a file named baton and its first argument is "hook". Old
-// binary paths count too, so a reinstall from a new location replaces
-// them.
+// IsBatonHook reports whether a hook command runs baton's hook: its
+// arguments are `hook <event> --harness <harness>` with one of baton's
+// events, whatever the program is called (baton, baton-v2, a versioned
+// path), so a reinstall from a new binary replaces the old hooks and
+// uninstall finds them all.
 func IsBatonHook(command string, args []string) bool {
 	w := shellWords(command)
-	if len(w) == 0 || filepath.Base(w[0]) != "baton" {
+	if len(w) == 0 {
 		return false
 	}
 	rest := append(w[1:], args...)
-	return len(rest) > 0 && rest[0] == "hook"
+	if len(rest) < 3 || rest[0] != "hook" || !batonEvents[rest[1]] {
+		return false
+	}
+	for i, a := range rest[2:] {
+		if a == "--harness" && i+3 < len(rest) || strings.HasPrefix(a, "--harness=") {
+			return true
+		}
+	}
+	return false
 }
 
-// planHooks merges (or removes) baton's hooks in a Claude-style hooks
-// file: {"hooks": {"Event": [{"matcher": "...", "hooks": [{"type":
-// "command", "command": "..."}]}]}}. Everything else is kept in order.
-func planHooks(path string, t Target, events []hookEvent, install bool) (Change, error) {
+// batonEvents are the events `baton hook` answers.
+var batonEvents = map[string]bool{"session-start": true, "stop": true, "post-tool-use": true, "pre-compact": true}
+
+// planHooks merges (or removes) baton's hooks in a hooks file. Claude
+// and Codex wrap the events: {"hooks": {"Event": [{"matcher": "...",
+// "hooks": [{"type": "command", "command": "..."}]}]}}; Droid's hooks.json
+// is the event map itself (flat), and a wrapper an earlier baton wrote
+// there is unwrapped. Everything else is kept in order.
+func planHooks(path string, t Target, events []hookEvent, install, flat bool) (Change, error) {
 	before, err := readFile(path)
 	if err != nil {
 		return Change{}, err
@@ -53,9 +66,13 @@ func planHooks(path string, t Target, events []hookEvent, install bool) (Change,
 		return c, nil
 	}
 	current := encode(root)
-	removed := removeBatonHooks(root)
+	migrated := flat && unwrapHooks(root)
+	removed := removeBatonHooks(hooksOf(root, flat, false)) || migrated
 	if install {
-		addBatonHooks(root, t, events)
+		addBatonHooks(hooksOf(root, flat, true), t, events)
+	}
+	if !flat {
+		dropEmptyHooks(root, removed)
 	}
 	after := encode(root)
 	switch {
@@ -63,7 +80,7 @@ func planHooks(path string, t Target, events []hookEvent, install bool) (Change,
 		c.Action = Unchanged
 		c.After = before
 		return c, nil
-	case !install && removed && isEmptyHooks(root):
+	case !install && removed && len(root.keys) == 0:
 		c.Action = Remove
 		c.Note = "only baton's hooks were in it"
 		return c, nil
@@ -76,12 +93,49 @@ func planHooks(path string, t Target, events []hookEvent, install bool) (Change,
 	return c, nil
 }
 
-// removeBatonHooks drops baton's handlers from every event, then groups
-// and events left empty by that. It reports whether it removed any.
-func removeBatonHooks(root *object) bool {
-	hv, ok := root.get("hooks")
-	hooks, isObj := hv.(*object)
-	if !ok || !isObj {
+// hooksOf returns the event map of a hooks file: root itself when flat,
+// else its "hooks" object (made when create is set; nil when missing).
+func hooksOf(root *object, flat, create bool) *object {
+	if flat {
+		return root
+	}
+	hooks, ok := root.vals["hooks"].(*object)
+	if !ok && create {
+		hooks = newObject()
+		root.set("hooks", hooks)
+	}
+	return hooks
+}
+
+// unwrapHooks moves the events of a {"hooks": {...}} wrapper to the top
+// of a flat hooks file (Droid ignores the wrapper), after any events
+// already there. It reports whether there was a wrapper.
+func unwrapHooks(root *object) bool {
+	wrapped, ok := root.vals["hooks"].(*object)
+	if !ok {
+		return false
+	}
+	root.del("hooks")
+	for _, ev := range wrapped.keys {
+		groups, _ := wrapped.vals[ev].([]any)
+		have, _ := root.vals[ev].([]any)
+		root.set(ev, append(have, groups...))
+	}
+	return true
+}
+
+// dropEmptyHooks removes a wrapped hooks object that baton's removal left
+// empty.
+func dropEmptyHooks(root *object, removed bool) {
+	if h, ok := root.vals["hooks"].(*object); ok && removed && len(h.keys) == 0 {
+		root.del("hooks")
+	}
+}
+
+// removeBatonHooks drops baton's handlers from every event of hooks, then
+// groups and events left empty by that. It reports whether it removed any.
+func removeBatonHooks(hooks *object) bool {
+	if hooks == nil {
 		return false
 	}
 	removed := false
@@ -124,9 +178,6 @@ func removeBatonHooks(root *object) bool {
 			hooks.set(ev, keptGroups)
 		}
 	}
-	if removed && len(hooks.keys) == 0 {
-		root.del("hooks")
-	}
 	return removed
 }
 
@@ -146,13 +197,8 @@ func isBatonHandler(h any) bool {
 	return IsBatonHook(cmd, args)
 }
 
-// addBatonHooks appends one matcher group per baton hook.
-func addBatonHooks(root *object, t Target, events []hookEvent) {
-	hooks, ok := root.vals["hooks"].(*object)
-	if !ok {
-		hooks = newObject()
-		root.set("hooks", hooks)
-	}
+// addBatonHooks appends one matcher group per baton hook to hooks.
+func addBatonHooks(hooks *object, t Target, events []hookEvent) {
 	for _, e := range events {
 		handler := newObject()
 		handler.set("type", "command")
@@ -168,17 +214,6 @@ func addBatonHooks(root *object, t Target, events []hookEvent) {
 	}
 }
 
-func isEmptyHooks(root *object) bool {
-	if len(root.keys) == 0 {
-		return true
-	}
-	if len(root.keys) == 1 && root.keys[0] == "hooks" {
-		h, ok := root.vals["hooks"].(*object)
-		return ok && len(h.keys) == 0
-	}
-	return false
-}
-
 // InstalledHook is a baton hook found in a hooks file.
 type InstalledHook struct {
 	Event   string `json:"event"`
@@ -187,8 +222,9 @@ type InstalledHook struct {
 }
 
 // FindBatonHooks lists baton's hooks in a hooks file (nil when the file
-// is missing or holds none).
-func FindBatonHooks(path string) ([]InstalledHook, error) {
+// is missing or holds none); flat is Droid's shape (see planHooks). Hooks
+// in a shape the harness does not read are not listed: they do not run.
+func FindBatonHooks(path string, flat bool) ([]InstalledHook, error) {
 	b, err := readFile(path)
 	if err != nil || b == nil {
 		return nil, err
@@ -197,13 +233,16 @@ func FindBatonHooks(path string) ([]InstalledHook, error) {
 	if err != nil {
 		return nil, err
 	}
-	hooks, _ := root.vals["hooks"].(*object)
+	hooks := hooksOf(root, flat, false)
 	if hooks == nil {
 		return nil, nil
 	}
 	var out []InstalledHook
 	for _, ev := range hooks.keys {
-		groups, _ := hooks.vals[ev].([]any)
+		groups, ok := hooks.vals[ev].([]any)
+		if !ok {
+			continue
+		}
 		for _, g := range groups {
 			gobj, ok := g.(*object)
 			if !ok {

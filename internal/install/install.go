@@ -111,6 +111,7 @@ func (p *Plan) Changed() bool {
 // harnessSpec describes one harness's files.
 type harnessSpec struct {
 	hooksFile   func(t Target) string
+	flatHooks   bool // the hooks file is the event map itself (Droid)
 	hookEvents  []hookEvent
 	commandsDir func(t Target) string
 	dialect     dialect
@@ -150,7 +151,7 @@ func plan(t Target, install bool) (*Plan, error) {
 	p := &Plan{Target: t, Notes: []string{}}
 	hooksChanged := false
 	if sp.hooksFile != nil {
-		c, err := planHooks(sp.hooksFile(t), t, sp.hookEvents, install)
+		c, err := planHooks(sp.hooksFile(t), t, sp.hookEvents, install, sp.flatHooks)
 		if err != nil {
 			return nil, err
 		}

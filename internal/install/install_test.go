@@ -88,7 +88,7 @@ func TestInstallRoundTripOnExistingFiles(t *testing.T) {
 			if len(backups) != 1 || backups[0] != path+".baton-backup-20261122T093400Z" || string(read(t, backups[0])) != string(original) {
 				t.Errorf("backups = %v, want one copy of the original", backups)
 			}
-			hooks, err := FindBatonHooks(path)
+			hooks, err := FindBatonHooks(path, tt.harness == baton.HarnessDroid)
 			if err != nil || len(hooks) != 4 {
 				t.Fatalf("FindBatonHooks = %v, %v; want 4", hooks, err)
 			}
@@ -246,6 +246,8 @@ func TestIsBatonHook(t *testing.T) {
 		"baton hook session-start --harness droid":             true,
 		"/usr/local/bin/baton pickup":                          false,
 		"/usr/local/bin/not-baton hook stop":                   false,
+		"/opt/baton-v2/bin/baton-v2 hook stop --harness pi":    true,
+		"/usr/local/bin/tool hook deploy --harness claude":     false,
 		"npx -y ccnotify stop":                                 false,
 		"":                                                     false,
 		"\"/opt/baton\" hook pre-compact --harness claude":     true,
@@ -255,7 +257,7 @@ func TestIsBatonHook(t *testing.T) {
 			t.Errorf("IsBatonHook(%q) = %v, want %v", cmd, got, want)
 		}
 	}
-	if !IsBatonHook("/opt/bin/baton", []string{"hook", "stop"}) {
+	if !IsBatonHook("/opt/bin/baton", []string{"hook", "stop", "--harness", "claude"}) {
 		t.Error("exec-form args not recognised")
 	}
 }
@@ -276,4 +278,42 @@ func FuzzParseObject(f *testing.F) {
 			t.Fatalf("encoding not stable for %q", data)
 		}
 	})
+}
+
+// A Droid hooks.json an earlier baton wrote wrapped in {"hooks": …}, which
+// Droid ignores, is rewritten in the shape Droid reads: the user's hooks
+// kept, baton's once, nothing left in a wrapper; doctor's view agrees.
+func TestDroidHooksUnwrapped(t *testing.T) {
+	tg := target(t, baton.HarnessDroid, ScopeProject)
+	path := droidSpec.hooksFile(tg)
+	old := `{"hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": "~/log.sh"}]}],
+  "Stop": [{"hooks": [{"type": "command", "command": "/old/bin/baton hook stop --harness droid"}]}]}}`
+	write(t, path, []byte(old))
+	if hooks, _ := FindBatonHooks(path, true); len(hooks) != 0 {
+		t.Errorf("hooks in the wrapper Droid ignores were reported as installed: %v", hooks)
+	}
+	mustApply(t, Install, tg)
+	root, err := parseObject(read(t, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := root.vals["hooks"]; ok {
+		t.Errorf("the wrapper is still there:\n%s", read(t, path))
+	}
+	for _, ev := range []string{"SessionStart", "PostToolUse", "PreCompact", "Stop", "SessionEnd"} {
+		if _, ok := root.vals[ev].([]any); !ok {
+			t.Errorf("no top-level %s:\n%s", ev, read(t, path))
+		}
+	}
+	hooks, err := FindBatonHooks(path, true)
+	if err != nil || len(hooks) != 4 {
+		t.Errorf("baton hooks after install = %v, %v; want 4 (the old one replaced)", hooks, err)
+	}
+	if !strings.Contains(string(read(t, path)), "~/log.sh") {
+		t.Errorf("the user's hook was lost:\n%s", read(t, path))
+	}
+	mustApply(t, Uninstall, tg)
+	if hooks, _ := FindBatonHooks(path, true); len(hooks) != 0 || !strings.Contains(string(read(t, path)), "~/log.sh") {
+		t.Errorf("after uninstall: %v\n%s", hooks, read(t, path))
+	}
 }

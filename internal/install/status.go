@@ -42,7 +42,7 @@ func Inspect(t Target) Status {
 	switch {
 	case sp.hooksFile != nil:
 		st.File = sp.hooksFile(t)
-		hooks, err := FindBatonHooks(st.File)
+		hooks, err := FindBatonHooks(st.File, sp.flatHooks)
 		if err != nil {
 			st.Error = err.Error()
 		}
