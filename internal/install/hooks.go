@@ -1,6 +1,8 @@
 package install
 
 import (
+	"github.com/baton-agent/baton"
+
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -62,8 +64,7 @@ func planHooks(path string, t Target, events []hookEvent, install, flat bool) (C
 	c := Change{Path: path, Kind: "hooks", Before: before}
 	root, err := parseObject(before)
 	if err != nil {
-		c.Action, c.Note = Skip, "not valid JSON ("+err.Error()+"); fix it by hand first"
-		return c, nil
+		return c, baton.Errorf(baton.Conflict, "no hooks were installed or removed: %s is not JSON baton can edit (%v); fix it by hand, then run again", path, err)
 	}
 	current := encode(root)
 	migrated := flat && unwrapHooks(root)

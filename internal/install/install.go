@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -179,9 +180,13 @@ func plan(t Target, install bool) (*Plan, error) {
 	return p, nil
 }
 
-// Apply carries out p: each file that changes is first copied to
-// <file>.baton-backup-<UTC time>, then written atomically (or removed).
-// It returns the backups it made.
+// Apply carries out p: each settings file that changes is first copied to
+// <file>.baton-backup-<UTC time> (-2, -3, ... when that name is taken: a
+// backup is never overwritten, so the first one keeps the user's original
+// bytes), then written atomically (or removed). A settings file that is a
+// symlink (a dotfiles repository) is written through to its target, and
+// one only emptied of baton's hooks is then left as an empty object rather
+// than removed. It returns the backups it made.
 func Apply(p *Plan, now time.Time) (backups []string, err error) {
 	stamp := now.UTC().Format("20060102T150405Z")
 	for _, c := range p.Changes {
@@ -190,27 +195,59 @@ func Apply(p *Plan, now time.Time) (backups []string, err error) {
 		default:
 			continue
 		}
+		path := c.Path
+		linked := false
+		if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			if path, err = filepath.EvalSymlinks(c.Path); err != nil {
+				return backups, fmt.Errorf("%s is a link that leads nowhere: %w", c.Path, err)
+			}
+			linked = true
+		}
 		if c.Before != nil && c.Kind == "hooks" {
-			b := c.Path + ".baton-backup-" + stamp
-			if err := safefile.WriteAtomic(b, c.Before, 0o600); err != nil {
+			b, err := backup(c.Path, stamp, c.Before)
+			if err != nil {
 				return backups, err
 			}
 			backups = append(backups, b)
 		}
-		if c.Action == Remove {
-			if err := os.Remove(c.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if c.Action == Remove && linked {
+			c.After = []byte("{}\n")
+		} else if c.Action == Remove {
+			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return backups, err
 			}
 			continue
 		}
-		if err := os.MkdirAll(filepath.Dir(c.Path), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return backups, err
 		}
-		if err := safefile.WriteAtomic(c.Path, c.After, 0o644); err != nil {
+		mode := fs.FileMode(0o644)
+		if fi, err := os.Stat(path); err == nil {
+			mode = fi.Mode().Perm()
+		}
+		if err := safefile.WriteAtomic(path, c.After, mode); err != nil {
 			return backups, err
 		}
 	}
 	return backups, nil
+}
+
+// backup writes data to a new file beside path and returns its name.
+func backup(path, stamp string, data []byte) (string, error) {
+	for n := 1; n < 1000; n++ {
+		b := path + ".baton-backup-" + stamp
+		if n > 1 {
+			b += "-" + strconv.Itoa(n)
+		}
+		err := safefile.CreateExclusive(b, data, 0o600)
+		if err == nil {
+			return b, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", err
+		}
+	}
+	return "", fmt.Errorf("too many backups of %s", path)
 }
 
 // Describe renders p for people: one line per file, and with diff the
@@ -234,12 +271,29 @@ func Describe(p *Plan, diff bool) string {
 	return b.String()
 }
 
-// readFile returns a file's bytes, or nil when it does not exist.
+// maxSettingsBytes bounds a settings file baton reads.
+const maxSettingsBytes = 16 << 20
+
+// readFile returns a file's bytes, or nil when it does not exist. A file
+// baton could not write back (read-only) is refused before anything is
+// planned.
 func readFile(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
+	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
+	if !fi.Mode().IsRegular() {
+		return nil, baton.Errorf(baton.Conflict, "%s is not a regular file: baton edits only regular files (or links to them)", path)
+	}
+	if fi.Size() > maxSettingsBytes {
+		return nil, baton.Errorf(baton.Conflict, "%s is %d bytes, more than a settings file holds: baton leaves it alone", path, fi.Size())
+	}
+	if fi.Mode().Perm()&0o200 == 0 {
+		return nil, baton.Errorf(baton.Conflict, "%s is read-only (mode %04o): nothing was changed; make it writable (chmod u+w) if baton may edit it", path, fi.Mode().Perm())
+	}
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}

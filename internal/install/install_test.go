@@ -1,6 +1,13 @@
 package install
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"reflect"
+
 	"github.com/baton-agent/baton/internal/golden"
 
 	"os"
@@ -230,12 +237,8 @@ func TestDryRunDiffAndInvalidJSON(t *testing.T) {
 		t.Error("planning wrote the file")
 	}
 	write(t, path, []byte("{ not json"))
-	p, err = Install(tg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.Changes[0].Action != Skip || !strings.Contains(p.Changes[0].Note, "not valid JSON") {
-		t.Errorf("invalid JSON: %+v", p.Changes[0])
+	if p, err = Install(tg); err == nil || !strings.Contains(err.Error(), "no hooks were installed") || !strings.Contains(err.Error(), path) {
+		t.Errorf("invalid JSON: %v, %+v", err, p)
 	}
 }
 
@@ -262,20 +265,90 @@ func TestIsBatonHook(t *testing.T) {
 	}
 }
 
+// FuzzParseObject checks the settings parser against encoding/json: it
+// accepts exactly the JSON objects encoding/json accepts (within the depth
+// cap), and what it writes back means the same.
 func FuzzParseObject(f *testing.F) {
 	f.Add([]byte(`{"a":[1,{"b":null}],"c":"\u003c"}`))
+	f.Add([]byte(`{"a":1,"a":2}`))
+	f.Add([]byte(`[1]`))
+	f.Add([]byte(`{"x": 1e400}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		o, err := parseObject(data)
+		var want map[string]any
+		werr := decodeNumbers(data, &want)
+		if len(bytes.TrimSpace(data)) == 0 {
+			return // empty input is an empty object to the installer
+		}
 		if err != nil {
+			if werr == nil && !strings.Contains(err.Error(), "nested deeper") {
+				t.Fatalf("parseObject refused %q, which encoding/json reads: %v", data, err)
+			}
 			return
 		}
-		enc := encode(o)
-		o2, err := parseObject(enc)
-		if err != nil {
-			t.Fatalf("re-parse of %q failed: %v", enc, err)
+		if werr != nil {
+			t.Fatalf("parseObject accepted %q, which encoding/json refuses: %v", data, werr)
 		}
-		if string(encode(o2)) != string(enc) {
-			t.Fatalf("encoding not stable for %q", data)
+		enc := encode(o)
+		var got map[string]any
+		if err := decodeNumbers(enc, &got); err != nil {
+			t.Fatalf("the encoding of %q does not read back: %v\n%s", data, err, enc)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q was written back as %s, which means something else", data, enc)
+		}
+	})
+}
+
+func decodeNumbers(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errors.New("trailing data")
+	}
+	return nil
+}
+
+// FuzzInstallUninstall: on any settings object, installing twice equals
+// installing once, and uninstalling gives back what the user had.
+func FuzzInstallUninstall(f *testing.F) {
+	f.Add([]byte(`{"model":"opus","hooks":{"Stop":[{"hooks":[{"type":"command","command":"~/x.sh"}]}]}}`))
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"hooks":{}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		o, err := parseObject(data)
+		if err != nil || len(bytes.TrimSpace(data)) == 0 {
+			return
+		}
+		if hooks, ok := o.vals["hooks"].(*object); ok && removeBatonHooks(hooks) {
+			return // the user's file already holds baton hooks: not a round trip
+		}
+		tg := target(t, baton.HarnessClaude, ScopeProject)
+		path := claudeSpec.hooksFile(tg)
+		write(t, path, data)
+		mustApply(t, Install, tg)
+		once := read(t, path)
+		if p, err := Install(tg); err != nil || p.Changed() {
+			t.Fatalf("a second install would change %s: %v %+v", once, err, p)
+		}
+		mustApply(t, Uninstall, tg)
+		var want, got map[string]any
+		_ = decodeNumbers(data, &want)
+		after, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			after = []byte("{}")
+		}
+		if err := decodeNumbers(after, &got); err != nil {
+			t.Fatalf("uninstall left %q: %v", after, err)
+		}
+		if h, ok := want["hooks"].(map[string]any); ok && len(h) == 0 && got["hooks"] == nil {
+			delete(want, "hooks") // an empty hooks object baton emptied is dropped
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("install and uninstall turned %s into %s", data, after)
 		}
 	})
 }

@@ -53,7 +53,7 @@ func parseObject(data []byte) (*object, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	v, err := decodeValue(dec)
+	v, err := decodeValue(dec, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,14 @@ func parseObject(data []byte) (*object, error) {
 	return o, nil
 }
 
-func decodeValue(dec *json.Decoder) (any, error) {
+// maxDepth bounds how deeply a settings file may nest: real ones nest a
+// handful of levels, and a hostile one must not cost time or stack.
+const maxDepth = 64
+
+func decodeValue(dec *json.Decoder, depth int) (any, error) {
+	if depth > maxDepth {
+		return nil, fmt.Errorf("nested deeper than %d levels", maxDepth)
+	}
 	tok, err := dec.Token()
 	if err != nil {
 		return nil, err
@@ -83,7 +90,7 @@ func decodeValue(dec *json.Decoder) (any, error) {
 					return nil, err
 				}
 				k, _ := kt.(string)
-				v, err := decodeValue(dec)
+				v, err := decodeValue(dec, depth+1)
 				if err != nil {
 					return nil, err
 				}
@@ -94,7 +101,7 @@ func decodeValue(dec *json.Decoder) (any, error) {
 		case '[':
 			arr := []any{}
 			for dec.More() {
-				v, err := decodeValue(dec)
+				v, err := decodeValue(dec, depth+1)
 				if err != nil {
 					return nil, err
 				}

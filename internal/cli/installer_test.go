@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The installer never damages a user's settings: a linked settings file
+// is written through its link; backups never overwrite each other and the
+// first keeps the original bytes; a read-only, invalid or absurdly nested
+// file is refused with nothing written, the last line saying so.
+func TestInstallerKeepsUsersSettingsSafe(t *testing.T) {
+	t.Run("settings file is a link", func(t *testing.T) {
+		e := newEnv(t)
+		e.gitRepo()
+		e.vars["HOME"] = t.TempDir()
+		dotfiles := filepath.Join(t.TempDir(), "dotfiles", "claude.json")
+		original := "{\n  \"permissions\": {\"allow\": [\"Bash(go test *)\"]}\n}\n"
+		if err := os.MkdirAll(filepath.Dir(dotfiles), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dotfiles, []byte(original), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		link := filepath.Join(e.dir, ".claude", "settings.local.json")
+		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(dotfiles, link); err != nil {
+			t.Fatal(err)
+		}
+		e.ok("", "", "install", "claude")
+		if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Fatalf("the settings link was replaced by a file")
+		}
+		b, _ := os.ReadFile(dotfiles)
+		if !strings.Contains(string(b), "hook stop --harness claude") || !strings.Contains(string(b), "Bash(go test *)") {
+			t.Errorf("the link's target lacks the hooks or the user's settings:\n%s", b)
+		}
+		e.ok("", "", "uninstall", "claude")
+		if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Fatalf("uninstall replaced or removed the link")
+		}
+		if b, _ := os.ReadFile(dotfiles); strings.Contains(string(b), "baton") {
+			t.Errorf("uninstall left baton's hooks in the target:\n%s", b)
+		}
+	})
+
+	t.Run("backups in one second", func(t *testing.T) {
+		e := newEnv(t) // the clock stands still: every run is in the same second
+		e.gitRepo()
+		e.vars["HOME"] = t.TempDir()
+		original := "{\"model\": \"opus\"}\n"
+		e.write(".claude/settings.local.json", original)
+		e.ok("", "", "install", "claude")
+		e.ok("", "", "uninstall", "claude")
+		e.ok("", "", "install", "claude")
+		backups, _ := filepath.Glob(filepath.Join(e.dir, ".claude", "settings.local.json.baton-backup-*"))
+		if len(backups) != 3 {
+			t.Fatalf("backups = %v, want three distinct ones", backups)
+		}
+		first := filepath.Join(e.dir, ".claude", "settings.local.json.baton-backup-20261122T093400Z")
+		if b, err := os.ReadFile(first); err != nil || string(b) != original {
+			t.Errorf("the first backup = %q, %v; want the user's original bytes", b, err)
+		}
+	})
+
+	for _, c := range []struct {
+		name, content string
+		mode          os.FileMode
+		want          string
+	}{
+		{"read-only", "{}\n", 0o444, "is read-only"},
+		{"not JSON", "{\n  // a comment\n  \"model\": \"opus\",\n}\n", 0o644, "is not JSON baton can edit"},
+		{"truncated", "{\"hooks\": {\"Stop\": [", 0o644, "is not JSON baton can edit"},
+		{"nested 40000 deep", strings.Repeat(`{"a":`, 40000) + "1" + strings.Repeat("}", 40000), 0o644, "nested deeper than"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.gitRepo()
+			e.vars["HOME"] = t.TempDir()
+			path := filepath.Join(e.dir, ".claude", "settings.local.json")
+			e.write(".claude/settings.local.json", c.content)
+			if err := os.Chmod(path, c.mode); err != nil {
+				t.Fatal(err)
+			}
+			r := e.run("", "", "install", "claude")
+			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+			last := lines[len(lines)-1]
+			if r.code != 1 || !strings.Contains(last, c.want) || !strings.Contains(r.stderr, "no hooks were installed") && c.name != "read-only" {
+				t.Errorf("install = %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+			}
+			if b, _ := os.ReadFile(path); string(b) != c.content {
+				t.Errorf("the settings file was changed")
+			}
+			if _, err := os.Stat(filepath.Join(e.dir, ".claude", "commands")); err == nil {
+				t.Errorf("commands were written although no hooks were")
+			}
+			if m, _ := filepath.Glob(path + ".baton-backup-*"); len(m) != 0 {
+				t.Errorf("backups were made: %v", m)
+			}
+		})
+	}
+}
