@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -403,5 +404,34 @@ func TestWorkerProcessesOnPostgresSurviveAKill(t *testing.T) {
 	fsck(t, env, src)
 	if t.Failed() || testing.Verbose() {
 		t.Log(logs())
+	}
+}
+
+// doctor exits 0 when what is installed works, and 1 when an installed
+// hook cannot run, so scripts and CI can rely on it.
+func TestDoctorExitStatus(t *testing.T) {
+	home := t.TempDir()
+	env := gitEnv(home)
+	repo := userRepo(t, env)
+	batonRun(t, env, repo, "install", "claude")
+	cmd := exec.Command(batonBin, "doctor")
+	cmd.Dir, cmd.Env = repo, env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("doctor on a working install: %v\n%s", err, out)
+	}
+	settings := filepath.Join(repo, ".claude", "settings.local.json")
+	b, err := os.ReadFile(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(settings, []byte(strings.ReplaceAll(string(b), batonBin, "/nonexistent/baton")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command(batonBin, "doctor")
+	cmd.Dir, cmd.Env = repo, env
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "broken:") {
+		t.Errorf("doctor with hooks calling a missing binary: %v\n%s", err, out)
 	}
 }

@@ -38,7 +38,10 @@ type doctorReport struct {
 	HasStore      bool             `json:"has_store"`
 	Installs      []install.Status `json:"installs"`
 	Probes        []probeResult    `json:"probes"`
-	Warnings      []string         `json:"warnings"`
+	// Broken lists what is installed but cannot work; doctor exits 1
+	// when it is not empty.
+	Broken   []string `json:"broken"`
+	Warnings []string `json:"warnings"`
 }
 
 func newDoctorCmd(f *Factory) *cobra.Command {
@@ -57,8 +60,16 @@ harness installed at both scopes (its hooks would run twice).`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rep := runDoctor(cmd.Context(), f, !noProbe)
+			// Anything installed that is broken fails the command, so
+			// scripts and CI can check it.
+			fail := func(err error) error {
+				if err == nil && len(rep.Broken) > 0 {
+					return &ExitCodeError{Code: ExitError}
+				}
+				return err
+			}
 			if asJSON {
-				return writeJSON(f.IO.Out, rep)
+				return fail(writeJSON(f.IO.Out, rep))
 			}
 			w := f.IO.Out
 			fmt.Fprintf(w, "baton %s at %s\nproject root %s (store: %v)\n\n", rep.Version, rep.Binary, rep.Root, rep.HasStore)
@@ -91,7 +102,13 @@ harness installed at both scopes (its hooks would run twice).`,
 			if len(rep.Warnings) > 0 {
 				fmt.Fprintln(w)
 			}
-			return nil
+			for _, b := range rep.Broken {
+				fmt.Fprintf(w, "\nbroken: %s", b)
+			}
+			if len(rep.Broken) > 0 {
+				fmt.Fprintln(w)
+			}
+			return fail(nil)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for agents and scripts")
@@ -102,7 +119,7 @@ harness installed at both scopes (its hooks would run twice).`,
 func runDoctor(ctx context.Context, f *Factory, probe bool) doctorReport {
 	root, how := f.projectRoot()
 	rep := doctorReport{SchemaVersion: 1, Binary: f.Executable, Version: f.Version, Root: root, HasStore: f.Store().Exists(),
-		Installs: []install.Status{}, Probes: []probeResult{}, Warnings: []string{}}
+		Installs: []install.Status{}, Probes: []probeResult{}, Warnings: []string{}, Broken: []string{}}
 	if how == fsstore.FoundGitRoot || how == fsstore.FoundMarker {
 		for _, above := range fsstore.StoresAbove(root) {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("a context store sits above this repository at %s: baton does not use it here, but an earlier baton may have written this repository's packets and loops there; move what you need and remove it if no project owns it", above))
@@ -114,13 +131,16 @@ func runDoctor(ctx context.Context, f *Factory, probe bool) doctorReport {
 			t := install.Target{Harness: h, Scope: sc, Root: root, Home: f.env("HOME"), Exe: f.Executable}
 			s := install.Inspect(t)
 			rep.Installs = append(rep.Installs, s)
+			if s.Error != "" {
+				rep.Broken = append(rep.Broken, fmt.Sprintf("%s (%s): %s", h, sc, s.Error))
+			}
 			if !s.Installed {
 				continue
 			}
 			scopes++
 			for _, b := range s.Binaries {
 				if fi, err := os.Stat(b); err != nil || fi.Mode()&0o111 == 0 {
-					rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s (%s) calls %s, which is missing or not executable: run `baton install %s --scope %s` again", h, sc, b, h, sc))
+					rep.Broken = append(rep.Broken, fmt.Sprintf("%s (%s) calls %s, which is missing or not executable: run `baton install %s --scope %s` again", h, sc, b, h, sc))
 				} else if b != f.Executable {
 					rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s (%s) calls %s, not this binary (%s)", h, sc, b, f.Executable))
 				}
@@ -138,7 +158,7 @@ func runDoctor(ctx context.Context, f *Factory, probe bool) doctorReport {
 	}
 	for _, p := range rep.Probes {
 		if !p.OK {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s %s hook failed its probe: %s", p.Harness, p.Event, p.Problem))
+			rep.Broken = append(rep.Broken, fmt.Sprintf("%s %s hook failed its probe: %s", p.Harness, p.Event, p.Problem))
 		}
 	}
 	return rep

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -91,6 +92,9 @@ func (f *Factory) installTarget(harness, scope string) (install.Target, error) {
 	if f.Executable == "" {
 		return install.Target{}, baton.Errorf(baton.Internal, "cannot find the path of the baton binary")
 	}
+	if isGoRunBinary(f.Executable) {
+		return install.Target{}, baton.Errorf(baton.Conflict, "this baton is a temporary build of `go run` (%s), deleted when it exits: hooks pointing at it would break at once. Install baton first (CGO_ENABLED=0 go install ./cmd/baton), then run `baton install %s` with it", f.Executable, harness)
+	}
 	return install.Target{Harness: h, Scope: sc, Root: root, Home: f.env("HOME"), Exe: f.Executable}, nil
 }
 
@@ -142,4 +146,21 @@ func runInstall(f *Factory, harness string, o installOptions, doInstall bool) er
 		fmt.Fprintln(f.IO.Out, "\n"+strings.Join(p.Notes, "\n"))
 	}
 	return nil
+}
+
+// isGoRunBinary reports whether exe is a binary `go run` built in a
+// go-build temporary directory (…/go-build123/b001/exe/baton), which it
+// deletes on exit. A binary elsewhere, even under /tmp, is the user's
+// choice.
+func isGoRunBinary(exe string) bool {
+	dir := filepath.Dir(exe)
+	if filepath.Base(dir) != "exe" {
+		return false
+	}
+	for d := filepath.Dir(dir); d != filepath.Dir(d); d = filepath.Dir(d) {
+		if strings.HasPrefix(filepath.Base(d), "go-build") {
+			return true
+		}
+	}
+	return false
 }

@@ -104,3 +104,21 @@ func TestInstallerKeepsUsersSettingsSafe(t *testing.T) {
 		})
 	}
 }
+
+// install refuses to point hooks at the binary of `go run`, which is gone
+// once it exits; a binary elsewhere, even under /tmp, is fine.
+func TestInstallRefusesGoRunBinary(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo()
+	e.vars["HOME"] = t.TempDir()
+	e.exe = "/tmp/go-build2741963005/b001/exe/baton"
+	r := e.run("", "", "install", "claude")
+	if r.code != 1 || !strings.Contains(r.stderr, "go install") || !strings.Contains(r.stderr, e.exe) {
+		t.Errorf("install from go run = %d\n%s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, ".claude")); err == nil {
+		t.Error("install from go run wrote files")
+	}
+	e.exe = "/tmp/mybuild/exe/baton"
+	e.ok("", "", "install", "claude")
+}

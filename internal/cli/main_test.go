@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"errors"
 
 	"github.com/baton-agent/baton/internal/delivery"
@@ -31,6 +32,8 @@ type env struct {
 	vars map[string]string
 	// data, when set, holds the delivery database and files.
 	data string
+	// exe, when set, is the path baton believes it runs from.
+	exe string
 }
 
 func newEnv(t *testing.T) *env {
@@ -90,7 +93,7 @@ func (e *env) runCtx(ctx context.Context, subdir, stdin string, args ...string) 
 		Getenv:     func(k string) string { return e.vars[k] },
 		WorkDir:    filepath.Join(e.dir, subdir),
 		Version:    "test",
-		Executable: "/opt/baton/bin/baton",
+		Executable: cmp.Or(e.exe, "/opt/baton/bin/baton"),
 	}
 	wireForTest(f, e.data)
 	code := Main(ctx, args, f)
