@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -60,8 +61,10 @@ func newUninstallCmd(f *Factory) *cobra.Command {
 		Short: "Remove exactly what baton install added",
 		Long: `Remove baton's hooks (the entries whose command runs "baton hook") and the
 command files marked baton-managed, leaving every other hook, setting and
-file as it is. A hooks file left with nothing but baton's hooks is removed.
-Changed files are backed up first; --dry-run shows the plan.`,
+file as it is. A hooks file left with nothing but baton's hooks is removed,
+and so are directories left empty. A settings file that still holds the
+user's settings is backed up before it changes (<file>.baton-backup-<time>;
+backups are never removed). --dry-run shows the plan.`,
 		Example: "  baton uninstall claude\n  baton uninstall codex --scope user --dry-run",
 		Args:    exactArgs(1, "one harness: claude, codex, droid or pi"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -110,6 +113,11 @@ func runInstall(f *Factory, harness string, o installOptions, doInstall bool) er
 	p, err := plan(t)
 	if err != nil {
 		return err
+	}
+	if doInstall && t.Scope == install.ScopeProject && t.Harness != baton.HarnessCodex {
+		if _, err := exec.LookPath("baton"); err != nil {
+			p.Notes = append(p.Notes, fmt.Sprintf("The project's commands call `baton` from PATH (they are meant to be committed), and there is no baton on this PATH: add %s to PATH.", filepath.Dir(t.Exe)))
+		}
 	}
 	var backups []string
 	if !o.dryRun {

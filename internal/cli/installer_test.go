@@ -122,3 +122,36 @@ func TestInstallRefusesGoRunBinary(t *testing.T) {
 	e.exe = "/tmp/mybuild/exe/baton"
 	e.ok("", "", "install", "claude")
 }
+
+// uninstall after install in a project that had none of these files
+// leaves no file and no empty directory behind, except the backups of
+// the settings files it changed.
+func TestUninstallLeavesNothingBehind(t *testing.T) {
+	for _, h := range []string{"claude", "droid", "pi"} {
+		t.Run(h, func(t *testing.T) {
+			e := newEnv(t)
+			e.gitRepo()
+			e.vars["HOME"] = t.TempDir()
+			e.ok("", "", "install", h)
+			e.ok("", "", "uninstall", h)
+			var left []string
+			_ = filepath.WalkDir(e.dir, func(p string, d os.DirEntry, err error) error {
+				rel, _ := filepath.Rel(e.dir, p)
+				if rel == ".git" || strings.HasPrefix(rel, ".git/") || rel == "." {
+					if d.IsDir() && rel == ".git" {
+						return filepath.SkipDir
+					}
+					return nil
+				}
+				if strings.Contains(rel, ".baton-backup-") || rel == "README.md" || strings.HasPrefix(rel, "internal") {
+					return nil
+				}
+				left = append(left, rel)
+				return nil
+			})
+			if len(left) > 0 {
+				t.Errorf("uninstall left %v", left)
+			}
+		})
+	}
+}

@@ -53,7 +53,7 @@ func renderCommand(name string, t Target, d dialect) ([]byte, error) {
 	data := struct {
 		Exe, Args string
 		Inject    bool
-	}{ShellQuote(t.Exe), d.Args, d.Inject}
+	}{t.commandExe(), d.Args, d.Inject}
 	exec := func(which string) (string, error) {
 		var b bytes.Buffer
 		if err := tmpl.ExecuteTemplate(&b, which, data); err != nil {
@@ -81,12 +81,23 @@ func renderCommand(name string, t Target, d dialect) ([]byte, error) {
 		fmt.Fprintf(&b, "argument-hint: %s\n", yamlString(hint))
 	}
 	if d.AllowedTools {
-		fmt.Fprintf(&b, "allowed-tools: %s\n", yamlString("Bash("+ShellQuote(t.Exe)+" *)"))
+		fmt.Fprintf(&b, "allowed-tools: %s\n", yamlString("Bash("+t.commandExe()+" *)"))
 	}
 	b.WriteString("---\n\n")
 	b.WriteString(body)
 	b.WriteByte('\n')
 	return b.Bytes(), nil
+}
+
+// commandExe is how command files call baton. Project command files are
+// usually committed, so they name baton as found on PATH and work on a
+// teammate's machine; user-scope ones, which stay on this machine, name
+// this binary.
+func (t Target) commandExe() string {
+	if t.Scope == ScopeProject {
+		return "baton"
+	}
+	return ShellQuote(t.Exe)
 }
 
 // yamlString quotes s as a YAML double-quoted scalar.

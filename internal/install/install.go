@@ -203,7 +203,9 @@ func Apply(p *Plan, now time.Time) (backups []string, err error) {
 			}
 			linked = true
 		}
-		if c.Before != nil && c.Kind == "hooks" {
+		// A file removed because it held nothing but baton's hooks holds
+		// nothing of the user's to back up.
+		if c.Before != nil && c.Kind == "hooks" && c.Action != Remove {
 			b, err := backup(c.Path, stamp, c.Before)
 			if err != nil {
 				return backups, err
@@ -216,6 +218,7 @@ func Apply(p *Plan, now time.Time) (backups []string, err error) {
 			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return backups, err
 			}
+			removeEmptyDirs(filepath.Dir(path), p.Target.base())
 			continue
 		}
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -230,6 +233,17 @@ func Apply(p *Plan, now time.Time) (backups []string, err error) {
 		}
 	}
 	return backups, nil
+}
+
+// removeEmptyDirs removes dir and its parents while they are empty, up to
+// (not including) stop: uninstall leaves no empty .claude/commands/ behind.
+func removeEmptyDirs(dir, stop string) {
+	stop = filepath.Clean(stop)
+	for d := filepath.Clean(dir); d != stop && strings.HasPrefix(d, stop+string(filepath.Separator)); d = filepath.Dir(d) {
+		if os.Remove(d) != nil {
+			return // not empty, or not ours to remove
+		}
+	}
 }
 
 // backup writes data to a new file beside path and returns its name.

@@ -390,3 +390,26 @@ func TestDroidHooksUnwrapped(t *testing.T) {
 		t.Errorf("after uninstall: %v\n%s", hooks, read(t, path))
 	}
 }
+
+// Project command files are meant to be committed: they call baton from
+// PATH, never this machine's binary path, and every injected line exits 0
+// (a failing !`…` line would cancel the whole command in Claude Code).
+func TestProjectCommandsArePortable(t *testing.T) {
+	for _, h := range []baton.Harness{baton.HarnessClaude, baton.HarnessDroid} {
+		tg := target(t, h, ScopeProject)
+		for _, name := range CommandNames() {
+			_, content, err := CommandFile(tg, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(content), exe) {
+				t.Errorf("%s %s names this machine's binary %s:\n%s", h, name, exe, content)
+			}
+			for _, line := range strings.Split(string(content), "\n") {
+				if strings.HasPrefix(line, "!`") && !strings.HasSuffix(line, " 2>&1 || true`") {
+					t.Errorf("%s %s: %q can exit non-zero", h, name, line)
+				}
+			}
+		}
+	}
+}
