@@ -128,7 +128,7 @@ func runDoctor(ctx context.Context, f *Factory, probe bool) doctorReport {
 	for _, h := range baton.Harnesses {
 		scopes := 0
 		for _, sc := range []install.Scope{install.ScopeProject, install.ScopeUser} {
-			t := install.Target{Harness: h, Scope: sc, Root: root, Home: f.env("HOME"), Exe: f.Executable}
+			t := f.installTargetFor(h, sc, root)
 			s := install.Inspect(t)
 			rep.Installs = append(rep.Installs, s)
 			if s.Error != "" {

@@ -98,7 +98,14 @@ func (f *Factory) installTarget(harness, scope string) (install.Target, error) {
 	if isGoRunBinary(f.Executable) {
 		return install.Target{}, baton.Errorf(baton.Conflict, "this baton is a temporary build of `go run` (%s), deleted when it exits: hooks pointing at it would break at once. Install baton first (CGO_ENABLED=0 go install ./cmd/baton), then run `baton install %s` with it", f.Executable, harness)
 	}
-	return install.Target{Harness: h, Scope: sc, Root: root, Home: f.env("HOME"), Exe: f.Executable}, nil
+	return f.installTargetFor(h, sc, root), nil
+}
+
+// installTargetFor is the target for h at sc, with the harnesses' own
+// configuration directories as the environment moves them.
+func (f *Factory) installTargetFor(h baton.Harness, sc install.Scope, root string) install.Target {
+	return install.Target{Harness: h, Scope: sc, Root: root, Home: f.env("HOME"), Exe: f.Executable,
+		CodexHome: f.env("CODEX_HOME"), PiAgentDir: f.env("PI_CODING_AGENT_DIR")}
 }
 
 func runInstall(f *Factory, harness string, o installOptions, doInstall bool) error {

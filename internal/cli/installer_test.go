@@ -155,3 +155,36 @@ func TestUninstallLeavesNothingBehind(t *testing.T) {
 		})
 	}
 }
+
+// --scope user installs where the harness reads its configuration when
+// CODEX_HOME or PI_CODING_AGENT_DIR moves it, and doctor looks there.
+func TestUserScopeFollowsHarnessHomes(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo()
+	e.vars["HOME"] = t.TempDir()
+	codex, pi := t.TempDir(), t.TempDir()
+	e.vars["CODEX_HOME"], e.vars["PI_CODING_AGENT_DIR"] = codex, pi
+	r := e.ok("", "", "install", "codex", "--scope", "user")
+	if _, err := os.Stat(filepath.Join(codex, "hooks.json")); err != nil {
+		t.Errorf("codex hooks not in $CODEX_HOME: %v\n%s", err, r.stdout)
+	}
+	if !strings.Contains(r.stdout, filepath.Join(codex, "prompts")) || strings.Contains(r.stdout, "~/.codex") {
+		t.Errorf("the install notes do not name $CODEX_HOME:\n%s", r.stdout)
+	}
+	if r := e.ok("", "", "install", "codex"); !strings.Contains(r.stdout, filepath.Join(codex, "config.toml")) {
+		t.Errorf("the project install note does not name $CODEX_HOME/config.toml:\n%s", r.stdout)
+	}
+	e.ok("", "", "install", "pi", "--scope", "user")
+	if _, err := os.Stat(filepath.Join(pi, "extensions", "baton", "index.ts")); err != nil {
+		t.Errorf("pi extension not in $PI_CODING_AGENT_DIR: %v", err)
+	}
+	for _, d := range []string{".codex", ".pi"} {
+		if _, err := os.Stat(filepath.Join(e.vars["HOME"], d)); err == nil {
+			t.Errorf("install wrote ~/%s although the harness reads elsewhere", d)
+		}
+	}
+	out := e.run("", "", "doctor", "--no-probe", "--json").stdout
+	if !strings.Contains(out, filepath.Join(codex, "hooks.json")) || !strings.Contains(out, filepath.Join(pi, "extensions")) {
+		t.Errorf("doctor does not look in the harness homes:\n%s", out)
+	}
+}

@@ -8,14 +8,19 @@ import "path/filepath"
 // changed hook only after the user trusts it in /hooks, so install never
 // rewrites a hooks file whose baton hooks are already right.
 var codexSpec = harnessSpec{
-	hooksFile: func(t Target) string { return filepath.Join(t.base(), ".codex", "hooks.json") },
+	hooksFile: func(t Target) string {
+		if t.Scope == ScopeUser {
+			return filepath.Join(t.codexHome(), "hooks.json")
+		}
+		return filepath.Join(t.Root, ".codex", "hooks.json")
+	},
 	hookEvents: []hookEvent{
 		{Event: "SessionStart", Matcher: "startup|resume|clear|compact", Baton: "session-start"},
 		{Event: "PostToolUse", Matcher: "apply_patch", Baton: "post-tool-use"},
 		{Event: "PreCompact", Baton: "pre-compact"},
 		{Event: "Stop", Baton: "stop"},
 	},
-	commandsDir: func(t Target) string { return filepath.Join(t.Home, ".codex", "prompts") },
+	commandsDir: func(t Target) string { return filepath.Join(t.codexHome(), "prompts") },
 	dialect:     dialect{ArgumentHint: true, Args: "$ARGUMENTS"},
 	notes: func(t Target, changed bool) []string {
 		var n []string
@@ -23,9 +28,9 @@ var codexSpec = harnessSpec{
 			n = append(n, "Codex runs new or changed hooks only after you trust them: open /hooks in Codex and trust baton's four hooks.")
 		}
 		if t.Scope == ScopeProject {
-			n = append(n, "Project hooks load only in a trusted project ([projects.\"<path>\"] trust_level = \"trusted\" in ~/.codex/config.toml).")
+			n = append(n, "Project hooks load only in a trusted project ([projects.\""+t.Root+"\"] trust_level = \"trusted\" in "+filepath.Join(t.codexHome(), "config.toml")+", or `codex exec --trust` once).")
 		}
-		n = append(n, "Prompts live in ~/.codex/prompts for every scope: /prompts:handoff, /prompts:pickup, /prompts:baton-loop, ...")
+		n = append(n, "Prompts live in "+filepath.Join(t.codexHome(), "prompts")+" for every scope: /prompts:handoff, /prompts:pickup, /prompts:baton-loop, ...")
 		return n
 	},
 }

@@ -46,6 +46,27 @@ type Target struct {
 	Root    string // the project root, for project scope
 	Home    string // the user's home directory
 	Exe     string // the absolute path of the baton binary to call
+	// CodexHome and PiAgentDir are where Codex and pi keep the user's
+	// configuration when moved ($CODEX_HOME, $PI_CODING_AGENT_DIR); empty
+	// means ~/.codex and ~/.pi/agent.
+	CodexHome  string
+	PiAgentDir string
+}
+
+// codexHome is Codex's user directory.
+func (t Target) codexHome() string {
+	if t.CodexHome != "" {
+		return t.CodexHome
+	}
+	return filepath.Join(t.Home, ".codex")
+}
+
+// piAgentDir is pi's user directory.
+func (t Target) piAgentDir() string {
+	if t.PiAgentDir != "" {
+		return t.PiAgentDir
+	}
+	return filepath.Join(t.Home, ".pi", "agent")
 }
 
 func (t Target) validate() error {

@@ -15,13 +15,13 @@ import (
 var piSpec = harnessSpec{
 	extension: func(t Target) string {
 		if t.Scope == ScopeUser {
-			return filepath.Join(t.Home, ".pi", "agent", "extensions", "baton", "index.ts")
+			return filepath.Join(t.piAgentDir(), "extensions", "baton", "index.ts")
 		}
 		return filepath.Join(t.Root, ".pi", "extensions", "baton", "index.ts")
 	},
 	commandsDir: func(t Target) string {
 		if t.Scope == ScopeUser {
-			return filepath.Join(t.Home, ".pi", "agent", "prompts")
+			return filepath.Join(t.piAgentDir(), "prompts")
 		}
 		return filepath.Join(t.Root, ".pi", "prompts")
 	},
