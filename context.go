@@ -15,6 +15,28 @@ const (
 // Harnesses lists every supported harness.
 var Harnesses = []Harness{HarnessClaude, HarnessCodex, HarnessDroid, HarnessPi}
 
+// WriteTools are the tools with which an agent in each harness writes
+// files: the one list that both the installed PostToolUse matchers and
+// the hooks' own filter come from, so they cannot disagree. Claude's
+// MultiEdit is from older releases; Codex reports every edit as
+// apply_patch; Droid offers ApplyPatch with OpenAI models. pi's extension
+// filters its own write and edit tools.
+var WriteTools = map[Harness][]string{
+	HarnessClaude: {"Write", "Edit", "MultiEdit", "NotebookEdit"},
+	HarnessCodex:  {"apply_patch"},
+	HarnessDroid:  {"Create", "Edit", "ApplyPatch", "MultiEdit"},
+}
+
+// IsWriteTool reports whether tool writes files in harness h.
+func IsWriteTool(h Harness, tool string) bool {
+	for _, t := range WriteTools[h] {
+		if t == tool {
+			return true
+		}
+	}
+	return false
+}
+
 // ParseHarness returns the harness named s, or an Invalid error.
 func ParseHarness(s string) (Harness, error) {
 	for _, h := range Harnesses {

@@ -1,6 +1,11 @@
 package install
 
-import "path/filepath"
+import (
+	"path/filepath"
+	"strings"
+
+	"github.com/baton-agent/baton"
+)
 
 // Claude Code: hooks in .claude/settings.local.json (project: the hook
 // commands hold this machine's absolute binary path, so they stay out of
@@ -16,7 +21,7 @@ var claudeSpec = harnessSpec{
 	},
 	hookEvents: []hookEvent{
 		{Event: "SessionStart", Matcher: "startup|resume|clear|compact", Baton: "session-start"},
-		{Event: "PostToolUse", Matcher: "Write|Edit|MultiEdit|NotebookEdit", Baton: "post-tool-use"},
+		{Event: "PostToolUse", Matcher: strings.Join(baton.WriteTools[baton.HarnessClaude], "|"), Baton: "post-tool-use"},
 		{Event: "PreCompact", Baton: "pre-compact"},
 		{Event: "Stop", Baton: "stop"},
 	},

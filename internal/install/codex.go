@@ -1,6 +1,11 @@
 package install
 
-import "path/filepath"
+import (
+	"path/filepath"
+	"strings"
+
+	"github.com/baton-agent/baton"
+)
 
 // Codex CLI: hooks in .codex/hooks.json (project; loaded only in trusted
 // projects) or ~/.codex/hooks.json (user); custom prompts only exist in
@@ -16,7 +21,7 @@ var codexSpec = harnessSpec{
 	},
 	hookEvents: []hookEvent{
 		{Event: "SessionStart", Matcher: "startup|resume|clear|compact", Baton: "session-start"},
-		{Event: "PostToolUse", Matcher: "apply_patch", Baton: "post-tool-use"},
+		{Event: "PostToolUse", Matcher: strings.Join(baton.WriteTools[baton.HarnessCodex], "|"), Baton: "post-tool-use"},
 		{Event: "PreCompact", Baton: "pre-compact"},
 		{Event: "Stop", Baton: "stop"},
 	},

@@ -1,6 +1,11 @@
 package install
 
-import "path/filepath"
+import (
+	"path/filepath"
+	"strings"
+
+	"github.com/baton-agent/baton"
+)
 
 // Factory Droid: hooks in .factory/hooks.json or ~/.factory/hooks.json,
 // a map keyed directly by event name (Droid ignores a {"hooks": …}
@@ -13,7 +18,7 @@ var droidSpec = harnessSpec{
 	flatHooks: true,
 	hookEvents: []hookEvent{
 		{Event: "SessionStart", Baton: "session-start"},
-		{Event: "PostToolUse", Matcher: "Create|Edit|ApplyPatch", Baton: "post-tool-use"},
+		{Event: "PostToolUse", Matcher: strings.Join(baton.WriteTools[baton.HarnessDroid], "|"), Baton: "post-tool-use"},
 		{Event: "PreCompact", Baton: "pre-compact"},
 		{Event: "Stop", Baton: "stop"},
 	},

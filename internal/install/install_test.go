@@ -7,8 +7,12 @@ import (
 	"io"
 	"io/fs"
 	"reflect"
+	"slices"
 
 	"github.com/baton-agent/baton/internal/golden"
+	"github.com/baton-agent/baton/internal/hook/claude"
+	"github.com/baton-agent/baton/internal/hook/codex"
+	"github.com/baton-agent/baton/internal/hook/droid"
 
 	"os"
 	"path/filepath"
@@ -410,6 +414,35 @@ func TestProjectCommandsArePortable(t *testing.T) {
 					t.Errorf("%s %s: %q can exit non-zero", h, name, line)
 				}
 			}
+		}
+	}
+}
+
+// The PostToolUse matcher installed for each harness names exactly the
+// tools its hook adapter records, both from baton.WriteTools.
+func TestWriteToolsOneTable(t *testing.T) {
+	adapters := map[baton.Harness]interface{ IsWriteTool(string) bool }{
+		baton.HarnessClaude: claude.Adapter{}, baton.HarnessCodex: codex.Adapter{}, baton.HarnessDroid: droid.Adapter{},
+	}
+	for h, a := range adapters {
+		sp, _ := spec(h)
+		var matcher string
+		for _, e := range sp.hookEvents {
+			if e.Baton == "post-tool-use" {
+				matcher = e.Matcher
+			}
+		}
+		tools := strings.Split(matcher, "|")
+		if !slices.Equal(tools, baton.WriteTools[h]) {
+			t.Errorf("%s: installed matcher %q, write tools %v", h, matcher, baton.WriteTools[h])
+		}
+		for _, tool := range tools {
+			if !a.IsWriteTool(tool) {
+				t.Errorf("%s: the matcher lets %s through but the hook ignores it", h, tool)
+			}
+		}
+		if a.IsWriteTool("Read") || a.IsWriteTool("Bash") {
+			t.Errorf("%s: a read tool counts as a write", h)
 		}
 	}
 }

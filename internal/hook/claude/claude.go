@@ -35,14 +35,8 @@ func (Adapter) ProjectDirEnv() string { return "CLAUDE_PROJECT_DIR" }
 
 func (Adapter) EnvFileEnv() string { return "CLAUDE_ENV_FILE" }
 
-// IsWriteTool: Write, Edit, MultiEdit (older releases) and NotebookEdit.
-func (Adapter) IsWriteTool(name string) bool {
-	switch name {
-	case "Write", "Edit", "MultiEdit", "NotebookEdit":
-		return true
-	}
-	return false
-}
+// IsWriteTool: baton.WriteTools, the list the installed matcher comes from.
+func (Adapter) IsWriteTool(name string) bool { return baton.IsWriteTool(baton.HarnessClaude, name) }
 
 // BlockCap honours CLAUDE_CODE_STOP_HOOK_BLOCK_CAP, Claude Code's own
 // override, which the hook inherits from the session's environment.

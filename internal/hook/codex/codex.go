@@ -35,14 +35,8 @@ func (Adapter) ProjectDirEnv() string { return "" }
 
 func (Adapter) EnvFileEnv() string { return "" }
 
-// IsWriteTool: apply_patch (Codex's Edit and Write matchers match it too).
-func (Adapter) IsWriteTool(name string) bool {
-	switch name {
-	case "apply_patch", "Edit", "Write":
-		return true
-	}
-	return false
-}
+// IsWriteTool: baton.WriteTools, the list the installed matcher comes from.
+func (Adapter) IsWriteTool(name string) bool { return baton.IsWriteTool(baton.HarnessCodex, name) }
 
 // BlockCap: Codex documents no cap; BATON_STOP_HOOK_BLOCK_CAP sets one.
 func (Adapter) BlockCap(getenv func(string) string) int {

@@ -32,14 +32,8 @@ func (Adapter) ProjectDirEnv() string { return "FACTORY_PROJECT_DIR" }
 
 func (Adapter) EnvFileEnv() string { return "" }
 
-// IsWriteTool: Create, Edit, ApplyPatch (and MultiEdit where it exists).
-func (Adapter) IsWriteTool(name string) bool {
-	switch name {
-	case "Create", "Edit", "ApplyPatch", "MultiEdit":
-		return true
-	}
-	return false
-}
+// IsWriteTool: baton.WriteTools, the list the installed matcher comes from.
+func (Adapter) IsWriteTool(name string) bool { return baton.IsWriteTool(baton.HarnessDroid, name) }
 
 // BlockCap: Droid documents no cap; BATON_STOP_HOOK_BLOCK_CAP sets one.
 func (Adapter) BlockCap(getenv func(string) string) int {
