@@ -198,6 +198,19 @@ func TestHookContracts(t *testing.T) {
 				t.Errorf("loop = %s, outcome %q", l.Status, l.Outcome)
 			}
 		}},
+		{"codex", "stop", "stop-rollout", func(e *env, _ string) {
+			// last_assistant_message is null but the rollout ends in the
+			// promise: the loop is finished, not blocked again.
+			e.writeTranscript("rollout-019a.jsonl",
+				`{"type":"session_meta","payload":{"id":"019a-codex-thread","cwd":"`+e.dir+`"}}`,
+				`{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"go"}]}}`,
+				`{"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Done.\n<promise>DONE</promise>"}]}}`,
+				`{"type":"event_msg","payload":{"type":"token_count","info":null}}`)
+		}, func(t *testing.T, e *env, _, loopID string) {
+			if l := e.loop(loopID); l.Status != baton.LoopDone || l.Outcome != "DONE" {
+				t.Errorf("loop = %s, outcome %q", l.Status, l.Outcome)
+			}
+		}},
 		{"codex", "post-tool-use", "post-tool-use-apply-patch", nil, func(t *testing.T, e *env, _, _ string) {
 			if got := e.relevantFiles(); strings.Join(got, ",") != "internal/auth/jwt.go,README.md,internal/auth/jwt.go,internal/auth/keys.go,README.md" {
 				t.Errorf("relevant files = %q", got)
@@ -211,6 +224,11 @@ func TestHookContracts(t *testing.T) {
 		{"droid", "session-start", "session-start", nil, func(t *testing.T, e *env, _, _ string) {
 			if got := e.read(".agent/context/indexes/sessions.jsonl"); !strings.Contains(got, `"session_id":"d-4711","harness":"droid","source":"resume"`) {
 				t.Errorf("camelCase payload not read: %s", got)
+			}
+			// Droid applies CLAUDE_ENV_FILE's exports to the agent's shell
+			// too: a loop started in the session binds to it at once.
+			if got := e.read("claude.env"); !strings.Contains(got, "export BATON_SESSION_ID=d-4711\n") || !strings.Contains(got, "export BATON_HARNESS=droid\n") {
+				t.Errorf("CLAUDE_ENV_FILE after Droid's session-start = %q", got)
 			}
 		}},
 		{"droid", "stop", "stop", func(e *env, _ string) {

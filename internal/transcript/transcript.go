@@ -6,6 +6,7 @@
 //
 //	Claude Code: {"type":"assistant","isSidechain":false,"message":{"id":"msg_…","role":"assistant","content":[{"type":"text","text":"…"},…]}}
 //	Factory Droid: {"type":"message","id":"…","message":{"role":"assistant","content":[…]}}
+//	Codex CLI rollout: {"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"…"}]}}
 //
 // Claude splits one API message over several lines that share message.id
 // (often one content block per line, the last one frequently a tool_use),
@@ -118,6 +119,7 @@ func (g *gatherer) add(line []byte) (done bool) {
 	if json.Unmarshal(line, &l) != nil {
 		return false // a torn or foreign line
 	}
+	l.normalize()
 	if l.IsSidechain || l.IsMeta {
 		return false
 	}
@@ -156,15 +158,34 @@ func (g *gatherer) result() (string, bool, error) {
 
 // rawLine is the part of a transcript line the reader needs.
 type rawLine struct {
-	Type        string `json:"type"`
-	ID          string `json:"id"`
-	IsSidechain bool   `json:"isSidechain"`
-	IsMeta      bool   `json:"isMeta"`
-	Message     *struct {
-		ID      string          `json:"id"`
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-	} `json:"message"`
+	Type        string       `json:"type"`
+	ID          string       `json:"id"`
+	IsSidechain bool         `json:"isSidechain"`
+	IsMeta      bool         `json:"isMeta"`
+	Message     *rawMessage  `json:"message"`
+	Payload     *codexRecord `json:"payload"`
+}
+
+type rawMessage struct {
+	ID      string          `json:"id"`
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// codexRecord is the payload of a Codex rollout line.
+type codexRecord struct {
+	Type    string          `json:"type"`
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// normalize reads a Codex rollout message as the Droid-shaped line it
+// amounts to: one message per line, with no id.
+func (l *rawLine) normalize() {
+	if l.Type == "response_item" && l.Payload != nil && l.Payload.Type == "message" && l.Message == nil {
+		l.Type = "message"
+		l.Message = &rawMessage{Role: l.Payload.Role, Content: l.Payload.Content}
+	}
 }
 
 func (l *rawLine) role() string {
@@ -213,7 +234,7 @@ func (l *rawLine) texts() []string {
 	}
 	var out []string
 	for i := len(blocks) - 1; i >= 0; i-- {
-		if b := blocks[i]; b.Type == "text" && b.Text != nil {
+		if b := blocks[i]; (b.Type == "text" || b.Type == "output_text") && b.Text != nil {
 			out = append(out, *b.Text)
 		}
 	}

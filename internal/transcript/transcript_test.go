@@ -19,6 +19,7 @@ func TestLastAssistantText(t *testing.T) {
 		// after it are skipped.
 		{"claude", "testdata/claude.jsonl", "All tests pass.\n<promise>DONE</promise>", true},
 		{"droid", "testdata/droid.jsonl", "Cache wired.\n<promise>DONE</promise>", true},
+		{"codex rollout", "testdata/codex.jsonl", "All tests pass.\n<promise>DONE</promise>", true},
 		{"missing file", "testdata/nope.jsonl", "", false},
 	}
 	for _, tt := range tests {
@@ -97,7 +98,7 @@ func naive(data []byte) (string, bool) {
 }
 
 func FuzzLastAssistantText(f *testing.F) {
-	for _, p := range []string{"testdata/claude.jsonl", "testdata/droid.jsonl"} {
+	for _, p := range []string{"testdata/claude.jsonl", "testdata/droid.jsonl", "testdata/codex.jsonl"} {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)

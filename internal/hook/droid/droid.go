@@ -30,7 +30,9 @@ func (Adapter) Encode(e hook.Event, r hook.Result) []byte { return hook.EncodeCl
 
 func (Adapter) ProjectDirEnv() string { return "FACTORY_PROJECT_DIR" }
 
-func (Adapter) EnvFileEnv() string { return "" }
+// EnvFileEnv: Droid gives SessionStart CLAUDE_ENV_FILE (in the payload and
+// the environment) and applies its export lines to the agent's shell.
+func (Adapter) EnvFileEnv() string { return "CLAUDE_ENV_FILE" }
 
 // IsWriteTool: baton.WriteTools, the list the installed matcher comes from.
 func (Adapter) IsWriteTool(name string) bool { return baton.IsWriteTool(baton.HarnessDroid, name) }
