@@ -131,8 +131,12 @@ export default function baton(pi: ExtensionAPI): void {
   });
 
   pi.on("session_before_compact", async (event, ctx) => {
-    const trigger = event.customInstructions ? "manual" : "auto";
-    await runHook("pre-compact", { ...common(ctx), hook_event_name: "session_before_compact", trigger }, ctx.cwd);
+    // pi tells extensions nothing else about who asked: instructions come
+    // only with a manual /compact, and their absence proves nothing (a
+    // manual /compact without instructions looks like an automatic one),
+    // so the trigger is left unknown then rather than guessed.
+    const trigger = event.customInstructions ? "manual" : undefined;
+    await runHook("pre-compact", { ...common(ctx), hook_event_name: "session_before_compact", ...(trigger ? { trigger } : {}) }, ctx.cwd);
     // Nothing returned: compaction goes ahead as pi planned it.
   });
 }
