@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -145,6 +146,9 @@ func runDoctor(ctx context.Context, f *Factory, probe bool) doctorReport {
 					rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s (%s) calls %s, not this binary (%s)", h, sc, b, f.Executable))
 				}
 			}
+			if h == baton.HarnessCodex {
+				rep.Broken = append(rep.Broken, codexTrustProblems(t, s)...)
+			}
 			if probe {
 				rep.Probes = append(rep.Probes, probeHooks(ctx, f, s)...)
 			}
@@ -255,4 +259,28 @@ func runProbe(ctx context.Context, f *Factory, h baton.Harness, ev, cmdline, dir
 		r.OK = true
 	}
 	return r
+}
+
+// codexTrustProblems says what keeps installed Codex hooks from running:
+// an untrusted project (no project hook runs) or hooks not yet trusted in
+// Codex's "Hooks need review" dialog (codex exec skips them silently).
+func codexTrustProblems(t install.Target, s install.Status) []string {
+	ct, err := install.InspectCodexTrust(t)
+	if err != nil {
+		return []string{fmt.Sprintf("codex (%s): cannot read %v", t.Scope, err)}
+	}
+	var out []string
+	if !ct.ProjectTrusted {
+		out = append(out, fmt.Sprintf("codex (project): %s is not a trusted project in %s, so Codex runs none of its hooks: run `codex exec --trust` here once, or add [projects.%q] trust_level = \"trusted\"", t.Root, ct.Config, t.Root))
+	}
+	var untrusted []string
+	for _, hk := range s.Hooks {
+		if !slices.Contains(ct.TrustedEvents, hk.Event) {
+			untrusted = append(untrusted, hk.Event)
+		}
+	}
+	if len(untrusted) > 0 {
+		out = append(out, fmt.Sprintf("codex (%s): baton's %s hook(s) are not trusted yet, and `codex exec` skips untrusted hooks without a word: open /hooks in Codex and trust them (or pass --dangerously-bypass-hook-trust to codex exec)", t.Scope, strings.Join(untrusted, ", ")))
+	}
+	return out
 }

@@ -188,3 +188,31 @@ func TestUserScopeFollowsHarnessHomes(t *testing.T) {
 		t.Errorf("doctor does not look in the harness homes:\n%s", out)
 	}
 }
+
+// doctor tells both Codex trust steps apart, read from $CODEX_HOME's
+// config.toml, and counts them as broken until they are done.
+func TestDoctorCodexTrust(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo()
+	e.vars["HOME"] = t.TempDir()
+	codex := t.TempDir()
+	e.vars["CODEX_HOME"] = codex
+	e.ok("", "", "install", "codex")
+	r := e.run("", "", "doctor", "--no-probe")
+	if r.code != 1 || !strings.Contains(r.stdout, "is not a trusted project") || !strings.Contains(r.stdout, "not trusted yet") || !strings.Contains(r.stdout, "SessionStart") {
+		t.Errorf("doctor before trust = %d\n%s", r.code, r.stdout)
+	}
+	hooks := filepath.Join(e.dir, ".codex", "hooks.json")
+	var cfg strings.Builder
+	cfg.WriteString("[projects.\"" + e.dir + "\"]\ntrust_level = \"trusted\"\n\n")
+	for _, ev := range []string{"SessionStart", "PostToolUse", "PreCompact", "Stop"} {
+		cfg.WriteString("[hooks.state.\"" + hooks + ":" + ev + ":0:0\"]\ntrusted_hash = \"sha256:00\"\n")
+	}
+	if err := os.WriteFile(filepath.Join(codex, "config.toml"), []byte(cfg.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = e.run("", "", "doctor", "--no-probe")
+	if strings.Contains(r.stdout, "trusted project") || strings.Contains(r.stdout, "not trusted yet") {
+		t.Errorf("doctor after trust still complains:\n%s", r.stdout)
+	}
+}

@@ -1,10 +1,17 @@
 package install
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"path/filepath"
+	"sort"
 	"strings"
 
+	"github.com/BurntSushi/toml"
+
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // Codex CLI: hooks in .codex/hooks.json (project; loaded only in trusted
@@ -38,4 +45,49 @@ var codexSpec = harnessSpec{
 		n = append(n, "Prompts live in "+filepath.Join(t.codexHome(), "prompts")+" for every scope: /prompts:handoff, /prompts:pickup, /prompts:baton-loop, ...")
 		return n
 	},
+}
+
+// CodexTrust is what Codex's config.toml says about a codex installation:
+// whether the project is trusted (Codex runs no project hook otherwise)
+// and which of baton's hook events have been trusted in the "Hooks need
+// review" dialog (codex exec silently skips the others).
+type CodexTrust struct {
+	Config         string   `json:"config"`
+	ProjectTrusted bool     `json:"project_trusted"`
+	TrustedEvents  []string `json:"trusted_events"`
+}
+
+// InspectCodexTrust reads $CODEX_HOME/config.toml for t. A missing file
+// trusts nothing.
+func InspectCodexTrust(t Target) (CodexTrust, error) {
+	ct := CodexTrust{Config: filepath.Join(t.codexHome(), "config.toml"), TrustedEvents: []string{}}
+	b, err := safefile.ReadFile(ct.Config, maxSettingsBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return ct, nil
+	} else if err != nil {
+		return ct, err
+	}
+	var cfg struct {
+		Projects map[string]struct {
+			TrustLevel string `toml:"trust_level"`
+		} `toml:"projects"`
+		Hooks struct {
+			State map[string]struct {
+				TrustedHash string `toml:"trusted_hash"`
+			} `toml:"state"`
+		} `toml:"hooks"`
+	}
+	if _, err := toml.Decode(string(b), &cfg); err != nil {
+		return ct, fmt.Errorf("%s: %w", ct.Config, err)
+	}
+	ct.ProjectTrusted = t.Scope == ScopeUser || cfg.Projects[t.Root].TrustLevel == "trusted"
+	prefix := codexSpec.hooksFile(t) + ":"
+	for key, st := range cfg.Hooks.State {
+		if rest, ok := strings.CutPrefix(key, prefix); ok && st.TrustedHash != "" {
+			ev, _, _ := strings.Cut(rest, ":")
+			ct.TrustedEvents = append(ct.TrustedEvents, ev)
+		}
+	}
+	sort.Strings(ct.TrustedEvents)
+	return ct, nil
 }
