@@ -216,3 +216,32 @@ func TestDoctorCodexTrust(t *testing.T) {
 		t.Errorf("doctor after trust still complains:\n%s", r.stdout)
 	}
 }
+
+// Codex gets baton's commands as skills (current Codex has no /prompts:),
+// in the project's .agents/skills/, and uninstall takes them away.
+func TestCodexSkills(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo()
+	e.vars["HOME"] = t.TempDir()
+	e.vars["CODEX_HOME"] = t.TempDir()
+	r := e.ok("", "", "install", "codex")
+	if !strings.Contains(r.stdout, "$pickup") {
+		t.Errorf("the install notes do not name the skills:\n%s", r.stdout)
+	}
+	b, err := os.ReadFile(filepath.Join(e.dir, ".agents", "skills", "pickup", "SKILL.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"---\n", "baton-managed", "name: pickup\n", "description: ", "baton pickup"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("SKILL.md lacks %q:\n%s", want, b)
+		}
+	}
+	if strings.Contains(string(b), "/opt/baton") {
+		t.Errorf("a project skill names this machine's binary:\n%s", b)
+	}
+	e.ok("", "", "uninstall", "codex")
+	if _, err := os.Stat(filepath.Join(e.dir, ".agents")); err == nil {
+		t.Error("uninstall left .agents/")
+	}
+}

@@ -33,6 +33,14 @@ var codexSpec = harnessSpec{
 		{Event: "Stop", Baton: "stop"},
 	},
 	commandsDir: func(t Target) string { return filepath.Join(t.codexHome(), "prompts") },
+	// Current Codex has no /prompts: any more; it lists skills to the
+	// model and injects one with $<name>.
+	skillsDir: func(t Target) string {
+		if t.Scope == ScopeUser {
+			return filepath.Join(t.codexHome(), "skills")
+		}
+		return filepath.Join(t.Root, ".agents", "skills")
+	},
 	dialect:     dialect{ArgumentHint: true, Args: "$ARGUMENTS"},
 	notes: func(t Target, changed bool) []string {
 		var n []string
@@ -42,7 +50,7 @@ var codexSpec = harnessSpec{
 		if t.Scope == ScopeProject {
 			n = append(n, "Project hooks load only in a trusted project ([projects.\""+t.Root+"\"] trust_level = \"trusted\" in "+filepath.Join(t.codexHome(), "config.toml")+", or `codex exec --trust` once).")
 		}
-		n = append(n, "Prompts live in "+filepath.Join(t.codexHome(), "prompts")+" for every scope: /prompts:handoff, /prompts:pickup, /prompts:baton-loop, ...")
+		n = append(n, "Skills: $handoff, $pickup, $baton-loop, ... (current Codex); the same as prompts in "+filepath.Join(t.codexHome(), "prompts")+" for Codex versions that still read /prompts:<name>.")
 		return n
 	},
 }

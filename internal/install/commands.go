@@ -25,6 +25,9 @@ type dialect struct {
 	ArgumentHint bool
 	// Args is the placeholder for the command's arguments.
 	Args string
+	// Skill writes a skill (<dir>/<name>/SKILL.md with a name) instead of
+	// a command file.
+	Skill bool
 }
 
 // CommandNames lists baton's slash commands. None collides with a
@@ -76,8 +79,11 @@ func renderCommand(name string, t Target, d dialect) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString("---\n")
 	fmt.Fprintf(&b, "# %s: written by `baton install %s`; `baton uninstall %s` removes it. Edits are overwritten.\n", managedMark, t.Harness, t.Harness)
+	if d.Skill {
+		fmt.Fprintf(&b, "name: %s\n", name)
+	}
 	fmt.Fprintf(&b, "description: %s\n", yamlString(desc))
-	if d.ArgumentHint && hint != "" {
+	if d.ArgumentHint && hint != "" && !d.Skill {
 		fmt.Fprintf(&b, "argument-hint: %s\n", yamlString(hint))
 	}
 	if d.AllowedTools {
@@ -107,7 +113,7 @@ func yamlString(s string) string {
 	return b.String()
 }
 
-// planCommands plans every command file in dir.
+// planCommands plans every command file (or skill) in dir.
 func planCommands(dir string, t Target, d dialect, install bool) ([]Change, error) {
 	var out []Change
 	for _, name := range CommandNames() {
@@ -115,7 +121,11 @@ func planCommands(dir string, t Target, d dialect, install bool) ([]Change, erro
 		if err != nil {
 			return nil, err
 		}
-		c, err := planManagedFile(filepath.Join(dir, name+".md"), "command", content, install)
+		path, kind := filepath.Join(dir, name+".md"), "command"
+		if d.Skill {
+			path, kind = filepath.Join(dir, name, "SKILL.md"), "skill"
+		}
+		c, err := planManagedFile(path, kind, content, install)
 		if err != nil {
 			return nil, err
 		}

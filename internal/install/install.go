@@ -137,6 +137,7 @@ type harnessSpec struct {
 	hookEvents  []hookEvent
 	commandsDir func(t Target) string
 	dialect     dialect
+	skillsDir   func(t Target) string // skills beside the commands (Codex)
 	extension   func(t Target) string // pi only
 	notes       func(t Target, hooksChanged bool) []string
 }
@@ -190,6 +191,15 @@ func plan(t Target, install bool) (*Plan, error) {
 	}
 	if sp.commandsDir != nil {
 		cs, err := planCommands(sp.commandsDir(t), t, sp.dialect, install)
+		if err != nil {
+			return nil, err
+		}
+		p.Changes = append(p.Changes, cs...)
+	}
+	if sp.skillsDir != nil {
+		d := sp.dialect
+		d.Skill, d.Args = true, "(the text that follows the skill's name in the user's message)"
+		cs, err := planCommands(sp.skillsDir(t), t, d, install)
 		if err != nil {
 			return nil, err
 		}
