@@ -41,7 +41,7 @@ var codexSpec = harnessSpec{
 		}
 		return filepath.Join(t.Root, ".agents", "skills")
 	},
-	dialect:     dialect{ArgumentHint: true, Args: "$ARGUMENTS"},
+	dialect: dialect{ArgumentHint: true, Args: "$ARGUMENTS"},
 	notes: func(t Target, changed bool) []string {
 		var n []string
 		if changed {
