@@ -159,49 +159,19 @@ func runLoopStart(ctx context.Context, f *Factory, args []string, o loopStartOpt
 	if err != nil {
 		return err
 	}
-	l := &baton.Loop{MaxIterations: o.maxIterations, CompletionPromises: o.promises, Iteration: 1,
-		SessionID: f.env("BATON_SESSION_ID")}
+	req := loop.StartRequest{FromPacket: o.fromPacket, MaxIterations: o.maxIterations, Promises: o.promises, SessionID: f.env("BATON_SESSION_ID")}
 	switch {
 	case len(args) > 0:
-		l.Prompt = strings.Join(args, " ")
+		req.Prompt = strings.Join(args, " ")
 	case o.promptFile != "":
-		l.Prompt, err = readPromptFile(f, o.promptFile)
-		if err != nil {
+		if req.Prompt, err = readPromptFile(f, o.promptFile); err != nil {
 			return err
-		}
-	default:
-		p, err := st.ResolvePacket(o.fromPacket)
-		if err != nil {
-			return err
-		}
-		l.SourcePacketID = p.ID
-		l.Prompt = p.SectionText(baton.SectionNextPrompt)
-		if l.Prompt == "" {
-			l.Prompt = p.SectionText(baton.SectionIntent)
-		}
-		if l.Prompt == "" {
-			return baton.Errorf(baton.Invalid, "packet %s has no Next Prompt or Intent to loop on", p.ID)
-		}
-		if len(l.CompletionPromises) == 0 && p.LoopPromise != nil && loop.Normalize(*p.LoopPromise) != "" {
-			l.CompletionPromises = []string{*p.LoopPromise}
-		}
-		if l.MaxIterations < 0 && p.LoopMaxIterations > 0 {
-			l.MaxIterations = p.LoopMaxIterations
 		}
 	}
-	if strings.TrimSpace(l.Prompt) == "" {
+	if req.FromPacket == "" && strings.TrimSpace(req.Prompt) == "" {
 		return usageError("the loop prompt is empty")
 	}
-	if len(l.CompletionPromises) == 0 {
-		l.CompletionPromises = []string{"DONE"}
-	}
-	if l.MaxIterations < 0 {
-		l.MaxIterations = baton.DefaultLoopMaxIterations
-	}
-	if err := st.CreateLoop(ctx, l); err != nil {
-		return err
-	}
-	prev, err := st.SetForegroundLoop(ctx, l.ID)
+	l, prev, err := loop.Start(ctx, st, req)
 	if err != nil {
 		return err
 	}
