@@ -10,7 +10,6 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/fsstore"
-	"github.com/baton-agent/baton/internal/hook"
 	"github.com/baton-agent/baton/internal/loop"
 )
 
@@ -443,36 +442,11 @@ loop stops being the foreground loop. Done and cancelled loops never change.`,
 			if l == nil {
 				return baton.Errorf(baton.NotFound, "no foreground loop: name one (`baton loop list`)")
 			}
-			from := l.Status
-			now := f.now().UTC()
-			l, err = st.UpdateLoop(ctx, l.ID, func(l *baton.Loop) error {
-				switch {
-				case l.Status.Ended():
-					return baton.Errorf(baton.Conflict, "loop %s is already %s (outcome %s)", l.ID, l.Status, l.Outcome)
-				case verb == "pause" && l.Status == baton.LoopActive:
-					l.Status = baton.LoopPaused
-				case verb == "resume" && l.Status == baton.LoopPaused:
-					l.Status = baton.LoopActive
-					l.ConsecutiveBlocks = 0
-					if rebind {
-						l.SessionID = f.env("BATON_SESSION_ID")
-					}
-				case verb == "cancel":
-					l.Status, l.Outcome = baton.LoopCancelled, baton.OutcomeCancelled
-					l.ConsecutiveBlocks = 0
-				default:
-					return baton.Errorf(baton.Conflict, "loop %s is %s; %s does not apply", l.ID, l.Status, verb)
-				}
-				l.Notes = hook.AppendNote(l.Notes, now, fmt.Sprintf("%s at iteration %d (%s -> %s)", verb, l.Iteration, from, l.Status))
-				return nil
-			})
+			l, from, err := loop.SetStatus(ctx, st, l.ID, loop.Change(verb), rebind, f.env("BATON_SESSION_ID"), f.now().UTC())
 			if err != nil {
 				return err
 			}
 			if verb == "cancel" {
-				if _, err := st.ClearForegroundLoop(ctx, l.ID); err != nil {
-					return err
-				}
 				fg, _ = st.ForegroundLoopID()
 			}
 			if asJSON {

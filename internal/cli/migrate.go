@@ -15,8 +15,8 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/frontmatter"
-	"github.com/baton-agent/baton/internal/hook"
 	"github.com/baton-agent/baton/internal/install"
+	"github.com/baton-agent/baton/internal/loop"
 	"github.com/baton-agent/baton/internal/safefile"
 )
 
@@ -77,7 +77,7 @@ afterwards: two Stop hooks looping the same session fight each other.`,
 			if err != nil {
 				return err
 			}
-			l.Notes = hook.AppendNote("", f.now().UTC(), "imported from "+file)
+			l.Notes = loop.AppendNote("", f.now().UTC(), "imported from "+file)
 			if err := st.CreateLoop(ctx, l); err != nil {
 				return err
 			}

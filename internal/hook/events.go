@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/fsstore"
@@ -133,7 +132,7 @@ func (h handler) stop(ctx context.Context) (Result, error) {
 			return fsstore.ErrUnchanged
 		}
 		if d.Finished {
-			l.Notes = AppendNote(l.Notes, now, fmt.Sprintf("%s in %s session %s", strings.TrimPrefix(d.Message, "baton loop "+l.ID+": "), h.a.Harness(), h.p.SessionID))
+			l.Notes = loop.AppendNote(l.Notes, now, fmt.Sprintf("%s in %s session %s", strings.TrimPrefix(d.Message, "baton loop "+l.ID+": "), h.a.Harness(), h.p.SessionID))
 		}
 		return nil
 	})
@@ -167,15 +166,6 @@ func (h handler) lastAssistantText() (text string, known bool, err error) {
 		return "", false, nil
 	}
 	return transcript.LastAssistantText(h.p.TranscriptPath, transcript.Options{})
-}
-
-// AppendNote adds a dated bullet to a loop's Notes body.
-func AppendNote(notes string, at time.Time, text string) string {
-	notes = strings.TrimRight(notes, "\n")
-	if strings.TrimSpace(notes) == "" {
-		notes = ""
-	}
-	return notes + "\n- " + baton.FormatTime(at) + " " + oneLine(text) + "\n"
 }
 
 // postToolUse records the files a file-changing tool touched.
@@ -267,7 +257,7 @@ func (h handler) preCompact(ctx context.Context) (Result, error) {
 	}
 	if fg != nil {
 		_, err := h.st.UpdateLoop(ctx, fg.ID, func(l *baton.Loop) error {
-			l.Notes = AppendNote(l.Notes, h.env.now().UTC(), fmt.Sprintf("compaction (%s) in %s session %s at iteration %d: packet %s", trigger, h.a.Harness(), h.p.SessionID, l.Iteration, res.Packet.ID))
+			l.Notes = loop.AppendNote(l.Notes, h.env.now().UTC(), fmt.Sprintf("compaction (%s) in %s session %s at iteration %d: packet %s", trigger, h.a.Harness(), h.p.SessionID, l.Iteration, res.Packet.ID))
 			return nil
 		})
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {

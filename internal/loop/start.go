@@ -2,7 +2,9 @@ package loop
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/fsstore"
@@ -71,4 +73,64 @@ func Start(ctx context.Context, st *fsstore.Store, req StartRequest) (l *baton.L
 		return l, "", err
 	}
 	return l, previous, nil
+}
+
+// Change is a person's change of a loop's status.
+type Change string
+
+const (
+	Pause  Change = "pause"  // active -> paused
+	Resume Change = "resume" // paused -> active
+	Cancel Change = "cancel" // active or paused -> cancelled; it stops being the foreground loop
+)
+
+// SetStatus applies change to loop id in st, noting it in the loop's
+// Notes at now. rebind, on resume, binds the loop to session ("" unbinds
+// it). It returns the loop and the status it had.
+func SetStatus(ctx context.Context, st *fsstore.Store, id string, change Change, rebind bool, session string, now time.Time) (l *baton.Loop, from baton.LoopStatus, err error) {
+	l, err = st.UpdateLoop(ctx, id, func(l *baton.Loop) error {
+		from = l.Status
+		switch {
+		case l.Status.Ended():
+			return baton.Errorf(baton.Conflict, "loop %s is already %s (outcome %s)", l.ID, l.Status, l.Outcome)
+		case change == Pause && l.Status == baton.LoopActive:
+			l.Status = baton.LoopPaused
+		case change == Resume && l.Status == baton.LoopPaused:
+			l.Status = baton.LoopActive
+			l.ConsecutiveBlocks = 0
+			if rebind {
+				l.SessionID = session
+			}
+		case change == Cancel:
+			l.Status, l.Outcome = baton.LoopCancelled, baton.OutcomeCancelled
+			l.ConsecutiveBlocks = 0
+		default:
+			return baton.Errorf(baton.Conflict, "loop %s is %s; %s does not apply", l.ID, l.Status, change)
+		}
+		l.Notes = AppendNote(l.Notes, now, fmt.Sprintf("%s at iteration %d (%s -> %s)", change, l.Iteration, from, l.Status))
+		return nil
+	})
+	if err != nil {
+		return nil, from, err
+	}
+	if change == Cancel {
+		if _, err := st.ClearForegroundLoop(ctx, l.ID); err != nil {
+			return l, from, err
+		}
+	}
+	return l, from, nil
+}
+
+// AppendNote adds a dated bullet to a loop's Notes body: one line of
+// text, at most 400 bytes.
+func AppendNote(notes string, at time.Time, text string) string {
+	notes = strings.TrimRight(notes, "\n")
+	if strings.TrimSpace(notes) == "" {
+		notes = ""
+	}
+	text = strings.Join(strings.Fields(text), " ")
+	if len(text) > 400 {
+		text = baton.Truncate(text, 400, "…")
+	}
+	return notes + "\n- " + baton.FormatTime(at) + " " + text + "\n"
 }
