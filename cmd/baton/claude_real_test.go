@@ -78,10 +78,15 @@ func TestRealClaudeCodeSession(t *testing.T) {
 	if !sawLoopPrompt {
 		t.Error("the Stop hook never re-fed the loop prompt")
 	}
+	// The loop prompt reaches the model once per block (plus once in the
+	// session-start context): Claude Code repeats a Stop's reason, so
+	// the reason only points at the prompt, given as additional context.
 	reqs := model.Requests()
 	last := reqs[len(reqs)-1].Raw
-	t.Logf("the request after the block carries the loop prompt %d time(s), %d bytes in all",
-		strings.Count(last, "Write the greeting, then say DONE as a promise"), len(last))
+	if n := strings.Count(last, "Write the greeting, then say DONE as a promise"); n != 2 {
+		t.Errorf("the request after the block carries the loop prompt %d times, want 2 (the session-start context and the block)", n)
+	}
+	t.Logf("the request after the block: %d bytes", len(last))
 	files := batonRun(t, env, repo, "files", "--all", "--json")
 	if !strings.Contains(files, `"hello.txt"`) {
 		t.Errorf("the Write was not recorded:\n%s", files)

@@ -105,7 +105,8 @@ func TestClaudeSessionEndToEnd(t *testing.T) {
 		}
 		return out
 	}
-	if got := stop("e2e-1", `"working"`); !strings.HasPrefix(got, `{"decision":"block","reason":"Fix it.\n---\nagain","systemMessage":"baton loop `) {
+	if got := stop("e2e-1", `"working"`); !strings.HasPrefix(got, `{"decision":"block","reason":"Not done: baton's loop continues`) ||
+		!strings.Contains(got, `"hookSpecificOutput":{"hookEventName":"Stop","additionalContext":"Fix it.\n---\nagain"}`) {
 		t.Fatalf("stop = %q", got)
 	}
 	if got := stop("other", `"<promise>DONE</promise>"`); got != "" {

@@ -249,7 +249,7 @@ func TestLoopWithCRLFContinues(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, errOut := h.hook("stop", "claude", stopPayload(h.dir, `"working"`))
-	if !strings.Contains(out, `"decision":"block","reason":"Fix the tests."`) {
+	if !strings.Contains(out, `"decision":"block"`) || !strings.Contains(out, `"additionalContext":"Fix the tests."`) {
 		t.Errorf("stop on a CRLF loop: stdout %q, stderr %q", out, errOut)
 	}
 	if b, _ := os.ReadFile(p); strings.Contains(string(b), "\r") {

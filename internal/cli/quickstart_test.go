@@ -15,7 +15,8 @@ func TestQuickstart(t *testing.T) {
 	r := e.ok("", "", "quickstart", "--dir", dir, "--keep")
 	for _, want := range []string{
 		"$ baton init",
-		`{"decision":"block","reason":"Make the greeting configurable; run go test ./... each round."`,
+		`{"decision":"block","reason":"Not done: baton's loop continues`,
+		`"additionalContext":"Make the greeting configurable; run go test ./... each round."`,
 		"done (DONE) at iteration 2/5",
 		"# Pickup: make the greeting configurable",
 		"Add a test for the GREETING_NAME default",

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"github.com/baton-agent/baton/internal/golden"
+	"github.com/baton-agent/baton/internal/hook/claude"
 
 	"encoding/json"
 	"strings"
@@ -10,11 +11,16 @@ import (
 	"github.com/baton-agent/baton"
 )
 
-// stopOut is Claude's Stop answer.
+// stopOut is Claude's Stop answer. Reason is what the model is given to
+// continue with: a block's reason points at the hook's additional context,
+// which carries the loop prompt, and stop reads it from there.
 type stopOut struct {
 	Decision      string `json:"decision"`
 	Reason        string `json:"reason"`
 	SystemMessage string `json:"systemMessage"`
+	Specific      struct {
+		AdditionalContext string `json:"additionalContext"`
+	} `json:"hookSpecificOutput"`
 }
 
 // stop runs a Claude Stop for session with the given message (nil: the
@@ -37,6 +43,12 @@ func (e *env) stop(session, cwd string, msg *string, active bool) stopOut {
 		if err := json.Unmarshal([]byte(r.stdout), &o); err != nil {
 			e.t.Fatalf("stop hook printed %q: %v", r.stdout, err)
 		}
+	}
+	if o.Decision == "block" {
+		if o.Reason != claude.StopPointer || o.Specific.AdditionalContext == "" {
+			e.t.Fatalf("a block must point at its additional context, which carries the prompt: %q", r.stdout)
+		}
+		o.Reason = o.Specific.AdditionalContext
 	}
 	return o
 }

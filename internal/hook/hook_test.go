@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/hook"
 	"github.com/baton-agent/baton/internal/hook/claude"
@@ -54,7 +55,12 @@ func TestDecodeTolerant(t *testing.T) {
 func TestEncode(t *testing.T) {
 	block := hook.Result{Block: true, Reason: "go on", SystemMessage: "iteration 2/20"}
 	for _, a := range []hook.Adapter{claude.Adapter{}, codex.Adapter{}, droid.Adapter{}} {
-		if got := string(a.Encode(hook.Stop, block)); got != `{"decision":"block","reason":"go on","systemMessage":"iteration 2/20"}`+"\n" {
+		want := `{"decision":"block","reason":"go on","systemMessage":"iteration 2/20"}` + "\n"
+		if a.Harness() == baton.HarnessClaude {
+			// The prompt goes once, as context; the reason points at it.
+			want = `{"decision":"block","reason":"` + claude.StopPointer + `","systemMessage":"iteration 2/20","hookSpecificOutput":{"hookEventName":"Stop","additionalContext":"go on"}}` + "\n"
+		}
+		if got := string(a.Encode(hook.Stop, block)); got != want {
 			t.Errorf("%s Encode(stop block) = %q", a.Harness(), got)
 		}
 		if got := a.Encode(hook.Stop, hook.Result{}); len(got) != 0 {

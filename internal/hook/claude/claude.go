@@ -6,6 +6,9 @@
 package claude
 
 import (
+	"bytes"
+	"encoding/json"
+
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/hook"
 )
@@ -29,7 +32,37 @@ func (Adapter) Decode(_ hook.Event, data []byte) (*hook.Payload, error) {
 	return hook.CommonPayload(f), nil
 }
 
-func (Adapter) Encode(e hook.Event, r hook.Result) []byte { return hook.EncodeClaudeStyle(e, r) }
+// Encode is the shared Claude-style answer, except for a blocking Stop:
+// Claude Code repeats a Stop's reason (as the "Stop hook feedback" turn,
+// and from 2.1.330 again as a "Stop hook blocking error" system message),
+// so the loop prompt goes once as the hook's additional context and the
+// reason only points at it. Measured with the real Claude Code against a
+// scripted model (TestRealClaudeCodeSession): 2.1.330 sent a reason twice
+// and the additional context once; 2.1.197 sent each once.
+func (Adapter) Encode(e hook.Event, r hook.Result) []byte {
+	if e != hook.Stop || !r.Block || r.Reason == "" {
+		return hook.EncodeClaudeStyle(e, r)
+	}
+	type specific struct {
+		HookEventName     string `json:"hookEventName"`
+		AdditionalContext string `json:"additionalContext"`
+	}
+	o := struct {
+		Decision      string   `json:"decision"`
+		Reason        string   `json:"reason"`
+		SystemMessage string   `json:"systemMessage,omitempty"`
+		Specific      specific `json:"hookSpecificOutput"`
+	}{"block", StopPointer, r.SystemMessage, specific{"Stop", r.Reason}}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(o)
+	return b.Bytes()
+}
+
+// StopPointer is the reason of a blocking Stop: the loop prompt itself
+// arrives once, as the hook's additional context.
+const StopPointer = "Not done: baton's loop continues with the prompt in this hook's additional context."
 
 func (Adapter) ProjectDirEnv() string { return "CLAUDE_PROJECT_DIR" }
 
