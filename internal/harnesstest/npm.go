@@ -16,8 +16,11 @@ import (
 var installMu sync.Mutex
 
 // NPMBin installs pkg@version (once per cache) and returns the path of its
-// executable bin. The test is skipped, saying why, only when npm is
-// missing or the registry cannot be reached; scripts/test.sh installs npm.
+// executable bin: a name in node_modules/.bin, or a path under
+// node_modules when it contains a slash (packages that ship a native
+// binary without a bin entry). The test is skipped, saying why, only when
+// npm is missing or the registry cannot be reached; scripts/test.sh
+// installs npm.
 func NPMBin(t testing.TB, pkg, version, bin string) string {
 	t.Helper()
 	installMu.Lock()
@@ -32,6 +35,9 @@ func NPMBin(t testing.TB, pkg, version, bin string) string {
 	}
 	dir := filepath.Join(cache, strings.NewReplacer("@", "", "/", "-").Replace(pkg)+"-"+version)
 	path := filepath.Join(dir, "node_modules", ".bin", bin)
+	if strings.Contains(bin, "/") {
+		path = filepath.Join(dir, "node_modules", filepath.FromSlash(bin))
+	}
 	if _, err := os.Stat(path); err == nil {
 		return path
 	}
