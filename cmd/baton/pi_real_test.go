@@ -1,0 +1,68 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton/internal/harnesstest"
+)
+
+// The real pi (from npm, offline against a scripted OpenAI-compatible
+// model on loopback) with baton's extension installed by `baton install
+// pi`: the extension loads, the session-start context reaches the model
+// and the write tool's file is recorded. (Loops in print mode are not
+// checked: pi returns before a follow-up can be sent there.)
+func TestRealPiSession(t *testing.T) {
+	if testing.Short() {
+		t.Skip("installs and runs pi")
+	}
+	pi := harnesstest.NPMBin(t, "@mariozechner/pi-coding-agent", "0.73.1", "pi")
+	home := t.TempDir()
+	agentDir := t.TempDir()
+	env := append(gitEnv(home), "PI_CODING_AGENT_DIR="+agentDir)
+	repo := userRepo(t, env)
+	target := filepath.Join(repo, "hello.txt")
+
+	model := harnesstest.NewChatServer(t, func(r *harnesstest.ChatRequest) harnesstest.Reply {
+		if r.ToolResults() == 0 && r.HasTool("write") {
+			return harnesstest.Reply{ToolName: "write", ToolInput: map[string]any{"path": target, "content": "hello\n"}}
+		}
+		return harnesstest.Reply{Text: "I wrote hello.txt."}
+	})
+	models := `{"providers":{"fake":{"baseUrl":"` + model.URL + `","api":"openai-completions","apiKey":"test-key","models":[{"id":"scripted"}]}}}`
+	if err := os.WriteFile(filepath.Join(agentDir, "models.json"), []byte(models), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	batonRun(t, env, repo, "install", "pi")
+	batonRun(t, env, repo, "handoff", "greet the user", "--next-prompt", "Write the greeting file")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, pi, "--offline", "--provider", "fake", "--model", "scripted", "-p", "Write a greeting to hello.txt")
+	cmd.Dir, cmd.Env = repo, env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("pi: %v\n%s", err, tail(out.String()))
+	}
+	t.Logf("pi 0.73.1 made %d model requests", len(model.Requests()))
+	if b, err := os.ReadFile(target); err != nil || string(b) != "hello\n" {
+		t.Errorf("hello.txt = %q, %v\n%s", b, err, tail(out.String()))
+	}
+	sawContext := false
+	for _, r := range model.Requests() {
+		sawContext = sawContext || strings.Contains(r.Raw, "the working context of this project is in") && strings.Contains(r.Raw, "Write the greeting file")
+	}
+	if !sawContext {
+		t.Errorf("the model never saw baton's session-start context (the packet's Next Prompt)\n%s", tail(out.String()))
+	}
+	if files := batonRun(t, env, repo, "files", "--all", "--json"); !strings.Contains(files, `"hello.txt"`) {
+		t.Errorf("the write was not recorded:\n%s", files)
+	}
+}
