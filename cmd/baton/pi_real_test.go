@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"context"
 	"os"
 	"os/exec"
@@ -41,6 +42,13 @@ func TestRealPiSession(t *testing.T) {
 	}
 	batonRun(t, env, repo, "install", "pi")
 	batonRun(t, env, repo, "handoff", "greet the user", "--next-prompt", "Write the greeting file")
+	out0 := batonRun(t, env, repo, "loop", "start", "--json", "--max-iterations", "5", "Keep greeting until DONE")
+	var started struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(out0[strings.Index(out0, "{"):]), &started); err != nil {
+		t.Fatal(err)
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -64,5 +72,24 @@ func TestRealPiSession(t *testing.T) {
 	}
 	if files := batonRun(t, env, repo, "files", "--all", "--json"); !strings.Contains(files, `"hello.txt"`) {
 		t.Errorf("the write was not recorded:\n%s", files)
+	}
+	// Print mode returns when the agent stops, so the loop cannot go on
+	// here: it is neither counted nor bound, and pi says so.
+	status := batonRun(t, env, repo, "loop", "status", started.ID, "--json")
+	var st struct {
+		Loop struct {
+			Status    string `json:"status"`
+			Iteration int    `json:"iteration"`
+			SessionID string `json:"session_id"`
+		} `json:"loop"`
+	}
+	if err := json.Unmarshal([]byte(status[strings.Index(status, "{"):]), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Loop.Status != "active" || st.Loop.Iteration != 1 || st.Loop.SessionID != "" {
+		t.Errorf("loop after pi -p = %+v", st.Loop)
+	}
+	if !strings.Contains(out.String(), "stays active and unbound for the next session") {
+		t.Errorf("pi -p does not say the loop cannot continue:\n%s", tail(out.String()))
 	}
 }

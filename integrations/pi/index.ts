@@ -119,11 +119,17 @@ export default function baton(pi: ExtensionAPI): void {
   });
 
   pi.on("agent_end", async (event, ctx) => {
-    const payload: Record<string, unknown> = { ...common(ctx), hook_event_name: "agent_end", stop_hook_active: false };
+    // Print and JSON modes (no UI) return as soon as the agent stops, so a
+    // follow-up can never be sent there: baton then neither counts nor
+    // binds the loop, and only a promise ends it.
+    // Read ctx before awaiting: in print mode it goes stale once pi returns.
+    const hasUI = ctx.hasUI;
+    const payload: Record<string, unknown> = { ...common(ctx), hook_event_name: "agent_end", stop_hook_active: false, baton_cannot_block: !hasUI };
     const text = lastAssistantText(event.messages);
     if (text !== undefined) payload.last_assistant_message = text;
     const answer = await runHook("stop", payload, ctx.cwd);
-    if (answer?.system_message && ctx.hasUI) ctx.ui.notify(answer.system_message, "info");
+    if (answer?.system_message && hasUI) ctx.ui.notify(answer.system_message, "info");
+    else if (answer?.system_message) console.error(answer.system_message);
     if (answer?.decision === "block" && answer.reason) {
       // pi throws if a message is sent while it streams without deliverAs.
       pi.sendUserMessage(answer.reason, { deliverAs: "followUp" });

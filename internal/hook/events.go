@@ -125,9 +125,16 @@ func (h handler) stop(ctx context.Context) (Result, error) {
 		fmt.Fprintf(h.env.Stderr, "baton hook stop (%s): cannot read the transcript (%v); treating the message as unknown\n", h.a.Harness(), err)
 	}
 	var d loop.Decision
+	undeliverable := false
 	now := h.env.now().UTC()
 	_, err = h.st.UpdateLoop(ctx, id, func(l *baton.Loop) error {
 		d = loop.Decide(l, in)
+		if d.Action == loop.Block && h.p.CannotBlock {
+			// The block would never reach the agent: count nothing, bind
+			// nothing, leave the loop for a session that can loop.
+			undeliverable = true
+			return fsstore.ErrUnchanged
+		}
 		if !d.Changed {
 			return fsstore.ErrUnchanged
 		}
@@ -140,6 +147,9 @@ func (h handler) stop(ctx context.Context) (Result, error) {
 		return Result{}, nil
 	} else if err != nil {
 		return Result{}, err
+	}
+	if undeliverable {
+		return Result{SystemMessage: fmt.Sprintf("baton loop %s: not continued here (this %s mode returns when the agent stops); it stays active and unbound for the next session that can loop", id, h.a.Harness())}, nil
 	}
 	if d.Finished {
 		if _, err := h.st.ClearForegroundLoop(ctx, id); err != nil {
