@@ -120,4 +120,7 @@ type Result struct {
 	// UnknownEvents counts stdout lines or events that were skipped: not
 	// JSON, or a type this package does not know. Never fatal.
 	UnknownEvents int
+	// Notes are what baton noticed about the run that the agent did not
+	// report, such as hooks Codex will not run.
+	Notes []string `json:"notes,omitempty"`
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/install"
 	"github.com/baton-agent/baton/internal/proc"
 )
 
@@ -51,6 +52,17 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	path, err := findExecutable(p.argv[0], s.Dir, envValue(env, "PATH"))
 	if err != nil {
 		return res, notInstalled(p, err)
+	}
+	if p.kind == kindCodex && s.Dir != "" {
+		// baton does not bypass Codex's trust (a repository's hooks are
+		// not baton's to vouch for), but it never lets them be off silently.
+		if why := install.CodexHooksOff(s.Dir, envValue(env, "HOME"), envValue(env, "CODEX_HOME")); why != "" {
+			note := "baton: Codex will not run this project's hooks here: " + why
+			res.Notes = append(res.Notes, note)
+			if s.Live != nil {
+				fmt.Fprintln(s.Live, note)
+			}
+		}
 	}
 
 	// Files named in argv need a real directory before the agent starts.

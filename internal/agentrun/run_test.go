@@ -596,3 +596,35 @@ func TestRunRelativeCommand(t *testing.T) {
 		t.Errorf("calls = %+v, want one command call with --fast", c)
 	}
 }
+
+// baton does not bypass Codex's trust, but a project whose baton hooks
+// Codex will skip is said so, in the live view and the result.
+func TestCodexHooksNeverSilentlyOff(t *testing.T) {
+	fake := agenttest.New(t, agenttest.Turn{Final: "ok"}, agenttest.Turn{Final: "ok"})
+	s := spec(t, fake, "codex")
+	codexHome := t.TempDir()
+	s.Env = append(s.Env, "CODEX_HOME="+codexHome, "HOME="+t.TempDir())
+	if err := os.MkdirAll(filepath.Join(s.Dir, ".codex"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	hooks := `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"/usr/local/bin/baton hook stop --harness codex"}]}]}}`
+	if err := os.WriteFile(filepath.Join(s.Dir, ".codex", "hooks.json"), []byte(hooks), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var live syncBuffer
+	s.Live = &live
+	res, err := Run(t.Context(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "is not a trusted project") || !strings.Contains(live.String(), "will not run this project's hooks") {
+		t.Errorf("notes = %q, live = %q", res.Notes, live.String())
+	}
+	cfg := "[projects.\"" + s.Dir + "\"]\ntrust_level = \"trusted\"\n[hooks.state.\"" + filepath.Join(s.Dir, ".codex", "hooks.json") + ":Stop:0:0\"]\ntrusted_hash = \"sha256:00\"\n"
+	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := Run(t.Context(), s); err != nil || len(res.Notes) != 0 {
+		t.Errorf("a trusted project's run: notes %q, %v", res.Notes, err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -98,4 +99,34 @@ func InspectCodexTrust(t Target) (CodexTrust, error) {
 	}
 	sort.Strings(ct.TrustedEvents)
 	return ct, nil
+}
+
+// CodexHooksOff says why Codex started in dir would not run the hooks of
+// dir's .codex/hooks.json ("" when it would, or when there are none):
+// Codex runs no project hook in an untrusted project, and codex exec skips
+// hooks not yet trusted in its review dialog. home and codexHome are the
+// environment's HOME and CODEX_HOME.
+func CodexHooksOff(dir, home, codexHome string) string {
+	t := Target{Harness: baton.HarnessCodex, Scope: ScopeProject, Root: dir, Home: home, CodexHome: codexHome}
+	hooks, err := FindBatonHooks(codexSpec.hooksFile(t), false)
+	if err != nil || len(hooks) == 0 {
+		return ""
+	}
+	ct, err := InspectCodexTrust(t)
+	if err != nil {
+		return err.Error()
+	}
+	if !ct.ProjectTrusted {
+		return fmt.Sprintf("%s is not a trusted project in %s", dir, ct.Config)
+	}
+	var untrusted []string
+	for _, h := range hooks {
+		if !slices.Contains(ct.TrustedEvents, h.Event) {
+			untrusted = append(untrusted, h.Event)
+		}
+	}
+	if len(untrusted) > 0 {
+		return fmt.Sprintf("its %s hook(s) are not trusted in Codex's /hooks review, and codex exec skips them", strings.Join(untrusted, ", "))
+	}
+	return ""
 }
