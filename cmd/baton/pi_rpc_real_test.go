@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton/internal/harnesstest"
+)
+
+// pi in RPC mode (as an editor or the TUI drives it), with baton's
+// extension: a loop blocks once and continues through a follow-up, its
+// promise ends it, and a compaction writes a packet whose trigger is
+// "manual" only when pi says so (with instructions) and "unknown" for a
+// compaction pi does not describe.
+func TestRealPiRPCSession(t *testing.T) {
+	if testing.Short() {
+		t.Skip("installs and runs pi")
+	}
+	pi := harnesstest.NPMBin(t, "@mariozechner/pi-coding-agent", "0.73.1", "pi")
+	home, agentDir := t.TempDir(), t.TempDir()
+	env := append(gitEnv(home), "PI_CODING_AGENT_DIR="+agentDir)
+	repo := userRepo(t, env)
+	target := filepath.Join(repo, "hello.txt")
+	const loopPrompt = "Keep the greeting right, then say DONE as a promise"
+	model := harnesstest.NewChatServer(t, func(r *harnesstest.ChatRequest) harnesstest.Reply {
+		last := r.LastUserText()
+		switch {
+		case !r.HasTool("write"):
+			return harnesstest.Reply{Text: "Summary: a greeting was written to hello.txt."}
+		case strings.Contains(last, loopPrompt) && r.ToolResults() > 0:
+			return harnesstest.Reply{Text: "The greeting is right.\n<promise>DONE</promise>"}
+		case r.ToolResults() == 0:
+			return harnesstest.Reply{ToolName: "write", ToolInput: map[string]any{"path": target, "content": "hello\n"}}
+		}
+		return harnesstest.Reply{Text: "I wrote hello.txt."}
+	})
+	models := `{"providers":{"fake":{"baseUrl":"` + model.URL + `","api":"openai-completions","apiKey":"test-key","models":[{"id":"scripted"}]}}}`
+	if err := os.WriteFile(filepath.Join(agentDir, "models.json"), []byte(models), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	batonRun(t, env, repo, "install", "pi")
+	out0 := batonRun(t, env, repo, "loop", "start", "--json", "--max-iterations", "5", loopPrompt)
+	var started struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(out0[strings.Index(out0, "{"):]), &started); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, pi, "--offline", "--provider", "fake", "--model", "scripted", "--mode", "rpc")
+	cmd.Dir, cmd.Env = repo, env
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	var mu sync.Mutex
+	var lines []string
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for sc.Scan() {
+			mu.Lock()
+			lines = append(lines, sc.Text())
+			mu.Unlock()
+		}
+	}()
+	send := func(v map[string]any) {
+		b, _ := json.Marshal(v)
+		if _, err := stdin.Write(append(b, '\n')); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for end := time.Now().Add(90 * time.Second); !ok(); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(end) {
+				mu.Lock()
+				defer mu.Unlock()
+				t.Fatalf("no %s after 90s; pi printed:\n%s", what, tail(strings.Join(lines, "\n")))
+			}
+		}
+	}
+	loopDone := func() bool {
+		out := batonRun(t, env, repo, "loop", "status", started.ID, "--json")
+		return strings.Contains(out, `"status": "done"`)
+	}
+	responded := func(id string) func() bool {
+		return func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, l := range lines {
+				if strings.Contains(l, `"type":"response"`) && strings.Contains(l, `"id":"`+id+`"`) && strings.Contains(l, `"command":"compact"`) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+
+	send(map[string]any{"id": "p1", "type": "prompt", "message": "Write a greeting to hello.txt"})
+	waitFor("loop end", loopDone)
+	if b, _ := os.ReadFile(target); string(b) != "hello\n" {
+		t.Errorf("hello.txt = %q", b)
+	}
+
+	packetsWith := func(text string) int {
+		n := 0
+		files, _ := filepath.Glob(filepath.Join(repo, ".agent", "context", "packets", "*.md"))
+		for _, f := range files {
+			if b, _ := os.ReadFile(f); strings.Contains(string(b), text) {
+				n++
+			}
+		}
+		return n
+	}
+	agentEnds := func(n int) func() bool {
+		return func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			c := 0
+			for _, l := range lines {
+				if strings.Contains(l, `"type":"agent_end"`) {
+					c++
+				}
+			}
+			return c >= n
+		}
+	}
+	send(map[string]any{"id": "c1", "type": "compact"})
+	waitFor("compact response", responded("c1"))
+	mu.Lock()
+	ends := 0
+	for _, l := range lines {
+		if strings.Contains(l, `"type":"agent_end"`) {
+			ends++
+		}
+	}
+	mu.Unlock()
+	// pi refuses to compact twice in a row: one more turn first.
+	send(map[string]any{"id": "p2", "type": "prompt", "message": "Anything else?"})
+	waitFor("the second turn", agentEnds(ends+1))
+	send(map[string]any{"id": "c2", "type": "compact", "customInstructions": "keep the greeting"})
+	waitFor("second compact response", responded("c2"))
+	if n := packetsWith("(trigger: unknown)"); n != 1 {
+		t.Errorf("%d packets with trigger unknown, want 1 (the compaction without instructions)", n)
+	}
+	if n := packetsWith("(trigger: manual)"); n != 1 {
+		t.Errorf("%d packets with trigger manual, want 1 (the compaction with instructions)", n)
+	}
+	if n := packetsWith("(trigger: auto)"); n != 0 {
+		t.Errorf("a compaction pi did not describe was recorded as automatic (%d packets)", n)
+	}
+}
