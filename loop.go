@@ -62,6 +62,11 @@ type Loop struct {
 	// started a turn (stop_hook_active false). Harnesses cap that chain
 	// (Claude Code ends the turn after 8), so the engine counts it itself.
 	ConsecutiveBlocks int
+	// CompactedPacket is the packet the pre-compact hook saved when
+	// nothing has restated it to the agent yet (Droid sends no
+	// source=compact session start after its compaction). The next block
+	// names it once and clears it.
+	CompactedPacket string
 
 	// Extra holds unknown frontmatter entries in file order.
 	Extra []Field
@@ -93,6 +98,9 @@ func (l *Loop) Validate() error {
 	}
 	if l.SourcePacketID != "" && !ValidID(l.SourcePacketID) {
 		return Errorf(Invalid, "loop %s: invalid source_packet_id %q", l.ID, l.SourcePacketID)
+	}
+	if l.CompactedPacket != "" && !ValidID(l.CompactedPacket) {
+		return Errorf(Invalid, "loop %s: invalid compacted_packet %q", l.ID, l.CompactedPacket)
 	}
 	return nil
 }

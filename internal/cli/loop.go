@@ -60,6 +60,7 @@ type loopJSON struct {
 	SourcePacketID     string   `json:"source_packet_id,omitempty"`
 	Outcome            string   `json:"outcome,omitempty"`
 	ConsecutiveBlocks  int      `json:"consecutive_blocks"`
+	CompactedPacket    string   `json:"compacted_packet,omitempty"`
 	CreatedAt          string   `json:"created_at"`
 	UpdatedAt          string   `json:"updated_at"`
 	Prompt             string   `json:"prompt,omitempty"`
@@ -71,7 +72,8 @@ func toLoopJSON(st *fsstore.Store, l *baton.Loop, foreground string, withPrompt 
 		ID: l.ID, Path: path, Status: string(l.Status), Foreground: l.ID == foreground,
 		Iteration: l.Iteration, MaxIterations: l.MaxIterations, CompletionPromises: nonNilStrings(l.CompletionPromises),
 		SessionID: l.SessionID, SourcePacketID: l.SourcePacketID, Outcome: l.Outcome, ConsecutiveBlocks: l.ConsecutiveBlocks,
-		CreatedAt: baton.FormatTime(l.CreatedAt), UpdatedAt: baton.FormatTime(l.UpdatedAt),
+		CompactedPacket: l.CompactedPacket,
+		CreatedAt:       baton.FormatTime(l.CreatedAt), UpdatedAt: baton.FormatTime(l.UpdatedAt),
 	}
 	if withPrompt {
 		j.Prompt = l.Prompt

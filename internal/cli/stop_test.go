@@ -1,14 +1,14 @@
 package cli
 
 import (
-	"github.com/baton-agent/baton/internal/golden"
-	"github.com/baton-agent/baton/internal/hook/claude"
-
 	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/golden"
+	"github.com/baton-agent/baton/internal/hook/claude"
+	"github.com/baton-agent/baton/internal/loop"
 )
 
 // stopOut is Claude's Stop answer. Reason is what the model is given to
@@ -352,11 +352,45 @@ func TestStopRegressions(t *testing.T) {
 		id := e.startLoop("fix it")
 		e.hook("claude", "pre-compact", `{"session_id":"s1","cwd":"`+e.dir+`","trigger":"auto"}`)
 		e.hook("claude", "session-start", `{"session_id":"s1","cwd":"`+e.dir+`","source":"compact"}`)
-		if o := e.stop("s1", e.dir, ptr("x"), false); o.Decision != "block" {
+		// The compact session start restated the saved packet, so the
+		// block carries the prompt alone.
+		if o := e.stop("s1", e.dir, ptr("x"), false); o.Decision != "block" || o.Reason != "fix it" {
 			t.Fatalf("stop after compaction = %+v", o)
 		}
-		if l := e.loop(id); l.Status != baton.LoopActive || l.Iteration != 2 {
-			t.Errorf("loop = %s, iteration %d", l.Status, l.Iteration)
+		if l := e.loop(id); l.Status != baton.LoopActive || l.Iteration != 2 || l.CompactedPacket != "" {
+			t.Errorf("loop = %s, iteration %d, compacted_packet %q", l.Status, l.Iteration, l.CompactedPacket)
+		}
+	})
+	t.Run("a stop after a compaction nothing restated names the saved packet once", func(t *testing.T) {
+		// Droid: SessionStart(resume) comes before PreCompact, and no
+		// source=compact start follows.
+		e := newEnv(t)
+		e.gitRepo()
+		id := e.startLoop("fix it")
+		droidStop := func() stopOut {
+			t.Helper()
+			r := e.hook("droid", "stop", `{"session_id":"s1","cwd":"`+e.dir+`","hook_event_name":"Stop","stop_hook_active":false}`)
+			var o stopOut
+			if r.code != 0 || json.Unmarshal([]byte(r.stdout), &o) != nil {
+				t.Fatalf("droid stop: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+			}
+			return o
+		}
+		e.hook("droid", "session-start", `{"session_id":"s1","cwd":"`+e.dir+`","source":"resume"}`)
+		e.hook("droid", "pre-compact", `{"session_id":"s1","cwd":"`+e.dir+`","trigger":"manual"}`)
+		saved := e.loop(id).CompactedPacket
+		if saved == "" {
+			t.Fatal("pre-compact did not note its packet on the loop")
+		}
+		o := droidStop()
+		if o.Decision != "block" || o.Reason != "fix it\n\n"+loop.CompactedLine(saved) {
+			t.Fatalf("first stop after compaction = %+v", o)
+		}
+		if o := droidStop(); o.Decision != "block" || o.Reason != "fix it" {
+			t.Fatalf("second stop after compaction = %+v", o)
+		}
+		if l := e.loop(id); l.Iteration != 3 || l.CompactedPacket != "" {
+			t.Errorf("loop = iteration %d, compacted_packet %q", l.Iteration, l.CompactedPacket)
 		}
 	})
 }

@@ -50,6 +50,8 @@ func DecodeLoop(data []byte) (*baton.Loop, error) {
 			l.Outcome, err = decodeString(e)
 		case "consecutive_blocks":
 			l.ConsecutiveBlocks, err = decodeInt(e)
+		case "compacted_packet":
+			l.CompactedPacket, err = decodeString(e)
 		default:
 			l.Extra = append(l.Extra, baton.Field{Key: e.Key, Raw: e.Raw})
 		}
@@ -131,6 +133,7 @@ func EncodeLoop(l *baton.Loop) []byte {
 	if l.ConsecutiveBlocks != 0 {
 		w.int("consecutive_blocks", l.ConsecutiveBlocks)
 	}
+	w.optStr("compacted_packet", l.CompactedPacket)
 	w.extra(l.Extra)
 	b.WriteString("---\n\n## ")
 	b.WriteString(baton.SectionLoopPrompt)

@@ -41,14 +41,37 @@ func (h handler) sessionStart(ctx context.Context) (Result, error) {
 		// know their session.
 		h.warn("cannot write the session environment: %v", err)
 	}
-	text, warnings, err := SessionContext(h.st, h.p.SessionID, h.p.Source == "compact")
+	afterCompact := h.p.Source == "compact"
+	text, warnings, err := SessionContext(h.st, h.p.SessionID, afterCompact)
 	if err != nil {
 		return Result{}, err
+	}
+	if afterCompact {
+		h.compactionTold(ctx)
 	}
 	for _, w := range warnings {
 		h.warn("skipped %s", describe(w))
 	}
 	return Result{Context: text}, nil
+}
+
+// compactionTold clears the foreground loop's pending compaction notice:
+// the context just restated names the saved packet already.
+func (h handler) compactionTold(ctx context.Context) {
+	fg, err := h.st.ForegroundLoop()
+	if err != nil || fg == nil || fg.CompactedPacket == "" || (fg.SessionID != "" && fg.SessionID != h.p.SessionID) {
+		return
+	}
+	_, err = h.st.UpdateLoop(ctx, fg.ID, func(l *baton.Loop) error {
+		if l.CompactedPacket == "" || (l.SessionID != "" && l.SessionID != h.p.SessionID) {
+			return fsstore.ErrUnchanged
+		}
+		l.CompactedPacket = ""
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		h.warn("cannot update loop %s: %v", fg.ID, err)
+	}
 }
 
 // exportSession appends BATON_SESSION_ID and BATON_HARNESS to the
@@ -268,6 +291,9 @@ func (h handler) preCompact(ctx context.Context) (Result, error) {
 	if fg != nil {
 		_, err := h.st.UpdateLoop(ctx, fg.ID, func(l *baton.Loop) error {
 			l.Notes = loop.AppendNote(l.Notes, h.env.now().UTC(), fmt.Sprintf("compaction (%s) in %s session %s at iteration %d: packet %s", trigger, h.a.Harness(), h.p.SessionID, l.Iteration, res.Packet.ID))
+			// Until a source=compact session start restates it, the next
+			// block names the packet (Droid sends none after compacting).
+			l.CompactedPacket = res.Packet.ID
 			return nil
 		})
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {

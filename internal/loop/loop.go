@@ -164,7 +164,9 @@ type Decision struct {
 //  5. The iteration limit reached: done, outcome max_iterations. Allow.
 //  6. The harness's block cap reached in this chain: allow, and leave the
 //     loop active at its iteration so the next turn picks it up.
-//  7. Otherwise increment the iteration and block with the loop prompt.
+//  7. Otherwise increment the iteration and block with the loop prompt,
+//     followed once by the packet a compaction saved if nothing has
+//     named it to the agent yet.
 func Decide(l *baton.Loop, s Stop) Decision {
 	if l == nil || l.Status != baton.LoopActive {
 		return Decision{Action: Ignore}
@@ -198,7 +200,18 @@ func Decide(l *baton.Loop, s Stop) Decision {
 	}
 	l.Iteration++
 	l.ConsecutiveBlocks++
-	return Decision{Action: Block, Reason: l.Prompt, Message: StatusLine(l), Changed: true}
+	reason := l.Prompt
+	if l.CompactedPacket != "" {
+		reason = strings.TrimRight(reason, "\n") + "\n\n" + CompactedLine(l.CompactedPacket)
+		l.CompactedPacket = ""
+	}
+	return Decision{Action: Block, Reason: reason, Message: StatusLine(l), Changed: true}
+}
+
+// CompactedLine tells the agent, after a compaction, where the context it
+// lost was saved.
+func CompactedLine(packetID string) string {
+	return "(baton: the conversation was compacted; what it held is saved in packet " + packetID + ", `baton pickup " + packetID + "` renders it.)"
 }
 
 func finish(l *baton.Loop, outcome, msg string) Decision {
