@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -15,10 +13,6 @@ import (
 	"github.com/baton-agent/baton/internal/github"
 	"github.com/baton-agent/baton/internal/prompt"
 )
-
-// relevantFilesInBrief is how many of the context store's top files a
-// brief lists.
-const relevantFilesInBrief = 15
 
 // briefOptions are the flags shared by the brief commands.
 type briefOptions struct {
@@ -251,28 +245,11 @@ func runIssueBrief(ctx context.Context, f *Factory, task brief.Task, args []stri
 // relevantFiles returns the context store's top files that still exist,
 // or none when the project has no store.
 func (f *Factory) relevantFiles() ([]brief.RelevantFile, error) {
-	st := f.Store()
-	if !st.Exists() {
-		return nil, nil
+	files, corrupt, err := brief.StoreFiles(f.Store(), brief.RelevantFilesInBrief)
+	if corrupt > 0 {
+		f.warnf("skipped %d unreadable line(s) in %s", corrupt, fsstore.RelevantFilesLog)
 	}
-	ranks, stats, err := st.RankFiles(fsstore.FileQuery{})
-	if err != nil {
-		return nil, err
-	}
-	if stats.Corrupt > 0 {
-		f.warnf("skipped %d unreadable line(s) in %s", stats.Corrupt, fsstore.RelevantFilesLog)
-	}
-	var out []brief.RelevantFile
-	for _, r := range ranks {
-		if len(out) == relevantFilesInBrief {
-			break
-		}
-		if _, err := os.Stat(filepath.Join(st.Root(), filepath.FromSlash(r.Path))); err != nil {
-			continue // deleted or moved since: pointing the agent there would mislead it
-		}
-		out = append(out, brief.RelevantFile{Path: r.Path, Confirmed: r.Confirmed})
-	}
-	return out, nil
+	return files, err
 }
 
 // warnf prints a warning on stderr.

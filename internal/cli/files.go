@@ -1,11 +1,7 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -51,14 +47,14 @@ the whole log. The log is streamed, so even a huge log uses little memory.`,
 				}
 				q.Since, sinceDesc = p.CreatedAt, "since packet "+p.ID
 			case !all:
-				newest, err := st.NewestPacket()
+				pq, newest, err := st.PendingFiles()
 				if err != nil {
 					return err
 				}
+				q = pq // what the next handoff would take
 				if newest != nil {
-					q.Since, sinceDesc = newest.CreatedAt, "since packet "+newest.ID
+					sinceDesc = "since packet " + newest.ID
 				}
-				q.Unattached = true // what the next handoff would take
 			}
 			ranks, stats, err := st.RankFiles(q)
 			if err != nil {
@@ -130,25 +126,12 @@ the project root. With --packet, the entries name that packet.`,
 				}
 				packetID = p.ID
 			}
-			now := f.now().UTC()
-			var entries []baton.RelevantFile
-			for _, a := range args {
-				rel, ok := st.RelPath(f.WorkDir, a)
-				if !ok {
-					return usageError("%s is outside the project root %s", a, st.Root())
-				}
-				if !missingOK {
-					if _, err := os.Lstat(filepath.Join(st.Root(), rel)); errors.Is(err, fs.ErrNotExist) {
-						return baton.Errorf(baton.NotFound, "%s does not exist: check the path, or pass --missing-ok to record a file that is still to be written", a)
-					}
-				}
-				entries = append(entries, baton.RelevantFile{Timestamp: now, FilePath: rel, Source: baton.FromUser, PacketID: packetID, Confidence: 1})
-			}
-			if err := st.AppendRelevantFiles(cmd.Context(), entries...); err != nil {
+			recorded, err := st.ConfirmFiles(cmd.Context(), f.WorkDir, args, packetID, missingOK, f.now())
+			if err != nil {
 				return err
 			}
-			for _, e := range entries {
-				fmt.Fprintln(f.IO.Out, e.FilePath)
+			for _, p := range recorded {
+				fmt.Fprintln(f.IO.Out, p)
 			}
 			return nil
 		},

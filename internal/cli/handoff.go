@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/baton-agent/baton"
-	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/handoff"
 	"github.com/baton-agent/baton/internal/prompt"
 )
@@ -197,28 +196,18 @@ func runPickup(ctx context.Context, f *Factory, ref string, o pickupOptions) err
 	if err != nil {
 		return err
 	}
-	if ref == fsstore.Latest {
-		l, err := f.Store().Latest()
-		if err != nil {
-			return err
-		}
-		for _, w := range l.Skipped {
+	picked, err := handoff.Pickup(ctx, f.Store(), ref, opts)
+	if picked != nil {
+		for _, w := range picked.Skipped {
 			fmt.Fprintf(f.IO.Err, "baton: warning: skipped %v\n", w)
 		}
-		if l.Packet == nil {
-			if len(l.Skipped) > 0 {
-				return baton.Errorf(baton.NotFound, "no packet can be read (%d skipped above): fix or remove them, or create one with `baton handoff <purpose>`", len(l.Skipped))
-			}
-			return baton.Errorf(baton.NotFound, "no packets yet: create one with `baton handoff <purpose>`")
-		}
-		if l.Fallback {
-			fmt.Fprintf(f.IO.Err, "baton: no draft or active packet; picking up the most recently updated one, %s (%s)\n", l.Packet.ID, l.Packet.Status)
-		}
-		ref = l.Packet.ID
 	}
-	pack, p, err := handoff.Pickup(ctx, f.Store(), ref, opts)
 	if err != nil {
 		return err
+	}
+	p, pack := picked.Packet, picked.Pack
+	if picked.Fallback {
+		fmt.Fprintf(f.IO.Err, "baton: no draft or active packet; picking up the most recently updated one, %s (%s)\n", p.ID, p.Status)
 	}
 	if o.explain {
 		writeExplain(f.IO.Err, pack.Report)

@@ -2,6 +2,8 @@ package fsstore
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -209,4 +211,48 @@ func (s *Store) FindSession(sessionID string) (*baton.SessionRecord, error) {
 		return nil, baton.Errorf(baton.NotFound, "session %s is not in %s", sessionID, SessionsLog)
 	}
 	return found, nil
+}
+
+// PendingFiles returns the query for the files the next handoff would
+// suggest (entries since the newest packet that no packet has taken), and
+// that packet; nil when there is none and the query covers the whole log.
+func (s *Store) PendingFiles() (FileQuery, *baton.Packet, error) {
+	newest, err := s.NewestPacket()
+	if err != nil {
+		return FileQuery{}, nil, err
+	}
+	q := FileQuery{Unattached: true}
+	if newest != nil {
+		q.Since = newest.CreatedAt
+	}
+	return q, newest, nil
+}
+
+// ConfirmFiles records paths (relative to base, or absolute) as confirmed
+// relevant by the user, attached to packetID when it is not "". A path
+// outside the root is Invalid; a path that does not exist is NotFound
+// unless missingOK. Nothing is recorded unless every path passes. It
+// returns the paths as stored, relative to the root.
+func (s *Store) ConfirmFiles(ctx context.Context, base string, paths []string, packetID string, missingOK bool, now time.Time) ([]string, error) {
+	entries := make([]baton.RelevantFile, 0, len(paths))
+	for _, p := range paths {
+		rel, ok := s.RelPath(base, p)
+		if !ok {
+			return nil, baton.Errorf(baton.Invalid, "%s is outside the project root %s", p, s.root)
+		}
+		if !missingOK {
+			if _, err := os.Lstat(filepath.Join(s.root, rel)); errors.Is(err, fs.ErrNotExist) {
+				return nil, baton.Errorf(baton.NotFound, "%s does not exist: check the path, or allow missing files (--missing-ok; missing_ok over MCP) to record one still to be written", p)
+			}
+		}
+		entries = append(entries, baton.RelevantFile{Timestamp: now.UTC(), FilePath: rel, Source: baton.FromUser, PacketID: packetID, Confidence: 1})
+	}
+	if err := s.AppendRelevantFiles(ctx, entries...); err != nil {
+		return nil, err
+	}
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		out[i] = e.FilePath
+	}
+	return out, nil
 }

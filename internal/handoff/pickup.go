@@ -164,16 +164,46 @@ func Drift(ctx context.Context, root string, p *baton.Packet) string {
 	return strings.Join(lines, "\n")
 }
 
-// Pickup resolves ref and renders its packet as a prompt pack. It never
-// changes the packet.
-func Pickup(ctx context.Context, st *fsstore.Store, ref string, opts prompt.Options) (*prompt.Pack, *baton.Packet, error) {
-	p, err := st.ResolvePacket(ref)
-	if err != nil {
-		return nil, nil, err
+// Picked is a packet rendered as a prompt.
+type Picked struct {
+	Pack   *prompt.Pack
+	Packet *baton.Packet
+	// Fallback is set when "latest" found no draft or active packet and
+	// took the most recently updated one of another status.
+	Fallback bool
+	// Skipped are packets that could not be read on the way to "latest".
+	Skipped []error
+}
+
+// Pickup resolves ref (an id, a unique prefix, or "latest") and renders
+// its packet as a prompt pack. It never changes the packet. Every edge
+// (the CLI, the MCP server) picks up through it.
+func Pickup(ctx context.Context, st *fsstore.Store, ref string, opts prompt.Options) (*Picked, error) {
+	var out Picked
+	if ref == "" || ref == fsstore.Latest {
+		l, err := st.Latest()
+		if err != nil {
+			return nil, err
+		}
+		out.Skipped, out.Fallback = l.Skipped, l.Fallback
+		if l.Packet == nil {
+			if len(l.Skipped) > 0 {
+				return &out, baton.Errorf(baton.NotFound, "no packet can be read (%d skipped): fix or remove them, or create one with `baton handoff <purpose>`", len(l.Skipped))
+			}
+			return &out, baton.Errorf(baton.NotFound, "no packets yet: create one with `baton handoff <purpose>`")
+		}
+		out.Packet = l.Packet
+	} else {
+		p, err := st.ResolvePacket(ref)
+		if err != nil {
+			return nil, err
+		}
+		out.Packet = p
 	}
-	pack, err := prompt.Build(Sections(p, Drift(ctx, st.Root(), p)), opts)
+	pack, err := prompt.Build(Sections(out.Packet, Drift(ctx, st.Root(), out.Packet)), opts)
 	if err != nil {
-		return nil, p, err
+		return &out, err
 	}
-	return pack, p, nil
+	out.Pack = pack
+	return &out, nil
 }
