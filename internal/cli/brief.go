@@ -99,7 +99,7 @@ command's !-injection or a pipe into any agent; baton never reads stdin here.`,
 }
 
 func runReviewPR(ctx context.Context, f *Factory, arg string, o briefOptions) error {
-	number, fromURL, ok := parseNumber(arg, "pull", "pulls")
+	number, fromURL, ok := github.ParseNumber(arg, "pull", "pulls")
 	if !ok {
 		return usageError("review-pr takes a pull request number, such as 24, #24 or a pull request URL (got %q)", arg)
 	}
@@ -203,7 +203,7 @@ func runIssueBrief(ctx context.Context, f *Factory, task brief.Task, args []stri
 	in := brief.IssueBriefInput{Task: task, CommentsAsked: o.comments}
 	number, fromURL, isNumber := 0, (*github.Repo)(nil), false
 	if len(args) == 1 {
-		number, fromURL, isNumber = parseNumber(args[0], "issues")
+		number, fromURL, isNumber = github.ParseNumber(args[0], "issues")
 	}
 	var t *target
 	switch {

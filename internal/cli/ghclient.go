@@ -3,9 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"net/url"
-	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -41,35 +38,17 @@ type target struct {
 // find the repository or a token exits 1, like any other failure to get
 // the context.
 func (f *Factory) gitHub(ctx context.Context, g githubFlags, fromArg *github.Repo) (*target, error) {
-	t := &target{}
-	switch {
-	case fromArg != nil:
-		if g.repo != "" {
-			r, err := github.ParseRepo(g.repo)
-			if err != nil {
-				return nil, err
-			}
-			if !strings.EqualFold(r.String(), fromArg.String()) {
-				return nil, usageError("the URL names %s but --repo names %s", fromArg, r)
-			}
-		}
-		t.repo, t.named = *fromArg, true
-	case g.repo != "":
-		r, err := github.ParseRepo(g.repo)
-		if err != nil {
-			return nil, err
-		}
-		t.repo, t.named = r, true
-	default:
-		r, err := github.RepoFromRemote(ctx, f.WorkDir)
-		if baton.ErrorCode(err) == baton.Invalid {
+	r, named, err := github.ResolveRepo(ctx, f.WorkDir, g.repo, fromArg)
+	if err != nil {
+		if baton.ErrorCode(err) == baton.Invalid && g.repo == "" && fromArg == nil {
 			err = baton.WrapError(baton.Invalid, err, "cannot tell which GitHub repository this is (pass --repo owner/name)")
 		}
-		if err != nil {
-			return nil, fetchFailed(err)
+		if g.repo != "" || fromArg != nil {
+			return nil, err // what the user typed: exit 2
 		}
-		t.repo = r
+		return nil, fetchFailed(err)
 	}
+	t := &target{repo: r, named: named}
 	if f.GitHub == nil {
 		return nil, baton.Errorf(baton.Internal, "this baton was built without GitHub access")
 	}
@@ -82,35 +61,4 @@ func (f *Factory) gitHub(ctx context.Context, g githubFlags, fromArg *github.Rep
 	}
 	t.client = c
 	return t, nil
-}
-
-// parseNumber reads an issue or pull request named as "12", "#12", or a
-// web URL (https://github.com/owner/name/pull/12), which also names the
-// repository. kinds are the URL path words accepted ("pull", "issues").
-func parseNumber(arg string, kinds ...string) (int, *github.Repo, bool) {
-	s := strings.TrimSpace(arg)
-	if n, err := strconv.Atoi(strings.TrimPrefix(s, "#")); err == nil {
-		return n, nil, n > 0
-	}
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return 0, nil, false
-	}
-	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
-	if len(parts) < 4 {
-		return 0, nil, false
-	}
-	kindOK := false
-	for _, k := range kinds {
-		kindOK = kindOK || parts[2] == k
-	}
-	n, err := strconv.Atoi(parts[3])
-	if !kindOK || err != nil || n <= 0 {
-		return 0, nil, false
-	}
-	r, err := github.ParseRepo(u.Host + "/" + parts[0] + "/" + parts[1])
-	if err != nil {
-		return 0, nil, false
-	}
-	return n, &r, true
 }

@@ -112,7 +112,7 @@ var events = map[string]github.ReviewEvent{
 }
 
 func runGitHubReview(ctx context.Context, f *Factory, arg string, o postOptions) error {
-	number, fromURL, ok := parseNumber(arg, "pull", "pulls")
+	number, fromURL, ok := github.ParseNumber(arg, "pull", "pulls")
 	if !ok {
 		return usageError("github review takes a pull request number, such as 24, #24 or a URL (got %q)", arg)
 	}
@@ -169,7 +169,7 @@ func runGitHubReview(ctx context.Context, f *Factory, arg string, o postOptions)
 }
 
 func runGitHubComment(ctx context.Context, f *Factory, arg string, o postOptions) error {
-	number, fromURL, ok := parseNumber(arg, "issues", "pull", "pulls")
+	number, fromURL, ok := github.ParseNumber(arg, "issues", "pull", "pulls")
 	if !ok {
 		return usageError("github comment takes an issue or pull request number, such as 7, #7 or a URL (got %q)", arg)
 	}

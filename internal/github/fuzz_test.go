@@ -3,6 +3,7 @@ package github
 import (
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -93,6 +94,42 @@ func FuzzNextLink(f *testing.F) {
 		built := `<https://x/?page=1>; rel="prev", <` + target + `>; rel="next", <https://x/?page=9>; rel="last"`
 		if got, ok := nextLink(built); !ok || got != target {
 			t.Fatalf("nextLink(%q) = %q, %v; want %q", built, got, ok, target)
+		}
+	})
+}
+
+// FuzzParseNumber: a number is accepted only when the input spells it
+// (bare, after "#", or as the fourth path segment of an issue or pull
+// URL of the repository it returns), and it is always positive.
+func FuzzParseNumber(f *testing.F) {
+	for _, s := range []string{"12", "#12", " 7 ", "0", "-3", "https://github.com/octo/app/pull/24", "https://ghe.example/o/r/issues/9",
+		"https://github.com/octo/app/pull/24/files", "http://h/o/r/pulls/x", "ftp://h/o/r/pull/1", "#", "99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, arg string) {
+		n, repo, ok := ParseNumber(arg, "issues", "pull", "pulls")
+		if !ok {
+			if n != 0 && repo != nil {
+				t.Fatalf("ParseNumber(%q) failed but returned %d, %v", arg, n, repo)
+			}
+			return
+		}
+		if n <= 0 {
+			t.Fatalf("ParseNumber(%q) = %d, not positive", arg, n)
+		}
+		if repo == nil {
+			if got, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(arg), "#")); err != nil || got != n {
+				t.Fatalf("ParseNumber(%q) = %d without a URL, but the input does not spell it", arg, n)
+			}
+			return
+		}
+		u, err := url.Parse(strings.TrimSpace(arg))
+		if err != nil {
+			t.Fatalf("ParseNumber(%q) accepted a URL that does not parse: %v", arg, err)
+		}
+		parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+		if !strings.EqualFold(parts[0], repo.Owner) || !strings.EqualFold(strings.TrimSuffix(parts[1], ".git"), repo.Name) || parts[3] != strconv.Itoa(n) && strings.TrimLeft(parts[3], "0+") != strconv.Itoa(n) {
+			t.Fatalf("ParseNumber(%q) = %d in %+v, which the URL path %q does not name", arg, n, repo, u.Path)
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os/exec"
+	"strconv"
 	"strings"
 	"time"
 
@@ -263,4 +264,61 @@ func isAlnum(c rune) bool {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// ResolveRepo says which repository a command means: the one an argument's
+// URL named (fromArg), else repoArg ("owner/name", as --repo takes it),
+// else the origin remote of the checkout at dir. named is set when it came
+// from the caller rather than the checkout, so suggested commands must
+// name it too. A URL and a repoArg that disagree are Invalid.
+func ResolveRepo(ctx context.Context, dir, repoArg string, fromArg *Repo) (r Repo, named bool, err error) {
+	switch {
+	case fromArg != nil:
+		if repoArg != "" {
+			r, err := ParseRepo(repoArg)
+			if err != nil {
+				return Repo{}, false, err
+			}
+			if !strings.EqualFold(r.String(), fromArg.String()) {
+				return Repo{}, false, baton.Errorf(baton.Invalid, "the URL names %s but --repo names %s", fromArg, r)
+			}
+		}
+		return *fromArg, true, nil
+	case repoArg != "":
+		r, err := ParseRepo(repoArg)
+		return r, err == nil, err
+	}
+	r, err = RepoFromRemote(ctx, dir)
+	return r, false, err
+}
+
+// ParseNumber reads an issue or pull request named as "12", "#12", or a
+// web URL (https://github.com/owner/name/pull/12), which also names the
+// repository. kinds are the URL path words accepted ("pull", "issues").
+func ParseNumber(arg string, kinds ...string) (int, *Repo, bool) {
+	s := strings.TrimSpace(arg)
+	if n, err := strconv.Atoi(strings.TrimPrefix(s, "#")); err == nil {
+		return n, nil, n > 0
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return 0, nil, false
+	}
+	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+	if len(parts) < 4 {
+		return 0, nil, false
+	}
+	kindOK := false
+	for _, k := range kinds {
+		kindOK = kindOK || parts[2] == k
+	}
+	n, err := strconv.Atoi(parts[3])
+	if !kindOK || err != nil || n <= 0 {
+		return 0, nil, false
+	}
+	r, err := ParseRepo(u.Host + "/" + parts[0] + "/" + parts[1])
+	if err != nil {
+		return 0, nil, false
+	}
+	return n, &r, true
 }
