@@ -58,6 +58,7 @@ merged pull request through a delivery pipeline.`,
 		newFixIssueCmd(f),
 		newImplementFeatureCmd(f),
 		newGitHubCmd(f),
+		newMCPCmd(f),
 	)
 	// The completion command cobra adds: an unknown shell is an error,
 	// not its help page and exit 0.

@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/mcp"
+	"github.com/baton-agent/baton/internal/web"
+)
+
+func newMCPCmd(f *Factory) *cobra.Command {
+	var tools []string
+	var httpAddr string
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve the context store, loops and briefs over MCP",
+		Long: `Serve baton to any MCP client (Claude Code, Codex, Droid, Cursor, VS Code, Zed, ...)
+over stdio, or the streamable HTTP transport with --http.
+
+Tools: ` + strings.Join(mcp.ToolNames(), ", ") + `.
+Resources: baton://packets/{id} and baton://loops/{id}, listed and announced
+as they appear. Prompts: pickup, handoff, review-pr, fix-issue,
+implement-feature.
+
+The project is found as the CLI finds it: --root or BATON_ROOT, else from the
+working directory the client starts the server in, else from the first of
+the client's roots inside a repository. Outside any project the server still
+answers and every tool says how to point it at one.
+
+On stdio a line that is not a JSON-RPC message is answered with a parse
+error (-32700) and the session goes on. --http listens on loopback only,
+unless BATON_API_TOKEN is set; with a token every request needs
+"Authorization: Bearer <token>".
+
+baton install claude|codex|droid registers this server for you.`,
+		Example: `  baton mcp                                   # stdio, as a client starts it
+  baton mcp --tools pickup,handoff,packets    # a smaller tool list
+  baton mcp --http 127.0.0.1:7071`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runMCP(cmd.Context(), f, tools, httpAddr)
+		},
+	}
+	cmd.Flags().StringSliceVar(&tools, "tools", nil, "serve only these `TOOLS` (comma-separated; default all)")
+	cmd.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on `ADDR` (host:port) instead of stdio")
+	return cmd
+}
+
+// newMCPServer builds the server the way `baton mcp` runs it.
+func (f *Factory) newMCPServer(tools []string) (*mcp.Server, error) {
+	root := ""
+	if r, how := f.projectRoot(); how == "override" {
+		root = r
+		if err := f.checkExplicitRoot(); err != nil {
+			return nil, err
+		}
+	}
+	s, err := mcp.New(mcp.Options{Version: f.Version, WorkDir: f.WorkDir, Root: root, Now: f.Now, GitHub: f.GitHub, Tools: tools})
+	if err != nil {
+		return nil, &ExitCodeError{Code: ExitUsage, Err: err}
+	}
+	return s, nil
+}
+
+func runMCP(ctx context.Context, f *Factory, tools []string, httpAddr string) error {
+	s, err := f.newMCPServer(tools)
+	if err != nil {
+		return err
+	}
+	if httpAddr == "" {
+		err := s.Run(ctx, &mcp.LineTransport{In: f.IO.In, Out: f.IO.Out})
+		if errors.Is(err, context.Canceled) {
+			return nil
+		}
+		return err
+	}
+	token := strings.TrimSpace(f.env("BATON_API_TOKEN"))
+	if token == "" && !web.IsLoopback(httpAddr) {
+		return usageError("--http %s is not loopback and BATON_API_TOKEN is not set: set a token so the server is not open to the network", httpAddr)
+	}
+	ln, err := net.Listen("tcp", httpAddr)
+	if err != nil {
+		return baton.WrapError(baton.Invalid, err, "--http %s", httpAddr)
+	}
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.SDK() }, nil)
+	srv := &http.Server{Handler: requireToken(token, h), ReadHeaderTimeout: 10 * time.Second}
+	go s.Watch(ctx)
+	go func() {
+		<-ctx.Done()
+		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(shut)
+	}()
+	fmt.Fprintf(f.IO.Err, "baton mcp: serving http://%s/\n", ln.Addr())
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// requireToken lets a request through only with the bearer token, when
+// there is one.
+func requireToken(token string, next http.Handler) http.Handler {
+	if token == "" {
+		return next
+	}
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="baton"`)
+			http.Error(w, "baton mcp: this server needs Authorization: Bearer <BATON_API_TOKEN>", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,412 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/baton-agent/baton/internal/github"
+	"github.com/baton-agent/baton/internal/github/githubtest"
+	"github.com/baton-agent/baton/internal/gitx/gittest"
+	"github.com/baton-agent/baton/internal/golden"
+	"github.com/baton-agent/baton/internal/prompt"
+)
+
+// clock ticks a minute per call, so ids made by successive calls differ
+// and every output is the same on every run.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(time.Minute)
+	return c.t
+}
+
+// protocolVersion is what the clients in these tests speak: the version
+// Claude Code 2.1 and Codex 0.169 send in initialize. The SDK's own
+// newer, stateless revision is tested by TestLatestProtocol.
+var protocolVersion = "2025-06-18"
+
+type fixture struct {
+	t   *testing.T
+	dir string
+	srv *Server
+	cs  *sdk.ClientSession
+	gh  *githubtest.Server
+}
+
+// repo makes a git repository with one commit on main.
+func repo(t testing.TB) string {
+	gittest.Setenv(t)
+	dir := t.TempDir()
+	gittest.Git(t, dir, "init", "-q", "-b", "main")
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Git(t, dir, "add", "-A")
+	gittest.Git(t, dir, "commit", "-q", "-m", "initial")
+	return dir
+}
+
+// connect serves opts on an in-memory transport and connects a real SDK
+// client to it.
+func connect(t testing.TB, opts Options, client *sdk.Client) (*Server, *sdk.ClientSession) {
+	t.Helper()
+	if opts.Now == nil {
+		c := &clock{t: time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)}
+		opts.Now = c.now
+	}
+	if opts.Watch == 0 {
+		opts.Watch = -1
+	}
+	srv, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ct := sdk.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx, st) }()
+	if client == nil {
+		client = sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
+	}
+	cs, err := client.Connect(context.Background(), ct, &sdk.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		cancel()
+		<-done
+	})
+	return srv, cs
+}
+
+func newFixture(t *testing.T) *fixture {
+	f := &fixture{t: t, dir: repo(t)}
+	f.gh = githubtest.NewServer(t)
+	gh := func(ctx context.Context, r github.Repo, apiURL string) (*github.Client, error) {
+		return github.New(github.Options{BaseURL: f.gh.URL(), Token: "t"})
+	}
+	f.srv, f.cs = connect(t, Options{Version: "test", WorkDir: f.dir, GitHub: gh}, nil)
+	return f
+}
+
+// call runs a tool and returns its result rendered for a golden file:
+// the text, whether it is an error, and the structured output.
+func (f *fixture) call(name string, args any) (string, *sdk.CallToolResult) {
+	f.t.Helper()
+	res, err := f.cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		f.t.Fatalf("%s: %v", name, err)
+	}
+	var b strings.Builder
+	argText, _ := json.Marshal(args)
+	fmt.Fprintf(&b, "=== %s %s", name, argText)
+	if res.IsError {
+		b.WriteString(" (isError)")
+	}
+	b.WriteString("\n")
+	for _, c := range res.Content {
+		b.WriteString(c.(*sdk.TextContent).Text)
+		b.WriteString("\n")
+	}
+	if res.StructuredContent != nil {
+		s, _ := json.MarshalIndent(res.StructuredContent, "", "  ")
+		fmt.Fprintf(&b, "--- structured\n%s\n", s)
+	}
+	return strings.ReplaceAll(b.String(), f.dir, "$ROOT"), res
+}
+
+func (f *fixture) write(rel, data string) {
+	f.t.Helper()
+	if err := os.WriteFile(filepath.Join(f.dir, rel), []byte(data), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// Every store tool, in the order a session uses them, against a golden
+// transcript; errors are results with isError, and the session goes on.
+func TestTools(t *testing.T) {
+	f := newFixture(t)
+	var out strings.Builder
+	step := func(name string, args any, wantError bool) *sdk.CallToolResult {
+		t.Helper()
+		text, res := f.call(name, args)
+		if res.IsError != wantError {
+			t.Errorf("%s %v: isError = %v, want %v:\n%s", name, args, res.IsError, wantError, text)
+		}
+		out.WriteString(text)
+		return res
+	}
+	step("packets", map[string]any{}, false)
+	step("pickup", map[string]any{}, true)
+	f.write("auth.go", "package main\n")
+	step("handoff", map[string]any{
+		"purpose":     "finish the auth refactor",
+		"body":        "## Decisions\n\nKeep the session cookie.\n\n## Open Questions\n\nRotate keys?\n",
+		"next_prompt": "Run go test ./... and fix the failures", "files": []string{"auth.go"}, "validators": []string{"go test ./..."},
+	}, false)
+	step("handoff", map[string]any{"purpose": "  "}, true)
+	step("packets", map[string]any{"status": "draft"}, false)
+	step("packets", map[string]any{"status": "archived"}, true)
+	step("pickup", map[string]any{}, false)
+	small := step("pickup", map[string]any{"packet": "latest", "budget_bytes": 700}, false)
+	if got := len(small.Content[0].(*sdk.TextContent).Text); got > 700 {
+		t.Errorf("pickup with budget_bytes 700 gave %d bytes", got)
+	}
+	step("pickup", map[string]any{"packet": "nosuch"}, true)
+	step("files_add", map[string]any{"paths": []string{"main.go"}}, false)
+	step("files_add", map[string]any{"paths": []string{"later.go"}}, true)
+	step("files_add", map[string]any{"paths": []string{"later.go"}, "missing_ok": true}, false)
+	step("files_add", map[string]any{"paths": []string{"../outside.go"}, "missing_ok": true}, true)
+	step("files_add", map[string]any{"paths": []string{}}, true)
+	step("files", map[string]any{}, false)
+	step("files", map[string]any{"all": true, "limit": 2}, false)
+	step("loop_status", map[string]any{}, true)
+	step("loop_start", map[string]any{}, true)
+	step("loop_start", map[string]any{"prompt": "Make the tests pass", "promises": []string{"ALL GREEN"}, "max_iterations": 5}, false)
+	step("loop_status", map[string]any{}, false)
+	step("loop_cancel", map[string]any{}, false)
+	step("loop_cancel", map[string]any{"loop": "nosuch"}, true)
+	step("loop_start", map[string]any{"from_packet": "latest", "max_iterations": -1}, true)
+	step("loop_start", map[string]any{"from_packet": "latest"}, false)
+	golden.CheckString(t, "tools.golden.txt", out.String())
+}
+
+// The brief tools fetch from GitHub (a fake that serves the API's real
+// shapes) exactly as the commands do.
+func TestBriefTools(t *testing.T) {
+	f := newFixture(t)
+	f.gh.AddIssue("octo/app", githubtest.Issue{Number: 7, Title: "Crash on start", Body: "It panics in main.", Labels: []string{"bug"}})
+	f.gh.AddPullRequest("octo/app", githubtest.PullRequest{Number: 24, Title: "Fix the crash", Body: "Fixes #7", Diff: githubtest.DiffText("diff --git a/main.go b/main.go\n--- a/main.go\n+++ b/main.go\n@@ -1 +1,2 @@\n package main\n+// fixed\n")})
+	var out strings.Builder
+	for _, c := range []struct {
+		name    string
+		args    map[string]any
+		isError bool
+		want    string
+	}{
+		{"fix_issue_brief", map[string]any{"issue": "7", "repo": "octo/app"}, false, "Crash on start"},
+		{"fix_issue_brief", map[string]any{"issue": "https://github.com/octo/app/issues/7"}, false, "It panics in main."},
+		{"fix_issue_brief", map[string]any{"issue": "seven", "repo": "octo/app"}, true, "issue must be an issue number"},
+		{"fix_issue_brief", map[string]any{"issue": "7", "repo": "octo/app", "comments": 500}, true, "comments must be between 0 and"},
+		{"fix_issue_brief", map[string]any{"issue": "7"}, true, "cannot tell which GitHub repository this is"},
+		{"review_pr_brief", map[string]any{"pr": "#24", "repo": "octo/app"}, false, "+// fixed"},
+		{"implement_feature_brief", map[string]any{"request": "add a --dry-run flag"}, false, "add a --dry-run flag"},
+		{"implement_feature_brief", map[string]any{"issue": "7", "repo": "octo/app"}, false, "Crash on start"},
+		{"implement_feature_brief", map[string]any{}, true, "give issue"},
+	} {
+		text, res := f.call(c.name, c.args)
+		if res.IsError != c.isError || !strings.Contains(text, c.want) {
+			t.Errorf("%s %v: isError %v, want %v and %q:\n%s", c.name, c.args, res.IsError, c.isError, c.want, text)
+		}
+		out.WriteString(text)
+	}
+	golden.CheckString(t, "briefs.golden.txt", out.String())
+}
+
+func TestResourcesAndPrompts(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	_, res := f.call("handoff", map[string]any{"purpose": "ship it", "next_prompt": "Ship it."})
+	id := res.StructuredContent.(map[string]any)["id"].(string)
+	_, res = f.call("loop_start", map[string]any{"prompt": "again"})
+	loopID := res.StructuredContent.(map[string]any)["id"].(string)
+
+	list, err := f.cs.ListResources(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uris []string
+	for _, r := range list.Resources {
+		uris = append(uris, r.URI)
+	}
+	if want := []string{"baton://loops/" + loopID, "baton://packets/" + id}; fmt.Sprint(uris) != fmt.Sprint(want) {
+		t.Errorf("resources = %v, want %v", uris, want)
+	}
+	tmpls, err := f.cs.ListResourceTemplates(ctx, nil)
+	if err != nil || len(tmpls.ResourceTemplates) != 2 {
+		t.Fatalf("templates = %v, %v", tmpls, err)
+	}
+	read, err := f.cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "baton://packets/" + id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	onDisk, _ := os.ReadFile(filepath.Join(f.dir, ".agent/context/packets", id+".md"))
+	if read.Contents[0].Text != string(onDisk) || read.Contents[0].MIMEType != "text/markdown" {
+		t.Errorf("packet resource = %q, want the file %q", read.Contents[0].Text, onDisk)
+	}
+	if read, err := f.cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "baton://loops/" + loopID}); err != nil || !strings.Contains(read.Contents[0].Text, "## Loop Prompt\n\nagain\n") {
+		t.Errorf("loop resource = %v, %v", read, err)
+	}
+	// Ids are checked before any path is built: nothing outside the store.
+	for _, uri := range []string{"baton://packets/../../main.go", "baton://packets/%2e%2e%2fmain", "baton://packets/nosuch", "baton://other/x"} {
+		if _, err := f.cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri}); err == nil || !strings.Contains(err.Error(), "not found") {
+			t.Errorf("read %s: %v, want not found", uri, err)
+		}
+	}
+	// A packet linked out of the store is not followed.
+	secret := filepath.Join(t.TempDir(), "secret.md")
+	os.WriteFile(secret, []byte("secret"), 0o600)
+	os.Symlink(secret, filepath.Join(f.dir, ".agent/context/packets/20261125T120000Z-linked.md"))
+	if read, err := f.cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "baton://packets/20261125T120000Z-linked"}); err == nil {
+		t.Errorf("a symlinked packet was read: %q", read.Contents[0].Text)
+	}
+
+	prompts, err := f.cs.ListPrompts(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range prompts.Prompts {
+		names = append(names, p.Name)
+	}
+	if fmt.Sprint(names) != "[fix-issue handoff implement-feature pickup review-pr]" {
+		t.Errorf("prompts = %v", names)
+	}
+	got, err := f.cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "pickup", Arguments: map[string]string{"packet": id}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toolText, _ := f.call("pickup", map[string]any{"packet": id})
+	if body := got.Messages[0].Content.(*sdk.TextContent).Text; !strings.Contains(toolText, body) || got.Messages[0].Role != "user" {
+		t.Errorf("pickup prompt differs from the pickup tool:\n%s", body)
+	}
+	got, err = f.cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "handoff", Arguments: map[string]string{"purpose": "wire the parser"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.CheckString(t, "handoff_prompt.golden.txt", got.Messages[0].Content.(*sdk.TextContent).Text)
+	got, err = f.cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "implement-feature", Arguments: map[string]string{"request": "add a --dry-run flag"}})
+	if err != nil || !strings.Contains(got.Messages[0].Content.(*sdk.TextContent).Text, "add a --dry-run flag") {
+		t.Errorf("implement-feature prompt = %v, %v", got, err)
+	}
+	if _, err := f.cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "fix-issue", Arguments: map[string]string{"issue": "x"}}); err == nil {
+		t.Error("fix-issue with a bad issue gave no error")
+	}
+}
+
+// A packet written behind the server's back (a hook, the CLI) is listed
+// and announced.
+func TestResourceListChanged(t *testing.T) {
+	dir := repo(t)
+	changed := make(chan struct{}, 8)
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, &sdk.ClientOptions{
+		ResourceListChangedHandler: func(context.Context, *sdk.ResourceListChangedRequest) { changed <- struct{}{} },
+	})
+	srv, cs := connect(t, Options{WorkDir: dir, Watch: 20 * time.Millisecond}, client)
+	other, _ := connect(t, Options{WorkDir: dir}, nil)
+	_ = srv
+	if _, _, err := other.handoff(context.Background(), nil, handoffIn{Purpose: "written elsewhere"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no resources/list_changed after a packet appeared")
+	}
+	list, err := cs.ListResources(context.Background(), nil)
+	if err != nil || len(list.Resources) != 1 || !strings.Contains(list.Resources[0].URI, "written-elsewhere") {
+		t.Fatalf("resources = %+v, %v", list, err)
+	}
+}
+
+// Outside any project the server answers initialize, says how to point
+// it at one, and follows the client's roots when they lead to one.
+func TestOutsideProject(t *testing.T) {
+	gittest.Setenv(t)
+	nowhere := t.TempDir()
+	_, cs := connect(t, Options{WorkDir: nowhere}, nil)
+	if ins := cs.InitializeResult().Instructions; !strings.Contains(ins, "outside any project") || !strings.Contains(ins, "--root") {
+		t.Errorf("instructions = %q", ins)
+	}
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "packets", Arguments: map[string]any{}})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*sdk.TextContent).Text, "pass --root DIR") {
+		t.Errorf("packets outside a project = %+v, %v", res, err)
+	}
+	if _, err := os.Stat(filepath.Join(nowhere, ".agent")); err == nil {
+		t.Error("a store was created outside any project")
+	}
+
+	dir := repo(t)
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
+	client.AddRoots(&sdk.Root{URI: "file://" + filepath.Join(dir), Name: "project"})
+	srv, cs := connect(t, Options{WorkDir: nowhere}, client)
+	deadline := time.Now().Add(10 * time.Second)
+	for srv.store() == nil && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	res, err = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "handoff", Arguments: map[string]any{"purpose": "from roots"}})
+	if err != nil || res.IsError {
+		t.Fatalf("handoff through the client's root = %+v, %v", res, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".agent/context/packets")); err != nil {
+		t.Errorf("the packet did not go to the root's store: %v", err)
+	}
+}
+
+// The whole tools/list costs under 2 000 o200k tokens, and --tools
+// serves a subset.
+func TestToolListTokens(t *testing.T) {
+	dir := repo(t)
+	_, cs := connect(t, Options{WorkDir: dir}, nil)
+	list, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Tools) != len(allTools) {
+		t.Fatalf("%d tools listed, want %d", len(list.Tools), len(allTools))
+	}
+	b, _ := json.Marshal(list)
+	enc, err := prompt.NewO200k()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := enc.Count(string(b))
+	t.Logf("tools/list: %d tools, %d bytes, %d o200k tokens", len(list.Tools), len(b), n)
+	if n >= 2000 {
+		t.Errorf("tools/list is %d o200k tokens; keep it under 2000", n)
+	}
+	for _, tl := range list.Tools {
+		a := tl.Annotations
+		if a == nil || a.ReadOnlyHint == (a.DestructiveHint != nil) {
+			t.Errorf("%s: annotations %+v: a tool is read-only or says whether it destroys", tl.Name, a)
+		}
+	}
+
+	_, cs = connect(t, Options{WorkDir: dir, Tools: []string{"pickup", "handoff"}}, nil)
+	list, err = cs.ListTools(context.Background(), nil)
+	if err != nil || len(list.Tools) != 2 {
+		t.Fatalf("--tools pickup,handoff listed %v, %v", list, err)
+	}
+	if _, err := New(Options{Tools: []string{"pickup", "nosuch"}}); err == nil || !strings.Contains(err.Error(), `no tool "nosuch"`) {
+		t.Errorf("an unknown tool = %v", err)
+	}
+}
+
+// A client on the SDK's newest revision (server/discover, no
+// initialize) is served too.
+func TestLatestProtocol(t *testing.T) {
+	defer func(v string) { protocolVersion = v }(protocolVersion)
+	protocolVersion = ""
+	f := newFixture(t)
+	if _, res := f.call("handoff", map[string]any{"purpose": "on the newest protocol"}); res.IsError {
+		t.Fatalf("handoff failed: %+v", res)
+	}
+	if text, res := f.call("pickup", map[string]any{}); res.IsError || !strings.Contains(text, "on the newest protocol") {
+		t.Fatalf("pickup = %s", text)
+	}
+}

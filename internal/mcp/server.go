@@ -1,0 +1,284 @@
+// Package mcp is baton's Model Context Protocol edge: the context store,
+// loops and task briefs as MCP tools, resources and prompts, over the
+// official Go SDK. Like the CLI it only parses, calls the core (fsstore,
+// handoff, loop, brief) and renders; it holds no domain logic.
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/fsstore"
+	"github.com/baton-agent/baton/internal/github"
+)
+
+// Options configure a server. The zero value serves every tool for the
+// project around the process's working directory.
+type Options struct {
+	Version string
+	// WorkDir is where the project is discovered from; Root, when set,
+	// names the project root outright (--root, BATON_ROOT).
+	WorkDir, Root string
+	Now           func() time.Time
+	// GitHub opens the GitHub API for a repository (the brief tools); nil
+	// leaves them answering that this baton has no GitHub access.
+	GitHub func(ctx context.Context, repo github.Repo, apiURL string) (*github.Client, error)
+	// Tools selects the tools served, by name; nil or empty serves all.
+	Tools []string
+	// Watch is how often the store is checked for packets and loops that
+	// appeared or went away, to notify clients; 0 picks 2s, <0 never.
+	Watch time.Duration
+}
+
+// Server is one MCP server over one project's context store.
+type Server struct {
+	opts Options
+	sdk  *sdk.Server
+
+	mu sync.Mutex
+	st *fsstore.Store // nil while no project is known
+	// published are the resource URIs registered for the store's packets
+	// and loops, so a change can be announced as list_changed.
+	published map[string]bool
+}
+
+// noProject is what every store tool says when the server runs outside
+// any project.
+const noProject = "baton mcp was started outside any project (no git repository and no .agent/context store above %s), and the client sent no roots inside one: start it from the project's directory, or pass --root DIR (or set BATON_ROOT) in the client's MCP configuration"
+
+// New builds the server. It fails only for a --tools list naming tools
+// that do not exist.
+func New(opts Options) (*Server, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &Server{opts: opts, published: map[string]bool{}}
+	if root, ok := s.projectRoot(); ok {
+		s.st = fsstore.Open(root, fsstore.Options{Now: opts.Now})
+	}
+	tools, err := selectTools(opts.Tools)
+	if err != nil {
+		return nil, err
+	}
+	s.sdk = sdk.NewServer(&sdk.Implementation{Name: "baton", Title: "baton context store", Version: opts.Version}, &sdk.ServerOptions{
+		Instructions:       s.instructions(),
+		InitializedHandler: s.initialized,
+		// Only what baton serves: no logging capability it never uses.
+		Capabilities: &sdk.ServerCapabilities{},
+	})
+	for _, t := range tools {
+		t.add(s)
+	}
+	s.addResources()
+	s.addPrompts()
+	s.sync() // before any session, so no notification precedes initialize
+	return s, nil
+}
+
+// SDK returns the underlying server, for transports.
+func (s *Server) SDK() *sdk.Server { return s.sdk }
+
+// Run serves one session on t until the client goes away or ctx ends.
+func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go s.Watch(ctx)
+	return s.sdk.Run(ctx, t)
+}
+
+// projectRoot resolves the root as the CLI does: Root, else discovery
+// from WorkDir. A directory that is neither in a repository nor holds a
+// store is no project: the server does not create stores in random
+// directories.
+func (s *Server) projectRoot() (string, bool) {
+	if s.opts.Root != "" {
+		r := s.opts.Root
+		if !filepath.IsAbs(r) {
+			r = filepath.Join(s.opts.WorkDir, r)
+		}
+		return filepath.Clean(r), true
+	}
+	if s.opts.WorkDir == "" {
+		return "", false
+	}
+	root, how := fsstore.Discover(s.opts.WorkDir)
+	return root, how != fsstore.FoundWorkDir
+}
+
+func (s *Server) instructions() string {
+	if st := s.store(); st != nil {
+		return "baton keeps this project's working context in " + st.Dir() + ": handoff packets (pickup renders one as a prompt), loops, and the files agents touched. Start a session with the pickup tool; end one with handoff."
+	}
+	return fmt.Sprintf(noProject, s.opts.WorkDir)
+}
+
+// initialized adopts the client's first root inside a project when the
+// server itself started outside one. It asks in the background: the
+// client's answer arrives on the connection this handler runs on.
+func (s *Server) initialized(_ context.Context, req *sdk.InitializedRequest) {
+	if s.store() != nil {
+		return
+	}
+	if p := req.Session.InitializeParams(); p == nil || p.Capabilities == nil || p.Capabilities.RootsV2 == nil {
+		return
+	}
+	go s.adoptRoots(req.Session)
+}
+
+func (s *Server) adoptRoots(ss *sdk.ServerSession) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := ss.ListRoots(ctx, nil)
+	if err != nil {
+		return
+	}
+	for _, r := range res.Roots {
+		u, err := url.Parse(r.URI)
+		if err != nil || u.Scheme != "file" || !filepath.IsAbs(u.Path) {
+			continue
+		}
+		if root, how := fsstore.Discover(u.Path); how != fsstore.FoundWorkDir {
+			s.mu.Lock()
+			if s.st == nil {
+				s.st = fsstore.Open(root, fsstore.Options{Now: s.opts.Now})
+			}
+			s.mu.Unlock()
+			s.sync()
+			return
+		}
+	}
+}
+
+// store returns the project's store, or nil outside any project.
+func (s *Server) store() *fsstore.Store {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st
+}
+
+// readStore returns the store for a tool that reads it.
+func (s *Server) readStore() (*fsstore.Store, error) {
+	st := s.store()
+	if st == nil {
+		return nil, baton.Errorf(baton.NotFound, noProject, s.opts.WorkDir)
+	}
+	return st, nil
+}
+
+// writeStore returns the store for a tool that writes, creating it in
+// the project when it is missing.
+func (s *Server) writeStore(ctx context.Context) (*fsstore.Store, error) {
+	st, err := s.readStore()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := st.Init(ctx); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// Watch announces packets and loops that appear or go away while the
+// server runs, whoever wrote them (a hook, the CLI, another agent).
+func (s *Server) Watch(ctx context.Context) {
+	every := s.opts.Watch
+	switch {
+	case every < 0:
+		return
+	case every == 0:
+		every = 2 * time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.sync()
+		}
+	}
+}
+
+// sync registers a resource for every packet and loop in the store and
+// removes those that are gone; the SDK sends resources/list_changed for
+// each change.
+func (s *Server) sync() {
+	st := s.store()
+	if st == nil || !st.Exists() {
+		return
+	}
+	want := map[string]*sdk.Resource{}
+	if sums, _, err := st.PacketSummaries(); err == nil {
+		for _, p := range sums {
+			r := &sdk.Resource{URI: packetURI + p.ID, Name: "packet " + p.ID, MIMEType: "text/markdown", Description: "handoff packet (" + string(p.Status) + ")"}
+			want[r.URI] = r
+		}
+	}
+	if ids, err := st.LoopIDs(); err == nil {
+		for _, id := range ids {
+			r := &sdk.Resource{URI: loopURI + id, Name: "loop " + id, MIMEType: "text/markdown", Description: "loop"}
+			want[r.URI] = r
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var gone []string
+	for uri := range s.published {
+		if want[uri] == nil {
+			gone = append(gone, uri)
+			delete(s.published, uri)
+		}
+	}
+	if len(gone) > 0 {
+		s.sdk.RemoveResources(gone...)
+	}
+	var added []string
+	for uri := range want {
+		if !s.published[uri] {
+			added = append(added, uri)
+		}
+	}
+	sort.Strings(added)
+	for _, uri := range added {
+		s.published[uri] = true
+		s.sdk.AddResource(want[uri], s.readResource)
+	}
+}
+
+// ToolNames lists every tool baton can serve, in the order served.
+func ToolNames() []string {
+	var names []string
+	for _, t := range allTools {
+		names = append(names, t.name)
+	}
+	return names
+}
+
+func selectTools(names []string) ([]tool, error) {
+	if len(names) == 0 {
+		return allTools, nil
+	}
+	var out []tool
+	for _, t := range allTools {
+		if slices.Contains(names, t.name) {
+			out = append(out, t)
+		}
+	}
+	for _, n := range names {
+		if !slices.ContainsFunc(allTools, func(t tool) bool { return t.name == n }) {
+			return nil, baton.Errorf(baton.Invalid, "--tools: no tool %q (baton serves %s)", n, strings.Join(ToolNames(), ", "))
+		}
+	}
+	return out, nil
+}

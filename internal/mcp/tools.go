@@ -1,0 +1,603 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/brief"
+	"github.com/baton-agent/baton/internal/fsstore"
+	"github.com/baton-agent/baton/internal/github"
+	"github.com/baton-agent/baton/internal/handoff"
+	"github.com/baton-agent/baton/internal/loop"
+	"github.com/baton-agent/baton/internal/prompt"
+)
+
+// tool is one MCP tool: its name and how it registers itself.
+type tool struct {
+	name string
+	add  func(s *Server)
+}
+
+// Annotations, said truthfully: reads are read-only; a write says whether
+// it destroys anything and whether repeating it changes more.
+var (
+	readOnly   = &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}
+	readRemote = &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(true)}
+	appends    = &sdk.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(false)}
+	ends       = &sdk.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)}
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// allTools is every tool, in the order tools/list gives them. The
+// descriptions are short on purpose: the list costs context on every turn.
+var allTools = []tool{
+	{"pickup", func(s *Server) {
+		sdk.AddTool(s.sdk, &sdk.Tool{Name: "pickup", Annotations: readOnly,
+			Description: "Render a handoff packet as the prompt to continue from (latest draft/active by default)."}, s.pickup)
+	}},
+	{"handoff", func(s *Server) {
+		sdk.AddTool(s.sdk, &sdk.Tool{Name: "handoff", Annotations: appends,
+			Description: "Write a draft handoff packet for the next session. body: markdown with ## Intent, ## Context, ## Decisions, ## Plan, ## Open Questions, ## Notes."}, s.handoff)
+	}},
+	{"packets", func(s *Server) {
+		sdk.AddTool(s.sdk, &sdk.Tool{Name: "packets", Annotations: readOnly,
+			Description: "List handoff packets, newest first."}, s.packets)
+	}},
+	{"files", func(s *Server) {
+		sdk.AddTool(s.sdk, &sdk.Tool{Name: "files", Annotations: readOnly,
+			Description: "Files agents touched since the last packet (or all), ranked."}, s.files)
+	}},
+	{"files_add", func(s *Server) {
+		sdk.AddTool(s.sdk, &sdk.Tool{Name: "files_add", Annotations: appends,
+			Description: "Record files as confirmed relevant."}, s.filesAdd)
+	}},
+	{"loop_start", func(s *Server) {
+		sdk.AddTool(s.sdk, &sdk.Tool{Name: "loop_start", Annotations: appends,
+			Description: "Start a loop: the prompt comes back at each stop until you state a promise as <promise>TEXT</promise>."}, s.loopStart)
+	}},
+	{"loop_status", func(s *Server) {
+		sdk.AddTool(s.sdk, &sdk.Tool{Name: "loop_status", Annotations: readOnly,
+			Description: "Show a loop (the foreground loop by default)."}, s.loopStatus)
+	}},
+	{"loop_cancel", func(s *Server) {
+		sdk.AddTool(s.sdk, &sdk.Tool{Name: "loop_cancel", Annotations: ends,
+			Description: "Cancel a loop (the foreground loop by default); it is kept, and never runs again."}, s.loopCancel)
+	}},
+	{"review_pr_brief", func(s *Server) {
+		sdk.AddTool(s.sdk, &sdk.Tool{Name: "review_pr_brief", Annotations: readRemote,
+			Description: "Brief for reviewing a GitHub pull request: facts, checks, diff excerpt, what to check."}, s.reviewPRBrief)
+	}},
+	{"fix_issue_brief", func(s *Server) {
+		sdk.AddTool(s.sdk, &sdk.Tool{Name: "fix_issue_brief", Annotations: readRemote,
+			Description: "Brief for fixing a GitHub issue: the issue, comments, relevant files, definition of done."}, s.fixIssueBrief)
+	}},
+	{"implement_feature_brief", func(s *Server) {
+		sdk.AddTool(s.sdk, &sdk.Tool{Name: "implement_feature_brief", Annotations: readRemote,
+			Description: "Brief for implementing a feature from a GitHub issue or a request in words."}, s.implementFeatureBrief)
+	}},
+}
+
+// text is a tool result whose content is text for the model; the
+// structured output travels beside it.
+func text(format string, args ...any) *sdk.CallToolResult {
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf(format, args...)}}}
+}
+
+// budget turns the budget arguments into prompt options; 0 bytes keeps
+// def.
+func budget(bytes, tokens, def int) (prompt.Options, error) {
+	switch {
+	case bytes < 0:
+		return prompt.Options{}, baton.Errorf(baton.Invalid, "budget_bytes must be positive (got %d)", bytes)
+	case tokens < 0:
+		return prompt.Options{}, baton.Errorf(baton.Invalid, "budget_tokens must not be negative (got %d)", tokens)
+	case bytes == 0:
+		bytes = def
+	}
+	opts := prompt.Options{BudgetBytes: bytes, BudgetTokens: tokens}
+	if tokens > 0 {
+		enc, err := prompt.NewO200k()
+		if err != nil {
+			return opts, err
+		}
+		opts.Tokens = enc
+	}
+	return opts, nil
+}
+
+type pickupIn struct {
+	Packet       string `json:"packet,omitempty" jsonschema:"id, id prefix or latest (default)"`
+	BudgetBytes  int    `json:"budget_bytes,omitempty" jsonschema:"size limit of the prompt (default 40000)"`
+	BudgetTokens int    `json:"budget_tokens,omitempty" jsonschema:"token limit (o200k)"`
+}
+
+type pickupOut struct {
+	PacketID string   `json:"packet_id"`
+	Status   string   `json:"status"`
+	Purpose  string   `json:"purpose"`
+	Fallback bool     `json:"fallback,omitempty"`
+	Bytes    int      `json:"bytes"`
+	Tokens   int      `json:"tokens,omitempty"`
+	Cut      []string `json:"cut,omitempty"`
+}
+
+func (s *Server) pickup(ctx context.Context, _ *sdk.CallToolRequest, in pickupIn) (*sdk.CallToolResult, any, error) {
+	st, err := s.readStore()
+	if err != nil {
+		return nil, nil, err
+	}
+	opts, err := budget(in.BudgetBytes, in.BudgetTokens, prompt.DefaultBudgetBytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	picked, err := handoff.Pickup(ctx, st, in.Packet, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, pack := picked.Packet, picked.Pack
+	out := pickupOut{PacketID: p.ID, Status: string(p.Status), Purpose: p.Purpose, Fallback: picked.Fallback, Bytes: pack.Report.Bytes, Tokens: pack.Report.Tokens}
+	for _, sec := range pack.Report.Sections {
+		if sec.Outcome == prompt.Dropped || sec.Outcome == prompt.Truncated {
+			out.Cut = append(out.Cut, sec.Key+" ("+string(sec.Outcome)+")")
+		}
+	}
+	return text("%s", pack.Text), out, nil
+}
+
+type handoffIn struct {
+	Purpose    string   `json:"purpose" jsonschema:"what the next session should achieve"`
+	Body       string   `json:"body,omitempty" jsonschema:"markdown sections"`
+	NextPrompt string   `json:"next_prompt,omitempty" jsonschema:"the prompt the next session starts from"`
+	Files      []string `json:"files,omitempty" jsonschema:"confirmed relevant paths"`
+	Validators []string `json:"validators,omitempty" jsonschema:"commands that show the work is done"`
+	SessionID  string   `json:"session_id,omitempty" jsonschema:"your harness session id, if known"`
+}
+
+type handoffOut struct {
+	ID        string   `json:"id"`
+	Path      string   `json:"path"`
+	Confirmed []string `json:"relevant_files_confirmed"`
+	Suggested []string `json:"relevant_files_suggested"`
+	Warnings  []string `json:"warnings,omitempty"`
+}
+
+func (s *Server) handoff(ctx context.Context, _ *sdk.CallToolRequest, in handoffIn) (*sdk.CallToolResult, any, error) {
+	if strings.TrimSpace(in.Purpose) == "" {
+		return nil, nil, baton.Errorf(baton.Invalid, "purpose is empty: say in one line what the next session should achieve")
+	}
+	st, err := s.writeStore(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	hin := handoff.Input{Purpose: in.Purpose, Body: in.Body, NextPrompt: in.NextPrompt, Files: in.Files, Validators: in.Validators,
+		Source: "mcp", SessionID: in.SessionID, WorkDir: st.Root()}
+	if in.SessionID != "" {
+		if rec, err := st.FindSession(in.SessionID); err == nil {
+			hin.TranscriptPath = rec.TranscriptPath
+		}
+	}
+	res, err := handoff.Create(ctx, st, s.opts.Now(), hin)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.sync()
+	out := handoffOut{ID: res.Packet.ID, Path: res.Path, Confirmed: nonNil(res.Packet.RelevantFilesConfirmed), Suggested: nonNil(res.Packet.RelevantFilesSuggested), Warnings: res.Warnings}
+	return text("Wrote packet %s (%s). The next session continues with the pickup tool, or `baton pickup %s`.", res.Packet.ID, res.Path, res.Packet.ID), out, nil
+}
+
+type packetsIn struct {
+	Status string `json:"status,omitempty" jsonschema:"draft, active, done or blocked (default all)"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"at most this many (default 20)"`
+}
+
+type packetRow struct {
+	ID        string `json:"id"`
+	Status    string `json:"status"`
+	Purpose   string `json:"purpose"`
+	UpdatedAt string `json:"updated_at"`
+}
+
+type packetsOut struct {
+	Packets []packetRow `json:"packets"`
+	More    int         `json:"more,omitempty"`
+	Skipped []string    `json:"skipped,omitempty"`
+}
+
+func (s *Server) packets(_ context.Context, _ *sdk.CallToolRequest, in packetsIn) (*sdk.CallToolResult, any, error) {
+	st, err := s.readStore()
+	if err != nil {
+		return nil, nil, err
+	}
+	status := baton.PacketStatus(in.Status)
+	if status != "" && !status.Valid() {
+		return nil, nil, baton.Errorf(baton.Invalid, "status %q is not one of draft, active, done, blocked", in.Status)
+	}
+	if in.Limit < 0 {
+		return nil, nil, baton.Errorf(baton.Invalid, "limit must not be negative (got %d)", in.Limit)
+	}
+	limit := in.Limit
+	if limit == 0 {
+		limit = 20
+	}
+	ps, warnings, err := st.FindPackets(fsstore.PacketFilter{Status: status})
+	if err != nil {
+		return nil, nil, err
+	}
+	out := packetsOut{Packets: []packetRow{}}
+	var b strings.Builder
+	for i, p := range ps {
+		if i == limit {
+			out.More = len(ps) - limit
+			break
+		}
+		out.Packets = append(out.Packets, packetRow{ID: p.ID, Status: string(p.Status), Purpose: p.Purpose, UpdatedAt: baton.FormatTime(p.UpdatedAt)})
+		fmt.Fprintf(&b, "%s  %s  %s\n", p.ID, p.Status, p.Purpose)
+	}
+	for _, w := range warnings {
+		out.Skipped = append(out.Skipped, w.Error())
+	}
+	switch {
+	case len(out.Packets) == 0:
+		b.WriteString("No packets. Write one with the handoff tool.\n")
+	case out.More > 0:
+		fmt.Fprintf(&b, "(%d more; raise limit)\n", out.More)
+	}
+	return text("%s", b.String()), out, nil
+}
+
+type filesIn struct {
+	All   bool `json:"all,omitempty" jsonschema:"the whole log, not just since the last packet"`
+	Limit int  `json:"limit,omitempty" jsonschema:"at most this many (default 30)"`
+}
+
+type filesOut struct {
+	Since string             `json:"since,omitempty"`
+	Files []fsstore.FileRank `json:"files"`
+}
+
+func (s *Server) files(_ context.Context, _ *sdk.CallToolRequest, in filesIn) (*sdk.CallToolResult, any, error) {
+	st, err := s.readStore()
+	if err != nil {
+		return nil, nil, err
+	}
+	if in.Limit < 0 {
+		return nil, nil, baton.Errorf(baton.Invalid, "limit must not be negative (got %d)", in.Limit)
+	}
+	limit := in.Limit
+	if limit == 0 {
+		limit = 30
+	}
+	var q fsstore.FileQuery
+	out := filesOut{Files: []fsstore.FileRank{}}
+	if !in.All {
+		pq, newest, err := st.PendingFiles()
+		if err != nil {
+			return nil, nil, err
+		}
+		q = pq
+		if newest != nil {
+			out.Since = newest.ID
+		}
+	}
+	ranks, _, err := st.RankFiles(q)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(ranks) > limit {
+		ranks = ranks[:limit]
+	}
+	var b strings.Builder
+	for _, r := range ranks {
+		out.Files = append(out.Files, r)
+		fmt.Fprintf(&b, "%s (%s, %d×, last %s)\n", r.Path, r.Source, r.Count, baton.FormatTime(r.LastSeen))
+	}
+	if len(ranks) == 0 {
+		b.WriteString("No relevant files recorded")
+		if out.Since != "" {
+			b.WriteString(" since packet " + out.Since + " (all: true lists the whole log)")
+		}
+		b.WriteString(".\n")
+	}
+	return text("%s", b.String()), out, nil
+}
+
+type filesAddIn struct {
+	Paths     []string `json:"paths" jsonschema:"paths relative to the project root"`
+	Packet    string   `json:"packet,omitempty" jsonschema:"the packet they belong to (id, prefix or latest)"`
+	MissingOK bool     `json:"missing_ok,omitempty" jsonschema:"record paths not written yet"`
+}
+
+func (s *Server) filesAdd(ctx context.Context, _ *sdk.CallToolRequest, in filesAddIn) (*sdk.CallToolResult, any, error) {
+	if len(in.Paths) == 0 {
+		return nil, nil, baton.Errorf(baton.Invalid, "paths is empty: name the files that matter")
+	}
+	st, err := s.writeStore(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	packetID := ""
+	if in.Packet != "" {
+		p, err := st.ResolvePacket(in.Packet)
+		if err != nil {
+			return nil, nil, err
+		}
+		packetID = p.ID
+	}
+	recorded, err := st.ConfirmFiles(ctx, st.Root(), in.Paths, packetID, in.MissingOK, s.opts.Now())
+	if err != nil {
+		return nil, nil, err
+	}
+	return text("Recorded as confirmed: %s", strings.Join(recorded, ", ")), map[string]any{"recorded": recorded}, nil
+}
+
+type loopStartIn struct {
+	Prompt        string   `json:"prompt,omitempty" jsonschema:"the prompt to repeat"`
+	FromPacket    string   `json:"from_packet,omitempty" jsonschema:"take the prompt from this packet (id or latest) instead"`
+	MaxIterations *int     `json:"max_iterations,omitempty" jsonschema:"limit (default 20; 0 = none)"`
+	Promises      []string `json:"promises,omitempty" jsonschema:"texts that end the loop (default DONE)"`
+	SessionID     string   `json:"session_id,omitempty" jsonschema:"bind to this session (default: the first that stops)"`
+}
+
+// loopOut is a loop as the loop tools give it.
+type loopOut struct {
+	ID            string   `json:"id"`
+	Status        string   `json:"status"`
+	Foreground    bool     `json:"foreground"`
+	Iteration     int      `json:"iteration"`
+	MaxIterations int      `json:"max_iterations"`
+	Promises      []string `json:"completion_promises"`
+	SessionID     string   `json:"session_id,omitempty"`
+	Outcome       string   `json:"outcome,omitempty"`
+	Prompt        string   `json:"prompt,omitempty"`
+}
+
+func toLoopOut(st *fsstore.Store, l *baton.Loop, withPrompt bool) loopOut {
+	fg, _ := st.ForegroundLoopID()
+	o := loopOut{ID: l.ID, Status: string(l.Status), Foreground: fg == l.ID, Iteration: l.Iteration, MaxIterations: l.MaxIterations,
+		Promises: nonNil(l.CompletionPromises), SessionID: l.SessionID, Outcome: l.Outcome}
+	if withPrompt {
+		o.Prompt = l.Prompt
+	}
+	return o
+}
+
+func (s *Server) loopStart(ctx context.Context, _ *sdk.CallToolRequest, in loopStartIn) (*sdk.CallToolResult, any, error) {
+	switch {
+	case strings.TrimSpace(in.Prompt) == "" && in.FromPacket == "":
+		return nil, nil, baton.Errorf(baton.Invalid, "give the loop a prompt, or from_packet (an id or latest)")
+	case in.Prompt != "" && in.FromPacket != "":
+		return nil, nil, baton.Errorf(baton.Invalid, "give prompt or from_packet, not both")
+	}
+	max := -1 // the packet's limit, else the default
+	if in.MaxIterations != nil {
+		if *in.MaxIterations < 0 {
+			return nil, nil, baton.Errorf(baton.Invalid, "max_iterations must not be negative (0 means no limit)")
+		}
+		max = *in.MaxIterations
+	}
+	st, err := s.writeStore(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	l, _, err := loop.Start(ctx, st, loop.StartRequest{Prompt: in.Prompt, FromPacket: in.FromPacket, MaxIterations: max, Promises: in.Promises, SessionID: in.SessionID})
+	if err != nil {
+		return nil, nil, err
+	}
+	s.sync()
+	limit := "no iteration limit"
+	if l.MaxIterations > 0 {
+		limit = fmt.Sprintf("at most %d iterations", l.MaxIterations)
+	}
+	return text("Loop %s started (%s). Work on the prompt now; at each stop it comes back until you %s.", l.ID, limit, loop.HowToFinish(l)), toLoopOut(st, l, false), nil
+}
+
+type loopRefIn struct {
+	Loop string `json:"loop,omitempty" jsonschema:"loop id or prefix (default: the foreground loop)"`
+}
+
+// resolveLoop finds the loop ref names, or the foreground loop.
+func resolveLoop(st *fsstore.Store, ref string) (*baton.Loop, error) {
+	if ref != "" {
+		return st.ResolveLoop(ref)
+	}
+	l, err := st.ForegroundLoop()
+	if err != nil {
+		return nil, err
+	}
+	if l == nil {
+		return nil, baton.Errorf(baton.NotFound, "no foreground loop: start one with loop_start, or name one")
+	}
+	return l, nil
+}
+
+func (s *Server) loopStatus(_ context.Context, _ *sdk.CallToolRequest, in loopRefIn) (*sdk.CallToolResult, any, error) {
+	st, err := s.readStore()
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := resolveLoop(st, in.Loop)
+	if err != nil {
+		return nil, nil, err
+	}
+	msg := fmt.Sprintf("Loop %s: %s. ", l.ID, l.Status)
+	if l.Status == baton.LoopActive || l.Status == baton.LoopPaused {
+		msg += loop.StatusLine(l)
+	} else {
+		msg += "Outcome: " + l.Outcome
+	}
+	return text("%s\nPrompt:\n%s", msg, l.Prompt), toLoopOut(st, l, true), nil
+}
+
+func (s *Server) loopCancel(ctx context.Context, _ *sdk.CallToolRequest, in loopRefIn) (*sdk.CallToolResult, any, error) {
+	st, err := s.readStore()
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := resolveLoop(st, in.Loop)
+	if err != nil {
+		return nil, nil, err
+	}
+	l, from, err := loop.SetStatus(ctx, st, l.ID, loop.Cancel, false, "", s.opts.Now().UTC())
+	if err != nil {
+		return nil, nil, err
+	}
+	return text("Loop %s: %s -> cancelled at iteration %d.", l.ID, from, l.Iteration), toLoopOut(st, l, false), nil
+}
+
+type reviewIn struct {
+	PR          string `json:"pr" jsonschema:"pull request number or URL"`
+	Repo        string `json:"repo,omitempty" jsonschema:"owner/name (default: the origin remote)"`
+	BudgetBytes int    `json:"budget_bytes,omitempty" jsonschema:"size limit of the brief"`
+}
+
+type issueIn struct {
+	Issue       string `json:"issue" jsonschema:"issue number or URL"`
+	Repo        string `json:"repo,omitempty" jsonschema:"owner/name (default: the origin remote)"`
+	Comments    *int   `json:"comments,omitempty" jsonschema:"most recent comments to include (default 20)"`
+	BudgetBytes int    `json:"budget_bytes,omitempty" jsonschema:"size limit of the brief"`
+}
+
+type featureIn struct {
+	Issue       string `json:"issue,omitempty" jsonschema:"issue number or URL"`
+	Request     string `json:"request,omitempty" jsonschema:"or the feature in words (nothing is fetched)"`
+	Repo        string `json:"repo,omitempty" jsonschema:"owner/name (default: the origin remote)"`
+	BudgetBytes int    `json:"budget_bytes,omitempty" jsonschema:"size limit of the brief"`
+}
+
+// briefOut is what every brief tool returns beside the brief itself.
+type briefOut struct {
+	Repo   string `json:"repo,omitempty"`
+	Number int    `json:"number,omitempty"`
+	Bytes  int    `json:"bytes"`
+}
+
+// gitHub resolves the repository and opens a client, as the commands do.
+func (s *Server) gitHub(ctx context.Context, repoArg string, fromURL *github.Repo) (*github.Client, github.Repo, bool, error) {
+	dir := s.opts.WorkDir
+	if st := s.store(); st != nil {
+		dir = st.Root()
+	}
+	r, named, err := github.ResolveRepo(ctx, dir, repoArg, fromURL)
+	if err != nil {
+		if repoArg == "" && fromURL == nil {
+			err = baton.WrapError(baton.ErrorCode(err), err, "cannot tell which GitHub repository this is (pass repo as owner/name)")
+		}
+		return nil, r, false, err
+	}
+	if s.opts.GitHub == nil {
+		return nil, r, false, baton.Errorf(baton.Internal, "this baton was built without GitHub access")
+	}
+	c, err := s.opts.GitHub(ctx, r, "")
+	return c, r, named, err
+}
+
+func (s *Server) reviewPRBrief(ctx context.Context, _ *sdk.CallToolRequest, in reviewIn) (*sdk.CallToolResult, any, error) {
+	number, fromURL, ok := github.ParseNumber(in.PR, "pull", "pulls")
+	if !ok {
+		return nil, nil, baton.Errorf(baton.Invalid, "pr must be a pull request number, such as 24, #24 or a pull request URL (got %q)", in.PR)
+	}
+	opts, err := budget(in.BudgetBytes, 0, 1)
+	if err != nil {
+		return nil, nil, err
+	}
+	if in.BudgetBytes == 0 {
+		opts.BudgetBytes = 0 // the brief's own default
+	}
+	c, repo, named, err := s.gitHub(ctx, in.Repo, fromURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	rv, err := brief.FetchReview(ctx, c, repo, number, brief.FetchOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rv.Close()
+	ro := brief.ReviewOptions{DiffBudget: brief.DefaultDiffBudget, Pack: opts}
+	if named {
+		ro.RepoArg = repo.String()
+	}
+	b, err := brief.BuildReview(rv, ro)
+	if err != nil {
+		return nil, nil, err
+	}
+	return text("%s", b.Pack.Text), briefOut{Repo: repo.String(), Number: number, Bytes: b.Pack.Report.Bytes}, nil
+}
+
+func (s *Server) fixIssueBrief(ctx context.Context, _ *sdk.CallToolRequest, in issueIn) (*sdk.CallToolResult, any, error) {
+	number, fromURL, ok := github.ParseNumber(in.Issue, "issues")
+	if !ok {
+		return nil, nil, baton.Errorf(baton.Invalid, "issue must be an issue number, such as 7, #7 or an issue URL (got %q)", in.Issue)
+	}
+	return s.issueBrief(ctx, brief.FixIssue, number, fromURL, "", in.Repo, in.Comments, in.BudgetBytes)
+}
+
+func (s *Server) implementFeatureBrief(ctx context.Context, _ *sdk.CallToolRequest, in featureIn) (*sdk.CallToolResult, any, error) {
+	switch {
+	case in.Issue != "" && strings.TrimSpace(in.Request) != "":
+		return nil, nil, baton.Errorf(baton.Invalid, "give issue or request, not both")
+	case in.Issue != "":
+		number, fromURL, ok := github.ParseNumber(in.Issue, "issues")
+		if !ok {
+			return nil, nil, baton.Errorf(baton.Invalid, "issue must be an issue number, such as 42, #42 or an issue URL (got %q)", in.Issue)
+		}
+		return s.issueBrief(ctx, brief.ImplementFeature, number, fromURL, "", in.Repo, nil, in.BudgetBytes)
+	case strings.TrimSpace(in.Request) == "":
+		return nil, nil, baton.Errorf(baton.Invalid, "give issue (a number or URL) or request (the feature in words)")
+	}
+	return s.issueBrief(ctx, brief.ImplementFeature, 0, nil, in.Request, in.Repo, nil, in.BudgetBytes)
+}
+
+func (s *Server) issueBrief(ctx context.Context, task brief.Task, number int, fromURL *github.Repo, request, repoArg string, comments *int, budgetBytes int) (*sdk.CallToolResult, any, error) {
+	n := brief.DefaultComments
+	if comments != nil {
+		n = *comments
+	}
+	if n < 0 || n > brief.MaxComments {
+		return nil, nil, baton.Errorf(baton.Invalid, "comments must be between 0 and %d (got %d)", brief.MaxComments, n)
+	}
+	opts, err := budget(budgetBytes, 0, 1)
+	if err != nil {
+		return nil, nil, err
+	}
+	if budgetBytes == 0 {
+		opts.BudgetBytes = 0
+	}
+	in := brief.IssueBriefInput{Task: task, CommentsAsked: n, Request: request}
+	out := briefOut{}
+	if number > 0 {
+		c, repo, named, err := s.gitHub(ctx, repoArg, fromURL)
+		if err != nil {
+			return nil, nil, err
+		}
+		if in.Issue, err = brief.FetchIssue(ctx, c, repo, number, n); err != nil {
+			return nil, nil, err
+		}
+		if named {
+			in.RepoArg = repo.String()
+		}
+		out.Repo, out.Number = repo.String(), number
+	}
+	if st := s.store(); st != nil {
+		if in.RelevantFiles, _, err = brief.StoreFiles(st, brief.RelevantFilesInBrief); err != nil {
+			return nil, nil, err
+		}
+	}
+	b, err := brief.BuildIssueBrief(in, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	out.Bytes = b.Pack.Report.Bytes
+	return text("%s", b.Pack.Text), out, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
