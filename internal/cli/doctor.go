@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/baton-agent/baton"
@@ -28,6 +29,7 @@ type probeResult struct {
 	ExitCode   int     `json:"exit_code"`
 	Millis     float64 `json:"ms"`
 	Problem    string  `json:"problem,omitempty"`
+	Detail     string  `json:"detail,omitempty"` // what a probe that passed found
 	StdoutHead string  `json:"stdout_head,omitempty"`
 }
 
@@ -83,6 +85,9 @@ harness installed at both scopes (its hooks would run twice).`,
 					}
 				}
 				fmt.Fprintf(w, "%-6s %-7s %-13s %d command(s)  %s\n", s.Harness, s.Scope, state, len(s.Commands), s.File)
+				if s.MCPCommand != "" {
+					fmt.Fprintf(w, "       MCP server: %s mcp  (%s)\n", s.MCPCommand, s.MCPFile)
+				}
 				if s.Error != "" {
 					fmt.Fprintf(w, "       error: %s\n", s.Error)
 				}
@@ -95,7 +100,7 @@ harness installed at both scopes (its hooks would run twice).`,
 				if !p.OK {
 					mark = "FAIL"
 				}
-				fmt.Fprintf(w, "%s %-6s %-13s %6.1f ms  %s\n", mark, p.Harness, p.Event, p.Millis, p.Problem)
+				fmt.Fprintf(w, "%s %-6s %-13s %6.1f ms  %s%s\n", mark, p.Harness, p.Event, p.Millis, p.Problem, p.Detail)
 			}
 			for _, warn := range rep.Warnings {
 				fmt.Fprintf(w, "\nwarning: %s", warn)
@@ -134,6 +139,9 @@ func runDoctor(ctx context.Context, f *Factory, probe bool) doctorReport {
 			rep.Installs = append(rep.Installs, s)
 			if s.Error != "" {
 				rep.Broken = append(rep.Broken, fmt.Sprintf("%s (%s): %s", h, sc, s.Error))
+			}
+			if s.MCPCommand != "" && probe {
+				rep.Probes = append(rep.Probes, probeMCP(ctx, s, root))
 			}
 			if !s.Installed {
 				continue
@@ -283,4 +291,45 @@ func codexTrustProblems(t install.Target, s install.Status) []string {
 		out = append(out, fmt.Sprintf("codex (%s): baton's %s hook(s) are not trusted yet, and `codex exec` skips untrusted hooks without a word: open /hooks in Codex and trust them (or pass --dangerously-bypass-hook-trust to codex exec)", t.Scope, strings.Join(untrusted, ", ")))
 	}
 	return out
+}
+
+// probeMCP starts the registered MCP server as the harness would, in the
+// project, and lists its tools.
+func probeMCP(ctx context.Context, s install.Status, root string) probeResult {
+	r := probeResult{Harness: string(s.Harness), Event: "mcp", Command: s.MCPCommand + " mcp"}
+	bin, err := exec.LookPath(s.MCPCommand)
+	if err != nil {
+		r.Problem = fmt.Sprintf("%s registers `%s mcp`, and %s is not on PATH or not executable", s.MCPFile, s.MCPCommand, s.MCPCommand)
+		return r
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c := exec.Command(bin, "mcp")
+	c.Dir = root
+	start := time.Now()
+	client := sdk.NewClient(&sdk.Implementation{Name: "baton-doctor", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &sdk.CommandTransport{Command: c}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
+	if err != nil {
+		r.Problem = "the MCP server did not start: " + clip(err.Error(), 200)
+		return r
+	}
+	defer cs.Close()
+	list, err := cs.ListTools(ctx, nil)
+	r.Millis = float64(time.Since(start).Microseconds()) / 1000
+	if err != nil {
+		r.Problem = "tools/list failed: " + clip(err.Error(), 200)
+		return r
+	}
+	var names []string
+	for _, t := range list.Tools {
+		names = append(names, t.Name)
+	}
+	r.StdoutHead = strings.Join(names, ",")
+	if len(names) == 0 {
+		r.Problem = "the MCP server lists no tools"
+		return r
+	}
+	r.OK = true
+	r.Detail = fmt.Sprintf("%d tools: %s", len(names), strings.Join(names, ", "))
+	return r
 }

@@ -16,6 +16,7 @@ type installOptions struct {
 	scope  string
 	dryRun bool
 	asJSON bool
+	noMCP  bool
 }
 
 func newInstallCmd(f *Factory) *cobra.Command {
@@ -38,6 +39,12 @@ absolute path.
   pi      the extension .pi/extensions/baton/index.ts (or under ~/.pi/agent/)
           and prompt templates in .pi/prompts/ (or ~/.pi/agent/prompts/)
 
+It also registers baton's MCP server ("baton mcp", tools mcp__baton__*) unless
+--no-mcp: in .mcp.json (claude project; calls baton from PATH) or
+~/.claude.json (claude user), [mcp_servers.baton] in $CODEX_HOME/config.toml
+(codex, either scope), .factory/mcp.json or ~/.factory/mcp.json (droid).
+pi has no MCP.
+
 Commands: handoff, pickup, baton-loop, baton-cancel, baton-status, review-pr,
 fix-issue, implement-feature. A command file that exists and was not written
 by baton is left alone and reported. --dry-run prints the plan and the hook
@@ -59,8 +66,9 @@ func newUninstallCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "uninstall <claude|codex|droid|pi>",
 		Short: "Remove exactly what baton install added",
-		Long: `Remove baton's hooks (the entries whose command runs "baton hook") and the
-command files marked baton-managed, leaving every other hook, setting and
+		Long: `Remove baton's hooks (the entries whose command runs "baton hook"), its MCP
+server entry (named baton, running "baton mcp") and the command files marked
+baton-managed, leaving every other hook, setting and
 file as it is. A hooks file left with nothing but baton's hooks is removed,
 and so are directories left empty. A settings file that still holds the
 user's settings is backed up before it changes (<file>.baton-backup-<time>;
@@ -79,6 +87,9 @@ func addInstallFlags(cmd *cobra.Command, o *installOptions) {
 	cmd.Flags().StringVar(&o.scope, "scope", string(install.ScopeProject), "`SCOPE`: project (this project) or user (every project)")
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the plan and diffs; write nothing")
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the plan as JSON")
+	if cmd.Name() == "install" {
+		cmd.Flags().BoolVar(&o.noMCP, "no-mcp", false, "do not register baton's MCP server")
+	}
 }
 
 // installTarget builds the target for a harness and scope.
@@ -113,6 +124,7 @@ func runInstall(f *Factory, harness string, o installOptions, doInstall bool) er
 	if err != nil {
 		return err
 	}
+	t.NoMCP = o.noMCP
 	plan := install.Uninstall
 	if doInstall {
 		plan = install.Install

@@ -10,9 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/mcp"

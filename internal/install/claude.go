@@ -32,6 +32,9 @@ var claudeSpec = harnessSpec{
 		if t.Scope == ScopeProject {
 			n = append(n, "Interactive sessions run project hooks only after you accept the folder's trust dialog.")
 		}
+		if !t.NoMCP {
+			n = append(n, "MCP: baton's tools reach the model as mcp__baton__<tool> (pickup, handoff, ...); interactive sessions ask once to approve a project's .mcp.json servers, `claude -p` connects without asking.")
+		}
 		return n
 	},
 }

@@ -51,6 +51,9 @@ type Target struct {
 	// means ~/.codex and ~/.pi/agent.
 	CodexHome  string
 	PiAgentDir string
+	// NoMCP leaves the harness's MCP configuration alone on install
+	// (uninstall always takes baton's server out).
+	NoMCP bool
 }
 
 // codexHome is Codex's user directory.
@@ -106,7 +109,7 @@ const (
 type Change struct {
 	Path   string `json:"path"`
 	Action Action `json:"action"`
-	Kind   string `json:"kind"` // hooks, command, extension
+	Kind   string `json:"kind"` // hooks, mcp, command, extension
 	Note   string `json:"note,omitempty"`
 	Before []byte `json:"-"`
 	After  []byte `json:"-"`
@@ -181,6 +184,15 @@ func plan(t Target, install bool) (*Plan, error) {
 		hooksChanged = c.Action != Unchanged
 		p.Changes = append(p.Changes, c)
 	}
+	if install && !t.NoMCP || !install {
+		c, ok, err := planMCP(t, install)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			p.Changes = append(p.Changes, c)
+		}
+	}
 	if sp.extension != nil {
 		c, err := planManagedFile(sp.extension(t), "extension", renderPiExtension(t), install)
 		if err != nil {
@@ -236,7 +248,7 @@ func Apply(p *Plan, now time.Time) (backups []string, err error) {
 		}
 		// A file removed because it held nothing but baton's hooks holds
 		// nothing of the user's to back up.
-		if c.Before != nil && c.Kind == "hooks" && c.Action != Remove {
+		if c.Before != nil && (c.Kind == "hooks" || c.Kind == "mcp") && c.Action != Remove {
 			b, err := backup(c.Path, stamp, c.Before)
 			if err != nil {
 				return backups, err
@@ -307,7 +319,7 @@ func Describe(p *Plan, diff bool) string {
 			fmt.Fprintf(&b, " (%s)", c.Note)
 		}
 		b.WriteByte('\n')
-		if diff && (c.Action == Create || c.Action == Update || c.Action == Remove) && c.Kind == "hooks" {
+		if diff && (c.Action == Create || c.Action == Update || c.Action == Remove) && (c.Kind == "hooks" || c.Kind == "mcp") {
 			for _, l := range strings.Split(strings.TrimSuffix(Diff(string(c.Before), string(c.After)), "\n"), "\n") {
 				b.WriteString("    " + l + "\n")
 			}

@@ -18,7 +18,11 @@ type Status struct {
 	Hooks     []InstalledHook `json:"hooks"`
 	Commands  []string        `json:"commands"` // baton-managed command files present
 	Binaries  []string        `json:"binaries"` // baton binaries the hooks call
-	Error     string          `json:"error,omitempty"`
+	// MCPFile is where the harness registers MCP servers, and MCPCommand
+	// the command of baton's server there ("" when it is not registered).
+	MCPFile    string `json:"mcp_file,omitempty"`
+	MCPCommand string `json:"mcp_command,omitempty"`
+	Error      string `json:"error,omitempty"`
 }
 
 var piBinRE = regexp.MustCompile(`const BATON_BIN = process\.env\.BATON_BIN \?\? ("(?:[^"\\]|\\.)*");`)
@@ -66,6 +70,11 @@ func Inspect(t Target) Status {
 				}
 			}
 		}
+	}
+	if file, cmd, err := InstalledMCP(t); err != nil && st.Error == "" {
+		st.Error = err.Error()
+	} else {
+		st.MCPFile, st.MCPCommand = file, cmd
 	}
 	if sp.commandsDir != nil {
 		dir := sp.commandsDir(t)

@@ -57,8 +57,10 @@ type lineConn struct {
 	// session ends only once they are, so `printf … | baton mcp` gets its
 	// answers.
 	pendingMu sync.Mutex
-	pending   map[any]bool
-	answered  chan struct{} // signalled when pending may have emptied
+	// pending maps each call in flight to whether the client cancelled it:
+	// a cancelled call gets no answer, as MCP asks.
+	pending  map[any]bool
+	answered chan struct{} // signalled when pending may have emptied
 }
 
 // readLoop reads lines until EOF, answering the ones that are not
@@ -71,10 +73,8 @@ func (c *lineConn) readLoop(in io.Reader) {
 			if msg, rpcErr := decode(line, tooLong); rpcErr != nil {
 				c.writeError(rpcErr)
 			} else {
-				if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
-					c.pendingMu.Lock()
-					c.pending[req.ID.Raw()] = true
-					c.pendingMu.Unlock()
+				if req, ok := msg.(*jsonrpc.Request); ok {
+					c.track(req)
 				}
 				if !c.deliver(readResult{msg: msg}) {
 					return
@@ -86,6 +86,35 @@ func (c *lineConn) readLoop(in io.Reader) {
 			c.deliver(readResult{err: err})
 			return
 		}
+	}
+}
+
+// track notes a call in flight, or a cancellation of one.
+func (c *lineConn) track(req *jsonrpc.Request) {
+	c.pendingMu.Lock()
+	defer c.pendingMu.Unlock()
+	if req.IsCall() {
+		c.pending[req.ID.Raw()] = false
+		return
+	}
+	if req.Method != "notifications/cancelled" {
+		return
+	}
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(req.Params, &p) != nil {
+		return
+	}
+	var id any
+	if json.Unmarshal(p.RequestID, &id) != nil {
+		return
+	}
+	if f, ok := id.(float64); ok && f == float64(int64(f)) {
+		id = int64(f) // ids decode as int64 in the SDK
+	}
+	if _, inFlight := c.pending[id]; inFlight {
+		c.pending[id] = true
 	}
 }
 
@@ -192,21 +221,24 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	b, err := jsonrpc.EncodeMessage(msg)
-	if err != nil {
-		return fmt.Errorf("encode message: %w", err)
-	}
-	err = c.writeLine(b)
 	if resp, ok := msg.(*jsonrpc.Response); ok {
 		c.pendingMu.Lock()
+		cancelled := c.pending[resp.ID.Raw()]
 		delete(c.pending, resp.ID.Raw())
 		c.pendingMu.Unlock()
 		select {
 		case c.answered <- struct{}{}:
 		default:
 		}
+		if cancelled {
+			return nil
+		}
 	}
-	return err
+	b, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return fmt.Errorf("encode message: %w", err)
+	}
+	return c.writeLine(b)
 }
 
 func (c *lineConn) Close() error {

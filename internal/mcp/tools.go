@@ -124,6 +124,10 @@ type pickupOut struct {
 	Bytes    int      `json:"bytes"`
 	Tokens   int      `json:"tokens,omitempty"`
 	Cut      []string `json:"cut,omitempty"`
+	// Prompt is the rendered packet. It is also the text content, but
+	// Claude Code gives the model only the structured output when there
+	// is one, so the prompt must be in it.
+	Prompt string `json:"prompt"`
 }
 
 func (s *Server) pickup(ctx context.Context, _ *sdk.CallToolRequest, in pickupIn) (*sdk.CallToolResult, any, error) {
@@ -140,7 +144,7 @@ func (s *Server) pickup(ctx context.Context, _ *sdk.CallToolRequest, in pickupIn
 		return nil, nil, err
 	}
 	p, pack := picked.Packet, picked.Pack
-	out := pickupOut{PacketID: p.ID, Status: string(p.Status), Purpose: p.Purpose, Fallback: picked.Fallback, Bytes: pack.Report.Bytes, Tokens: pack.Report.Tokens}
+	out := pickupOut{PacketID: p.ID, Status: string(p.Status), Purpose: p.Purpose, Fallback: picked.Fallback, Bytes: pack.Report.Bytes, Tokens: pack.Report.Tokens, Prompt: pack.Text}
 	for _, sec := range pack.Report.Sections {
 		if sec.Outcome == prompt.Dropped || sec.Outcome == prompt.Truncated {
 			out.Cut = append(out.Cut, sec.Key+" ("+string(sec.Outcome)+")")
@@ -469,11 +473,14 @@ type featureIn struct {
 	BudgetBytes int    `json:"budget_bytes,omitempty" jsonschema:"size limit of the brief"`
 }
 
-// briefOut is what every brief tool returns beside the brief itself.
+// briefOut is what every brief tool returns: the brief (in the
+// structured output too, which is all Claude Code shows the model) and
+// what it is about.
 type briefOut struct {
 	Repo   string `json:"repo,omitempty"`
 	Number int    `json:"number,omitempty"`
 	Bytes  int    `json:"bytes"`
+	Brief  string `json:"brief"`
 }
 
 // gitHub resolves the repository and opens a client, as the commands do.
@@ -525,7 +532,7 @@ func (s *Server) reviewPRBrief(ctx context.Context, _ *sdk.CallToolRequest, in r
 	if err != nil {
 		return nil, nil, err
 	}
-	return text("%s", b.Pack.Text), briefOut{Repo: repo.String(), Number: number, Bytes: b.Pack.Report.Bytes}, nil
+	return text("%s", b.Pack.Text), briefOut{Repo: repo.String(), Number: number, Bytes: b.Pack.Report.Bytes, Brief: b.Pack.Text}, nil
 }
 
 func (s *Server) fixIssueBrief(ctx context.Context, _ *sdk.CallToolRequest, in issueIn) (*sdk.CallToolResult, any, error) {
@@ -591,7 +598,7 @@ func (s *Server) issueBrief(ctx context.Context, task brief.Task, number int, fr
 	if err != nil {
 		return nil, nil, err
 	}
-	out.Bytes = b.Pack.Report.Bytes
+	out.Bytes, out.Brief = b.Pack.Report.Bytes, b.Pack.Text
 	return text("%s", b.Pack.Text), out, nil
 }
 

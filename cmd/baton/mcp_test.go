@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// mcpProc is the real binary serving MCP on stdio.
+type mcpProc struct {
+	t     *testing.T
+	in    io.WriteCloser
+	lines *bufio.Scanner
+	cmd   *exec.Cmd
+}
+
+func startMCP(t *testing.T, dir string, env []string, args ...string) *mcpProc {
+	t.Helper()
+	cmd := exec.Command(batonBin, append([]string{"mcp"}, args...)...)
+	cmd.Dir, cmd.Env = dir, env
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &mcpProc{t: t, in: in, lines: bufio.NewScanner(out), cmd: cmd}
+	p.lines.Buffer(nil, 4<<20)
+	t.Cleanup(func() {
+		in.Close()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("baton mcp exited with %v at end of input; stderr: %s", err, stderr.String())
+			}
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			t.Error("baton mcp did not exit at end of input")
+		}
+	})
+	return p
+}
+
+func (p *mcpProc) send(line string) {
+	p.t.Helper()
+	if _, err := io.WriteString(p.in, line+"\n"); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// recv reads the next message, skipping notifications.
+func (p *mcpProc) recv() map[string]any {
+	p.t.Helper()
+	for p.lines.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(p.lines.Bytes(), &m); err != nil {
+			p.t.Fatalf("baton mcp wrote %q: %v", p.lines.Text(), err)
+		}
+		if _, isNote := m["method"]; isNote && m["id"] == nil {
+			continue
+		}
+		return m
+	}
+	p.t.Fatalf("baton mcp closed its output: %v", p.lines.Err())
+	return nil
+}
+
+func resultText(m map[string]any) string {
+	res, _ := m["result"].(map[string]any)
+	content, _ := res["content"].([]any)
+	if len(content) == 0 {
+		return ""
+	}
+	c, _ := content[0].(map[string]any)
+	s, _ := c["text"].(string)
+	return s
+}
+
+const initLine = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`
+
+// The real binary over stdio, as a client starts it: initialize, list,
+// call, a malformed message, a cancelled call, and a clean exit at end of
+// input.
+func TestMCPStdio(t *testing.T) {
+	home := t.TempDir()
+	// A GitHub API that never answers, so a brief call is still running
+	// when it is cancelled.
+	hang := make(chan struct{})
+	gh := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	defer gh.Close()
+	defer close(hang)
+	env := gitEnv(home, "GITHUB_TOKEN=test-token", "GITHUB_API_URL="+gh.URL+"/")
+	repo := userRepo(t, env)
+	batonRun(t, env, repo, "handoff", "wire the parser", "--next-prompt", "Finish the lexer, then run go test ./...")
+
+	p := startMCP(t, repo, env)
+	p.send(initLine)
+	if m := p.recv(); m["id"] != float64(1) || !strings.Contains(m["result"].(map[string]any)["instructions"].(string), repo) {
+		t.Fatalf("initialize = %v", m)
+	}
+	p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	m := p.recv()
+	tools, _ := m["result"].(map[string]any)["tools"].([]any)
+	if len(tools) != 11 {
+		t.Errorf("tools/list gave %d tools: %v", len(tools), m)
+	}
+	p.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"pickup","arguments":{}}}`)
+	if m := p.recv(); m["id"] != float64(3) || !strings.Contains(resultText(m), "Finish the lexer, then run go test ./...") {
+		t.Errorf("pickup = %v", m)
+	}
+	p.send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"pickup"`) // cut short
+	if m := p.recv(); m["id"] != nil || m["error"].(map[string]any)["code"] != float64(-32700) {
+		t.Errorf("a malformed line = %v, want -32700", m)
+	}
+	// A call cancelled while it runs gets no answer; the session goes on.
+	p.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"fix_issue_brief","arguments":{"issue":"7","repo":"octo/app"}}}`)
+	time.Sleep(200 * time.Millisecond)
+	p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5,"reason":"the user pressed Esc"}}`)
+	p.send(`{"jsonrpc":"2.0","id":6,"method":"ping"}`)
+	if m := p.recv(); m["id"] != float64(6) {
+		t.Errorf("ping after a cancellation = %v", m)
+	}
+	time.Sleep(200 * time.Millisecond) // time for an answer to the cancelled call, which must not come
+	p.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"packets","arguments":{}}}`)
+	if m := p.recv(); m["id"] != float64(7) || !strings.Contains(resultText(m), "wire the parser") {
+		t.Errorf("the next message after a cancelled call = %v, want the answer to call 7", m)
+	}
+}
+
+// --tools serves a subset; a name that is no tool is a usage error.
+func TestMCPToolsFlag(t *testing.T) {
+	home := t.TempDir()
+	env := gitEnv(home)
+	repo := userRepo(t, env)
+	p := startMCP(t, repo, env, "--tools", "pickup,handoff")
+	p.send(initLine)
+	p.recv()
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	tools, _ := p.recv()["result"].(map[string]any)["tools"].([]any)
+	if len(tools) != 2 {
+		t.Errorf("--tools pickup,handoff listed %d tools", len(tools))
+	}
+	cmd := exec.Command(batonBin, "mcp", "--tools", "pickup,nosuch")
+	cmd.Dir, cmd.Env = repo, env
+	out, err := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); err == nil || code != 2 || !strings.Contains(string(out), `no tool "nosuch"`) {
+		t.Errorf("--tools nosuch: exit %d, %s", code, out)
+	}
+}
