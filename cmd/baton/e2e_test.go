@@ -44,7 +44,7 @@ func (p proc) env(extra ...string) []string {
 		}
 		env = append(env, kv)
 	}
-	return append(env, append([]string{"HOME=" + p.home}, extra...)...)
+	return withBatonOnPath(append(env, append([]string{"HOME=" + p.home}, extra...)...))
 }
 
 // sh runs a shell command line in the project with stdin.
@@ -130,8 +130,8 @@ func TestClaudeSessionEndToEnd(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Probes) != 4 {
-		t.Fatalf("doctor probed %d hooks, want 4: %s", len(rep.Probes), out)
+	if len(rep.Probes) != 5 || rep.Probes[0].Event != "mcp" {
+		t.Fatalf("doctor probed %d things, want the MCP server and 4 hooks: %s", len(rep.Probes), out)
 	}
 	for _, pr := range rep.Probes {
 		if !pr.OK {
@@ -139,8 +139,10 @@ func TestClaudeSessionEndToEnd(t *testing.T) {
 		}
 	}
 	p.sh(batonBin+" uninstall claude", "")
-	if _, err := os.Stat(filepath.Join(p.dir, ".claude/settings.local.json")); !os.IsNotExist(err) {
-		t.Error("uninstall left settings.local.json")
+	for _, f := range []string{".claude/settings.local.json", ".mcp.json"} {
+		if _, err := os.Stat(filepath.Join(p.dir, f)); !os.IsNotExist(err) {
+			t.Errorf("uninstall left %s", f)
+		}
 	}
 }
 

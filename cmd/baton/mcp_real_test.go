@@ -26,12 +26,7 @@ func TestRealClaudeCodeMCP(t *testing.T) {
 	}
 	claude := harnesstest.NPMBin(t, "@anthropic-ai/claude-code", "2.1.330", "claude")
 	home := t.TempDir()
-	env := gitEnv(home)
-	for i, kv := range env {
-		if strings.HasPrefix(kv, "PATH=") {
-			env[i] = "PATH=" + filepath.Dir(batonBin) + string(os.PathListSeparator) + strings.TrimPrefix(kv, "PATH=")
-		}
-	}
+	env := gitEnv(home) // baton on PATH, as .mcp.json calls it
 	repo := userRepo(t, env)
 	const marker = "Finish the lexer: MCP-PICKUP-7Q2"
 	batonRun(t, env, repo, "handoff", "wire the parser", "--next-prompt", marker)

@@ -113,10 +113,23 @@ func gitEnv(home string, extra ...string) []string {
 		}
 		env = append(env, kv)
 	}
-	env = append(env, "HOME="+home, "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+	env = withBatonOnPath(append(env, "HOME="+home, "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
 		"GIT_AUTHOR_NAME=tester", "GIT_AUTHOR_EMAIL=tester@example.com",
-		"GIT_COMMITTER_NAME=tester", "GIT_COMMITTER_EMAIL=tester@example.com")
+		"GIT_COMMITTER_NAME=tester", "GIT_COMMITTER_EMAIL=tester@example.com"))
 	return append(env, extra...)
+}
+
+// withBatonOnPath puts the binary under test first on PATH, as `go
+// install` puts baton on a user's: project files (commands, .mcp.json)
+// call baton from PATH.
+func withBatonOnPath(env []string) []string {
+	for i, kv := range env {
+		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
+			env[i] = "PATH=" + filepath.Dir(batonBin) + string(os.PathListSeparator) + p
+			return env
+		}
+	}
+	return append(env, "PATH="+filepath.Dir(batonBin))
 }
 
 // userRepo makes a repository with main checked out and one commit, as a
@@ -416,8 +429,8 @@ func TestDoctorExitStatus(t *testing.T) {
 	batonRun(t, env, repo, "install", "claude")
 	cmd := exec.Command(batonBin, "doctor")
 	cmd.Dir, cmd.Env = repo, env
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("doctor on a working install: %v\n%s", err, out)
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "ok   claude mcp") || !strings.Contains(string(out), "11 tools: files, files_add, fix_issue_brief, handoff") {
+		t.Fatalf("doctor on a working install (hooks and MCP server): %v\n%s", err, out)
 	}
 	settings := filepath.Join(repo, ".claude", "settings.local.json")
 	b, err := os.ReadFile(settings)
