@@ -2,14 +2,18 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // mcpProc is the real binary serving MCP on stdio.
@@ -166,5 +170,114 @@ func TestMCPToolsFlag(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if code := cmd.ProcessState.ExitCode(); err == nil || code != 2 || !strings.Contains(string(out), `no tool "nosuch"`) {
 		t.Errorf("--tools nosuch: exit %d, %s", code, out)
+	}
+}
+
+// startMCPHTTP runs `baton mcp --http` and returns its base URL.
+func startMCPHTTP(t *testing.T, dir string, env []string, addr string) string {
+	t.Helper()
+	cmd := exec.Command(batonBin, "mcp", "--http", addr)
+	cmd.Dir, cmd.Env = dir, env
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+	})
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if u, ok := strings.CutPrefix(sc.Text(), "baton mcp: serving "); ok {
+			go io.Copy(io.Discard, stderr)
+			return u
+		}
+	}
+	t.Fatalf("baton mcp --http printed no address")
+	return ""
+}
+
+func mcpHTTPClient(ctx context.Context, url, token string) (*sdk.ClientSession, error) {
+	hc := &http.Client{Transport: bearer{token}}
+	client := sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "1"}, nil)
+	return client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc, MaxRetries: -1}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
+}
+
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	if b.token != "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// --http serves the same tools over streamable HTTP: open on loopback,
+// behind the bearer token when BATON_API_TOKEN is set, and refused on a
+// non-loopback address without one.
+func TestMCPHTTP(t *testing.T) {
+	home := t.TempDir()
+	env := gitEnv(home)
+	repo := userRepo(t, env)
+	batonRun(t, env, repo, "handoff", "over http", "--next-prompt", "Serve it over HTTP.")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	url := startMCPHTTP(t, repo, env, "127.0.0.1:0")
+	cs, err := mcpHTTPClient(ctx, url, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "pickup", Arguments: map[string]any{}})
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*sdk.TextContent).Text, "Serve it over HTTP.") {
+		t.Fatalf("pickup over http = %+v, %v", res, err)
+	}
+	cs.Close()
+	// A web page reaching the loopback server through the browser.
+	for _, h := range []map[string]string{{"Origin": "https://evil.example"}, {"Host": "evil.example"}} {
+		req, _ := http.NewRequest("POST", url, strings.NewReader(initLine))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range h {
+			req.Header.Set(k, v)
+			if k == "Host" {
+				req.Host = v
+			}
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("a request with %v got %d, want 403", h, resp.StatusCode)
+		}
+	}
+
+	url = startMCPHTTP(t, repo, append(env, "BATON_API_TOKEN=s3cret-token"), "127.0.0.1:0")
+	if _, err := mcpHTTPClient(ctx, url, ""); err == nil {
+		t.Error("a client without the token connected")
+	}
+	if _, err := mcpHTTPClient(ctx, url, "wrong"); err == nil {
+		t.Error("a client with a wrong token connected")
+	}
+	cs, err = mcpHTTPClient(ctx, url, "s3cret-token")
+	if err != nil {
+		t.Fatalf("with the token: %v", err)
+	}
+	if res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "packets", Arguments: map[string]any{}}); err != nil || res.IsError {
+		t.Errorf("packets with the token = %+v, %v", res, err)
+	}
+	cs.Close()
+
+	cmd := exec.Command(batonBin, "mcp", "--http", "0.0.0.0:0")
+	cmd.Dir, cmd.Env = repo, env
+	out, _ := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "is not loopback and BATON_API_TOKEN is not set") {
+		t.Errorf("--http 0.0.0.0:0 without a token: exit %d, %s", code, out)
 	}
 }

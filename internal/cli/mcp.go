@@ -93,7 +93,7 @@ func runMCP(ctx context.Context, f *Factory, tools []string, httpAddr string) er
 		return baton.WrapError(baton.Invalid, err, "--http %s", httpAddr)
 	}
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.SDK() }, nil)
-	srv := &http.Server{Handler: requireToken(token, h), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: localOnly(requireToken(token, h)), ReadHeaderTimeout: 10 * time.Second}
 	go s.Watch(ctx)
 	go func() {
 		<-ctx.Done()
@@ -106,6 +106,35 @@ func runMCP(ctx context.Context, f *Factory, tools []string, httpAddr string) er
 		return err
 	}
 	return nil
+}
+
+// localOnly refuses requests a web page could make through the user's
+// browser (DNS rebinding, a cross-origin POST): a loopback server answers
+// only loopback Host names, and only requests from no origin or a
+// loopback one.
+func localOnly(next http.Handler) http.Handler {
+	loopbackHost := func(hostport string) bool {
+		host := hostport
+		if h, _, err := net.SplitHostPort(hostport); err == nil {
+			host = h
+		}
+		host = strings.Trim(host, "[]")
+		if host == "localhost" {
+			return true
+		}
+		ip := net.ParseIP(host)
+		return ip != nil && ip.IsLoopback()
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		addr, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+		local := addr != nil && web.IsLoopback(addr.String())
+		origin := r.Header.Get("Origin")
+		if local && (!loopbackHost(r.Host) || origin != "" && !loopbackHost(strings.TrimPrefix(strings.TrimPrefix(origin, "http://"), "https://"))) {
+			http.Error(w, "baton mcp: requests to a loopback server must come from this machine (Host and Origin on loopback)", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // requireToken lets a request through only with the bearer token, when
