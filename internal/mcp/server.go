@@ -81,7 +81,16 @@ func New(opts Options) (*Server, error) {
 	}
 	s.addResources()
 	s.addPrompts()
-	s.sync() // before any session, so no notification precedes initialize
+	// The store is read when a client first lists resources, not at start:
+	// a client waits for initialize, and a large store would delay it.
+	s.sdk.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if method == "resources/list" {
+				s.sync()
+			}
+			return next(ctx, method, req)
+		}
+	})
 	return s, nil
 }
 
