@@ -66,6 +66,22 @@ func (w deliveryWiring) open(ctx context.Context, o cli.DeliveriesOptions) (*del
 	}, nil
 }
 
+// configured reports whether a delivery database is set up: named by db
+// or BATON_DATABASE_URL, or the default SQLite file exists. Opening one
+// that is not would create it, which only commands that ask for
+// deliveries may do.
+func (w deliveryWiring) configured(db string) bool {
+	if db != "" || w.getenv("BATON_DATABASE_URL") != "" {
+		return true
+	}
+	dir, err := w.dataDir()
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(filepath.Join(dir, "baton.db"))
+	return err == nil
+}
+
 // dataDir is where baton's delivery data lives by default:
 // BATON_DATA_DIR, else $XDG_DATA_HOME/baton, else ~/.local/share/baton.
 func (w deliveryWiring) dataDir() (string, error) {

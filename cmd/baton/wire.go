@@ -40,7 +40,8 @@ func wire() *cli.Factory {
 		OpenStore: func(root string) *fsstore.Store {
 			return fsstore.Open(root, fsstore.Options{Now: time.Now})
 		},
-		Deliveries: dw.open,
+		Deliveries:           dw.open,
+		DeliveriesConfigured: dw.configured,
 		GitHub: func(ctx context.Context, repo github.Repo, apiURL string) (*github.Client, error) {
 			c, _, err := gh.Client(ctx, repo, apiURL)
 			return c, err

@@ -45,6 +45,10 @@ type Factory struct {
 	// Deliveries opens the delivery service on the database o names; the
 	// caller closes it.
 	Deliveries func(ctx context.Context, o DeliveriesOptions) (*delivery.Service, error)
+	// DeliveriesConfigured says whether a delivery database is set up (db
+	// names one, or the default exists), for edges that offer deliveries
+	// only then (baton mcp).
+	DeliveriesConfigured func(db string) bool
 	// GitHub opens the GitHub API for repo's host; apiURL overrides the
 	// base URL ("" for the default). With no token the error wraps
 	// github.ErrNoToken.

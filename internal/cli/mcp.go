@@ -14,22 +14,25 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/delivery"
 	"github.com/baton-agent/baton/internal/mcp"
 	"github.com/baton-agent/baton/internal/web"
 )
 
 func newMCPCmd(f *Factory) *cobra.Command {
 	var tools []string
-	var httpAddr string
+	var httpAddr, db string
 	cmd := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve the context store, loops and briefs over MCP",
 		Long: `Serve baton to any MCP client (Claude Code, Codex, Droid, Cursor, VS Code, Zed, ...)
 over stdio, or the streamable HTTP transport with --http.
 
-Tools: ` + strings.Join(mcp.ToolNames(), ", ") + `.
+Tools: ` + strings.Join(mcp.ToolNames(), ", ") + `
+(the delivery tools only when a delivery database is configured).
 Resources: baton://packets/{id} and baton://loops/{id}, listed and announced
-as they appear. Prompts: pickup, handoff, review-pr, fix-issue,
+as they appear; baton://runner/tree while a goal-tree run exists;
+baton://deliveries/{id} with a database. Prompts: pickup, handoff, review-pr, fix-issue,
 implement-feature.
 
 The project is found as the CLI finds it: --root or BATON_ROOT, else from the
@@ -48,16 +51,17 @@ baton install claude|codex|droid registers this server for you.`,
   baton mcp --http 127.0.0.1:7071`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runMCP(cmd.Context(), f, tools, httpAddr)
+			return runMCP(cmd.Context(), f, tools, httpAddr, db)
 		},
 	}
 	cmd.Flags().StringSliceVar(&tools, "tools", nil, "serve only these `TOOLS` (comma-separated; default all)")
 	cmd.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on `ADDR` (host:port) instead of stdio")
+	cmd.Flags().StringVar(&db, "db", "", "the delivery database, SQLite file or postgres:// URL (default: BATON_DATABASE_URL, else <data dir>/baton.db when it exists)")
 	return cmd
 }
 
 // newMCPServer builds the server the way `baton mcp` runs it.
-func (f *Factory) newMCPServer(tools []string) (*mcp.Server, error) {
+func (f *Factory) newMCPServer(tools []string, db string) (*mcp.Server, error) {
 	root := ""
 	if r, how := f.projectRoot(); how == "override" {
 		root = r
@@ -65,18 +69,25 @@ func (f *Factory) newMCPServer(tools []string) (*mcp.Server, error) {
 			return nil, err
 		}
 	}
-	s, err := mcp.New(mcp.Options{Version: f.Version, WorkDir: f.WorkDir, Root: root, Now: f.Now, GitHub: f.GitHub, Tools: tools})
+	opts := mcp.Options{Version: f.Version, WorkDir: f.WorkDir, Root: root, Now: f.Now, GitHub: f.GitHub, Tools: tools}
+	if f.Deliveries != nil && f.DeliveriesConfigured != nil && f.DeliveriesConfigured(db) {
+		opts.Deliveries = func(ctx context.Context) (*delivery.Service, error) {
+			return f.openDeliveries(ctx, DeliveriesOptions{DB: db})
+		}
+	}
+	s, err := mcp.New(opts)
 	if err != nil {
 		return nil, &ExitCodeError{Code: ExitUsage, Err: err}
 	}
 	return s, nil
 }
 
-func runMCP(ctx context.Context, f *Factory, tools []string, httpAddr string) error {
-	s, err := f.newMCPServer(tools)
+func runMCP(ctx context.Context, f *Factory, tools []string, httpAddr, db string) error {
+	s, err := f.newMCPServer(tools, db)
 	if err != nil {
 		return err
 	}
+	defer s.Close()
 	if httpAddr == "" {
 		err := s.Run(ctx, &mcp.LineTransport{In: f.IO.In, Out: f.IO.Out})
 		if errors.Is(err, context.Canceled) {

@@ -13,11 +13,14 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/baton-agent/baton/internal/delivery"
 	"github.com/baton-agent/baton/internal/github"
 	"github.com/baton-agent/baton/internal/github/githubtest"
 	"github.com/baton-agent/baton/internal/gitx/gittest"
+	"github.com/baton-agent/baton/internal/goaltree"
 	"github.com/baton-agent/baton/internal/golden"
 	"github.com/baton-agent/baton/internal/prompt"
+	"github.com/baton-agent/baton/internal/queue"
 )
 
 // clock ticks a minute per call, so ids made by successive calls differ
@@ -408,5 +411,107 @@ func TestLatestProtocol(t *testing.T) {
 	}
 	if text, res := f.call("pickup", map[string]any{}); res.IsError || !strings.Contains(text, "on the newest protocol") {
 		t.Fatalf("pickup = %s", text)
+	}
+}
+
+// With a delivery database the delivery tools and resource are served,
+// on a real SQLite file, through the same service the CLI uses.
+func TestDeliveryTools(t *testing.T) {
+	dir := repo(t)
+	dsn := filepath.Join(t.TempDir(), "baton.db")
+	open := func(ctx context.Context) (*delivery.Service, error) {
+		q, err := queue.Open(ctx, dsn, queue.Config{})
+		if err != nil {
+			return nil, err
+		}
+		return &delivery.Service{Queue: q, DataDir: filepath.Dir(dsn)}, nil
+	}
+	srv, cs := connect(t, Options{WorkDir: dir, Deliveries: open}, nil)
+	f := &fixture{t: t, dir: dir, srv: srv, cs: cs}
+	ctx := context.Background()
+
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil || len(list.Tools) != len(allTools)+len(deliveryTools) {
+		t.Fatalf("tools with a database = %d, %v", len(list.Tools), err)
+	}
+	b, _ := json.Marshal(list)
+	enc, _ := prompt.NewO200k()
+	n := enc.Count(string(b))
+	t.Logf("tools/list with the delivery tools: %d tools, %d bytes, %d o200k tokens", len(list.Tools), len(b), n)
+	if n >= 2000 {
+		t.Errorf("tools/list with the delivery tools is %d o200k tokens; keep it under 2000", n)
+	}
+
+	check := func(name string, args map[string]any, isError bool, want string) *sdk.CallToolResult {
+		t.Helper()
+		text, res := f.call(name, args)
+		if res.IsError != isError || !strings.Contains(text, want) {
+			t.Errorf("%s %v: isError %v (want %v), want %q in:\n%s", name, args, res.IsError, isError, want, text)
+		}
+		return res
+	}
+	check("deliveries", map[string]any{}, false, "No deliveries")
+	check("delivery_create", map[string]any{}, true, "give issue")
+	check("delivery_create", map[string]any{"repo": dir}, true, "repo needs summary")
+	res := check("delivery_create", map[string]any{"repo": dir, "summary": "Add a --dry-run flag"}, false, "Created #1")
+	id := res.StructuredContent.(map[string]any)["delivery"].(map[string]any)["id"].(string)
+	check("delivery_create", map[string]any{"repo": dir, "summary": "Add a --dry-run flag"}, false, "Already there: #1")
+	check("deliveries", map[string]any{"phase": "plan"}, false, "#1 "+id+": Add a --dry-run flag")
+	check("deliveries", map[string]any{"phase": "nowhere"}, true, "nowhere")
+	check("delivery", map[string]any{"delivery": "#1"}, false, "create by mcp")
+	check("delivery", map[string]any{"delivery": "#9"}, true, "")
+	check("delivery_reject", map[string]any{"delivery": "#1"}, true, "note")
+	check("delivery_reject", map[string]any{"delivery": "#1", "note": " "}, true, "reject needs a reason")
+	check("delivery_cancel", map[string]any{"delivery": "#1"}, true, "")
+	check("delivery_approve", map[string]any{"delivery": "#1"}, true, "")
+
+	read, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "baton://deliveries/" + id})
+	if err != nil || read.Contents[0].MIMEType != "application/json" || !strings.Contains(read.Contents[0].Text, `"phase_log"`) {
+		t.Errorf("delivery resource = %+v, %v", read, err)
+	}
+	if _, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "baton://deliveries/nosuch"}); err == nil {
+		t.Error("a missing delivery was read")
+	}
+
+	// Without a database the tools are not served, and --tools says why.
+	if _, err := New(Options{Tools: []string{"deliveries"}}); err == nil || !strings.Contains(err.Error(), "needs a delivery database") {
+		t.Errorf("--tools deliveries without a database = %v", err)
+	}
+}
+
+// baton://runner/tree is listed while a goal-tree run exists, and reads
+// as `baton run tree` prints it.
+func TestRunnerTreeResource(t *testing.T) {
+	dir := repo(t)
+	_, cs := connect(t, Options{WorkDir: dir}, nil)
+	ctx := context.Background()
+	has := func() bool {
+		list, err := cs.ListResources(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range list.Resources {
+			if r.URI == runnerTreeURI {
+				return true
+			}
+		}
+		return false
+	}
+	if has() {
+		t.Fatal("runner tree listed before any run")
+	}
+	goal, err := goaltree.ParseGoalFile([]byte("# Ship the parser\n\nMake the parser pass its tests.\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := goaltree.Init(ctx, goaltree.Layout{Root: dir}, goaltree.InitOptions{Goal: goal, Config: goaltree.DefaultConfig(), NoBranch: true, Now: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if !has() {
+		t.Fatal("runner tree not listed during a run")
+	}
+	read, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: runnerTreeURI})
+	if err != nil || !strings.Contains(read.Contents[0].Text, "Ship the parser") || !strings.Contains(read.Contents[0].Text, "leaves passed") {
+		t.Errorf("runner tree = %+v, %v", read, err)
 	}
 }

@@ -18,8 +18,10 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/delivery"
 	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/github"
+	"github.com/baton-agent/baton/internal/goaltree"
 )
 
 // Options configure a server. The zero value serves every tool for the
@@ -35,6 +37,9 @@ type Options struct {
 	GitHub func(ctx context.Context, repo github.Repo, apiURL string) (*github.Client, error)
 	// Tools selects the tools served, by name; nil or empty serves all.
 	Tools []string
+	// Deliveries opens the delivery service; nil when no database is
+	// configured, and then the delivery tools are not served.
+	Deliveries func(ctx context.Context) (*delivery.Service, error)
 	// Watch is how often the store is checked for packets and loops that
 	// appeared or went away, to notify clients; 0 picks 2s, <0 never.
 	Watch time.Duration
@@ -45,8 +50,9 @@ type Server struct {
 	opts Options
 	sdk  *sdk.Server
 
-	mu sync.Mutex
-	st *fsstore.Store // nil while no project is known
+	mu  sync.Mutex
+	st  *fsstore.Store    // nil while no project is known
+	svc *delivery.Service // opened at the first delivery call
 	// published are the resource URIs registered for the store's packets
 	// and loops, so a change can be announced as list_changed.
 	published map[string]bool
@@ -66,7 +72,7 @@ func New(opts Options) (*Server, error) {
 	if root, ok := s.projectRoot(); ok {
 		s.st = fsstore.Open(root, fsstore.Options{Now: opts.Now})
 	}
-	tools, err := selectTools(opts.Tools)
+	tools, err := selectTools(opts.Tools, opts.Deliveries != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -80,6 +86,10 @@ func New(opts Options) (*Server, error) {
 		t.add(s)
 	}
 	s.addResources()
+	if opts.Deliveries != nil {
+		s.sdk.AddResourceTemplate(&sdk.ResourceTemplate{URITemplate: deliveryURI + "{id}", Name: "delivery", MIMEType: "application/json",
+			Description: "A delivery with its refs and phase log"}, s.readDelivery)
+	}
 	s.addPrompts()
 	// The store is read when a client first lists resources, not at start:
 	// a client waits for initialize, and a large store would delay it.
@@ -101,6 +111,7 @@ func (s *Server) SDK() *sdk.Server { return s.sdk }
 func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	defer s.Close()
 	go s.Watch(ctx)
 	return s.sdk.Run(ctx, t)
 }
@@ -219,32 +230,40 @@ func (s *Server) Watch(ctx context.Context) {
 	}
 }
 
-// sync registers a resource for every packet and loop in the store and
-// removes those that are gone; the SDK sends resources/list_changed for
-// each change.
+// sync registers a resource for every packet and loop in the store (and
+// the runner's tree while a run exists) and removes those that are gone;
+// the SDK sends resources/list_changed for each change.
 func (s *Server) sync() {
 	st := s.store()
-	if st == nil || !st.Exists() {
+	if st == nil {
 		return
 	}
-	want := map[string]*sdk.Resource{}
+	type entry struct {
+		r *sdk.Resource
+		h sdk.ResourceHandler
+	}
+	want := map[string]entry{}
 	if sums, _, err := st.PacketSummaries(); err == nil {
 		for _, p := range sums {
 			r := &sdk.Resource{URI: packetURI + p.ID, Name: "packet " + p.ID, MIMEType: "text/markdown", Description: "handoff packet (" + string(p.Status) + ")"}
-			want[r.URI] = r
+			want[r.URI] = entry{r, s.readResource}
 		}
 	}
 	if ids, err := st.LoopIDs(); err == nil {
 		for _, id := range ids {
 			r := &sdk.Resource{URI: loopURI + id, Name: "loop " + id, MIMEType: "text/markdown", Description: "loop"}
-			want[r.URI] = r
+			want[r.URI] = entry{r, s.readResource}
 		}
+	}
+	if _, err := (goaltree.Layout{Root: st.Root()}).LoadRunState(); err == nil {
+		want[runnerTreeURI] = entry{&sdk.Resource{URI: runnerTreeURI, Name: "runner tree", MIMEType: "text/plain",
+			Description: "The goal-tree runner's tree (baton run tree)"}, s.readRunnerTree}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var gone []string
 	for uri := range s.published {
-		if want[uri] == nil {
+		if _, ok := want[uri]; !ok {
 			gone = append(gone, uri)
 			delete(s.published, uri)
 		}
@@ -261,33 +280,42 @@ func (s *Server) sync() {
 	sort.Strings(added)
 	for _, uri := range added {
 		s.published[uri] = true
-		s.sdk.AddResource(want[uri], s.readResource)
+		s.sdk.AddResource(want[uri].r, want[uri].h)
 	}
 }
 
-// ToolNames lists every tool baton can serve, in the order served.
+// ToolNames lists every tool baton can serve, in the order served; the
+// delivery tools only with a database.
 func ToolNames() []string {
 	var names []string
-	for _, t := range allTools {
+	for _, t := range append(slices.Clone(allTools), deliveryTools...) {
 		names = append(names, t.name)
 	}
 	return names
 }
 
-func selectTools(names []string) ([]tool, error) {
+func selectTools(names []string, withDeliveries bool) ([]tool, error) {
+	all := allTools
+	if withDeliveries {
+		all = append(slices.Clone(allTools), deliveryTools...)
+	}
 	if len(names) == 0 {
-		return allTools, nil
+		return all, nil
 	}
 	var out []tool
-	for _, t := range allTools {
+	for _, t := range all {
 		if slices.Contains(names, t.name) {
 			out = append(out, t)
 		}
 	}
 	for _, n := range names {
-		if !slices.ContainsFunc(allTools, func(t tool) bool { return t.name == n }) {
-			return nil, baton.Errorf(baton.Invalid, "--tools: no tool %q (baton serves %s)", n, strings.Join(ToolNames(), ", "))
+		if slices.ContainsFunc(all, func(t tool) bool { return t.name == n }) {
+			continue
 		}
+		if slices.ContainsFunc(deliveryTools, func(t tool) bool { return t.name == n }) {
+			return nil, baton.Errorf(baton.Invalid, "--tools: %s needs a delivery database (--db, or BATON_DATABASE_URL)", n)
+		}
+		return nil, baton.Errorf(baton.Invalid, "--tools: no tool %q (baton serves %s)", n, strings.Join(ToolNames(), ", "))
 	}
 	return out, nil
 }

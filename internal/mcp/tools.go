@@ -25,8 +25,8 @@ type tool struct {
 // Annotations, said truthfully: reads are read-only; a write says whether
 // it destroys anything and whether repeating it changes more.
 var (
-	readOnly   = &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}
-	readRemote = &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(true)}
+	readOnly   = &sdk.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}
+	readRemote = &sdk.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(true)}
 	appends    = &sdk.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(false)}
 	ends       = &sdk.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)}
 )
@@ -42,7 +42,7 @@ var allTools = []tool{
 	}},
 	{"handoff", func(s *Server) {
 		sdk.AddTool(s.sdk, &sdk.Tool{Name: "handoff", Annotations: appends,
-			Description: "Write a draft handoff packet for the next session. body: markdown with ## Intent, ## Context, ## Decisions, ## Plan, ## Open Questions, ## Notes."}, s.handoff)
+			Description: "Write a handoff packet for the next session; body is markdown: ## Intent, ## Context, ## Decisions, ## Plan, ## Open Questions."}, s.handoff)
 	}},
 	{"packets", func(s *Server) {
 		sdk.AddTool(s.sdk, &sdk.Tool{Name: "packets", Annotations: readOnly,
@@ -58,7 +58,7 @@ var allTools = []tool{
 	}},
 	{"loop_start", func(s *Server) {
 		sdk.AddTool(s.sdk, &sdk.Tool{Name: "loop_start", Annotations: appends,
-			Description: "Start a loop: the prompt comes back at each stop until you state a promise as <promise>TEXT</promise>."}, s.loopStart)
+			Description: "Start a loop: its prompt comes back at each stop until you state one of its promises (the result says how)."}, s.loopStart)
 	}},
 	{"loop_status", func(s *Server) {
 		sdk.AddTool(s.sdk, &sdk.Tool{Name: "loop_status", Annotations: readOnly,
@@ -70,11 +70,11 @@ var allTools = []tool{
 	}},
 	{"review_pr_brief", func(s *Server) {
 		sdk.AddTool(s.sdk, &sdk.Tool{Name: "review_pr_brief", Annotations: readRemote,
-			Description: "Brief for reviewing a GitHub pull request: facts, checks, diff excerpt, what to check."}, s.reviewPRBrief)
+			Description: "Brief for reviewing a GitHub pull request, with its diff."}, s.reviewPRBrief)
 	}},
 	{"fix_issue_brief", func(s *Server) {
 		sdk.AddTool(s.sdk, &sdk.Tool{Name: "fix_issue_brief", Annotations: readRemote,
-			Description: "Brief for fixing a GitHub issue: the issue, comments, relevant files, definition of done."}, s.fixIssueBrief)
+			Description: "Brief for fixing a GitHub issue."}, s.fixIssueBrief)
 	}},
 	{"implement_feature_brief", func(s *Server) {
 		sdk.AddTool(s.sdk, &sdk.Tool{Name: "implement_feature_brief", Annotations: readRemote,
@@ -159,7 +159,7 @@ type handoffIn struct {
 	NextPrompt string   `json:"next_prompt,omitempty" jsonschema:"the prompt the next session starts from"`
 	Files      []string `json:"files,omitempty" jsonschema:"confirmed relevant paths"`
 	Validators []string `json:"validators,omitempty" jsonschema:"commands that show the work is done"`
-	SessionID  string   `json:"session_id,omitempty" jsonschema:"your harness session id, if known"`
+	SessionID  string   `json:"session_id,omitempty" jsonschema:"harness session id"`
 }
 
 type handoffOut struct {
@@ -311,7 +311,7 @@ func (s *Server) files(_ context.Context, _ *sdk.CallToolRequest, in filesIn) (*
 }
 
 type filesAddIn struct {
-	Paths     []string `json:"paths" jsonschema:"paths relative to the project root"`
+	Paths     []string `json:"paths" jsonschema:"relative to the project root"`
 	Packet    string   `json:"packet,omitempty" jsonschema:"the packet they belong to (id, prefix or latest)"`
 	MissingOK bool     `json:"missing_ok,omitempty" jsonschema:"record paths not written yet"`
 }
@@ -344,7 +344,7 @@ type loopStartIn struct {
 	FromPacket    string   `json:"from_packet,omitempty" jsonschema:"take the prompt from this packet (id or latest) instead"`
 	MaxIterations *int     `json:"max_iterations,omitempty" jsonschema:"limit (default 20; 0 = none)"`
 	Promises      []string `json:"promises,omitempty" jsonschema:"texts that end the loop (default DONE)"`
-	SessionID     string   `json:"session_id,omitempty" jsonschema:"bind to this session (default: the first that stops)"`
+	SessionID     string   `json:"session_id,omitempty" jsonschema:"default: the first session that stops"`
 }
 
 // loopOut is a loop as the loop tools give it.
@@ -455,22 +455,22 @@ func (s *Server) loopCancel(ctx context.Context, _ *sdk.CallToolRequest, in loop
 
 type reviewIn struct {
 	PR          string `json:"pr" jsonschema:"pull request number or URL"`
-	Repo        string `json:"repo,omitempty" jsonschema:"owner/name (default: the origin remote)"`
-	BudgetBytes int    `json:"budget_bytes,omitempty" jsonschema:"size limit of the brief"`
+	Repo        string `json:"repo,omitempty" jsonschema:"owner/name"`
+	BudgetBytes int    `json:"budget_bytes,omitempty"`
 }
 
 type issueIn struct {
 	Issue       string `json:"issue" jsonschema:"issue number or URL"`
-	Repo        string `json:"repo,omitempty" jsonschema:"owner/name (default: the origin remote)"`
+	Repo        string `json:"repo,omitempty" jsonschema:"owner/name"`
 	Comments    *int   `json:"comments,omitempty" jsonschema:"most recent comments to include (default 20)"`
-	BudgetBytes int    `json:"budget_bytes,omitempty" jsonschema:"size limit of the brief"`
+	BudgetBytes int    `json:"budget_bytes,omitempty"`
 }
 
 type featureIn struct {
 	Issue       string `json:"issue,omitempty" jsonschema:"issue number or URL"`
 	Request     string `json:"request,omitempty" jsonschema:"or the feature in words (nothing is fetched)"`
-	Repo        string `json:"repo,omitempty" jsonschema:"owner/name (default: the origin remote)"`
-	BudgetBytes int    `json:"budget_bytes,omitempty" jsonschema:"size limit of the brief"`
+	Repo        string `json:"repo,omitempty" jsonschema:"owner/name"`
+	BudgetBytes int    `json:"budget_bytes,omitempty"`
 }
 
 // briefOut is what every brief tool returns: the brief (in the

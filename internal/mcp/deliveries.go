@@ -1,0 +1,266 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/delivery"
+	"github.com/baton-agent/baton/internal/goaltree"
+)
+
+const (
+	deliveryURI   = "baton://deliveries/"
+	runnerTreeURI = "baton://runner/tree"
+)
+
+// The delivery tools are served only when a database is configured
+// (Options.Deliveries); the service is opened at the first call and kept.
+var deliveryTools = []tool{
+	{"deliveries", func(s *Server) {
+		sdk.AddTool(s.sdk, &sdk.Tool{Name: "deliveries", Annotations: readOnly,
+			Description: "List deliveries (issue to merged change)."}, s.deliveries)
+	}},
+	{"delivery", func(s *Server) {
+		sdk.AddTool(s.sdk, &sdk.Tool{Name: "delivery", Annotations: readOnly,
+			Description: "A delivery with its refs and phase log."}, s.deliveryGet)
+	}},
+	{"delivery_create", func(s *Server) {
+		sdk.AddTool(s.sdk, &sdk.Tool{Name: "delivery_create", Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
+			Description: "Create a delivery for a GitHub issue or a local repository; the same request twice gives the same delivery."}, s.deliveryCreate)
+	}},
+	{"delivery_approve", decisionTool(delivery.ActApprove, "Start a waiting checkpoint phase, or accept a phase's result.", false)},
+	{"delivery_reject", func(s *Server) {
+		sdk.AddTool(s.sdk, &sdk.Tool{Name: "delivery_reject", Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)},
+			Description: "Send a delivery back, with the reason."}, func(ctx context.Context, req *sdk.CallToolRequest, in rejectIn) (*sdk.CallToolResult, any, error) {
+			return s.decide(ctx, delivery.ActReject, in.Delivery, in.Note)
+		})
+	}},
+	{"delivery_retry", decisionTool(delivery.ActRetry, "Run a failed or blocked phase again.", false)},
+	{"delivery_cancel", decisionTool(delivery.ActCancel, "Stop the running phase; its result is discarded.", true)},
+}
+
+// service opens the delivery service once.
+func (s *Server) service(ctx context.Context) (*delivery.Service, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.svc != nil {
+		return s.svc, nil
+	}
+	svc, err := s.opts.Deliveries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.svc = svc
+	return svc, nil
+}
+
+// Close releases the delivery database, if it was opened.
+func (s *Server) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.svc != nil {
+		s.svc.Close()
+		s.svc = nil
+	}
+}
+
+// deliveryLine is one delivery in a sentence.
+func deliveryLine(d *baton.Delivery) string {
+	title, _, _ := strings.Cut(d.Summary, "\n")
+	line := fmt.Sprintf("#%d %s: %s (%s) — %s %s", d.Seq, d.ID, title, d.Repository, d.Phase, d.RunStatus)
+	if d.Error != "" {
+		line += ": " + d.Error
+	}
+	return line
+}
+
+type deliveriesIn struct {
+	Phase  string `json:"phase,omitempty" jsonschema:"plan, implement, review, verify, deploy, observe or done"`
+	Status string `json:"status,omitempty" jsonschema:"pending, running, waiting, failed, blocked or closed"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"default 20"`
+}
+
+func (s *Server) deliveries(ctx context.Context, _ *sdk.CallToolRequest, in deliveriesIn) (*sdk.CallToolResult, any, error) {
+	f, err := delivery.ParseFilter(in.Phase, in.Status)
+	if err != nil {
+		return nil, nil, err
+	}
+	if in.Limit < 0 {
+		return nil, nil, baton.Errorf(baton.Invalid, "limit must not be negative (got %d)", in.Limit)
+	}
+	svc, err := s.service(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	ds, err := svc.List(ctx, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	limit := in.Limit
+	if limit == 0 {
+		limit = 20
+	}
+	more := 0
+	if len(ds) > limit {
+		ds, more = ds[:limit], len(ds)-limit
+	}
+	var b strings.Builder
+	for _, d := range ds {
+		b.WriteString(deliveryLine(d) + "\n")
+	}
+	if len(ds) == 0 {
+		b.WriteString("No deliveries. Create one with delivery_create.\n")
+	}
+	if ds == nil {
+		ds = []*baton.Delivery{}
+	}
+	return text("%s", b.String()), map[string]any{"deliveries": ds, "more": more}, nil
+}
+
+type deliveryRefIn struct {
+	Delivery string `json:"delivery" jsonschema:"id or #seq"`
+}
+
+func (s *Server) deliveryGet(ctx context.Context, _ *sdk.CallToolRequest, in deliveryRefIn) (*sdk.CallToolResult, any, error) {
+	svc, err := s.service(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	det, err := svc.Get(ctx, in.Delivery)
+	if err != nil {
+		return nil, nil, err
+	}
+	var b strings.Builder
+	b.WriteString(deliveryLine(det.Delivery) + "\n")
+	for _, r := range det.Delivery.Refs {
+		fmt.Fprintf(&b, "%s %s: %s %s\n", r.Role, r.Type, r.Label, r.URL)
+	}
+	for _, e := range det.PhaseLog {
+		fmt.Fprintf(&b, "%s %s %s (%s by %s) %s\n", baton.FormatTime(e.StartedAt), e.Phase, e.Status, e.Action, e.Actor, e.Note)
+	}
+	return text("%s", b.String()), map[string]any{"delivery": det.Delivery, "phase_log": nonNilSlice(det.PhaseLog)}, nil
+}
+
+type deliveryCreateIn struct {
+	Issue   string `json:"issue,omitempty" jsonschema:"GitHub issue URL"`
+	Repo    string `json:"repo,omitempty" jsonschema:"or a local repository"`
+	Summary string `json:"summary,omitempty" jsonschema:"what to deliver (with repo)"`
+}
+
+func (s *Server) deliveryCreate(ctx context.Context, _ *sdk.CallToolRequest, in deliveryCreateIn) (*sdk.CallToolResult, any, error) {
+	switch {
+	case in.Issue == "" && in.Repo == "":
+		return nil, nil, baton.Errorf(baton.Invalid, "give issue (a GitHub issue URL), or repo (a local repository) with summary")
+	case in.Issue == "" && strings.TrimSpace(in.Summary) == "":
+		return nil, nil, baton.Errorf(baton.Invalid, "repo needs summary (or issue) to say what to deliver")
+	}
+	svc, err := s.service(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, created, err := svc.Create(ctx, delivery.Request{IssueURL: in.Issue, Repo: in.Repo, Summary: in.Summary, Actor: "mcp"})
+	if err != nil {
+		return nil, nil, err
+	}
+	verb := "Created"
+	if !created {
+		verb = "Already there:"
+	}
+	return text("%s %s. A worker (`baton worker`) runs its phases.", verb, deliveryLine(d)), map[string]any{"created": created, "delivery": d}, nil
+}
+
+type decisionIn struct {
+	Delivery string `json:"delivery" jsonschema:"id or #seq"`
+	Note     string `json:"note,omitempty"`
+}
+
+type rejectIn struct {
+	Delivery string `json:"delivery" jsonschema:"id or #seq"`
+	Note     string `json:"note" jsonschema:"the reason"`
+}
+
+func decisionTool(a delivery.Action, desc string, destructive bool) func(*Server) {
+	return func(s *Server) {
+		ann := &sdk.ToolAnnotations{DestructiveHint: ptr(destructive), OpenWorldHint: ptr(true)}
+		sdk.AddTool(s.sdk, &sdk.Tool{Name: "delivery_" + string(a), Annotations: ann, Description: desc},
+			func(ctx context.Context, _ *sdk.CallToolRequest, in decisionIn) (*sdk.CallToolResult, any, error) {
+				return s.decide(ctx, a, in.Delivery, in.Note)
+			})
+	}
+}
+
+func (s *Server) decide(ctx context.Context, a delivery.Action, ref, note string) (*sdk.CallToolResult, any, error) {
+	svc, err := s.service(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := svc.Decide(ctx, ref, a, "mcp", note)
+	if err != nil {
+		return nil, nil, err
+	}
+	return text("%s: %s", a, deliveryLine(d)), map[string]any{"delivery": d}, nil
+}
+
+func nonNilSlice[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// readDelivery is baton://deliveries/{id}: the delivery, its refs and
+// phase log, as JSON.
+func (s *Server) readDelivery(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+	uri := req.Params.URI
+	ref := strings.TrimPrefix(uri, deliveryURI)
+	if ref == "" || strings.ContainsAny(ref, "/?#") {
+		return nil, sdk.ResourceNotFoundError(uri)
+	}
+	svc, err := s.service(ctx)
+	if err != nil {
+		return nil, err
+	}
+	det, err := svc.Get(ctx, ref)
+	if baton.ErrorCode(err) == baton.NotFound {
+		return nil, sdk.ResourceNotFoundError(uri)
+	}
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.MarshalIndent(map[string]any{"delivery": det.Delivery, "phase_log": nonNilSlice(det.PhaseLog)}, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(b)}}}, nil
+}
+
+// readRunnerTree is baton://runner/tree: the goal-tree runner's tree as
+// `baton run tree` prints it.
+func (s *Server) readRunnerTree(_ context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+	st, err := s.readStore()
+	if err != nil {
+		return nil, err
+	}
+	l := goaltree.Layout{Root: st.Root()}
+	rs, tree, err := l.LoadStateAndTree()
+	if baton.ErrorCode(err) == baton.NotFound {
+		return nil, sdk.ResourceNotFoundError(req.Params.URI)
+	}
+	if err != nil {
+		return nil, err
+	}
+	sel := goaltree.Select(tree)
+	selected := ""
+	if sel.Node != nil {
+		selected = sel.Node.ID
+	}
+	c := goaltree.Count(tree)
+	body := fmt.Sprintf("run %s: %s; %d of %d leaves passed, %d open, %d stuck\n", rs.RunID, sel.State, c.Passed, c.Leaves, c.Open, c.Stuck) +
+		goaltree.Summary(tree, selected, c.Nodes)
+	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: body}}}, nil
+}
