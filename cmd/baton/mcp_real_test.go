@@ -88,3 +88,140 @@ func firstLine(s string) string {
 	}
 	return line
 }
+
+// The real Codex CLI (from npm), against a scripted Responses model on
+// loopback, with baton's MCP server registered by `baton install codex`
+// in $CODEX_HOME/config.toml (appended to the user's own settings): the
+// model finds baton's tools through Codex's tool_search, calls pickup in
+// the mcp__baton namespace, and gets the packet's prompt back.
+func TestRealCodexMCP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("installs and runs Codex")
+	}
+	codex := harnesstest.NPMBin(t, "@openai/codex", "0.169.0", "codex")
+	home, codexHome := t.TempDir(), t.TempDir()
+	env := append(gitEnv(home), "CODEX_HOME="+codexHome)
+	repo := userRepo(t, env)
+	const marker = "Finish the lexer: MCP-PICKUP-CODEX"
+	batonRun(t, env, repo, "handoff", "wire the parser", "--next-prompt", marker)
+
+	// Codex 0.169 defers MCP tools behind its client-side tool_search: the
+	// model searches, Codex answers with the mcp__baton namespace, and the
+	// model calls pickup in it, as a real model does.
+	model := harnesstest.NewResponsesToolServer(t, func(r *harnesstest.ResponsesRequest) harnesstest.Reply {
+		switch {
+		case len(r.FunctionOutputs()) > 0:
+			return harnesstest.Reply{Text: "Picked up the packet."}
+		case !strings.Contains(r.Raw, `"type":"tool_search_output"`):
+			return harnesstest.Reply{Item: map[string]any{"type": "tool_search_call", "id": "ts_1", "call_id": "call_ts_1", "execution": "client",
+				"status": "completed", "arguments": map[string]any{"query": "baton pickup", "limit": 8}}}
+		case strings.Contains(r.Raw, `"name":"mcp__baton"`) && strings.Contains(r.Raw, `"name":"pickup"`):
+			return harnesstest.Reply{Item: map[string]any{"type": "function_call", "id": "fc_1", "call_id": "call_fc_1", "namespace": "mcp__baton",
+				"name": "pickup", "arguments": "{}", "status": "completed"}}
+		}
+		return harnesstest.Reply{Text: "tool_search found no baton pickup tool."}
+	})
+	cfg := `model = "gpt-5.5"
+model_provider = "fake"
+check_for_update_on_startup = false
+
+[model_providers.fake]
+name = "fake"
+base_url = "` + model.URL + `"
+wire_api = "responses"
+
+[projects."` + repo + `"]
+trust_level = "trusted"
+`
+	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	batonRun(t, env, repo, "install", "codex")
+	if b, _ := os.ReadFile(filepath.Join(codexHome, "config.toml")); !strings.HasPrefix(string(b), cfg) || !strings.Contains(string(b), "[mcp_servers.baton]") {
+		t.Fatalf("config.toml after install:\n%s", b)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, codex, "exec", "--skip-git-repo-check", "Continue from the latest handoff packet")
+	cmd.Dir, cmd.Env = repo, append(env, "OPENAI_API_KEY=test-key")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("codex exec: %v\n%s", err, tail(out.String()))
+	}
+	t.Logf("Codex 0.169.0 made %d model requests", len(model.Requests()))
+	found := false
+	for _, r := range model.Requests() {
+		found = found || strings.Contains(r.Raw, `"type":"tool_search_output"`) && strings.Contains(r.Raw, `"name":"mcp__baton"`)
+	}
+	if !found {
+		t.Fatalf("Codex's tool_search did not find baton's MCP server\n%s", tail(out.String()))
+	}
+	returned := false
+	for _, r := range model.Requests() {
+		for _, o := range r.FunctionOutputs() {
+			returned = returned || strings.Contains(o, marker) && strings.Contains(o, "# Pickup: wire the parser")
+		}
+	}
+	if !returned {
+		t.Errorf("the pickup result never reached the model with the packet's prompt\n%s", tail(out.String()))
+	}
+}
+
+// The real Factory Droid (from npm, offline with a custom model pointed at
+// a scripted model on loopback), with baton's MCP server registered by
+// `baton install droid` in .factory/mcp.json (baton from PATH): the model
+// loads baton___pickup through ToolSearch, calls it, and gets the packet's
+// prompt back.
+func TestRealDroidMCP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("installs and runs Factory Droid")
+	}
+	droid := harnesstest.NPMBin(t, "@factory/cli-linux-x64", "0.225.2", "@factory/cli-linux-x64/bin/droid")
+	home := t.TempDir()
+	env := gitEnv(home)
+	repo := userRepo(t, env)
+	const marker = "Finish the lexer: MCP-PICKUP-DROID"
+	batonRun(t, env, repo, "handoff", "wire the parser", "--next-prompt", marker)
+
+	// Droid 0.225.2 names MCP tools <server>___<tool> and defers them
+	// behind its ToolSearch, like Claude Code: the model loads
+	// baton___pickup by name, then calls it.
+	model := harnesstest.NewAnthropicServer(t, func(r *harnesstest.AnthropicRequest) harnesstest.Reply {
+		results := strings.Count(r.Raw, `"type":"tool_result"`)
+		switch {
+		case results == 0 && !r.HasTool("baton___pickup"):
+			return harnesstest.Reply{ToolName: "ToolSearch", ToolInput: map[string]any{"query": "select:baton___pickup"}}
+		case results <= 1:
+			return harnesstest.Reply{ToolName: "baton___pickup", ToolInput: map[string]any{}}
+		}
+		return harnesstest.Reply{Text: "Picked up the packet."}
+	})
+	if err := os.MkdirAll(filepath.Join(home, ".factory"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	settings := `{"customModels":[{"model":"claude-sonnet-4-5","displayName":"scripted","baseUrl":"` + model.URL + `","apiKey":"test-key","provider":"anthropic"}]}`
+	if err := os.WriteFile(filepath.Join(home, ".factory", "settings.json"), []byte(settings), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	batonRun(t, env, repo, "install", "droid")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, droid, "exec", "--auto", "low", "-m", "custom:scripted-0", "Continue from the latest handoff packet")
+	cmd.Dir, cmd.Env = repo, env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("droid exec: %v\n%s", err, tail(out.String()))
+	}
+	t.Logf("Droid 0.225.2 made %d model requests", len(model.Requests()))
+	returned := false
+	for _, r := range model.Requests() {
+		returned = returned || strings.Contains(r.Raw, `"tool_result"`) && strings.Contains(r.LastUserText(), marker)
+	}
+	if !returned {
+		t.Errorf("the pickup result never reached the model with the packet's prompt\n%s", tail(out.String()))
+	}
+}

@@ -74,6 +74,9 @@ type Reply struct {
 	Text      string
 	ToolName  string
 	ToolInput map[string]any
+	// Item is a Responses API output item sent as is (a tool_search_call,
+	// say); it wins over Text and ToolName there.
+	Item map[string]any
 }
 
 // AnthropicServer serves POST /v1/messages from a script: decide is called
