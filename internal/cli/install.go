@@ -32,14 +32,16 @@ absolute path.
 
   claude  hooks in .claude/settings.local.json (project) or ~/.claude/settings.json
           (user); commands in .claude/commands/ or ~/.claude/commands/
-  codex   hooks in .codex/hooks.json or ~/.codex/hooks.json; prompts in
-          ~/.codex/prompts/ (/prompts:handoff ...). Trust the hooks in /hooks.
+  codex   hooks in .codex/hooks.json or $CODEX_HOME/hooks.json; skills in
+          .agents/skills/ or $CODEX_HOME/skills/ ($handoff ...), and prompts in
+          $CODEX_HOME/prompts/ for older Codex. Trust the project and the hooks
+          (/hooks); baton doctor checks both.
   droid   hooks in .factory/hooks.json or ~/.factory/hooks.json; commands in
           .factory/commands/ or ~/.factory/commands/
   pi      the extension .pi/extensions/baton/index.ts (or under ~/.pi/agent/)
           and prompt templates in .pi/prompts/ (or ~/.pi/agent/prompts/)
 
-It also registers baton's MCP server ("baton mcp", tools mcp__baton__*) unless
+It also registers baton's MCP server ("baton mcp"; see docs/mcp.md) unless
 --no-mcp: in .mcp.json (claude project; calls baton from PATH) or
 ~/.claude.json (claude user), [mcp_servers.baton] in $CODEX_HOME/config.toml
 (codex, either scope), .factory/mcp.json or ~/.factory/mcp.json (droid).

@@ -28,12 +28,16 @@ func newMCPCmd(f *Factory) *cobra.Command {
 		Long: `Serve baton to any MCP client (Claude Code, Codex, Droid, Cursor, VS Code, Zed, ...)
 over stdio, or the streamable HTTP transport with --http.
 
-Tools: ` + strings.Join(mcp.ToolNames(), ", ") + `
-(the delivery tools only when a delivery database is configured).
+Tools: pickup, handoff, packets, files, files_add, loop_start, loop_status,
+loop_cancel, review_pr_brief, fix_issue_brief, implement_feature_brief; and,
+when a delivery database is configured (--db, BATON_DATABASE_URL, or an
+existing <data dir>/baton.db), deliveries, delivery, delivery_create,
+delivery_approve, delivery_reject, delivery_retry, delivery_cancel.
+
 Resources: baton://packets/{id} and baton://loops/{id}, listed and announced
 as they appear; baton://runner/tree while a goal-tree run exists;
-baton://deliveries/{id} with a database. Prompts: pickup, handoff, review-pr, fix-issue,
-implement-feature.
+baton://deliveries/{id} with a database. Prompts: pickup, handoff,
+review-pr, fix-issue, implement-feature.
 
 The project is found as the CLI finds it: --root or BATON_ROOT, else from the
 working directory the client starts the server in, else from the first of

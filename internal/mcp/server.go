@@ -284,9 +284,9 @@ func (s *Server) sync() {
 	}
 }
 
-// ToolNames lists every tool baton can serve, in the order served; the
+// toolNames lists every tool baton can serve, in the order served; the
 // delivery tools only with a database.
-func ToolNames() []string {
+func toolNames() []string {
 	var names []string
 	for _, t := range append(slices.Clone(allTools), deliveryTools...) {
 		names = append(names, t.name)
@@ -315,7 +315,7 @@ func selectTools(names []string, withDeliveries bool) ([]tool, error) {
 		if slices.ContainsFunc(deliveryTools, func(t tool) bool { return t.name == n }) {
 			return nil, baton.Errorf(baton.Invalid, "--tools: %s needs a delivery database (--db, or BATON_DATABASE_URL)", n)
 		}
-		return nil, baton.Errorf(baton.Invalid, "--tools: no tool %q (baton serves %s)", n, strings.Join(ToolNames(), ", "))
+		return nil, baton.Errorf(baton.Invalid, "--tools: no tool %q (baton serves %s)", n, strings.Join(toolNames(), ", "))
 	}
 	return out, nil
 }
