@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -274,10 +275,25 @@ func TestMCPHTTP(t *testing.T) {
 	}
 	cs.Close()
 
+	// The token `baton serve` generated in the data directory counts too.
+	data := t.TempDir()
+	if err := os.WriteFile(filepath.Join(data, "api-token"), []byte("file-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url = startMCPHTTP(t, repo, append(env, "BATON_DATA_DIR="+data), "127.0.0.1:0")
+	if _, err := mcpHTTPClient(ctx, url, ""); err == nil {
+		t.Error("a client without serve's token connected")
+	}
+	if cs, err := mcpHTTPClient(ctx, url, "file-token"); err != nil {
+		t.Errorf("with serve's token: %v", err)
+	} else {
+		cs.Close()
+	}
+
 	cmd := exec.Command(batonBin, "mcp", "--http", "0.0.0.0:0")
 	cmd.Dir, cmd.Env = repo, env
 	out, _ := cmd.CombinedOutput()
-	if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "is not loopback and BATON_API_TOKEN is not set") {
+	if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "is not loopback and there is no API token") {
 		t.Errorf("--http 0.0.0.0:0 without a token: exit %d, %s", code, out)
 	}
 }

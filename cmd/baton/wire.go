@@ -42,6 +42,7 @@ func wire() *cli.Factory {
 		},
 		Deliveries:           dw.open,
 		DeliveriesConfigured: dw.configured,
+		DataDir:              dw.dataDir,
 		GitHub: func(ctx context.Context, repo github.Repo, apiURL string) (*github.Client, error) {
 			c, _, err := gh.Client(ctx, repo, apiURL)
 			return c, err

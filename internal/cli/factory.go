@@ -49,6 +49,9 @@ type Factory struct {
 	// names one, or the default exists), for edges that offer deliveries
 	// only then (baton mcp).
 	DeliveriesConfigured func(db string) bool
+	// DataDir is baton's default data directory (where `baton serve`
+	// keeps its API token file).
+	DataDir func() (string, error)
 	// GitHub opens the GitHub API for repo's host; apiURL overrides the
 	// base URL ("" for the default). With no token the error wraps
 	// github.ErrNoToken.

@@ -45,8 +45,9 @@ the client's roots inside a repository. Outside any project the server still
 answers and every tool says how to point it at one.
 
 On stdio a line that is not a JSON-RPC message is answered with a parse
-error (-32700) and the session goes on. --http listens on loopback only,
-unless BATON_API_TOKEN is set; with a token every request needs
+error (-32700) and the session goes on. --http takes baton serve's API token
+(BATON_API_TOKEN, else the token file serve keeps in the data directory):
+without one it listens on loopback only; with one every request needs
 "Authorization: Bearer <token>".
 
 baton install claude|codex|droid registers this server for you.`,
@@ -99,9 +100,12 @@ func runMCP(ctx context.Context, f *Factory, tools []string, httpAddr, db string
 		}
 		return err
 	}
-	token := strings.TrimSpace(f.env("BATON_API_TOKEN"))
+	token, err := f.mcpToken()
+	if err != nil {
+		return err
+	}
 	if token == "" && !web.IsLoopback(httpAddr) {
-		return usageError("--http %s is not loopback and BATON_API_TOKEN is not set: set a token so the server is not open to the network", httpAddr)
+		return usageError("--http %s is not loopback and there is no API token: set BATON_API_TOKEN (or start `baton serve` once on loopback to generate one) so the server is not open to the network", httpAddr)
 	}
 	ln, err := net.Listen("tcp", httpAddr)
 	if err != nil {
@@ -121,6 +125,22 @@ func runMCP(ctx context.Context, f *Factory, tools []string, httpAddr, db string
 		return err
 	}
 	return nil
+}
+
+// mcpToken is the API token, by `baton serve`'s rules: BATON_API_TOKEN,
+// else the token file serve generated in the data directory, else none.
+func (f *Factory) mcpToken() (string, error) {
+	if tok := strings.TrimSpace(f.env("BATON_API_TOKEN")); tok != "" {
+		return tok, nil
+	}
+	if f.DataDir == nil {
+		return "", nil
+	}
+	dir, err := f.DataDir()
+	if err != nil {
+		return "", nil // no data directory: no token file either
+	}
+	return web.LoadToken(dir)
 }
 
 // localOnly refuses requests a web page could make through the user's
