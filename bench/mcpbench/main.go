@@ -1,7 +1,8 @@
 // Command mcpbench measures `baton mcp` as a client starts it: a whole
 // process per run, from fork to the initialize answer, then a pickup call
-// from request to answer, in a project whose store holds -packets
-// packets. It prints the median and 95th percentile of each.
+// from request to answer, in a git repository whose store holds -packets
+// packets written by `baton handoff`. It prints the median and 95th
+// percentile of each.
 // Usage:
 //
 //	go run ./bench/mcpbench -baton /path/to/baton [-n 200] [-packets 200]
@@ -14,7 +15,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -32,15 +32,11 @@ func main() {
 	dir, err := os.MkdirTemp("", "mcpbench-*")
 	check(err)
 	defer os.RemoveAll(dir)
-	check(os.Mkdir(filepath.Join(dir, ".git"), 0o755))
-	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	check(exec.Command("git", "init", "-q", dir).Run())
 	check(exec.Command(*bin, "--root", dir, "init").Run())
+	// Written by baton itself, so the store is the real thing.
 	for i := range *packets {
-		// Written the way baton writes them, so the store is the real one.
-		id := base.Add(time.Duration(i)*time.Minute).Format("20060102T150405Z") + fmt.Sprintf("-task-%d", i)
-		body := fmt.Sprintf("---\nid: %s\ncreated_at: %s\nupdated_at: %s\nstatus: done\nsource: bench\npurpose: task %d\n---\n\n## Intent\n\ntask %d\n\n## Next Prompt (Draft)\n\n%s\n",
-			id, base.Format(time.RFC3339), base.Format(time.RFC3339), i, i, strings.Repeat("Continue the work. ", 40))
-		check(os.WriteFile(filepath.Join(dir, ".agent", "context", "packets", id+".md"), []byte(body), 0o644))
+		check(exec.Command(*bin, "--root", dir, "handoff", fmt.Sprintf("task %d", i), "--next-prompt", strings.Repeat("Continue the work. ", 40)).Run())
 	}
 	c := exec.Command(*bin, "--root", dir, "handoff", "the packet to pick up", "--next-prompt", strings.Repeat("Finish the lexer and run the tests. ", 100))
 	check(c.Run())

@@ -20,10 +20,7 @@ import (
 // Stop hook blocks once and re-feeds the loop prompt, and the promise
 // ends loop and session.
 func TestRealClaudeCodeSession(t *testing.T) {
-	if testing.Short() {
-		t.Skip("installs and runs Claude Code")
-	}
-	claude := harnesstest.NPMBin(t, "@anthropic-ai/claude-code", "2.1.330", "claude")
+	claude := realClaude(t)
 	home := t.TempDir()
 	env := gitEnv(home)
 	repo := userRepo(t, env)
@@ -55,8 +52,7 @@ func TestRealClaudeCodeSession(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, claude, "-p", "Write a greeting to hello.txt", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits")
 	cmd.Dir = repo
-	cmd.Env = append(env, "ANTHROPIC_BASE_URL="+model.URL, "ANTHROPIC_API_KEY=test-key",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "DISABLE_ERROR_REPORTING=1")
+	cmd.Env = claudeEnv(env, model.URL)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {

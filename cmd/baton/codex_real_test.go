@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,10 +18,7 @@ import (
 // hook blocks once and re-feeds the loop prompt, and the promise ends the
 // loop.
 func TestRealCodexSession(t *testing.T) {
-	if testing.Short() {
-		t.Skip("installs and runs Codex")
-	}
-	codex := harnesstest.NPMBin(t, "@openai/codex", "0.169.0", "codex")
+	codex := realCodex(t)
 	home := t.TempDir()
 	codexHome := t.TempDir()
 	env := append(gitEnv(home), "CODEX_HOME="+codexHome)
@@ -36,21 +31,7 @@ func TestRealCodexSession(t *testing.T) {
 		}
 		return "Looking at the greeting."
 	})
-	cfg := `model = "gpt-5.5"
-model_provider = "fake"
-check_for_update_on_startup = false
-
-[model_providers.fake]
-name = "fake"
-base_url = "` + model.URL + `"
-wire_api = "responses"
-
-[projects."` + repo + `"]
-trust_level = "trusted"
-`
-	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeCodexConfig(t, codexHome, model.URL, repo)
 	batonRun(t, env, repo, "install", "codex")
 	out0 := batonRun(t, env, repo, "loop", "start", "--json", "--max-iterations", "5", loopPrompt)
 	var started struct {

@@ -68,10 +68,7 @@ func responseTo(id string) func(map[string]any) bool {
 // so the next Stop that blocks tells the agent which packet holds what the
 // compaction removed, once, and the loop then ends on its promise.
 func TestRealDroidCompaction(t *testing.T) {
-	if testing.Short() {
-		t.Skip("installs and runs Factory Droid")
-	}
-	droid := harnesstest.NPMBin(t, "@factory/cli-linux-x64", "0.225.2", "@factory/cli-linux-x64/bin/droid")
+	droid := realDroid(t)
 	home := t.TempDir()
 	env := gitEnv(home)
 	repo := userRepo(t, env)
@@ -82,13 +79,7 @@ func TestRealDroidCompaction(t *testing.T) {
 		}
 		return harnesstest.Reply{Text: "Polished."}
 	})
-	if err := os.MkdirAll(filepath.Join(home, ".factory"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	settings := `{"customModels":[{"model":"claude-sonnet-4-5","displayName":"scripted","baseUrl":"` + model.URL + `","apiKey":"test-key","provider":"anthropic"}]}`
-	if err := os.WriteFile(filepath.Join(home, ".factory", "settings.json"), []byte(settings), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeDroidSettings(t, home, model.URL)
 	batonRun(t, env, repo, "install", "droid", "--no-mcp")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

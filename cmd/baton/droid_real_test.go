@@ -22,10 +22,7 @@ import (
 // hook blocks once, and the promise (read from Droid's transcript, since
 // Droid sends no last_assistant_message) ends the loop.
 func TestRealDroidSession(t *testing.T) {
-	if testing.Short() {
-		t.Skip("installs and runs Factory Droid")
-	}
-	droid := harnesstest.NPMBin(t, "@factory/cli-linux-x64", "0.225.2", "@factory/cli-linux-x64/bin/droid")
+	droid := realDroid(t)
 	home := t.TempDir()
 	env := gitEnv(home)
 	repo := userRepo(t, env)
@@ -42,13 +39,7 @@ func TestRealDroidSession(t *testing.T) {
 		}
 		return harnesstest.Reply{Text: "I wrote hello.txt."}
 	})
-	if err := os.MkdirAll(filepath.Join(home, ".factory"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	settings := `{"customModels":[{"model":"claude-sonnet-4-5","displayName":"scripted","baseUrl":"` + model.URL + `","apiKey":"test-key","provider":"anthropic"}]}`
-	if err := os.WriteFile(filepath.Join(home, ".factory", "settings.json"), []byte(settings), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeDroidSettings(t, home, model.URL)
 
 	batonRun(t, env, repo, "install", "droid")
 	out0 := batonRun(t, env, repo, "loop", "start", "--json", "--max-iterations", "5", loopPrompt)

@@ -21,10 +21,7 @@ import (
 // the model only a tool's structured output when there is one: this test
 // is what found that the prompt must be in it.
 func TestRealClaudeCodeMCP(t *testing.T) {
-	if testing.Short() {
-		t.Skip("installs and runs Claude Code")
-	}
-	claude := harnesstest.NPMBin(t, "@anthropic-ai/claude-code", "2.1.330", "claude")
+	claude := realClaude(t)
 	home := t.TempDir()
 	env := gitEnv(home) // baton on PATH, as .mcp.json calls it
 	repo := userRepo(t, env)
@@ -55,8 +52,7 @@ func TestRealClaudeCodeMCP(t *testing.T) {
 	cmd := exec.CommandContext(ctx, claude, "-p", "Continue from the latest handoff packet", "--output-format", "stream-json", "--verbose",
 		"--allowedTools", "mcp__baton__pickup")
 	cmd.Dir = repo
-	cmd.Env = append(env, "ANTHROPIC_BASE_URL="+model.URL, "ANTHROPIC_API_KEY=test-key",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "DISABLE_ERROR_REPORTING=1")
+	cmd.Env = claudeEnv(env, model.URL)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
@@ -95,10 +91,7 @@ func firstLine(s string) string {
 // model finds baton's tools through Codex's tool_search, calls pickup in
 // the mcp__baton namespace, and gets the packet's prompt back.
 func TestRealCodexMCP(t *testing.T) {
-	if testing.Short() {
-		t.Skip("installs and runs Codex")
-	}
-	codex := harnesstest.NPMBin(t, "@openai/codex", "0.169.0", "codex")
+	codex := realCodex(t)
 	home, codexHome := t.TempDir(), t.TempDir()
 	env := append(gitEnv(home), "CODEX_HOME="+codexHome)
 	repo := userRepo(t, env)
@@ -121,21 +114,7 @@ func TestRealCodexMCP(t *testing.T) {
 		}
 		return harnesstest.Reply{Text: "tool_search found no baton pickup tool."}
 	})
-	cfg := `model = "gpt-5.5"
-model_provider = "fake"
-check_for_update_on_startup = false
-
-[model_providers.fake]
-name = "fake"
-base_url = "` + model.URL + `"
-wire_api = "responses"
-
-[projects."` + repo + `"]
-trust_level = "trusted"
-`
-	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfg := writeCodexConfig(t, codexHome, model.URL, repo)
 	batonRun(t, env, repo, "install", "codex")
 	if b, _ := os.ReadFile(filepath.Join(codexHome, "config.toml")); !strings.HasPrefix(string(b), cfg) || !strings.Contains(string(b), "[mcp_servers.baton]") {
 		t.Fatalf("config.toml after install:\n%s", b)
@@ -175,10 +154,7 @@ trust_level = "trusted"
 // loads baton___pickup through ToolSearch, calls it, and gets the packet's
 // prompt back.
 func TestRealDroidMCP(t *testing.T) {
-	if testing.Short() {
-		t.Skip("installs and runs Factory Droid")
-	}
-	droid := harnesstest.NPMBin(t, "@factory/cli-linux-x64", "0.225.2", "@factory/cli-linux-x64/bin/droid")
+	droid := realDroid(t)
 	home := t.TempDir()
 	env := gitEnv(home)
 	repo := userRepo(t, env)
@@ -198,13 +174,7 @@ func TestRealDroidMCP(t *testing.T) {
 		}
 		return harnesstest.Reply{Text: "Picked up the packet."}
 	})
-	if err := os.MkdirAll(filepath.Join(home, ".factory"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	settings := `{"customModels":[{"model":"claude-sonnet-4-5","displayName":"scripted","baseUrl":"` + model.URL + `","apiKey":"test-key","provider":"anthropic"}]}`
-	if err := os.WriteFile(filepath.Join(home, ".factory", "settings.json"), []byte(settings), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeDroidSettings(t, home, model.URL)
 	batonRun(t, env, repo, "install", "droid")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -297,3 +297,29 @@ func TestMCPHTTP(t *testing.T) {
 		t.Errorf("--http 0.0.0.0:0 without a token: exit %d, %s", code, out)
 	}
 }
+
+// doctor starts the MCP server a project file registers only when it is
+// the baton on PATH: .mcp.json is the checkout's to write, and a hostile
+// one must not get doctor to run its program.
+func TestDoctorRefusesForeignMCPCommand(t *testing.T) {
+	home := t.TempDir()
+	env := gitEnv(home)
+	repo := userRepo(t, env)
+	marker := filepath.Join(t.TempDir(), "ran")
+	script := filepath.Join(repo, "evil.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ntouch "+marker+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, ".mcp.json"), []byte(`{"mcpServers":{"baton":{"command":"./evil.sh","args":["mcp"]}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(batonBin, "doctor")
+	cmd.Dir, cmd.Env = repo, env
+	out, err := cmd.CombinedOutput()
+	if _, statErr := os.Stat(marker); statErr == nil {
+		t.Fatal("doctor ran the program a project's .mcp.json named")
+	}
+	if err == nil || !strings.Contains(string(out), "registers `./evil.sh mcp`, not `baton mcp`: not started") {
+		t.Errorf("doctor with a foreign MCP command: %v\n%s", err, out)
+	}
+}

@@ -20,10 +20,7 @@ import (
 // and the write tool's file is recorded. (Loops in print mode are not
 // checked: pi returns before a follow-up can be sent there.)
 func TestRealPiSession(t *testing.T) {
-	if testing.Short() {
-		t.Skip("installs and runs pi")
-	}
-	pi := harnesstest.NPMBin(t, "@mariozechner/pi-coding-agent", "0.73.1", "pi")
+	pi := realPi(t)
 	home := t.TempDir()
 	agentDir := t.TempDir()
 	env := append(gitEnv(home), "PI_CODING_AGENT_DIR="+agentDir)

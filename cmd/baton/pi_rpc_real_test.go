@@ -22,10 +22,7 @@ import (
 // "manual" only when pi says so (with instructions) and "unknown" for a
 // compaction pi does not describe.
 func TestRealPiRPCSession(t *testing.T) {
-	if testing.Short() {
-		t.Skip("installs and runs pi")
-	}
-	pi := harnesstest.NPMBin(t, "@mariozechner/pi-coding-agent", "0.73.1", "pi")
+	pi := realPi(t)
 	home, agentDir := t.TempDir(), t.TempDir()
 	env := append(gitEnv(home), "PI_CODING_AGENT_DIR="+agentDir)
 	repo := userRepo(t, env)

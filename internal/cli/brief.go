@@ -40,12 +40,10 @@ func (o *briefOptions) packOptions() (prompt.Options, error) {
 	if o.budget < 0 {
 		return prompt.Options{}, usageError("--budget must be a positive number of bytes (got %d)", o.budget)
 	}
-	if o.budget == 0 {
-		opts, err := budgetOptions(1, o.budgetTokens)
-		opts.BudgetBytes = 0
-		return opts, err
+	if o.budgetTokens < 0 {
+		return prompt.Options{}, usageError("--budget-tokens must not be negative (got %d)", o.budgetTokens)
 	}
-	return budgetOptions(o.budget, o.budgetTokens)
+	return prompt.NewOptions(o.budget, o.budgetTokens)
 }
 
 // fetchFailed makes a failure to reach or read GitHub exit 1, whatever

@@ -18,6 +18,7 @@ import (
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/install"
+	"github.com/baton-agent/baton/internal/proc"
 )
 
 // probeResult is one hook command run with a synthetic payload.
@@ -297,6 +298,12 @@ func codexTrustProblems(t install.Target, s install.Status) []string {
 // project, and lists its tools.
 func probeMCP(ctx context.Context, s install.Status, root string) probeResult {
 	r := probeResult{Harness: string(s.Harness), Event: "mcp", Command: s.MCPCommand + " mcp"}
+	// A file in the project is the checkout's to write: start only the
+	// baton on PATH that install writes there, never a program it names.
+	if strings.HasPrefix(s.MCPFile, root+string(filepath.Separator)) && s.MCPCommand != "baton" {
+		r.Problem = fmt.Sprintf("%s registers `%s mcp`, not `baton mcp`: not started; run `baton install %s` to write baton's entry", s.MCPFile, s.MCPCommand, s.Harness)
+		return r
+	}
 	bin, err := exec.LookPath(s.MCPCommand)
 	if err != nil {
 		r.Problem = fmt.Sprintf("%s registers `%s mcp`, and %s is not on PATH or not executable", s.MCPFile, s.MCPCommand, s.MCPCommand)
@@ -306,6 +313,7 @@ func probeMCP(ctx context.Context, s install.Status, root string) probeResult {
 	defer cancel()
 	c := exec.Command(bin, "mcp")
 	c.Dir = root
+	c.Env = proc.Environ(nil) // listing tools needs no token
 	start := time.Now()
 	client := sdk.NewClient(&sdk.Implementation{Name: "baton-doctor", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &sdk.CommandTransport{Command: c}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-06-18"})

@@ -233,15 +233,7 @@ func budgetOptions(bytes, tokens int) (prompt.Options, error) {
 	if tokens < 0 {
 		return prompt.Options{}, usageError("--budget-tokens must not be negative (got %d)", tokens)
 	}
-	opts := prompt.Options{BudgetBytes: bytes, BudgetTokens: tokens}
-	if tokens > 0 {
-		enc, err := prompt.NewO200k()
-		if err != nil {
-			return prompt.Options{}, err
-		}
-		opts.Tokens = enc
-	}
-	return opts, nil
+	return prompt.NewOptions(bytes, tokens)
 }
 
 // writeExplain prints a pack report as a small table.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/delivery"
+	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/mcp"
 	"github.com/baton-agent/baton/internal/web"
 )
@@ -67,12 +68,16 @@ baton install claude|codex|droid registers this server for you.`,
 
 // newMCPServer builds the server the way `baton mcp` runs it.
 func (f *Factory) newMCPServer(tools []string, db string) (*mcp.Server, error) {
-	root := ""
-	if r, how := f.projectRoot(); how == "override" {
-		root = r
+	// A directory that is neither in a repository nor holds a store is no
+	// project: the server does not create stores in random directories.
+	root, how := f.projectRoot()
+	switch how {
+	case "override":
 		if err := f.checkExplicitRoot(); err != nil {
 			return nil, err
 		}
+	case fsstore.FoundWorkDir:
+		root = ""
 	}
 	opts := mcp.Options{Version: f.Version, WorkDir: f.WorkDir, Root: root, Now: f.Now, GitHub: f.GitHub, Tools: tools}
 	if f.Deliveries != nil && f.DeliveriesConfigured != nil && f.DeliveriesConfigured(db) {
@@ -111,8 +116,12 @@ func runMCP(ctx context.Context, f *Factory, tools []string, httpAddr, db string
 	if err != nil {
 		return baton.WrapError(baton.Invalid, err, "--http %s", httpAddr)
 	}
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.SDK() }, nil)
-	srv := &http.Server{Handler: localOnly(requireToken(token, h)), ReadHeaderTimeout: 10 * time.Second}
+	// The SDK refuses a loopback request whose Host is not loopback (DNS
+	// rebinding); cross-origin protection refuses what a web page could
+	// send through the user's browser.
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.SDK() },
+		&sdk.StreamableHTTPOptions{CrossOriginProtection: http.NewCrossOriginProtection()})
+	srv := &http.Server{Handler: requireToken(token, h), ReadHeaderTimeout: 10 * time.Second}
 	go s.Watch(ctx)
 	go func() {
 		<-ctx.Done()
@@ -141,35 +150,6 @@ func (f *Factory) mcpToken() (string, error) {
 		return "", nil // no data directory: no token file either
 	}
 	return web.LoadToken(dir)
-}
-
-// localOnly refuses requests a web page could make through the user's
-// browser (DNS rebinding, a cross-origin POST): a loopback server answers
-// only loopback Host names, and only requests from no origin or a
-// loopback one.
-func localOnly(next http.Handler) http.Handler {
-	loopbackHost := func(hostport string) bool {
-		host := hostport
-		if h, _, err := net.SplitHostPort(hostport); err == nil {
-			host = h
-		}
-		host = strings.Trim(host, "[]")
-		if host == "localhost" {
-			return true
-		}
-		ip := net.ParseIP(host)
-		return ip != nil && ip.IsLoopback()
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		addr, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-		local := addr != nil && web.IsLoopback(addr.String())
-		origin := r.Header.Get("Origin")
-		if local && (!loopbackHost(r.Host) || origin != "" && !loopbackHost(strings.TrimPrefix(strings.TrimPrefix(origin, "http://"), "https://"))) {
-			http.Error(w, "baton mcp: requests to a loopback server must come from this machine (Host and Origin on loopback)", http.StatusForbidden)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // requireToken lets a request through only with the bearer token, when

@@ -59,8 +59,8 @@ func (h handler) sessionStart(ctx context.Context) (Result, error) {
 // the context just restated names the saved packet already.
 func (h handler) compactionTold(ctx context.Context) {
 	fg, err := h.st.ForegroundLoop()
-	if err != nil || fg == nil || fg.CompactedPacket == "" || (fg.SessionID != "" && fg.SessionID != h.p.SessionID) {
-		return
+	if err != nil || fg == nil || fg.CompactedPacket == "" {
+		return // the common case: nothing pending, no lock taken
 	}
 	_, err = h.st.UpdateLoop(ctx, fg.ID, func(l *baton.Loop) error {
 		if l.CompactedPacket == "" || (l.SessionID != "" && l.SessionID != h.p.SessionID) {

@@ -116,10 +116,7 @@ func (s *Server) deliveries(ctx context.Context, _ *sdk.CallToolRequest, in deli
 	if len(ds) == 0 {
 		b.WriteString("No deliveries. Create one with delivery_create.\n")
 	}
-	if ds == nil {
-		ds = []*baton.Delivery{}
-	}
-	return text("%s", b.String()), map[string]any{"deliveries": ds, "more": more}, nil
+	return text("%s", b.String()), map[string]any{"deliveries": nonNil(ds), "more": more}, nil
 }
 
 type deliveryRefIn struct {
@@ -143,7 +140,7 @@ func (s *Server) deliveryGet(ctx context.Context, _ *sdk.CallToolRequest, in del
 	for _, e := range det.PhaseLog {
 		fmt.Fprintf(&b, "%s %s %s (%s by %s) %s\n", baton.FormatTime(e.StartedAt), e.Phase, e.Status, e.Action, e.Actor, e.Note)
 	}
-	return text("%s", b.String()), map[string]any{"delivery": det.Delivery, "phase_log": nonNilSlice(det.PhaseLog)}, nil
+	return text("%s", b.String()), map[string]any{"delivery": det.Delivery, "phase_log": nonNil(det.PhaseLog)}, nil
 }
 
 type deliveryCreateIn struct {
@@ -206,13 +203,6 @@ func (s *Server) decide(ctx context.Context, a delivery.Action, ref, note string
 	return text("%s: %s", a, deliveryLine(d)), map[string]any{"delivery": d}, nil
 }
 
-func nonNilSlice[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
-}
-
 // readDelivery is baton://deliveries/{id}: the delivery, its refs and
 // phase log, as JSON.
 func (s *Server) readDelivery(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
@@ -232,7 +222,7 @@ func (s *Server) readDelivery(ctx context.Context, req *sdk.ReadResourceRequest)
 	if err != nil {
 		return nil, err
 	}
-	b, err := json.MarshalIndent(map[string]any{"delivery": det.Delivery, "phase_log": nonNilSlice(det.PhaseLog)}, "", "  ")
+	b, err := json.MarshalIndent(map[string]any{"delivery": det.Delivery, "phase_log": nonNil(det.PhaseLog)}, "", "  ")
 	if err != nil {
 		return nil, err
 	}

@@ -8,17 +8,20 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/baton-agent/baton/internal/delivery"
+	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/github"
 	"github.com/baton-agent/baton/internal/github/githubtest"
 	"github.com/baton-agent/baton/internal/gitx/gittest"
 	"github.com/baton-agent/baton/internal/goaltree"
 	"github.com/baton-agent/baton/internal/golden"
+	"github.com/baton-agent/baton/internal/handoff"
 	"github.com/baton-agent/baton/internal/prompt"
 	"github.com/baton-agent/baton/internal/queue"
 )
@@ -103,7 +106,7 @@ func newFixture(t *testing.T) *fixture {
 	gh := func(ctx context.Context, r github.Repo, apiURL string) (*github.Client, error) {
 		return github.New(github.Options{BaseURL: f.gh.URL(), Token: "t"})
 	}
-	f.srv, f.cs = connect(t, Options{Version: "test", WorkDir: f.dir, GitHub: gh}, nil)
+	f.srv, f.cs = connect(t, Options{Version: "test", Root: f.dir, WorkDir: f.dir, GitHub: gh}, nil)
 	return f
 }
 
@@ -268,6 +271,30 @@ func TestResourcesAndPrompts(t *testing.T) {
 	if read, err := f.cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "baton://packets/20261125T120000Z-linked"}); err == nil {
 		t.Errorf("a symlinked packet was read: %q", read.Contents[0].Text)
 	}
+	// A FIFO in a packet's place is refused at once, not waited on, and a
+	// packet over 8 MiB is not read.
+	packets := filepath.Join(f.dir, ".agent/context/packets")
+	if err := syscall.Mkfifo(filepath.Join(packets, "20261125T120001Z-fifo.md"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(packets, "20261125T120002Z-huge.md"), make([]byte, maxResourceBytes+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"20261125T120001Z-fifo", "20261125T120002Z-huge"} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := f.cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "baton://packets/" + id})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Errorf("packet %s was read", id)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("reading packet %s blocked", id)
+		}
+	}
 
 	prompts, err := f.cs.ListPrompts(ctx, nil)
 	if err != nil {
@@ -310,10 +337,12 @@ func TestResourceListChanged(t *testing.T) {
 	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, &sdk.ClientOptions{
 		ResourceListChangedHandler: func(context.Context, *sdk.ResourceListChangedRequest) { changed <- struct{}{} },
 	})
-	srv, cs := connect(t, Options{WorkDir: dir, Watch: 20 * time.Millisecond}, client)
-	other, _ := connect(t, Options{WorkDir: dir}, nil)
-	_ = srv
-	if _, _, err := other.handoff(context.Background(), nil, handoffIn{Purpose: "written elsewhere"}); err != nil {
+	_, cs := connect(t, Options{Root: dir, WorkDir: dir, Watch: 20 * time.Millisecond}, client)
+	st := fsstore.Open(dir, fsstore.Options{})
+	if _, err := st.Init(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := handoff.Create(context.Background(), st, time.Now(), handoff.Input{Purpose: "written elsewhere", Source: "user", WorkDir: dir}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -365,7 +394,7 @@ func TestOutsideProject(t *testing.T) {
 // serves a subset.
 func TestToolListTokens(t *testing.T) {
 	dir := repo(t)
-	_, cs := connect(t, Options{WorkDir: dir}, nil)
+	_, cs := connect(t, Options{Root: dir, WorkDir: dir}, nil)
 	list, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -390,7 +419,7 @@ func TestToolListTokens(t *testing.T) {
 		}
 	}
 
-	_, cs = connect(t, Options{WorkDir: dir, Tools: []string{"pickup", "handoff"}}, nil)
+	_, cs = connect(t, Options{Root: dir, WorkDir: dir, Tools: []string{"pickup", "handoff"}}, nil)
 	list, err = cs.ListTools(context.Background(), nil)
 	if err != nil || len(list.Tools) != 2 {
 		t.Fatalf("--tools pickup,handoff listed %v, %v", list, err)
@@ -426,7 +455,7 @@ func TestDeliveryTools(t *testing.T) {
 		}
 		return &delivery.Service{Queue: q, DataDir: filepath.Dir(dsn)}, nil
 	}
-	srv, cs := connect(t, Options{WorkDir: dir, Deliveries: open}, nil)
+	srv, cs := connect(t, Options{Root: dir, WorkDir: dir, Deliveries: open}, nil)
 	f := &fixture{t: t, dir: dir, srv: srv, cs: cs}
 	ctx := context.Background()
 
@@ -483,7 +512,7 @@ func TestDeliveryTools(t *testing.T) {
 // as `baton run tree` prints it.
 func TestRunnerTreeResource(t *testing.T) {
 	dir := repo(t)
-	_, cs := connect(t, Options{WorkDir: dir}, nil)
+	_, cs := connect(t, Options{Root: dir, WorkDir: dir}, nil)
 	ctx := context.Background()
 	has := func() bool {
 		list, err := cs.ListResources(ctx, nil)

@@ -28,9 +28,11 @@ import (
 // project around the process's working directory.
 type Options struct {
 	Version string
-	// WorkDir is where the project is discovered from; Root, when set,
-	// names the project root outright (--root, BATON_ROOT).
-	WorkDir, Root string
+	// Root is the project root as the edge resolved it (the CLI's
+	// projectRoot), "" when the server starts outside any project; then
+	// the first of the client's roots inside one is adopted. WorkDir is
+	// where the server started, for messages and the origin remote.
+	Root, WorkDir string
 	Now           func() time.Time
 	// GitHub opens the GitHub API for a repository (the brief tools); nil
 	// leaves them answering that this baton has no GitHub access.
@@ -69,8 +71,8 @@ func New(opts Options) (*Server, error) {
 		opts.Now = time.Now
 	}
 	s := &Server{opts: opts, published: map[string]bool{}}
-	if root, ok := s.projectRoot(); ok {
-		s.st = fsstore.Open(root, fsstore.Options{Now: opts.Now})
+	if opts.Root != "" {
+		s.st = fsstore.Open(opts.Root, fsstore.Options{Now: opts.Now})
 	}
 	tools, err := selectTools(opts.Tools, opts.Deliveries != nil)
 	if err != nil {
@@ -114,25 +116,6 @@ func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	defer s.Close()
 	go s.Watch(ctx)
 	return s.sdk.Run(ctx, t)
-}
-
-// projectRoot resolves the root as the CLI does: Root, else discovery
-// from WorkDir. A directory that is neither in a repository nor holds a
-// store is no project: the server does not create stores in random
-// directories.
-func (s *Server) projectRoot() (string, bool) {
-	if s.opts.Root != "" {
-		r := s.opts.Root
-		if !filepath.IsAbs(r) {
-			r = filepath.Join(s.opts.WorkDir, r)
-		}
-		return filepath.Clean(r), true
-	}
-	if s.opts.WorkDir == "" {
-		return "", false
-	}
-	root, how := fsstore.Discover(s.opts.WorkDir)
-	return root, how != fsstore.FoundWorkDir
 }
 
 func (s *Server) instructions() string {

@@ -19,7 +19,7 @@ import (
 // function that sends one line and reads the next line of output.
 func lineSession(t *testing.T) (send func(line string), recv func() map[string]any, closeIn func()) {
 	dir := repo(t)
-	srv, err := New(Options{WorkDir: dir, Watch: -1})
+	srv, err := New(Options{Root: dir, WorkDir: dir, Watch: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func FuzzToolArguments(f *testing.F) {
 	}
 	dir := repo(f)
 	f.Fuzz(func(t *testing.T, which uint8, args []byte) {
-		_, cs := connect(t, Options{WorkDir: dir}, nil)
+		_, cs := connect(t, Options{Root: dir, WorkDir: dir}, nil)
 		name := allTools[int(which)%len(allTools)].name
 		if !json.Valid(args) {
 			return // the SDK client would not send it; the transport test covers bad JSON

@@ -88,8 +88,8 @@ func text(format string, args ...any) *sdk.CallToolResult {
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf(format, args...)}}}
 }
 
-// budget turns the budget arguments into prompt options; 0 bytes keeps
-// def.
+// budget checks the budget arguments and turns them into prompt options;
+// 0 bytes keeps def (0: the brief's own default).
 func budget(bytes, tokens, def int) (prompt.Options, error) {
 	switch {
 	case bytes < 0:
@@ -99,15 +99,7 @@ func budget(bytes, tokens, def int) (prompt.Options, error) {
 	case bytes == 0:
 		bytes = def
 	}
-	opts := prompt.Options{BudgetBytes: bytes, BudgetTokens: tokens}
-	if tokens > 0 {
-		enc, err := prompt.NewO200k()
-		if err != nil {
-			return opts, err
-		}
-		opts.Tokens = enc
-	}
-	return opts, nil
+	return prompt.NewOptions(bytes, tokens)
 }
 
 type pickupIn struct {
@@ -508,12 +500,9 @@ func (s *Server) reviewPRBrief(ctx context.Context, _ *sdk.CallToolRequest, in r
 	if !ok {
 		return nil, nil, baton.Errorf(baton.Invalid, "pr must be a pull request number, such as 24, #24 or a pull request URL (got %q)", in.PR)
 	}
-	opts, err := budget(in.BudgetBytes, 0, 1)
+	opts, err := budget(in.BudgetBytes, 0, 0)
 	if err != nil {
 		return nil, nil, err
-	}
-	if in.BudgetBytes == 0 {
-		opts.BudgetBytes = 0 // the brief's own default
 	}
 	c, repo, named, err := s.gitHub(ctx, in.Repo, fromURL)
 	if err != nil {
@@ -567,12 +556,9 @@ func (s *Server) issueBrief(ctx context.Context, task brief.Task, number int, fr
 	if n < 0 || n > brief.MaxComments {
 		return nil, nil, baton.Errorf(baton.Invalid, "comments must be between 0 and %d (got %d)", brief.MaxComments, n)
 	}
-	opts, err := budget(budgetBytes, 0, 1)
+	opts, err := budget(budgetBytes, 0, 0)
 	if err != nil {
 		return nil, nil, err
-	}
-	if budgetBytes == 0 {
-		opts.BudgetBytes = 0
 	}
 	in := brief.IssueBriefInput{Task: task, CommentsAsked: n, Request: request}
 	out := briefOut{}
@@ -602,9 +588,10 @@ func (s *Server) issueBrief(ctx context.Context, task brief.Task, number int, fr
 	return text("%s", b.Pack.Text), out, nil
 }
 
-func nonNil(s []string) []string {
+// nonNil makes a nil slice an empty one, so JSON says [] and not null.
+func nonNil[T any](s []T) []T {
 	if s == nil {
-		return []string{}
+		return []T{}
 	}
 	return s
 }

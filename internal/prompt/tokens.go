@@ -32,3 +32,19 @@ func (o *O200k) Count(text string) int { return len(o.enc.Encode(text, nil, nil)
 
 // Unit is "tokens".
 func (o *O200k) Unit() string { return "tokens" }
+
+// NewOptions returns the options for a pack of at most bytes bytes (0:
+// the caller's default, as a brief keeps its own) and, when tokens > 0, at
+// most tokens o200k_base tokens. The tokenizer is loaded only then. Edges
+// check the numbers first, in their own argument names.
+func NewOptions(bytes, tokens int) (Options, error) {
+	opts := Options{BudgetBytes: bytes, BudgetTokens: tokens}
+	if tokens > 0 {
+		enc, err := NewO200k()
+		if err != nil {
+			return Options{}, err
+		}
+		opts.Tokens = enc
+	}
+	return opts, nil
+}
