@@ -1,0 +1,227 @@
+package sandbox
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestParseMode(t *testing.T) {
+	for in, want := range map[string]Mode{"": ModeAuto, "auto": ModeAuto, " Required ": ModeRequired, "off": ModeOff} {
+		got, err := ParseMode(in)
+		if err != nil || got != want {
+			t.Errorf("ParseMode(%q) = %q, %v, want %q", in, got, err, want)
+		}
+	}
+	if _, err := ParseMode("landlock"); err == nil || !strings.Contains(err.Error(), "auto, required or off") {
+		t.Errorf("ParseMode(landlock) = %v, want an error naming the values", err)
+	}
+}
+
+// tree makes files under a temporary directory and returns its path,
+// resolved (t.TempDir may sit behind a link).
+func tree(t *testing.T, files ...string) string {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		p := filepath.Join(root, f)
+		dir := filepath.Dir(p)
+		if strings.HasSuffix(f, "/") {
+			dir = p
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(f, "/") {
+			if err := os.WriteFile(p, []byte(f+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return root
+}
+
+func paths(rules []rule) []string {
+	var out []string
+	for _, r := range rules {
+		out = append(out, r.path)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestRulesNarrowAroundDenied(t *testing.T) {
+	root := tree(t, "home/.ssh/id_ed25519", "home/.local/share/baton/api-token",
+		"home/.local/share/baton/worktrees/d1/main.go", "home/.local/share/other/x",
+		"home/.local/lib/py/site.py", "home/notes.txt")
+	home := filepath.Join(root, "home")
+	data := filepath.Join(home, ".local/share/baton")
+	if err := os.Symlink(data, filepath.Join(home, "data-link")); err != nil {
+		t.Fatal(err)
+	}
+	p := Policy{
+		Read:  []string{home, filepath.Join(root, "missing")},
+		Write: []string{filepath.Join(data, "worktrees/d1")},
+		Deny:  []string{data, filepath.Join(home, ".ssh")},
+	}
+	rules, err := p.rules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := paths(rules)
+	want := []string{
+		filepath.Join(data, "worktrees/d1"), // an explicit grant inside a denied path
+		filepath.Join(home, ".local/lib"),
+		filepath.Join(home, ".local/share/other"),
+		filepath.Join(home, "notes.txt"),
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("rules = %q\nwant %q", got, want)
+	}
+	for _, r := range rules {
+		for _, d := range p.Deny {
+			if within(d, r.path) {
+				t.Errorf("rule %s contains denied %s", r.path, d)
+			}
+		}
+	}
+}
+
+func TestSystemGrantsNoHomeSecrets(t *testing.T) {
+	root := tree(t, "home/.ssh/id_ed25519", "home/.config/gh/hosts.yml", "home/.gitconfig",
+		"home/go/pkg/mod/x", "home/.nvm/versions/node/v20/bin/node", "home/.nvm/versions/node/v20/lib/node_modules/x")
+	home := filepath.Join(root, "home")
+	nvmBin := filepath.Join(home, ".nvm/versions/node/v20/bin")
+	p := System(Env{Home: home, Path: nvmBin + ":relative/bin:" + home})
+	rules, err := p.rules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := paths(rules)
+	for _, want := range []string{filepath.Join(home, ".gitconfig"), nvmBin, filepath.Join(home, ".nvm/versions/node/v20/lib"), filepath.Join(home, "go/pkg/mod")} {
+		if !slices.Contains(got, want) {
+			t.Errorf("System rules lack %s: %q", want, got)
+		}
+	}
+	for _, r := range got {
+		if within(filepath.Join(home, ".ssh"), r) || within(filepath.Join(home, ".config/gh"), r) {
+			t.Errorf("System rules reach a secret through %s", r)
+		}
+		if r == home {
+			// PATH named the home directory itself: it is narrowed, never
+			// granted whole.
+			t.Errorf("System rules grant the home directory whole")
+		}
+	}
+}
+
+// confined starts script under p and returns its output.
+func confined(t *testing.T, p Policy, script string) string {
+	t.Helper()
+	st := Probe()
+	if !st.Available() {
+		t.Skipf("this kernel cannot confine: %s", st.Why)
+	}
+	cmd := exec.Command("/bin/sh", "-c", script)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	release, rep, err := Confinement{Mode: ModeRequired, Policy: p}.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Confined {
+		t.Fatalf("report = %v, want confined", rep)
+	}
+	_ = cmd.Wait()
+	release()
+	return out.String()
+}
+
+func TestStartConfinesTheChildOnly(t *testing.T) {
+	root := tree(t, "ok/readme", "data/api-token", "work/", "secret.txt")
+	env := os.Environ()
+	p := System(EnvFrom(env)).Merge(Policy{
+		Read:  []string{filepath.Join(root, "ok"), root},
+		Write: []string{filepath.Join(root, "work")},
+		Deny:  []string{filepath.Join(root, "data")},
+	})
+	script := fmt.Sprintf(`
+try() { if "$@" >/dev/null 2>&1; then echo "$1 yes"; else echo "$1 no"; fi; }
+try cat %[1]s/ok/readme
+try cat %[1]s/secret.txt
+try cat %[1]s/data/api-token
+try ls %[1]s/data
+try touch %[1]s/work/new
+try touch %[1]s/ok/new
+try cat /proc/%[2]d/environ
+try kill -0 %[2]d
+`, root, os.Getpid())
+	got := confined(t, p, script)
+	want := strings.Join([]string{"cat yes", "cat yes", "cat no", "ls no", "touch yes", "touch no", "cat no", "kill no"}, "\n") + "\n"
+	if got != want {
+		t.Errorf("confined child:\n%s\nwant\n%s", got, want)
+	}
+	// baton itself is not confined.
+	if _, err := os.ReadFile(filepath.Join(root, "data/api-token")); err != nil {
+		t.Errorf("the parent lost access: %v", err)
+	}
+	if _, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", os.Getpid())); err != nil {
+		t.Errorf("the parent lost access to its own /proc: %v", err)
+	}
+}
+
+// The kernel kills a child with a parent-death signal when the thread
+// that forked it ends: that thread must stay until release.
+func TestStartKeepsTheForkingThread(t *testing.T) {
+	st := Probe()
+	if !st.Available() {
+		t.Skipf("this kernel cannot confine: %s", st.Why)
+	}
+	cmd := exec.Command("/bin/sh", "-c", "read line; echo alive $line")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outp, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, _, err := Confinement{Mode: ModeAuto, Policy: System(EnvFrom(os.Environ()))}.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	// Give the runtime every chance to end an unparked thread.
+	if err := exec.Command("/bin/true").Run(); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(in, "still")
+	line, _ := bufio.NewReader(outp).ReadString('\n')
+	if err := cmd.Wait(); err != nil || line != "alive still\n" {
+		t.Errorf("child said %q, %v: it was killed when its forking thread ended", line, err)
+	}
+}
+
+func TestStartModes(t *testing.T) {
+	cmd := exec.Command("/bin/true")
+	release, rep, err := Confinement{Mode: ModeOff}.Start(cmd)
+	if err != nil || rep.Confined || rep.Detail != "--sandbox=off" {
+		t.Errorf("ModeOff: %v, %v", rep, err)
+	}
+	_ = cmd.Wait()
+	release()
+	if _, _, err := (Confinement{Mode: "sometimes"}).Start(exec.Command("/bin/true")); err == nil {
+		t.Error("an unknown mode started a process")
+	}
+}
