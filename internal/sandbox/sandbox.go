@@ -127,8 +127,8 @@ const Exposure = "agents and check commands run unconfined, as your user: a prom
 
 // Env is the part of a child's environment the system policy depends on.
 type Env struct {
-	Home, Path                 string
-	XDGConfigHome, XDGCacheDir string
+	Home, Path                  string
+	XDGConfigHome, XDGCacheDir  string
 	GoPath, GoModCache, GoCache string
 }
 
