@@ -11,6 +11,7 @@ import (
 )
 
 func main() {
+	harden()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Main(ctx, os.Args[1:], wire())
 	stop()

@@ -141,9 +141,10 @@ type runDetail struct {
 // and accepted once one does.
 func TestServeStopsCleanlyOnSIGTERM(t *testing.T) {
 	home, data := t.TempDir(), t.TempDir()
-	env := gitEnv(home, "BATON_DATA_DIR="+data)
-	src := userRepo(t, env)
 	pidFile := filepath.Join(t.TempDir(), "agent.pid")
+	// The confined agent may write its pid where the test reads it.
+	env := gitEnv(home, "BATON_DATA_DIR="+data, "BATON_SANDBOX_WRITE="+filepath.Dir(pidFile))
+	src := userRepo(t, env)
 	agent := filepath.Join(t.TempDir(), "agent.sh")
 	if err := os.WriteFile(agent, []byte(fmt.Sprintf(slowAgent, pidFile)), 0o755); err != nil {
 		t.Fatal(err)

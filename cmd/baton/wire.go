@@ -34,8 +34,11 @@ func wire() *cli.Factory {
 			exe = p
 		}
 	}
-	gh := github.Access{Getenv: os.Getenv, UserAgent: "baton/" + buildVersion()}
-	dw := deliveryWiring{getenv: os.Getenv, workDir: wd, github: gh}
+	// baton's own secrets may come from files instead of the environment;
+	// every other variable is read as it is.
+	sec := cli.NewSecrets(os.Getenv)
+	gh := github.Access{Getenv: sec.Getenv, UserAgent: "baton/" + buildVersion()}
+	dw := deliveryWiring{getenv: sec.Getenv, workDir: wd, github: gh}
 	return &cli.Factory{
 		OpenStore: func(root string) *fsstore.Store {
 			return fsstore.Open(root, fsstore.Options{Now: time.Now})
@@ -55,7 +58,8 @@ func wire() *cli.Factory {
 			OutTTY: isTerminal(os.Stdout),
 		},
 		Now:        time.Now,
-		Getenv:     os.Getenv,
+		Getenv:     sec.Getenv,
+		Secrets:    sec,
 		WorkDir:    wd,
 		Version:    buildVersion(),
 		Executable: exe,

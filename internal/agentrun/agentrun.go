@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"io"
 	"time"
+
+	"github.com/baton-agent/baton/internal/sandbox"
 )
 
 // Defaults used when the matching Spec field is zero.
@@ -80,6 +82,12 @@ type Spec struct {
 	LogDir string
 	// MaxLogBytes caps each log stream; 0 means DefaultMaxLogBytes.
 	MaxLogBytes int64
+	// Confine, when set, confines the agent: besides what its Policy
+	// grants, it may write its working directory, a temporary directory
+	// of its own (TMPDIR; the files named in argv go there too, never to
+	// LogDir) and its CLI's own configuration, and read where its
+	// executable is installed. Nil runs it as baton runs.
+	Confine *sandbox.Confinement
 }
 
 // Result is what a run produced. Run returns it even on error, filled as
@@ -123,4 +131,7 @@ type Result struct {
 	// Notes are what baton noticed about the run that the agent did not
 	// report, such as hooks Codex will not run.
 	Notes []string `json:"notes,omitempty"`
+	// Sandbox says whether the agent ran confined; zero when Spec.Confine
+	// was nil.
+	Sandbox sandbox.Report `json:"-"`
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/install"
 	"github.com/baton-agent/baton/internal/proc"
+	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // stopReason says why Run stopped the agent itself.
@@ -39,6 +40,17 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		res.Agent = k.String()
 	}
 	fileDir := s.LogDir
+	var runTmp string
+	if confining(s) {
+		// A confined agent reaches nothing of baton's: the files named in
+		// its argv go to a temporary directory of its own.
+		var err error
+		if runTmp, err = os.MkdirTemp("", "baton-agent-"); err != nil {
+			return res, newError(baton.Internal, nil, err, "create temporary directory")
+		}
+		defer os.RemoveAll(runTmp)
+		fileDir = runTmp
+	}
 	if fileDir == "" {
 		fileDir = tempDirPlaceholder // replaced below once we know we need it
 	}
@@ -49,6 +61,9 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	res.Argv = p.argv
 
 	env := mergeEnv(proc.Environ(s.PassEnv), s.Env, p.env)
+	if runTmp != "" {
+		env = mergeEnv(env, proc.TempEnv(runTmp))
+	}
 	path, err := findExecutable(p.argv[0], s.Dir, envValue(env, "PATH"))
 	if err != nil {
 		return res, notInstalled(p, err)
@@ -70,7 +85,8 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		if err := os.MkdirAll(s.LogDir, 0o755); err != nil {
 			return res, newError(baton.Internal, nil, err, "create log directory %s", s.LogDir)
 		}
-	} else if p.schemaPath != "" || p.lastMsgPath != "" {
+	}
+	if fileDir == tempDirPlaceholder && (p.schemaPath != "" || p.lastMsgPath != "") {
 		tmp, err := os.MkdirTemp("", "baton-agentrun-")
 		if err != nil {
 			return res, newError(baton.Internal, nil, err, "create temporary directory")
@@ -108,7 +124,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 
 	live := newLiveView(s.Live)
 	dec := newDecoder(p.kind, live)
-	stop, stderrTail, waitErr, runErr := execute(ctx, s, p, path, env, dec, live, logs, res)
+	stop, stderrTail, waitErr, runErr := execute(ctx, s, p, path, env, runTmp, dec, live, logs, res)
 	if runErr != nil {
 		return res, runErr
 	}
@@ -116,7 +132,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	// What the decoder found.
 	found := dec.finish(res)
 	if !found && p.lastMsgPath != "" {
-		if b, err := readCapped(p.lastMsgPath, maxLineBytes); err == nil {
+		if b, err := safefile.ReadFile(p.lastMsgPath, maxLineBytes); err == nil {
 			if text, ok := codexLastMessage(b); ok {
 				res.FinalText, found = text, true
 			}
@@ -133,7 +149,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 // execute runs the process to the end and feeds its output to dec. It
 // returns why Run stopped it (if it did), the tail of stderr, and the
 // error from Wait; runErr is set only if the process could not start.
-func execute(ctx context.Context, s Spec, p *plan, path string, env []string, dec decoder, live *liveView, logs *runLogs, res *Result) (stop stopReason, stderrTail string, waitErr error, runErr error) {
+func execute(ctx context.Context, s Spec, p *plan, path string, env []string, runTmp string, dec decoder, live *liveView, logs *runLogs, res *Result) (stop stopReason, stderrTail string, waitErr error, runErr error) {
 	cmd := &exec.Cmd{
 		Path:        path,
 		Args:        p.argv,
@@ -164,7 +180,8 @@ func execute(ctx context.Context, s Spec, p *plan, path string, env []string, de
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 
 	start := time.Now()
-	err = cmd.Start()
+	release, err := startAgent(cmd, s, p, path, runTmp, res)
+	defer release() // after Wait: see sandbox.Confinement.Start
 	inR.Close()
 	outW.Close()
 	errW.Close()
@@ -174,6 +191,9 @@ func execute(ctx context.Context, s Spec, p *plan, path string, env []string, de
 		errR.Close()
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, exec.ErrNotFound) {
 			return 0, "", nil, notInstalled(p, err)
+		}
+		if baton.ErrorCode(err) == baton.Unavailable {
+			return 0, "", nil, err // --sandbox=required where nothing can confine
 		}
 		return 0, "", nil, newError(baton.Internal, nil, err, "start %s", p.argv[0])
 	}

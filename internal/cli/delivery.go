@@ -589,6 +589,7 @@ becomes a review ref in the next prompt.`,
 
 func newDeliveryRunCmd(f *Factory, db *string) *cobra.Command {
 	var lease time.Duration
+	var sb sandboxOptions
 	cmd := &cobra.Command{
 		Use:   "run <id>",
 		Short: "Run the delivery's pending phase now, in the foreground, with live agent output",
@@ -600,7 +601,15 @@ Ctrl-C cancels the run (the agent is stopped; retry runs it again).`,
 		Args:    exactArgs(1, "a delivery id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if err := f.secrets(nil); err != nil {
+				return err
+			}
+			conf, err := sb.confinement(f)
+			if err != nil {
+				return err
+			}
 			return withDeliveries(ctx, f, *db, func(svc *delivery.Service) error {
+				svc.Sandbox = conf
 				d, err := svc.RunNow(ctx, args[0], f.actor(), f.IO.Out, lease)
 				if err != nil {
 					return err
@@ -614,6 +623,7 @@ Ctrl-C cancels the run (the agent is stopped; retry runs it again).`,
 		},
 	}
 	cmd.Flags().DurationVar(&lease, "lease", delivery.DefaultLease, "a running phase whose heartbeat is older is taken for dead first")
+	sb.register(cmd.Flags())
 	return cmd
 }
 

@@ -50,7 +50,7 @@ func deliveryEnv(t *testing.T, turns ...agenttest.Turn) (*env, string, *agenttes
 	e := newEnv(t)
 	e.gitRepo()
 	fake := agenttest.New(t, turns...)
-	fake.Setenv(t) // PATH and the script, for agents started in-process and by helper processes
+	e.useFake(fake) // PATH and the script, for agents started in-process and by helper processes
 	data := t.TempDir()
 	e.data = data
 	e.vars["BATON_ACTOR"] = "alice"
@@ -482,9 +482,11 @@ func TestDeliveryAgentGetsNoSecrets(t *testing.T) {
 	envFile := filepath.Join(t.TempDir(), "agent.env")
 	dump := agenttest.Turn{Commands: []agenttest.Command{{Argv: []string{"sh", "-c", "env > " + envFile}}}, Final: "1. Plan."}
 	e, _, _ := deliveryEnv(t, dump, dump)
+	e.allowWrite(filepath.Dir(envFile))
 	t.Setenv("GH_TOKEN", "gh-secret")
 	t.Setenv("GITHUB_TOKEN", "github-secret")
 	t.Setenv("BATON_DATABASE_URL", "postgres://baton:pw@db/x")
+	t.Setenv("BATON_DATA_DIR", "/where/baton/keeps/its/token")
 	agentEnv := func() string {
 		t.Helper()
 		b, err := os.ReadFile(envFile)
@@ -496,7 +498,7 @@ func TestDeliveryAgentGetsNoSecrets(t *testing.T) {
 
 	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "No secrets")
 	e.ok("", "", "delivery", "run", "1")
-	if got := agentEnv(); strings.Contains(got, "gh-secret") || strings.Contains(got, "github-secret") || strings.Contains(got, "pw@db") || !strings.Contains(got, "PATH=") {
+	if got := agentEnv(); strings.Contains(got, "gh-secret") || strings.Contains(got, "github-secret") || strings.Contains(got, "pw@db") || strings.Contains(got, "/where/baton/keeps") || !strings.Contains(got, "PATH=") {
 		t.Errorf("the agent's environment:\n%s", got)
 	}
 	if r := e.ok("", "", "delivery", "show", "1"); strings.Contains(r.stdout, "secrets:") {
@@ -530,6 +532,7 @@ func TestKilledRunRecoversAtOnce(t *testing.T) {
 		},
 		agenttest.Turn{Final: "1. The plan, second attempt."},
 	)
+	e.allowWrite(filepath.Dir(pidFile))
 	e.now = time.Now().UTC() // the helper process writes heartbeats with the real clock
 	dbPath := filepath.Join(data, "baton.db")
 	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Survive a killed run", "--checkpoints", "none", "--endpoint", "plan")

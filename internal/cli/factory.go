@@ -30,9 +30,13 @@ type IO struct {
 // them, so a hook pays only for what it uses, and tests hand in real
 // services of their own.
 type Factory struct {
-	IO      IO
-	Now     func() time.Time
-	Getenv  func(string) string
+	IO     IO
+	Now    func() time.Time
+	Getenv func(string) string
+	// Secrets is where Getenv reads baton's own secrets (from files when
+	// configured so); commands that hold secrets check Err and add
+	// --*-file flags through Set. nil: the environment only.
+	Secrets *Secrets
 	WorkDir string // the process working directory
 	Version string
 	// Executable is the absolute path of the running baton binary, for

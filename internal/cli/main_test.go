@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 
+	"github.com/baton-agent/baton/internal/agentrun/agenttest"
 	"github.com/baton-agent/baton/internal/delivery"
 	"github.com/baton-agent/baton/internal/github"
 	"github.com/baton-agent/baton/internal/gitx/gittest"
@@ -143,4 +144,25 @@ func wireForTest(f *Factory, data string) {
 			},
 		}, nil
 	}
+}
+
+// useFake makes agents started in-process and by helper processes find
+// the fake (PATH and its script), and lets a confined fake keep its
+// state beside its script, as BATON_SANDBOX_WRITE does for the real
+// binary.
+func (e *env) useFake(fake *agenttest.Fake) {
+	e.t.Helper()
+	fake.Setenv(e.t)
+	e.vars["BATON_SANDBOX_WRITE"] = filepath.Dir(fake.Script)
+}
+
+// allowWrite lets confined agents and commands write dir, as
+// --sandbox-write does: where a test's agent leaves what it saw. Helper
+// processes read it from the process environment.
+func (e *env) allowWrite(dir string) {
+	if w := e.vars["BATON_SANDBOX_WRITE"]; w != "" {
+		dir = w + string(filepath.ListSeparator) + dir
+	}
+	e.vars["BATON_SANDBOX_WRITE"] = dir
+	e.t.Setenv("BATON_SANDBOX_WRITE", dir)
 }

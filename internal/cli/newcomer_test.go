@@ -104,7 +104,7 @@ func TestRunLoopJSON(t *testing.T) {
 	e := runProject(t, "---\nid: hard\nnext: execute\n---\n# Hard task\n\nDo the hard thing.\n")
 	fake := agenttest.New(t)
 	fake.SetScript(t, agenttest.Script{Turns: []agenttest.Turn{{Final: answer("retry", "still hard")}}, RepeatLast: true})
-	fake.Setenv(t)
+	e.useFake(fake)
 	e.ok("", "", "run", "init", "--guard", "true")
 	r := e.run("", "", "run", "loop", "--quiet", "--json")
 	var v struct {

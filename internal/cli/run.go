@@ -381,6 +381,7 @@ naming the node it is about. Exits 2 when there is one.`,
 }
 
 type runStepOptions struct {
+	sandbox       sandboxOptions
 	agent         string
 	promptBudget  int
 	quiet         bool
@@ -396,6 +397,7 @@ func addStepFlags(cmd *cobra.Command, o *runStepOptions) {
 	fl.BoolVar(&o.quiet, "quiet", false, "do not stream the agent's output")
 	fl.BoolVar(&o.allowMain, "allow-main", false, "allow running on main or master")
 	fl.BoolVar(&o.asJSON, "json", false, "print the outcome as one JSON object on stdout (progress still goes to stderr)")
+	o.sandbox.register(fl)
 }
 
 func newRunStepCmd(f *Factory) *cobra.Command {
@@ -459,16 +461,19 @@ func runRunSteps(ctx context.Context, f *Factory, o runStepOptions, loop bool) e
 			return err
 		}
 	}
+	conf, err := o.sandbox.confinement(f)
+	if err != nil {
+		return err
+	}
 	l := f.runLayout()
 	r := &goaltree.Runner{
 		Layout: l, Agent: o.agent, PromptBudget: o.promptBudget, AllowMain: o.allowMain,
-		Progress: f.IO.Err, Now: f.now,
+		Progress: f.IO.Err, Now: f.now, Sandbox: conf,
 	}
 	if !o.quiet {
 		r.Live = f.IO.Err
 	}
 	var rep *goaltree.LoopReport
-	var err error
 	if loop {
 		max := o.maxIterations
 		if max == 0 {

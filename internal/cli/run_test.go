@@ -73,7 +73,7 @@ func TestRunLifecycle(t *testing.T) {
 		agenttest.Turn{Files: []agenttest.File{{Path: "src/parser.txt", Content: "precedence\n"}}, Final: answer("done", "fixed precedence")},
 		agenttest.Turn{Files: []agenttest.File{{Path: "src/eval.txt", Content: "eval\n"}}, Final: answer("done", "evaluator complete")},
 	)
-	fake.Setenv(t)
+	e.useFake(fake)
 
 	r := e.ok("", "", "run", "init", "--guard", bugGuard)
 	if !strings.Contains(r.stdout, "started run calc") || !strings.Contains(r.stdout, "branch: runner/calc") {
@@ -167,7 +167,7 @@ func TestRunStuckExits3(t *testing.T) {
 	e := runProject(t, "---\nid: hard\nnext: execute\n---\n# Hard task\n\nDo the hard thing.\n")
 	fake := agenttest.New(t)
 	fake.SetScript(t, agenttest.Script{Turns: []agenttest.Turn{{Final: answer("retry", "still hard")}}, RepeatLast: true})
-	fake.Setenv(t)
+	e.useFake(fake)
 	e.ok("", "", "run", "init", "--guard", "true")
 	r := e.run("", "", "run", "loop", "--quiet")
 	if r.code != ExitStuck || !strings.Contains(r.stdout, "stuck on node root (out of attempts); 0 passed, 0 open, 1 stuck; 3 iterations") || !strings.Contains(r.stderr, "node root is out of attempts") {
@@ -185,7 +185,7 @@ func TestRunStuckExits3(t *testing.T) {
 func TestRunSetupCommands(t *testing.T) {
 	e := runProject(t, calcGoal)
 	fake := agenttest.New(t)
-	fake.Setenv(t)
+	e.useFake(fake)
 	r := e.run("", "", "run", "init", "--goal-file", "nope.md")
 	if r.code != ExitError || !strings.Contains(r.stderr, "goal file nope.md not found") {
 		t.Errorf("init with a missing goal file = %d %q", r.code, r.stderr)
@@ -255,7 +255,7 @@ func TestRunSetupCommands(t *testing.T) {
 func TestRunRefusesBeforeRecording(t *testing.T) {
 	e := runProject(t, calcGoal)
 	fake := agenttest.New(t)
-	fake.Setenv(t)
+	e.useFake(fake)
 	e.ok("", "", "run", "init", "--guard", "true")
 	head := e.git("rev-parse", "HEAD")
 
@@ -322,7 +322,8 @@ func TestRunResumesAfterKill(t *testing.T) {
 		},
 		agenttest.Turn{Files: []agenttest.File{{Path: "calc.txt", Content: "42\n"}}, Final: answer("done", "wrote calc.txt")},
 	)
-	fake.Setenv(t)
+	e.useFake(fake)
+	e.allowWrite(filepath.Dir(pidFile))
 	e.ok("", "", "run", "init", "--guard", "test -f calc.txt")
 
 	args, _ := json.Marshal([]string{"run", "loop"})

@@ -23,6 +23,9 @@ import (
 )
 
 type serveOptions struct {
+	sandbox                    sandboxOptions
+	githubTokenFile            string
+	apiTokenFile               string
 	addr, db, agent, logFormat string
 	repos                      []string
 	workers                    int
@@ -73,6 +76,9 @@ recorded and their phases queued again for the next worker.`,
 	fl.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fl.DurationVar(&o.lease, "lease", delivery.DefaultLease, "heartbeat age after which a running phase's worker is taken for dead")
 	fl.DurationVar(&o.poll, "poll", time.Second, "how often idle workers look for jobs")
+	o.sandbox.register(fl)
+	fl.StringVar(&o.githubTokenFile, "github-token-file", "", "read the GitHub token from this `file` (default $BATON_GITHUB_TOKEN_FILE, else GH_TOKEN)")
+	fl.StringVar(&o.apiTokenFile, "api-token-file", "", "read the API token from this `file` (default $BATON_API_TOKEN_FILE, else BATON_API_TOKEN, else the data directory's)")
 	return cmd
 }
 
@@ -94,12 +100,20 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 	if _, _, err := net.SplitHostPort(o.addr); err != nil {
 		return usageError("--addr %q: want host:port, e.g. 127.0.0.1:7070", o.addr)
 	}
+	if err := f.secrets(map[string]string{"GH_TOKEN": o.githubTokenFile, "BATON_API_TOKEN": o.apiTokenFile}); err != nil {
+		return err
+	}
+	conf, err := o.sandbox.confinement(f)
+	if err != nil {
+		return err
+	}
 	id := delivery.WorkerID("serve")
 	svc, err := f.openDeliveries(ctx, DeliveriesOptions{DB: o.db, Workers: o.workers, WorkerID: id, Poll: o.poll, RescueAfter: 2 * time.Hour})
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
+	svc.Sandbox = conf
 	if o.agent != "" {
 		svc.DefaultAgent = o.agent
 	}
@@ -159,6 +173,9 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 		url, url, o.workers, agent, svc.DataDir)
 	if !srv.Agent.Installed {
 		fmt.Fprintf(f.IO.Err, "warning: the %s CLI is not installed: %s\n", agent, srv.Agent.Fix)
+	}
+	if o.workers > 0 {
+		sandboxNotice(f.IO.Err, conf)
 	}
 
 	var wg sync.WaitGroup

@@ -27,7 +27,7 @@ func TestServeProjectPage(t *testing.T) {
 		agenttest.Turn{Final: map[string]any{"status": "decomposed", "summary": "two parts", "children": children("Lexer", "Parser")}},
 		agenttest.Turn{Files: []agenttest.File{{Path: "src/lexer.txt", Content: "tokens BUG\n"}}, Final: answer("done", "lexer complete")},
 	)
-	fake.Setenv(t)
+	e.useFake(fake)
 	e.ok("", "", "run", "init", "--guard", bugGuard)
 	if r := e.run("", "", "run", "loop", "--max-iterations", "2"); r.code != ExitError {
 		t.Fatalf("run loop = %d\n%s\n%s", r.code, r.stdout, r.stderr)

@@ -12,11 +12,13 @@ import (
 )
 
 type workerOptions struct {
-	workers     int
-	lease       time.Duration
-	heartbeat   time.Duration
-	poll        time.Duration
-	rescueAfter time.Duration
+	sandbox         sandboxOptions
+	workers         int
+	lease           time.Duration
+	heartbeat       time.Duration
+	poll            time.Duration
+	rescueAfter     time.Duration
+	githubTokenFile string
 }
 
 func newWorkerCmd(f *Factory) *cobra.Command {
@@ -49,6 +51,8 @@ and their phases go back to the queue for the next worker.`,
 	fl.DurationVar(&o.heartbeat, "heartbeat", delivery.DefaultHeartbeatEvery, "how often a running phase beats")
 	fl.DurationVar(&o.poll, "poll", time.Second, "how often an idle worker looks for jobs")
 	fl.DurationVar(&o.rescueAfter, "rescue-after", 2*time.Hour, "River rescues a job still running after this (keep it above the longest phase timeout)")
+	o.sandbox.register(fl)
+	fl.StringVar(&o.githubTokenFile, "github-token-file", "", "read the GitHub token from this `file` (default $BATON_GITHUB_TOKEN_FILE, else GH_TOKEN)")
 	return cmd
 }
 
@@ -59,6 +63,13 @@ func runWorker(ctx context.Context, f *Factory, db string, o workerOptions) erro
 	if o.heartbeat <= 0 || o.lease <= 2*o.heartbeat {
 		return usageError("--lease (%s) must be more than twice --heartbeat (%s)", o.lease, o.heartbeat)
 	}
+	if err := f.secrets(map[string]string{"GH_TOKEN": o.githubTokenFile}); err != nil {
+		return err
+	}
+	conf, err := o.sandbox.confinement(f)
+	if err != nil {
+		return err
+	}
 	id := delivery.WorkerID("worker")
 	svc, err := f.openDeliveries(ctx, DeliveriesOptions{
 		DB: db, Workers: o.workers, WorkerID: id, Poll: o.poll, RescueAfter: o.rescueAfter,
@@ -67,7 +78,9 @@ func runWorker(ctx context.Context, f *Factory, db string, o workerOptions) erro
 		return err
 	}
 	defer svc.Close()
+	svc.Sandbox = conf
 	fmt.Fprintf(f.IO.Err, "baton worker %s: %d at once, data in %s (Ctrl-C stops)\n", id, o.workers, svc.DataDir)
+	sandboxNotice(f.IO.Err, conf)
 	w := &delivery.Worker{
 		Runner: &delivery.Runner{Service: svc, Owner: id, HeartbeatEvery: o.heartbeat},
 		Lease:  o.lease,

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/forge"
 	"github.com/baton-agent/baton/internal/proc"
 )
 
@@ -25,7 +26,8 @@ type cmdResult struct {
 // found exits 127, as in a shell, so it fails the check rather than the
 // phase; a canceled context kills its process group and returns the
 // context's error; running out of the phase's time is Unavailable.
-func (r *Runner) command(ctx context.Context, d *baton.Delivery, dir, command, name string, env []string) (cmdResult, error) {
+func (r *Runner) command(ctx context.Context, d *baton.Delivery, co *forge.Checkout, command, name string, env []string) (cmdResult, error) {
+	dir := co.Dir
 	if strings.TrimSpace(command) == "" {
 		return cmdResult{}, baton.Errorf(baton.Invalid, "empty command")
 	}
@@ -46,6 +48,7 @@ func (r *Runner) command(ctx context.Context, d *baton.Delivery, dir, command, n
 	timeout := d.Config.Timeout(d.Phase)
 	cr, err := proc.RunCheck(ctx, proc.Check{
 		Command: command, Dir: dir, Timeout: timeout, Log: f, Live: r.Live, TailBytes: 4096, PassEnv: d.Config.PassEnv,
+		Confine: r.confine(d, co),
 		Env: append(append(append([]string(nil), r.AgentEnv...),
 			"BATON_DELIVERY_ID="+d.ID, "BATON_PHASE="+string(d.Phase), "BATON_WORK_BRANCH="+d.WorkBranch()), env...),
 	})
@@ -58,7 +61,7 @@ func (r *Runner) command(ctx context.Context, d *baton.Delivery, dir, command, n
 		return res, baton.Errorf(baton.Unavailable, "`%s` did not finish within %s (output in %s)", command, timeout, res.log)
 	}
 	res.exit = cr.ExitCode
-	fmt.Fprintf(f, "[exit %d]\n", res.exit)
+	fmt.Fprintf(f, "[exit %d; %s]\n", res.exit, cr.Sandbox)
 	res.tail = lastLines(cr.Tail, 5)
 	return res, nil
 }

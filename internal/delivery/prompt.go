@@ -51,7 +51,7 @@ func SystemPrompt(p baton.Phase, base string) string {
 	case baton.PhasePlan:
 		role = "You are the planner of a software delivery: read the request and the repository and write an implementation plan. Write the plan in your final message; do not create or edit files."
 	case baton.PhaseImplement:
-		role = "You are the implementer of a software delivery: make the change the request asks for, following the plan in docs/plan.md and any review feedback referenced below."
+		role = "You are the implementer of a software delivery: make the change the request asks for, following the plan in docs/plan.md and any review feedback referenced below. Leave your changes in the working tree: baton commits and pushes them when you finish."
 	case baton.PhaseReview:
 		role = "You are the reviewer of a software delivery: review the changes on this branch (git diff " + base + "...HEAD) against the request and docs/plan.md. End your final message with one JSON object: {\"verdict\": \"pass\" or \"not_pass\", \"summary\": \"...\", \"feedback\": \"...\"}."
 	default:

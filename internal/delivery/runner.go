@@ -16,6 +16,7 @@ import (
 	"github.com/baton-agent/baton/internal/forge"
 	"github.com/baton-agent/baton/internal/queue"
 	"github.com/baton-agent/baton/internal/safefile"
+	"github.com/baton-agent/baton/internal/sandbox"
 )
 
 // Runner defaults.
@@ -321,6 +322,7 @@ func (r *Runner) agent(ctx context.Context, d *baton.Delivery, co *forge.Checkou
 		Agent: d.Config.Agent, Prompt: run.Prompt, SystemPrompt: run.SystemPrompt, Dir: co.Dir,
 		OutputSchema: schema, Timeout: d.Config.Timeout(d.Phase), KillGrace: r.KillGrace, Model: d.Config.Model,
 		ExtraArgs: d.Config.AgentArgs, PassEnv: d.Config.PassEnv, Live: live, LogDir: run.LogDir,
+		Confine: r.confine(d, co),
 		// Which delivery and phase this is, as verify and deploy commands
 		// get it: a command:<argv> agent can answer by phase.
 		Env: append(slices.Clone(r.AgentEnv), "BATON_DELIVERY_ID="+d.ID, "BATON_PHASE="+string(d.Phase), "BATON_WORK_BRANCH="+d.WorkBranch()),
@@ -334,6 +336,21 @@ func (r *Runner) agent(ctx context.Context, d *baton.Delivery, co *forge.Checkou
 		run.Status, run.Error = baton.RunFailed, errText(err)
 	}
 	return run, res, err
+}
+
+// confine is how an agent or a command working in co runs: in its
+// worktree, reaching of the data directory only that worktree and what
+// co.Sandbox grants (never the API token, the database, another
+// worktree or a run log).
+func (r *Runner) confine(d *baton.Delivery, co *forge.Checkout) *sandbox.Confinement {
+	c := r.Sandbox
+	c.Policy = c.Policy.Merge(co.Sandbox()).Merge(sandbox.Policy{
+		// Refs point the agent at its review notes and its failed checks'
+		// logs: its own, read-only.
+		Read: []string{r.notesDir(d), filepath.Join(r.DataDir, "runs", d.ID)},
+		Deny: []string{r.DataDir},
+	})
+	return &c
 }
 
 // checkout prepares the delivery's worktree for the phase.
@@ -501,7 +518,7 @@ func (r *Runner) verify(ctx context.Context, d *baton.Delivery, f forge.Forge) (
 		out.refs = append(out.refs, res.Failed...)
 	}
 	if cmd := d.Config.VerifyCommand; cmd != "" {
-		cr, err := r.command(ctx, d, co.Dir, cmd, "verify.log", nil)
+		cr, err := r.command(ctx, d, co, cmd, "verify.log", nil)
 		if err != nil {
 			return outcome{err: err}
 		}
@@ -540,7 +557,7 @@ func (r *Runner) deploy(ctx context.Context, d *baton.Delivery, f forge.Forge) (
 		if !co.WorkExists {
 			return outcome{err: noWork}
 		}
-		cr, err := r.command(ctx, d, co.Dir, cmd, "deploy.log", []string{"BATON_BASE_BRANCH=" + co.Base, "BATON_WORK_SHA=" + co.Start})
+		cr, err := r.command(ctx, d, co, cmd, "deploy.log", []string{"BATON_BASE_BRANCH=" + co.Base, "BATON_WORK_SHA=" + co.Start})
 		if err != nil {
 			return outcome{err: err}
 		}
@@ -584,7 +601,7 @@ func (r *Runner) observe(ctx context.Context, d *baton.Delivery, f forge.Forge) 
 	}
 	start := time.Now()
 	for i := 1; ; i++ {
-		cr, err := r.command(ctx, d, co.Dir, cmd, fmt.Sprintf("observe-%d.log", i), nil)
+		cr, err := r.command(ctx, d, co, cmd, fmt.Sprintf("observe-%d.log", i), nil)
 		if err != nil {
 			return outcome{err: err}
 		}

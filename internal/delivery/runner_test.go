@@ -395,6 +395,8 @@ func TestDeployAndObserveCommands(t *testing.T) {
 	h := newHarness(t, 0)
 	c := cfg()
 	marker := filepath.Join(t.TempDir(), "deployed")
+	// A confined command writes only where it is allowed to.
+	h.svc.Sandbox.Policy.Write = append(h.svc.Sandbox.Policy.Write, filepath.Dir(marker))
 	c.DeployCommand = "sh -c 'echo $BATON_WORK_BRANCH $BATON_BASE_BRANCH > " + marker + "'"
 	c.ObserveCommand = "sh -c 'echo probe down; exit 3'"
 	c.ObserveWindow, c.ObserveEvery = time.Second, 10*time.Millisecond
@@ -422,7 +424,7 @@ func TestDeployAndObserveCommands(t *testing.T) {
 	if !ok {
 		t.Fatalf("no check ref for the failed probe: %+v", got.Refs)
 	}
-	if b, err := os.ReadFile(strings.TrimPrefix(ref.URL, "file://")); err != nil || !strings.Contains(string(b), "probe down") || !strings.Contains(string(b), "[exit 3]") {
+	if b, err := os.ReadFile(strings.TrimPrefix(ref.URL, "file://")); err != nil || !strings.Contains(string(b), "probe down") || !strings.Contains(string(b), "[exit 3;") {
 		t.Errorf("probe log = %q %v", b, err)
 	}
 }

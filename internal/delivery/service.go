@@ -16,6 +16,7 @@ import (
 	"github.com/baton-agent/baton/internal/github"
 	"github.com/baton-agent/baton/internal/queue"
 	"github.com/baton-agent/baton/internal/safefile"
+	"github.com/baton-agent/baton/internal/sandbox"
 	"github.com/baton-agent/baton/internal/sqlstore"
 )
 
@@ -40,13 +41,24 @@ type Service struct {
 	// DefaultAgent runs deliveries that name no agent (default
 	// baton.DefaultAgent).
 	DefaultAgent string
-	Now          func() time.Time
+	// Sandbox confines agents and the verify, deploy and observe commands
+	// (which run code an agent wrote): its Mode, and what its Policy adds
+	// to each phase's own (the worktree, its git files). Nothing of
+	// DataDir is reachable beyond a phase's worktree. The zero value
+	// confines where the kernel can.
+	Sandbox sandbox.Confinement
+	Now     func() time.Time
 
 	wsOnce sync.Once
 	ws     *forge.Workspaces
 
 	// listeners are told when events commit in this process (OnEvents).
 	listeners listeners
+}
+
+// notesDir holds d's review notes, which its refs point agents at.
+func (s *Service) notesDir(d *baton.Delivery) string {
+	return filepath.Join(s.DataDir, "notes", d.ID)
 }
 
 // Close closes the service's database.
@@ -250,7 +262,7 @@ func (s *Service) postReview(ctx context.Context, d *baton.Delivery, v forge.Rev
 	if err := st.CreateReviewNote(ctx, note); err != nil {
 		warns = append(warns, "review note not stored: "+baton.ErrorMessage(err))
 	} else {
-		path := filepath.Join(s.DataDir, "notes", d.ID, fmt.Sprintf("review-%d.md", note.ID))
+		path := filepath.Join(s.notesDir(d), fmt.Sprintf("review-%d.md", note.ID))
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
 			if err := safefile.WriteAtomic(path, []byte(v.Body()), 0o644); err == nil {
 				fileRef.URL = FileURL(path)

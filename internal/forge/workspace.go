@@ -16,6 +16,7 @@ import (
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/gitx"
 	"github.com/baton-agent/baton/internal/safefile"
+	"github.com/baton-agent/baton/internal/sandbox"
 )
 
 // Workspaces keeps, under a data directory, one bare cache per repository
@@ -426,8 +427,11 @@ func (w *Workspaces) Checkout(ctx context.Context, d *baton.Delivery, f Forge) (
 // branch is "") at start, clean: an existing worktree of this cache is
 // reset when it is not already there, anything else is replaced.
 func (w *Workspaces) prepare(ctx context.Context, c *cache, path, branch, start string) (*gitx.Repo, error) {
-	if l, err := gitx.FindLayout(path); err == nil && sameDir(l.CommonDir, c.Dir) {
-		wt := &gitx.Repo{Dir: path, Env: c.Env, Ident: c.Ident}
+	// Only what git wrote is trusted: an agent may have rewritten the work
+	// tree's .git file or its git directory's commondir, and baton's own
+	// git must not follow them (see gitx.Repo.Files).
+	if l, ok := gitx.LinkedFiles(c.Dir, path); ok {
+		wt := &gitx.Repo{Dir: path, Env: c.Env, Ident: c.Ident, Files: &l}
 		if b, head, err := l.Head(); err == nil && b == branch {
 			if head == start {
 				dirty, err := wt.Dirty(ctx)
@@ -454,6 +458,12 @@ func (w *Workspaces) prepare(ctx context.Context, c *cache, path, branch, start 
 	if err != nil {
 		return nil, err
 	}
+	// Just written by git, before anything else ran in it.
+	l, err := gitx.FindLayout(path)
+	if err != nil {
+		return nil, err
+	}
+	wt.Files = &l
 	return wt, wt.Reset(ctx, start)
 }
 
@@ -465,6 +475,38 @@ func sameDir(a, b string) bool {
 	ra, err1 := filepath.EvalSymlinks(a)
 	rb, err2 := filepath.EvalSymlinks(b)
 	return err1 == nil && err2 == nil && ra == rb
+}
+
+// CommitChanges commits what is left uncommitted in the worktree on its
+// branch (gitx.Repo.CommitChanges). The agent that worked here could
+// write its git directory: HEAD is first made to name the work branch
+// again, so baton's own commit never lands on another ref of the cache.
+func (co *Checkout) CommitChanges(ctx context.Context, msg string) (string, bool, error) {
+	if co.branch != "" && co.Files != nil {
+		head := filepath.Join(co.Files.GitDir, "HEAD")
+		if b, _, err := co.Files.Head(); err != nil || b != co.branch {
+			if err := safefile.WriteAtomic(head, []byte("ref: "+branchRef(co.branch)+"\n"), 0o644); err != nil {
+				return "", false, err
+			}
+		}
+	}
+	return co.Repo.CommitChanges(ctx, msg)
+}
+
+// Sandbox is what an agent or a command working in the worktree may
+// reach of the repository: its own git directory (index, HEAD) to write,
+// the cache to read (objects, refs, configuration), and nothing of the
+// other worktrees' git directories. baton commits and pushes; the agent
+// cannot write objects or refs others share.
+func (co *Checkout) Sandbox() sandbox.Policy {
+	if co.Files == nil {
+		return sandbox.Policy{}
+	}
+	return sandbox.Policy{
+		Read:  []string{co.Files.CommonDir},
+		Write: []string{co.Files.GitDir},
+		Deny:  []string{filepath.Join(co.Files.CommonDir, "worktrees")},
+	}
 }
 
 // Publish pushes the worktree's HEAD to the work branch on the remote

@@ -22,6 +22,21 @@ type Repo struct {
 	// Ident, when set, remembers the identity commits are made with, so
 	// git's configuration is read once rather than once per commit.
 	Ident *Identity
+	// Files, when set, says where the repository's files are, and git is
+	// told so (GIT_DIR, GIT_COMMON_DIR, GIT_WORK_TREE) instead of finding
+	// them from Dir. A work tree an agent wrote in can then not point
+	// baton's own git at a repository of the agent's making (through its
+	// .git file, or its git directory's commondir), whose configuration
+	// would run commands outside the agent's sandbox.
+	Files *Layout
+}
+
+// layout is where the repository's files are: Files, else found from Dir.
+func (r *Repo) layout() (Layout, error) {
+	if r.Files != nil {
+		return *r.Files, nil
+	}
+	return FindLayout(r.Dir)
 }
 
 // Open returns the repo at dir. It does no I/O.
@@ -54,8 +69,11 @@ func (r *Repo) Run(ctx context.Context, args ...string) (string, error) {
 func (r *Repo) RunInput(ctx context.Context, stdin string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = r.Dir
-	if len(r.Env) > 0 {
+	if len(r.Env) > 0 || r.Files != nil {
 		cmd.Env = append(cmd.Environ(), r.Env...)
+	}
+	if f := r.Files; f != nil {
+		cmd.Env = append(cmd.Env, "GIT_DIR="+f.GitDir, "GIT_COMMON_DIR="+f.CommonDir, "GIT_WORK_TREE="+r.Dir)
 	}
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)

@@ -94,7 +94,7 @@ func (r *Repo) ReplacePaths(ctx context.Context, tree, from string, paths ...str
 // gitDir is where a temporary file of the repository's own can go: the
 // git directory of a bare repository or of a work tree.
 func (r *Repo) gitDir() string {
-	if l, err := FindLayout(r.Dir); err == nil {
+	if l, err := r.layout(); err == nil {
 		return l.GitDir
 	}
 	if _, err := os.Stat(filepath.Join(r.Dir, ".git")); err == nil {
@@ -117,7 +117,7 @@ var ErrNotLoose = errors.New("object not loose")
 // is written the way git writes one: a temporary file in its directory,
 // linked into place, never replacing an existing object.
 func (r *Repo) CopyObjects(ctx context.Context, dst, tip string, have ...string) error {
-	l, err := FindLayout(r.Dir)
+	l, err := r.layout()
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // Reading refs from a repository's files costs a few system calls where
@@ -182,9 +184,10 @@ func isObjectName(s string) bool {
 }
 
 // readSmall reads a file of at most maxRefFile bytes; a larger one is
-// ErrRefFormat.
+// ErrRefFormat. It never blocks: a work tree's files may be an agent's,
+// and a FIFO where .git or commondir should be must not hang a worker.
 func readSmall(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := safefile.OpenRegularFollow(path)
 	if err != nil {
 		return nil, err
 	}
@@ -204,4 +207,41 @@ func readSmall(path string) ([]byte, error) {
 // (refs/heads/a when refs/heads/a/b exists).
 func isNotDir(err error) bool {
 	return errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EISDIR)
+}
+
+// LinkedFiles returns the files of the linked work tree at path as the
+// repository at commonDir registered it, under path's name: its git
+// directory commonDir/worktrees/<name> must name path/.git as its work
+// tree, and path/.git must point back at it. ok is false otherwise. Only
+// what git wrote is trusted: commondir is not read, and a .git file that
+// an agent rewrote does not match.
+func LinkedFiles(commonDir, path string) (l Layout, ok bool) {
+	admin := filepath.Join(commonDir, "worktrees", filepath.Base(path))
+	back, err := readSmall(filepath.Join(admin, "gitdir"))
+	if err != nil || !samePath(strings.TrimSpace(string(back)), filepath.Join(path, ".git")) {
+		return Layout{}, false
+	}
+	dotgit, err := os.Lstat(filepath.Join(path, ".git"))
+	if err != nil || !dotgit.Mode().IsRegular() {
+		return Layout{}, false
+	}
+	b, err := readSmall(filepath.Join(path, ".git"))
+	if err != nil || strings.TrimSpace(string(b)) != "gitdir: "+admin {
+		return Layout{}, false
+	}
+	l = Layout{GitDir: admin, CommonDir: filepath.Clean(commonDir)}
+	if _, err := os.Stat(filepath.Join(admin, "HEAD")); err != nil {
+		return Layout{}, false
+	}
+	return l, true
+}
+
+// samePath reports whether a and b name the same file, through links.
+func samePath(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	ra, err1 := filepath.EvalSymlinks(a)
+	rb, err2 := filepath.EvalSymlinks(b)
+	return err1 == nil && err2 == nil && ra == rb
 }

@@ -148,7 +148,7 @@ func (r *Repo) RevParse(ctx context.Context, rev string) (string, error) {
 // HeadSHA returns the commit HEAD points to, read from the repository's
 // files when it can be, else from git.
 func (r *Repo) HeadSHA(ctx context.Context) (string, error) {
-	if l, err := FindLayout(r.Dir); err == nil {
+	if l, err := r.layout(); err == nil {
 		if _, sha, err := l.Head(); err == nil && sha != "" {
 			return sha, nil
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/proc"
+	"github.com/baton-agent/baton/internal/sandbox"
 )
 
 // failureTailBytes is how much of a failing guard's output the next
@@ -36,6 +37,7 @@ type guardSpec struct {
 	Timeout time.Duration
 	Log     string // path of guard.log
 	MaxLog  int64
+	Confine *sandbox.Confinement // nil: unconfined
 }
 
 // runGuard runs the guard through proc.RunCheck (sh -c, its own process
@@ -57,7 +59,7 @@ func runGuard(ctx context.Context, g guardSpec) (guardOutcome, error) {
 	fmt.Fprintf(f, "$ sh -c %s\n", shellQuote(g.Command))
 	res, err := proc.RunCheck(ctx, proc.Check{
 		Command: g.Command, Dir: g.Dir, Env: g.Env, PassEnv: g.PassEnv, Timeout: g.Timeout,
-		Log: f, MaxLog: g.MaxLog, TailBytes: failureTailBytes,
+		Log: f, MaxLog: g.MaxLog, TailBytes: failureTailBytes, Confine: g.Confine,
 	})
 	out.ExitCode, out.Duration, out.TimedOut = res.ExitCode, res.Duration, res.TimedOut
 	out.Tail, out.Truncated = res.Tail, res.TailCut

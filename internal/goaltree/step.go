@@ -18,6 +18,7 @@ import (
 	"github.com/baton-agent/baton/internal/proc"
 	"github.com/baton-agent/baton/internal/prompt"
 	"github.com/baton-agent/baton/internal/safefile"
+	"github.com/baton-agent/baton/internal/sandbox"
 )
 
 // Runner runs the iterations of the goal-tree run of one project.
@@ -35,6 +36,11 @@ type Runner struct {
 	Progress io.Writer
 	// Env is added to the environment of the agent and the guard.
 	Env []string
+	// Sandbox confines the agent and the guard: the project (its root,
+	// git directory included) and their temporary directories writable,
+	// the system readable (see sandbox.System), and what its Policy adds.
+	// The zero value confines where the kernel can.
+	Sandbox sandbox.Confinement
 	// Now stamps records; nil means time.Now.
 	Now func() time.Time
 
@@ -244,6 +250,7 @@ func (it *iteration) prepare() (Inputs, error) {
 		agent = r.Agent
 	}
 	it.spec = agentSpec(it.cfg, agent, it.pack.Text, r.Layout.Root, it.dir, r.Live, r.Env)
+	it.spec.Confine = &r.Sandbox
 	return in, agentrun.Check(it.spec)
 }
 
@@ -316,6 +323,7 @@ func (it *iteration) runGuard(ctx context.Context) (guardOutcome, error) {
 		Command: it.cfg.Guard, Dir: it.r.Layout.Root, Timeout: it.cfg.IterationTimeout - time.Since(it.start),
 		Env:     append(append([]string(nil), it.r.Env...), "BATON_RUN_ID="+it.st.RunID, "BATON_NODE_ID="+it.node().ID),
 		PassEnv: it.cfg.PassEnv, Log: filepath.Join(it.dir, GuardLog), MaxLog: it.cfg.LogMaxBytes,
+		Confine: &it.r.Sandbox,
 	})
 }
 

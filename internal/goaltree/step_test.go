@@ -19,6 +19,7 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/agentrun/agenttest"
+	"github.com/baton-agent/baton/internal/sandbox"
 )
 
 // project is a git repository in a temporary directory with a run
@@ -69,7 +70,7 @@ func (p *project) write(rel, content string) {
 }
 
 func (p *project) runner() *Runner {
-	return &Runner{Layout: p.l, Env: p.fake.Env(), Progress: &p.progress, Now: func() time.Time { return time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC) }}
+	return &Runner{Layout: p.l, Env: p.fake.Env(), Sandbox: sandbox.Confinement{Policy: p.fake.Sandbox().Merge(sandbox.Policy{Write: []string{p.seen}})}, Progress: &p.progress, Now: func() time.Time { return time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC) }}
 }
 
 func (p *project) step() (*StepReport, error) {

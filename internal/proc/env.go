@@ -11,10 +11,15 @@ import (
 // GitHub token from.
 var githubTokenVars = []string{"GH_TOKEN", "GITHUB_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN"}
 
-// batonSecretWords mark a BATON_ variable as a credential: a token, a
-// password, a key, or a URL or DSN that may carry one
-// (BATON_DATABASE_URL).
-var batonSecretWords = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "URL", "DSN"}
+// batonSecretWords mark a BATON_ variable as a credential or the way to
+// one: a token, a password, a key, a URL or DSN that may carry one
+// (BATON_DATABASE_URL), a file holding one (BATON_API_TOKEN_FILE), or the
+// directory baton keeps them in (BATON_DATA_DIR).
+var batonSecretWords = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "URL", "DSN", "FILE", "DATA"}
+
+// serviceVars are what a service manager hands baton alone: where its
+// credentials are (systemd's LoadCredential) and its notification socket.
+var serviceVars = []string{"CREDENTIALS_DIRECTORY", "NOTIFY_SOCKET"}
 
 // Secret reports whether the environment variable name holds a credential
 // that a child baton starts (an agent, a check command) does not inherit
@@ -25,7 +30,7 @@ var batonSecretWords = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", 
 // agent cannot run without it.
 func Secret(name string) bool {
 	n := strings.ToUpper(name)
-	if slices.Contains(githubTokenVars, n) {
+	if slices.Contains(githubTokenVars, n) || slices.Contains(serviceVars, n) {
 		return true
 	}
 	rest, ok := strings.CutPrefix(n, "BATON_")

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/sandbox"
 )
 
 // DefaultGrace is the wait between SIGTERM and SIGKILL for a check
@@ -37,6 +39,9 @@ type Check struct {
 	MaxLog    int64
 	Live      io.Writer
 	TailBytes int // 0: DefaultTailBytes
+	// Confine, when set, confines the command (see Confine): it runs code
+	// an agent wrote.
+	Confine *sandbox.Confinement
 }
 
 // CheckResult is how a check ended. A non-zero exit or a timeout is a
@@ -48,6 +53,9 @@ type CheckResult struct {
 	Tail     string // the end of the output, from a line start when cut
 	TailCut  bool   // Tail is not all of the output
 	Dropped  int64  // bytes past MaxLog that the log did not get
+	// Sandbox says whether the command ran confined; zero when it was not
+	// asked to be.
+	Sandbox sandbox.Report
 }
 
 // Passed reports whether the check exited 0 in time.
@@ -81,7 +89,9 @@ func RunCheck(ctx context.Context, c Check) (CheckResult, error) {
 	cmd.Cancel = func() error { KillGroup(cmd.Process.Pid, syscall.SIGTERM); return nil }
 	cmd.WaitDelay = grace
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	release, err := startCheck(cmd, c, &res)
+	defer release()
+	if err != nil {
 		if ctx.Err() != nil {
 			return res, baton.WrapError(baton.Canceled, ctx.Err(), "interrupted before `%s` started", c.Command)
 		}
@@ -104,6 +114,42 @@ func RunCheck(ctx context.Context, c Check) (CheckResult, error) {
 		return res, fmt.Errorf("wait for `%s`: %w", c.Command, waitErr)
 	}
 	return res, nil
+}
+
+// startCheck starts cmd, confined when c asks: then it gets its own
+// temporary directory and may write only there and in its working
+// directory (and what c.Confine adds). release frees what Confine.Start
+// holds, and removes the temporary directory.
+func startCheck(cmd *exec.Cmd, c Check, res *CheckResult) (release func(), err error) {
+	if c.Confine == nil {
+		return func() {}, cmd.Start()
+	}
+	cf := *c.Confine
+	if cf.Mode != sandbox.ModeOff {
+		tmp, err := os.MkdirTemp("", "baton-check-")
+		if err != nil {
+			return func() {}, err
+		}
+		cmd.Env = append(cmd.Env, TempEnv(tmp)...)
+		cf.Policy = sandbox.System(sandbox.EnvFrom(cmd.Env)).
+			Merge(sandbox.Policy{Write: []string{c.Dir, tmp}}).Merge(cf.Policy)
+		defer func() {
+			if err != nil {
+				os.RemoveAll(tmp)
+			}
+		}()
+		rel, rep, err := cf.Start(cmd)
+		res.Sandbox = rep
+		return func() { rel(); os.RemoveAll(tmp) }, err
+	}
+	rel, rep, err := cf.Start(cmd)
+	res.Sandbox = rep
+	return rel, err
+}
+
+// TempEnv points a child's temporary files at dir.
+func TempEnv(dir string) []string {
+	return []string{"TMPDIR=" + dir, "TMP=" + dir, "TEMP=" + dir}
 }
 
 // checkWriter copies output to the capped log, the live view and the

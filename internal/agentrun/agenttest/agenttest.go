@@ -55,6 +55,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/baton-agent/baton/internal/sandbox"
 )
 
 // Agent names the fake answers to. "fakeagent" is the plain command agent.
@@ -182,13 +184,24 @@ func (f *Fake) SetScript(t testing.TB, s Script) {
 }
 
 // Env returns the environment entries that make agentrun find the fake:
-// PATH with BinDir first, and the script variable. Pass them in
+// PATH with BinDir first, and the script variable; and, for a baton
+// process started with them, BATON_SANDBOX_WRITE naming the directory of
+// the script, which a confined fake writes its state to. Pass them in
 // agentrun.Spec.Env.
 func (f *Fake) Env() []string {
 	return []string{
 		"PATH=" + f.BinDir + string(os.PathListSeparator) + os.Getenv("PATH"),
 		ScriptEnv + "=" + f.Script,
+		"BATON_SANDBOX_WRITE=" + filepath.Dir(f.Script),
 	}
+}
+
+// Sandbox is what a confined fake needs besides what baton grants any
+// agent: its script's directory, where it keeps its state and records
+// its calls. Add it to the Policy of an agentrun.Spec's Confine or a
+// delivery.Service's Sandbox.
+func (f *Fake) Sandbox() sandbox.Policy {
+	return sandbox.Policy{Write: []string{filepath.Dir(f.Script)}}
 }
 
 // Setenv sets the same variables for the rest of the test, for code that

@@ -28,6 +28,7 @@ import (
 	"github.com/baton-agent/baton/internal/gitx/gittest"
 	"github.com/baton-agent/baton/internal/intake"
 	"github.com/baton-agent/baton/internal/queue"
+	"github.com/baton-agent/baton/internal/sandbox"
 	"github.com/baton-agent/baton/internal/sqlstore"
 	"github.com/baton-agent/baton/internal/sqlstore/sqlstoretest"
 	"github.com/baton-agent/baton/internal/web"
@@ -110,7 +111,8 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &delivery.Service{Queue: q, DataDir: filepath.Join(dir, "data"), DefaultAgent: "command:" + script}
+	svc := &delivery.Service{Queue: q, DataDir: filepath.Join(dir, "data"), DefaultAgent: "command:" + script,
+		Sandbox: sandbox.Confinement{Policy: sandbox.Policy{Write: []string{state}}}} // where the agent remembers it broke once
 	feed := delivery.NewFeed(svc, 50*time.Millisecond)
 	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
 	ws := &web.Server{Deliveries: svc, Feed: feed, Token: token, Open: true, Repos: []string{repo}, Log: log,

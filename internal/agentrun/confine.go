@@ -1,0 +1,81 @@
+package agentrun
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/baton-agent/baton/internal/sandbox"
+)
+
+// confining reports whether s asks for a confined run.
+func confining(s Spec) bool {
+	return s.Confine != nil && s.Confine.Mode != sandbox.ModeOff
+}
+
+// startAgent starts cmd, confined when s asks: the system, the agent's
+// working and temporary directories, its CLI's own configuration and
+// installation, and what s.Confine.Policy adds. release must be called
+// after Wait.
+func startAgent(cmd *exec.Cmd, s Spec, p *plan, path, runTmp string, res *Result) (release func(), err error) {
+	if s.Confine == nil {
+		return func() {}, cmd.Start()
+	}
+	cf := *s.Confine
+	if confining(s) {
+		e := sandbox.EnvFrom(cmd.Env)
+		own := sandbox.Policy{Write: []string{runTmp}, Read: installation(path, cmd.Dir)}
+		if s.Dir != "" {
+			own.Write = append(own.Write, s.Dir)
+		}
+		own = own.Merge(p.kind.configPolicy(e, cmd.Env))
+		cf.Policy = sandbox.System(e).Merge(own).Merge(cf.Policy)
+	}
+	release, res.Sandbox, err = cf.Start(cmd)
+	return release, err
+}
+
+// installation is where the agent's executable lives, to be read and
+// run: its directory, and for an npm package the node_modules it is in
+// (its dependencies sit beside it).
+func installation(path, dir string) []string {
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(dir, path)
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return []string{filepath.Dir(path)}
+	}
+	out := []string{filepath.Dir(path), filepath.Dir(real)}
+	if i := strings.Index(real, "/node_modules/"); i >= 0 {
+		out = append(out, real[:i+len("/node_modules")])
+	}
+	return out
+}
+
+// configPolicy is what an agent CLI writes of its own: its settings,
+// sessions and logs under the home directory.
+func (k kind) configPolicy(e sandbox.Env, env []string) sandbox.Policy {
+	if e.Home == "" || !filepath.IsAbs(e.Home) {
+		return sandbox.Policy{}
+	}
+	home := func(rel string) string { return filepath.Join(e.Home, rel) }
+	var p sandbox.Policy
+	switch k {
+	case kindClaude:
+		dir := envValue(env, "CLAUDE_CONFIG_DIR")
+		if !filepath.IsAbs(dir) {
+			dir = home(".claude")
+		}
+		p.Write = []string{dir, home(".claude.json")}
+	case kindCodex:
+		dir := envValue(env, "CODEX_HOME")
+		if !filepath.IsAbs(dir) {
+			dir = home(".codex")
+		}
+		p.Write = []string{dir}
+	case kindDroid:
+		p.Write = []string{home(".factory")}
+	}
+	return p
+}

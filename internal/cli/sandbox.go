@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+
+	"github.com/baton-agent/baton/internal/sandbox"
+)
+
+// sandboxOptions are the flags of commands that run agents and check
+// commands: serve, worker, delivery run, run step and run loop.
+type sandboxOptions struct {
+	mode        string
+	read, write []string
+}
+
+func (o *sandboxOptions) register(fl *pflag.FlagSet) {
+	fl.StringVar(&o.mode, "sandbox", "", "confine agents and check commands with Landlock: auto (where the kernel can), required (refuse to run them otherwise) or off (default $BATON_SANDBOX, else auto)")
+	fl.StringArrayVar(&o.read, "sandbox-read", nil, "a `path` confined agents and commands may also read (repeatable; also $BATON_SANDBOX_READ, a list)")
+	fl.StringArrayVar(&o.write, "sandbox-write", nil, "a `path` confined agents and commands may also write, e.g. where a deploy command writes (repeatable; also $BATON_SANDBOX_WRITE, a list)")
+}
+
+// confinement is what the flags and the environment ask for. The files
+// baton's secrets came from are always denied.
+func (o sandboxOptions) confinement(f *Factory) (sandbox.Confinement, error) {
+	mode := o.mode
+	if mode == "" {
+		mode = f.env("BATON_SANDBOX")
+	}
+	m, err := sandbox.ParseMode(mode)
+	if err != nil {
+		return sandbox.Confinement{}, usageError("%s", err.Error())
+	}
+	c := sandbox.Confinement{Mode: m}
+	for _, p := range append(o.read, filepath.SplitList(f.env("BATON_SANDBOX_READ"))...) {
+		if p != "" {
+			c.Policy.Read = append(c.Policy.Read, f.abs(p))
+		}
+	}
+	for _, p := range append(o.write, filepath.SplitList(f.env("BATON_SANDBOX_WRITE"))...) {
+		if p != "" {
+			c.Policy.Write = append(c.Policy.Write, f.abs(p))
+		}
+	}
+	if f.Secrets != nil {
+		c.Policy.Deny = f.Secrets.Paths()
+	}
+	return c, nil
+}
+
+// sandboxNotice says, in one line at start, whether what the command runs
+// for agents will be confined, and what an unconfined agent can reach.
+func sandboxNotice(w io.Writer, c sandbox.Confinement) {
+	switch st := sandbox.Probe(); {
+	case c.Mode == sandbox.ModeOff:
+		fmt.Fprintf(w, "warning: --sandbox=off: %s\n", sandbox.Exposure)
+	case st.Available():
+		fmt.Fprintf(w, "sandbox: agents and check commands are confined (%s)\n", st)
+	case c.Mode == sandbox.ModeRequired:
+		fmt.Fprintf(w, "sandbox: %s; --sandbox=required: no agent or check command will run\n", st.Why)
+	default:
+		fmt.Fprintf(w, "warning: agents cannot be confined here (%s): %s; --sandbox=off says that is intended, --sandbox=required refuses to run them\n", st.Why, sandbox.Exposure)
+	}
+}
