@@ -169,14 +169,15 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 		ErrorLog:    slog.NewLogLogger(h, slog.LevelWarn),
 	}
 	url := "http://" + ln.Addr().String()
+	if o.workers > 0 {
+		sandboxNotice(f.IO.Err, conf)
+	}
 	fmt.Fprintf(f.IO.Err, "baton serve: dashboard %s/ · API %s/api · %d worker(s) · agent %s · data in %s (Ctrl-C stops)\n",
 		url, url, o.workers, agent, svc.DataDir)
 	if !srv.Agent.Installed {
 		fmt.Fprintf(f.IO.Err, "warning: the %s CLI is not installed: %s\n", agent, srv.Agent.Fix)
 	}
-	if o.workers > 0 {
-		sandboxNotice(f.IO.Err, conf)
-	}
+
 
 	var wg sync.WaitGroup
 	errc := make(chan error, 3)
