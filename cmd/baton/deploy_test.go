@@ -22,11 +22,12 @@ import (
 	"github.com/baton-agent/baton/internal/sqlstore/sqlstoretest"
 )
 
-// unit is what a test needs of a systemd unit: its ExecStart argv and its
-// Environment= assignments.
+// unit is what a test needs of a systemd unit: its ExecStart argv, its
+// Environment= assignments and the names of its LoadCredential= files.
 type unit struct {
-	argv []string
-	env  []string
+	argv  []string
+	env   []string
+	creds []string
 }
 
 func readUnit(t *testing.T, path string) unit {
@@ -46,11 +47,33 @@ func readUnit(t *testing.T, path string) unit {
 		if v, ok := strings.CutPrefix(line, "Environment="); ok {
 			u.env = append(u.env, v)
 		}
+		if v, ok := strings.CutPrefix(line, "LoadCredential="); ok {
+			name, _, _ := strings.Cut(v, ":")
+			u.creds = append(u.creds, name)
+		}
 	}
 	if len(u.argv) < 2 || u.argv[0] != "/usr/local/bin/baton" {
 		t.Fatalf("%s: ExecStart = %q, want /usr/local/bin/baton ...", path, u.argv)
 	}
 	return u
+}
+
+// credentials is what systemd makes of a unit's LoadCredential= lines: a
+// directory holding one file per credential, for CREDENTIALS_DIRECTORY.
+// A credential baton does not read fails the test.
+func credentials(t *testing.T, u unit, values map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range u.creds {
+		v, ok := values[name]
+		if !ok {
+			t.Fatalf("the unit loads credential %q, which baton does not read", name)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(v+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
 
 // withFlag returns argv with the value of flag replaced.
@@ -83,8 +106,11 @@ func TestDeployRecipe(t *testing.T) {
 	if err := os.WriteFile(agent, []byte(concurrentAgent), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	base := gitEnv(home, "BATON_DATABASE_URL="+dsn, "BATON_ACTOR=tester")
+	base := gitEnv(home, "BATON_ACTOR=tester")
 	src := userRepo(t, base)
+	// The secrets come as systemd gives them: files in a credentials
+	// directory, not variables.
+	secrets := map[string]string{"database-url": dsn, "api-token": token, "webhook-secret": "deploy-webhook-secret", "github-token": "ghp_deploy_test"}
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -93,7 +119,7 @@ func TestDeployRecipe(t *testing.T) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	serveEnv := append(slices.Clone(base), serveUnit.env...)
-	serveEnv = append(serveEnv, "BATON_DATA_DIR="+t.TempDir(), "BATON_API_TOKEN="+token, "BATON_AGENT=command:"+agent)
+	serveEnv = append(serveEnv, "BATON_DATA_DIR="+t.TempDir(), "CREDENTIALS_DIRECTORY="+credentials(t, serveUnit, secrets), "BATON_AGENT=command:"+agent)
 	serve := exec.Command(batonBin, withFlag(t, serveUnit.argv[1:], "--addr", fmt.Sprintf("0.0.0.0:%d", port))...)
 	serve.Dir, serve.Env = src, serveEnv
 	var serveOut bytes.Buffer
@@ -108,7 +134,7 @@ func TestDeployRecipe(t *testing.T) {
 		}
 	})
 	workerEnv := append(slices.Clone(base), workerUnit.env...)
-	workerEnv = append(workerEnv, "BATON_DATA_DIR="+t.TempDir())
+	workerEnv = append(workerEnv, "BATON_DATA_DIR="+t.TempDir(), "CREDENTIALS_DIRECTORY="+credentials(t, workerUnit, secrets))
 	worker := startWorker(t, workerEnv, append(workerUnit.argv[2:], "--poll", "100ms")...)
 
 	api := fmt.Sprintf("http://127.0.0.1:%d", port)
@@ -194,6 +220,9 @@ func checkManifest(t *testing.T, path string, serveArgs, workerArgs []string) {
 						Containers []struct {
 							Name string
 							Args []string
+							Env  []struct {
+								Name, Value string
+							}
 						}
 					}
 				}
@@ -206,6 +235,16 @@ func checkManifest(t *testing.T, path string, serveArgs, workerArgs []string) {
 		}
 		for _, c := range doc.Spec.Template.Spec.Containers {
 			containers[c.Name] = c.Args
+			for _, e := range c.Env {
+				if !strings.HasSuffix(e.Name, "_FILE") {
+					continue
+				}
+				want := map[string]string{"BATON_DATABASE_URL_FILE": "database-url", "BATON_API_TOKEN_FILE": "api-token",
+					"BATON_WEBHOOK_SECRET_FILE": "webhook-secret", "BATON_GITHUB_TOKEN_FILE": "github-token"}[e.Name]
+				if want == "" || filepath.Base(e.Value) != want {
+					t.Errorf("%s: %s names %s; baton reads a secret file from BATON_{DATABASE_URL,API_TOKEN,WEBHOOK_SECRET,GITHUB_TOKEN}_FILE, and the secret's key is %q", path, e.Name, e.Value, want)
+				}
+			}
 		}
 	}
 	if !slices.Equal(containers["serve"], serveArgs) {

@@ -26,14 +26,15 @@ var secretSources = []secretSource{
 	{"GH_TOKEN", "BATON_GITHUB_TOKEN_FILE", "github-token"},
 	{"BATON_API_TOKEN", "BATON_API_TOKEN_FILE", "api-token"},
 	{"BATON_WEBHOOK_SECRET", "BATON_WEBHOOK_SECRET_FILE", "webhook-secret"},
+	{"BATON_DATABASE_URL", "BATON_DATABASE_URL_FILE", "database-url"},
 }
 
 // maxSecretFile bounds what is read of a secret's file.
 const maxSecretFile = 64 << 10
 
 // Secrets is the environment as baton reads its own secrets from it:
-// Getenv answers GH_TOKEN, BATON_API_TOKEN and BATON_WEBHOOK_SECRET from
-// their files when they have one (a file wins over the variable: it is
+// Getenv answers GH_TOKEN, BATON_API_TOKEN, BATON_WEBHOOK_SECRET and
+// BATON_DATABASE_URL from their files when they have one (a file wins over the variable: it is
 // the more deliberate setting), and everything else from the process
 // environment. Paths lists the files, which no agent may read.
 type Secrets struct {

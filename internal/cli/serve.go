@@ -178,7 +178,6 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 		fmt.Fprintf(f.IO.Err, "warning: the %s CLI is not installed: %s\n", agent, srv.Agent.Fix)
 	}
 
-
 	var wg sync.WaitGroup
 	errc := make(chan error, 3)
 	wg.Add(1)
