@@ -31,6 +31,10 @@ func (w deliveryWiring) open(ctx context.Context, o cli.DeliveriesOptions) (*del
 	if dsn == "" {
 		dsn = w.getenv("BATON_DATABASE_URL")
 	}
+	hosts, err := github.HostsFromEnv(w.getenv)
+	if err != nil {
+		return nil, err
+	}
 	var dataDir string
 	switch {
 	case dsn == "" || !sqlstore.IsPostgresURL(dsn):
@@ -58,7 +62,7 @@ func (w deliveryWiring) open(ctx context.Context, o cli.DeliveriesOptions) (*del
 		return nil, err
 	}
 	return &delivery.Service{
-		Queue: q, DataDir: dataDir, Forge: w.forge, DefaultAgent: w.getenv("BATON_AGENT"),
+		Queue: q, DataDir: dataDir, Forge: w.forge, DefaultAgent: w.getenv("BATON_AGENT"), GitHubHosts: hosts,
 		GitHub: func(ctx context.Context, repo github.Repo) (*github.Client, error) {
 			c, _, err := w.github.Client(ctx, repo, "")
 			return c, err

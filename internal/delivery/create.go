@@ -109,6 +109,9 @@ func (s *Service) newDelivery(ctx context.Context, r Request) (*baton.Delivery, 
 		if err != nil {
 			return nil, err
 		}
+		if err := s.GitHubHosts.Check(ref.Repo.Host); err != nil {
+			return nil, err
+		}
 		issueRepo, issueNumber, requestKey = ref.Repo, ref.Number, ref.URL()
 		d.Refs = append(d.Refs, baton.Ref{Role: baton.RoleRequest, Type: "github_issue", Label: fmt.Sprintf("%s#%d", ref.Repo, ref.Number), URL: ref.URL()})
 	}

@@ -37,9 +37,13 @@ func toSource(s *baton.Source) sourceJSON {
 // SourceRequest is the body of POST /api/sources and PATCH
 // /api/sources/{id}. Absent fields are left alone (defaults on add). An
 // agent is claude, codex or droid: a command agent can be set only from
-// the command line.
+// the command line. api_url is refused: it is where the repository's
+// token goes, so only the server's owner sets it, with `baton source add
+// --api-url`.
 type SourceRequest struct {
-	Repo          string    `json:"repo,omitempty"`
+	Repo string `json:"repo,omitempty"`
+	// APIURL is read only to be refused with a message that says where
+	// it is set.
 	APIURL        *string   `json:"api_url,omitempty"`
 	Label         *string   `json:"label,omitempty"`
 	Endpoint      *string   `json:"endpoint,omitempty"`
@@ -49,15 +53,21 @@ type SourceRequest struct {
 	WebhookSecret *string   `json:"webhook_secret,omitempty"`
 }
 
-// DecodeSource parses a source body strictly.
+// DecodeSource parses a source body strictly. Invalid when it sets
+// api_url.
 func DecodeSource(b []byte) (SourceRequest, error) {
 	var v SourceRequest
-	err := decodeStrict(b, &v)
-	return v, err
+	if err := decodeStrict(b, &v); err != nil {
+		return v, err
+	}
+	if v.APIURL != nil {
+		return SourceRequest{}, baton.Errorf(baton.Invalid, "api_url cannot be set through the API: the repository's token is sent there, so it is set on the server with `baton source add --api-url`")
+	}
+	return v, nil
 }
 
 func (v SourceRequest) input() intake.SourceInput {
-	return intake.SourceInput{Repo: v.Repo, APIURL: v.APIURL, Label: v.Label, Endpoint: v.Endpoint, Checkpoints: v.Checkpoints,
+	return intake.SourceInput{Repo: v.Repo, Label: v.Label, Endpoint: v.Endpoint, Checkpoints: v.Checkpoints,
 		Agent: v.Agent, Paused: v.Paused, WebhookSecret: v.WebhookSecret}
 }
 
