@@ -60,13 +60,13 @@ func FuzzWebhookSignature(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, body []byte, event string) {
-		if _, err := in.Webhook(t.Context(), event, Sign("wrong-secret", body), body); !errors.Is(err, ErrBadSignature) {
+		if _, err := in.Webhook(t.Context(), WebhookRequest{Event: event, Signature: Sign("wrong-secret", body), Body: body}); !errors.Is(err, ErrBadSignature) {
 			t.Fatalf("a body signed with another secret: %v", err)
 		}
-		if _, err := in.Webhook(t.Context(), event, Sign("server-secret", body), body); errors.Is(err, ErrBadSignature) || errors.Is(err, ErrNoSignature) {
+		if _, err := in.Webhook(t.Context(), WebhookRequest{Event: event, Signature: Sign("server-secret", body), Body: body}); errors.Is(err, ErrBadSignature) || errors.Is(err, ErrNoSignature) {
 			t.Fatalf("the right signature was refused: %v", err)
 		}
-		if _, err := in.Webhook(t.Context(), event, "", body); !errors.Is(err, ErrNoSignature) {
+		if _, err := in.Webhook(t.Context(), WebhookRequest{Event: event, Body: body}); !errors.Is(err, ErrNoSignature) {
 			t.Fatalf("no signature: %v", err)
 		}
 	})

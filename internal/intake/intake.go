@@ -461,9 +461,17 @@ func (s *Service) tracked(ctx context.Context, id string) (map[int]sqlstore.Sour
 	return m, nil
 }
 
-// bring makes (or finds) the delivery of an issue and tracks it.
+// bring makes (or finds) the delivery of an issue of src's repository
+// and tracks it.
 func (s *Service) bring(ctx context.Context, src *baton.Source, n int, title, url string) (bool, error) {
-	req := delivery.Request{IssueURL: url, Summary: fmt.Sprintf("GitHub Issue #%d: %s", n, title), Actor: "intake:" + src.Repo}
+	ref, err := issueOf(src, url)
+	if err != nil {
+		return false, err
+	}
+	if ref.Number != n {
+		return false, baton.WrapError(baton.Invalid, ErrForeignIssue, "issue #%d has the URL %s: refused", n, ref.URL())
+	}
+	req := delivery.Request{IssueURL: ref.URL(), Summary: fmt.Sprintf("GitHub Issue #%d: %s", n, title), Actor: "intake:" + src.Repo}
 	if src.Agent != "" {
 		a := src.Agent
 		req.Settings.Agent = &a

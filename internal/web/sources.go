@@ -256,7 +256,11 @@ func (s *Server) updateSettings(w http.ResponseWriter, r *http.Request) error {
 }
 
 // githubWebhook takes GitHub's webhooks: the signature is the
-// authentication (no bearer token), checked before anything is read.
+// authentication (no bearer token), checked before anything is read. A
+// delivery already handled is answered 200, a new one 202; an issue
+// outside the source's repository is refused (400) and logged, as it
+// means someone holding a webhook secret tried to reach another
+// repository.
 func (s *Server) githubWebhook(w http.ResponseWriter, r *http.Request) error {
 	in, err := s.intake()
 	if err != nil {
@@ -266,15 +270,25 @@ func (s *Server) githubWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := in.Webhook(r.Context(), r.Header.Get("X-GitHub-Event"), r.Header.Get("X-Hub-Signature-256"), b)
+	res, err := in.Webhook(r.Context(), intake.WebhookRequest{
+		Event: r.Header.Get("X-GitHub-Event"), Delivery: r.Header.Get("X-GitHub-Delivery"),
+		Signature: r.Header.Get("X-Hub-Signature-256"), Body: b,
+	})
 	switch {
 	case errors.Is(err, intake.ErrNoSignature), errors.Is(err, intake.ErrBadSignature):
 		return httpError(codeUnauthorized, "webhook signature missing or wrong: set the same secret on GitHub and in baton (the source's, or BATON_WEBHOOK_SECRET)")
 	case errors.Is(err, intake.ErrNoSecret):
 		return httpError(codeUnauthorized, "no webhook secret is configured: set BATON_WEBHOOK_SECRET or the source's secret")
+	case errors.Is(err, intake.ErrForeignIssue):
+		s.log(r).Warn("webhook refused: "+baton.ErrorMessage(err), "source", res.SourceID, "delivery", baton.Truncate(r.Header.Get("X-GitHub-Delivery"), 100, "…"))
+		return err
 	case err != nil:
 		return err
 	}
-	writeJSON(w, http.StatusAccepted, res)
+	status := http.StatusAccepted
+	if res.Outcome == "duplicate" {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, res)
 	return nil
 }
