@@ -35,7 +35,7 @@ func wire() *cli.Factory {
 		}
 	}
 	gh := github.Access{Getenv: os.Getenv, UserAgent: "baton/" + buildVersion()}
-	dw := deliveryWiring{getenv: os.Getenv, workDir: wd, github: gh}
+	dw := deliveryWiring{getenv: os.Getenv, workDir: wd, github: gh, warn: os.Stderr}
 	return &cli.Factory{
 		OpenStore: func(root string) *fsstore.Store {
 			return fsstore.Open(root, fsstore.Options{Now: time.Now})
