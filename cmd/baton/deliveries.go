@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/baton-agent/baton/internal/forge"
 	"github.com/baton-agent/baton/internal/github"
 	"github.com/baton-agent/baton/internal/queue"
+	"github.com/baton-agent/baton/internal/safefile"
 	"github.com/baton-agent/baton/internal/sqlstore"
 )
 
@@ -20,6 +23,9 @@ type deliveryWiring struct {
 	getenv  func(string) string
 	workDir string
 	github  github.Access
+	// warn receives one-line warnings about the data directory's
+	// permissions; nil discards them.
+	warn io.Writer
 }
 
 // open opens the database o names: o.DB (a SQLite file or a postgres://
@@ -31,24 +37,24 @@ func (w deliveryWiring) open(ctx context.Context, o cli.DeliveriesOptions) (*del
 	if dsn == "" {
 		dsn = w.getenv("BATON_DATABASE_URL")
 	}
-	var dataDir string
-	switch {
-	case dsn == "" || !sqlstore.IsPostgresURL(dsn):
-		if dsn == "" {
-			dir, err := w.dataDir()
-			if err != nil {
-				return nil, err
-			}
-			dsn = filepath.Join(dir, "baton.db")
-		}
+	hosts, err := github.HostsFromEnv(w.getenv)
+	if err != nil {
+		return nil, err
+	}
+	own, err := w.dataDir()
+	if err != nil && (dsn == "" || sqlstore.IsPostgresURL(dsn)) {
+		return nil, err
+	}
+	dataDir := own
+	if dsn == "" {
+		dsn = filepath.Join(own, "baton.db")
+	}
+	if !sqlstore.IsPostgresURL(dsn) {
 		dsn = w.abs(dsn)
 		dataDir = filepath.Dir(dsn)
-	default:
-		dir, err := w.dataDir()
-		if err != nil {
-			return nil, err
-		}
-		dataDir = dir
+	}
+	if err := w.privateDataDir(dataDir, dataDir == own); err != nil {
+		return nil, err
 	}
 	q, err := queue.Open(ctx, dsn, queue.Config{
 		Workers: o.Workers, ID: o.WorkerID,
@@ -58,12 +64,55 @@ func (w deliveryWiring) open(ctx context.Context, o cli.DeliveriesOptions) (*del
 		return nil, err
 	}
 	return &delivery.Service{
-		Queue: q, DataDir: dataDir, Forge: w.forge, DefaultAgent: w.getenv("BATON_AGENT"),
+		Queue: q, DataDir: dataDir, Forge: w.forge, DefaultAgent: w.getenv("BATON_AGENT"), GitHubHosts: hosts,
 		GitHub: func(ctx context.Context, repo github.Repo) (*github.Client, error) {
 			c, _, err := w.github.Client(ctx, repo, "")
 			return c, err
 		},
 	}, nil
+}
+
+// privateDataDir keeps the data directory out of other users' reach: it
+// holds the database (webhook secrets), the API token, run logs, notes,
+// repository caches and worktrees. baton's own data directory is created
+// 0700, or tightened when it is open to others, with a warning when it
+// already held something (an empty one exposed nothing); a directory a
+// --db file sits in elsewhere is the user's, so baton only warns about
+// it.
+func (w deliveryWiring) privateDataDir(dir string, own bool) error {
+	if !own {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return baton.WrapError(baton.Internal, err, "create %s", dir)
+		}
+		if fi, err := os.Stat(dir); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			w.warnf("warning: %s holds baton's database and other users may read it (mode %04o): chmod 700 it, or keep the database in baton's data directory\n", dir, fi.Mode().Perm())
+		}
+		return nil
+	}
+	was, err := safefile.PrivateDir(dir)
+	if err != nil {
+		return baton.WrapError(baton.Internal, err, "make baton's data directory %s private (mode 0700)", dir)
+	}
+	if was != 0 && !emptyDir(dir) {
+		w.warnf("warning: baton's data directory %s was open to other users (mode %04o): now 0700, as it holds the database, tokens and run logs\n", dir, was)
+	}
+	return nil
+}
+
+func emptyDir(dir string) bool {
+	f, err := os.Open(dir)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(1)
+	return len(names) == 0
+}
+
+func (w deliveryWiring) warnf(format string, args ...any) {
+	if w.warn != nil {
+		fmt.Fprintf(w.warn, format, args...)
+	}
 }
 
 // configured reports whether a delivery database is set up: named by db

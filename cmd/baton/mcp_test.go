@@ -114,7 +114,7 @@ func TestMCPStdio(t *testing.T) {
 	}))
 	defer gh.Close()
 	defer close(hang)
-	env := gitEnv(home, "GITHUB_TOKEN=test-token", "GITHUB_API_URL="+gh.URL+"/")
+	env := gitEnv(home, "GITHUB_TOKEN=test-token", "GITHUB_API_URL="+gh.URL+"/", "BATON_GITHUB_ALLOW_HTTP_LOOPBACK=1")
 	repo := userRepo(t, env)
 	batonRun(t, env, repo, "handoff", "wire the parser", "--next-prompt", "Finish the lexer, then run go test ./...")
 

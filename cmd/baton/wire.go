@@ -38,7 +38,7 @@ func wire() *cli.Factory {
 	// every other variable is read as it is.
 	sec := cli.NewSecrets(os.Getenv)
 	gh := github.Access{Getenv: sec.Getenv, UserAgent: "baton/" + buildVersion()}
-	dw := deliveryWiring{getenv: sec.Getenv, workDir: wd, github: gh}
+	dw := deliveryWiring{getenv: sec.Getenv, workDir: wd, github: gh, warn: os.Stderr}
 	return &cli.Factory{
 		OpenStore: func(root string) *fsstore.Store {
 			return fsstore.Open(root, fsstore.Options{Now: time.Now})

@@ -61,7 +61,7 @@ func BenchmarkReviewPR(b *testing.B) {
 	srv.RequireToken(testToken)
 	srv.AddPullRequest("octo/app", largePR(5000, size))
 	srv.AddPullRequest("octo/app", githubtest.PullRequest{Number: 2, Title: "Small", Files: githubtest.GenerateFiles(99)})
-	env := map[string]string{"GITHUB_API_URL": srv.URL(), "GITHUB_TOKEN": testToken}
+	env := map[string]string{"GITHUB_API_URL": srv.URL(), "GITHUB_TOKEN": testToken, "BATON_GITHUB_ALLOW_HTTP_LOOPBACK": "1"}
 	args := func(n int) []string { return []string{"review-pr", fmt.Sprint(n), "--repo", "octo/app"} }
 
 	run := func(b *testing.B, n int) {
@@ -88,7 +88,7 @@ func BenchmarkReviewPR(b *testing.B) {
 		srv.ResetRequests()
 		for b.Loop() {
 			cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestHelperProcess$", "--"}, args(1)...)...)
-			cmd.Env = append(os.Environ(), "BATON_HELPER_PROCESS=1", "GITHUB_API_URL="+env["GITHUB_API_URL"], "GITHUB_TOKEN="+testToken)
+			cmd.Env = append(os.Environ(), append(srv.Env(), "BATON_HELPER_PROCESS=1", "GITHUB_TOKEN="+testToken)...)
 			var out, errb bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errb
 			if err := cmd.Run(); err != nil || !strings.HasPrefix(out.String(), "## Task: Review PR #1") {

@@ -28,7 +28,7 @@ func newGitHub(e *env, opts ...githubtest.Option) *githubtest.Server {
 	e.t.Helper()
 	srv := githubtest.NewServer(e.t, opts...)
 	srv.RequireToken(testToken)
-	e.vars["GITHUB_API_URL"] = srv.URL()
+	e.setEnv(srv.Env()...)
 	e.vars["GITHUB_TOKEN"] = testToken
 	return srv
 }

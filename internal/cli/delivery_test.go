@@ -365,7 +365,7 @@ func TestDeliveryCreateFromIssue(t *testing.T) {
 	srv := githubtest.NewServer(t)
 	srv.RequireToken("ghp_cli_test_token_0123456789abcdefghij")
 	srv.AddIssue("octo/app", githubtest.Issue{Number: 12, Title: "Sessions expire too early"})
-	e.vars["GITHUB_API_URL"] = srv.URL()
+	e.setEnv(srv.Env()...)
 	e.vars["GH_TOKEN"] = "ghp_cli_test_token_0123456789abcdefghij"
 	url := "https://github.com/octo/app/issues/12"
 	r := e.ok("", "", "delivery", "create", "--issue", url, "--agent", "codex", "--json")

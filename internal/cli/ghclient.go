@@ -19,7 +19,7 @@ type githubFlags struct {
 func (g *githubFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVarP(&g.repo, "repo", "R", "", "the GitHub repository as `owner/name` or host/owner/name (default: the origin remote of the working directory)")
-	fl.StringVar(&g.apiURL, "api-url", "", "the GitHub API base `URL`, for GitHub Enterprise (default: GITHUB_API_URL, else https://api.github.com/ or https://HOST/api/v3/)")
+	fl.StringVar(&g.apiURL, "api-url", "", "the GitHub API base `URL`, https on the repository's host (default: GITHUB_API_URL for github.com, else https://api.github.com/ or https://HOST/api/v3/)")
 }
 
 // target is a resolved GitHub repository and a client for its API.

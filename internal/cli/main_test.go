@@ -37,6 +37,14 @@ type env struct {
 	exe string
 }
 
+// setEnv sets KEY=value pairs in e's environment.
+func (e *env) setEnv(kvs ...string) {
+	for _, kv := range kvs {
+		k, v, _ := strings.Cut(kv, "=")
+		e.vars[k] = v
+	}
+}
+
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	gittest.Setenv(t) // deterministic commits: fixed identity and dates
@@ -130,6 +138,10 @@ func wireForTest(f *Factory, data string) {
 		if dsn == "" {
 			dsn = filepath.Join(data, "baton.db")
 		}
+		hosts, err := github.HostsFromEnv(f.Getenv)
+		if err != nil {
+			return nil, err
+		}
 		q, err := queue.Open(ctx, dsn, queue.Config{
 			Workers: o.Workers, ID: o.WorkerID, FetchPollInterval: o.Poll, RescueStuckJobsAfter: o.RescueAfter,
 		})
@@ -137,7 +149,7 @@ func wireForTest(f *Factory, data string) {
 			return nil, err
 		}
 		return &delivery.Service{
-			Queue: q, DataDir: filepath.Dir(dsn), DefaultAgent: f.Getenv("BATON_AGENT"), Now: f.Now,
+			Queue: q, DataDir: filepath.Dir(dsn), DefaultAgent: f.Getenv("BATON_AGENT"), Now: f.Now, GitHubHosts: hosts,
 			GitHub: func(ctx context.Context, repo github.Repo) (*github.Client, error) {
 				c, _, err := gh.Client(ctx, repo, "")
 				return c, err

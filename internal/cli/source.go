@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/github"
 	"github.com/baton-agent/baton/internal/intake"
 )
 
@@ -35,14 +36,16 @@ label, seen in a webhook or in a complete listing.`,
 	return cmd
 }
 
-// withIntake opens the delivery service and the intake over it.
+// withIntake opens the delivery service and the intake over it. The
+// command line, run by the machine's owner, may set a source's API URL:
+// the rules of where a token may go (github.Access) vet it.
 func withIntake(ctx context.Context, f *Factory, db string, fn func(*intake.Service) error) error {
 	svc, err := f.openDeliveries(ctx, DeliveriesOptions{DB: db})
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
-	return fn(&intake.Service{Deliveries: svc, GitHub: f.GitHub, Now: f.Now})
+	return fn(&intake.Service{Deliveries: svc, GitHub: f.GitHub, Now: f.Now, CheckAPIURL: github.Access{Getenv: f.Getenv}.CheckAPIURL})
 }
 
 func newSourceAddCmd(f *Factory, db *string) *cobra.Command {
@@ -91,7 +94,7 @@ BATON_WEBHOOK_SECRET).`,
 	fl.StringVar(&endpoint, "endpoint", "", "the deliveries' last phase before close")
 	fl.StringVar(&checkpoints, "checkpoints", "", `the deliveries' checkpoints, e.g. plan,deploy ("none" for none)`)
 	fl.StringVar(&agent, "agent", "", "the deliveries' agent: claude, codex, droid or command:<argv> (see docs/agents.md)")
-	fl.StringVar(&apiURL, "api-url", "", "GitHub API base URL (GitHub Enterprise Server)")
+	fl.StringVar(&apiURL, "api-url", "", "GitHub API base URL: https on the repository's host (https://HOST/api/v3/) or api.HOST; the host's token is sent there")
 	fl.StringVar(&secret, "webhook-secret", "", "secret of this repository's webhooks")
 	fl.BoolVar(&paused, "paused", false, "add it paused")
 	return cmd

@@ -13,7 +13,6 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/agentrun"
-	"github.com/baton-agent/baton/internal/forge"
 	"github.com/baton-agent/baton/internal/github"
 	"github.com/baton-agent/baton/internal/gitx"
 	"github.com/baton-agent/baton/internal/proc"
@@ -104,12 +103,17 @@ func (s *Service) newDelivery(ctx context.Context, r Request) (*baton.Delivery, 
 	var issueRepo github.Repo
 	var issueNumber int
 	if r.IssueURL != "" {
-		repo, n, err := forge.ParseIssueURL(r.IssueURL)
+		// Every spelling of the issue's URL is one request: the canonical
+		// URL is the key, so they all find the same delivery.
+		ref, err := github.ParseIssueURL(r.IssueURL)
 		if err != nil {
 			return nil, err
 		}
-		issueRepo, issueNumber, requestKey = repo, n, r.IssueURL
-		d.Refs = append(d.Refs, baton.Ref{Role: baton.RoleRequest, Type: "github_issue", Label: fmt.Sprintf("%s#%d", repo, n), URL: strings.TrimSpace(r.IssueURL)})
+		if err := s.GitHubHosts.Check(ref.Repo.Host); err != nil {
+			return nil, err
+		}
+		issueRepo, issueNumber, requestKey = ref.Repo, ref.Number, ref.URL()
+		d.Refs = append(d.Refs, baton.Ref{Role: baton.RoleRequest, Type: "github_issue", Label: fmt.Sprintf("%s#%d", ref.Repo, ref.Number), URL: ref.URL()})
 	}
 	if r.Repo != "" {
 		if err := s.targetLocal(ctx, &d, r.Repo); err != nil {

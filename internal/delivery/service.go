@@ -38,6 +38,10 @@ type Service struct {
 	// delivery is created from. nil means issues cannot be read, so a
 	// request from an issue needs a summary.
 	GitHub func(ctx context.Context, repo github.Repo) (*github.Client, error)
+	// GitHubHosts are the GitHub hosts deliveries may come from: an issue
+	// on another host is refused when it is created, as baton has no
+	// token for it (the zero value: github.com only).
+	GitHubHosts github.Hosts
 	// DefaultAgent runs deliveries that name no agent (default
 	// baton.DefaultAgent).
 	DefaultAgent string

@@ -118,8 +118,8 @@ func issueNumber(d *baton.Delivery) (int, bool) {
 	if !ok {
 		return 0, false
 	}
-	_, n, err := ParseIssueURL(r.URL)
-	return n, err == nil
+	ref, err := github.ParseIssueURL(r.URL)
+	return ref.Number, err == nil
 }
 
 // Checks implements Forge: it polls the check runs and statuses of sha
@@ -205,38 +205,4 @@ func (g *GitHub) Merge(ctx context.Context, d *baton.Delivery, _ *Workspaces, ba
 	}
 	return baton.Ref{Role: baton.RoleWork, Type: "commit", Label: fmt.Sprintf("merged into %s as %s (%s)", base, short, methodName(method)),
 		URL: fmt.Sprintf("https://%s/%s/commit/%s", host, g.Repo, res.SHA)}, nil
-}
-
-// ParseIssueURL parses https://HOST/OWNER/NAME/issues/N (also /pull/N)
-// into the repository and number. Errors are Invalid.
-func ParseIssueURL(raw string) (github.Repo, int, error) {
-	bad := func() (github.Repo, int, error) {
-		return github.Repo{}, 0, baton.Errorf(baton.Invalid, "bad issue URL %q: want https://github.com/OWNER/NAME/issues/N", baton.Truncate(raw, 200, "…"))
-	}
-	s := strings.TrimSpace(raw)
-	rest, ok := strings.CutPrefix(s, "https://")
-	if !ok {
-		if rest, ok = strings.CutPrefix(s, "http://"); !ok {
-			return bad()
-		}
-	}
-	if i := strings.IndexAny(rest, "?#"); i >= 0 {
-		rest = rest[:i]
-	}
-	parts := strings.Split(strings.TrimRight(rest, "/"), "/")
-	if len(parts) != 5 || (parts[3] != "issues" && parts[3] != "pull") {
-		return bad()
-	}
-	n, err := strconv.Atoi(parts[4])
-	if err != nil || n <= 0 || strconv.Itoa(n) != parts[4] {
-		return bad()
-	}
-	if strings.Contains(parts[0], "@") {
-		return bad() // credentials in the URL
-	}
-	repo, err := github.ParseRepo(parts[0] + "/" + parts[1] + "/" + parts[2])
-	if err != nil {
-		return bad()
-	}
-	return repo, n, nil
 }

@@ -9,11 +9,18 @@
 // # Configuration
 //
 // Nothing here reads the process environment directly: callers pass a
-// getenv function (TokenFromEnv, ResolveToken, ResolveAPIURL) so that
-// cmd/baton stays the only place that touches os.Getenv. The token comes
-// from GH_TOKEN or GITHUB_TOKEN, else from `gh auth token`; the repository
-// from --repo (ParseRepo) or the origin remote (RepoFromRemote); the API base
-// URL from --api-url, GITHUB_API_URL, or the repository's host.
+// getenv function (TokenFromEnv, ResolveToken, ResolveAPIURL,
+// HostsFromEnv) so that cmd/baton stays the only place that touches
+// os.Getenv. The repository comes from --repo (ParseRepo), a URL
+// (ParseNumber, ParseIssueURL) or the origin remote (RepoFromRemote).
+//
+// A token is sent only to the API of the host it was given for (Access):
+// github.com's (GH_TOKEN, GITHUB_TOKEN, `gh auth token`) to api.github.com
+// or GITHUB_API_URL; a GitHub Enterprise host's only when the host is
+// listed (BATON_GITHUB_HOSTS, GH_HOST), with its own token
+// (GH_ENTERPRISE_TOKEN, `gh auth token --hostname`), to that host or
+// api.HOST. Plain http only to loopback, with
+// BATON_GITHUB_ALLOW_HTTP_LOOPBACK for tests.
 //
 // # Requests
 //

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -90,11 +91,7 @@ func ParseRemoteURL(raw string) (Repo, error) {
 		}
 		switch strings.ToLower(u.Scheme) {
 		case "https", "http":
-			host = u.Host
-			// The default port names the same host.
-			if port := u.Port(); port == "443" && strings.EqualFold(u.Scheme, "https") || port == "80" && strings.EqualFold(u.Scheme, "http") {
-				host = u.Hostname()
-			}
+			host = webHostPort(u) // the default port names the same host
 		case "ssh", "git", "git+ssh", "ssh+git":
 			host = u.Hostname()
 		default:
@@ -127,6 +124,16 @@ func ParseRemoteURL(raw string) (Repo, error) {
 		return Repo{}, remoteError(raw, "the path is not owner/name")
 	}
 	return r, nil
+}
+
+// webHostPort returns u's host lower-cased, without the scheme's default
+// port, as Repo.Host spells it.
+func webHostPort(u *url.URL) string {
+	h := strings.ToLower(u.Host)
+	if p := u.Port(); p == "443" && strings.EqualFold(u.Scheme, "https") || p == "80" && strings.EqualFold(u.Scheme, "http") {
+		h = strings.ToLower(u.Hostname())
+	}
+	return h
 }
 
 // gitTimeout bounds `git remote get-url`, which reads local config only.
@@ -200,10 +207,16 @@ func looksSCP(s string) bool {
 	return slash < 0 || colon < slash
 }
 
-// normalizeHost lowercases h and maps GitHub's alternative ssh and web
-// hosts to github.com.
+// normalizeHost lowercases h, drops the trailing dot of a fully
+// qualified name, and maps GitHub's alternative ssh and web hosts to
+// github.com.
 func normalizeHost(h string) string {
 	h = strings.ToLower(h)
+	if name, port, ok := strings.Cut(h, ":"); ok {
+		h = strings.TrimSuffix(name, ".") + ":" + port
+	} else {
+		h = strings.TrimSuffix(h, ".")
+	}
 	switch h {
 	case "ssh.github.com", "www.github.com", "ssh.github.com:443":
 		return DefaultHost
@@ -225,7 +238,9 @@ func validHost(h string) bool {
 			return false
 		}
 	}
-	return name[0] != '-' && name[0] != '.'
+	// No empty label: normalizeHost has dropped a fully qualified name's
+	// one trailing dot, and "a..b" names nothing.
+	return name[0] != '-' && name[0] != '.' && name[len(name)-1] != '.' && !strings.Contains(name, "..")
 }
 
 // validOwner accepts GitHub user and organization names: letters, digits
@@ -300,25 +315,95 @@ func ParseNumber(arg string, kinds ...string) (int, *Repo, bool) {
 	if n, err := strconv.Atoi(strings.TrimPrefix(s, "#")); err == nil {
 		return n, nil, n > 0
 	}
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+	r, rest, ok := parseWebURL(s)
+	if !ok || len(rest) < 2 || !slices.Contains(kinds, rest[0]) {
 		return 0, nil, false
 	}
-	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
-	if len(parts) < 4 {
-		return 0, nil, false
-	}
-	kindOK := false
-	for _, k := range kinds {
-		kindOK = kindOK || parts[2] == k
-	}
-	n, err := strconv.Atoi(parts[3])
-	if !kindOK || err != nil || n <= 0 {
-		return 0, nil, false
-	}
-	r, err := ParseRepo(u.Host + "/" + parts[0] + "/" + parts[1])
-	if err != nil {
+	n, err := strconv.Atoi(rest[1])
+	if err != nil || n <= 0 {
 		return 0, nil, false
 	}
 	return n, &r, true
+}
+
+// parseWebURL reads an http(s) URL of a page of a repository on a GitHub
+// host: https://HOST/owner/name/rest... It returns the repository (host
+// normalized as ParseRemoteURL does, owner and name as written, less a
+// ".git") and the path segments after it. URLs with credentials are refused.
+func parseWebURL(s string) (Repo, []string, bool) {
+	u, err := url.Parse(s)
+	if err != nil || u.Opaque != "" || u.User != nil || u.Host == "" {
+		return Repo{}, nil, false
+	}
+	if scheme := strings.ToLower(u.Scheme); scheme != "https" && scheme != "http" {
+		return Repo{}, nil, false
+	}
+	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+	if len(parts) < 2 {
+		return Repo{}, nil, false
+	}
+	// A clone URL's ".git" names the same repository; what is left must
+	// not end in ".git" again, or the name would change on every reading.
+	r := Repo{Host: normalizeHost(webHostPort(u)), Owner: parts[0], Name: trimGit(parts[1])}
+	if !validHost(r.Host) || r.validate() != nil || trimGit(r.Name) != r.Name {
+		return Repo{}, nil, false
+	}
+	return r, parts[2:], true
+}
+
+// trimGit drops a ".git" suffix in any case.
+func trimGit(name string) string {
+	if len(name) >= 4 && strings.EqualFold(name[len(name)-4:], ".git") {
+		return name[:len(name)-4]
+	}
+	return name
+}
+
+// IssueRef identifies one GitHub issue: its host, its repository and its
+// number. Owner and name are lower-cased, as GitHub matches them without
+// regard to case, so every spelling of an issue's URL gives one IssueRef.
+// Pull requests share the issues' number space (pull request 7 is issue
+// 7 of the same repository, and GitHub's issue API answers for it), so a
+// pull request's URL names the issue of its number.
+type IssueRef struct {
+	Repo   Repo
+	Number int
+}
+
+// URL returns the issue's canonical web URL,
+// https://HOST/owner/name/issues/N, the one spelling ParseIssueURL maps
+// every other to.
+func (r IssueRef) URL() string {
+	return "https://" + hostOrDefault(r.Repo.Host) + "/" + r.Repo.Owner + "/" + r.Repo.Name + "/issues/" + strconv.Itoa(r.Number)
+}
+
+// String returns owner/name#N, with the host first for GitHub Enterprise.
+func (r IssueRef) String() string {
+	s := r.Repo.String() + "#" + strconv.Itoa(r.Number)
+	if r.Repo.Host != "" && r.Repo.Host != DefaultHost {
+		s = r.Repo.Host + "/" + s
+	}
+	return s
+}
+
+// ParseIssueURL reads an issue's web URL in the spellings people paste
+// and GitHub sends: http or https, any case of host, owner and name,
+// www.github.com, a default port, a trailing slash, a query, a fragment
+// (#issuecomment-1), and /pull/N for /issues/N. The number is decimal
+// without a leading zero. Anything else (another path, credentials in the
+// URL, a non-http scheme) is Invalid.
+func ParseIssueURL(raw string) (IssueRef, error) {
+	bad := func() (IssueRef, error) {
+		return IssueRef{}, baton.Errorf(baton.Invalid, "bad issue URL %q: want https://github.com/OWNER/NAME/issues/N", baton.Truncate(scrubCredentials(raw), 200, "…"))
+	}
+	r, rest, ok := parseWebURL(strings.TrimSpace(raw))
+	if !ok || len(rest) != 2 || rest[0] != "issues" && rest[0] != "pull" {
+		return bad()
+	}
+	n, err := strconv.Atoi(rest[1])
+	if err != nil || n <= 0 || strconv.Itoa(n) != rest[1] {
+		return bad()
+	}
+	r.Owner, r.Name = strings.ToLower(r.Owner), strings.ToLower(r.Name)
+	return IssueRef{Repo: r, Number: n}, nil
 }

@@ -302,24 +302,6 @@ func TestTokenFromGHRejectsOddOutput(t *testing.T) {
 	}
 }
 
-func TestResolveAPIURL(t *testing.T) {
-	env := map[string]string{}
-	getenv := func(k string) string { return env[k] }
-	if got := ResolveAPIURL("", getenv, ""); got != "https://api.github.com/" {
-		t.Errorf("default = %s", got)
-	}
-	if got := ResolveAPIURL("", getenv, "ghe.corp.example"); got != "https://ghe.corp.example/api/v3/" {
-		t.Errorf("GHE = %s", got)
-	}
-	env["GITHUB_API_URL"] = "http://127.0.0.1:9/"
-	if got := ResolveAPIURL("", getenv, "ghe.corp.example"); got != "http://127.0.0.1:9/" {
-		t.Errorf("GITHUB_API_URL = %s", got)
-	}
-	if got := ResolveAPIURL("https://flag.example/api/v3", getenv, ""); got != "https://flag.example/api/v3" {
-		t.Errorf("flag = %s", got)
-	}
-}
-
 func TestRepoString(t *testing.T) {
 	r := Repo{Host: "ghe.example", Owner: "o", Name: "r"}
 	if diff := cmp.Diff("o/r", r.String()); diff != "" {

@@ -130,28 +130,28 @@ func plausibleToken(s string) bool {
 	return true
 }
 
-// ResolveToken finds the token for host (github.com when empty): for a
-// GitHub Enterprise host GH_ENTERPRISE_TOKEN or GITHUB_ENTERPRISE_TOKEN,
-// then GH_TOKEN or GITHUB_TOKEN, then `gh auth token` when gh is
-// installed. It returns the token and where it came from (a variable name
-// or "gh auth token"). With no token it returns an Invalid error wrapping
-// ErrNoToken that says how to provide one.
+// ResolveToken finds the token for host (github.com when empty). For
+// github.com: GH_TOKEN or GITHUB_TOKEN, then `gh auth token`. For a GitHub
+// Enterprise host: GH_ENTERPRISE_TOKEN or GITHUB_ENTERPRISE_TOKEN, then
+// `gh auth token --hostname HOST`, and never the github.com token, which
+// was given for github.com only. It returns the token and where it came
+// from (a variable name or "gh auth token"). With no token it returns an
+// Invalid error wrapping ErrNoToken that says how to provide one. Whether
+// the host may get a token at all is Hosts' question (Access asks both).
 func ResolveToken(ctx context.Context, getenv func(string) string, host string) (Token, string, error) {
-	if host != "" && host != DefaultHost {
-		if t, src := tokenFromVars(getenv, enterpriseTokenVars); t != "" {
-			return t, src, nil
-		}
+	enterprise := host != "" && host != DefaultHost
+	vars := tokenVars
+	hint := "set GITHUB_TOKEN or GH_TOKEN, or run `gh auth login`"
+	if enterprise {
+		vars = enterpriseTokenVars
+		hint = fmt.Sprintf("set GH_ENTERPRISE_TOKEN, or run `gh auth login --hostname %s` (the github.com token is never sent to another host)", host)
 	}
-	if t, src := TokenFromEnv(getenv); t != "" {
+	if t, src := tokenFromVars(getenv, vars); t != "" {
 		return t, src, nil
 	}
 	t, err := TokenFromGH(ctx, host)
 	if err == nil {
 		return t, "gh auth token", nil
-	}
-	hint := "set GITHUB_TOKEN or GH_TOKEN, or run `gh auth login`"
-	if host != "" && host != DefaultHost {
-		hint = fmt.Sprintf("set GH_ENTERPRISE_TOKEN, or run `gh auth login --hostname %s`", host)
 	}
 	if errors.Is(err, exec.ErrNotFound) {
 		return "", "", baton.WrapError(baton.Invalid, ErrNoToken, "no GitHub token for %s: %s", hostOrDefault(host), hint)
@@ -176,41 +176,55 @@ func APIURL(host string) string {
 	return "https://" + host + "/api/v3/"
 }
 
-// ResolveAPIURL picks the REST API base URL: the --api-url flag value when
-// set, else GITHUB_API_URL (set by GitHub Actions, and how tests point
-// baton at a local server), else APIURL(host).
-func ResolveAPIURL(flag string, getenv func(string) string, host string) string {
-	if s := strings.TrimSpace(flag); s != "" {
-		return s
-	}
-	if getenv != nil {
-		if s := strings.TrimSpace(getenv("GITHUB_API_URL")); s != "" {
-			return s
-		}
-	}
-	return APIURL(host)
-}
-
 // Access opens the API for hosts with credentials from an environment:
-// the token (ResolveToken) and the base URL (ResolveAPIURL) of each call's
-// host. The CLI's, the server's and the delivery pipeline's clients all
-// come from one.
+// the host must be one baton may authenticate to (HostsFromEnv), the base
+// URL one its token may go to (ResolveAPIURL), and the token the host's
+// own (ResolveToken). The CLI's, the server's and the delivery pipeline's
+// clients all come from one.
 type Access struct {
 	Getenv    func(string) string
 	UserAgent string
 }
 
 // Client returns a client for repo's host and the token it sends. apiURL
-// overrides the base URL ("" = GITHUB_API_URL, else the host's). With no
-// token the error wraps ErrNoToken; a bad base URL is Invalid.
+// overrides the base URL ("" = the host's, or GITHUB_API_URL for
+// github.com). A host that is not configured, an API URL the host's token
+// may not go to, and a missing token (wrapping ErrNoToken) are Invalid;
+// none of them sends a request.
 func (a Access) Client(ctx context.Context, repo Repo, apiURL string) (*Client, Token, error) {
+	hosts, err := HostsFromEnv(a.Getenv)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := hosts.Check(repo.Host); err != nil {
+		return nil, "", err
+	}
+	base, err := ResolveAPIURL(apiURL, a.Getenv, repo.Host)
+	if err != nil {
+		return nil, "", err
+	}
 	tok, _, err := ResolveToken(ctx, a.Getenv, repo.Host)
 	if err != nil {
 		return nil, "", err
 	}
-	c, err := New(Options{Token: tok, BaseURL: ResolveAPIURL(apiURL, a.Getenv, repo.Host), UserAgent: a.UserAgent})
+	c, err := New(Options{Token: tok, BaseURL: base, UserAgent: a.UserAgent})
 	if err != nil {
 		return nil, "", err
 	}
 	return c, tok, nil
+}
+
+// CheckAPIURL says whether apiURL may serve repo's host, as Client would
+// decide, without resolving a token: for the CLI to refuse a source's API
+// URL when it is set rather than at its first sync.
+func (a Access) CheckAPIURL(repo Repo, apiURL string) error {
+	hosts, err := HostsFromEnv(a.Getenv)
+	if err != nil {
+		return err
+	}
+	if err := hosts.Check(repo.Host); err != nil {
+		return err
+	}
+	_, err = ResolveAPIURL(apiURL, a.Getenv, repo.Host)
+	return err
 }

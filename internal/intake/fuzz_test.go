@@ -60,20 +60,20 @@ func FuzzWebhookSignature(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, body []byte, event string) {
-		if _, err := in.Webhook(t.Context(), event, Sign("wrong-secret", body), body); !errors.Is(err, ErrBadSignature) {
+		if _, err := in.Webhook(t.Context(), WebhookRequest{Event: event, Signature: Sign("wrong-secret", body), Body: body}); !errors.Is(err, ErrBadSignature) {
 			t.Fatalf("a body signed with another secret: %v", err)
 		}
-		if _, err := in.Webhook(t.Context(), event, Sign("server-secret", body), body); errors.Is(err, ErrBadSignature) || errors.Is(err, ErrNoSignature) {
+		if _, err := in.Webhook(t.Context(), WebhookRequest{Event: event, Signature: Sign("server-secret", body), Body: body}); errors.Is(err, ErrBadSignature) || errors.Is(err, ErrNoSignature) {
 			t.Fatalf("the right signature was refused: %v", err)
 		}
-		if _, err := in.Webhook(t.Context(), event, "", body); !errors.Is(err, ErrNoSignature) {
+		if _, err := in.Webhook(t.Context(), WebhookRequest{Event: event, Body: body}); !errors.Is(err, ErrNoSignature) {
 			t.Fatalf("no signature: %v", err)
 		}
 	})
 }
 
 // A source input from the API that is accepted never sets a command
-// agent: the agent is one of the named CLIs or none.
+// agent (the agent is one of the named CLIs or none) nor an API URL.
 func FuzzApplySourceInput(f *testing.F) {
 	f.Add("claude", "baton", "review", "plan,deploy", "https://ghe.example/api/v3/")
 	f.Add("command:sh -c evil", "", "", "", "")
@@ -82,9 +82,12 @@ func FuzzApplySourceInput(f *testing.F) {
 	f.Fuzz(func(t *testing.T, agent, label, endpoint, checkpoints, apiURL string) {
 		src := &baton.Source{Repo: "octo/app", Label: baton.DefaultSourceLabel}
 		cps := []string{checkpoints}
-		err := apply(src, SourceInput{Agent: &agent, Label: &label, Endpoint: &endpoint, Checkpoints: &cps, APIURL: &apiURL})
+		err := apply(src, SourceInput{Agent: &agent, Label: &label, Endpoint: &endpoint, Checkpoints: &cps, APIURL: &apiURL}, nil)
 		if err != nil {
 			return
+		}
+		if src.APIURL != "" {
+			t.Fatalf("an API source input set the API URL %q, where the token would go", src.APIURL)
 		}
 		if src.Agent == "" {
 			return

@@ -34,6 +34,11 @@ type Service struct {
 	// GitHub opens the API for a repository; apiURL overrides the base
 	// URL ("" for the repository's host).
 	GitHub func(ctx context.Context, repo github.Repo, apiURL string) (*github.Client, error)
+	// CheckAPIURL says whether a source of repo may be read through
+	// apiURL. Only the CLI, run by the machine's owner, sets it: a source's
+	// API URL is where its host's token goes, so a request can never set
+	// one (nil refuses any).
+	CheckAPIURL func(repo github.Repo, apiURL string) error
 	// WebhookSecret verifies webhooks of sources without a secret of
 	// their own.
 	WebhookSecret string
@@ -135,10 +140,13 @@ func (s *Service) Add(ctx context.Context, in SourceInput) (*baton.Source, error
 	if err != nil {
 		return nil, err
 	}
+	if err := s.Deliveries.GitHubHosts.Check(repo.Host); err != nil {
+		return nil, err
+	}
 	now := s.now()
 	src := &baton.Source{Repo: repoName(repo), Label: baton.DefaultSourceLabel, CreatedAt: now, UpdatedAt: now}
 	src.ID = sourceID(src.Repo)
-	if err := apply(src, in); err != nil {
+	if err := apply(src, in, s.CheckAPIURL); err != nil {
 		return nil, err
 	}
 	if err := s.store().CreateSource(ctx, src); err != nil {
@@ -154,7 +162,7 @@ func (s *Service) Update(ctx context.Context, ref string, in SourceInput) (*bato
 		return nil, err
 	}
 	oldLabel := src.Label
-	if err := apply(src, in); err != nil {
+	if err := apply(src, in, s.CheckAPIURL); err != nil {
 		return nil, err
 	}
 	if src.Label != oldLabel {
@@ -181,12 +189,28 @@ func (s *Service) Get(ctx context.Context, ref string) (*baton.Source, error) {
 	return s.store().FindSource(ctx, ref)
 }
 
-func apply(src *baton.Source, in SourceInput) error {
+// ErrAPIURLNotSettable is the cause of the error for an API URL set where
+// only the server's owner may set one.
+var ErrAPIURLNotSettable = errors.New("a source's API URL is set on the server only")
+
+// apply sets in on src. checkAPIURL vets an API URL; nil refuses any.
+func apply(src *baton.Source, in SourceInput, checkAPIURL func(github.Repo, string) error) error {
 	if in.APIURL != nil {
-		src.APIURL = strings.TrimSpace(*in.APIURL)
-		if src.APIURL != "" && !strings.HasPrefix(src.APIURL, "https://") && !strings.HasPrefix(src.APIURL, "http://") {
-			return baton.Errorf(baton.Invalid, "bad API URL %q: want https://HOST/api/v3/", baton.Truncate(src.APIURL, 100, "…"))
+		u := strings.TrimSpace(*in.APIURL)
+		if u != "" {
+			if checkAPIURL == nil {
+				return baton.WrapError(baton.Invalid, ErrAPIURLNotSettable,
+					"a source's API URL can only be set on the server, with `baton source add --api-url`: it is where the repository's token is sent")
+			}
+			repo, err := github.ParseRepo(src.Repo)
+			if err != nil {
+				return err
+			}
+			if err := checkAPIURL(repo, u); err != nil {
+				return err
+			}
 		}
+		src.APIURL = u
 	}
 	if in.Label != nil {
 		src.Label = strings.TrimSpace(*in.Label)
@@ -437,9 +461,17 @@ func (s *Service) tracked(ctx context.Context, id string) (map[int]sqlstore.Sour
 	return m, nil
 }
 
-// bring makes (or finds) the delivery of an issue and tracks it.
+// bring makes (or finds) the delivery of an issue of src's repository
+// and tracks it.
 func (s *Service) bring(ctx context.Context, src *baton.Source, n int, title, url string) (bool, error) {
-	req := delivery.Request{IssueURL: url, Summary: fmt.Sprintf("GitHub Issue #%d: %s", n, title), Actor: "intake:" + src.Repo}
+	ref, err := issueOf(src, url)
+	if err != nil {
+		return false, err
+	}
+	if ref.Number != n {
+		return false, baton.WrapError(baton.Invalid, ErrForeignIssue, "issue #%d has the URL %s: refused", n, ref.URL())
+	}
+	req := delivery.Request{IssueURL: ref.URL(), Summary: fmt.Sprintf("GitHub Issue #%d: %s", n, title), Actor: "intake:" + src.Repo}
 	if src.Agent != "" {
 		a := src.Agent
 		req.Settings.Agent = &a

@@ -284,12 +284,14 @@ func TestSameIssueIsOneDelivery(t *testing.T) {
 
 func (e *env) webhook(event, body string) intake.WebhookResult {
 	e.t.Helper()
-	res, err := e.in.Webhook(e.t.Context(), event, intake.Sign("whsec", []byte(body)), []byte(body))
+	res, err := e.in.Webhook(e.t.Context(), intake.WebhookRequest{Event: event, Signature: intake.Sign("whsec", []byte(body)), Body: []byte(body)})
 	if err != nil {
 		e.t.Fatalf("webhook %s: %v", body, err)
 	}
 	return res
 }
+
+var eventSeq atomic.Int64
 
 func issueEvent(action string, n int, state, label string, labels ...string) string {
 	var ls []string
@@ -300,9 +302,11 @@ func issueEvent(action string, n int, state, label string, labels ...string) str
 	if label != "" {
 		lab = fmt.Sprintf(`"label":{"name":%q},`, label)
 	}
+	// Each event GitHub sends differs, if only in updated_at; a body sent
+	// twice is a replay.
 	return fmt.Sprintf(`{"action":%q,%s"repository":{"full_name":"octo/app","html_url":"https://github.com/octo/app"},`+
-		`"issue":{"number":%d,"title":"Issue %d","state":%q,"html_url":"https://github.com/octo/app/issues/%d","labels":[%s]}}`,
-		action, lab, n, n, state, n, strings.Join(ls, ","))
+		`"issue":{"number":%d,"title":"Issue %d","state":%q,"html_url":"https://github.com/octo/app/issues/%d","labels":[%s],"updated_at":"%d"}}`,
+		action, lab, n, n, state, n, strings.Join(ls, ","), eventSeq.Add(1))
 }
 
 // Webhooks: labelled brings an issue in, another label or a repeat

@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/github"
+	"github.com/baton-agent/baton/internal/sqlstore"
 )
 
 // Signature errors: the webhook's authentication failed. Edges answer
@@ -23,9 +25,31 @@ var (
 	ErrNoSecret     = errors.New("no webhook secret is configured")
 )
 
+// ErrForeignIssue is the cause of the error for a webhook or a listing
+// whose issue is not in the source's repository.
+var ErrForeignIssue = errors.New("the issue is not in the source's repository")
+
+// ReplayWindow is how long a webhook delivery is remembered: one sent
+// again within it (GitHub's redelivery, or a replay) is answered as
+// already handled and not acted on.
+const ReplayWindow = 24 * time.Hour
+
+// WebhookRequest is one webhook delivery as GitHub sends it.
+type WebhookRequest struct {
+	// Event is X-GitHub-Event: "issues", "ping", ...
+	Event string
+	// Delivery is X-GitHub-Delivery, GitHub's id of this delivery (a
+	// GUID); without one, the delivery is known by its body alone.
+	Delivery string
+	// Signature is X-Hub-Signature-256.
+	Signature string
+	Body      []byte
+}
+
 // WebhookResult says what a webhook did.
 type WebhookResult struct {
-	// Outcome is "created", "exists", "closed", "ignored" or "pong".
+	// Outcome is "created", "exists", "closed", "ignored", "pong", or
+	// "duplicate" for a delivery already handled.
 	Outcome    string `json:"outcome"`
 	Reason     string `json:"reason,omitempty"`
 	SourceID   string `json:"source_id,omitempty"`
@@ -89,14 +113,19 @@ func Sign(secret string, body []byte) string {
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }
 
-// Webhook handles one GitHub delivery of event with its signature. The
-// signature is checked first, with the secret of the repository's source
-// or the server's: nothing is acted on before that. A ping, an event for
-// a repository without a source, or an event intake does not act on is
-// "ignored" (or "pong"). issues events: opened, labeled and reopened with
-// the source's label bring the issue in; closed, and unlabeled of the
-// label, close its delivery.
-func (s *Service) Webhook(ctx context.Context, event, signature string, body []byte) (WebhookResult, error) {
+// Webhook handles one GitHub webhook delivery. The signature is checked
+// first, with the secret of the repository's source or the server's:
+// nothing is read or stored before that. Then the delivery is claimed in
+// the database: one already handled within ReplayWindow (by id, or by an
+// identical body) is "duplicate" and not acted on again. A ping, an event
+// for a repository without a source, or an event intake does not act on
+// is "ignored" (or "pong"). issues events: opened, labeled and reopened
+// with the source's label bring the issue in; closed, and unlabeled of the
+// label, close its delivery. An issue that is not in the source's
+// repository is refused (Invalid wrapping ErrForeignIssue): a source's
+// secret speaks for its own repository only.
+func (s *Service) Webhook(ctx context.Context, req WebhookRequest) (WebhookResult, error) {
+	body := req.Body
 	p, perr := ParsePayload(body)
 	var src *baton.Source
 	if perr == nil && p.Repository.FullName != "" {
@@ -109,12 +138,52 @@ func (s *Service) Webhook(ctx context.Context, event, signature string, body []b
 	if secret == "" {
 		return WebhookResult{}, ErrNoSecret
 	}
-	if err := Verify(secret, body, signature); err != nil {
+	if err := Verify(secret, body, req.Signature); err != nil {
 		return WebhookResult{}, err
 	}
 	if perr != nil {
 		return WebhookResult{}, perr
 	}
+	claim, err := s.claim(ctx, req)
+	if err != nil {
+		return WebhookResult{}, err
+	}
+	if !claim.fresh {
+		return WebhookResult{Outcome: "duplicate", Reason: "already handled: this webhook delivery was received before, and is acted on once"}, nil
+	}
+	r, err := s.webhook(ctx, req.Event, p, src)
+	if err != nil {
+		// Let GitHub's redelivery try again.
+		if rerr := s.store().ReleaseWebhook(context.WithoutCancel(ctx), claim.id); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}
+	return r, err
+}
+
+type webhookClaim struct {
+	id    string
+	fresh bool
+}
+
+// claim records a verified delivery, reporting whether it is new.
+func (s *Service) claim(ctx context.Context, req WebhookRequest) (webhookClaim, error) {
+	sum := sha256.Sum256(req.Body)
+	digest := hex.EncodeToString(sum[:])
+	id := strings.TrimSpace(req.Delivery)
+	if len(id) > 100 || strings.ContainsFunc(id, func(r rune) bool { return r < '!' || r > '~' }) {
+		return webhookClaim{}, baton.Errorf(baton.Invalid, "bad X-GitHub-Delivery %q: want GitHub's delivery id", baton.Truncate(id, 100, "…"))
+	}
+	if id == "" {
+		id = "sha256:" + digest
+	}
+	now := s.now()
+	fresh, err := s.store().ClaimWebhook(ctx, sqlstore.WebhookDelivery{ID: id, BodySHA256: digest, ReceivedAt: now}, now.Add(-ReplayWindow))
+	return webhookClaim{id: id, fresh: fresh}, err
+}
+
+// webhook acts on a verified, new delivery.
+func (s *Service) webhook(ctx context.Context, event string, p Payload, src *baton.Source) (WebhookResult, error) {
 	if event == "ping" {
 		return WebhookResult{Outcome: "pong"}, nil
 	}
@@ -135,6 +204,11 @@ func (s *Service) Webhook(ctx context.Context, event, signature string, body []b
 		r.Reason = "a pull request"
 		return r, nil
 	}
+	if ref, err := issueOf(src, p.Issue.HTMLURL); err != nil {
+		return r, err
+	} else if ref.Number != p.Issue.Number {
+		return r, baton.WrapError(baton.Invalid, ErrForeignIssue, "the event names issue #%d but its html_url is %s: refused", p.Issue.Number, ref.URL())
+	}
 	is := p.Issue
 	hasLabel := false
 	for _, l := range is.Labels {
@@ -146,9 +220,6 @@ func (s *Service) Webhook(ctx context.Context, event, signature string, body []b
 		if !hasLabel || is.State == "closed" || (p.Action == "labeled" && !thisLabel) {
 			r.Reason = fmt.Sprintf("issue #%d is not open with label %q", is.Number, src.Label)
 			return r, nil
-		}
-		if _, err := url.Parse(is.HTMLURL); err != nil || is.HTMLURL == "" {
-			return r, baton.Errorf(baton.Invalid, "issue #%d has no html_url", is.Number)
 		}
 		created, err := s.bring(ctx, src, is.Number, is.Title, is.HTMLURL)
 		if err != nil {
@@ -222,4 +293,25 @@ func (s *Service) sourceFor(ctx context.Context, fullName, htmlURL string) (*bat
 		return s.store().FindSource(ctx, fullName)
 	}
 	return src, err
+}
+
+// issueOf reads the URL of an issue of src's repository. An issue on
+// another host or in another repository is Invalid, wrapping
+// ErrForeignIssue.
+func issueOf(src *baton.Source, issueURL string) (github.IssueRef, error) {
+	repo, err := github.ParseRepo(src.Repo)
+	if err != nil {
+		return github.IssueRef{}, err
+	}
+	if strings.TrimSpace(issueURL) == "" {
+		return github.IssueRef{}, baton.Errorf(baton.Invalid, "the issue has no html_url")
+	}
+	ref, err := github.ParseIssueURL(issueURL)
+	if err != nil {
+		return github.IssueRef{}, err
+	}
+	if ref.Repo.Host != repo.Host || !strings.EqualFold(ref.Repo.Owner, repo.Owner) || !strings.EqualFold(ref.Repo.Name, repo.Name) {
+		return ref, baton.WrapError(baton.Invalid, ErrForeignIssue, "issue %s is not in %s, the repository of source %s: refused", ref.URL(), src.Repo, src.ID)
+	}
+	return ref, nil
 }

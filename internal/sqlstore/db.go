@@ -31,6 +31,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // Dialect is the SQL database a Store talks to.
@@ -218,9 +219,20 @@ func OpenSQLiteReader(path string, conns int) (*sql.DB, error) {
 // runs maintenance alongside the workers.
 func OpenSQLite(path string) (*sql.DB, error) {
 	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, baton.WrapError(baton.Internal, err, "create database directory %s", dir)
 		}
+	}
+	// The database holds webhook secrets. SQLite creates its -wal and -shm
+	// files with the database file's mode, so a database file made 0600
+	// keeps all three private; one made before is tightened.
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, baton.WrapError(baton.Internal, err, "create database %s", path)
+	}
+	f.Close()
+	if err := safefile.PrivateFiles(path, path+"-wal", path+"-shm"); err != nil {
+		return nil, baton.WrapError(baton.Internal, err, "make database %s private", path)
 	}
 	dsn := "file:" + path + "?_pragma=busy_timeout(20000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)

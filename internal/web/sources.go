@@ -37,9 +37,13 @@ func toSource(s *baton.Source) sourceJSON {
 // SourceRequest is the body of POST /api/sources and PATCH
 // /api/sources/{id}. Absent fields are left alone (defaults on add). An
 // agent is claude, codex or droid: a command agent can be set only from
-// the command line.
+// the command line. api_url is refused: it is where the repository's
+// token goes, so only the server's owner sets it, with `baton source add
+// --api-url`.
 type SourceRequest struct {
-	Repo          string    `json:"repo,omitempty"`
+	Repo string `json:"repo,omitempty"`
+	// APIURL is read only to be refused with a message that says where
+	// it is set.
 	APIURL        *string   `json:"api_url,omitempty"`
 	Label         *string   `json:"label,omitempty"`
 	Endpoint      *string   `json:"endpoint,omitempty"`
@@ -49,15 +53,21 @@ type SourceRequest struct {
 	WebhookSecret *string   `json:"webhook_secret,omitempty"`
 }
 
-// DecodeSource parses a source body strictly.
+// DecodeSource parses a source body strictly. Invalid when it sets
+// api_url.
 func DecodeSource(b []byte) (SourceRequest, error) {
 	var v SourceRequest
-	err := decodeStrict(b, &v)
-	return v, err
+	if err := decodeStrict(b, &v); err != nil {
+		return v, err
+	}
+	if v.APIURL != nil {
+		return SourceRequest{}, baton.Errorf(baton.Invalid, "api_url cannot be set through the API: the repository's token is sent there, so it is set on the server with `baton source add --api-url`")
+	}
+	return v, nil
 }
 
 func (v SourceRequest) input() intake.SourceInput {
-	return intake.SourceInput{Repo: v.Repo, APIURL: v.APIURL, Label: v.Label, Endpoint: v.Endpoint, Checkpoints: v.Checkpoints,
+	return intake.SourceInput{Repo: v.Repo, Label: v.Label, Endpoint: v.Endpoint, Checkpoints: v.Checkpoints,
 		Agent: v.Agent, Paused: v.Paused, WebhookSecret: v.WebhookSecret}
 }
 
@@ -246,7 +256,11 @@ func (s *Server) updateSettings(w http.ResponseWriter, r *http.Request) error {
 }
 
 // githubWebhook takes GitHub's webhooks: the signature is the
-// authentication (no bearer token), checked before anything is read.
+// authentication (no bearer token), checked before anything is read. A
+// delivery already handled is answered 200, a new one 202; an issue
+// outside the source's repository is refused (400) and logged, as it
+// means someone holding a webhook secret tried to reach another
+// repository.
 func (s *Server) githubWebhook(w http.ResponseWriter, r *http.Request) error {
 	in, err := s.intake()
 	if err != nil {
@@ -256,15 +270,25 @@ func (s *Server) githubWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := in.Webhook(r.Context(), r.Header.Get("X-GitHub-Event"), r.Header.Get("X-Hub-Signature-256"), b)
+	res, err := in.Webhook(r.Context(), intake.WebhookRequest{
+		Event: r.Header.Get("X-GitHub-Event"), Delivery: r.Header.Get("X-GitHub-Delivery"),
+		Signature: r.Header.Get("X-Hub-Signature-256"), Body: b,
+	})
 	switch {
 	case errors.Is(err, intake.ErrNoSignature), errors.Is(err, intake.ErrBadSignature):
 		return httpError(codeUnauthorized, "webhook signature missing or wrong: set the same secret on GitHub and in baton (the source's, or BATON_WEBHOOK_SECRET)")
 	case errors.Is(err, intake.ErrNoSecret):
 		return httpError(codeUnauthorized, "no webhook secret is configured: set BATON_WEBHOOK_SECRET or the source's secret")
+	case errors.Is(err, intake.ErrForeignIssue):
+		s.log(r).Warn("webhook refused: "+baton.ErrorMessage(err), "source", res.SourceID, "delivery", baton.Truncate(r.Header.Get("X-GitHub-Delivery"), 100, "…"))
+		return err
 	case err != nil:
 		return err
 	}
-	writeJSON(w, http.StatusAccepted, res)
+	status := http.StatusAccepted
+	if res.Outcome == "duplicate" {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, res)
 	return nil
 }

@@ -122,6 +122,18 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 // github.Options.BaseURL and GITHUB_API_URL take.
 func (s *Server) URL() string { return s.ts.URL + s.prefix + "/" }
 
+// AllowHTTPLoopback is the environment variable, and the value, that lets
+// baton send a token over plain http to a loopback server such as this
+// one; baton refuses plain http otherwise.
+const AllowHTTPLoopback = "BATON_GITHUB_ALLOW_HTTP_LOOPBACK=1"
+
+// Env returns the environment that points baton at this server for
+// github.com, as GITHUB_API_URL does for a user: KEY=value pairs,
+// GITHUB_API_URL and AllowHTTPLoopback.
+func (s *Server) Env() []string {
+	return []string{"GITHUB_API_URL=" + s.URL(), AllowHTTPLoopback}
+}
+
 // GraphQLURL returns the GraphQL endpoint.
 func (s *Server) GraphQLURL() string { return s.ts.URL + s.gql }
 
