@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 
@@ -143,7 +144,7 @@ func runMCP(ctx context.Context, f *Factory, o mcpOptions) error {
 		&sdk.StreamableHTTPOptions{CrossOriginProtection: http.NewCrossOriginProtection()})
 	go s.Watch(ctx)
 	fmt.Fprintf(f.IO.Err, "baton mcp: serving http://%s/\n", ln.Addr())
-	return web.Serve(ctx, ln, web.RequireToken(token, &web.WrongTokens{}, h), nil)
+	return web.Serve(ctx, ln, web.RequireToken(token, &web.WrongTokens{}, h), slog.New(newLogHandler(f.IO.Err)))
 }
 
 // dataDirOrNone is baton's data directory, or "" when there is none (no

@@ -323,6 +323,9 @@ func (s *Server) guard(r *http.Request) error {
 	}
 	tok := r.Header.Get("X-CSRF-Token")
 	if tok == "" {
+		if err := parseForm(r); err != nil {
+			return err
+		}
 		tok = r.PostFormValue("csrf")
 	}
 	if subtle.ConstantTimeCompare([]byte(tok), []byte(s.csrfToken(*a.session))) != 1 {
