@@ -175,9 +175,9 @@ func TestMCPToolsFlag(t *testing.T) {
 }
 
 // startMCPHTTP runs `baton mcp --http` and returns its base URL.
-func startMCPHTTP(t *testing.T, dir string, env []string, addr string) string {
+func startMCPHTTP(t *testing.T, dir string, env []string, addr string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(batonBin, "mcp", "--http", addr)
+	cmd := exec.Command(batonBin, append([]string{"mcp", "--http", addr}, args...)...)
 	cmd.Dir, cmd.Env = dir, env
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -296,6 +296,88 @@ func TestMCPHTTP(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "is not loopback and there is no API token") {
 		t.Errorf("--http 0.0.0.0:0 without a token: exit %d, %s", code, out)
 	}
+}
+
+// Over HTTP the delivery tools follow baton serve's rules: without an API
+// token the server reads but changes nothing, even with a database;
+// with one, delivery_create takes only the repositories it was given,
+// and ten wrong tokens in a minute get 429 while the right one still
+// works.
+func TestMCPHTTPDeliveries(t *testing.T) {
+	t.Parallel()
+	home, data := t.TempDir(), t.TempDir()
+	env := gitEnv(home, "BATON_DATA_DIR="+data)
+	repo, other := userRepo(t, env), userRepo(t, env)
+	batonRun(t, env, repo, "delivery", "create", "--repo", ".", "--summary", "Already here", "--agent", "command:true")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	call := func(cs *sdk.ClientSession, tool string, args map[string]any) (string, bool) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		return res.Content[0].(*sdk.TextContent).Text, res.IsError
+	}
+
+	url := startMCPHTTP(t, repo, env, "127.0.0.1:0")
+	cs, err := mcpHTTPClient(ctx, url, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text, isErr := call(cs, "deliveries", map[string]any{}); isErr || !strings.Contains(text, "Already here") {
+		t.Errorf("deliveries without a token = %q (error %v), want the list", text, isErr)
+	}
+	for tool, args := range map[string]map[string]any{
+		"delivery_create": {"repo": repo, "summary": "Sneak this in"},
+		"delivery_reject": {"delivery": "#1", "note": "no"},
+		"delivery_cancel": {"delivery": "#1"},
+	} {
+		if text, isErr := call(cs, tool, args); !isErr || !strings.Contains(text, "no API token") {
+			t.Errorf("%s without a token = %q (error %v), want it refused", tool, text, isErr)
+		}
+	}
+	cs.Close()
+	if out := batonRun(t, env, repo, "delivery", "list", "--json"); strings.Contains(out, "Sneak this in") || !strings.Contains(out, `"plan"`) {
+		t.Errorf("the deliveries changed without a token:\n%s", out)
+	}
+
+	url = startMCPHTTP(t, repo, append(env, "BATON_API_TOKEN=mcp-token"), "127.0.0.1:0")
+	for i := range 10 {
+		if code := postStatus(t, url, "wrong"); code != http.StatusUnauthorized {
+			t.Fatalf("wrong token %d = %d, want 401", i+1, code)
+		}
+	}
+	if code := postStatus(t, url, "wrong"); code != http.StatusTooManyRequests {
+		t.Errorf("the 11th wrong token = %d, want 429", code)
+	}
+	cs, err = mcpHTTPClient(ctx, url, "mcp-token")
+	if err != nil {
+		t.Fatalf("the right token after ten wrong ones: %v", err)
+	}
+	defer cs.Close()
+	if text, isErr := call(cs, "delivery_create", map[string]any{"repo": repo, "summary": "Add a health check"}); isErr || !strings.Contains(text, "Created") {
+		t.Errorf("delivery_create in the repository it runs in = %q (error %v)", text, isErr)
+	}
+	if text, isErr := call(cs, "delivery_create", map[string]any{"repo": other, "summary": "Elsewhere"}); !isErr || !strings.Contains(text, "is not a repository this server was given") {
+		t.Errorf("delivery_create in another repository = %q (error %v), want it refused", text, isErr)
+	}
+}
+
+// postStatus posts an initialize request with a bearer token and
+// returns the status.
+func postStatus(t *testing.T, url, token string) int {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, strings.NewReader(initLine))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // doctor starts the MCP server a project file registers only when it is

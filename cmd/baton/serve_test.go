@@ -262,3 +262,41 @@ func alive(pid int) bool {
 	_, rest, _ := strings.Cut(string(b), ") ")
 	return !strings.HasPrefix(rest, "Z")
 }
+
+// DNS rebinding: a page on evil.example whose name now points at
+// 127.0.0.1 reaches serve from the user's browser, which still sends
+// "Host: evil.example:7070". serve answers such a request with 421 and
+// one line, and the names it was given as they are.
+func TestServeAnswersOnlyItsOwnHostNames(t *testing.T) {
+	t.Parallel()
+	home, data := t.TempDir(), t.TempDir()
+	env := gitEnv(home, "BATON_DATA_DIR="+data, "BATON_API_TOKEN=host-test-token")
+	src := userRepo(t, env)
+	_, base := startServe(t, env, src, "--addr", "127.0.0.1:0", "--workers", "0", "--public-url", "https://baton.example.com/")
+	body := fmt.Sprintf(`{"repo":%q,"summary":"The secret roadmap"}`, src)
+	if code := apiCall(t, "POST", base+"/api/deliveries", "host-test-token", body, nil); code != http.StatusCreated {
+		t.Fatalf("create = %d", code)
+	}
+	get := func(path, host string) (int, string) {
+		req, _ := http.NewRequest("GET", base+path, nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, path := range []string{"/api/deliveries", "/", "/api/settings"} {
+		code, text := get(path, "evil.example:7070")
+		if code != http.StatusMisdirectedRequest || strings.Count(text, "\n") != 1 || strings.Contains(text, "roadmap") || strings.Contains(text, data) {
+			t.Errorf("GET %s with Host evil.example:7070 = %d %q, want 421 and one line", path, code, text)
+		}
+	}
+	for _, host := range []string{strings.TrimPrefix(base, "http://"), "localhost:7070", "baton.example.com"} {
+		if code, text := get("/api/deliveries", host); code != http.StatusOK || !strings.Contains(text, "roadmap") {
+			t.Errorf("GET /api/deliveries with Host %s = %d, want 200", host, code)
+		}
+	}
+}

@@ -2,13 +2,11 @@ package cli
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
-	"strings"
-	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -20,9 +18,13 @@ import (
 	"github.com/baton-agent/baton/internal/web"
 )
 
+type mcpOptions struct {
+	tools, repos []string
+	httpAddr, db string
+}
+
 func newMCPCmd(f *Factory) *cobra.Command {
-	var tools []string
-	var httpAddr, db string
+	var o mcpOptions
 	cmd := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve the context store, loops and briefs over MCP",
@@ -47,27 +49,32 @@ answers and every tool says how to point it at one.
 
 On stdio a line that is not a JSON-RPC message is answered with a parse
 error (-32700) and the session goes on. --http takes baton serve's API token
-(BATON_API_TOKEN, else the token file serve keeps in the data directory):
-without one it listens on loopback only; with one every request needs
-"Authorization: Bearer <token>".
+(BATON_API_TOKEN, else the token file serve keeps in the data directory)
+and its rules: with a token every request needs "Authorization: Bearer
+<token>" (ten wrong ones in a minute get 429); without one it listens on
+loopback only and changes no delivery. Over HTTP delivery_create takes
+only the repository it runs in and each --repo, as baton serve does.
 
 baton install claude|codex|droid registers this server for you.`,
 		Example: `  baton mcp                                   # stdio, as a client starts it
   baton mcp --tools pickup,handoff,packets    # a smaller tool list
-  baton mcp --http 127.0.0.1:7071`,
+  baton mcp --http 127.0.0.1:7071
+  baton mcp --http 127.0.0.1:7071 --repo ~/src/app --repo ~/src/api`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runMCP(cmd.Context(), f, tools, httpAddr, db)
+			return runMCP(cmd.Context(), f, o)
 		},
 	}
-	cmd.Flags().StringSliceVar(&tools, "tools", nil, "serve only these `TOOLS` (comma-separated; default all)")
-	cmd.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on `ADDR` (host:port) instead of stdio")
-	cmd.Flags().StringVar(&db, "db", "", "the delivery database, SQLite file or postgres:// URL (default: BATON_DATABASE_URL, else <data dir>/baton.db when it exists)")
+	cmd.Flags().StringSliceVar(&o.tools, "tools", nil, "serve only these `TOOLS` (comma-separated; default all)")
+	cmd.Flags().StringVar(&o.httpAddr, "http", "", "serve streamable HTTP on `ADDR` (host:port) instead of stdio")
+	cmd.Flags().StringVar(&o.db, "db", "", "the delivery database, SQLite file or postgres:// URL (default: BATON_DATABASE_URL, else <data dir>/baton.db when it exists)")
+	cmd.Flags().StringArrayVar(&o.repos, "repo", nil, "with --http: local repository delivery_create may name (repeatable; default: the one it runs in)")
 	return cmd
 }
 
-// newMCPServer builds the server the way `baton mcp` runs it.
-func (f *Factory) newMCPServer(tools []string, db string) (*mcp.Server, error) {
+// newMCPServer builds the server the way `baton mcp` runs it; remote
+// (--http) applies the network's rules to delivery changes.
+func (f *Factory) newMCPServer(o mcpOptions, remote mcp.Options) (*mcp.Server, error) {
 	// A directory that is neither in a repository nor holds a store is no
 	// project: the server does not create stores in random directories.
 	root, how := f.projectRoot()
@@ -79,10 +86,11 @@ func (f *Factory) newMCPServer(tools []string, db string) (*mcp.Server, error) {
 	case fsstore.FoundWorkDir:
 		root = ""
 	}
-	opts := mcp.Options{Version: f.Version, WorkDir: f.WorkDir, Root: root, Now: f.Now, GitHub: f.GitHub, Tools: tools}
-	if f.Deliveries != nil && f.DeliveriesConfigured != nil && f.DeliveriesConfigured(db) {
+	opts := mcp.Options{Version: f.Version, WorkDir: f.WorkDir, Root: root, Now: f.Now, GitHub: f.GitHub, Tools: o.tools,
+		ReadOnly: remote.ReadOnly, Repo: remote.Repo}
+	if f.Deliveries != nil && f.DeliveriesConfigured != nil && f.DeliveriesConfigured(o.db) {
 		opts.Deliveries = func(ctx context.Context) (*delivery.Service, error) {
-			return f.openDeliveries(ctx, DeliveriesOptions{DB: db})
+			return f.openDeliveries(ctx, DeliveriesOptions{DB: o.db})
 		}
 	}
 	s, err := mcp.New(opts)
@@ -92,79 +100,62 @@ func (f *Factory) newMCPServer(tools []string, db string) (*mcp.Server, error) {
 	return s, nil
 }
 
-func runMCP(ctx context.Context, f *Factory, tools []string, httpAddr, db string) error {
-	s, err := f.newMCPServer(tools, db)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	if httpAddr == "" {
-		err := s.Run(ctx, &mcp.LineTransport{In: f.IO.In, Out: f.IO.Out})
+func runMCP(ctx context.Context, f *Factory, o mcpOptions) error {
+	if o.httpAddr == "" {
+		if len(o.repos) > 0 {
+			return usageError("--repo limits what delivery_create takes over --http; on stdio the client that started baton acts as you")
+		}
+		s, err := f.newMCPServer(o, mcp.Options{})
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		err = s.Run(ctx, &mcp.LineTransport{In: f.IO.In, Out: f.IO.Out})
 		if errors.Is(err, context.Canceled) {
 			return nil
 		}
 		return err
 	}
-	token, err := f.mcpToken()
+	token, err := web.APIToken(f.env("BATON_API_TOKEN"), f.dataDirOrNone(), o.httpAddr)
 	if err != nil {
 		return err
 	}
-	if token == "" && !web.IsLoopback(httpAddr) {
-		return usageError("--http %s is not loopback and there is no API token: set BATON_API_TOKEN (or start `baton serve` once on loopback to generate one) so the server is not open to the network", httpAddr)
-	}
-	ln, err := net.Listen("tcp", httpAddr)
+	repos, err := serveRepos(ctx, f, o.repos)
 	if err != nil {
-		return baton.WrapError(baton.Invalid, err, "--http %s", httpAddr)
+		return err
+	}
+	remote := mcp.Options{Repo: func(path string) (string, error) { return delivery.AllowedRepo(repos, path) }}
+	if token == "" {
+		remote.ReadOnly = "this server has no API token, so it changes no delivery: set BATON_API_TOKEN (or start `baton serve` once to generate one) and restart it"
+	}
+	s, err := f.newMCPServer(o, remote)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	ln, err := net.Listen("tcp", o.httpAddr)
+	if err != nil {
+		return baton.WrapError(baton.Invalid, err, "--http %s", o.httpAddr)
 	}
 	// The SDK refuses a loopback request whose Host is not loopback (DNS
 	// rebinding); cross-origin protection refuses what a web page could
 	// send through the user's browser.
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.SDK() },
 		&sdk.StreamableHTTPOptions{CrossOriginProtection: http.NewCrossOriginProtection()})
-	srv := &http.Server{Handler: requireToken(token, h), ReadHeaderTimeout: 10 * time.Second}
 	go s.Watch(ctx)
-	go func() {
-		<-ctx.Done()
-		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(shut)
-	}()
 	fmt.Fprintf(f.IO.Err, "baton mcp: serving http://%s/\n", ln.Addr())
-	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return web.Serve(ctx, ln, web.RequireToken(token, &web.WrongTokens{}, h), slog.New(newLogHandler(f.IO.Err)))
 }
 
-// mcpToken is the API token, by `baton serve`'s rules: BATON_API_TOKEN,
-// else the token file serve generated in the data directory, else none.
-func (f *Factory) mcpToken() (string, error) {
-	if tok := strings.TrimSpace(f.env("BATON_API_TOKEN")); tok != "" {
-		return tok, nil
-	}
+// dataDirOrNone is baton's data directory, or "" when there is none (no
+// home directory): then there is no token file either.
+func (f *Factory) dataDirOrNone() string {
 	if f.DataDir == nil {
-		return "", nil
+		return ""
 	}
 	dir, err := f.DataDir()
 	if err != nil {
-		return "", nil // no data directory: no token file either
+		return ""
 	}
-	return web.LoadToken(dir)
-}
-
-// requireToken lets a request through only with the bearer token, when
-// there is one.
-func requireToken(token string, next http.Handler) http.Handler {
-	if token == "" {
-		return next
-	}
-	want := []byte("Bearer " + token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="baton"`)
-			http.Error(w, "baton mcp: this server needs Authorization: Bearer <BATON_API_TOKEN>", http.StatusUnauthorized)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+	return dir
 }

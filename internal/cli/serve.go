@@ -2,14 +2,13 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
+	"net/url"
 	"os/exec"
-	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,6 +26,7 @@ type serveOptions struct {
 	githubTokenFile            string
 	apiTokenFile               string
 	addr, db, agent, logFormat string
+	publicURL                  string
 	repos                      []string
 	workers                    int
 	lease, poll                time.Duration
@@ -51,6 +51,10 @@ the data directory (mode 0600) and printed once. A non-loopback --addr is
 refused until a token exists. Webhooks are verified with each source's
 secret or BATON_WEBHOOK_SECRET.
 
+It answers only requests whose Host is localhost, an IP address, the
+--addr name or the --public-url host: a page on another name that points
+at this machine (DNS rebinding) gets 421 and nothing else.
+
 Deliveries created from the API or the dashboard run with --agent (default
 $BATON_AGENT, else claude): a request never chooses what runs. Local
 repositories they may target are the one serve runs in and each --repo.
@@ -60,6 +64,7 @@ recorded and their phases queued again for the next worker.`,
 		Example: `  baton serve
   baton serve --agent codex --workers 2
   BATON_API_TOKEN=... baton serve --addr 0.0.0.0:7070 --db postgres://baton@db/baton
+  baton serve --public-url https://baton.example.com   # behind a proxy that keeps the Host
   baton serve --workers 0          # API and dashboard only; workers run elsewhere`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -74,6 +79,7 @@ recorded and their phases queued again for the next worker.`,
 	fl.StringVar(&o.agent, "agent", "", "agent for deliveries that name none: claude, codex, droid or command:<argv>, see docs/agents.md (default $BATON_AGENT, else claude)")
 	fl.StringArrayVar(&o.repos, "repo", nil, "local repository deliveries may be created in from the API (repeatable; default: the one serve runs in)")
 	fl.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	fl.StringVar(&o.publicURL, "public-url", "", "the URL people and GitHub reach this server at, when it is not --addr; its host is accepted as Host (default $BATON_PUBLIC_URL)")
 	fl.DurationVar(&o.lease, "lease", delivery.DefaultLease, "heartbeat age after which a running phase's worker is taken for dead")
 	fl.DurationVar(&o.poll, "poll", time.Second, "how often idle workers look for jobs")
 	o.sandbox.register(fl)
@@ -97,7 +103,8 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 		return usageError("--workers must not be negative")
 	}
 	loopback := web.IsLoopback(o.addr)
-	if _, _, err := net.SplitHostPort(o.addr); err != nil {
+	host, _, err := net.SplitHostPort(o.addr)
+	if err != nil {
 		return usageError("--addr %q: want host:port, e.g. 127.0.0.1:7070", o.addr)
 	}
 	if err := f.secrets(map[string]string{"GH_TOKEN": o.githubTokenFile, "BATON_API_TOKEN": o.apiTokenFile}); err != nil {
@@ -106,6 +113,17 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 	conf, err := o.sandbox.confinement(f)
 	if err != nil {
 		return err
+	}
+	hosts := []string{host}
+	if o.publicURL == "" {
+		o.publicURL = f.env("BATON_PUBLIC_URL")
+	}
+	if o.publicURL != "" {
+		u, err := url.Parse(o.publicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+			return usageError("--public-url %q: want the URL the server is reached at, e.g. https://baton.example.com", o.publicURL)
+		}
+		hosts = append(hosts, u.Hostname())
 	}
 	id := delivery.WorkerID("serve")
 	svc, err := f.openDeliveries(ctx, DeliveriesOptions{DB: o.db, Workers: o.workers, WorkerID: id, Poll: o.poll, RescueAfter: 2 * time.Hour})
@@ -125,14 +143,9 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 		return err
 	}
 
-	token := strings.TrimSpace(f.env("BATON_API_TOKEN"))
-	if token == "" {
-		if token, err = web.LoadToken(svc.DataDir); err != nil {
-			return err
-		}
-	}
-	if token == "" && !loopback {
-		return baton.Errorf(baton.Invalid, "--addr %s is not loopback and there is no API token: set BATON_API_TOKEN (or start once on loopback to generate one) so the server is not open to the network", o.addr)
+	token, err := web.APIToken(f.env("BATON_API_TOKEN"), svc.DataDir, o.addr)
+	if err != nil {
+		return err
 	}
 	if token == "" {
 		if token, err = web.CreateToken(svc.DataDir); err != nil {
@@ -152,10 +165,9 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 	feed := delivery.NewFeed(svc, 0)
 	defer feed.Close()
 	srv := &web.Server{
-		Deliveries: svc, Feed: feed, Intake: in, Token: token, Open: loopback, Repos: repos,
+		Deliveries: svc, Feed: feed, Intake: in, Token: token, Open: loopback, Repos: repos, Hosts: hosts,
 		Agent: agentStatus(agent), Log: log, Version: f.Version, Now: f.Now, Project: serveProject(f),
 	}
-	handler := srv.Handler()
 
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
@@ -163,19 +175,17 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	hs := &http.Server{
-		Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		BaseContext: func(net.Listener) context.Context { return ctx }, // streams end when serve stops
-		ErrorLog:    slog.NewLogLogger(h, slog.LevelWarn),
-	}
-	url := "http://" + ln.Addr().String()
+	base := "http://" + ln.Addr().String()
 	if o.workers > 0 {
 		sandboxNotice(f.IO.Err, conf)
 	}
 	fmt.Fprintf(f.IO.Err, "baton serve: dashboard %s/ · API %s/api · %d worker(s) · agent %s · data in %s (Ctrl-C stops)\n",
-		url, url, o.workers, agent, svc.DataDir)
+		base, base, o.workers, agent, svc.DataDir)
 	if !srv.Agent.Installed {
 		fmt.Fprintf(f.IO.Err, "warning: the %s CLI is not installed: %s\n", agent, srv.Agent.Fix)
+	}
+	if msg := fileLimitWarning(); msg != "" {
+		fmt.Fprintln(f.IO.Err, "warning: "+msg)
 	}
 
 	var wg sync.WaitGroup
@@ -183,7 +193,7 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(ctx, ln); err != nil {
 			errc <- err
 		}
 	}()
@@ -215,12 +225,27 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 	case runErr = <-errc:
 	}
 	stop()
-	shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	_ = hs.Shutdown(shut)
 	wg.Wait()
 	fmt.Fprintln(f.IO.Err, "baton serve stopped")
 	return runErr
+}
+
+// fewOpenFiles is the open-file limit below which serve warns: every
+// connection holds a file, and at the limit nothing more is accepted,
+// not even /healthz.
+const fewOpenFiles = 8192
+
+// fileLimitWarning says when the process may open few files. The Go
+// runtime has already raised the soft limit to the hard one at start
+// (and hands child processes, agents among them, the original back);
+// serve does not call setrlimit itself, which would stop that. Only the
+// hard limit is left, and that is for whoever starts serve to raise.
+func fileLimitWarning() string {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur >= fewOpenFiles {
+		return ""
+	}
+	return fmt.Sprintf("this process may open only %d files (ulimit -n; hard limit %d), one per connection: that many slow clients at once leave no room for anyone else; raise the hard limit (LimitNOFILE= for systemd, ulimit -Hn in a shell) to serve more", lim.Cur, lim.Max)
 }
 
 // serveRepos are the local repositories the API may create deliveries

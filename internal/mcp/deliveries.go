@@ -155,6 +155,15 @@ func (s *Server) deliveryCreate(ctx context.Context, _ *sdk.CallToolRequest, in 
 		return nil, nil, baton.Errorf(baton.Invalid, "give issue (a GitHub issue URL), or repo (a local repository) with summary")
 	case in.Issue == "" && strings.TrimSpace(in.Summary) == "":
 		return nil, nil, baton.Errorf(baton.Invalid, "repo needs summary (or issue) to say what to deliver")
+	case s.opts.ReadOnly != "":
+		return nil, nil, baton.Errorf(baton.Invalid, "%s", s.opts.ReadOnly)
+	}
+	if in.Repo != "" && s.opts.Repo != nil {
+		repo, err := s.opts.Repo(in.Repo)
+		if err != nil {
+			return nil, nil, err
+		}
+		in.Repo = repo
 	}
 	svc, err := s.service(ctx)
 	if err != nil {
@@ -192,6 +201,9 @@ func decisionTool(a delivery.Action, desc string, destructive bool) func(*Server
 }
 
 func (s *Server) decide(ctx context.Context, a delivery.Action, ref, note string) (*sdk.CallToolResult, any, error) {
+	if s.opts.ReadOnly != "" {
+		return nil, nil, baton.Errorf(baton.Invalid, "%s", s.opts.ReadOnly)
+	}
 	svc, err := s.service(ctx)
 	if err != nil {
 		return nil, nil, err

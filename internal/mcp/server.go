@@ -42,6 +42,14 @@ type Options struct {
 	// Deliveries opens the delivery service; nil when no database is
 	// configured, and then the delivery tools are not served.
 	Deliveries func(ctx context.Context) (*delivery.Service, error)
+	// ReadOnly, when set, refuses every delivery change (create, approve,
+	// reject, retry, cancel) with this explanation: a server on the
+	// network without an API token only reads.
+	ReadOnly string
+	// Repo resolves the local repository delivery_create names, refusing
+	// the ones this server may not create deliveries in (serve's --repo
+	// rule over HTTP); nil takes the path as given, as the CLI does.
+	Repo func(path string) (string, error)
 	// Watch is how often the store is checked for packets and loops that
 	// appeared or went away, to notify clients; 0 picks 2s, <0 never.
 	Watch time.Duration

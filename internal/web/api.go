@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -360,7 +359,7 @@ func readBody(r *http.Request) ([]byte, error) {
 func (s *Server) request(c CreateRequest, actor string) (delivery.Request, error) {
 	req := delivery.Request{IssueURL: strings.TrimSpace(c.IssueURL), Summary: c.Summary, Actor: actor}
 	if c.Repo != "" {
-		repo, err := s.allowedRepo(c.Repo)
+		repo, err := delivery.AllowedRepo(s.Repos, c.Repo)
 		if err != nil {
 			return req, err
 		}
@@ -381,29 +380,6 @@ func (s *Server) request(c CreateRequest, actor string) (delivery.Request, error
 		req.Settings.Checkpoints = &cps
 	}
 	return req, nil
-}
-
-// allowedRepo returns the local repository a request names, when it is
-// one the server was given (or inside one). Links are resolved first, so
-// a link inside an allowed repository cannot lead to another one.
-func (s *Server) allowedRepo(repo string) (string, error) {
-	clean := filepath.Clean(repo)
-	real, err := filepath.EvalSymlinks(clean)
-	if err != nil || !filepath.IsAbs(real) {
-		real = ""
-	}
-	for _, r := range s.Repos {
-		if rr, err := filepath.EvalSymlinks(r); err == nil {
-			r = rr
-		}
-		if real != "" && (real == r || strings.HasPrefix(real, r+string(filepath.Separator))) {
-			return real, nil
-		}
-	}
-	if len(s.Repos) == 0 {
-		return "", baton.Errorf(baton.Invalid, "this server accepts no local repositories: start `baton serve` inside one, or with --repo PATH")
-	}
-	return "", baton.Errorf(baton.Invalid, "%q is not a repository this server was given (--repo): %s", baton.Truncate(repo, 200, "…"), strings.Join(s.Repos, ", "))
 }
 
 type createdJSON struct {

@@ -1,11 +1,8 @@
 package web
 
 import (
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"io/fs"
@@ -13,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -58,6 +54,24 @@ func CreateToken(dir string) (string, error) {
 	return tok, nil
 }
 
+// APIToken is the one token rule of baton's HTTP servers (serve and mcp
+// --http): env (BATON_API_TOKEN) when set, else the token file serve
+// keeps in dataDir, else none. Without a token a server may listen on
+// loopback only, so for any other addr no token is Invalid.
+func APIToken(env, dataDir, addr string) (string, error) {
+	tok := strings.TrimSpace(env)
+	if tok == "" && dataDir != "" {
+		var err error
+		if tok, err = LoadToken(dataDir); err != nil {
+			return "", err
+		}
+	}
+	if tok == "" && !IsLoopback(addr) {
+		return "", baton.Errorf(baton.Invalid, "%s is not loopback and there is no API token: set BATON_API_TOKEN (or start `baton serve` once on loopback to generate one) so the server is not open to the network", addr)
+	}
+	return tok, nil
+}
+
 // IsLoopback reports whether addr (host:port) binds to the loopback
 // interface only.
 func IsLoopback(addr string) bool {
@@ -72,75 +86,14 @@ func IsLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// Session cookies are signed, not stored: name|expiry|nonce|mac, with
-// the MAC keyed by the API token, so they survive a restart and die with
-// the token.
-const (
-	sessionCookie = "baton_session"
-	sessionTTL    = 7 * 24 * time.Hour
-)
-
-type session struct {
-	Name   string
-	Nonce  string
-	Expiry time.Time
-}
-
-func (s *Server) mac(parts ...string) string {
-	m := hmac.New(sha256.New, []byte(s.Token))
-	m.Write([]byte(strings.Join(parts, "\x00")))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
-}
-
-func (s *Server) newSession(w http.ResponseWriter, r *http.Request, name string) {
-	nonce := make([]byte, 16)
-	_, _ = rand.Read(nonce)
-	n := base64.RawURLEncoding.EncodeToString(nonce)
-	exp := strconv.FormatInt(s.now().Add(sessionTTL).Unix(), 10)
-	name = base64.RawURLEncoding.EncodeToString([]byte(baton.Truncate(name, 64, "")))
-	http.SetCookie(w, &http.Cookie{
-		Name: sessionCookie, Value: strings.Join([]string{name, exp, n, s.mac("session", name, exp, n)}, "."),
-		Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: isTLS(r), MaxAge: int(sessionTTL / time.Second),
-	})
-}
-
-func clearSession(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: isTLS(r), MaxAge: -1})
-}
-
-// sessionOf returns the request's valid session, if any.
-func (s *Server) sessionOf(r *http.Request) (session, bool) {
-	c, err := r.Cookie(sessionCookie)
-	if err != nil || s.Token == "" {
-		return session{}, false
-	}
-	p := strings.Split(c.Value, ".")
-	if len(p) != 4 || !hmac.Equal([]byte(p[3]), []byte(s.mac("session", p[0], p[1], p[2]))) {
-		return session{}, false
-	}
-	exp, err := strconv.ParseInt(p[1], 10, 64)
-	if err != nil || s.now().Unix() > exp {
-		return session{}, false
-	}
-	name, _ := base64.RawURLEncoding.DecodeString(p[0])
-	return session{Name: string(name), Nonce: p[2], Expiry: time.Unix(exp, 0)}, true
-}
-
-// csrfToken is the token every form of a session carries.
-func (s *Server) csrfToken(ss session) string { return s.mac("csrf", ss.Nonce) }
-
 // bearerOK reports whether the request carries the API token.
 func (s *Server) bearerOK(r *http.Request) bool {
-	h := r.Header.Get("Authorization")
-	tok, ok := strings.CutPrefix(h, "Bearer ")
-	return ok && s.Token != "" && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(s.Token)) == 1
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && tokenEqual(strings.TrimSpace(tok), s.Token)
 }
 
 // bearerOKValue compares a token in constant time.
-func (s *Server) bearerOKValue(tok string) bool {
-	return s.Token != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(s.Token)) == 1
-}
+func (s *Server) bearerOKValue(tok string) bool { return tokenEqual(tok, s.Token) }
 
 func isTLS(r *http.Request) bool {
 	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
@@ -161,45 +114,90 @@ func sameOrigin(r *http.Request) bool {
 	return false
 }
 
-// failures limits wrong tokens per client address: after maxFailures
-// within failureWindow, further attempts get 429 until the window ends.
-type failures struct {
+// WrongTokens counts wrong API tokens per client address, for every
+// edge that takes the token (serve's API and sign-in, mcp --http): after
+// MaxWrongTokens within a minute, further wrong attempts get 429 until
+// the minute ends. The right token is checked first and never refused,
+// so nobody who tries wrong tokens (any local process shares 127.0.0.1)
+// can lock the owner out. The zero value is ready.
+type WrongTokens struct {
 	mu   sync.Mutex
 	seen map[string][]time.Time
 }
 
-const (
-	maxFailures   = 10
-	failureWindow = time.Minute
-)
+// MaxWrongTokens wrong tokens from one address within a minute make
+// further wrong attempts 429.
+const MaxWrongTokens = 10
 
-func (f *failures) blocked(ip string, now time.Time) bool {
+const failureWindow = time.Minute
+
+// Blocked reports whether addr sent MaxWrongTokens wrong tokens in the
+// minute before now.
+func (f *WrongTokens) Blocked(addr string, now time.Time) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return len(f.recent(ip, now)) >= maxFailures
+	return len(f.recent(addr, now)) >= MaxWrongTokens
 }
 
-func (f *failures) add(ip string, now time.Time) {
+// Add counts a wrong token from addr.
+func (f *WrongTokens) Add(addr string, now time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.seen) > 10000 { // bound memory under a spray of addresses
 		clear(f.seen)
 	}
-	f.seen[ip] = append(f.recent(ip, now), now)
+	f.seen[addr] = append(f.recent(addr, now), now)
 }
 
-func (f *failures) recent(ip string, now time.Time) []time.Time {
+func (f *WrongTokens) recent(addr string, now time.Time) []time.Time {
 	if f.seen == nil {
 		f.seen = map[string][]time.Time{}
 	}
-	ts := f.seen[ip]
+	ts := f.seen[addr]
 	i := 0
 	for i < len(ts) && now.Sub(ts[i]) > failureWindow {
 		i++
 	}
 	ts = ts[i:]
-	f.seen[ip] = ts
+	f.seen[addr] = ts
 	return ts
+}
+
+// RequireToken lets a request through to next only with
+// "Authorization: Bearer <token>", counting wrong tokens in wrong (429
+// after MaxWrongTokens). An empty token lets every request through: the
+// server then listens on loopback only (APIToken) and next must refuse
+// changes itself. baton mcp --http serves through it.
+func RequireToken(token string, wrong *WrongTokens, next http.Handler) http.Handler {
+	if token == "" {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if tokenEqual(strings.TrimSpace(tok), token) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Connection", "close") // the body is never read
+		w.Header().Set("WWW-Authenticate", `Bearer realm="baton"`)
+		if r.Header.Get("Authorization") == "" {
+			http.Error(w, "this server needs Authorization: Bearer <token> (BATON_API_TOKEN, or the token `baton serve` keeps in its data directory)", http.StatusUnauthorized)
+			return
+		}
+		ip := clientIP(r)
+		if wrong.Blocked(ip, time.Now()) {
+			http.Error(w, "too many requests with a wrong token: wait a minute", http.StatusTooManyRequests)
+			return
+		}
+		wrong.Add(ip, time.Now())
+		http.Error(w, "wrong API token", http.StatusUnauthorized)
+	})
+}
+
+// tokenEqual compares a presented token with the server's in constant
+// time; no token matches an empty one.
+func tokenEqual(got, want string) bool {
+	return want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
 func clientIP(r *http.Request) string {
@@ -208,4 +206,27 @@ func clientIP(r *http.Request) string {
 		return r.RemoteAddr
 	}
 	return host
+}
+
+// hostAllowed is the defence against DNS rebinding: a page on
+// evil.example whose name the attacker re-points at 127.0.0.1 reaches a
+// loopback server from the victim's browser, but the browser still sends
+// "Host: evil.example". The server answers only Host names it was given
+// (Hosts: the --addr name, the --public-url host), localhost, and IP
+// literals: no DNS answer stands behind a literal, so none can be
+// rebound. A request without Host (HTTP/1.0) is not from a browser.
+func (s *Server) hostAllowed(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if host == "" || host == "localhost" || net.ParseIP(host) != nil {
+		return true
+	}
+	for _, h := range s.Hosts {
+		if strings.EqualFold(strings.TrimSuffix(h, "."), host) {
+			return true
+		}
+	}
+	return false
 }

@@ -212,6 +212,9 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 func (s *Server) pageHandler(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		err := s.guard(r)
+		if err != nil {
+			refuseBody(w, r)
+		}
 		if err != nil && baton.ErrorCode(err) == codeUnauthorized && r.Method == http.MethodGet {
 			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
@@ -566,13 +569,17 @@ func (s *Server) formLogin(w http.ResponseWriter, r *http.Request) error {
 	if !sameOrigin(r) {
 		return httpError(codeForbidden, "cross-site sign-in refused")
 	}
-	ip := clientIP(r)
-	if s.fails.blocked(ip, s.now()) {
-		return httpError(codeRateLimited, "too many wrong tokens: wait a minute")
+	if err := parseForm(r); err != nil {
+		return err
 	}
+	// The right token always signs in: only wrong ones count and wait.
 	tok := strings.TrimSpace(r.PostFormValue("token"))
-	if s.Token == "" || len(tok) != len(s.Token) || !s.bearerOKValue(tok) {
-		s.fails.add(ip, s.now())
+	if !s.bearerOKValue(tok) {
+		ip := clientIP(r)
+		if s.wrong.Blocked(ip, s.now()) {
+			return httpError(codeRateLimited, "too many wrong tokens: wait a minute")
+		}
+		s.wrong.Add(ip, s.now())
 		p := loginPage{pageData: s.page(r, "Sign in", ""), Next: safeNext(r.PostFormValue("next")), TokenHint: path.Join(s.Deliveries.DataDir, TokenFile)}
 		p.Error = "That is not this server's API token."
 		return s.render(w, r, http.StatusUnauthorized, "login", p)
@@ -582,6 +589,6 @@ func (s *Server) formLogin(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) formLogout(w http.ResponseWriter, r *http.Request) error {
-	clearSession(w, r)
+	s.endSession(w, r)
 	return redirect(w, r, "/", "Signed out.")
 }

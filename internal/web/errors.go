@@ -15,6 +15,7 @@ const (
 	codeForbidden    baton.Code = "forbidden"
 	codeTooLarge     baton.Code = "too_large"
 	codeRateLimited  baton.Code = "rate_limited"
+	codeTimeout      baton.Code = "timeout"
 )
 
 // statusOf is the one table from error codes to HTTP statuses.
@@ -30,6 +31,8 @@ func statusOf(code baton.Code) int {
 		return http.StatusNotFound
 	case baton.Conflict:
 		return http.StatusConflict
+	case codeTimeout:
+		return http.StatusRequestTimeout
 	case codeTooLarge:
 		return http.StatusRequestEntityTooLarge
 	case codeRateLimited:

@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"net"
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
@@ -194,6 +195,44 @@ func FuzzSafeNext(f *testing.F) {
 		}
 		if got != "/" && got != next {
 			t.Fatalf("safeNext(%q) = %q: rewrote a path instead of keeping or refusing it", next, got)
+		}
+	})
+}
+
+// The Host rule accepts exactly localhost, IP literals and the names it
+// was given, whatever the case and port: a name a page could rebind is
+// never let through, and the names people use always are.
+func FuzzHostAllowed(f *testing.F) {
+	for _, h := range []string{"evil.example:7070", "localhost", "LOCALHOST:7070", "127.0.0.1:7070", "[::1]:7070", "::1",
+		"baton.example.com", "baton.example.com.", "baton.example.com.evil.example", "localhost.evil.example", "0x7f.0.0.1",
+		"127.0.0.1.nip.io", "", ":7070", "[fe80::1%25eth0]:80", "10.0.0.5"} {
+		f.Add(h)
+	}
+	s := &Server{Hosts: []string{"baton.example.com"}}
+	upper := func(h string) string {
+		return strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' {
+				return r - 'a' + 'A'
+			}
+			return r
+		}, h)
+	}
+	f.Fuzz(func(t *testing.T, h string) {
+		ok := s.hostAllowed(h)
+		if ok != s.hostAllowed(upper(h)) {
+			t.Fatalf("hostAllowed(%q) = %v but %v for %q", h, ok, !ok, upper(h))
+		}
+		name := strings.ToLower(h)
+		if hh, _, err := net.SplitHostPort(name); err == nil {
+			name = hh
+		}
+		name = strings.TrimSuffix(strings.Trim(name, "[]"), ".")
+		known := name == "" || name == "localhost" || name == "baton.example.com" || net.ParseIP(name) != nil
+		if ok != known {
+			t.Fatalf("hostAllowed(%q) = %v for the name %q", h, ok, name)
+		}
+		if ok && !strings.ContainsAny(h, ":[]") && !s.hostAllowed(h+":7070") {
+			t.Fatalf("hostAllowed(%q) = true but false with a port", h)
 		}
 	})
 }

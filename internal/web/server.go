@@ -10,12 +10,16 @@
 // The server is closed by default: reads on a loopback bind need no
 // token; every mutation needs the API token (Authorization: Bearer) or a
 // dashboard session with its CSRF token; on any other bind every request
-// does. There are no CORS headers, and bodies are limited to 1 MiB.
+// does. It answers only Host names it knows (no DNS rebinding), there
+// are no CORS headers, and bodies are limited to 1 MiB and to
+// BodyTimeout.
 package web
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"log/slog"
 	"net/http"
@@ -70,14 +74,29 @@ type Server struct {
 	// Heartbeat is how often an idle event stream gets a comment (default
 	// 15s).
 	Heartbeat time.Duration
+	// Hosts are the names requests may give as Host besides localhost and
+	// IP literals: the --addr name and the --public-url host. Any other
+	// name gets 421 (DNS rebinding).
+	Hosts []string
+	// BodyTimeout is how long Serve waits for a request's body
+	// (DefaultBodyTimeout when 0).
+	BodyTimeout time.Duration
+	// MaxOpenBodies is how many bodies of unauthenticated requests
+	// (webhooks, sign-ins) are read at once; more get 503
+	// (DefaultMaxOpenBodies when 0).
+	MaxOpenBodies int
 
 	// apiRoutes are the patterns of the API's routes, as registered: the
 	// OpenAPI test checks the document against them.
 	apiRoutes []string
 
-	fails    failures
+	wrong    WrongTokens
 	requests Histogram
 	jobs     Histogram
+
+	sessions sessions
+	// openBodies holds a slot per unauthenticated body being read.
+	openBodies chan struct{}
 }
 
 func (s *Server) now() time.Time {
@@ -132,6 +151,7 @@ func (s *Server) Handler() http.Handler {
 		s.Metrics = NewMetrics()
 	}
 	s.registerMetrics()
+	s.openBodies = make(chan struct{}, cmp.Or(s.MaxOpenBodies, DefaultMaxOpenBodies))
 	mux := http.NewServeMux()
 	s.apiRoutes = s.apiRoutes[:0]
 	api := func(pattern string, h handlerFunc) {
@@ -160,7 +180,7 @@ func (s *Server) Handler() http.Handler {
 	api("POST /api/sources/{id}/sync", s.syncSource)
 	api("GET /api/settings", s.getSettings)
 	api("PATCH /api/settings", s.updateSettings)
-	api("POST /api/webhooks/github", s.githubWebhook)
+	api("POST /api/webhooks/github", s.unauthenticatedBody(s.githubWebhook))
 	api("/api/", func(http.ResponseWriter, *http.Request) error {
 		return baton.Errorf(baton.NotFound, "no such API route: /api/openapi.json lists them")
 	})
@@ -177,7 +197,7 @@ func (s *Server) Handler() http.Handler {
 	page("POST /settings", s.formSettings)
 	page("GET /project", s.pageProject)
 	page("GET /login", s.pageLogin)
-	page("POST /login", s.formLogin)
+	page("POST /login", s.unauthenticatedBody(s.formLogin))
 	page("POST /logout", s.formLogout)
 	mux.Handle("GET /static/", s.static())
 	page("/", func(http.ResponseWriter, *http.Request) error {
@@ -186,11 +206,18 @@ func (s *Server) Handler() http.Handler {
 	return s.middleware(mux)
 }
 
-// middleware gives each request an id and a logger, limits its body,
-// authenticates it, and records its latency by route.
+// middleware refuses Host names the server does not know, gives each
+// request an id and a logger, limits its body, authenticates it, and
+// records its latency by route.
 func (s *Server) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		if !s.hostAllowed(r.Host) && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
+			s.logger().Warn("http: unknown Host refused", "host", baton.Truncate(r.Host, 100, "…"), "path", r.URL.Path, "remote", clientIP(r))
+			w.Header().Set("Connection", "close")
+			http.Error(w, "421 misdirected request: this server answers only to its own address, localhost and --public-url", http.StatusMisdirectedRequest)
+			return
+		}
 		id := r.Header.Get("X-Request-Id")
 		if id == "" || len(id) > 64 || strings.ContainsFunc(id, func(c rune) bool { return c < '!' || c > '~' }) {
 			b := make([]byte, 8)
@@ -263,19 +290,22 @@ func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter 
 func (s *Server) guard(r *http.Request) error {
 	a := authOf(r)
 	read := r.Method == http.MethodGet || r.Method == http.MethodHead
-	if r.Pattern == "POST /api/webhooks/github" || r.Pattern == "POST /login" {
+	switch r.Pattern {
+	case "POST /api/webhooks/github", "POST /login":
 		return nil // signed by GitHub; checks the token itself
+	case "GET /login":
+		return nil // the way in needs no way in, on any bind
 	}
 	if read && (s.Open || a.ok()) {
 		return nil
 	}
 	if !a.ok() {
-		ip := clientIP(r)
-		if s.fails.blocked(ip, s.now()) {
-			return httpError(codeRateLimited, "too many requests with a wrong token: wait a minute")
-		}
 		if r.Header.Get("Authorization") != "" {
-			s.fails.add(ip, s.now())
+			ip := clientIP(r)
+			if s.wrong.Blocked(ip, s.now()) {
+				return httpError(codeRateLimited, "too many requests with a wrong token: wait a minute")
+			}
+			s.wrong.Add(ip, s.now())
 			return httpError(codeUnauthorized, "wrong API token")
 		}
 		if s.Token == "" {
@@ -293,9 +323,12 @@ func (s *Server) guard(r *http.Request) error {
 	}
 	tok := r.Header.Get("X-CSRF-Token")
 	if tok == "" {
+		if err := parseForm(r); err != nil {
+			return err
+		}
 		tok = r.PostFormValue("csrf")
 	}
-	if tok == "" || tok != s.csrfToken(*a.session) {
+	if subtle.ConstantTimeCompare([]byte(tok), []byte(s.csrfToken(*a.session))) != 1 {
 		return httpError(codeForbidden, "missing or stale form token: reload the page and try again")
 	}
 	return nil
@@ -305,7 +338,9 @@ func (s *Server) guard(r *http.Request) error {
 func (s *Server) apiHandler(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		err := s.guard(r)
-		if err == nil {
+		if err != nil {
+			refuseBody(w, r)
+		} else {
 			err = h(w, r)
 		}
 		if err != nil {
