@@ -1,6 +1,7 @@
 package baton
 
 import (
+	"fmt"
 	"strings"
 	"unicode/utf8"
 )
@@ -134,4 +135,36 @@ func skipControlString(s string, i int) int {
 		i++
 	}
 	return i
+}
+
+// Caps on the free text a request hands baton, in bytes. They are domain
+// rules, checked by the core (delivery.Service, intake.Service), so the
+// CLI, the HTTP API and the MCP server refuse the same things: a summary
+// is the request itself and may be long; a reason is a paragraph or two;
+// the rest are names, URLs and paths.
+const (
+	MaxSummary = 64 << 10 // a delivery's summary
+	MaxReason  = 4 << 10  // a decision's note: a reject reason, why a delivery is closed
+	MaxURL     = 2 << 10  // an issue URL, a source's API URL
+	MaxPath    = 4 << 10  // a local repository's path (PATH_MAX), an agent
+	MaxName    = 256      // a repository name, a label, an actor
+	MaxSecret  = 1 << 10  // a webhook secret
+)
+
+// CheckSize returns Invalid, naming what and both sizes, when s is
+// longer than max bytes.
+func CheckSize(what, s string, max int) error {
+	if len(s) <= max {
+		return nil
+	}
+	return Errorf(Invalid, "%s is %s, over the limit of %s: shorten it", what, byteSize(len(s)), byteSize(max))
+}
+
+// byteSize says n bytes for a person: "4 KiB (4096 bytes)" when n is a
+// whole number of KiB, else "70001 bytes".
+func byteSize(n int) string {
+	if n >= 1<<10 && n%(1<<10) == 0 {
+		return fmt.Sprintf("%d KiB (%d bytes)", n>>10, n)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

@@ -173,3 +173,13 @@ func FuzzStripControlsKeepsText(f *testing.F) {
 		}
 	})
 }
+
+func TestCheckSize(t *testing.T) {
+	if err := CheckSize("the summary", strings.Repeat("x", MaxSummary), MaxSummary); err != nil {
+		t.Errorf("a summary of exactly the limit: %v", err)
+	}
+	err := CheckSize("the summary", strings.Repeat("x", MaxSummary+1), MaxSummary)
+	if ErrorCode(err) != Invalid || err.Error() != "the summary is 65537 bytes, over the limit of 64 KiB (65536 bytes): shorten it" {
+		t.Errorf("CheckSize(too long) = %v (%s)", err, ErrorCode(err))
+	}
+}

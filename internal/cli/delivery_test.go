@@ -259,6 +259,29 @@ func TestDeliveryOutputStripsTerminalControls(t *testing.T) {
 	}
 }
 
+// The caps on request text are the core's, so the CLI refuses what the
+// API refuses, saying which field and the limit, and changes nothing.
+func TestDeliveryCapsRequestText(t *testing.T) {
+	e, _, _ := deliveryEnv(t)
+	r := e.run("", "", "delivery", "create", "--repo", ".", "--summary", strings.Repeat("x", baton.MaxSummary+1))
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "the summary is 65537 bytes, over the limit of 64 KiB (65536 bytes): shorten it") {
+		t.Errorf("create with a 64 KiB + 1 summary: exit %d, stderr %q", r.code, r.stderr)
+	}
+	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", strings.Repeat("y", baton.MaxSummary), "--checkpoints", "plan")
+	for _, args := range [][]string{
+		{"delivery", "reject", "1", "--reason", strings.Repeat("r", baton.MaxReason+1)},
+		{"delivery", "close", "1", "--reason", strings.Repeat("r", baton.MaxReason+1)},
+	} {
+		r := e.run("", "", args...)
+		if r.code != ExitUsage || !strings.Contains(r.stderr, "the reason is 4097 bytes, over the limit of 4 KiB (4096 bytes)") {
+			t.Errorf("baton %s with a 4 KiB + 1 reason: exit %d, stderr %q", args[1], r.code, r.stderr)
+		}
+	}
+	if r := e.ok("", "", "delivery", "list"); strings.Count(r.stdout, "\n") != 2 || !strings.Contains(r.stdout, "pending") {
+		t.Errorf("after refused requests the list is:\n%s", r.stdout)
+	}
+}
+
 func deliveryID(t *testing.T, e *env) string {
 	t.Helper()
 	r := e.ok("", "", "delivery", "list", "--json")

@@ -16,6 +16,9 @@ import (
 // reason, required, posted where the next run reads it). Anything else is
 // Invalid.
 func (s *Service) Decide(ctx context.Context, ref string, a Action, actor, note string) (*baton.Delivery, error) {
+	if err := checkDecision(actor, note); err != nil {
+		return nil, err
+	}
 	switch a {
 	case ActReject:
 		if strings.TrimSpace(note) == "" {
@@ -28,12 +31,24 @@ func (s *Service) Decide(ctx context.Context, ref string, a Action, actor, note 
 	return nil, baton.Errorf(baton.Invalid, "%q is not a decision: want approve, reject, retry, cancel or close", baton.Truncate(string(a), 40, "…"))
 }
 
+// checkDecision applies the caps on a decision's free text: the reason
+// is posted where the next agent reads it and shown in every phase log.
+func checkDecision(actor, note string) error {
+	if err := baton.CheckSize("the reason", note, baton.MaxReason); err != nil {
+		return err
+	}
+	return baton.CheckSize("the actor's name", actor, baton.MaxName)
+}
+
 // Retry runs a failed or blocked phase again, with change applied to how
 // the delivery runs from now on: only the agent, its model and its
 // arguments may change (a delivery whose agent is missing can switch to
 // one that is installed). The new agent is checked before anything
 // changes.
 func (s *Service) Retry(ctx context.Context, ref, actor, note string, change Settings) (*baton.Delivery, error) {
+	if err := checkDecision(actor, note); err != nil {
+		return nil, err
+	}
 	if change.Agent == nil && change.Model == nil && change.AgentArgs == nil {
 		return s.decide(ctx, ref, Input{Action: ActRetry, Actor: actor, Person: true, Note: note})
 	}
@@ -95,6 +110,9 @@ func (s *Service) decide(ctx context.Context, ref string, in Input) (*baton.Deli
 // waiting for a worker). It is `run` for edges that hand the work to
 // workers rather than run it in the foreground (RunNow).
 func (s *Service) Start(ctx context.Context, ref, actor string) (*baton.Delivery, error) {
+	if err := checkDecision(actor, ""); err != nil {
+		return nil, err
+	}
 	d, err := s.Resolve(ctx, ref)
 	if err != nil {
 		return nil, err

@@ -308,7 +308,7 @@ func (s *Server) pageBoard(w http.ResponseWriter, r *http.Request) error {
 	p := boardPage{pageData: s.page(r, "Board", "board"), Any: len(ds)+len(closed) > 0}
 	byPhase := map[baton.Phase][]deliveryJSON{}
 	for _, d := range append(ds, closed...) {
-		byPhase[d.Phase] = append(byPhase[d.Phase], toDelivery(d))
+		byPhase[d.Phase] = append(byPhase[d.Phase], listItem(d))
 	}
 	for _, ph := range baton.Phases {
 		if ph == baton.PhaseIntake {

@@ -540,3 +540,87 @@ func checkExposition(t *testing.T, text string) {
 		}
 	}
 }
+
+// Free text in requests is capped by the core with a 400 that says which
+// field and what the limit is; a value of exactly the limit is taken;
+// lists clip long text, so a page of long summaries stays small.
+func TestAPICapsRequestText(t *testing.T) {
+	e := newEnv(t, sqlstore.SQLite)
+	body := func(v map[string]any) string {
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+	long := func(n int) string { return strings.Repeat("x", n) }
+	for _, tc := range []struct {
+		method, path, body, mention string
+	}{
+		{"POST", "/api/deliveries", body(map[string]any{"repo": e.repo, "summary": long(baton.MaxSummary + 1)}), "the summary is 65537 bytes, over the limit of 64 KiB"},
+		{"POST", "/api/deliveries", body(map[string]any{"issue_url": "https://github.com/octo/app/issues/1?" + long(baton.MaxURL)}), "the issue URL"},
+		{"POST", "/api/deliveries", body(map[string]any{"repo": e.repo + "/" + long(baton.MaxPath), "summary": "x"}), "is not a repository this server was given"},
+		{"POST", "/api/sources", body(map[string]any{"repo": "octo/app", "webhook_secret": long(baton.MaxSecret + 1)}), "the webhook secret"},
+		{"POST", "/api/sources", body(map[string]any{"repo": "octo/app", "api_url": "https://ghe.example/" + long(baton.MaxURL)}), "the API URL"},
+		{"POST", "/api/sources", body(map[string]any{"repo": "octo/" + long(baton.MaxName)}), "the repository"},
+		{"POST", "/api/sources", body(map[string]any{"repo": "octo/app", "label": long(baton.MaxName + 1)}), "the label"},
+	} {
+		var ae apiError
+		resp := e.do(tc.method, tc.path, tc.body, true, &ae)
+		if resp.StatusCode != 400 || ae.Code != "invalid" || !strings.Contains(ae.Message, tc.mention) || len(ae.Message) > 1000 {
+			t.Errorf("%s %s with a long field = %d %s %.300q, want 400 invalid naming %q", tc.method, tc.path, resp.StatusCode, ae.Code, ae.Message, tc.mention)
+		}
+	}
+	// Decisions: the reason of a reject or a close.
+	d := e.create("Decide me")
+	for _, action := range []string{"reject", "close"} {
+		var ae apiError
+		resp := e.do("POST", "/api/deliveries/"+d.ID+"/"+action, body(map[string]any{"reason": long(baton.MaxReason + 1)}), true, &ae)
+		if resp.StatusCode != 400 || !strings.Contains(ae.Message, "the reason is 4097 bytes, over the limit of 4 KiB") {
+			t.Errorf("%s with a 4 KiB + 1 reason = %d %q, want 400 naming the reason", action, resp.StatusCode, ae.Message)
+		}
+	}
+	if cur, _ := e.svc.Current(t.Context(), d.ID); cur.String() != "plan/pending" {
+		t.Errorf("refused decisions changed the delivery: %s", cur.String())
+	}
+
+	// Exactly the limit is taken; a page of such deliveries stays small.
+	const n = 20
+	for i := range n {
+		summary := fmt.Sprintf("%d ", i) + long(baton.MaxSummary-len(fmt.Sprintf("%d ", i)))
+		if resp := e.do("POST", "/api/deliveries", body(map[string]any{"repo": e.repo, "summary": summary}), true, nil); resp.StatusCode != 201 {
+			t.Fatalf("a summary of exactly 64 KiB = %d, want 201", resp.StatusCode)
+		}
+	}
+	size := func(path string) int {
+		resp, err := http.Get(e.srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s = %d", path, resp.StatusCode)
+		}
+		return len(b)
+	}
+	// n summaries hold n × 64 KiB; a list carries at most ~1 KiB of each.
+	for _, path := range []string{"/api/deliveries?limit=200", "/", "/board"} {
+		got, most := size(path), n*(2<<10)+20<<10
+		if got > most {
+			t.Errorf("GET %s is %d bytes for %d deliveries with 64 KiB summaries, want at most %d", path, got, n, most)
+		}
+		t.Logf("GET %s: %d bytes for %d deliveries with 64 KiB summaries", path, got, n)
+	}
+	var page struct {
+		Deliveries []struct{ Title, Summary string } `json:"deliveries"`
+	}
+	e.do("GET", "/api/deliveries?limit=1", "", false, &page)
+	if len(page.Deliveries) != 1 || !strings.HasSuffix(page.Deliveries[0].Summary, "…") || len(page.Deliveries[0].Title) > 203 {
+		t.Errorf("a listed delivery is not clipped: %d-byte title, %d-byte summary", len(page.Deliveries[0].Title), len(page.Deliveries[0].Summary))
+	}
+	var one struct {
+		Delivery struct{ Summary string } `json:"delivery"`
+	}
+	e.do("GET", "/api/deliveries/21", "", false, &one)
+	if len(one.Delivery.Summary) != baton.MaxSummary {
+		t.Errorf("GET /api/deliveries/21 has a %d-byte summary, want it whole (%d)", len(one.Delivery.Summary), baton.MaxSummary)
+	}
+}
