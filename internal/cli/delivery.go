@@ -562,7 +562,10 @@ func newDeliveryRejectCmd(f *Factory, db *string) *cobra.Command {
 		Use:   "reject <id> --reason TEXT",
 		Short: "Send a delivery back with a reason: plan → plan, implement → plan, review/verify/deploy → implement",
 		Long: `Send a delivery back: plan and implement return to plan; review, verify and
-deploy return to implement. Refused while a phase runs (cancel it first).
+deploy return to implement. Like approve, it decides on a phase that waits
+for a person (or failed): refused while the phase is queued for a worker
+or runs (cancel it first), so of two people deciding at once only the
+first decision counts.
 
 The reason is required. It is posted where the next agent run reads it (a
 comment on the pull request on GitHub, a review note locally) and its URL

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/baton-agent/baton"
@@ -19,6 +20,11 @@ func (s *Service) Decide(ctx context.Context, ref string, a Action, actor, note 
 	if err := checkDecision(actor, note); err != nil {
 		return nil, err
 	}
+	unlock, err := s.lockDecision(ctx, &ref)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	switch a {
 	case ActReject:
 		if strings.TrimSpace(note) == "" {
@@ -40,6 +46,57 @@ func checkDecision(actor, note string) error {
 	return baton.CheckSize("the actor's name", actor, baton.MaxName)
 }
 
+// lockDecision resolves *ref to its delivery's id and holds that
+// delivery's decision lock until unlock is called. The state machine
+// already lets one decision per waiting phase win, whatever the process;
+// the lock makes the losers of a race within this process lose before
+// they act outside the database: a reject posts its reason (a comment on
+// GitHub) before its change commits, and a losing reject must post
+// nothing.
+func (s *Service) lockDecision(ctx context.Context, ref *string) (unlock func(), err error) {
+	d, err := s.Resolve(ctx, *ref)
+	if err != nil {
+		return nil, err
+	}
+	*ref = d.ID
+	return s.deciding.lock(d.ID), nil
+}
+
+// keyLocks are mutexes by key, each kept while someone holds or waits
+// for it.
+type keyLocks struct {
+	mu sync.Mutex
+	m  map[string]*keyLock
+}
+
+type keyLock struct {
+	sync.Mutex
+	users int
+}
+
+func (k *keyLocks) lock(key string) (unlock func()) {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[string]*keyLock{}
+	}
+	l := k.m[key]
+	if l == nil {
+		l = &keyLock{}
+		k.m[key] = l
+	}
+	l.users++
+	k.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		k.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(k.m, key)
+		}
+		k.mu.Unlock()
+	}
+}
+
 // Retry runs a failed or blocked phase again, with change applied to how
 // the delivery runs from now on: only the agent, its model and its
 // arguments may change (a delivery whose agent is missing can switch to
@@ -49,6 +106,11 @@ func (s *Service) Retry(ctx context.Context, ref, actor, note string, change Set
 	if err := checkDecision(actor, note); err != nil {
 		return nil, err
 	}
+	unlock, err := s.lockDecision(ctx, &ref)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if change.Agent == nil && change.Model == nil && change.AgentArgs == nil {
 		return s.decide(ctx, ref, Input{Action: ActRetry, Actor: actor, Person: true, Note: note})
 	}
@@ -113,6 +175,11 @@ func (s *Service) Start(ctx context.Context, ref, actor string) (*baton.Delivery
 	if err := checkDecision(actor, ""); err != nil {
 		return nil, err
 	}
+	unlock, err := s.lockDecision(ctx, &ref)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	d, err := s.Resolve(ctx, ref)
 	if err != nil {
 		return nil, err

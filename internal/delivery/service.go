@@ -47,6 +47,9 @@ type Service struct {
 
 	// listeners are told when events commit in this process (OnEvents).
 	listeners listeners
+	// deciding serialises people's decisions on one delivery in this
+	// process (lockDecision).
+	deciding keyLocks
 }
 
 // Close closes the service's database.

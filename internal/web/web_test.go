@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -622,5 +623,89 @@ func TestAPICapsRequestText(t *testing.T) {
 	e.do("GET", "/api/deliveries/21", "", false, &one)
 	if len(one.Delivery.Summary) != baton.MaxSummary {
 		t.Errorf("GET /api/deliveries/21 has a %d-byte summary, want it whole (%d)", len(one.Delivery.Summary), baton.MaxSummary)
+	}
+}
+
+// Competing decisions on one waiting phase: 50 approves and 50 rejects
+// at once. Exactly one wins; the other 99 get 409 and change nothing
+// (one decision in the phase log, at most the winner's review note).
+// Ten rounds, since whether losers got as far as posting a note
+// depends on timing.
+func TestConcurrentDecisionsOneWins(t *testing.T) {
+	for _, dialect := range sqlstoretest.Dialects(t) {
+		t.Run(string(dialect), func(t *testing.T) {
+			e := newEnv(t, dialect)
+			for round := range 10 {
+				raceDecisions(t, e, fmt.Sprintf("Decide once, round %d", round))
+			}
+		})
+	}
+}
+
+func raceDecisions(t *testing.T, e *env, summary string) {
+	t.Helper()
+	agent := "command:echo 1. Do it."
+	d, _, err := e.svc.Create(t.Context(), delivery.Request{Repo: e.repo, Summary: summary, Actor: "test",
+		Settings: delivery.Settings{Agent: &agent}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner := &delivery.Runner{Service: e.svc, Owner: "worker:test", KillGrace: time.Second}
+	if _, err := runner.Run(t.Context(), d.ID, "plan", ""); err != nil {
+		t.Fatal(err)
+	}
+	if cur, _ := e.svc.Current(t.Context(), d.ID); cur.String() != "plan/succeeded" {
+		t.Fatalf("the plan is %s, want plan/succeeded waiting for a person", cur.String())
+	}
+	before, _ := e.svc.PhaseLog(t.Context(), d.ID)
+	const n = 100
+	statuses := make([]int, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			action, body := "approve", ""
+			if i%2 == 1 {
+				action, body = "reject", fmt.Sprintf(`{"reason":"no, says reviewer %d"}`, i)
+			}
+			req, _ := http.NewRequest("POST", e.srv.URL+"/api/deliveries/"+d.ID+"/"+action, strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+token)
+			<-start
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			statuses[i] = resp.StatusCode
+		}()
+	}
+	close(start)
+	wg.Wait()
+	count := map[int]int{}
+	for _, s := range statuses {
+		count[s]++
+	}
+	if count[200] != 1 || count[409] != n-1 {
+		t.Errorf("%s: %d decisions at once answered %v, want one 200 and %d × 409", summary, n, count, n-1)
+	}
+	// The winner's entries are all under its one action.
+	after, _ := e.svc.PhaseLog(t.Context(), d.ID)
+	actions := map[string]bool{}
+	for _, entry := range after[len(before):] {
+		actions[entry.Action] = true
+	}
+	if len(actions) != 1 {
+		t.Errorf("%s: the phase log has entries of %v after the race, want one decision's", summary, actions)
+	}
+	notes, err := e.svc.Store().ReviewNotes(t.Context(), d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(notes) > 1 {
+		t.Errorf("%s: %d review notes were posted, want at most the winner's", summary, len(notes))
 	}
 }
