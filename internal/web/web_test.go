@@ -709,3 +709,49 @@ func raceDecisions(t *testing.T, e *env, summary string) {
 		t.Errorf("%s: %d review notes were posted, want at most the winner's", summary, len(notes))
 	}
 }
+
+// The green banner shows only the server's own messages: ?flash= names
+// one by key, and any other text, however it is spelled, shows nothing.
+func TestFlashShowsOnlyTheServersMessages(t *testing.T) {
+	e := newEnv(t, sqlstore.SQLite)
+	c := &http.Client{}
+	lure := "Your session expired: sign in again at https://evil.example/login"
+	for _, flash := range []string{lure, "<b>" + lure + "</b>", "settings-saved " + lure, "Settings saved."} {
+		page := get(t, c, e.srv.URL+"/settings?flash="+url.QueryEscape(flash))
+		if strings.Contains(page, "evil.example") || strings.Contains(page, `class="banner ok"`) {
+			t.Errorf("?flash=%q put a banner on the page:\n%s", flash, between(page, "<main>", "<h1>"))
+		}
+	}
+	page := get(t, c, e.srv.URL+"/settings?flash=settings-saved")
+	if !strings.Contains(page, `<div class="banner ok">Settings saved.</div>`) {
+		t.Errorf("?flash=settings-saved shows no banner:\n%s", between(page, "<main>", "<h1>"))
+	}
+
+	// A form's redirect names its message by key, and the page shows it.
+	d := e.create("Flash me")
+	jar := &cookieJar{}
+	c = &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	post := func(path string, form url.Values) *http.Response {
+		req, _ := http.NewRequest("POST", e.srv.URL+path, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", e.srv.URL)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	if resp := post("/login", url.Values{"token": {token}, "next": {"/"}}); resp.StatusCode != 303 {
+		t.Fatalf("sign in = %d", resp.StatusCode)
+	}
+	csrf := between(get(t, c, e.srv.URL+"/deliveries/"+d.ID), `name="csrf" value="`, `"`)
+	resp := post("/deliveries/"+d.ID+"/close", url.Values{"csrf": {csrf}})
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != 303 || loc != "/deliveries/"+d.ID+"?flash=close" {
+		t.Fatalf("close form = %d to %q, want 303 to the delivery with ?flash=close", resp.StatusCode, loc)
+	}
+	if page := get(t, c, e.srv.URL+loc); !strings.Contains(page, `<div class="banner ok">Closed.</div>`) {
+		t.Errorf("the page after close shows no banner:\n%s", between(page, "<main>", "<h1>"))
+	}
+}
