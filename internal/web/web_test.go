@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -753,5 +754,34 @@ func TestFlashShowsOnlyTheServersMessages(t *testing.T) {
 	}
 	if page := get(t, c, e.srv.URL+loc); !strings.Contains(page, `<div class="banner ok">Closed.</div>`) {
 		t.Errorf("the page after close shows no banner:\n%s", between(page, "<main>", "<h1>"))
+	}
+}
+
+// The pages' Content-Security-Policy allows styles and scripts from the
+// server's own files only: no template may carry a style attribute, a
+// style element, an inline script or an event handler attribute, which
+// the browser would refuse (internal/web/browser checks the pages
+// themselves in chromium).
+func TestTemplatesKeepToTheCSP(t *testing.T) {
+	names, err := filepath.Glob("templates/*.html")
+	if err != nil || len(names) == 0 {
+		t.Fatalf("no templates: %v", err)
+	}
+	inline := regexp.MustCompile(`(?i)[\s}]style\s*=|<style|<script(\s[^>]*)?>\s*[^<\s]|[\s}]on[a-z]+\s*=|javascript:`)
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if m := inline.FindString(line); m != "" {
+				t.Errorf("%s:%d has %q, which the pages' CSP refuses: use a class in static/style.css, or a script file", n, i+1, m)
+			}
+		}
+	}
+	// htmx would inject its indicator styles as a style element.
+	base, _ := os.ReadFile("templates/base.html")
+	if !strings.Contains(string(base), `<meta name="htmx-config" content='{"includeIndicatorStyles":false}'>`) {
+		t.Error("base.html does not turn off htmx's injected indicator styles")
 	}
 }
