@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 	"unicode"
+
+	"github.com/baton-agent/baton"
 )
 
 // logHandler writes records for a person watching a terminal, one line
@@ -51,7 +53,9 @@ func (h *logHandler) Handle(_ context.Context, r slog.Record) error {
 		b.WriteString(r.Level.String())
 		b.WriteByte(' ')
 	}
-	b.WriteString(r.Message)
+	// A message can quote what baton read (an agent's stderr in an
+	// error): it reaches the terminal on one line, without controls.
+	b.WriteString(strings.Join(strings.Fields(baton.StripControls(r.Message)), " "))
 	for _, ga := range h.attrs {
 		writeAttr(&b, ga.prefix, ga.a, r.Message)
 	}

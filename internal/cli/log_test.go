@@ -49,9 +49,11 @@ func TestLogHandlerRequestLine(t *testing.T) {
 		"duration_ms", 1.25, "remote", "127.0.0.1")
 	emit(slog.LevelInfo, "http", "method", "GET", "path", "/x\x1b]0;pwned\x07 y", "status", 404, "took", 1500*time.Millisecond,
 		slog.Group("tls", "version", "1.3"), "empty", "")
+	emit(slog.LevelError, "3f2a9c plan: agent failed: stderr:\x1b[2J boom\n  at line 2", "delivery", "3f2a9c")
 	want := stamp() + `  ERROR request failed request_id=4f1c2a9e0b7d6c5a err="insert delivery 3f2a9c: disk I/O error"` + "\n" +
 		stamp() + `  http request_id=4f1c2a9e0b7d6c5a method=POST path=/api/deliveries route="POST /api/deliveries" status=500 duration_ms=1.25 remote=127.0.0.1` + "\n" +
-		stamp() + `  http request_id=4f1c2a9e0b7d6c5a method=GET path="/x\x1b]0;pwned\a y" status=404 took=1.5s tls.version=1.3 empty=""` + "\n"
+		stamp() + `  http request_id=4f1c2a9e0b7d6c5a method=GET path="/x\x1b]0;pwned\a y" status=404 took=1.5s tls.version=1.3 empty=""` + "\n" +
+		stamp() + `  ERROR 3f2a9c plan: agent failed: stderr: boom at line 2 request_id=4f1c2a9e0b7d6c5a` + "\n"
 	if got := b.String(); got != want {
 		t.Errorf("log =\n%s\nwant\n%s", got, want)
 	}
