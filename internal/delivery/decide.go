@@ -17,6 +17,15 @@ import (
 // reason, required, posted where the next run reads it). Anything else is
 // Invalid.
 func (s *Service) Decide(ctx context.Context, ref string, a Action, actor, note string) (*baton.Delivery, error) {
+	switch a {
+	case ActReject:
+		if strings.TrimSpace(note) == "" {
+			return nil, baton.Errorf(baton.Invalid, "reject needs a reason: it is posted where the next run reads it")
+		}
+	case ActApprove, ActRetry, ActCancel, ActClose:
+	default:
+		return nil, baton.Errorf(baton.Invalid, "%q is not a decision: want approve, reject, retry, cancel or close", baton.Truncate(string(a), 40, "…"))
+	}
 	if err := checkDecision(actor, note); err != nil {
 		return nil, err
 	}
@@ -25,16 +34,10 @@ func (s *Service) Decide(ctx context.Context, ref string, a Action, actor, note 
 		return nil, err
 	}
 	defer unlock()
-	switch a {
-	case ActReject:
-		if strings.TrimSpace(note) == "" {
-			return nil, baton.Errorf(baton.Invalid, "reject needs a reason: it is posted where the next run reads it")
-		}
+	if a == ActReject {
 		return s.Reject(ctx, ref, actor, note)
-	case ActApprove, ActRetry, ActCancel, ActClose:
-		return s.decide(ctx, ref, Input{Action: a, Actor: actor, Person: true, Note: note})
 	}
-	return nil, baton.Errorf(baton.Invalid, "%q is not a decision: want approve, reject, retry, cancel or close", baton.Truncate(string(a), 40, "…"))
+	return s.decide(ctx, ref, Input{Action: a, Actor: actor, Person: true, Note: note})
 }
 
 // checkDecision applies the caps on a decision's free text: the reason
