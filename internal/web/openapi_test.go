@@ -753,4 +753,25 @@ func TestSchemaCheckerRefusesWrongShapes(t *testing.T) {
 			t.Errorf("%s: problems %q, want bad=%v", tc.body, got, tc.bad)
 		}
 	}
+	// oneOf: exactly one alternative must fit.
+	one := map[string]any{"oneOf": []any{
+		map[string]any{"$ref": "#/components/schemas/Closed"},
+		map[string]any{"type": "object", "properties": map[string]any{"code": map[string]any{"type": "string"}}, "required": []any{"code"}, "additionalProperties": false},
+		map[string]any{"type": "object", "required": []any{"n"}},
+	}}
+	for body, bad := range map[string]bool{
+		`{"code":"x"}`:       false, // the second only
+		`{"n":1,"x":2}`:      false, // the third only: Closed refuses x
+		`{"code":"x","n":1}`: false, // the third only: the others refuse a property
+		`{"n":1}`:            true,  // the first and the third
+		`{"code":1}`:         true,  // none
+	} {
+		var v any
+		if err := json.Unmarshal([]byte(body), &v); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.validate(one, v, "$"); (len(got) > 0) != bad {
+			t.Errorf("oneOf %s: problems %q, want bad=%v", body, got, bad)
+		}
+	}
 }
