@@ -32,7 +32,7 @@ func ParsePhase(s string) (Phase, error) {
 	if p.Valid() {
 		return p, nil
 	}
-	return "", Errorf(Invalid, "unknown phase %q: want one of %s", s, phaseNames(Phases))
+	return "", Errorf(Invalid, "unknown phase %q: want one of %s", Truncate(s, 40, "…"), phaseNames(Phases))
 }
 
 // Valid reports whether p is one of the eight phases.

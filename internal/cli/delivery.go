@@ -172,11 +172,11 @@ func runDeliveryCreate(ctx context.Context, f *Factory, db string, o createOptio
 			}{1, created, got})
 		}
 		if !created {
-			fmt.Fprintf(f.IO.Out, "Delivery %s (#%d) already exists for this request; it is %s.\n", got.ID, got.Seq, stateText(got))
+			fmt.Fprintf(printable(f.IO.Out), "Delivery %s (#%d) already exists for this request; it is %s.\n", got.ID, got.Seq, stateText(got))
 			return nil
 		}
-		fmt.Fprintf(f.IO.Out, "Created delivery %s (#%d) for %s: %s.\n", got.ID, got.Seq, got.Repository, stateText(got))
-		fmt.Fprintf(f.IO.Out, "Run `baton worker` to process it, or `baton delivery run %d` to run the plan here.\n", got.Seq)
+		fmt.Fprintf(printable(f.IO.Out), "Created delivery %s (#%d) for %s: %s.\n", got.ID, got.Seq, got.Repository, stateText(got))
+		fmt.Fprintf(printable(f.IO.Out), "Run `baton worker` to process it, or `baton delivery run %d` to run the plan here.\n", got.Seq)
 		return nil
 	})
 }
@@ -285,7 +285,7 @@ func newDeliveryListCmd(f *Factory, db *string) *cobra.Command {
 					fmt.Fprintln(f.IO.Err, "no deliveries: create one with `baton delivery create`")
 					return nil
 				}
-				tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+				tw := tabwriter.NewWriter(printable(f.IO.Out), 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "#\tID\tPHASE\tSTATUS\tSUMMARY\tREPOSITORY")
 				for _, d := range list {
 					st := string(d.RunStatus)
@@ -374,7 +374,7 @@ runs. <id> is the id, its number from the list, or a unique id prefix.`,
 				if asJSON {
 					return writeJSON(f.IO.Out, v)
 				}
-				printDelivery(f.IO.Out, v, f.now())
+				printDelivery(printable(f.IO.Out), v, f.now())
 				return nil
 			})
 		},
@@ -384,6 +384,7 @@ runs. <id> is the id, its number from the list, or a unique id prefix.`,
 }
 
 func printDelivery(w io.Writer, v deliveryView, now time.Time) {
+	w = printable(w)
 	d := v.Delivery
 	fmt.Fprintf(w, "delivery %s (#%d): %s\n", d.ID, d.Seq, stateText(d))
 	if d.RunStatus == baton.StatusRunning && delivery.OwnerGone(d.Owner) {
@@ -538,7 +539,7 @@ for what a command:<argv> agent receives and must print.`
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(f.IO.Out, "Delivery %s (#%d) is %s.\n", d.ID, d.Seq, stateText(d))
+				fmt.Fprintf(printable(f.IO.Out), "Delivery %s (#%d) is %s.\n", d.ID, d.Seq, stateText(d))
 				return nil
 			})
 		},
@@ -561,7 +562,10 @@ func newDeliveryRejectCmd(f *Factory, db *string) *cobra.Command {
 		Use:   "reject <id> --reason TEXT",
 		Short: "Send a delivery back with a reason: plan → plan, implement → plan, review/verify/deploy → implement",
 		Long: `Send a delivery back: plan and implement return to plan; review, verify and
-deploy return to implement. Refused while a phase runs (cancel it first).
+deploy return to implement. Like approve, it decides on a phase that waits
+for a person (or failed): refused while the phase is queued for a worker
+or runs (cancel it first), so of two people deciding at once only the
+first decision counts.
 
 The reason is required. It is posted where the next agent run reads it (a
 comment on the pull request on GitHub, a review note locally) and its URL
@@ -578,7 +582,7 @@ becomes a review ref in the next prompt.`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(f.IO.Out, "Delivery %s (#%d) is %s.\n", d.ID, d.Seq, stateText(d))
+				fmt.Fprintf(printable(f.IO.Out), "Delivery %s (#%d) is %s.\n", d.ID, d.Seq, stateText(d))
 				return nil
 			})
 		},
@@ -610,11 +614,11 @@ Ctrl-C cancels the run (the agent is stopped; retry runs it again).`,
 			}
 			return withDeliveries(ctx, f, *db, func(svc *delivery.Service) error {
 				svc.Sandbox = conf
-				d, err := svc.RunNow(ctx, args[0], f.actor(), f.IO.Out, lease)
+				d, err := svc.RunNow(ctx, args[0], f.actor(), printable(f.IO.Out), lease)
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(f.IO.Out, "\nDelivery %s (#%d) is %s.\n", d.ID, d.Seq, stateText(d))
+				fmt.Fprintf(printable(f.IO.Out), "\nDelivery %s (#%d) is %s.\n", d.ID, d.Seq, stateText(d))
 				if d.RunStatus == baton.StatusFailed {
 					return &ExitCodeError{Code: ExitError}
 				}
@@ -678,7 +682,7 @@ func runDeliveryWatch(ctx context.Context, f *Factory, svc *delivery.Service, re
 			if e.Verdict != "" {
 				st += " (" + string(e.Verdict) + ")"
 			}
-			fmt.Fprintf(f.IO.Out, "%s  %-9s %-22s %s%s\n", e.StartedAt.Local().Format("15:04:05"), e.Phase, st, e.Actor, ifSet(": ", e.Note))
+			fmt.Fprintf(printable(f.IO.Out), "%s  %-9s %-22s %s%s\n", e.StartedAt.Local().Format("15:04:05"), e.Phase, st, e.Actor, ifSet(": ", e.Note))
 		}
 		cur, err := svc.Current(ctx, d.ID)
 		if err == nil {
@@ -687,10 +691,10 @@ func runDeliveryWatch(ctx context.Context, f *Factory, svc *delivery.Service, re
 				cur.RunStatus == baton.StatusBlocked,
 				cur.RunStatus == baton.StatusSucceeded,
 				cur.RunStatus == baton.StatusPending && !cur.Queued:
-				fmt.Fprintf(f.IO.Out, "Delivery %s (#%d) is %s.\n", cur.ID, cur.Seq, stateText(cur))
+				fmt.Fprintf(printable(f.IO.Out), "Delivery %s (#%d) is %s.\n", cur.ID, cur.Seq, stateText(cur))
 				return nil
 			case cur.RunStatus == baton.StatusFailed:
-				fmt.Fprintf(f.IO.Out, "Delivery %s (#%d) is %s.\n", cur.ID, cur.Seq, stateText(cur))
+				fmt.Fprintf(printable(f.IO.Out), "Delivery %s (#%d) is %s.\n", cur.ID, cur.Seq, stateText(cur))
 				return &ExitCodeError{Code: ExitError}
 			case cur.RunStatus == baton.StatusPending && cur.Queued:
 				if queuedSince.IsZero() {
@@ -741,7 +745,7 @@ the run) as JSON: {"delivery", "runs"} or {"delivery", "run"}.`,
 							Run           baton.AgentRun `json:"run"`
 						}{1, r.DeliveryID, r})
 					}
-					return printRun(f.IO.Out, r, raw)
+					return printRun(printable(f.IO.Out), r, raw)
 				}
 				det, err := svc.Get(ctx, args[0])
 				if err != nil {
@@ -759,7 +763,7 @@ the run) as JSON: {"delivery", "runs"} or {"delivery", "run"}.`,
 					fmt.Fprintf(f.IO.Err, "delivery %s has no agent runs yet\n", d.ID)
 					return nil
 				}
-				tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+				tw := tabwriter.NewWriter(printable(f.IO.Out), 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "RUN\tPHASE\tATTEMPT\tSTATUS\tAGENT\tMODEL\tCOST\tTOKENS IN/OUT\tDURATION\tEXIT\tSTARTED")
 				for _, r := range runs {
 					fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t$%.4f\t%d/%d\t%s\t%d\t%s\n", r.N, r.Phase, r.Attempt, r.Status, r.Agent, orNone(r.Model), r.CostUSD,
@@ -776,6 +780,7 @@ the run) as JSON: {"delivery", "runs"} or {"delivery", "run"}.`,
 }
 
 func printRun(w io.Writer, r baton.AgentRun, raw bool) error {
+	w = printable(w)
 	fmt.Fprintf(w, "run %d: %s attempt %d, %s, %s\n", r.N, r.Phase, r.Attempt, r.Agent, r.Status)
 	fmt.Fprintf(w, "model %s, $%.4f, %d input / %d output tokens, %s, exit %d\n", orNone(r.Model), r.CostUSD, r.InputTokens, r.OutputTokens, r.Duration.Round(time.Millisecond), r.ExitCode)
 	fmt.Fprintf(w, "started %s", r.StartedAt.UTC().Format(time.RFC3339))
@@ -807,7 +812,7 @@ func printRun(w io.Writer, r baton.AgentRun, raw bool) error {
 		if err != nil {
 			return err
 		}
-		_, err = io.Copy(w, fh)
+		err = copyLines(w, fh)
 		fh.Close()
 		if err != nil {
 			return err

@@ -197,6 +197,91 @@ func TestDeliveryRunApproveRejectLog(t *testing.T) {
 	}
 }
 
+// Text baton did not write reaches a terminal without its control
+// sequences: a summary, an agent's live output, final message, raw log
+// and failure, a reject reason, an API caller's name. A window title
+// ("\x1b]0;pwned\x07") and a screen clear ("\x1b[2J") in each are
+// stripped from delivery run, show, list, watch and log; what the text
+// says is kept; --json keeps it, escaped.
+func TestDeliveryOutputStripsTerminalControls(t *testing.T) {
+	const title, clear = "\x1b]0;pwned\x07", "\x1b[2J"
+	e, _, _ := deliveryEnv(t,
+		agenttest.Turn{Say: []string{"reading" + title + " the" + clear + " repository"}, Events: []string{title + clear + "raw event line"},
+			Final: "1. Add" + clear + " the handler." + title},
+		agenttest.Turn{Stderr: "toolchain" + title + " crashed" + clear + "\n", ExitCode: 3, NoResult: true},
+	)
+	e.vars["BATON_ACTOR"] = "mallory" + title
+	outputs := map[string]string{}
+	run := func(name string, args ...string) string {
+		t.Helper()
+		r := e.run("", "", args...)
+		outputs[name] = r.stdout + r.stderr
+		return r.stdout
+	}
+	run("create", "delivery", "create", "--repo", ".", "--summary", "Add a"+clear+" health endpoint"+title, "--checkpoints", "plan")
+	if out := run("run", "delivery", "run", "1"); !strings.Contains(out, "reading the repository") {
+		t.Errorf("delivery run lost the agent's text: %q", out)
+	}
+	run("reject", "delivery", "reject", "1", "--reason", "Cover"+title+" HEAD"+clear+" requests")
+	run("run again", "delivery", "run", "1")
+	for name, args := range map[string][]string{
+		"show":        {"delivery", "show", "1"},
+		"list":        {"delivery", "list"},
+		"watch":       {"delivery", "watch", "1", "--interval", "10ms"},
+		"log":         {"delivery", "log", "1"},
+		"log --run":   {"delivery", "log", "1", "--run", "1", "--raw"},
+		"log --run 2": {"delivery", "log", "1", "--run", "2"},
+	} {
+		run(name, args...)
+	}
+	for name, out := range outputs {
+		if strings.ContainsAny(out, "\x1b\a\u009b\u009d") {
+			t.Errorf("delivery %s printed a control sequence: %q", name, out)
+		}
+	}
+	for name, want := range map[string][]string{
+		"show":        {"summary:     Add a health endpoint", "Cover HEAD requests", "mallory", "toolchain crashed"},
+		"list":        {"Add a health endpoint"},
+		"watch":       {"mallory: Cover HEAD requests"},
+		"log --run":   {"1. Add the handler.", "raw event line", "Add a health endpoint"},
+		"log --run 2": {"toolchain crashed"},
+	} {
+		for _, w := range want {
+			if !strings.Contains(outputs[name], w) {
+				t.Errorf("delivery %s lacks %q:\n%s", name, w, outputs[name])
+			}
+		}
+	}
+	// JSON is for programs: the text is all there, its controls escaped.
+	r := e.ok("", "", "delivery", "show", "1", "--json")
+	if !strings.Contains(r.stdout, `Cover\u001b]0;pwned\u0007 HEAD\u001b[2J requests`) {
+		t.Errorf("show --json does not carry the reason as it was given:\n%s", r.stdout)
+	}
+}
+
+// The caps on request text are the core's, so the CLI refuses what the
+// API refuses, saying which field and the limit, and changes nothing.
+func TestDeliveryCapsRequestText(t *testing.T) {
+	e, _, _ := deliveryEnv(t)
+	r := e.run("", "", "delivery", "create", "--repo", ".", "--summary", strings.Repeat("x", baton.MaxSummary+1))
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "the summary is 65537 bytes, over the limit of 64 KiB (65536 bytes): shorten it") {
+		t.Errorf("create with a 64 KiB + 1 summary: exit %d, stderr %q", r.code, r.stderr)
+	}
+	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", strings.Repeat("y", baton.MaxSummary), "--checkpoints", "plan")
+	for _, args := range [][]string{
+		{"delivery", "reject", "1", "--reason", strings.Repeat("r", baton.MaxReason+1)},
+		{"delivery", "close", "1", "--reason", strings.Repeat("r", baton.MaxReason+1)},
+	} {
+		r := e.run("", "", args...)
+		if r.code != ExitUsage || !strings.Contains(r.stderr, "the reason is 4097 bytes, over the limit of 4 KiB (4096 bytes)") {
+			t.Errorf("baton %s with a 4 KiB + 1 reason: exit %d, stderr %q", args[1], r.code, r.stderr)
+		}
+	}
+	if r := e.ok("", "", "delivery", "list"); strings.Count(r.stdout, "\n") != 2 || !strings.Contains(r.stdout, "pending") {
+		t.Errorf("after refused requests the list is:\n%s", r.stdout)
+	}
+}
+
 func deliveryID(t *testing.T, e *env) string {
 	t.Helper()
 	r := e.ok("", "", "delivery", "list", "--json")

@@ -33,7 +33,9 @@ func Main(ctx context.Context, args []string, f *Factory) int {
 	if errors.As(err, &ee) && ee.Err == nil {
 		return code
 	}
-	fmt.Fprintf(f.IO.Err, "baton: %s\n", err)
+	// An error can quote what baton read (an agent's stderr, GitHub's
+	// answer): it reaches the terminal without its control sequences.
+	fmt.Fprintf(f.IO.Err, "baton: %s\n", baton.StripControls(err.Error()))
 	if code == ExitUsage && cmd != nil {
 		fmt.Fprintf(f.IO.Err, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	}

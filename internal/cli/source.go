@@ -140,7 +140,7 @@ func newSourceListCmd(f *Factory, db *string) *cobra.Command {
 					fmt.Fprintln(f.IO.Err, "no sources: add one with `baton source add owner/name`")
 					return nil
 				}
-				tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+				tw := tabwriter.NewWriter(printable(f.IO.Out), 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "ID\tREPOSITORY\tLABEL\tSTATE\tLAST SYNC")
 				for _, s := range srcs {
 					state := "active"

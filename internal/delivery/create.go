@@ -78,6 +78,9 @@ func (s *Service) Create(ctx context.Context, r Request) (d *baton.Delivery, cre
 // summary, then settings in order of precedence (defaults, the
 // repository's file, the request).
 func (s *Service) newDelivery(ctx context.Context, r Request) (*baton.Delivery, error) {
+	if err := r.checkSizes(); err != nil {
+		return nil, err
+	}
 	st := r.Settings
 	if r.IssueURL == "" && r.Repo == "" {
 		return nil, baton.Errorf(baton.Invalid, "a delivery needs a GitHub issue URL, or a local repository with a summary")
@@ -150,6 +153,26 @@ func (s *Service) newDelivery(ctx context.Context, r Request) (*baton.Delivery, 
 		return nil, err
 	}
 	return &d, nil
+}
+
+// checkSizes applies the caps on a request's free text. Settings are
+// left to their own parsers: they come from the command line and the
+// repository's file, never from a request of the API.
+func (r Request) checkSizes() error {
+	for _, f := range []struct {
+		what, v string
+		max     int
+	}{
+		{"the summary", r.Summary, baton.MaxSummary},
+		{"the issue URL", r.IssueURL, baton.MaxURL},
+		{"the repository path", r.Repo, baton.MaxPath},
+		{"the actor's name", r.Actor, baton.MaxName},
+	} {
+		if err := baton.CheckSize(f.what, f.v, f.max); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // targetLocal points d at the local repository holding dir and applies

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/baton-agent/baton"
@@ -21,11 +22,82 @@ func (s *Service) Decide(ctx context.Context, ref string, a Action, actor, note 
 		if strings.TrimSpace(note) == "" {
 			return nil, baton.Errorf(baton.Invalid, "reject needs a reason: it is posted where the next run reads it")
 		}
-		return s.Reject(ctx, ref, actor, note)
 	case ActApprove, ActRetry, ActCancel, ActClose:
-		return s.decide(ctx, ref, Input{Action: a, Actor: actor, Person: true, Note: note})
+	default:
+		return nil, baton.Errorf(baton.Invalid, "%q is not a decision: want approve, reject, retry, cancel or close", baton.Truncate(string(a), 40, "…"))
 	}
-	return nil, baton.Errorf(baton.Invalid, "%q is not a decision: want approve, reject, retry, cancel or close", baton.Truncate(string(a), 40, "…"))
+	if err := checkDecision(actor, note); err != nil {
+		return nil, err
+	}
+	unlock, err := s.lockDecision(ctx, &ref)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if a == ActReject {
+		return s.Reject(ctx, ref, actor, note)
+	}
+	return s.decide(ctx, ref, Input{Action: a, Actor: actor, Person: true, Note: note})
+}
+
+// checkDecision applies the caps on a decision's free text: the reason
+// is posted where the next agent reads it and shown in every phase log.
+func checkDecision(actor, note string) error {
+	if err := baton.CheckSize("the reason", note, baton.MaxReason); err != nil {
+		return err
+	}
+	return baton.CheckSize("the actor's name", actor, baton.MaxName)
+}
+
+// lockDecision resolves *ref to its delivery's id and holds that
+// delivery's decision lock until unlock is called. The state machine
+// already lets one decision per waiting phase win, whatever the process;
+// the lock makes the losers of a race within this process lose before
+// they act outside the database: a reject posts its reason (a comment on
+// GitHub) before its change commits, and a losing reject must post
+// nothing.
+func (s *Service) lockDecision(ctx context.Context, ref *string) (unlock func(), err error) {
+	d, err := s.Resolve(ctx, *ref)
+	if err != nil {
+		return nil, err
+	}
+	*ref = d.ID
+	return s.deciding.lock(d.ID), nil
+}
+
+// keyLocks are mutexes by key, each kept while someone holds or waits
+// for it.
+type keyLocks struct {
+	mu sync.Mutex
+	m  map[string]*keyLock
+}
+
+type keyLock struct {
+	sync.Mutex
+	users int
+}
+
+func (k *keyLocks) lock(key string) (unlock func()) {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[string]*keyLock{}
+	}
+	l := k.m[key]
+	if l == nil {
+		l = &keyLock{}
+		k.m[key] = l
+	}
+	l.users++
+	k.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		k.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(k.m, key)
+		}
+		k.mu.Unlock()
+	}
 }
 
 // Retry runs a failed or blocked phase again, with change applied to how
@@ -34,6 +106,14 @@ func (s *Service) Decide(ctx context.Context, ref string, a Action, actor, note 
 // one that is installed). The new agent is checked before anything
 // changes.
 func (s *Service) Retry(ctx context.Context, ref, actor, note string, change Settings) (*baton.Delivery, error) {
+	if err := checkDecision(actor, note); err != nil {
+		return nil, err
+	}
+	unlock, err := s.lockDecision(ctx, &ref)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if change.Agent == nil && change.Model == nil && change.AgentArgs == nil {
 		return s.decide(ctx, ref, Input{Action: ActRetry, Actor: actor, Person: true, Note: note})
 	}
@@ -95,6 +175,14 @@ func (s *Service) decide(ctx context.Context, ref string, in Input) (*baton.Deli
 // waiting for a worker). It is `run` for edges that hand the work to
 // workers rather than run it in the foreground (RunNow).
 func (s *Service) Start(ctx context.Context, ref, actor string) (*baton.Delivery, error) {
+	if err := checkDecision(actor, ""); err != nil {
+		return nil, err
+	}
+	unlock, err := s.lockDecision(ctx, &ref)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	d, err := s.Resolve(ctx, ref)
 	if err != nil {
 		return nil, err

@@ -186,7 +186,9 @@ func (m *machine) approve() error {
 }
 
 // reject sends the delivery back with a reason: plan and implement to
-// plan; review, verify and deploy to implement.
+// plan; review, verify and deploy to implement. Like approve, it is a
+// decision on a phase that waits for a person (or failed): refused while
+// the phase is queued or running.
 func (m *machine) reject() error {
 	d, in := &m.d, m.in
 	if strings.TrimSpace(in.Note) == "" {
@@ -194,6 +196,12 @@ func (m *machine) reject() error {
 	}
 	if d.RunStatus == baton.StatusRunning {
 		return m.conflict("cancel the run first (`baton delivery cancel %s`)", d.ID)
+	}
+	if d.RunStatus == baton.StatusPending && d.Queued {
+		// A queued phase waits for a worker, not for a decision: the
+		// decision that queued it was the one made on the phase before,
+		// and a second one racing it must lose, not send it back again.
+		return m.conflict("it is queued for a worker, not waiting for a decision: reject its result once it has run, or cancel it while it runs")
 	}
 	var target baton.Phase
 	switch d.Phase {

@@ -313,6 +313,36 @@ func TestRejectNeedsReasonAndIsRefusedWhileRunning(t *testing.T) {
 	}
 }
 
+// A decision is on a phase that waits for a person. Whichever decision
+// on a waiting phase comes first queues the next phase; a second one,
+// made on the same waiting phase, must then be refused rather than
+// applied to the queued phase: that is how exactly one of many racing
+// decisions wins.
+func TestOneDecisionPerWaitingPhase(t *testing.T) {
+	approve := Input{Action: ActApprove, Actor: "alice", Person: true, Now: t0}
+	reject := Input{Action: ActReject, Actor: "bob", Person: true, Now: t0, Note: "not like this"}
+	for _, p := range []baton.Phase{baton.PhasePlan, baton.PhaseReview, baton.PhaseDeploy} {
+		for _, first := range []Input{approve, reject} {
+			waiting := fixture(p, baton.StatusSucceeded)
+			if p == baton.PhaseDeploy {
+				waiting = fixture(p, baton.StatusPending) // a checkpoint waiting to start
+			}
+			won := mustApply(t, waiting, first).Delivery
+			if won.RunStatus != baton.StatusPending || !won.Queued {
+				t.Fatalf("%s on %s → %s (queued %v), want a queued phase", first.Action, waiting.String(), won.String(), won.Queued)
+			}
+			for _, second := range []Input{approve, reject} {
+				if _, err := Apply(won, second); baton.ErrorCode(err) != baton.Conflict {
+					t.Errorf("%s on %s, then %s on the queued %s: err %v, want Conflict", first.Action, waiting.String(), second.Action, won.String(), err)
+				}
+			}
+			if _, err := Apply(won, Input{Action: ActClose, Actor: "carol", Person: true, Now: t0}); err != nil {
+				t.Errorf("close of the queued %s: %v, want it closed", won.String(), err)
+			}
+		}
+	}
+}
+
 func TestSystemPhaseAtCheckpointIsStartedByAPerson(t *testing.T) {
 	// verify passes; deploy is a checkpoint: it waits, and a person starts it.
 	d := fixture(baton.PhaseVerify, baton.StatusRunning)

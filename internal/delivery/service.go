@@ -58,6 +58,9 @@ type Service struct {
 
 	// listeners are told when events commit in this process (OnEvents).
 	listeners listeners
+	// deciding serialises people's decisions on one delivery in this
+	// process (lockDecision).
+	deciding keyLocks
 }
 
 // notesDir holds d's review notes, which its refs point agents at.

@@ -136,6 +136,9 @@ type SourceInput struct {
 // Add creates a source. Invalid for a bad repository, label, phase or
 // agent; Conflict when the repository has one.
 func (s *Service) Add(ctx context.Context, in SourceInput) (*baton.Source, error) {
+	if err := baton.CheckSize("the repository", in.Repo, baton.MaxName); err != nil {
+		return nil, err
+	}
 	repo, err := github.ParseRepo(strings.TrimSpace(in.Repo))
 	if err != nil {
 		return nil, err
@@ -195,6 +198,9 @@ var ErrAPIURLNotSettable = errors.New("a source's API URL is set on the server o
 
 // apply sets in on src. checkAPIURL vets an API URL; nil refuses any.
 func apply(src *baton.Source, in SourceInput, checkAPIURL func(github.Repo, string) error) error {
+	if err := in.checkSizes(); err != nil {
+		return err
+	}
 	if in.APIURL != nil {
 		u := strings.TrimSpace(*in.APIURL)
 		if u != "" {
@@ -257,6 +263,38 @@ func apply(src *baton.Source, in SourceInput, checkAPIURL func(github.Repo, stri
 		src.WebhookSecret = *in.WebhookSecret
 	}
 	return src.Validate()
+}
+
+// checkSizes applies the caps on a source's free text.
+func (in SourceInput) checkSizes() error {
+	str := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	fields := []struct {
+		what, v string
+		max     int
+	}{
+		{"the API URL", str(in.APIURL), baton.MaxURL},
+		{"the label", str(in.Label), baton.MaxName},
+		{"the endpoint", str(in.Endpoint), baton.MaxName},
+		{"the agent", str(in.Agent), baton.MaxPath},
+		{"the webhook secret", str(in.WebhookSecret), baton.MaxSecret},
+	}
+	if in.Checkpoints != nil {
+		fields = append(fields, struct {
+			what, v string
+			max     int
+		}{"the checkpoints", strings.Join(*in.Checkpoints, ","), baton.MaxName})
+	}
+	for _, f := range fields {
+		if err := baton.CheckSize(f.what, f.v, f.max); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // repoName is how a source names its repository: owner/name, with the

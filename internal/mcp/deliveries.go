@@ -72,9 +72,9 @@ func (s *Server) Close() {
 // deliveryLine is one delivery in a sentence.
 func deliveryLine(d *baton.Delivery) string {
 	title, _, _ := strings.Cut(d.Summary, "\n")
-	line := fmt.Sprintf("#%d %s: %s (%s) — %s %s", d.Seq, d.ID, title, d.Repository, d.Phase, d.RunStatus)
+	line := fmt.Sprintf("#%d %s: %s (%s) — %s %s", d.Seq, d.ID, baton.Truncate(title, 200, "…"), d.Repository, d.Phase, d.RunStatus)
 	if d.Error != "" {
-		line += ": " + d.Error
+		line += ": " + baton.Truncate(d.Error, 1<<10, "…")
 	}
 	return line
 }

@@ -277,9 +277,29 @@ func (s *Server) list(r *http.Request, f baton.DeliveryFilter) (listJSON, error)
 		out.NextCursor = strconv.FormatInt(ds[len(ds)-1].Seq, 10)
 	}
 	for _, d := range ds {
-		out.Deliveries = append(out.Deliveries, toDelivery(d))
+		out.Deliveries = append(out.Deliveries, listItem(d))
 	}
 	return out, nil
+}
+
+// Lists clip long text: a page of 200 deliveries must stay small
+// whatever their summaries hold. GET /api/deliveries/{id} has it whole.
+const (
+	listTitle = 200     // bytes of a title in a list
+	listText  = 1 << 10 // bytes of a summary or an error in a list
+)
+
+// listItem is a delivery as a list shows it: its text clipped (a
+// summary's first line is also its request ref's label).
+func listItem(d *baton.Delivery) deliveryJSON {
+	v := toDelivery(d)
+	v.Title = baton.Truncate(v.Title, listTitle, "…")
+	v.Summary = baton.Truncate(v.Summary, listText, "…")
+	v.Error = baton.Truncate(v.Error, listText, "…")
+	for i := range v.Refs {
+		v.Refs[i].Label = baton.Truncate(v.Refs[i].Label, listTitle, "…")
+	}
+	return v
 }
 
 func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) error {

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton"
-	"github.com/baton-agent/baton/internal/delivery"
 	"github.com/baton-agent/baton/internal/intake"
 )
 
@@ -175,9 +174,7 @@ func (s *Server) page(r *http.Request, title, nav string) pageData {
 	if a.session != nil {
 		p.Name, p.CSRF = a.session.Name, s.csrfToken(*a.session)
 	}
-	if f := r.URL.Query().Get("flash"); f != "" {
-		p.Flash = baton.Truncate(f, 200, "…")
-	}
+	p.Flash = flashes[r.URL.Query().Get("flash")]
 	return p
 }
 
@@ -311,7 +308,7 @@ func (s *Server) pageBoard(w http.ResponseWriter, r *http.Request) error {
 	p := boardPage{pageData: s.page(r, "Board", "board"), Any: len(ds)+len(closed) > 0}
 	byPhase := map[baton.Phase][]deliveryJSON{}
 	for _, d := range append(ds, closed...) {
-		byPhase[d.Phase] = append(byPhase[d.Phase], toDelivery(d))
+		byPhase[d.Phase] = append(byPhase[d.Phase], listItem(d))
 	}
 	for _, ph := range baton.Phases {
 		if ph == baton.PhaseIntake {
@@ -347,7 +344,31 @@ func (s *Server) pageDelivery(w http.ResponseWriter, r *http.Request) error {
 	return s.render(w, r, http.StatusOK, "delivery", p)
 }
 
-// redirect answers a form post with the page to show next.
+// flashes are the messages the banner of the page after a form shows,
+// by key. A redirect names a key (?flash=approve) and the page shows the
+// server's own message for it; any other key shows nothing, so a link
+// cannot put its own words in the banner. Specifics (which delivery,
+// what a sync found) are on the page itself.
+var flashes = map[string]string{
+	"created":        "Delivery created; its plan is queued.",
+	"exists":         "A delivery already exists for this request: this one.",
+	"run":            "Started: the phase is queued for a worker.",
+	"approve":        "Approved.",
+	"reject":         "Rejected: the reason is posted where the next run reads it.",
+	"retry":          "Retried: the phase is queued again.",
+	"cancel":         "Canceled: the agent is stopped and its result discarded.",
+	"close":          "Closed.",
+	"source-added":   "Source added; it syncs within the poll interval (or now, with Sync now).",
+	"source-synced":  "Synced: the source's row shows what the sync found.",
+	"source-failed":  "The sync failed: the source's row says why.",
+	"source-saved":   "Source saved.",
+	"source-removed": "Source removed; its deliveries stay.",
+	"settings-saved": "Settings saved.",
+	"signed-out":     "Signed out.",
+}
+
+// redirect answers a form post with the page to show next, and the key
+// of the message its banner shows ("" for none).
 func redirect(w http.ResponseWriter, r *http.Request, to, flash string) error {
 	if flash != "" {
 		sep := "?"
@@ -373,11 +394,11 @@ func (s *Server) formCreate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	msg := fmt.Sprintf("Delivery #%d created; its plan is queued.", d.Seq)
+	flash := "created"
 	if !created {
-		msg = fmt.Sprintf("Delivery #%d already exists for this request.", d.Seq)
+		flash = "exists"
 	}
-	return redirect(w, r, "/deliveries/"+d.ID, msg)
+	return redirect(w, r, "/deliveries/"+d.ID, flash)
 }
 
 func (s *Server) formAct(w http.ResponseWriter, r *http.Request) error {
@@ -389,15 +410,7 @@ func (s *Server) formAct(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return redirect(w, r, "/deliveries/"+d.ID, fmt.Sprintf("%s: delivery #%d is now %s.", actionText(a), d.Seq, d.String()))
-}
-
-func actionText(a delivery.Action) string {
-	if a == delivery.ActRun {
-		return "Started"
-	}
-	s := string(a)
-	return strings.ToUpper(s[:1]) + s[1:] + "d"
+	return redirect(w, r, "/deliveries/"+d.ID, string(a))
 }
 
 type sourcesPage struct {
@@ -439,11 +452,10 @@ func (s *Server) formAddSource(w http.ResponseWriter, r *http.Request) error {
 	if sec := r.PostFormValue("webhook_secret"); sec != "" {
 		si.WebhookSecret = &sec
 	}
-	src, err := in.Add(r.Context(), si)
-	if err != nil {
+	if _, err := in.Add(r.Context(), si); err != nil {
 		return err
 	}
-	return redirect(w, r, "/sources", "Source "+src.Repo+" added; it syncs within the poll interval (or now, with Sync now).")
+	return redirect(w, r, "/sources", "source-added")
 }
 
 func (s *Server) formSource(w http.ResponseWriter, r *http.Request) error {
@@ -459,9 +471,9 @@ func (s *Server) formSource(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		if err != nil {
-			return redirect(w, r, "/sources", "Sync of "+src.Repo+" failed: "+baton.ErrorMessage(err))
+			return redirect(w, r, "/sources", "source-failed")
 		}
-		return redirect(w, r, "/sources", fmt.Sprintf("Synced %s: %d open, %d new, %d closed.", src.Repo, src.Sync.Result.Open, src.Sync.Result.Created, src.Sync.Result.Closed))
+		return redirect(w, r, "/sources", "source-synced")
 	case "pause", "resume":
 		paused := r.PathValue("action") == "pause"
 		if _, err := in.Update(r.Context(), id, intake.SourceInput{Paused: &paused}); err != nil {
@@ -472,7 +484,7 @@ func (s *Server) formSource(w http.ResponseWriter, r *http.Request) error {
 		if err := in.Remove(r.Context(), id); err != nil {
 			return err
 		}
-		return redirect(w, r, "/sources", "Source removed; its deliveries stay.")
+		return redirect(w, r, "/sources", "source-removed")
 	case "edit":
 		si := intake.SourceInput{Label: formString(r, "label"), Endpoint: formString(r, "endpoint"), Agent: formString(r, "agent")}
 		if c := formString(r, "checkpoints"); c != nil {
@@ -490,7 +502,7 @@ func (s *Server) formSource(w http.ResponseWriter, r *http.Request) error {
 		if _, err := in.Update(r.Context(), id, si); err != nil {
 			return err
 		}
-		return redirect(w, r, "/sources", "Source saved.")
+		return redirect(w, r, "/sources", "source-saved")
 	}
 	return baton.Errorf(baton.NotFound, "no source action %q", baton.Truncate(r.PathValue("action"), 20, "…"))
 }
@@ -521,7 +533,7 @@ func (s *Server) formSettings(w http.ResponseWriter, r *http.Request) error {
 	if err := s.applySettings(r, req); err != nil {
 		return err
 	}
-	return redirect(w, r, "/settings", "Settings saved.")
+	return redirect(w, r, "/settings", "settings-saved")
 }
 
 type projectPage struct {
@@ -590,5 +602,5 @@ func (s *Server) formLogin(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) formLogout(w http.ResponseWriter, r *http.Request) error {
 	s.endSession(w, r)
-	return redirect(w, r, "/", "Signed out.")
+	return redirect(w, r, "/", "signed-out")
 }

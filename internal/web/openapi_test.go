@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -17,12 +20,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/delivery"
 	"github.com/baton-agent/baton/internal/github"
 	"github.com/baton-agent/baton/internal/github/githubtest"
 	"github.com/baton-agent/baton/internal/intake"
 	"github.com/baton-agent/baton/internal/sqlstore"
 	"github.com/baton-agent/baton/internal/sqlstore/sqlstoretest"
+	"github.com/baton-agent/baton/internal/web"
 )
 
 // openAPI is the part of an OpenAPI 3.1 document the test reads.
@@ -100,14 +105,116 @@ type call struct {
 	auth               bool
 	status             int
 	header             map[string]string
+	// client, when set, sends the call (a dashboard session's cookies).
+	client *http.Client
+	// stall sends half the body and then nothing, as a slow client does.
+	stall bool
 }
 
-// Every documented route, called on the real handlers, answers with a
-// status it documents and a body of the documented shape.
+// The statuses of every route, both ways: every status a route answers
+// in this test is documented, with the documented body, and every
+// documented status is answered by some call here. What a route can
+// send comes from two kinds of calls:
+//
+//   - probes, made mechanically on every documented route, for what any
+//     route can meet around its handler: no token on a closed server, a
+//     session without its CSRF token, too many wrong tokens, a body over
+//     the limit, each path parameter naming nothing (and a delivery
+//     prefix naming two), a database that is gone, a server without
+//     GitHub intake;
+//   - calls for what each handler decides itself (201, 409, a bad body),
+//     listed by hand below.
 func TestOpenAPIResponsesMatchTheDocument(t *testing.T) {
 	for _, dialect := range sqlstoretest.Dialects(t) {
 		t.Run(string(dialect), func(t *testing.T) { checkResponses(t, dialect) })
 	}
+}
+
+// statusCheck runs calls, checks each answer against the document and
+// records which statuses each route answered.
+type statusCheck struct {
+	t     *testing.T
+	ops   map[string]operation
+	check *schemaChecker
+	// seen holds the statuses each documented route answered.
+	seen map[string]map[int]bool
+}
+
+// run sends c to e's server. A call with status 0 is a probe: any
+// documented status will do.
+func (sc *statusCheck) run(e *env, c call) {
+	t := sc.t
+	t.Helper()
+	route, op := matchRoute(sc.ops, c.method, c.path)
+	if route == "" {
+		t.Errorf("%s %s matches no documented route", c.method, c.path)
+		return
+	}
+	status, ctype, body := e.raw(c)
+	if c.status != 0 && status != c.status {
+		t.Errorf("%s %s = %d, want %d: %.300s", c.method, c.path, status, c.status, body)
+	}
+	if sc.seen[route] == nil {
+		sc.seen[route] = map[int]bool{}
+	}
+	sc.seen[route][status] = true
+	resp, ok := op.Responses[strconv.Itoa(status)]
+	if !ok {
+		t.Errorf("%s %s answered %d, which %s does not document: %.200s", c.method, c.path, status, route, body)
+		return
+	}
+	if len(resp.Content) == 0 {
+		if len(body) > 0 {
+			t.Errorf("%s %s = %d with a body, documented without one", c.method, c.path, status)
+		}
+		return
+	}
+	media := strings.TrimSpace(strings.Split(ctype, ";")[0])
+	content, ok := resp.Content[media]
+	if !ok {
+		t.Errorf("%s %s = %d %s, documented as %v", c.method, c.path, status, media, keys(resp.Content))
+		return
+	}
+	switch media {
+	case "application/json":
+		var v any
+		if err := json.Unmarshal(body, &v); err != nil {
+			t.Errorf("%s %s: not JSON: %v", c.method, c.path, err)
+			return
+		}
+		for _, p := range sc.check.validate(content.Schema, v, "$") {
+			t.Errorf("%s %s = %d: %s", c.method, c.path, status, p)
+		}
+	case "text/event-stream":
+		// Each data line is the documented event.
+		for _, line := range strings.Split(string(body), "\n") {
+			if data, ok := strings.CutPrefix(line, "data: "); ok {
+				var v any
+				if err := json.Unmarshal([]byte(data), &v); err != nil {
+					t.Errorf("event data %q: %v", data, err)
+					continue
+				}
+				for _, p := range sc.check.validate(content.Schema, v, "$") {
+					t.Errorf("event %s: %s", data, p)
+				}
+			}
+		}
+	}
+}
+
+// routes are the documented routes in a fixed order.
+func (sc *statusCheck) routes() []string {
+	return keys(sc.ops)
+}
+
+// fill makes a path of a route template: each parameter's value comes
+// from param (by name and the route), the rest of the path as written.
+func fill(route string, param func(route, name string) string) (method, path string) {
+	method, tmpl, _ := strings.Cut(route, " ")
+	path = regexp.MustCompile(`\{[a-z]+\}`).ReplaceAllStringFunc(tmpl, func(p string) string {
+		return param(route, strings.Trim(p, "{}"))
+	})
+	return method, path
 }
 
 func checkResponses(t *testing.T, dialect sqlstore.Dialect) {
@@ -115,9 +222,13 @@ func checkResponses(t *testing.T, dialect sqlstore.Dialect) {
 	doc, ops := loadOpenAPI(t)
 	gh := githubtest.NewServer(t)
 	gh.AddIssue("octo/app", githubtest.Issue{Title: "Crash", Labels: []string{"baton"}})
-	e.web.Intake.GitHub = func(ctx context.Context, repo github.Repo, apiURL string) (*github.Client, error) {
-		return github.New(github.Options{BaseURL: gh.URL(), Token: "t"})
+	withGitHub := func(e *env) {
+		e.web.Intake.GitHub = func(ctx context.Context, repo github.Repo, apiURL string) (*github.Client, error) {
+			return github.New(github.Options{BaseURL: gh.URL(), Token: "t"})
+		}
 	}
+	withGitHub(e)
+	sc := &statusCheck{t: t, ops: ops, check: newSchemaChecker(doc), seen: map[string]map[int]bool{}}
 
 	// A delivery whose plan ran: a phase log, an agent run and its logs.
 	d := e.create("Shape check")
@@ -126,8 +237,18 @@ func checkResponses(t *testing.T, dialect sqlstore.Dialect) {
 		t.Fatal(err)
 	}
 	other := e.create("Close me")
+	// Two deliveries whose ids share a prefix, which then names neither.
+	for _, id := range []string{"abcd00000001", "abcd00000002"} {
+		nd := baton.Delivery{ID: id, Summary: "Prefix " + id, Repository: e.repo, Forge: baton.ForgeLocal, Endpoint: baton.DefaultEndpoint,
+			Config: baton.DeliveryConfig{Agent: "command:true", PhaseTimeout: time.Minute, MaxRounds: 1}}
+		if _, _, err := e.svc.Insert(t.Context(), nd, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ping := `{"zen":"hi","repository":{"full_name":"octo/app"}}`
+	signed := map[string]string{"X-GitHub-Event": "ping", "X-Hub-Signature-256": intake.Sign("whsec", []byte(ping))}
 
+	// What each handler decides itself.
 	calls := []call{
 		{method: "GET", path: "/api/openapi.json", status: 200},
 		{method: "GET", path: "/api/deliveries", status: 200},
@@ -137,7 +258,9 @@ func checkResponses(t *testing.T, dialect sqlstore.Dialect) {
 		{method: "POST", path: "/api/deliveries", body: fmt.Sprintf(`{"repo":%q,"summary":"New one"}`, e.repo), auth: true, status: 200},
 		{method: "POST", path: "/api/deliveries", body: `{"agent":"claude"}`, auth: true, status: 400},
 		{method: "POST", path: "/api/deliveries", body: `{}`, status: 401},
-		{method: "POST", path: "/api/deliveries", body: `{"summary":"` + strings.Repeat("x", 1<<20) + `"}`, auth: true, status: 413},
+		// An issue without a summary is named by its title, read from
+		// GitHub, which this server has no access to.
+		{method: "POST", path: "/api/deliveries", body: `{"issue_url":"https://github.com/octo/app/issues/1"}`, auth: true, status: 503},
 		{method: "GET", path: "/api/deliveries/" + d.ID, status: 200},
 		{method: "GET", path: "/api/deliveries/nothing-here", status: 404},
 		{method: "POST", path: "/api/deliveries/" + other.ID + "/close", body: `{"reason":"done"}`, auth: true, status: 200},
@@ -159,96 +282,214 @@ func checkResponses(t *testing.T, dialect sqlstore.Dialect) {
 		{method: "PATCH", path: "/api/settings", body: `{"polling":false,"poll_every_seconds":30}`, auth: true, status: 200},
 		{method: "PATCH", path: "/api/settings", body: `{"polling":"no"}`, auth: true, status: 400},
 		{method: "GET", path: "/api/settings", status: 200},
-		{method: "POST", path: "/api/webhooks/github", body: ping, header: map[string]string{"X-GitHub-Event": "ping", "X-Hub-Signature-256": intake.Sign("whsec", []byte(ping))}, status: 202},
+		{method: "POST", path: "/api/webhooks/github", body: ping, header: signed, status: 202},
 		{method: "POST", path: "/api/webhooks/github", body: ping, header: map[string]string{"X-GitHub-Event": "ping", "X-Hub-Signature-256": "sha256=00"}, status: 401},
-	}
-	// Source routes by id, once the source exists.
-	srcID := ""
-	check := newSchemaChecker(doc)
-	covered := map[string]bool{}
-	run := func(c call) {
-		t.Helper()
-		route, op := matchRoute(ops, c.method, c.path)
-		if route == "" {
-			t.Errorf("%s %s matches no documented route", c.method, c.path)
-			return
-		}
-		status, ctype, body := e.raw(c)
-		if status != c.status {
-			t.Errorf("%s %s = %d, want %d: %.300s", c.method, c.path, status, c.status, body)
-		}
-		resp, ok := op.Responses[strconv.Itoa(status)]
-		if !ok {
-			t.Errorf("%s %s answered %d, which %s does not document", c.method, c.path, status, route)
-			return
-		}
-		if status < 300 {
-			covered[route] = true
-		}
-		if len(resp.Content) == 0 {
-			if len(body) > 0 {
-				t.Errorf("%s %s = %d with a body, documented without one", c.method, c.path, status)
-			}
-			return
-		}
-		media := strings.TrimSpace(strings.Split(ctype, ";")[0])
-		content, ok := resp.Content[media]
-		if !ok {
-			t.Errorf("%s %s = %d %s, documented as %v", c.method, c.path, status, media, keys(resp.Content))
-			return
-		}
-		switch media {
-		case "application/json":
-			var v any
-			if err := json.Unmarshal(body, &v); err != nil {
-				t.Errorf("%s %s: not JSON: %v", c.method, c.path, err)
-				return
-			}
-			for _, p := range check.validate(content.Schema, v, "$") {
-				t.Errorf("%s %s = %d: %s", c.method, c.path, status, p)
-			}
-		case "text/event-stream":
-			// Each data line is the documented event.
-			for _, line := range strings.Split(string(body), "\n") {
-				if data, ok := strings.CutPrefix(line, "data: "); ok {
-					var v any
-					if err := json.Unmarshal([]byte(data), &v); err != nil {
-						t.Errorf("event data %q: %v", data, err)
-						continue
-					}
-					for _, p := range check.validate(content.Schema, v, "$") {
-						t.Errorf("event %s: %s", data, p)
-					}
-				}
-			}
-		}
+		{method: "POST", path: "/api/webhooks/github", body: "{", header: map[string]string{"X-GitHub-Event": "issues", "X-Hub-Signature-256": intake.Sign("whsec", []byte("{"))}, status: 400},
 	}
 	for _, c := range calls {
-		run(c)
+		sc.run(e, c)
 	}
 	var list struct {
 		Sources []struct{ ID string } `json:"sources"`
 	}
 	e.do("GET", "/api/sources", "", false, &list)
-	if len(list.Sources) == 1 {
-		srcID = list.Sources[0].ID
+	if len(list.Sources) != 1 {
+		t.Fatalf("sources = %+v, want the one added", list.Sources)
 	}
+	srcID := list.Sources[0].ID
 	for _, c := range []call{
 		{method: "GET", path: "/api/sources/" + srcID, status: 200},
 		{method: "PATCH", path: "/api/sources/" + srcID, body: `{"label":"agent","paused":false}`, auth: true, status: 200},
 		{method: "PATCH", path: "/api/sources/" + srcID, body: `{"endpoint":"nowhere"}`, auth: true, status: 400},
 		{method: "PATCH", path: "/api/sources/nope", body: `{}`, auth: true, status: 404},
 		{method: "POST", path: "/api/sources/" + srcID + "/sync", auth: true, status: 200},
-		{method: "DELETE", path: "/api/sources/" + srcID, auth: true, status: 204},
-		{method: "DELETE", path: "/api/sources/" + srcID, auth: true, status: 404},
 	} {
-		run(c)
+		sc.run(e, c)
 	}
-	for route := range ops {
-		if !covered[route] {
+	// GitHub down, then its rate limit: a sync answers with the source
+	// and the status of its failure (the rate limit last: the host stays
+	// limited until it resets).
+	gh.Fail("GET /repos/octo/app/issues", githubtest.ServerError())
+	sc.run(e, call{method: "POST", path: "/api/sources/" + srcID + "/sync", auth: true, status: 503})
+	gh.Fail("GET /repos/octo/app/issues", githubtest.RateLimited(time.Now().Add(time.Hour)))
+	sc.run(e, call{method: "POST", path: "/api/sources/" + srcID + "/sync", auth: true, status: 429})
+	gh.ClearFailures()
+
+	// good names a parameter value that reaches the handler; each probe
+	// body is one the route takes.
+	good := func(route, name string) string {
+		switch {
+		case name == "id" && strings.Contains(route, "/api/sources/"):
+			return srcID
+		case name == "id":
+			return d.ID
+		case name == "n":
+			return "1"
+		case name == "name":
+			return "stdout.log"
+		case name == "action":
+			return "reject"
+		}
+		t.Fatalf("%s: no value for {%s}", route, name)
+		return ""
+	}
+	bodies := map[string]string{
+		"POST /api/deliveries":               `{"repo":%q,"summary":"Probe"}`, // in the env's repository
+		"POST /api/deliveries/{id}/{action}": `{"reason":"probe"}`,
+		"POST /api/sources":                  `{"repo":"octo/probe"}`,
+		"PATCH /api/sources/{id}":            `{"paused":false}`,
+		"PATCH /api/settings":                `{"polling":false}`,
+		"POST /api/webhooks/github":          ping,
+	}
+	probe := func(e *env, route string, param func(route, name string) string, c call) {
+		c.method, c.path = fill(route, param)
+		if c.body == "" {
+			c.body = bodies[route]
+			if route == "POST /api/deliveries" {
+				c.body = fmt.Sprintf(c.body, e.repo)
+			}
+		}
+		if route == "POST /api/webhooks/github" && c.header == nil {
+			c.header = signed
+		}
+		sc.run(e, c)
+	}
+
+	// Each path parameter naming nothing; a delivery prefix naming two.
+	for _, route := range sc.routes() {
+		for _, name := range regexp.MustCompile(`\{([a-z]+)\}`).FindAllStringSubmatch(route, -1) {
+			missing := func(r, n string) string {
+				if n == name[1] {
+					return "zz-missing"
+				}
+				return good(r, n)
+			}
+			probe(e, route, missing, call{auth: true})
+			if name[1] == "id" && (strings.HasPrefix(route, "GET /api/deliveries/") || strings.HasPrefix(route, "POST /api/deliveries/")) {
+				ambiguous := func(r, n string) string {
+					if n == "id" {
+						return "abcd"
+					}
+					return good(r, n)
+				}
+				probe(e, route, ambiguous, call{auth: true})
+			}
+		}
+	}
+	// A body over the limit, on every route.
+	for _, route := range sc.routes() {
+		probe(e, route, good, call{auth: true, body: `{"summary":"` + strings.Repeat("x", web.MaxBody) + `"}`})
+	}
+	// A dashboard session whose request lacks its CSRF token, on every
+	// route (reads pass: they need no token).
+	session := signIn(t, e)
+	for _, route := range sc.routes() {
+		c := call{client: session, header: map[string]string{"Origin": e.srv.URL}}
+		if route == "POST /api/webhooks/github" {
+			c.header["X-GitHub-Event"], c.header["X-Hub-Signature-256"] = signed["X-GitHub-Event"], signed["X-Hub-Signature-256"]
+		}
+		probe(e, route, good, c)
+	}
+	// A server that is not on loopback: no token is 401 everywhere.
+	e.web.Open = false
+	for _, route := range sc.routes() {
+		probe(e, route, good, call{})
+	}
+	e.web.Open = true
+	// Wrong tokens: after ten, every route is 429 for a minute (on a
+	// server of its own: the rest of the calls use the right token).
+	limited := newEnv(t, dialect)
+	limited.web.Open = false // reads count too
+	for range 10 {
+		limited.raw(call{method: "GET", path: "/api/deliveries", header: map[string]string{"Authorization": "Bearer wrong"}})
+	}
+	for _, route := range sc.routes() {
+		probe(limited, route, good, call{header: map[string]string{"Authorization": "Bearer wrong"}})
+	}
+	// A server without GitHub intake.
+	noIntake := newEnv(t, dialect)
+	noIntake.web.Intake = nil
+	for _, route := range sc.routes() {
+		probe(noIntake, route, good, call{auth: true})
+	}
+	// A body that stops arriving: the server's body deadline answers 408,
+	// on every route that reads one (Serve's limits, not the handler's).
+	slow := served(t, e, func(s *web.Server) { s.BodyTimeout = 50 * time.Millisecond })
+	for _, route := range sc.routes() {
+		if method, _, _ := strings.Cut(route, " "); method == "POST" || method == "PATCH" {
+			probe(slow, route, good, call{auth: true, stall: true})
+		}
+	}
+	// A database that is gone: every route that needs it fails as
+	// internal, and says the log has the details.
+	gone := newEnv(t, dialect)
+	withGitHub(gone)
+	gd := gone.create("Gone")
+	if _, err := gone.web.Intake.Add(t.Context(), intake.SourceInput{Repo: "octo/app"}); err != nil {
+		t.Fatal(err)
+	}
+	gone.svc.Close()
+	goneParam := func(route, name string) string {
+		if name == "id" && !strings.Contains(route, "/api/sources/") {
+			return gd.ID
+		}
+		return good(route, name)
+	}
+	issue := `{"action":"labeled","label":{"name":"baton"},"repository":{"full_name":"octo/app"},"issue":{"number":1,"state":"open","labels":[{"name":"baton"}],"html_url":"https://github.com/octo/app/issues/1"}}`
+	for _, route := range sc.routes() {
+		c := call{auth: true}
+		if route == "POST /api/webhooks/github" { // an event that needs its source
+			c.body, c.header = issue, map[string]string{"X-GitHub-Event": "issues", "X-Hub-Signature-256": intake.Sign("whsec", []byte(issue))}
+		}
+		probe(gone, route, goneParam, c)
+	}
+
+	// Both ways: what was answered is documented (checked in run), and
+	// what is documented was answered. 500 and 503 are one class, a
+	// failure of what the route needs: which of the two a failing
+	// database gives depends on whether the route first reads (500) or
+	// begins a transaction (503), and a busy database (503 everywhere)
+	// cannot be made here in reasonable time. A route that answered
+	// either may document both.
+	failed := func(route string) bool { return sc.seen[route][500] || sc.seen[route][503] }
+	for _, route := range sc.routes() {
+		for st := range ops[route].Responses {
+			n, err := strconv.Atoi(st)
+			if err != nil {
+				t.Errorf("%s documents response %q: want a status number", route, st)
+				continue
+			}
+			if !sc.seen[route][n] && !((n == 500 || n == 503) && failed(route)) {
+				t.Errorf("%s documents %d, which no call here produced: add a call that does, or remove it from openapi.json", route, n)
+			}
+		}
+		if !slices.ContainsFunc(slices.Collect(maps.Keys(sc.seen[route])), func(st int) bool { return st < 300 }) {
 			t.Errorf("%s was never called with success", route)
 		}
 	}
+}
+
+// signIn signs in to the dashboard with the token and returns a client
+// that carries the session.
+func signIn(t *testing.T, e *env) *http.Client {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, _ := http.NewRequest("POST", e.srv.URL+"/login", strings.NewReader(url.Values{"token": {token}, "next": {"/"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", e.srv.URL)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign in = %d, want 303", resp.StatusCode)
+	}
+	return c
 }
 
 func keys[V any](m map[string]V) []string {
@@ -266,9 +507,19 @@ func (e *env) raw(c call) (int, string, []byte) {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, c.method, e.srv.URL+c.path, strings.NewReader(c.body))
+	var body io.Reader = strings.NewReader(c.body)
+	if c.stall {
+		pr, pw := io.Pipe()
+		go func() { _, _ = pw.Write([]byte(c.body[:len(c.body)/2])) }()
+		defer pw.CloseWithError(io.ErrUnexpectedEOF) // the rest never comes
+		body = pr
+	}
+	req, err := http.NewRequestWithContext(ctx, c.method, e.srv.URL+c.path, body)
 	if err != nil {
 		e.t.Fatal(err)
+	}
+	if c.stall {
+		req.ContentLength = int64(len(c.body))
 	}
 	if c.auth {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -276,7 +527,11 @@ func (e *env) raw(c call) (int, string, []byte) {
 	for k, v := range c.header {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	client := http.DefaultClient
+	if c.client != nil {
+		client = c.client
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -317,7 +572,7 @@ func matchRoute(ops map[string]operation, method, path string) (string, operatio
 }
 
 // schemaChecker validates JSON values against the subset of JSON Schema
-// 2020-12 the document uses: $ref, allOf, type, enum, format date-time,
+// 2020-12 the document uses: $ref, allOf, oneOf, type, enum, format date-time,
 // minimum, maximum, properties, required, items, additionalProperties and
 // unevaluatedProperties.
 type schemaChecker struct{ schemas map[string]any }
@@ -347,6 +602,21 @@ func (c *schemaChecker) check(s map[string]any, v any, at string) (problems []st
 		problems = append(problems, p...)
 		for k := range ev {
 			evaluated[k] = true
+		}
+	}
+	if one, ok := s["oneOf"].([]any); ok {
+		var matched []map[string]bool
+		for _, sub := range one {
+			if p, ev := c.check(sub.(map[string]any), v, at); len(p) == 0 {
+				matched = append(matched, ev)
+			}
+		}
+		if len(matched) != 1 {
+			bad("%s matches %d of the oneOf schemas, want exactly one", describe(v), len(matched))
+		} else {
+			for k := range matched[0] {
+				evaluated[k] = true
+			}
 		}
 	}
 	if all, ok := s["allOf"].([]any); ok {
@@ -501,6 +771,27 @@ func TestSchemaCheckerRefusesWrongShapes(t *testing.T) {
 		}
 		if got := c.validate(schema, v, "$"); (len(got) > 0) != tc.bad {
 			t.Errorf("%s: problems %q, want bad=%v", tc.body, got, tc.bad)
+		}
+	}
+	// oneOf: exactly one alternative must fit.
+	one := map[string]any{"oneOf": []any{
+		map[string]any{"$ref": "#/components/schemas/Closed"},
+		map[string]any{"type": "object", "properties": map[string]any{"code": map[string]any{"type": "string"}}, "required": []any{"code"}, "additionalProperties": false},
+		map[string]any{"type": "object", "required": []any{"n"}},
+	}}
+	for body, bad := range map[string]bool{
+		`{"code":"x"}`:       false, // the second only
+		`{"n":1,"x":2}`:      false, // the third only: Closed refuses x
+		`{"code":"x","n":1}`: false, // the third only: the others refuse a property
+		`{"n":1}`:            true,  // the first and the third
+		`{"code":1}`:         true,  // none
+	} {
+		var v any
+		if err := json.Unmarshal([]byte(body), &v); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.validate(one, v, "$"); (len(got) > 0) != bad {
+			t.Errorf("oneOf %s: problems %q, want bad=%v", body, got, bad)
 		}
 	}
 }

@@ -22,7 +22,13 @@ import (
 // the server before it starts.
 func newServedEnv(t *testing.T, set func(*web.Server)) *env {
 	t.Helper()
-	e := newEnv(t, sqlstore.SQLite)
+	return served(t, newEnv(t, sqlstore.SQLite), set)
+}
+
+// served serves e's delivery service and intake through Server.Serve on
+// a listener of its own, with set's changes to a new Server.
+func served(t *testing.T, e *env, set func(*web.Server)) *env {
+	t.Helper()
 	ws := &web.Server{Deliveries: e.web.Deliveries, Feed: e.web.Feed, Token: token, Open: true, Repos: e.web.Repos,
 		Intake: e.web.Intake, Heartbeat: e.web.Heartbeat, Agent: e.web.Agent}
 	if set != nil {

@@ -11,7 +11,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -538,5 +540,248 @@ func checkExposition(t *testing.T, text string) {
 		if f.GetHelp() == "" {
 			t.Errorf("metric %s has no HELP", name)
 		}
+	}
+}
+
+// Free text in requests is capped by the core with a 400 that says which
+// field and what the limit is; a value of exactly the limit is taken;
+// lists clip long text, so a page of long summaries stays small.
+func TestAPICapsRequestText(t *testing.T) {
+	e := newEnv(t, sqlstore.SQLite)
+	body := func(v map[string]any) string {
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+	long := func(n int) string { return strings.Repeat("x", n) }
+	for _, tc := range []struct {
+		method, path, body, mention string
+	}{
+		{"POST", "/api/deliveries", body(map[string]any{"repo": e.repo, "summary": long(baton.MaxSummary + 1)}), "the summary is 65537 bytes, over the limit of 64 KiB"},
+		{"POST", "/api/deliveries", body(map[string]any{"issue_url": "https://github.com/octo/app/issues/1?" + long(baton.MaxURL)}), "the issue URL"},
+		{"POST", "/api/deliveries", body(map[string]any{"repo": e.repo + "/" + long(baton.MaxPath), "summary": "x"}), "is not a repository this server was given"},
+		{"POST", "/api/sources", body(map[string]any{"repo": "octo/app", "webhook_secret": long(baton.MaxSecret + 1)}), "the webhook secret"},
+		{"POST", "/api/sources", body(map[string]any{"repo": "octo/app", "api_url": "https://ghe.example/" + long(baton.MaxURL)}), "api_url cannot be set through the API"},
+		{"POST", "/api/sources", body(map[string]any{"repo": "octo/" + long(baton.MaxName)}), "the repository"},
+		{"POST", "/api/sources", body(map[string]any{"repo": "octo/app", "label": long(baton.MaxName + 1)}), "the label"},
+	} {
+		var ae apiError
+		resp := e.do(tc.method, tc.path, tc.body, true, &ae)
+		if resp.StatusCode != 400 || ae.Code != "invalid" || !strings.Contains(ae.Message, tc.mention) || len(ae.Message) > 1000 {
+			t.Errorf("%s %s with a long field = %d %s %.300q, want 400 invalid naming %q", tc.method, tc.path, resp.StatusCode, ae.Code, ae.Message, tc.mention)
+		}
+	}
+	// Decisions: the reason of a reject or a close.
+	d := e.create("Decide me")
+	for _, action := range []string{"reject", "close"} {
+		var ae apiError
+		resp := e.do("POST", "/api/deliveries/"+d.ID+"/"+action, body(map[string]any{"reason": long(baton.MaxReason + 1)}), true, &ae)
+		if resp.StatusCode != 400 || !strings.Contains(ae.Message, "the reason is 4097 bytes, over the limit of 4 KiB") {
+			t.Errorf("%s with a 4 KiB + 1 reason = %d %q, want 400 naming the reason", action, resp.StatusCode, ae.Message)
+		}
+	}
+	if cur, _ := e.svc.Current(t.Context(), d.ID); cur.String() != "plan/pending" {
+		t.Errorf("refused decisions changed the delivery: %s", cur.String())
+	}
+
+	// Exactly the limit is taken; a page of such deliveries stays small.
+	const n = 20
+	for i := range n {
+		summary := fmt.Sprintf("%d ", i) + long(baton.MaxSummary-len(fmt.Sprintf("%d ", i)))
+		if resp := e.do("POST", "/api/deliveries", body(map[string]any{"repo": e.repo, "summary": summary}), true, nil); resp.StatusCode != 201 {
+			t.Fatalf("a summary of exactly 64 KiB = %d, want 201", resp.StatusCode)
+		}
+	}
+	size := func(path string) int {
+		resp, err := http.Get(e.srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s = %d", path, resp.StatusCode)
+		}
+		return len(b)
+	}
+	// n summaries hold n × 64 KiB; a list carries at most ~1 KiB of each.
+	for _, path := range []string{"/api/deliveries?limit=200", "/", "/board"} {
+		got, most := size(path), n*(2<<10)+20<<10
+		if got > most {
+			t.Errorf("GET %s is %d bytes for %d deliveries with 64 KiB summaries, want at most %d", path, got, n, most)
+		}
+		t.Logf("GET %s: %d bytes for %d deliveries with 64 KiB summaries", path, got, n)
+	}
+	var page struct {
+		Deliveries []struct{ Title, Summary string } `json:"deliveries"`
+	}
+	e.do("GET", "/api/deliveries?limit=1", "", false, &page)
+	if len(page.Deliveries) != 1 || !strings.HasSuffix(page.Deliveries[0].Summary, "…") || len(page.Deliveries[0].Title) > 203 {
+		t.Errorf("a listed delivery is not clipped: %d-byte title, %d-byte summary", len(page.Deliveries[0].Title), len(page.Deliveries[0].Summary))
+	}
+	var one struct {
+		Delivery struct{ Summary string } `json:"delivery"`
+	}
+	e.do("GET", "/api/deliveries/21", "", false, &one)
+	if len(one.Delivery.Summary) != baton.MaxSummary {
+		t.Errorf("GET /api/deliveries/21 has a %d-byte summary, want it whole (%d)", len(one.Delivery.Summary), baton.MaxSummary)
+	}
+}
+
+// Competing decisions on one waiting phase: 50 approves and 50 rejects
+// at once. Exactly one wins; the other 99 get 409 and change nothing
+// (one decision in the phase log, at most the winner's review note).
+// Ten rounds, since whether losers got as far as posting a note
+// depends on timing.
+func TestConcurrentDecisionsOneWins(t *testing.T) {
+	for _, dialect := range sqlstoretest.Dialects(t) {
+		t.Run(string(dialect), func(t *testing.T) {
+			e := newEnv(t, dialect)
+			for round := range 10 {
+				raceDecisions(t, e, fmt.Sprintf("Decide once, round %d", round))
+			}
+		})
+	}
+}
+
+func raceDecisions(t *testing.T, e *env, summary string) {
+	t.Helper()
+	agent := "command:echo 1. Do it."
+	d, _, err := e.svc.Create(t.Context(), delivery.Request{Repo: e.repo, Summary: summary, Actor: "test",
+		Settings: delivery.Settings{Agent: &agent}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner := &delivery.Runner{Service: e.svc, Owner: "worker:test", KillGrace: time.Second}
+	if _, err := runner.Run(t.Context(), d.ID, "plan", ""); err != nil {
+		t.Fatal(err)
+	}
+	if cur, _ := e.svc.Current(t.Context(), d.ID); cur.String() != "plan/succeeded" {
+		t.Fatalf("the plan is %s, want plan/succeeded waiting for a person", cur.String())
+	}
+	before, _ := e.svc.PhaseLog(t.Context(), d.ID)
+	const n = 100
+	statuses := make([]int, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			action, body := "approve", ""
+			if i%2 == 1 {
+				action, body = "reject", fmt.Sprintf(`{"reason":"no, says reviewer %d"}`, i)
+			}
+			req, _ := http.NewRequest("POST", e.srv.URL+"/api/deliveries/"+d.ID+"/"+action, strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+token)
+			<-start
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			statuses[i] = resp.StatusCode
+		}()
+	}
+	close(start)
+	wg.Wait()
+	count := map[int]int{}
+	for _, s := range statuses {
+		count[s]++
+	}
+	if count[200] != 1 || count[409] != n-1 {
+		t.Errorf("%s: %d decisions at once answered %v, want one 200 and %d × 409", summary, n, count, n-1)
+	}
+	// The winner's entries are all under its one action.
+	after, _ := e.svc.PhaseLog(t.Context(), d.ID)
+	actions := map[string]bool{}
+	for _, entry := range after[len(before):] {
+		actions[entry.Action] = true
+	}
+	if len(actions) != 1 {
+		t.Errorf("%s: the phase log has entries of %v after the race, want one decision's", summary, actions)
+	}
+	notes, err := e.svc.Store().ReviewNotes(t.Context(), d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(notes) > 1 {
+		t.Errorf("%s: %d review notes were posted, want at most the winner's", summary, len(notes))
+	}
+}
+
+// The green banner shows only the server's own messages: ?flash= names
+// one by key, and any other text, however it is spelled, shows nothing.
+func TestFlashShowsOnlyTheServersMessages(t *testing.T) {
+	e := newEnv(t, sqlstore.SQLite)
+	c := &http.Client{}
+	lure := "Your session expired: sign in again at https://evil.example/login"
+	for _, flash := range []string{lure, "<b>" + lure + "</b>", "settings-saved " + lure, "Settings saved."} {
+		page := get(t, c, e.srv.URL+"/settings?flash="+url.QueryEscape(flash))
+		if strings.Contains(page, "evil.example") || strings.Contains(page, `class="banner ok"`) {
+			t.Errorf("?flash=%q put a banner on the page:\n%s", flash, between(page, "<main>", "<h1>"))
+		}
+	}
+	page := get(t, c, e.srv.URL+"/settings?flash=settings-saved")
+	if !strings.Contains(page, `<div class="banner ok">Settings saved.</div>`) {
+		t.Errorf("?flash=settings-saved shows no banner:\n%s", between(page, "<main>", "<h1>"))
+	}
+
+	// A form's redirect names its message by key, and the page shows it.
+	d := e.create("Flash me")
+	jar := &cookieJar{}
+	c = &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	post := func(path string, form url.Values) *http.Response {
+		req, _ := http.NewRequest("POST", e.srv.URL+path, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", e.srv.URL)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	if resp := post("/login", url.Values{"token": {token}, "next": {"/"}}); resp.StatusCode != 303 {
+		t.Fatalf("sign in = %d", resp.StatusCode)
+	}
+	csrf := between(get(t, c, e.srv.URL+"/deliveries/"+d.ID), `name="csrf" value="`, `"`)
+	resp := post("/deliveries/"+d.ID+"/close", url.Values{"csrf": {csrf}})
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != 303 || loc != "/deliveries/"+d.ID+"?flash=close" {
+		t.Fatalf("close form = %d to %q, want 303 to the delivery with ?flash=close", resp.StatusCode, loc)
+	}
+	if page := get(t, c, e.srv.URL+loc); !strings.Contains(page, `<div class="banner ok">Closed.</div>`) {
+		t.Errorf("the page after close shows no banner:\n%s", between(page, "<main>", "<h1>"))
+	}
+}
+
+// The pages' Content-Security-Policy allows styles and scripts from the
+// server's own files only: no template may carry a style attribute, a
+// style element, an inline script or an event handler attribute, which
+// the browser would refuse (internal/web/browser checks the pages
+// themselves in chromium).
+func TestTemplatesKeepToTheCSP(t *testing.T) {
+	names, err := filepath.Glob("templates/*.html")
+	if err != nil || len(names) == 0 {
+		t.Fatalf("no templates: %v", err)
+	}
+	inline := regexp.MustCompile(`(?i)[\s}]style\s*=|<style|<script(\s[^>]*)?>\s*[^<\s]|[\s}]on[a-z]+\s*=|javascript:`)
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if m := inline.FindString(line); m != "" {
+				t.Errorf("%s:%d has %q, which the pages' CSP refuses: use a class in static/style.css, or a script file", n, i+1, m)
+			}
+		}
+	}
+	// htmx would inject its indicator styles as a style element.
+	base, _ := os.ReadFile("templates/base.html")
+	if !strings.Contains(string(base), `<meta name="htmx-config" content='{"includeIndicatorStyles":false}'>`) {
+		t.Error("base.html does not turn off htmx's injected indicator styles")
 	}
 }

@@ -10,6 +10,7 @@ package browser_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image/png"
 	"log/slog"
 	"net/http"
@@ -19,9 +20,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/baton-agent/baton/internal/delivery"
@@ -66,6 +72,7 @@ type env struct {
 	t         *testing.T
 	url       string
 	svc       *delivery.Service
+	intake    *intake.Service
 	artifacts string
 	browser   context.Context
 }
@@ -175,7 +182,7 @@ func newEnv(t *testing.T) *env {
 			t.Fatal(err)
 		}
 	}
-	return &env{t: t, url: srv.URL, svc: svc, artifacts: out, browser: browser}
+	return &env{t: t, url: srv.URL, svc: svc, intake: ws.Intake, artifacts: out, browser: browser}
 }
 
 type testWriter struct{ t *testing.T }
@@ -299,6 +306,12 @@ func (e *env) screenshot(name string) {
 // A failed plan shows its error, and a retry from the page works.
 func TestDashboardDelivery(t *testing.T) {
 	e := newEnv(t)
+	found := e.watchConsole()
+	defer func() {
+		for _, p := range found.take() {
+			t.Errorf("the pages reported: %s", p)
+		}
+	}()
 	e.signIn()
 	page := e.create("Add a greeting file")
 
@@ -391,4 +404,111 @@ func TestDashboardDelivery(t *testing.T) {
 	e.run("open the detail page on a phone", chromedp.Navigate(e.url+page), chromedp.WaitReady(chromedp.CSS(`#state`)))
 	e.screenshot("detail-phone")
 	t.Logf("screenshots in %s", e.artifacts)
+}
+
+// problems collects what pages report as wrong: console errors and
+// failed assertions, uncaught exceptions, error entries of the browser
+// log, and every violation of the page's Content-Security-Policy (from
+// the console, and from a securitypolicyviolation listener each page
+// gets before its own scripts run).
+type problems struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (p *problems) add(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.list = append(p.list, fmt.Sprintf(format, args...))
+}
+
+func (p *problems) take() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := p.list
+	p.list = nil
+	return out
+}
+
+// cspRecorder runs in every page before its scripts: it keeps each CSP
+// violation where the test reads it.
+const cspRecorder = `window.__csp = [];
+document.addEventListener("securitypolicyviolation", function (e) {
+	window.__csp.push(e.violatedDirective + " blocked " + (e.blockedURI || "inline") + " at " + e.sourceFile + ":" + e.lineNumber + ": " + (e.sample || ""));
+});`
+
+func (e *env) watchConsole() *problems {
+	e.t.Helper()
+	p := &problems{}
+	err := chromedp.Listen(e.browser, func(ev any) {
+		switch ev := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeAssert {
+				var args []string
+				for _, a := range ev.Args {
+					args = append(args, string(a.Value)+a.Description)
+				}
+				p.add("console.%s: %s", ev.Type, strings.Join(args, " "))
+			}
+		case *runtime.EventExceptionThrown:
+			d := ev.ExceptionDetails
+			desc := ""
+			if d.Exception != nil {
+				desc = d.Exception.Description
+			}
+			p.add("exception at %s:%d: %s %s", d.URL, d.LineNumber, d.Text, desc)
+		case *log.EventEntryAdded:
+			if ev.Entry.Level == log.EntryLevelError || ev.Entry.Source == log.EntrySourceSecurity {
+				p.add("browser log (%s, %s): %s %s", ev.Entry.Source, ev.Entry.Level, ev.Entry.Text, ev.Entry.URL)
+			}
+		}
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	_, err = chromedp.Run(e.browser, func(ctx context.Context, t *chromedp.Target) (page.AddScriptToEvaluateOnNewDocumentResult, error) {
+		return cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: cspRecorder})
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+// Every main page loads, and is refreshed by htmx, without a console
+// error and without breaking its own Content-Security-Policy (style-src
+// 'self': no style attributes, no style element htmx would inject). The
+// pages show what has styles of its own: a failed delivery's error, a
+// source, the signed-in forms.
+func TestDashboardPagesKeepTheirCSP(t *testing.T) {
+	e := newEnv(t)
+	found := e.watchConsole()
+	e.signIn()
+	page := e.create("Break once, then work")
+	e.waitJS("the plan to fail", `(document.querySelector("#state .badge")||{}).textContent.startsWith("plan/failed")`, 60*time.Second)
+	if _, err := e.intake.Add(t.Context(), intake.SourceInput{Repo: "octo/app"}); err != nil {
+		t.Fatal(err)
+	}
+	// htmx refreshes the list and the board every 5 s; one refresh is
+	// done at once here, as htmx would do it.
+	refresh := map[string]string{"/": "#list", "/?state=all": "#list", "/board": "#board"}
+	for _, p := range []string{"/", "/?state=all", "/board", page, "/sources", "/settings", "/login?next=/", "/?flash=settings-saved"} {
+		e.run("open "+p, chromedp.Navigate(e.url+p), chromedp.WaitReady(chromedp.CSS("body")))
+		e.waitJS("the page's scripts", `document.readyState === "complete" && (!window.htmx || document.querySelector("meta[name=htmx-config]") !== null || true)`, 10*time.Second)
+		if sel, ok := refresh[p]; ok {
+			expr := fmt.Sprintf(`htmx.ajax("GET", location.href, {target: %q, select: %q, swap: "outerHTML"}).then(() => true)`, sel, sel)
+			ctx, cancel := context.WithTimeout(e.browser, 20*time.Second)
+			_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr, chromedp.EvalAwaitPromise))
+			cancel()
+			if err != nil {
+				t.Errorf("htmx refresh of %s on %s: %v", sel, p, err)
+			}
+		}
+		for _, v := range eval[[]string](e, `window.__csp || []`) {
+			found.add("CSP violation on %s: %s", p, v)
+		}
+		for _, pr := range found.take() {
+			t.Errorf("%s: %s", p, pr)
+		}
+	}
 }
