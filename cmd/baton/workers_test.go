@@ -308,7 +308,8 @@ func TestWorkerProcessesOnPostgresSurviveAKill(t *testing.T) {
 	const deliveries, workers = 12, 3
 	home := t.TempDir()
 	mark := filepath.Join(t.TempDir(), "killed")
-	env := gitEnv(home, "BATON_DATABASE_URL="+dsn, "BATON_ACTOR=tester", "KILL_MARK="+mark)
+	// The confined agent may leave its mark where the test reads it.
+	env := gitEnv(home, "BATON_DATABASE_URL="+dsn, "BATON_ACTOR=tester", "KILL_MARK="+mark, "BATON_SANDBOX_WRITE="+filepath.Dir(mark))
 	src := userRepo(t, env)
 	agent := filepath.Join(t.TempDir(), "agent.sh")
 	if err := os.WriteFile(agent, []byte(killableAgent), 0o755); err != nil {

@@ -1,6 +1,7 @@
 package agentrun
 
 import (
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -32,6 +33,15 @@ func startAgent(cmd *exec.Cmd, s Spec, p *plan, path, runTmp string, res *Result
 		cf.Policy = sandbox.System(e).Merge(own).Merge(cf.Policy)
 	}
 	release, res.Sandbox, err = cf.Start(cmd)
+	if err == nil {
+		// Said with the run, so a person can tell afterwards what the
+		// agent could reach.
+		note := "baton: the agent runs " + res.Sandbox.String()
+		res.Notes = append(res.Notes, note)
+		if s.Live != nil {
+			fmt.Fprintln(s.Live, note)
+		}
+	}
 	return release, err
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/install"
 	"github.com/baton-agent/baton/internal/proc"
+	"github.com/baton-agent/baton/internal/sandbox"
 )
 
 // probeResult is one hook command run with a synthetic payload.
@@ -46,6 +47,15 @@ type doctorReport struct {
 	// when it is not empty.
 	Broken   []string `json:"broken"`
 	Warnings []string `json:"warnings"`
+	// Sandbox says whether agents and check commands can run confined here.
+	Sandbox sandboxReport `json:"sandbox"`
+}
+
+// sandboxReport is what doctor found of Landlock.
+type sandboxReport struct {
+	Available bool   `json:"available"`
+	ABI       int    `json:"abi,omitempty"`
+	Detail    string `json:"detail"`
 }
 
 func newDoctorCmd(f *Factory) *cobra.Command {
@@ -76,7 +86,7 @@ harness installed at both scopes (its hooks would run twice).`,
 				return fail(writeJSON(f.IO.Out, rep))
 			}
 			w := f.IO.Out
-			fmt.Fprintf(w, "baton %s at %s\nproject root %s (store: %v)\n\n", rep.Version, rep.Binary, rep.Root, rep.HasStore)
+			fmt.Fprintf(w, "baton %s at %s\nproject root %s (store: %v)\nsandbox: %s\n\n", rep.Version, rep.Binary, rep.Root, rep.HasStore, rep.Sandbox.Detail)
 			for _, s := range rep.Installs {
 				state := "not installed"
 				if s.Installed {
@@ -166,6 +176,10 @@ func runDoctor(ctx context.Context, f *Factory, probe bool) doctorReport {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s is installed at both scopes: unless the commands are identical its hooks run twice and a loop advances twice per stop; uninstall one", h))
 		}
 	}
+	rep.Sandbox = checkSandbox(f, probe)
+	if !rep.Sandbox.Available {
+		rep.Warnings = append(rep.Warnings, "agents cannot be confined here ("+rep.Sandbox.Detail+"): "+sandbox.Exposure)
+	}
 	if f.DynamicallyLinked {
 		rep.Warnings = append(rep.Warnings, "this baton is linked dynamically (built with cgo), which adds about 0.5 ms to every hook: reinstall with CGO_ENABLED=0 go install ./cmd/baton")
 	}
@@ -174,6 +188,33 @@ func runDoctor(ctx context.Context, f *Factory, probe bool) doctorReport {
 			rep.Broken = append(rep.Broken, fmt.Sprintf("%s %s hook failed its probe: %s", p.Harness, p.Event, p.Problem))
 		}
 	}
+	return rep
+}
+
+// checkSandbox reports whether agents can be confined here; with probe,
+// by confining a process for real.
+func checkSandbox(f *Factory, probe bool) sandboxReport {
+	st := sandbox.Probe()
+	rep := sandboxReport{Available: st.Available(), ABI: st.ABI, Detail: st.String()}
+	if !rep.Available || !probe {
+		if rep.Available {
+			rep.Detail += ": agents and check commands run confined"
+		}
+		return rep
+	}
+	cmd := exec.Command("/bin/sh", "-c", "exit 0")
+	cmd.Env = proc.Environ(nil)
+	release, r, err := sandbox.Confinement{Mode: sandbox.ModeRequired, Policy: sandbox.System(sandbox.EnvFrom(cmd.Env))}.Start(cmd)
+	if err == nil {
+		err = cmd.Wait()
+	}
+	release()
+	if err != nil || !r.Confined {
+		rep.Available = false
+		rep.Detail = fmt.Sprintf("%s, but a confined process did not run: %v", st, err)
+		return rep
+	}
+	rep.Detail += ": agents and check commands run confined (probed)"
 	return rep
 }
 
