@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -218,9 +219,10 @@ func checkManifest(t *testing.T, path string, serveArgs, workerArgs []string) {
 				Template struct {
 					Spec struct {
 						Containers []struct {
-							Name string
-							Args []string
-							Env  []struct {
+							Name  string
+							Image string
+							Args  []string
+							Env   []struct {
 								Name, Value string
 							}
 						}
@@ -235,6 +237,11 @@ func checkManifest(t *testing.T, path string, serveArgs, workerArgs []string) {
 		}
 		for _, c := range doc.Spec.Template.Spec.Containers {
 			containers[c.Name] = c.Args
+			// The release's images, by a version tag (never latest).
+			want := map[string]string{"serve": "ghcr.io/baton-agent/baton:", "worker": "ghcr.io/baton-agent/baton-worker:"}[c.Name]
+			if tag, ok := strings.CutPrefix(c.Image, want); !ok || !regexp.MustCompile(`^\d+\.\d+\.\d+$`).MatchString(tag) {
+				t.Errorf("%s: container %s runs image %q, want %s<version>", path, c.Name, c.Image, want)
+			}
 			for _, e := range c.Env {
 				if !strings.HasSuffix(e.Name, "_FILE") {
 					continue

@@ -15,9 +15,11 @@ import (
 	"github.com/baton-agent/baton/internal/github"
 )
 
-// version is set at link time (-ldflags "-X main.version=v1.2.3"); without
-// it the module version or "devel" is reported.
-var version = ""
+// version and commit are set at link time by release builds
+// (-ldflags "-X main.version=v1.2.3 -X main.commit=<sha>"); without them
+// the module version or "devel", and the commit go build recorded, are
+// reported.
+var version, commit = "", ""
 
 // wire builds the factory: the only place that reads the process
 // environment and chooses concrete adapters (the context store, databases,
@@ -62,6 +64,7 @@ func wire() *cli.Factory {
 		Secrets:    sec,
 		WorkDir:    wd,
 		Version:    buildVersion(),
+		Commit:     buildCommit(),
 		Executable: exe,
 
 		DynamicallyLinked: builtWithCgo(),
@@ -74,6 +77,27 @@ func buildVersion() string {
 	}
 	bi, _ := debug.ReadBuildInfo()
 	return versionFrom(bi)
+}
+
+func buildCommit() string {
+	if commit != "" {
+		return commit
+	}
+	bi, _ := debug.ReadBuildInfo()
+	return commitFrom(bi)
+}
+
+// commitFrom is the commit go build recorded, "" when none.
+func commitFrom(bi *debug.BuildInfo) string {
+	if bi == nil {
+		return ""
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" {
+			return s.Value
+		}
+	}
+	return ""
 }
 
 // versionFrom names a build: its module version (a release, or the

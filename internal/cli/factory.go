@@ -39,6 +39,8 @@ type Factory struct {
 	Secrets *Secrets
 	WorkDir string // the process working directory
 	Version string
+	// Commit is the commit the binary was built from; "" when unknown.
+	Commit string
 	// Executable is the absolute path of the running baton binary, for
 	// installers that write it into harness configuration.
 	Executable string

@@ -59,6 +59,7 @@ merged pull request through a delivery pipeline.`,
 		newImplementFeatureCmd(f),
 		newGitHubCmd(f),
 		newMCPCmd(f),
+		newHealthcheckCmd(f),
 	)
 	// The completion command cobra adds: an unknown shell is an error,
 	// not its help page and exit 0.
