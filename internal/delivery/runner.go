@@ -384,7 +384,7 @@ func (r *Runner) plan(ctx context.Context, d *baton.Delivery, f forge.Forge) (ou
 			return out
 		}
 	}
-	title := firstLine(d.Summary)
+	title := d.Title()
 	if _, _, err := co.CommitChanges(ctx, "Plan: "+title+"\n\nbaton delivery "+d.ID); err != nil {
 		out.warn("plan not committed: %v", err)
 		return out
@@ -413,7 +413,7 @@ func (r *Runner) implement(ctx context.Context, d *baton.Delivery, f forge.Forge
 	out.run = run
 	// Whatever the agent left, committed or not, is pushed: work is never
 	// lost, also when the agent failed or was stopped.
-	msg := fmt.Sprintf("%s\n\nWork left uncommitted by the %s agent, committed by baton (delivery %s, attempt %d).", firstLine(d.Summary), d.Config.Agent, d.ID, d.Attempt)
+	msg := fmt.Sprintf("%s\n\nWork left uncommitted by the %s agent, committed by baton (delivery %s, attempt %d).", d.Title(), d.Config.Agent, d.ID, d.Attempt)
 	after, committed, cerr := co.CommitChanges(context.WithoutCancel(ctx), msg)
 	var perr error
 	if cerr == nil && (after != before || !co.WorkExists) {
@@ -622,9 +622,4 @@ func (r *Runner) observe(ctx context.Context, d *baton.Delivery, f forge.Forge) 
 		case <-t.C:
 		}
 	}
-}
-
-func firstLine(s string) string {
-	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
-	return l
 }
