@@ -8,6 +8,7 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/agentrun"
+	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // Detail is a delivery with its phase log (oldest first), agent runs and
@@ -164,4 +165,30 @@ func LogFiles(run baton.AgentRun) []LogFile {
 		}
 	}
 	return out
+}
+
+// The raw logs an agent run may leave, by name.
+const (
+	EventsLog = agentrun.EventsLog // the agent's JSONL event stream
+	StdoutLog = agentrun.StdoutLog
+	StderrLog = agentrun.StderrLog
+)
+
+// OpenLog opens the raw log name (EventsLog, StdoutLog or StderrLog) of
+// run, when it is on this machine: a worker elsewhere keeps its logs in
+// its own data directory. Errors are NotFound and say why.
+func OpenLog(run baton.AgentRun, name string) (*os.File, error) {
+	if name != EventsLog && name != StdoutLog && name != StderrLog {
+		return nil, baton.Errorf(baton.NotFound, "no log %q: want %s, %s or %s", baton.Truncate(name, 40, "…"), EventsLog, StdoutLog, StderrLog)
+	}
+	for _, lf := range LogFiles(run) {
+		if lf.Name != name {
+			continue
+		}
+		if f, err := safefile.OpenRegular(lf.Path); err == nil {
+			return f, nil
+		}
+		break
+	}
+	return nil, baton.Errorf(baton.NotFound, "run %d has no %s on this machine (a worker elsewhere keeps its logs in its own data directory)", run.N, name)
 }

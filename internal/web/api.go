@@ -13,10 +13,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton"
-	"github.com/baton-agent/baton/internal/agentrun"
 	"github.com/baton-agent/baton/internal/delivery"
-	"github.com/baton-agent/baton/internal/safefile"
-	"github.com/baton-agent/baton/internal/sqlstore"
 )
 
 // The API's JSON shapes are the delivery view (delivery.View and the
@@ -309,26 +306,17 @@ func (s *Server) getRunLog(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	name := r.PathValue("name")
-	if name != agentrun.EventsLog && name != agentrun.StdoutLog && name != agentrun.StderrLog {
-		return baton.Errorf(baton.NotFound, "no log %q: want %s, %s or %s", baton.Truncate(name, 40, "…"), agentrun.EventsLog, agentrun.StdoutLog, agentrun.StderrLog)
+	f, err := delivery.OpenLog(run, name)
+	if err != nil {
+		return err
 	}
-	for _, lf := range delivery.LogFiles(run) {
-		if lf.Name != name {
-			continue
-		}
-		f, err := safefile.OpenRegular(lf.Path)
-		if err != nil {
-			break
-		}
-		defer f.Close()
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if name == agentrun.EventsLog {
-			w.Header().Set("Content-Type", "application/x-ndjson")
-		}
-		_, _ = io.Copy(w, f)
-		return nil
+	defer f.Close()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if name == delivery.EventsLog {
+		w.Header().Set("Content-Type", "application/x-ndjson")
 	}
-	return baton.Errorf(baton.NotFound, "run %d has no %s on this machine (a worker elsewhere keeps its logs in its own data directory)", run.N, name)
+	_, _ = io.Copy(w, f)
+	return nil
 }
 
 // settingsJSON is what the server runs with.
@@ -342,7 +330,7 @@ type settingsJSON struct {
 }
 
 func (s *Server) settings(r *http.Request) (settingsJSON, error) {
-	v := settingsJSON{Version: s.Version, Agent: s.Agent, Database: string(s.Deliveries.Store().Dialect()),
+	v := settingsJSON{Version: s.Version, Agent: s.Agent, Database: s.Deliveries.Database(),
 		DataDir: s.Deliveries.DataDir, Repos: append([]string{}, s.Repos...)}
 	if s.Intake != nil {
 		st, err := s.Intake.Settings(r.Context())
@@ -381,17 +369,17 @@ func (s *Server) registerMetrics() {
 		[]float64{.1, .5, 1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600}, "phase", "result")
 	s.requests = m.NewHistogram("baton_http_request_duration_seconds", "HTTP request latency by route and status.",
 		[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}, "route", "code")
-	st := s.Deliveries.Store()
+	svc := s.Deliveries
 	m.Collected("baton_deliveries", "Deliveries by phase and run status.", typeGauge, []string{"phase", "status"},
 		func(ctx context.Context, emit func(float64, ...string)) error {
-			counts, err := st.CountDeliveries(ctx)
+			counts, err := svc.CountByState(ctx)
 			for k, n := range counts {
-				emit(float64(n), k[0], k[1])
+				emit(float64(n), string(k.Phase), string(k.Status))
 			}
 			return err
 		})
-	sums := func(ctx context.Context, each func(a sqlstore.AgentTotals)) error {
-		ts, err := st.SumAgentRuns(ctx)
+	sums := func(ctx context.Context, each func(a delivery.AgentTotals)) error {
+		ts, err := svc.AgentTotals(ctx)
 		for _, t := range ts {
 			each(t)
 		}
@@ -399,15 +387,15 @@ func (s *Server) registerMetrics() {
 	}
 	m.Collected("baton_agent_runs_total", "Agent runs started, by agent.", typeCounter, []string{"agent"},
 		func(ctx context.Context, emit func(float64, ...string)) error {
-			return sums(ctx, func(t sqlstore.AgentTotals) { emit(float64(t.Runs), t.Agent) })
+			return sums(ctx, func(t delivery.AgentTotals) { emit(float64(t.Runs), t.Agent) })
 		})
 	m.Collected("baton_agent_cost_usd_total", "Agent cost in US dollars as the agents report it, by agent.", typeCounter, []string{"agent"},
 		func(ctx context.Context, emit func(float64, ...string)) error {
-			return sums(ctx, func(t sqlstore.AgentTotals) { emit(t.CostUSD, t.Agent) })
+			return sums(ctx, func(t delivery.AgentTotals) { emit(t.CostUSD, t.Agent) })
 		})
 	m.Collected("baton_agent_tokens_total", "Agent tokens by agent and direction (input, output).", typeCounter, []string{"agent", "direction"},
 		func(ctx context.Context, emit func(float64, ...string)) error {
-			return sums(ctx, func(t sqlstore.AgentTotals) {
+			return sums(ctx, func(t delivery.AgentTotals) {
 				emit(float64(t.InputTokens), t.Agent, "input")
 				emit(float64(t.OutputTokens), t.Agent, "output")
 			})
