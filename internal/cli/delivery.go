@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/agentrun"
@@ -458,9 +459,47 @@ func orDur(d, def time.Duration) time.Duration {
 	return d
 }
 
+// agentFlags are --agent, --model and --agent-arg of `delivery retry`
+// and `delivery run`: how the delivery runs from then on.
+type agentFlags struct {
+	agent, model string
+	args         []string
+}
+
+// agentFlagsHelp is what the help of retry and run says of agentFlags.
+const agentFlagsHelp = `--agent, --model and --agent-arg change how the delivery runs from this
+%s on, e.g. when its agent is not installed here. See docs/delivery.md
+for what a command:<argv> agent receives and must print.`
+
+func (a *agentFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&a.agent, "agent", "", "run with this agent from now on: claude, codex, droid or command:<argv> (see docs/agents.md)")
+	fl.StringVar(&a.model, "model", "", "run with this model from now on")
+	fl.StringArrayVar(&a.args, "agent-arg", nil, "replace the agent's extra arguments (repeatable)")
+}
+
+// settings is the change the flags given ask for. A new agent that is
+// not installed here is a warning, not an error: a worker on another
+// machine may have it.
+func (a *agentFlags) settings(f *Factory, fl *pflag.FlagSet) delivery.Settings {
+	var change delivery.Settings
+	if fl.Changed("agent") {
+		change.Agent = &a.agent
+		if err := agentrun.Check(agentrun.Spec{Agent: a.agent, Prompt: "-"}); baton.ErrorCode(err) == baton.NotFound {
+			fmt.Fprintf(f.IO.Err, "baton: warning: %v (a worker on another machine may have it)\n", err)
+		}
+	}
+	if fl.Changed("model") {
+		change.Model = &a.model
+	}
+	if fl.Changed("agent-arg") {
+		change.AgentArgs = &a.args
+	}
+	return change
+}
+
 func newDeliveryActionCmd(f *Factory, db *string, a delivery.Action, short string) *cobra.Command {
-	var note, agent, model string
-	var agentArgs []string
+	var note string
+	var af agentFlags
 	long := short + `.
 
 The change, who made it (BATON_ACTOR, else the login name) and why are
@@ -468,11 +507,7 @@ recorded in the phase log. An action that does not apply to the
 delivery's state is refused with a message that says what would.`
 	example := "  baton delivery " + string(a) + " 3"
 	if a == delivery.ActRetry {
-		long += `
-
---agent, --model and --agent-arg change how the delivery runs from this
-retry on, e.g. when its agent is not installed here. See docs/delivery.md
-for what a command:<argv> agent receives and must print.`
+		long += "\n\n" + fmt.Sprintf(agentFlagsHelp, "retry")
 		example += "\n  baton delivery retry 3 --agent codex\n  baton delivery retry 3 --agent 'command:./scripts/agent.sh'"
 	}
 	cmd := &cobra.Command{
@@ -487,21 +522,7 @@ for what a command:<argv> agent receives and must print.`
 				var d *baton.Delivery
 				var err error
 				if a == delivery.ActRetry {
-					var change delivery.Settings
-					fl := cmd.Flags()
-					if fl.Changed("agent") {
-						change.Agent = &agent
-						if err := agentrun.Check(agentrun.Spec{Agent: agent, Prompt: "-"}); baton.ErrorCode(err) == baton.NotFound {
-							fmt.Fprintf(f.IO.Err, "baton: warning: %v (a worker on another machine may have it)\n", err)
-						}
-					}
-					if fl.Changed("model") {
-						change.Model = &model
-					}
-					if fl.Changed("agent-arg") {
-						change.AgentArgs = &agentArgs
-					}
-					d, err = svc.Retry(ctx, args[0], f.actor(), note, change)
+					d, err = svc.Retry(ctx, args[0], f.actor(), note, af.settings(f, cmd.Flags()))
 				} else {
 					d, err = svc.Decide(ctx, args[0], a, f.actor(), note)
 				}
@@ -517,10 +538,7 @@ for what a command:<argv> agent receives and must print.`
 		cmd.Flags().StringVarP(&note, "reason", "m", "", "why the delivery is closed")
 	}
 	if a == delivery.ActRetry {
-		fl := cmd.Flags()
-		fl.StringVar(&agent, "agent", "", "run with this agent from now on: claude, codex, droid or command:<argv> (see docs/agents.md)")
-		fl.StringVar(&model, "model", "", "run with this model from now on")
-		fl.StringArrayVar(&agentArgs, "agent-arg", nil, "replace the agent's extra arguments (repeatable)")
+		af.register(cmd.Flags())
 	}
 	return cmd
 }
@@ -563,14 +581,17 @@ becomes a review ref in the next prompt.`,
 func newDeliveryRunCmd(f *Factory, db *string) *cobra.Command {
 	var lease time.Duration
 	var sb sandboxOptions
+	var af agentFlags
 	cmd := &cobra.Command{
 		Use:   "run <id>",
 		Short: "Run the delivery's pending phase now, in the foreground, with live agent output",
 		Long: `Run the delivery's pending phase now, in this terminal, showing the agent's
 output as it works. This is how a person starts a checkpoint phase by
 hand; a queued phase is taken before a worker gets to it (never both).
-Ctrl-C cancels the run (the agent is stopped; retry runs it again).`,
-		Example: "  baton delivery run 3",
+Ctrl-C cancels the run (the agent is stopped; retry runs it again).
+
+` + fmt.Sprintf(agentFlagsHelp, "run"),
+		Example: "  baton delivery run 3\n  baton delivery run 3 --agent codex --model gpt-5",
 		Args:    exactArgs(1, "a delivery id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -581,9 +602,10 @@ Ctrl-C cancels the run (the agent is stopped; retry runs it again).`,
 			if err != nil {
 				return err
 			}
+			change := af.settings(f, cmd.Flags())
 			return withDeliveries(ctx, f, *db, func(svc *delivery.Service) error {
 				svc.Sandbox = conf
-				d, err := svc.RunNow(ctx, args[0], f.actor(), printable(f.IO.Out), lease)
+				d, err := svc.RunNow(ctx, args[0], f.actor(), change, printable(f.IO.Out), lease)
 				if err != nil {
 					return err
 				}
@@ -596,6 +618,7 @@ Ctrl-C cancels the run (the agent is stopped; retry runs it again).`,
 		},
 	}
 	cmd.Flags().DurationVar(&lease, "lease", delivery.DefaultLease, "a running phase whose heartbeat is older is taken for dead first")
+	af.register(cmd.Flags())
 	sb.register(cmd.Flags())
 	return cmd
 }

@@ -54,6 +54,10 @@ type Runner struct {
 	KillGrace      time.Duration
 	// CheckWait bounds waiting for CI on GitHub.
 	CheckWait forge.CheckWait
+
+	// change is how a person's run (RunNow) changes the delivery's agent
+	// when it claims the phase.
+	change Settings
 }
 
 // errStale marks a job whose phase is no longer pending: someone else
@@ -103,7 +107,13 @@ func (r *Runner) Run(ctx context.Context, ref string, want baton.Phase, person s
 		if person == "" && (cur.Phase != want || cur.RunStatus != baton.StatusPending) {
 			return errStale
 		}
-		res, err := Apply(*cur, Input{Action: ActRun, Actor: actor, Person: person != "", Now: r.Service.now()})
+		in := Input{Action: ActRun, Actor: actor, Person: person != "", Now: r.Service.now()}
+		if person != "" {
+			if in.Config, err = reconfigured(cur, r.change); err != nil {
+				return err
+			}
+		}
+		res, err := Apply(*cur, in)
 		if err != nil {
 			if person == "" {
 				return errStale

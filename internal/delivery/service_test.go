@@ -239,7 +239,7 @@ func TestRunNowAndAgentRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	var live bytes.Buffer
-	got, err := h.svc.RunNow(t.Context(), "#1", "alice", &live, time.Minute)
+	got, err := h.svc.RunNow(t.Context(), "#1", "alice", delivery.Settings{}, &live, time.Minute)
 	if err != nil || got.String() != "plan/succeeded" {
 		t.Fatalf("RunNow = %v, %v; want plan/succeeded at its checkpoint", got, err)
 	}
