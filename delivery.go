@@ -221,6 +221,30 @@ func DeliveryID(repository, requestKey string) string {
 	return hex.EncodeToString(sum[:])[:12]
 }
 
+// Title is the first line of the summary: what lists, pull requests and
+// commit messages call the delivery.
+func (d *Delivery) Title() string {
+	t, _, _ := strings.Cut(strings.TrimSpace(d.Summary), "\n")
+	return t
+}
+
+// WaitsForPerson reports whether nothing happens to the delivery until a
+// person acts: a checkpoint phase not yet started, a result to approve, or
+// a failed or blocked phase to retry, reject or close. A queued or running
+// phase waits for a worker, and a closed delivery for no one.
+func (d *Delivery) WaitsForPerson() bool {
+	if d.Phase == PhaseClose {
+		return false
+	}
+	switch d.RunStatus {
+	case StatusPending:
+		return !d.Queued && d.Phase.Runnable()
+	case StatusSucceeded, StatusFailed, StatusBlocked:
+		return true
+	}
+	return false
+}
+
 // WorkBranch is the branch a delivery's work happens on.
 func (d *Delivery) WorkBranch() string { return "baton/" + d.ID }
 

@@ -1,6 +1,7 @@
 package baton
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -127,4 +128,44 @@ func FuzzParseTimeouts(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestDeliveryTitle(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ summary, want string }{
+		{"Add a health endpoint", "Add a health endpoint"},
+		{"\n  Add a health endpoint\nCover HEAD requests too.\n", "Add a health endpoint"},
+		{"one\r\ntwo", "one\r"},
+		{"", ""},
+	} {
+		d := &Delivery{Summary: tc.summary}
+		if got := d.Title(); got != tc.want {
+			t.Errorf("Delivery{Summary: %q}.Title() = %q, want %q", tc.summary, got, tc.want)
+		}
+	}
+}
+
+func TestDeliveryWaitsForPerson(t *testing.T) {
+	t.Parallel()
+	waits := map[string]bool{
+		// A checkpoint phase nobody started yet.
+		"plan/pending": true, "deploy/pending": true,
+		// Results to approve, failures and blocks to decide on.
+		"plan/succeeded": true, "review/blocked": true, "implement/failed": true, "verify/failed": true,
+		// Closed deliveries wait for no one, whatever their status.
+		"close/succeeded": false, "close/failed": false, "close/pending": false,
+		// Workers' turn.
+		"plan/pending queued": false, "implement/running": false, "deploy/running": false,
+		// intake is done at create: nothing to start.
+		"intake/pending": false,
+	}
+	for state, want := range waits {
+		var d Delivery
+		phase, rest, _ := strings.Cut(state, "/")
+		status, queued, _ := strings.Cut(rest, " ")
+		d.Phase, d.RunStatus, d.Queued = Phase(phase), RunStatus(status), queued == "queued"
+		if got := d.WaitsForPerson(); got != want {
+			t.Errorf("Delivery{%s}.WaitsForPerson() = %v, want %v", state, got, want)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/delivery"
 	"github.com/baton-agent/baton/internal/hook"
 )
 
@@ -71,7 +72,7 @@ func (f *Factory) completeDeliveries(cmd *cobra.Command, _ []string, toComplete 
 	var out []string
 	for _, d := range ds {
 		if strings.HasPrefix(d.ID, toComplete) {
-			out = append(out, cobra.CompletionWithDesc(d.ID, baton.Truncate(firstLine(d.Summary), 60, "…")))
+			out = append(out, cobra.CompletionWithDesc(d.ID, baton.Truncate(d.Title(), 60, "…")))
 		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
@@ -81,10 +82,10 @@ func (f *Factory) addCompletions(root *cobra.Command) {
 	harnesses := fixed("claude", "codex", "droid", "pi")
 	agents := fixed("claude", "codex", "droid", "command:")
 	var phases, statuses []string
-	for _, p := range baton.Phases {
+	for _, p := range delivery.FilterPhases {
 		phases = append(phases, string(p))
 	}
-	for _, s := range []baton.RunStatus{baton.StatusPending, baton.StatusRunning, baton.StatusSucceeded, baton.StatusFailed, baton.StatusBlocked} {
+	for _, s := range delivery.FilterStatuses {
 		statuses = append(statuses, string(s))
 	}
 	var walk func(c *cobra.Command)
@@ -125,7 +126,7 @@ func (f *Factory) addCompletions(root *cobra.Command) {
 		case "loop list":
 			flags["status"] = fixed("active", "paused", "done", "cancelled")
 		case "delivery list":
-			flags["status"], flags["phase"] = fixed(statuses...), fixed(phases...)
+			flags["status"], flags["phase"], flags["state"] = fixed(statuses...), fixed(phases...), fixed(delivery.FilterStates...)
 		case "delivery create":
 			flags["endpoint"] = fixed(phases...)
 			flags["merge"] = fixed("squash", "merge", "rebase")

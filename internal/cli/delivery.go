@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/agentrun"
@@ -166,10 +167,10 @@ func runDeliveryCreate(ctx context.Context, f *Factory, db string, o createOptio
 		}
 		if o.json {
 			return writeJSON(f.IO.Out, struct {
-				SchemaVersion int             `json:"schema_version"`
-				Created       bool            `json:"created"`
-				Delivery      *baton.Delivery `json:"delivery"`
-			}{1, created, got})
+				SchemaVersion int           `json:"schema_version"`
+				Created       bool          `json:"created"`
+				Delivery      delivery.View `json:"delivery"`
+			}{1, created, delivery.NewView(got)})
 		}
 		if !created {
 			fmt.Fprintf(printable(f.IO.Out), "Delivery %s (#%d) already exists for this request; it is %s.\n", got.ID, got.Seq, stateText(got))
@@ -254,16 +255,20 @@ func stateText(d *baton.Delivery) string {
 }
 
 func newDeliveryListCmd(f *Factory, db *string) *cobra.Command {
-	var phase, status string
+	var phase, status, state string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:     "list",
-		Short:   "List deliveries, newest first",
-		Long:    "List deliveries, newest first, with their phase and run status.",
-		Example: "  baton delivery list\n  baton delivery list --phase review --json",
+		Use:   "list",
+		Short: "List deliveries, newest first",
+		Long: `List deliveries, newest first, with their phase and run status.
+
+--phase, --status and --state take the words the HTTP API's list and the
+MCP deliveries tool take. --json prints each delivery as the API lists it
+(long text clipped; ` + "`delivery show --json`" + ` has it whole).`,
+		Example: "  baton delivery list\n  baton delivery list --state active\n  baton delivery list --phase review --json",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			filter, err := delivery.ParseFilter(phase, status)
+			filter, err := delivery.ParseFilter(phase, status, state)
 			if err != nil {
 				return err
 			}
@@ -273,13 +278,10 @@ func newDeliveryListCmd(f *Factory, db *string) *cobra.Command {
 					return err
 				}
 				if asJSON {
-					if list == nil {
-						list = []*baton.Delivery{}
-					}
 					return writeJSON(f.IO.Out, struct {
-						SchemaVersion int               `json:"schema_version"`
-						Deliveries    []*baton.Delivery `json:"deliveries"`
-					}{1, list})
+						SchemaVersion int             `json:"schema_version"`
+						Deliveries    []delivery.View `json:"deliveries"`
+					}{1, delivery.NewListItems(list)})
 				}
 				if len(list) == 0 {
 					fmt.Fprintln(f.IO.Err, "no deliveries: create one with `baton delivery create`")
@@ -289,25 +291,20 @@ func newDeliveryListCmd(f *Factory, db *string) *cobra.Command {
 				fmt.Fprintln(tw, "#\tID\tPHASE\tSTATUS\tSUMMARY\tREPOSITORY")
 				for _, d := range list {
 					st := string(d.RunStatus)
-					if d.RunStatus == baton.StatusPending && !d.Queued || d.RunStatus == baton.StatusSucceeded && d.Phase != baton.PhaseClose {
+					if d.WaitsForPerson() && (d.RunStatus == baton.StatusPending || d.RunStatus == baton.StatusSucceeded) {
 						st += " (checkpoint)"
 					}
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", d.Seq, d.ID, d.Phase, st, clip(summaryTitle(d.Summary), 60), d.Repository)
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", d.Seq, d.ID, d.Phase, st, clip(d.Title(), 60), d.Repository)
 				}
 				return tw.Flush()
 			})
 		},
 	}
 	cmd.Flags().StringVar(&phase, "phase", "", "only deliveries in this phase")
-	cmd.Flags().StringVar(&status, "status", "", "only deliveries with this run status")
+	cmd.Flags().StringVar(&status, "status", "", "only deliveries with this run status: pending, running, succeeded, failed or blocked")
+	cmd.Flags().StringVar(&state, "state", "", "active (not closed), closed or all (default all)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
-}
-
-// summaryTitle is the first line of a summary.
-func summaryTitle(s string) string {
-	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
-	return l
 }
 
 // clip shortens s to n runes with an ellipsis, for columns and one-line
@@ -320,29 +317,11 @@ func clip(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// deliveryView is `delivery show --json`.
-type deliveryView struct {
-	SchemaVersion int                   `json:"schema_version"`
-	Delivery      *baton.Delivery       `json:"delivery"`
-	PhaseLog      []baton.PhaseLogEntry `json:"phase_log"`
-	AgentRuns     []runView             `json:"agent_runs"`
-}
-
-// runView is an agent run without its long texts, for show.
-type runView struct {
-	N            int                  `json:"n"`
-	Phase        baton.Phase          `json:"phase"`
-	Attempt      int64                `json:"attempt"`
-	Agent        string               `json:"agent"`
-	Status       baton.AgentRunStatus `json:"status"`
-	Model        string               `json:"model,omitempty"`
-	CostUSD      float64              `json:"cost_usd"`
-	InputTokens  int64                `json:"input_tokens"`
-	OutputTokens int64                `json:"output_tokens"`
-	DurationMS   int64                `json:"duration_ms"`
-	ExitCode     int                  `json:"exit_code"`
-	Error        string               `json:"error,omitempty"`
-	StartedAt    time.Time            `json:"started_at"`
+// showJSON is `delivery show --json`: the delivery's view, as the HTTP
+// API and the MCP delivery tool return it.
+type showJSON struct {
+	SchemaVersion int `json:"schema_version"`
+	delivery.DetailView
 }
 
 func newDeliveryShowCmd(f *Factory, db *string) *cobra.Command {
@@ -362,19 +341,10 @@ runs. <id> is the id, its number from the list, or a unique id prefix.`,
 				if err != nil {
 					return err
 				}
-				d, log, runs := det.Delivery, det.PhaseLog, det.AgentRuns
-				v := deliveryView{SchemaVersion: 1, Delivery: d, PhaseLog: log, AgentRuns: []runView{}}
-				for _, r := range runs {
-					v.AgentRuns = append(v.AgentRuns, runView{r.N, r.Phase, r.Attempt, r.Agent, r.Status, r.Model, r.CostUSD,
-						r.InputTokens, r.OutputTokens, r.Duration.Milliseconds(), r.ExitCode, r.Error, r.StartedAt})
-				}
-				if v.PhaseLog == nil {
-					v.PhaseLog = []baton.PhaseLogEntry{}
-				}
 				if asJSON {
-					return writeJSON(f.IO.Out, v)
+					return writeJSON(f.IO.Out, showJSON{SchemaVersion: 1, DetailView: det.View(f.now())})
 				}
-				printDelivery(printable(f.IO.Out), v, f.now())
+				printDelivery(printable(f.IO.Out), det, f.now())
 				return nil
 			})
 		},
@@ -383,9 +353,9 @@ runs. <id> is the id, its number from the list, or a unique id prefix.`,
 	return cmd
 }
 
-func printDelivery(w io.Writer, v deliveryView, now time.Time) {
+func printDelivery(w io.Writer, det *delivery.Detail, now time.Time) {
 	w = printable(w)
-	d := v.Delivery
+	d := det.Delivery
 	fmt.Fprintf(w, "delivery %s (#%d): %s\n", d.ID, d.Seq, stateText(d))
 	if d.RunStatus == baton.StatusRunning && delivery.OwnerGone(d.Owner) {
 		fmt.Fprintf(w, "warning: its worker %s is gone (no process of that id on this machine): `baton delivery run %d` or `baton worker` recovers it now\n", d.Owner, d.Seq)
@@ -394,7 +364,7 @@ func printDelivery(w io.Writer, v deliveryView, now time.Time) {
 			now.Sub(d.HeartbeatAt).Round(time.Second), d.Seq)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "summary:\t%s\n", summaryTitle(d.Summary))
+	fmt.Fprintf(tw, "summary:\t%s\n", d.Title())
 	fmt.Fprintf(tw, "repository:\t%s (%s)\n", d.Repository, d.Forge)
 	c := d.Config
 	timeouts := c.Timeout(baton.PhaseIntake).String()
@@ -431,7 +401,7 @@ func printDelivery(w io.Writer, v deliveryView, now time.Time) {
 	tw.Flush()
 	fmt.Fprintln(w, "\nphase log:")
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for _, e := range v.PhaseLog {
+	for _, e := range det.PhaseLog {
 		st := string(e.Status)
 		if e.Verdict != "" {
 			st += " (" + string(e.Verdict) + ")"
@@ -443,12 +413,12 @@ func printDelivery(w io.Writer, v deliveryView, now time.Time) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.StartedAt.UTC().Format("2006-01-02 15:04:05"), e.Phase, st, dur, e.Actor, e.Action, e.Note)
 	}
 	tw.Flush()
-	if len(v.AgentRuns) > 0 {
+	if len(det.AgentRuns) > 0 {
 		fmt.Fprintln(w, "\nagent runs (baton delivery log "+d.ID+" --run N):")
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		for _, r := range v.AgentRuns {
+		for _, r := range det.AgentRuns {
 			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t$%.4f\t%d in / %d out\t%s\texit %d\t%s\n", r.N, r.Phase, r.Status, r.Agent, orNone(r.Model),
-				r.CostUSD, r.InputTokens, r.OutputTokens, (time.Duration(r.DurationMS) * time.Millisecond).String(), r.ExitCode, clip(r.Error, 80))
+				r.CostUSD, r.InputTokens, r.OutputTokens, r.Duration.Truncate(time.Millisecond).String(), r.ExitCode, clip(r.Error, 80))
 		}
 		tw.Flush()
 	}
@@ -489,9 +459,47 @@ func orDur(d, def time.Duration) time.Duration {
 	return d
 }
 
+// agentFlags are --agent, --model and --agent-arg of `delivery retry`
+// and `delivery run`: how the delivery runs from then on.
+type agentFlags struct {
+	agent, model string
+	args         []string
+}
+
+// agentFlagsHelp is what the help of retry and run says of agentFlags.
+const agentFlagsHelp = `--agent, --model and --agent-arg change how the delivery runs from this
+%s on, e.g. when its agent is not installed here. See docs/delivery.md
+for what a command:<argv> agent receives and must print.`
+
+func (a *agentFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&a.agent, "agent", "", "run with this agent from now on: claude, codex, droid or command:<argv> (see docs/agents.md)")
+	fl.StringVar(&a.model, "model", "", "run with this model from now on")
+	fl.StringArrayVar(&a.args, "agent-arg", nil, "replace the agent's extra arguments (repeatable)")
+}
+
+// settings is the change the flags given ask for. A new agent that is
+// not installed here is a warning, not an error: a worker on another
+// machine may have it.
+func (a *agentFlags) settings(f *Factory, fl *pflag.FlagSet) delivery.Settings {
+	var change delivery.Settings
+	if fl.Changed("agent") {
+		change.Agent = &a.agent
+		if err := agentrun.Check(agentrun.Spec{Agent: a.agent, Prompt: "-"}); baton.ErrorCode(err) == baton.NotFound {
+			fmt.Fprintf(f.IO.Err, "baton: warning: %v (a worker on another machine may have it)\n", err)
+		}
+	}
+	if fl.Changed("model") {
+		change.Model = &a.model
+	}
+	if fl.Changed("agent-arg") {
+		change.AgentArgs = &a.args
+	}
+	return change
+}
+
 func newDeliveryActionCmd(f *Factory, db *string, a delivery.Action, short string) *cobra.Command {
-	var note, agent, model string
-	var agentArgs []string
+	var note string
+	var af agentFlags
 	long := short + `.
 
 The change, who made it (BATON_ACTOR, else the login name) and why are
@@ -499,11 +507,7 @@ recorded in the phase log. An action that does not apply to the
 delivery's state is refused with a message that says what would.`
 	example := "  baton delivery " + string(a) + " 3"
 	if a == delivery.ActRetry {
-		long += `
-
---agent, --model and --agent-arg change how the delivery runs from this
-retry on, e.g. when its agent is not installed here. See docs/delivery.md
-for what a command:<argv> agent receives and must print.`
+		long += "\n\n" + fmt.Sprintf(agentFlagsHelp, "retry")
 		example += "\n  baton delivery retry 3 --agent codex\n  baton delivery retry 3 --agent 'command:./scripts/agent.sh'"
 	}
 	cmd := &cobra.Command{
@@ -518,21 +522,7 @@ for what a command:<argv> agent receives and must print.`
 				var d *baton.Delivery
 				var err error
 				if a == delivery.ActRetry {
-					var change delivery.Settings
-					fl := cmd.Flags()
-					if fl.Changed("agent") {
-						change.Agent = &agent
-						if err := agentrun.Check(agentrun.Spec{Agent: agent, Prompt: "-"}); baton.ErrorCode(err) == baton.NotFound {
-							fmt.Fprintf(f.IO.Err, "baton: warning: %v (a worker on another machine may have it)\n", err)
-						}
-					}
-					if fl.Changed("model") {
-						change.Model = &model
-					}
-					if fl.Changed("agent-arg") {
-						change.AgentArgs = &agentArgs
-					}
-					d, err = svc.Retry(ctx, args[0], f.actor(), note, change)
+					d, err = svc.Retry(ctx, args[0], f.actor(), note, af.settings(f, cmd.Flags()))
 				} else {
 					d, err = svc.Decide(ctx, args[0], a, f.actor(), note)
 				}
@@ -548,10 +538,7 @@ for what a command:<argv> agent receives and must print.`
 		cmd.Flags().StringVarP(&note, "reason", "m", "", "why the delivery is closed")
 	}
 	if a == delivery.ActRetry {
-		fl := cmd.Flags()
-		fl.StringVar(&agent, "agent", "", "run with this agent from now on: claude, codex, droid or command:<argv> (see docs/agents.md)")
-		fl.StringVar(&model, "model", "", "run with this model from now on")
-		fl.StringArrayVar(&agentArgs, "agent-arg", nil, "replace the agent's extra arguments (repeatable)")
+		af.register(cmd.Flags())
 	}
 	return cmd
 }
@@ -594,14 +581,17 @@ becomes a review ref in the next prompt.`,
 func newDeliveryRunCmd(f *Factory, db *string) *cobra.Command {
 	var lease time.Duration
 	var sb sandboxOptions
+	var af agentFlags
 	cmd := &cobra.Command{
 		Use:   "run <id>",
 		Short: "Run the delivery's pending phase now, in the foreground, with live agent output",
 		Long: `Run the delivery's pending phase now, in this terminal, showing the agent's
 output as it works. This is how a person starts a checkpoint phase by
 hand; a queued phase is taken before a worker gets to it (never both).
-Ctrl-C cancels the run (the agent is stopped; retry runs it again).`,
-		Example: "  baton delivery run 3",
+Ctrl-C cancels the run (the agent is stopped; retry runs it again).
+
+` + fmt.Sprintf(agentFlagsHelp, "run"),
+		Example: "  baton delivery run 3\n  baton delivery run 3 --agent codex --model gpt-5",
 		Args:    exactArgs(1, "a delivery id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -612,9 +602,10 @@ Ctrl-C cancels the run (the agent is stopped; retry runs it again).`,
 			if err != nil {
 				return err
 			}
+			change := af.settings(f, cmd.Flags())
 			return withDeliveries(ctx, f, *db, func(svc *delivery.Service) error {
 				svc.Sandbox = conf
-				d, err := svc.RunNow(ctx, args[0], f.actor(), printable(f.IO.Out), lease)
+				d, err := svc.RunNow(ctx, args[0], f.actor(), change, printable(f.IO.Out), lease)
 				if err != nil {
 					return err
 				}
@@ -627,6 +618,7 @@ Ctrl-C cancels the run (the agent is stopped; retry runs it again).`,
 		},
 	}
 	cmd.Flags().DurationVar(&lease, "lease", delivery.DefaultLease, "a running phase whose heartbeat is older is taken for dead first")
+	af.register(cmd.Flags())
 	sb.register(cmd.Flags())
 	return cmd
 }
@@ -687,15 +679,12 @@ func runDeliveryWatch(ctx context.Context, f *Factory, svc *delivery.Service, re
 		cur, err := svc.Current(ctx, d.ID)
 		if err == nil {
 			switch {
-			case cur.Phase == baton.PhaseClose,
-				cur.RunStatus == baton.StatusBlocked,
-				cur.RunStatus == baton.StatusSucceeded,
-				cur.RunStatus == baton.StatusPending && !cur.Queued:
-				fmt.Fprintf(printable(f.IO.Out), "Delivery %s (#%d) is %s.\n", cur.ID, cur.Seq, stateText(cur))
-				return nil
-			case cur.RunStatus == baton.StatusFailed:
+			case cur.Phase != baton.PhaseClose && cur.RunStatus == baton.StatusFailed:
 				fmt.Fprintf(printable(f.IO.Out), "Delivery %s (#%d) is %s.\n", cur.ID, cur.Seq, stateText(cur))
 				return &ExitCodeError{Code: ExitError}
+			case cur.Phase == baton.PhaseClose, cur.WaitsForPerson():
+				fmt.Fprintf(printable(f.IO.Out), "Delivery %s (#%d) is %s.\n", cur.ID, cur.Seq, stateText(cur))
+				return nil
 			case cur.RunStatus == baton.StatusPending && cur.Queued:
 				if queuedSince.IsZero() {
 					queuedSince = time.Now()

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -18,10 +19,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/agentrun/agenttest"
+	"github.com/baton-agent/baton/internal/delivery"
 	"github.com/baton-agent/baton/internal/github/githubtest"
 	"github.com/baton-agent/baton/internal/sqlstore"
+	"github.com/baton-agent/baton/internal/web"
 )
 
 // TestMain doubles as baton itself for tests that need a real separate
@@ -59,14 +64,24 @@ func deliveryEnv(t *testing.T, turns ...agenttest.Turn) (*env, string, *agenttes
 
 func scrubID(s, id string) string { return strings.ReplaceAll(s, id, "$ID") }
 
+// showView decodes `delivery show --json`.
+func showView(t *testing.T, out string) showJSON {
+	t.Helper()
+	var v showJSON
+	if err := json.Unmarshal([]byte(out), &v); err != nil || v.SchemaVersion != 1 {
+		t.Fatalf("delivery show --json = %s (%v)", out, err)
+	}
+	return v
+}
+
 func TestDeliveryCreateShowListGolden(t *testing.T) {
 	e, data, _ := deliveryEnv(t)
 	r := e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Add a /health endpoint\n\nIt returns 200.",
 		"--verify", "go test ./...", "--observe", "curl -fsS localhost:8080/health", "--observe-window", "2m", "--json")
 	var created struct {
-		SchemaVersion int             `json:"schema_version"`
-		Created       bool            `json:"created"`
-		Delivery      *baton.Delivery `json:"delivery"`
+		SchemaVersion int           `json:"schema_version"`
+		Created       bool          `json:"created"`
+		Delivery      delivery.View `json:"delivery"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &created); err != nil || !created.Created || created.SchemaVersion != 1 {
 		t.Fatalf("create --json = %s (%v)", r.stdout, err)
@@ -75,7 +90,7 @@ func TestDeliveryCreateShowListGolden(t *testing.T) {
 	if !strings.HasPrefix(r.stdout, "{\n  \"schema_version\": 1") {
 		t.Errorf("JSON does not start with schema_version: %s", r.stdout[:40])
 	}
-	if d.Repository != e.dir || d.Forge != baton.ForgeLocal || d.String() != "plan/pending" || !d.Queued {
+	if d.Repository != e.dir || d.Forge != "local" || d.Phase != "plan" || d.RunStatus != "pending" || !d.Queued || d.Title != "Add a /health endpoint" {
 		t.Errorf("created %+v", d)
 	}
 	if _, err := os.Stat(filepath.Join(data, "baton.db")); err != nil {
@@ -166,18 +181,17 @@ func TestDeliveryRunApproveRejectLog(t *testing.T) {
 		t.Errorf("reject = %q", r.stdout)
 	}
 	r = e.ok("", "", "delivery", "show", "1", "--json")
-	if !strings.Contains(r.stdout, `"phase_timeout": "30m0s"`) || !strings.Contains(r.stdout, `"plan": "10m0s"`) {
-		t.Errorf("delivery show --json does not write durations as strings:\n%s", r.stdout)
+	if !strings.Contains(r.stdout, `"phase_timeout_seconds": 1800`) || !strings.Contains(r.stdout, `"plan": 600`) {
+		t.Errorf("delivery show --json does not write durations as seconds:\n%s", r.stdout)
 	}
-	var v deliveryView
-	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
-		t.Fatal(err)
+	v := showView(t, r.stdout)
+	var rev delivery.RefView
+	for _, ref := range v.Delivery.Refs {
+		if ref.Role == baton.RoleReview && ref.Type == "review_note" {
+			rev = ref
+		}
 	}
-	if c := v.Delivery.Config; c.Timeout(baton.PhasePlan) != 10*time.Minute || c.Timeout(baton.PhaseImplement) != 30*time.Minute {
-		t.Errorf("timeouts = %v %v", c.PhaseTimeout, c.PhaseTimeouts)
-	}
-	rev, ok := v.Delivery.Ref(baton.RoleReview, "review_note")
-	if !ok || !strings.HasPrefix(rev.URL, "file://") {
+	if !strings.HasPrefix(rev.URL, "file://") {
 		t.Fatalf("no review ref for the reject reason: %+v", v.Delivery.Refs)
 	}
 	note, err := os.ReadFile(strings.TrimPrefix(rev.URL, "file://"))
@@ -286,7 +300,7 @@ func deliveryID(t *testing.T, e *env) string {
 	t.Helper()
 	r := e.ok("", "", "delivery", "list", "--json")
 	var out struct {
-		Deliveries []*baton.Delivery `json:"deliveries"`
+		Deliveries []delivery.View `json:"deliveries"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || len(out.Deliveries) == 0 {
 		t.Fatalf("list --json = %s %v", r.stdout, err)
@@ -414,24 +428,21 @@ func TestKilledWorkerIsRecovered(t *testing.T) {
 	}
 
 	r := e.ok("", "", "delivery", "show", "1", "--json")
-	var v deliveryView
-	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
-		t.Fatal(err)
-	}
-	if len(v.AgentRuns) != 2 || v.AgentRuns[0].Status != baton.RunFailed || !strings.Contains(v.AgentRuns[0].Error, owner+" lost") ||
-		v.AgentRuns[1].Status != baton.RunSucceeded {
+	v := showView(t, r.stdout)
+	if len(v.AgentRuns) != 2 || v.AgentRuns[0].Status != string(baton.RunFailed) || !strings.Contains(v.AgentRuns[0].Error, owner+" lost") ||
+		v.AgentRuns[1].Status != string(baton.RunSucceeded) {
 		t.Errorf("agent runs = %+v, want the lost run failed and the second succeeded", v.AgentRuns)
 	}
-	var lose *baton.PhaseLogEntry
+	var lose *delivery.PhaseLogView
 	for i, en := range v.PhaseLog {
 		if en.Action == "lose" {
 			lose = &v.PhaseLog[i]
 		}
-		if en.EndedAt.IsZero() {
+		if en.EndedAt == nil {
 			t.Errorf("entry %d (%s/%s) never ended", i, en.Phase, en.Status)
 		}
 	}
-	if lose == nil || lose.Status != baton.StatusPending || !strings.Contains(lose.Note, "no heartbeat since") {
+	if lose == nil || lose.Status != string(baton.StatusPending) || !strings.Contains(lose.Note, "no heartbeat since") {
 		t.Errorf("no lose entry in the phase log: %+v", v.PhaseLog)
 	}
 	if !strings.Contains(w2.output(), "recovered 1 phase") {
@@ -547,10 +558,7 @@ func TestDeliveryShowWarnsOfDeadWorker(t *testing.T) {
 		t.Errorf("delivery run after a dead worker = %q", r.stdout)
 	}
 	r = e.ok("", "", "delivery", "show", "1", "--json")
-	var v deliveryView
-	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
-		t.Fatal(err)
-	}
+	v := showView(t, r.stdout)
 	var actions []string
 	for _, en := range v.PhaseLog {
 		actions = append(actions, en.Action)
@@ -663,11 +671,8 @@ func TestKilledRunRecoversAtOnce(t *testing.T) {
 		t.Errorf("delivery run after a killed run = %q", r.stdout)
 	}
 	r = e.ok("", "", "delivery", "show", "1", "--json")
-	var v deliveryView
-	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
-		t.Fatal(err)
-	}
-	var lose *baton.PhaseLogEntry
+	v := showView(t, r.stdout)
+	var lose *delivery.PhaseLogView
 	for i, en := range v.PhaseLog {
 		if en.Action == "lose" {
 			lose = &v.PhaseLog[i]
@@ -682,4 +687,76 @@ func TestKilledRunRecoversAtOnce(t *testing.T) {
 func zombie(pid int) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	return err == nil && strings.Contains(string(b), ") Z ")
+}
+
+// `delivery show --json` and `list --json` print the delivery view, the
+// one the HTTP API returns: the same fields and values, read from the
+// same database, with schema_version in front.
+func TestDeliveryJSONIsTheAPIView(t *testing.T) {
+	e, _, _ := deliveryEnv(t, agenttest.Turn{Final: "1. Add the handler.", CostUSD: 0.25, InputTokens: 10, OutputTokens: 3})
+	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Add a /health endpoint\n\nIt returns 200.", "--timeout", "30m,plan=10m")
+	e.ok("", "", "delivery", "run", "1")
+	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Second")
+
+	svc, err := (&Factory{Getenv: func(k string) string { return e.vars[k] }, Now: func() time.Time { return e.now }}).deliveriesForTest(t, e.data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := (&web.Server{Deliveries: svc, Open: true, Now: func() time.Time { return e.now }}).Handler()
+	api := func(path string) map[string]any {
+		t.Helper()
+		req := httptest.NewRequest("GET", path, nil)
+		req.Host = "localhost"
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != 200 {
+			t.Fatalf("GET %s = %d %s", path, rec.Code, rec.Body)
+		}
+		return decodeObject(t, rec.Body.String())
+	}
+	cli := func(args ...string) map[string]any {
+		t.Helper()
+		v := decodeObject(t, e.ok("", "", args...).stdout)
+		if v["schema_version"] != 1.0 {
+			t.Errorf("baton %v: schema_version = %v, want 1", args, v["schema_version"])
+		}
+		delete(v, "schema_version")
+		return v
+	}
+
+	show, get := cli("delivery", "show", "1", "--json"), api("/api/deliveries/1")
+	if diff := cmp.Diff(get, show); diff != "" {
+		t.Errorf("delivery show --json differs from GET /api/deliveries/1 (-api +cli):\n%s", diff)
+	}
+	if runs := show["agent_runs"].([]any); len(runs) != 1 || runs[0].(map[string]any)["cost_usd"] != 0.25 {
+		t.Errorf("show --json agent_runs = %v, want the plan's run", runs)
+	}
+	list, page := cli("delivery", "list", "--json"), api("/api/deliveries")
+	if diff := cmp.Diff(page["deliveries"], list["deliveries"]); diff != "" || len(list["deliveries"].([]any)) != 2 {
+		t.Errorf("delivery list --json differs from GET /api/deliveries (-api +cli):\n%s", diff)
+	}
+	active := cli("delivery", "list", "--json", "--state", "active", "--status", "succeeded")
+	if ds := active["deliveries"].([]any); len(ds) != 1 || ds[0].(map[string]any)["title"] != "Add a /health endpoint" || ds[0].(map[string]any)["waiting_for_person"] != true {
+		t.Errorf("list --state active --status succeeded = %v, want the planned delivery, waiting for a person", ds)
+	}
+}
+
+func decodeObject(t *testing.T, s string) map[string]any {
+	t.Helper()
+	var v map[string]any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("not a JSON object: %v\n%s", err, s)
+	}
+	return v
+}
+
+// deliveriesForTest opens the delivery service a command would, closed
+// at the end of the test.
+func (f *Factory) deliveriesForTest(t *testing.T, data string) (*delivery.Service, error) {
+	wireForTest(f, data)
+	svc, err := f.Deliveries(t.Context(), DeliveriesOptions{})
+	if err == nil {
+		t.Cleanup(svc.Close)
+	}
+	return svc, err
 }

@@ -237,6 +237,41 @@ func TestDeliveryRetryChangesAgent(t *testing.T) {
 	}
 }
 
+// `delivery run` takes retry's --agent, --model and --agent-arg: they
+// change how the delivery runs from this run on, recorded in the phase
+// log, and a bad agent is refused before the phase is claimed.
+func TestDeliveryRunChangesAgent(t *testing.T) {
+	e, _, _ := deliveryEnv(t)
+	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Switch agents at run", "--agent", "command:"+filepath.Join(e.dir, "no-such-agent.sh"), "--checkpoints", "plan")
+	script := filepath.Join(t.TempDir(), "planner.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ncat >/dev/null\necho '1. Do it.'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.run("", "", "delivery", "run", "1", "--agent", "vim"); r.code == 0 || !strings.Contains(r.stderr, "vim") {
+		t.Errorf("run --agent vim = %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := e.ok("", "", "delivery", "show", "1"); !strings.Contains(r.stdout, "plan/pending") || !strings.Contains(r.stdout, "no-such-agent.sh") {
+		t.Errorf("a refused run changed the delivery:\n%s", r.stdout)
+	}
+	r := e.ok("", "", "delivery", "run", "1", "--agent", "command:"+script, "--model", "small", "--agent-arg=--fast")
+	if !strings.Contains(r.stdout, "is plan/succeeded") {
+		t.Errorf("run --agent = %q", r.stdout)
+	}
+	r = e.ok("", "", "delivery", "show", "1")
+	if !strings.Contains(r.stdout, "agent:       command:"+script+", model small --fast") || !strings.Contains(r.stdout, "(agent now command:"+script+", model small)") {
+		t.Errorf("after run --agent --model --agent-arg, show says:\n%s", r.stdout)
+	}
+	// retry and run share the flags and what they say of them.
+	for _, cmd := range []string{"retry", "run"} {
+		help := e.ok("", "", "delivery", cmd, "--help").stdout
+		for _, flag := range []string{"--agent string", "--model string", "--agent-arg stringArray", "change how the delivery runs from this\n" + cmd + " on"} {
+			if !strings.Contains(help, flag) {
+				t.Errorf("delivery %s --help does not offer %q:\n%s", cmd, flag, help)
+			}
+		}
+	}
+}
+
 // A corrupt store file is named, with how to recover, and is a failure
 // (exit 1), not a usage error: by exact id, by prefix, in pickup latest,
 // for loops and for root.json.

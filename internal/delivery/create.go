@@ -139,8 +139,7 @@ func (s *Service) newDelivery(ctx context.Context, r Request) (*baton.Delivery, 
 	d.Summary = summary
 	if requestKey == "" {
 		requestKey = summary
-		title, _, _ := strings.Cut(summary, "\n")
-		d.Refs = append(d.Refs, baton.Ref{Role: baton.RoleRequest, Type: "summary", Label: title})
+		d.Refs = append(d.Refs, baton.Ref{Role: baton.RoleRequest, Type: "summary", Label: d.Title()})
 	}
 	if err := st.apply(&d); err != nil {
 		return nil, err

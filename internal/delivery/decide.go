@@ -114,15 +114,38 @@ func (s *Service) Retry(ctx context.Context, ref, actor, note string, change Set
 		return nil, err
 	}
 	defer unlock()
-	if change.Agent == nil && change.Model == nil && change.AgentArgs == nil {
-		return s.decide(ctx, ref, Input{Action: ActRetry, Actor: actor, Person: true, Note: note})
+	if err := checkAgentChange("a retry", change); err != nil {
+		return nil, err
 	}
-	if change != (Settings{Agent: change.Agent, Model: change.Model, AgentArgs: change.AgentArgs}) {
-		return nil, baton.Errorf(baton.Invalid, "a retry may change the agent, its model and its arguments only")
+	if change == (Settings{}) {
+		return s.decide(ctx, ref, Input{Action: ActRetry, Actor: actor, Person: true, Note: note})
 	}
 	d, err := s.Resolve(ctx, ref)
 	if err != nil {
 		return nil, err
+	}
+	c, err := reconfigured(d, change)
+	if err != nil {
+		return nil, err
+	}
+	return s.decide(ctx, d.ID, Input{Action: ActRetry, Actor: actor, Person: true, Note: note, Config: c})
+}
+
+// checkAgentChange refuses a change of how a delivery runs that a retry
+// or a person's run (what) may not make: only the agent, its model and
+// its arguments may change.
+func checkAgentChange(what string, change Settings) error {
+	if change != (Settings{Agent: change.Agent, Model: change.Model, AgentArgs: change.AgentArgs}) {
+		return baton.Errorf(baton.Invalid, "%s may change the agent, its model and its arguments only", what)
+	}
+	return nil
+}
+
+// reconfigured is d's config with change applied (nil when change is
+// empty), its agent command checked before anything changes.
+func reconfigured(d *baton.Delivery, change Settings) (*baton.DeliveryConfig, error) {
+	if change == (Settings{}) {
+		return nil, nil
 	}
 	next := *d
 	if err := change.apply(&next); err != nil {
@@ -131,7 +154,7 @@ func (s *Service) Retry(ctx context.Context, ref, actor, note string, change Set
 	if _, err := agentrun.Command(agentrun.Spec{Agent: next.Config.Agent, Prompt: "-", ExtraArgs: next.Config.AgentArgs}); err != nil {
 		return nil, err
 	}
-	return s.decide(ctx, d.ID, Input{Action: ActRetry, Actor: actor, Person: true, Note: note, Config: &next.Config})
+	return &next.Config, nil
 }
 
 // decide applies a person's approve, retry, cancel or close. A phase
@@ -216,6 +239,9 @@ func Allowed(d baton.Delivery) []Action {
 
 // RunNow runs the pending phase of the delivery named ref in this process,
 // started by actor, the agent's output going to live (nil for none).
+// change, as a retry's, says how the delivery runs from this run on: only
+// the agent, its model and its arguments may change, and the new agent is
+// checked before the phase is claimed.
 // First a running phase whose worker is gone is recovered: at once when
 // its owner was a process of this machine that no longer exists, else
 // once its heartbeat is older than lease. Then the phase is claimed (a
@@ -223,11 +249,14 @@ func Allowed(d baton.Delivery) []Action {
 // still running elsewhere is a Conflict that says when its lease runs
 // out. Canceling ctx cancels the run, as a person would; the phase can
 // then be retried.
-func (s *Service) RunNow(ctx context.Context, ref, actor string, live io.Writer, lease time.Duration) (*baton.Delivery, error) {
+func (s *Service) RunNow(ctx context.Context, ref, actor string, change Settings, live io.Writer, lease time.Duration) (*baton.Delivery, error) {
+	if err := checkAgentChange("a run", change); err != nil {
+		return nil, err
+	}
 	if _, err := s.Reconcile(ctx, lease, WorkerID("reconciler")); err != nil {
 		return nil, err
 	}
-	r := &Runner{Service: s, Owner: WorkerID("run"), Live: live, Foreground: true}
+	r := &Runner{Service: s, Owner: WorkerID("run"), Live: live, Foreground: true, change: change}
 	d, err := r.Run(ctx, ref, "", actor)
 	if baton.ErrorCode(err) == baton.Conflict {
 		if cur, rerr := s.Resolve(ctx, ref); rerr == nil && cur.RunStatus == baton.StatusRunning {

@@ -54,8 +54,8 @@ type Input struct {
 	Note string
 	// Refs are added to the delivery (work, review, check refs).
 	Refs []baton.Ref
-	// Config, on a retry, is how the delivery runs from now on (another
-	// agent, model or agent arguments); nil keeps it.
+	// Config, on a retry or a person's run, is how the delivery runs
+	// from now on (another agent, model or agent arguments); nil keeps it.
 	Config *baton.DeliveryConfig
 }
 
@@ -129,13 +129,16 @@ func (m *machine) run() error {
 	if !in.Person && !d.Queued {
 		return m.conflict("%s is a checkpoint waiting for a person: `baton delivery approve %s` starts it", d.Phase, d.ID)
 	}
+	if in.Config != nil && !in.Person {
+		return baton.Errorf(baton.Invalid, "only a person's run may change the agent")
+	}
 	d.RunStatus = baton.StatusRunning
 	d.Attempt++
 	d.Queued = false
 	d.Error = ""
 	d.Owner = in.Actor
 	d.HeartbeatAt = in.Now
-	m.entry(baton.StatusRunning, "", "")
+	m.entry(baton.StatusRunning, "", m.reconfigure(""))
 	return nil
 }
 
@@ -230,15 +233,22 @@ func (m *machine) retry() error {
 	}
 	d.Error = ""
 	d.Lost = 0
-	note := m.in.Note
-	if c := m.in.Config; c != nil {
-		if c.Agent != d.Config.Agent || c.Model != d.Config.Model || !slices.Equal(c.AgentArgs, d.Config.AgentArgs) {
-			note = strings.TrimSpace(note + " (agent now " + c.Agent + ifModel(c.Model) + ")")
-		}
-		d.Config = *c
-	}
-	m.enter(d.Phase, note, true)
+	m.enter(d.Phase, m.reconfigure(m.in.Note), true)
 	return nil
+}
+
+// reconfigure applies the input's Config, when it has one, and returns
+// note with the change said, for the phase log.
+func (m *machine) reconfigure(note string) string {
+	d, c := &m.d, m.in.Config
+	if c == nil {
+		return note
+	}
+	if c.Agent != d.Config.Agent || c.Model != d.Config.Model || !slices.Equal(c.AgentArgs, d.Config.AgentArgs) {
+		note = strings.TrimSpace(note + " (agent now " + c.Agent + ifModel(c.Model) + ")")
+	}
+	d.Config = *c
+	return note
 }
 
 func ifModel(m string) string {

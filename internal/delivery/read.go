@@ -4,16 +4,22 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/agentrun"
+	"github.com/baton-agent/baton/internal/safefile"
 )
 
-// Detail is a delivery with its phase log (oldest first) and agent runs.
+// Detail is a delivery with its phase log (oldest first), agent runs and
+// the number of its newest event.
 type Detail struct {
 	Delivery  *baton.Delivery
 	PhaseLog  []baton.PhaseLogEntry
 	AgentRuns []baton.AgentRun
+	// LastEvent numbers the newest event: a stream resumed after it sees
+	// only what happens next.
+	LastEvent int64
 }
 
 // List returns deliveries newest first.
@@ -22,27 +28,45 @@ func (s *Service) List(ctx context.Context, f baton.DeliveryFilter) ([]*baton.De
 }
 
 // Get returns the delivery named ref (an id, "#seq" or a unique id
-// prefix, as Resolve takes) with its phase log and agent runs.
+// prefix, as Resolve takes) with its phase log, agent runs and last event.
 func (s *Service) Get(ctx context.Context, ref string) (*Detail, error) {
 	d, err := s.Resolve(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	log, err := s.Store().PhaseLog(ctx, d.ID)
+	st := s.Store()
+	log, err := st.PhaseLog(ctx, d.ID)
 	if err != nil {
 		return nil, err
 	}
-	runs, err := s.Store().AgentRuns(ctx, d.ID)
+	runs, err := st.AgentRuns(ctx, d.ID)
 	if err != nil {
 		return nil, err
 	}
-	return &Detail{Delivery: d, PhaseLog: log, AgentRuns: runs}, nil
+	last, err := st.LastEvent(ctx, d.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &Detail{Delivery: d, PhaseLog: log, AgentRuns: runs, LastEvent: last}, nil
 }
 
-// ParseFilter reads a list filter from its words, as a person or a query
-// string gives them: a phase and a run status, each "" for any. Errors are
-// Invalid.
-func ParseFilter(phase, status string) (baton.DeliveryFilter, error) {
+// The words of a list filter, the same for every edge: the CLI's flags,
+// the API's query, the MCP deliveries tool.
+var (
+	// FilterPhases are the phases a filter takes: every phase.
+	FilterPhases = baton.Phases
+	// FilterStatuses are the run statuses a filter takes.
+	FilterStatuses = baton.RunStatuses
+	// FilterStates are the states a filter takes: active (not closed),
+	// closed, or all ("" too).
+	FilterStates = []string{"active", "closed", "all"}
+)
+
+// ParseFilter reads a list filter from its words, as a person, a query
+// string or an agent gives them: a phase (FilterPhases), a run status
+// (FilterStatuses) and a state (FilterStates), each "" for any. Errors
+// are Invalid and name the words that would do.
+func ParseFilter(phase, status, state string) (baton.DeliveryFilter, error) {
 	var f baton.DeliveryFilter
 	if phase != "" {
 		p, err := baton.ParsePhase(phase)
@@ -54,10 +78,41 @@ func ParseFilter(phase, status string) (baton.DeliveryFilter, error) {
 	if status != "" {
 		f.RunStatus = baton.RunStatus(status)
 		if !f.RunStatus.Valid() {
-			return f, baton.Errorf(baton.Invalid, "unknown status %q: want pending, running, succeeded, failed or blocked", status)
+			return f, baton.Errorf(baton.Invalid, "unknown status %q: want %s", baton.Truncate(status, 40, "…"), orList(FilterStatuses))
 		}
 	}
+	switch state {
+	case "", "all":
+	case "active":
+		f.Open = true
+	case "closed":
+		f.Closed = true
+	default:
+		return f, baton.Errorf(baton.Invalid, "bad state %q: want %s", baton.Truncate(state, 20, "…"), orList(FilterStates))
+	}
 	return f, nil
+}
+
+// orList joins words as a sentence does: "a, b or c".
+func orList[S ~string](words []S) string {
+	var b strings.Builder
+	for i, w := range words {
+		switch {
+		case i == 0:
+		case i == len(words)-1:
+			b.WriteString(" or ")
+		default:
+			b.WriteString(", ")
+		}
+		b.WriteString(string(w))
+	}
+	return b.String()
+}
+
+// LastEvent returns the number of the newest event of the delivery with
+// id (0: none).
+func (s *Service) LastEvent(ctx context.Context, id string) (int64, error) {
+	return s.Store().LastEvent(ctx, id)
 }
 
 // Current returns the delivery with id as it is now, without its history:
@@ -110,4 +165,30 @@ func LogFiles(run baton.AgentRun) []LogFile {
 		}
 	}
 	return out
+}
+
+// The raw logs an agent run may leave, by name.
+const (
+	EventsLog = agentrun.EventsLog // the agent's JSONL event stream
+	StdoutLog = agentrun.StdoutLog
+	StderrLog = agentrun.StderrLog
+)
+
+// OpenLog opens the raw log name (EventsLog, StdoutLog or StderrLog) of
+// run, when it is on this machine: a worker elsewhere keeps its logs in
+// its own data directory. Errors are NotFound and say why.
+func OpenLog(run baton.AgentRun, name string) (*os.File, error) {
+	if name != EventsLog && name != StdoutLog && name != StderrLog {
+		return nil, baton.Errorf(baton.NotFound, "no log %q: want %s, %s or %s", baton.Truncate(name, 40, "…"), EventsLog, StdoutLog, StderrLog)
+	}
+	for _, lf := range LogFiles(run) {
+		if lf.Name != name {
+			continue
+		}
+		if f, err := safefile.OpenRegular(lf.Path); err == nil {
+			return f, nil
+		}
+		break
+	}
+	return nil, baton.Errorf(baton.NotFound, "run %d has no %s on this machine (a worker elsewhere keeps its logs in its own data directory)", run.N, name)
 }

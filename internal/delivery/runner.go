@@ -35,7 +35,9 @@ const (
 // cancel, which kills the agent; a result that arrives after a cancel is
 // discarded.
 type Runner struct {
-	*Service
+	// Service is the pipeline the runner claims phases from and reports
+	// to.
+	Service *Service
 	// Owner names this worker in the phase log and the delivery row.
 	Owner string
 	// Live receives the agent's output as it runs (delivery run); nil for
@@ -52,14 +54,21 @@ type Runner struct {
 	KillGrace      time.Duration
 	// CheckWait bounds waiting for CI on GitHub.
 	CheckWait forge.CheckWait
+
+	// change is how a person's run (RunNow) changes the delivery's agent
+	// when it claims the phase.
+	change Settings
 }
 
 // errStale marks a job whose phase is no longer pending: someone else
 // ran it, or a person moved the delivery on. The job has nothing to do.
 var errStale = errors.New("stale job")
 
-// errCanceled is the cause when a person canceled the attempt.
-var errCanceled = errors.New("canceled by a person")
+// canceledError is the cause when a person canceled the attempt: the
+// phase log records the cancel on it, and who made it.
+type canceledError struct{ by string }
+
+func (e *canceledError) Error() string { return "canceled by " + e.by }
 
 // errLostClaim is the cause when the delivery stopped running this
 // attempt for another reason (taken over after a lost heartbeat).
@@ -82,7 +91,7 @@ func (r *Runner) Run(ctx context.Context, ref string, want baton.Phase, person s
 	if person != "" {
 		actor = person
 	}
-	found, err := r.Resolve(ctx, ref)
+	found, err := r.Service.Resolve(ctx, ref)
 	if err != nil {
 		if person == "" && baton.ErrorCode(err) == baton.NotFound {
 			return nil, nil // deleted under the job
@@ -90,7 +99,7 @@ func (r *Runner) Run(ctx context.Context, ref string, want baton.Phase, person s
 		return nil, err
 	}
 	// Claim: pending → running, attempt+1, in one conditional update.
-	err = r.Queue.InTx(ctx, func(tx queue.Tx) error {
+	err = r.Service.Queue.InTx(ctx, func(tx queue.Tx) error {
 		cur, err := tx.Store().FindDeliveryByID(ctx, found.ID)
 		if err != nil {
 			return err
@@ -98,7 +107,13 @@ func (r *Runner) Run(ctx context.Context, ref string, want baton.Phase, person s
 		if person == "" && (cur.Phase != want || cur.RunStatus != baton.StatusPending) {
 			return errStale
 		}
-		res, err := Apply(*cur, Input{Action: ActRun, Actor: actor, Person: person != "", Now: r.now()})
+		in := Input{Action: ActRun, Actor: actor, Person: person != "", Now: r.Service.now()}
+		if person != "" {
+			if in.Config, err = reconfigured(cur, r.change); err != nil {
+				return err
+			}
+		}
+		res, err := Apply(*cur, in)
 		if err != nil {
 			if person == "" {
 				return errStale
@@ -110,7 +125,7 @@ func (r *Runner) Run(ctx context.Context, ref string, want baton.Phase, person s
 		return err
 	})
 	if err == nil {
-		r.notify(d.ID)
+		r.Service.notify(d.ID)
 	}
 	if errors.Is(err, errStale) {
 		return nil, nil
@@ -133,12 +148,17 @@ func (r *Runner) Run(ctx context.Context, ref string, want baton.Phase, person s
 	stop(nil)
 	<-watchDone
 	cause := context.Cause(runCtx)
-	interrupted := ctx.Err() != nil && !errors.Is(cause, errCanceled) && !errors.Is(cause, errLostClaim)
+	var canceled *canceledError
+	stopped := errors.As(cause, &canceled) || errors.Is(cause, errLostClaim)
+	if stopped && r.Live != nil {
+		fmt.Fprintf(r.Live, "== %s: %s attempt %d stopped (%v); its result is discarded\n", d.ID, d.Phase, d.Attempt, cause)
+	}
+	interrupted := ctx.Err() != nil && !stopped
 	got, err := r.finish(ctx, d, out, interrupted, actor)
 	if got != nil && workDone(got) {
 		// Deployed or closed: the worktree and the cache's branches are
 		// not needed again (the source keeps its branch).
-		_ = r.Workspaces().Release(ctx, got)
+		_ = r.Service.Workspaces().Release(ctx, got)
 	}
 	return got, err
 }
@@ -163,7 +183,7 @@ func (r *Runner) watch(ctx context.Context, stop context.CancelCauseFunc, d *bat
 	t := time.NewTicker(poll)
 	defer t.Stop()
 	last := time.Now()
-	st := r.Store()
+	st := r.Service.Store()
 	for {
 		select {
 		case <-ctx.Done():
@@ -175,21 +195,33 @@ func (r *Runner) watch(ctx context.Context, stop context.CancelCauseFunc, d *bat
 			continue // a busy database: look again next time
 		}
 		if cur.RunStatus != baton.StatusRunning || cur.Attempt != d.Attempt {
-			if cur.RunStatus == baton.StatusFailed && strings.HasPrefix(cur.Error, "canceled by ") {
-				stop(errCanceled)
-			} else {
-				stop(errLostClaim)
-			}
+			stop(r.stopCause(ctx, d))
 			return
 		}
 		if time.Since(last) >= beat {
-			if err := st.Heartbeat(ctx, d.ID, d.Attempt, r.now()); baton.ErrorCode(err) == baton.Conflict {
+			if err := st.Heartbeat(ctx, d.ID, d.Attempt, r.Service.now()); baton.ErrorCode(err) == baton.Conflict {
 				stop(errLostClaim)
 				return
 			}
 			last = time.Now()
 		}
 	}
+}
+
+// stopCause says why attempt d.Attempt stopped being the delivery's: a
+// person's cancel, which the phase log records as the cancel action on
+// that attempt, or anything else (a takeover after a lost heartbeat).
+func (r *Runner) stopCause(ctx context.Context, d *baton.Delivery) error {
+	log, err := r.Service.Store().PhaseLog(ctx, d.ID)
+	if err != nil {
+		return errLostClaim
+	}
+	for i := len(log) - 1; i >= 0 && log[i].Attempt >= d.Attempt; i-- {
+		if e := log[i]; e.Attempt == d.Attempt && e.Action == string(ActCancel) {
+			return &canceledError{by: e.Actor}
+		}
+	}
+	return errLostClaim
 }
 
 // outcome is what a phase run produced.
@@ -216,7 +248,7 @@ func (o *outcome) warn(format string, args ...any) {
 // lost) discards the outcome but keeps the agent run's data.
 func (r *Runner) finish(ctx context.Context, d *baton.Delivery, out outcome, interrupted bool, starter string) (*baton.Delivery, error) {
 	ctx = context.WithoutCancel(ctx)
-	in := Input{Actor: r.Owner, Now: r.now(), Attempt: d.Attempt, Refs: out.refs}
+	in := Input{Actor: r.Owner, Now: r.Service.now(), Attempt: d.Attempt, Refs: out.refs}
 	switch {
 	case interrupted && r.Foreground:
 		in.Action, in.Actor, in.Person = ActCancel, starter, true
@@ -237,7 +269,7 @@ func (r *Runner) finish(ctx context.Context, d *baton.Delivery, out outcome, int
 		in.Action, in.Verdict, in.Skipped, in.Note = ActForward, out.verdict, out.skipped, out.note
 	}
 	var got *baton.Delivery
-	err := r.Queue.InTx(ctx, func(tx queue.Tx) error {
+	err := r.Service.Queue.InTx(ctx, func(tx queue.Tx) error {
 		if out.run != nil {
 			if err := tx.Store().FinishAgentRun(ctx, out.run); err != nil {
 				return err
@@ -264,19 +296,19 @@ func (r *Runner) finish(ctx context.Context, d *baton.Delivery, out outcome, int
 		return err
 	})
 	if err == nil {
-		r.notify(d.ID)
+		r.Service.notify(d.ID)
 	}
 	return got, err
 }
 
 // runDir is where a run's logs and outputs go.
 func (r *Runner) runDir(d *baton.Delivery) string {
-	return filepath.Join(r.DataDir, "runs", d.ID, fmt.Sprintf("attempt-%d-%s", d.Attempt, d.Phase))
+	return filepath.Join(r.Service.DataDir, "runs", d.ID, fmt.Sprintf("attempt-%d-%s", d.Attempt, d.Phase))
 }
 
 // execute runs the claimed phase.
 func (r *Runner) execute(ctx context.Context, d *baton.Delivery) (out outcome) {
-	f, err := r.forge(ctx, d)
+	f, err := r.Service.forge(ctx, d)
 	if err != nil {
 		return outcome{err: err}
 	}
@@ -303,9 +335,9 @@ func (r *Runner) agent(ctx context.Context, d *baton.Delivery, co *forge.Checkou
 	run := &baton.AgentRun{
 		DeliveryID: d.ID, Phase: d.Phase, Attempt: d.Attempt, Agent: d.Config.Agent,
 		Prompt: BuildPrompt(d), SystemPrompt: SystemPrompt(d.Phase, co.Base),
-		LogDir: r.runDir(d), StartedAt: r.now(),
+		LogDir: r.runDir(d), StartedAt: r.Service.now(),
 	}
-	if err := r.Store().CreateAgentRun(ctx, run); err != nil {
+	if err := r.Service.Store().CreateAgentRun(ctx, run); err != nil {
 		return nil, nil, err
 	}
 	if r.Live != nil {
@@ -313,7 +345,7 @@ func (r *Runner) agent(ctx context.Context, d *baton.Delivery, co *forge.Checkou
 	}
 	// The output goes to the delivery's event log too, for anyone
 	// watching it (the dashboard, `delivery watch`), here or elsewhere.
-	rec := r.recordOutput(ctx, d, run.N)
+	rec := r.Service.recordOutput(ctx, d, run.N)
 	var live io.Writer = rec
 	if r.Live != nil {
 		live = io.MultiWriter(rec, r.Live)
@@ -330,7 +362,7 @@ func (r *Runner) agent(ctx context.Context, d *baton.Delivery, co *forge.Checkou
 	rec.Close()
 	run.FinalMessage, run.Model, run.SessionID = res.FinalText, res.Model, res.SessionID
 	run.CostUSD, run.InputTokens, run.OutputTokens = res.CostUSD, res.InputTokens, res.OutputTokens
-	run.Duration, run.ExitCode, run.EndedAt = res.Duration, res.ExitCode, r.now()
+	run.Duration, run.ExitCode, run.EndedAt = res.Duration, res.ExitCode, r.Service.now()
 	run.Status = baton.RunSucceeded
 	if err != nil {
 		run.Status, run.Error = baton.RunFailed, errText(err)
@@ -343,19 +375,19 @@ func (r *Runner) agent(ctx context.Context, d *baton.Delivery, co *forge.Checkou
 // co.Sandbox grants (never the API token, the database, another
 // worktree or a run log).
 func (r *Runner) confine(d *baton.Delivery, co *forge.Checkout) *sandbox.Confinement {
-	c := r.Sandbox
+	c := r.Service.Sandbox
 	c.Policy = c.Policy.Merge(co.Sandbox()).Merge(sandbox.Policy{
 		// Refs point the agent at its review notes and its failed checks'
 		// logs: its own, read-only.
-		Read: []string{r.notesDir(d), filepath.Join(r.DataDir, "runs", d.ID)},
-		Deny: []string{r.DataDir},
+		Read: []string{r.Service.notesDir(d), filepath.Join(r.Service.DataDir, "runs", d.ID)},
+		Deny: []string{r.Service.DataDir},
 	})
 	return &c
 }
 
 // checkout prepares the delivery's worktree for the phase.
 func (r *Runner) checkout(ctx context.Context, d *baton.Delivery, f forge.Forge) (*forge.Checkout, error) {
-	return r.Workspaces().Checkout(ctx, d, f)
+	return r.Service.Workspaces().Checkout(ctx, d, f)
 }
 
 func (r *Runner) plan(ctx context.Context, d *baton.Delivery, f forge.Forge) (out outcome) {
@@ -384,7 +416,7 @@ func (r *Runner) plan(ctx context.Context, d *baton.Delivery, f forge.Forge) (ou
 			return out
 		}
 	}
-	title := firstLine(d.Summary)
+	title := d.Title()
 	if _, _, err := co.CommitChanges(ctx, "Plan: "+title+"\n\nbaton delivery "+d.ID); err != nil {
 		out.warn("plan not committed: %v", err)
 		return out
@@ -413,7 +445,7 @@ func (r *Runner) implement(ctx context.Context, d *baton.Delivery, f forge.Forge
 	out.run = run
 	// Whatever the agent left, committed or not, is pushed: work is never
 	// lost, also when the agent failed or was stopped.
-	msg := fmt.Sprintf("%s\n\nWork left uncommitted by the %s agent, committed by baton (delivery %s, attempt %d).", firstLine(d.Summary), d.Config.Agent, d.ID, d.Attempt)
+	msg := fmt.Sprintf("%s\n\nWork left uncommitted by the %s agent, committed by baton (delivery %s, attempt %d).", d.Title(), d.Config.Agent, d.ID, d.Attempt)
 	after, committed, cerr := co.CommitChanges(context.WithoutCancel(ctx), msg)
 	var perr error
 	if cerr == nil && (after != before || !co.WorkExists) {
@@ -464,7 +496,7 @@ func (r *Runner) review(ctx context.Context, d *baton.Delivery, f forge.Forge) (
 	if err != nil { // schema mismatch but a verdict we can read
 		run.Status, run.Error = baton.RunSucceeded, ""
 	}
-	ref, warn := r.postReview(ctx, d, forge.Review{Verdict: v.Verdict, Summary: v.Summary, Feedback: v.Feedback,
+	ref, warn := r.Service.postReview(ctx, d, forge.Review{Verdict: v.Verdict, Summary: v.Summary, Feedback: v.Feedback,
 		Author: "reviewer agent (" + d.Config.Agent + ")"})
 	if warn != "" {
 		out.warn("%s", warn)
@@ -567,14 +599,14 @@ func (r *Runner) deploy(ctx context.Context, d *baton.Delivery, f forge.Forge) (
 		return outcome{note: "deployed by `" + cmd + "`"}
 	}
 	// A merge needs no worktree: the base and the work branch's head.
-	base, sha, err := r.Workspaces().Work(ctx, d, f)
+	base, sha, err := r.Service.Workspaces().Work(ctx, d, f)
 	if err != nil {
 		return outcome{err: err}
 	}
 	if sha == "" {
 		return outcome{err: noWork}
 	}
-	ref, err := f.Merge(ctx, d, r.Workspaces(), base, sha, d.Config.MergeMethod)
+	ref, err := f.Merge(ctx, d, r.Service.Workspaces(), base, sha, d.Config.MergeMethod)
 	if err != nil {
 		return outcome{err: err}
 	}
@@ -587,7 +619,7 @@ func (r *Runner) observe(ctx context.Context, d *baton.Delivery, f forge.Forge) 
 		return outcome{skipped: true, note: "nothing to observe: no --observe command is set"}
 	}
 	// The probe runs in a worktree of the base branch: the deployed code.
-	co, done, err := r.Workspaces().Observe(ctx, d, f)
+	co, done, err := r.Service.Workspaces().Observe(ctx, d, f)
 	if err != nil {
 		return outcome{err: err}
 	}
@@ -622,9 +654,4 @@ func (r *Runner) observe(ctx context.Context, d *baton.Delivery, f forge.Forge) 
 		case <-t.C:
 		}
 	}
-}
-
-func firstLine(s string) string {
-	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
-	return l
 }

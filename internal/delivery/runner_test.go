@@ -152,6 +152,57 @@ func TestCancelKillsAgentAndWins(t *testing.T) {
 	}
 }
 
+// A run stopped under its runner says why, from the phase log's record
+// of what stopped it: a person's cancel names who canceled; anything
+// else, even a failure whose text reads like a cancel, is a takeover.
+func TestRunnerTellsACancelFromATakeover(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		stop delivery.Input
+		want string
+	}{
+		{"cancel", delivery.Input{Action: delivery.ActCancel, Actor: "bob", Person: true}, "stopped (canceled by bob)"},
+		// A lost attempt that reaches the limit fails with the note as its
+		// error: text is not what makes a cancel.
+		{"lost", delivery.Input{Action: delivery.ActLose, Actor: "reconciler:test", Note: "canceled by the kernel: out of memory"},
+			"stopped (the attempt is no longer the delivery's)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := sourceRepo(t)
+			h := newHarness(t, 0, agenttest.Turn{Final: planText, Sleep: 30 * time.Second})
+			nd := newDelivery(src, cfg())
+			nd.Lost = delivery.MaxLostAttempts - 1
+			d, _, err := h.svc.Insert(t.Context(), nd, "alice")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var live strings.Builder
+			h.runner.Live = &live
+			done := make(chan *baton.Delivery, 1)
+			go func() {
+				got, err := h.runner.Run(context.Background(), d.ID, baton.PhasePlan, "")
+				if err != nil {
+					t.Error(err)
+				}
+				done <- got
+			}()
+			running := h.waitFor(d.ID, "plan to run", func(d *baton.Delivery) bool { return d.RunStatus == baton.StatusRunning })
+			in := tc.stop
+			in.Attempt, in.Now = running.Attempt, time.Now()
+			if _, err := h.svc.Act(t.Context(), d.ID, in); err != nil {
+				t.Fatal(err)
+			}
+			got := <-done
+			if got.RunStatus != baton.StatusFailed || !strings.HasPrefix(got.Error, "canceled by ") {
+				t.Errorf("after %s: %s %q, want failed with an error that reads like a cancel", tc.name, got, got.Error)
+			}
+			if !strings.Contains(live.String(), tc.want) {
+				t.Errorf("live output after %s = %q, want %q", tc.name, live.String(), tc.want)
+			}
+		})
+	}
+}
+
 func TestAgentFailureKeepsRunAndPartialWork(t *testing.T) {
 	src := sourceRepo(t)
 	h := newHarness(t, 0,

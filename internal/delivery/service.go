@@ -362,5 +362,38 @@ func errText(err error) string {
 	return err.Error()
 }
 
-// Store is the store outside any transaction.
+// Store is the store outside any transaction, for the core packages
+// (intake) and tests. Edges call the service's methods instead.
 func (s *Service) Store() *sqlstore.Store { return s.Queue.Store() }
+
+// Ping checks that the database answers: a server's readiness.
+func (s *Service) Ping(ctx context.Context) error { return s.Store().Ping(ctx) }
+
+// Database names the kind of database the deliveries live in: sqlite or
+// postgres.
+func (s *Service) Database() string { return string(s.Store().Dialect()) }
+
+// CountByState counts deliveries by phase and run status, for metrics.
+func (s *Service) CountByState(ctx context.Context) (map[StateKey]int64, error) {
+	counts, err := s.Store().CountDeliveries(ctx)
+	out := make(map[StateKey]int64, len(counts))
+	for k, n := range counts {
+		out[StateKey{Phase: baton.Phase(k[0]), Status: baton.RunStatus(k[1])}] = n
+	}
+	return out, err
+}
+
+// StateKey is a phase and run status.
+type StateKey struct {
+	Phase  baton.Phase
+	Status baton.RunStatus
+}
+
+// AgentTotals are one agent's runs, cost and tokens over every delivery.
+type AgentTotals = sqlstore.AgentTotals
+
+// AgentTotals sums every agent run's cost and tokens, per agent, for
+// metrics.
+func (s *Service) AgentTotals(ctx context.Context) ([]AgentTotals, error) {
+	return s.Store().SumAgentRuns(ctx)
+}

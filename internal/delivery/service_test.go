@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -169,18 +170,61 @@ func TestWorkerRunsQueuedPhases(t *testing.T) {
 }
 
 func TestParseFilter(t *testing.T) {
-	f, err := delivery.ParseFilter("review", "failed")
-	if err != nil || f.Phase != baton.PhaseReview || f.RunStatus != baton.StatusFailed {
-		t.Errorf("ParseFilter(review, failed) = %+v, %v", f, err)
-	}
-	if f, err := delivery.ParseFilter("", ""); err != nil || f != (baton.DeliveryFilter{}) {
-		t.Errorf("ParseFilter(\"\", \"\") = %+v, %v; want no filter", f, err)
-	}
-	for _, in := range [][2]string{{"reveiw", ""}, {"", "done"}} {
-		if _, err := delivery.ParseFilter(in[0], in[1]); baton.ErrorCode(err) != baton.Invalid {
-			t.Errorf("ParseFilter(%q, %q) = %v, want Invalid", in[0], in[1], err)
+	t.Parallel()
+	for _, tc := range []struct {
+		phase, status, state string
+		want                 baton.DeliveryFilter
+	}{
+		{"", "", "", baton.DeliveryFilter{}},
+		{"review", "failed", "", baton.DeliveryFilter{Phase: baton.PhaseReview, RunStatus: baton.StatusFailed}},
+		{"close", "succeeded", "closed", baton.DeliveryFilter{Phase: baton.PhaseClose, RunStatus: baton.StatusSucceeded, Closed: true}},
+		{"plan", "", "active", baton.DeliveryFilter{Phase: baton.PhasePlan, Open: true}},
+		{"", "blocked", "all", baton.DeliveryFilter{RunStatus: baton.StatusBlocked}},
+	} {
+		got, err := delivery.ParseFilter(tc.phase, tc.status, tc.state)
+		if err != nil || got != tc.want {
+			t.Errorf("ParseFilter(%q, %q, %q) = %+v, %v; want %+v", tc.phase, tc.status, tc.state, got, err, tc.want)
 		}
 	}
+	// Words no edge offers: the MCP tool once advertised waiting, closed
+	// (as a status) and done.
+	for _, in := range [][3]string{{"reveiw", "", ""}, {"", "done", ""}, {"", "waiting", ""}, {"", "closed", ""}, {"done", "", ""}, {"", "", "open"}} {
+		if _, err := delivery.ParseFilter(in[0], in[1], in[2]); baton.ErrorCode(err) != baton.Invalid {
+			t.Errorf("ParseFilter(%q, %q, %q) = %v, want Invalid", in[0], in[1], in[2], err)
+		}
+	}
+}
+
+// FuzzParseFilter holds ParseFilter to its vocabulary: it accepts exactly
+// the words in FilterPhases (as ParsePhase reads them), FilterStatuses
+// and FilterStates, and the filter says what the words said.
+func FuzzParseFilter(f *testing.F) {
+	f.Add("review", "failed", "active")
+	f.Add("", "waiting", "")
+	f.Add(" PLAN ", "", "closed")
+	f.Fuzz(func(t *testing.T, phase, status, state string) {
+		got, err := delivery.ParseFilter(phase, status, state)
+		p, perr := baton.ParsePhase(phase)
+		phaseOK := phase == "" || perr == nil && slices.Contains(delivery.FilterPhases, p)
+		statusOK := status == "" || slices.Contains(delivery.FilterStatuses, baton.RunStatus(status))
+		stateOK := state == "" || slices.Contains(delivery.FilterStates, state)
+		if ok := phaseOK && statusOK && stateOK; ok != (err == nil) {
+			t.Fatalf("ParseFilter(%q, %q, %q) = %v, want ok=%v", phase, status, state, err, ok)
+		}
+		if err != nil {
+			if baton.ErrorCode(err) != baton.Invalid {
+				t.Fatalf("ParseFilter(%q, %q, %q) = %v, want Invalid", phase, status, state, err)
+			}
+			return
+		}
+		want := baton.DeliveryFilter{RunStatus: baton.RunStatus(status), Open: state == "active", Closed: state == "closed"}
+		if phase != "" {
+			want.Phase = p
+		}
+		if got != want {
+			t.Fatalf("ParseFilter(%q, %q, %q) = %+v, want %+v", phase, status, state, got, want)
+		}
+	})
 }
 
 // RunNow runs a phase in the foreground; its agent run and raw logs are
@@ -195,7 +239,7 @@ func TestRunNowAndAgentRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	var live bytes.Buffer
-	got, err := h.svc.RunNow(t.Context(), "#1", "alice", &live, time.Minute)
+	got, err := h.svc.RunNow(t.Context(), "#1", "alice", delivery.Settings{}, &live, time.Minute)
 	if err != nil || got.String() != "plan/succeeded" {
 		t.Fatalf("RunNow = %v, %v; want plan/succeeded at its checkpoint", got, err)
 	}

@@ -70,13 +70,13 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	reconcile := func() {
-		n, err := r.Reconcile(ctx, lease, r.Owner)
+		n, err := r.Service.Reconcile(ctx, lease, r.Owner)
 		if err != nil && ctx.Err() == nil {
 			log.Error("reconcile: "+err.Error(), "err", err)
 		} else if n > 0 {
 			log.Info(fmt.Sprintf("recovered %d phase(s) whose worker died", n), "count", n)
 		}
-		if err := r.Tidy(ctx); err != nil && ctx.Err() == nil {
+		if err := r.Service.Tidy(ctx); err != nil && ctx.Err() == nil {
 			log.Error("tidy the repository caches: "+err.Error(), "err", err)
 		}
 	}
@@ -96,7 +96,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 		}
 	}()
-	err := r.Queue.Run(ctx, handle)
+	err := r.Service.Queue.Run(ctx, handle)
 	wg.Wait()
 	return err
 }

@@ -184,10 +184,9 @@ func (g *GitHub) Merge(ctx context.Context, d *baton.Delivery, _ *Workspaces, ba
 	if err := g.Client.MarkReadyForReview(ctx, g.Repo, n); err != nil {
 		return baton.Ref{}, err
 	}
-	title, _, _ := strings.Cut(strings.TrimSpace(d.Summary), "\n")
 	res, err := g.Client.Merge(ctx, g.Repo, n, github.MergeOptions{
 		Method: github.MergeMethod(methodName(method)), SHA: sha,
-		CommitTitle: fmt.Sprintf("%s (#%d)", title, n), CommitMessage: "Delivered by baton (delivery " + d.ID + ").",
+		CommitTitle: fmt.Sprintf("%s (#%d)", d.Title(), n), CommitMessage: "Delivered by baton (delivery " + d.ID + ").",
 	})
 	if err != nil {
 		return baton.Ref{}, err

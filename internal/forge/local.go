@@ -268,6 +268,5 @@ func methodName(m baton.MergeMethod) string {
 
 // MergeMessage is the commit message of a delivery's merge.
 func MergeMessage(d *baton.Delivery) string {
-	title, _, _ := strings.Cut(strings.TrimSpace(d.Summary), "\n")
-	return fmt.Sprintf("%s\n\nDelivered by baton (delivery %s, branch %s).", title, d.ID, d.WorkBranch())
+	return fmt.Sprintf("%s\n\nDelivered by baton (delivery %s, branch %s).", d.Title(), d.ID, d.WorkBranch())
 }

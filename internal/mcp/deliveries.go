@@ -27,7 +27,7 @@ var deliveryTools = []tool{
 	}},
 	{"delivery", func(s *Server) {
 		sdk.AddTool(s.sdk, &sdk.Tool{Name: "delivery", Annotations: readOnly,
-			Description: "A delivery with its refs and phase log."}, s.deliveryGet)
+			Description: "A delivery with its refs, phase log and agent runs."}, s.deliveryGet)
 	}},
 	{"delivery_create", func(s *Server) {
 		sdk.AddTool(s.sdk, &sdk.Tool{Name: "delivery_create", Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
@@ -71,22 +71,32 @@ func (s *Server) Close() {
 
 // deliveryLine is one delivery in a sentence.
 func deliveryLine(d *baton.Delivery) string {
-	title, _, _ := strings.Cut(d.Summary, "\n")
-	line := fmt.Sprintf("#%d %s: %s (%s) — %s %s", d.Seq, d.ID, baton.Truncate(title, 200, "…"), d.Repository, d.Phase, d.RunStatus)
+	line := fmt.Sprintf("#%d %s: %s (%s) — %s %s", d.Seq, d.ID, baton.Truncate(d.Title(), 200, "…"), d.Repository, d.Phase, d.RunStatus)
 	if d.Error != "" {
 		line += ": " + baton.Truncate(d.Error, 1<<10, "…")
 	}
 	return line
 }
 
+// deliveriesIn takes the words every edge's list filter takes
+// (delivery.ParseFilter); the descriptions list them, and a test holds
+// them to the parser.
 type deliveriesIn struct {
-	Phase  string `json:"phase,omitempty" jsonschema:"plan, implement, review, verify, deploy, observe or done"`
-	Status string `json:"status,omitempty" jsonschema:"pending, running, waiting, failed, blocked or closed"`
+	Phase  string `json:"phase,omitempty" jsonschema:"intake, plan, implement, review, verify, deploy, observe or close"`
+	Status string `json:"status,omitempty" jsonschema:"pending, running, succeeded, failed or blocked"`
+	State  string `json:"state,omitempty" jsonschema:"active, closed or all (default all)"`
 	Limit  int    `json:"limit,omitempty" jsonschema:"default 20"`
 }
 
+// deliveriesOut is the deliveries tool's result: the list views (text
+// clipped, as the API's lists) and how many more matched.
+type deliveriesOut struct {
+	Deliveries []delivery.View `json:"deliveries"`
+	More       int             `json:"more"`
+}
+
 func (s *Server) deliveries(ctx context.Context, _ *sdk.CallToolRequest, in deliveriesIn) (*sdk.CallToolResult, any, error) {
-	f, err := delivery.ParseFilter(in.Phase, in.Status)
+	f, err := delivery.ParseFilter(in.Phase, in.Status, in.State)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -116,7 +126,7 @@ func (s *Server) deliveries(ctx context.Context, _ *sdk.CallToolRequest, in deli
 	if len(ds) == 0 {
 		b.WriteString("No deliveries. Create one with delivery_create.\n")
 	}
-	return text("%s", b.String()), map[string]any{"deliveries": nonNil(ds), "more": more}, nil
+	return text("%s", b.String()), deliveriesOut{Deliveries: delivery.NewListItems(ds), More: more}, nil
 }
 
 type deliveryRefIn struct {
@@ -140,7 +150,7 @@ func (s *Server) deliveryGet(ctx context.Context, _ *sdk.CallToolRequest, in del
 	for _, e := range det.PhaseLog {
 		fmt.Fprintf(&b, "%s %s %s (%s by %s) %s\n", baton.FormatTime(e.StartedAt), e.Phase, e.Status, e.Action, e.Actor, e.Note)
 	}
-	return text("%s", b.String()), map[string]any{"delivery": det.Delivery, "phase_log": nonNil(det.PhaseLog)}, nil
+	return text("%s", b.String()), det.View(s.opts.Now()), nil
 }
 
 type deliveryCreateIn struct {
@@ -177,7 +187,14 @@ func (s *Server) deliveryCreate(ctx context.Context, _ *sdk.CallToolRequest, in 
 	if !created {
 		verb = "Already there:"
 	}
-	return text("%s %s. A worker (`baton worker`) runs its phases.", verb, deliveryLine(d)), map[string]any{"created": created, "delivery": d}, nil
+	return text("%s %s. A worker (`baton worker`) runs its phases.", verb, deliveryLine(d)), createdOut{Created: created, Delivery: delivery.NewView(d)}, nil
+}
+
+// createdOut is what delivery_create returns, as POST /api/deliveries
+// does: whether it was new, and the delivery's view.
+type createdOut struct {
+	Created  bool          `json:"created"`
+	Delivery delivery.View `json:"delivery"`
 }
 
 type decisionIn struct {
@@ -212,11 +229,11 @@ func (s *Server) decide(ctx context.Context, a delivery.Action, ref, note string
 	if err != nil {
 		return nil, nil, err
 	}
-	return text("%s: %s", a, deliveryLine(d)), map[string]any{"delivery": d}, nil
+	return text("%s: %s", a, deliveryLine(d)), delivery.NewView(d), nil
 }
 
-// readDelivery is baton://deliveries/{id}: the delivery, its refs and
-// phase log, as JSON.
+// readDelivery is baton://deliveries/{id}: the delivery's view with its
+// phase log and agent runs, as JSON (what the delivery tool returns).
 func (s *Server) readDelivery(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
 	uri := req.Params.URI
 	ref := strings.TrimPrefix(uri, deliveryURI)
@@ -234,7 +251,7 @@ func (s *Server) readDelivery(ctx context.Context, req *sdk.ReadResourceRequest)
 	if err != nil {
 		return nil, err
 	}
-	b, err := json.MarshalIndent(map[string]any{"delivery": det.Delivery, "phase_log": nonNil(det.PhaseLog)}, "", "  ")
+	b, err := json.MarshalIndent(det.View(s.opts.Now()), "", "  ")
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -443,9 +444,8 @@ func TestLatestProtocol(t *testing.T) {
 	}
 }
 
-// With a delivery database the delivery tools and resource are served,
-// on a real SQLite file, through the same service the CLI uses.
-func TestDeliveryTools(t *testing.T) {
+// deliveryFixture serves the delivery tools over a fresh SQLite file.
+func deliveryFixture(t *testing.T) *fixture {
 	dir := repo(t)
 	dsn := filepath.Join(t.TempDir(), "baton.db")
 	open := func(ctx context.Context) (*delivery.Service, error) {
@@ -456,7 +456,14 @@ func TestDeliveryTools(t *testing.T) {
 		return &delivery.Service{Queue: q, DataDir: filepath.Dir(dsn)}, nil
 	}
 	srv, cs := connect(t, Options{Root: dir, WorkDir: dir, Deliveries: open}, nil)
-	f := &fixture{t: t, dir: dir, srv: srv, cs: cs}
+	return &fixture{t: t, dir: dir, srv: srv, cs: cs}
+}
+
+// With a delivery database the delivery tools and resource are served,
+// on a real SQLite file, through the same service the CLI uses.
+func TestDeliveryTools(t *testing.T) {
+	f := deliveryFixture(t)
+	dir, cs := f.dir, f.cs
 	ctx := context.Background()
 
 	list, err := cs.ListTools(ctx, nil)
@@ -495,7 +502,8 @@ func TestDeliveryTools(t *testing.T) {
 	check("delivery_approve", map[string]any{"delivery": "#1"}, true, "")
 
 	read, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "baton://deliveries/" + id})
-	if err != nil || read.Contents[0].MIMEType != "application/json" || !strings.Contains(read.Contents[0].Text, `"phase_log"`) {
+	if err != nil || read.Contents[0].MIMEType != "application/json" || !strings.Contains(read.Contents[0].Text, `"phase_log"`) ||
+		!strings.Contains(read.Contents[0].Text, `"waiting_for_person"`) {
 		t.Errorf("delivery resource = %+v, %v", read, err)
 	}
 	if _, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "baton://deliveries/nosuch"}); err == nil {
@@ -543,4 +551,91 @@ func TestRunnerTreeResource(t *testing.T) {
 	if err != nil || !strings.Contains(read.Contents[0].Text, "Ship the parser") || !strings.Contains(read.Contents[0].Text, "leaves passed") {
 		t.Errorf("runner tree = %+v, %v", read, err)
 	}
+}
+
+// The deliveries tool takes the words every edge's list filter takes,
+// and says which: each word its schema names filters, and the schema
+// names every word delivery.ParseFilter takes. Its results are the
+// delivery view, as the HTTP API returns it.
+func TestDeliveriesToolTakesTheFilterVocabulary(t *testing.T) {
+	f := deliveryFixture(t)
+	ctx := context.Background()
+	res := f.callOK("delivery_create", map[string]any{"repo": f.dir, "summary": "Add a --dry-run flag\nAnd document it."})
+	id := res.StructuredContent.(map[string]any)["delivery"].(map[string]any)["id"].(string)
+
+	list, err := f.cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var props map[string]any
+	for _, tool := range list.Tools {
+		if tool.Name == "deliveries" {
+			props = tool.InputSchema.(map[string]any)["properties"].(map[string]any)
+		}
+	}
+	advertised := func(field string) []string {
+		desc, _ := props[field].(map[string]any)["description"].(string)
+		desc, _, _ = strings.Cut(desc, " (")
+		return strings.FieldsFunc(strings.ReplaceAll(desc, " or ", ", "), func(r rune) bool { return r == ',' || r == ' ' })
+	}
+	want := map[string][]string{"phase": {}, "status": {}, "state": delivery.FilterStates}
+	for _, p := range delivery.FilterPhases {
+		want["phase"] = append(want["phase"], string(p))
+	}
+	for _, st := range delivery.FilterStatuses {
+		want["status"] = append(want["status"], string(st))
+	}
+	for field, ws := range want {
+		if got := advertised(field); !slices.Equal(got, ws) {
+			t.Errorf("deliveries advertises %s %q, want the parser's words %q", field, got, ws)
+		}
+		for _, w := range advertised(field) {
+			if text, res := f.call("deliveries", map[string]any{field: w}); res.IsError {
+				t.Errorf("deliveries %s=%s, a word its schema offers, is refused:\n%s", field, w, text)
+			}
+		}
+	}
+	// The filter filters: the new delivery is plan/pending, queued, active.
+	for _, tc := range []struct {
+		args map[string]any
+		n    int
+	}{
+		{map[string]any{"phase": "plan", "status": "pending", "state": "active"}, 1},
+		{map[string]any{"state": "closed"}, 0},
+		{map[string]any{"status": "succeeded"}, 0},
+		{map[string]any{"phase": "close"}, 0},
+	} {
+		res := f.callOK("deliveries", tc.args)
+		if got := len(res.StructuredContent.(map[string]any)["deliveries"].([]any)); got != tc.n {
+			t.Errorf("deliveries %v lists %d, want %d", tc.args, got, tc.n)
+		}
+	}
+	if text, res := f.call("deliveries", map[string]any{"status": "waiting"}); !res.IsError || !strings.Contains(text, "want pending, running, succeeded, failed or blocked") {
+		t.Errorf("deliveries status=waiting = %s, want a refusal naming the statuses", text)
+	}
+
+	// The results are the view: a title, seconds, what a person may do.
+	item := f.callOK("deliveries", map[string]any{}).StructuredContent.(map[string]any)["deliveries"].([]any)[0].(map[string]any)
+	if item["id"] != id || item["title"] != "Add a --dry-run flag" || item["waiting_for_person"] != false || item["config"].(map[string]any)["phase_timeout_seconds"] != 3600.0 {
+		t.Errorf("deliveries item = %v, want the delivery view", item)
+	}
+	detail := f.callOK("delivery", map[string]any{"delivery": id}).StructuredContent.(map[string]any)
+	for _, key := range []string{"delivery", "phase_log", "agent_runs", "cost_usd", "last_event"} {
+		if _, ok := detail[key]; !ok {
+			t.Errorf("delivery result has no %q: %v", key, detail)
+		}
+	}
+	if d := detail["delivery"].(map[string]any); d["title"] != "Add a --dry-run flag" || d["summary"] != "Add a --dry-run flag\nAnd document it." {
+		t.Errorf("delivery result's delivery = %v", d)
+	}
+}
+
+// callOK calls a tool that must succeed.
+func (f *fixture) callOK(name string, args any) *sdk.CallToolResult {
+	f.t.Helper()
+	text, res := f.call(name, args)
+	if res.IsError {
+		f.t.Fatalf("%s %v failed:\n%s", name, args, text)
+	}
+	return res
 }

@@ -13,214 +13,27 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton"
-	"github.com/baton-agent/baton/internal/agentrun"
 	"github.com/baton-agent/baton/internal/delivery"
-	"github.com/baton-agent/baton/internal/safefile"
-	"github.com/baton-agent/baton/internal/sqlstore"
 )
 
-// The API's JSON shapes. They are the API's own, not the domain types:
-// durations are seconds, never Go nanoseconds, and every field is
-// described in the OpenAPI document (openapi.json).
+// The API's JSON shapes are the delivery view (delivery.View and the
+// rest of internal/delivery/view.go), the one every edge returns; the
+// shapes here are the API's own envelopes. The OpenAPI document
+// (openapi.json) describes every field.
 
-type refJSON struct {
-	Role  baton.RefRole `json:"role"`
-	Type  string        `json:"type"`
-	Label string        `json:"label"`
-	URL   string        `json:"url,omitempty"`
-}
-
-type configJSON struct {
-	Agent               string             `json:"agent"`
-	Model               string             `json:"model,omitempty"`
-	PhaseTimeoutSeconds float64            `json:"phase_timeout_seconds"`
-	PhaseTimeouts       map[string]float64 `json:"phase_timeouts_seconds,omitempty"`
-	MaxRounds           int                `json:"max_rounds"`
-	BaseBranch          string             `json:"base_branch,omitempty"`
-	VerifyCommand       string             `json:"verify_command,omitempty"`
-	DeployCommand       string             `json:"deploy_command,omitempty"`
-	ObserveCommand      string             `json:"observe_command,omitempty"`
-	MergeMethod         string             `json:"merge_method,omitempty"`
-}
-
-type deliveryJSON struct {
-	ID          string     `json:"id"`
-	Seq         int64      `json:"seq"`
-	Title       string     `json:"title"`
-	Summary     string     `json:"summary"`
-	Repository  string     `json:"repository"`
-	Forge       string     `json:"forge"`
-	Phase       string     `json:"phase"`
-	RunStatus   string     `json:"run_status"`
-	Queued      bool       `json:"queued"`
-	Waiting     bool       `json:"waiting_for_person"`
-	Endpoint    string     `json:"endpoint"`
-	Checkpoints []string   `json:"checkpoints"`
-	Refs        []refJSON  `json:"refs"`
-	Error       string     `json:"error,omitempty"`
-	Attempt     int64      `json:"attempt"`
-	Rounds      int        `json:"rounds"`
-	Owner       string     `json:"owner,omitempty"`
-	HeartbeatAt *time.Time `json:"heartbeat_at,omitempty"`
-	Actions     []string   `json:"actions"`
-	Config      configJSON `json:"config"`
-	CreatedAt   time.Time  `json:"created_at"`
-	UpdatedAt   time.Time  `json:"updated_at"`
-}
-
-func toDelivery(d *baton.Delivery) deliveryJSON {
-	v := deliveryJSON{
-		ID: d.ID, Seq: d.Seq, Title: title(d.Summary), Summary: d.Summary, Repository: d.Repository, Forge: string(d.Forge),
-		Phase: string(d.Phase), RunStatus: string(d.RunStatus), Queued: d.Queued, Waiting: waiting(d),
-		Endpoint: string(d.Endpoint), Checkpoints: []string{}, Refs: []refJSON{}, Error: d.Error, Attempt: d.Attempt,
-		Rounds: d.Rounds, Owner: d.Owner, Actions: []string{}, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
-	}
-	if !d.HeartbeatAt.IsZero() && d.RunStatus == baton.StatusRunning {
-		hb := d.HeartbeatAt
-		v.HeartbeatAt = &hb
-	}
-	for _, p := range d.Checkpoints {
-		v.Checkpoints = append(v.Checkpoints, string(p))
-	}
-	for _, r := range d.Refs {
-		v.Refs = append(v.Refs, refJSON{r.Role, r.Type, r.Label, r.URL})
-	}
-	for _, a := range delivery.Allowed(*d) {
-		v.Actions = append(v.Actions, string(a))
-	}
-	c := d.Config
-	v.Config = configJSON{Agent: c.Agent, Model: c.Model, PhaseTimeoutSeconds: c.Timeout("").Seconds(), MaxRounds: c.MaxRounds,
-		BaseBranch: c.BaseBranch, VerifyCommand: c.VerifyCommand, DeployCommand: c.DeployCommand, ObserveCommand: c.ObserveCommand,
-		MergeMethod: string(c.MergeMethod)}
-	for p, t := range c.PhaseTimeouts {
-		if v.Config.PhaseTimeouts == nil {
-			v.Config.PhaseTimeouts = map[string]float64{}
-		}
-		v.Config.PhaseTimeouts[string(p)] = t.Seconds()
-	}
-	return v
-}
-
-// waiting reports whether the delivery waits for a person.
-func waiting(d *baton.Delivery) bool {
-	switch d.RunStatus {
-	case baton.StatusPending:
-		return !d.Queued && d.Phase.Runnable()
-	case baton.StatusSucceeded:
-		return d.Phase != baton.PhaseClose
-	case baton.StatusFailed, baton.StatusBlocked:
-		return d.Phase != baton.PhaseClose
-	}
-	return false
-}
-
-func title(summary string) string {
-	t, _, _ := strings.Cut(strings.TrimSpace(summary), "\n")
-	return t
-}
-
-type phaseLogJSON struct {
-	ID              int64      `json:"id"`
-	Phase           string     `json:"phase"`
-	Status          string     `json:"status"`
-	Executor        string     `json:"executor"`
-	Verdict         string     `json:"verdict,omitempty"`
-	Actor           string     `json:"actor"`
-	Action          string     `json:"action"`
-	Note            string     `json:"note,omitempty"`
-	Attempt         int64      `json:"attempt"`
-	StartedAt       time.Time  `json:"started_at"`
-	EndedAt         *time.Time `json:"ended_at,omitempty"`
-	DurationSeconds float64    `json:"duration_seconds"`
-}
-
-type runJSON struct {
-	N               int        `json:"n"`
-	Phase           string     `json:"phase"`
-	Attempt         int64      `json:"attempt"`
-	Agent           string     `json:"agent"`
-	Status          string     `json:"status"`
-	Model           string     `json:"model,omitempty"`
-	CostUSD         float64    `json:"cost_usd"`
-	InputTokens     int64      `json:"input_tokens"`
-	OutputTokens    int64      `json:"output_tokens"`
-	DurationSeconds float64    `json:"duration_seconds"`
-	ExitCode        int        `json:"exit_code"`
-	Error           string     `json:"error,omitempty"`
-	Summary         string     `json:"summary,omitempty"`
-	StartedAt       time.Time  `json:"started_at"`
-	EndedAt         *time.Time `json:"ended_at,omitempty"`
-	Logs            []string   `json:"logs"`
-}
-
-type runDetailJSON struct {
-	runJSON
-	Prompt       string `json:"prompt"`
-	SystemPrompt string `json:"system_prompt"`
-	FinalMessage string `json:"final_message"`
-	SessionID    string `json:"session_id,omitempty"`
-}
-
-func toRun(r baton.AgentRun, now time.Time) runJSON {
-	v := runJSON{N: r.N, Phase: string(r.Phase), Attempt: r.Attempt, Agent: r.Agent, Status: string(r.Status), Model: r.Model,
-		CostUSD: r.CostUSD, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, DurationSeconds: r.Duration.Seconds(),
-		ExitCode: r.ExitCode, Error: r.Error, Summary: baton.Truncate(strings.TrimSpace(r.FinalMessage), 200, "…"),
-		StartedAt: r.StartedAt, Logs: []string{}}
-	if !r.EndedAt.IsZero() {
-		e := r.EndedAt
-		v.EndedAt = &e
-	} else if r.Status == baton.RunRunning {
-		v.DurationSeconds = now.Sub(r.StartedAt).Seconds()
-	}
-	for _, f := range delivery.LogFiles(r) {
-		v.Logs = append(v.Logs, f.Name)
-	}
-	return v
-}
-
-type detailJSON struct {
-	Delivery  deliveryJSON   `json:"delivery"`
-	PhaseLog  []phaseLogJSON `json:"phase_log"`
-	AgentRuns []runJSON      `json:"agent_runs"`
-	// CostUSD sums the agent runs.
-	CostUSD float64 `json:"cost_usd"`
-	// LastEvent is the number of the newest event: a stream resumed after
-	// it sees only what happens next.
-	LastEvent int64 `json:"last_event"`
-}
-
-func (s *Server) detail(r *http.Request, ref string) (*detailJSON, *delivery.Detail, error) {
+func (s *Server) detail(r *http.Request, ref string) (*delivery.DetailView, error) {
 	det, err := s.Deliveries.Get(r.Context(), ref)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	last, err := s.Deliveries.Store().LastEvent(r.Context(), det.Delivery.ID)
-	if err != nil {
-		return nil, nil, err
-	}
-	now := s.now()
-	v := &detailJSON{Delivery: toDelivery(det.Delivery), PhaseLog: []phaseLogJSON{}, AgentRuns: []runJSON{}, LastEvent: last}
-	for _, e := range det.PhaseLog {
-		pl := phaseLogJSON{ID: e.ID, Phase: string(e.Phase), Status: string(e.Status), Executor: string(e.Executor),
-			Verdict: string(e.Verdict), Actor: e.Actor, Action: e.Action, Note: e.Note, Attempt: e.Attempt,
-			StartedAt: e.StartedAt, DurationSeconds: e.Duration(now).Seconds()}
-		if !e.EndedAt.IsZero() {
-			end := e.EndedAt
-			pl.EndedAt = &end
-		}
-		v.PhaseLog = append(v.PhaseLog, pl)
-	}
-	for _, run := range det.AgentRuns {
-		v.AgentRuns = append(v.AgentRuns, toRun(run, now))
-		v.CostUSD += run.CostUSD
-	}
-	return v, det, nil
+	v := det.View(s.now())
+	return &v, nil
 }
 
 // listJSON is a page of deliveries; NextCursor fetches the next page.
 type listJSON struct {
-	Deliveries []deliveryJSON `json:"deliveries"`
-	NextCursor string         `json:"next_cursor,omitempty"`
+	Deliveries []delivery.View `json:"deliveries"`
+	NextCursor string          `json:"next_cursor,omitempty"`
 }
 
 const (
@@ -232,18 +45,9 @@ const (
 // or all), q (search), cursor and limit.
 func listFilter(r *http.Request) (baton.DeliveryFilter, error) {
 	q := r.URL.Query()
-	f, err := delivery.ParseFilter(q.Get("phase"), q.Get("status"))
+	f, err := delivery.ParseFilter(q.Get("phase"), q.Get("status"), q.Get("state"))
 	if err != nil {
 		return f, err
-	}
-	switch q.Get("state") {
-	case "", "all":
-	case "active":
-		f.Open = true
-	case "closed":
-		f.Closed = true
-	default:
-		return f, baton.Errorf(baton.Invalid, "bad state %q: want active, closed or all", baton.Truncate(q.Get("state"), 20, "…"))
 	}
 	f.Search = baton.Truncate(strings.TrimSpace(q.Get("q")), 200, "")
 	f.Limit = defaultPage
@@ -271,35 +75,13 @@ func (s *Server) list(r *http.Request, f baton.DeliveryFilter) (listJSON, error)
 	if err != nil {
 		return listJSON{}, err
 	}
-	out := listJSON{Deliveries: []deliveryJSON{}}
+	var out listJSON
 	if len(ds) > limit {
 		ds = ds[:limit]
 		out.NextCursor = strconv.FormatInt(ds[len(ds)-1].Seq, 10)
 	}
-	for _, d := range ds {
-		out.Deliveries = append(out.Deliveries, listItem(d))
-	}
+	out.Deliveries = delivery.NewListItems(ds)
 	return out, nil
-}
-
-// Lists clip long text: a page of 200 deliveries must stay small
-// whatever their summaries hold. GET /api/deliveries/{id} has it whole.
-const (
-	listTitle = 200     // bytes of a title in a list
-	listText  = 1 << 10 // bytes of a summary or an error in a list
-)
-
-// listItem is a delivery as a list shows it: its text clipped (a
-// summary's first line is also its request ref's label).
-func listItem(d *baton.Delivery) deliveryJSON {
-	v := toDelivery(d)
-	v.Title = baton.Truncate(v.Title, listTitle, "…")
-	v.Summary = baton.Truncate(v.Summary, listText, "…")
-	v.Error = baton.Truncate(v.Error, listText, "…")
-	for i := range v.Refs {
-		v.Refs[i].Label = baton.Truncate(v.Refs[i].Label, listTitle, "…")
-	}
-	return v
 }
 
 func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) error {
@@ -403,8 +185,8 @@ func (s *Server) request(c CreateRequest, actor string) (delivery.Request, error
 }
 
 type createdJSON struct {
-	Created  bool         `json:"created"`
-	Delivery deliveryJSON `json:"delivery"`
+	Created  bool          `json:"created"`
+	Delivery delivery.View `json:"delivery"`
 }
 
 func (s *Server) createDelivery(w http.ResponseWriter, r *http.Request) error {
@@ -429,12 +211,12 @@ func (s *Server) createDelivery(w http.ResponseWriter, r *http.Request) error {
 		status = http.StatusCreated
 		w.Header().Set("Location", "/api/deliveries/"+d.ID)
 	}
-	writeJSON(w, status, createdJSON{Created: created, Delivery: toDelivery(d)})
+	writeJSON(w, status, createdJSON{Created: created, Delivery: delivery.NewView(d)})
 	return nil
 }
 
 func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) error {
-	v, _, err := s.detail(r, r.PathValue("id"))
+	v, err := s.detail(r, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -486,7 +268,7 @@ func (s *Server) actOnDelivery(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toDelivery(d))
+	writeJSON(w, http.StatusOK, delivery.NewView(d))
 	return nil
 }
 
@@ -512,8 +294,7 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, runDetailJSON{runJSON: toRun(run, s.now()), Prompt: run.Prompt, SystemPrompt: run.SystemPrompt,
-		FinalMessage: run.FinalMessage, SessionID: run.SessionID})
+	writeJSON(w, http.StatusOK, delivery.NewRunDetailView(run, s.now()))
 	return nil
 }
 
@@ -525,26 +306,17 @@ func (s *Server) getRunLog(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	name := r.PathValue("name")
-	if name != agentrun.EventsLog && name != agentrun.StdoutLog && name != agentrun.StderrLog {
-		return baton.Errorf(baton.NotFound, "no log %q: want %s, %s or %s", baton.Truncate(name, 40, "…"), agentrun.EventsLog, agentrun.StdoutLog, agentrun.StderrLog)
+	f, err := delivery.OpenLog(run, name)
+	if err != nil {
+		return err
 	}
-	for _, lf := range delivery.LogFiles(run) {
-		if lf.Name != name {
-			continue
-		}
-		f, err := safefile.OpenRegular(lf.Path)
-		if err != nil {
-			break
-		}
-		defer f.Close()
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if name == agentrun.EventsLog {
-			w.Header().Set("Content-Type", "application/x-ndjson")
-		}
-		_, _ = io.Copy(w, f)
-		return nil
+	defer f.Close()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if name == delivery.EventsLog {
+		w.Header().Set("Content-Type", "application/x-ndjson")
 	}
-	return baton.Errorf(baton.NotFound, "run %d has no %s on this machine (a worker elsewhere keeps its logs in its own data directory)", run.N, name)
+	_, _ = io.Copy(w, f)
+	return nil
 }
 
 // settingsJSON is what the server runs with.
@@ -558,7 +330,7 @@ type settingsJSON struct {
 }
 
 func (s *Server) settings(r *http.Request) (settingsJSON, error) {
-	v := settingsJSON{Version: s.Version, Agent: s.Agent, Database: string(s.Deliveries.Store().Dialect()),
+	v := settingsJSON{Version: s.Version, Agent: s.Agent, Database: s.Deliveries.Database(),
 		DataDir: s.Deliveries.DataDir, Repos: append([]string{}, s.Repos...)}
 	if s.Intake != nil {
 		st, err := s.Intake.Settings(r.Context())
@@ -597,17 +369,17 @@ func (s *Server) registerMetrics() {
 		[]float64{.1, .5, 1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600}, "phase", "result")
 	s.requests = m.NewHistogram("baton_http_request_duration_seconds", "HTTP request latency by route and status.",
 		[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}, "route", "code")
-	st := s.Deliveries.Store()
+	svc := s.Deliveries
 	m.Collected("baton_deliveries", "Deliveries by phase and run status.", typeGauge, []string{"phase", "status"},
 		func(ctx context.Context, emit func(float64, ...string)) error {
-			counts, err := st.CountDeliveries(ctx)
+			counts, err := svc.CountByState(ctx)
 			for k, n := range counts {
-				emit(float64(n), k[0], k[1])
+				emit(float64(n), string(k.Phase), string(k.Status))
 			}
 			return err
 		})
-	sums := func(ctx context.Context, each func(a sqlstore.AgentTotals)) error {
-		ts, err := st.SumAgentRuns(ctx)
+	sums := func(ctx context.Context, each func(a delivery.AgentTotals)) error {
+		ts, err := svc.AgentTotals(ctx)
 		for _, t := range ts {
 			each(t)
 		}
@@ -615,15 +387,15 @@ func (s *Server) registerMetrics() {
 	}
 	m.Collected("baton_agent_runs_total", "Agent runs started, by agent.", typeCounter, []string{"agent"},
 		func(ctx context.Context, emit func(float64, ...string)) error {
-			return sums(ctx, func(t sqlstore.AgentTotals) { emit(float64(t.Runs), t.Agent) })
+			return sums(ctx, func(t delivery.AgentTotals) { emit(float64(t.Runs), t.Agent) })
 		})
 	m.Collected("baton_agent_cost_usd_total", "Agent cost in US dollars as the agents report it, by agent.", typeCounter, []string{"agent"},
 		func(ctx context.Context, emit func(float64, ...string)) error {
-			return sums(ctx, func(t sqlstore.AgentTotals) { emit(t.CostUSD, t.Agent) })
+			return sums(ctx, func(t delivery.AgentTotals) { emit(t.CostUSD, t.Agent) })
 		})
 	m.Collected("baton_agent_tokens_total", "Agent tokens by agent and direction (input, output).", typeCounter, []string{"agent", "direction"},
 		func(ctx context.Context, emit func(float64, ...string)) error {
-			return sums(ctx, func(t sqlstore.AgentTotals) {
+			return sums(ctx, func(t delivery.AgentTotals) {
 				emit(float64(t.InputTokens), t.Agent, "input")
 				emit(float64(t.OutputTokens), t.Agent, "output")
 			})

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/delivery"
 	"github.com/baton-agent/baton/internal/intake"
 )
 
@@ -134,7 +135,7 @@ func join(v any, sep string) string {
 	return strings.Join(parts, sep)
 }
 
-func stateClass(d deliveryJSON) string {
+func stateClass(d delivery.View) string {
 	switch {
 	case d.Waiting && (d.RunStatus == "pending" || d.RunStatus == "succeeded"):
 		return "s-waiting"
@@ -271,10 +272,10 @@ func (s *Server) pageList(w http.ResponseWriter, r *http.Request) error {
 	p := listPage{pageData: s.page(r, "Deliveries", "list"), List: list, Repos: s.Repos}
 	p.Filter.State, p.Filter.Q, p.Filter.Phase, p.Filter.Status = q.Get("state"), q.Get("q"), q.Get("phase"), q.Get("status")
 	p.Filtered = p.Filter.Q != "" || p.Filter.Phase != "" || p.Filter.Status != ""
-	for _, ph := range baton.Phases {
+	for _, ph := range delivery.FilterPhases {
 		p.Phases = append(p.Phases, string(ph))
 	}
-	for _, st := range baton.RunStatuses {
+	for _, st := range delivery.FilterStatuses {
 		p.Statuses = append(p.Statuses, string(st))
 	}
 	p.Self = "/?" + q.Encode()
@@ -293,7 +294,7 @@ type boardPage struct {
 
 type boardColumn struct {
 	Phase      string
-	Deliveries []deliveryJSON
+	Deliveries []delivery.View
 }
 
 func (s *Server) pageBoard(w http.ResponseWriter, r *http.Request) error {
@@ -306,9 +307,9 @@ func (s *Server) pageBoard(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p := boardPage{pageData: s.page(r, "Board", "board"), Any: len(ds)+len(closed) > 0}
-	byPhase := map[baton.Phase][]deliveryJSON{}
+	byPhase := map[baton.Phase][]delivery.View{}
 	for _, d := range append(ds, closed...) {
-		byPhase[d.Phase] = append(byPhase[d.Phase], listItem(d))
+		byPhase[d.Phase] = append(byPhase[d.Phase], delivery.NewListItem(d))
 	}
 	for _, ph := range baton.Phases {
 		if ph == baton.PhaseIntake {
@@ -321,7 +322,7 @@ func (s *Server) pageBoard(w http.ResponseWriter, r *http.Request) error {
 
 type deliveryPage struct {
 	pageData
-	D      *detailJSON
+	D      *delivery.DetailView
 	Events []baton.DeliveryEvent
 	After  int64
 	Older  bool
@@ -330,7 +331,7 @@ type deliveryPage struct {
 const pageEvents = 300
 
 func (s *Server) pageDelivery(w http.ResponseWriter, r *http.Request) error {
-	v, _, err := s.detail(r, r.PathValue("id"))
+	v, err := s.detail(r, r.PathValue("id"))
 	if err != nil {
 		return err
 	}

@@ -373,7 +373,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
-	if err := s.Deliveries.Store().Ping(ctx); err != nil {
+	if err := s.Deliveries.Ping(ctx); err != nil {
 		s.writeError(w, r, baton.WrapError(baton.Unavailable, err, "the database does not answer"))
 		return
 	}
