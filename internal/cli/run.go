@@ -187,8 +187,8 @@ type treeJSON struct {
 	State         string              `json:"state"`
 	Selected      string              `json:"selected,omitempty"`
 	Counts        goaltree.Counts     `json:"counts"`
-	Tree          *baton.Node         `json:"tree"`
-	Problems      []baton.NodeProblem `json:"problems,omitempty"`
+	Tree          *goaltree.Node         `json:"tree"`
+	Problems      []goaltree.NodeProblem `json:"problems,omitempty"`
 }
 
 func newRunTreeCmd(f *Factory) *cobra.Command {
@@ -273,7 +273,7 @@ func runRunAdd(ctx context.Context, f *Factory, o runAddOptions) error {
 	if strings.TrimSpace(o.title) == "" {
 		return usageError("baton run add needs --title")
 	}
-	next := baton.NodeNext(o.next)
+	next := goaltree.NodeNext(o.next)
 	if !next.Valid() {
 		return usageError("--next is %q: want execute or decompose", o.next)
 	}
@@ -301,7 +301,7 @@ func runRunAdd(ctx context.Context, f *Factory, o runAddOptions) error {
 	if err != nil {
 		return err
 	}
-	child := baton.Node{ID: o.id, Order: o.order, Title: strings.TrimSpace(o.title), Goal: strings.TrimSpace(o.goal), Acceptance: o.accept, Next: next, MaxAttempts: o.maxAttempts}
+	child := goaltree.Node{ID: o.id, Order: o.order, Title: strings.TrimSpace(o.title), Goal: strings.TrimSpace(o.goal), Acceptance: o.accept, Next: next, MaxAttempts: o.maxAttempts}
 	if child.MaxAttempts == 0 {
 		child.MaxAttempts = cfg.MaxAttempts
 	}
@@ -315,7 +315,7 @@ func runRunAdd(ctx context.Context, f *Factory, o runAddOptions) error {
 	if o.asJSON {
 		return writeJSON(f.IO.Out, struct {
 			SchemaVersion int         `json:"schema_version"`
-			Node          *baton.Node `json:"node"`
+			Node          *goaltree.Node `json:"node"`
 			Parent        string      `json:"parent"`
 		}{1, added, o.parent})
 	}
@@ -347,16 +347,16 @@ naming the node it is about. Exits 2 when there is one.`,
 				others = append(others, err.Error())
 			}
 			for _, o := range others {
-				problems = append(problems, baton.NodeProblem{NodeID: "(state)", Message: o})
+				problems = append(problems, goaltree.NodeProblem{NodeID: "(state)", Message: o})
 			}
 			if asJSON {
 				j := struct {
 					SchemaVersion int                 `json:"schema_version"`
 					OK            bool                `json:"ok"`
-					Problems      []baton.NodeProblem `json:"problems"`
+					Problems      []goaltree.NodeProblem `json:"problems"`
 				}{1, len(problems) == 0, problems}
 				if j.Problems == nil {
-					j.Problems = []baton.NodeProblem{}
+					j.Problems = []goaltree.NodeProblem{}
 				}
 				if err := writeJSON(f.IO.Out, j); err != nil {
 					return err
@@ -566,10 +566,10 @@ type statusJSON struct {
 	Counts        goaltree.Counts        `json:"counts"`
 	NextIter      int                    `json:"next_iter"`
 	Iterations    int                    `json:"iterations"`
-	Last          *baton.IterationRecord `json:"last,omitempty"`
-	Feedback      *baton.Feedback        `json:"feedback,omitempty"`
-	InFlight      *baton.InFlight        `json:"in_flight,omitempty"`
-	Totals        baton.RunTotals        `json:"totals"`
+	Last          *goaltree.IterationRecord `json:"last,omitempty"`
+	Feedback      *goaltree.Feedback        `json:"feedback,omitempty"`
+	InFlight      *goaltree.InFlight        `json:"in_flight,omitempty"`
+	Totals        goaltree.RunTotals        `json:"totals"`
 	Agent         string                 `json:"agent"`
 	Guard         string                 `json:"guard"`
 }
@@ -577,7 +577,7 @@ type statusJSON struct {
 type nodeBrief struct {
 	ID          string         `json:"id"`
 	Title       string         `json:"title"`
-	Next        baton.NodeNext `json:"next"`
+	Next        goaltree.NodeNext `json:"next"`
 	Attempts    int            `json:"attempts"`
 	MaxAttempts int            `json:"max_attempts"`
 }

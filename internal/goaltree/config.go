@@ -138,8 +138,8 @@ func ParseConfig(data []byte) (Config, error) {
 		}
 		k.set(*k.v)
 	}
-	if c.MaxDepth > baton.MaxTreeDepth {
-		return c, baton.Errorf(baton.Invalid, "config.toml: max_depth is %d, at most %d", c.MaxDepth, baton.MaxTreeDepth)
+	if c.MaxDepth > MaxTreeDepth {
+		return c, baton.Errorf(baton.Invalid, "config.toml: max_depth is %d, at most %d", c.MaxDepth, MaxTreeDepth)
 	}
 	if fc.IterationTimeout != nil {
 		d, err := time.ParseDuration(strings.TrimSpace(*fc.IterationTimeout))

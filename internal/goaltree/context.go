@@ -8,7 +8,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/prompt"
 	"github.com/baton-agent/baton/internal/safefile"
 )
@@ -19,7 +18,7 @@ import (
 type Inputs struct {
 	RunID     string
 	Iter      int
-	Tree      *baton.Node
+	Tree      *Node
 	Selection Selection // State Open
 	Guard     string
 	Limits    Limits
@@ -31,10 +30,10 @@ type Inputs struct {
 	Questions   string
 }
 
-func (in Inputs) node() *baton.Node { return in.Selection.Node }
+func (in Inputs) node() *Node { return in.Selection.Node }
 
 // GoalText is the body of goal.md and of the prompt's Goal section.
-func GoalText(n *baton.Node) string {
+func GoalText(n *Node) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "title: %s\n", oneLine(n.Title))
 	fmt.Fprintf(&b, "goal: %s\n", strings.TrimSpace(n.Goal))
@@ -163,7 +162,7 @@ const childShape = `{"title": "...", "goal": "...", "acceptance": ["..."], "next
 
 func outputText(in Inputs) string {
 	n := in.node()
-	if n.Next == baton.NextDecompose {
+	if n.Next == NextDecompose {
 		return fmt.Sprintf(`This is a decompose node: split it into children that, done in order, achieve its goal. Do not implement them.
 
 End your session with a final message that is only this JSON object:

@@ -26,7 +26,7 @@ import (
 // Other "## " sections are part of the goal text, headings included.
 type GoalFile struct {
 	ID         string
-	Next       baton.NodeNext // the root's next; empty means decompose
+	Next       NodeNext // the root's next; empty means decompose
 	Title      string
 	Goal       string
 	Acceptance []string
@@ -58,7 +58,7 @@ func ParseGoalFile(data []byte) (*GoalFile, error) {
 			}
 			v := strings.TrimSpace(e.Node.Value)
 			if e.Key == "next" {
-				g.Next = baton.NodeNext(v)
+				g.Next = NodeNext(v)
 				if !g.Next.Valid() {
 					return nil, baton.Errorf(baton.Invalid, "goal file: next is %q, want execute or decompose", v)
 				}

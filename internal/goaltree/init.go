@@ -71,12 +71,12 @@ func Init(ctx context.Context, l Layout, o InitOptions) (*InitResult, error) {
 	if err := baton.CheckID("run", id); err != nil {
 		return nil, err
 	}
-	root := &baton.Node{
+	root := &Node{
 		ID: RootID, Title: o.Goal.Title, Goal: o.Goal.Goal, Acceptance: o.Goal.Acceptance,
-		Next: o.Goal.Next, MaxAttempts: o.Config.MaxAttempts, Children: []*baton.Node{},
+		Next: o.Goal.Next, MaxAttempts: o.Config.MaxAttempts, Children: []*Node{},
 	}
 	if root.Next == "" {
-		root.Next = baton.NextDecompose
+		root.Next = NextDecompose
 	}
 	if root.Acceptance == nil {
 		root.Acceptance = []string{}
@@ -109,7 +109,7 @@ func Init(ctx context.Context, l Layout, o InitOptions) (*InitResult, error) {
 		res.Branch = branch
 	}
 
-	st := &baton.RunState{SchemaVersion: baton.RunStateVersion, RunID: id, Branch: res.Branch, CreatedAt: o.Now.UTC().Truncate(time.Second), NextIter: 1}
+	st := &RunState{SchemaVersion: RunStateVersion, RunID: id, Branch: res.Branch, CreatedAt: o.Now.UTC().Truncate(time.Second), NextIter: 1}
 	for _, d := range []string{l.State(""), l.Context(""), filepath.Dir(l.Iteration(id, 1))} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("create %s: %w", d, err)

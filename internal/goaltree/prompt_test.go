@@ -121,7 +121,7 @@ func TestPromptTightBudgetGolden(t *testing.T) {
 
 func TestPromptDecomposeContract(t *testing.T) {
 	root := leaf("root", 0)
-	root.Next = baton.NextDecompose
+	root.Next = NextDecompose
 	in := Inputs{RunID: "r", Iter: 1, Tree: root, Selection: Select(root), Guard: "make ci", Limits: Limits{MaxChildren: 5, MaxDepth: 1, MaxAttempts: 3}}
 	pack, err := BuildPrompt(in, prompt.Options{})
 	if err != nil {

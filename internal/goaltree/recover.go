@@ -28,7 +28,7 @@ import (
 // checkBranch refuses a work tree that is not git, a detached HEAD, a
 // branch other than the run's, and main or master unless allowed. It
 // returns the current branch.
-func (r *Runner) checkBranch(ctx context.Context, repo *gitx.Repo, st *baton.RunState) (string, error) {
+func (r *Runner) checkBranch(ctx context.Context, repo *gitx.Repo, st *RunState) (string, error) {
 	if !repo.IsRepo(ctx) {
 		return "", baton.Errorf(baton.Conflict, "%s is not in a git work tree: the runner commits every iteration; run `git init` and commit first", r.Layout.Root)
 	}
@@ -142,7 +142,7 @@ func relToTop(top, path string) (string, error) {
 // iteration's tree.before.json (an agent that edited it and then died
 // does not get its edit), no attempt is spent, nothing is fed back, and
 // the work tree is committed as it is.
-func (r *Runner) recoverInterrupted(ctx context.Context, repo *gitx.Repo, st *baton.RunState) (string, error) {
+func (r *Runner) recoverInterrupted(ctx context.Context, repo *gitx.Repo, st *RunState) (string, error) {
 	l, f := r.Layout, st.InFlight
 	dir := l.Iteration(st.RunID, f.Iter)
 	tree, err := r.treeBefore(ctx, repo, dir)
@@ -159,7 +159,7 @@ func (r *Runner) recoverInterrupted(ctx context.Context, repo *gitx.Repo, st *ba
 	if err := os.WriteFile(filepath.Join(dir, RunnerErrorLog), []byte(msg+"\n"), 0o644); err != nil {
 		return "", fmt.Errorf("write %s: %w", RunnerErrorLog, err)
 	}
-	rec := &baton.IterationRecord{Iter: f.Iter, Node: f.Node, Status: baton.StatusRunnerError, Guard: baton.GuardSkipped, Attempt: f.Attempt, Error: "interrupted", At: r.now().UTC().Truncate(time.Second)}
+	rec := &IterationRecord{Iter: f.Iter, Node: f.Node, Status: StatusRunnerError, Guard: GuardSkipped, Attempt: f.Attempt, Error: "interrupted", At: r.now().UTC().Truncate(time.Second)}
 	st.Last, st.InFlight, st.NextIter = rec, nil, f.Iter+1
 	st.Totals.Iterations++
 	if err := l.SaveRunState(st); err != nil {
@@ -183,7 +183,7 @@ func (r *Runner) recoverInterrupted(ctx context.Context, repo *gitx.Repo, st *ba
 
 // treeBefore returns the tree as it was when the iteration in dir
 // started: its tree.before.json, else the tree committed at HEAD.
-func (r *Runner) treeBefore(ctx context.Context, repo *gitx.Repo, dir string) (*baton.Node, error) {
+func (r *Runner) treeBefore(ctx context.Context, repo *gitx.Repo, dir string) (*Node, error) {
 	l := r.Layout
 	if b, err := os.ReadFile(filepath.Join(dir, TreeBeforeLog)); err == nil {
 		if t, err := Decode(b); err == nil {
@@ -207,7 +207,7 @@ func (r *Runner) treeBefore(ctx context.Context, repo *gitx.Repo, dir string) (*
 // recoverUncommitted commits an iteration that was recorded in
 // run_state.json but whose commit never happened (a crash between the
 // two, or a git failure).
-func (r *Runner) recoverUncommitted(ctx context.Context, repo *gitx.Repo, st *baton.RunState) (string, error) {
+func (r *Runner) recoverUncommitted(ctx context.Context, repo *gitx.Repo, st *RunState) (string, error) {
 	if st.Last == nil {
 		return "", nil
 	}
@@ -217,7 +217,7 @@ func (r *Runner) recoverUncommitted(ctx context.Context, repo *gitx.Repo, st *ba
 		return "", gitError(err, "read %s at HEAD", RunStateFile)
 	}
 	if ok {
-		var head baton.RunState
+		var head RunState
 		if json.Unmarshal(b, &head) == nil && head.NextIter >= st.NextIter {
 			return "", nil
 		}

@@ -12,7 +12,7 @@ import (
 
 // Result is the structured answer an agent ends its session with.
 type Result struct {
-	Status   baton.StepStatus `json:"status"`
+	Status   StepStatus `json:"status"`
 	Summary  string           `json:"summary"`
 	Children []ChildSpec      `json:"children"`
 }
@@ -23,7 +23,7 @@ type ChildSpec struct {
 	Title      string         `json:"title"`
 	Goal       string         `json:"goal"`
 	Acceptance []string       `json:"acceptance"`
-	Next       baton.NodeNext `json:"next"`
+	Next       NodeNext `json:"next"`
 }
 
 // Limits on what an agent's result may hold.
@@ -116,26 +116,26 @@ type Limits struct {
 // CheckResult checks an agent's result against the node it worked on, at
 // depth in the tree. A non-empty return is the agent's error, in words the
 // next session can act on; it spends an attempt.
-func CheckResult(node *baton.Node, depth int, r *Result, lim Limits) string {
+func CheckResult(node *Node, depth int, r *Result, lim Limits) string {
 	switch node.Next {
-	case baton.NextExecute:
+	case NextExecute:
 		switch r.Status {
-		case baton.StatusDecomposed:
+		case StatusDecomposed:
 			return fmt.Sprintf("node %s is an execute node: do its work and answer done or retry; decomposed is only for decompose nodes", node.ID)
-		case baton.StatusDone, baton.StatusRetry:
+		case StatusDone, StatusRetry:
 			if len(r.Children) > 0 {
 				return fmt.Sprintf("a %s answer must not carry children (got %d): only a decompose node gets children", r.Status, len(r.Children))
 			}
 		}
-	case baton.NextDecompose:
+	case NextDecompose:
 		switch r.Status {
-		case baton.StatusDone:
+		case StatusDone:
 			return fmt.Sprintf("node %s is a decompose node: answer decomposed with its children, or retry", node.ID)
-		case baton.StatusRetry:
+		case StatusRetry:
 			if len(r.Children) > 0 {
 				return fmt.Sprintf("a retry answer must not carry children (got %d): answer decomposed to add them", len(r.Children))
 			}
-		case baton.StatusDecomposed:
+		case StatusDecomposed:
 			return checkChildren(depth, r.Children, lim)
 		}
 	}
@@ -181,7 +181,7 @@ func checkChildren(depth int, kids []ChildSpec, lim Limits) string {
 		switch {
 		case !c.Next.Valid():
 			bad("next is %q, want execute or decompose", c.Next)
-		case c.Next == baton.NextDecompose && depth+1 >= lim.MaxDepth:
+		case c.Next == NextDecompose && depth+1 >= lim.MaxDepth:
 			bad("next must be execute: the tree may not grow deeper than %d levels", lim.MaxDepth)
 		}
 		if !utf8.ValidString(c.Title + c.Goal + strings.Join(c.Acceptance, "")) {

@@ -78,13 +78,13 @@ func TestCheckResult(t *testing.T) {
 	lim := Limits{MaxChildren: 3, MaxDepth: 3, MaxAttempts: 2}
 	exec := leaf("1", 1)
 	dec := leaf("2", 2)
-	dec.Next = baton.NextDecompose
+	dec.Next = NextDecompose
 	child := func(title string) ChildSpec {
-		return ChildSpec{Title: title, Goal: "g", Acceptance: []string{"a"}, Next: baton.NextExecute}
+		return ChildSpec{Title: title, Goal: "g", Acceptance: []string{"a"}, Next: NextExecute}
 	}
 	tests := []struct {
 		name  string
-		node  *baton.Node
+		node  *Node
 		depth int
 		res   Result
 		want  string // substring of the agent error; "" accepted
@@ -132,17 +132,17 @@ func FuzzDecodeResult(f *testing.F) {
 			t.Fatalf("DecodeResult accepted status %q", r.Status)
 		}
 		lim := Limits{MaxChildren: 4, MaxDepth: 3, MaxAttempts: 2}
-		for _, next := range []baton.NodeNext{baton.NextExecute, baton.NextDecompose} {
+		for _, next := range []NodeNext{NextExecute, NextDecompose} {
 			before := leaf("root", 0)
 			before.Next = next
 			agentErr := CheckResult(before, 0, r, lim)
-			if r.Status == baton.StatusDecomposed && next == baton.NextExecute && agentErr == "" {
+			if r.Status == StatusDecomposed && next == NextExecute && agentErr == "" {
 				t.Fatalf("CheckResult accepted decomposed on an execute node")
 			}
 			// Whatever CheckResult accepts, Update turns into a valid tree.
-			guard := baton.GuardSkipped
-			if r.Status == baton.StatusDone {
-				guard = baton.GuardPass
+			guard := GuardSkipped
+			if r.Status == StatusDone {
+				guard = GuardPass
 			}
 			after, v, err := Update(before, "root", r, agentErr, guard, lim)
 			if err != nil {
@@ -151,7 +151,7 @@ func FuzzDecodeResult(f *testing.F) {
 			if err := after.Validate(); err != nil {
 				t.Fatalf("Update produced an invalid tree: %v", err)
 			}
-			if v.AttemptSpent == v.Passed && v.Status != baton.StatusDecomposed {
+			if v.AttemptSpent == v.Passed && v.Status != StatusDecomposed {
 				t.Fatalf("Update verdict %+v both or neither passed and spent", v)
 			}
 		}

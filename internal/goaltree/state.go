@@ -29,7 +29,7 @@ func (l Layout) readState(name string) ([]byte, error) {
 }
 
 // LoadTree reads and validates state/tree.json.
-func (l Layout) LoadTree() (*baton.Node, error) {
+func (l Layout) LoadTree() (*Node, error) {
 	b, err := l.readState(TreeFile)
 	if err != nil {
 		return nil, err
@@ -43,25 +43,25 @@ func (l Layout) LoadTree() (*baton.Node, error) {
 
 // TreeProblems reads state/tree.json and lists every problem, for `baton
 // run validate`. A file that does not parse is one problem on the root.
-func (l Layout) TreeProblems() ([]baton.NodeProblem, *baton.Node, error) {
+func (l Layout) TreeProblems() ([]NodeProblem, *Node, error) {
 	b, err := l.readState(TreeFile)
 	if err != nil {
 		return nil, nil, err
 	}
 	t, err := decodeTree(b)
 	if err != nil {
-		return []baton.NodeProblem{{NodeID: "(file)", Message: err.Error()}}, nil, nil
+		return []NodeProblem{{NodeID: "(file)", Message: err.Error()}}, nil, nil
 	}
 	return t.Problems(), t, nil
 }
 
 // SaveTree writes state/tree.json canonically.
-func (l Layout) SaveTree(t *baton.Node) error {
+func (l Layout) SaveTree(t *Node) error {
 	return safefile.WriteAtomic(l.State(TreeFile), Encode(t), 0o644)
 }
 
 // LoadRunState reads and validates state/run_state.json.
-func (l Layout) LoadRunState() (*baton.RunState, error) {
+func (l Layout) LoadRunState() (*RunState, error) {
 	b, err := l.readState(RunStateFile)
 	if err != nil {
 		return nil, err
@@ -75,10 +75,10 @@ func (l Layout) LoadRunState() (*baton.RunState, error) {
 
 // DecodeRunState parses run_state.json strictly and validates it. Errors
 // are Invalid.
-func DecodeRunState(data []byte) (*baton.RunState, error) {
+func DecodeRunState(data []byte) (*RunState, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	var s *baton.RunState
+	var s *RunState
 	if err := dec.Decode(&s); err != nil {
 		return nil, baton.WrapError(baton.Invalid, err, "not a run state")
 	}
@@ -95,13 +95,13 @@ func DecodeRunState(data []byte) (*baton.RunState, error) {
 }
 
 // SaveRunState writes state/run_state.json.
-func (l Layout) SaveRunState(s *baton.RunState) error {
+func (l Layout) SaveRunState(s *RunState) error {
 	return safefile.WriteAtomic(l.State(RunStateFile), encodeJSON(s), 0o644)
 }
 
 // LoadStateAndTree reads run_state.json and tree.json, what every view of
 // a run starts from.
-func (l Layout) LoadStateAndTree() (*baton.RunState, *baton.Node, error) {
+func (l Layout) LoadStateAndTree() (*RunState, *Node, error) {
 	st, err := l.LoadRunState()
 	if err != nil {
 		return nil, nil, err

@@ -10,11 +10,11 @@ import (
 )
 
 func TestDecodeRunState(t *testing.T) {
-	st := &baton.RunState{
+	st := &RunState{
 		SchemaVersion: 1, RunID: "calc", Branch: "runner/calc", CreatedAt: time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC), NextIter: 3,
-		Feedback: &baton.Feedback{Iter: 2, Node: "1", Status: baton.StatusRetry, Guard: baton.GuardSkipped, Summary: "half"},
-		Last:     &baton.IterationRecord{Iter: 2, Node: "1", Status: baton.StatusRetry, Guard: baton.GuardSkipped, Attempt: 1},
-		InFlight: &baton.InFlight{Iter: 3, Node: "1", Attempt: 2},
+		Feedback: &Feedback{Iter: 2, Node: "1", Status: StatusRetry, Guard: GuardSkipped, Summary: "half"},
+		Last:     &IterationRecord{Iter: 2, Node: "1", Status: StatusRetry, Guard: GuardSkipped, Attempt: 1},
+		InFlight: &InFlight{Iter: 3, Node: "1", Attempt: 2},
 	}
 	got, err := DecodeRunState(encodeJSON(st))
 	if err != nil {

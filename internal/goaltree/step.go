@@ -56,8 +56,8 @@ type StepReport struct {
 	Iter        int
 	Node        string
 	Title       string
-	Status      baton.StepStatus
-	Guard       baton.GuardResult
+	Status      StepStatus
+	Guard       GuardResult
 	Attempt     int // the attempt this iteration was, from 1
 	MaxAttempts int
 	// AgentError is what the runner rejected, for agent_error.
@@ -158,11 +158,11 @@ func (r *Runner) Step(ctx context.Context) (*StepReport, error) {
 type iteration struct {
 	r    *Runner
 	cfg  Config
-	st   *baton.RunState
+	st   *RunState
 	repo *gitx.Repo
 	// branch is HEAD's branch when the step started.
 	branch string
-	tree   *baton.Node
+	tree   *Node
 	sel    Selection
 	rep    *StepReport
 
@@ -178,7 +178,7 @@ type iteration struct {
 	guardDur time.Duration
 }
 
-func (it *iteration) node() *baton.Node { return it.sel.Node }
+func (it *iteration) node() *Node { return it.sel.Node }
 
 // run is the iteration's phases. Until begin, nothing is on record and a
 // failure is a plain error; from then on every failure is recorded as a
@@ -211,8 +211,8 @@ func (it *iteration) run(ctx context.Context) error {
 	if agentErr == "" {
 		agentErr = CheckResult(node, len(it.sel.Path)-1, result, it.cfg.Limits())
 	}
-	guard, gout := baton.GuardSkipped, guardOutcome{}
-	if agentErr == "" && result.Status == baton.StatusDone {
+	guard, gout := GuardSkipped, guardOutcome{}
+	if agentErr == "" && result.Status == StatusDone {
 		if gout, err = it.runGuard(ctx); err != nil {
 			return it.runnerError(ctx, err)
 		}
@@ -271,7 +271,7 @@ func (it *iteration) begin(ctx context.Context, in Inputs) error {
 	if err != nil && baton.ErrorCode(err) != baton.NotFound {
 		return gitError(err, "read HEAD")
 	}
-	it.st.InFlight = &baton.InFlight{Iter: it.n, Node: node.ID, Attempt: it.rep.Attempt, StartedAt: it.started.UTC().Truncate(time.Second), Head: head.SHA}
+	it.st.InFlight = &InFlight{Iter: it.n, Node: node.ID, Attempt: it.rep.Attempt, StartedAt: it.started.UTC().Truncate(time.Second), Head: head.SHA}
 	if err := l.SaveRunState(it.st); err != nil {
 		return err
 	}
@@ -329,14 +329,14 @@ func (it *iteration) runGuard(ctx context.Context) (guardOutcome, error) {
 
 // apply computes and saves the tree after the iteration, with its logs
 // and the feedback for the next attempt, then records it.
-func (it *iteration) apply(ctx context.Context, result *Result, agentErr string, guard baton.GuardResult, gout guardOutcome) error {
+func (it *iteration) apply(ctx context.Context, result *Result, agentErr string, guard GuardResult, gout guardOutcome) error {
 	l, node := it.r.Layout, it.node()
 	after, v, err := Update(it.tree, node.ID, result, agentErr, guard, it.cfg.Limits())
 	if err != nil {
 		return it.runnerError(ctx, err)
 	}
 	logs := map[string]string{}
-	if v.Guard == baton.GuardFail {
+	if v.Guard == GuardFail {
 		logs[FailureLog] = gout.failureText(it.cfg.Guard)
 	}
 	if v.AgentError != "" {
@@ -351,7 +351,7 @@ func (it *iteration) apply(ctx context.Context, result *Result, agentErr string,
 	if err := l.SaveTree(after); err != nil {
 		return it.runnerError(ctx, err)
 	}
-	it.st.Feedback = &baton.Feedback{Iter: it.n, Node: node.ID, Status: v.Status, Guard: v.Guard, Summary: historyText(result, v)}
+	it.st.Feedback = &Feedback{Iter: it.n, Node: node.ID, Status: v.Status, Guard: v.Guard, Summary: historyText(result, v)}
 	it.rep.Status, it.rep.Guard, it.rep.AgentError = v.Status, v.Guard, v.AgentError
 	next := Select(after)
 	it.rep.State = next.State
@@ -494,7 +494,7 @@ func (it *iteration) runnerError(ctx context.Context, cause error) error {
 		}
 	}
 	msg := runnerErrorText(cause)
-	it.rep.Status, it.rep.Guard, it.rep.RunnerError = baton.StatusRunnerError, baton.GuardSkipped, msg
+	it.rep.Status, it.rep.Guard, it.rep.RunnerError = StatusRunnerError, GuardSkipped, msg
 	it.rep.State = it.sel.State
 	_ = os.WriteFile(filepath.Join(it.dir, RunnerErrorLog), []byte(msg+"\n"), 0o644) // best effort: the error is returned anyway
 	if err := it.record(ctx, msg, nil); err != nil && baton.ErrorCode(cause) != baton.Canceled {
@@ -516,7 +516,7 @@ func runnerErrorText(err error) string { return strings.TrimSpace(err.Error()) }
 func (it *iteration) record(ctx context.Context, errMsg string, added []string) error {
 	l, st, node := it.r.Layout, it.st, it.node()
 	it.rep.Elapsed = time.Since(it.start)
-	rec := &baton.IterationRecord{Iter: it.n, Node: node.ID, Status: it.rep.Status, Guard: it.rep.Guard, Attempt: it.rep.Attempt, Error: errMsg, At: it.r.now().UTC().Truncate(time.Second)}
+	rec := &IterationRecord{Iter: it.n, Node: node.ID, Status: it.rep.Status, Guard: it.rep.Guard, Attempt: it.rep.Attempt, Error: errMsg, At: it.r.now().UTC().Truncate(time.Second)}
 	st.Last, st.InFlight = rec, nil
 	st.NextIter = it.n + 1
 	st.Totals.Iterations++
@@ -557,7 +557,7 @@ func (it *iteration) runnerErrorAfterRecord(cause error) error {
 }
 
 // CommitMessage is the deterministic subject of an iteration's commit.
-func CommitMessage(run string, rec *baton.IterationRecord) string {
+func CommitMessage(run string, rec *IterationRecord) string {
 	return fmt.Sprintf("baton run %s iter %d: node %s status=%s guard=%s", run, rec.Iter, rec.Node, rec.Status, rec.Guard)
 }
 
@@ -599,8 +599,8 @@ type Meta struct {
 	Attempt         int               `json:"attempt"`
 	MaxAttempts     int               `json:"max_attempts"`
 	Agent           string            `json:"agent"`
-	Status          baton.StepStatus  `json:"status"`
-	Guard           baton.GuardResult `json:"guard"`
+	Status          StepStatus  `json:"status"`
+	Guard           GuardResult `json:"guard"`
 	RunnerError     string            `json:"runner_error,omitempty"`
 	AgentError      string            `json:"agent_error,omitempty"`
 	ChildrenAdded   []string          `json:"children_added,omitempty"`

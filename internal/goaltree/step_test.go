@@ -78,7 +78,7 @@ func (p *project) step() (*StepReport, error) {
 	return p.runner().Step(p.t.Context())
 }
 
-func (p *project) tree() *baton.Node {
+func (p *project) tree() *Node {
 	p.t.Helper()
 	tr, err := p.l.LoadTree()
 	if err != nil {
@@ -87,7 +87,7 @@ func (p *project) tree() *baton.Node {
 	return tr
 }
 
-func (p *project) state() *baton.RunState {
+func (p *project) state() *RunState {
 	p.t.Helper()
 	st, err := p.l.LoadRunState()
 	if err != nil {
@@ -172,7 +172,7 @@ func TestRunnerErrorsNeverReachTheAgent(t *testing.T) {
 			if code := baton.ErrorCode(err); code != baton.Unavailable {
 				t.Errorf("step %d error code = %s, want unavailable (exit 1, not a usage error)", i+1, code)
 			}
-			if rep == nil || rep.Status != baton.StatusRunnerError || !rep.Ran {
+			if rep == nil || rep.Status != StatusRunnerError || !rep.Ran {
 				t.Errorf("step %d report = %+v, want a recorded runner error", i+1, rep)
 			}
 			if _, ok := p.iterFile(i+1, RunnerErrorLog); !ok {
@@ -244,7 +244,7 @@ func TestGuardFailureFeedsTheNextAttempt(t *testing.T) {
 		{Commands: []agenttest.Command{p.lookAtContext("2")}, Final: done("I think it works")},
 		{Commands: []agenttest.Command{p.lookAtContext("3")}, Files: []agenttest.File{{Path: "bug.txt", Op: "delete"}}, Final: done("removed bug.txt")},
 	}})
-	for i, want := range []baton.GuardResult{baton.GuardSkipped, baton.GuardFail, baton.GuardPass} {
+	for i, want := range []GuardResult{GuardSkipped, GuardFail, GuardPass} {
 		rep, err := p.step()
 		if err != nil || rep.Guard != want {
 			t.Fatalf("step %d = %+v, %v; want guard %s", i+1, rep, err, want)
@@ -294,7 +294,7 @@ func TestAgentEditingRunnerFilesIsAnAgentError(t *testing.T) {
 	if err != nil {
 		t.Fatalf("step error: %v", err)
 	}
-	if rep.Status != baton.StatusAgentError || rep.Guard != baton.GuardSkipped {
+	if rep.Status != StatusAgentError || rep.Guard != GuardSkipped {
 		t.Errorf("step = status %s guard %s, want agent_error skipped", rep.Status, rep.Guard)
 	}
 	for _, want := range []string{"runner-owned fields of node root", "config.toml"} {
@@ -340,7 +340,7 @@ func TestDecompositionAndStuck(t *testing.T) {
 		}}},
 	)
 	rep, err := p.step()
-	if err != nil || rep.Status != baton.StatusDecomposed || rep.State != Open {
+	if err != nil || rep.Status != StatusDecomposed || rep.State != Open {
 		t.Fatalf("step 1 = %+v, %v; want decomposed, open", rep, err)
 	}
 	tree := p.tree()
@@ -350,7 +350,7 @@ func TestDecompositionAndStuck(t *testing.T) {
 	// Children on an execute node: the agent's error, and with one attempt
 	// allowed, node 1 is stuck.
 	rep, err = p.step()
-	if err != nil || rep.Status != baton.StatusAgentError || rep.State != Stuck || rep.StuckNode != "1" {
+	if err != nil || rep.Status != StatusAgentError || rep.State != Stuck || rep.StuckNode != "1" {
 		t.Fatalf("step 2 = %+v, %v; want agent_error, stuck on 1", rep, err)
 	}
 	if len(p.tree().Find("1").Children) != 0 {
@@ -417,7 +417,7 @@ func TestStepRefuses(t *testing.T) {
 	}
 	r := q.runner()
 	r.AllowMain = true
-	if rep, err := r.Step(t.Context()); err != nil || rep.Status != baton.StatusDone {
+	if rep, err := r.Step(t.Context()); err != nil || rep.Status != StatusDone {
 		t.Errorf("Step --allow-main = %+v, %v", rep, err)
 	}
 
@@ -466,7 +466,7 @@ func TestInterruptAndRecovery(t *testing.T) {
 	if baton.ErrorCode(err) != baton.Canceled || !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted Step = %v, want Canceled", err)
 	}
-	if rep.Status != baton.StatusRunnerError || rep.Commit == "" {
+	if rep.Status != StatusRunnerError || rep.Commit == "" {
 		t.Errorf("interrupted step report = %+v, want a committed runner error", rep)
 	}
 	if got := p.git("show", "HEAD:partial.txt"); got != "half" {
@@ -483,7 +483,7 @@ func TestInterruptAndRecovery(t *testing.T) {
 	// A process that died during iteration 3, after the agent edited the tree.
 	st = p.state()
 	tree := p.tree()
-	st.InFlight = &baton.InFlight{Iter: st.NextIter, Node: "root", Attempt: 2, StartedAt: time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)}
+	st.InFlight = &InFlight{Iter: st.NextIter, Node: "root", Attempt: 2, StartedAt: time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)}
 	dir := p.l.Iteration(st.RunID, st.NextIter)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -505,7 +505,7 @@ func TestInterruptAndRecovery(t *testing.T) {
 	if err != nil {
 		t.Fatalf("step after the crash: %v", err)
 	}
-	if len(rep.Recovered) != 1 || !strings.Contains(rep.Recovered[0], "interrupted") || rep.Status != baton.StatusDone || rep.Iter != 4 {
+	if len(rep.Recovered) != 1 || !strings.Contains(rep.Recovered[0], "interrupted") || rep.Status != StatusDone || rep.Iter != 4 {
 		t.Errorf("step after the crash = %+v, want iteration 3 recovered and 4 done", rep)
 	}
 	wantSubjects := []string{
@@ -602,7 +602,7 @@ func TestEveryExecutorStep(t *testing.T) {
 				r.Agent = p.fake.CommandAgent()
 			}
 			rep, err := r.Step(t.Context())
-			if err != nil || rep.Status != baton.StatusDone || rep.Guard != baton.GuardPass || rep.State != Complete {
+			if err != nil || rep.Status != StatusDone || rep.Guard != GuardPass || rep.State != Complete {
 				t.Fatalf("Step with %s = %+v, %v", agent, rep, err)
 			}
 			calls := p.fake.Calls(t)

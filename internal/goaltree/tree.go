@@ -18,7 +18,7 @@ const maxTreeBytes = 16 << 20
 // root object), fills nil lists with empty ones, sorts children by (order,
 // id) and validates the result. Errors are Invalid and name the problem
 // nodes.
-func Decode(data []byte) (*baton.Node, error) {
+func Decode(data []byte) (*Node, error) {
 	if len(data) > maxTreeBytes {
 		return nil, baton.Errorf(baton.Invalid, "tree file is %d bytes, more than the %d allowed", len(data), maxTreeBytes)
 	}
@@ -34,10 +34,10 @@ func Decode(data []byte) (*baton.Node, error) {
 
 // decodeTree parses and normalises without validating, for reporting
 // every problem of a tree (run validate) or comparing an edited one.
-func decodeTree(data []byte) (*baton.Node, error) {
+func decodeTree(data []byte) (*Node, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	var root *baton.Node
+	var root *Node
 	if err := dec.Decode(&root); err != nil {
 		return nil, baton.WrapError(baton.Invalid, err, "tree is not valid JSON for a goal tree")
 	}
@@ -54,15 +54,15 @@ func decodeTree(data []byte) (*baton.Node, error) {
 }
 
 // normalize replaces nil lists and nil children, and sorts children.
-func normalize(n *baton.Node, depth int) error {
-	if depth > baton.MaxTreeDepth {
-		return baton.Errorf(baton.Invalid, "tree is nested deeper than %d levels", baton.MaxTreeDepth)
+func normalize(n *Node, depth int) error {
+	if depth > MaxTreeDepth {
+		return baton.Errorf(baton.Invalid, "tree is nested deeper than %d levels", MaxTreeDepth)
 	}
 	if n.Acceptance == nil {
 		n.Acceptance = []string{}
 	}
 	if n.Children == nil {
-		n.Children = []*baton.Node{}
+		n.Children = []*Node{}
 	}
 	for _, c := range n.Children {
 		if c == nil {
@@ -77,8 +77,8 @@ func normalize(n *baton.Node, depth int) error {
 }
 
 // SortChildren orders n's children by (order, id), not recursively.
-func SortChildren(n *baton.Node) {
-	slices.SortStableFunc(n.Children, func(a, b *baton.Node) int {
+func SortChildren(n *Node) {
+	slices.SortStableFunc(n.Children, func(a, b *Node) int {
 		if a.Order != b.Order {
 			if a.Order < b.Order {
 				return -1
@@ -91,7 +91,7 @@ func SortChildren(n *baton.Node) {
 
 // Encode renders a tree canonically: indented JSON, children in order, a
 // final newline. Decode(Encode(t)) equals t.
-func Encode(root *baton.Node) []byte {
+func Encode(root *Node) []byte {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -114,19 +114,19 @@ const (
 // Selection is the outcome of Select.
 type Selection struct {
 	State SelectionState
-	Node  *baton.Node   // nil when complete
-	Path  []*baton.Node // root to Node, both included
+	Node  *Node   // nil when complete
+	Path  []*Node // root to Node, both included
 }
 
 // Select picks the leftmost open leaf: depth first, children in (order, id)
 // order, skipping passed subtrees. When that leaf has used all its
 // attempts the run is stuck: the runner works strictly in order, because
 // later tasks may build on earlier ones.
-func Select(root *baton.Node) Selection {
+func Select(root *Node) Selection {
 	if root.Passes {
 		return Selection{State: Complete}
 	}
-	path := []*baton.Node{root}
+	path := []*Node{root}
 	n := root
 	for !n.IsLeaf() {
 		next := firstOpen(n)
@@ -144,9 +144,9 @@ func Select(root *baton.Node) Selection {
 	return Selection{State: Open, Node: n, Path: path}
 }
 
-func firstOpen(n *baton.Node) *baton.Node {
+func firstOpen(n *Node) *Node {
 	kids := slices.Clone(n.Children)
-	SortChildren(&baton.Node{Children: kids})
+	SortChildren(&Node{Children: kids})
 	for _, c := range kids {
 		if !c.Passes {
 			return c
@@ -165,9 +165,9 @@ type Counts struct {
 }
 
 // Count tallies root's tree.
-func Count(root *baton.Node) Counts {
+func Count(root *Node) Counts {
 	var c Counts
-	root.Walk(func(n, _ *baton.Node, _ int) bool {
+	root.Walk(func(n, _ *Node, _ int) bool {
 		c.Nodes++
 		if !n.IsLeaf() {
 			return true
@@ -188,7 +188,7 @@ func Count(root *baton.Node) Counts {
 
 // Mark is a node's one-glyph state in listings: [x] passed, [!] stuck,
 // [ ] open.
-func Mark(n *baton.Node) string {
+func Mark(n *Node) string {
 	switch {
 	case n.Passes:
 		return "[x]"
@@ -204,10 +204,10 @@ const DefaultSummaryNodes = 200
 // Summary renders one line per node, indented by depth: mark, id, title,
 // and attempts or the next action. The selected node is flagged. After
 // maxNodes lines it says how many nodes it left out.
-func Summary(root *baton.Node, selected string, maxNodes int) string {
+func Summary(root *Node, selected string, maxNodes int) string {
 	var b strings.Builder
 	shown, total := 0, 0
-	root.Walk(func(n, _ *baton.Node, depth int) bool {
+	root.Walk(func(n, _ *Node, depth int) bool {
 		total++
 		if shown >= maxNodes {
 			return true
@@ -240,7 +240,7 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 // childID returns the id for a new child of parent: "<n>" under the root,
 // "<parent>.<n>" deeper, with n one more than the largest number a sibling
 // id ends in, and never an id the tree already uses.
-func childID(root, parent *baton.Node) string {
+func childID(root, parent *Node) string {
 	prefix := parent.ID + "."
 	if parent == root {
 		prefix = ""
@@ -261,7 +261,7 @@ func childID(root, parent *baton.Node) string {
 }
 
 // nextOrder returns an order after every child of parent.
-func nextOrder(parent *baton.Node) int {
+func nextOrder(parent *Node) int {
 	o := 0
 	for _, c := range parent.Children {
 		o = max(o, c.Order)
@@ -271,7 +271,7 @@ func nextOrder(parent *baton.Node) int {
 
 // recomputePasses sets every internal node's passes from its children,
 // bottom up.
-func recomputePasses(n *baton.Node) bool {
+func recomputePasses(n *Node) bool {
 	if n.IsLeaf() {
 		return n.Passes
 	}
@@ -288,7 +288,7 @@ func recomputePasses(n *baton.Node) bool {
 // unless child.Order is set, and resets the runner-owned fields. It
 // refuses a passed parent (passed nodes are immutable) and returns the
 // new tree, validated.
-func AddNode(root *baton.Node, parentID string, child baton.Node) (*baton.Node, *baton.Node, error) {
+func AddNode(root *Node, parentID string, child Node) (*Node, *Node, error) {
 	after := root.Clone()
 	parent := after.Find(parentID)
 	if parent == nil {
@@ -309,12 +309,12 @@ func AddNode(root *baton.Node, parentID string, child baton.Node) (*baton.Node, 
 		c.Order = nextOrder(parent)
 	}
 	if c.Next == "" {
-		c.Next = baton.NextExecute
+		c.Next = NextExecute
 	}
 	if c.Acceptance == nil {
 		c.Acceptance = []string{}
 	}
-	c.Passes, c.Attempts, c.Children = false, 0, []*baton.Node{}
+	c.Passes, c.Attempts, c.Children = false, 0, []*Node{}
 	parent.Children = append(parent.Children, &c)
 	SortChildren(parent)
 	recomputePasses(after)

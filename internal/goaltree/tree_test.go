@@ -10,24 +10,24 @@ import (
 )
 
 // leaf returns an open execute leaf.
-func leaf(id string, order int) *baton.Node {
-	return &baton.Node{ID: id, Order: order, Title: "task " + id, Goal: "do " + id, Acceptance: []string{id + " works"}, Next: baton.NextExecute, MaxAttempts: 3, Children: []*baton.Node{}}
+func leaf(id string, order int) *Node {
+	return &Node{ID: id, Order: order, Title: "task " + id, Goal: "do " + id, Acceptance: []string{id + " works"}, Next: NextExecute, MaxAttempts: 3, Children: []*Node{}}
 }
 
 // internal returns an internal node over kids, its passes derived.
-func internal(id string, order int, kids ...*baton.Node) *baton.Node {
+func internal(id string, order int, kids ...*Node) *Node {
 	n := leaf(id, order)
-	n.Next = baton.NextDecompose
+	n.Next = NextDecompose
 	n.Children = kids
 	recomputePasses(n)
 	return n
 }
 
-func prob(id, msg string) baton.NodeProblem { return baton.NodeProblem{NodeID: id, Message: msg} }
+func prob(id, msg string) NodeProblem { return NodeProblem{NodeID: id, Message: msg} }
 
-func passed(n *baton.Node) *baton.Node { n.Passes = true; return n }
+func passed(n *Node) *Node { n.Passes = true; return n }
 
-func stuck(n *baton.Node) *baton.Node { n.Attempts = n.MaxAttempts; return n }
+func stuck(n *Node) *Node { n.Attempts = n.MaxAttempts; return n }
 
 func TestDecodeSortsAndRoundTrips(t *testing.T) {
 	in := `{"id":"root","order":0,"title":"Root","goal":"","acceptance":null,"next":"decompose","passes":false,"attempts":0,"max_attempts":3,"children":[
@@ -60,23 +60,23 @@ func TestDecodeSortsAndRoundTrips(t *testing.T) {
 func TestProblemsNameTheNode(t *testing.T) {
 	tests := []struct {
 		name string
-		tree *baton.Node
-		want []baton.NodeProblem
+		tree *Node
+		want []NodeProblem
 	}{
 		{"valid", internal("root", 0, leaf("1", 1), passed(leaf("2", 2))), nil},
-		{"duplicate id", internal("root", 0, leaf("1", 1), leaf("1", 2)), []baton.NodeProblem{prob("1", "id is used by another node")}},
-		{"bad id", internal("root", 0, leaf("../x", 1)), []baton.NodeProblem{prob("../x", "invalid id: ids are letters, digits, '.', '_' and '-', start with a letter or digit, and never contain '..'")}},
-		{"leaf without goal", internal("root", 0, func() *baton.Node { n := leaf("1", 1); n.Goal = " "; return n }()), []baton.NodeProblem{prob("1", "goal is empty: a leaf needs a goal an agent can work on")}},
-		{"attempts over max", internal("root", 0, func() *baton.Node { n := leaf("1", 1); n.Attempts = 4; return n }()), []baton.NodeProblem{prob("1", "attempts 4 exceeds max_attempts 3")}},
-		{"zero max attempts", func() *baton.Node { n := leaf("root", 0); n.MaxAttempts = 0; return n }(), []baton.NodeProblem{prob("root", "max_attempts is 0, want at least 1")}},
-		{"bad next", func() *baton.Node { n := leaf("root", 0); n.Next = "done"; return n }(), []baton.NodeProblem{prob("root", `next is "done", want execute or decompose`)}},
-		{"internal passes without children passing", func() *baton.Node { n := internal("root", 0, leaf("1", 1)); n.Passes = true; return n }(), []baton.NodeProblem{prob("root", "passes is true but not all children pass")}},
-		{"internal open with all children passed", func() *baton.Node {
+		{"duplicate id", internal("root", 0, leaf("1", 1), leaf("1", 2)), []NodeProblem{prob("1", "id is used by another node")}},
+		{"bad id", internal("root", 0, leaf("../x", 1)), []NodeProblem{prob("../x", "invalid id: ids are letters, digits, '.', '_' and '-', start with a letter or digit, and never contain '..'")}},
+		{"leaf without goal", internal("root", 0, func() *Node { n := leaf("1", 1); n.Goal = " "; return n }()), []NodeProblem{prob("1", "goal is empty: a leaf needs a goal an agent can work on")}},
+		{"attempts over max", internal("root", 0, func() *Node { n := leaf("1", 1); n.Attempts = 4; return n }()), []NodeProblem{prob("1", "attempts 4 exceeds max_attempts 3")}},
+		{"zero max attempts", func() *Node { n := leaf("root", 0); n.MaxAttempts = 0; return n }(), []NodeProblem{prob("root", "max_attempts is 0, want at least 1")}},
+		{"bad next", func() *Node { n := leaf("root", 0); n.Next = "done"; return n }(), []NodeProblem{prob("root", `next is "done", want execute or decompose`)}},
+		{"internal passes without children passing", func() *Node { n := internal("root", 0, leaf("1", 1)); n.Passes = true; return n }(), []NodeProblem{prob("root", "passes is true but not all children pass")}},
+		{"internal open with all children passed", func() *Node {
 			n := internal("root", 0, passed(leaf("1", 1)))
 			n.Passes = false
 			return n
-		}(), []baton.NodeProblem{prob("root", "passes is false but all children pass")}},
-		{"blank acceptance", func() *baton.Node { n := leaf("root", 0); n.Acceptance = []string{"ok", ""}; return n }(), []baton.NodeProblem{prob("root", "acceptance item 2 is empty")}},
+		}(), []NodeProblem{prob("root", "passes is false but all children pass")}},
+		{"blank acceptance", func() *Node { n := leaf("root", 0); n.Acceptance = []string{"ok", ""}; return n }(), []NodeProblem{prob("root", "acceptance item 2 is empty")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -111,7 +111,7 @@ func TestDecodeRejects(t *testing.T) {
 func TestSelect(t *testing.T) {
 	tests := []struct {
 		name  string
-		tree  *baton.Node
+		tree  *Node
 		state SelectionState
 		node  string
 	}{
@@ -121,7 +121,7 @@ func TestSelect(t *testing.T) {
 		{"skips passed subtrees", internal("root", 0, internal("1", 1, passed(leaf("1.1", 1))), internal("2", 2, passed(leaf("2.1", 1)), leaf("2.2", 2))), Open, "2.2"},
 		{"stuck leftmost blocks later leaves", internal("root", 0, stuck(leaf("1", 1)), leaf("2", 2)), Stuck, "1"},
 		{"complete", internal("root", 0, passed(leaf("1", 1)), passed(leaf("2", 2))), Complete, ""},
-		{"open decompose leaf", func() *baton.Node { n := leaf("root", 0); n.Next = baton.NextDecompose; return n }(), Open, "root"},
+		{"open decompose leaf", func() *Node { n := leaf("root", 0); n.Next = NextDecompose; return n }(), Open, "root"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -162,27 +162,27 @@ func TestSummaryAndCounts(t *testing.T) {
 
 func TestAddNode(t *testing.T) {
 	tree := internal("root", 0, passed(leaf("1", 1)), leaf("2", 2))
-	after, n, err := AddNode(tree, "root", baton.Node{Title: "third", Goal: "g", MaxAttempts: 2})
+	after, n, err := AddNode(tree, "root", Node{Title: "third", Goal: "g", MaxAttempts: 2})
 	if err != nil {
 		t.Fatalf("AddNode error: %v", err)
 	}
-	if n.ID != "3" || n.Order != 3 || n.Next != baton.NextExecute || len(after.Children) != 3 || len(tree.Children) != 2 {
+	if n.ID != "3" || n.Order != 3 || n.Next != NextExecute || len(after.Children) != 3 || len(tree.Children) != 2 {
 		t.Errorf("AddNode(root) = node %+v in %d children (before has %d), want id 3, order 3, execute", n, len(after.Children), len(tree.Children))
 	}
-	after, n, err = AddNode(after, "2", baton.Node{Title: "sub", Goal: "g", MaxAttempts: 2, Passes: true, Attempts: 2})
+	after, n, err = AddNode(after, "2", Node{Title: "sub", Goal: "g", MaxAttempts: 2, Passes: true, Attempts: 2})
 	if err != nil || n.ID != "2.1" || n.Passes || n.Attempts != 0 {
 		t.Errorf("AddNode(2) = %+v, %v; want id 2.1 with runner-owned fields reset", n, err)
 	}
-	if _, _, err := AddNode(after, "1", baton.Node{Title: "x", Goal: "g", MaxAttempts: 1}); baton.ErrorCode(err) != baton.Conflict {
+	if _, _, err := AddNode(after, "1", Node{Title: "x", Goal: "g", MaxAttempts: 1}); baton.ErrorCode(err) != baton.Conflict {
 		t.Errorf("AddNode under a passed node = %v, want Conflict", err)
 	}
-	if _, _, err := AddNode(after, "nope", baton.Node{Title: "x", Goal: "g", MaxAttempts: 1}); baton.ErrorCode(err) != baton.NotFound {
+	if _, _, err := AddNode(after, "nope", Node{Title: "x", Goal: "g", MaxAttempts: 1}); baton.ErrorCode(err) != baton.NotFound {
 		t.Errorf("AddNode under a missing node = %v, want NotFound", err)
 	}
-	if _, _, err := AddNode(after, "root", baton.Node{ID: "2.1", Title: "x", Goal: "g", MaxAttempts: 1}); baton.ErrorCode(err) != baton.Conflict {
+	if _, _, err := AddNode(after, "root", Node{ID: "2.1", Title: "x", Goal: "g", MaxAttempts: 1}); baton.ErrorCode(err) != baton.Conflict {
 		t.Errorf("AddNode with a used id = %v, want Conflict", err)
 	}
-	if _, _, err := AddNode(after, "root", baton.Node{Title: "x", MaxAttempts: 1}); baton.ErrorCode(err) != baton.Invalid {
+	if _, _, err := AddNode(after, "root", Node{Title: "x", MaxAttempts: 1}); baton.ErrorCode(err) != baton.Invalid {
 		t.Errorf("AddNode of a leaf without goal = %v, want Invalid", err)
 	}
 }
@@ -191,24 +191,24 @@ func TestCheckTreeUpdate(t *testing.T) {
 	before := internal("root", 0, internal("1", 1, passed(leaf("1.1", 1))), leaf("2", 2))
 	tests := []struct {
 		name   string
-		change func(t *baton.Node)
+		change func(t *Node)
 		ok     bool
 	}{
-		{"open node edited", func(t *baton.Node) { t.Find("2").Title = "new" }, true},
-		{"passed node edited", func(t *baton.Node) { t.Find("1.1").Goal = "other" }, false},
-		{"passed parent's child added", func(t *baton.Node) { p := t.Find("1"); p.Children = append(p.Children, leaf("1.2", 2)) }, false},
-		{"passed node removed", func(t *baton.Node) { t.Children = t.Children[1:] }, false},
-		{"passed node moved", func(t *baton.Node) {
+		{"open node edited", func(t *Node) { t.Find("2").Title = "new" }, true},
+		{"passed node edited", func(t *Node) { t.Find("1.1").Goal = "other" }, false},
+		{"passed parent's child added", func(t *Node) { p := t.Find("1"); p.Children = append(p.Children, leaf("1.2", 2)) }, false},
+		{"passed node removed", func(t *Node) { t.Children = t.Children[1:] }, false},
+		{"passed node moved", func(t *Node) {
 			n := t.Find("1")
 			t.Children = t.Children[1:]
-			t.Find("2").Children = []*baton.Node{n}
+			t.Find("2").Children = []*Node{n}
 		}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			after := before.Clone()
 			tt.change(after)
-			err := baton.CheckTreeUpdate(before, after)
+			err := CheckTreeUpdate(before, after)
 			if (err == nil) != tt.ok {
 				t.Errorf("CheckTreeUpdate() = %v, want ok=%v", err, tt.ok)
 			}

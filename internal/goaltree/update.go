@@ -13,8 +13,8 @@ import (
 type Verdict struct {
 	// Status is the agent's status, or agent_error when the runner
 	// rejected what the agent did.
-	Status baton.StepStatus
-	Guard  baton.GuardResult
+	Status StepStatus
+	Guard  GuardResult
 	// Passed is true when the node passed: done and a passing guard.
 	Passed bool
 	// AttemptSpent is true for retry, guard failure and agent error.
@@ -40,7 +40,7 @@ type Verdict struct {
 //
 // It returns an Internal error if the result would break an invariant,
 // which means a bug in the runner, not in the agent.
-func Update(before *baton.Node, id string, r *Result, agentErr string, guard baton.GuardResult, lim Limits) (*baton.Node, Verdict, error) {
+func Update(before *Node, id string, r *Result, agentErr string, guard GuardResult, lim Limits) (*Node, Verdict, error) {
 	after := before.Clone()
 	n := after.Find(id)
 	if n == nil || !n.IsLeaf() || n.Passes {
@@ -48,24 +48,24 @@ func Update(before *baton.Node, id string, r *Result, agentErr string, guard bat
 	}
 	v := Verdict{Status: r.Status, Guard: guard}
 	if agentErr != "" {
-		v.Status, v.AgentError = baton.StatusAgentError, agentErr
+		v.Status, v.AgentError = StatusAgentError, agentErr
 	}
-	if v.Status != baton.StatusDone {
-		v.Guard = baton.GuardSkipped
+	if v.Status != StatusDone {
+		v.Guard = GuardSkipped
 	}
 	switch v.Status {
-	case baton.StatusDone:
-		if v.Guard == baton.GuardPass {
+	case StatusDone:
+		if v.Guard == GuardPass {
 			n.Passes, v.Passed = true, true
 		} else {
-			v.Guard = baton.GuardFail
+			v.Guard = GuardFail
 			v.AttemptSpent = true
 		}
-	case baton.StatusRetry, baton.StatusAgentError:
+	case StatusRetry, StatusAgentError:
 		v.AttemptSpent = true
-	case baton.StatusDecomposed:
+	case StatusDecomposed:
 		for i, c := range r.Children {
-			child := &baton.Node{
+			child := &Node{
 				ID:          childID(after, n),
 				Order:       i + 1,
 				Title:       strings.TrimSpace(c.Title),
@@ -73,7 +73,7 @@ func Update(before *baton.Node, id string, r *Result, agentErr string, guard bat
 				Acceptance:  trimAll(c.Acceptance),
 				Next:        c.Next,
 				MaxAttempts: lim.MaxAttempts,
-				Children:    []*baton.Node{},
+				Children:    []*Node{},
 			}
 			n.Children = append(n.Children, child)
 			v.Added = append(v.Added, child.ID)
@@ -88,7 +88,7 @@ func Update(before *baton.Node, id string, r *Result, agentErr string, guard bat
 	if err := after.Validate(); err != nil {
 		return nil, Verdict{}, baton.WrapError(baton.Internal, err, "update of node %s broke the tree", id)
 	}
-	if err := baton.CheckTreeUpdate(before, after); err != nil {
+	if err := CheckTreeUpdate(before, after); err != nil {
 		return nil, Verdict{}, baton.WrapError(baton.Internal, err, "update of node %s changed a passed node", id)
 	}
 	return after, v, nil
@@ -105,19 +105,19 @@ func trimAll(ss []string) []string {
 // describeTreeEdit explains how an agent changed tree.json on disk, for
 // the agent error that costs it the attempt. edited is the file's content
 // after the agent ran; before is the tree the runner wrote.
-func describeTreeEdit(before *baton.Node, edited []byte) string {
+func describeTreeEdit(before *Node, edited []byte) string {
 	const owned = "tree.json belongs to the runner and your edits were reverted; report children in your answer instead"
 	after, err := decodeTree(edited)
 	if err != nil {
 		return "you changed tree.json into something that is not a goal tree; " + owned
 	}
-	if err := baton.CheckTreeUpdate(before, after); err != nil {
+	if err := CheckTreeUpdate(before, after); err != nil {
 		return "you changed tree.json: " + baton.ErrorMessage(err) + "; " + owned
 	}
 	var changes []string
-	index := map[string]*baton.Node{}
-	after.Walk(func(n, _ *baton.Node, _ int) bool { index[n.ID] = n; return true })
-	before.Walk(func(n, _ *baton.Node, _ int) bool {
+	index := map[string]*Node{}
+	after.Walk(func(n, _ *Node, _ int) bool { index[n.ID] = n; return true })
+	before.Walk(func(n, _ *Node, _ int) bool {
 		got, ok := index[n.ID]
 		switch {
 		case !ok:
@@ -144,7 +144,7 @@ func describeTreeEdit(before *baton.Node, edited []byte) string {
 
 // sameFields compares the agent-visible fields of two nodes, not their
 // children.
-func sameFields(a, b *baton.Node) bool {
+func sameFields(a, b *Node) bool {
 	if a.Title != b.Title || a.Goal != b.Goal || a.Next != b.Next || a.Order != b.Order || len(a.Acceptance) != len(b.Acceptance) {
 		return false
 	}

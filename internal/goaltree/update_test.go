@@ -11,7 +11,7 @@ import (
 
 func TestUpdateTaxonomy(t *testing.T) {
 	lim := Limits{MaxChildren: 4, MaxDepth: 4, MaxAttempts: 2}
-	tree := func() *baton.Node {
+	tree := func() *Node {
 		n := leaf("2", 2)
 		n.Attempts = 1
 		return internal("root", 0, passed(leaf("1", 1)), n)
@@ -20,15 +20,15 @@ func TestUpdateTaxonomy(t *testing.T) {
 		name     string
 		res      Result
 		agentErr string
-		guard    baton.GuardResult
+		guard    GuardResult
 		want     Verdict
 		attempts int
 		passes   bool
 	}{
-		{"done and guard pass", Result{Status: "done"}, "", baton.GuardPass, Verdict{Status: "done", Guard: "pass", Passed: true}, 1, true},
-		{"done and guard fail", Result{Status: "done"}, "", baton.GuardFail, Verdict{Status: "done", Guard: "fail", AttemptSpent: true}, 2, false},
-		{"retry", Result{Status: "retry"}, "", baton.GuardSkipped, Verdict{Status: "retry", Guard: "skipped", AttemptSpent: true}, 2, false},
-		{"agent error ignores a passing guard", Result{Status: "done"}, "edited tree.json", baton.GuardPass, Verdict{Status: "agent_error", Guard: "skipped", AttemptSpent: true, AgentError: "edited tree.json"}, 2, false},
+		{"done and guard pass", Result{Status: "done"}, "", GuardPass, Verdict{Status: "done", Guard: "pass", Passed: true}, 1, true},
+		{"done and guard fail", Result{Status: "done"}, "", GuardFail, Verdict{Status: "done", Guard: "fail", AttemptSpent: true}, 2, false},
+		{"retry", Result{Status: "retry"}, "", GuardSkipped, Verdict{Status: "retry", Guard: "skipped", AttemptSpent: true}, 2, false},
+		{"agent error ignores a passing guard", Result{Status: "done"}, "edited tree.json", GuardPass, Verdict{Status: "agent_error", Guard: "skipped", AttemptSpent: true, AgentError: "edited tree.json"}, 2, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,7 +59,7 @@ func TestUpdateAttemptsSaturate(t *testing.T) {
 	// The third retry hits a stuck leaf, which Select never offers;
 	// Update still never counts past max_attempts.
 	for i, want := range []int{1, 2, 2} {
-		after, _, err := Update(n, "root", res, "", baton.GuardSkipped, Limits{MaxAttempts: 2})
+		after, _, err := Update(n, "root", res, "", GuardSkipped, Limits{MaxAttempts: 2})
 		if err != nil {
 			t.Fatalf("Update %d error: %v", i, err)
 		}
@@ -76,12 +76,12 @@ func TestUpdateAttemptsSaturate(t *testing.T) {
 func TestUpdateDecomposition(t *testing.T) {
 	lim := Limits{MaxChildren: 4, MaxDepth: 4, MaxAttempts: 5}
 	root := leaf("root", 0)
-	root.Next = baton.NextDecompose
+	root.Next = NextDecompose
 	kids := []ChildSpec{
 		{Title: " Parser ", Goal: "parse", Acceptance: []string{" parses 1+2 "}, Next: "execute"},
 		{Title: "Evaluator", Goal: "eval", Acceptance: []string{"evaluates"}, Next: "decompose"},
 	}
-	after, v, err := Update(root, "root", &Result{Status: "decomposed", Children: kids}, "", baton.GuardSkipped, lim)
+	after, v, err := Update(root, "root", &Result{Status: "decomposed", Children: kids}, "", GuardSkipped, lim)
 	if err != nil {
 		t.Fatalf("Update error: %v", err)
 	}
@@ -93,7 +93,7 @@ func TestUpdateDecomposition(t *testing.T) {
 		t.Errorf("first child = %+v (verdict %+v), want trimmed text, order 1, runner-owned fields from the runner", c, v)
 	}
 	// Deeper children are named <parent>.<n>.
-	after, v, err = Update(after, "2", &Result{Status: "decomposed", Children: kids[:1]}, "", baton.GuardSkipped, lim)
+	after, v, err = Update(after, "2", &Result{Status: "decomposed", Children: kids[:1]}, "", GuardSkipped, lim)
 	if err != nil || len(v.Added) != 1 || v.Added[0] != "2.1" {
 		t.Fatalf("Update(2) = %+v, %v; want child 2.1", v, err)
 	}
@@ -104,14 +104,14 @@ func TestUpdateDecomposition(t *testing.T) {
 
 func TestUpdateRefusesNonLeaf(t *testing.T) {
 	tree := internal("root", 0, leaf("1", 1))
-	if _, _, err := Update(tree, "root", &Result{Status: "done"}, "", baton.GuardPass, Limits{}); baton.ErrorCode(err) != baton.Internal {
+	if _, _, err := Update(tree, "root", &Result{Status: "done"}, "", GuardPass, Limits{}); baton.ErrorCode(err) != baton.Internal {
 		t.Errorf("Update on an internal node = %v, want Internal", err)
 	}
 }
 
 func TestDescribeTreeEdit(t *testing.T) {
 	before := internal("root", 0, passed(leaf("1", 1)), leaf("2", 2))
-	edit := func(f func(*baton.Node)) []byte {
+	edit := func(f func(*Node)) []byte {
 		t := before.Clone()
 		f(t)
 		return Encode(t)
@@ -122,10 +122,10 @@ func TestDescribeTreeEdit(t *testing.T) {
 		want   string
 	}{
 		{"garbage", []byte("{"), "not a goal tree"},
-		{"passed node changed", edit(func(t *baton.Node) { t.Find("1").Title = "x" }), "passed node changed"},
-		{"marked itself passed", edit(func(t *baton.Node) { t.Find("2").Passes = true }), "runner-owned fields of node 2"},
-		{"relaxed acceptance", edit(func(t *baton.Node) { t.Find("2").Acceptance = nil }), "edited node 2"},
-		{"added a node", edit(func(t *baton.Node) { t.Children = append(t.Children, leaf("9", 9)) }), "added node 9"},
+		{"passed node changed", edit(func(t *Node) { t.Find("1").Title = "x" }), "passed node changed"},
+		{"marked itself passed", edit(func(t *Node) { t.Find("2").Passes = true }), "runner-owned fields of node 2"},
+		{"relaxed acceptance", edit(func(t *Node) { t.Find("2").Acceptance = nil }), "edited node 2"},
+		{"added a node", edit(func(t *Node) { t.Children = append(t.Children, leaf("9", 9)) }), "added node 9"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,9 +1,11 @@
-package baton
+package goaltree
 
 import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/baton-agent/baton"
 )
 
 // NodeNext says what the goal-tree runner does with an open leaf.
@@ -129,7 +131,7 @@ func (n *Node) Problems() []NodeProblem {
 			ps = append(ps, NodeProblem{NodeID: id, Message: fmt.Sprintf(format, args...)})
 		}
 		switch {
-		case !ValidID(id):
+		case !baton.ValidID(id):
 			if id == "" {
 				id = "(no id)"
 			}
@@ -200,7 +202,7 @@ func problemsError(what string, ps []NodeProblem) error {
 		}
 		msgs = append(msgs, p.String())
 	}
-	return Errorf(Invalid, "%s: %s", what, strings.Join(msgs, "; "))
+	return baton.Errorf(baton.Invalid, "%s: %s", what, strings.Join(msgs, "; "))
 }
 
 // CheckTreeUpdate enforces what holds between a tree and its successor:
@@ -374,19 +376,19 @@ type RunTotals struct {
 // Validate checks a run state: a valid run id, a positive next_iter, and
 // records that name valid nodes with known statuses.
 func (s *RunState) Validate() error {
-	if err := CheckID("run", s.RunID); err != nil {
+	if err := baton.CheckID("run", s.RunID); err != nil {
 		return err
 	}
 	if s.NextIter < 1 {
-		return Errorf(Invalid, "run %s: next_iter is %d, want 1 or more", s.RunID, s.NextIter)
+		return baton.Errorf(baton.Invalid, "run %s: next_iter is %d, want 1 or more", s.RunID, s.NextIter)
 	}
 	if f := s.Feedback; f != nil {
-		if !ValidID(f.Node) || (!f.Status.AgentReported() && f.Status != StatusAgentError) {
-			return Errorf(Invalid, "run %s: feedback names node %q with status %q", s.RunID, f.Node, f.Status)
+		if !baton.ValidID(f.Node) || (!f.Status.AgentReported() && f.Status != StatusAgentError) {
+			return baton.Errorf(baton.Invalid, "run %s: feedback names node %q with status %q", s.RunID, f.Node, f.Status)
 		}
 	}
-	if f := s.InFlight; f != nil && (!ValidID(f.Node) || f.Iter != s.NextIter) {
-		return Errorf(Invalid, "run %s: in_flight names node %q, iteration %d", s.RunID, f.Node, f.Iter)
+	if f := s.InFlight; f != nil && (!baton.ValidID(f.Node) || f.Iter != s.NextIter) {
+		return baton.Errorf(baton.Invalid, "run %s: in_flight names node %q, iteration %d", s.RunID, f.Node, f.Iter)
 	}
 	return nil
 }
