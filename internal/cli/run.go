@@ -182,11 +182,11 @@ func runRunInit(ctx context.Context, f *Factory, o runInitOptions) error {
 
 // treeJSON is the tree as `run tree --json` and `run status --json` print it.
 type treeJSON struct {
-	SchemaVersion int                 `json:"schema_version"`
-	RunID         string              `json:"run_id"`
-	State         string              `json:"state"`
-	Selected      string              `json:"selected,omitempty"`
-	Counts        goaltree.Counts     `json:"counts"`
+	SchemaVersion int                    `json:"schema_version"`
+	RunID         string                 `json:"run_id"`
+	State         string                 `json:"state"`
+	Selected      string                 `json:"selected,omitempty"`
+	Counts        goaltree.Counts        `json:"counts"`
 	Tree          *goaltree.Node         `json:"tree"`
 	Problems      []goaltree.NodeProblem `json:"problems,omitempty"`
 }
@@ -314,9 +314,9 @@ func runRunAdd(ctx context.Context, f *Factory, o runAddOptions) error {
 	}
 	if o.asJSON {
 		return writeJSON(f.IO.Out, struct {
-			SchemaVersion int         `json:"schema_version"`
+			SchemaVersion int            `json:"schema_version"`
 			Node          *goaltree.Node `json:"node"`
-			Parent        string      `json:"parent"`
+			Parent        string         `json:"parent"`
 		}{1, added, o.parent})
 	}
 	fmt.Fprintf(f.IO.Err, "baton: added node %s under %s; commit it before the next step\n", added.ID, o.parent)
@@ -351,8 +351,8 @@ naming the node it is about. Exits 2 when there is one.`,
 			}
 			if asJSON {
 				j := struct {
-					SchemaVersion int                 `json:"schema_version"`
-					OK            bool                `json:"ok"`
+					SchemaVersion int                    `json:"schema_version"`
+					OK            bool                   `json:"ok"`
 					Problems      []goaltree.NodeProblem `json:"problems"`
 				}{1, len(problems) == 0, problems}
 				if j.Problems == nil {
@@ -558,28 +558,28 @@ func runOutcome(rep *goaltree.LoopReport, err error) runOutcomeJSON {
 
 // statusJSON is `baton run status --json`.
 type statusJSON struct {
-	SchemaVersion int                    `json:"schema_version"`
-	RunID         string                 `json:"run_id"`
-	Branch        string                 `json:"branch,omitempty"`
-	State         string                 `json:"state"`
-	Current       *nodeBrief             `json:"current,omitempty"`
-	Counts        goaltree.Counts        `json:"counts"`
-	NextIter      int                    `json:"next_iter"`
-	Iterations    int                    `json:"iterations"`
+	SchemaVersion int                       `json:"schema_version"`
+	RunID         string                    `json:"run_id"`
+	Branch        string                    `json:"branch,omitempty"`
+	State         string                    `json:"state"`
+	Current       *nodeBrief                `json:"current,omitempty"`
+	Counts        goaltree.Counts           `json:"counts"`
+	NextIter      int                       `json:"next_iter"`
+	Iterations    int                       `json:"iterations"`
 	Last          *goaltree.IterationRecord `json:"last,omitempty"`
 	Feedback      *goaltree.Feedback        `json:"feedback,omitempty"`
 	InFlight      *goaltree.InFlight        `json:"in_flight,omitempty"`
 	Totals        goaltree.RunTotals        `json:"totals"`
-	Agent         string                 `json:"agent"`
-	Guard         string                 `json:"guard"`
+	Agent         string                    `json:"agent"`
+	Guard         string                    `json:"guard"`
 }
 
 type nodeBrief struct {
-	ID          string         `json:"id"`
-	Title       string         `json:"title"`
+	ID          string            `json:"id"`
+	Title       string            `json:"title"`
 	Next        goaltree.NodeNext `json:"next"`
-	Attempts    int            `json:"attempts"`
-	MaxAttempts int            `json:"max_attempts"`
+	Attempts    int               `json:"attempts"`
+	MaxAttempts int               `json:"max_attempts"`
 }
 
 func newRunStatusCmd(f *Factory) *cobra.Command {

@@ -12,17 +12,17 @@ import (
 
 // Result is the structured answer an agent ends its session with.
 type Result struct {
-	Status   StepStatus `json:"status"`
-	Summary  string           `json:"summary"`
-	Children []ChildSpec      `json:"children"`
+	Status   StepStatus  `json:"status"`
+	Summary  string      `json:"summary"`
+	Children []ChildSpec `json:"children"`
 }
 
 // ChildSpec is a child an agent proposes for a decompose node. The runner
 // assigns its id, order and runner-owned fields.
 type ChildSpec struct {
-	Title      string         `json:"title"`
-	Goal       string         `json:"goal"`
-	Acceptance []string       `json:"acceptance"`
+	Title      string   `json:"title"`
+	Goal       string   `json:"goal"`
+	Acceptance []string `json:"acceptance"`
 	Next       NodeNext `json:"next"`
 }
 

@@ -591,34 +591,34 @@ func oneLineCut(s string, n int) string {
 
 // Meta is an iteration's meta.json.
 type Meta struct {
-	SchemaVersion   int               `json:"schema_version"`
-	RunID           string            `json:"run_id"`
-	Iter            int               `json:"iter"`
-	Node            string            `json:"node"`
-	Title           string            `json:"title"`
-	Attempt         int               `json:"attempt"`
-	MaxAttempts     int               `json:"max_attempts"`
-	Agent           string            `json:"agent"`
-	Status          StepStatus  `json:"status"`
-	Guard           GuardResult `json:"guard"`
-	RunnerError     string            `json:"runner_error,omitempty"`
-	AgentError      string            `json:"agent_error,omitempty"`
-	ChildrenAdded   []string          `json:"children_added,omitempty"`
-	StartedAt       time.Time         `json:"started_at"`
-	FinishedAt      time.Time         `json:"finished_at"`
-	AgentSeconds    float64           `json:"agent_seconds"`
-	GuardSeconds    float64           `json:"guard_seconds"`
-	ElapsedSeconds  float64           `json:"elapsed_seconds"`
-	CostUSD         float64           `json:"cost_usd,omitempty"`
-	InputTokens     int64             `json:"input_tokens,omitempty"`
-	OutputTokens    int64             `json:"output_tokens,omitempty"`
-	CacheReadTokens int64             `json:"cache_read_tokens,omitempty"`
-	NumTurns        int               `json:"num_turns,omitempty"`
-	SessionID       string            `json:"session_id,omitempty"`
-	Model           string            `json:"model,omitempty"`
-	ExitCode        *int              `json:"agent_exit_code,omitempty"`
-	Prompt          *prompt.Report    `json:"prompt,omitempty"`
-	Commit          string            `json:"commit,omitempty"`
+	SchemaVersion   int            `json:"schema_version"`
+	RunID           string         `json:"run_id"`
+	Iter            int            `json:"iter"`
+	Node            string         `json:"node"`
+	Title           string         `json:"title"`
+	Attempt         int            `json:"attempt"`
+	MaxAttempts     int            `json:"max_attempts"`
+	Agent           string         `json:"agent"`
+	Status          StepStatus     `json:"status"`
+	Guard           GuardResult    `json:"guard"`
+	RunnerError     string         `json:"runner_error,omitempty"`
+	AgentError      string         `json:"agent_error,omitempty"`
+	ChildrenAdded   []string       `json:"children_added,omitempty"`
+	StartedAt       time.Time      `json:"started_at"`
+	FinishedAt      time.Time      `json:"finished_at"`
+	AgentSeconds    float64        `json:"agent_seconds"`
+	GuardSeconds    float64        `json:"guard_seconds"`
+	ElapsedSeconds  float64        `json:"elapsed_seconds"`
+	CostUSD         float64        `json:"cost_usd,omitempty"`
+	InputTokens     int64          `json:"input_tokens,omitempty"`
+	OutputTokens    int64          `json:"output_tokens,omitempty"`
+	CacheReadTokens int64          `json:"cache_read_tokens,omitempty"`
+	NumTurns        int            `json:"num_turns,omitempty"`
+	SessionID       string         `json:"session_id,omitempty"`
+	Model           string         `json:"model,omitempty"`
+	ExitCode        *int           `json:"agent_exit_code,omitempty"`
+	Prompt          *prompt.Report `json:"prompt,omitempty"`
+	Commit          string         `json:"commit,omitempty"`
 }
 
 func (it *iteration) meta(errMsg string, added []string) *Meta {
