@@ -129,7 +129,13 @@ func (s *Service) Webhook(ctx context.Context, req WebhookRequest) (WebhookResul
 	p, perr := ParsePayload(body)
 	var src *baton.Source
 	if perr == nil && p.Repository.FullName != "" {
-		src, _ = s.sourceFor(ctx, p.Repository.FullName, p.Repository.HTMLURL)
+		var err error
+		src, err = s.sourceFor(ctx, p.Repository.FullName, p.Repository.HTMLURL)
+		if err != nil && baton.ErrorCode(err) != baton.NotFound {
+			// Not knowing whether the repository has a source is not
+			// having none: answer an error, so GitHub delivers again.
+			return WebhookResult{}, err
+		}
 	}
 	secret := s.WebhookSecret
 	if src != nil && src.WebhookSecret != "" {
