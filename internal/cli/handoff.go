@@ -192,7 +192,7 @@ what was kept, dropped and cut on stderr.`,
 }
 
 func runPickup(ctx context.Context, f *Factory, ref string, o pickupOptions) error {
-	opts, err := budgetOptions(o.budget, o.budgetTokens)
+	opts, err := prompt.ParseBudget(o.budget, o.budgetTokens)
 	if err != nil {
 		return err
 	}
@@ -222,18 +222,6 @@ func runPickup(ctx context.Context, f *Factory, ref string, o pickupOptions) err
 	}
 	_, err = io.WriteString(f.IO.Out, pack.Text)
 	return err
-}
-
-// budgetOptions validates budget flags and loads the tokenizer only when a
-// token budget is asked for.
-func budgetOptions(bytes, tokens int) (prompt.Options, error) {
-	if bytes <= 0 {
-		return prompt.Options{}, usageError("--budget must be a positive number of bytes (got %d)", bytes)
-	}
-	if tokens < 0 {
-		return prompt.Options{}, usageError("--budget-tokens must not be negative (got %d)", tokens)
-	}
-	return prompt.NewOptions(bytes, tokens)
 }
 
 // writeExplain prints a pack report as a small table.

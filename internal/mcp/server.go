@@ -36,7 +36,7 @@ type Options struct {
 	Now           func() time.Time
 	// GitHub opens the GitHub API for a repository (the brief tools); nil
 	// leaves them answering that this baton has no GitHub access.
-	GitHub func(ctx context.Context, repo github.Repo, apiURL string) (*github.Client, error)
+	GitHub github.Opener
 	// Tools selects the tools served, by name; nil or empty serves all.
 	Tools []string
 	// Deliveries opens the delivery service; nil when no database is
