@@ -71,3 +71,18 @@ func TestSharedCoreChoices(t *testing.T) {
 		t.Errorf("review-pr asked the working directory's repository: %v", srv.RequestLog())
 	}
 }
+
+// A handoff too large for the store to read back is refused with the
+// reason, as over MCP, not reported written and then skipped by pickup.
+func TestHandoffTooLargeIsRefused(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo()
+	e.ok("", "", "handoff", "the older packet", "--next-prompt", "go on")
+	r := e.run("", "## Notes\n\n"+strings.Repeat("log line\n", 600_000), "handoff", "too much", "--body", "-")
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "over the 4.0 MiB limit") || r.stdout != "" {
+		t.Errorf("handoff with a 5 MiB body = %d, stdout %q, stderr %.300s", r.code, r.stdout, r.stderr)
+	}
+	if r := e.ok("", "", "pickup"); !strings.HasPrefix(r.stdout, "# Pickup: the older packet") || r.stderr != "" {
+		t.Errorf("pickup after a refused handoff: stderr %s\n%.200s", r.stderr, r.stdout)
+	}
+}

@@ -76,7 +76,11 @@ func (a artifact[T]) create(ctx context.Context, s *Store, v T, base string) err
 		if err := a.validate(v); err != nil {
 			return err
 		}
-		err := safefile.CreateExclusive(a.path(s, id), a.encode(v), 0o644)
+		b := a.encode(v)
+		if err := a.fits(b); err != nil {
+			return err
+		}
+		err := safefile.CreateExclusive(a.path(s, id), b, 0o644)
 		if !errors.Is(err, fs.ErrExist) {
 			return err
 		}
@@ -84,6 +88,17 @@ func (a artifact[T]) create(ctx context.Context, s *Store, v T, base string) err
 			return baton.Errorf(baton.Conflict, "%s id %s is taken", a.kind, base)
 		}
 	}
+}
+
+// fits refuses a file no reader would take: every read skips one over
+// MaxArtifactBytes, so writing it would lose the artifact without a word.
+// Writes and reads share the one limit.
+func (a artifact[T]) fits(b []byte) error {
+	if len(b) <= MaxArtifactBytes {
+		return nil
+	}
+	return baton.Errorf(baton.Invalid, "the %s would be %s, over the %s limit of a %s file, so nothing could read it: shorten it (keep long logs, transcripts or diffs in files and name the files instead)",
+		a.kind, mib(int64(len(b))), mib(MaxArtifactBytes), a.kind)
 }
 
 // find reads the artifact id. Returns Invalid for a bad id or a corrupt
@@ -266,7 +281,11 @@ func (a artifact[T]) updateLocked(ctx context.Context, s *Store, id string, fn f
 	if err := a.validate(v); err != nil {
 		return zero, false, err
 	}
-	if err := safefile.WriteAtomic(path, a.encode(v), 0o644); err != nil {
+	b := a.encode(v)
+	if err := a.fits(b); err != nil {
+		return zero, false, err
+	}
+	if err := safefile.WriteAtomic(path, b, 0o644); err != nil {
 		return zero, false, err
 	}
 	return v, true, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,5 +91,51 @@ func TestFiles(t *testing.T) {
 	empty := newStore(t)
 	if got, err := empty.Files(FilesRequest{}); err != nil || got.Files == nil || len(got.Files) != 0 || got.Since != nil {
 		t.Errorf("Files() in an empty store = %+v, %v", got, err)
+	}
+}
+
+// A packet or loop too large to read back is refused when written, so no
+// reader ever skips a packet the writer reported written; one just under
+// the limit is read back.
+func TestWriteAndReadShareOneLimit(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	withBody := func(n int) *baton.Packet {
+		p := testPacket("big")
+		p.Sections = append(p.Sections, baton.Section{Heading: baton.SectionNotes, Body: "\n" + strings.Repeat("x", n) + "\n"})
+		return p
+	}
+	big := withBody(MaxArtifactBytes)
+	err := s.CreatePacket(ctx, big)
+	if baton.ErrorCode(err) != baton.Invalid || !strings.Contains(err.Error(), "over the 4.0 MiB limit") || !strings.Contains(err.Error(), "shorten it") {
+		t.Fatalf("CreatePacket(over 4 MiB) = %v, want Invalid saying the limit and what to do", err)
+	}
+	if ids, _ := packets.ids(s); len(ids) != 0 {
+		t.Fatalf("a refused packet was written: %v", ids)
+	}
+
+	fits := withBody(MaxArtifactBytes - 4096)
+	if err := s.CreatePacket(ctx, fits); err != nil {
+		t.Fatalf("CreatePacket(just under 4 MiB) = %v", err)
+	}
+	if l, err := s.Latest(); err != nil || l.Packet == nil || l.Packet.ID != fits.ID || len(l.Skipped) != 0 {
+		t.Fatalf("Latest() after writing a packet under the limit = %+v, %v", l, err)
+	}
+	// An update that would grow it past the limit leaves it as it was.
+	_, err = s.UpdatePacket(ctx, fits.ID, func(p *baton.Packet) error {
+		p.Sections = append(p.Sections, baton.Section{Heading: "More", Body: strings.Repeat("y", 8192)})
+		return nil
+	})
+	if baton.ErrorCode(err) != baton.Invalid {
+		t.Fatalf("UpdatePacket(past 4 MiB) = %v, want Invalid", err)
+	}
+	if p, err := s.FindPacketByID(fits.ID); err != nil || len(p.Sections) != len(fits.Sections) {
+		t.Errorf("after a refused update the packet reads %v, %v", p, err)
+	}
+	// Loops share the rule.
+	l := testLoop(strings.Repeat("z", MaxArtifactBytes))
+	if err := s.CreateLoop(ctx, l); baton.ErrorCode(err) != baton.Invalid {
+		t.Errorf("CreateLoop(over 4 MiB) = %v, want Invalid", err)
 	}
 }

@@ -102,6 +102,10 @@ type pickupOut struct {
 	Bytes    int      `json:"bytes"`
 	Tokens   int      `json:"tokens,omitempty"`
 	Cut      []string `json:"cut,omitempty"`
+	// Skipped are the packets that could not be read on the way to
+	// latest (too large, damaged, a merge's conflict markers): the packet
+	// picked up may not be the one the agent meant.
+	Skipped []string `json:"skipped,omitempty"`
 	// Prompt is the rendered packet. It is also the text content, but
 	// Claude Code gives the model only the structured output when there
 	// is one, so the prompt must be in it.
@@ -119,6 +123,9 @@ func (s *Server) pickup(ctx context.Context, _ *sdk.CallToolRequest, in pickupIn
 	}
 	picked, err := handoff.Pickup(ctx, st, in.Packet, opts)
 	if err != nil {
+		if picked != nil && len(picked.Skipped) > 0 {
+			return nil, nil, fmt.Errorf("%w; %s", err, skippedNote(picked.Skipped))
+		}
 		return nil, nil, err
 	}
 	p, pack := picked.Packet, picked.Pack
@@ -128,7 +135,29 @@ func (s *Server) pickup(ctx context.Context, _ *sdk.CallToolRequest, in pickupIn
 			out.Cut = append(out.Cut, sec.Key+" ("+string(sec.Outcome)+")")
 		}
 	}
-	return text("%s", pack.Text), out, nil
+	res := text("%s", pack.Text)
+	if len(picked.Skipped) > 0 {
+		for _, e := range picked.Skipped {
+			out.Skipped = append(out.Skipped, e.Error())
+		}
+		// A second text block, so the first stays the prompt itself.
+		res.Content = append(res.Content, &sdk.TextContent{Text: fmt.Sprintf("This is packet %s; %s", p.ID, skippedNote(picked.Skipped))})
+	}
+	return res, out, nil
+}
+
+// skippedNote says which packets pickup passed over because they could
+// not be read, and what to do: a newer packet may be among them.
+func skippedNote(skipped []error) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "skipped %d packet(s) that cannot be read, which may be newer:", len(skipped))
+	for _, e := range skipped {
+		b.WriteString(" ")
+		b.WriteString(e.Error())
+		b.WriteString(".")
+	}
+	b.WriteString(" Fix or move them, then pick up again.")
+	return b.String()
 }
 
 type handoffIn struct {
