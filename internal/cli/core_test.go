@@ -86,3 +86,25 @@ func TestHandoffTooLargeIsRefused(t *testing.T) {
 		t.Errorf("pickup after a refused handoff: stderr %s\n%.200s", r.stderr, r.stdout)
 	}
 }
+
+// Handoffs in the same second (the test's clock stands still) are picked
+// up newest first: the one written last, not the one whose id sorts last.
+func TestPickupLatestWithinASecond(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo()
+	e.ok("", "", "handoff", "zeta", "--next-prompt", "go on")
+	e.ok("", "", "handoff", "alpha", "--next-prompt", "go on")
+	if r := e.ok("", "", "pickup", "latest"); !strings.HasPrefix(r.stdout, "# Pickup: alpha") {
+		t.Errorf("pickup latest after zeta then alpha:\n%.100s", r.stdout)
+	}
+	for range 9 {
+		e.ok("", "", "handoff", "retry", "--next-prompt", "go on")
+	}
+	if r := e.ok("", "", "pickup", "--json"); !strings.Contains(r.stdout, `"packet_id": "20261122T093400Z-retry-9"`) {
+		t.Errorf("pickup after nine handoffs of one purpose in one second:\n%.300s", r.stdout)
+	}
+	e.ok("", "", "handoff", "retry", "--next-prompt", "go on")
+	if r := e.ok("", "", "pickup", "--json"); !strings.Contains(r.stdout, `"packet_id": "20261122T093400Z-retry-10"`) {
+		t.Errorf("pickup after ten handoffs of one purpose in one second:\n%.300s", r.stdout)
+	}
+}

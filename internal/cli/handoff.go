@@ -160,9 +160,10 @@ as it is now against what the packet recorded, and an instruction to trust
 the repository where the two disagree.
 
 The packet is named by its id, a unique prefix of the id (or of its slug),
-or "latest" (the default): the most recently updated draft or active packet,
-else, saying so, the most recently updated packet of any status (the same
-packet the session-start hook shows). Packets that cannot be read are
+or "latest" (the default): the most recently updated draft or active packet
+(of packets updated in the same second, the one written last), else, saying
+so, the most recently updated packet of any status (the same packet the
+session-start hook shows). Packets that cannot be read are
 skipped with a warning naming them. pickup never changes the packet; mark it
 with "baton packet activate".
 

@@ -158,34 +158,41 @@ func (a artifact[T]) ids(s *Store) ([]string, error) {
 }
 
 // list reads every artifact that keep accepts, newest updated_at first
-// (ties by id, newest first). Files that cannot be read are returned as
-// warnings, so one bad file never hides the rest.
+// (within a second, the file written last; then by id, "x-10" before
+// "x-9"). Files that cannot be read are returned as warnings, so one bad
+// file never hides the rest.
 func (a artifact[T]) list(s *Store, keep func(T) bool) ([]T, []error, error) {
 	ids, err := a.ids(s)
 	if err != nil {
 		return nil, nil, err
 	}
 	var out []T
+	var order []stamp
 	var warnings []error
 	for _, id := range ids {
-		v, err := a.read(a.path(s, id))
+		path := a.path(s, id)
+		mod := modTime(path)
+		v, err := a.read(path)
 		if err != nil {
 			warnings = append(warnings, err)
 			continue
 		}
 		if keep == nil || keep(v) {
+			_, updated := a.times(v)
 			out = append(out, v)
+			order = append(order, stamp{id: id, at: *updated, mod: mod})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		_, ui := a.times(out[i])
-		_, uj := a.times(out[j])
-		if !ui.Equal(*uj) {
-			return ui.After(*uj)
-		}
-		return a.id(out[i]) > a.id(out[j])
-	})
-	return out, warnings, nil
+	idx := make([]int, len(out))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(i, j int) bool { return newer(order[idx[i]], order[idx[j]]) })
+	sorted := make([]T, len(out))
+	for i, k := range idx {
+		sorted[i] = out[k]
+	}
+	return sorted, warnings, nil
 }
 
 // resolve finds an exact id, or the one artifact whose id, or whose slug
