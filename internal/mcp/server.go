@@ -6,6 +6,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/baton-agent/baton"
@@ -108,10 +110,32 @@ func New(opts Options) (*Server, error) {
 			if method == "resources/list" {
 				s.sync()
 			}
-			return next(ctx, method, req)
+			res, err := next(ctx, method, req)
+			if err != nil && (method == "prompts/get" || method == "resources/read") {
+				err = rpcError(err)
+			}
+			return res, err
 		}
 	})
 	return s, nil
+}
+
+// rpcError gives a prompt's or a resource's error the JSON-RPC code the MCP
+// specification asks for: a request that names something wrong or missing
+// is -32602 (invalid params; a resource that does not exist is the same
+// code), anything else -32603 (internal). A plain error would go out with
+// code 0, which clients cannot tell apart. The message stays baton's.
+func rpcError(err error) error {
+	var wire *jsonrpc.Error
+	if errors.As(err, &wire) {
+		return err
+	}
+	code := int64(jsonrpc.CodeInternalError)
+	switch baton.ErrorCode(err) {
+	case baton.Invalid, baton.NotFound, baton.Conflict:
+		code = jsonrpc.CodeInvalidParams
+	}
+	return &jsonrpc.Error{Code: code, Message: err.Error()}
 }
 
 // SDK returns the underlying server, for transports.
