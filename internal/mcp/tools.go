@@ -3,8 +3,10 @@ package mcp
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/baton-agent/baton"
@@ -33,51 +35,73 @@ var (
 
 func ptr[T any](v T) *T { return &v }
 
+// addTool registers a tool whose input schema comes from In, with no
+// property that takes null. jsonschema-go makes every slice and pointer
+// field nullable; for a required list (files_add's paths) that advertised
+// a null the handler then refused, and a null is never how an agent should
+// leave an optional argument out.
+func addTool[In, Out any](s *Server, t *sdk.Tool, h sdk.ToolHandlerFor[In, Out]) {
+	schema, err := jsonschema.For[In](nil)
+	if err != nil {
+		panic(fmt.Sprintf("input schema of tool %s: %v", t.Name, err)) // a programming error, caught by every test
+	}
+	for _, p := range schema.Properties {
+		if i := slices.Index(p.Types, "null"); i >= 0 {
+			p.Types = slices.Delete(p.Types, i, i+1)
+			if len(p.Types) == 1 {
+				p.Type, p.Types = p.Types[0], nil
+			}
+		}
+	}
+	t.InputSchema = schema
+	sdk.AddTool(s.sdk, t, h)
+}
+
 // allTools is every tool, in the order tools/list gives them. The
 // descriptions are short on purpose: the list costs context on every turn.
 var allTools = []tool{
 	{"pickup", func(s *Server) {
-		sdk.AddTool(s.sdk, &sdk.Tool{Name: "pickup", Annotations: readOnly,
+		addTool(s, &sdk.Tool{Name: "pickup", Annotations: readOnly,
 			Description: "Render a handoff packet as the prompt to continue from (latest draft/active by default)."}, s.pickup)
 	}},
 	{"handoff", func(s *Server) {
-		sdk.AddTool(s.sdk, &sdk.Tool{Name: "handoff", Annotations: appends,
+		addTool(s, &sdk.Tool{Name: "handoff", Annotations: appends,
 			Description: "Write a handoff packet for the next session; body is markdown: ## Intent, ## Context, ## Decisions, ## Plan, ## Open Questions."}, s.handoff)
 	}},
 	{"packets", func(s *Server) {
-		sdk.AddTool(s.sdk, &sdk.Tool{Name: "packets", Annotations: readOnly,
+		addTool(s, &sdk.Tool{Name: "packets", Annotations: readOnly,
 			Description: "List handoff packets, newest first."}, s.packets)
 	}},
 	{"files", func(s *Server) {
-		sdk.AddTool(s.sdk, &sdk.Tool{Name: "files", Annotations: readOnly,
+		addTool(s, &sdk.Tool{Name: "files", Annotations: readOnly,
 			Description: "Files agents touched since the last packet (or all), ranked."}, s.files)
 	}},
 	{"files_add", func(s *Server) {
-		sdk.AddTool(s.sdk, &sdk.Tool{Name: "files_add", Annotations: appends,
+		addTool(s, &sdk.Tool{Name: "files_add", Annotations: appends,
 			Description: "Record files as confirmed relevant."}, s.filesAdd)
 	}},
 	{"loop_start", func(s *Server) {
-		sdk.AddTool(s.sdk, &sdk.Tool{Name: "loop_start", Annotations: appends,
+		addTool(s, &sdk.Tool{Name: "loop_start", Annotations: appends,
 			Description: "Start a loop: its prompt comes back at each stop until you state one of its promises (the result says how)."}, s.loopStart)
 	}},
 	{"loop_status", func(s *Server) {
-		sdk.AddTool(s.sdk, &sdk.Tool{Name: "loop_status", Annotations: readOnly,
+		addTool(s, &sdk.Tool{Name: "loop_status", Annotations: readOnly,
 			Description: "Show a loop (the foreground loop by default)."}, s.loopStatus)
 	}},
 	{"loop_cancel", func(s *Server) {
-		sdk.AddTool(s.sdk, &sdk.Tool{Name: "loop_cancel", Annotations: ends,
+		addTool(s, &sdk.Tool{Name: "loop_cancel", Annotations: ends,
 			Description: "Cancel a loop (the foreground loop by default); it is kept, and never runs again."}, s.loopCancel)
 	}},
 	{"review_pr_brief", func(s *Server) {
-		sdk.AddTool(s.sdk, &sdk.Tool{Name: "review_pr_brief", Annotations: readRemote,
+		addTool(s, &sdk.Tool{Name: "review_pr_brief", Annotations: readRemote,
 			Description: "Brief for reviewing a GitHub pull request, with its diff."}, s.reviewPRBrief)
 	}},
 	{"fix_issue_brief", func(s *Server) {
-		sdk.AddTool(s.sdk, &sdk.Tool{Name: "fix_issue_brief", Annotations: readRemote,
+		addTool(s, &sdk.Tool{Name: "fix_issue_brief", Annotations: readRemote,
 			Description: "Brief for fixing a GitHub issue."}, s.fixIssueBrief)
 	}},
 	{"implement_feature_brief", func(s *Server) {
-		sdk.AddTool(s.sdk, &sdk.Tool{Name: "implement_feature_brief", Annotations: readRemote,
+		addTool(s, &sdk.Tool{Name: "implement_feature_brief", Annotations: readRemote,
 			Description: "Brief for implementing a feature from a GitHub issue or a request in words."}, s.implementFeatureBrief)
 	}},
 }
