@@ -68,6 +68,9 @@ type Server struct {
 	// published are the resource URIs registered for the store's packets
 	// and loops, so a change can be announced as list_changed.
 	published map[string]bool
+	// calls maps callHeader keys to the contexts of the HTTP requests in
+	// flight (HTTPHandler).
+	calls sync.Map
 }
 
 // noProject is what every store tool says when the server runs outside
@@ -110,6 +113,8 @@ func New(opts Options) (*Server, error) {
 			if method == "resources/list" {
 				s.sync()
 			}
+			ctx, done := s.callContext(ctx, method, req)
+			defer done()
 			res, err := next(ctx, method, req)
 			if err != nil && (method == "prompts/get" || method == "resources/read") {
 				err = rpcError(err)
