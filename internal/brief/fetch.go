@@ -12,9 +12,9 @@ import (
 	"github.com/baton-agent/baton/internal/github"
 )
 
-// Review is the deterministic context of a pull request review. Close it
+// ReviewContext is the deterministic context of a pull request review. Close it
 // to release the spooled diff.
-type Review struct {
+type ReviewContext struct {
 	Repo  github.Repo
 	PR    *github.PullRequest
 	Files []github.File
@@ -37,7 +37,7 @@ const (
 )
 
 // Close releases the spooled diff.
-func (r *Review) Close() error {
+func (r *ReviewContext) Close() error {
 	if r == nil || r.spool == nil {
 		return nil
 	}
@@ -64,12 +64,12 @@ type FetchOptions struct {
 // When GitHub refuses to render the diff (over 300 files or 20,000
 // lines), the diff is rebuilt from the files' patches instead, with no
 // further request; DiffSource says so.
-func FetchReview(ctx context.Context, c *github.Client, repo github.Repo, number int, opts FetchOptions) (*Review, error) {
+func FetchReview(ctx context.Context, c *github.Client, repo github.Repo, number int, opts FetchOptions) (*ReviewContext, error) {
 	mem := opts.SpoolMemory
 	if mem <= 0 {
 		mem = DefaultSpoolMemory
 	}
-	r := &Review{Repo: repo, DiffSource: DiffFromAPI, spool: NewSpool(mem, opts.SpoolDir)}
+	r := &ReviewContext{Repo: repo, DiffSource: DiffFromAPI, spool: NewSpool(mem, opts.SpoolDir)}
 	var tooLarge bool
 	err := all(ctx, true,
 		func(ctx context.Context) (err error) {
@@ -154,7 +154,7 @@ func all(ctx context.Context, failFast bool, fns ...func(context.Context) error)
 // diffFromPatches writes a git-style diff of the files' patches to the
 // spool and indexes it. GitHub gives no patch for binary files and very
 // large changes; those get their header only.
-func (r *Review) diffFromPatches() error {
+func (r *ReviewContext) diffFromPatches() error {
 	var b strings.Builder
 	for _, f := range r.Files {
 		b.Reset()

@@ -98,6 +98,12 @@ type IssueBrief struct {
 	Pack *prompt.Pack
 	// CommentsShown is how many comments the prompt kept (the newest).
 	CommentsShown int
+	// Input and Repo are what Issue built it from (Repo is zero without
+	// an issue); SkippedLines counts the store's relevant-files log lines
+	// that could not be read. BuildIssueBrief leaves them unset.
+	Input        IssueBriefInput
+	Repo         github.Repo
+	SkippedLines int
 }
 
 // BuildIssueBrief renders a fix-issue or implement-feature brief. It

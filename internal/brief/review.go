@@ -38,6 +38,10 @@ type ReviewOptions struct {
 type ReviewBrief struct {
 	Pack *prompt.Pack
 	Diff DiffReport
+	// Repo and Context are what Review fetched it from (Context's diff
+	// spool already released); BuildReview leaves them unset.
+	Repo    github.Repo
+	Context *ReviewContext
 }
 
 // DiffReport says what the diff budget kept.
@@ -62,7 +66,7 @@ type DiffFileReport struct {
 }
 
 // BuildReview renders the review-pr brief for r. It makes no requests.
-func BuildReview(r *Review, opts ReviewOptions) (*ReviewBrief, error) {
+func BuildReview(r *ReviewContext, opts ReviewOptions) (*ReviewBrief, error) {
 	budget := opts.DiffBudget
 	if budget == 0 {
 		budget = DefaultDiffBudget
@@ -152,7 +156,7 @@ func prState(pr *github.PullRequest) string {
 	return pr.State
 }
 
-func (r *Review) contextBody(repoArg string) string {
+func (r *ReviewContext) contextBody(repoArg string) string {
 	pr := r.PR
 	head := pr.Head.Ref
 	if o := pr.Head.Repo.Owner; o != "" && !strings.EqualFold(o, r.Repo.Owner) {
@@ -184,7 +188,7 @@ func ref(base, in github.Repo, number int) string {
 	return fmt.Sprintf("%s#%d", in, number)
 }
 
-func (r *Review) linkedBody() string {
+func (r *ReviewContext) linkedBody() string {
 	if len(r.LinkedIssues) == 0 {
 		return "**Linked Issues:** (none)"
 	}
@@ -209,7 +213,7 @@ func classNote(c FileClass) string {
 	return ""
 }
 
-func (r *Review) filesBody(repoArg string) string {
+func (r *ReviewContext) filesBody(repoArg string) string {
 	pr := r.PR
 	changed := pr.ChangedFiles
 	if changed < len(r.Files) {
@@ -262,7 +266,7 @@ func (r *Review) filesBody(repoArg string) string {
 	return b.String()
 }
 
-func (r *Review) diffBody(ex *Excerpt, repoArg string) string {
+func (r *ReviewContext) diffBody(ex *Excerpt, repoArg string) string {
 	n := r.PR.Number
 	var b strings.Builder
 	b.WriteString("**Diff:**\n")
@@ -291,7 +295,7 @@ func (r *Review) diffBody(ex *Excerpt, repoArg string) string {
 
 // writeCutList lists the files the diff budget cut short or left out,
 // cut ones first, within maxCutListBytes.
-func (r *Review) writeCutList(b *strings.Builder, ex *Excerpt, repoArg string) {
+func (r *ReviewContext) writeCutList(b *strings.Builder, ex *Excerpt, repoArg string) {
 	start := b.Len()
 	total, listed := 0, 0
 	for _, pass := range []Outcome{Cut, Omitted} {

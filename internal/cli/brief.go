@@ -34,18 +34,6 @@ func (o *briefOptions) registerCommon(cmd *cobra.Command, defaultBudget string) 
 	fl.BoolVar(&o.asJSON, "json", false, "print the prompt, its report and the fetched facts as JSON")
 }
 
-// packOptions validates the budget flags; 0 bytes keeps the brief's own
-// default.
-func (o *briefOptions) packOptions() (prompt.Options, error) {
-	if o.budget < 0 {
-		return prompt.Options{}, usageError("--budget must be a positive number of bytes (got %d)", o.budget)
-	}
-	if o.budgetTokens < 0 {
-		return prompt.Options{}, usageError("--budget-tokens must not be negative (got %d)", o.budgetTokens)
-	}
-	return prompt.NewOptions(o.budget, o.budgetTokens)
-}
-
 // fetchFailed makes a failure to reach or read GitHub exit 1, whatever
 // its code: exit 2 is kept for what the user typed wrong, which is checked
 // before any request.
@@ -78,8 +66,8 @@ the rest of each file. A notice says how to read the rest and lists the files
 cut short or left out. The whole prompt fits --budget bytes (default: the
 diff budget + 48 KB); when it would not, the diff gives way first.
 
-The repository is --repo, or the origin remote of the working directory; the
-number may also be a pull request URL. The token comes from GH_TOKEN or
+The repository is --repo, or the origin remote of the project (--root, else
+the working directory's); the number may also be a pull request URL. The token comes from GH_TOKEN or
 GITHUB_TOKEN, else ` + "`gh auth token`" + `. The prompt goes to stdout, for a slash
 command's !-injection or a pipe into any agent; baton never reads stdin here.`,
 		Example: `  baton review-pr 24
@@ -101,35 +89,20 @@ func runReviewPR(ctx context.Context, f *Factory, arg string, o briefOptions) er
 	if !ok {
 		return usageError("review-pr takes a pull request number, such as 24, #24 or a pull request URL (got %q)", arg)
 	}
-	if o.diffBudget <= 0 {
-		return usageError("--diff-budget must be a positive number of bytes (got %d)", o.diffBudget)
-	}
-	opts, err := o.packOptions()
+	opts, err := prompt.ParseBudget(o.budget, o.budgetTokens)
 	if err != nil {
 		return err
 	}
-	t, err := f.gitHub(ctx, o.gh, fromURL)
+	b, err := brief.Review(ctx, brief.ReviewRequest{GitHub: f.GitHub, Repo: f.openRequest(o.gh, fromURL), Number: number,
+		DiffBudget: int64(o.diffBudget), Pack: opts})
 	if err != nil {
-		return err
-	}
-	rv, err := brief.FetchReview(ctx, t.client, t.repo, number, brief.FetchOptions{})
-	if err != nil {
-		return fetchFailed(err)
-	}
-	defer rv.Close()
-	ro := brief.ReviewOptions{DiffBudget: int64(o.diffBudget), Pack: opts}
-	if t.named {
-		ro.RepoArg = t.repo.String()
-	}
-	b, err := brief.BuildReview(rv, ro)
-	if err != nil {
-		return err
+		return gitHubFailed(err)
 	}
 	if o.explain {
 		writeExplain(f.IO.Err, b.Pack.Report)
 	}
 	if o.asJSON {
-		return writeJSON(f.IO.Out, reviewJSON(t.repo, rv, b))
+		return writeJSON(f.IO.Out, reviewJSON(b))
 	}
 	_, err = io.WriteString(f.IO.Out, b.Pack.Text)
 	return err
@@ -191,63 +164,38 @@ Failures print one error on stderr, nothing on stdout, and exit 1.`,
 }
 
 func runIssueBrief(ctx context.Context, f *Factory, task brief.Task, args []string, o briefOptions) error {
-	if o.comments < 0 || o.comments > brief.MaxComments {
-		return usageError("--comments must be between 0 and %d (got %d)", brief.MaxComments, o.comments)
-	}
-	opts, err := o.packOptions()
+	opts, err := prompt.ParseBudget(o.budget, o.budgetTokens)
 	if err != nil {
 		return err
 	}
-	in := brief.IssueBriefInput{Task: task, CommentsAsked: o.comments}
+	req := brief.IssueRequest{Task: task, GitHub: f.GitHub, Comments: o.comments, Store: f.Store(), Pack: opts}
 	number, fromURL, isNumber := 0, (*github.Repo)(nil), false
 	if len(args) == 1 {
 		number, fromURL, isNumber = github.ParseNumber(args[0], "issues")
 	}
-	var t *target
 	switch {
 	case isNumber:
-		if t, err = f.gitHub(ctx, o.gh, fromURL); err != nil {
-			return err
-		}
-		if in.Issue, err = brief.FetchIssue(ctx, t.client, t.repo, number, o.comments); err != nil {
-			return fetchFailed(err)
-		}
-		if t.named {
-			in.RepoArg = t.repo.String()
-		}
+		req.Number, req.Repo = number, f.openRequest(o.gh, fromURL)
 	case task == brief.FixIssue:
 		return usageError("fix-issue takes an issue number, such as 7, #7 or an issue URL (got %q)", strings.Join(args, " "))
 	default:
-		in.Request = strings.Join(args, " ")
-		if strings.TrimSpace(in.Request) == "" {
-			return usageError("implement-feature takes an issue number or the request as text (got an empty request)")
-		}
+		req.Request = strings.Join(args, " ")
 	}
-	if in.RelevantFiles, err = f.relevantFiles(); err != nil {
-		return err
-	}
-	b, err := brief.BuildIssueBrief(in, opts)
+	b, err := brief.Issue(ctx, req)
 	if err != nil {
-		return err
+		return gitHubFailed(err)
+	}
+	if b.SkippedLines > 0 {
+		f.warnf("skipped %d unreadable line(s) in %s", b.SkippedLines, fsstore.RelevantFilesLog)
 	}
 	if o.explain {
 		writeExplain(f.IO.Err, b.Pack.Report)
 	}
 	if o.asJSON {
-		return writeJSON(f.IO.Out, issueJSON(task, t, in, b))
+		return writeJSON(f.IO.Out, issueJSON(b))
 	}
 	_, err = io.WriteString(f.IO.Out, b.Pack.Text)
 	return err
-}
-
-// relevantFiles returns the context store's top files that still exist,
-// or none when the project has no store.
-func (f *Factory) relevantFiles() ([]brief.RelevantFile, error) {
-	files, corrupt, err := brief.StoreFiles(f.Store(), brief.RelevantFilesInBrief)
-	if corrupt > 0 {
-		f.warnf("skipped %d unreadable line(s) in %s", corrupt, fsstore.RelevantFilesLog)
-	}
-	return files, err
 }
 
 // warnf prints a warning on stderr.

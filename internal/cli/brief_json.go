@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton/internal/brief"
-	"github.com/baton-agent/baton/internal/github"
 	"github.com/baton-agent/baton/internal/prompt"
 )
 
@@ -61,7 +60,8 @@ type reviewDoc struct {
 	LinkedIssues  []linkJSON       `json:"linked_issues"`
 }
 
-func reviewJSON(repo github.Repo, rv *brief.Review, b *brief.ReviewBrief) reviewDoc {
+func reviewJSON(b *brief.ReviewBrief) reviewDoc {
+	repo, rv := b.Repo, b.Context
 	pr := rv.PR
 	d := reviewDoc{
 		SchemaVersion: 1, Brief: "review-pr", Repo: repo.String(), Number: pr.Number,
@@ -118,9 +118,10 @@ type issueDoc struct {
 	RelevantFiles []brief.RelevantFile `json:"relevant_files"`
 }
 
-func issueJSON(task brief.Task, t *target, in brief.IssueBriefInput, b *brief.IssueBrief) issueDoc {
+func issueJSON(b *brief.IssueBrief) issueDoc {
+	in := b.Input
 	d := issueDoc{
-		SchemaVersion: 1, Brief: string(task), Request: in.Request, Prompt: b.Pack.Text, Report: b.Pack.Report,
+		SchemaVersion: 1, Brief: string(in.Task), Request: in.Request, Prompt: b.Pack.Text, Report: b.Pack.Report,
 		CommentsShown: b.CommentsShown, RelevantFiles: in.RelevantFiles,
 	}
 	if d.RelevantFiles == nil {
@@ -130,7 +131,7 @@ func issueJSON(task brief.Task, t *target, in brief.IssueBriefInput, b *brief.Is
 		return d
 	}
 	is := in.Issue.Issue
-	d.Repo, d.Number = t.repo.String(), is.Number
+	d.Repo, d.Number = b.Repo.String(), is.Number
 	d.Issue = &issueJSONFacts{
 		Number: is.Number, Title: is.Title, Body: is.Body, State: is.State, StateReason: is.StateReason,
 		Author: is.Author, Labels: is.Labels, URL: is.URL, CommentCount: is.CommentCount, Comments: []commentJSON{},

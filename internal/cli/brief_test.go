@@ -362,12 +362,12 @@ func TestBriefUsageErrors(t *testing.T) {
 		{[]string{"review-pr", "abc"}, `got "abc"`},
 		{[]string{"review-pr", "0"}, `got "0"`},
 		{[]string{"review-pr", "https://github.com/octo/app/issues/3"}, "pull request URL"},
-		{[]string{"review-pr", "12", "--diff-budget", "0"}, "--diff-budget must be a positive"},
+		{[]string{"review-pr", "12", "--diff-budget", "-1"}, `"-1" is not a size`},
 		{[]string{"review-pr", "12", "--budget", "-5"}, `"-5" is not a size`},
-		{[]string{"review-pr", "12", "--budget-tokens", "-1"}, "--budget-tokens"},
+		{[]string{"review-pr", "12", "--budget-tokens", "-1"}, "a token budget of -1"},
 		{[]string{"fix-issue", "crash"}, "fix-issue takes an issue number"},
-		{[]string{"fix-issue", "7", "--comments", "101"}, "--comments must be between 0 and 100"},
-		{[]string{"implement-feature", " "}, "empty request"},
+		{[]string{"fix-issue", "7", "--comments", "101"}, "comments must be between 0 and 100 (got 101)"},
+		{[]string{"implement-feature", " "}, "implement-feature needs an issue (a number or URL) or the request in words"},
 		{[]string{"review-pr", "https://github.com/octo/app/pull/3", "--repo", "other/repo"}, "the URL names octo/app but --repo names other/repo"},
 	}
 	for _, tt := range tests {

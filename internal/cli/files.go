@@ -32,62 +32,36 @@ the whole log. The log is streamed, so even a huge log uses little memory.`,
   baton files --since 20261122T093400Z-auth --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st := f.Store()
-			q := fsstore.FileQuery{}
-			sinceDesc := "all entries"
-			switch {
-			case all && since != "":
-				return usageError("--all and --since do not go together")
-			case limit < 0:
-				return usageError("--limit %d: give a number of files, or 0 for all", limit)
-			case since != "":
-				p, err := st.ResolvePacket(since)
-				if err != nil {
-					return err
-				}
-				q.Since, sinceDesc = p.CreatedAt, "since packet "+p.ID
-			case !all:
-				pq, newest, err := st.PendingFiles()
-				if err != nil {
-					return err
-				}
-				q = pq // what the next handoff would take
-				if newest != nil {
-					sinceDesc = "since packet " + newest.ID
-				}
-			}
-			ranks, stats, err := st.RankFiles(q)
+			res, err := f.Store().Files(fsstore.FilesRequest{Since: since, All: all, Limit: limit})
 			if err != nil {
 				return err
 			}
-			if stats.Corrupt > 0 {
-				fmt.Fprintf(f.IO.Err, "baton: warning: skipped %d unreadable line(s) in %s\n", stats.Corrupt, fsstore.RelevantFilesLog)
-			}
-			if limit > 0 && len(ranks) > limit {
-				ranks = ranks[:limit]
+			if res.SkippedLines > 0 {
+				f.warnf("skipped %d unreadable line(s) in %s", res.SkippedLines, fsstore.RelevantFilesLog)
 			}
 			if asJSON {
 				out := struct {
 					SchemaVersion int                `json:"schema_version"`
 					Since         *time.Time         `json:"since"`
 					Files         []fsstore.FileRank `json:"files"`
-				}{SchemaVersion: 1, Files: ranks}
-				if !q.Since.IsZero() {
-					out.Since = &q.Since
-				}
-				if out.Files == nil {
-					out.Files = []fsstore.FileRank{}
+				}{SchemaVersion: 1, Files: res.Files}
+				if !res.SinceTime.IsZero() {
+					out.Since = &res.SinceTime
 				}
 				return writeJSON(f.IO.Out, out)
 			}
-			if len(ranks) == 0 {
+			sinceDesc := "all entries"
+			if res.Since != nil {
+				sinceDesc = "since packet " + res.Since.ID
+			}
+			if len(res.Files) == 0 {
 				fmt.Fprintf(f.IO.Err, "no relevant files (%s)\n", sinceDesc)
 				return nil
 			}
-			fmt.Fprintf(f.IO.Err, "%d file(s), %s\n", len(ranks), sinceDesc)
+			fmt.Fprintf(f.IO.Err, "%d file(s), %s\n", len(res.Files), sinceDesc)
 			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "PATH\tCOUNT\tLAST\tSOURCE")
-			for _, r := range ranks {
+			for _, r := range res.Files {
 				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", r.Path, r.Count, baton.FormatTime(r.LastSeen), r.Source)
 			}
 			return tw.Flush()

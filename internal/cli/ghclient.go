@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/brief"
 	"github.com/baton-agent/baton/internal/github"
 )
 
@@ -18,47 +18,32 @@ type githubFlags struct {
 
 func (g *githubFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVarP(&g.repo, "repo", "R", "", "the GitHub repository as `owner/name` or host/owner/name (default: the origin remote of the working directory)")
+	fl.StringVarP(&g.repo, "repo", "R", "", "the GitHub repository as `owner/name` or host/owner/name (default: the origin remote of the project)")
 	fl.StringVar(&g.apiURL, "api-url", "", "the GitHub API base `URL`, https on the repository's host (default: GITHUB_API_URL for github.com, else https://api.github.com/ or https://HOST/api/v3/)")
 }
 
-// target is a resolved GitHub repository and a client for its API.
-type target struct {
-	client *github.Client
-	repo   github.Repo
-	// named is set when the repository came from the command line rather
-	// than the checkout, so suggested commands must name it too.
-	named bool
+// openRequest is the repository the flags and an argument's URL name; when
+// they name none, the origin remote of the project (the store's root, as
+// the MCP server takes it) says which.
+func (f *Factory) openRequest(g githubFlags, fromArg *github.Repo) github.OpenRequest {
+	return github.OpenRequest{Dir: f.Store().Root(), Repo: g.repo, FromURL: fromArg, APIURL: g.apiURL}
 }
 
-// gitHub resolves the repository (from the argument's URL, else --repo,
-// else the origin remote) and opens a client for it through f.GitHub. It
-// runs only for commands that talk to GitHub, so nothing else ever runs
-// `gh auth token` or `git remote`. A bad --repo is a usage error (exit 2); failing to
-// find the repository or a token exits 1, like any other failure to get
-// the context.
-func (f *Factory) gitHub(ctx context.Context, g githubFlags, fromArg *github.Repo) (*target, error) {
-	r, named, err := github.ResolveRepo(ctx, f.WorkDir, g.repo, fromArg)
-	if err != nil {
-		if baton.ErrorCode(err) == baton.Invalid && g.repo == "" && fromArg == nil {
-			err = baton.WrapError(baton.Invalid, err, "cannot tell which GitHub repository this is (pass --repo owner/name)")
-		}
-		if g.repo != "" || fromArg != nil {
-			return nil, err // what the user typed: exit 2
-		}
-		return nil, fetchFailed(err)
+// gitHub opens the repository the flags and fromArg name through
+// f.GitHub. It runs only for commands that talk to GitHub, so nothing else
+// ever runs `gh auth token` or `git remote`.
+func (f *Factory) gitHub(ctx context.Context, g githubFlags, fromArg *github.Repo) (*github.Target, error) {
+	t, err := github.Open(ctx, f.GitHub, f.openRequest(g, fromArg))
+	return t, gitHubFailed(err)
+}
+
+// gitHubFailed makes failing to get the context exit 1, whatever its code:
+// GitHub unreachable or refusing, no token, a checkout that does not say
+// which repository it is. Exit 2 stays for what the user typed wrong (a
+// bad --repo or --api-url), which is checked before any request.
+func gitHubFailed(err error) error {
+	if brief.IsFetchError(err) || errors.Is(err, github.ErrNoToken) || errors.Is(err, github.ErrNoRepo) {
+		return fetchFailed(err)
 	}
-	t := &target{repo: r, named: named}
-	if f.GitHub == nil {
-		return nil, baton.Errorf(baton.Internal, "this baton was built without GitHub access")
-	}
-	c, err := f.GitHub(ctx, t.repo, g.apiURL)
-	if errors.Is(err, github.ErrNoToken) {
-		return nil, fetchFailed(err)
-	}
-	if err != nil {
-		return nil, err // a bad --api-url or GITHUB_API_URL: exit 2
-	}
-	t.client = c
-	return t, nil
+	return err
 }

@@ -133,11 +133,11 @@ func runGitHubReview(ctx context.Context, f *Factory, arg string, o postOptions)
 	if err != nil {
 		return err
 	}
-	viewer, err := t.client.Viewer(ctx)
+	viewer, err := t.Client.Viewer(ctx)
 	if err != nil {
 		return fetchFailed(err)
 	}
-	pr, err := t.client.PullRequest(ctx, t.repo, number)
+	pr, err := t.Client.PullRequest(ctx, t.Repo, number)
 	if err != nil {
 		return fetchFailed(err)
 	}
@@ -145,10 +145,10 @@ func runGitHubReview(ctx context.Context, f *Factory, arg string, o postOptions)
 	if event != github.EventComment && strings.EqualFold(viewer.Login, pr.Author) {
 		// GitHub would answer 422; say it before asking.
 		return baton.Errorf(baton.Invalid, "%s opened %s#%d, and GitHub does not let authors approve or request changes on their own pull requests: use --event comment",
-			viewer.Login, t.repo, number)
+			viewer.Login, t.Repo, number)
 	}
 	var s strings.Builder
-	fmt.Fprintf(&s, "Review pull request %s#%d %q (%s)\n", t.repo, number, oneLineTitle(pr.Title), pr.State)
+	fmt.Fprintf(&s, "Review pull request %s#%d %q (%s)\n", t.Repo, number, oneLineTitle(pr.Title), pr.State)
 	fmt.Fprintf(&s, "  as       %s\n", viewer.Login)
 	fmt.Fprintf(&s, "  verdict  %s\n", verdict)
 	fmt.Fprintf(&s, "  commit   %s (the head now)\n", shortSHA(pr.Head.SHA))
@@ -156,13 +156,13 @@ func runGitHubReview(ctx context.Context, f *Factory, arg string, o postOptions)
 	if err := f.confirm(ctx, in, s.String()); err != nil {
 		return err
 	}
-	rv, err := t.client.CreateReview(ctx, t.repo, number, github.NewReview{Event: event, Body: text, CommitID: pr.Head.SHA})
+	rv, err := t.Client.CreateReview(ctx, t.Repo, number, github.NewReview{Event: event, Body: text, CommitID: pr.Head.SHA})
 	if err != nil {
 		return fetchFailed(err)
 	}
-	fmt.Fprintf(f.IO.Err, "baton: posted a %s review on %s#%d as %s\n", verdict, t.repo, number, viewer.Login)
+	fmt.Fprintf(f.IO.Err, "baton: posted a %s review on %s#%d as %s\n", verdict, t.Repo, number, viewer.Login)
 	if o.asJSON {
-		return writeJSON(f.IO.Out, postedJSON{1, "review", t.repo.String(), number, rv.URL, viewer.Login, string(event), rv.ID})
+		return writeJSON(f.IO.Out, postedJSON{1, "review", t.Repo.String(), number, rv.URL, viewer.Login, string(event), rv.ID})
 	}
 	_, err = fmt.Fprintln(f.IO.Out, rv.URL)
 	return err
@@ -185,11 +185,11 @@ func runGitHubComment(ctx context.Context, f *Factory, arg string, o postOptions
 	if err != nil {
 		return err
 	}
-	viewer, err := t.client.Viewer(ctx)
+	viewer, err := t.Client.Viewer(ctx)
 	if err != nil {
 		return fetchFailed(err)
 	}
-	is, err := t.client.Issue(ctx, t.repo, number, github.IssueOptions{})
+	is, err := t.Client.Issue(ctx, t.Repo, number, github.IssueOptions{})
 	if err != nil {
 		return fetchFailed(err)
 	}
@@ -198,19 +198,19 @@ func runGitHubComment(ctx context.Context, f *Factory, arg string, o postOptions
 		kind = "pull request"
 	}
 	var s strings.Builder
-	fmt.Fprintf(&s, "Comment on %s %s#%d %q (%s)\n", kind, t.repo, number, oneLineTitle(is.Title), is.State)
+	fmt.Fprintf(&s, "Comment on %s %s#%d %q (%s)\n", kind, t.Repo, number, oneLineTitle(is.Title), is.State)
 	fmt.Fprintf(&s, "  as       %s\n", viewer.Login)
 	writePreview(&s, text)
 	if err := f.confirm(ctx, in, s.String()); err != nil {
 		return err
 	}
-	c, err := t.client.CreateComment(ctx, t.repo, number, text)
+	c, err := t.Client.CreateComment(ctx, t.Repo, number, text)
 	if err != nil {
 		return fetchFailed(err)
 	}
-	fmt.Fprintf(f.IO.Err, "baton: posted a comment on %s#%d as %s\n", t.repo, number, viewer.Login)
+	fmt.Fprintf(f.IO.Err, "baton: posted a comment on %s#%d as %s\n", t.Repo, number, viewer.Login)
 	if o.asJSON {
-		return writeJSON(f.IO.Out, postedJSON{1, "comment", t.repo.String(), number, c.URL, viewer.Login, "", c.ID})
+		return writeJSON(f.IO.Out, postedJSON{1, "comment", t.Repo.String(), number, c.URL, viewer.Login, "", c.ID})
 	}
 	_, err = fmt.Fprintln(f.IO.Out, c.URL)
 	return err

@@ -160,9 +160,10 @@ as it is now against what the packet recorded, and an instruction to trust
 the repository where the two disagree.
 
 The packet is named by its id, a unique prefix of the id (or of its slug),
-or "latest" (the default): the most recently updated draft or active packet,
-else, saying so, the most recently updated packet of any status (the same
-packet the session-start hook shows). Packets that cannot be read are
+or "latest" (the default): the most recently updated draft or active packet
+(of packets updated in the same second, the one written last), else, saying
+so, the most recently updated packet of any status (the same packet the
+session-start hook shows). Packets that cannot be read are
 skipped with a warning naming them. pickup never changes the packet; mark it
 with "baton packet activate".
 
@@ -192,7 +193,7 @@ what was kept, dropped and cut on stderr.`,
 }
 
 func runPickup(ctx context.Context, f *Factory, ref string, o pickupOptions) error {
-	opts, err := budgetOptions(o.budget, o.budgetTokens)
+	opts, err := prompt.ParseBudget(o.budget, o.budgetTokens)
 	if err != nil {
 		return err
 	}
@@ -222,18 +223,6 @@ func runPickup(ctx context.Context, f *Factory, ref string, o pickupOptions) err
 	}
 	_, err = io.WriteString(f.IO.Out, pack.Text)
 	return err
-}
-
-// budgetOptions validates budget flags and loads the tokenizer only when a
-// token budget is asked for.
-func budgetOptions(bytes, tokens int) (prompt.Options, error) {
-	if bytes <= 0 {
-		return prompt.Options{}, usageError("--budget must be a positive number of bytes (got %d)", bytes)
-	}
-	if tokens < 0 {
-		return prompt.Options{}, usageError("--budget-tokens must not be negative (got %d)", tokens)
-	}
-	return prompt.NewOptions(bytes, tokens)
 }
 
 // writeExplain prints a pack report as a small table.

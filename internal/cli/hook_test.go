@@ -138,6 +138,13 @@ func TestHookContracts(t *testing.T) {
 			e.ok("", "", "hook", "pre-compact", "--harness", "claude") // empty stdin: fails open, writes nothing
 			e.hook("claude", "pre-compact", e.payload("claude", "pre-compact"))
 		}, nil},
+		// A packet newer than the one saved at compaction is restated, and
+		// the saved one named.
+		{"claude", "session-start", "session-start-compact-newer", func(e *env, _ string) {
+			e.hook("claude", "pre-compact", e.payload("claude", "pre-compact"))
+			e.now = e.now.Add(time.Minute)
+			e.ok("", "", "handoff", "ship the JWT refactor", "--next-prompt", "Open the pull request")
+		}, nil},
 		{"claude", "stop", "stop", nil, func(t *testing.T, e *env, _, loopID string) {
 			if l := e.loop(loopID); l.Iteration != 2 || l.ConsecutiveBlocks != 1 || l.Status != baton.LoopActive {
 				t.Errorf("loop after a continued stop = iteration %d, blocks %d, %s", l.Iteration, l.ConsecutiveBlocks, l.Status)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -285,7 +286,7 @@ func dash(s string) string {
 func newLoopStatusCmd(f *Factory) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "status [id|prefix]",
+		Use:   "status [id|prefix|current]",
 		Short: "Show the foreground loop (or the named one)",
 		Long: `Show a loop: status, iteration, promises, the session it is bound to, its
 outcome and its prompt. Without an id it shows the foreground loop.`,
@@ -293,15 +294,8 @@ outcome and its prompt. Without an id it shows the foreground loop.`,
 		Args:    rangeArgs(0, 1, "at most one loop id or prefix"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st := f.Store()
-			fg, err := st.ForegroundLoopID()
-			if err != nil {
-				return err
-			}
-			l, err := resolveLoopArg(st, args, fg)
-			if err != nil {
-				return err
-			}
-			if l == nil {
+			l, err := loop.Resolve(st, loopArg(args))
+			if errors.Is(err, loop.ErrNoForeground) {
 				if asJSON {
 					return writeJSON(f.IO.Out, struct {
 						SchemaVersion int       `json:"schema_version"`
@@ -311,6 +305,10 @@ outcome and its prompt. Without an id it shows the foreground loop.`,
 				_, err := fmt.Fprintln(f.IO.Out, "no foreground loop: start one with `baton loop start <prompt>` or pick one with `baton loop activate <id>`")
 				return err
 			}
+			if err != nil {
+				return err
+			}
+			fg := f.foregroundLoopID(st)
 			j := toLoopJSON(st, l, fg, true)
 			if asJSON {
 				return writeJSON(f.IO.Out, struct {
@@ -346,20 +344,23 @@ outcome and its prompt. Without an id it shows the foreground loop.`,
 	return cmd
 }
 
-// resolveLoopArg returns the loop args name, or the foreground loop (nil
-// when there is none) without args.
-func resolveLoopArg(st *fsstore.Store, args []string, fg string) (*baton.Loop, error) {
+// loopArg is the loop reference a command's optional argument gives:
+// without one, the foreground loop.
+func loopArg(args []string) string {
 	if len(args) == 1 {
-		return st.ResolveLoop(args[0])
+		return args[0]
 	}
-	if fg == "" {
-		return nil, nil
+	return loop.Current
+}
+
+// foregroundLoopID is the foreground loop's id for marking it, or "" with
+// a warning when the pointer cannot be read: a named loop is shown anyway.
+func (f *Factory) foregroundLoopID(st *fsstore.Store) string {
+	fg, err := st.ForegroundLoopID()
+	if err != nil {
+		f.warnf("%v", err)
 	}
-	l, err := st.FindLoopByID(fg)
-	if baton.ErrorCode(err) == baton.NotFound {
-		return nil, nil
-	}
-	return l, err
+	return fg
 }
 
 func newLoopActivateCmd(f *Factory) *cobra.Command {
@@ -378,7 +379,7 @@ that stops takes it: use it after /clear or in a new session.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			st := f.Store()
-			l, err := st.ResolveLoop(args[0])
+			l, err := loop.Resolve(st, args[0])
 			if err != nil {
 				return err
 			}
@@ -420,7 +421,7 @@ func rebindLoop(ctx context.Context, f *Factory, st *fsstore.Store, id string) (
 func newLoopSetStatusCmd(f *Factory, verb, short string) *cobra.Command {
 	var asJSON, rebind bool
 	cmd := &cobra.Command{
-		Use:   verb + " [id|prefix]",
+		Use:   verb + " [id|prefix|current]",
 		Short: short,
 		Long: short + `.
 
@@ -433,24 +434,15 @@ loop stops being the foreground loop. Done and cancelled loops never change.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			st := f.Store()
-			fg, err := st.ForegroundLoopID()
-			if err != nil && len(args) == 0 {
-				return err
-			}
-			l, err := resolveLoopArg(st, args, fg)
+			l, err := loop.Resolve(st, loopArg(args))
 			if err != nil {
 				return err
-			}
-			if l == nil {
-				return baton.Errorf(baton.NotFound, "no foreground loop: name one (`baton loop list`)")
 			}
 			l, from, err := loop.SetStatus(ctx, st, l.ID, loop.Change(verb), rebind, f.env("BATON_SESSION_ID"), f.now().UTC())
 			if err != nil {
 				return err
 			}
-			if verb == "cancel" {
-				fg, _ = st.ForegroundLoopID()
-			}
+			fg := f.foregroundLoopID(st)
 			if asJSON {
 				return writeJSON(f.IO.Out, struct {
 					SchemaVersion int `json:"schema_version"`

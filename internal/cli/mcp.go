@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
+	"time"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/baton-agent/baton"
@@ -21,6 +20,7 @@ import (
 type mcpOptions struct {
 	tools, repos []string
 	httpAddr, db string
+	sessionIdle  time.Duration
 }
 
 func newMCPCmd(f *Factory) *cobra.Command {
@@ -48,12 +48,15 @@ the client's roots inside a repository. Outside any project the server still
 answers and every tool says how to point it at one.
 
 On stdio a line that is not a JSON-RPC message is answered with a parse
-error (-32700) and the session goes on. --http takes baton serve's API token
+error (-32700) and the session goes on; a batch is taken on protocol
+2025-03-26, the one revision that has batches. --http takes baton serve's API token
 (BATON_API_TOKEN, else the token file serve keeps in the data directory)
 and its rules: with a token every request needs "Authorization: Bearer
 <token>" (ten wrong ones in a minute get 429); without one it listens on
 loopback only and changes no delivery. Over HTTP delivery_create takes
-only the repository it runs in and each --repo, as baton serve does.
+only the repository it runs in and each --repo, as baton serve does; a
+session that makes no request for --session-idle (30m) is closed, and a
+call whose HTTP request ends (the client hung up) is cancelled.
 
 baton install claude|codex|droid registers this server for you.`,
 		Example: `  baton mcp                                   # stdio, as a client starts it
@@ -69,6 +72,7 @@ baton install claude|codex|droid registers this server for you.`,
 	cmd.Flags().StringVar(&o.httpAddr, "http", "", "serve streamable HTTP on `ADDR` (host:port) instead of stdio")
 	cmd.Flags().StringVar(&o.db, "db", "", "the delivery database, SQLite file or postgres:// URL (default: BATON_DATABASE_URL, else <data dir>/baton.db when it exists)")
 	cmd.Flags().StringArrayVar(&o.repos, "repo", nil, "with --http: local repository delivery_create may name (repeatable; default: the one it runs in)")
+	cmd.Flags().DurationVar(&o.sessionIdle, "session-idle", mcp.DefaultSessionIdle, "with --http: close a session that makes no request for this long (0: never)")
 	return cmd
 }
 
@@ -137,11 +141,11 @@ func runMCP(ctx context.Context, f *Factory, o mcpOptions) error {
 	if err != nil {
 		return baton.WrapError(baton.Invalid, err, "--http %s", o.httpAddr)
 	}
-	// The SDK refuses a loopback request whose Host is not loopback (DNS
-	// rebinding); cross-origin protection refuses what a web page could
-	// send through the user's browser.
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.SDK() },
-		&sdk.StreamableHTTPOptions{CrossOriginProtection: http.NewCrossOriginProtection()})
+	idle := o.sessionIdle
+	if idle == 0 {
+		idle = -1 // mcp.HTTPOptions' "never"
+	}
+	h := s.HTTPHandler(mcp.HTTPOptions{SessionIdle: idle})
 	go s.Watch(ctx)
 	fmt.Fprintf(f.IO.Err, "baton mcp: serving http://%s/\n", ln.Addr())
 	return web.Serve(ctx, ln, web.RequireToken(token, &web.WrongTokens{}, h), slog.New(newLogHandler(f.IO.Err)))

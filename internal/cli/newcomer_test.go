@@ -67,7 +67,7 @@ func TestFilesAddChecksPaths(t *testing.T) {
 		t.Errorf("files --all lacks the recorded paths:\n%s", out)
 	}
 	r = e.run("", "", "files", "--limit", "-1")
-	if r.code != 2 || !strings.Contains(r.stderr, "--limit -1") {
+	if r.code != 2 || !strings.Contains(r.stderr, "a limit of -1 files") {
 		t.Errorf("files --limit -1 = %d\nstderr: %s", r.code, r.stderr)
 	}
 }

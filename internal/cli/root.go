@@ -30,9 +30,7 @@ merged pull request through a delivery pipeline.`,
 	}
 	root.SetVersionTemplate("baton {{.Version}}\n")
 	root.PersistentFlags().StringVar(&f.rootFlag, "root", "", "project root holding .agent/context (default: discovered from the working directory; env BATON_ROOT)")
-	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return usageError("%s", err)
-	})
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return flagError(err) })
 
 	root.AddCommand(
 		newVersionCmd(f),

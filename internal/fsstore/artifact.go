@@ -76,7 +76,11 @@ func (a artifact[T]) create(ctx context.Context, s *Store, v T, base string) err
 		if err := a.validate(v); err != nil {
 			return err
 		}
-		err := safefile.CreateExclusive(a.path(s, id), a.encode(v), 0o644)
+		b := a.encode(v)
+		if err := a.fits(b); err != nil {
+			return err
+		}
+		err := safefile.CreateExclusive(a.path(s, id), b, 0o644)
 		if !errors.Is(err, fs.ErrExist) {
 			return err
 		}
@@ -84,6 +88,17 @@ func (a artifact[T]) create(ctx context.Context, s *Store, v T, base string) err
 			return baton.Errorf(baton.Conflict, "%s id %s is taken", a.kind, base)
 		}
 	}
+}
+
+// fits refuses a file no reader would take: every read skips one over
+// MaxArtifactBytes, so writing it would lose the artifact without a word.
+// Writes and reads share the one limit.
+func (a artifact[T]) fits(b []byte) error {
+	if len(b) <= MaxArtifactBytes {
+		return nil
+	}
+	return baton.Errorf(baton.Invalid, "the %s would be %s, over the %s limit of a %s file, so nothing could read it: shorten it (keep long logs, transcripts or diffs in files and name the files instead)",
+		a.kind, mib(int64(len(b))), mib(MaxArtifactBytes), a.kind)
 }
 
 // find reads the artifact id. Returns Invalid for a bad id or a corrupt
@@ -143,34 +158,41 @@ func (a artifact[T]) ids(s *Store) ([]string, error) {
 }
 
 // list reads every artifact that keep accepts, newest updated_at first
-// (ties by id, newest first). Files that cannot be read are returned as
-// warnings, so one bad file never hides the rest.
+// (within a second, the file written last; then by id, "x-10" before
+// "x-9"). Files that cannot be read are returned as warnings, so one bad
+// file never hides the rest.
 func (a artifact[T]) list(s *Store, keep func(T) bool) ([]T, []error, error) {
 	ids, err := a.ids(s)
 	if err != nil {
 		return nil, nil, err
 	}
 	var out []T
+	var order []stamp
 	var warnings []error
 	for _, id := range ids {
-		v, err := a.read(a.path(s, id))
+		path := a.path(s, id)
+		mod := modTime(path)
+		v, err := a.read(path)
 		if err != nil {
 			warnings = append(warnings, err)
 			continue
 		}
 		if keep == nil || keep(v) {
+			_, updated := a.times(v)
 			out = append(out, v)
+			order = append(order, stamp{id: id, at: *updated, mod: mod})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		_, ui := a.times(out[i])
-		_, uj := a.times(out[j])
-		if !ui.Equal(*uj) {
-			return ui.After(*uj)
-		}
-		return a.id(out[i]) > a.id(out[j])
-	})
-	return out, warnings, nil
+	idx := make([]int, len(out))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(i, j int) bool { return newer(order[idx[i]], order[idx[j]]) })
+	sorted := make([]T, len(out))
+	for i, k := range idx {
+		sorted[i] = out[k]
+	}
+	return sorted, warnings, nil
 }
 
 // resolve finds an exact id, or the one artifact whose id, or whose slug
@@ -266,7 +288,11 @@ func (a artifact[T]) updateLocked(ctx context.Context, s *Store, id string, fn f
 	if err := a.validate(v); err != nil {
 		return zero, false, err
 	}
-	if err := safefile.WriteAtomic(path, a.encode(v), 0o644); err != nil {
+	b := a.encode(v)
+	if err := a.fits(b); err != nil {
+		return zero, false, err
+	}
+	if err := safefile.WriteAtomic(path, b, 0o644); err != nil {
 		return zero, false, err
 	}
 	return v, true, nil

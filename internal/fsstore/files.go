@@ -256,3 +256,70 @@ func (s *Store) ConfirmFiles(ctx context.Context, base string, paths []string, p
 	}
 	return out, nil
 }
+
+// FilesRequest asks for the ranked relevant files.
+type FilesRequest struct {
+	// Since names a packet (an id, a prefix or latest): only entries after
+	// it was created. Without Since or All, the listing is what the next
+	// handoff would suggest (PendingFiles).
+	Since string
+	// All lists the whole log.
+	All bool
+	// Limit is how many files at most; 0 for all.
+	Limit int
+}
+
+// FileList is a ranked listing of the relevant-files log.
+type FileList struct {
+	// Files are the files, best ranked first; never nil.
+	Files []FileRank
+	// Since is the packet the listing starts after; nil for the whole log.
+	Since *baton.Packet
+	// SinceTime is when the listing starts; zero for the whole log.
+	SinceTime time.Time
+	// More counts the files Limit left out.
+	More int
+	// SkippedLines counts log lines that could not be read.
+	SkippedLines int
+}
+
+// Files ranks the relevant files a request asks for: the one call behind
+// `baton files` and the MCP files tool. All with Since, or a negative
+// Limit, is Invalid.
+func (s *Store) Files(req FilesRequest) (FileList, error) {
+	var out FileList
+	switch {
+	case req.All && req.Since != "":
+		return out, baton.Errorf(baton.Invalid, "all and since do not go together: list the whole log, or the entries since a packet")
+	case req.Limit < 0:
+		return out, baton.Errorf(baton.Invalid, "a limit of %d files: give a number of files, or 0 for all", req.Limit)
+	}
+	var q FileQuery
+	switch {
+	case req.Since != "":
+		p, err := s.ResolvePacket(req.Since)
+		if err != nil {
+			return out, err
+		}
+		q.Since, out.Since = p.CreatedAt, p
+	case !req.All:
+		pq, newest, err := s.PendingFiles()
+		if err != nil {
+			return out, err
+		}
+		q, out.Since = pq, newest
+	}
+	ranks, stats, err := s.RankFiles(q)
+	if err != nil {
+		return out, err
+	}
+	if req.Limit > 0 && len(ranks) > req.Limit {
+		out.More = len(ranks) - req.Limit
+		ranks = ranks[:req.Limit]
+	}
+	if ranks == nil {
+		ranks = []FileRank{}
+	}
+	out.Files, out.SinceTime, out.SkippedLines = ranks, q.Since, stats.Corrupt
+	return out, nil
+}

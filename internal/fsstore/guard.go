@@ -15,8 +15,8 @@ import (
 // Bounds on what the store reads. A checkout can hold anything in
 // .agent/context; these keep every read, and so every hook, short.
 const (
-	// MaxArtifactBytes bounds a packet or loop file: larger ones are
-	// skipped with a warning naming them.
+	// MaxArtifactBytes bounds a packet or loop file: baton refuses to
+	// write a larger one, and skips one it finds with a warning naming it.
 	MaxArtifactBytes = 4 << 20
 	// RecentLogBytes is how much of the end of the relevant-files log
 	// hooks and handoffs read (about 9,000 touches): the files touched

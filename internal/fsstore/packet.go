@@ -95,22 +95,31 @@ func (s *Store) PacketPath(id string) (string, error) {
 
 // NewestPacket returns the most recently created packet, or nil when there
 // is none. Packet ids start with their UTC creation time, so it reads only
-// the packet whose id sorts last, and falls back to a full listing when
-// that file cannot be read or its name does not carry a timestamp.
+// the packet whose id sorts last (among those created in the same second,
+// the one written last), and falls back to a full listing when that file
+// cannot be read or its name does not carry a timestamp.
 func (s *Store) NewestPacket() (*baton.Packet, error) {
 	ids, err := packets.ids(s)
 	if err != nil {
 		return nil, err
 	}
-	newest := ""
+	var best stamp
+	timed := true
 	for _, id := range ids {
-		newest = max(newest, id)
+		at, err := time.Parse(baton.IDTimeLayout, id[:min(len(id), len(baton.IDTimeLayout))])
+		if err != nil {
+			timed = false // a name without its time: only a full listing can tell
+			break
+		}
+		if c := (stamp{id: id, at: at}); best.id == "" || !c.at.Before(best.at) {
+			c.mod = modTime(s.packetPath(id))
+			if best.id == "" || newer(c, best) {
+				best = c
+			}
+		}
 	}
-	if newest == "" {
-		return nil, nil
-	}
-	if _, err := time.Parse(baton.IDTimeLayout, newest[:min(len(newest), len(baton.IDTimeLayout))]); err == nil {
-		if p, err := s.FindPacketByID(newest); err == nil {
+	if timed && best.id != "" {
+		if p, err := s.FindPacketByID(best.id); err == nil {
 			return p, nil
 		}
 	}
@@ -118,13 +127,13 @@ func (s *Store) NewestPacket() (*baton.Packet, error) {
 	if err != nil || len(all) == 0 {
 		return nil, err
 	}
-	best := all[0]
+	newest := all[0]
 	for _, p := range all[1:] {
-		if p.CreatedAt.After(best.CreatedAt) {
-			best = p
+		if p.CreatedAt.After(newest.CreatedAt) {
+			newest = p
 		}
 	}
-	return best, nil
+	return newest, nil
 }
 
 // PacketSummary is what the first lines of a packet say: enough to pick
@@ -134,10 +143,13 @@ type PacketSummary struct {
 	Status               baton.PacketStatus
 	CreatedAt, UpdatedAt time.Time
 	SessionID            string
+	// ModTime is the file's modification time, which orders packets
+	// updated in the same second.
+	ModTime time.Time
 }
 
-// PacketSummaries summarises every packet, newest updated_at first (ties
-// by id, newest first). It reads only the frontmatter lines of packets
+// PacketSummaries summarises every packet, newest updated_at first (within
+// a second, the file written last; then by id, "x-10" before "x-9"). It reads only the frontmatter lines of packets
 // written the way baton writes them, so hooks and pickup stay fast in a
 // store with hundreds of packets, or a few huge ones; a file it cannot
 // summarise that way is decoded in full, and one that cannot be read at
@@ -157,16 +169,13 @@ func (s *Store) PacketSummaries() ([]PacketSummary, []error, error) {
 				warnings = append(warnings, err)
 				continue
 			}
-			sum = PacketSummary{Status: p.Status, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, SessionID: p.SessionID}
+			sum = PacketSummary{Status: p.Status, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, SessionID: p.SessionID, ModTime: modTime(s.packetPath(id))}
 		}
 		sum.ID = id
 		out = append(out, sum)
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if !out[i].UpdatedAt.Equal(out[j].UpdatedAt) {
-			return out[i].UpdatedAt.After(out[j].UpdatedAt)
-		}
-		return out[i].ID > out[j].ID
+		return newer(stamp{out[i].ID, out[i].UpdatedAt, out[i].ModTime}, stamp{out[j].ID, out[j].UpdatedAt, out[j].ModTime})
 	})
 	return out, warnings, nil
 }
@@ -234,6 +243,9 @@ func peekPacket(path string) (PacketSummary, bool) {
 		return sum, false
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil {
+		sum.ModTime = fi.ModTime()
+	}
 	var buf [peekHead]byte
 	n, _ := io.ReadFull(f, buf[:])
 	head := string(buf[:n])

@@ -214,7 +214,7 @@ func TestBriefTools(t *testing.T) {
 		{"review_pr_brief", map[string]any{"pr": "#24", "repo": "octo/app"}, false, "+// fixed"},
 		{"implement_feature_brief", map[string]any{"request": "add a --dry-run flag"}, false, "add a --dry-run flag"},
 		{"implement_feature_brief", map[string]any{"issue": "7", "repo": "octo/app"}, false, "Crash on start"},
-		{"implement_feature_brief", map[string]any{}, true, "give issue"},
+		{"implement_feature_brief", map[string]any{}, true, "needs an issue"},
 	} {
 		text, res := f.call(c.name, c.args)
 		if res.IsError != c.isError || !strings.Contains(text, c.want) {

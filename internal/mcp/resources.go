@@ -86,9 +86,16 @@ func (s *Server) pickupPrompt(ctx context.Context, req *sdk.GetPromptRequest) (*
 	}
 	picked, err := handoff.Pickup(ctx, st, req.Params.Arguments["packet"], prompt.Options{BudgetBytes: prompt.DefaultBudgetBytes})
 	if err != nil {
+		if picked != nil && len(picked.Skipped) > 0 {
+			return nil, fmt.Errorf("%w; %s", err, skippedNote(picked.Skipped))
+		}
 		return nil, err
 	}
-	return userPrompt("Continue from packet "+picked.Packet.ID, picked.Pack.Text), nil
+	desc := "Continue from packet " + picked.Packet.ID
+	if len(picked.Skipped) > 0 {
+		desc += " (" + skippedNote(picked.Skipped) + ")"
+	}
+	return userPrompt(desc, picked.Pack.Text), nil
 }
 
 // handoffPrompt asks the agent to write the packet through the handoff

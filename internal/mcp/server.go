@@ -6,6 +6,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/baton-agent/baton"
@@ -36,7 +38,7 @@ type Options struct {
 	Now           func() time.Time
 	// GitHub opens the GitHub API for a repository (the brief tools); nil
 	// leaves them answering that this baton has no GitHub access.
-	GitHub func(ctx context.Context, repo github.Repo, apiURL string) (*github.Client, error)
+	GitHub github.Opener
 	// Tools selects the tools served, by name; nil or empty serves all.
 	Tools []string
 	// Deliveries opens the delivery service; nil when no database is
@@ -66,6 +68,9 @@ type Server struct {
 	// published are the resource URIs registered for the store's packets
 	// and loops, so a change can be announced as list_changed.
 	published map[string]bool
+	// calls maps callHeader keys to the contexts of the HTTP requests in
+	// flight (HTTPHandler).
+	calls sync.Map
 }
 
 // noProject is what every store tool says when the server runs outside
@@ -108,10 +113,34 @@ func New(opts Options) (*Server, error) {
 			if method == "resources/list" {
 				s.sync()
 			}
-			return next(ctx, method, req)
+			ctx, done := s.callContext(ctx, method, req)
+			defer done()
+			res, err := next(ctx, method, req)
+			if err != nil && (method == "prompts/get" || method == "resources/read") {
+				err = rpcError(err)
+			}
+			return res, err
 		}
 	})
 	return s, nil
+}
+
+// rpcError gives a prompt's or a resource's error the JSON-RPC code the MCP
+// specification asks for: a request that names something wrong or missing
+// is -32602 (invalid params; a resource that does not exist is the same
+// code), anything else -32603 (internal). A plain error would go out with
+// code 0, which clients cannot tell apart. The message stays baton's.
+func rpcError(err error) error {
+	var wire *jsonrpc.Error
+	if errors.As(err, &wire) {
+		return err
+	}
+	code := int64(jsonrpc.CodeInternalError)
+	switch baton.ErrorCode(err) {
+	case baton.Invalid, baton.NotFound, baton.Conflict:
+		code = jsonrpc.CodeInvalidParams
+	}
+	return &jsonrpc.Error{Code: code, Message: err.Error()}
 }
 
 // SDK returns the underlying server, for transports.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -18,6 +19,21 @@ import (
 // lineSession serves a project over LineTransport on pipes and returns a
 // function that sends one line and reads the next line of output.
 func lineSession(t *testing.T) (send func(line string), recv func() map[string]any, closeIn func()) {
+	send, recvLine, closeIn := lineSessionLines(t)
+	recv = func() map[string]any {
+		t.Helper()
+		line := recvLine()
+		var m map[string]any
+		if err := json.Unmarshal(line, &m); err != nil {
+			t.Fatalf("output line %q: %v", line, err)
+		}
+		return m
+	}
+	return send, recv, closeIn
+}
+
+// lineSessionLines is lineSession, reading lines as they are.
+func lineSessionLines(t *testing.T) (send func(line string), recvLine func() []byte, closeIn func()) {
 	dir := repo(t)
 	srv, err := New(Options{Root: dir, WorkDir: dir, Watch: -1})
 	if err != nil {
@@ -43,18 +59,14 @@ func lineSession(t *testing.T) (send func(line string), recv func() map[string]a
 			t.Fatal(err)
 		}
 	}
-	recv = func() map[string]any {
+	recvLine = func() []byte {
 		t.Helper()
 		if !lines.Scan() {
 			t.Fatalf("no more output: %v", lines.Err())
 		}
-		var m map[string]any
-		if err := json.Unmarshal(lines.Bytes(), &m); err != nil {
-			t.Fatalf("output line %q: %v", lines.Text(), err)
-		}
-		return m
+		return bytes.Clone(lines.Bytes())
 	}
-	return send, recv, func() { inW.Close() }
+	return send, recvLine, func() { inW.Close() }
 }
 
 func errCode(m map[string]any) float64 {
@@ -100,6 +112,57 @@ func TestLineTransportSurvivesBadLines(t *testing.T) {
 	send(`{"jsonrpc":"2.0","id":7,"method":"no/such"}`)
 	if m := recv(); m["id"] != float64(7) || errCode(m) != jsonrpc.CodeMethodNotFound {
 		t.Errorf("an unknown method = %v", m)
+	}
+}
+
+// On protocol 2025-03-26, the one revision with batches, a batch is taken
+// and answered with one array; on any other it is refused as before.
+func TestLineTransportBatches(t *testing.T) {
+	send, recvLine, _ := lineSessionLines(t)
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	var init struct {
+		Result struct{ ProtocolVersion string }
+	}
+	if err := json.Unmarshal(recvLine(), &init); err != nil || init.Result.ProtocolVersion != "2025-03-26" {
+		t.Fatalf("initialize on 2025-03-26 = %+v, %v", init, err)
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+	send(`[{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/roots/list_changed"},` +
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"packets","arguments":{}}},42,` +
+		`{"jsonrpc":"2.0","id":4,"method":"initialize","params":{}},{"jsonrpc":"2.0","id":2,"method":"ping"}]`)
+	var answers []map[string]any
+	line := recvLine()
+	if err := json.Unmarshal(line, &answers); err != nil {
+		t.Fatalf("a batch was answered with %s, want one array: %v", line, err)
+	}
+	got := map[string]int{}
+	for _, a := range answers {
+		switch {
+		case a["id"] == float64(2) && a["result"] != nil:
+			got["ping"]++
+		case a["id"] == float64(3) && a["result"] != nil:
+			got["packets"]++
+		case a["id"] == nil && errCode(a) == jsonrpc.CodeInvalidRequest:
+			got["invalid"]++ // 42, initialize in a batch, the second id 2
+		default:
+			t.Errorf("unexpected answer %v", a)
+		}
+	}
+	if want := map[string]int{"ping": 1, "packets": 1, "invalid": 3}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("batch answers = %v, want %v:\n%s", got, want, line)
+	}
+
+	// Notifications only: no answer at all; an empty batch: one error.
+	send(`[{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}]`)
+	send(`[]`)
+	var m map[string]any
+	if err := json.Unmarshal(recvLine(), &m); err != nil || errCode(m) != jsonrpc.CodeInvalidRequest {
+		t.Errorf("an empty batch = %v, %v", m, err)
+	}
+	send(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)
+	if err := json.Unmarshal(recvLine(), &m); err != nil || m["id"] != float64(5) {
+		t.Errorf("a ping after the batches = %v, %v", m, err)
 	}
 }
 
@@ -160,6 +223,42 @@ func FuzzDecodeLine(f *testing.F) {
 			r2 := again.(*jsonrpc.Request)
 			if r2.Method != req.Method || r2.ID != req.ID {
 				t.Fatalf("%q: method/id %q/%v became %q/%v", line, req.Method, req.ID, r2.Method, r2.ID)
+			}
+		}
+	})
+}
+
+// FuzzDecodeBatch: a batch line gives one outcome per element (a message,
+// or the error that answers it), never an initialize; an empty batch or
+// one that is no array is one error.
+func FuzzDecodeBatch(f *testing.F) {
+	for _, s := range []string{`[{"jsonrpc":"2.0","id":1,"method":"ping"},42]`, `[]`, `[[]]`, `["x",{}]`,
+		`[{"jsonrpc":"2.0","id":1,"method":"initialize"}]`, `[{"jsonrpc":"2.0","method":"n"}]`, `["a"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if !isArray(line) || !json.Valid(line) {
+			return
+		}
+		msgs, bad, rpcErr := decodeBatch(line)
+		var elems []json.RawMessage
+		if json.Unmarshal(line, &elems) != nil || len(elems) == 0 {
+			if rpcErr == nil || rpcErr.Code != jsonrpc.CodeInvalidRequest || msgs != nil || bad != nil {
+				t.Fatalf("decodeBatch(%q) = %v, %v, %v: want one -32600", line, msgs, bad, rpcErr)
+			}
+			return
+		}
+		if rpcErr != nil || len(msgs)+len(bad) != len(elems) {
+			t.Fatalf("decodeBatch(%q) = %d messages, %d errors, %v for %d elements", line, len(msgs), len(bad), rpcErr, len(elems))
+		}
+		for _, m := range msgs {
+			if req, ok := m.(*jsonrpc.Request); ok && (req.Method == "initialize" || req.Method == "") {
+				t.Fatalf("decodeBatch(%q) let through %q", line, req.Method)
+			}
+		}
+		for _, e := range bad {
+			if e.Code != jsonrpc.CodeInvalidRequest {
+				t.Fatalf("decodeBatch(%q): an element answered with %d", line, e.Code)
 			}
 		}
 	})

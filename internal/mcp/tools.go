@@ -3,8 +3,10 @@ package mcp
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/baton-agent/baton"
@@ -33,51 +35,73 @@ var (
 
 func ptr[T any](v T) *T { return &v }
 
+// addTool registers a tool whose input schema comes from In, with no
+// property that takes null. jsonschema-go makes every slice and pointer
+// field nullable; for a required list (files_add's paths) that advertised
+// a null the handler then refused, and a null is never how an agent should
+// leave an optional argument out.
+func addTool[In, Out any](s *Server, t *sdk.Tool, h sdk.ToolHandlerFor[In, Out]) {
+	schema, err := jsonschema.For[In](nil)
+	if err != nil {
+		panic(fmt.Sprintf("input schema of tool %s: %v", t.Name, err)) // a programming error, caught by every test
+	}
+	for _, p := range schema.Properties {
+		if i := slices.Index(p.Types, "null"); i >= 0 {
+			p.Types = slices.Delete(p.Types, i, i+1)
+			if len(p.Types) == 1 {
+				p.Type, p.Types = p.Types[0], nil
+			}
+		}
+	}
+	t.InputSchema = schema
+	sdk.AddTool(s.sdk, t, h)
+}
+
 // allTools is every tool, in the order tools/list gives them. The
 // descriptions are short on purpose: the list costs context on every turn.
 var allTools = []tool{
 	{"pickup", func(s *Server) {
-		sdk.AddTool(s.sdk, &sdk.Tool{Name: "pickup", Annotations: readOnly,
+		addTool(s, &sdk.Tool{Name: "pickup", Annotations: readOnly,
 			Description: "Render a handoff packet as the prompt to continue from (latest draft/active by default)."}, s.pickup)
 	}},
 	{"handoff", func(s *Server) {
-		sdk.AddTool(s.sdk, &sdk.Tool{Name: "handoff", Annotations: appends,
+		addTool(s, &sdk.Tool{Name: "handoff", Annotations: appends,
 			Description: "Write a handoff packet for the next session; body is markdown: ## Intent, ## Context, ## Decisions, ## Plan, ## Open Questions."}, s.handoff)
 	}},
 	{"packets", func(s *Server) {
-		sdk.AddTool(s.sdk, &sdk.Tool{Name: "packets", Annotations: readOnly,
+		addTool(s, &sdk.Tool{Name: "packets", Annotations: readOnly,
 			Description: "List handoff packets, newest first."}, s.packets)
 	}},
 	{"files", func(s *Server) {
-		sdk.AddTool(s.sdk, &sdk.Tool{Name: "files", Annotations: readOnly,
+		addTool(s, &sdk.Tool{Name: "files", Annotations: readOnly,
 			Description: "Files agents touched since the last packet (or all), ranked."}, s.files)
 	}},
 	{"files_add", func(s *Server) {
-		sdk.AddTool(s.sdk, &sdk.Tool{Name: "files_add", Annotations: appends,
+		addTool(s, &sdk.Tool{Name: "files_add", Annotations: appends,
 			Description: "Record files as confirmed relevant."}, s.filesAdd)
 	}},
 	{"loop_start", func(s *Server) {
-		sdk.AddTool(s.sdk, &sdk.Tool{Name: "loop_start", Annotations: appends,
+		addTool(s, &sdk.Tool{Name: "loop_start", Annotations: appends,
 			Description: "Start a loop: its prompt comes back at each stop until you state one of its promises (the result says how)."}, s.loopStart)
 	}},
 	{"loop_status", func(s *Server) {
-		sdk.AddTool(s.sdk, &sdk.Tool{Name: "loop_status", Annotations: readOnly,
+		addTool(s, &sdk.Tool{Name: "loop_status", Annotations: readOnly,
 			Description: "Show a loop (the foreground loop by default)."}, s.loopStatus)
 	}},
 	{"loop_cancel", func(s *Server) {
-		sdk.AddTool(s.sdk, &sdk.Tool{Name: "loop_cancel", Annotations: ends,
+		addTool(s, &sdk.Tool{Name: "loop_cancel", Annotations: ends,
 			Description: "Cancel a loop (the foreground loop by default); it is kept, and never runs again."}, s.loopCancel)
 	}},
 	{"review_pr_brief", func(s *Server) {
-		sdk.AddTool(s.sdk, &sdk.Tool{Name: "review_pr_brief", Annotations: readRemote,
+		addTool(s, &sdk.Tool{Name: "review_pr_brief", Annotations: readRemote,
 			Description: "Brief for reviewing a GitHub pull request, with its diff."}, s.reviewPRBrief)
 	}},
 	{"fix_issue_brief", func(s *Server) {
-		sdk.AddTool(s.sdk, &sdk.Tool{Name: "fix_issue_brief", Annotations: readRemote,
+		addTool(s, &sdk.Tool{Name: "fix_issue_brief", Annotations: readRemote,
 			Description: "Brief for fixing a GitHub issue."}, s.fixIssueBrief)
 	}},
 	{"implement_feature_brief", func(s *Server) {
-		sdk.AddTool(s.sdk, &sdk.Tool{Name: "implement_feature_brief", Annotations: readRemote,
+		addTool(s, &sdk.Tool{Name: "implement_feature_brief", Annotations: readRemote,
 			Description: "Brief for implementing a feature from a GitHub issue or a request in words."}, s.implementFeatureBrief)
 	}},
 }
@@ -86,20 +110,6 @@ var allTools = []tool{
 // structured output travels beside it.
 func text(format string, args ...any) *sdk.CallToolResult {
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf(format, args...)}}}
-}
-
-// budget checks the budget arguments and turns them into prompt options;
-// 0 bytes keeps def (0: the brief's own default).
-func budget(bytes, tokens, def int) (prompt.Options, error) {
-	switch {
-	case bytes < 0:
-		return prompt.Options{}, baton.Errorf(baton.Invalid, "budget_bytes must be positive (got %d)", bytes)
-	case tokens < 0:
-		return prompt.Options{}, baton.Errorf(baton.Invalid, "budget_tokens must not be negative (got %d)", tokens)
-	case bytes == 0:
-		bytes = def
-	}
-	return prompt.NewOptions(bytes, tokens)
 }
 
 type pickupIn struct {
@@ -116,6 +126,10 @@ type pickupOut struct {
 	Bytes    int      `json:"bytes"`
 	Tokens   int      `json:"tokens,omitempty"`
 	Cut      []string `json:"cut,omitempty"`
+	// Skipped are the packets that could not be read on the way to
+	// latest (too large, damaged, a merge's conflict markers): the packet
+	// picked up may not be the one the agent meant.
+	Skipped []string `json:"skipped,omitempty"`
 	// Prompt is the rendered packet. It is also the text content, but
 	// Claude Code gives the model only the structured output when there
 	// is one, so the prompt must be in it.
@@ -127,12 +141,15 @@ func (s *Server) pickup(ctx context.Context, _ *sdk.CallToolRequest, in pickupIn
 	if err != nil {
 		return nil, nil, err
 	}
-	opts, err := budget(in.BudgetBytes, in.BudgetTokens, prompt.DefaultBudgetBytes)
+	opts, err := prompt.ParseBudget(in.BudgetBytes, in.BudgetTokens)
 	if err != nil {
 		return nil, nil, err
 	}
 	picked, err := handoff.Pickup(ctx, st, in.Packet, opts)
 	if err != nil {
+		if picked != nil && len(picked.Skipped) > 0 {
+			return nil, nil, fmt.Errorf("%w; %s", err, skippedNote(picked.Skipped))
+		}
 		return nil, nil, err
 	}
 	p, pack := picked.Packet, picked.Pack
@@ -142,7 +159,29 @@ func (s *Server) pickup(ctx context.Context, _ *sdk.CallToolRequest, in pickupIn
 			out.Cut = append(out.Cut, sec.Key+" ("+string(sec.Outcome)+")")
 		}
 	}
-	return text("%s", pack.Text), out, nil
+	res := text("%s", pack.Text)
+	if len(picked.Skipped) > 0 {
+		for _, e := range picked.Skipped {
+			out.Skipped = append(out.Skipped, e.Error())
+		}
+		// A second text block, so the first stays the prompt itself.
+		res.Content = append(res.Content, &sdk.TextContent{Text: fmt.Sprintf("This is packet %s; %s", p.ID, skippedNote(picked.Skipped))})
+	}
+	return res, out, nil
+}
+
+// skippedNote says which packets pickup passed over because they could
+// not be read, and what to do: a newer packet may be among them.
+func skippedNote(skipped []error) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "skipped %d packet(s) that cannot be read, which may be newer:", len(skipped))
+	for _, e := range skipped {
+		b.WriteString(" ")
+		b.WriteString(e.Error())
+		b.WriteString(".")
+	}
+	b.WriteString(" Fix or move them, then pick up again.")
+	return b.String()
 }
 
 type handoffIn struct {
@@ -247,57 +286,55 @@ func (s *Server) packets(_ context.Context, _ *sdk.CallToolRequest, in packetsIn
 }
 
 type filesIn struct {
-	All   bool `json:"all,omitempty" jsonschema:"the whole log, not just since the last packet"`
-	Limit int  `json:"limit,omitempty" jsonschema:"at most this many (default 30)"`
+	All   bool   `json:"all,omitempty" jsonschema:"the whole log, not just since the last packet"`
+	Since string `json:"since,omitempty" jsonschema:"only entries after this packet was created (id, prefix or latest)"`
+	Limit int    `json:"limit,omitempty" jsonschema:"at most this many (default 30)"`
 }
 
 type filesOut struct {
-	Since string             `json:"since,omitempty"`
-	Files []fsstore.FileRank `json:"files"`
+	Since        string             `json:"since,omitempty"`
+	Files        []fsstore.FileRank `json:"files"`
+	More         int                `json:"more,omitempty"`
+	SkippedLines int                `json:"skipped_lines,omitempty"`
 }
+
+// defaultFiles is how many files the files tool lists unless asked: the
+// list costs the model context, and the best-ranked files come first.
+const defaultFiles = 30
 
 func (s *Server) files(_ context.Context, _ *sdk.CallToolRequest, in filesIn) (*sdk.CallToolResult, any, error) {
 	st, err := s.readStore()
 	if err != nil {
 		return nil, nil, err
 	}
-	if in.Limit < 0 {
-		return nil, nil, baton.Errorf(baton.Invalid, "limit must not be negative (got %d)", in.Limit)
-	}
 	limit := in.Limit
 	if limit == 0 {
-		limit = 30
+		limit = defaultFiles
 	}
-	var q fsstore.FileQuery
-	out := filesOut{Files: []fsstore.FileRank{}}
-	if !in.All {
-		pq, newest, err := st.PendingFiles()
-		if err != nil {
-			return nil, nil, err
-		}
-		q = pq
-		if newest != nil {
-			out.Since = newest.ID
-		}
-	}
-	ranks, _, err := st.RankFiles(q)
+	res, err := st.Files(fsstore.FilesRequest{Since: in.Since, All: in.All, Limit: limit})
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(ranks) > limit {
-		ranks = ranks[:limit]
+	out := filesOut{Files: res.Files, More: res.More, SkippedLines: res.SkippedLines}
+	if res.Since != nil {
+		out.Since = res.Since.ID
 	}
 	var b strings.Builder
-	for _, r := range ranks {
-		out.Files = append(out.Files, r)
+	for _, r := range res.Files {
 		fmt.Fprintf(&b, "%s (%s, %d×, last %s)\n", r.Path, r.Source, r.Count, baton.FormatTime(r.LastSeen))
 	}
-	if len(ranks) == 0 {
+	if len(res.Files) == 0 {
 		b.WriteString("No relevant files recorded")
 		if out.Since != "" {
 			b.WriteString(" since packet " + out.Since + " (all: true lists the whole log)")
 		}
 		b.WriteString(".\n")
+	}
+	if res.More > 0 {
+		fmt.Fprintf(&b, "(%d more; raise limit)\n", res.More)
+	}
+	if res.SkippedLines > 0 {
+		fmt.Fprintf(&b, "(skipped %d unreadable line(s) in %s)\n", res.SkippedLines, fsstore.RelevantFilesLog)
 	}
 	return text("%s", b.String()), out, nil
 }
@@ -393,22 +430,7 @@ func (s *Server) loopStart(ctx context.Context, _ *sdk.CallToolRequest, in loopS
 }
 
 type loopRefIn struct {
-	Loop string `json:"loop,omitempty" jsonschema:"loop id or prefix (default: the foreground loop)"`
-}
-
-// resolveLoop finds the loop ref names, or the foreground loop.
-func resolveLoop(st *fsstore.Store, ref string) (*baton.Loop, error) {
-	if ref != "" {
-		return st.ResolveLoop(ref)
-	}
-	l, err := st.ForegroundLoop()
-	if err != nil {
-		return nil, err
-	}
-	if l == nil {
-		return nil, baton.Errorf(baton.NotFound, "no foreground loop: start one with loop_start, or name one")
-	}
-	return l, nil
+	Loop string `json:"loop,omitempty" jsonschema:"loop id or prefix (default: current, the foreground loop)"`
 }
 
 func (s *Server) loopStatus(_ context.Context, _ *sdk.CallToolRequest, in loopRefIn) (*sdk.CallToolResult, any, error) {
@@ -416,7 +438,7 @@ func (s *Server) loopStatus(_ context.Context, _ *sdk.CallToolRequest, in loopRe
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := resolveLoop(st, in.Loop)
+	l, err := loop.Resolve(st, in.Loop)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -434,7 +456,7 @@ func (s *Server) loopCancel(ctx context.Context, _ *sdk.CallToolRequest, in loop
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := resolveLoop(st, in.Loop)
+	l, err := loop.Resolve(st, in.Loop)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -454,7 +476,7 @@ type reviewIn struct {
 type issueIn struct {
 	Issue       string `json:"issue" jsonschema:"issue number or URL"`
 	Repo        string `json:"repo,omitempty" jsonschema:"owner/name"`
-	Comments    *int   `json:"comments,omitempty" jsonschema:"most recent comments to include (default 20)"`
+	Comments    *int   `json:"comments,omitempty" jsonschema:"most recent comments to include (default 10)"`
 	BudgetBytes int    `json:"budget_bytes,omitempty"`
 }
 
@@ -475,24 +497,14 @@ type briefOut struct {
 	Brief  string `json:"brief"`
 }
 
-// gitHub resolves the repository and opens a client, as the commands do.
-func (s *Server) gitHub(ctx context.Context, repoArg string, fromURL *github.Repo) (*github.Client, github.Repo, bool, error) {
+// openRequest names the repository for a brief: the argument's URL, else
+// repo, else the origin remote of the project.
+func (s *Server) openRequest(repo string, fromURL *github.Repo) github.OpenRequest {
 	dir := s.opts.WorkDir
 	if st := s.store(); st != nil {
 		dir = st.Root()
 	}
-	r, named, err := github.ResolveRepo(ctx, dir, repoArg, fromURL)
-	if err != nil {
-		if repoArg == "" && fromURL == nil {
-			err = baton.WrapError(baton.ErrorCode(err), err, "cannot tell which GitHub repository this is (pass repo as owner/name)")
-		}
-		return nil, r, false, err
-	}
-	if s.opts.GitHub == nil {
-		return nil, r, false, baton.Errorf(baton.Internal, "this baton was built without GitHub access")
-	}
-	c, err := s.opts.GitHub(ctx, r, "")
-	return c, r, named, err
+	return github.OpenRequest{Dir: dir, Repo: repo, FromURL: fromURL}
 }
 
 func (s *Server) reviewPRBrief(ctx context.Context, _ *sdk.CallToolRequest, in reviewIn) (*sdk.CallToolResult, any, error) {
@@ -500,28 +512,15 @@ func (s *Server) reviewPRBrief(ctx context.Context, _ *sdk.CallToolRequest, in r
 	if !ok {
 		return nil, nil, baton.Errorf(baton.Invalid, "pr must be a pull request number, such as 24, #24 or a pull request URL (got %q)", in.PR)
 	}
-	opts, err := budget(in.BudgetBytes, 0, 0)
+	opts, err := prompt.ParseBudget(in.BudgetBytes, 0)
 	if err != nil {
 		return nil, nil, err
 	}
-	c, repo, named, err := s.gitHub(ctx, in.Repo, fromURL)
+	b, err := brief.Review(ctx, brief.ReviewRequest{GitHub: s.opts.GitHub, Repo: s.openRequest(in.Repo, fromURL), Number: number, Pack: opts})
 	if err != nil {
 		return nil, nil, err
 	}
-	rv, err := brief.FetchReview(ctx, c, repo, number, brief.FetchOptions{})
-	if err != nil {
-		return nil, nil, err
-	}
-	defer rv.Close()
-	ro := brief.ReviewOptions{DiffBudget: brief.DefaultDiffBudget, Pack: opts}
-	if named {
-		ro.RepoArg = repo.String()
-	}
-	b, err := brief.BuildReview(rv, ro)
-	if err != nil {
-		return nil, nil, err
-	}
-	return text("%s", b.Pack.Text), briefOut{Repo: repo.String(), Number: number, Bytes: b.Pack.Report.Bytes, Brief: b.Pack.Text}, nil
+	return text("%s", b.Pack.Text), briefOut{Repo: b.Repo.String(), Number: number, Bytes: b.Pack.Report.Bytes, Brief: b.Pack.Text}, nil
 }
 
 func (s *Server) fixIssueBrief(ctx context.Context, _ *sdk.CallToolRequest, in issueIn) (*sdk.CallToolResult, any, error) {
@@ -529,62 +528,40 @@ func (s *Server) fixIssueBrief(ctx context.Context, _ *sdk.CallToolRequest, in i
 	if !ok {
 		return nil, nil, baton.Errorf(baton.Invalid, "issue must be an issue number, such as 7, #7 or an issue URL (got %q)", in.Issue)
 	}
-	return s.issueBrief(ctx, brief.FixIssue, number, fromURL, "", in.Repo, in.Comments, in.BudgetBytes)
+	comments := brief.DefaultComments
+	if in.Comments != nil {
+		comments = *in.Comments
+	}
+	return s.issueBrief(ctx, brief.IssueRequest{Task: brief.FixIssue, Number: number, Repo: s.openRequest(in.Repo, fromURL), Comments: comments},
+		in.BudgetBytes)
 }
 
 func (s *Server) implementFeatureBrief(ctx context.Context, _ *sdk.CallToolRequest, in featureIn) (*sdk.CallToolResult, any, error) {
-	switch {
-	case in.Issue != "" && strings.TrimSpace(in.Request) != "":
-		return nil, nil, baton.Errorf(baton.Invalid, "give issue or request, not both")
-	case in.Issue != "":
+	req := brief.IssueRequest{Task: brief.ImplementFeature, Request: in.Request, Comments: brief.DefaultComments}
+	if in.Issue != "" {
 		number, fromURL, ok := github.ParseNumber(in.Issue, "issues")
 		if !ok {
 			return nil, nil, baton.Errorf(baton.Invalid, "issue must be an issue number, such as 42, #42 or an issue URL (got %q)", in.Issue)
 		}
-		return s.issueBrief(ctx, brief.ImplementFeature, number, fromURL, "", in.Repo, nil, in.BudgetBytes)
-	case strings.TrimSpace(in.Request) == "":
-		return nil, nil, baton.Errorf(baton.Invalid, "give issue (a number or URL) or request (the feature in words)")
+		req.Number, req.Repo = number, s.openRequest(in.Repo, fromURL)
 	}
-	return s.issueBrief(ctx, brief.ImplementFeature, 0, nil, in.Request, in.Repo, nil, in.BudgetBytes)
+	return s.issueBrief(ctx, req, in.BudgetBytes)
 }
 
-func (s *Server) issueBrief(ctx context.Context, task brief.Task, number int, fromURL *github.Repo, request, repoArg string, comments *int, budgetBytes int) (*sdk.CallToolResult, any, error) {
-	n := brief.DefaultComments
-	if comments != nil {
-		n = *comments
+func (s *Server) issueBrief(ctx context.Context, req brief.IssueRequest, budgetBytes int) (*sdk.CallToolResult, any, error) {
+	var err error
+	if req.Pack, err = prompt.ParseBudget(budgetBytes, 0); err != nil {
+		return nil, nil, err
 	}
-	if n < 0 || n > brief.MaxComments {
-		return nil, nil, baton.Errorf(baton.Invalid, "comments must be between 0 and %d (got %d)", brief.MaxComments, n)
-	}
-	opts, err := budget(budgetBytes, 0, 0)
+	req.GitHub, req.Store = s.opts.GitHub, s.store()
+	b, err := brief.Issue(ctx, req)
 	if err != nil {
 		return nil, nil, err
 	}
-	in := brief.IssueBriefInput{Task: task, CommentsAsked: n, Request: request}
-	out := briefOut{}
-	if number > 0 {
-		c, repo, named, err := s.gitHub(ctx, repoArg, fromURL)
-		if err != nil {
-			return nil, nil, err
-		}
-		if in.Issue, err = brief.FetchIssue(ctx, c, repo, number, n); err != nil {
-			return nil, nil, err
-		}
-		if named {
-			in.RepoArg = repo.String()
-		}
-		out.Repo, out.Number = repo.String(), number
+	out := briefOut{Bytes: b.Pack.Report.Bytes, Brief: b.Pack.Text}
+	if req.Number > 0 {
+		out.Repo, out.Number = b.Repo.String(), req.Number
 	}
-	if st := s.store(); st != nil {
-		if in.RelevantFiles, _, err = brief.StoreFiles(st, brief.RelevantFilesInBrief); err != nil {
-			return nil, nil, err
-		}
-	}
-	b, err := brief.BuildIssueBrief(in, opts)
-	if err != nil {
-		return nil, nil, err
-	}
-	out.Bytes, out.Brief = b.Pack.Report.Bytes, b.Pack.Text
 	return text("%s", b.Pack.Text), out, nil
 }
 

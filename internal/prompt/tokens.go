@@ -6,6 +6,8 @@ import (
 
 	"github.com/pkoukk/tiktoken-go"
 	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
+
+	"github.com/baton-agent/baton"
 )
 
 // O200k counts tokens with the o200k_base encoding (GPT-4o and later),
@@ -33,11 +35,19 @@ func (o *O200k) Count(text string) int { return len(o.enc.Encode(text, nil, nil)
 // Unit is "tokens".
 func (o *O200k) Unit() string { return "tokens" }
 
-// NewOptions returns the options for a pack of at most bytes bytes (0:
-// the caller's default, as a brief keeps its own) and, when tokens > 0, at
-// most tokens o200k_base tokens. The tokenizer is loaded only then. Edges
-// check the numbers first, in their own argument names.
-func NewOptions(bytes, tokens int) (Options, error) {
+// ParseBudget is the one rule for a prompt budget as a person (a flag)
+// or an agent (a tool argument) gives it: bytes is the size limit, 0 for
+// the caller's default (DefaultBudgetBytes for a packet, a brief's own);
+// tokens, when above 0, also limits the prompt to that many o200k_base
+// tokens, and only then is the tokenizer loaded. A negative number is an
+// Invalid error.
+func ParseBudget(bytes, tokens int) (Options, error) {
+	if bytes < 0 {
+		return Options{}, baton.Errorf(baton.Invalid, "a byte budget of %d: give a positive number of bytes, or 0 for the default", bytes)
+	}
+	if tokens < 0 {
+		return Options{}, baton.Errorf(baton.Invalid, "a token budget of %d: give a positive number of tokens, or 0 for none", tokens)
+	}
 	opts := Options{BudgetBytes: bytes, BudgetTokens: tokens}
 	if tokens > 0 {
 		enc, err := NewO200k()

@@ -14,7 +14,8 @@
 //	srv.Reviews("octo/app", 12)     // what was posted
 //	srv.RequestLog()                // ["GET /repos/octo/app/pulls/12", ...]
 //
-// Failures are injected per route (Fail), state can change between calls
+// Failures are injected per route (Fail), a route can hang until its client
+// gives up (Stall), state can change between calls
 // (UpdatePullRequest, UpdateCheckRun), and every request is recorded with
 // the Authorization header redacted.
 //
@@ -60,6 +61,7 @@ type Server struct {
 	users    map[string]int64 // login → id
 	requests []Request
 	failures []*failureRule
+	stalls   []*Stalled
 	nextID   int64
 	served   int
 	resetAt  time.Time
@@ -256,7 +258,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.served++
 	f := s.takeFailure(r.Method, apiPath, field)
 	authErr := s.checkAuth(r, apiPath, isGQL)
+	stall := s.stallFor(r.Method, apiPath, field)
 	s.mu.Unlock()
+	if stall != nil {
+		stall.hold(w, r)
+		return
+	}
 
 	s.rateHeaders(w, isGQL)
 	if f != nil {

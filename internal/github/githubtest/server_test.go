@@ -2,7 +2,9 @@ package githubtest_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -449,4 +451,38 @@ func fileWriter(t *testing.T, path string) io.Writer {
 	}
 	t.Cleanup(func() { f.Close() })
 	return f
+}
+
+// A stalled route holds its request until the client gives up, and says
+// so; other routes answer.
+func TestStall(t *testing.T) {
+	t.Parallel()
+	srv := githubtest.NewServer(t)
+	srv.AddIssue("octo/app", githubtest.Issue{Number: 7, Title: "Crash"})
+	srv.AddIssue("octo/app", githubtest.Issue{Number: 8, Title: "Slow"})
+	stalled := srv.Stall("GET /repos/octo/app/issues/7")
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL()+"repos/octo/app/issues/7", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	<-stalled.Arrived()
+	if resp, err := http.Get(srv.URL() + "repos/octo/app/issues/8"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("another route while one is stalled: %v, %v", resp, err)
+	}
+	select {
+	case <-stalled.Abandoned():
+		t.Fatal("abandoned before the client gave up")
+	default:
+	}
+	cancel()
+	<-stalled.Abandoned()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("the stalled request ended with %v", err)
+	}
 }

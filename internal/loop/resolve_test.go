@@ -1,0 +1,74 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/fsstore"
+)
+
+func TestResolve(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	st := fsstore.Open(t.TempDir(), fsstore.Options{Now: func() time.Time { clock = clock.Add(time.Minute); return clock }})
+	if _, err := Resolve(st, Current); !errors.Is(err, ErrNoForeground) || baton.ErrorCode(err) != baton.NotFound {
+		t.Fatalf("Resolve(current) in an empty store = %v, want ErrNoForeground", err)
+	}
+	fix, _, err := Start(ctx, st, StartRequest{Prompt: "Fix the tests", MaxIterations: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, _, err := Start(ctx, st, StartRequest{Prompt: "Write the docs", MaxIterations: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		ref  string
+		want string
+		code baton.Code
+	}{
+		{"", docs.ID, ""},
+		{"current", docs.ID, ""},
+		{" current ", docs.ID, ""},
+		{fix.ID, fix.ID, ""},
+		{"fix", fix.ID, ""},          // a prefix of the slug
+		{"2026", "", baton.Conflict}, // both
+		{"nothing", "", baton.NotFound},
+		{"../x", "", baton.Invalid},
+	} {
+		l, err := Resolve(st, tt.ref)
+		switch {
+		case baton.ErrorCode(err) != tt.code:
+			t.Errorf("Resolve(%q) error %v, want code %q", tt.ref, err, tt.code)
+		case err == nil && l.ID != tt.want:
+			t.Errorf("Resolve(%q) = %s, want %s", tt.ref, l.ID, tt.want)
+		}
+	}
+
+	// A damaged pointer hides only the foreground loop: a named loop
+	// still resolves.
+	pointer := filepath.Join(st.Dir(), fsstore.IndexesDir, fsstore.ActiveLoopFile)
+	if err := os.WriteFile(pointer, []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Resolve(st, Current); baton.ErrorCode(err) != baton.Invalid {
+		t.Errorf("Resolve(current) with a corrupt pointer = %v, want Invalid", err)
+	}
+	if l, err := Resolve(st, "fix"); err != nil || l.ID != fix.ID {
+		t.Errorf("Resolve(fix) with a corrupt pointer = %v, %v, want %s", l, err, fix.ID)
+	}
+
+	// A pointer at a loop that is gone reads as none.
+	if _, err := st.SetForegroundLoop(ctx, "20261122T000000Z-gone"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Resolve(st, ""); !errors.Is(err, ErrNoForeground) {
+		t.Errorf("Resolve() with a dangling pointer = %v, want ErrNoForeground", err)
+	}
+}
