@@ -447,15 +447,6 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, " | ")
 }
 
-func readCapped(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, max))
-}
-
 // runLogs holds the open log files of one run; every field may be nil.
 type runLogs struct {
 	stdout, stderr *cappedLog

@@ -43,9 +43,8 @@ baton://deliveries/{id} with a database. Prompts: pickup, handoff,
 review-pr, fix-issue, implement-feature.
 
 The project is found as the CLI finds it: --root or BATON_ROOT, else from the
-working directory the client starts the server in, else from the first of
-the client's roots inside a repository. Outside any project the server still
-answers and every tool says how to point it at one.
+working directory the client starts the server in. Outside any project the
+server still answers and every tool says how to point it at one.
 
 On stdio a line that is not a JSON-RPC message is answered with a parse
 error (-32700) and the session goes on. --http takes baton serve's API token
@@ -140,8 +139,7 @@ func runMCP(ctx context.Context, f *Factory, o mcpOptions) error {
 	// The SDK refuses a loopback request whose Host is not loopback (DNS
 	// rebinding); cross-origin protection refuses what a web page could
 	// send through the user's browser.
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.SDK() },
-		&sdk.StreamableHTTPOptions{CrossOriginProtection: http.NewCrossOriginProtection()})
+	h := http.NewCrossOriginProtection().Handler(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.SDK() }, nil))
 	go s.Watch(ctx)
 	fmt.Fprintf(f.IO.Err, "baton mcp: serving http://%s/\n", ln.Addr())
 	return web.Serve(ctx, ln, web.RequireToken(token, &web.WrongTokens{}, h), slog.New(newLogHandler(f.IO.Err)))
