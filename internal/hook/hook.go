@@ -151,7 +151,7 @@ func Run(ctx context.Context, h *Harness, event Event, stdin io.Reader, stdout i
 	st := fsstore.Open(root, fsstore.Options{Now: env.now})
 	ctx, cancel := context.WithTimeout(ctx, lockTimeout)
 	defer cancel()
-	hd := handler{h: h, st: st, p: p, env: env, mayCreate: how != fsstore.FoundWorkDir, event: event}
+	hd := handler{harness: h, st: st, p: p, env: env, mayCreate: how != fsstore.FoundWorkDir, event: event}
 	var r Result
 	switch event {
 	case SessionStart:
@@ -200,10 +200,10 @@ func oneLine(s string) string {
 
 // handler carries one hook run's state.
 type handler struct {
-	h   *Harness
-	st  *fsstore.Store
-	p   *Payload
-	env Env
+	harness *Harness
+	st      *fsstore.Store
+	p       *Payload
+	env     Env
 	// mayCreate is false when the root is neither in a git work tree nor
 	// named by the user: a hook must not create a store there.
 	mayCreate bool
@@ -213,7 +213,7 @@ type handler struct {
 // warn tells the user, on stderr, about something the hook left out;
 // the hook goes on.
 func (h handler) warn(format string, args ...any) {
-	fmt.Fprintf(h.env.Stderr, "baton hook %s (%s): %s\n", h.event, h.h.Name, oneLine(fmt.Sprintf(format, args...)))
+	fmt.Fprintf(h.env.Stderr, "baton hook %s (%s): %s\n", h.event, h.harness.Name, oneLine(fmt.Sprintf(format, args...)))
 }
 
 // errNoStore is the fail-open reason for events that need a store.
