@@ -2,7 +2,8 @@ package baton
 
 import "time"
 
-// Harness names an agent product baton integrates with.
+// Harness names an agent product baton integrates with. What baton
+// knows of each is in internal/hook's harness table.
 type Harness string
 
 const (
@@ -11,41 +12,6 @@ const (
 	HarnessDroid  Harness = "droid"
 	HarnessPi     Harness = "pi"
 )
-
-// Harnesses lists every supported harness.
-var Harnesses = []Harness{HarnessClaude, HarnessCodex, HarnessDroid, HarnessPi}
-
-// WriteTools are the tools with which an agent in each harness writes
-// files: the one list that both the installed PostToolUse matchers and
-// the hooks' own filter come from, so they cannot disagree. Claude's
-// MultiEdit is from older releases; Codex reports every edit as
-// apply_patch; Droid offers ApplyPatch with OpenAI models. pi's extension
-// filters its own write and edit tools.
-var WriteTools = map[Harness][]string{
-	HarnessClaude: {"Write", "Edit", "MultiEdit", "NotebookEdit"},
-	HarnessCodex:  {"apply_patch"},
-	HarnessDroid:  {"Create", "Edit", "ApplyPatch", "MultiEdit"},
-}
-
-// IsWriteTool reports whether tool writes files in harness h.
-func IsWriteTool(h Harness, tool string) bool {
-	for _, t := range WriteTools[h] {
-		if t == tool {
-			return true
-		}
-	}
-	return false
-}
-
-// ParseHarness returns the harness named s, or an Invalid error.
-func ParseHarness(s string) (Harness, error) {
-	for _, h := range Harnesses {
-		if string(h) == s {
-			return h, nil
-		}
-	}
-	return "", Errorf(Invalid, "unknown harness %q: want claude, codex, droid or pi", s)
-}
 
 // FileSource says who named a relevant file.
 type FileSource string

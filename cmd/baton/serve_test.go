@@ -300,3 +300,43 @@ func TestServeAnswersOnlyItsOwnHostNames(t *testing.T) {
 		}
 	}
 }
+
+// serve names its agents from the harness table: the dashboard's sources
+// page offers each agent, and a missing agent's fix says how to install
+// it and which agents to pick instead.
+func TestServeOffersTheHarnessTable(t *testing.T) {
+	t.Parallel()
+	home, data := t.TempDir(), t.TempDir()
+	env := gitEnv(home, "BATON_DATA_DIR="+data, "BATON_API_TOKEN=table-test-token",
+		"PATH="+filepath.Dir(batonBin)+":/usr/bin:/bin") // no agent CLI on it
+	src := userRepo(t, env)
+	_, base := startServe(t, env, src, "--addr", "127.0.0.1:0", "--workers", "0", "--agent", "codex")
+	var settings struct {
+		Agent struct {
+			Installed bool   `json:"installed"`
+			Fix       string `json:"fix"`
+		} `json:"agent"`
+	}
+	if code := apiCall(t, "GET", base+"/api/settings", "table-test-token", "", &settings); code != http.StatusOK {
+		t.Fatalf("GET /api/settings = %d", code)
+	}
+	if want := "Install Codex CLI (npm install -g @openai/codex), or restart with --agent claude, droid or command:<argv>."; settings.Agent.Installed || settings.Agent.Fix != want {
+		t.Errorf("agent = %+v, want not installed and fix %q", settings.Agent, want)
+	}
+	req, _ := http.NewRequest("GET", base+"/sources", nil)
+	req.Header.Set("Authorization", "Bearer table-test-token") // signed in: the add form shows
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	page, _ := io.ReadAll(resp.Body)
+	for _, agent := range []string{"claude", "codex", "droid"} {
+		if !strings.Contains(string(page), "<option>"+agent+"</option>") {
+			t.Errorf("the sources page offers no %s agent", agent)
+		}
+	}
+	if strings.Contains(string(page), "<option>pi</option>") {
+		t.Error("the sources page offers pi, which baton cannot run headless")
+	}
+}

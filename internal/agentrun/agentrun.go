@@ -51,7 +51,8 @@ type Spec struct {
 	Dir string
 	// OutputSchema is an optional JSON Schema for the final message. claude
 	// gets --json-schema, codex --output-schema; every agent's final message
-	// is then parsed and validated (see Validate for the keywords checked).
+	// is then parsed and validated (see Validate). A schema that cannot be
+	// checked is an ErrInvalidSpec before the agent starts.
 	OutputSchema []byte
 	// Timeout bounds the whole run; 0 means none.
 	Timeout time.Duration

@@ -78,6 +78,11 @@ func newPlan(s Spec, fileDir string) (*plan, error) {
 		if buf.Bytes()[0] != '{' {
 			return nil, invalidSpec("output schema must be a JSON object")
 		}
+		// Refused before the agent runs, not after: its answer could
+		// never be checked.
+		if _, err := compileSchema(buf.Bytes()); err != nil {
+			return nil, invalidSpec("output %v", err)
+		}
 		p.schema = buf.Bytes()
 	}
 	prependSystem := func() string {

@@ -56,7 +56,7 @@
 // sentinel with errors.Is, chosen in this order:
 //
 //	condition                          sentinel           baton code   class
-//	Spec unusable (agent name, argv)   ErrInvalidSpec     Invalid      runner
+//	Spec unusable (agent, schema)      ErrInvalidSpec     Invalid      runner
 //	binary not on PATH                 ErrNotInstalled    NotFound     runner
 //	ctx canceled                       context.Canceled   Canceled     runner
 //	Spec.Timeout or ctx deadline       ErrTimeout         Unavailable  runner

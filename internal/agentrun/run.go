@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton"
-	"github.com/baton-agent/baton/internal/install"
+	"github.com/baton-agent/baton/internal/codexconf"
 	"github.com/baton-agent/baton/internal/proc"
 	"github.com/baton-agent/baton/internal/safefile"
 )
@@ -71,7 +71,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	if p.kind == kindCodex && s.Dir != "" {
 		// baton does not bypass Codex's trust (a repository's hooks are
 		// not baton's to vouch for), but it never lets them be off silently.
-		if why := install.CodexHooksOff(s.Dir, envValue(env, "HOME"), envValue(env, "CODEX_HOME")); why != "" {
+		if why := codexconf.HooksOff(s.Dir, envValue(env, "HOME"), envValue(env, "CODEX_HOME")); why != "" {
 			note := "baton: Codex will not run this project's hooks here: " + why
 			res.Notes = append(res.Notes, note)
 			if s.Live != nil {
@@ -445,15 +445,6 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, " | ")
-}
-
-func readCapped(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, max))
 }
 
 // runLogs holds the open log files of one run; every field may be nil.

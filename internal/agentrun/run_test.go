@@ -598,7 +598,9 @@ func TestRunRelativeCommand(t *testing.T) {
 }
 
 // baton does not bypass Codex's trust, but a project whose baton hooks
-// Codex will skip is said so, in the live view and the result.
+// Codex will skip is said so, in the live view and the result, even when
+// its hooks file is read-only (the installer's reader refused such a file,
+// and the note went missing).
 func TestCodexHooksNeverSilentlyOff(t *testing.T) {
 	fake := agenttest.New(t, agenttest.Turn{Final: "ok"}, agenttest.Turn{Final: "ok"})
 	s := spec(t, fake, "codex")
@@ -608,7 +610,7 @@ func TestCodexHooksNeverSilentlyOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	hooks := `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"/usr/local/bin/baton hook stop --harness codex"}]}]}}`
-	if err := os.WriteFile(filepath.Join(s.Dir, ".codex", "hooks.json"), []byte(hooks), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(s.Dir, ".codex", "hooks.json"), []byte(hooks), 0o444); err != nil {
 		t.Fatal(err)
 	}
 	var live syncBuffer

@@ -3,397 +3,269 @@ package agentrun
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"math"
-	"regexp"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// Validate checks the JSON document doc against a JSON Schema. It covers
-// the keywords structured-output schemas use: type (also as a list),
-// properties, required, additionalProperties, items, enum, const,
-// minLength, maxLength, pattern, minimum, maximum, exclusiveMinimum,
-// exclusiveMaximum, minItems, maxItems, minProperties, maxProperties,
-// allOf, anyOf, oneOf, not, and local $ref ("#/$defs/x",
-// "#/definitions/x"). Other keywords (format, $schema, title, ...) are
-// ignored. It returns nil, or an error listing up to five violations with
-// their JSON paths.
+// Validate checks the JSON document doc against a JSON Schema (draft
+// 2020-12, or draft-07 when its $schema says so), with
+// github.com/google/jsonschema-go. It returns nil, or an error naming the
+// first violation: its keyword, where in the schema, and the value. A
+// schema the library cannot check safely is an error too (see
+// compileSchema). A number beyond float64's range is refused: no reader
+// of the document could hold it.
 func Validate(schema, doc []byte) error {
-	var root any
-	if err := decodeNumbers(schema, &root); err != nil {
-		return fmt.Errorf("schema is not valid JSON: %w", err)
-	}
-	var v any
-	if err := decodeNumbers(doc, &v); err != nil {
-		return fmt.Errorf("not valid JSON: %w", err)
-	}
-	c := &schemaCheck{root: root}
-	c.check(root, v, "$", 0)
-	if len(c.errs) == 0 {
-		return nil
-	}
-	msg := strings.Join(c.errs, "; ")
-	if c.more > 0 {
-		msg += fmt.Sprintf("; and %d more", c.more)
-	}
-	return fmt.Errorf("%s", msg)
-}
-
-func decodeNumbers(b []byte, v any) error {
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	if err := d.Decode(v); err != nil {
+	rs, err := compileSchema(schema)
+	if err != nil {
 		return err
 	}
-	if d.More() {
-		return fmt.Errorf("trailing data after the JSON value")
+	var v any
+	if err := decodeOne(doc, &v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && strings.HasPrefix(te.Value, "number") {
+			return fmt.Errorf("a %s is out of range (beyond a 64-bit float)", te.Value)
+		}
+		return fmt.Errorf("not valid JSON: %w", err)
+	}
+	if err := rs.Validate(v); err != nil {
+		return errors.New(oneLine(violation(err.Error()), maxViolation))
 	}
 	return nil
 }
 
-type schemaCheck struct {
-	root any
-	errs []string
-	more int
-}
-
-// maxSchemaDepth stops $ref cycles and absurd nesting.
-const maxSchemaDepth = 64
-
-func (c *schemaCheck) fail(path, format string, args ...any) {
-	if len(c.errs) >= 5 {
-		c.more++
-		return
-	}
-	c.errs = append(c.errs, path+": "+fmt.Sprintf(format, args...))
-}
-
-// valid reports whether v matches s without recording errors.
-func (c *schemaCheck) valid(s, v any, path string, depth int) bool {
-	sub := &schemaCheck{root: c.root}
-	sub.check(s, v, path, depth)
-	return len(sub.errs) == 0
-}
-
-func (c *schemaCheck) check(s, v any, path string, depth int) {
-	if depth > maxSchemaDepth {
-		c.fail(path, "schema nested too deeply (a $ref cycle?)")
-		return
-	}
-	switch s := s.(type) {
-	case bool:
-		if !s {
-			c.fail(path, "no value is allowed here")
+// violation shortens the library's message: it says "validating <schema
+// location>: " for every schema on the way down; the innermost is kept.
+func violation(msg string) string {
+	where := ""
+	for {
+		rest, ok := strings.CutPrefix(msg, "validating ")
+		i := strings.Index(rest, ": ")
+		if !ok || i < 0 {
+			break
 		}
-		return
-	case map[string]any:
-		c.checkObject(s, v, path, depth)
-	default:
-		// Not a schema: nothing to check against.
+		where, msg = rest[:i], rest[i+2:]
 	}
+	if where != "" && where != "root" {
+		msg = where + ": " + msg
+	}
+	return msg
 }
 
-func (c *schemaCheck) checkObject(s map[string]any, v any, path string, depth int) {
-	if ref, ok := s["$ref"].(string); ok {
-		target, ok := c.resolve(ref)
-		if !ok {
-			c.fail(path, "cannot resolve $ref %q", ref)
+// maxViolation bounds the error text (on one line): anyOf and oneOf
+// violations print their schemas.
+const maxViolation = 400
+
+// compileSchema parses and resolves schema. Besides what the library
+// refuses (malformed keywords, a pattern that is not a regular
+// expression, a $ref that leads nowhere, a draft it does not know), it
+// refuses what the library would follow forever (see checkRefs). An
+// Invalid spec error at newPlan, so the agent never runs for an answer
+// that cannot be checked.
+func compileSchema(schema []byte) (*jsonschema.Resolved, error) {
+	var raw any
+	if err := decodeOne(schema, &raw); err != nil {
+		return nil, fmt.Errorf("schema is not valid JSON: %w", err)
+	}
+	if err := checkRefs(raw); err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(schema, &s); err != nil {
+		return nil, fmt.Errorf("schema is not a JSON Schema: %w", err)
+	}
+	switch s.Schema {
+	case "", "https://json-schema.org/draft/2020-12/schema", "http://json-schema.org/draft-07/schema#", "https://json-schema.org/draft-07/schema#":
+	default:
+		return nil, fmt.Errorf("schema: $schema %q is not draft 2020-12 or draft-07, the drafts baton checks", s.Schema)
+	}
+	rs, err := s.Resolve(nil)
+	if err != nil {
+		return nil, fmt.Errorf("schema cannot be used: %w", err)
+	}
+	return rs, nil
+}
+
+// decodeOne decodes exactly one JSON value from b into v.
+func decodeOne(b []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(b))
+	if err := d.Decode(v); err != nil {
+		return err
+	}
+	if d.More() {
+		return errors.New("trailing data after the JSON value")
+	}
+	return nil
+}
+
+// schemaKeys are the keywords that hold schemas; named ones hold an
+// object of them (properties, $defs). sameValue says the schema applies
+// to the value itself, not to one of its parts (a property, an item),
+// so following it does not move deeper into the document.
+var schemaKeys = map[string]struct{ named, sameValue bool }{
+	"$defs":                 {named: true},
+	"definitions":           {named: true},
+	"properties":            {named: true},
+	"patternProperties":     {named: true},
+	"additionalProperties":  {},
+	"propertyNames":         {},
+	"unevaluatedProperties": {},
+	"items":                 {},
+	"prefixItems":           {},
+	"additionalItems":       {},
+	"contains":              {},
+	"unevaluatedItems":      {},
+	"contentSchema":         {},
+	"allOf":                 {sameValue: true},
+	"anyOf":                 {sameValue: true},
+	"oneOf":                 {sameValue: true},
+	"not":                   {sameValue: true},
+	"if":                    {sameValue: true},
+	"then":                  {sameValue: true},
+	"else":                  {sameValue: true},
+	"dependentSchemas":      {named: true, sameValue: true},
+	"dependencies":          {named: true, sameValue: true},
+}
+
+// sameValueKeys are schemaKeys' same-value keywords in a fixed order, so
+// the same loop is reported every time.
+var sameValueKeys = slices.Sorted(func(yield func(string) bool) {
+	for k, kind := range schemaKeys {
+		if kind.sameValue && !yield(k) {
 			return
 		}
-		c.check(target, v, path, depth+1)
 	}
-	if t, ok := s["type"]; ok && !typeMatches(t, v) {
-		c.fail(path, "got %s, want %s", jsonType(v), typeNames(t))
-		return
-	}
-	if e, ok := s["enum"].([]any); ok {
-		found := false
-		for _, x := range e {
-			if jsonEqual(x, v) {
-				found = true
-				break
+})
+
+// checkRefs refuses the references jsonschema-go (v0.4.3) would follow
+// without end: a $ref loop that comes back to a schema of the same value
+// ({"$ref": "#"}, or two $defs naming each other) recurses until the
+// stack overflows, which kills the process (no recover catches it). So
+// that every reference can be followed here, only local JSON pointers
+// ("#", "#/$defs/x") are allowed, no $id below the root (it would move
+// their base) and no dynamic references.
+func checkRefs(root any) error {
+	nodes := map[string]map[string]any{} // every schema, by JSON pointer
+	var collect func(ptr string, s any) error
+	collect = func(ptr string, s any) error {
+		obj, _ := s.(map[string]any) // nil for true and false
+		nodes[ptr] = obj
+		if _, ok := obj["$id"]; ok && ptr != "" {
+			return fmt.Errorf("$id at %q is not supported below the root", "#"+ptr)
+		}
+		for _, k := range []string{"$dynamicRef", "$recursiveRef"} {
+			if _, ok := obj[k]; ok {
+				return fmt.Errorf("%s at %q is not supported: use \"$ref\": \"#/$defs/...\"", k, "#"+ptr)
 			}
 		}
-		if !found {
-			c.fail(path, "value %s is not one of %s", short(v), short(e))
+		for k, kind := range schemaKeys {
+			if err := children(ptr+"/"+k, obj[k], kind.named, collect); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := collect("", root); err != nil {
+		return err
+	}
+	// A depth-first search over "applies to the same value" edges: a
+	// schema met again while still on the path is a loop.
+	const onPath, finished = 1, 2
+	state := map[string]int{}
+	var visit func(ptr string) error
+	visit = func(ptr string) error {
+		switch state[ptr] {
+		case onPath:
+			return fmt.Errorf("$ref loop through %q never moves into a part of the value", "#"+ptr)
+		case finished:
+			return nil
+		}
+		state[ptr] = onPath
+		obj := nodes[ptr]
+		var next []string
+		if ref, ok := obj["$ref"]; ok {
+			target, err := refPointer(ref)
+			if _, known := nodes[target]; err != nil || !known {
+				text, _ := json.Marshal(ref)
+				return fmt.Errorf("$ref %s at %q: only a local reference to a schema (\"#/$defs/x\") is supported", text, "#"+ptr)
+			}
+			next = append(next, target)
+		}
+		for _, k := range sameValueKeys {
+			_ = children(ptr+"/"+k, obj[k], schemaKeys[k].named, func(p string, _ any) error {
+				next = append(next, p)
+				return nil
+			})
+		}
+		for _, n := range next {
+			if err := visit(n); err != nil {
+				return err
+			}
+		}
+		state[ptr] = finished
+		return nil
+	}
+	for _, ptr := range slices.Sorted(maps.Keys(nodes)) {
+		if err := visit(ptr); err != nil {
+			return err
 		}
 	}
-	if x, ok := s["const"]; ok && !jsonEqual(x, v) {
-		c.fail(path, "value %s is not %s", short(v), short(x))
-	}
+	return nil
+}
+
+// children calls f on each schema v holds: v itself, each element of a
+// list, or with named each value of an object.
+func children(ptr string, v any, named bool, f func(ptr string, s any) error) error {
 	switch v := v.(type) {
-	case string:
-		n := utf8.RuneCountInString(v)
-		if m, ok := intKeyword(s, "minLength"); ok && n < m {
-			c.fail(path, "string shorter than %d characters", m)
-		}
-		if m, ok := intKeyword(s, "maxLength"); ok && n > m {
-			c.fail(path, "string longer than %d characters", m)
-		}
-		if p, ok := s["pattern"].(string); ok {
-			if re, err := regexp.Compile(p); err == nil && !re.MatchString(v) {
-				c.fail(path, "string does not match pattern %q", p)
-			}
-		}
-	case json.Number:
-		c.checkNumber(s, v, path)
 	case []any:
-		if m, ok := intKeyword(s, "minItems"); ok && len(v) < m {
-			c.fail(path, "fewer than %d items", m)
+		if named {
+			return nil // not an object of schemas: the library refuses it
 		}
-		if m, ok := intKeyword(s, "maxItems"); ok && len(v) > m {
-			c.fail(path, "more than %d items", m)
-		}
-		if items, ok := s["items"]; ok {
-			for i, x := range v {
-				c.check(items, x, path+"["+strconv.Itoa(i)+"]", depth+1)
+		for i, c := range v {
+			if err := f(ptr+"/"+strconv.Itoa(i), c); err != nil {
+				return err
 			}
 		}
 	case map[string]any:
-		c.checkProperties(s, v, path, depth)
-	}
-	for _, key := range []string{"allOf", "anyOf", "oneOf"} {
-		list, ok := s[key].([]any)
-		if !ok {
-			continue
+		if !named {
+			return f(ptr, v)
 		}
-		n := 0
-		for _, sub := range list {
-			if key == "allOf" {
-				c.check(sub, v, path, depth+1)
-			} else if c.valid(sub, v, path, depth+1) {
-				n++
+		for name, c := range v {
+			if err := f(ptr+"/"+escapePointer(name), c); err != nil {
+				return err
 			}
 		}
-		switch {
-		case key == "anyOf" && n == 0:
-			c.fail(path, "value matches none of the anyOf schemas")
-		case key == "oneOf" && n != 1:
-			c.fail(path, "value matches %d of the oneOf schemas, want exactly 1", n)
-		}
-	}
-	if not, ok := s["not"]; ok && c.valid(not, v, path, depth+1) {
-		c.fail(path, "value matches a schema it must not match")
-	}
-}
-
-func (c *schemaCheck) checkProperties(s map[string]any, v map[string]any, path string, depth int) {
-	props, _ := s["properties"].(map[string]any)
-	if req, ok := s["required"].([]any); ok {
-		for _, r := range req {
-			if name, ok := r.(string); ok {
-				if _, ok := v[name]; !ok {
-					c.fail(path, "missing required property %q", name)
-				}
-			}
-		}
-	}
-	if m, ok := intKeyword(s, "minProperties"); ok && len(v) < m {
-		c.fail(path, "fewer than %d properties", m)
-	}
-	if m, ok := intKeyword(s, "maxProperties"); ok && len(v) > m {
-		c.fail(path, "more than %d properties", m)
-	}
-	keys := make([]string, 0, len(v))
-	for k := range v {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys) // stable error order
-	additional, hasAdditional := s["additionalProperties"]
-	for _, k := range keys {
-		p := path + "." + k
-		if ps, ok := props[k]; ok {
-			c.check(ps, v[k], p, depth+1)
-			continue
-		}
-		if !hasAdditional {
-			continue
-		}
-		if b, ok := additional.(bool); ok && !b {
-			c.fail(path, "property %q is not allowed", k)
-			continue
-		}
-		c.check(additional, v[k], p, depth+1)
-	}
-}
-
-func (c *schemaCheck) checkNumber(s map[string]any, v json.Number, path string) {
-	// float64 is precise enough for bounds, and unlike big.Rat it cannot
-	// be made to allocate without limit by an exponent like 1e999999999.
-	x, err := v.Float64()
-	if err != nil && !math.IsInf(x, 0) {
-		return
-	}
-	bound := func(key string) (json.Number, float64, bool) {
-		n, ok := s[key].(json.Number)
-		if !ok {
-			return "", 0, false
-		}
-		f, err := n.Float64()
-		return n, f, err == nil || math.IsInf(f, 0)
-	}
-	if n, b, ok := bound("minimum"); ok && x < b {
-		c.fail(path, "%s is less than the minimum %s", v, n)
-	}
-	if n, b, ok := bound("maximum"); ok && x > b {
-		c.fail(path, "%s is more than the maximum %s", v, n)
-	}
-	if n, b, ok := bound("exclusiveMinimum"); ok && x <= b {
-		c.fail(path, "%s is not more than %s", v, n)
-	}
-	if n, b, ok := bound("exclusiveMaximum"); ok && x >= b {
-		c.fail(path, "%s is not less than %s", v, n)
-	}
-}
-
-// resolve follows a local JSON pointer such as "#/$defs/item".
-func (c *schemaCheck) resolve(ref string) (any, bool) {
-	if ref == "#" {
-		return c.root, true
-	}
-	rest, ok := strings.CutPrefix(ref, "#/")
-	if !ok {
-		return nil, false
-	}
-	cur := c.root
-	for _, tok := range strings.Split(rest, "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch node := cur.(type) {
-		case map[string]any:
-			if cur, ok = node[tok]; !ok {
-				return nil, false
-			}
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(node) {
-				return nil, false
-			}
-			cur = node[i]
-		default:
-			return nil, false
-		}
-	}
-	return cur, true
-}
-
-func intKeyword(s map[string]any, key string) (int, bool) {
-	n, ok := s[key].(json.Number)
-	if !ok {
-		return 0, false
-	}
-	i, err := strconv.Atoi(n.String())
-	if err != nil {
-		f, ferr := n.Float64()
-		if ferr != nil || f != float64(int(f)) {
-			return 0, false
-		}
-		i = int(f)
-	}
-	return i, true
-}
-
-func jsonType(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "null"
 	case bool:
-		return "boolean"
-	case string:
-		return "string"
-	case json.Number:
-		if isInteger(v) {
-			return "integer"
+		if !named {
+			return f(ptr, v)
 		}
-		return "number"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
 	}
-	return "unknown"
+	return nil
 }
 
-func isInteger(n json.Number) bool {
-	f, err := n.Float64()
-	return err == nil && f == math.Trunc(f)
+// refPointer is the JSON pointer of a local reference ("#" or "#/a/b"),
+// each token in its escaped form.
+func refPointer(ref any) (string, error) {
+	s, _ := ref.(string)
+	if s == "#" {
+		return "", nil
+	}
+	rest, ok := strings.CutPrefix(s, "#/")
+	if !ok {
+		return "", fmt.Errorf("%q is not a local JSON pointer", s)
+	}
+	var ptr strings.Builder
+	for _, tok := range strings.Split(rest, "/") {
+		ptr.WriteString("/" + escapePointer(strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")))
+	}
+	return ptr.String(), nil
 }
 
-func typeMatches(t, v any) bool {
-	switch t := t.(type) {
-	case string:
-		got := jsonType(v)
-		return got == t || (t == "number" && got == "integer")
-	case []any:
-		for _, x := range t {
-			if typeMatches(x, v) {
-				return true
-			}
-		}
-		return false
-	}
-	return true // malformed "type": ignore it
-}
-
-func typeNames(t any) string {
-	if list, ok := t.([]any); ok {
-		var names []string
-		for _, x := range list {
-			names = append(names, fmt.Sprint(x))
-		}
-		return strings.Join(names, " or ")
-	}
-	return fmt.Sprint(t)
-}
-
-func jsonEqual(a, b any) bool {
-	switch a := a.(type) {
-	case json.Number:
-		bn, ok := b.(json.Number)
-		if !ok {
-			return false
-		}
-		if a == bn {
-			return true
-		}
-		x, err1 := a.Float64()
-		y, err2 := bn.Float64()
-		return err1 == nil && err2 == nil && x == y
-	case []any:
-		bl, ok := b.([]any)
-		if !ok || len(a) != len(bl) {
-			return false
-		}
-		for i := range a {
-			if !jsonEqual(a[i], bl[i]) {
-				return false
-			}
-		}
-		return true
-	case map[string]any:
-		bm, ok := b.(map[string]any)
-		if !ok || len(a) != len(bm) {
-			return false
-		}
-		for k, x := range a {
-			y, ok := bm[k]
-			if !ok || !jsonEqual(x, y) {
-				return false
-			}
-		}
-		return true
-	default:
-		return a == b
-	}
-}
-
-// short renders v as compact JSON, cut for error messages.
-func short(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return oneLine(string(b), 80)
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }

@@ -79,8 +79,8 @@ func (f *Factory) completeDeliveries(cmd *cobra.Command, _ []string, toComplete 
 }
 
 func (f *Factory) addCompletions(root *cobra.Command) {
-	harnesses := fixed("claude", "codex", "droid", "pi")
-	agents := fixed("claude", "codex", "droid", "command:")
+	harnesses := fixed(hook.Names()...)
+	agents := fixed(append(hook.AgentNames(), "command:")...)
 	var phases, statuses []string
 	for _, p := range delivery.FilterPhases {
 		phases = append(phases, string(p))

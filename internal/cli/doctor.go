@@ -16,7 +16,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/codexconf"
 	"github.com/baton-agent/baton/internal/fsstore"
+	"github.com/baton-agent/baton/internal/hook"
 	"github.com/baton-agent/baton/internal/install"
 	"github.com/baton-agent/baton/internal/proc"
 	"github.com/baton-agent/baton/internal/sandbox"
@@ -91,7 +93,7 @@ harness installed at both scopes (its hooks would run twice).`,
 				state := "not installed"
 				if s.Installed {
 					state = fmt.Sprintf("%d hook(s)", len(s.Hooks))
-					if s.Harness == baton.HarnessPi {
+					if h, _ := hook.Lookup(string(s.Harness)); h != nil && h.Extension {
 						state = "extension"
 					}
 				}
@@ -142,7 +144,8 @@ func runDoctor(ctx context.Context, f *Factory, probe bool) doctorReport {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("a context store sits above this repository at %s: baton does not use it here, but an earlier baton may have written this repository's packets and loops there; move what you need and remove it if no project owns it", above))
 		}
 	}
-	for _, h := range baton.Harnesses {
+	for _, hh := range hook.Harnesses {
+		h := hh.Name
 		scopes := 0
 		for _, sc := range []install.Scope{install.ScopeProject, install.ScopeUser} {
 			t := f.installTargetFor(h, sc, root)
@@ -169,7 +172,7 @@ func runDoctor(ctx context.Context, f *Factory, probe bool) doctorReport {
 				rep.Broken = append(rep.Broken, codexTrustProblems(t, s)...)
 			}
 			if probe {
-				rep.Probes = append(rep.Probes, probeHooks(ctx, f, s)...)
+				rep.Probes = append(rep.Probes, probeHooks(ctx, f, hh, s)...)
 			}
 		}
 		if scopes == 2 {
@@ -220,7 +223,7 @@ func checkSandbox(f *Factory, probe bool) sandboxReport {
 
 // probeHooks runs each of an installation's hook commands with a
 // synthetic payload in a scratch project.
-func probeHooks(ctx context.Context, f *Factory, s install.Status) []probeResult {
+func probeHooks(ctx context.Context, f *Factory, h *hook.Harness, s install.Status) []probeResult {
 	dir, err := os.MkdirTemp("", "baton-doctor-*")
 	if err != nil {
 		return []probeResult{{Harness: string(s.Harness), Problem: err.Error()}}
@@ -231,46 +234,47 @@ func probeHooks(ctx context.Context, f *Factory, s install.Status) []probeResult
 	if err := os.Mkdir(filepath.Join(dir, ".git"), 0o755); err != nil {
 		return []probeResult{{Harness: string(s.Harness), Problem: err.Error()}}
 	}
-	commands := map[string]string{}
-	for _, h := range s.Hooks {
-		for _, ev := range []string{"session-start", "stop", "post-tool-use", "pre-compact"} {
-			if strings.Contains(h.Command, " hook "+ev+" ") {
-				commands[ev] = h.Command
+	commands := map[hook.Event]string{}
+	for _, hk := range s.Hooks {
+		for _, ev := range hook.Events {
+			if strings.Contains(hk.Command, " hook "+string(ev)+" ") {
+				commands[ev] = hk.Command
 			}
 		}
 	}
-	if s.Harness == baton.HarnessPi && len(s.Binaries) > 0 {
-		for _, ev := range []string{"session-start", "stop", "post-tool-use", "pre-compact"} {
-			commands[ev] = install.HookCommand(s.Binaries[0], ev, "pi")
+	if h.Extension && len(s.Binaries) > 0 {
+		// The extension runs the hooks itself: probe the commands it runs.
+		for _, ev := range hook.Events {
+			commands[ev] = hook.Command(s.Binaries[0], ev, h.Name)
 		}
 	}
 	var out []probeResult
-	for _, ev := range []string{"session-start", "post-tool-use", "pre-compact", "stop"} {
+	for _, ev := range hook.Events {
 		cmdline, ok := commands[ev]
 		if !ok {
 			continue
 		}
 		payload := map[string]any{"session_id": "baton-doctor", "cwd": dir, "transcript_path": filepath.Join(dir, "none.jsonl")}
 		switch ev {
-		case "session-start":
+		case hook.SessionStart:
 			payload["source"] = "startup"
-		case "stop":
+		case hook.Stop:
 			payload["stop_hook_active"] = false
 			payload["last_assistant_message"] = "probe"
-		case "post-tool-use":
-			payload["tool_name"] = map[baton.Harness]string{baton.HarnessClaude: "Write", baton.HarnessCodex: "apply_patch", baton.HarnessDroid: "Create", baton.HarnessPi: "write"}[s.Harness]
+		case hook.PostToolUse:
+			payload["tool_name"] = h.WriteTools[0]
 			payload["tool_input"] = map[string]any{"file_path": filepath.Join(dir, "probe.txt"), "path": filepath.Join(dir, "probe.txt")}
-		case "pre-compact":
+		case hook.PreCompact:
 			payload["trigger"] = "manual"
 		}
 		body, _ := json.Marshal(payload)
-		out = append(out, runProbe(ctx, f, s.Harness, ev, cmdline, dir, body))
+		out = append(out, runProbe(ctx, f, h, ev, cmdline, dir, body))
 	}
 	return out
 }
 
-func runProbe(ctx context.Context, f *Factory, h baton.Harness, ev, cmdline, dir string, payload []byte) probeResult {
-	r := probeResult{Harness: string(h), Event: ev, Command: cmdline}
+func runProbe(ctx context.Context, f *Factory, h *hook.Harness, ev hook.Event, cmdline, dir string, payload []byte) probeResult {
+	r := probeResult{Harness: string(h.Name), Event: string(ev), Command: cmdline}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	c := exec.CommandContext(ctx, "/bin/sh", "-c", cmdline)
@@ -297,11 +301,11 @@ func runProbe(ctx context.Context, f *Factory, h baton.Harness, ev, cmdline, dir
 	switch {
 	case err != nil && r.ExitCode != 0:
 		r.Problem = fmt.Sprintf("exit %d: %s", r.ExitCode, clip(strings.TrimSpace(stderr.String()), 200))
-	case ev == "session-start" && h != baton.HarnessPi && !strings.HasPrefix(out, "baton"):
+	case ev == hook.SessionStart && !h.Extension && !strings.HasPrefix(out, "baton"):
 		r.Problem = "session-start printed no context"
-	case h == baton.HarnessPi && !json.Valid(stdout.Bytes()):
-		r.Problem = "the pi answer is not JSON"
-	case h != baton.HarnessPi && ev != "session-start" && out != "":
+	case h.Extension && !json.Valid(stdout.Bytes()):
+		r.Problem = fmt.Sprintf("the answer to %s's extension is not JSON", h.Product)
+	case !h.Extension && ev != hook.SessionStart && out != "":
 		r.Problem = fmt.Sprintf("printed %q where the contract wants nothing", r.StdoutHead)
 	case r.Millis > 1000:
 		r.Problem = "slower than 1 s"
@@ -315,7 +319,11 @@ func runProbe(ctx context.Context, f *Factory, h baton.Harness, ev, cmdline, dir
 // an untrusted project (no project hook runs) or hooks not yet trusted in
 // Codex's "Hooks need review" dialog (codex exec skips them silently).
 func codexTrustProblems(t install.Target, s install.Status) []string {
-	ct, err := install.InspectCodexTrust(t)
+	root := t.Root
+	if t.Scope == install.ScopeUser {
+		root = "" // the user's hooks need no project trust
+	}
+	ct, err := codexconf.ReadTrust(codexconf.Dir(t.Home, t.CodexHome), root)
 	if err != nil {
 		return []string{fmt.Sprintf("codex (%s): cannot read %v", t.Scope, err)}
 	}

@@ -10,30 +10,11 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/hook"
-	"github.com/baton-agent/baton/internal/hook/claude"
-	"github.com/baton-agent/baton/internal/hook/codex"
-	"github.com/baton-agent/baton/internal/hook/droid"
-	"github.com/baton-agent/baton/internal/hook/pi"
 )
-
-// hookAdapter returns the adapter for a harness.
-func hookAdapter(h baton.Harness) hook.Adapter {
-	switch h {
-	case baton.HarnessClaude:
-		return claude.Adapter{}
-	case baton.HarnessCodex:
-		return codex.Adapter{}
-	case baton.HarnessDroid:
-		return droid.Adapter{}
-	case baton.HarnessPi:
-		return pi.Adapter{}
-	}
-	return nil
-}
 
 func newHookCmd(f *Factory) *cobra.Command {
 	return &cobra.Command{
-		Use:   "hook <session-start|stop|post-tool-use|pre-compact> --harness claude|codex|droid|pi",
+		Use:   "hook <session-start|stop|post-tool-use|pre-compact> --harness " + strings.Join(hook.Names(), "|"),
 		Short: "Answer a harness hook (run by Claude Code, Codex, Droid or pi, not by people)",
 		Long: `Read a hook payload (JSON) on stdin, act on the context store, and answer in
 the harness's own contract. Installed by "baton install"; see docs/hooks.md.
@@ -126,9 +107,9 @@ func runHook(ctx context.Context, f *Factory, args []string) int {
 	if len(bad) > 0 {
 		return failOpen(strings.Join(bad, ", "))
 	}
-	h, err := baton.ParseHarness(harness)
-	if err != nil || hookAdapter(h) == nil {
-		return failOpen(fmt.Sprintf("--harness %q is not one of claude, codex, droid, pi", harness))
+	h, err := hook.Lookup(harness)
+	if err != nil {
+		return failOpen(fmt.Sprintf("--harness %q is not one of %s", harness, strings.Join(hook.Names(), ", ")))
 	}
 	ev, err := hook.ParseEvent(event)
 	if err != nil {
@@ -138,7 +119,7 @@ func runHook(ctx context.Context, f *Factory, args []string) int {
 	if root != "" && !filepath.IsAbs(root) {
 		root = filepath.Join(f.WorkDir, root)
 	}
-	return hook.Run(ctx, hookAdapter(h), ev, f.IO.In, f.IO.Out, hook.Env{
+	return hook.Run(ctx, h, ev, f.IO.In, f.IO.Out, hook.Env{
 		Getenv: f.Getenv, Now: f.Now, WorkDir: f.WorkDir, Root: root, Stderr: f.IO.Err,
 	})
 }

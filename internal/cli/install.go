@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/hook"
 	"github.com/baton-agent/baton/internal/install"
 )
 
@@ -96,7 +97,7 @@ func addInstallFlags(cmd *cobra.Command, o *installOptions) {
 
 // installTarget builds the target for a harness and scope.
 func (f *Factory) installTarget(harness, scope string) (install.Target, error) {
-	h, err := baton.ParseHarness(harness)
+	h, err := hook.Lookup(harness)
 	if err != nil {
 		return install.Target{}, err
 	}
@@ -111,7 +112,7 @@ func (f *Factory) installTarget(harness, scope string) (install.Target, error) {
 	if isGoRunBinary(f.Executable) {
 		return install.Target{}, baton.Errorf(baton.Conflict, "this baton is a temporary build of `go run` (%s), deleted when it exits: hooks pointing at it would break at once. Install baton first (CGO_ENABLED=0 go install ./cmd/baton), then run `baton install %s` with it", f.Executable, harness)
 	}
-	return f.installTargetFor(h, sc, root), nil
+	return f.installTargetFor(h.Name, sc, root), nil
 }
 
 // installTargetFor is the target for h at sc, with the harnesses' own

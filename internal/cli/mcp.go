@@ -43,9 +43,8 @@ baton://deliveries/{id} with a database. Prompts: pickup, handoff,
 review-pr, fix-issue, implement-feature.
 
 The project is found as the CLI finds it: --root or BATON_ROOT, else from the
-working directory the client starts the server in, else from the first of
-the client's roots inside a repository. Outside any project the server still
-answers and every tool says how to point it at one.
+working directory the client starts the server in. Outside any project the
+server still answers and every tool says how to point it at one.
 
 On stdio a line that is not a JSON-RPC message is answered with a parse
 error (-32700) and the session goes on; a batch is taken on protocol

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/url"
 	"os/exec"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/baton-agent/baton/internal/agentrun"
 	"github.com/baton-agent/baton/internal/delivery"
 	"github.com/baton-agent/baton/internal/gitx"
+	"github.com/baton-agent/baton/internal/hook"
 	"github.com/baton-agent/baton/internal/intake"
 	"github.com/baton-agent/baton/internal/web"
 )
@@ -166,7 +169,7 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 	defer feed.Close()
 	srv := &web.Server{
 		Deliveries: svc, Feed: feed, Intake: in, Token: token, Open: loopback, Repos: repos, Hosts: hosts,
-		Agent: agentStatus(agent), Log: log, Version: f.Version, Now: f.Now, Project: serveProject(f),
+		Agent: agentStatus(agent), Agents: hook.AgentNames(), Log: log, Version: f.Version, Now: f.Now, Project: serveProject(f),
 	}
 
 	ln, err := net.Listen("tcp", o.addr)
@@ -269,27 +272,29 @@ func serveRepos(ctx context.Context, f *Factory, flags []string) ([]string, erro
 	return out, nil
 }
 
-// agentStatus finds the agent's CLI on PATH.
+// agentStatus finds the agent's CLI on PATH; when it is missing, Fix says
+// how to install it (from the harness table) or which agents to pick instead.
 func agentStatus(agent string) web.AgentStatus {
 	st := web.AgentStatus{Name: agent}
 	argv, err := agentrun.Command(agentrun.Spec{Agent: agent, Prompt: "-"})
 	if err != nil || len(argv) == 0 {
-		st.Fix = "pick an agent with --agent claude|codex|droid|command:<argv>"
+		st.Fix = "pick an agent with --agent " + strings.Join(hook.AgentNames(), "|") + "|command:<argv>"
 		return st
 	}
 	if p, err := exec.LookPath(argv[0]); err == nil {
 		st.Installed, st.Path = true, p
 		return st
 	}
-	switch argv[0] {
-	case "claude":
-		st.Fix = "Install Claude Code (npm install -g @anthropic-ai/claude-code), or restart with --agent codex, droid or command:<argv>."
-	case "codex":
-		st.Fix = "Install Codex CLI (npm install -g @openai/codex), or restart with --agent claude, droid or command:<argv>."
-	case "droid":
-		st.Fix = "Install Factory's droid CLI, or restart with --agent claude, codex or command:<argv>."
-	default:
+	h, err := hook.Lookup(argv[0])
+	if err != nil || !h.Agent {
 		st.Fix = fmt.Sprintf("%s is not on PATH: install it, or restart with another --agent.", argv[0])
+		return st
 	}
+	install := "Install " + h.Product
+	if h.Install != "" {
+		install += " (" + h.Install + ")"
+	}
+	others := slices.DeleteFunc(hook.AgentNames(), func(n string) bool { return n == agent })
+	st.Fix = install + ", or restart with --agent " + hook.OrList(append(others, "command:<argv>")) + "."
 	return st
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/golden"
-	"github.com/baton-agent/baton/internal/hook/claude"
+	"github.com/baton-agent/baton/internal/hook"
 	"github.com/baton-agent/baton/internal/loop"
 )
 
@@ -45,7 +45,7 @@ func (e *env) stop(session, cwd string, msg *string, active bool) stopOut {
 		}
 	}
 	if o.Decision == "block" {
-		if o.Reason != claude.StopPointer || o.Specific.AdditionalContext == "" {
+		if o.Reason != hook.ClaudeStopPointer || o.Specific.AdditionalContext == "" {
 			e.t.Fatalf("a block must point at its additional context, which carries the prompt: %q", r.stdout)
 		}
 		o.Reason = o.Specific.AdditionalContext

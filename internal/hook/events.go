@@ -30,7 +30,7 @@ func (h handler) sessionStart(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	rec := baton.SessionRecord{
-		SessionID: h.p.SessionID, Harness: h.a.Harness(), Source: h.p.Source,
+		SessionID: h.p.SessionID, Harness: h.harness.Name, Source: h.p.Source,
 		CWD: h.p.CWD, TranscriptPath: h.p.TranscriptPath, At: h.env.now().UTC(),
 	}
 	if err := h.st.AppendSession(ctx, rec); err != nil {
@@ -78,7 +78,7 @@ func (h handler) compactionTold(ctx context.Context) {
 // harness's env file (Claude's CLAUDE_ENV_FILE), so baton commands the
 // agent runs know their session.
 func (h handler) exportSession() error {
-	v := h.a.EnvFileEnv()
+	v := h.harness.EnvFileEnv
 	if v == "" || h.p.SessionID == "" {
 		return nil
 	}
@@ -87,10 +87,10 @@ func (h handler) exportSession() error {
 		return nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "export BATON_SESSION_ID=%s\n", shellQuote(h.p.SessionID))
-	fmt.Fprintf(&b, "export BATON_HARNESS=%s\n", shellQuote(string(h.a.Harness())))
+	fmt.Fprintf(&b, "export BATON_SESSION_ID=%s\n", ShellQuote(h.p.SessionID))
+	fmt.Fprintf(&b, "export BATON_HARNESS=%s\n", ShellQuote(string(h.harness.Name)))
 	if h.p.TranscriptPath != "" {
-		fmt.Fprintf(&b, "export BATON_TRANSCRIPT_PATH=%s\n", shellQuote(h.p.TranscriptPath))
+		fmt.Fprintf(&b, "export BATON_TRANSCRIPT_PATH=%s\n", ShellQuote(h.p.TranscriptPath))
 	}
 	// O_NONBLOCK: a FIFO in its place fails at once instead of waiting
 	// for a reader; anything but a regular file is refused.
@@ -107,14 +107,6 @@ func (h handler) exportSession() error {
 		return err
 	}
 	return f.Close()
-}
-
-// shellQuote quotes s for a POSIX shell.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // stop runs the loop engine on the foreground loop.
@@ -141,11 +133,11 @@ func (h handler) stop(ctx context.Context) (Result, error) {
 	in := loop.Stop{
 		SessionID:      h.p.SessionID,
 		StopHookActive: h.p.StopHookActive,
-		BlockCap:       h.a.BlockCap(h.env.Getenv),
+		BlockCap:       h.harness.StopBlockCap(h.env.Getenv),
 	}
 	in.Message, in.Known, err = h.lastAssistantText()
 	if err != nil {
-		fmt.Fprintf(h.env.Stderr, "baton hook stop (%s): cannot read the transcript (%v); treating the message as unknown\n", h.a.Harness(), err)
+		fmt.Fprintf(h.env.Stderr, "baton hook stop (%s): cannot read the transcript (%v); treating the message as unknown\n", h.harness.Name, err)
 	}
 	var d loop.Decision
 	undeliverable := false
@@ -162,7 +154,7 @@ func (h handler) stop(ctx context.Context) (Result, error) {
 			return fsstore.ErrUnchanged
 		}
 		if d.Finished {
-			l.Notes = loop.AppendNote(l.Notes, now, fmt.Sprintf("%s in %s session %s", strings.TrimPrefix(d.Message, "baton loop "+l.ID+": "), h.a.Harness(), h.p.SessionID))
+			l.Notes = loop.AppendNote(l.Notes, now, fmt.Sprintf("%s in %s session %s", strings.TrimPrefix(d.Message, "baton loop "+l.ID+": "), h.harness.Name, h.p.SessionID))
 		}
 		return nil
 	})
@@ -172,7 +164,7 @@ func (h handler) stop(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	if undeliverable {
-		return Result{SystemMessage: fmt.Sprintf("baton loop %s: not continued here (this %s mode returns when the agent stops); it stays active and unbound for the next session that can loop", id, h.a.Harness())}, nil
+		return Result{SystemMessage: fmt.Sprintf("baton loop %s: not continued here (this %s mode returns when the agent stops); it stays active and unbound for the next session that can loop", id, h.harness.Name)}, nil
 	}
 	if d.Finished {
 		if _, err := h.st.ClearForegroundLoop(ctx, id); err != nil {
@@ -203,7 +195,7 @@ func (h handler) lastAssistantText() (text string, known bool, err error) {
 
 // postToolUse records the files a file-changing tool touched.
 func (h handler) postToolUse(ctx context.Context) (Result, error) {
-	if !h.a.IsWriteTool(h.p.ToolName) {
+	if !h.harness.IsWriteTool(h.p.ToolName) {
 		return Result{}, nil
 	}
 	paths := ChangedFiles(h.p.ToolInput, h.p.ToolResponse)
@@ -256,14 +248,14 @@ func (h handler) preCompact(ctx context.Context) (Result, error) {
 		purpose = active.Purpose
 		next = active.SectionText(baton.SectionNextPrompt)
 	default:
-		purpose = fmt.Sprintf("Continue %s session %s after compaction", h.a.Harness(), h.p.SessionID)
+		purpose = fmt.Sprintf("Continue %s session %s after compaction", h.harness.Name, h.p.SessionID)
 	}
 	trigger := h.p.Trigger
 	if trigger == "" {
 		trigger = "unknown"
 	}
 	var body strings.Builder
-	fmt.Fprintf(&body, "## Context\n\nWritten by baton's pre-compact hook (trigger: %s) for %s session `%s`, so that compaction loses nothing.\n", trigger, h.a.Harness(), h.p.SessionID)
+	fmt.Fprintf(&body, "## Context\n\nWritten by baton's pre-compact hook (trigger: %s) for %s session `%s`, so that compaction loses nothing.\n", trigger, h.harness.Name, h.p.SessionID)
 	if last, ok, _ := h.lastAssistantText(); ok && strings.TrimSpace(last) != "" {
 		fmt.Fprintf(&body, "\n### Last assistant message\n\n%s\n", baton.Truncate(strings.TrimSpace(last), maxLastText, prompt.TruncatedMarker))
 	}
@@ -283,14 +275,14 @@ func (h handler) preCompact(ctx context.Context) (Result, error) {
 	}
 	res, err := handoff.Create(ctx, h.st, h.env.now(), handoff.Input{
 		Purpose: oneLine(purpose), Body: body.String(),
-		Source: string(h.a.Harness()), SessionID: h.p.SessionID, TranscriptPath: h.p.TranscriptPath, WorkDir: workDir,
+		Source: string(h.harness.Name), SessionID: h.p.SessionID, TranscriptPath: h.p.TranscriptPath, WorkDir: workDir,
 	})
 	if err != nil {
 		return Result{}, err
 	}
 	if fg != nil {
 		_, err := h.st.UpdateLoop(ctx, fg.ID, func(l *baton.Loop) error {
-			l.Notes = loop.AppendNote(l.Notes, h.env.now().UTC(), fmt.Sprintf("compaction (%s) in %s session %s at iteration %d: packet %s", trigger, h.a.Harness(), h.p.SessionID, l.Iteration, res.Packet.ID))
+			l.Notes = loop.AppendNote(l.Notes, h.env.now().UTC(), fmt.Sprintf("compaction (%s) in %s session %s at iteration %d: packet %s", trigger, h.harness.Name, h.p.SessionID, l.Iteration, res.Packet.ID))
 			// Until a source=compact session start restates it, the next
 			// block names the packet (Droid sends none after compacting).
 			l.CompactedPacket = res.Packet.ID

@@ -6,18 +6,18 @@ import (
 	"errors"
 )
 
-// Fields is a payload decoded one level deep, so each adapter can read
-// the keys its harness uses (snake_case, camelCase) and treat a field of
-// the wrong type as absent instead of failing the whole payload.
-type Fields map[string]json.RawMessage
+// fields is a payload decoded one level deep, so each field can be read
+// under the keys harnesses use (snake_case, camelCase) and a field of the
+// wrong type reads as absent instead of failing the whole payload.
+type fields map[string]json.RawMessage
 
-// DecodeFields parses data as a JSON object. Anything else is an error.
-func DecodeFields(data []byte) (Fields, error) {
+// decodeFields parses data as a JSON object. Anything else is an error.
+func decodeFields(data []byte) (fields, error) {
 	data = bytes.TrimSpace(bytes.TrimPrefix(bytes.TrimSpace(data), []byte("\ufeff")))
 	if len(data) == 0 || data[0] != '{' {
 		return nil, errors.New("want a JSON object")
 	}
-	var f Fields
+	var f fields
 	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, err
 	}
@@ -25,7 +25,7 @@ func DecodeFields(data []byte) (Fields, error) {
 }
 
 // Str returns the first of keys that holds a string, or "".
-func (f Fields) Str(keys ...string) string {
+func (f fields) Str(keys ...string) string {
 	if s := f.OptStr(keys...); s != nil {
 		return *s
 	}
@@ -34,7 +34,7 @@ func (f Fields) Str(keys ...string) string {
 
 // OptStr returns the first of keys that holds a string, or nil when none
 // does (absent, null or another type).
-func (f Fields) OptStr(keys ...string) *string {
+func (f fields) OptStr(keys ...string) *string {
 	for _, k := range keys {
 		var s string
 		if raw, ok := f[k]; ok && json.Unmarshal(raw, &s) == nil && len(raw) > 0 && raw[0] == '"' {
@@ -46,7 +46,7 @@ func (f Fields) OptStr(keys ...string) *string {
 
 // Bool returns the first of keys that holds a boolean (or the strings
 // "true"/"false"), or false.
-func (f Fields) Bool(keys ...string) bool {
+func (f fields) Bool(keys ...string) bool {
 	for _, k := range keys {
 		raw, ok := f[k]
 		if !ok {
@@ -65,7 +65,7 @@ func (f Fields) Bool(keys ...string) bool {
 }
 
 // Raw returns the first of keys that is present and not null.
-func (f Fields) Raw(keys ...string) json.RawMessage {
+func (f fields) Raw(keys ...string) json.RawMessage {
 	for _, k := range keys {
 		if raw, ok := f[k]; ok && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 			return raw
@@ -74,9 +74,9 @@ func (f Fields) Raw(keys ...string) json.RawMessage {
 	return nil
 }
 
-// CommonPayload fills the fields every harness shares from f, trying each
+// commonPayload fills the fields every harness shares from f, trying each
 // key in snake_case first and camelCase second.
-func CommonPayload(f Fields) *Payload {
+func commonPayload(f fields) *Payload {
 	return &Payload{
 		SessionID:            f.Str("session_id", "sessionId"),
 		TranscriptPath:       f.Str("transcript_path", "transcriptPath"),

@@ -1,7 +1,7 @@
 // Package hook is baton's harness-neutral hook logic: it reads a harness's
 // hook payload, acts on the context store (sessions, relevant files, the
 // loop engine, pre-compaction packets) and answers in the harness's
-// contract through an Adapter (internal/hook/claude, codex, droid, pi).
+// contract. Each harness is one entry of the table in harness.go.
 //
 // Every hook fails open: a payload that is not JSON, an oversized stdin,
 // a missing store, a lock that cannot be taken or any internal error
@@ -18,7 +18,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
@@ -86,28 +85,6 @@ type Result struct {
 	SystemMessage string
 }
 
-// Adapter speaks one harness's hook contract.
-type Adapter interface {
-	Harness() baton.Harness
-	// Decode parses the harness's payload for event. It is tolerant:
-	// unknown fields are ignored and wrongly typed fields read as absent;
-	// only input that is not a JSON object is an error.
-	Decode(event Event, data []byte) (*Payload, error)
-	// Encode renders r for event: the bytes for stdout, often none.
-	Encode(event Event, r Result) []byte
-	// ProjectDirEnv names the variable holding the session's project
-	// directory ("" when the harness has none).
-	ProjectDirEnv() string
-	// EnvFileEnv names the variable holding a file where session-start may
-	// append "export K=V" lines for the agent's shell ("" when none).
-	EnvFileEnv() string
-	// IsWriteTool reports whether a tool of that name changes files.
-	IsWriteTool(name string) bool
-	// BlockCap is how many consecutive Stop blocks the harness honours
-	// before it ends the turn anyway; 0 when it has no known cap.
-	BlockCap(getenv func(string) string) int
-}
-
 // MaxPayload caps what a hook reads from stdin. A Write of a huge file
 // carries the file in tool_input; past this the hook gives up and fails
 // open.
@@ -143,12 +120,12 @@ func (e Env) now() time.Time {
 // Run handles one hook event: it reads the payload from stdin, acts, and
 // writes the harness's answer to stdout. It returns the exit code, which
 // is always 0: blocking is done with the harness's JSON decision.
-func Run(ctx context.Context, a Adapter, event Event, stdin io.Reader, stdout io.Writer, env Env) (code int) {
+func Run(ctx context.Context, h *Harness, event Event, stdin io.Reader, stdout io.Writer, env Env) (code int) {
 	if env.Stderr == nil {
 		env.Stderr = io.Discard
 	}
 	fail := func(format string, args ...any) int {
-		fmt.Fprintf(env.Stderr, "baton hook %s (%s): %s; the session goes on\n", event, a.Harness(), oneLine(fmt.Sprintf(format, args...)))
+		fmt.Fprintf(env.Stderr, "baton hook %s (%s): %s; the session goes on\n", event, h.Name, oneLine(fmt.Sprintf(format, args...)))
 		return 0
 	}
 	defer func() {
@@ -163,35 +140,35 @@ func Run(ctx context.Context, a Adapter, event Event, stdin io.Reader, stdout io
 	if len(data) > MaxPayload {
 		return fail("the payload is over %d MiB; ignored", MaxPayload>>20)
 	}
-	p, err := a.Decode(event, data)
+	p, err := Decode(data)
 	if err != nil {
 		return fail("the payload is not a JSON object: %v", err)
 	}
 	root, how := env.Root, fsstore.Found("override")
 	if root == "" {
-		root, how = ResolveRoot(p.CWD, env.getenv(a.ProjectDirEnv()), env.WorkDir)
+		root, how = ResolveRoot(p.CWD, env.getenv(h.ProjectDirEnv), env.WorkDir)
 	}
 	st := fsstore.Open(root, fsstore.Options{Now: env.now})
 	ctx, cancel := context.WithTimeout(ctx, lockTimeout)
 	defer cancel()
-	h := handler{a: a, st: st, p: p, env: env, mayCreate: how != fsstore.FoundWorkDir, event: event}
+	hd := handler{harness: h, st: st, p: p, env: env, mayCreate: how != fsstore.FoundWorkDir, event: event}
 	var r Result
 	switch event {
 	case SessionStart:
-		r, err = h.sessionStart(ctx)
+		r, err = hd.sessionStart(ctx)
 	case Stop:
-		r, err = h.stop(ctx)
+		r, err = hd.stop(ctx)
 	case PostToolUse:
-		r, err = h.postToolUse(ctx)
+		r, err = hd.postToolUse(ctx)
 	case PreCompact:
-		r, err = h.preCompact(ctx)
+		r, err = hd.preCompact(ctx)
 	default:
 		return fail("unknown event")
 	}
 	if err != nil {
 		return fail("%s", describe(err))
 	}
-	if out := a.Encode(event, r); len(out) > 0 {
+	if out := h.Encode(event, r); len(out) > 0 {
 		if _, err := stdout.Write(out); err != nil {
 			return fail("cannot write the answer: %v", err)
 		}
@@ -223,10 +200,10 @@ func oneLine(s string) string {
 
 // handler carries one hook run's state.
 type handler struct {
-	a   Adapter
-	st  *fsstore.Store
-	p   *Payload
-	env Env
+	harness *Harness
+	st      *fsstore.Store
+	p       *Payload
+	env     Env
 	// mayCreate is false when the root is neither in a git work tree nor
 	// named by the user: a hook must not create a store there.
 	mayCreate bool
@@ -236,26 +213,10 @@ type handler struct {
 // warn tells the user, on stderr, about something the hook left out;
 // the hook goes on.
 func (h handler) warn(format string, args ...any) {
-	fmt.Fprintf(h.env.Stderr, "baton hook %s (%s): %s\n", h.event, h.a.Harness(), oneLine(fmt.Sprintf(format, args...)))
+	fmt.Fprintf(h.env.Stderr, "baton hook %s (%s): %s\n", h.event, h.harness.Name, oneLine(fmt.Sprintf(format, args...)))
 }
 
 // errNoStore is the fail-open reason for events that need a store.
 func (h handler) errNoStore() error {
 	return baton.Errorf(baton.NotFound, "no context store at %s (run `baton init` there, or start a new session)", h.st.Root())
-}
-
-// EnvBlockCap reads a block cap override from getenv: BATON_STOP_HOOK_BLOCK_CAP
-// wins, then the harness's own variable, else def.
-func EnvBlockCap(getenv func(string) string, harnessVar string, def int) int {
-	for _, k := range []string{"BATON_STOP_HOOK_BLOCK_CAP", harnessVar} {
-		if k == "" || getenv == nil {
-			continue
-		}
-		if v := strings.TrimSpace(getenv(k)); v != "" {
-			if n, err := strconv.Atoi(v); err == nil && n >= 0 {
-				return n
-			}
-		}
-	}
-	return def
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,13 +14,7 @@ import (
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/hook"
-	"github.com/baton-agent/baton/internal/hook/claude"
-	"github.com/baton-agent/baton/internal/hook/codex"
-	"github.com/baton-agent/baton/internal/hook/droid"
-	"github.com/baton-agent/baton/internal/hook/pi"
 )
-
-var adapters = []hook.Adapter{claude.Adapter{}, codex.Adapter{}, droid.Adapter{}, pi.Adapter{}}
 
 func TestDecodeTolerant(t *testing.T) {
 	msg := "hi"
@@ -29,88 +24,151 @@ func TestDecodeTolerant(t *testing.T) {
 		"camelCase (Droid)":  `{"sessionId":"s","cwd":"/p","transcriptPath":"/t.jsonl","hookEventName":"Stop","lastAssistantMessage":"hi","stopHookActive":true}`,
 		"BOM and whitespace": "\ufeff \n" + `{"session_id":"s","cwd":"/p","transcript_path":"/t.jsonl","hook_event_name":"Stop","last_assistant_message":"hi","stop_hook_active":"true"}`,
 	}
-	for _, a := range adapters {
-		for name, in := range inputs {
-			got, err := a.Decode(hook.Stop, []byte(in))
-			if err != nil {
-				t.Fatalf("%s Decode(%s) error: %v", a.Harness(), name, err)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("%s Decode(%s) mismatch (-want +got):\n%s", a.Harness(), name, diff)
-			}
+	for name, in := range inputs {
+		got, err := hook.Decode([]byte(in))
+		if err != nil {
+			t.Fatalf("Decode(%s) error: %v", name, err)
 		}
-		// Wrong types read as absent; null last_assistant_message is absent.
-		got, err := a.Decode(hook.Stop, []byte(`{"session_id":7,"cwd":["x"],"last_assistant_message":null,"stop_hook_active":"yes"}`))
-		if err != nil || got.SessionID != "" || got.CWD != "" || got.LastAssistantMessage != nil || got.StopHookActive {
-			t.Errorf("%s Decode(wrong types) = %+v, %v", a.Harness(), got, err)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("Decode(%s) mismatch (-want +got):\n%s", name, diff)
 		}
-		for _, bad := range []string{"", "null", "[]", `"s"`, "{", "not json"} {
-			if _, err := a.Decode(hook.Stop, []byte(bad)); err == nil {
-				t.Errorf("%s Decode(%q) succeeded", a.Harness(), bad)
-			}
+	}
+	// Wrong types read as absent; null last_assistant_message is absent.
+	got, err := hook.Decode([]byte(`{"session_id":7,"cwd":["x"],"last_assistant_message":null,"stop_hook_active":"yes"}`))
+	if err != nil || got.SessionID != "" || got.CWD != "" || got.LastAssistantMessage != nil || got.StopHookActive {
+		t.Errorf("Decode(wrong types) = %+v, %v", got, err)
+	}
+	for _, bad := range []string{"", "null", "[]", `"s"`, "{", "not json"} {
+		if _, err := hook.Decode([]byte(bad)); err == nil {
+			t.Errorf("Decode(%q) succeeded", bad)
 		}
 	}
 }
 
 func TestEncode(t *testing.T) {
 	block := hook.Result{Block: true, Reason: "go on", SystemMessage: "iteration 2/20"}
-	for _, a := range []hook.Adapter{claude.Adapter{}, codex.Adapter{}, droid.Adapter{}} {
+	for _, h := range []*hook.Harness{hook.Claude, hook.Codex, hook.Droid} {
 		want := `{"decision":"block","reason":"go on","systemMessage":"iteration 2/20"}` + "\n"
-		if a.Harness() == baton.HarnessClaude {
+		if h == hook.Claude {
 			// The prompt goes once, as context; the reason points at it.
-			want = `{"decision":"block","reason":"` + claude.StopPointer + `","systemMessage":"iteration 2/20","hookSpecificOutput":{"hookEventName":"Stop","additionalContext":"go on"}}` + "\n"
+			want = `{"decision":"block","reason":"` + hook.ClaudeStopPointer + `","systemMessage":"iteration 2/20","hookSpecificOutput":{"hookEventName":"Stop","additionalContext":"go on"}}` + "\n"
 		}
-		if got := string(a.Encode(hook.Stop, block)); got != want {
-			t.Errorf("%s Encode(stop block) = %q", a.Harness(), got)
+		if got := string(h.Encode(hook.Stop, block)); got != want {
+			t.Errorf("%s Encode(stop block) = %q", h.Name, got)
 		}
-		if got := a.Encode(hook.Stop, hook.Result{}); len(got) != 0 {
-			t.Errorf("%s Encode(stop allow) = %q, want nothing", a.Harness(), got)
+		if got := h.Encode(hook.Stop, hook.Result{}); len(got) != 0 {
+			t.Errorf("%s Encode(stop allow) = %q, want nothing", h.Name, got)
 		}
-		if got := string(a.Encode(hook.SessionStart, hook.Result{Context: "ctx"})); got != "ctx\n" {
-			t.Errorf("%s Encode(session-start) = %q, want plain text", a.Harness(), got)
+		if got := string(h.Encode(hook.SessionStart, hook.Result{Context: "ctx"})); got != "ctx\n" {
+			t.Errorf("%s Encode(session-start) = %q, want plain text", h.Name, got)
 		}
 		for _, e := range []hook.Event{hook.PostToolUse, hook.PreCompact} {
-			if got := a.Encode(e, hook.Result{Context: "x", SystemMessage: "y"}); len(got) != 0 {
-				t.Errorf("%s Encode(%s) = %q, want nothing", a.Harness(), e, got)
+			if got := h.Encode(e, hook.Result{Context: "x", SystemMessage: "y"}); len(got) != 0 {
+				t.Errorf("%s Encode(%s) = %q, want nothing", h.Name, e, got)
 			}
 		}
 	}
-	if got := string(pi.Adapter{}.Encode(hook.PostToolUse, hook.Result{})); got != `{"schema_version":1}`+"\n" {
-		t.Errorf("pi Encode(nothing) = %q", got)
+	for _, tt := range []struct {
+		e    hook.Event
+		r    hook.Result
+		want string
+	}{
+		{hook.PostToolUse, hook.Result{}, `{"schema_version":1}`},
+		{hook.SessionStart, hook.Result{Context: "<ctx>"}, `{"schema_version":1,"context":"<ctx>"}`},
+		{hook.Stop, block, `{"schema_version":1,"decision":"block","reason":"go on","system_message":"iteration 2/20"}`},
+	} {
+		if got := string(hook.Pi.Encode(tt.e, tt.r)); got != tt.want+"\n" {
+			t.Errorf("pi Encode(%s, %+v) = %q, want %q", tt.e, tt.r, got, tt.want)
+		}
 	}
 }
 
 func TestWriteToolsAndCaps(t *testing.T) {
-	tools := map[string][]string{
-		"claude": {"Write", "Edit", "MultiEdit", "NotebookEdit"},
-		"codex":  {"apply_patch"},
-		"droid":  {"Create", "Edit", "ApplyPatch"},
-		"pi":     {"write", "edit"},
+	tools := map[baton.Harness][]string{
+		baton.HarnessClaude: {"Write", "Edit", "MultiEdit", "NotebookEdit"},
+		baton.HarnessCodex:  {"apply_patch"},
+		baton.HarnessDroid:  {"Create", "Edit", "ApplyPatch"},
+		baton.HarnessPi:     {"write", "edit"},
 	}
-	for _, a := range adapters {
-		for _, name := range tools[string(a.Harness())] {
-			if !a.IsWriteTool(name) {
-				t.Errorf("%s IsWriteTool(%q) = false", a.Harness(), name)
+	for _, h := range hook.Harnesses {
+		for _, name := range tools[h.Name] {
+			if !h.IsWriteTool(name) {
+				t.Errorf("%s IsWriteTool(%q) = false", h.Name, name)
 			}
 		}
 		for _, name := range []string{"Bash", "Read", "Execute", "bash", ""} {
-			if a.IsWriteTool(name) {
-				t.Errorf("%s IsWriteTool(%q) = true", a.Harness(), name)
+			if h.IsWriteTool(name) {
+				t.Errorf("%s IsWriteTool(%q) = true", h.Name, name)
 			}
 		}
 	}
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-	if got := (claude.Adapter{}).BlockCap(env(nil)); got != 8 {
+	if got := hook.Claude.StopBlockCap(env(nil)); got != 8 {
 		t.Errorf("claude default cap = %d, want 8", got)
 	}
-	if got := (claude.Adapter{}).BlockCap(env(map[string]string{"CLAUDE_CODE_STOP_HOOK_BLOCK_CAP": "12"})); got != 12 {
+	if got := hook.Claude.StopBlockCap(env(map[string]string{"CLAUDE_CODE_STOP_HOOK_BLOCK_CAP": "12"})); got != 12 {
 		t.Errorf("claude cap with override = %d", got)
 	}
-	if got := (codex.Adapter{}).BlockCap(env(map[string]string{"BATON_STOP_HOOK_BLOCK_CAP": "4"})); got != 4 {
+	if got := hook.Claude.StopBlockCap(env(map[string]string{"CLAUDE_CODE_STOP_HOOK_BLOCK_CAP": "12", "BATON_STOP_HOOK_BLOCK_CAP": "3"})); got != 3 {
+		t.Errorf("claude cap with both overrides = %d, want BATON_STOP_HOOK_BLOCK_CAP's 3", got)
+	}
+	if got := hook.Codex.StopBlockCap(env(map[string]string{"BATON_STOP_HOOK_BLOCK_CAP": "4"})); got != 4 {
 		t.Errorf("codex cap with BATON_STOP_HOOK_BLOCK_CAP = %d", got)
 	}
-	if got := (droid.Adapter{}).BlockCap(env(map[string]string{"BATON_STOP_HOOK_BLOCK_CAP": "junk"})); got != 0 {
+	if got := hook.Droid.StopBlockCap(env(map[string]string{"BATON_STOP_HOOK_BLOCK_CAP": "junk"})); got != 0 {
 		t.Errorf("droid cap with junk = %d", got)
+	}
+}
+
+func TestLookup(t *testing.T) {
+	for _, h := range hook.Harnesses {
+		if got, err := hook.Lookup(string(h.Name)); got != h || err != nil {
+			t.Errorf("Lookup(%q) = %v, %v", h.Name, got, err)
+		}
+		if h.Encode == nil || h.Product == "" {
+			t.Errorf("%s has no encoder or no product name", h.Name)
+		}
+	}
+	_, err := hook.Lookup("cursor")
+	if baton.ErrorCode(err) != baton.Invalid || !strings.Contains(err.Error(), "want claude, codex, droid or pi") {
+		t.Errorf("Lookup(cursor) = %v, want Invalid naming every harness", err)
+	}
+	if got := hook.AgentNames(); !cmp.Equal(got, []string{"claude", "codex", "droid"}) {
+		t.Errorf("AgentNames() = %q", got)
+	}
+}
+
+func TestParseCommand(t *testing.T) {
+	parse := func(c string) []any {
+		exe, ok := hook.ParseCommand(c, nil)
+		return []any{exe, ok}
+	}
+	for cmd, want := range map[string]bool{
+		"/usr/local/bin/baton hook stop --harness claude":      true,
+		"'/home/me/my tools/baton' hook stop --harness=codex":  true,
+		"baton hook session-start --harness droid":             true,
+		"/usr/local/bin/baton pickup":                          false,
+		"/usr/local/bin/not-baton hook stop":                   false,
+		"/opt/baton-v2/bin/baton-v2 hook stop --harness pi":    true,
+		"/usr/local/bin/tool hook deploy --harness claude":     false,
+		"npx -y ccnotify stop":                                 false,
+		"":                                                     false,
+		"\"/opt/baton\" hook pre-compact --harness claude":     true,
+		"\"/opt/bin/baton\" hook pre-compact --harness claude": true,
+	} {
+		if _, got := hook.ParseCommand(cmd, nil); got != want {
+			t.Errorf("ParseCommand(%q) = %v, want %v", cmd, got, want)
+		}
+	}
+	if exe, ok := hook.ParseCommand("/opt/bin/baton", []string{"hook", "stop", "--harness", "claude"}); !ok || exe != "/opt/bin/baton" {
+		t.Errorf("exec-form args: ParseCommand = %q, %v", exe, ok)
+	}
+	for _, exe := range []string{"/usr/bin/baton", "/home/me/my tools/baton", "/opt/it's/baton", "/x,y+z/baton"} {
+		for _, h := range hook.Harnesses {
+			if c := hook.Command(exe, hook.Stop, h.Name); !slices.Equal(parse(c), []any{exe, true}) {
+				t.Errorf("ParseCommand(Command(%q, stop, %s) = %q) = %v", exe, h.Name, c, parse(c))
+			}
+		}
 	}
 }
 
@@ -195,9 +253,9 @@ func TestParseEvent(t *testing.T) {
 	}
 }
 
-// Every adapter's decoder accepts any JSON object and rejects the rest,
-// without panicking.
-func fuzzDecoder(f *testing.F, a hook.Adapter) {
+// FuzzDecode checks that the payload decoder accepts any JSON object and
+// rejects the rest, without panicking.
+func FuzzDecode(f *testing.F) {
 	for _, s := range []string{
 		`{"session_id":"s","cwd":"/p","last_assistant_message":"<promise>DONE</promise>","stop_hook_active":true}`,
 		`{"sessionId":"s","toolName":"Create","toolInput":{"file_path":"a"}}`,
@@ -207,7 +265,7 @@ func fuzzDecoder(f *testing.F, a hook.Adapter) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := a.Decode(hook.Stop, data)
+		p, err := hook.Decode(data)
 		var obj map[string]json.RawMessage
 		isObj := json.Unmarshal(data, &obj) == nil && obj != nil
 		if err == nil && p == nil {
@@ -221,11 +279,6 @@ func fuzzDecoder(f *testing.F, a hook.Adapter) {
 		}
 	})
 }
-
-func FuzzDecodeClaude(f *testing.F) { fuzzDecoder(f, claude.Adapter{}) }
-func FuzzDecodeCodex(f *testing.F)  { fuzzDecoder(f, codex.Adapter{}) }
-func FuzzDecodeDroid(f *testing.F)  { fuzzDecoder(f, droid.Adapter{}) }
-func FuzzDecodePi(f *testing.F)     { fuzzDecoder(f, pi.Adapter{}) }
 
 // FuzzPatchFiles checks PatchFiles against a reference that splits the
 // patch on newlines and reads each header the slow way: the same paths, in

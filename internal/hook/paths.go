@@ -29,7 +29,7 @@ func ChangedFiles(input, response json.RawMessage) []string {
 		}
 	}
 	for _, raw := range []json.RawMessage{input, response} {
-		f, err := DecodeFields(raw)
+		f, err := decodeFields(raw)
 		if err != nil {
 			// Codex may pass the patch itself as a string.
 			var s string

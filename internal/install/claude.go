@@ -2,9 +2,8 @@ package install
 
 import (
 	"path/filepath"
-	"strings"
 
-	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/hook"
 )
 
 // Claude Code: hooks in .claude/settings.local.json (project: the hook
@@ -19,14 +18,17 @@ var claudeSpec = harnessSpec{
 		}
 		return filepath.Join(t.Root, ".claude", "settings.local.json")
 	},
-	hookEvents: []hookEvent{
-		{Event: "SessionStart", Matcher: "startup|resume|clear|compact", Baton: "session-start"},
-		{Event: "PostToolUse", Matcher: strings.Join(baton.WriteTools[baton.HarnessClaude], "|"), Baton: "post-tool-use"},
-		{Event: "PreCompact", Baton: "pre-compact"},
-		{Event: "Stop", Baton: "stop"},
-	},
+	hookEvents:  claudeStyleHooks(hook.Claude, "startup|resume|clear|compact"),
 	commandsDir: func(t Target) string { return filepath.Join(t.base(), ".claude", "commands") },
-	dialect:     dialect{Inject: true, AllowedTools: true, ArgumentHint: true, Args: "$ARGUMENTS"},
+	// MCP: the project's .mcp.json (usually committed, so it calls baton
+	// from PATH) or the user's ~/.claude.json.
+	mcp: &mcpSpec{file: func(t Target) string {
+		if t.Scope == ScopeUser {
+			return filepath.Join(t.Home, ".claude.json")
+		}
+		return filepath.Join(t.Root, ".mcp.json")
+	}},
+	dialect: dialect{Inject: true, AllowedTools: true, ArgumentHint: true, Args: "$ARGUMENTS"},
 	notes: func(t Target, changed bool) []string {
 		n := []string{"Claude Code picks up hook changes live; `/hooks` lists them. Commands: /handoff, /pickup, /baton-loop, /baton-cancel, /baton-status, /review-pr, /fix-issue, /implement-feature."}
 		if t.Scope == ScopeProject {

@@ -11,6 +11,7 @@ import (
 	"text/template"
 
 	"github.com/baton-agent/baton/integrations"
+	"github.com/baton-agent/baton/internal/hook"
 )
 
 // dialect is how a harness's command files are written.
@@ -103,7 +104,7 @@ func (t Target) commandExe() string {
 	if t.Scope == ScopeProject {
 		return "baton"
 	}
-	return ShellQuote(t.Exe)
+	return hook.ShellQuote(t.Exe)
 }
 
 // yamlString quotes s as a YAML double-quoted scalar.

@@ -2,9 +2,8 @@ package install
 
 import (
 	"path/filepath"
-	"strings"
 
-	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/hook"
 )
 
 // Factory Droid: hooks in .factory/hooks.json or ~/.factory/hooks.json,
@@ -14,16 +13,13 @@ import (
 // .factory/commands/ or ~/.factory/commands/, which know only $ARGUMENTS
 // and no !`…` injection, so they ask the model to run baton.
 var droidSpec = harnessSpec{
-	hooksFile: func(t Target) string { return filepath.Join(t.base(), ".factory", "hooks.json") },
-	flatHooks: true,
-	hookEvents: []hookEvent{
-		{Event: "SessionStart", Baton: "session-start"},
-		{Event: "PostToolUse", Matcher: strings.Join(baton.WriteTools[baton.HarnessDroid], "|"), Baton: "post-tool-use"},
-		{Event: "PreCompact", Baton: "pre-compact"},
-		{Event: "Stop", Baton: "stop"},
-	},
+	hooksFile:   func(t Target) string { return filepath.Join(t.base(), ".factory", "hooks.json") },
+	flatHooks:   true,
+	hookEvents:  claudeStyleHooks(hook.Droid, ""),
 	commandsDir: func(t Target) string { return filepath.Join(t.base(), ".factory", "commands") },
-	dialect:     dialect{ArgumentHint: true, Args: "$ARGUMENTS"},
+	// MCP: .factory/mcp.json or ~/.factory/mcp.json, with "type": "stdio".
+	mcp:     &mcpSpec{file: func(t Target) string { return filepath.Join(t.base(), ".factory", "mcp.json") }, stdioType: true},
+	dialect: dialect{ArgumentHint: true, Args: "$ARGUMENTS"},
 	notes: func(t Target, changed bool) []string {
 		return []string{"Droid reloads hooks.json on change; `/hooks` in Droid lists them."}
 	},

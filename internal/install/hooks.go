@@ -1,11 +1,12 @@
 package install
 
 import (
-	"github.com/baton-agent/baton"
-
 	"encoding/json"
 	"strconv"
 	"strings"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/hook"
 )
 
 // hookEvent is one hook baton installs: the harness's event name, the
@@ -13,7 +14,7 @@ import (
 type hookEvent struct {
 	Event   string
 	Matcher string
-	Baton   string
+	Baton   hook.Event
 }
 
 // hookTimeout is the timeout (seconds) written on baton's hooks: they
@@ -21,35 +22,17 @@ type hookEvent struct {
 // the harness's default 60-600 s.
 const hookTimeout = 30
 
-// HookCommand is the command line installed for a baton event.
-func HookCommand(exe, batonEvent, harness string) string {
-	return ShellQuote(exe) + " hook " + batonEvent + " --harness " + harness
+// claudeStyleHooks are baton's four hooks in a harness with Claude Code's
+// event names; session-start runs for sessionMatcher ("" for every
+// source), post-tool-use for the harness's write tools.
+func claudeStyleHooks(h *hook.Harness, sessionMatcher string) []hookEvent {
+	return []hookEvent{
+		{Event: "SessionStart", Matcher: sessionMatcher, Baton: hook.SessionStart},
+		{Event: "PostToolUse", Matcher: strings.Join(h.WriteTools, "|"), Baton: hook.PostToolUse},
+		{Event: "PreCompact", Baton: hook.PreCompact},
+		{Event: "Stop", Baton: hook.Stop},
+	}
 }
-
-// IsBatonHook reports whether a hook command runs baton's hook: its
-// arguments are `hook <event> --harness <harness>` with one of baton's
-// events, whatever the program is called (baton, baton-v2, a versioned
-// path), so a reinstall from a new binary replaces the old hooks and
-// uninstall finds them all.
-func IsBatonHook(command string, args []string) bool {
-	w := shellWords(command)
-	if len(w) == 0 {
-		return false
-	}
-	rest := append(w[1:], args...)
-	if len(rest) < 3 || rest[0] != "hook" || !batonEvents[rest[1]] {
-		return false
-	}
-	for i, a := range rest[2:] {
-		if a == "--harness" && i+3 < len(rest) || strings.HasPrefix(a, "--harness=") {
-			return true
-		}
-	}
-	return false
-}
-
-// batonEvents are the events `baton hook` answers.
-var batonEvents = map[string]bool{"session-start": true, "stop": true, "post-tool-use": true, "pre-compact": true}
 
 // planHooks merges (or removes) baton's hooks in a hooks file. Claude
 // and Codex wrap the events: {"hooks": {"Event": [{"matcher": "...",
@@ -159,7 +142,7 @@ func removeBatonHooks(hooks *object) bool {
 			}
 			var kept []any
 			for _, h := range handlers {
-				if isBatonHandler(h) {
+				if _, ok := batonHandler(h); ok {
 					removed = true
 					continue
 				}
@@ -182,10 +165,12 @@ func removeBatonHooks(hooks *object) bool {
 	return removed
 }
 
-func isBatonHandler(h any) bool {
+// batonHandler reports whether a hook handler runs baton's hook, and the
+// program it runs.
+func batonHandler(h any) (exe string, ok bool) {
 	o, ok := h.(*object)
 	if !ok {
-		return false
+		return "", false
 	}
 	cmd, _ := o.vals["command"].(string)
 	var args []string
@@ -195,7 +180,7 @@ func isBatonHandler(h any) bool {
 			args = append(args, s)
 		}
 	}
-	return IsBatonHook(cmd, args)
+	return hook.ParseCommand(cmd, args)
 }
 
 // addBatonHooks appends one matcher group per baton hook to hooks.
@@ -203,7 +188,7 @@ func addBatonHooks(hooks *object, t Target, events []hookEvent) {
 	for _, e := range events {
 		handler := newObject()
 		handler.set("type", "command")
-		handler.set("command", HookCommand(t.Exe, e.Baton, string(t.Harness)))
+		handler.set("command", hook.Command(t.Exe, e.Baton, t.Harness))
 		handler.set("timeout", json.Number(strconv.Itoa(hookTimeout)))
 		group := newObject()
 		if e.Matcher != "" {
@@ -220,6 +205,7 @@ type InstalledHook struct {
 	Event   string `json:"event"`
 	Matcher string `json:"matcher,omitempty"`
 	Command string `json:"command"`
+	exe     string // the program it runs
 }
 
 // FindBatonHooks lists baton's hooks in a hooks file (nil when the file
@@ -252,9 +238,9 @@ func FindBatonHooks(path string, flat bool) ([]InstalledHook, error) {
 			matcher, _ := gobj.vals["matcher"].(string)
 			handlers, _ := gobj.vals["hooks"].([]any)
 			for _, h := range handlers {
-				if isBatonHandler(h) {
+				if exe, ok := batonHandler(h); ok {
 					cmd, _ := h.(*object).vals["command"].(string)
-					out = append(out, InstalledHook{Event: ev, Matcher: matcher, Command: strings.TrimSpace(cmd)})
+					out = append(out, InstalledHook{Event: ev, Matcher: matcher, Command: strings.TrimSpace(cmd), exe: exe})
 				}
 			}
 		}

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/codexconf"
+	"github.com/baton-agent/baton/internal/hook"
 	"github.com/baton-agent/baton/internal/safefile"
 )
 
@@ -57,12 +59,7 @@ type Target struct {
 }
 
 // codexHome is Codex's user directory.
-func (t Target) codexHome() string {
-	if t.CodexHome != "" {
-		return t.CodexHome
-	}
-	return filepath.Join(t.Home, ".codex")
-}
+func (t Target) codexHome() string { return codexconf.Dir(t.Home, t.CodexHome) }
 
 // piAgentDir is pi's user directory.
 func (t Target) piAgentDir() string {
@@ -142,21 +139,27 @@ type harnessSpec struct {
 	dialect     dialect
 	skillsDir   func(t Target) string // skills beside the commands (Codex)
 	extension   func(t Target) string // pi only
+	mcp         *mcpSpec              // nil: no MCP (pi)
 	notes       func(t Target, hooksChanged bool) []string
 }
 
-func spec(h baton.Harness) (harnessSpec, error) {
-	switch h {
-	case baton.HarnessClaude:
-		return claudeSpec, nil
-	case baton.HarnessCodex:
-		return codexSpec, nil
-	case baton.HarnessDroid:
-		return droidSpec, nil
-	case baton.HarnessPi:
-		return piSpec, nil
+// specs holds every harness of internal/hook's table.
+var specs = map[baton.Harness]*harnessSpec{
+	baton.HarnessClaude: &claudeSpec,
+	baton.HarnessCodex:  &codexSpec,
+	baton.HarnessDroid:  &droidSpec,
+	baton.HarnessPi:     &piSpec,
+}
+
+func spec(h baton.Harness) (*harnessSpec, error) {
+	if _, err := hook.Lookup(string(h)); err != nil {
+		return nil, err
 	}
-	return harnessSpec{}, baton.Errorf(baton.Invalid, "unknown harness %q: want claude, codex, droid or pi", h)
+	sp, ok := specs[h]
+	if !ok {
+		return nil, baton.Errorf(baton.Internal, "baton cannot install into %s yet", h)
+	}
+	return sp, nil
 }
 
 // Install plans baton's installation for t. It reads files but writes

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 )
 
 // object is a JSON object that keeps its key order, so that merging
@@ -19,11 +18,6 @@ type object struct {
 }
 
 func newObject() *object { return &object{vals: map[string]any{}} }
-
-func (o *object) get(k string) (any, bool) {
-	v, ok := o.vals[k]
-	return v, ok
-}
 
 func (o *object) set(k string, v any) {
 	if _, ok := o.vals[k]; !ok {
@@ -179,63 +173,4 @@ func writeString(b *bytes.Buffer, s string) {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s)
 	b.Write(bytes.TrimRight(sb.Bytes(), "\n"))
-}
-
-// shellWords splits a POSIX shell command line into words (quotes and
-// backslashes; no expansion), enough to recognise baton's own hook
-// commands.
-func shellWords(s string) []string {
-	var words []string
-	var cur strings.Builder
-	inWord := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '\'':
-			inWord = true
-			j := strings.IndexByte(s[i+1:], '\'')
-			if j < 0 {
-				cur.WriteString(s[i+1:])
-				i = len(s)
-				break
-			}
-			cur.WriteString(s[i+1 : i+1+j])
-			i += j + 1
-		case c == '"':
-			inWord = true
-			for i++; i < len(s) && s[i] != '"'; i++ {
-				if s[i] == '\\' && i+1 < len(s) {
-					i++
-				}
-				cur.WriteByte(s[i])
-			}
-		case c == '\\' && i+1 < len(s):
-			inWord = true
-			i++
-			cur.WriteByte(s[i])
-		case c == ' ' || c == '\t' || c == '\n':
-			if inWord {
-				words = append(words, cur.String())
-				cur.Reset()
-				inWord = false
-			}
-		default:
-			inWord = true
-			cur.WriteByte(c)
-		}
-	}
-	if inWord {
-		words = append(words, cur.String())
-	}
-	return words
-}
-
-// ShellQuote quotes s for a POSIX shell, leaving plain paths bare (Claude
-// Code matches `allowed-tools: Bash(/path/baton *)` against the command
-// text, so a bare path keeps that rule simple).
-func ShellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@+,") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -3,7 +3,6 @@ package install
 import (
 	"bytes"
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -24,26 +23,20 @@ type mcpSpec struct {
 	stdioType bool
 }
 
-// Claude Code: the project's .mcp.json (usually committed, so it calls
-// baton from PATH) or the user's ~/.claude.json. Codex: [mcp_servers]
-// in $CODEX_HOME/config.toml, which Codex reads for every project (the
-// server finds the project from its working directory). Droid:
-// .factory/mcp.json or ~/.factory/mcp.json.
-var mcpSpecs = map[baton.Harness]mcpSpec{
-	baton.HarnessClaude: {file: func(t Target) string {
-		if t.Scope == ScopeUser {
-			return filepath.Join(t.Home, ".claude.json")
-		}
-		return filepath.Join(t.Root, ".mcp.json")
-	}},
-	baton.HarnessCodex: {file: func(t Target) string { return filepath.Join(t.codexHome(), "config.toml") }, toml: true},
-	baton.HarnessDroid: {file: func(t Target) string { return filepath.Join(t.base(), ".factory", "mcp.json") }, stdioType: true},
+// mcpFor returns where t's harness registers MCP servers; false for a
+// harness without MCP (pi).
+func mcpFor(t Target) (*mcpSpec, bool) {
+	sp, err := spec(t.Harness)
+	if err != nil || sp.mcp == nil {
+		return nil, false
+	}
+	return sp.mcp, true
 }
 
 // MCPFile returns the file where t's harness registers baton's MCP
 // server, or "" for a harness without MCP (pi).
 func MCPFile(t Target) string {
-	if sp, ok := mcpSpecs[t.Harness]; ok {
+	if sp, ok := mcpFor(t); ok {
 		return sp.file(t)
 	}
 	return ""
@@ -51,7 +44,7 @@ func MCPFile(t Target) string {
 
 // mcpCommand is the command an MCP entry runs: baton from PATH in a
 // project file meant to be committed, else this binary.
-func (t Target) mcpCommand(sp mcpSpec) string {
+func (t Target) mcpCommand(sp *mcpSpec) string {
 	if t.Scope == ScopeProject && !sp.toml {
 		return "baton"
 	}
@@ -62,7 +55,7 @@ func (t Target) mcpCommand(sp mcpSpec) string {
 // entry named baton that baton did not write (its arguments are not
 // "mcp") is left alone.
 func planMCP(t Target, install bool) (Change, bool, error) {
-	sp, ok := mcpSpecs[t.Harness]
+	sp, ok := mcpFor(t)
 	if !ok {
 		return Change{}, false, nil
 	}
@@ -238,7 +231,7 @@ func withoutTOMLTable(text string) (string, bool) {
 // InstalledMCP says whether baton's MCP server is registered for t and
 // with which command ("" when it is not).
 func InstalledMCP(t Target) (file, command string, err error) {
-	sp, ok := mcpSpecs[t.Harness]
+	sp, ok := mcpFor(t)
 	if !ok {
 		return "", "", nil
 	}

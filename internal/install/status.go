@@ -54,9 +54,7 @@ func Inspect(t Target) Status {
 			st.Hooks = hooks
 		}
 		for _, h := range hooks {
-			if w := shellWords(h.Command); len(w) > 0 {
-				addBin(w[0])
-			}
+			addBin(h.exe)
 		}
 		st.Installed = len(hooks) > 0
 	case sp.extension != nil:

@@ -43,12 +43,11 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 	case idle < 0:
 		idle = 0 // the SDK's "never"
 	}
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.SDK() }, &sdk.StreamableHTTPOptions{
-		CrossOriginProtection: http.NewCrossOriginProtection(),
-		SessionTimeout:        idle,
+	h := http.NewCrossOriginProtection().Handler(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.SDK() }, &sdk.StreamableHTTPOptions{
+		SessionTimeout: idle,
 		// The newest protocol ties a call to its POST already.
 		PropagateRequestCancellation: true,
-	})
+	}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := rand.Text()
 		r.Header.Set(callHeader, key)

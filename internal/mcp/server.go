@@ -8,8 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -31,9 +29,11 @@ import (
 type Options struct {
 	Version string
 	// Root is the project root as the edge resolved it (the CLI's
-	// projectRoot), "" when the server starts outside any project; then
-	// the first of the client's roots inside one is adopted. WorkDir is
-	// where the server started, for messages and the origin remote.
+	// projectRoot), "" when the server starts outside any project. (The
+	// client's roots are not followed: the protocol deprecates them, and
+	// a client names the project by the directory it starts the server
+	// in, or by --root.) WorkDir is where the server started, for
+	// messages and the origin remote.
 	Root, WorkDir string
 	Now           func() time.Time
 	// GitHub opens the GitHub API for a repository (the brief tools); nil
@@ -75,7 +75,7 @@ type Server struct {
 
 // noProject is what every store tool says when the server runs outside
 // any project.
-const noProject = "baton mcp was started outside any project (no git repository and no .agent/context store above %s), and the client sent no roots inside one: start it from the project's directory, or pass --root DIR (or set BATON_ROOT) in the client's MCP configuration"
+const noProject = "baton mcp was started outside any project (no git repository and no .agent/context store above %s): start it from the project's directory, or pass --root DIR (or set BATON_ROOT) in the client's MCP configuration"
 
 // New builds the server. It fails only for a --tools list naming tools
 // that do not exist.
@@ -92,8 +92,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.sdk = sdk.NewServer(&sdk.Implementation{Name: "baton", Title: "baton context store", Version: opts.Version}, &sdk.ServerOptions{
-		Instructions:       s.instructions(),
-		InitializedHandler: s.initialized,
+		Instructions: s.instructions(),
 		// Only what baton serves: no logging capability it never uses.
 		Capabilities: &sdk.ServerCapabilities{},
 	})
@@ -160,43 +159,6 @@ func (s *Server) instructions() string {
 		return "baton keeps this project's working context in " + st.Dir() + ": handoff packets (pickup renders one as a prompt), loops, and the files agents touched. Start a session with the pickup tool; end one with handoff."
 	}
 	return fmt.Sprintf(noProject, s.opts.WorkDir)
-}
-
-// initialized adopts the client's first root inside a project when the
-// server itself started outside one. It asks in the background: the
-// client's answer arrives on the connection this handler runs on.
-func (s *Server) initialized(_ context.Context, req *sdk.InitializedRequest) {
-	if s.store() != nil {
-		return
-	}
-	if p := req.Session.InitializeParams(); p == nil || p.Capabilities == nil || p.Capabilities.RootsV2 == nil {
-		return
-	}
-	go s.adoptRoots(req.Session)
-}
-
-func (s *Server) adoptRoots(ss *sdk.ServerSession) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	res, err := ss.ListRoots(ctx, nil)
-	if err != nil {
-		return
-	}
-	for _, r := range res.Roots {
-		u, err := url.Parse(r.URI)
-		if err != nil || u.Scheme != "file" || !filepath.IsAbs(u.Path) {
-			continue
-		}
-		if root, how := fsstore.Discover(u.Path); how != fsstore.FoundWorkDir {
-			s.mu.Lock()
-			if s.st == nil {
-				s.st = fsstore.Open(root, fsstore.Options{Now: s.opts.Now})
-			}
-			s.mu.Unlock()
-			s.sync()
-			return
-		}
-	}
 }
 
 // store returns the project's store, or nil outside any project.

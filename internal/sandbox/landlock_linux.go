@@ -127,10 +127,9 @@ func ruleset(p Policy, abi int) (fd int, flags uint32, err error) {
 	if err != nil {
 		return -1, 0, err
 	}
-	cfg, err := landlock.NewConfig(landlock.AccessFSSet(fsAccess),
-		landlock.ScopedSet(ll.ScopeAbstractUnixSocket|ll.ScopeSignal))
-	if err != nil {
-		return -1, 0, err
+	cfg := landlock.Config{
+		HandledAccessFS: landlock.AccessFSSet(fsAccess),
+		Scoped:          landlock.ScopedSet(ll.ScopeAbstractUnixSocket | ll.ScopeSignal),
 	}
 	var lr []landlock.Rule
 	for _, r := range rules {

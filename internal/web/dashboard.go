@@ -422,7 +422,7 @@ type sourcesPage struct {
 }
 
 func (s *Server) pageSources(w http.ResponseWriter, r *http.Request) error {
-	p := sourcesPage{pageData: s.page(r, "Sources", "sources"), Agents: []string{"claude", "codex", "droid"},
+	p := sourcesPage{pageData: s.page(r, "Sources", "sources"), Agents: s.Agents,
 		WebhookURL: "http(s)://" + r.Host + "/api/webhooks/github"}
 	if s.Intake != nil {
 		srcs, err := s.Intake.List(r.Context())
