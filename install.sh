@@ -95,10 +95,14 @@ else
 fi
 mkdir -p "$prefix/bin"
 # Replace by rename, so a running baton (a hook mid-call) keeps its file.
-cp "$tmp/x/$bin" "$prefix/bin/.$bin.new"
-chmod 0755 "$prefix/bin/.$bin.new"
-mv -f "$prefix/bin/.$bin.new" "$prefix/bin/$bin"
-say "installed $prefix/bin/$bin ($archive)"
+# baton-hook, the companion that answers hooks faster, goes beside baton.
+for b in "$bin" baton-hook; do
+	[ -f "$tmp/x/$b" ] || continue
+	cp "$tmp/x/$b" "$prefix/bin/.$b.new"
+	chmod 0755 "$prefix/bin/.$b.new"
+	mv -f "$prefix/bin/.$b.new" "$prefix/bin/$b"
+done
+say "installed $prefix/bin/$bin and baton-hook ($archive)"
 case ":$PATH:" in
 *":$prefix/bin:"*) ;;
 *) say "$prefix/bin is not on your PATH: add it, e.g. export PATH=\"$prefix/bin:\$PATH\"" ;;

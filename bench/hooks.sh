@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
 # Measures baton's hooks as whole processes (see bench/hookbench) and
-# prints a markdown table for docs/benchmarks.md, with the machine and date.
+# prints a markdown table for docs/benchmarks.md, with the machine and date:
+# each event through `baton hook` and through the companion baton-hook,
+# beside /bin/true and a Go program that does nothing, all in one run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=$(mktemp -d)/baton
-CGO_ENABLED=0 go build -o "$bin" ./cmd/baton  # static: no dynamic loader on every hook
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+# Static, as releases are: no dynamic loader on every hook.
+CGO_ENABLED=0 go build -o "$dir/baton" ./cmd/baton
+CGO_ENABLED=0 go build -o "$dir/baton-hook" ./cmd/baton-hook
+CGO_ENABLED=0 go build -o "$dir/noop" ./bench/noop
 echo "Date: $(date -u +%Y-%m-%dT%H:%MZ); machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(go version | cut -d' ' -f3)"
+echo "Sizes: baton $(du -h "$dir/baton" | cut -f1), baton-hook $(du -h "$dir/baton-hook" | cut -f1), noop $(du -h "$dir/noop" | cut -f1)"
 echo
-go run ./bench/hookbench -baton "$bin" "$@"
-rm -f "$bin"
+go run ./bench/hookbench -baton "$dir/baton" -hook "$dir/baton-hook" -noop "$dir/noop" "$@"

@@ -159,12 +159,14 @@ func hostConfig(dist string) ([]byte, error) {
 		return nil, err
 	}
 	builds, _ := cfg["builds"].([]any)
-	if len(builds) != 1 {
-		return nil, fmt.Errorf(".goreleaser.yaml has %d builds, want 1", len(builds))
+	if len(builds) == 0 {
+		return nil, fmt.Errorf(".goreleaser.yaml has no builds")
 	}
-	build := builds[0].(map[string]any)
-	build["goos"] = []string{runtime.GOOS}
-	build["goarch"] = []string{runtime.GOARCH}
+	for _, b := range builds {
+		build := b.(map[string]any)
+		build["goos"] = []string{runtime.GOOS}
+		build["goarch"] = []string{runtime.GOARCH}
+	}
 	cfg["dist"] = dist
 	return yaml.Marshal(cfg)
 }
@@ -223,7 +225,7 @@ func readRelease(t *testing.T) release {
 func TestSnapshotRelease(t *testing.T) {
 	r := readRelease(t)
 	files := archiveFiles(t, filepath.Join(r.dist, r.archive))
-	for _, want := range []string{"baton", "README.md", "LICENSE", "completions/baton.bash", "completions/baton.zsh",
+	for _, want := range []string{"baton", "baton-hook", "README.md", "LICENSE", "completions/baton.bash", "completions/baton.zsh",
 		"completions/baton.fish", "deploy/systemd/baton-serve.service", "deploy/systemd/baton-worker.service"} {
 		if _, ok := files[want]; !ok {
 			t.Errorf("%s lacks %s (it has %v)", r.archive, want, keys(files))
@@ -274,7 +276,7 @@ func TestSnapshotRelease(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, want := range []string{"./usr/bin/baton", "./usr/lib/systemd/system/baton-serve.service",
+			for _, want := range []string{"./usr/bin/baton", "./usr/bin/baton-hook", "./usr/lib/systemd/system/baton-serve.service",
 				"./usr/lib/systemd/system/baton-worker.service", "./usr/share/bash-completion/completions/baton"} {
 				if !strings.Contains(string(out), want) {
 					t.Errorf("%s lacks %s:\n%s", filepath.Base(debs[0]), want, out)
@@ -361,6 +363,9 @@ func TestInstallScript(t *testing.T) {
 		got, err := exec.Command(filepath.Join(prefix, "bin", "baton"), "version").CombinedOutput()
 		if err != nil || !strings.Contains(string(got), r.version) {
 			t.Errorf("the installed baton says %q, %v; want version %s", got, err, r.version)
+		}
+		if _, err := os.Stat(filepath.Join(prefix, "bin", "baton-hook")); err != nil {
+			t.Errorf("baton-hook was not installed beside baton: %v", err)
 		}
 	})
 	t.Run("a version", func(t *testing.T) {
@@ -492,8 +497,10 @@ func imageContext(t *testing.T, r release) string {
 	if err := os.MkdirAll(plat, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(plat, "baton"), files["baton"], 0o755); err != nil {
-		t.Fatal(err)
+	for _, b := range []string{"baton", "baton-hook"} {
+		if err := os.WriteFile(filepath.Join(plat, b), files[b], 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cp := exec.Command("cp", "-R", filepath.Join(repo, "deploy"), dir)
 	if out, err := cp.CombinedOutput(); err != nil {

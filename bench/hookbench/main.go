@@ -6,7 +6,12 @@
 // named at the end); and stops of one session on one loop started at once.
 // Usage:
 //
-//	go run ./bench/hookbench -baton /path/to/baton [-n 300] [-concurrent 200 -rounds 5] [-only hostile]
+//	go run ./bench/hookbench -baton /path/to/baton [-hook /path/to/baton-hook] [-noop /path/to/a-do-nothing-go-program] [-n 300] [-concurrent 200 -rounds 5] [-only hostile]
+//
+// With -hook, the normal section also times each event through the
+// companion binary baton-hook; with -noop, beside a Go program that does
+// nothing, and each row says how many times that program's median it
+// costs.
 package main
 
 import (
@@ -24,6 +29,8 @@ import (
 
 func main() {
 	bin := flag.String("baton", "", "the baton binary to measure")
+	hookBin := flag.String("hook", "", "the baton-hook binary to measure beside it")
+	noop := flag.String("noop", "", "a Go program that does nothing, the floor to compare with")
 	n := flag.Int("n", 300, "runs per fast scenario")
 	nBig := flag.Int("n-big", 60, "runs per 100 MB transcript scenario")
 	conc := flag.Int("concurrent", 200, "stops started at once on one loop (0 skips it)")
@@ -35,7 +42,7 @@ func main() {
 		os.Exit(2)
 	}
 	if *only == "" || *only == "normal" {
-		normal(*bin, *n, *nBig)
+		normal(*bin, *hookBin, *noop, *n, *nBig)
 	}
 	if *only == "" || *only == "hostile" {
 		fmt.Println()
@@ -48,7 +55,7 @@ func main() {
 }
 
 // normal times each hook on an ordinary store.
-func normal(bin string, n, nBig int) {
+func normal(bin, hookBin, noop string, n, nBig int) {
 	dir, err := os.MkdirTemp("", "hookbench-*")
 	check(err)
 	defer os.RemoveAll(dir)
@@ -68,25 +75,44 @@ func normal(bin string, n, nBig int) {
 		b, _ := json.Marshal(m)
 		return b
 	}
-	scenarios := []struct {
+	type scenario struct {
 		name  string
 		argv  []string
 		stdin []byte
 		runs  int
 		goal  string
-	}{
-		{"/bin/true", []string{"/bin/true"}, nil, n, ""},
-		{"process start: baton hook, bad --harness (no I/O)", []string{bin, "hook", "stop", "--harness", "none"}, []byte("{}"), n, ""},
-		{"baton hook post-tool-use (Write)", []string{bin, "hook", "post-tool-use", "--harness", "claude"}, payload(map[string]any{"tool_name": "Write", "tool_input": map[string]any{"file_path": filepath.Join(dir, "main.go"), "content": "package main\n"}}), n, "< 5 ms"},
-		{"baton hook stop, last_assistant_message (loop blocks)", []string{bin, "hook", "stop", "--harness", "claude"}, payload(map[string]any{"last_assistant_message": "still working", "stop_hook_active": false}), n, "< 5 ms"},
-		{"baton hook stop, no loop (allow)", []string{bin, "hook", "stop", "--harness", "claude"}, []byte(`{"session_id":"other","cwd":"` + dir + `","last_assistant_message":"x"}`), n, ""},
-		{"baton hook stop, 1 MB transcript (Droid)", []string{bin, "hook", "stop", "--harness", "droid"}, payload(map[string]any{"transcript_path": small}), n, ""},
-		{"baton hook stop, 100 MB transcript (Droid)", []string{bin, "hook", "stop", "--harness", "droid"}, payload(map[string]any{"transcript_path": big}), nBig, "< 20 ms"},
-		{"baton hook session-start", []string{bin, "hook", "session-start", "--harness", "claude"}, payload(map[string]any{"source": "startup"}), n, ""},
-		{"baton hook pre-compact (writes a packet)", []string{bin, "hook", "pre-compact", "--harness", "claude"}, payload(map[string]any{"trigger": "auto"}), n / 3, ""},
 	}
-	fmt.Println("| scenario | runs | median | p90 | goal |")
-	fmt.Println("|---|---:|---:|---:|---|")
+	scenarios := []scenario{{"/bin/true", []string{"/bin/true"}, nil, n, ""}}
+	if noop != "" {
+		scenarios = append(scenarios, scenario{"a Go program that does nothing (static)", []string{noop}, nil, n, ""})
+	}
+	scenarios = append(scenarios, scenario{"process start: baton hook, bad --harness (no I/O)", []string{bin, "hook", "stop", "--harness", "none"}, []byte("{}"), n, ""})
+	if hookBin != "" {
+		scenarios = append(scenarios, scenario{"process start: baton-hook, bad --harness (no I/O)", []string{hookBin, "stop", "--harness", "none"}, []byte("{}"), n, ""})
+	}
+	events := []struct {
+		name, event, harness string
+		stdin                []byte
+		runs                 int
+		goal                 string
+	}{
+		{"post-tool-use (Write)", "post-tool-use", "claude", payload(map[string]any{"tool_name": "Write", "tool_input": map[string]any{"file_path": filepath.Join(dir, "main.go"), "content": "package main\n"}}), n, "< 5 ms"},
+		{"stop, last_assistant_message (loop blocks)", "stop", "claude", payload(map[string]any{"last_assistant_message": "still working", "stop_hook_active": false}), n, "< 5 ms"},
+		{"stop, no loop (allow)", "stop", "claude", []byte(`{"session_id":"other","cwd":"` + dir + `","last_assistant_message":"x"}`), n, ""},
+		{"stop, 1 MB transcript (Droid)", "stop", "droid", payload(map[string]any{"transcript_path": small}), n, ""},
+		{"stop, 100 MB transcript (Droid)", "stop", "droid", payload(map[string]any{"transcript_path": big}), nBig, "< 20 ms"},
+		{"session-start", "session-start", "claude", payload(map[string]any{"source": "startup"}), n, ""},
+		{"pre-compact (writes a packet)", "pre-compact", "claude", payload(map[string]any{"trigger": "auto"}), n / 3, ""},
+	}
+	for _, e := range events {
+		scenarios = append(scenarios, scenario{"baton hook " + e.name, []string{bin, "hook", e.event, "--harness", e.harness}, e.stdin, e.runs, e.goal})
+		if hookBin != "" {
+			scenarios = append(scenarios, scenario{"baton-hook " + e.name, []string{hookBin, e.event, "--harness", e.harness}, e.stdin, e.runs, e.goal})
+		}
+	}
+	fmt.Println("| scenario | runs | median | p90 | × do-nothing Go | goal |")
+	fmt.Println("|---|---:|---:|---:|---:|---|")
+	var floor float64
 	for _, s := range scenarios {
 		r := proctime.Run{Argv: s.argv, Stdin: s.stdin, N: s.runs,
 			Dir: os.TempDir()} // never the project: hooks resolve the root from the payload
@@ -100,7 +126,13 @@ func normal(bin string, n, nBig int) {
 		}
 		st, err := proctime.Measure(r)
 		check(err)
-		fmt.Printf("| %s | %d | %s | %s | %s |\n", s.name, st.Runs, proctime.MS(st.Median), proctime.MS(st.P90), s.goal)
+		times := ""
+		if strings.HasPrefix(s.name, "a Go program that does nothing") {
+			floor = float64(st.Median)
+		} else if floor > 0 && s.argv[0] != "/bin/true" {
+			times = fmt.Sprintf("%.2f×", float64(st.Median)/floor)
+		}
+		fmt.Printf("| %s | %d | %s | %s | %s | %s |\n", s.name, st.Runs, proctime.MS(st.Median), proctime.MS(st.P90), times, s.goal)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -20,9 +21,13 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	batonBin = filepath.Join(dir, "baton")
-	if out, err := exec.Command("go", "build", "-o", batonBin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
-		os.Exit(1)
+	// baton-hook beside it, as `go install ./cmd/...` puts it: install
+	// writes it into the harnesses' settings.
+	for _, b := range [][]string{{"-o", batonBin, "."}, {"-o", filepath.Join(dir, "baton-hook"), "../baton-hook"}} {
+		if out, err := exec.Command("go", append([]string{"build"}, b...)...).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -156,5 +161,55 @@ func TestHookFailsOpenAsAProcess(t *testing.T) {
 	out, errOut = p.sh(batonBin+" hook stop --harnes claude", "{}")
 	if out != "" || !strings.Contains(errOut, "unknown flag --harnes") {
 		t.Errorf("stdout %q, stderr %q", out, errOut)
+	}
+}
+
+var stamp = regexp.MustCompile(`\d{8}T\d{6}Z`)
+
+// baton-hook answers every event as `baton hook` does, byte for byte, on
+// the same store; and fails open the same way.
+func TestHookBinaryAnswersAsBatonHook(t *testing.T) {
+	hookBin := filepath.Join(filepath.Dir(batonBin), "baton-hook")
+	run := func(argv []string, dir, stdin string) (string, string) {
+		t.Helper()
+		c := exec.Command(argv[0], argv[1:]...)
+		c.Dir = dir
+		c.Env = append(os.Environ(), "BATON_SESSION_ID=s1")
+		c.Stdin = strings.NewReader(stdin)
+		var out, errb strings.Builder
+		c.Stdout, c.Stderr = &out, &errb
+		if err := c.Run(); err != nil {
+			t.Fatalf("%v: %v (a hook exits 0)\n%s", argv, err, errb.String())
+		}
+		return out.String(), errb.String()
+	}
+	// Two identical projects, one per binary, so each answers from the
+	// same state.
+	var dirs [2]string
+	for i := range dirs {
+		p := proc{t: t, dir: t.TempDir(), home: t.TempDir()}
+		p.sh("git init -q && "+batonBin+" init >/dev/null && "+batonBin+" loop start --max-iterations 5 --promise DONE 'Fix the tests.' >/dev/null", "", "BATON_SESSION_ID=s1")
+		dirs[i] = p.dir
+	}
+	for _, c := range []struct{ event, harness, payload string }{
+		{"session-start", "claude", `{"session_id":"s1","cwd":"%s","source":"startup"}`},
+		{"post-tool-use", "codex", `{"session_id":"s1","cwd":"%s","tool_name":"apply_patch","tool_input":{"command":"*** Begin Patch\n*** Add File: a.go\n+package a\n*** End Patch"}}`},
+		{"stop", "claude", `{"session_id":"s1","cwd":"%s","last_assistant_message":"still working"}`},
+		{"stop", "droid", `{"session_id":"s1","cwd":"%s","last_assistant_message":"<promise>DONE</promise>"}`},
+	} {
+		viaBaton, _ := run([]string{batonBin, "hook", c.event, "--harness", c.harness}, dirs[0], fmt.Sprintf(c.payload, dirs[0]))
+		viaHook, _ := run([]string{hookBin, c.event, "--harness", c.harness}, dirs[1], fmt.Sprintf(c.payload, dirs[1]))
+		// The two stores differ only in their paths and when their loops
+		// were started.
+		norm := func(s, dir string) string {
+			return stamp.ReplaceAllString(strings.ReplaceAll(s, dir, "$DIR"), "$$STAMP")
+		}
+		if norm(viaBaton, dirs[0]) != norm(viaHook, dirs[1]) {
+			t.Errorf("%s --harness %s:\nbaton hook: %s\nbaton-hook: %s", c.event, c.harness, viaBaton, viaHook)
+		}
+	}
+	out, errOut := run([]string{hookBin, "stop", "--harnes", "claude"}, dirs[1], "{}")
+	if out != "" || !strings.HasPrefix(errOut, "baton-hook: unknown flag --harnes") {
+		t.Errorf("a bad flag: stdout %q, stderr %q", out, errOut)
 	}
 }

@@ -22,7 +22,7 @@ RUN set -eu; \
 	if [ -n "$AGENTS" ]; then npm install -g --no-audit --no-fund $AGENTS; npm cache clean --force; fi; \
 	useradd --uid 10001 --user-group --home-dir /data --no-create-home baton; \
 	install -d -m 0700 -o baton -g baton /data
-COPY --chmod=0755 $TARGETPLATFORM/baton /usr/bin/baton
+COPY --chmod=0755 $TARGETPLATFORM/baton $TARGETPLATFORM/baton-hook /usr/bin/
 ENV HOME=/data BATON_DATA_DIR=/data
 USER baton
 WORKDIR /data

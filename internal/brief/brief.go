@@ -19,7 +19,7 @@ type ReviewRequest struct {
 	Number int
 	// DiffBudget bounds the diff text in bytes; 0 means DefaultDiffBudget.
 	DiffBudget int64
-	// Pack sets the prompt's budgets (prompt.ParseBudget); a zero
+	// Pack sets the prompt's budgets (budget.Parse); a zero
 	// BudgetBytes means DiffBudget + ReviewBudgetExtra.
 	Pack prompt.Options
 	// Fetch says where a large diff spools.
@@ -74,7 +74,7 @@ type IssueRequest struct {
 	Comments int
 	// Store gives the relevant files; nil for none.
 	Store *fsstore.Store
-	// Pack sets the prompt's budgets (prompt.ParseBudget); a zero
+	// Pack sets the prompt's budgets (budget.Parse); a zero
 	// BudgetBytes means DefaultIssueBudgetBytes.
 	Pack prompt.Options
 }

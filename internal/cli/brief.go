@@ -11,7 +11,7 @@ import (
 	"github.com/baton-agent/baton/internal/brief"
 	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/github"
-	"github.com/baton-agent/baton/internal/prompt"
+	"github.com/baton-agent/baton/internal/prompt/budget"
 )
 
 // briefOptions are the flags shared by the brief commands.
@@ -89,7 +89,7 @@ func runReviewPR(ctx context.Context, f *Factory, arg string, o briefOptions) er
 	if !ok {
 		return usageError("review-pr takes a pull request number, such as 24, #24 or a pull request URL (got %q)", arg)
 	}
-	opts, err := prompt.ParseBudget(o.budget, o.budgetTokens)
+	opts, err := budget.Parse(o.budget, o.budgetTokens)
 	if err != nil {
 		return err
 	}
@@ -164,7 +164,7 @@ Failures print one error on stderr, nothing on stdout, and exit 1.`,
 }
 
 func runIssueBrief(ctx context.Context, f *Factory, task brief.Task, args []string, o briefOptions) error {
-	opts, err := prompt.ParseBudget(o.budget, o.budgetTokens)
+	opts, err := budget.Parse(o.budget, o.budgetTokens)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ func TestSharedCoreChoices(t *testing.T) {
 	addReviewFixture(srv)
 	e.checkoutOf("https://github.com/octo/app.git")
 
-	// prompt.ParseBudget: a byte budget of 0 is the default, as an MCP
+	// budget.Parse: a byte budget of 0 is the default, as an MCP
 	// budget_bytes of 0 always was (pickup refused it).
 	e.ok("", "", "handoff", "carry on", "--next-prompt", "go on")
 	if def, zero := e.ok("", "", "pickup").stdout, e.ok("", "", "pickup", "--budget", "0").stdout; zero != def {

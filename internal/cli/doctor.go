@@ -164,7 +164,9 @@ func runDoctor(ctx context.Context, f *Factory, probe bool) doctorReport {
 			for _, b := range s.Binaries {
 				if fi, err := os.Stat(b); err != nil || fi.Mode()&0o111 == 0 {
 					rep.Broken = append(rep.Broken, fmt.Sprintf("%s (%s) calls %s, which is missing or not executable: run `baton install %s --scope %s` again", h, sc, b, h, sc))
-				} else if b != f.Executable {
+				} else if b == f.Executable && hook.Program(f.Executable) != f.Executable {
+					rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s (%s) runs its hooks through %s; %s beside it answers them faster: run `baton install %s --scope %s` again", h, sc, b, hook.HookBinary, h, sc))
+				} else if b != f.Executable && b != hook.Program(f.Executable) {
 					rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s (%s) calls %s, not this binary (%s)", h, sc, b, f.Executable))
 				}
 			}
@@ -236,10 +238,8 @@ func probeHooks(ctx context.Context, f *Factory, h *hook.Harness, s install.Stat
 	}
 	commands := map[hook.Event]string{}
 	for _, hk := range s.Hooks {
-		for _, ev := range hook.Events {
-			if strings.Contains(hk.Command, " hook "+string(ev)+" ") {
-				commands[ev] = hk.Command
-			}
+		if ev, ok := hook.CommandEvent(hk.Command, nil); ok {
+			commands[ev] = hk.Command
 		}
 	}
 	if h.Extension && len(s.Binaries) > 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/handoff"
 	"github.com/baton-agent/baton/internal/prompt"
+	"github.com/baton-agent/baton/internal/prompt/budget"
 )
 
 // maxBodyBytes bounds a handoff body read from a file or stdin.
@@ -193,7 +194,7 @@ what was kept, dropped and cut on stderr.`,
 }
 
 func runPickup(ctx context.Context, f *Factory, ref string, o pickupOptions) error {
-	opts, err := prompt.ParseBudget(o.budget, o.budgetTokens)
+	opts, err := budget.Parse(o.budget, o.budgetTokens)
 	if err != nil {
 		return err
 	}

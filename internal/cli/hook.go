@@ -2,13 +2,10 @@ package cli
 
 import (
 	"context"
-	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/hook"
 )
 
@@ -69,57 +66,9 @@ func isHookInvocation(args []string) bool {
 	return true
 }
 
-// runHook parses hook arguments by hand and runs the hook. Bad arguments
-// fail open like everything else in a hook.
+// runHook answers a hook through hook.Main, which the companion binary
+// baton-hook runs too.
 func runHook(ctx context.Context, f *Factory, args []string) int {
-	var event, harness, root string
-	var bad []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		name, val, hasVal := strings.Cut(a, "=")
-		switch {
-		case name == "--harness" || name == "--root":
-			if !hasVal {
-				if i+1 >= len(args) {
-					bad = append(bad, a+" needs a value")
-					continue
-				}
-				i++
-				val = args[i]
-			}
-			if name == "--harness" {
-				harness = val
-			} else {
-				root = val
-			}
-		case strings.HasPrefix(a, "-"):
-			bad = append(bad, "unknown flag "+a)
-		case event == "":
-			event = a
-		default:
-			bad = append(bad, "unexpected argument "+a)
-		}
-	}
-	failOpen := func(msg string) int {
-		fmt.Fprintf(f.IO.Err, "baton hook: %s; the session goes on (see `baton hook --help`)\n", msg)
-		return 0
-	}
-	if len(bad) > 0 {
-		return failOpen(strings.Join(bad, ", "))
-	}
-	h, err := hook.Lookup(harness)
-	if err != nil {
-		return failOpen(fmt.Sprintf("--harness %q is not one of %s", harness, strings.Join(hook.Names(), ", ")))
-	}
-	ev, err := hook.ParseEvent(event)
-	if err != nil {
-		return failOpen(baton.ErrorMessage(err))
-	}
-	root = firstNonEmpty(root, f.rootFlag, f.env("BATON_ROOT"))
-	if root != "" && !filepath.IsAbs(root) {
-		root = filepath.Join(f.WorkDir, root)
-	}
-	return hook.Run(ctx, h, ev, f.IO.In, f.IO.Out, hook.Env{
-		Getenv: f.Getenv, Now: f.Now, WorkDir: f.WorkDir, Root: root, Stderr: f.IO.Err,
-	})
+	return hook.Main(ctx, "baton hook", args, f.IO.In, f.IO.Out, f.IO.Err,
+		hook.Env{Getenv: f.Getenv, Now: f.Now, WorkDir: f.WorkDir}, f.rootFlag)
 }

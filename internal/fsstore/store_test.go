@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -359,5 +360,17 @@ func TestLatestPacketPeekAndFallback(t *testing.T) {
 	}
 	if p, err := s.ResolvePacket(Latest); err != nil || p.ID != "20261122T080000Z-edited" {
 		t.Fatalf("latest = %v, %v; want the hand-edited active packet", p, err)
+	}
+}
+
+func TestNewUUID(t *testing.T) {
+	re := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	seen := map[string]bool{}
+	for range 1000 {
+		u := newUUID()
+		if !re.MatchString(u) || seen[u] {
+			t.Fatalf("newUUID() = %q: not a fresh version 4 UUID", u)
+		}
+		seen[u] = true
 	}
 }

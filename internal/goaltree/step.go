@@ -17,6 +17,7 @@ import (
 	"github.com/baton-agent/baton/internal/gitx"
 	"github.com/baton-agent/baton/internal/proc"
 	"github.com/baton-agent/baton/internal/prompt"
+	"github.com/baton-agent/baton/internal/prompt/budget"
 	"github.com/baton-agent/baton/internal/safefile"
 	"github.com/baton-agent/baton/internal/sandbox"
 )
@@ -236,7 +237,7 @@ func (it *iteration) prepare() (Inputs, error) {
 	}
 	if it.cfg.PromptBudgetTokens > 0 {
 		if r.tokens == nil {
-			if r.tokens, err = prompt.NewO200k(); err != nil {
+			if r.tokens, err = budget.NewO200k(); err != nil {
 				return in, err
 			}
 		}

@@ -155,6 +155,11 @@ func TestParseCommand(t *testing.T) {
 		"":                                                     false,
 		"\"/opt/baton\" hook pre-compact --harness claude":     true,
 		"\"/opt/bin/baton\" hook pre-compact --harness claude": true,
+		"/usr/local/bin/baton-hook stop --harness claude":      true,
+		"baton-hook session-start --harness=pi":                true,
+		"/usr/local/bin/baton-hook hook stop --harness claude": true,
+		"/usr/local/bin/baton-hook deploy --harness claude":    false,
+		"/usr/local/bin/other-hook stop --harness claude":      false,
 	} {
 		if _, got := hook.ParseCommand(cmd, nil); got != want {
 			t.Errorf("ParseCommand(%q) = %v, want %v", cmd, got, want)
@@ -163,12 +168,37 @@ func TestParseCommand(t *testing.T) {
 	if exe, ok := hook.ParseCommand("/opt/bin/baton", []string{"hook", "stop", "--harness", "claude"}); !ok || exe != "/opt/bin/baton" {
 		t.Errorf("exec-form args: ParseCommand = %q, %v", exe, ok)
 	}
-	for _, exe := range []string{"/usr/bin/baton", "/home/me/my tools/baton", "/opt/it's/baton", "/x,y+z/baton"} {
+	for _, exe := range []string{"/usr/bin/baton", "/home/me/my tools/baton", "/opt/it's/baton", "/x,y+z/baton", "/usr/bin/baton-hook", "/home/me/my tools/baton-hook"} {
 		for _, h := range hook.Harnesses {
 			if c := hook.Command(exe, hook.Stop, h.Name); !slices.Equal(parse(c), []any{exe, true}) {
 				t.Errorf("ParseCommand(Command(%q, stop, %s) = %q) = %v", exe, h.Name, c, parse(c))
 			}
 		}
+	}
+}
+
+// Program picks the companion baton-hook beside baton when it is there.
+func TestProgram(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "baton")
+	if got := hook.Program(exe); got != exe {
+		t.Errorf("Program without a companion = %q, want %q", got, exe)
+	}
+	companion := filepath.Join(dir, hook.HookBinary)
+	if err := os.WriteFile(companion, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := hook.Program(exe); got != exe {
+		t.Errorf("Program with a companion that cannot run = %q, want %q", got, exe)
+	}
+	if err := os.Chmod(companion, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := hook.Program(exe); got != companion {
+		t.Errorf("Program = %q, want the companion %q", got, companion)
+	}
+	if c := hook.Command(hook.Program(exe), hook.Stop, baton.HarnessClaude); c != companion+" stop --harness claude" {
+		t.Errorf("Command = %q", c)
 	}
 }
 

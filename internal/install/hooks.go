@@ -188,7 +188,7 @@ func addBatonHooks(hooks *object, t Target, events []hookEvent) {
 	for _, e := range events {
 		handler := newObject()
 		handler.set("type", "command")
-		handler.set("command", hook.Command(t.Exe, e.Baton, t.Harness))
+		handler.set("command", hook.Command(hook.Program(t.Exe), e.Baton, t.Harness))
 		handler.set("timeout", json.Number(strconv.Itoa(hookTimeout)))
 		group := newObject()
 		if e.Matcher != "" {

@@ -38,7 +38,7 @@ func TestSharedCoreChoices(t *testing.T) {
 		return text
 	}
 
-	// prompt.ParseBudget: budget_bytes 0 is the default, as --budget 0
+	// budget.Parse: budget_bytes 0 is the default, as --budget 0
 	// now is on the CLI.
 	mustCall("handoff", map[string]any{"purpose": "carry on", "next_prompt": "go on"})
 	if def, zero := mustCall("pickup", map[string]any{}), mustCall("pickup", map[string]any{"budget_bytes": 0}); def != strings.Replace(zero, `"budget_bytes":0`, "", 1) {

@@ -23,7 +23,7 @@ import (
 	"github.com/baton-agent/baton/internal/goaltree"
 	"github.com/baton-agent/baton/internal/golden"
 	"github.com/baton-agent/baton/internal/handoff"
-	"github.com/baton-agent/baton/internal/prompt"
+	"github.com/baton-agent/baton/internal/prompt/budget"
 	"github.com/baton-agent/baton/internal/queue"
 )
 
@@ -393,7 +393,7 @@ func TestToolListTokens(t *testing.T) {
 		t.Fatalf("%d tools listed, want %d", len(list.Tools), len(allTools))
 	}
 	b, _ := json.Marshal(list)
-	enc, err := prompt.NewO200k()
+	enc, err := budget.NewO200k()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,7 +460,7 @@ func TestDeliveryTools(t *testing.T) {
 		t.Fatalf("tools with a database = %d, %v", len(list.Tools), err)
 	}
 	b, _ := json.Marshal(list)
-	enc, _ := prompt.NewO200k()
+	enc, _ := budget.NewO200k()
 	n := enc.Count(string(b))
 	t.Logf("tools/list with the delivery tools: %d tools, %d bytes, %d o200k tokens", len(list.Tools), len(b), n)
 	if n >= 2000 {

@@ -16,6 +16,7 @@ import (
 	"github.com/baton-agent/baton/internal/handoff"
 	"github.com/baton-agent/baton/internal/loop"
 	"github.com/baton-agent/baton/internal/prompt"
+	"github.com/baton-agent/baton/internal/prompt/budget"
 )
 
 // tool is one MCP tool: its name and how it registers itself.
@@ -141,7 +142,7 @@ func (s *Server) pickup(ctx context.Context, _ *sdk.CallToolRequest, in pickupIn
 	if err != nil {
 		return nil, nil, err
 	}
-	opts, err := prompt.ParseBudget(in.BudgetBytes, in.BudgetTokens)
+	opts, err := budget.Parse(in.BudgetBytes, in.BudgetTokens)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -512,7 +513,7 @@ func (s *Server) reviewPRBrief(ctx context.Context, _ *sdk.CallToolRequest, in r
 	if !ok {
 		return nil, nil, baton.Errorf(baton.Invalid, "pr must be a pull request number, such as 24, #24 or a pull request URL (got %q)", in.PR)
 	}
-	opts, err := prompt.ParseBudget(in.BudgetBytes, 0)
+	opts, err := budget.Parse(in.BudgetBytes, 0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -550,7 +551,7 @@ func (s *Server) implementFeatureBrief(ctx context.Context, _ *sdk.CallToolReque
 
 func (s *Server) issueBrief(ctx context.Context, req brief.IssueRequest, budgetBytes int) (*sdk.CallToolResult, any, error) {
 	var err error
-	if req.Pack, err = prompt.ParseBudget(budgetBytes, 0); err != nil {
+	if req.Pack, err = budget.Parse(budgetBytes, 0); err != nil {
 		return nil, nil, err
 	}
 	req.GitHub, req.Store = s.opts.GitHub, s.store()

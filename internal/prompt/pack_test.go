@@ -138,30 +138,6 @@ func TestDeterministicAndGolden(t *testing.T) {
 	golden.CheckString(t, "runner_tight.golden", a.Text)
 }
 
-func TestTokenBudget(t *testing.T) {
-	enc, err := NewO200k()
-	if err != nil {
-		t.Fatal(err)
-	}
-	secs := []Section{
-		{Key: "contract", Body: "You are a careful engineer.", Bookend: true},
-		{Key: "goal", Heading: "## Goal", Body: strings.Repeat("Implement the tokenizer budget carefully. ", 400), Required: true},
-		{Key: "out", Body: "Reply with JSON.", Bookend: true},
-	}
-	pack, err := Build(secs, Options{BudgetBytes: 1 << 20, BudgetTokens: 300, Tokens: enc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := enc.Count(pack.Text); n > 300 || n < 250 {
-		t.Errorf("token-budgeted pack has %d tokens; want close to and at most 300", n)
-	}
-	if pack.Report.Tokens != enc.Count(pack.Text) || pack.Report.BudgetTokens != 300 {
-		t.Errorf("report = %+v", pack.Report)
-	}
-	if _, err := Build(secs, Options{BudgetBytes: 1 << 20, BudgetTokens: 5, Tokens: enc}); baton.ErrorCode(err) != baton.Invalid || !strings.Contains(err.Error(), "tokens") {
-		t.Errorf("Build(5 tokens) error = %v; want Invalid naming tokens", err)
-	}
-}
 
 func FuzzBuild(f *testing.F) {
 	f.Add("héllo wörld", "ßßß", 40, 2)

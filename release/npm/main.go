@@ -98,15 +98,18 @@ func run(dist, version, out string) error {
 		}
 		name := scope + "/baton-" + npmOS[goos] + "-" + npmArch[goarch]
 		dir := filepath.Join(out, "baton-"+npmOS[goos]+"-"+npmArch[goarch])
-		bin := "baton"
-		if goos == "windows" {
-			bin = "baton.exe"
-		}
 		if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
 			return err
 		}
-		if err := extract(filepath.Join(dist, e.Name()), bin, filepath.Join(dir, "bin", bin)); err != nil {
-			return fmt.Errorf("%s: %w", e.Name(), err)
+		// baton-hook beside baton: `baton install` writes the companion
+		// into a harness's settings when it sits next to the binary.
+		for _, bin := range []string{"baton", "baton-hook"} {
+			if goos == "windows" {
+				bin += ".exe"
+			}
+			if err := extract(filepath.Join(dist, e.Name()), bin, filepath.Join(dir, "bin", bin)); err != nil {
+				return fmt.Errorf("%s: %w", e.Name(), err)
+			}
 		}
 		p := newPkg(name, version, "The baton binary for "+goos+"/"+goarch+" (installed by "+scope+"/baton)")
 		p.OS, p.CPU = []string{npmOS[goos]}, []string{npmArch[goarch]}

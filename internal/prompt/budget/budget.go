@@ -1,4 +1,9 @@
-package prompt
+// Package budget reads a prompt budget as a person or an agent gives it,
+// and counts tokens for one with the o200k_base tokenizer. It is apart
+// from package prompt because the tokenizer carries its ranks in the
+// binary: a hook, which renders prompts but never counts tokens, does not
+// link them.
+package budget
 
 import (
 	"fmt"
@@ -8,6 +13,7 @@ import (
 	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/prompt"
 )
 
 // O200k counts tokens with the o200k_base encoding (GPT-4o and later),
@@ -35,24 +41,24 @@ func (o *O200k) Count(text string) int { return len(o.enc.Encode(text, nil, nil)
 // Unit is "tokens".
 func (o *O200k) Unit() string { return "tokens" }
 
-// ParseBudget is the one rule for a prompt budget as a person (a flag)
+// Parse is the one rule for a prompt budget as a person (a flag)
 // or an agent (a tool argument) gives it: bytes is the size limit, 0 for
-// the caller's default (DefaultBudgetBytes for a packet, a brief's own);
+// the caller's default (prompt.DefaultBudgetBytes for a packet, a brief's own);
 // tokens, when above 0, also limits the prompt to that many o200k_base
 // tokens, and only then is the tokenizer loaded. A negative number is an
 // Invalid error.
-func ParseBudget(bytes, tokens int) (Options, error) {
+func Parse(bytes, tokens int) (prompt.Options, error) {
 	if bytes < 0 {
-		return Options{}, baton.Errorf(baton.Invalid, "a byte budget of %d: give a positive number of bytes, or 0 for the default", bytes)
+		return prompt.Options{}, baton.Errorf(baton.Invalid, "a byte budget of %d: give a positive number of bytes, or 0 for the default", bytes)
 	}
 	if tokens < 0 {
-		return Options{}, baton.Errorf(baton.Invalid, "a token budget of %d: give a positive number of tokens, or 0 for none", tokens)
+		return prompt.Options{}, baton.Errorf(baton.Invalid, "a token budget of %d: give a positive number of tokens, or 0 for none", tokens)
 	}
-	opts := Options{BudgetBytes: bytes, BudgetTokens: tokens}
+	opts := prompt.Options{BudgetBytes: bytes, BudgetTokens: tokens}
 	if tokens > 0 {
 		enc, err := NewO200k()
 		if err != nil {
-			return Options{}, err
+			return prompt.Options{}, err
 		}
 		opts.Tokens = enc
 	}

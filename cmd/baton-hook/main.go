@@ -1,0 +1,32 @@
+// Command baton-hook answers a harness's hook exactly as `baton hook`
+// does, and starts faster: a harness starts a hook process on every tool
+// call and every stop, and most of what `baton` links (SQLite, River,
+// PostgreSQL, GitHub, MCP, the dashboard) is pages a hook would touch only
+// to start. It links the hook's own code and nothing else. `go install
+// ./cmd/...`, the release archives, packages and images put it beside
+// baton; `baton install` writes it into the harness's settings when it
+// is there.
+//
+//	echo '{"session_id":"s1","cwd":"'"$PWD"'"}' | baton-hook session-start --harness claude
+package main
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/baton-agent/baton/internal/hook"
+)
+
+func main() {
+	wd, err := os.Getwd()
+	if err != nil {
+		wd = "."
+	}
+	if len(os.Args) > 1 && (os.Args[1] == "-h" || os.Args[1] == "--help") {
+		os.Stdout.WriteString("baton-hook <session-start|stop|post-tool-use|pre-compact> --harness claude|codex|droid|pi [--root DIR]\n\nAnswers a harness hook as `baton hook` does; see `baton hook --help`.\n")
+		return
+	}
+	os.Exit(hook.Main(context.Background(), "baton-hook", os.Args[1:], os.Stdin, os.Stdout, os.Stderr,
+		hook.Env{Getenv: os.Getenv, Now: time.Now, WorkDir: wd}, ""))
+}

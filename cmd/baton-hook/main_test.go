@@ -1,0 +1,30 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// The companion links the hook's code and nothing that only the rest of
+// baton needs: each of these costs every hook its start-up pages.
+func TestHookBinaryLinksOnlyTheHook(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps := strings.Fields(string(out))
+	for _, banned := range []string{
+		"modernc.org/sqlite", "github.com/riverqueue/river", "github.com/jackc/pgx/v5",
+		"github.com/google/go-github/v92/github", "github.com/modelcontextprotocol/go-sdk/mcp",
+		"github.com/pkoukk/tiktoken-go", "github.com/spf13/cobra", "net/http", "net",
+		"github.com/baton-agent/baton/internal/delivery", "github.com/baton-agent/baton/internal/web",
+		"github.com/baton-agent/baton/internal/sandbox", "github.com/google/uuid",
+	} {
+		for _, d := range deps {
+			if d == banned {
+				t.Errorf("baton-hook links %s", banned)
+			}
+		}
+	}
+}
