@@ -138,7 +138,6 @@ func TestDeterministicAndGolden(t *testing.T) {
 	golden.CheckString(t, "runner_tight.golden", a.Text)
 }
 
-
 func FuzzBuild(f *testing.F) {
 	f.Add("héllo wörld", "ßßß", 40, 2)
 	f.Add(strings.Repeat("日本", 50), "x", 30, 0)
