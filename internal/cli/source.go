@@ -49,7 +49,7 @@ func withIntake(ctx context.Context, f *Factory, db string, fn func(*intake.Serv
 }
 
 func newSourceAddCmd(f *Factory, db *string) *cobra.Command {
-	var label, endpoint, checkpoints, agent, apiURL, secret string
+	var label, endpoint, checkpoints, agent, apiURL, secret, draft string
 	var paused bool
 	cmd := &cobra.Command{
 		Use:   "add <owner/name>",
@@ -72,6 +72,7 @@ BATON_WEBHOOK_SECRET).`,
 			set("agent", &agent, &in.Agent)
 			set("api-url", &apiURL, &in.APIURL)
 			set("webhook-secret", &secret, &in.WebhookSecret)
+			set("draft", &draft, &in.Draft)
 			if cmd.Flags().Changed("checkpoints") {
 				cps := splitList(checkpoints)
 				in.Checkpoints = &cps
@@ -96,6 +97,7 @@ BATON_WEBHOOK_SECRET).`,
 	fl.StringVar(&agent, "agent", "", "the deliveries' agent: claude, codex, droid or command:<argv> (see docs/agents.md)")
 	fl.StringVar(&apiURL, "api-url", "", "GitHub API base URL: https on the repository's host (https://HOST/api/v3/) or api.HOST; the host's token is sent there")
 	fl.StringVar(&secret, "webhook-secret", "", "secret of this repository's webhooks")
+	fl.StringVar(&draft, "draft", "", "open the deliveries' pull requests as drafts: auto (a draft where the repository has drafts; the default), always or never")
 	fl.BoolVar(&paused, "paused", false, "add it paused")
 	return cmd
 }

@@ -3,6 +3,7 @@ package forge
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -72,13 +73,23 @@ func prNumber(d *baton.Delivery) (int, bool) {
 	return n, err == nil && n > 0
 }
 
-// OpenWork implements Forge: a draft pull request from the work branch.
-// When one is already open (a plan that runs again), the stored ref is
-// kept.
+// OpenWork implements Forge: a draft pull request from the work branch,
+// as the delivery's draft setting says. With auto (the default), a
+// repository that has no drafts (a private one on GitHub Free or Pro)
+// gets a ready pull request instead, which deploy then merges without
+// marking it ready. When one is already open (a plan that runs again),
+// the stored ref is kept.
 func (g *GitHub) OpenWork(ctx context.Context, d *baton.Delivery, base, title, body string) (baton.Ref, error) {
-	pr, err := g.Client.CreatePullRequest(ctx, g.Repo, github.NewPullRequest{
-		Head: d.WorkBranch(), Base: base, Title: title, Body: body, Draft: true,
-	})
+	mode := d.Config.Draft
+	np := github.NewPullRequest{Head: d.WorkBranch(), Base: base, Title: title, Body: body, Draft: mode != baton.DraftNever}
+	pr, err := g.Client.CreatePullRequest(ctx, g.Repo, np)
+	if errors.Is(err, github.ErrDraftsUnsupported) {
+		if mode == baton.DraftAlways {
+			return baton.Ref{}, baton.WrapError(baton.Invalid, err, "%s has no draft pull requests and the delivery's draft setting is always: set draft to auto or never", g.Repo)
+		}
+		np.Draft = false
+		pr, err = g.Client.CreatePullRequest(ctx, g.Repo, np)
+	}
 	if err != nil {
 		if old, ok := d.Ref(baton.RoleWork, "pr"); ok && baton.ErrorCode(err) == baton.Conflict {
 			return old, nil

@@ -45,6 +45,13 @@ func (e *RateLimitError) Error() string {
 // still carry the hunks.
 var ErrDiffTooLarge = errors.New("diff too large for the GitHub API")
 
+// ErrDraftsUnsupported is the cause of the Invalid error CreatePullRequest
+// returns when the repository cannot hold draft pull requests: GitHub
+// offers drafts in private repositories only on its Team and Enterprise
+// plans, and answers 422 on Free and Pro. Open a ready pull request
+// instead.
+var ErrDraftsUnsupported = errors.New("draft pull requests are not supported in this repository")
+
 // errOffsite is the cause when a Link header points outside the API.
 var errOffsite = errors.New("link outside the API base URL")
 
@@ -120,6 +127,8 @@ func (c *Client) classifyStatus(o op, err error, er *gh.ErrorResponse) error {
 		return c.fail(baton.Invalid, errors.Join(ErrDiffTooLarge, err), o, "GitHub will not render a diff this large (%s): read the changed files' patches instead", detail)
 	case status == http.StatusMethodNotAllowed || status == http.StatusConflict:
 		return c.fail(baton.Conflict, err, o, "%s", detail)
+	case status == http.StatusUnprocessableEntity && draftsUnsupported(er):
+		return c.fail(baton.Invalid, errors.Join(ErrDraftsUnsupported, err), o, "%s: the repository's plan has no draft pull requests (private repositories on GitHub Free and Pro); open a ready one", detail)
 	case status == http.StatusUnprocessableEntity && alreadyExists(er):
 		return c.fail(baton.Conflict, err, o, "%s", validationDetail(er, detail))
 	case status == http.StatusUnprocessableEntity:
@@ -226,7 +235,7 @@ func (c *Client) internal(o op, err error) error {
 
 // keptSentinels survive into an error's cause chain, so callers can test
 // them with errors.Is.
-var keptSentinels = []error{context.Canceled, context.DeadlineExceeded, ErrDiffTooLarge, errOffsite}
+var keptSentinels = []error{context.Canceled, context.DeadlineExceeded, ErrDiffTooLarge, ErrDraftsUnsupported, errOffsite}
 
 // cause turns a library or transport error into a safe cause: its text,
 // scrubbed of the token, plus this package's sentinels and extra (a
@@ -274,6 +283,13 @@ func alreadyExists(er *gh.ErrorResponse) bool {
 		}
 	}
 	return false
+}
+
+// draftsUnsupported recognises GitHub's 422 for a draft pull request in a
+// repository whose plan has none. Its body is the message alone (no
+// error code), so the text is all there is.
+func draftsUnsupported(er *gh.ErrorResponse) bool {
+	return strings.Contains(strings.ToLower(er.Message), "draft pull requests are not supported")
 }
 
 // validationDetail joins GitHub's per-field messages after the summary,

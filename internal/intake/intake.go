@@ -125,6 +125,7 @@ type SourceInput struct {
 	Endpoint      *string
 	Checkpoints   *[]string
 	Agent         *string
+	Draft         *string
 	Paused        *bool
 	WebhookSecret *string
 	// AllowCommandAgent lets Agent be a command:<argv> agent. The CLI, run
@@ -256,6 +257,16 @@ func apply(src *baton.Source, in SourceInput, checkAPIURL func(github.Repo, stri
 		}
 		src.Agent = a
 	}
+	if in.Draft != nil {
+		src.Draft = ""
+		if d := strings.TrimSpace(*in.Draft); d != "" {
+			m, err := baton.ParseDraftMode(d)
+			if err != nil {
+				return err
+			}
+			src.Draft = m
+		}
+	}
 	if in.Paused != nil {
 		src.Paused = *in.Paused
 	}
@@ -280,6 +291,7 @@ func (in SourceInput) checkSizes() error {
 		{"the API URL", str(in.APIURL), baton.MaxURL},
 		{"the label", str(in.Label), baton.MaxName},
 		{"the endpoint", str(in.Endpoint), baton.MaxName},
+		{"the draft setting", str(in.Draft), baton.MaxName},
 		{"the agent", str(in.Agent), baton.MaxPath},
 		{"the webhook secret", str(in.WebhookSecret), baton.MaxSecret},
 	}
@@ -521,6 +533,10 @@ func (s *Service) bring(ctx context.Context, src *baton.Source, n int, title, ur
 	if src.Checkpoints != nil {
 		cps := append([]baton.Phase{}, src.Checkpoints...)
 		req.Settings.Checkpoints = &cps
+	}
+	if src.Draft != "" {
+		m := src.Draft
+		req.Settings.Draft = &m
 	}
 	d, created, err := s.Deliveries.Create(ctx, req)
 	if err != nil {

@@ -18,6 +18,7 @@ type sourceJSON struct {
 	Endpoint    string           `json:"endpoint,omitempty"`
 	Checkpoints []string         `json:"checkpoints"`
 	Agent       string           `json:"agent,omitempty"`
+	Draft       string           `json:"draft,omitempty"`
 	Paused      bool             `json:"paused"`
 	HasSecret   bool             `json:"webhook_secret_set"`
 	Sync        baton.SyncStatus `json:"sync"`
@@ -27,7 +28,7 @@ type sourceJSON struct {
 
 func toSource(s *baton.Source) sourceJSON {
 	v := sourceJSON{ID: s.ID, Repo: s.Repo, APIURL: s.APIURL, Label: s.Label, Endpoint: string(s.Endpoint), Checkpoints: []string{},
-		Agent: s.Agent, Paused: s.Paused, HasSecret: s.WebhookSecret != "", Sync: s.Sync, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
+		Agent: s.Agent, Draft: string(s.Draft), Paused: s.Paused, HasSecret: s.WebhookSecret != "", Sync: s.Sync, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
 	for _, p := range s.Checkpoints {
 		v.Checkpoints = append(v.Checkpoints, string(p))
 	}
@@ -49,6 +50,7 @@ type SourceRequest struct {
 	Endpoint      *string   `json:"endpoint,omitempty"`
 	Checkpoints   *[]string `json:"checkpoints,omitempty"`
 	Agent         *string   `json:"agent,omitempty"`
+	Draft         *string   `json:"draft,omitempty"`
 	Paused        *bool     `json:"paused,omitempty"`
 	WebhookSecret *string   `json:"webhook_secret,omitempty"`
 }
@@ -68,7 +70,7 @@ func DecodeSource(b []byte) (SourceRequest, error) {
 
 func (v SourceRequest) input() intake.SourceInput {
 	return intake.SourceInput{Repo: v.Repo, Label: v.Label, Endpoint: v.Endpoint, Checkpoints: v.Checkpoints,
-		Agent: v.Agent, Paused: v.Paused, WebhookSecret: v.WebhookSecret}
+		Agent: v.Agent, Draft: v.Draft, Paused: v.Paused, WebhookSecret: v.WebhookSecret}
 }
 
 func (s *Server) intake() (*intake.Service, error) {

@@ -172,6 +172,9 @@ type repo struct {
 	checkRuns   []*CheckRun
 	statuses    []*Status
 	counter     int // for generated SHAs
+	// noDrafts answers a draft pull request with 422, as GitHub does for a
+	// private repository on GitHub Free or Pro.
+	noDrafts bool
 }
 
 func (r *repo) fullName() string { return r.owner + "/" + r.name }
@@ -251,6 +254,17 @@ func (s *Server) AddRepo(full string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.repoLocked(full, true)
+}
+
+// DisallowDrafts makes the repository refuse draft pull requests, as
+// GitHub does for private repositories on GitHub Free and GitHub Pro:
+// creating one answers 422 "Draft pull requests are not supported in
+// this repository."
+func (s *Server) DisallowDrafts(full string) {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.repoLocked(full, true).noDrafts = true
 }
 
 // AddBranch points a branch at sha (generated when empty) and returns the

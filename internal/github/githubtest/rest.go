@@ -289,6 +289,10 @@ func (s *Server) createPull(w http.ResponseWriter, r *http.Request) {
 		writeValidation(w, doc, fieldError{Resource: "PullRequest", Code: "custom",
 			Message: fmt.Sprintf("No commits between %s and %s", in.Base, head)})
 		return
+	case in.Draft != nil && *in.Draft && rp.noDrafts:
+		// GitHub's answer carries the message alone, no "errors" list.
+		writeError(w, http.StatusUnprocessableEntity, "Draft pull requests are not supported in this repository.", doc)
+		return
 	}
 	for _, n := range sortedKeys(rp.pulls) {
 		p := rp.pulls[n]
