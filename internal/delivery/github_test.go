@@ -35,7 +35,7 @@ func githubSetup(t *testing.T, turns ...agenttest.Turn) (*harness, *githubtest.S
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &forge.GitHub{Client: c, Repo: github.Repo{Host: "github.com", Owner: "octo", Name: "app"}, Token: ghToken, RemoteURL: bare}
+	g := &forge.GitHub{Client: c, Repo: github.Repo{Host: "github.com", Owner: "octo", Name: "app"}, RemoteURL: bare}
 	h.svc.Forge = func(context.Context, *baton.Delivery) (forge.Forge, error) { return g, nil }
 	h.runner.CheckWait = forge.CheckWait{Timeout: 5 * time.Second, Appear: 100 * time.Millisecond, Poll: 20 * time.Millisecond}
 	return h, srv, bare

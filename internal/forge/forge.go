@@ -26,7 +26,9 @@ import (
 type Forge interface {
 	// Remote is the git URL (or path) to fetch from and push to, and the
 	// environment git needs for it (credentials go here, never in argv).
-	Remote(d *baton.Delivery) (url string, env []string)
+	// It is asked again before each push: a GitHub App's token lives an
+	// hour, and a phase may run longer.
+	Remote(ctx context.Context, d *baton.Delivery) (url string, env []string, err error)
 	// OpenWork shows the pushed work branch for review: a draft pull
 	// request on GitHub, the branch itself locally. It returns the work
 	// ref.

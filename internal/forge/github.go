@@ -19,12 +19,14 @@ import (
 // the draft ready and merges through the API.
 //
 // Reviews are posted with the COMMENT event, the verdict in the body:
-// baton opens the pull request with the same token that reviews it, and
-// GitHub refuses APPROVE and REQUEST_CHANGES on one's own pull request.
+// baton opens the pull request with the same identity that reviews it,
+// and GitHub refuses APPROVE and REQUEST_CHANGES on one's own pull
+// request.
 type GitHub struct {
+	// Client talks to the repository's API as a token or a GitHub App
+	// installation; git pushes with the same credential.
 	Client *github.Client
 	Repo   github.Repo
-	Token  github.Token
 	// RemoteURL overrides the git remote (default
 	// https://HOST/OWNER/NAME.git), e.g. for a mirror or a test.
 	RemoteURL string
@@ -34,10 +36,11 @@ type GitHub struct {
 
 var _ Forge = (*GitHub)(nil)
 
-// Remote implements Forge. The token travels in git's environment as an
-// extra HTTP header for the host, never in the URL or argv, so no git
-// error message can show it.
-func (g *GitHub) Remote(*baton.Delivery) (string, []string) {
+// Remote implements Forge. The token (an App installation's current one,
+// or the person's) travels in git's environment as an extra HTTP header
+// for the host, never in the URL or argv, so no git error message can
+// show it.
+func (g *GitHub) Remote(ctx context.Context, _ *baton.Delivery) (string, []string, error) {
 	host := g.Repo.Host
 	if host == "" {
 		host = github.DefaultHost
@@ -46,9 +49,13 @@ func (g *GitHub) Remote(*baton.Delivery) (string, []string) {
 	if url == "" {
 		url = fmt.Sprintf("https://%s/%s/%s.git", host, g.Repo.Owner, g.Repo.Name)
 	}
+	tok, err := g.Client.Token(ctx)
+	if err != nil {
+		return "", nil, err
+	}
 	var env []string
-	if tok := g.Token.Value(); tok != "" {
-		basic := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + tok))
+	if t := tok.Value(); t != "" {
+		basic := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + t))
 		env = []string{
 			"GIT_CONFIG_COUNT=1",
 			"GIT_CONFIG_KEY_0=http.https://" + host + "/.extraheader",
@@ -56,7 +63,7 @@ func (g *GitHub) Remote(*baton.Delivery) (string, []string) {
 			"GIT_TERMINAL_PROMPT=0",
 		}
 	}
-	return url, env
+	return url, env, nil
 }
 
 // prNumber reads the pull request number from a work ref of type pr.

@@ -24,7 +24,7 @@ func newGitHub(t *testing.T) (*forge.GitHub, *githubtest.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &forge.GitHub{Client: c, Repo: github.Repo{Host: "github.com", Owner: "octo", Name: "app"}, Token: token}, srv
+	return &forge.GitHub{Client: c, Repo: github.Repo{Host: "github.com", Owner: "octo", Name: "app"}}, srv
 }
 
 func ghDelivery() *baton.Delivery {
@@ -146,7 +146,7 @@ func TestGitHubTokenNeverInErrors(t *testing.T) {
 		t.Fatalf("OpenWork against a failing server = %v, want Unavailable", err)
 	}
 	bad, _ := github.New(github.Options{BaseURL: srv.URL(), Token: token + "x"})
-	g2 := &forge.GitHub{Client: bad, Repo: g.Repo, Token: token + "x"}
+	g2 := &forge.GitHub{Client: bad, Repo: g.Repo}
 	_, err2 := g2.PostReview(t.Context(), d, forge.Review{Verdict: baton.VerdictPass, Author: "a"}, "")
 	_, _, err3 := g2.Checks(t.Context(), d, strings.Repeat("a", 40), forge.CheckWait{})
 	for _, e := range []error{err, err2, err3} {
@@ -157,7 +157,10 @@ func TestGitHubTokenNeverInErrors(t *testing.T) {
 			t.Errorf("error shows the token: %v", e)
 		}
 	}
-	url, env := g.Remote(d)
+	url, env, err := g.Remote(t.Context(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if strings.Contains(url, token) || url != "https://github.com/octo/app.git" {
 		t.Errorf("remote URL %q", url)
 	}

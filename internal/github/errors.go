@@ -52,6 +52,12 @@ var ErrDiffTooLarge = errors.New("diff too large for the GitHub API")
 // instead.
 var ErrDraftsUnsupported = errors.New("draft pull requests are not supported in this repository")
 
+// ErrIntegration is the cause of the Invalid error for GitHub's 403
+// "Resource not accessible by integration": the token is a GitHub App
+// installation's (GitHub Actions' GITHUB_TOKEN is one), and the App may
+// not do this. GET /user is always refused to one: an App is no user.
+var ErrIntegration = errors.New("resource not accessible by integration")
+
 // errOffsite is the cause when a Link header points outside the API.
 var errOffsite = errors.New("link outside the API base URL")
 
@@ -90,6 +96,10 @@ func (c *Client) classify(o op, err error) error {
 	case errors.As(err, &er) && er.Response != nil:
 		return c.classifyStatus(o, err, er)
 	}
+	var mint *AppTokenError
+	if errors.As(err, &mint) {
+		return c.classifyMint(o, err, mint)
+	}
 	var accepted *gh.AcceptedError
 	if errors.As(err, &accepted) {
 		// 202: GitHub is still computing (statistics endpoints); retry.
@@ -117,10 +127,12 @@ func (c *Client) classifyStatus(o op, err error, er *gh.ErrorResponse) error {
 	case status == http.StatusUnauthorized:
 		return c.fail(baton.Invalid, err, o, "GitHub rejected the credentials (%s): %s", detail, authHint)
 	case status == http.StatusNotFound || status == http.StatusGone:
-		if c.sec.token == "" {
+		if !c.authenticated() {
 			return c.fail(baton.NotFound, err, op{what: o.what}, "not found (no GitHub token is set, and private repositories look missing without one: %s)", authHint)
 		}
 		return c.fail(baton.NotFound, err, op{what: o.what}, "not found")
+	case status == http.StatusForbidden && integration(er):
+		return c.fail(baton.Invalid, errors.Join(ErrIntegration, err), o, "GitHub refused a GitHub App's token (%s): grant the App the permission this needs, or use a personal token", detail)
 	case status == http.StatusForbidden:
 		return c.fail(baton.Invalid, err, o, "GitHub refused access (%s): the token lacks permission for this repository or action", detail)
 	case status == http.StatusNotAcceptable && hasErrorCode(er, "too_large"):
@@ -137,6 +149,25 @@ func (c *Client) classifyStatus(o op, err error, er *gh.ErrorResponse) error {
 		return c.fail(baton.Unavailable, err, o, "GitHub is unavailable (%s): try again later", detail)
 	}
 	return c.fail(baton.Invalid, err, o, "%s", detail)
+}
+
+// classifyMint maps GitHub's refusal to mint an App installation token:
+// the App's credentials (401), the installation gone or suspended (404,
+// 403), a rate limit, GitHub down.
+func (c *Client) classifyMint(o op, err error, e *AppTokenError) error {
+	if rl := rateLimitFromResponse(e.resp); rl != nil {
+		return c.rateLimited(o, err, rl)
+	}
+	detail := fmt.Sprintf("%d %s", e.Status, e.Message)
+	switch {
+	case e.Status == http.StatusUnauthorized:
+		return c.fail(baton.Invalid, err, o, "GitHub refused the App's credentials minting a token (%s): check --github-app-id and the App's private key", detail)
+	case e.Status == http.StatusNotFound || e.Status == http.StatusForbidden:
+		return c.fail(baton.Invalid, err, o, "GitHub will not mint a token of installation %d (%s): the App was uninstalled or suspended; install it again", e.Installation, detail)
+	case e.Status >= 500:
+		return c.fail(baton.Unavailable, err, o, "GitHub is unavailable minting a token (%s): try again later", detail)
+	}
+	return c.fail(baton.Invalid, err, o, "GitHub refused to mint a token (%s)", detail)
 }
 
 // rateLimitFromResponse recognises a rate-limit answer by its headers, per
@@ -235,7 +266,7 @@ func (c *Client) internal(o op, err error) error {
 
 // keptSentinels survive into an error's cause chain, so callers can test
 // them with errors.Is.
-var keptSentinels = []error{context.Canceled, context.DeadlineExceeded, ErrDiffTooLarge, ErrDraftsUnsupported, errOffsite}
+var keptSentinels = []error{context.Canceled, context.DeadlineExceeded, ErrDiffTooLarge, ErrDraftsUnsupported, ErrIntegration, errOffsite}
 
 // cause turns a library or transport error into a safe cause: its text,
 // scrubbed of the token, plus this package's sentinels and extra (a
@@ -290,6 +321,12 @@ func alreadyExists(er *gh.ErrorResponse) bool {
 // error code), so the text is all there is.
 func draftsUnsupported(er *gh.ErrorResponse) bool {
 	return strings.Contains(strings.ToLower(er.Message), "draft pull requests are not supported")
+}
+
+// integration recognises GitHub's 403 for an App's token doing what an
+// App may not; the message is all GitHub gives.
+func integration(er *gh.ErrorResponse) bool {
+	return strings.Contains(strings.ToLower(er.Message), "not accessible by integration")
 }
 
 // validationDetail joins GitHub's per-field messages after the summary,
