@@ -62,6 +62,10 @@ func TestErrorMapping(t *testing.T) {
 			code: baton.Unavailable},
 		{name: "GraphQL rate limit", route: "GRAPHQL *", failure: githubtest.GraphQLRateLimited(reset), call: closing,
 			code: baton.Unavailable, resetAt: reset},
+		{name: "GraphQL RATE_LIMIT", route: "GRAPHQL *", failure: githubtest.GraphQLRateLimit(reset), call: closing,
+			code: baton.Unavailable, resetAt: reset, contain: "rate limit exceeded: retry after " + reset.UTC().Format(time.RFC3339)},
+		{name: "GraphQL error with the limit spent", route: "GRAPHQL *", failure: githubtest.GraphQLExhausted(reset), call: closing,
+			code: baton.Unavailable, resetAt: reset},
 		{name: "GraphQL not found", call: func(ctx context.Context, c *github.Client) error {
 			_, err := c.ClosingIssues(ctx, octo, 99)
 			return err
