@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"mime"
 	"net/url"
 	"strings"
 	"time"
@@ -43,7 +44,12 @@ type WebhookRequest struct {
 	Delivery string
 	// Signature is X-Hub-Signature-256.
 	Signature string
-	Body      []byte
+	// ContentType is the request's Content-Type: application/json, or
+	// application/x-www-form-urlencoded (GitHub's default, "form"), whose
+	// payload field holds the JSON. The signature is over Body as sent
+	// either way.
+	ContentType string
+	Body        []byte
 }
 
 // WebhookResult says what a webhook did.
@@ -86,6 +92,28 @@ func ParsePayload(body []byte) (Payload, error) {
 	return p, nil
 }
 
+// formType is the content type of a webhook GitHub sends as a form.
+const formType = "application/x-www-form-urlencoded"
+
+// EventJSON returns the JSON event of a webhook body: the body itself, or
+// for a form (GitHub's default content type) its payload field. Invalid
+// for a form without one.
+func EventJSON(contentType string, body []byte) ([]byte, error) {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil || !strings.EqualFold(mt, formType) {
+		return body, nil
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, baton.Errorf(baton.Invalid, "the webhook's form body does not parse: %s", baton.Truncate(err.Error(), 120, "…"))
+	}
+	p, ok := form["payload"]
+	if !ok || len(p) != 1 {
+		return nil, baton.Errorf(baton.Invalid, "the webhook's form body has no single payload field: GitHub sends the event there")
+	}
+	return []byte(p[0]), nil
+}
+
 // Verify checks a GitHub signature ("sha256=<hex HMAC of body>") in
 // constant time.
 func Verify(secret string, body []byte, signature string) error {
@@ -113,8 +141,8 @@ func Sign(secret string, body []byte) string {
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }
 
-// Webhook handles one GitHub webhook delivery. The signature is checked
-// first, with the secret of the repository's source or the server's:
+// Webhook handles one GitHub webhook delivery, sent as JSON or as a form
+// (its payload field; see EventJSON). The signature is checked first, with the secret of the repository's source or the server's:
 // nothing is read or stored before that. Then the delivery is claimed in
 // the database: one already handled within ReplayWindow (by id, or by an
 // identical body) is "duplicate" and not acted on again. A ping, an event
@@ -126,7 +154,11 @@ func Sign(secret string, body []byte) string {
 // secret speaks for its own repository only.
 func (s *Service) Webhook(ctx context.Context, req WebhookRequest) (WebhookResult, error) {
 	body := req.Body
-	p, perr := ParsePayload(body)
+	event, perr := EventJSON(req.ContentType, body)
+	var p Payload
+	if perr == nil {
+		p, perr = ParsePayload(event)
+	}
 	var src *baton.Source
 	if perr == nil && p.Repository.FullName != "" {
 		src, _ = s.sourceFor(ctx, p.Repository.FullName, p.Repository.HTMLURL)

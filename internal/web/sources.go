@@ -274,7 +274,7 @@ func (s *Server) githubWebhook(w http.ResponseWriter, r *http.Request) error {
 	}
 	res, err := in.Webhook(r.Context(), intake.WebhookRequest{
 		Event: r.Header.Get("X-GitHub-Event"), Delivery: r.Header.Get("X-GitHub-Delivery"),
-		Signature: r.Header.Get("X-Hub-Signature-256"), Body: b,
+		Signature: r.Header.Get("X-Hub-Signature-256"), ContentType: r.Header.Get("Content-Type"), Body: b,
 	})
 	switch {
 	case errors.Is(err, intake.ErrNoSignature), errors.Is(err, intake.ErrBadSignature):
