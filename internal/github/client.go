@@ -130,7 +130,11 @@ func New(opts Options) (*Client, error) {
 		ua = DefaultUserAgent
 	}
 	b := base.String()
-	client, err := gh.NewClient(gh.WithHTTPClient(hc), gh.WithURLs(&b, &b), gh.WithUserAgent(ua))
+	// go-github refuses a client's requests locally after a secondary
+	// limit for as long as it thinks the limit lasts, which without
+	// retry-after is until the primary reset: a minute is GitHub's advice.
+	client, err := gh.NewClient(gh.WithHTTPClient(hc), gh.WithURLs(&b, &b), gh.WithUserAgent(ua),
+		gh.WithMaxSecondaryRateLimitRetryAfterDuration(secondaryDefault))
 	if err != nil {
 		return nil, baton.WrapError(baton.Invalid, err, "configure GitHub client for %s", base.Host)
 	}

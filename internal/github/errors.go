@@ -28,6 +28,26 @@ type RateLimitError struct {
 	// Secondary is true for a secondary (abuse) limit: too many requests
 	// too fast, or too much concurrent content creation.
 	Secondary bool
+	// Default is set when GitHub named no time to wait (a secondary limit
+	// without retry-after): Reset is then a minute from now, GitHub's
+	// least advice, and a caller that meets the limit again should wait
+	// longer each time (SecondaryWait).
+	Default bool
+}
+
+// maxSecondaryWait caps SecondaryWait.
+const maxSecondaryWait = 16 * time.Minute
+
+// SecondaryWait is how long to hold off after the nth secondary rate
+// limit in a row that named no time to wait: a minute, then doubling
+// (2, 4, 8 minutes), at most 16, as GitHub's guidance asks (at least a
+// minute, exponentially longer on repeats). n < 1 counts as 1.
+func SecondaryWait(n int) time.Duration {
+	w := secondaryDefault
+	for i := 1; i < n && w < maxSecondaryWait; i++ {
+		w *= 2
+	}
+	return min(w, maxSecondaryWait)
 }
 
 // Error says which limit was hit and when it resets, in UTC.
@@ -88,11 +108,18 @@ func (c *Client) classify(o op, err error) error {
 		}
 		return c.rateLimited(o, err, &RateLimitError{Reset: reset})
 	case errors.As(err, &abuse):
-		wait := secondaryDefault
-		if abuse.RetryAfter != nil && *abuse.RetryAfter > 0 {
-			wait = *abuse.RetryAfter
+		// Only retry-after says when a secondary limit ends. go-github
+		// falls back to x-ratelimit-reset, the primary limit's reset (up to
+		// an hour away), which would hold every source on the host that
+		// long; without retry-after, GitHub advises a minute, growing.
+		rl := &RateLimitError{Secondary: true}
+		if abuse.Response != nil {
+			rl.Reset, _ = retryAfter(abuse.Response)
 		}
-		return c.rateLimited(o, err, &RateLimitError{Reset: time.Now().Add(wait), Secondary: true})
+		if rl.Reset.IsZero() {
+			rl.Reset, rl.Default = time.Now().Add(secondaryDefault), true
+		}
+		return c.rateLimited(o, err, rl)
 	case errors.As(err, &er) && er.Response != nil:
 		return c.classifyStatus(o, err, er)
 	}
@@ -190,7 +217,7 @@ func rateLimitFromResponse(resp *http.Response) *RateLimitError {
 		return &RateLimitError{Reset: time.Now().Add(secondaryDefault)}
 	}
 	if resp.StatusCode == http.StatusTooManyRequests {
-		return &RateLimitError{Reset: time.Now().Add(secondaryDefault), Secondary: true}
+		return &RateLimitError{Reset: time.Now().Add(secondaryDefault), Secondary: true, Default: true}
 	}
 	return nil
 }

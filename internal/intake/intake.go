@@ -49,6 +49,9 @@ type Service struct {
 	// limited holds, per API host, when its rate limit resets: sources on
 	// the same host share a token, so one limited source holds them all.
 	limited map[string]time.Time
+	// secondary counts, per API host, the secondary rate limits in a row
+	// that named no time to wait: each waits longer (github.SecondaryWait).
+	secondary map[string]int
 }
 
 func (s *Service) now() time.Time {
@@ -392,13 +395,30 @@ func (s *Service) limitedUntil(h string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-func (s *Service) limit(h string, until time.Time) {
+// limit holds the host until rl resets; a secondary limit that named no
+// time holds it a minute, then longer on each repeat, per GitHub's
+// guidance. It returns when the host is free again.
+func (s *Service) limit(h string, rl *github.RateLimitError) time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.limited == nil {
-		s.limited = map[string]time.Time{}
+		s.limited, s.secondary = map[string]time.Time{}, map[string]int{}
+	}
+	until := rl.Reset
+	if rl.Default {
+		s.secondary[h]++
+		until = s.now().Add(github.SecondaryWait(s.secondary[h]))
 	}
 	s.limited[h] = until
+	return until
+}
+
+// unlimited records a complete read of the host: the next secondary
+// limit is the first again.
+func (s *Service) unlimited(h string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.secondary, h)
 }
 
 // Sync reads every page of the source's open labelled issues now:
@@ -445,12 +465,12 @@ func (s *Service) sync(ctx context.Context, src *baton.Source) error {
 	if err != nil {
 		var rl *github.RateLimitError
 		if errors.As(err, &rl) {
-			s.limit(h, rl.Reset)
-			src.Sync.RateLimitReset = rl.Reset
+			src.Sync.RateLimitReset = s.limit(h, rl)
 		}
 		src.Sync.Error = baton.ErrorMessage(err)
 		return err
 	}
+	s.unlimited(h)
 	res := baton.SyncResult{Requests: listing.Requests, NotModified: listing.NotModified}
 	issues := listing.Issues()
 	res.Open = len(issues)
