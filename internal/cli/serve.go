@@ -23,6 +23,7 @@ import (
 
 type serveOptions struct {
 	sandbox                    sandboxOptions
+	app                        appOptions
 	githubTokenFile            string
 	apiTokenFile               string
 	addr, db, agent, logFormat string
@@ -84,6 +85,7 @@ recorded and their phases queued again for the next worker.`,
 	fl.DurationVar(&o.poll, "poll", time.Second, "how often idle workers look for jobs")
 	o.sandbox.register(fl)
 	fl.StringVar(&o.githubTokenFile, "github-token-file", "", "read the GitHub token from this `file` (default $BATON_GITHUB_TOKEN_FILE, else GH_TOKEN)")
+	o.app.register(fl)
 	fl.StringVar(&o.apiTokenFile, "api-token-file", "", "read the API token from this `file` (default $BATON_API_TOKEN_FILE, else BATON_API_TOKEN, else the data directory's)")
 	return cmd
 }
@@ -107,7 +109,12 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 	if err != nil {
 		return usageError("--addr %q: want host:port, e.g. 127.0.0.1:7070", o.addr)
 	}
-	if err := f.secrets(map[string]string{"GH_TOKEN": o.githubTokenFile, "BATON_API_TOKEN": o.apiTokenFile}); err != nil {
+	files, err := o.app.apply(f)
+	if err != nil {
+		return err
+	}
+	files["GH_TOKEN"], files["BATON_API_TOKEN"] = o.githubTokenFile, o.apiTokenFile
+	if err := f.secrets(files); err != nil {
 		return err
 	}
 	conf, err := o.sandbox.confinement(f)

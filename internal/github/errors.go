@@ -159,7 +159,7 @@ func (c *Client) classifyStatus(o op, err error, er *gh.ErrorResponse) error {
 		}
 		return c.fail(baton.NotFound, err, op{what: o.what}, "not found")
 	case status == http.StatusForbidden && integration(er):
-		return c.fail(baton.Invalid, errors.Join(ErrIntegration, err), o, "GitHub refused a GitHub App's token (%s): grant the App the permission this needs, or use a personal token", detail)
+		return c.fail(baton.Invalid, errors.Join(ErrIntegration, err), o, "GitHub refused access (%s): the token is a GitHub App's, and the App may not do this: grant it the permission, or use a personal token", detail)
 	case status == http.StatusForbidden:
 		return c.fail(baton.Invalid, err, o, "GitHub refused access (%s): the token lacks permission for this repository or action", detail)
 	case status == http.StatusNotAcceptable && hasErrorCode(er, "too_large"):

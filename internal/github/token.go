@@ -253,13 +253,27 @@ type Identity struct {
 	May []string `json:"may"`
 }
 
-// Identity reports who repo's client acts as (see Identity). Errors are
-// Client's, and the failure of GET /user for a token.
+// Identity reports who repo's client acts as (see Identity), with where
+// its token comes from. Errors are Client's and Client.Identity's.
 func (a Access) Identity(ctx context.Context, repo Repo, apiURL string) (Identity, error) {
 	c, err := a.Client(ctx, repo, apiURL)
 	if err != nil {
 		return Identity{}, err
 	}
+	id, err := c.Identity(ctx)
+	if c.Installation() == nil {
+		_, src, _ := ResolveToken(ctx, a.Getenv, repo.Host)
+		id.Source = strings.TrimSpace(src + " " + id.Source)
+	}
+	return id, err
+}
+
+// Identity reports who the client acts as: an App installation without a
+// request (its installation is known), a token with one (GET /user) that
+// names its account and, for a classic token, its OAuth scopes. A token
+// that turns out to be an App installation's (GitHub Actions'
+// GITHUB_TOKEN) says so in Source.
+func (c *Client) Identity(ctx context.Context) (Identity, error) {
 	if in := c.Installation(); in != nil {
 		id := Identity{Kind: "app", Source: fmt.Sprintf("GitHub App %d, installation %d on %s", in.AppID, in.ID, in.Account), Account: in.bot(), May: []string{}}
 		for _, name := range slices.Sorted(maps.Keys(in.Permissions)) {
@@ -267,17 +281,15 @@ func (a Access) Identity(ctx context.Context, repo Repo, apiURL string) (Identit
 		}
 		return id, nil
 	}
-	_, src, _ := ResolveToken(ctx, a.Getenv, repo.Host)
-	id := Identity{Kind: "token", Source: src, May: []string{}}
+	id := Identity{Kind: "token", May: []string{}}
 	u, scopes, err := c.viewerScopes(ctx)
 	if err != nil {
 		return id, err
 	}
-	id.Account = u.Login
+	id.Account, id.May = u.Login, scopes
 	if u.App {
-		id.Kind, id.Source = "app", src+" (a GitHub App installation's token)"
+		id.Kind, id.Source = "app", "(a GitHub App installation's token)"
 	}
-	id.May = scopes
 	return id, nil
 }
 

@@ -246,9 +246,11 @@ func VerifyJWT(tok string, keyOf func(appID int64) (*rsa.PublicKey, bool), now t
 		Iat *json.Number    `json:"iat"`
 		Exp *json.Number    `json:"exp"`
 	}
-	hb, err1 := base64.RawURLEncoding.DecodeString(parts[0])
-	cb, err2 := base64.RawURLEncoding.DecodeString(parts[1])
-	sig, err3 := base64.RawURLEncoding.DecodeString(parts[2])
+	// Strict: a signature spelled two ways is not two signatures.
+	enc := base64.RawURLEncoding.Strict()
+	hb, err1 := enc.DecodeString(parts[0])
+	cb, err2 := enc.DecodeString(parts[1])
+	sig, err3 := enc.DecodeString(parts[2])
 	if err1 != nil || err2 != nil || err3 != nil || json.Unmarshal(hb, &header) != nil || header.Alg != "RS256" {
 		return 0, errJWTDecode
 	}
