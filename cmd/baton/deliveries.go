@@ -65,6 +65,7 @@ func (w deliveryWiring) open(ctx context.Context, o cli.DeliveriesOptions) (*del
 	}
 	return &delivery.Service{
 		Queue: q, DataDir: dataDir, Forge: w.forge, DefaultAgent: w.getenv("BATON_AGENT"), GitHubHosts: hosts,
+		PublicURL: w.getenv("BATON_PUBLIC_URL"),
 		GitHub: func(ctx context.Context, repo github.Repo) (*github.Client, error) {
 			return w.github.Client(ctx, repo, "")
 		},

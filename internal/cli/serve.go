@@ -139,6 +139,9 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 	}
 	defer svc.Close()
 	svc.Sandbox = conf
+	if o.publicURL != "" {
+		svc.PublicURL = o.publicURL
+	}
 	if o.agent != "" {
 		svc.DefaultAgent = o.agent
 	}

@@ -188,6 +188,8 @@ func TestGitHubPipeline(t *testing.T) {
 // A private repository on GitHub Free or Pro has no draft pull requests:
 // GitHub answers 422. Plan opens a ready pull request instead, deploy
 // merges it without marking it ready, and the delivery closes delivered.
+// (Verify finds no CI: baton's own baton/<phase> statuses on the head,
+// verify's pending one among them, are not waited for.)
 func TestGitHubRepositoryWithoutDraftsDelivers(t *testing.T) {
 	h, srv, bare := githubSetup(t,
 		agenttest.Turn{Final: planText},

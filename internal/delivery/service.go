@@ -45,6 +45,10 @@ type Service struct {
 	// DefaultAgent runs deliveries that name no agent (default
 	// baton.DefaultAgent).
 	DefaultAgent string
+	// PublicURL is where people reach the server's dashboard
+	// (--public-url): phases published on a pull request link to the
+	// delivery's page there. "" links nowhere.
+	PublicURL string
 	// Sandbox confines agents and the verify, deploy and observe commands
 	// (which run code an agent wrote): its Mode, and what its Policy adds
 	// to each phase's own (the worktree, its git files). Nothing of

@@ -92,3 +92,37 @@ type CheckResult struct {
 	// Pending is set when checks were still running at the timeout.
 	Pending []string
 }
+
+// StatusPrefix starts the name of every commit status and check run baton
+// publishes ("baton/review"): verify leaves them out of the CI it waits
+// for, as they report baton's own phases.
+const StatusPrefix = "baton/"
+
+// PhaseReport is a phase's state as published on the work pull request's
+// head.
+type PhaseReport struct {
+	Phase baton.Phase
+	// State is pending, success or failure.
+	State string
+	// Description is one line ("review: not_pass"); Summary is markdown
+	// (the phase log), shown by a check run.
+	Description string
+	Summary     string
+	// TargetURL is the delivery's dashboard page ("" when the server has
+	// no public URL).
+	TargetURL string
+	// HeadSHA and CheckRunID are what the last report went to, for the
+	// next to update: a check run on the same head is updated in place.
+	HeadSHA    string
+	CheckRunID int64
+}
+
+// Reporter is a forge that shows phases where the work is reviewed: on
+// GitHub, a commit status per phase (any token), or a check run when baton
+// acts as a GitHub App. Local has none.
+type Reporter interface {
+	// ReportPhase publishes rep and returns it as published (HeadSHA and
+	// CheckRunID set); ok is false when there is nowhere to publish yet
+	// (no pull request).
+	ReportPhase(ctx context.Context, d *baton.Delivery, rep PhaseReport) (out PhaseReport, ok bool, err error)
+}

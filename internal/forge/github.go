@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -157,6 +158,9 @@ func (g *GitHub) Checks(ctx context.Context, d *baton.Delivery, sha string, wait
 		if err != nil {
 			return CheckResult{}, true, err
 		}
+		// baton's own statuses report its phases (verify's among them),
+		// not CI.
+		sum.Checks = slices.DeleteFunc(sum.Checks, func(c github.Check) bool { return strings.HasPrefix(c.Name, StatusPrefix) })
 		res := CheckResult{Total: len(sum.Checks)}
 		for _, c := range sum.Failing() {
 			res.Failed = append(res.Failed, baton.Ref{Role: baton.RoleCheck, Type: string(c.Kind), Label: c.Name + ": " + firstNonEmpty(c.Conclusion, c.Status), URL: c.URL})
@@ -223,4 +227,44 @@ func (g *GitHub) Merge(ctx context.Context, d *baton.Delivery, _ *Workspaces, ba
 	}
 	return baton.Ref{Role: baton.RoleWork, Type: "commit", Label: fmt.Sprintf("merged into %s as %s (%s)", base, short, methodName(method)),
 		URL: fmt.Sprintf("https://%s/%s/commit/%s", host, g.Repo, res.SHA)}, nil
+}
+
+var _ Reporter = (*GitHub)(nil)
+
+// ReportPhase implements Reporter: on the work pull request's current
+// head, a commit status "baton/<phase>", or with a GitHub App a check run
+// of that name (created once per head, then updated). Two requests: the
+// pull request, then the status or check run.
+func (g *GitHub) ReportPhase(ctx context.Context, d *baton.Delivery, rep PhaseReport) (PhaseReport, bool, error) {
+	n, ok := prNumber(d)
+	if !ok {
+		return rep, false, nil
+	}
+	pr, err := g.Client.PullRequest(ctx, g.Repo, n)
+	if err != nil {
+		return rep, false, err
+	}
+	name := StatusPrefix + string(rep.Phase)
+	if g.Client.Installation() == nil {
+		err := g.Client.CreateStatus(ctx, g.Repo, pr.Head.SHA, github.NewStatus{
+			State: github.CheckState(rep.State), Context: name, TargetURL: rep.TargetURL, Description: rep.Description,
+		})
+		rep.HeadSHA = pr.Head.SHA
+		return rep, err == nil, err
+	}
+	run := github.NewCheckRun{Name: name, DetailsURL: rep.TargetURL, Title: rep.Description, Summary: rep.Summary, Status: "in_progress"}
+	if rep.State != string(github.CheckPending) {
+		run.Status, run.Conclusion = "completed", rep.State
+	}
+	if rep.CheckRunID != 0 && rep.HeadSHA == pr.Head.SHA {
+		err := g.Client.UpdateCheckRun(ctx, g.Repo, rep.CheckRunID, run)
+		return rep, err == nil, err
+	}
+	run.HeadSHA = pr.Head.SHA
+	id, err := g.Client.CreateCheckRun(ctx, g.Repo, run)
+	if err != nil {
+		return rep, false, err
+	}
+	rep.HeadSHA, rep.CheckRunID = pr.Head.SHA, id
+	return rep, true, nil
 }

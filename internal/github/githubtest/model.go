@@ -140,7 +140,10 @@ type CheckRun struct {
 	DetailsURL string
 	Title      string // output.title
 	Summary    string // output.summary
-	StartedAt  time.Time
+	// App is the slug of the App that made the run through the API; ""
+	// for runs a test added (GitHub Actions').
+	App       string
+	StartedAt time.Time
 	// CompletedAt is set when Status becomes completed through
 	// UpdateCheckRun and left zero otherwise.
 	CompletedAt time.Time
@@ -155,7 +158,9 @@ type Status struct {
 	State       string // error, failure, pending, success
 	TargetURL   string
 	Description string
-	CreatedAt   time.Time
+	// Creator is who posted it through the API; "" for a test's.
+	Creator   string
+	CreatedAt time.Time
 }
 
 // repo is one repository's state.
@@ -706,6 +711,36 @@ func (s *Server) AddStatus(full, ref string, st Status) Status {
 	st.SHA = sha
 	r.statuses = append(r.statuses, &st)
 	return st
+}
+
+// Statuses returns every commit status of a repository on ref (a SHA or
+// branch), oldest first, including those posted through the API.
+func (s *Server) Statuses(full, ref string) []Status {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.mustRepo(full)
+	sha, _ := r.resolve(ref)
+	var out []Status
+	for _, st := range r.statuses {
+		if st.SHA == sha {
+			out = append(out, *st)
+		}
+	}
+	return out
+}
+
+// CheckRuns returns every check run of a repository, oldest first,
+// including those an App made through the API.
+func (s *Server) CheckRuns(full string) []CheckRun {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []CheckRun
+	for _, cr := range s.mustRepo(full).checkRuns {
+		out = append(out, *cr)
+	}
+	return out
 }
 
 // resolve maps a ref to a SHA: a branch name, "heads/<branch>", or a

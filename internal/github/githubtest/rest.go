@@ -52,6 +52,9 @@ func (s *Server) routes() {
 	h("GET /repos/{owner}/{repo}/issues/{number}/comments", s.listComments)
 	h("POST /repos/{owner}/{repo}/issues/{number}/comments", s.createComment)
 	h("GET /repos/{owner}/{repo}/commits/{rest...}", s.commitChecks)
+	h("POST /repos/{owner}/{repo}/statuses/{sha}", s.createStatus)
+	h("POST /repos/{owner}/{repo}/check-runs", s.createCheckRun)
+	h("PATCH /repos/{owner}/{repo}/check-runs/{id}", s.updateCheckRun)
 	s.mux.HandleFunc("POST "+s.gql, s.graphql)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "Not Found", docREST)
