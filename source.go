@@ -40,6 +40,9 @@ type Source struct {
 	// for the repository: while one arrives, the poller leaves comments
 	// to webhooks.
 	CommentWebhookAt time.Time `json:"-"`
+	// CommentsPolledAt is up to when the poller read the repository's
+	// comments.
+	CommentsPolledAt time.Time `json:"-"`
 	// WebhookSecret verifies this repository's webhooks; "" falls back to
 	// the server's secret. Never shown.
 	WebhookSecret string     `json:"-"`

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -28,6 +29,7 @@ type serveOptions struct {
 	apiTokenFile               string
 	addr, db, agent, logFormat string
 	publicURL                  string
+	handle                     string
 	repos                      []string
 	workers                    int
 	lease, poll                time.Duration
@@ -81,6 +83,7 @@ recorded and their phases queued again for the next worker.`,
 	fl.StringArrayVar(&o.repos, "repo", nil, "local repository deliveries may be created in from the API (repeatable; default: the one serve runs in)")
 	fl.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fl.StringVar(&o.publicURL, "public-url", "", "the URL people and GitHub reach this server at, when it is not --addr; its host is accepted as Host (default $BATON_PUBLIC_URL)")
+	fl.StringVar(&o.handle, "github-handle", "", "what a comment on a delivery's issue or pull request mentions to send it back to implement (default $BATON_GITHUB_HANDLE, else @baton)")
 	fl.DurationVar(&o.lease, "lease", delivery.DefaultLease, "heartbeat age after which a running phase's worker is taken for dead")
 	fl.DurationVar(&o.poll, "poll", time.Second, "how often idle workers look for jobs")
 	o.sandbox.register(fl)
@@ -168,7 +171,13 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	in := &intake.Service{Deliveries: svc, WebhookSecret: f.env("BATON_WEBHOOK_SECRET"), Log: log, Now: f.Now}
+	if o.handle == "" {
+		o.handle = f.env("BATON_GITHUB_HANDLE")
+	}
+	if o.handle != "" && (!strings.HasPrefix(o.handle, "@") || len(o.handle) < 2 || strings.ContainsAny(o.handle, " \t\n")) {
+		return usageError("--github-handle %q: want a mention such as @baton", o.handle)
+	}
+	in := &intake.Service{Deliveries: svc, WebhookSecret: f.env("BATON_WEBHOOK_SECRET"), Log: log, Now: f.Now, Handle: o.handle}
 	if f.GitHub != nil {
 		in.GitHub = f.GitHub
 	}

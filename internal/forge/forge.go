@@ -57,7 +57,13 @@ type Review struct {
 	Reject bool `json:"reject,omitempty"`
 }
 
-// Body renders the review as markdown.
+// Marker ends everything baton posts on GitHub (reviews, reject
+// reasons), unseen in GitHub's rendering: intake never acts on a comment
+// carrying it, so a reason that mentions baton cannot send a delivery
+// back by itself.
+const Marker = "<!-- baton -->"
+
+// Body renders the review as markdown, ending in Marker.
 func (r Review) Body() string {
 	head := fmt.Sprintf("**baton review: %s**", r.Verdict)
 	if r.Reject {
@@ -73,7 +79,7 @@ func (r Review) Body() string {
 	if !r.Reject {
 		body += "\n_" + r.Author + "_\n"
 	}
-	return body
+	return body + "\n" + Marker + "\n"
 }
 
 // CheckWait bounds waiting for CI.

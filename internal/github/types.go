@@ -108,7 +108,10 @@ type Issue struct {
 
 // Comment is a conversation comment on an issue or pull request.
 type Comment struct {
-	ID        int64
+	ID int64
+	// Number is the issue or pull request it is on, when listed across a
+	// repository (RepoComments); 0 otherwise.
+	Number    int
 	Author    string
 	Body      string
 	URL       string // html_url: .../issues/N#issuecomment-ID or .../pull/N#issuecomment-ID

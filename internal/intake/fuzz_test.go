@@ -137,3 +137,29 @@ func FuzzEventJSON(f *testing.F) {
 		}
 	})
 }
+
+// Whatever a comment says around it, a line of its own that starts with
+// the handle mentions it; the same line quoted, or the handle run into a
+// longer name, does not; text without an @ never does.
+func FuzzMentions(f *testing.F) {
+	for _, s := range []string{"", "thanks", "LGTM\n\nship it", "a\tb\r\nc", "x: y, (z)!", "émoji 🎉 text"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		if strings.ContainsAny(text, "@`~>") {
+			return // those mark mentions, code and quotes: the property is about plain text
+		}
+		if Mentions(text, "@baton") {
+			t.Fatalf("Mentions(%q) = true without an @", text)
+		}
+		if !Mentions(text+"\n@baton please look", "@baton") {
+			t.Fatalf("Mentions(%q + a line starting @baton) = false", text)
+		}
+		if Mentions(text+"\n> @baton please look", "@baton") {
+			t.Fatalf("Mentions(%q + a quoted mention) = true", text)
+		}
+		if Mentions(text+"\n@batonista please look", "@baton") {
+			t.Fatalf("Mentions(%q + @batonista) = true", text)
+		}
+	})
+}

@@ -42,8 +42,11 @@ type Service struct {
 	// WebhookSecret verifies webhooks of sources without a secret of
 	// their own.
 	WebhookSecret string
-	Now           func() time.Time
-	Log           *slog.Logger
+	// Handle is what a comment mentions to send a delivery back
+	// (DefaultHandle when empty).
+	Handle string
+	Now    func() time.Time
+	Log    *slog.Logger
 
 	mu sync.Mutex
 	// limited holds, per API host, when its rate limit resets: sources on
@@ -52,6 +55,8 @@ type Service struct {
 	// secondary counts, per API host, the secondary rate limits in a row
 	// that named no time to wait: each waits longer (github.SecondaryWait).
 	secondary map[string]int
+	// reviews holds each pull request's reviews as last read, for ETags.
+	reviews map[string]*github.ReviewPage
 }
 
 func (s *Service) now() time.Time {
@@ -603,7 +608,9 @@ func (s *Service) withdraw(ctx context.Context, src *baton.Source, si sqlstore.S
 
 // Run syncs sources as they fall due until ctx ends: every PollEvery of
 // the settings, never a source whose host's rate limit is in force, never
-// a paused one. It looks every tick (default 5s) so changed settings
+// a paused one; with each sync it reads the source's new comments and
+// reviews (PollComments). Every tick (default 5s) it applies feedback
+// that waited for its delivery, and looks again, so changed settings
 // apply without a restart.
 func (s *Service) Run(ctx context.Context, tick time.Duration) error {
 	if tick <= 0 {
@@ -612,6 +619,9 @@ func (s *Service) Run(ctx context.Context, tick time.Duration) error {
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
+		if err := s.ApplyDeferred(ctx); err != nil && ctx.Err() == nil {
+			s.log().Warn("intake: waiting feedback: " + baton.ErrorMessage(err))
+		}
 		s.pollDue(ctx)
 		select {
 		case <-ctx.Done():
@@ -642,6 +652,9 @@ func (s *Service) pollDue(ctx context.Context) {
 		}
 		if _, err := s.Sync(ctx, src.ID); err != nil && ctx.Err() == nil {
 			s.log().Warn("intake: sync of "+src.Repo+": "+baton.ErrorMessage(err), "source", src.ID)
+		}
+		if err := s.PollComments(ctx, src.ID); err != nil && ctx.Err() == nil {
+			s.log().Warn("intake: comments of "+src.Repo+": "+baton.ErrorMessage(err), "source", src.ID)
 		}
 	}
 }

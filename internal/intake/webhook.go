@@ -55,7 +55,8 @@ type WebhookRequest struct {
 // WebhookResult says what a webhook did.
 type WebhookResult struct {
 	// Outcome is "created", "exists", "closed", "ignored", "pong", or
-	// "duplicate" for a delivery already handled.
+	// "duplicate" for a delivery already handled; for a comment or review,
+	// "applied" or "deferred" (see FeedbackResult).
 	Outcome    string `json:"outcome"`
 	Reason     string `json:"reason,omitempty"`
 	SourceID   string `json:"source_id,omitempty"`
@@ -80,6 +81,31 @@ type Payload struct {
 	Label *struct {
 		Name string `json:"name"`
 	} `json:"label"`
+	// Comment is an issue_comment event's comment.
+	Comment *struct {
+		ID      int64  `json:"id"`
+		Body    string `json:"body"`
+		HTMLURL string `json:"html_url"`
+		User    user   `json:"user"`
+	} `json:"comment,omitempty"`
+	// Review and PullRequest are a pull_request_review event's.
+	Review *struct {
+		ID      int64  `json:"id"`
+		Body    string `json:"body"`
+		State   string `json:"state"`
+		HTMLURL string `json:"html_url"`
+		User    user   `json:"user"`
+	} `json:"review,omitempty"`
+	PullRequest *struct {
+		Number  int    `json:"number"`
+		HTMLURL string `json:"html_url"`
+	} `json:"pull_request,omitempty"`
+}
+
+// user is an account in a webhook; Type is User or Bot.
+type user struct {
+	Login string `json:"login"`
+	Type  string `json:"type"`
 }
 
 // ParsePayload reads a webhook body. Invalid when it is not a JSON
@@ -227,8 +253,10 @@ func (s *Service) webhook(ctx context.Context, event string, p Payload, src *bat
 	case src.Paused:
 		r.Reason = "the source is paused"
 		return r, nil
+	case event == "issue_comment" || event == "pull_request_review":
+		return s.commentWebhook(ctx, event, p, src)
 	case event != "issues":
-		r.Reason = "baton acts on issues events only"
+		r.Reason = "baton acts on issues, issue_comment and pull_request_review events only"
 		return r, nil
 	case p.Issue == nil || p.Issue.Number <= 0:
 		return r, baton.Errorf(baton.Invalid, "an issues event without an issue")
@@ -300,6 +328,71 @@ func (s *Service) webhook(ctx context.Context, event string, p Payload, src *bat
 		if d, err := s.Deliveries.Current(ctx, si); err == nil && r.Outcome == "exists" && d.Phase == baton.PhaseClose {
 			r.Reason = fmt.Sprintf("issue #%d's delivery %s is closed, and a closed delivery is not reopened", is.Number, si)
 		}
+	}
+	return r, nil
+}
+
+// commentWebhook acts on a comment (issue_comment created) or a review
+// (pull_request_review submitted) of src's repository: see feedback. Its
+// issue or pull request must be in the repository.
+func (s *Service) commentWebhook(ctx context.Context, event string, p Payload, src *baton.Source) (WebhookResult, error) {
+	r := WebhookResult{Outcome: "ignored", SourceID: src.ID}
+	if err := s.store().SetCommentWebhook(ctx, src.ID, s.now()); err != nil {
+		return r, err
+	}
+	var ev commentEvent
+	var where string
+	switch {
+	case event == "issue_comment" && p.Action != "created":
+		r.Reason = "comment " + baton.Truncate(p.Action, 40, "…") + ": only a new comment asks"
+		return r, nil
+	case event == "pull_request_review" && p.Action != "submitted":
+		r.Reason = "review " + baton.Truncate(p.Action, 40, "…") + ": only a submitted review asks"
+		return r, nil
+	case event == "issue_comment":
+		if p.Comment == nil || p.Issue == nil {
+			r.Reason = "the event names no comment and issue"
+			return r, nil
+		}
+		c := p.Comment
+		ev = commentEvent{kind: "issue_comment", id: c.ID, author: c.User.Login, bot: c.User.Type == "Bot", body: c.Body, url: c.HTMLURL}
+		where = p.Issue.HTMLURL
+	default:
+		if p.Review == nil || p.PullRequest == nil {
+			r.Reason = "the event names no review and pull request"
+			return r, nil
+		}
+		rv := p.Review
+		ev = commentEvent{kind: "review", id: rv.ID, author: rv.User.Login, bot: rv.User.Type == "Bot", body: rv.Body, url: rv.HTMLURL, state: rv.State}
+		where = p.PullRequest.HTMLURL
+	}
+	ref, err := issueOf(src, where)
+	if err != nil {
+		return r, err
+	}
+	ev.number = ref.Number
+	if !s.asks(ev) {
+		r.Reason = "it does not mention " + s.handle() + " or request changes"
+		return r, nil
+	}
+	if s.GitHub == nil {
+		return r, baton.Errorf(baton.Unavailable, "this server was started without GitHub access, so comments cannot be acted on")
+	}
+	repo, err := github.ParseRepo(src.Repo)
+	if err != nil {
+		return r, err
+	}
+	c, err := s.GitHub(ctx, repo, src.APIURL)
+	if err != nil {
+		return r, err
+	}
+	fr, err := s.feedback(ctx, src, c, ev)
+	if err != nil {
+		return r, err
+	}
+	r.Outcome, r.Reason, r.DeliveryID = fr.Outcome, fr.Reason, fr.DeliveryID
+	if r.Outcome == "duplicate" {
+		r.Outcome = "ignored"
 	}
 	return r, nil
 }

@@ -101,6 +101,8 @@ type Comment struct {
 	Body      string
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// Reactions are what people and Apps reacted with, oldest first.
+	Reactions []Reaction
 }
 
 // ReviewComment is an inline comment on a pull request's diff.
@@ -180,6 +182,8 @@ type repo struct {
 	// noDrafts answers a draft pull request with 422, as GitHub does for a
 	// private repository on GitHub Free or Pro.
 	noDrafts bool
+	// roles are people's roles on the repository (SetPermission).
+	roles map[string]string
 }
 
 func (r *repo) fullName() string { return r.owner + "/" + r.name }

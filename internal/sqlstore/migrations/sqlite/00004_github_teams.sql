@@ -1,11 +1,13 @@
 -- +goose Up
 -- A source's pull request drafts (auto, always, never; '' is auto), its
 -- notification targets (JSON, set on the server only: webhook URLs, their
--- secrets, Slack incoming-webhook URLs), and when a comment or review
--- webhook last arrived for it (the poller reads comments while none does).
+-- secrets, Slack incoming-webhook URLs), when a comment or review webhook
+-- last arrived for it (the poller reads comments while none does), and up
+-- to when the poller read its comments.
 ALTER TABLE sources ADD COLUMN draft TEXT NOT NULL DEFAULT '';
 ALTER TABLE sources ADD COLUMN notify TEXT NOT NULL DEFAULT '';
 ALTER TABLE sources ADD COLUMN comment_webhook_at TEXT NOT NULL DEFAULT '';
+ALTER TABLE sources ADD COLUMN comments_polled_at TEXT NOT NULL DEFAULT '';
 
 -- Comments and reviews that mention baton, or request changes, on a
 -- delivery's issue or pull request: each is acted on once, by whichever
@@ -50,6 +52,7 @@ CREATE INDEX notifications_due ON notifications (state, next_at);
 -- +goose Down
 DROP TABLE notifications;
 DROP TABLE feedback;
+ALTER TABLE sources DROP COLUMN comments_polled_at;
 ALTER TABLE sources DROP COLUMN comment_webhook_at;
 ALTER TABLE sources DROP COLUMN notify;
 ALTER TABLE sources DROP COLUMN draft;
