@@ -114,7 +114,8 @@ func (s *Service) Tidy(ctx context.Context) error {
 }
 
 // commit writes res over before in tx: the delivery (conditional on
-// before's version), the log entries in order, and the job.
+// before's version), the log entries in order, the notice it makes for
+// people (queueNotice), and the job.
 func commit(ctx context.Context, tx queue.Tx, before *baton.Delivery, res Result) (*baton.Delivery, error) {
 	d := res.Delivery
 	d.Version = before.Version
@@ -122,6 +123,9 @@ func commit(ctx context.Context, tx queue.Tx, before *baton.Delivery, res Result
 		return nil, err
 	}
 	if err := logChange(ctx, tx, d.ID, res.Log); err != nil {
+		return nil, err
+	}
+	if err := queueNotice(ctx, tx, before, &d, res.Log); err != nil {
 		return nil, err
 	}
 	if res.Enqueue {

@@ -25,6 +25,7 @@ import (
 	"github.com/baton-agent/baton/internal/agentrun"
 	"github.com/baton-agent/baton/internal/delivery"
 	"github.com/baton-agent/baton/internal/github"
+	"github.com/baton-agent/baton/internal/notify"
 	"github.com/baton-agent/baton/internal/sqlstore"
 )
 
@@ -140,6 +141,11 @@ type SourceInput struct {
 	// by the machine's owner, sets it; the HTTP API never does, so a
 	// request can never choose a command to run.
 	AllowCommandAgent bool
+	// Notify replaces where the source's deliveries are announced (empty
+	// fields send nothing there). Only the CLI may set it
+	// (AllowNotify): a request never chooses where baton's news goes.
+	Notify      *baton.Notify
+	AllowNotify bool
 }
 
 // Add creates a source. Invalid for a bad repository, label, phase or
@@ -278,6 +284,26 @@ func apply(src *baton.Source, in SourceInput, checkAPIURL func(github.Repo, stri
 	if in.Paused != nil {
 		src.Paused = *in.Paused
 	}
+	if in.Notify != nil {
+		if !in.AllowNotify {
+			return baton.Errorf(baton.Invalid, "a source's notification targets are set on the server only, with `baton source add --notify-webhook` or `--notify-slack-url-file`: they say where baton's news goes")
+		}
+		n := *in.Notify
+		if n.WebhookURL != "" {
+			if err := notify.CheckURL("the notification webhook URL", n.WebhookURL); err != nil {
+				return err
+			}
+		}
+		if n.SlackURL != "" {
+			if err := notify.CheckURL("the Slack webhook URL", n.SlackURL); err != nil {
+				return err
+			}
+		}
+		if n.WebhookSecret != "" && n.WebhookURL == "" {
+			return baton.Errorf(baton.Invalid, "a notification webhook secret needs a webhook URL (--notify-webhook)")
+		}
+		src.Notify = n
+	}
 	if in.WebhookSecret != nil {
 		src.WebhookSecret = *in.WebhookSecret
 	}
@@ -302,6 +328,16 @@ func (in SourceInput) checkSizes() error {
 		{"the draft setting", str(in.Draft), baton.MaxName},
 		{"the agent", str(in.Agent), baton.MaxPath},
 		{"the webhook secret", str(in.WebhookSecret), baton.MaxSecret},
+	}
+	if n := in.Notify; n != nil {
+		fields = append(fields, []struct {
+			what, v string
+			max     int
+		}{
+			{"the notification webhook URL", n.WebhookURL, baton.MaxURL},
+			{"the notification webhook secret", n.WebhookSecret, baton.MaxSecret},
+			{"the Slack webhook URL", n.SlackURL, baton.MaxURL},
+		}...)
 	}
 	if in.Checkpoints != nil {
 		fields = append(fields, struct {

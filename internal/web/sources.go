@@ -11,24 +11,29 @@ import (
 )
 
 type sourceJSON struct {
-	ID          string           `json:"id"`
-	Repo        string           `json:"repo"`
-	APIURL      string           `json:"api_url,omitempty"`
-	Label       string           `json:"label"`
-	Endpoint    string           `json:"endpoint,omitempty"`
-	Checkpoints []string         `json:"checkpoints"`
-	Agent       string           `json:"agent,omitempty"`
-	Draft       string           `json:"draft,omitempty"`
-	Paused      bool             `json:"paused"`
-	HasSecret   bool             `json:"webhook_secret_set"`
-	Sync        baton.SyncStatus `json:"sync"`
-	CreatedAt   time.Time        `json:"created_at"`
-	UpdatedAt   time.Time        `json:"updated_at"`
+	ID          string   `json:"id"`
+	Repo        string   `json:"repo"`
+	APIURL      string   `json:"api_url,omitempty"`
+	Label       string   `json:"label"`
+	Endpoint    string   `json:"endpoint,omitempty"`
+	Checkpoints []string `json:"checkpoints"`
+	Agent       string   `json:"agent,omitempty"`
+	Draft       string   `json:"draft,omitempty"`
+	Paused      bool     `json:"paused"`
+	HasSecret   bool     `json:"webhook_secret_set"`
+	// Notify says which notification targets the source has; where they
+	// are is never shown (a Slack URL is a credential).
+	NotifyWebhook bool             `json:"notify_webhook_set"`
+	NotifySlack   bool             `json:"notify_slack_set"`
+	Sync          baton.SyncStatus `json:"sync"`
+	CreatedAt     time.Time        `json:"created_at"`
+	UpdatedAt     time.Time        `json:"updated_at"`
 }
 
 func toSource(s *baton.Source) sourceJSON {
 	v := sourceJSON{ID: s.ID, Repo: s.Repo, APIURL: s.APIURL, Label: s.Label, Endpoint: string(s.Endpoint), Checkpoints: []string{},
-		Agent: s.Agent, Draft: string(s.Draft), Paused: s.Paused, HasSecret: s.WebhookSecret != "", Sync: s.Sync, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
+		Agent: s.Agent, Draft: string(s.Draft), Paused: s.Paused, HasSecret: s.WebhookSecret != "",
+		NotifyWebhook: s.Notify.WebhookURL != "", NotifySlack: s.Notify.SlackURL != "", Sync: s.Sync, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
 	for _, p := range s.Checkpoints {
 		v.Checkpoints = append(v.Checkpoints, string(p))
 	}

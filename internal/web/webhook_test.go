@@ -125,3 +125,23 @@ func TestWebhookRouteTakesFormBodies(t *testing.T) {
 		t.Errorf("form without a payload = %d %s, want 400 naming the payload field", status, body)
 	}
 }
+
+// A request never chooses where baton's news goes: notification targets
+// in a source body are refused, and the source says only whether it has
+// them.
+func TestAPICannotSetNotificationTargets(t *testing.T) {
+	e := newEnv(t, sqlstore.SQLite)
+	var src struct {
+		ID            string
+		NotifyWebhook *bool `json:"notify_webhook_set"`
+	}
+	if r := e.do("POST", "/api/sources", `{"repo":"octo/app"}`, true, &src); r.StatusCode != 201 || src.NotifyWebhook == nil || *src.NotifyWebhook {
+		t.Fatalf("add = %d %+v", r.StatusCode, src)
+	}
+	for _, body := range []string{`{"notify":{"webhook_url":"https://evil.example/"}}`, `{"notify_webhook_url":"https://evil.example/"}`, `{"webhook_url":"https://evil.example/"}`} {
+		var ae apiError
+		if r := e.do("PATCH", "/api/sources/"+src.ID, body, true, &ae); r.StatusCode != 400 {
+			t.Errorf("PATCH %s = %d %+v, want 400", body, r.StatusCode, ae)
+		}
+	}
+}
