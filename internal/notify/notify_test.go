@@ -296,3 +296,23 @@ func TestCheckURL(t *testing.T) {
 		}
 	}
 }
+
+// Whatever a delivery's title, repository or reason say, a Slack message
+// has no markup of their making: no link, mention (<!channel>) or user
+// reference but the one link to the delivery's page.
+func FuzzSlackText(f *testing.F) {
+	f.Add("Fix <!channel> & <@U123>", "octo/app", "because <https://evil.example|click>", true)
+	f.Add("plain", "o/r", "", false)
+	f.Fuzz(func(t *testing.T, title, repo, reason string, link bool) {
+		n := delivery.Notice{Event: delivery.NoticeWaiting, Reason: reason, Delivery: delivery.NoticeDelivery{Seq: 3, Title: title, Repository: repo, Phase: "deploy", Status: "pending"}}
+		want := 0
+		if link {
+			n.Delivery.URL = public + "/deliveries/abc"
+			want = 1
+		}
+		text := notify.SlackText(n)
+		if got := strings.Count(text, "<"); got != want || strings.Count(text, ">") != want {
+			t.Fatalf("SlackText(%q, %q, %q) = %q: %d markup openings, want %d", title, repo, reason, text, got, want)
+		}
+	})
+}
