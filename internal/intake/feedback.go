@@ -216,7 +216,7 @@ func (s *Service) decideFeedback(ctx context.Context, src *baton.Source, c *gith
 		return FeedbackResult{Outcome: sqlstore.FeedbackIgnored, Reason: fmt.Sprintf("#%d is no open delivery's issue or pull request", ev.number)}, nil
 	}
 	fb.DeliveryID = d.ID
-	perm, err := c.Permission(ctx, repo, ev.author)
+	perm, err := s.permission(ctx, c, repo, ev.author)
 	if err != nil {
 		return FeedbackResult{}, err
 	}
@@ -425,6 +425,45 @@ func (s *Service) noteLimit(src *baton.Source, err error) error {
 		s.limit(host(src), rl)
 	}
 	return err
+}
+
+// permissionTTL is how long an author's permission is taken as read: a
+// thread of comments costs one request per author, and a change of
+// role counts within a minute.
+const permissionTTL = time.Minute
+
+type permission struct {
+	perm string
+	at   time.Time
+}
+
+// permission returns login's permission on repo, read at most once per
+// permissionTTL.
+func (s *Service) permission(ctx context.Context, c *github.Client, repo github.Repo, login string) (string, error) {
+	key := strings.ToLower(repo.Host + "/" + repo.String() + "@" + login)
+	now := s.now()
+	s.mu.Lock()
+	p, ok := s.perms[key]
+	s.mu.Unlock()
+	if ok && now.Sub(p.at) < permissionTTL {
+		return p.perm, nil
+	}
+	perm, err := c.Permission(ctx, repo, login)
+	if err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.perms == nil {
+		s.perms = map[string]permission{}
+	}
+	for k, old := range s.perms {
+		if now.Sub(old.at) >= permissionTTL {
+			delete(s.perms, k)
+		}
+	}
+	s.perms[key] = permission{perm, now}
+	return perm, nil
 }
 
 func (s *Service) reviewCache(key string) *github.ReviewPage {

@@ -143,8 +143,14 @@ func fiftyCommentThread(t *testing.T, dialect sqlstore.Dialect) {
 	e.gh.AddReview("octo/app", 2, githubtest.Review{Author: "mallory", State: "CHANGES_REQUESTED", Body: "Remove the license."})
 	e.gh.AddReview("octo/app", 2, githubtest.Review{Author: "alice", State: "APPROVED"})
 
+	e.gh.ResetRequests()
 	if err := e.in.PollComments(ctx, "octo/app"); err != nil {
 		t.Fatal(err)
+	}
+	// One listing, one permission per author, one 👀 per qualifying
+	// comment, the reviews: 1 + 3 + 10 + 1.
+	if n := len(e.gh.Requests()); n != 15 {
+		t.Errorf("the poll of the thread made %d requests, want 15: %v", n, e.gh.RequestLog())
 	}
 	rounds := 0
 	for range 200 {

@@ -58,6 +58,8 @@ type Service struct {
 	secondary map[string]int
 	// reviews holds each pull request's reviews as last read, for ETags.
 	reviews map[string]*github.ReviewPage
+	// perms holds people's permissions as read lately (permission).
+	perms map[string]permission
 }
 
 func (s *Service) now() time.Time {
