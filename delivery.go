@@ -125,6 +125,31 @@ const (
 	MergeRebase MergeMethod = "rebase"
 )
 
+// DraftMode says whether the forge opens the work pull request as a draft.
+type DraftMode string
+
+const (
+	// DraftAuto opens a draft, or a ready pull request where the
+	// repository has no drafts (private repositories on GitHub Free and
+	// Pro). The empty mode means auto.
+	DraftAuto DraftMode = "auto"
+	// DraftAlways opens a draft or none.
+	DraftAlways DraftMode = "always"
+	// DraftNever opens a ready pull request.
+	DraftNever DraftMode = "never"
+)
+
+// ParseDraftMode returns the draft mode named s ("" is auto), or Invalid.
+func ParseDraftMode(s string) (DraftMode, error) {
+	switch m := DraftMode(strings.ToLower(strings.TrimSpace(s))); m {
+	case "", DraftAuto:
+		return DraftAuto, nil
+	case DraftAlways, DraftNever:
+		return m, nil
+	}
+	return "", Errorf(Invalid, "bad draft setting %q: want auto, always or never", Truncate(s, 40, "…"))
+}
+
 // Defaults of a delivery.
 const (
 	DefaultAgent         = "claude"
@@ -171,6 +196,9 @@ type DeliveryConfig struct {
 	ObserveWindow  time.Duration `json:"observe_window,omitempty"`
 	ObserveEvery   time.Duration `json:"observe_every,omitempty"`
 	MergeMethod    MergeMethod   `json:"merge_method,omitempty"`
+	// Draft says whether the work pull request opens as a draft ("" is
+	// auto).
+	Draft DraftMode `json:"draft,omitempty"`
 	// MaxRounds bounds how often review or verify may send the delivery
 	// back to implement before it is blocked for a person.
 	MaxRounds int `json:"max_rounds"`
@@ -323,6 +351,11 @@ func (d *Delivery) Validate() error {
 	case "", MergeSquash, MergeCommit, MergeRebase:
 	default:
 		return Errorf(Invalid, "unknown merge method %q: want squash, merge or rebase", c.MergeMethod)
+	}
+	switch c.Draft {
+	case "", DraftAuto, DraftAlways, DraftNever:
+	default:
+		return Errorf(Invalid, "unknown draft setting %q: want auto, always or never", c.Draft)
 	}
 	if c.PhaseTimeout < 0 || c.ObserveWindow < 0 || c.ObserveEvery < 0 || c.MaxRounds < 0 {
 		return Errorf(Invalid, "durations and limits must not be negative")

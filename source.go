@@ -27,7 +27,22 @@ type Source struct {
 	Endpoint    Phase   `json:"endpoint,omitempty"`
 	Checkpoints []Phase `json:"checkpoints,omitempty"`
 	Agent       string  `json:"agent,omitempty"`
-	Paused      bool    `json:"paused"`
+	// Draft is how the deliveries' pull requests open ("" keeps the
+	// default, auto).
+	Draft  DraftMode `json:"draft,omitempty"`
+	Paused bool      `json:"paused"`
+	// Notify is where the source's deliveries are announced when they
+	// wait for a person, fail or close, besides the server's own targets.
+	// Set on the server only; never shown (its URLs and secret are
+	// credentials).
+	Notify Notify `json:"-"`
+	// CommentWebhookAt is when a comment or review webhook last arrived
+	// for the repository: while one arrives, the poller leaves comments
+	// to webhooks.
+	CommentWebhookAt time.Time `json:"-"`
+	// CommentsPolledAt is up to when the poller read the repository's
+	// comments.
+	CommentsPolledAt time.Time `json:"-"`
 	// WebhookSecret verifies this repository's webhooks; "" falls back to
 	// the server's secret. Never shown.
 	WebhookSecret string     `json:"-"`
@@ -61,6 +76,18 @@ type SyncResult struct {
 	NotModified int `json:"not_modified"`
 }
 
+// Notify is where news of deliveries goes: an outbound webhook (a JSON
+// body signed with Secret) and a Slack incoming webhook. Empty fields
+// send nothing.
+type Notify struct {
+	WebhookURL    string `json:"webhook_url,omitempty"`
+	WebhookSecret string `json:"webhook_secret,omitempty"`
+	SlackURL      string `json:"slack_url,omitempty"`
+}
+
+// IsZero reports whether n sends nothing.
+func (n Notify) IsZero() bool { return n.WebhookURL == "" && n.SlackURL == "" }
+
 // validLabel is what baton accepts as a label: GitHub allows more, but a
 // filter label with a comma cannot be expressed in its API.
 func validLabel(l string) bool {
@@ -85,6 +112,11 @@ func (s *Source) Validate() error {
 	for _, p := range s.Checkpoints {
 		if !p.Runnable() {
 			return Errorf(Invalid, "checkpoint %q is not a phase a person can gate", p)
+		}
+	}
+	if s.Draft != "" {
+		if _, err := ParseDraftMode(string(s.Draft)); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -65,9 +65,9 @@ func (w deliveryWiring) open(ctx context.Context, o cli.DeliveriesOptions) (*del
 	}
 	return &delivery.Service{
 		Queue: q, DataDir: dataDir, Forge: w.forge, DefaultAgent: w.getenv("BATON_AGENT"), GitHubHosts: hosts,
+		PublicURL: w.getenv("BATON_PUBLIC_URL"),
 		GitHub: func(ctx context.Context, repo github.Repo) (*github.Client, error) {
-			c, _, err := w.github.Client(ctx, repo, "")
-			return c, err
+			return w.github.Client(ctx, repo, "")
 		},
 	}, nil
 }
@@ -158,8 +158,9 @@ func (w deliveryWiring) abs(p string) string {
 	return filepath.Join(w.workDir, p)
 }
 
-// forge returns the forge of a delivery: local for a path, GitHub (token
-// from GH_TOKEN, GITHUB_TOKEN or `gh auth token`) for owner/name.
+// forge returns the forge of a delivery: local for a path, GitHub for
+// owner/name (as the GitHub App when one is configured, else with the
+// token from GH_TOKEN, GITHUB_TOKEN or `gh auth token`).
 func (w deliveryWiring) forge(ctx context.Context, d *baton.Delivery) (forge.Forge, error) {
 	if d.Forge == baton.ForgeLocal {
 		return forge.Local{}, nil
@@ -168,9 +169,9 @@ func (w deliveryWiring) forge(ctx context.Context, d *baton.Delivery) (forge.For
 	if err != nil {
 		return nil, err
 	}
-	c, tok, err := w.github.Client(ctx, repo, "")
+	c, err := w.github.Client(ctx, repo, "")
 	if err != nil {
 		return nil, err
 	}
-	return &forge.GitHub{Client: c, Repo: repo, Token: tok, RemoteURL: w.getenv("BATON_GITHUB_REMOTE_URL")}, nil
+	return &forge.GitHub{Client: c, Repo: repo, RemoteURL: w.getenv("BATON_GITHUB_REMOTE_URL")}, nil
 }

@@ -39,7 +39,9 @@ func wire() *cli.Factory {
 	// baton's own secrets may come from files instead of the environment;
 	// every other variable is read as it is.
 	sec := cli.NewSecrets(os.Getenv)
-	gh := github.Access{Getenv: sec.Getenv, UserAgent: "baton/" + buildVersion()}
+	// One App cache for the process: its installations and their tokens
+	// are shared by every client.
+	gh := github.Access{Getenv: sec.Getenv, UserAgent: "baton/" + buildVersion(), Apps: &github.Apps{}}
 	dw := deliveryWiring{getenv: sec.Getenv, workDir: wd, github: gh, warn: os.Stderr}
 	return &cli.Factory{
 		OpenStore: func(root string) *fsstore.Store {
@@ -49,8 +51,7 @@ func wire() *cli.Factory {
 		DeliveriesConfigured: dw.configured,
 		DataDir:              dw.dataDir,
 		GitHub: func(ctx context.Context, repo github.Repo, apiURL string) (*github.Client, error) {
-			c, _, err := gh.Client(ctx, repo, apiURL)
-			return c, err
+			return gh.Client(ctx, repo, apiURL)
 		},
 		IO: cli.IO{
 			In:     os.Stdin,

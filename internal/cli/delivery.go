@@ -77,6 +77,7 @@ type createOptions struct {
 	issue, repo, summary                 string
 	agent, model, endpoint, checkpoints  string
 	verify, deploy, observe, merge, base string
+	draft                                string
 	observeWindow, observeEvery          time.Duration
 	timeout                              string
 	agentArgs, passEnv                   []string
@@ -102,8 +103,8 @@ merges into its base branch.
 
 A local repository may hold defaults in .agent/delivery.json (agent,
 model, endpoint, checkpoints, base, verify, deploy, observe,
-observe_window, observe_every, merge, timeout, max_rounds, agent_args,
-pass_env); flags win.
+observe_window, observe_every, merge, draft, timeout, max_rounds,
+agent_args, pass_env); flags win.
 
 Agents and commands never inherit baton's secrets: GH_TOKEN, GITHUB_TOKEN
 (and the enterprise ones) and BATON_ credentials such as
@@ -135,6 +136,7 @@ text anyone can write into an issue and verify runs code an agent wrote.
 	fl.DurationVar(&o.observeEvery, "observe-every", 0, "time between probes (default 30s)")
 	fl.StringVar(&o.merge, "merge", "", "merge method: squash (default), merge or rebase")
 	fl.StringVar(&o.base, "base", "", "base branch (default: the repository's default branch)")
+	fl.StringVar(&o.draft, "draft", "", "open the pull request as a draft: auto (a draft where the repository has drafts; the default), always or never")
 	fl.StringVar(&o.timeout, "timeout", "", `time limit of each agent or command run: 45m, or per phase, e.g. 30m,implement=2h (default 60m)`)
 	fl.StringArrayVar(&o.agentArgs, "agent-arg", nil, "argument appended to the agent's command line, e.g. --agent-arg=--allowedTools=Read,Edit (repeatable)")
 	fl.StringArrayVar(&o.passEnv, "pass-env", nil, "a secret of baton's environment agents and commands get anyway, e.g. --pass-env GH_TOKEN (repeatable; default none)")
@@ -214,6 +216,10 @@ func (o createOptions) settings(st *delivery.Settings) error {
 	if o.changed("merge") {
 		m := baton.MergeMethod(o.merge)
 		st.Merge = &m
+	}
+	if o.changed("draft") {
+		m := baton.DraftMode(o.draft)
+		st.Draft = &m
 	}
 	if o.changed("endpoint") {
 		p, err := baton.ParsePhase(o.endpoint)

@@ -51,6 +51,8 @@ type doctorReport struct {
 	Warnings []string `json:"warnings"`
 	// Sandbox says whether agents and check commands can run confined here.
 	Sandbox sandboxReport `json:"sandbox"`
+	// GitHub says whom baton acts as on GitHub, per source.
+	GitHub githubReport `json:"github"`
 }
 
 // sandboxReport is what doctor found of Landlock.
@@ -71,7 +73,12 @@ baton binary they call compared with this one. Then run each configured hook
 command with a synthetic payload in a scratch directory (never your project's
 store) and check its exit code, its output for that harness's contract and
 its time. Warnings cover missing or stale binaries, slow hooks, and a
-harness installed at both scopes (its hooks would run twice).`,
+harness installed at both scopes (its hooks would run twice).
+
+It also says whom baton acts as on GitHub: a GitHub App (--github-app-id)
+or a token, and, for each source of the delivery database, the account its
+requests act as and what it may do (an App installation's permissions, a
+classic token's scopes). --no-probe sends no request.`,
 		Example: "  baton doctor\n  baton doctor --json\n  baton doctor --no-probe",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -88,7 +95,9 @@ harness installed at both scopes (its hooks would run twice).`,
 				return fail(writeJSON(f.IO.Out, rep))
 			}
 			w := f.IO.Out
-			fmt.Fprintf(w, "baton %s at %s\nproject root %s (store: %v)\nsandbox: %s\n\n", rep.Version, rep.Binary, rep.Root, rep.HasStore, rep.Sandbox.Detail)
+			fmt.Fprintf(w, "baton %s at %s\nproject root %s (store: %v)\nsandbox: %s\n", rep.Version, rep.Binary, rep.Root, rep.HasStore, rep.Sandbox.Detail)
+			writeGitHub(w, rep.GitHub)
+			fmt.Fprintln(w)
 			for _, s := range rep.Installs {
 				state := "not installed"
 				if s.Installed {
@@ -182,6 +191,9 @@ func runDoctor(ctx context.Context, f *Factory, probe bool) doctorReport {
 		}
 	}
 	rep.Sandbox = checkSandbox(f, probe)
+	var ghWarns []string
+	rep.GitHub, ghWarns = checkGitHub(ctx, f, probe)
+	rep.Warnings = append(rep.Warnings, ghWarns...)
 	if !rep.Sandbox.Available {
 		rep.Warnings = append(rep.Warnings, "agents cannot be confined here ("+rep.Sandbox.Detail+"): "+sandbox.Exposure)
 	}

@@ -71,7 +71,9 @@ review is pinned to the head commit shown in the confirmation, so a push made
 meanwhile is not approved by mistake. A body is required unless approving.
 
 Requests: the account, the pull request, the review (3). Prints the review's
-URL on stdout.`,
+URL on stdout. A GitHub App's token (GitHub Actions' GITHUB_TOKEN is one) has
+no account: the review is posted "as GitHub App", and GitHub decides what the
+App may do.`,
 		Example: `  baton github review 24 --event comment --body-file review.md
   baton github review https://github.com/octo/app/pull/24 --event approve`,
 		Args: exactArgs(1, "a pull request number, #number or URL"),
@@ -92,7 +94,7 @@ func newGitHubCommentCmd(f *Factory) *cobra.Command {
 		Long: `Post a conversation comment on an issue or a pull request.
 
 Requests: the account, the issue or pull request, the comment (3). Prints the
-comment's URL on stdout.`,
+comment's URL on stdout. A GitHub App's token posts "as GitHub App".`,
 		Example: `  baton github comment 7 --body-file note.md
   baton github comment 24 --body-file - --yes < note.md`,
 		Args: exactArgs(1, "an issue or pull request number, #number or URL"),
@@ -142,14 +144,14 @@ func runGitHubReview(ctx context.Context, f *Factory, arg string, o postOptions)
 		return fetchFailed(err)
 	}
 	verdict := strings.ReplaceAll(key, "-", " ")
-	if event != github.EventComment && strings.EqualFold(viewer.Login, pr.Author) {
+	if event != github.EventComment && viewer.Login != "" && strings.EqualFold(viewer.Login, pr.Author) {
 		// GitHub would answer 422; say it before asking.
 		return baton.Errorf(baton.Invalid, "%s opened %s#%d, and GitHub does not let authors approve or request changes on their own pull requests: use --event comment",
 			viewer.Login, t.Repo, number)
 	}
 	var s strings.Builder
 	fmt.Fprintf(&s, "Review pull request %s#%d %q (%s)\n", t.Repo, number, oneLineTitle(pr.Title), pr.State)
-	fmt.Fprintf(&s, "  as       %s\n", viewer.Login)
+	fmt.Fprintf(&s, "  as       %s\n", viewer)
 	fmt.Fprintf(&s, "  verdict  %s\n", verdict)
 	fmt.Fprintf(&s, "  commit   %s (the head now)\n", shortSHA(pr.Head.SHA))
 	writePreview(&s, text)
@@ -160,9 +162,9 @@ func runGitHubReview(ctx context.Context, f *Factory, arg string, o postOptions)
 	if err != nil {
 		return fetchFailed(err)
 	}
-	fmt.Fprintf(f.IO.Err, "baton: posted a %s review on %s#%d as %s\n", verdict, t.Repo, number, viewer.Login)
+	fmt.Fprintf(f.IO.Err, "baton: posted a %s review on %s#%d as %s\n", verdict, t.Repo, number, viewer)
 	if o.asJSON {
-		return writeJSON(f.IO.Out, postedJSON{1, "review", t.Repo.String(), number, rv.URL, viewer.Login, string(event), rv.ID})
+		return writeJSON(f.IO.Out, postedJSON{1, "review", t.Repo.String(), number, rv.URL, viewer.Login, viewer.App, string(event), rv.ID})
 	}
 	_, err = fmt.Fprintln(f.IO.Out, rv.URL)
 	return err
@@ -199,7 +201,7 @@ func runGitHubComment(ctx context.Context, f *Factory, arg string, o postOptions
 	}
 	var s strings.Builder
 	fmt.Fprintf(&s, "Comment on %s %s#%d %q (%s)\n", kind, t.Repo, number, oneLineTitle(is.Title), is.State)
-	fmt.Fprintf(&s, "  as       %s\n", viewer.Login)
+	fmt.Fprintf(&s, "  as       %s\n", viewer)
 	writePreview(&s, text)
 	if err := f.confirm(ctx, in, s.String()); err != nil {
 		return err
@@ -208,9 +210,9 @@ func runGitHubComment(ctx context.Context, f *Factory, arg string, o postOptions
 	if err != nil {
 		return fetchFailed(err)
 	}
-	fmt.Fprintf(f.IO.Err, "baton: posted a comment on %s#%d as %s\n", t.Repo, number, viewer.Login)
+	fmt.Fprintf(f.IO.Err, "baton: posted a comment on %s#%d as %s\n", t.Repo, number, viewer)
 	if o.asJSON {
-		return writeJSON(f.IO.Out, postedJSON{1, "comment", t.Repo.String(), number, c.URL, viewer.Login, "", c.ID})
+		return writeJSON(f.IO.Out, postedJSON{1, "comment", t.Repo.String(), number, c.URL, viewer.Login, viewer.App, "", c.ID})
 	}
 	_, err = fmt.Fprintln(f.IO.Out, c.URL)
 	return err
@@ -222,9 +224,12 @@ type postedJSON struct {
 	Repo          string `json:"repo"`
 	Number        int    `json:"number"`
 	URL           string `json:"url"`
-	Account       string `json:"account"`
-	Event         string `json:"event,omitempty"`
-	ID            int64  `json:"id"`
+	// Account is the login posted as; "" for a GitHub App's token whose
+	// bot GitHub does not name (App is then set).
+	Account string `json:"account"`
+	App     bool   `json:"app,omitempty"`
+	Event   string `json:"event,omitempty"`
+	ID      int64  `json:"id"`
 }
 
 // readBody reads --body-file. required says an empty body is an error.

@@ -335,3 +335,37 @@ func TestGitHubPostFailure(t *testing.T) {
 		t.Errorf("failed post = exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 }
+
+// A GitHub App's installation token, such as GitHub Actions'
+// GITHUB_TOKEN, acts as no user: GitHub refuses it GET /user. Review and
+// comment post anyway, "as GitHub App", and GitHub's bot is the author.
+func TestGitHubPostAsAppToken(t *testing.T) {
+	e, srv, body := reviewEnv(t)
+	const actions = "ghs_ActionsTokenThatMustNeverBeShown01"
+	srv.AddInstallationToken(actions, "github-actions[bot]")
+	e.vars["GITHUB_TOKEN"] = actions
+	r := e.ok("", "", "github", "review", "12", "--repo", "octo/app", "--event", "request-changes", "--body-file", body, "--yes", "--json")
+	var doc struct {
+		Account string `json:"account"`
+		App     bool   `json:"app"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if !doc.App || doc.Account != "" {
+		t.Errorf("--json = %+v, want an App without an account", doc)
+	}
+	if !strings.Contains(r.stderr, "as       GitHub App") || !strings.Contains(r.stderr, "as GitHub App") {
+		t.Errorf("stderr = %q, want the summary to say it posts as GitHub App", r.stderr)
+	}
+	if rv := srv.Reviews("octo/app", 12); len(rv) != 1 || rv[0].Author != "github-actions[bot]" || rv[0].Event != "REQUEST_CHANGES" {
+		t.Errorf("reviews = %+v, want one by the Actions bot", rv)
+	}
+	r = e.ok("", "", "github", "comment", "12", "--repo", "octo/app", "--body-file", body, "--yes")
+	if cs := srv.Comments("octo/app", 12); len(cs) != 1 || cs[0].Author != "github-actions[bot]" {
+		t.Errorf("comments = %+v, want one by the Actions bot", cs)
+	}
+	if strings.Contains(r.stderr+r.stdout, actions) {
+		t.Error("the token was printed")
+	}
+}

@@ -127,8 +127,7 @@ func (e *env) scrub(s string) string { return strings.ReplaceAll(s, e.dir, "$ROO
 func wireForTest(f *Factory, data string) {
 	gh := github.Access{Getenv: f.Getenv, UserAgent: "baton/test"}
 	f.GitHub = func(ctx context.Context, repo github.Repo, apiURL string) (*github.Client, error) {
-		c, _, err := gh.Client(ctx, repo, apiURL)
-		return c, err
+		return gh.Client(ctx, repo, apiURL)
 	}
 	f.Deliveries = func(ctx context.Context, o DeliveriesOptions) (*delivery.Service, error) {
 		if data == "" && o.DB == "" {
@@ -151,8 +150,7 @@ func wireForTest(f *Factory, data string) {
 		return &delivery.Service{
 			Queue: q, DataDir: filepath.Dir(dsn), DefaultAgent: f.Getenv("BATON_AGENT"), Now: f.Now, GitHubHosts: hosts,
 			GitHub: func(ctx context.Context, repo github.Repo) (*github.Client, error) {
-				c, _, err := gh.Client(ctx, repo, "")
-				return c, err
+				return gh.Client(ctx, repo, "")
 			},
 		}, nil
 	}

@@ -27,16 +27,24 @@ var secretSources = []secretSource{
 	{"BATON_API_TOKEN", "BATON_API_TOKEN_FILE", "api-token"},
 	{"BATON_WEBHOOK_SECRET", "BATON_WEBHOOK_SECRET_FILE", "webhook-secret"},
 	{"BATON_DATABASE_URL", "BATON_DATABASE_URL_FILE", "database-url"},
+	// A GitHub App's private key (PEM), when baton acts as the App.
+	{"BATON_GITHUB_APP_KEY", "BATON_GITHUB_APP_KEY_FILE", "github-app-key"},
+	// Notification targets: the URL of a Slack incoming webhook is its
+	// credential; an outbound webhook's secret signs its bodies.
+	{"BATON_NOTIFY_SLACK_URL", "BATON_NOTIFY_SLACK_URL_FILE", "notify-slack-url"},
+	{"BATON_NOTIFY_WEBHOOK_SECRET", "BATON_NOTIFY_WEBHOOK_SECRET_FILE", "notify-webhook-secret"},
 }
 
 // maxSecretFile bounds what is read of a secret's file.
 const maxSecretFile = 64 << 10
 
 // Secrets is the environment as baton reads its own secrets from it:
-// Getenv answers GH_TOKEN, BATON_API_TOKEN, BATON_WEBHOOK_SECRET and
-// BATON_DATABASE_URL from their files when they have one (a file wins over the variable: it is
-// the more deliberate setting), and everything else from the process
-// environment. Paths lists the files, which no agent may read.
+// Getenv answers GH_TOKEN, BATON_API_TOKEN, BATON_WEBHOOK_SECRET,
+// BATON_DATABASE_URL, BATON_GITHUB_APP_KEY and the notification secrets
+// from their files when they have one (a file wins over the variable: it
+// is the more deliberate setting), and everything else from the process
+// environment, unless a flag set it (SetValue). Paths lists the files,
+// which no agent may read.
 type Secrets struct {
 	getenv func(string) string
 
@@ -73,6 +81,14 @@ func NewSecrets(getenv func(string) string) *Secrets {
 func exists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
+}
+
+// SetValue makes Getenv answer value for variable name, as a flag that
+// stands for a variable asks (--github-app-id for BATON_GITHUB_APP_ID).
+func (s *Secrets) SetValue(name, value string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.values[name] = value
 }
 
 // Set reads the secret of variable name from file, as a --*-file flag

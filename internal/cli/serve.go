@@ -21,15 +21,21 @@ import (
 	"github.com/baton-agent/baton/internal/gitx"
 	"github.com/baton-agent/baton/internal/hook"
 	"github.com/baton-agent/baton/internal/intake"
+	"github.com/baton-agent/baton/internal/notify"
 	"github.com/baton-agent/baton/internal/web"
 )
 
 type serveOptions struct {
 	sandbox                    sandboxOptions
+	app                        appOptions
 	githubTokenFile            string
 	apiTokenFile               string
 	addr, db, agent, logFormat string
 	publicURL                  string
+	handle                     string
+	notifyHook                 string
+	notifySecretFile           string
+	notifySlackFile            string
 	repos                      []string
 	workers                    int
 	lease, poll                time.Duration
@@ -83,10 +89,15 @@ recorded and their phases queued again for the next worker.`,
 	fl.StringArrayVar(&o.repos, "repo", nil, "local repository deliveries may be created in from the API (repeatable; default: the one serve runs in)")
 	fl.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fl.StringVar(&o.publicURL, "public-url", "", "the URL people and GitHub reach this server at, when it is not --addr; its host is accepted as Host (default $BATON_PUBLIC_URL)")
+	fl.StringVar(&o.notifyHook, "notify-webhook", "", "announce every delivery to this webhook `URL` (a signed JSON body) when it waits for a person, fails or closes (default $BATON_NOTIFY_WEBHOOK_URL)")
+	fl.StringVar(&o.notifySecretFile, "notify-webhook-secret-file", "", "sign those bodies with the secret in this `file` (default $BATON_NOTIFY_WEBHOOK_SECRET_FILE, else the credential notify-webhook-secret)")
+	fl.StringVar(&o.notifySlackFile, "notify-slack-url-file", "", "announce them to the Slack incoming webhook whose URL is in this `file` (default $BATON_NOTIFY_SLACK_URL_FILE, else the credential notify-slack-url)")
+	fl.StringVar(&o.handle, "github-handle", "", "what a comment on a delivery's issue or pull request mentions to send it back to implement (default $BATON_GITHUB_HANDLE, else @baton)")
 	fl.DurationVar(&o.lease, "lease", delivery.DefaultLease, "heartbeat age after which a running phase's worker is taken for dead")
 	fl.DurationVar(&o.poll, "poll", time.Second, "how often idle workers look for jobs")
 	o.sandbox.register(fl)
 	fl.StringVar(&o.githubTokenFile, "github-token-file", "", "read the GitHub token from this `file` (default $BATON_GITHUB_TOKEN_FILE, else GH_TOKEN)")
+	o.app.register(fl)
 	fl.StringVar(&o.apiTokenFile, "api-token-file", "", "read the API token from this `file` (default $BATON_API_TOKEN_FILE, else BATON_API_TOKEN, else the data directory's)")
 	return cmd
 }
@@ -110,7 +121,17 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 	if err != nil {
 		return usageError("--addr %q: want host:port, e.g. 127.0.0.1:7070", o.addr)
 	}
-	if err := f.secrets(map[string]string{"GH_TOKEN": o.githubTokenFile, "BATON_API_TOKEN": o.apiTokenFile}); err != nil {
+	files, err := o.app.apply(f)
+	if err != nil {
+		return err
+	}
+	files["GH_TOKEN"], files["BATON_API_TOKEN"] = o.githubTokenFile, o.apiTokenFile
+	files["BATON_NOTIFY_WEBHOOK_SECRET"], files["BATON_NOTIFY_SLACK_URL"] = o.notifySecretFile, o.notifySlackFile
+	if err := f.secrets(files); err != nil {
+		return err
+	}
+	targets, err := serverTargets(f, o.notifyHook)
+	if err != nil {
 		return err
 	}
 	conf, err := o.sandbox.confinement(f)
@@ -135,6 +156,9 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 	}
 	defer svc.Close()
 	svc.Sandbox = conf
+	if o.publicURL != "" {
+		svc.PublicURL = o.publicURL
+	}
 	if o.agent != "" {
 		svc.DefaultAgent = o.agent
 	}
@@ -161,7 +185,13 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	in := &intake.Service{Deliveries: svc, WebhookSecret: f.env("BATON_WEBHOOK_SECRET"), Log: log, Now: f.Now}
+	if o.handle == "" {
+		o.handle = f.env("BATON_GITHUB_HANDLE")
+	}
+	if o.handle != "" && (!strings.HasPrefix(o.handle, "@") || len(o.handle) < 2 || strings.ContainsAny(o.handle, " \t\n")) {
+		return usageError("--github-handle %q: want a mention such as @baton", o.handle)
+	}
+	in := &intake.Service{Deliveries: svc, WebhookSecret: f.env("BATON_WEBHOOK_SECRET"), Log: log, Now: f.Now, Handle: o.handle}
 	if f.GitHub != nil {
 		in.GitHub = f.GitHub
 	}
@@ -222,6 +252,12 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 			_ = in.Run(ctx, 0)
 		}()
 	}
+	notifier := &notify.Notifier{Store: svc.Store(), Server: targets, PublicURL: svc.PublicURL, Log: log, UserAgent: "baton/" + f.Version}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = notifier.Run(ctx, 0)
+	}()
 	var runErr error
 	select {
 	case <-ctx.Done():
@@ -231,6 +267,27 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 	wg.Wait()
 	fmt.Fprintln(f.IO.Err, "baton serve stopped")
 	return runErr
+}
+
+// serverTargets are the server's own notification targets: --notify-webhook
+// (else BATON_NOTIFY_WEBHOOK_URL) with its secret, and the Slack URL,
+// both read as secrets.
+func serverTargets(f *Factory, hook string) (baton.Notify, error) {
+	if hook == "" {
+		hook = f.env("BATON_NOTIFY_WEBHOOK_URL")
+	}
+	n := baton.Notify{WebhookURL: strings.TrimSpace(hook), WebhookSecret: f.env("BATON_NOTIFY_WEBHOOK_SECRET"), SlackURL: strings.TrimSpace(f.env("BATON_NOTIFY_SLACK_URL"))}
+	if n.WebhookURL != "" {
+		if err := notify.CheckURL("--notify-webhook", n.WebhookURL); err != nil {
+			return n, usageError("%s", baton.ErrorMessage(err))
+		}
+	}
+	if n.SlackURL != "" {
+		if err := notify.CheckURL("the Slack webhook URL (--notify-slack-url-file)", n.SlackURL); err != nil {
+			return n, usageError("%s", baton.ErrorMessage(err))
+		}
+	}
+	return n, nil
 }
 
 // fewOpenFiles is the open-file limit below which serve warns: every

@@ -49,7 +49,8 @@ func withIntake(ctx context.Context, f *Factory, db string, fn func(*intake.Serv
 }
 
 func newSourceAddCmd(f *Factory, db *string) *cobra.Command {
-	var label, endpoint, checkpoints, agent, apiURL, secret string
+	var label, endpoint, checkpoints, agent, apiURL, secret, draft string
+	var notifyHook, notifySecretFile, notifySlackFile string
 	var paused bool
 	cmd := &cobra.Command{
 		Use:   "add <owner/name>",
@@ -57,8 +58,15 @@ func newSourceAddCmd(f *Factory, db *string) *cobra.Command {
 		Long: `Add a repository whose open issues with --label become deliveries, with
 the deliveries' endpoint, checkpoints and agent (empty: the defaults of the
 server). --webhook-secret verifies this repository's webhooks (else
-BATON_WEBHOOK_SECRET).`,
-		Example: "  baton source add octo/app\n  baton source add octo/app --label agent --agent codex --checkpoints plan",
+BATON_WEBHOOK_SECRET).
+
+--notify-webhook and --notify-slack-url-file announce the source's
+deliveries when they wait for a person, fail or close, besides the
+server's own targets (baton serve --notify-webhook). The webhook gets a
+JSON body signed with --notify-webhook-secret-file's secret
+(X-Baton-Signature-256); a Slack incoming webhook's URL is a credential,
+so it is read from a file. Only this command sets them, never the API.`,
+		Example: "  baton source add octo/app\n  baton source add octo/app --label agent --agent codex --checkpoints plan\n  baton source add octo/app --notify-webhook https://hooks.example.com/baton --notify-webhook-secret-file hook.secret",
 		Args:    exactArgs(1, "a repository, owner/name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in := intake.SourceInput{Repo: args[0], AllowCommandAgent: true}
@@ -72,6 +80,7 @@ BATON_WEBHOOK_SECRET).`,
 			set("agent", &agent, &in.Agent)
 			set("api-url", &apiURL, &in.APIURL)
 			set("webhook-secret", &secret, &in.WebhookSecret)
+			set("draft", &draft, &in.Draft)
 			if cmd.Flags().Changed("checkpoints") {
 				cps := splitList(checkpoints)
 				in.Checkpoints = &cps
@@ -79,6 +88,11 @@ BATON_WEBHOOK_SECRET).`,
 			if paused {
 				in.Paused = &paused
 			}
+			n, err := notifyFlags(f, notifyHook, notifySecretFile, notifySlackFile)
+			if err != nil {
+				return err
+			}
+			in.Notify, in.AllowNotify = n, true
 			return withIntake(cmd.Context(), f, *db, func(is *intake.Service) error {
 				src, err := is.Add(cmd.Context(), in)
 				if err != nil {
@@ -96,8 +110,35 @@ BATON_WEBHOOK_SECRET).`,
 	fl.StringVar(&agent, "agent", "", "the deliveries' agent: claude, codex, droid or command:<argv> (see docs/agents.md)")
 	fl.StringVar(&apiURL, "api-url", "", "GitHub API base URL: https on the repository's host (https://HOST/api/v3/) or api.HOST; the host's token is sent there")
 	fl.StringVar(&secret, "webhook-secret", "", "secret of this repository's webhooks")
+	fl.StringVar(&draft, "draft", "", "open the deliveries' pull requests as drafts: auto (a draft where the repository has drafts; the default), always or never")
 	fl.BoolVar(&paused, "paused", false, "add it paused")
+	fl.StringVar(&notifyHook, "notify-webhook", "", "announce the deliveries to this webhook `URL` (a signed JSON body) when they wait for a person, fail or close")
+	fl.StringVar(&notifySecretFile, "notify-webhook-secret-file", "", "sign the webhook's bodies with the secret in this `file`")
+	fl.StringVar(&notifySlackFile, "notify-slack-url-file", "", "announce them to the Slack incoming webhook whose URL is in this `file`")
 	return cmd
+}
+
+// notifyFlags reads a source's notification targets from its flags; nil
+// when none is given. Secrets come from files, never argv.
+func notifyFlags(f *Factory, hook, secretFile, slackFile string) (*baton.Notify, error) {
+	if hook == "" && secretFile == "" && slackFile == "" {
+		return nil, nil
+	}
+	n := &baton.Notify{WebhookURL: strings.TrimSpace(hook)}
+	for _, s := range []struct {
+		flag, file string
+		dst        *string
+	}{{"--notify-webhook-secret-file", secretFile, &n.WebhookSecret}, {"--notify-slack-url-file", slackFile, &n.SlackURL}} {
+		if s.file == "" {
+			continue
+		}
+		b, err := readSecret(f.abs(s.file))
+		if err != nil {
+			return nil, usageError("%s %s cannot be read: %s", s.flag, s.file, why(err))
+		}
+		*s.dst = strings.TrimSpace(string(b))
+	}
+	return n, nil
 }
 
 func splitList(s string) []string {

@@ -19,6 +19,7 @@ type workerOptions struct {
 	poll            time.Duration
 	rescueAfter     time.Duration
 	githubTokenFile string
+	app             appOptions
 }
 
 func newWorkerCmd(f *Factory) *cobra.Command {
@@ -53,6 +54,7 @@ and their phases go back to the queue for the next worker.`,
 	fl.DurationVar(&o.rescueAfter, "rescue-after", 2*time.Hour, "River rescues a job still running after this (keep it above the longest phase timeout)")
 	o.sandbox.register(fl)
 	fl.StringVar(&o.githubTokenFile, "github-token-file", "", "read the GitHub token from this `file` (default $BATON_GITHUB_TOKEN_FILE, else GH_TOKEN)")
+	o.app.register(fl)
 	return cmd
 }
 
@@ -63,7 +65,12 @@ func runWorker(ctx context.Context, f *Factory, db string, o workerOptions) erro
 	if o.heartbeat <= 0 || o.lease <= 2*o.heartbeat {
 		return usageError("--lease (%s) must be more than twice --heartbeat (%s)", o.lease, o.heartbeat)
 	}
-	if err := f.secrets(map[string]string{"GH_TOKEN": o.githubTokenFile}); err != nil {
+	files, err := o.app.apply(f)
+	if err != nil {
+		return err
+	}
+	files["GH_TOKEN"] = o.githubTokenFile
+	if err := f.secrets(files); err != nil {
 		return err
 	}
 	conf, err := o.sandbox.confinement(f)

@@ -31,6 +31,9 @@ type SourceConfig struct {
 	ObserveWindow string   `json:"observe_window,omitempty"`
 	ObserveEvery  string   `json:"observe_every,omitempty"`
 	Merge         string   `json:"merge,omitempty"`
+	// Draft is auto (a draft where the repository allows one), always or
+	// never.
+	Draft string `json:"draft,omitempty"`
 	// Timeout is "45m" or "plan=10m,implement=90m" (baton.ParseTimeouts).
 	Timeout   string   `json:"timeout,omitempty"`
 	MaxRounds *int     `json:"max_rounds,omitempty"`
@@ -126,6 +129,13 @@ func (c SourceConfig) apply(cfg *baton.DeliveryConfig, endpoint *baton.Phase, ch
 		default:
 			return bad("merge", fmt.Errorf("want squash, merge or rebase, got %q", baton.Truncate(c.Merge, 40, "…")))
 		}
+	}
+	if c.Draft != "" {
+		m, err := baton.ParseDraftMode(c.Draft)
+		if err != nil {
+			return bad("draft", err)
+		}
+		cfg.Draft = m
 	}
 	if c.MaxRounds != nil {
 		if *c.MaxRounds < 0 {

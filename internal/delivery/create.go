@@ -55,9 +55,12 @@ type Settings struct {
 	ObserveWindow *time.Duration
 	ObserveEvery  *time.Duration
 	// Timeout is "45m" or "30m,implement=2h" (baton.ParseTimeouts).
-	Timeout     *string
-	MaxRounds   *int
-	Merge       *baton.MergeMethod
+	Timeout   *string
+	MaxRounds *int
+	Merge     *baton.MergeMethod
+	// Draft is whether the work pull request opens as a draft (auto,
+	// always, never).
+	Draft       *baton.DraftMode
 	Endpoint    *baton.Phase
 	Checkpoints *[]baton.Phase
 }
@@ -269,6 +272,13 @@ func (st Settings) apply(d *baton.Delivery) error {
 	}
 	if st.Merge != nil {
 		c.MergeMethod = baton.MergeMethod(strings.ToLower(string(*st.Merge)))
+	}
+	if st.Draft != nil {
+		m, err := baton.ParseDraftMode(string(*st.Draft))
+		if err != nil {
+			return err
+		}
+		c.Draft = m
 	}
 	if st.Endpoint != nil {
 		d.Endpoint = *st.Endpoint

@@ -35,7 +35,7 @@ func githubSetup(t *testing.T, turns ...agenttest.Turn) (*harness, *githubtest.S
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &forge.GitHub{Client: c, Repo: github.Repo{Host: "github.com", Owner: "octo", Name: "app"}, Token: ghToken, RemoteURL: bare}
+	g := &forge.GitHub{Client: c, Repo: github.Repo{Host: "github.com", Owner: "octo", Name: "app"}, RemoteURL: bare}
 	h.svc.Forge = func(context.Context, *baton.Delivery) (forge.Forge, error) { return g, nil }
 	h.runner.CheckWait = forge.CheckWait{Timeout: 5 * time.Second, Appear: 100 * time.Millisecond, Poll: 20 * time.Millisecond}
 	return h, srv, bare
@@ -182,5 +182,56 @@ func TestGitHubPipeline(t *testing.T) {
 	}
 	if calls != 1 {
 		t.Errorf("%d implement prompts carry the failed check's URL, want 1", calls)
+	}
+}
+
+// A private repository on GitHub Free or Pro has no draft pull requests:
+// GitHub answers 422. Plan opens a ready pull request instead, deploy
+// merges it without marking it ready, and the delivery closes delivered.
+// (Verify finds no CI: baton's own baton/<phase> statuses on the head,
+// verify's pending one among them, are not waited for.)
+func TestGitHubRepositoryWithoutDraftsDelivers(t *testing.T) {
+	h, srv, bare := githubSetup(t,
+		agenttest.Turn{Final: planText},
+		agenttest.Turn{Files: []agenttest.File{{Path: "greet.go", Content: "package app\n"}}, Final: "done"},
+		agenttest.Turn{Final: map[string]string{"verdict": "pass", "summary": "Fine", "feedback": ""}},
+	)
+	srv.DisallowDrafts("octo/app")
+	d, _, err := h.svc.Insert(t.Context(), ghNew(cfg()), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	branch := "baton/" + d.ID
+	srv.AddBranch("octo/app", branch, strings.Repeat("f", 40))
+	for _, p := range []baton.Phase{baton.PhasePlan, baton.PhaseImplement, baton.PhaseReview, baton.PhaseVerify, baton.PhaseDeploy} {
+		if p == baton.PhaseReview {
+			sha := gittest.Git(t, bare, "rev-parse", branch)
+			srv.AddBranch("octo/app", branch, sha)
+			for _, pr := range srv.PullRequests("octo/app") {
+				srv.UpdatePullRequest("octo/app", pr.Number, func(x *githubtest.PullRequest) { x.HeadSHA = sha })
+			}
+		}
+		got, err := h.runner.Run(t.Context(), d.ID, p, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.RunStatus == baton.StatusFailed {
+			t.Fatalf("%s failed: %s", p, got.Error)
+		}
+		if p == baton.PhasePlan {
+			if _, ok := got.Ref(baton.RoleWork, "pr"); !ok {
+				t.Fatalf("plan opened no pull request in a repository without drafts: %+v", got.Refs)
+			}
+		}
+		if p == baton.PhaseDeploy && got.String() != "close/succeeded" {
+			t.Fatalf("after deploy: %s (%s)", got.String(), got.Error)
+		}
+	}
+	prs := srv.PullRequests("octo/app")
+	if len(prs) != 1 || !prs[0].Merged || prs[0].Draft {
+		t.Fatalf("pull requests = %+v, want one ready pull request, merged", prs)
+	}
+	if n := srv.Count("GRAPHQL markPullRequestReadyForReview"); n != 0 {
+		t.Errorf("deploy marked a ready pull request ready (%d mutations)", n)
 	}
 }

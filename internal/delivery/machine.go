@@ -25,10 +25,14 @@ const (
 	ActClose   Action = "close"   // end the delivery where it stands
 	ActLose    Action = "lose"    // the running attempt's worker died
 	ActRelease Action = "release" // the worker is stopping: the attempt goes back to the queue
+	// ActFeedback is a person's feedback from GitHub (a comment that
+	// mentions baton, a review requesting changes): back to implement (or
+	// plan) to act on it. See FeedbackFits.
+	ActFeedback Action = "feedback"
 )
 
 // Actions lists every action, for table tests and help.
-var Actions = []Action{ActRun, ActForward, ActFail, ActApprove, ActReject, ActRetry, ActCancel, ActClose, ActLose, ActRelease}
+var Actions = []Action{ActRun, ActForward, ActFail, ActApprove, ActReject, ActRetry, ActCancel, ActClose, ActLose, ActRelease, ActFeedback}
 
 // MaxLostAttempts is how many attempts of one phase may lose their worker
 // before the phase fails instead of being queued again.
@@ -97,16 +101,17 @@ func (m *machine) conflict(format string, args ...any) error {
 
 // actions maps each action to the method that applies it.
 var actions = map[Action]func(*machine) error{
-	ActRun:     (*machine).run,
-	ActForward: (*machine).finish,
-	ActFail:    (*machine).finish,
-	ActApprove: (*machine).approve,
-	ActReject:  (*machine).reject,
-	ActRetry:   (*machine).retry,
-	ActCancel:  (*machine).cancel,
-	ActClose:   (*machine).close,
-	ActRelease: (*machine).release,
-	ActLose:    (*machine).lose,
+	ActRun:      (*machine).run,
+	ActForward:  (*machine).finish,
+	ActFail:     (*machine).finish,
+	ActApprove:  (*machine).approve,
+	ActReject:   (*machine).reject,
+	ActRetry:    (*machine).retry,
+	ActCancel:   (*machine).cancel,
+	ActClose:    (*machine).close,
+	ActRelease:  (*machine).release,
+	ActLose:     (*machine).lose,
+	ActFeedback: (*machine).feedback,
 }
 
 func (m *machine) apply() error {
@@ -222,6 +227,69 @@ func (m *machine) reject() error {
 	}
 	d.Error = ""
 	m.enter(target, in.Note, true)
+	return nil
+}
+
+// FeedbackFit is what a person's feedback can do to a delivery now.
+type FeedbackFit int
+
+const (
+	// FeedbackApplies: the delivery goes back to implement (plan, before
+	// its plan was taken) with the feedback as a review ref.
+	FeedbackApplies FeedbackFit = iota
+	// FeedbackWaits: a phase is running, or an implement round is queued;
+	// the feedback applies once it has run, so each piece of feedback is
+	// a round of its own.
+	FeedbackWaits
+	// FeedbackIgnored: the delivery is closed, or its work is merged.
+	FeedbackIgnored
+)
+
+// FeedbackFits says what feedback does to d now, and why when it does not
+// apply:
+//
+//   - closed: ignored (a closed delivery is not reopened);
+//   - observe (the work is merged): ignored;
+//   - running, or implement queued for a worker: waits;
+//   - plan not running (queued, waiting at its checkpoint, failed): the
+//     plan runs again with the feedback, so no code is written before a
+//     plan was taken;
+//   - anything else not running (implement waiting or failed; review,
+//     verify or deploy queued, waiting, failed or blocked): back to
+//     implement, queued. A queued phase is dropped for it.
+func FeedbackFits(d baton.Delivery) (FeedbackFit, string) {
+	switch {
+	case d.Phase == baton.PhaseClose:
+		return FeedbackIgnored, fmt.Sprintf("delivery %s is closed, and a closed delivery is not reopened: open a new issue", d.ID)
+	case d.Phase == baton.PhaseObserve:
+		return FeedbackIgnored, fmt.Sprintf("delivery %s's work is merged (it is at observe): open a new issue for more", d.ID)
+	case d.RunStatus == baton.StatusRunning:
+		return FeedbackWaits, fmt.Sprintf("delivery %s is running %s: the feedback applies when it ends", d.ID, d.Phase)
+	case d.Phase == baton.PhaseImplement && d.RunStatus == baton.StatusPending && d.Queued:
+		return FeedbackWaits, fmt.Sprintf("delivery %s has an implement round queued: the feedback gets a round of its own after it", d.ID)
+	case d.Phase == baton.PhasePlan && d.RunStatus == baton.StatusPending && d.Queued:
+		return FeedbackWaits, fmt.Sprintf("delivery %s has its plan queued: the feedback applies once the plan has run", d.ID)
+	}
+	return FeedbackApplies, ""
+}
+
+// feedback sends the delivery back to act on a person's feedback from
+// GitHub (its review ref comes in the input): plan runs again when no plan
+// was taken yet, else implement; queued either way. Rounds do not count
+// it: a person asked.
+func (m *machine) feedback() error {
+	d := &m.d
+	fit, why := FeedbackFits(*d)
+	if fit != FeedbackApplies {
+		return m.conflict("%s", why)
+	}
+	target := baton.PhaseImplement
+	if d.Phase == baton.PhasePlan || d.Phase == baton.PhaseIntake {
+		target = baton.PhasePlan
+	}
+	d.Error = ""
+	d.Lost = 0
+	m.enter(target, m.in.Note, true)
 	return nil
 }
 

@@ -121,12 +121,23 @@ verify:    -  verify/pending+q     -  -  -
 deploy:    -  deploy/pending+q     -  -  -
 observe:   -  observe/pending+q    -  -  -
 close:     -  -                    -  -  -`,
+	// feedback from GitHub: plan again before a plan was taken, else back
+	// to implement; never while running, never once merged or closed.
+	ActFeedback: `
+intake:    plan/pending+q       -  plan/pending+q       plan/pending+q       plan/pending+q
+plan:      plan/pending+q       -  plan/pending+q       plan/pending+q       plan/pending+q
+implement: implement/pending+q  -  implement/pending+q  implement/pending+q  implement/pending+q
+review:    implement/pending+q  -  implement/pending+q  implement/pending+q  implement/pending+q
+verify:    implement/pending+q  -  implement/pending+q  implement/pending+q  implement/pending+q
+deploy:    implement/pending+q  -  implement/pending+q  implement/pending+q  implement/pending+q
+observe:   -                    -  -                    -                    -
+close:     -                    -  -                    -                    -`,
 }
 
 func inputFor(a Action, p baton.Phase) Input {
 	in := Input{Action: a, Actor: "worker:test", Now: t0.Add(time.Minute), Attempt: 3}
 	switch a {
-	case ActApprove, ActReject, ActRetry, ActCancel, ActClose:
+	case ActApprove, ActReject, ActRetry, ActCancel, ActClose, ActFeedback:
 		in.Actor, in.Person = "alice", true
 	}
 	if a == ActReject {
@@ -382,5 +393,34 @@ func TestNewDelivery(t *testing.T) {
 	}
 	if res.Log[0].Phase != baton.PhaseIntake || res.Log[0].Status != baton.StatusSucceeded || res.Log[0].Actor != "alice" {
 		t.Errorf("first entry %+v, want intake succeeded by alice", res.Log[0])
+	}
+}
+
+// Feedback waits for a queued plan or implement round (each piece of
+// feedback gets a round of its own) and takes the place of any other
+// queued phase.
+func TestFeedbackWhileQueued(t *testing.T) {
+	for p, want := range map[baton.Phase]string{
+		baton.PhasePlan: "-", baton.PhaseImplement: "-", baton.PhaseReview: "implement/pending+q",
+		baton.PhaseVerify: "implement/pending+q", baton.PhaseDeploy: "implement/pending+q",
+	} {
+		d := fixture(p, baton.StatusPending)
+		d.Queued = true
+		res, err := Apply(d, Input{Action: ActFeedback, Actor: "github:alice", Person: true, Now: t0,
+			Refs: []baton.Ref{{Role: baton.RoleReview, Type: "github_comment", URL: "https://github.com/o/r/pull/2#issuecomment-9"}}})
+		got := "-"
+		if err == nil {
+			got = res.Delivery.String() + "+q"
+			if r, ok := res.Delivery.Ref(baton.RoleReview, "github_comment"); !ok || r.URL == "" {
+				t.Errorf("feedback at %s left no review ref", p)
+			}
+		}
+		if got != want {
+			t.Errorf("feedback at queued %s = %s, want %s (%v)", p, got, want, err)
+		}
+		fit, why := FeedbackFits(d)
+		if (fit == FeedbackApplies) != (want != "-") || fit != FeedbackApplies && why == "" {
+			t.Errorf("FeedbackFits(queued %s) = %v %q", p, fit, why)
+		}
 	}
 }

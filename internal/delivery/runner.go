@@ -144,7 +144,13 @@ func (r *Runner) Run(ctx context.Context, ref string, want baton.Phase, person s
 		defer close(watchDone)
 		r.watch(runCtx, stop, d)
 	}()
-	out := r.execute(runCtx, d)
+	f, ferr := r.Service.forge(runCtx, d)
+	var report forge.PhaseReport
+	var startWarn string
+	if ferr == nil {
+		report, startWarn = r.reportStart(runCtx, d, f)
+	}
+	out := r.execute(runCtx, d, f, ferr)
 	stop(nil)
 	<-watchDone
 	cause := context.Cause(runCtx)
@@ -154,6 +160,16 @@ func (r *Runner) Run(ctx context.Context, ref string, want baton.Phase, person s
 		fmt.Fprintf(r.Live, "== %s: %s attempt %d stopped (%v); its result is discarded\n", d.ID, d.Phase, d.Attempt, cause)
 	}
 	interrupted := ctx.Err() != nil && !stopped
+	if startWarn != "" {
+		out.warn("%s", startWarn)
+	}
+	// A released attempt runs again and reports again; anything else
+	// ended here.
+	if ferr == nil && (!interrupted || r.Foreground) && !errors.Is(cause, errLostClaim) {
+		if warn := r.reportEnd(ctx, d, f, report, out, interrupted || canceled != nil); warn != "" {
+			out.warn("%s", warn)
+		}
+	}
 	got, err := r.finish(ctx, d, out, interrupted, actor)
 	if got != nil && workDone(got) {
 		// Deployed or closed: the worktree and the cache's branches are
@@ -306,9 +322,9 @@ func (r *Runner) runDir(d *baton.Delivery) string {
 	return filepath.Join(r.Service.DataDir, "runs", d.ID, fmt.Sprintf("attempt-%d-%s", d.Attempt, d.Phase))
 }
 
-// execute runs the claimed phase.
-func (r *Runner) execute(ctx context.Context, d *baton.Delivery) (out outcome) {
-	f, err := r.Service.forge(ctx, d)
+// execute runs the claimed phase through its forge (or the error of
+// finding it).
+func (r *Runner) execute(ctx context.Context, d *baton.Delivery, f forge.Forge, err error) (out outcome) {
 	if err != nil {
 		return outcome{err: err}
 	}

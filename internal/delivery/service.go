@@ -45,6 +45,10 @@ type Service struct {
 	// DefaultAgent runs deliveries that name no agent (default
 	// baton.DefaultAgent).
 	DefaultAgent string
+	// PublicURL is where people reach the server's dashboard
+	// (--public-url): phases published on a pull request link to the
+	// delivery's page there. "" links nowhere.
+	PublicURL string
 	// Sandbox confines agents and the verify, deploy and observe commands
 	// (which run code an agent wrote): its Mode, and what its Policy adds
 	// to each phase's own (the worktree, its git files). Nothing of
@@ -110,7 +114,8 @@ func (s *Service) Tidy(ctx context.Context) error {
 }
 
 // commit writes res over before in tx: the delivery (conditional on
-// before's version), the log entries in order, and the job.
+// before's version), the log entries in order, the notice it makes for
+// people (queueNotice), and the job.
 func commit(ctx context.Context, tx queue.Tx, before *baton.Delivery, res Result) (*baton.Delivery, error) {
 	d := res.Delivery
 	d.Version = before.Version
@@ -118,6 +123,9 @@ func commit(ctx context.Context, tx queue.Tx, before *baton.Delivery, res Result
 		return nil, err
 	}
 	if err := logChange(ctx, tx, d.ID, res.Log); err != nil {
+		return nil, err
+	}
+	if err := queueNotice(ctx, tx, before, &d, res.Log); err != nil {
 		return nil, err
 	}
 	if res.Enqueue {

@@ -26,7 +26,9 @@ import (
 type Forge interface {
 	// Remote is the git URL (or path) to fetch from and push to, and the
 	// environment git needs for it (credentials go here, never in argv).
-	Remote(d *baton.Delivery) (url string, env []string)
+	// It is asked again before each push: a GitHub App's token lives an
+	// hour, and a phase may run longer.
+	Remote(ctx context.Context, d *baton.Delivery) (url string, env []string, err error)
 	// OpenWork shows the pushed work branch for review: a draft pull
 	// request on GitHub, the branch itself locally. It returns the work
 	// ref.
@@ -55,7 +57,13 @@ type Review struct {
 	Reject bool `json:"reject,omitempty"`
 }
 
-// Body renders the review as markdown.
+// Marker ends everything baton posts on GitHub (reviews, reject
+// reasons), unseen in GitHub's rendering: intake never acts on a comment
+// carrying it, so a reason that mentions baton cannot send a delivery
+// back by itself.
+const Marker = "<!-- baton -->"
+
+// Body renders the review as markdown, ending in Marker.
 func (r Review) Body() string {
 	head := fmt.Sprintf("**baton review: %s**", r.Verdict)
 	if r.Reject {
@@ -71,7 +79,7 @@ func (r Review) Body() string {
 	if !r.Reject {
 		body += "\n_" + r.Author + "_\n"
 	}
-	return body
+	return body + "\n" + Marker + "\n"
 }
 
 // CheckWait bounds waiting for CI.
@@ -89,4 +97,38 @@ type CheckResult struct {
 	Failed []baton.Ref // check refs: one per failed check, name and URL
 	// Pending is set when checks were still running at the timeout.
 	Pending []string
+}
+
+// StatusPrefix starts the name of every commit status and check run baton
+// publishes ("baton/review"): verify leaves them out of the CI it waits
+// for, as they report baton's own phases.
+const StatusPrefix = "baton/"
+
+// PhaseReport is a phase's state as published on the work pull request's
+// head.
+type PhaseReport struct {
+	Phase baton.Phase
+	// State is pending, success or failure.
+	State string
+	// Description is one line ("review: not_pass"); Summary is markdown
+	// (the phase log), shown by a check run.
+	Description string
+	Summary     string
+	// TargetURL is the delivery's dashboard page ("" when the server has
+	// no public URL).
+	TargetURL string
+	// HeadSHA and CheckRunID are what the last report went to, for the
+	// next to update: a check run on the same head is updated in place.
+	HeadSHA    string
+	CheckRunID int64
+}
+
+// Reporter is a forge that shows phases where the work is reviewed: on
+// GitHub, a commit status per phase (any token), or a check run when baton
+// acts as a GitHub App. Local has none.
+type Reporter interface {
+	// ReportPhase publishes rep and returns it as published (HeadSHA and
+	// CheckRunID set); ok is false when there is nowhere to publish yet
+	// (no pull request).
+	ReportPhase(ctx context.Context, d *baton.Delivery, rep PhaseReport) (out PhaseReport, ok bool, err error)
 }

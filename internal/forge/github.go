@@ -3,7 +3,9 @@ package forge
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,12 +20,14 @@ import (
 // the draft ready and merges through the API.
 //
 // Reviews are posted with the COMMENT event, the verdict in the body:
-// baton opens the pull request with the same token that reviews it, and
-// GitHub refuses APPROVE and REQUEST_CHANGES on one's own pull request.
+// baton opens the pull request with the same identity that reviews it,
+// and GitHub refuses APPROVE and REQUEST_CHANGES on one's own pull
+// request.
 type GitHub struct {
+	// Client talks to the repository's API as a token or a GitHub App
+	// installation; git pushes with the same credential.
 	Client *github.Client
 	Repo   github.Repo
-	Token  github.Token
 	// RemoteURL overrides the git remote (default
 	// https://HOST/OWNER/NAME.git), e.g. for a mirror or a test.
 	RemoteURL string
@@ -33,10 +37,11 @@ type GitHub struct {
 
 var _ Forge = (*GitHub)(nil)
 
-// Remote implements Forge. The token travels in git's environment as an
-// extra HTTP header for the host, never in the URL or argv, so no git
-// error message can show it.
-func (g *GitHub) Remote(*baton.Delivery) (string, []string) {
+// Remote implements Forge. The token (an App installation's current one,
+// or the person's) travels in git's environment as an extra HTTP header
+// for the host, never in the URL or argv, so no git error message can
+// show it.
+func (g *GitHub) Remote(ctx context.Context, _ *baton.Delivery) (string, []string, error) {
 	host := g.Repo.Host
 	if host == "" {
 		host = github.DefaultHost
@@ -45,9 +50,13 @@ func (g *GitHub) Remote(*baton.Delivery) (string, []string) {
 	if url == "" {
 		url = fmt.Sprintf("https://%s/%s/%s.git", host, g.Repo.Owner, g.Repo.Name)
 	}
+	tok, err := g.Client.Token(ctx)
+	if err != nil {
+		return "", nil, err
+	}
 	var env []string
-	if tok := g.Token.Value(); tok != "" {
-		basic := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + tok))
+	if t := tok.Value(); t != "" {
+		basic := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + t))
 		env = []string{
 			"GIT_CONFIG_COUNT=1",
 			"GIT_CONFIG_KEY_0=http.https://" + host + "/.extraheader",
@@ -55,7 +64,7 @@ func (g *GitHub) Remote(*baton.Delivery) (string, []string) {
 			"GIT_TERMINAL_PROMPT=0",
 		}
 	}
-	return url, env
+	return url, env, nil
 }
 
 // prNumber reads the pull request number from a work ref of type pr.
@@ -72,13 +81,23 @@ func prNumber(d *baton.Delivery) (int, bool) {
 	return n, err == nil && n > 0
 }
 
-// OpenWork implements Forge: a draft pull request from the work branch.
-// When one is already open (a plan that runs again), the stored ref is
-// kept.
+// OpenWork implements Forge: a draft pull request from the work branch,
+// as the delivery's draft setting says. With auto (the default), a
+// repository that has no drafts (a private one on GitHub Free or Pro)
+// gets a ready pull request instead, which deploy then merges without
+// marking it ready. When one is already open (a plan that runs again),
+// the stored ref is kept.
 func (g *GitHub) OpenWork(ctx context.Context, d *baton.Delivery, base, title, body string) (baton.Ref, error) {
-	pr, err := g.Client.CreatePullRequest(ctx, g.Repo, github.NewPullRequest{
-		Head: d.WorkBranch(), Base: base, Title: title, Body: body, Draft: true,
-	})
+	mode := d.Config.Draft
+	np := github.NewPullRequest{Head: d.WorkBranch(), Base: base, Title: title, Body: body, Draft: mode != baton.DraftNever}
+	pr, err := g.Client.CreatePullRequest(ctx, g.Repo, np)
+	if errors.Is(err, github.ErrDraftsUnsupported) {
+		if mode == baton.DraftAlways {
+			return baton.Ref{}, baton.WrapError(baton.Invalid, err, "%s has no draft pull requests and the delivery's draft setting is always: set draft to auto or never", g.Repo)
+		}
+		np.Draft = false
+		pr, err = g.Client.CreatePullRequest(ctx, g.Repo, np)
+	}
 	if err != nil {
 		if old, ok := d.Ref(baton.RoleWork, "pr"); ok && baton.ErrorCode(err) == baton.Conflict {
 			return old, nil
@@ -139,6 +158,9 @@ func (g *GitHub) Checks(ctx context.Context, d *baton.Delivery, sha string, wait
 		if err != nil {
 			return CheckResult{}, true, err
 		}
+		// baton's own statuses report its phases (verify's among them),
+		// not CI.
+		sum.Checks = slices.DeleteFunc(sum.Checks, func(c github.Check) bool { return strings.HasPrefix(c.Name, StatusPrefix) })
 		res := CheckResult{Total: len(sum.Checks)}
 		for _, c := range sum.Failing() {
 			res.Failed = append(res.Failed, baton.Ref{Role: baton.RoleCheck, Type: string(c.Kind), Label: c.Name + ": " + firstNonEmpty(c.Conclusion, c.Status), URL: c.URL})
@@ -204,4 +226,44 @@ func (g *GitHub) Merge(ctx context.Context, d *baton.Delivery, _ *Workspaces, ba
 	}
 	return baton.Ref{Role: baton.RoleWork, Type: "commit", Label: fmt.Sprintf("merged into %s as %s (%s)", base, short, methodName(method)),
 		URL: fmt.Sprintf("https://%s/%s/commit/%s", host, g.Repo, res.SHA)}, nil
+}
+
+var _ Reporter = (*GitHub)(nil)
+
+// ReportPhase implements Reporter: on the work pull request's current
+// head, a commit status "baton/<phase>", or with a GitHub App a check run
+// of that name (created once per head, then updated). Two requests: the
+// pull request, then the status or check run.
+func (g *GitHub) ReportPhase(ctx context.Context, d *baton.Delivery, rep PhaseReport) (PhaseReport, bool, error) {
+	n, ok := prNumber(d)
+	if !ok {
+		return rep, false, nil
+	}
+	pr, err := g.Client.PullRequest(ctx, g.Repo, n)
+	if err != nil {
+		return rep, false, err
+	}
+	name := StatusPrefix + string(rep.Phase)
+	if g.Client.Installation() == nil {
+		err := g.Client.CreateStatus(ctx, g.Repo, pr.Head.SHA, github.NewStatus{
+			State: github.CheckState(rep.State), Context: name, TargetURL: rep.TargetURL, Description: rep.Description,
+		})
+		rep.HeadSHA = pr.Head.SHA
+		return rep, err == nil, err
+	}
+	run := github.NewCheckRun{Name: name, DetailsURL: rep.TargetURL, Title: rep.Description, Summary: rep.Summary, Status: "in_progress"}
+	if rep.State != string(github.CheckPending) {
+		run.Status, run.Conclusion = "completed", rep.State
+	}
+	if rep.CheckRunID != 0 && rep.HeadSHA == pr.Head.SHA {
+		err := g.Client.UpdateCheckRun(ctx, g.Repo, rep.CheckRunID, run)
+		return rep, err == nil, err
+	}
+	run.HeadSHA = pr.Head.SHA
+	id, err := g.Client.CreateCheckRun(ctx, g.Repo, run)
+	if err != nil {
+		return rep, false, err
+	}
+	rep.HeadSHA, rep.CheckRunID = pr.Head.SHA, id
+	return rep, true, nil
 }

@@ -1,6 +1,7 @@
 package forge_test
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,7 +24,7 @@ func newGitHub(t *testing.T) (*forge.GitHub, *githubtest.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &forge.GitHub{Client: c, Repo: github.Repo{Host: "github.com", Owner: "octo", Name: "app"}, Token: token}, srv
+	return &forge.GitHub{Client: c, Repo: github.Repo{Host: "github.com", Owner: "octo", Name: "app"}}, srv
 }
 
 func ghDelivery() *baton.Delivery {
@@ -145,7 +146,7 @@ func TestGitHubTokenNeverInErrors(t *testing.T) {
 		t.Fatalf("OpenWork against a failing server = %v, want Unavailable", err)
 	}
 	bad, _ := github.New(github.Options{BaseURL: srv.URL(), Token: token + "x"})
-	g2 := &forge.GitHub{Client: bad, Repo: g.Repo, Token: token + "x"}
+	g2 := &forge.GitHub{Client: bad, Repo: g.Repo}
 	_, err2 := g2.PostReview(t.Context(), d, forge.Review{Verdict: baton.VerdictPass, Author: "a"}, "")
 	_, _, err3 := g2.Checks(t.Context(), d, strings.Repeat("a", 40), forge.CheckWait{})
 	for _, e := range []error{err, err2, err3} {
@@ -156,7 +157,10 @@ func TestGitHubTokenNeverInErrors(t *testing.T) {
 			t.Errorf("error shows the token: %v", e)
 		}
 	}
-	url, env := g.Remote(d)
+	url, env, err := g.Remote(t.Context(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if strings.Contains(url, token) || url != "https://github.com/octo/app.git" {
 		t.Errorf("remote URL %q", url)
 	}
@@ -170,3 +174,49 @@ func TestGitHubTokenNeverInErrors(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// The draft setting: auto falls back to a ready pull request where the
+// repository has no drafts, always refuses (saying what to set), never
+// asks for none.
+func TestGitHubDraftSetting(t *testing.T) {
+	for _, tc := range []struct {
+		mode      baton.DraftMode
+		drafts    bool // the repository allows drafts
+		wantDraft bool
+		wantPosts int
+		wantErr   bool
+	}{
+		{mode: "", drafts: true, wantDraft: true, wantPosts: 1},
+		{mode: baton.DraftAuto, drafts: false, wantDraft: false, wantPosts: 2},
+		{mode: baton.DraftAlways, drafts: false, wantPosts: 1, wantErr: true},
+		{mode: baton.DraftNever, drafts: true, wantDraft: false, wantPosts: 1},
+		{mode: baton.DraftNever, drafts: false, wantDraft: false, wantPosts: 1},
+	} {
+		t.Run(fmt.Sprintf("%s/drafts=%v", tc.mode, tc.drafts), func(t *testing.T) {
+			g, srv := newGitHub(t)
+			d := ghDelivery()
+			d.Config.Draft = tc.mode
+			if !tc.drafts {
+				srv.DisallowDrafts("octo/app")
+			}
+			srv.AddBranch("octo/app", d.WorkBranch(), "")
+			_, err := g.OpenWork(t.Context(), d, "main", "t", "b")
+			if n := srv.Count("POST /repos/octo/app/pulls"); n != tc.wantPosts {
+				t.Errorf("%d pull request creations, want %d", n, tc.wantPosts)
+			}
+			if tc.wantErr {
+				if baton.ErrorCode(err) != baton.Invalid || !strings.Contains(baton.ErrorMessage(err), "set draft to auto or never") {
+					t.Fatalf("OpenWork = %v, want Invalid saying what to set", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			prs := srv.PullRequests("octo/app")
+			if len(prs) != 1 || prs[0].Draft != tc.wantDraft {
+				t.Fatalf("pull requests = %+v, want one with draft=%v", prs, tc.wantDraft)
+			}
+		})
+	}
+}

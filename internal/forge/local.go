@@ -21,7 +21,9 @@ type Local struct{}
 var _ Forge = Local{}
 
 // Remote implements Forge: the source repository's path.
-func (Local) Remote(d *baton.Delivery) (string, []string) { return d.Repository, nil }
+func (Local) Remote(_ context.Context, d *baton.Delivery) (string, []string, error) {
+	return d.Repository, nil, nil
+}
 
 // OpenWork implements Forge: the branch itself is the work.
 func (Local) OpenWork(_ context.Context, d *baton.Delivery, base, _, _ string) (baton.Ref, error) {

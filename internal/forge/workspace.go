@@ -111,13 +111,23 @@ type cache struct {
 	src *gitx.Layout
 	// local is set when the remote is a path on this machine.
 	local bool
+	// remote gives git's environment for the remote as of now (a fresh
+	// App token) for a push at the end of a long phase.
+	remote func(context.Context) ([]string, error)
 }
 
 // open opens d's cache, creating it on first use.
 func (w *Workspaces) open(ctx context.Context, d *baton.Delivery, f Forge) (*cache, error) {
-	url, env := f.Remote(d)
+	url, env, err := f.Remote(ctx, d)
+	if err != nil {
+		return nil, err
+	}
 	dir := w.CacheDir(d.Repository)
-	c := &cache{Repo: &gitx.Repo{Dir: dir, Env: env, Ident: &w.ident}, url: url, local: filepath.IsAbs(url)}
+	c := &cache{Repo: &gitx.Repo{Dir: dir, Env: env, Ident: &w.ident}, url: url, local: filepath.IsAbs(url),
+		remote: func(ctx context.Context) ([]string, error) {
+			_, env, err := f.Remote(ctx, d)
+			return env, err
+		}}
 	if c.local {
 		if l, err := gitx.FindLayout(url); err == nil {
 			c.src = &l
@@ -553,6 +563,15 @@ func (w *Workspaces) send(ctx context.Context, c *cache, from *gitx.Repo, sha, r
 				return err
 			}
 		}
+	}
+	if c.remote != nil {
+		env, err := c.remote(ctx)
+		if err != nil {
+			return err
+		}
+		pusher := *from
+		pusher.Env = env
+		from = &pusher
 	}
 	return from.Push(ctx, c.url, sha+":"+ref)
 }

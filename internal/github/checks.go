@@ -196,3 +196,127 @@ func firstNonEmpty(s ...string) string {
 	}
 	return ""
 }
+
+// NewStatus is a commit status to post.
+type NewStatus struct {
+	State CheckState // pending, success or failure
+	// Context names the status among the commit's ("baton/review").
+	Context string
+	// TargetURL is where the status links; "" for none.
+	TargetURL string
+	// Description is cut to GitHub's 140 characters.
+	Description string
+}
+
+// maxStatusDescription is GitHub's limit on a status description.
+const maxStatusDescription = 140
+
+// CreateStatus posts a commit status on sha (a full SHA). It works with a
+// person's token and an App's (statuses: write). Invalid for a bad state,
+// SHA or context. One request.
+func (c *Client) CreateStatus(ctx context.Context, repo Repo, sha string, st NewStatus) error {
+	if err := repo.validate(); err != nil {
+		return err
+	}
+	o := op{action: "post status " + st.Context + " on", what: fmt.Sprintf("%s@%s", repo, baton.Truncate(sha, 12, ""))}
+	switch {
+	case !fullSHA(sha):
+		return c.fail(baton.Invalid, nil, o, "want a full commit SHA")
+	case st.State != CheckPending && st.State != CheckSuccess && st.State != CheckFailure:
+		return c.fail(baton.Invalid, nil, o, "bad state %q: want pending, success or failure", st.State)
+	case strings.TrimSpace(st.Context) == "":
+		return c.fail(baton.Invalid, nil, o, "a status needs a context")
+	}
+	body := struct {
+		State       string `json:"state"`
+		TargetURL   string `json:"target_url,omitempty"`
+		Description string `json:"description,omitempty"`
+		Context     string `json:"context"`
+	}{string(st.State), st.TargetURL, baton.Truncate(st.Description, maxStatusDescription-1, "…"), st.Context}
+	_, err := c.send(ctx, "POST", fmt.Sprintf("repos/%s/%s/statuses/%s", repo.Owner, repo.Name, sha), body, nil, o)
+	return err
+}
+
+// NewCheckRun is a check run to create or to change. Conclusion, when
+// set, completes it.
+type NewCheckRun struct {
+	Name    string
+	HeadSHA string // on create only
+	// Status is queued, in_progress or completed; Conclusion (success,
+	// failure, ...) completes it.
+	Status     string
+	Conclusion string
+	DetailsURL string
+	// Title and Summary are the run's output; Summary is markdown, cut to
+	// GitHub's 65,535 characters.
+	Title   string
+	Summary string
+}
+
+// maxCheckSummary is GitHub's limit on a check run's output summary.
+const maxCheckSummary = 65535
+
+func (nc NewCheckRun) body(create bool) map[string]any {
+	b := map[string]any{}
+	if create || nc.Name != "" {
+		b["name"] = nc.Name
+	}
+	if create {
+		b["head_sha"] = nc.HeadSHA
+	}
+	if nc.Status != "" {
+		b["status"] = nc.Status
+	}
+	if nc.Conclusion != "" {
+		b["conclusion"] = nc.Conclusion
+	}
+	if nc.DetailsURL != "" {
+		b["details_url"] = nc.DetailsURL
+	}
+	if nc.Title != "" || nc.Summary != "" {
+		b["output"] = map[string]string{"title": nc.Title, "summary": baton.Truncate(nc.Summary, maxCheckSummary-3, "…")}
+	}
+	return b
+}
+
+// CreateCheckRun creates a check run on its HeadSHA and returns its id.
+// Only a GitHub App may (a person's token gets Invalid: GitHub answers
+// 403 "You must authenticate via a GitHub App"). One request.
+func (c *Client) CreateCheckRun(ctx context.Context, repo Repo, nc NewCheckRun) (int64, error) {
+	if err := repo.validate(); err != nil {
+		return 0, err
+	}
+	o := op{action: "create check run " + nc.Name + " on", what: fmt.Sprintf("%s@%s", repo, baton.Truncate(nc.HeadSHA, 12, ""))}
+	if !fullSHA(nc.HeadSHA) || strings.TrimSpace(nc.Name) == "" {
+		return 0, c.fail(baton.Invalid, nil, o, "a check run needs a name and a full head SHA")
+	}
+	var cr gh.CheckRun
+	if _, err := c.send(ctx, "POST", fmt.Sprintf("repos/%s/%s/check-runs", repo.Owner, repo.Name), nc.body(true), &cr, o); err != nil {
+		return 0, err
+	}
+	return cr.GetID(), nil
+}
+
+// UpdateCheckRun changes the check run id: its status, conclusion and
+// output. Only the App that created it may. One request.
+func (c *Client) UpdateCheckRun(ctx context.Context, repo Repo, id int64, nc NewCheckRun) error {
+	if err := repo.validate(); err != nil {
+		return err
+	}
+	o := op{action: "update check run", what: fmt.Sprintf("%d of %s", id, repo)}
+	_, err := c.send(ctx, "PATCH", fmt.Sprintf("repos/%s/%s/check-runs/%d", repo.Owner, repo.Name, id), nc.body(false), nil, o)
+	return err
+}
+
+// fullSHA reports whether s is a 40-hex-digit commit SHA.
+func fullSHA(s string) bool {
+	if len(s) != 40 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}

@@ -5,7 +5,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	gh "github.com/google/go-github/v92/github"
@@ -41,6 +43,10 @@ type Options struct {
 	HTTPClient *http.Client
 	// UserAgent identifies baton to GitHub (DefaultUserAgent when empty).
 	UserAgent string
+	// Installation, when set, authenticates as a GitHub App installation
+	// instead of with Token: each request carries the installation's
+	// current token, minted and refreshed before it expires (App).
+	Installation *Installation
 }
 
 // Client talks to one GitHub API host. It is safe for concurrent use.
@@ -48,13 +54,46 @@ type Client struct {
 	gh         *gh.Client
 	base       *url.URL
 	graphqlURL string
-	// sec holds the token for scrubbing errors. It is a pointer so that
+	// sec holds the tokens for scrubbing errors. It is a pointer so that
 	// printing a Client with %v shows an address, not the secret.
 	sec *secret
+	// app is the App installation the client acts as, nil for a token.
+	app *Installation
 }
 
-// secret is the token as this package needs it internally.
-type secret struct{ token string }
+// secret is the token as this package needs it internally: the one it
+// was given, or an App installation's tokens as they were sent.
+type secret struct {
+	token string
+	mu    sync.Mutex
+	sent  []string // installation tokens sent, newest last
+}
+
+// maxSentTokens bounds the installation tokens kept for scrubbing: a
+// token lives an hour, and an error shows one of the last few.
+const maxSentTokens = 8
+
+func (s *secret) remember(tok string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if slices.Contains(s.sent, tok) {
+		return
+	}
+	s.sent = append(s.sent, tok)
+	if len(s.sent) > maxSentTokens {
+		s.sent = s.sent[1:]
+	}
+}
+
+func (s *secret) all() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := slices.Clone(s.sent)
+	if s.token != "" {
+		out = append(out, s.token)
+	}
+	return out
+}
 
 // New returns a Client for opts. It returns Invalid when BaseURL is not an
 // http(s) URL or carries credentials.
@@ -77,19 +116,50 @@ func New(opts Options) (*Client, error) {
 		next = http.DefaultTransport
 	}
 	sec := &secret{token: opts.Token.Value()}
-	hc.Transport = &authTransport{next: next, origin: origin(base), token: sec.token}
+	at := &authTransport{next: next, origin: origin(base), sec: sec}
+	if in := opts.Installation; in != nil {
+		if origin(in.base) != origin(base) {
+			return nil, baton.Errorf(baton.Invalid, "the GitHub App installation was found through %s, not %s: its token goes to that API only", in.base.Host, base.Host)
+		}
+		at.source = in.Token
+	}
+	hc.Transport = at
 
 	ua := opts.UserAgent
 	if ua == "" {
 		ua = DefaultUserAgent
 	}
 	b := base.String()
-	client, err := gh.NewClient(gh.WithHTTPClient(hc), gh.WithURLs(&b, &b), gh.WithUserAgent(ua))
+	// go-github refuses a client's requests locally after a secondary
+	// limit for as long as it thinks the limit lasts, which without
+	// retry-after is until the primary reset: a minute is GitHub's advice.
+	client, err := gh.NewClient(gh.WithHTTPClient(hc), gh.WithURLs(&b, &b), gh.WithUserAgent(ua),
+		gh.WithMaxSecondaryRateLimitRetryAfterDuration(secondaryDefault))
 	if err != nil {
 		return nil, baton.WrapError(baton.Invalid, err, "configure GitHub client for %s", base.Host)
 	}
-	return &Client{gh: client, base: base, graphqlURL: graphQLURL(base), sec: sec}, nil
+	return &Client{gh: client, base: base, graphqlURL: graphQLURL(base), sec: sec, app: opts.Installation}, nil
 }
+
+// Token returns the token requests are sent with now, for git to push
+// with: the one the client was given, or the App installation's current
+// token (minted or refreshed when it has less than a minute left). Errors
+// are those of minting a token (see App).
+func (c *Client) Token(ctx context.Context) (Token, error) {
+	if c.app == nil {
+		return Token(c.sec.token), nil
+	}
+	tok, err := c.app.Token(ctx)
+	if err != nil {
+		return "", c.classify(op{action: "mint", what: "a GitHub App installation token"}, err)
+	}
+	c.sec.remember(tok.Value())
+	return tok, nil
+}
+
+// Installation returns the GitHub App installation the client acts as,
+// nil when it sends a token.
+func (c *Client) Installation() *Installation { return c.app }
 
 // String describes the client without its token.
 func (c *Client) String() string { return "github.Client(" + c.base.String() + ")" }
@@ -155,15 +225,33 @@ func origin(u *url.URL) string { return strings.ToLower(u.Scheme + "://" + u.Hos
 type authTransport struct {
 	next   http.RoundTripper
 	origin string
-	token  string
+	sec    *secret
+	// source gives an App installation's current token; nil sends
+	// sec.token.
+	source func(context.Context) (Token, error)
 }
 
 func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if t.token == "" || origin(req.URL) != t.origin {
+	if origin(req.URL) != t.origin {
+		return t.next.RoundTrip(req)
+	}
+	tok := t.sec.token
+	if t.source != nil {
+		got, err := t.source(req.Context())
+		if err != nil {
+			if req.Body != nil {
+				req.Body.Close()
+			}
+			return nil, err
+		}
+		tok = got.Value()
+		t.sec.remember(tok)
+	}
+	if tok == "" {
 		return t.next.RoundTrip(req)
 	}
 	r := req.Clone(req.Context())
-	r.Header.Set("Authorization", "Bearer "+t.token)
+	r.Header.Set("Authorization", "Bearer "+tok)
 	return t.next.RoundTrip(r)
 }
 
@@ -254,10 +342,18 @@ type op struct {
 
 func (o op) String() string { return o.action + " " + o.what }
 
-// scrub removes the token's text from s.
+// scrub removes the tokens' text from s.
 func (c *Client) scrub(s string) string {
-	if c.sec == nil || len(c.sec.token) < 4 {
+	if c.sec == nil {
 		return s
 	}
-	return strings.ReplaceAll(s, c.sec.token, redacted)
+	for _, tok := range c.sec.all() {
+		if len(tok) >= 4 {
+			s = strings.ReplaceAll(s, tok, redacted)
+		}
+	}
+	return s
 }
+
+// authenticated reports whether requests carry a credential.
+func (c *Client) authenticated() bool { return c.sec.token != "" || c.app != nil }

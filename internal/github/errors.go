@@ -28,6 +28,26 @@ type RateLimitError struct {
 	// Secondary is true for a secondary (abuse) limit: too many requests
 	// too fast, or too much concurrent content creation.
 	Secondary bool
+	// Default is set when GitHub named no time to wait (a secondary limit
+	// without retry-after): Reset is then a minute from now, GitHub's
+	// least advice, and a caller that meets the limit again should wait
+	// longer each time (SecondaryWait).
+	Default bool
+}
+
+// maxSecondaryWait caps SecondaryWait.
+const maxSecondaryWait = 16 * time.Minute
+
+// SecondaryWait is how long to hold off after the nth secondary rate
+// limit in a row that named no time to wait: a minute, then doubling
+// (2, 4, 8 minutes), at most 16, as GitHub's guidance asks (at least a
+// minute, exponentially longer on repeats). n < 1 counts as 1.
+func SecondaryWait(n int) time.Duration {
+	w := secondaryDefault
+	for i := 1; i < n && w < maxSecondaryWait; i++ {
+		w *= 2
+	}
+	return min(w, maxSecondaryWait)
 }
 
 // Error says which limit was hit and when it resets, in UTC.
@@ -44,6 +64,19 @@ func (e *RateLimitError) Error() string {
 // files or 20,000 lines). The changed files' patches (PullRequestFiles)
 // still carry the hunks.
 var ErrDiffTooLarge = errors.New("diff too large for the GitHub API")
+
+// ErrDraftsUnsupported is the cause of the Invalid error CreatePullRequest
+// returns when the repository cannot hold draft pull requests: GitHub
+// offers drafts in private repositories only on its Team and Enterprise
+// plans, and answers 422 on Free and Pro. Open a ready pull request
+// instead.
+var ErrDraftsUnsupported = errors.New("draft pull requests are not supported in this repository")
+
+// ErrIntegration is the cause of the Invalid error for GitHub's 403
+// "Resource not accessible by integration": the token is a GitHub App
+// installation's (GitHub Actions' GITHUB_TOKEN is one), and the App may
+// not do this. GET /user is always refused to one: an App is no user.
+var ErrIntegration = errors.New("resource not accessible by integration")
 
 // errOffsite is the cause when a Link header points outside the API.
 var errOffsite = errors.New("link outside the API base URL")
@@ -75,13 +108,24 @@ func (c *Client) classify(o op, err error) error {
 		}
 		return c.rateLimited(o, err, &RateLimitError{Reset: reset})
 	case errors.As(err, &abuse):
-		wait := secondaryDefault
-		if abuse.RetryAfter != nil && *abuse.RetryAfter > 0 {
-			wait = *abuse.RetryAfter
+		// Only retry-after says when a secondary limit ends. go-github
+		// falls back to x-ratelimit-reset, the primary limit's reset (up to
+		// an hour away), which would hold every source on the host that
+		// long; without retry-after, GitHub advises a minute, growing.
+		rl := &RateLimitError{Secondary: true}
+		if abuse.Response != nil {
+			rl.Reset, _ = retryAfter(abuse.Response)
 		}
-		return c.rateLimited(o, err, &RateLimitError{Reset: time.Now().Add(wait), Secondary: true})
+		if rl.Reset.IsZero() {
+			rl.Reset, rl.Default = time.Now().Add(secondaryDefault), true
+		}
+		return c.rateLimited(o, err, rl)
 	case errors.As(err, &er) && er.Response != nil:
 		return c.classifyStatus(o, err, er)
+	}
+	var mint *AppTokenError
+	if errors.As(err, &mint) {
+		return c.classifyMint(o, err, mint)
 	}
 	var accepted *gh.AcceptedError
 	if errors.As(err, &accepted) {
@@ -110,16 +154,20 @@ func (c *Client) classifyStatus(o op, err error, er *gh.ErrorResponse) error {
 	case status == http.StatusUnauthorized:
 		return c.fail(baton.Invalid, err, o, "GitHub rejected the credentials (%s): %s", detail, authHint)
 	case status == http.StatusNotFound || status == http.StatusGone:
-		if c.sec.token == "" {
+		if !c.authenticated() {
 			return c.fail(baton.NotFound, err, op{what: o.what}, "not found (no GitHub token is set, and private repositories look missing without one: %s)", authHint)
 		}
 		return c.fail(baton.NotFound, err, op{what: o.what}, "not found")
+	case status == http.StatusForbidden && integration(er):
+		return c.fail(baton.Invalid, errors.Join(ErrIntegration, err), o, "GitHub refused access (%s): the token is a GitHub App's, and the App may not do this: grant it the permission, or use a personal token", detail)
 	case status == http.StatusForbidden:
 		return c.fail(baton.Invalid, err, o, "GitHub refused access (%s): the token lacks permission for this repository or action", detail)
 	case status == http.StatusNotAcceptable && hasErrorCode(er, "too_large"):
 		return c.fail(baton.Invalid, errors.Join(ErrDiffTooLarge, err), o, "GitHub will not render a diff this large (%s): read the changed files' patches instead", detail)
 	case status == http.StatusMethodNotAllowed || status == http.StatusConflict:
 		return c.fail(baton.Conflict, err, o, "%s", detail)
+	case status == http.StatusUnprocessableEntity && draftsUnsupported(er):
+		return c.fail(baton.Invalid, errors.Join(ErrDraftsUnsupported, err), o, "%s: the repository's plan has no draft pull requests (private repositories on GitHub Free and Pro); open a ready one", detail)
 	case status == http.StatusUnprocessableEntity && alreadyExists(er):
 		return c.fail(baton.Conflict, err, o, "%s", validationDetail(er, detail))
 	case status == http.StatusUnprocessableEntity:
@@ -128,6 +176,25 @@ func (c *Client) classifyStatus(o op, err error, er *gh.ErrorResponse) error {
 		return c.fail(baton.Unavailable, err, o, "GitHub is unavailable (%s): try again later", detail)
 	}
 	return c.fail(baton.Invalid, err, o, "%s", detail)
+}
+
+// classifyMint maps GitHub's refusal to mint an App installation token:
+// the App's credentials (401), the installation gone or suspended (404,
+// 403), a rate limit, GitHub down.
+func (c *Client) classifyMint(o op, err error, e *AppTokenError) error {
+	if rl := rateLimitFromResponse(e.resp); rl != nil {
+		return c.rateLimited(o, err, rl)
+	}
+	detail := fmt.Sprintf("%d %s", e.Status, e.Message)
+	switch {
+	case e.Status == http.StatusUnauthorized:
+		return c.fail(baton.Invalid, err, o, "GitHub refused the App's credentials minting a token (%s): check --github-app-id and the App's private key", detail)
+	case e.Status == http.StatusNotFound || e.Status == http.StatusForbidden:
+		return c.fail(baton.Invalid, err, o, "GitHub will not mint a token of installation %d (%s): the App was uninstalled or suspended; install it again", e.Installation, detail)
+	case e.Status >= 500:
+		return c.fail(baton.Unavailable, err, o, "GitHub is unavailable minting a token (%s): try again later", detail)
+	}
+	return c.fail(baton.Invalid, err, o, "GitHub refused to mint a token (%s)", detail)
 }
 
 // rateLimitFromResponse recognises a rate-limit answer by its headers, per
@@ -150,7 +217,7 @@ func rateLimitFromResponse(resp *http.Response) *RateLimitError {
 		return &RateLimitError{Reset: time.Now().Add(secondaryDefault)}
 	}
 	if resp.StatusCode == http.StatusTooManyRequests {
-		return &RateLimitError{Reset: time.Now().Add(secondaryDefault), Secondary: true}
+		return &RateLimitError{Reset: time.Now().Add(secondaryDefault), Secondary: true, Default: true}
 	}
 	return nil
 }
@@ -226,7 +293,7 @@ func (c *Client) internal(o op, err error) error {
 
 // keptSentinels survive into an error's cause chain, so callers can test
 // them with errors.Is.
-var keptSentinels = []error{context.Canceled, context.DeadlineExceeded, ErrDiffTooLarge, errOffsite}
+var keptSentinels = []error{context.Canceled, context.DeadlineExceeded, ErrDiffTooLarge, ErrDraftsUnsupported, ErrIntegration, errOffsite}
 
 // cause turns a library or transport error into a safe cause: its text,
 // scrubbed of the token, plus this package's sentinels and extra (a
@@ -274,6 +341,19 @@ func alreadyExists(er *gh.ErrorResponse) bool {
 		}
 	}
 	return false
+}
+
+// draftsUnsupported recognises GitHub's 422 for a draft pull request in a
+// repository whose plan has none. Its body is the message alone (no
+// error code), so the text is all there is.
+func draftsUnsupported(er *gh.ErrorResponse) bool {
+	return strings.Contains(strings.ToLower(er.Message), "draft pull requests are not supported")
+}
+
+// integration recognises GitHub's 403 for an App's token doing what an
+// App may not; the message is all GitHub gives.
+func integration(er *gh.ErrorResponse) bool {
+	return strings.Contains(strings.ToLower(er.Message), "not accessible by integration")
 }
 
 // validationDetail joins GitHub's per-field messages after the summary,

@@ -52,6 +52,8 @@ func TestErrorMapping(t *testing.T) {
 			code: baton.Unavailable, reset: 90 * time.Second, contain: "secondary rate limit exceeded: retry after"},
 		{name: "403 secondary", route: "GET /repos/octo/app/pulls/12", failure: githubtest.SecondaryRateLimit(30 * time.Second), call: getPR,
 			code: baton.Unavailable, reset: 30 * time.Second},
+		{name: "403 secondary without retry-after", route: "GET /repos/octo/app/pulls/12", failure: githubtest.SecondaryRateLimitNoRetryAfter(), call: getPR,
+			code: baton.Unavailable, reset: time.Minute, contain: "secondary rate limit exceeded"},
 		{name: "429 without headers", route: "GET /repos/octo/app/pulls/12", failure: githubtest.HTTPError(429, "Too Many Requests"), call: getPR,
 			code: baton.Unavailable, reset: time.Minute},
 		{name: "403 permission", route: "GET /repos/octo/app/pulls/12", failure: githubtest.Forbidden("Resource not accessible by integration"), call: getPR,
@@ -61,6 +63,10 @@ func TestErrorMapping(t *testing.T) {
 		{name: "502 on GraphQL", route: "GRAPHQL closingIssuesReferences", failure: githubtest.HTTPError(502, "Bad Gateway"), call: closing,
 			code: baton.Unavailable},
 		{name: "GraphQL rate limit", route: "GRAPHQL *", failure: githubtest.GraphQLRateLimited(reset), call: closing,
+			code: baton.Unavailable, resetAt: reset},
+		{name: "GraphQL RATE_LIMIT", route: "GRAPHQL *", failure: githubtest.GraphQLRateLimit(reset), call: closing,
+			code: baton.Unavailable, resetAt: reset, contain: "rate limit exceeded: retry after " + reset.UTC().Format(time.RFC3339)},
+		{name: "GraphQL error with the limit spent", route: "GRAPHQL *", failure: githubtest.GraphQLExhausted(reset), call: closing,
 			code: baton.Unavailable, resetAt: reset},
 		{name: "GraphQL not found", call: func(ctx context.Context, c *github.Client) error {
 			_, err := c.ClosingIssues(ctx, octo, 99)
@@ -415,5 +421,13 @@ func TestTokenNotSentOffsite(t *testing.T) {
 	defer mu.Unlock()
 	if len(gotAuth) != 1 || gotAuth[0] != "" {
 		t.Errorf("redirect target got Authorization %q, want none", gotAuth)
+	}
+}
+
+func TestSecondaryWait(t *testing.T) {
+	for n, want := range map[int]time.Duration{0: time.Minute, 1: time.Minute, 2: 2 * time.Minute, 3: 4 * time.Minute, 5: 16 * time.Minute, 50: 16 * time.Minute} {
+		if got := github.SecondaryWait(n); got != want {
+			t.Errorf("SecondaryWait(%d) = %s, want %s", n, got, want)
+		}
 	}
 }

@@ -55,12 +55,19 @@ type gqlRequest struct {
 }
 
 // gqlError is one entry of a GraphQL response's "errors". GitHub adds a
-// "type" (NOT_FOUND, FORBIDDEN, RATE_LIMITED, ...) next to the standard
-// fields.
+// "type" (NOT_FOUND, FORBIDDEN, RATE_LIMITED, RATE_LIMIT, ...) and
+// sometimes a "code" (graphql_rate_limit) next to the standard fields.
 type gqlError struct {
 	Type    string `json:"type"`
+	Code    string `json:"code"`
 	Message string `json:"message"`
 	Path    []any  `json:"path"`
+}
+
+// rateLimited reports a GraphQL rate-limit error. GitHub has typed it
+// RATE_LIMITED, and lately RATE_LIMIT with code graphql_rate_limit.
+func (e gqlError) rateLimited() bool {
+	return e.Type == "RATE_LIMITED" || e.Type == "RATE_LIMIT" || e.Code == "graphql_rate_limit"
 }
 
 type gqlResponse struct {
@@ -96,29 +103,44 @@ func (c *Client) graphql(ctx context.Context, o op, query string, vars map[strin
 	return nil
 }
 
-// graphqlError maps GraphQL errors, which arrive with HTTP 200.
+// graphqlError maps GraphQL errors, which arrive with HTTP 200. A rate
+// limit is one however GitHub types it, and so is any error answer sent
+// with x-ratelimit-remaining: 0: its reset time is when to try again.
 func (c *Client) graphqlError(o op, resp *http.Response, errs []gqlError) error {
 	msgs := make([]string, 0, len(errs))
+	limited := resp.Header.Get("X-Ratelimit-Remaining") == "0"
 	for _, e := range errs {
 		msgs = append(msgs, e.Message)
+		limited = limited || e.rateLimited()
 	}
 	cause := fmt.Errorf("graphql: %s", strings.Join(msgs, "; "))
+	if limited {
+		return c.rateLimited(o, cause, graphqlReset(resp))
+	}
 	e := errs[0]
 	switch e.Type {
 	case "NOT_FOUND":
 		return c.fail(baton.NotFound, cause, op{what: o.what}, "not found (%s)", e.Message)
-	case "RATE_LIMITED":
-		rl := &RateLimitError{Reset: time.Now().Add(secondaryDefault)}
-		if reset, ok := rateReset(resp); ok && resp.Header.Get("X-Ratelimit-Remaining") == "0" {
-			rl.Reset = reset
-		}
-		return c.rateLimited(o, cause, rl)
 	case "FORBIDDEN", "INSUFFICIENT_SCOPES":
 		return c.fail(baton.Invalid, cause, o, "GitHub refused access (%s): the token lacks permission for this repository or action", e.Message)
 	case "UNPROCESSABLE":
 		return c.fail(baton.Invalid, cause, o, "GitHub refused: %s", e.Message)
 	}
 	return c.fail(baton.Internal, cause, o, "GitHub GraphQL error: %s", e.Message)
+}
+
+// graphqlReset is when a GraphQL rate limit lets requests through again:
+// retry-after when GitHub sends it, else x-ratelimit-reset when it is
+// ahead (the remaining count it sends with a limit error is not always
+// 0), else a minute from now, GitHub's advice when it says nothing.
+func graphqlReset(resp *http.Response) *RateLimitError {
+	if reset, ok := retryAfter(resp); ok {
+		return &RateLimitError{Reset: reset, Secondary: true}
+	}
+	if reset, ok := rateReset(resp); ok && reset.After(time.Now()) {
+		return &RateLimitError{Reset: reset}
+	}
+	return &RateLimitError{Reset: time.Now().Add(secondaryDefault)}
 }
 
 // connection is the common shape of a paginated GraphQL connection.

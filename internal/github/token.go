@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -178,40 +180,117 @@ func APIURL(host string) string {
 
 // Access opens the API for hosts with credentials from an environment:
 // the host must be one baton may authenticate to (HostsFromEnv), the base
-// URL one its token may go to (ResolveAPIURL), and the token the host's
-// own (ResolveToken). The CLI's, the server's and the delivery pipeline's
+// URL one its token may go to (ResolveAPIURL), and the credential the
+// host's own: the GitHub App the environment names (BATON_GITHUB_APP_ID
+// and its key) for repositories on the App's host, else the host's token
+// (ResolveToken). The CLI's, the server's and the delivery pipeline's
 // clients all come from one.
 type Access struct {
 	Getenv    func(string) string
 	UserAgent string
+	// Apps keeps the App, its installations and their tokens across
+	// clients; nil builds them anew for each client (a command that makes
+	// one or two).
+	Apps *Apps
 }
 
-// Client returns a client for repo's host and the token it sends. apiURL
-// overrides the base URL ("" = the host's, or GITHUB_API_URL for
-// github.com). A host that is not configured, an API URL the host's token
-// may not go to, and a missing token (wrapping ErrNoToken) are Invalid;
-// none of them sends a request.
-func (a Access) Client(ctx context.Context, repo Repo, apiURL string) (*Client, Token, error) {
-	hosts, err := HostsFromEnv(a.Getenv)
+// Client returns a client for repo's host. apiURL overrides the base URL
+// ("" = the host's, or GITHUB_API_URL for github.com). A host that is not
+// configured, an API URL the host's credential may not go to, a missing
+// token (wrapping ErrNoToken) and a bad App configuration are Invalid and
+// send no request; an App not installed on repo is NotFound (one request,
+// the installation lookup).
+func (a Access) Client(ctx context.Context, repo Repo, apiURL string) (*Client, error) {
+	base, err := a.baseURL(repo, apiURL)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	if err := hosts.Check(repo.Host); err != nil {
-		return nil, "", err
-	}
-	base, err := ResolveAPIURL(apiURL, a.Getenv, repo.Host)
+	app, appHost, err := a.Apps.get(a.Getenv, a.UserAgent)
 	if err != nil {
-		return nil, "", err
+		return nil, err
+	}
+	if app != nil && normalizeHost(hostOrDefault(repo.Host)) == appHost {
+		in, err := app.Installation(ctx, base, repo)
+		if err != nil {
+			return nil, err
+		}
+		return New(Options{BaseURL: base, UserAgent: a.UserAgent, Installation: in})
 	}
 	tok, _, err := ResolveToken(ctx, a.Getenv, repo.Host)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	c, err := New(Options{Token: tok, BaseURL: base, UserAgent: a.UserAgent})
+	return New(Options{Token: tok, BaseURL: base, UserAgent: a.UserAgent})
+}
+
+// baseURL checks that repo's host is configured and resolves its API URL.
+func (a Access) baseURL(repo Repo, apiURL string) (string, error) {
+	hosts, err := HostsFromEnv(a.Getenv)
 	if err != nil {
-		return nil, "", err
+		return "", err
 	}
-	return c, tok, nil
+	if err := hosts.Check(repo.Host); err != nil {
+		return "", err
+	}
+	return ResolveAPIURL(apiURL, a.Getenv, repo.Host)
+}
+
+// Identity says who a client of repo acts as and what it may do, without
+// sending a request for an App (its installation is known) and with one
+// (GET /user) for a token: its account and, for a classic token, its
+// OAuth scopes. For doctor.
+type Identity struct {
+	// Kind is "app" for a GitHub App installation, "token" otherwise.
+	Kind string `json:"kind"`
+	// Source says where the credential comes from: "GitHub App 123,
+	// installation 456 on octo", "GH_TOKEN", "gh auth token".
+	Source string `json:"source"`
+	// Account is the login requests act as ("" when GitHub does not say).
+	Account string `json:"account,omitempty"`
+	// May lists what the credential may do: an App installation's
+	// permissions ("issues: write"), a classic token's scopes; empty
+	// for a fine-grained token, whose permissions GitHub does not tell.
+	May []string `json:"may"`
+}
+
+// Identity reports who repo's client acts as (see Identity), with where
+// its token comes from. Errors are Client's and Client.Identity's.
+func (a Access) Identity(ctx context.Context, repo Repo, apiURL string) (Identity, error) {
+	c, err := a.Client(ctx, repo, apiURL)
+	if err != nil {
+		return Identity{}, err
+	}
+	id, err := c.Identity(ctx)
+	if c.Installation() == nil {
+		_, src, _ := ResolveToken(ctx, a.Getenv, repo.Host)
+		id.Source = strings.TrimSpace(src + " " + id.Source)
+	}
+	return id, err
+}
+
+// Identity reports who the client acts as: an App installation without a
+// request (its installation is known), a token with one (GET /user) that
+// names its account and, for a classic token, its OAuth scopes. A token
+// that turns out to be an App installation's (GitHub Actions'
+// GITHUB_TOKEN) says so in Source.
+func (c *Client) Identity(ctx context.Context) (Identity, error) {
+	if in := c.Installation(); in != nil {
+		id := Identity{Kind: "app", Source: fmt.Sprintf("GitHub App %d, installation %d on %s", in.AppID, in.ID, in.Account), Account: in.bot(), May: []string{}}
+		for _, name := range slices.Sorted(maps.Keys(in.Permissions)) {
+			id.May = append(id.May, name+": "+in.Permissions[name])
+		}
+		return id, nil
+	}
+	id := Identity{Kind: "token", May: []string{}}
+	u, scopes, err := c.viewerScopes(ctx)
+	if err != nil {
+		return id, err
+	}
+	id.Account, id.May = u.Login, scopes
+	if u.App {
+		id.Kind, id.Source = "app", "(a GitHub App installation's token)"
+	}
+	return id, nil
 }
 
 // CheckAPIURL says whether apiURL may serve repo's host, as Client would

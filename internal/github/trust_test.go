@@ -75,7 +75,7 @@ func TestAccessSendsNoTokenToUnconfiguredHosts(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			a := Access{Getenv: envOf(tc.env)}
-			c, _, err := a.Client(t.Context(), tc.repo, tc.apiURL)
+			c, err := a.Client(t.Context(), tc.repo, tc.apiURL)
 			if err == nil {
 				_, _ = c.Viewer(t.Context())
 				t.Fatalf("Client(%s, %q) = a client, want an error", tc.repo.Host, tc.apiURL)
@@ -106,16 +106,22 @@ func TestAccessSendsEachHostItsOwnToken(t *testing.T) {
 		APIURLVar: dotcom.URL(), AllowHTTPLoopbackVar: "1",
 	}
 	a := Access{Getenv: envOf(env)}
-	c, tok, err := a.Client(t.Context(), Repo{Host: "ghe.example", Owner: "o", Name: "r"}, ghe.URL())
-	if err != nil || tok.Value() != "ghe_own" {
-		t.Fatalf("Client(ghe.example) = %v, token %v", err, tok.Value() != "")
+	c, err := a.Client(t.Context(), Repo{Host: "ghe.example", Owner: "o", Name: "r"}, ghe.URL())
+	if err != nil {
+		t.Fatalf("Client(ghe.example) = %v", err)
+	}
+	if tok, _ := c.Token(t.Context()); tok.Value() != "ghe_own" {
+		t.Fatalf("Client(ghe.example) sends another token")
 	}
 	if _, err := c.Viewer(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	c, tok, err = a.Client(t.Context(), Repo{Host: DefaultHost, Owner: "o", Name: "r"}, "")
-	if err != nil || tok.Value() != "ghp_dotcom" {
+	c, err = a.Client(t.Context(), Repo{Host: DefaultHost, Owner: "o", Name: "r"}, "")
+	if err != nil {
 		t.Fatalf("Client(github.com) = %v", err)
+	}
+	if tok, _ := c.Token(t.Context()); tok.Value() != "ghp_dotcom" {
+		t.Fatalf("Client(github.com) sends another token")
 	}
 	if _, err := c.Viewer(t.Context()); err != nil {
 		t.Fatal(err)

@@ -4,9 +4,24 @@ import "time"
 
 // User is a GitHub account.
 type User struct {
-	Login string
+	Login string // "" for a GitHub App whose bot is not known
 	Name  string // display name; may be empty
 	URL   string // profile page (html_url)
+	// App is set when the token is a GitHub App installation's: it acts
+	// as the App's bot, not as a person.
+	App bool
+}
+
+// String names the account for a person: its login, "GitHub App" for an
+// App whose bot is not known, "<bot> (GitHub App)" otherwise.
+func (u *User) String() string {
+	switch {
+	case u.App && u.Login == "":
+		return "GitHub App"
+	case u.App:
+		return u.Login + " (GitHub App)"
+	}
+	return u.Login
 }
 
 // Branch is one end of a pull request.
@@ -93,7 +108,10 @@ type Issue struct {
 
 // Comment is a conversation comment on an issue or pull request.
 type Comment struct {
-	ID        int64
+	ID int64
+	// Number is the issue or pull request it is on, when listed across a
+	// repository (RepoComments); 0 otherwise.
+	Number    int
 	Author    string
 	Body      string
 	URL       string // html_url: .../issues/N#issuecomment-ID or .../pull/N#issuecomment-ID

@@ -1,10 +1,15 @@
 package intake
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"mime"
+	"net/url"
 	"reflect"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/agentrun"
@@ -100,6 +105,61 @@ func FuzzApplySourceInput(f *testing.F) {
 		case "claude", "codex", "droid":
 		default:
 			t.Fatalf("an API source input set agent %q, which runs %q", agent, argv[0])
+		}
+	})
+}
+
+// A form body's payload is the event exactly: any JSON sent as GitHub's
+// form (payload=<urlencoded>) comes back byte for byte, a JSON body comes
+// back as it is, and nothing panics.
+func FuzzEventJSON(f *testing.F) {
+	for _, s := range payloadSeeds {
+		f.Add([]byte(s), "application/x-www-form-urlencoded")
+		f.Add([]byte(s), "application/json")
+	}
+	f.Add([]byte("payload=%7B%7D&payload=x"), "application/x-www-form-urlencoded; charset=utf-8")
+	f.Add([]byte("%zz"), "APPLICATION/X-WWW-FORM-URLENCODED")
+	f.Fuzz(func(t *testing.T, event []byte, contentType string) {
+		got, err := EventJSON(contentType, event)
+		if mt, _, perr := mime.ParseMediaType(contentType); perr != nil || !strings.EqualFold(mt, "application/x-www-form-urlencoded") {
+			if err != nil || !bytes.Equal(got, event) {
+				t.Fatalf("EventJSON(%q, %q) = %q, %v; want the body as it is", contentType, event, got, err)
+			}
+			return
+		}
+		if !utf8.Valid(event) {
+			return // a form value is text
+		}
+		form := url.Values{"payload": {string(event)}}.Encode()
+		got, err = EventJSON(contentType, []byte(form))
+		if err != nil || !bytes.Equal(got, event) {
+			t.Fatalf("EventJSON(form of %q) = %q, %v; want the payload back", event, got, err)
+		}
+	})
+}
+
+// Whatever a comment says around it, a line of its own that starts with
+// the handle mentions it; the same line quoted, or the handle run into a
+// longer name, does not; text without an @ never does.
+func FuzzMentions(f *testing.F) {
+	for _, s := range []string{"", "thanks", "LGTM\n\nship it", "a\tb\r\nc", "x: y, (z)!", "émoji 🎉 text"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		if strings.ContainsAny(text, "@`~>") {
+			return // those mark mentions, code and quotes: the property is about plain text
+		}
+		if Mentions(text, "@baton") {
+			t.Fatalf("Mentions(%q) = true without an @", text)
+		}
+		if !Mentions(text+"\n@baton please look", "@baton") {
+			t.Fatalf("Mentions(%q + a line starting @baton) = false", text)
+		}
+		if Mentions(text+"\n> @baton please look", "@baton") {
+			t.Fatalf("Mentions(%q + a quoted mention) = true", text)
+		}
+		if Mentions(text+"\n@batonista please look", "@baton") {
+			t.Fatalf("Mentions(%q + @batonista) = true", text)
 		}
 	})
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/baton-agent/baton/internal/agentrun"
 	"github.com/baton-agent/baton/internal/delivery"
 	"github.com/baton-agent/baton/internal/github"
+	"github.com/baton-agent/baton/internal/notify"
 	"github.com/baton-agent/baton/internal/sqlstore"
 )
 
@@ -42,13 +43,23 @@ type Service struct {
 	// WebhookSecret verifies webhooks of sources without a secret of
 	// their own.
 	WebhookSecret string
-	Now           func() time.Time
-	Log           *slog.Logger
+	// Handle is what a comment mentions to send a delivery back
+	// (DefaultHandle when empty).
+	Handle string
+	Now    func() time.Time
+	Log    *slog.Logger
 
 	mu sync.Mutex
 	// limited holds, per API host, when its rate limit resets: sources on
 	// the same host share a token, so one limited source holds them all.
 	limited map[string]time.Time
+	// secondary counts, per API host, the secondary rate limits in a row
+	// that named no time to wait: each waits longer (github.SecondaryWait).
+	secondary map[string]int
+	// reviews holds each pull request's reviews as last read, for ETags.
+	reviews map[string]*github.ReviewPage
+	// perms holds people's permissions as read lately (permission).
+	perms map[string]permission
 }
 
 func (s *Service) now() time.Time {
@@ -125,12 +136,18 @@ type SourceInput struct {
 	Endpoint      *string
 	Checkpoints   *[]string
 	Agent         *string
+	Draft         *string
 	Paused        *bool
 	WebhookSecret *string
 	// AllowCommandAgent lets Agent be a command:<argv> agent. The CLI, run
 	// by the machine's owner, sets it; the HTTP API never does, so a
 	// request can never choose a command to run.
 	AllowCommandAgent bool
+	// Notify replaces where the source's deliveries are announced (empty
+	// fields send nothing there). Only the CLI may set it
+	// (AllowNotify): a request never chooses where baton's news goes.
+	Notify      *baton.Notify
+	AllowNotify bool
 }
 
 // Add creates a source. Invalid for a bad repository, label, phase or
@@ -256,8 +273,38 @@ func apply(src *baton.Source, in SourceInput, checkAPIURL func(github.Repo, stri
 		}
 		src.Agent = a
 	}
+	if in.Draft != nil {
+		src.Draft = ""
+		if d := strings.TrimSpace(*in.Draft); d != "" {
+			m, err := baton.ParseDraftMode(d)
+			if err != nil {
+				return err
+			}
+			src.Draft = m
+		}
+	}
 	if in.Paused != nil {
 		src.Paused = *in.Paused
+	}
+	if in.Notify != nil {
+		if !in.AllowNotify {
+			return baton.Errorf(baton.Invalid, "a source's notification targets are set on the server only, with `baton source add --notify-webhook` or `--notify-slack-url-file`: they say where baton's news goes")
+		}
+		n := *in.Notify
+		if n.WebhookURL != "" {
+			if err := notify.CheckURL("the notification webhook URL", n.WebhookURL); err != nil {
+				return err
+			}
+		}
+		if n.SlackURL != "" {
+			if err := notify.CheckURL("the Slack webhook URL", n.SlackURL); err != nil {
+				return err
+			}
+		}
+		if n.WebhookSecret != "" && n.WebhookURL == "" {
+			return baton.Errorf(baton.Invalid, "a notification webhook secret needs a webhook URL (--notify-webhook)")
+		}
+		src.Notify = n
 	}
 	if in.WebhookSecret != nil {
 		src.WebhookSecret = *in.WebhookSecret
@@ -280,8 +327,19 @@ func (in SourceInput) checkSizes() error {
 		{"the API URL", str(in.APIURL), baton.MaxURL},
 		{"the label", str(in.Label), baton.MaxName},
 		{"the endpoint", str(in.Endpoint), baton.MaxName},
+		{"the draft setting", str(in.Draft), baton.MaxName},
 		{"the agent", str(in.Agent), baton.MaxPath},
 		{"the webhook secret", str(in.WebhookSecret), baton.MaxSecret},
+	}
+	if n := in.Notify; n != nil {
+		fields = append(fields, []struct {
+			what, v string
+			max     int
+		}{
+			{"the notification webhook URL", n.WebhookURL, baton.MaxURL},
+			{"the notification webhook secret", n.WebhookSecret, baton.MaxSecret},
+			{"the Slack webhook URL", n.SlackURL, baton.MaxURL},
+		}...)
 	}
 	if in.Checkpoints != nil {
 		fields = append(fields, struct {
@@ -380,13 +438,30 @@ func (s *Service) limitedUntil(h string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-func (s *Service) limit(h string, until time.Time) {
+// limit holds the host until rl resets; a secondary limit that named no
+// time holds it a minute, then longer on each repeat, per GitHub's
+// guidance. It returns when the host is free again.
+func (s *Service) limit(h string, rl *github.RateLimitError) time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.limited == nil {
-		s.limited = map[string]time.Time{}
+		s.limited, s.secondary = map[string]time.Time{}, map[string]int{}
+	}
+	until := rl.Reset
+	if rl.Default {
+		s.secondary[h]++
+		until = s.now().Add(github.SecondaryWait(s.secondary[h]))
 	}
 	s.limited[h] = until
+	return until
+}
+
+// unlimited records a complete read of the host: the next secondary
+// limit is the first again.
+func (s *Service) unlimited(h string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.secondary, h)
 }
 
 // Sync reads every page of the source's open labelled issues now:
@@ -433,12 +508,12 @@ func (s *Service) sync(ctx context.Context, src *baton.Source) error {
 	if err != nil {
 		var rl *github.RateLimitError
 		if errors.As(err, &rl) {
-			s.limit(h, rl.Reset)
-			src.Sync.RateLimitReset = rl.Reset
+			src.Sync.RateLimitReset = s.limit(h, rl)
 		}
 		src.Sync.Error = baton.ErrorMessage(err)
 		return err
 	}
+	s.unlimited(h)
 	res := baton.SyncResult{Requests: listing.Requests, NotModified: listing.NotModified}
 	issues := listing.Issues()
 	res.Open = len(issues)
@@ -522,6 +597,10 @@ func (s *Service) bring(ctx context.Context, src *baton.Source, n int, title, ur
 		cps := append([]baton.Phase{}, src.Checkpoints...)
 		req.Settings.Checkpoints = &cps
 	}
+	if src.Draft != "" {
+		m := src.Draft
+		req.Settings.Draft = &m
+	}
 	d, created, err := s.Deliveries.Create(ctx, req)
 	if err != nil {
 		return false, err
@@ -567,7 +646,9 @@ func (s *Service) withdraw(ctx context.Context, src *baton.Source, si sqlstore.S
 
 // Run syncs sources as they fall due until ctx ends: every PollEvery of
 // the settings, never a source whose host's rate limit is in force, never
-// a paused one. It looks every tick (default 5s) so changed settings
+// a paused one; with each sync it reads the source's new comments and
+// reviews (PollComments). Every tick (default 5s) it applies feedback
+// that waited for its delivery, and looks again, so changed settings
 // apply without a restart.
 func (s *Service) Run(ctx context.Context, tick time.Duration) error {
 	if tick <= 0 {
@@ -576,6 +657,9 @@ func (s *Service) Run(ctx context.Context, tick time.Duration) error {
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
+		if err := s.ApplyDeferred(ctx); err != nil && ctx.Err() == nil {
+			s.log().Warn("intake: waiting feedback: " + baton.ErrorMessage(err))
+		}
 		s.pollDue(ctx)
 		select {
 		case <-ctx.Done():
@@ -606,6 +690,9 @@ func (s *Service) pollDue(ctx context.Context) {
 		}
 		if _, err := s.Sync(ctx, src.ID); err != nil && ctx.Err() == nil {
 			s.log().Warn("intake: sync of "+src.Repo+": "+baton.ErrorMessage(err), "source", src.ID)
+		}
+		if err := s.PollComments(ctx, src.ID); err != nil && ctx.Err() == nil {
+			s.log().Warn("intake: comments of "+src.Repo+": "+baton.ErrorMessage(err), "source", src.ID)
 		}
 	}
 }

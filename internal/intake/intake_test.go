@@ -382,3 +382,36 @@ func TestSyncBacksOffOnSecondaryRateLimit(t *testing.T) {
 		t.Errorf("sync after Retry-After: %v, %+v", err, got.Sync)
 	}
 }
+
+// A secondary rate limit without retry-after holds the host a minute,
+// not until the primary reset its x-ratelimit-reset names (an hour away
+// here), and longer on each repeat: 1, 2, 4 minutes. A complete read
+// starts over.
+func TestSecondaryLimitWithoutRetryAfterWaitsAMinuteGrowing(t *testing.T) {
+	e := newEnv(t)
+	e.addIssues(1, "baton")
+	src := e.addSource()
+	e.gh.Fail(issuesRoute, githubtest.SecondaryRateLimitNoRetryAfter())
+	for i, want := range []time.Duration{time.Minute, 2 * time.Minute, 4 * time.Minute} {
+		now := *e.now.Load()
+		got, err := e.sync(src)
+		var rl *github.RateLimitError
+		if !errors.As(err, &rl) || !rl.Secondary {
+			t.Fatalf("sync %d under a secondary limit: %v", i+1, err)
+		}
+		if wait := got.Sync.RateLimitReset.Sub(now); wait < want-time.Second || wait > want+time.Second {
+			t.Fatalf("sync %d: the host is held %s, want %s", i+1, wait, want)
+		}
+		e.advance(want + time.Second)
+	}
+	e.gh.ClearFailures()
+	if got, err := e.sync(src); err != nil || got.Sync.Result.Created != 1 {
+		t.Fatalf("sync after the waits: %v, %+v", err, got.Sync)
+	}
+	e.gh.Fail(issuesRoute, githubtest.SecondaryRateLimitNoRetryAfter())
+	now := *e.now.Load()
+	got, _ := e.sync(src)
+	if wait := got.Sync.RateLimitReset.Sub(now); wait > time.Minute+time.Second {
+		t.Errorf("after a complete read the next limit holds the host %s, want a minute again", wait)
+	}
+}

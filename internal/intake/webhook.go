@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"mime"
 	"net/url"
 	"strings"
 	"time"
@@ -43,13 +44,19 @@ type WebhookRequest struct {
 	Delivery string
 	// Signature is X-Hub-Signature-256.
 	Signature string
-	Body      []byte
+	// ContentType is the request's Content-Type: application/json, or
+	// application/x-www-form-urlencoded (GitHub's default, "form"), whose
+	// payload field holds the JSON. The signature is over Body as sent
+	// either way.
+	ContentType string
+	Body        []byte
 }
 
 // WebhookResult says what a webhook did.
 type WebhookResult struct {
 	// Outcome is "created", "exists", "closed", "ignored", "pong", or
-	// "duplicate" for a delivery already handled.
+	// "duplicate" for a delivery already handled; for a comment or review,
+	// "applied" or "deferred" (see FeedbackResult).
 	Outcome    string `json:"outcome"`
 	Reason     string `json:"reason,omitempty"`
 	SourceID   string `json:"source_id,omitempty"`
@@ -74,6 +81,31 @@ type Payload struct {
 	Label *struct {
 		Name string `json:"name"`
 	} `json:"label"`
+	// Comment is an issue_comment event's comment.
+	Comment *struct {
+		ID      int64  `json:"id"`
+		Body    string `json:"body"`
+		HTMLURL string `json:"html_url"`
+		User    user   `json:"user"`
+	} `json:"comment,omitempty"`
+	// Review and PullRequest are a pull_request_review event's.
+	Review *struct {
+		ID      int64  `json:"id"`
+		Body    string `json:"body"`
+		State   string `json:"state"`
+		HTMLURL string `json:"html_url"`
+		User    user   `json:"user"`
+	} `json:"review,omitempty"`
+	PullRequest *struct {
+		Number  int    `json:"number"`
+		HTMLURL string `json:"html_url"`
+	} `json:"pull_request,omitempty"`
+}
+
+// user is an account in a webhook; Type is User or Bot.
+type user struct {
+	Login string `json:"login"`
+	Type  string `json:"type"`
 }
 
 // ParsePayload reads a webhook body. Invalid when it is not a JSON
@@ -84,6 +116,28 @@ func ParsePayload(body []byte) (Payload, error) {
 		return p, baton.Errorf(baton.Invalid, "the webhook body is not a GitHub event: %s", baton.Truncate(err.Error(), 120, "…"))
 	}
 	return p, nil
+}
+
+// formType is the content type of a webhook GitHub sends as a form.
+const formType = "application/x-www-form-urlencoded"
+
+// EventJSON returns the JSON event of a webhook body: the body itself, or
+// for a form (GitHub's default content type) its payload field. Invalid
+// for a form without one.
+func EventJSON(contentType string, body []byte) ([]byte, error) {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil || !strings.EqualFold(mt, formType) {
+		return body, nil
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, baton.Errorf(baton.Invalid, "the webhook's form body does not parse: %s", baton.Truncate(err.Error(), 120, "…"))
+	}
+	p, ok := form["payload"]
+	if !ok || len(p) != 1 {
+		return nil, baton.Errorf(baton.Invalid, "the webhook's form body has no single payload field: GitHub sends the event there")
+	}
+	return []byte(p[0]), nil
 }
 
 // Verify checks a GitHub signature ("sha256=<hex HMAC of body>") in
@@ -113,8 +167,8 @@ func Sign(secret string, body []byte) string {
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }
 
-// Webhook handles one GitHub webhook delivery. The signature is checked
-// first, with the secret of the repository's source or the server's:
+// Webhook handles one GitHub webhook delivery, sent as JSON or as a form
+// (its payload field; see EventJSON). The signature is checked first, with the secret of the repository's source or the server's:
 // nothing is read or stored before that. Then the delivery is claimed in
 // the database: one already handled within ReplayWindow (by id, or by an
 // identical body) is "duplicate" and not acted on again. A ping, an event
@@ -126,7 +180,11 @@ func Sign(secret string, body []byte) string {
 // secret speaks for its own repository only.
 func (s *Service) Webhook(ctx context.Context, req WebhookRequest) (WebhookResult, error) {
 	body := req.Body
-	p, perr := ParsePayload(body)
+	event, perr := EventJSON(req.ContentType, body)
+	var p Payload
+	if perr == nil {
+		p, perr = ParsePayload(event)
+	}
 	var src *baton.Source
 	if perr == nil && p.Repository.FullName != "" {
 		var err error
@@ -201,8 +259,10 @@ func (s *Service) webhook(ctx context.Context, event string, p Payload, src *bat
 	case src.Paused:
 		r.Reason = "the source is paused"
 		return r, nil
+	case event == "issue_comment" || event == "pull_request_review":
+		return s.commentWebhook(ctx, event, p, src)
 	case event != "issues":
-		r.Reason = "baton acts on issues events only"
+		r.Reason = "baton acts on issues, issue_comment and pull_request_review events only"
 		return r, nil
 	case p.Issue == nil || p.Issue.Number <= 0:
 		return r, baton.Errorf(baton.Invalid, "an issues event without an issue")
@@ -274,6 +334,71 @@ func (s *Service) webhook(ctx context.Context, event string, p Payload, src *bat
 		if d, err := s.Deliveries.Current(ctx, si); err == nil && r.Outcome == "exists" && d.Phase == baton.PhaseClose {
 			r.Reason = fmt.Sprintf("issue #%d's delivery %s is closed, and a closed delivery is not reopened", is.Number, si)
 		}
+	}
+	return r, nil
+}
+
+// commentWebhook acts on a comment (issue_comment created) or a review
+// (pull_request_review submitted) of src's repository: see feedback. Its
+// issue or pull request must be in the repository.
+func (s *Service) commentWebhook(ctx context.Context, event string, p Payload, src *baton.Source) (WebhookResult, error) {
+	r := WebhookResult{Outcome: "ignored", SourceID: src.ID}
+	if err := s.store().SetCommentWebhook(ctx, src.ID, s.now()); err != nil {
+		return r, err
+	}
+	var ev commentEvent
+	var where string
+	switch {
+	case event == "issue_comment" && p.Action != "created":
+		r.Reason = "comment " + baton.Truncate(p.Action, 40, "…") + ": only a new comment asks"
+		return r, nil
+	case event == "pull_request_review" && p.Action != "submitted":
+		r.Reason = "review " + baton.Truncate(p.Action, 40, "…") + ": only a submitted review asks"
+		return r, nil
+	case event == "issue_comment":
+		if p.Comment == nil || p.Issue == nil {
+			r.Reason = "the event names no comment and issue"
+			return r, nil
+		}
+		c := p.Comment
+		ev = commentEvent{kind: "issue_comment", id: c.ID, author: c.User.Login, bot: c.User.Type == "Bot", body: c.Body, url: c.HTMLURL}
+		where = p.Issue.HTMLURL
+	default:
+		if p.Review == nil || p.PullRequest == nil {
+			r.Reason = "the event names no review and pull request"
+			return r, nil
+		}
+		rv := p.Review
+		ev = commentEvent{kind: "review", id: rv.ID, author: rv.User.Login, bot: rv.User.Type == "Bot", body: rv.Body, url: rv.HTMLURL, state: rv.State}
+		where = p.PullRequest.HTMLURL
+	}
+	ref, err := issueOf(src, where)
+	if err != nil {
+		return r, err
+	}
+	ev.number = ref.Number
+	if !s.asks(ev) {
+		r.Reason = "it does not mention " + s.handle() + " or request changes"
+		return r, nil
+	}
+	if s.GitHub == nil {
+		return r, baton.Errorf(baton.Unavailable, "this server was started without GitHub access, so comments cannot be acted on")
+	}
+	repo, err := github.ParseRepo(src.Repo)
+	if err != nil {
+		return r, err
+	}
+	c, err := s.GitHub(ctx, repo, src.APIURL)
+	if err != nil {
+		return r, err
+	}
+	fr, err := s.feedback(ctx, src, c, ev)
+	if err != nil {
+		return r, err
+	}
+	r.Outcome, r.Reason, r.DeliveryID = fr.Outcome, fr.Reason, fr.DeliveryID
+	if r.Outcome == "duplicate" {
+		r.Outcome = "ignored"
 	}
 	return r, nil
 }

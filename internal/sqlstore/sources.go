@@ -13,7 +13,7 @@ import (
 )
 
 const sourceCols = `id, repo, api_url, label, endpoint, checkpoints, agent, paused, webhook_secret, listing,
-	last_sync_at, last_ok_at, last_result, sync_error, rate_limit_reset, created_at, updated_at`
+	last_sync_at, last_ok_at, last_result, sync_error, rate_limit_reset, created_at, updated_at, draft, notify, comment_webhook_at, comments_polled_at`
 
 // encodeSourceCheckpoints keeps nil (the defaults) apart from none.
 func encodeSourceCheckpoints(ps []baton.Phase) string {
@@ -31,9 +31,18 @@ func (s *Store) sourceArgs(src *baton.Source) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	notify := ""
+	if !src.Notify.IsZero() {
+		b, err := json.Marshal(src.Notify)
+		if err != nil {
+			return nil, err
+		}
+		notify = string(b)
+	}
 	return []any{src.ID, src.Repo, src.APIURL, src.Label, string(src.Endpoint), encodeSourceCheckpoints(src.Checkpoints), src.Agent,
 		b2i(src.Paused), src.WebhookSecret, src.Listing, fmtTime(src.Sync.LastSyncAt), fmtTime(src.Sync.LastOKAt), string(res),
-		src.Sync.Error, fmtTime(src.Sync.RateLimitReset), fmtTime(src.CreatedAt), fmtTime(src.UpdatedAt)}, nil
+		src.Sync.Error, fmtTime(src.Sync.RateLimitReset), fmtTime(src.CreatedAt), fmtTime(src.UpdatedAt),
+		string(src.Draft), notify, fmtTime(src.CommentWebhookAt), fmtTime(src.CommentsPolledAt)}, nil
 }
 
 // CreateSource inserts src. Returns Conflict when the repository has a
@@ -46,7 +55,7 @@ func (s *Store) CreateSource(ctx context.Context, src *baton.Source) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.exec(ctx, `INSERT INTO sources (`+sourceCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...); err != nil {
+	if _, err := s.exec(ctx, `INSERT INTO sources (`+sourceCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...); err != nil {
 		if baton.ErrorCode(err) == baton.Conflict {
 			return baton.WrapError(baton.Conflict, err, "%s already has a source: `baton source list` shows it", src.Repo)
 		}
@@ -55,7 +64,9 @@ func (s *Store) CreateSource(ctx context.Context, src *baton.Source) error {
 	return nil
 }
 
-// UpdateSource writes every field of src. Returns NotFound.
+// UpdateSource writes every field of src but CommentWebhookAt and
+// CommentsPolledAt (SetCommentWebhook, SetCommentsPolled). Returns
+// NotFound.
 func (s *Store) UpdateSource(ctx context.Context, src *baton.Source) error {
 	if err := src.Validate(); err != nil {
 		return err
@@ -64,9 +75,12 @@ func (s *Store) UpdateSource(ctx context.Context, src *baton.Source) error {
 	if err != nil {
 		return err
 	}
+	// comment_webhook_at and comments_polled_at are left to their own
+	// setters: a sync that read the source earlier must not undo them.
+	args = args[:len(args)-2]
 	n, err := s.exec(ctx, `UPDATE sources SET repo = ?, api_url = ?, label = ?, endpoint = ?, checkpoints = ?, agent = ?, paused = ?,
 		webhook_secret = ?, listing = ?, last_sync_at = ?, last_ok_at = ?, last_result = ?, sync_error = ?, rate_limit_reset = ?,
-		created_at = ?, updated_at = ? WHERE id = ?`, append(args[1:], args[0])...)
+		created_at = ?, updated_at = ?, draft = ?, notify = ? WHERE id = ?`, append(args[1:], args[0])...)
 	if err != nil {
 		return fmt.Errorf("update source %s: %w", src.ID, err)
 	}
@@ -120,13 +134,19 @@ func scanSource(r Row) (*baton.Source, error) {
 	var (
 		src                                  baton.Source
 		endpoint, cps, res, ls, lo, rl, c, u string
+		draft, notify, cw, cp                string
 		paused                               int64
 	)
 	if err := r.Scan(&src.ID, &src.Repo, &src.APIURL, &src.Label, &endpoint, &cps, &src.Agent, &paused, &src.WebhookSecret,
-		&src.Listing, &ls, &lo, &res, &src.Sync.Error, &rl, &c, &u); err != nil {
+		&src.Listing, &ls, &lo, &res, &src.Sync.Error, &rl, &c, &u, &draft, &notify, &cw, &cp); err != nil {
 		return nil, err
 	}
-	src.Endpoint, src.Paused = baton.Phase(endpoint), paused != 0
+	src.Endpoint, src.Paused, src.Draft = baton.Phase(endpoint), paused != 0, baton.DraftMode(draft)
+	if notify != "" {
+		if err := json.Unmarshal([]byte(notify), &src.Notify); err != nil {
+			return nil, fmt.Errorf("source %s: decode notification targets: %w", src.ID, err)
+		}
+	}
 	switch cps {
 	case "":
 	case "none":
@@ -145,7 +165,7 @@ func scanSource(r Row) (*baton.Source, error) {
 	for _, t := range []struct {
 		s   string
 		dst *time.Time
-	}{{ls, &src.Sync.LastSyncAt}, {lo, &src.Sync.LastOKAt}, {rl, &src.Sync.RateLimitReset}, {c, &src.CreatedAt}, {u, &src.UpdatedAt}} {
+	}{{ls, &src.Sync.LastSyncAt}, {lo, &src.Sync.LastOKAt}, {rl, &src.Sync.RateLimitReset}, {c, &src.CreatedAt}, {u, &src.UpdatedAt}, {cw, &src.CommentWebhookAt}, {cp, &src.CommentsPolledAt}} {
 		if *t.dst, err = parseTime(t.s); err != nil {
 			return nil, err
 		}

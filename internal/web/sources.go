@@ -11,23 +11,29 @@ import (
 )
 
 type sourceJSON struct {
-	ID          string           `json:"id"`
-	Repo        string           `json:"repo"`
-	APIURL      string           `json:"api_url,omitempty"`
-	Label       string           `json:"label"`
-	Endpoint    string           `json:"endpoint,omitempty"`
-	Checkpoints []string         `json:"checkpoints"`
-	Agent       string           `json:"agent,omitempty"`
-	Paused      bool             `json:"paused"`
-	HasSecret   bool             `json:"webhook_secret_set"`
-	Sync        baton.SyncStatus `json:"sync"`
-	CreatedAt   time.Time        `json:"created_at"`
-	UpdatedAt   time.Time        `json:"updated_at"`
+	ID          string   `json:"id"`
+	Repo        string   `json:"repo"`
+	APIURL      string   `json:"api_url,omitempty"`
+	Label       string   `json:"label"`
+	Endpoint    string   `json:"endpoint,omitempty"`
+	Checkpoints []string `json:"checkpoints"`
+	Agent       string   `json:"agent,omitempty"`
+	Draft       string   `json:"draft,omitempty"`
+	Paused      bool     `json:"paused"`
+	HasSecret   bool     `json:"webhook_secret_set"`
+	// Notify says which notification targets the source has; where they
+	// are is never shown (a Slack URL is a credential).
+	NotifyWebhook bool             `json:"notify_webhook_set"`
+	NotifySlack   bool             `json:"notify_slack_set"`
+	Sync          baton.SyncStatus `json:"sync"`
+	CreatedAt     time.Time        `json:"created_at"`
+	UpdatedAt     time.Time        `json:"updated_at"`
 }
 
 func toSource(s *baton.Source) sourceJSON {
 	v := sourceJSON{ID: s.ID, Repo: s.Repo, APIURL: s.APIURL, Label: s.Label, Endpoint: string(s.Endpoint), Checkpoints: []string{},
-		Agent: s.Agent, Paused: s.Paused, HasSecret: s.WebhookSecret != "", Sync: s.Sync, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
+		Agent: s.Agent, Draft: string(s.Draft), Paused: s.Paused, HasSecret: s.WebhookSecret != "",
+		NotifyWebhook: s.Notify.WebhookURL != "", NotifySlack: s.Notify.SlackURL != "", Sync: s.Sync, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
 	for _, p := range s.Checkpoints {
 		v.Checkpoints = append(v.Checkpoints, string(p))
 	}
@@ -49,6 +55,7 @@ type SourceRequest struct {
 	Endpoint      *string   `json:"endpoint,omitempty"`
 	Checkpoints   *[]string `json:"checkpoints,omitempty"`
 	Agent         *string   `json:"agent,omitempty"`
+	Draft         *string   `json:"draft,omitempty"`
 	Paused        *bool     `json:"paused,omitempty"`
 	WebhookSecret *string   `json:"webhook_secret,omitempty"`
 }
@@ -68,7 +75,7 @@ func DecodeSource(b []byte) (SourceRequest, error) {
 
 func (v SourceRequest) input() intake.SourceInput {
 	return intake.SourceInput{Repo: v.Repo, Label: v.Label, Endpoint: v.Endpoint, Checkpoints: v.Checkpoints,
-		Agent: v.Agent, Paused: v.Paused, WebhookSecret: v.WebhookSecret}
+		Agent: v.Agent, Draft: v.Draft, Paused: v.Paused, WebhookSecret: v.WebhookSecret}
 }
 
 func (s *Server) intake() (*intake.Service, error) {
@@ -272,7 +279,7 @@ func (s *Server) githubWebhook(w http.ResponseWriter, r *http.Request) error {
 	}
 	res, err := in.Webhook(r.Context(), intake.WebhookRequest{
 		Event: r.Header.Get("X-GitHub-Event"), Delivery: r.Header.Get("X-GitHub-Delivery"),
-		Signature: r.Header.Get("X-Hub-Signature-256"), Body: b,
+		Signature: r.Header.Get("X-Hub-Signature-256"), ContentType: r.Header.Get("Content-Type"), Body: b,
 	})
 	switch {
 	case errors.Is(err, intake.ErrNoSignature), errors.Is(err, intake.ErrBadSignature):

@@ -3,8 +3,10 @@ package web_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -83,4 +85,63 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// GitHub's default webhook content type is a form: the event JSON is its
+// payload field, and the signature is over the form body as sent. Such a
+// webhook from a source with its own secret is acted on, not refused as
+// badly signed; a signed form without a payload is a 400.
+func TestWebhookRouteTakesFormBodies(t *testing.T) {
+	e := newEnv(t, sqlstore.SQLite)
+	if r := e.do("POST", "/api/sources", `{"repo":"Codertocat/Hello-World","webhook_secret":"source-secret"}`, true, nil); r.StatusCode != 201 {
+		t.Fatalf("add source = %d", r.StatusCode)
+	}
+	send := func(id, secret, body string) (int, string) {
+		req, _ := http.NewRequest("POST", e.srv.URL+"/api/webhooks/github", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("X-GitHub-Event", "issues")
+		req.Header.Set("X-GitHub-Delivery", id)
+		req.Header.Set("X-Hub-Signature-256", intake.Sign(secret, []byte(body)))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	event := `{"action":"labeled","label":{"name":"baton"},"repository":{"full_name":"Codertocat/Hello-World","html_url":"https://github.com/Codertocat/Hello-World"},` +
+		`"issue":{"number":1,"title":"Spelling error in the README file","state":"open","html_url":"https://github.com/Codertocat/Hello-World/issues/1","labels":[{"name":"baton"}]}}`
+	form := url.Values{"payload": {event}}.Encode()
+	if status, body := send("form-1", "source-secret", form); status != 202 || !strings.Contains(body, `"outcome":"created"`) {
+		t.Fatalf("form webhook = %d %s, want 202 created", status, body)
+	}
+	if list, _ := e.svc.List(t.Context(), baton.DeliveryFilter{}); len(list) != 1 {
+		t.Fatalf("%d deliveries, want 1", len(list))
+	}
+	// Without a payload there is no repository to find the source's
+	// secret by: the server's secret signs it.
+	if status, body := send("form-2", "whsec", "zen=hi"); status != 400 || !strings.Contains(body, "payload") {
+		t.Errorf("form without a payload = %d %s, want 400 naming the payload field", status, body)
+	}
+}
+
+// A request never chooses where baton's news goes: notification targets
+// in a source body are refused, and the source says only whether it has
+// them.
+func TestAPICannotSetNotificationTargets(t *testing.T) {
+	e := newEnv(t, sqlstore.SQLite)
+	var src struct {
+		ID            string
+		NotifyWebhook *bool `json:"notify_webhook_set"`
+	}
+	if r := e.do("POST", "/api/sources", `{"repo":"octo/app"}`, true, &src); r.StatusCode != 201 || src.NotifyWebhook == nil || *src.NotifyWebhook {
+		t.Fatalf("add = %d %+v", r.StatusCode, src)
+	}
+	for _, body := range []string{`{"notify":{"webhook_url":"https://evil.example/"}}`, `{"notify_webhook_url":"https://evil.example/"}`, `{"webhook_url":"https://evil.example/"}`} {
+		var ae apiError
+		if r := e.do("PATCH", "/api/sources/"+src.ID, body, true, &ae); r.StatusCode != 400 {
+			t.Errorf("PATCH %s = %d %+v, want 400", body, r.StatusCode, ae)
+		}
+	}
 }

@@ -151,3 +151,44 @@ func GraphQLRateLimited(reset time.Time) Failure {
 		"errors": []gqlError{{Type: "RATE_LIMITED", Message: "API rate limit already exceeded for user ID 1."}},
 	})
 }
+
+// GraphQLRateLimit is the GraphQL rate limit as GitHub has sent it
+// lately: HTTP 200, an error typed RATE_LIMIT with code
+// graphql_rate_limit, and x-ratelimit-reset at reset. GitHub's remaining
+// count need not be 0 in it; this one says 3.
+func GraphQLRateLimit(reset time.Time) Failure {
+	h := http.Header{}
+	h.Set("X-Ratelimit-Limit", "5000")
+	h.Set("X-Ratelimit-Remaining", "3")
+	h.Set("X-Ratelimit-Reset", strconv.FormatInt(reset.Unix(), 10))
+	h.Set("X-Ratelimit-Resource", "graphql")
+	return failure(http.StatusOK, h, map[string]any{
+		"errors": []gqlError{{Type: "RATE_LIMIT", Code: "graphql_rate_limit", Message: "API rate limit already exceeded for user ID 1."}},
+	})
+}
+
+// GraphQLExhausted is a GraphQL error answer of any other type sent with
+// x-ratelimit-remaining: 0 and x-ratelimit-reset at reset: the limit is
+// spent whatever the error says.
+func GraphQLExhausted(reset time.Time) Failure {
+	h := http.Header{}
+	h.Set("X-Ratelimit-Limit", "5000")
+	h.Set("X-Ratelimit-Remaining", "0")
+	h.Set("X-Ratelimit-Reset", strconv.FormatInt(reset.Unix(), 10))
+	h.Set("X-Ratelimit-Resource", "graphql")
+	return failure(http.StatusOK, h, map[string]any{
+		"errors": []gqlError{{Message: "Something went wrong while executing your query. This may be the result of a timeout, or it could be a GitHub bug."}},
+	})
+}
+
+// SecondaryRateLimitNoRetryAfter is a secondary rate limit answered with
+// 403 and no retry-after, as GitHub does for some: the response still
+// carries the primary limit's headers (x-ratelimit-reset up to an hour
+// ahead, remaining above 0), which do not say when to retry.
+func SecondaryRateLimitNoRetryAfter() Failure {
+	return failure(http.StatusForbidden, nil, errorBody{
+		Message:          "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+		DocumentationURL: "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
+		Status:           "403",
+	})
+}

@@ -19,6 +19,7 @@ var graphQLFields = []string{
 
 type gqlError struct {
 	Type      string        `json:"type,omitempty"`
+	Code      string        `json:"code,omitempty"`
 	Path      []any         `json:"path,omitempty"`
 	Locations []gqlLocation `json:"locations,omitempty"`
 	Message   string        `json:"message"`

@@ -101,6 +101,8 @@ type Comment struct {
 	Body      string
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// Reactions are what people and Apps reacted with, oldest first.
+	Reactions []Reaction
 }
 
 // ReviewComment is an inline comment on a pull request's diff.
@@ -140,7 +142,10 @@ type CheckRun struct {
 	DetailsURL string
 	Title      string // output.title
 	Summary    string // output.summary
-	StartedAt  time.Time
+	// App is the slug of the App that made the run through the API; ""
+	// for runs a test added (GitHub Actions').
+	App       string
+	StartedAt time.Time
 	// CompletedAt is set when Status becomes completed through
 	// UpdateCheckRun and left zero otherwise.
 	CompletedAt time.Time
@@ -155,7 +160,9 @@ type Status struct {
 	State       string // error, failure, pending, success
 	TargetURL   string
 	Description string
-	CreatedAt   time.Time
+	// Creator is who posted it through the API; "" for a test's.
+	Creator   string
+	CreatedAt time.Time
 }
 
 // repo is one repository's state.
@@ -172,6 +179,11 @@ type repo struct {
 	checkRuns   []*CheckRun
 	statuses    []*Status
 	counter     int // for generated SHAs
+	// noDrafts answers a draft pull request with 422, as GitHub does for a
+	// private repository on GitHub Free or Pro.
+	noDrafts bool
+	// roles are people's roles on the repository (SetPermission).
+	roles map[string]string
 }
 
 func (r *repo) fullName() string { return r.owner + "/" + r.name }
@@ -251,6 +263,17 @@ func (s *Server) AddRepo(full string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.repoLocked(full, true)
+}
+
+// DisallowDrafts makes the repository refuse draft pull requests, as
+// GitHub does for private repositories on GitHub Free and GitHub Pro:
+// creating one answers 422 "Draft pull requests are not supported in
+// this repository."
+func (s *Server) DisallowDrafts(full string) {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.repoLocked(full, true).noDrafts = true
 }
 
 // AddBranch points a branch at sha (generated when empty) and returns the
@@ -692,6 +715,36 @@ func (s *Server) AddStatus(full, ref string, st Status) Status {
 	st.SHA = sha
 	r.statuses = append(r.statuses, &st)
 	return st
+}
+
+// Statuses returns every commit status of a repository on ref (a SHA or
+// branch), oldest first, including those posted through the API.
+func (s *Server) Statuses(full, ref string) []Status {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.mustRepo(full)
+	sha, _ := r.resolve(ref)
+	var out []Status
+	for _, st := range r.statuses {
+		if st.SHA == sha {
+			out = append(out, *st)
+		}
+	}
+	return out
+}
+
+// CheckRuns returns every check run of a repository, oldest first,
+// including those an App made through the API.
+func (s *Server) CheckRuns(full string) []CheckRun {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []CheckRun
+	for _, cr := range s.mustRepo(full).checkRuns {
+		out = append(out, *cr)
+	}
+	return out
 }
 
 // resolve maps a ref to a SHA: a branch name, "heads/<branch>", or a

@@ -39,6 +39,8 @@ func (s *Server) routes() {
 		s.mux.HandleFunc(method+" "+p+path, fn)
 	}
 	h("GET /user", s.getUser)
+	h("GET /repos/{owner}/{repo}/installation", s.getInstallation)
+	h("POST /app/installations/{id}/access_tokens", s.createAccessToken)
 	h("GET /repos/{owner}/{repo}/pulls/{number}", s.getPull)
 	h("POST /repos/{owner}/{repo}/pulls", s.createPull)
 	h("GET /repos/{owner}/{repo}/pulls/{number}/files", s.listFiles)
@@ -50,6 +52,13 @@ func (s *Server) routes() {
 	h("GET /repos/{owner}/{repo}/issues/{number}/comments", s.listComments)
 	h("POST /repos/{owner}/{repo}/issues/{number}/comments", s.createComment)
 	h("GET /repos/{owner}/{repo}/commits/{rest...}", s.commitChecks)
+	h("POST /repos/{owner}/{repo}/statuses/{sha}", s.createStatus)
+	h("GET /repos/{owner}/{repo}/collaborators/{username}/permission", s.getPermission)
+	h("GET /repos/{owner}/{repo}/pulls/{number}/reviews", s.listReviews)
+	h("GET /repos/{owner}/{repo}/issues/comments", s.listRepoComments)
+	h("POST /repos/{owner}/{repo}/issues/comments/{id}/reactions", s.createReaction)
+	h("POST /repos/{owner}/{repo}/check-runs", s.createCheckRun)
+	h("PATCH /repos/{owner}/{repo}/check-runs/{id}", s.updateCheckRun)
 	s.mux.HandleFunc("POST "+s.gql, s.graphql)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "Not Found", docREST)
@@ -72,7 +81,7 @@ func (s *Server) urlsFor(r *http.Request) urls {
 func (s *Server) lookup(w http.ResponseWriter, r *http.Request, doc string) (*repo, int, bool) {
 	s.mu.Lock()
 	rp := s.repoLocked(r.PathValue("owner")+"/"+r.PathValue("repo"), false)
-	if rp == nil {
+	if rp == nil || !identityOf(r).sees(rp.fullName()) {
 		s.mu.Unlock()
 		writeError(w, http.StatusNotFound, "Not Found", doc)
 		return nil, 0, false
@@ -133,6 +142,11 @@ func page[T any](w http.ResponseWriter, r *http.Request, items []T) []T {
 }
 
 func (s *Server) getUser(w http.ResponseWriter, r *http.Request) {
+	if identityOf(r).install != nil {
+		// An installation token acts as the App, which is no user.
+		writeError(w, http.StatusForbidden, "Resource not accessible by integration", "https://docs.github.com/rest/users/users#get-the-authenticated-user")
+		return
+	}
 	s.mu.Lock()
 	u := s.urlsFor(r)
 	v := viewerJSON{userJSON: s.user(u, s.viewer), Name: strPtr(strings.ToUpper(s.viewer[:1]) + s.viewer[1:]),
@@ -289,6 +303,10 @@ func (s *Server) createPull(w http.ResponseWriter, r *http.Request) {
 		writeValidation(w, doc, fieldError{Resource: "PullRequest", Code: "custom",
 			Message: fmt.Sprintf("No commits between %s and %s", in.Base, head)})
 		return
+	case in.Draft != nil && *in.Draft && rp.noDrafts:
+		// GitHub's answer carries the message alone, no "errors" list.
+		writeError(w, http.StatusUnprocessableEntity, "Draft pull requests are not supported in this repository.", doc)
+		return
 	}
 	for _, n := range sortedKeys(rp.pulls) {
 		p := rp.pulls[n]
@@ -299,7 +317,7 @@ func (s *Server) createPull(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	p := PullRequest{Title: *in.Title, Head: head, HeadSHA: rp.branches[head], Base: in.Base,
-		BaseSHA: rp.branches[in.Base], Author: s.viewer}
+		BaseSHA: rp.branches[in.Base], Author: actor(r)}
 	if in.Body != nil {
 		p.Body = *in.Body
 	}
@@ -346,7 +364,7 @@ func (s *Server) createReview(w http.ResponseWriter, r *http.Request) {
 		writeValidation(w, docReviews, fieldError{Resource: "PullRequestReview", Field: "event", Code: "invalid"})
 		return
 	}
-	own := strings.EqualFold(p.Author, s.viewer)
+	own := strings.EqualFold(p.Author, actor(r))
 	switch {
 	case own && in.Event == "APPROVE":
 		writeUnprocessable(w, docReviews, "Review Can not approve your own pull request")
@@ -362,7 +380,7 @@ func (s *Server) createReview(w http.ResponseWriter, r *http.Request) {
 	if commit == "" {
 		commit = p.HeadSHA
 	}
-	rv := &Review{ID: s.id(), Author: s.viewer, Body: in.Body, State: state, Event: in.Event, CommitID: commit}
+	rv := &Review{ID: s.id(), Author: actor(r), Body: in.Body, State: state, Event: in.Event, CommitID: commit}
 	if state != "PENDING" {
 		rv.SubmittedAt = s.now()
 	}
@@ -410,7 +428,7 @@ func (s *Server) merge(w http.ResponseWriter, r *http.Request) {
 	default:
 		now := s.now()
 		p.Merged, p.State, p.MergedAt, p.ClosedAt, p.UpdatedAt = true, "closed", now, now, now
-		p.MergedBy, p.MergeMethod = s.viewer, method
+		p.MergedBy, p.MergeMethod = actor(r), method
 		p.MergeCommitSHA = rp.sha("merge")
 		rp.branches[p.Base] = p.MergeCommitSHA
 		if p.Base == DefaultBranch {
@@ -566,7 +584,7 @@ func (s *Server) createComment(w http.ResponseWriter, r *http.Request) {
 		writeValidation(w, docComments, fieldError{Resource: "IssueComment", Field: "body", Code: "missing_field"})
 		return
 	}
-	c := s.addComment(rp, n, Comment{Author: s.viewer, Body: in.Body})
+	c := s.addComment(rp, n, Comment{Author: actor(r), Body: in.Body})
 	u := s.urlsFor(r)
 	cj := s.commentJSON(u, rp, n, c)
 	w.Header().Set("Location", cj.URL)

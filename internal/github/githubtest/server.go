@@ -65,6 +65,13 @@ type Server struct {
 	nextID   int64
 	served   int
 	resetAt  time.Time
+
+	// GitHub Apps (app.go).
+	apps      map[int64]App
+	installs  []*installation
+	tokens    map[string]*installToken
+	tokenLife time.Duration
+	minted    []MintedToken
 }
 
 // Option configures a Server.
@@ -257,13 +264,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	})
 	s.served++
 	f := s.takeFailure(r.Method, apiPath, field)
-	authErr := s.checkAuth(r, apiPath, isGQL)
+	id, authErr := s.checkAuth(r, apiPath, isGQL)
 	stall := s.stallFor(r.Method, apiPath, field)
 	s.mu.Unlock()
 	if stall != nil {
 		stall.hold(w, r)
 		return
 	}
+	r = withIdentity(r, id)
 
 	s.rateHeaders(w, isGQL)
 	if f != nil {
@@ -314,34 +322,56 @@ type authError struct {
 	doc     string
 }
 
-// checkAuth applies RequireToken. Call with s.mu held.
-func (s *Server) checkAuth(r *http.Request, apiPath string, isGQL bool) *authError {
+// checkAuth applies RequireToken and Apps' credentials, and says who the
+// request acts as. Call with s.mu held.
+func (s *Server) checkAuth(r *http.Request, apiPath string, isGQL bool) (identity, *authError) {
+	person := identity{login: s.viewer}
 	given := ""
 	if a := r.Header.Get("Authorization"); a != "" {
 		scheme, tok, _ := strings.Cut(a, " ")
 		if !strings.EqualFold(scheme, "bearer") && !strings.EqualFold(scheme, "token") {
-			return &authError{http.StatusUnauthorized, "Bad credentials", docREST}
+			return person, &authError{http.StatusUnauthorized, "Bad credentials", docREST}
 		}
 		given = strings.TrimSpace(tok)
 	}
+	doc := docREST
+	if isGQL {
+		doc = docGraphQL
+	}
+	if appRoute(apiPath) {
+		// An App authenticates as itself with a JWT, and only here.
+		if given == "" || !looksLikeJWT(given) {
+			return person, &authError{http.StatusUnauthorized, errJWTDecode.Error(), docApps}
+		}
+		a, err := s.appAuth(given)
+		if err != nil {
+			return person, err
+		}
+		return identity{login: a.Bot(), app: a}, nil
+	}
+	if given != "" && looksLikeJWT(given) {
+		return person, &authError{http.StatusUnauthorized, "Bad credentials", doc}
+	}
+	if it, ok := s.tokens[given]; ok && given != "" {
+		if !time.Now().Before(it.expires) {
+			return person, &authError{http.StatusUnauthorized, "Bad credentials", doc}
+		}
+		return identity{login: it.bot, install: it}, nil
+	}
 	switch {
 	case given != "" && s.token != "" && given != s.token:
-		doc := docREST
-		if isGQL {
-			doc = docGraphQL
-		}
-		return &authError{http.StatusUnauthorized, "Bad credentials", doc}
+		return person, &authError{http.StatusUnauthorized, "Bad credentials", doc}
 	case given != "":
-		return nil
+		return person, nil
 	case isGQL:
-		return &authError{http.StatusUnauthorized, "This endpoint requires you to be authenticated.", docGraphQL}
+		return person, &authError{http.StatusUnauthorized, "This endpoint requires you to be authenticated.", docGraphQL}
 	case apiPath == "/user" || r.Method != http.MethodGet:
-		return &authError{http.StatusUnauthorized, "Requires authentication", docREST}
+		return person, &authError{http.StatusUnauthorized, "Requires authentication", docREST}
 	case s.token != "":
 		// A private world: without a token, repositories do not exist.
-		return &authError{http.StatusNotFound, "Not Found", docREST}
+		return person, &authError{http.StatusNotFound, "Not Found", docREST}
 	}
-	return nil
+	return person, nil
 }
 
 // Documentation URLs GitHub puts in error bodies.

@@ -549,6 +549,9 @@ func (s *Server) checkRunJSON(u urls, r *repo, cr *CheckRun) checkRunJSON {
 		App:          appJSON{ID: 15368, Slug: "github-actions", Name: "GitHub Actions", Owner: s.user(u, "github")},
 		PullRequests: []any{},
 	}
+	if cr.App != "" {
+		out.App = appJSON{ID: s.userID(cr.App), Slug: cr.App, Name: cr.App, Owner: s.user(u, r.owner)}
+	}
 	if cr.Status == "completed" {
 		out.Conclusion = strPtr(cr.Conclusion)
 		out.CompletedAt = tsPtr(cr.CompletedAt)
@@ -561,6 +564,13 @@ func (s *Server) statusJSON(u urls, r *repo, st *Status) statusJSON {
 		URL:       fmt.Sprintf("%s/statuses/%s", u.repoAPI(r), st.SHA),
 		AvatarURL: "https://avatars.githubusercontent.com/oa/4808?v=4", ID: st.ID, NodeID: nodeID("SC", itoa(int(st.ID))),
 		State: st.State, Description: strPtr(st.Description), TargetURL: strPtr(st.TargetURL), Context: st.Context,
-		CreatedAt: ts(st.CreatedAt), UpdatedAt: ts(st.CreatedAt), Creator: s.user(u, DefaultAuthor),
+		CreatedAt: ts(st.CreatedAt), UpdatedAt: ts(st.CreatedAt), Creator: s.user(u, cmpOr(st.Creator, DefaultAuthor)),
 	}
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
