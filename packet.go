@@ -124,12 +124,6 @@ func (p *Packet) SectionText(h string) string {
 	return s.Text()
 }
 
-// SetSection replaces the body of section h, or inserts the section where
-// the canonical order puts it (unknown headings go last).
-func (p *Packet) SetSection(h, body string) {
-	p.Sections = setSection(p.Sections, h, body, PacketSections)
-}
-
 func findSection(ss []Section, h string) (Section, bool) {
 	for _, s := range ss {
 		if s.Heading == h {
@@ -137,38 +131,4 @@ func findSection(ss []Section, h string) (Section, bool) {
 		}
 	}
 	return Section{}, false
-}
-
-// setSection replaces or inserts h, keeping canonical order for known
-// headings and leaving unknown sections where they are.
-func setSection(ss []Section, h, body string, order []string) []Section {
-	for i := range ss {
-		if ss[i].Heading == h {
-			ss[i].Body = body
-			return ss
-		}
-	}
-	rank := indexOf(order, h)
-	if rank < 0 {
-		return append(ss, Section{Heading: h, Body: body})
-	}
-	// Insert before the first canonical section that comes later.
-	for i, s := range ss {
-		if r := indexOf(order, s.Heading); r > rank {
-			ss = append(ss, Section{})
-			copy(ss[i+1:], ss[i:])
-			ss[i] = Section{Heading: h, Body: body}
-			return ss
-		}
-	}
-	return append(ss, Section{Heading: h, Body: body})
-}
-
-func indexOf(list []string, s string) int {
-	for i, v := range list {
-		if v == s {
-			return i
-		}
-	}
-	return -1
 }

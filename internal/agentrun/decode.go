@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"strings"
 )
 
@@ -37,16 +36,6 @@ func newDecoder(k kind, live *liveView) decoder {
 		d.scan = newObjectScanner(maxLineBytes, d.object, d.junk)
 		return d
 	}
-}
-
-// decodeStream runs d over all of r; it is how the fuzz tests, benchmarks
-// and replay tests drive a decoder without a process.
-func decodeStream(r io.Reader, d decoder) (*Result, bool, error) {
-	lr := newLineReader(r, maxLineBytes, nil)
-	err := eachLine(lr, d.line, d.tooLong)
-	res := &Result{ExitCode: 0}
-	found := d.finish(res)
-	return res, found, err
 }
 
 // sniffType returns the value of a leading "type" key without decoding

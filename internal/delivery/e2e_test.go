@@ -84,7 +84,12 @@ func newHarnessOn(t *testing.T, dialect sqlstore.Dialect, workers int, turns ...
 func (h *harness) work() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- h.q.Run(ctx, h.runner.Work) }()
+	go func() {
+		done <- h.q.Run(ctx, func(ctx context.Context, args queue.RunPhaseArgs, _ int) error {
+			_, err := h.runner.Run(ctx, args.DeliveryID, args.Phase, "")
+			return err
+		})
+	}()
 	h.t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

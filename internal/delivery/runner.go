@@ -74,13 +74,6 @@ func (e *canceledError) Error() string { return "canceled by " + e.by }
 // attempt for another reason (taken over after a lost heartbeat).
 var errLostClaim = errors.New("the attempt is no longer the delivery's")
 
-// Work is the queue handler: it runs the job's phase if it is still
-// pending, and does nothing for a stale job.
-func (r *Runner) Work(ctx context.Context, args queue.RunPhaseArgs, _ int) error {
-	_, err := r.Run(ctx, args.DeliveryID, args.Phase, "")
-	return err
-}
-
 // Run claims the pending phase of the delivery named ref and runs it to
 // the end. want is the phase a job was queued for. person is the actor
 // for `delivery run` (a person may start a waiting checkpoint phase); ""

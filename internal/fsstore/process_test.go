@@ -69,7 +69,14 @@ func helperRewrite() int {
 	for i := 0; ; i++ {
 		_, err := s.UpdatePacket(context.Background(), id, func(p *baton.Packet) error {
 			body := strings.Repeat(fmt.Sprintf("line %d of a long note\n", i), 2000+i%3000)
-			p.SetSection(baton.SectionNotes, "\n"+body)
+			// Replace the notes, or add them: a bigger or smaller file each time.
+			for i := range p.Sections {
+				if p.Sections[i].Heading == baton.SectionNotes {
+					p.Sections[i].Body = "\n" + body
+					return nil
+				}
+			}
+			p.Sections = append(p.Sections, baton.Section{Heading: baton.SectionNotes, Body: "\n" + body})
 			return nil
 		})
 		if err != nil {

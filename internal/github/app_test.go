@@ -91,7 +91,7 @@ func TestAppActsAsItsInstallation(t *testing.T) {
 	if err != nil || !v.App || v.Login != "baton-app[bot]" || v.String() != "baton-app[bot] (GitHub App)" {
 		t.Errorf("Viewer = %+v, %v; want the App's bot", v, err)
 	}
-	id, err := a.Identity(ctx, octo, "")
+	id, err := c.Identity(ctx)
 	if err != nil || id.Kind != "app" || !strings.Contains(id.Source, fmt.Sprintf("GitHub App %d, installation %d", appID, inst)) ||
 		!strings.Contains(strings.Join(id.May, ","), "pull_requests: write") {
 		t.Errorf("Identity = %+v, %v", id, err)

@@ -253,21 +253,6 @@ type Identity struct {
 	May []string `json:"may"`
 }
 
-// Identity reports who repo's client acts as (see Identity), with where
-// its token comes from. Errors are Client's and Client.Identity's.
-func (a Access) Identity(ctx context.Context, repo Repo, apiURL string) (Identity, error) {
-	c, err := a.Client(ctx, repo, apiURL)
-	if err != nil {
-		return Identity{}, err
-	}
-	id, err := c.Identity(ctx)
-	if c.Installation() == nil {
-		_, src, _ := ResolveToken(ctx, a.Getenv, repo.Host)
-		id.Source = strings.TrimSpace(src + " " + id.Source)
-	}
-	return id, err
-}
-
 // Identity reports who the client acts as: an App installation without a
 // request (its installation is known), a token with one (GET /user) that
 // names its account and, for a classic token, its OAuth scopes. A token

@@ -11,8 +11,6 @@ package intake
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -365,13 +363,6 @@ func repoName(r github.Repo) string {
 }
 
 func sourceID(repo string) string { return baton.DeliveryID("source", strings.ToLower(repo))[:8] }
-
-// NewSecret returns a random webhook secret.
-func NewSecret() string {
-	b := make([]byte, 20)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
 
 // listedIssue is what the cached listing keeps of an issue.
 type listedIssue struct {

@@ -10,18 +10,8 @@ import (
 	"github.com/baton-agent/baton/internal/sqlstore"
 )
 
-// OpenPostgres opens the queue on a PostgreSQL pool (sqlstore.OpenPostgres),
-// migrating River's tables and baton's. Nothing above this package
-// changes with the database: the same Tx, Store and Handler serve both.
-func OpenPostgres(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Queue, error) {
-	if err := sqlstore.MigratePostgres(ctx, pool); err != nil {
-		return nil, err
-	}
-	return openPostgres(ctx, pool, cfg)
-}
-
-// openPostgres is OpenPostgres on a database whose baton tables are
-// migrated.
+// openPostgres opens the queue on a PostgreSQL pool whose baton tables
+// are migrated: the same Tx, Store and Handler serve both databases.
 func openPostgres(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Queue, error) {
 	store := sqlstore.New(sqlstore.Postgres, sqlstore.Pgx(pool))
 	w := &phaseWorker{}
