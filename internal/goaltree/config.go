@@ -78,10 +78,10 @@ type fileConfig struct {
 // maxConfigInt keeps every count far from overflow.
 const maxConfigInt = 1 << 40
 
-// ParseConfig reads config.toml over the defaults. Unknown keys, wrong
+// parseConfig reads config.toml over the defaults. Unknown keys, wrong
 // types, and zero or negative numbers are Invalid errors that name the
 // key.
-func ParseConfig(data []byte) (Config, error) {
+func parseConfig(data []byte) (Config, error) {
 	c := DefaultConfig()
 	var fc fileConfig
 	md, err := toml.Decode(string(data), &fc)
@@ -138,8 +138,8 @@ func ParseConfig(data []byte) (Config, error) {
 		}
 		k.set(*k.v)
 	}
-	if c.MaxDepth > MaxTreeDepth {
-		return c, baton.Errorf(baton.Invalid, "config.toml: max_depth is %d, at most %d", c.MaxDepth, MaxTreeDepth)
+	if c.MaxDepth > maxTreeDepth {
+		return c, baton.Errorf(baton.Invalid, "config.toml: max_depth is %d, at most %d", c.MaxDepth, maxTreeDepth)
 	}
 	if fc.IterationTimeout != nil {
 		d, err := time.ParseDuration(strings.TrimSpace(*fc.IterationTimeout))
@@ -154,9 +154,9 @@ func ParseConfig(data []byte) (Config, error) {
 	return c, nil
 }
 
-// EncodeConfig renders c as a commented config.toml that ParseConfig reads
+// encodeConfig renders c as a commented config.toml that ParseConfig reads
 // back to c.
-func EncodeConfig(c Config) []byte {
+func encodeConfig(c Config) []byte {
 	var b strings.Builder
 	w := func(comment, key, value string) {
 		fmt.Fprintf(&b, "\n# %s\n%s = %s\n", comment, key, value)

@@ -11,7 +11,7 @@ import (
 )
 
 func TestParseConfigDefaults(t *testing.T) {
-	c, err := ParseConfig(nil)
+	c, err := parseConfig(nil)
 	if err != nil {
 		t.Fatalf("ParseConfig(empty) error: %v", err)
 	}
@@ -40,7 +40,7 @@ log_max_bytes = 4096
 max_children = 3
 max_depth = 2
 `
-	c, err := ParseConfig([]byte(in))
+	c, err := parseConfig([]byte(in))
 	if err != nil {
 		t.Fatalf("ParseConfig error: %v", err)
 	}
@@ -49,9 +49,9 @@ max_depth = 2
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("ParseConfig mismatch (-want +got):\n%s", diff)
 	}
-	again, err := ParseConfig(EncodeConfig(c))
+	again, err := parseConfig(encodeConfig(c))
 	if err != nil {
-		t.Fatalf("ParseConfig(EncodeConfig(c)) error: %v\n%s", err, EncodeConfig(c))
+		t.Fatalf("ParseConfig(EncodeConfig(c)) error: %v\n%s", err, encodeConfig(c))
 	}
 	if diff := cmp.Diff(c, again); diff != "" {
 		t.Errorf("EncodeConfig round trip mismatch (-want +got):\n%s", diff)
@@ -79,7 +79,7 @@ func TestParseConfigErrorsNameTheKey(t *testing.T) {
 		{`pass_env = ["GH TOKEN"]`, "pass_env"},
 	}
 	for _, tt := range tests {
-		_, err := ParseConfig([]byte(tt.in))
+		_, err := parseConfig([]byte(tt.in))
 		if baton.ErrorCode(err) != baton.Invalid || !strings.Contains(err.Error(), tt.key) {
 			t.Errorf("ParseConfig(%s) = %v, want an Invalid error naming %s", tt.in, err, tt.key)
 		}
@@ -88,11 +88,11 @@ func TestParseConfigErrorsNameTheKey(t *testing.T) {
 
 func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("agent = \"codex\"\nmax_attempts = 2\niteration_timeout = \"10m\"\n"))
-	f.Add(EncodeConfig(DefaultConfig()))
+	f.Add(encodeConfig(DefaultConfig()))
 	f.Add([]byte("agent_args = [\"a\", \"\\u0000\"]\nguard = 'x'\n"))
 	f.Add([]byte("[x]\ny = 1"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := ParseConfig(data)
+		c, err := parseConfig(data)
 		if err != nil {
 			if baton.ErrorCode(err) != baton.Invalid {
 				t.Fatalf("ParseConfig error %v is not Invalid", err)
@@ -103,7 +103,7 @@ func FuzzParseConfig(f *testing.F) {
 			c.PromptBudgetTokens < 0 || c.LogMaxBytes <= 0 || c.MaxChildren <= 0 || c.MaxDepth <= 0 {
 			t.Fatalf("ParseConfig accepted %+v", c)
 		}
-		again, err := ParseConfig(EncodeConfig(c))
+		again, err := parseConfig(encodeConfig(c))
 		if err != nil {
 			t.Fatalf("ParseConfig(EncodeConfig(%+v)) error: %v", c, err)
 		}

@@ -32,8 +32,8 @@ type Inputs struct {
 
 func (in Inputs) node() *Node { return in.Selection.Node }
 
-// GoalText is the body of goal.md and of the prompt's Goal section.
-func GoalText(n *Node) string {
+// goalText is the body of goal.md and of the prompt's Goal section.
+func goalText(n *Node) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "title: %s\n", oneLine(n.Title))
 	fmt.Fprintf(&b, "goal: %s\n", strings.TrimSpace(n.Goal))
@@ -47,10 +47,10 @@ func GoalText(n *Node) string {
 	return b.String()
 }
 
-// WriteContext clears dir and writes the iteration's ephemeral files:
+// writeContext clears dir and writes the iteration's ephemeral files:
 // goal.md always, history.md only with a history, failure.md only with a
 // failure.
-func WriteContext(dir string, in Inputs) error {
+func writeContext(dir string, in Inputs) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("clear %s: %w", dir, err)
 	}
@@ -60,9 +60,9 @@ func WriteContext(dir string, in Inputs) error {
 	files := []struct {
 		name, heading, body string
 	}{
-		{GoalContext, "# Goal", GoalText(in.node())},
-		{HistoryContext, "# History (previous attempt)", in.History},
-		{FailureContext, "# Failure (previous attempt)", in.Failure},
+		{goalContext, "# Goal", goalText(in.node())},
+		{historyContext, "# History (previous attempt)", in.History},
+		{failureContext, "# Failure (previous attempt)", in.Failure},
 	}
 	for _, f := range files {
 		if strings.TrimSpace(f.body) == "" {
@@ -78,42 +78,42 @@ func WriteContext(dir string, in Inputs) error {
 
 // Section keys, in prompt order.
 const (
-	SectionContract    = "contract"
-	SectionGoal        = "goal"
-	SectionHistory     = "history"
-	SectionFailure     = "failure"
-	SectionSelected    = "selected"
-	SectionTree        = "tree"
-	SectionAssumptions = "assumptions"
-	SectionQuestions   = "questions"
-	SectionOutput      = "output"
+	sectionContract    = "contract"
+	sectionGoal        = "goal"
+	sectionHistory     = "history"
+	sectionFailure     = "failure"
+	sectionSelected    = "selected"
+	sectionTree        = "tree"
+	sectionAssumptions = "assumptions"
+	sectionQuestions   = "questions"
+	sectionOutput      = "output"
 )
 
-// Sections returns the nine sections of seed 002, in its order. Over
+// sections returns the nine sections of seed 002, in its order. Over
 // budget they drop tree first, then assumptions, questions, history and
 // failure; contract, goal, selected and output always stay, and the
 // contract and output bookends are never cut.
-func Sections(in Inputs) []prompt.Section {
+func sections(in Inputs) []prompt.Section {
 	return []prompt.Section{
-		{Key: SectionContract, Heading: "## Runner Contract", Body: contractText(in), Bookend: true},
-		{Key: SectionGoal, Heading: "## Goal", Body: GoalText(in.node()), Required: true},
-		{Key: SectionHistory, Heading: "## History (previous attempt)", Body: in.History, DropRank: 4},
-		{Key: SectionFailure, Heading: "## Failure (previous attempt)", Body: in.Failure, DropRank: 5},
-		{Key: SectionSelected, Heading: "## Selected Node", Body: selectedText(in), Required: true},
-		{Key: SectionTree, Heading: "## Tree Summary", Body: Summary(in.Tree, in.node().ID, DefaultSummaryNodes), DropRank: 1},
-		{Key: SectionAssumptions, Heading: "## Assumptions", Body: in.Assumptions, DropRank: 2},
-		{Key: SectionQuestions, Heading: "## Open Questions", Body: in.Questions, DropRank: 3},
-		{Key: SectionOutput, Heading: "## Output Contract", Body: outputText(in), Bookend: true},
+		{Key: sectionContract, Heading: "## Runner Contract", Body: contractText(in), Bookend: true},
+		{Key: sectionGoal, Heading: "## Goal", Body: goalText(in.node()), Required: true},
+		{Key: sectionHistory, Heading: "## History (previous attempt)", Body: in.History, DropRank: 4},
+		{Key: sectionFailure, Heading: "## Failure (previous attempt)", Body: in.Failure, DropRank: 5},
+		{Key: sectionSelected, Heading: "## Selected Node", Body: selectedText(in), Required: true},
+		{Key: sectionTree, Heading: "## Tree Summary", Body: Summary(in.Tree, in.node().ID, DefaultSummaryNodes), DropRank: 1},
+		{Key: sectionAssumptions, Heading: "## Assumptions", Body: in.Assumptions, DropRank: 2},
+		{Key: sectionQuestions, Heading: "## Open Questions", Body: in.Questions, DropRank: 3},
+		{Key: sectionOutput, Heading: "## Output Contract", Body: outputText(in), Bookend: true},
 	}
 }
 
-// BuildPrompt renders the sections under opts.
-func BuildPrompt(in Inputs, opts prompt.Options) (*prompt.Pack, error) {
-	return prompt.Build(Sections(in), opts)
+// buildPrompt renders the sections under opts.
+func buildPrompt(in Inputs, opts prompt.Options) (*prompt.Pack, error) {
+	return prompt.Build(sections(in), opts)
 }
 
 func contractText(in Inputs) string {
-	state := Dir + "/" + StateDir + "/"
+	state := dir + "/" + stateDir + "/"
 	return fmt.Sprintf(`You are one fresh session of baton's goal-tree runner (run %s, iteration %d). The runner works through a tree of tasks one leaf at a time; this session works on the selected node below and nothing else.
 
 - Work only on the selected node. Other nodes belong to other sessions, before or after you.
@@ -123,10 +123,10 @@ func contractText(in Inputs) string {
 - Stay on the current branch and do not rewrite history. The runner commits everything when you finish; committing yourself is allowed.
 - For reference, %s/%s/ holds this session's goal (and history or failure) as files; this prompt already contains them.`,
 		in.RunID, in.Iter,
-		state, AssumptionsFile, state, QuestionsFile,
-		state, TreeFile, RunStateFile, ConfigFile,
+		state, assumptionsFile, state, questionsFile,
+		state, treeFile, runStateFile, ConfigFile,
 		guardText(in.Guard),
-		Dir, ContextDir)
+		dir, contextDir)
 }
 
 func guardText(guard string) string {
@@ -162,7 +162,7 @@ const childShape = `{"title": "...", "goal": "...", "acceptance": ["..."], "next
 
 func outputText(in Inputs) string {
 	n := in.node()
-	if n.Next == NextDecompose {
+	if n.Next == nextDecompose {
 		return fmt.Sprintf(`This is a decompose node: split it into children that, done in order, achieve its goal. Do not implement them.
 
 End your session with a final message that is only this JSON object:

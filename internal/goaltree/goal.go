@@ -12,14 +12,14 @@ import (
 type NodeNext string
 
 const (
-	// NextExecute asks an agent to do the node's work.
-	NextExecute NodeNext = "execute"
-	// NextDecompose asks an agent to split the node into children.
-	NextDecompose NodeNext = "decompose"
+	// nextExecute asks an agent to do the node's work.
+	nextExecute NodeNext = "execute"
+	// nextDecompose asks an agent to split the node into children.
+	nextDecompose NodeNext = "decompose"
 )
 
 // Valid reports whether n is execute or decompose.
-func (n NodeNext) Valid() bool { return n == NextExecute || n == NextDecompose }
+func (n NodeNext) Valid() bool { return n == nextExecute || n == nextDecompose }
 
 // Node is one task of a goal tree; the tree is its root node. A node with
 // children is internal: it passes when all of them pass. A leaf passes only
@@ -41,9 +41,9 @@ type Node struct {
 	Children    []*Node  `json:"children"`
 }
 
-// MaxTreeDepth bounds how deep a goal tree may nest (the root is depth 0).
+// maxTreeDepth bounds how deep a goal tree may nest (the root is depth 0).
 // It keeps recursion sane whatever a tree file holds.
-const MaxTreeDepth = 32
+const maxTreeDepth = 32
 
 // IsLeaf reports whether n has no children.
 func (n *Node) IsLeaf() bool { return len(n.Children) == 0 }
@@ -175,8 +175,8 @@ func (n *Node) Problems() []NodeProblem {
 				}
 			}
 		}
-		if depth >= MaxTreeDepth && !node.IsLeaf() {
-			add("the tree is nested deeper than %d levels", MaxTreeDepth)
+		if depth >= maxTreeDepth && !node.IsLeaf() {
+			add("the tree is nested deeper than %d levels", maxTreeDepth)
 			return false
 		}
 		return true
@@ -205,11 +205,11 @@ func problemsError(what string, ps []NodeProblem) error {
 	return baton.Errorf(baton.Invalid, "%s: %s", what, strings.Join(msgs, "; "))
 }
 
-// CheckTreeUpdate enforces what holds between a tree and its successor:
+// checkTreeUpdate enforces what holds between a tree and its successor:
 // a node that passed in before is still in after, under the same parent,
 // with the same fields and, for an internal node, the same children. It
 // returns an Invalid error naming each changed node, or nil.
-func CheckTreeUpdate(before, after *Node) error {
+func checkTreeUpdate(before, after *Node) error {
 	type place struct {
 		node   *Node
 		parent string
@@ -271,26 +271,26 @@ func sameNode(a, b *Node) bool {
 type StepStatus string
 
 const (
-	StatusDone        StepStatus = "done"
-	StatusRetry       StepStatus = "retry"
-	StatusDecomposed  StepStatus = "decomposed"
-	StatusAgentError  StepStatus = "agent_error"
-	StatusRunnerError StepStatus = "runner_error"
+	statusDone        StepStatus = "done"
+	statusRetry       StepStatus = "retry"
+	statusDecomposed  StepStatus = "decomposed"
+	statusAgentError  StepStatus = "agent_error"
+	statusRunnerError StepStatus = "runner_error"
 )
 
 // AgentReported reports whether s is one of the statuses an agent may
 // answer with.
 func (s StepStatus) AgentReported() bool {
-	return s == StatusDone || s == StatusRetry || s == StatusDecomposed
+	return s == statusDone || s == statusRetry || s == statusDecomposed
 }
 
 // GuardResult is what the guard command said. It runs only after done.
 type GuardResult string
 
 const (
-	GuardPass    GuardResult = "pass"
-	GuardFail    GuardResult = "fail"
-	GuardSkipped GuardResult = "skipped"
+	guardPass    GuardResult = "pass"
+	guardFail    GuardResult = "fail"
+	guardSkipped GuardResult = "skipped"
 )
 
 // RunState is the goal-tree runner's memory between iterations,
@@ -316,8 +316,8 @@ type RunState struct {
 	Totals   RunTotals `json:"totals"`
 }
 
-// RunStateVersion is the run_state.json layout baton writes.
-const RunStateVersion = 1
+// runStateVersion is the run_state.json layout baton writes.
+const runStateVersion = 1
 
 // Feedback is the agent-attributed outcome of the last iteration: the
 // seed's last_status, last_summary and last_guard, tied to a node and an
@@ -333,13 +333,13 @@ type Feedback struct {
 // History reports whether the next attempt at the node gets a history
 // (the last summary): after a retry or an agent error.
 func (f *Feedback) History() bool {
-	return f != nil && (f.Status == StatusRetry || f.Status == StatusAgentError)
+	return f != nil && (f.Status == statusRetry || f.Status == statusAgentError)
 }
 
 // Failure reports whether the next attempt gets the guard's failure: after
 // done and a failed guard.
 func (f *Feedback) Failure() bool {
-	return f != nil && f.Status == StatusDone && f.Guard == GuardFail
+	return f != nil && f.Status == statusDone && f.Guard == guardFail
 }
 
 // IterationRecord is one iteration's outcome, as committed.
@@ -383,7 +383,7 @@ func (s *RunState) Validate() error {
 		return baton.Errorf(baton.Invalid, "run %s: next_iter is %d, want 1 or more", s.RunID, s.NextIter)
 	}
 	if f := s.Feedback; f != nil {
-		if !baton.ValidID(f.Node) || (!f.Status.AgentReported() && f.Status != StatusAgentError) {
+		if !baton.ValidID(f.Node) || (!f.Status.AgentReported() && f.Status != statusAgentError) {
 			return baton.Errorf(baton.Invalid, "run %s: feedback names node %q with status %q", s.RunID, f.Node, f.Status)
 		}
 	}

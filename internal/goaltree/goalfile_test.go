@@ -16,7 +16,7 @@ func TestParseGoalFile(t *testing.T) {
 		t.Fatalf("ParseGoalFile error: %v", err)
 	}
 	want := &GoalFile{
-		ID: "jwt-auth", Next: NextExecute, Title: "Add JWT authentication",
+		ID: "jwt-auth", Next: nextExecute, Title: "Add JWT authentication",
 		Goal:       "Protect the API with JWT tokens.\n\n## Context\nThe API is in api/.",
 		Acceptance: []string{"POST /login returns a token", "protected routes need a valid token", "tokens expire after 24h"},
 	}

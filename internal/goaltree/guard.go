@@ -46,7 +46,7 @@ type guardSpec struct {
 // error, a runner error, only when the guard could not be run at all or
 // ctx was canceled.
 func runGuard(ctx context.Context, g guardSpec) (guardOutcome, error) {
-	out := guardOutcome{Result: GuardFail, ExitCode: -1}
+	out := guardOutcome{Result: guardFail, ExitCode: -1}
 	if g.Timeout <= 0 {
 		out.TimedOut = true
 		return out, writeGuardLog(g, "[baton: no time left in the iteration for the guard]\n")
@@ -73,7 +73,7 @@ func runGuard(ctx context.Context, g guardSpec) (guardOutcome, error) {
 		return out, err
 	}
 	if res.Passed() {
-		out.Result = GuardPass
+		out.Result = guardPass
 	}
 	note := fmt.Sprintf("[baton: exit status %d after %s]\n", out.ExitCode, out.Duration.Round(time.Millisecond))
 	if out.TimedOut {

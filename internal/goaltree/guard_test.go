@@ -21,11 +21,11 @@ func TestRunGuard(t *testing.T) {
 		return out, string(b), err
 	}
 	out, log, err := run(`echo "$GUARD_VAR"; echo oops >&2`, time.Minute, 1<<20)
-	if err != nil || out.Result != GuardPass || !strings.Contains(log, "seen\noops\n") || !strings.Contains(log, "[baton: exit status 0") {
+	if err != nil || out.Result != guardPass || !strings.Contains(log, "seen\noops\n") || !strings.Contains(log, "[baton: exit status 0") {
 		t.Errorf("passing guard = %+v, %v, log %q", out, err, log)
 	}
 	out, log, err = run(`printf 'line %s\n' $(seq 1 3000); exit 3`, time.Minute, 100)
-	if err != nil || out.Result != GuardFail || out.ExitCode != 3 || !out.Truncated {
+	if err != nil || out.Result != guardFail || out.ExitCode != 3 || !out.Truncated {
 		t.Errorf("failing guard = %+v, %v", out, err)
 	}
 	if !strings.Contains(log, "log truncated at 100 bytes") || len(log) > 400 {
@@ -39,14 +39,14 @@ func TestRunGuard(t *testing.T) {
 	}
 	start := time.Now()
 	out, _, err = run(`sleep 60 & sleep 60`, 300*time.Millisecond, 1<<20)
-	if err != nil || out.Result != GuardFail || !out.TimedOut || time.Since(start) > 20*time.Second {
+	if err != nil || out.Result != guardFail || !out.TimedOut || time.Since(start) > 20*time.Second {
 		t.Errorf("slow guard = %+v, %v after %s; want a timed-out failure", out, err, time.Since(start))
 	}
 	if text := out.failureText("x"); !strings.Contains(text, "did not finish") {
 		t.Errorf("failureText of a timeout = %q", text)
 	}
 	out, _, err = run(`true`, 0, 1<<20)
-	if err != nil || out.Result != GuardFail || !out.TimedOut {
+	if err != nil || out.Result != guardFail || !out.TimedOut {
 		t.Errorf("guard with no time left = %+v, %v", out, err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())

@@ -18,8 +18,8 @@ import (
 // RootID is the id of a tree's root node.
 const RootID = "root"
 
-// BranchPrefix starts the name of the branch `baton run init` creates.
-const BranchPrefix = "runner/"
+// branchPrefix starts the name of the branch `baton run init` creates.
+const branchPrefix = "runner/"
 
 // InitOptions say how to scaffold a run.
 type InitOptions struct {
@@ -53,7 +53,7 @@ func Init(ctx context.Context, l Layout, o InitOptions) (*InitResult, error) {
 		return nil, err
 	}
 	defer unlock()
-	if _, err := os.Stat(l.State(TreeFile)); err == nil && !o.Force {
+	if _, err := os.Stat(l.State(treeFile)); err == nil && !o.Force {
 		st, _ := l.LoadRunState()
 		name := ""
 		if st != nil {
@@ -76,7 +76,7 @@ func Init(ctx context.Context, l Layout, o InitOptions) (*InitResult, error) {
 		Next: o.Goal.Next, MaxAttempts: o.Config.MaxAttempts, Children: []*Node{},
 	}
 	if root.Next == "" {
-		root.Next = NextDecompose
+		root.Next = nextDecompose
 	}
 	if root.Acceptance == nil {
 		root.Acceptance = []string{}
@@ -92,7 +92,7 @@ func Init(ctx context.Context, l Layout, o InitOptions) (*InitResult, error) {
 		if err != nil {
 			return nil, gitError(err, "read the current branch")
 		}
-		want := BranchPrefix + id
+		want := branchPrefix + id
 		if !o.NoBranch && branch != want {
 			exists, err := repo.LocalBranchExists(ctx, want)
 			if err != nil {
@@ -109,7 +109,7 @@ func Init(ctx context.Context, l Layout, o InitOptions) (*InitResult, error) {
 		res.Branch = branch
 	}
 
-	st := &RunState{SchemaVersion: RunStateVersion, RunID: id, Branch: res.Branch, CreatedAt: o.Now.UTC().Truncate(time.Second), NextIter: 1}
+	st := &RunState{SchemaVersion: runStateVersion, RunID: id, Branch: res.Branch, CreatedAt: o.Now.UTC().Truncate(time.Second), NextIter: 1}
 	for _, d := range []string{l.State(""), l.Context(""), filepath.Dir(l.Iteration(id, 1))} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("create %s: %w", d, err)
@@ -121,11 +121,11 @@ func Init(ctx context.Context, l Layout, o InitOptions) (*InitResult, error) {
 		replace bool // written even when present (with Force)
 	}{
 		{l.Gitignore(), []byte(gitignore), true},
-		{l.State(ConfigFile), EncodeConfig(o.Config), true},
-		{l.State(TreeFile), Encode(root), true},
-		{l.State(RunStateFile), encodeJSON(st), true},
-		{l.State(AssumptionsFile), []byte(assumptionsTemplate), false},
-		{l.State(QuestionsFile), []byte(questionsTemplate), false},
+		{l.State(ConfigFile), encodeConfig(o.Config), true},
+		{l.State(treeFile), encode(root), true},
+		{l.State(runStateFile), encodeJSON(st), true},
+		{l.State(assumptionsFile), []byte(assumptionsTemplate), false},
+		{l.State(questionsFile), []byte(questionsTemplate), false},
 	}
 	for _, f := range files {
 		if !f.replace {

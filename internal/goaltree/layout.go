@@ -7,37 +7,37 @@ import (
 	"github.com/baton-agent/baton/internal/fsstore"
 )
 
-// Dir is the runner's directory, relative to the project root.
-const Dir = fsstore.Dir + "/runner"
+// dir is the runner's directory, relative to the project root.
+const dir = fsstore.Dir + "/runner"
 
 // Files under the runner's directory.
 const (
-	StateDir      = "state"
-	ContextDir    = "context"    // ephemeral, cleared every iteration, gitignored
+	stateDir      = "state"
+	contextDir    = "context"    // ephemeral, cleared every iteration, gitignored
 	IterationsDir = "iterations" // per-iteration logs, gitignored
 
-	TreeFile        = "tree.json"
-	RunStateFile    = "run_state.json"
+	treeFile        = "tree.json"
+	runStateFile    = "run_state.json"
 	ConfigFile      = "config.toml"
-	AssumptionsFile = "assumptions.md"
-	QuestionsFile   = "questions.md"
+	assumptionsFile = "assumptions.md"
+	questionsFile   = "questions.md"
 
-	GoalContext    = "goal.md"
-	HistoryContext = "history.md"
-	FailureContext = "failure.md"
+	goalContext    = "goal.md"
+	historyContext = "history.md"
+	failureContext = "failure.md"
 )
 
 // Files in an iteration's log directory, next to those agentrun writes
 // there (prompt.txt, argv.json, events.jsonl or stdout.log, stderr.log).
 const (
 	MetaLog        = "meta.json"
-	OutputLog      = "output.json"
+	outputLog      = "output.json"
 	GuardLog       = "guard.log"
-	FailureLog     = "failure.log"
-	AgentErrorLog  = "agent_error.log"
-	RunnerErrorLog = "runner_error.log"
-	TreeBeforeLog  = "tree.before.json"
-	TreeAfterLog   = "tree.after.json"
+	failureLog     = "failure.log"
+	agentErrorLog  = "agent_error.log"
+	runnerErrorLog = "runner_error.log"
+	treeBeforeLog  = "tree.before.json"
+	treeAfterLog   = "tree.after.json"
 )
 
 // gitignore keeps the ephemeral and per-machine files out of commits.
@@ -49,13 +49,13 @@ type Layout struct {
 }
 
 // Dir returns <root>/.agent/context/runner.
-func (l Layout) Dir() string { return filepath.Join(l.Root, filepath.FromSlash(Dir)) }
+func (l Layout) Dir() string { return filepath.Join(l.Root, filepath.FromSlash(dir)) }
 
 // State returns the path of a file in state/.
-func (l Layout) State(name string) string { return filepath.Join(l.Dir(), StateDir, name) }
+func (l Layout) State(name string) string { return filepath.Join(l.Dir(), stateDir, name) }
 
 // Context returns the path of a file in context/.
-func (l Layout) Context(name string) string { return filepath.Join(l.Dir(), ContextDir, name) }
+func (l Layout) Context(name string) string { return filepath.Join(l.Dir(), contextDir, name) }
 
 // Iteration returns the log directory of iteration iter of run.
 func (l Layout) Iteration(run string, iter int) string {

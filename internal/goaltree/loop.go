@@ -11,11 +11,11 @@ import (
 type LoopOutcome string
 
 const (
-	LoopComplete LoopOutcome = "complete" // every leaf passed: exit 0
+	loopComplete LoopOutcome = "complete" // every leaf passed: exit 0
 	LoopStuck    LoopOutcome = "stuck"    // a leaf is out of attempts: exit 3
 	LoopLimit    LoopOutcome = "limit"    // max_iterations reached: exit 1
 	LoopError    LoopOutcome = "error"    // a runner error or a refusal: exit 1
-	LoopOpen     LoopOutcome = "open"     // one step ran and work remains: exit 0
+	loopOpen     LoopOutcome = "open"     // one step ran and work remains: exit 0
 )
 
 // LoopReport sums up a loop, or a single step.
@@ -54,8 +54,8 @@ func (r *Runner) Loop(ctx context.Context, maxIterations int) (*LoopReport, erro
 			return rep, err
 		}
 		switch s.State {
-		case Complete:
-			rep.Outcome = LoopComplete
+		case complete:
+			rep.Outcome = loopComplete
 			return rep, r.finish(rep)
 		case Stuck:
 			rep.Outcome, rep.StuckNode = LoopStuck, s.StuckNode
@@ -79,12 +79,12 @@ func (r *Runner) StepOnce(ctx context.Context) (*LoopReport, error) {
 		rep.Outcome = LoopError
 		_ = r.finish(rep)
 		return rep, err
-	case s.State == Complete:
-		rep.Outcome = LoopComplete
+	case s.State == complete:
+		rep.Outcome = loopComplete
 	case s.State == Stuck:
 		rep.Outcome, rep.StuckNode = LoopStuck, s.StuckNode
 	default:
-		rep.Outcome = LoopOpen
+		rep.Outcome = loopOpen
 	}
 	return rep, r.finish(rep)
 }
@@ -118,11 +118,11 @@ func (r *Runner) finish(rep *LoopReport) error {
 func (rep *LoopReport) SummaryLine() string {
 	var b strings.Builder
 	what := map[LoopOutcome]string{
-		LoopComplete: "complete",
+		loopComplete: "complete",
 		LoopStuck:    "stuck on node " + rep.StuckNode + " (out of attempts)",
 		LoopLimit:    "stopped at the iteration limit",
 		LoopError:    "stopped by an error",
-		LoopOpen:     "open",
+		loopOpen:     "open",
 	}[rep.Outcome]
 	fmt.Fprintf(&b, "baton run %s: %s; %d passed, %d open, %d stuck", rep.RunID, what, rep.Counts.Passed, rep.Counts.Open, rep.Counts.Stuck)
 	fmt.Fprintf(&b, "; %d iteration%s in %s", rep.Iterations, plural(rep.Iterations), rep.Wall.Round(time.Second))

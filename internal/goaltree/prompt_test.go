@@ -39,7 +39,7 @@ func sampleInputs() Inputs {
 
 func TestPromptSectionOrderGolden(t *testing.T) {
 	in := sampleInputs()
-	pack, err := BuildPrompt(in, prompt.Options{})
+	pack, err := buildPrompt(in, prompt.Options{})
 	if err != nil {
 		t.Fatalf("BuildPrompt error: %v", err)
 	}
@@ -55,7 +55,7 @@ func TestPromptSectionOrderGolden(t *testing.T) {
 
 func TestPromptTightBudgetGolden(t *testing.T) {
 	in := sampleInputs()
-	full, err := BuildPrompt(in, prompt.Options{})
+	full, err := buildPrompt(in, prompt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestPromptTightBudgetGolden(t *testing.T) {
 	// Room for all but the tree, assumptions and questions: seed 002 drops
 	// those first, in that order, and keeps history and failure.
 	budget := len(full.Text) - size["tree"] - size["assumptions"] - size["questions"]
-	pack, err := BuildPrompt(in, prompt.Options{BudgetBytes: budget})
+	pack, err := buildPrompt(in, prompt.Options{BudgetBytes: budget})
 	if err != nil {
 		t.Fatalf("BuildPrompt(budget %d) error: %v", budget, err)
 	}
@@ -85,7 +85,7 @@ func TestPromptTightBudgetGolden(t *testing.T) {
 	if diff := cmp.Diff(want, outcomes(pack)); diff != "" {
 		t.Errorf("outcomes at budget %d mismatch (-want +got):\n%s", budget, diff)
 	}
-	pack, err = BuildPrompt(in, prompt.Options{BudgetBytes: budget - 1})
+	pack, err = buildPrompt(in, prompt.Options{BudgetBytes: budget - 1})
 	if err != nil || outcomes(pack)["history"] != "dropped" || outcomes(pack)["failure"] != "kept" {
 		t.Errorf("one byte less should drop history before failure: %v, %v", outcomes(pack), err)
 	}
@@ -93,7 +93,7 @@ func TestPromptTightBudgetGolden(t *testing.T) {
 	// Tighter still: every droppable section is gone and the last section
 	// that is not a bookend is cut, on a rune boundary, with a marker.
 	budget -= size["history"] + size["failure"] + 30
-	pack, err = BuildPrompt(in, prompt.Options{BudgetBytes: budget})
+	pack, err = buildPrompt(in, prompt.Options{BudgetBytes: budget})
 	if err != nil {
 		t.Fatalf("BuildPrompt(budget %d) error: %v", budget, err)
 	}
@@ -114,16 +114,16 @@ func TestPromptTightBudgetGolden(t *testing.T) {
 	golden.CheckString(t, "prompt_tight.golden", pack.Text+"\n-- report --\n"+string(report)+"\n")
 
 	// Too tight for the required sections: a clear Invalid error.
-	if _, err := BuildPrompt(in, prompt.Options{BudgetBytes: 500}); baton.ErrorCode(err) != baton.Invalid || !strings.Contains(err.Error(), "too small") {
+	if _, err := buildPrompt(in, prompt.Options{BudgetBytes: 500}); baton.ErrorCode(err) != baton.Invalid || !strings.Contains(err.Error(), "too small") {
 		t.Errorf("BuildPrompt(500) = %v, want an Invalid 'too small' error", err)
 	}
 }
 
 func TestPromptDecomposeContract(t *testing.T) {
 	root := leaf("root", 0)
-	root.Next = NextDecompose
+	root.Next = nextDecompose
 	in := Inputs{RunID: "r", Iter: 1, Tree: root, Selection: Select(root), Guard: "make ci", Limits: Limits{MaxChildren: 5, MaxDepth: 1, MaxAttempts: 3}}
-	pack, err := BuildPrompt(in, prompt.Options{})
+	pack, err := buildPrompt(in, prompt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

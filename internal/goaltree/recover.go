@@ -38,11 +38,11 @@ func (r *Runner) checkBranch(ctx context.Context, repo *gitx.Repo, st *RunState)
 	}
 	switch {
 	case branch == "":
-		return "", baton.Errorf(baton.Conflict, "HEAD is detached: switch to the run's branch (git switch %s)", firstNonEmpty(st.Branch, BranchPrefix+st.RunID))
+		return "", baton.Errorf(baton.Conflict, "HEAD is detached: switch to the run's branch (git switch %s)", firstNonEmpty(st.Branch, branchPrefix+st.RunID))
 	case st.Branch != "" && branch != st.Branch:
-		return "", baton.Errorf(baton.Conflict, "run %s works on branch %s but HEAD is on %s: git switch %s (or set \"branch\" in %s)", st.RunID, st.Branch, branch, st.Branch, r.Layout.rel(r.Layout.State(RunStateFile)))
+		return "", baton.Errorf(baton.Conflict, "run %s works on branch %s but HEAD is on %s: git switch %s (or set \"branch\" in %s)", st.RunID, st.Branch, branch, st.Branch, r.Layout.rel(r.Layout.State(runStateFile)))
 	case (branch == "main" || branch == "master") && !r.AllowMain:
-		return "", baton.Errorf(baton.Conflict, "refusing to run on %s: the runner commits every iteration; work on a branch (baton run init creates %s%s) or pass --allow-main", branch, BranchPrefix, st.RunID)
+		return "", baton.Errorf(baton.Conflict, "refusing to run on %s: the runner commits every iteration; work on a branch (baton run init creates %s%s) or pass --allow-main", branch, branchPrefix, st.RunID)
 	}
 	return branch, nil
 }
@@ -103,7 +103,7 @@ func (r *Runner) checkClean(ctx context.Context, repo *gitx.Repo) error {
 	var dirty []string
 	for _, c := range changes {
 		p := c.Path
-		if strings.HasPrefix(p, runnerDir+"/"+ContextDir+"/") || strings.HasPrefix(p, runnerDir+"/"+IterationsDir+"/") ||
+		if strings.HasPrefix(p, runnerDir+"/"+contextDir+"/") || strings.HasPrefix(p, runnerDir+"/"+IterationsDir+"/") ||
 			p == runnerDir+"/.gitignore" || (strings.HasPrefix(p, runnerDir+"/") && strings.HasSuffix(p, ".lock")) {
 			continue
 		}
@@ -156,10 +156,10 @@ func (r *Runner) recoverInterrupted(ctx context.Context, repo *gitx.Repo, st *Ru
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("create %s: %w", dir, err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, RunnerErrorLog), []byte(msg+"\n"), 0o644); err != nil {
-		return "", fmt.Errorf("write %s: %w", RunnerErrorLog, err)
+	if err := os.WriteFile(filepath.Join(dir, runnerErrorLog), []byte(msg+"\n"), 0o644); err != nil {
+		return "", fmt.Errorf("write %s: %w", runnerErrorLog, err)
 	}
-	rec := &IterationRecord{Iter: f.Iter, Node: f.Node, Status: StatusRunnerError, Guard: GuardSkipped, Attempt: f.Attempt, Error: "interrupted", At: r.now().UTC().Truncate(time.Second)}
+	rec := &IterationRecord{Iter: f.Iter, Node: f.Node, Status: statusRunnerError, Guard: guardSkipped, Attempt: f.Attempt, Error: "interrupted", At: r.now().UTC().Truncate(time.Second)}
 	st.Last, st.InFlight, st.NextIter = rec, nil, f.Iter+1
 	st.Totals.Iterations++
 	if err := l.SaveRunState(st); err != nil {
@@ -168,7 +168,7 @@ func (r *Runner) recoverInterrupted(ctx context.Context, repo *gitx.Repo, st *Ru
 	if err := l.ensureGitignore(); err != nil {
 		return "", err
 	}
-	c, err := repo.CommitAll(ctx, CommitMessage(st.RunID, rec))
+	c, err := repo.CommitAll(ctx, commitMessage(st.RunID, rec))
 	if err != nil {
 		return "", gitError(err, "commit the interrupted iteration %d (it is recorded; the next step commits it)", f.Iter)
 	}
@@ -185,19 +185,19 @@ func (r *Runner) recoverInterrupted(ctx context.Context, repo *gitx.Repo, st *Ru
 // started: its tree.before.json, else the tree committed at HEAD.
 func (r *Runner) treeBefore(ctx context.Context, repo *gitx.Repo, dir string) (*Node, error) {
 	l := r.Layout
-	if b, err := os.ReadFile(filepath.Join(dir, TreeBeforeLog)); err == nil {
-		if t, err := Decode(b); err == nil {
+	if b, err := os.ReadFile(filepath.Join(dir, treeBeforeLog)); err == nil {
+		if t, err := decode(b); err == nil {
 			return t, nil
 		}
 	}
-	b, ok, err := repo.FileAtHead(ctx, l.rel(l.State(TreeFile)))
+	b, ok, err := repo.FileAtHead(ctx, l.rel(l.State(treeFile)))
 	if err != nil {
-		return nil, gitError(err, "read %s at HEAD", TreeFile)
+		return nil, gitError(err, "read %s at HEAD", treeFile)
 	}
 	if !ok {
-		return nil, baton.Errorf(baton.Invalid, "cannot recover the interrupted iteration: %s is gone and HEAD has no %s; restore the tree by hand, then clear in_flight in %s", filepath.Join(dir, TreeBeforeLog), TreeFile, l.rel(l.State(RunStateFile)))
+		return nil, baton.Errorf(baton.Invalid, "cannot recover the interrupted iteration: %s is gone and HEAD has no %s; restore the tree by hand, then clear in_flight in %s", filepath.Join(dir, treeBeforeLog), treeFile, l.rel(l.State(runStateFile)))
 	}
-	t, err := Decode(b)
+	t, err := decode(b)
 	if err != nil {
 		return nil, baton.WrapError(baton.Invalid, err, "cannot recover the interrupted iteration: the tree at HEAD is invalid")
 	}
@@ -212,9 +212,9 @@ func (r *Runner) recoverUncommitted(ctx context.Context, repo *gitx.Repo, st *Ru
 		return "", nil
 	}
 	l := r.Layout
-	b, ok, err := repo.FileAtHead(ctx, l.rel(l.State(RunStateFile)))
+	b, ok, err := repo.FileAtHead(ctx, l.rel(l.State(runStateFile)))
 	if err != nil {
-		return "", gitError(err, "read %s at HEAD", RunStateFile)
+		return "", gitError(err, "read %s at HEAD", runStateFile)
 	}
 	if ok {
 		var head RunState
@@ -225,7 +225,7 @@ func (r *Runner) recoverUncommitted(ctx context.Context, repo *gitx.Repo, st *Ru
 	if err := l.ensureGitignore(); err != nil {
 		return "", err
 	}
-	c, err := repo.CommitAll(ctx, CommitMessage(st.RunID, st.Last))
+	c, err := repo.CommitAll(ctx, commitMessage(st.RunID, st.Last))
 	if err != nil {
 		return "", gitError(err, "commit iteration %d, which was recorded but not committed", st.Last.Iter)
 	}

@@ -34,12 +34,12 @@ const (
 	maxResultBytes  = 1 << 20
 )
 
-// DecodeResult parses the agent's final JSON strictly: an object with a
+// decodeResult parses the agent's final JSON strictly: an object with a
 // status of done, retry or decomposed, a string summary, and children
 // that are null, absent or a list of child objects; no other fields.
 // Errors are Invalid: the output is unparsable, which is a runner error,
 // never the agent's attempt.
-func DecodeResult(data []byte) (*Result, error) {
+func decodeResult(data []byte) (*Result, error) {
 	if len(data) > maxResultBytes {
 		return nil, baton.Errorf(baton.Invalid, "agent result is %d bytes, more than the %d allowed", len(data), maxResultBytes)
 	}
@@ -74,7 +74,7 @@ const childProperties = `{
         "additionalProperties": false
       }`
 
-// Schema returns the JSON Schema of the agent's result, given to the agent
+// schema returns the JSON schema of the agent's result, given to the agent
 // CLI (claude --json-schema, codex --output-schema) and checked by
 // agentrun. Children may be null, as the output contract asks of every
 // answer but a decomposition. With strict set every property is required,
@@ -83,7 +83,7 @@ const childProperties = `{
 // Semantic rules (children only when decomposing, caps) are checked by
 // CheckResult, so breaking them is the agent's error, not unparsable
 // output.
-func Schema(strict bool) []byte {
+func schema(strict bool) []byte {
 	required := `["status", "summary"]`
 	if strict {
 		required = `["status", "summary", "children"]`
@@ -113,29 +113,29 @@ type Limits struct {
 	MaxAttempts int
 }
 
-// CheckResult checks an agent's result against the node it worked on, at
+// checkResult checks an agent's result against the node it worked on, at
 // depth in the tree. A non-empty return is the agent's error, in words the
 // next session can act on; it spends an attempt.
-func CheckResult(node *Node, depth int, r *Result, lim Limits) string {
+func checkResult(node *Node, depth int, r *Result, lim Limits) string {
 	switch node.Next {
-	case NextExecute:
+	case nextExecute:
 		switch r.Status {
-		case StatusDecomposed:
+		case statusDecomposed:
 			return fmt.Sprintf("node %s is an execute node: do its work and answer done or retry; decomposed is only for decompose nodes", node.ID)
-		case StatusDone, StatusRetry:
+		case statusDone, statusRetry:
 			if len(r.Children) > 0 {
 				return fmt.Sprintf("a %s answer must not carry children (got %d): only a decompose node gets children", r.Status, len(r.Children))
 			}
 		}
-	case NextDecompose:
+	case nextDecompose:
 		switch r.Status {
-		case StatusDone:
+		case statusDone:
 			return fmt.Sprintf("node %s is a decompose node: answer decomposed with its children, or retry", node.ID)
-		case StatusRetry:
+		case statusRetry:
 			if len(r.Children) > 0 {
 				return fmt.Sprintf("a retry answer must not carry children (got %d): answer decomposed to add them", len(r.Children))
 			}
-		case StatusDecomposed:
+		case statusDecomposed:
 			return checkChildren(depth, r.Children, lim)
 		}
 	}
@@ -181,7 +181,7 @@ func checkChildren(depth int, kids []ChildSpec, lim Limits) string {
 		switch {
 		case !c.Next.Valid():
 			bad("next is %q, want execute or decompose", c.Next)
-		case c.Next == NextDecompose && depth+1 >= lim.MaxDepth:
+		case c.Next == nextDecompose && depth+1 >= lim.MaxDepth:
 			bad("next must be execute: the tree may not grow deeper than %d levels", lim.MaxDepth)
 		}
 		if !utf8.ValidString(c.Title + c.Goal + strings.Join(c.Acceptance, "")) {

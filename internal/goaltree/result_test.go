@@ -29,7 +29,7 @@ func TestDecodeResult(t *testing.T) {
 		{``, nil},
 	}
 	for _, tt := range tests {
-		got, err := DecodeResult([]byte(tt.in))
+		got, err := decodeResult([]byte(tt.in))
 		if tt.want == nil {
 			if baton.ErrorCode(err) != baton.Invalid {
 				t.Errorf("DecodeResult(%s) = %+v, %v; want an Invalid error", tt.in, got, err)
@@ -63,12 +63,12 @@ func TestSchemaAgreesWithDecode(t *testing.T) {
 		{`{"status":"done","summary":"s","children":null,"extra":1}`, false, false, false},
 	}
 	for _, tt := range tests {
-		strictErr := agentrun.Validate(Schema(true), []byte(tt.doc))
-		looseErr := agentrun.Validate(Schema(false), []byte(tt.doc))
+		strictErr := agentrun.Validate(schema(true), []byte(tt.doc))
+		looseErr := agentrun.Validate(schema(false), []byte(tt.doc))
 		if (strictErr == nil) != tt.strict || (looseErr == nil) != tt.loose {
 			t.Errorf("Validate(%s) = strict %v, lenient %v; want ok %v, %v", tt.doc, strictErr, looseErr, tt.strict, tt.loose)
 		}
-		if _, err := DecodeResult([]byte(tt.doc)); (err == nil) != tt.decodes {
+		if _, err := decodeResult([]byte(tt.doc)); (err == nil) != tt.decodes {
 			t.Errorf("DecodeResult(%s) = %v, want ok %v", tt.doc, err, tt.decodes)
 		}
 	}
@@ -78,9 +78,9 @@ func TestCheckResult(t *testing.T) {
 	lim := Limits{MaxChildren: 3, MaxDepth: 3, MaxAttempts: 2}
 	exec := leaf("1", 1)
 	dec := leaf("2", 2)
-	dec.Next = NextDecompose
+	dec.Next = nextDecompose
 	child := func(title string) ChildSpec {
-		return ChildSpec{Title: title, Goal: "g", Acceptance: []string{"a"}, Next: NextExecute}
+		return ChildSpec{Title: title, Goal: "g", Acceptance: []string{"a"}, Next: nextExecute}
 	}
 	tests := []struct {
 		name  string
@@ -108,7 +108,7 @@ func TestCheckResult(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := CheckResult(tt.node, tt.depth, &tt.res, lim)
+			got := checkResult(tt.node, tt.depth, &tt.res, lim)
 			if tt.want == "" && got != "" || tt.want != "" && !strings.Contains(got, tt.want) {
 				t.Errorf("CheckResult() = %q, want %q", got, tt.want)
 			}
@@ -121,7 +121,7 @@ func FuzzDecodeResult(f *testing.F) {
 	f.Add([]byte(`{"status":"decomposed","summary":"s","children":[{"title":"A","goal":"g","acceptance":["x"],"next":"execute"}]}`))
 	f.Add([]byte(`{"status":"retry","summary":"s","children":[{"title":"","goal":"","acceptance":[""],"next":"x"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := DecodeResult(data)
+		r, err := decodeResult(data)
 		if err != nil {
 			if baton.ErrorCode(err) != baton.Invalid {
 				t.Fatalf("DecodeResult error %v is not Invalid", err)
@@ -132,26 +132,26 @@ func FuzzDecodeResult(f *testing.F) {
 			t.Fatalf("DecodeResult accepted status %q", r.Status)
 		}
 		lim := Limits{MaxChildren: 4, MaxDepth: 3, MaxAttempts: 2}
-		for _, next := range []NodeNext{NextExecute, NextDecompose} {
+		for _, next := range []NodeNext{nextExecute, nextDecompose} {
 			before := leaf("root", 0)
 			before.Next = next
-			agentErr := CheckResult(before, 0, r, lim)
-			if r.Status == StatusDecomposed && next == NextExecute && agentErr == "" {
+			agentErr := checkResult(before, 0, r, lim)
+			if r.Status == statusDecomposed && next == nextExecute && agentErr == "" {
 				t.Fatalf("CheckResult accepted decomposed on an execute node")
 			}
 			// Whatever CheckResult accepts, Update turns into a valid tree.
-			guard := GuardSkipped
-			if r.Status == StatusDone {
-				guard = GuardPass
+			guard := guardSkipped
+			if r.Status == statusDone {
+				guard = guardPass
 			}
-			after, v, err := Update(before, "root", r, agentErr, guard, lim)
+			after, v, err := update(before, "root", r, agentErr, guard, lim)
 			if err != nil {
 				t.Fatalf("Update after CheckResult %q: %v", agentErr, err)
 			}
 			if err := after.Validate(); err != nil {
 				t.Fatalf("Update produced an invalid tree: %v", err)
 			}
-			if v.AttemptSpent == v.Passed && v.Status != StatusDecomposed {
+			if v.AttemptSpent == v.Passed && v.Status != statusDecomposed {
 				t.Fatalf("Update verdict %+v both or neither passed and spent", v)
 			}
 		}

@@ -30,13 +30,13 @@ func (l Layout) readState(name string) ([]byte, error) {
 
 // LoadTree reads and validates state/tree.json.
 func (l Layout) LoadTree() (*Node, error) {
-	b, err := l.readState(TreeFile)
+	b, err := l.readState(treeFile)
 	if err != nil {
 		return nil, err
 	}
-	t, err := Decode(b)
+	t, err := decode(b)
 	if err != nil {
-		return nil, baton.WrapError(baton.Invalid, err, "%s: fix it, then check with `baton run validate`", l.rel(l.State(TreeFile)))
+		return nil, baton.WrapError(baton.Invalid, err, "%s: fix it, then check with `baton run validate`", l.rel(l.State(treeFile)))
 	}
 	return t, nil
 }
@@ -44,7 +44,7 @@ func (l Layout) LoadTree() (*Node, error) {
 // TreeProblems reads state/tree.json and lists every problem, for `baton
 // run validate`. A file that does not parse is one problem on the root.
 func (l Layout) TreeProblems() ([]NodeProblem, *Node, error) {
-	b, err := l.readState(TreeFile)
+	b, err := l.readState(treeFile)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -57,25 +57,25 @@ func (l Layout) TreeProblems() ([]NodeProblem, *Node, error) {
 
 // SaveTree writes state/tree.json canonically.
 func (l Layout) SaveTree(t *Node) error {
-	return safefile.WriteAtomic(l.State(TreeFile), Encode(t), 0o644)
+	return safefile.WriteAtomic(l.State(treeFile), encode(t), 0o644)
 }
 
 // LoadRunState reads and validates state/run_state.json.
 func (l Layout) LoadRunState() (*RunState, error) {
-	b, err := l.readState(RunStateFile)
+	b, err := l.readState(runStateFile)
 	if err != nil {
 		return nil, err
 	}
-	s, err := DecodeRunState(b)
+	s, err := decodeRunState(b)
 	if err != nil {
-		return nil, baton.WrapError(baton.Invalid, err, "%s is not valid", l.rel(l.State(RunStateFile)))
+		return nil, baton.WrapError(baton.Invalid, err, "%s is not valid", l.rel(l.State(runStateFile)))
 	}
 	return s, nil
 }
 
-// DecodeRunState parses run_state.json strictly and validates it. Errors
+// decodeRunState parses run_state.json strictly and validates it. Errors
 // are Invalid.
-func DecodeRunState(data []byte) (*RunState, error) {
+func decodeRunState(data []byte) (*RunState, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var s *RunState
@@ -96,7 +96,7 @@ func DecodeRunState(data []byte) (*RunState, error) {
 
 // SaveRunState writes state/run_state.json.
 func (l Layout) SaveRunState(s *RunState) error {
-	return safefile.WriteAtomic(l.State(RunStateFile), encodeJSON(s), 0o644)
+	return safefile.WriteAtomic(l.State(runStateFile), encodeJSON(s), 0o644)
 }
 
 // LoadStateAndTree reads run_state.json and tree.json, what every view of
@@ -112,7 +112,7 @@ func (l Layout) LoadStateAndTree() (*RunState, *Node, error) {
 		// half written; the next step puts back the copy taken before it.
 		return nil, nil, &baton.Error{Code: baton.Conflict, Err: err, Message: fmt.Sprintf(
 			"iteration %d was interrupted and left %s unreadable: `baton run step` restores it from %s before going on",
-			st.InFlight.Iter, l.rel(l.State(TreeFile)), l.rel(filepath.Join(l.Iteration(st.RunID, st.InFlight.Iter), TreeBeforeLog)))}
+			st.InFlight.Iter, l.rel(l.State(treeFile)), l.rel(filepath.Join(l.Iteration(st.RunID, st.InFlight.Iter), treeBeforeLog)))}
 	}
 	if err != nil {
 		return nil, nil, err
@@ -126,7 +126,7 @@ func (l Layout) LoadConfig() (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	c, err := ParseConfig(b)
+	c, err := parseConfig(b)
 	if err != nil {
 		return c, baton.WrapError(baton.Invalid, err, "%s", l.rel(l.State(ConfigFile)))
 	}

@@ -12,11 +12,11 @@ import (
 func TestDecodeRunState(t *testing.T) {
 	st := &RunState{
 		SchemaVersion: 1, RunID: "calc", Branch: "runner/calc", CreatedAt: time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC), NextIter: 3,
-		Feedback: &Feedback{Iter: 2, Node: "1", Status: StatusRetry, Guard: GuardSkipped, Summary: "half"},
-		Last:     &IterationRecord{Iter: 2, Node: "1", Status: StatusRetry, Guard: GuardSkipped, Attempt: 1},
+		Feedback: &Feedback{Iter: 2, Node: "1", Status: statusRetry, Guard: guardSkipped, Summary: "half"},
+		Last:     &IterationRecord{Iter: 2, Node: "1", Status: statusRetry, Guard: guardSkipped, Attempt: 1},
 		InFlight: &InFlight{Iter: 3, Node: "1", Attempt: 2},
 	}
-	got, err := DecodeRunState(encodeJSON(st))
+	got, err := decodeRunState(encodeJSON(st))
 	if err != nil {
 		t.Fatalf("DecodeRunState error: %v", err)
 	}
@@ -29,7 +29,7 @@ func TestDecodeRunState(t *testing.T) {
 		`{"run_id":"x","next_iter":2,"in_flight":{"iter":1,"node":"1"}}`,
 		`{"run_id":"x","next_iter":2,"feedback":{"iter":1,"node":"1","status":"runner_error"}}`,
 	} {
-		if _, err := DecodeRunState([]byte(in)); baton.ErrorCode(err) != baton.Invalid {
+		if _, err := decodeRunState([]byte(in)); baton.ErrorCode(err) != baton.Invalid {
 			t.Errorf("DecodeRunState(%s) = %v, want an Invalid error", in, err)
 		}
 	}
@@ -39,7 +39,7 @@ func FuzzDecodeRunState(f *testing.F) {
 	f.Add([]byte(`{"schema_version":1,"run_id":"calc","next_iter":2,"feedback":{"iter":1,"node":"root","status":"retry","guard":"skipped","summary":"s"},"totals":{"iterations":1}}`))
 	f.Add([]byte(`{"run_id":"a","next_iter":5,"in_flight":{"iter":5,"node":"1.2","attempt":1}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		st, err := DecodeRunState(data)
+		st, err := decodeRunState(data)
 		if err != nil {
 			if baton.ErrorCode(err) != baton.Invalid {
 				t.Fatalf("DecodeRunState error %v is not Invalid", err)
@@ -49,7 +49,7 @@ func FuzzDecodeRunState(f *testing.F) {
 		if !baton.ValidID(st.RunID) || st.NextIter < 1 || (st.InFlight != nil && st.InFlight.Iter != st.NextIter) {
 			t.Fatalf("DecodeRunState accepted %+v", st)
 		}
-		again, err := DecodeRunState(encodeJSON(st))
+		again, err := decodeRunState(encodeJSON(st))
 		if err != nil {
 			t.Fatalf("DecodeRunState(encode(%+v)) error: %v", st, err)
 		}

@@ -142,7 +142,7 @@ func (r *Runner) Step(ctx context.Context) (*StepReport, error) {
 	sel := Select(tree)
 	rep.State = sel.State
 	switch sel.State {
-	case Complete:
+	case complete:
 		return rep, nil
 	case Stuck:
 		rep.StuckNode = sel.Node.ID
@@ -210,10 +210,10 @@ func (it *iteration) run(ctx context.Context) error {
 		return it.runnerError(ctx, err)
 	}
 	if agentErr == "" {
-		agentErr = CheckResult(node, len(it.sel.Path)-1, result, it.cfg.Limits())
+		agentErr = checkResult(node, len(it.sel.Path)-1, result, it.cfg.Limits())
 	}
-	guard, gout := GuardSkipped, guardOutcome{}
-	if agentErr == "" && result.Status == StatusDone {
+	guard, gout := guardSkipped, guardOutcome{}
+	if agentErr == "" && result.Status == statusDone {
 		if gout, err = it.runGuard(ctx); err != nil {
 			return it.runnerError(ctx, err)
 		}
@@ -243,7 +243,7 @@ func (it *iteration) prepare() (Inputs, error) {
 		}
 		opts.BudgetTokens, opts.Tokens = it.cfg.PromptBudgetTokens, r.tokens
 	}
-	if it.pack, err = BuildPrompt(in, opts); err != nil {
+	if it.pack, err = buildPrompt(in, opts); err != nil {
 		return in, err
 	}
 	agent := it.cfg.Agent
@@ -265,7 +265,7 @@ func (it *iteration) begin(ctx context.Context, in Inputs) error {
 	if err := os.MkdirAll(it.dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", it.dir, err)
 	}
-	if err := safefile.WriteAtomic(filepath.Join(it.dir, TreeBeforeLog), Encode(it.tree), 0o644); err != nil {
+	if err := safefile.WriteAtomic(filepath.Join(it.dir, treeBeforeLog), encode(it.tree), 0o644); err != nil {
 		return err
 	}
 	head, err := it.repo.Head(ctx)
@@ -277,7 +277,7 @@ func (it *iteration) begin(ctx context.Context, in Inputs) error {
 		return err
 	}
 	// From here a crash leaves in_flight for the next step to recover.
-	if err := WriteContext(l.Context(""), in); err != nil {
+	if err := writeContext(l.Context(""), in); err != nil {
 		return it.runnerError(ctx, err)
 	}
 	if it.protect, err = snapshot(l); err != nil {
@@ -305,11 +305,11 @@ func (it *iteration) runAgent(ctx context.Context) (*Result, error) {
 		return nil, err // leaves in_flight: the next step recovers once HEAD is back
 	}
 	if len(it.res.Structured) > 0 {
-		if err := os.WriteFile(filepath.Join(it.dir, OutputLog), append(bytes.TrimSpace(it.res.Structured), '\n'), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(it.dir, outputLog), append(bytes.TrimSpace(it.res.Structured), '\n'), 0o644); err != nil {
 			return nil, it.runnerError(ctx, err)
 		}
 	}
-	result, err := DecodeResult(it.res.Structured)
+	result, err := decodeResult(it.res.Structured)
 	if err != nil {
 		return nil, it.runnerError(ctx, err)
 	}
@@ -332,18 +332,18 @@ func (it *iteration) runGuard(ctx context.Context) (guardOutcome, error) {
 // and the feedback for the next attempt, then records it.
 func (it *iteration) apply(ctx context.Context, result *Result, agentErr string, guard GuardResult, gout guardOutcome) error {
 	l, node := it.r.Layout, it.node()
-	after, v, err := Update(it.tree, node.ID, result, agentErr, guard, it.cfg.Limits())
+	after, v, err := update(it.tree, node.ID, result, agentErr, guard, it.cfg.Limits())
 	if err != nil {
 		return it.runnerError(ctx, err)
 	}
 	logs := map[string]string{}
-	if v.Guard == GuardFail {
-		logs[FailureLog] = gout.failureText(it.cfg.Guard)
+	if v.Guard == guardFail {
+		logs[failureLog] = gout.failureText(it.cfg.Guard)
 	}
 	if v.AgentError != "" {
-		logs[AgentErrorLog] = v.AgentError + "\n"
+		logs[agentErrorLog] = v.AgentError + "\n"
 	}
-	logs[TreeAfterLog] = string(Encode(after))
+	logs[treeAfterLog] = string(encode(after))
 	for name, text := range logs {
 		if err := os.WriteFile(filepath.Join(it.dir, name), []byte(text), 0o644); err != nil {
 			return it.runnerError(ctx, err)
@@ -377,10 +377,10 @@ func (it *iteration) inputs() (Inputs, error) {
 	}
 	budget := max(it.cfg.PromptBudget, it.r.PromptBudget)
 	var err error
-	if in.Assumptions, err = readNotes(l.State(AssumptionsFile), assumptionsTemplate, budget); err != nil {
+	if in.Assumptions, err = readNotes(l.State(assumptionsFile), assumptionsTemplate, budget); err != nil {
 		return in, err
 	}
-	if in.Questions, err = readNotes(l.State(QuestionsFile), questionsTemplate, budget); err != nil {
+	if in.Questions, err = readNotes(l.State(questionsFile), questionsTemplate, budget); err != nil {
 		return in, err
 	}
 	return in, nil
@@ -389,7 +389,7 @@ func (it *iteration) inputs() (Inputs, error) {
 // readFailure returns the failure the previous iteration recorded: its
 // failure.log, else the end of its guard.log.
 func readFailure(dir string, iter int) string {
-	if b, err := os.ReadFile(filepath.Join(dir, FailureLog)); err == nil {
+	if b, err := os.ReadFile(filepath.Join(dir, failureLog)); err == nil {
 		return strings.ToValidUTF8(string(b), "\uFFFD")
 	}
 	f, err := os.Open(filepath.Join(dir, GuardLog))
@@ -423,7 +423,7 @@ func agentSpec(cfg Config, agent, promptText, root, logDir string, live io.Write
 		Agent:        agent,
 		Prompt:       promptText,
 		Dir:          root,
-		OutputSchema: Schema(agent == "codex"),
+		OutputSchema: schema(agent == "codex"),
 		Timeout:      cfg.IterationTimeout,
 		Model:        cfg.Model,
 		ExtraArgs:    cfg.AgentArgs,
@@ -437,7 +437,7 @@ func agentSpec(cfg Config, agent, promptText, root, logDir string, live io.Write
 
 // protectedFiles are the runner-owned files an agent must not change.
 func protectedFiles(l Layout) []string {
-	return []string{l.State(TreeFile), l.State(RunStateFile), l.State(ConfigFile), l.Gitignore()}
+	return []string{l.State(treeFile), l.State(runStateFile), l.State(ConfigFile), l.Gitignore()}
 }
 
 // snapshot reads the protected files; a missing one is nil.
@@ -467,7 +467,7 @@ func (it *iteration) restoreProtected() (string, error) {
 		if bytes.Equal(was, now) && (was == nil) == (now == nil) {
 			continue
 		}
-		if p == l.State(TreeFile) {
+		if p == l.State(treeFile) {
 			msgs = append(msgs, describeTreeEdit(it.tree, now))
 		} else {
 			msgs = append(msgs, fmt.Sprintf("you changed %s, which belongs to the runner; the change was reverted", l.rel(p)))
@@ -495,9 +495,9 @@ func (it *iteration) runnerError(ctx context.Context, cause error) error {
 		}
 	}
 	msg := runnerErrorText(cause)
-	it.rep.Status, it.rep.Guard, it.rep.RunnerError = StatusRunnerError, GuardSkipped, msg
+	it.rep.Status, it.rep.Guard, it.rep.RunnerError = statusRunnerError, guardSkipped, msg
 	it.rep.State = it.sel.State
-	_ = os.WriteFile(filepath.Join(it.dir, RunnerErrorLog), []byte(msg+"\n"), 0o644) // best effort: the error is returned anyway
+	_ = os.WriteFile(filepath.Join(it.dir, runnerErrorLog), []byte(msg+"\n"), 0o644) // best effort: the error is returned anyway
 	if err := it.record(ctx, msg, nil); err != nil && baton.ErrorCode(cause) != baton.Canceled {
 		cause = errors.Join(cause, err)
 	}
@@ -532,7 +532,7 @@ func (it *iteration) record(ctx context.Context, errMsg string, added []string) 
 	// A canceled context must not stop the checkpoint of what was done.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	c, cerr := it.repo.CommitAll(cctx, CommitMessage(st.RunID, rec))
+	c, cerr := it.repo.CommitAll(cctx, commitMessage(st.RunID, rec))
 	if cerr == nil {
 		it.rep.Commit, meta.Commit = c.SHA, c.SHA
 	} else {
@@ -553,12 +553,12 @@ func (it *iteration) record(ctx context.Context, errMsg string, added []string) 
 // runnerErrorAfterRecord reports a commit failure after the iteration's
 // outcome was recorded: the outcome stands, and the next step commits it.
 func (it *iteration) runnerErrorAfterRecord(cause error) error {
-	_ = os.WriteFile(filepath.Join(it.dir, RunnerErrorLog), []byte(runnerErrorText(cause)+"\n"), 0o644)
+	_ = os.WriteFile(filepath.Join(it.dir, runnerErrorLog), []byte(runnerErrorText(cause)+"\n"), 0o644)
 	return baton.WrapError(baton.Unavailable, cause, "iteration %d (node %s) was recorded but not committed", it.n, it.node().ID)
 }
 
-// CommitMessage is the deterministic subject of an iteration's commit.
-func CommitMessage(run string, rec *IterationRecord) string {
+// commitMessage is the deterministic subject of an iteration's commit.
+func commitMessage(run string, rec *IterationRecord) string {
 	return fmt.Sprintf("baton run %s iter %d: node %s status=%s guard=%s", run, rec.Iter, rec.Node, rec.Status, rec.Guard)
 }
 

@@ -172,11 +172,11 @@ func TestRunnerErrorsNeverReachTheAgent(t *testing.T) {
 			if code := baton.ErrorCode(err); code != baton.Unavailable {
 				t.Errorf("step %d error code = %s, want unavailable (exit 1, not a usage error)", i+1, code)
 			}
-			if rep == nil || rep.Status != StatusRunnerError || !rep.Ran {
+			if rep == nil || rep.Status != statusRunnerError || !rep.Ran {
 				t.Errorf("step %d report = %+v, want a recorded runner error", i+1, rep)
 			}
-			if _, ok := p.iterFile(i+1, RunnerErrorLog); !ok {
-				t.Errorf("iteration %d has no %s", i+1, RunnerErrorLog)
+			if _, ok := p.iterFile(i+1, runnerErrorLog); !ok {
+				t.Errorf("iteration %d has no %s", i+1, runnerErrorLog)
 			}
 		}
 	}
@@ -224,7 +224,7 @@ func TestRunnerErrorsNeverReachTheAgent(t *testing.T) {
 	if got := p.git("status", "--porcelain"); got != "" {
 		t.Errorf("work tree is dirty after the run:\n%s", got)
 	}
-	log, _ := p.iterFile(4, RunnerErrorLog)
+	log, _ := p.iterFile(4, runnerErrorLog)
 	if !strings.Contains(log, "did not finish") {
 		t.Errorf("iteration 4 runner_error.log = %q, want the timeout", log)
 	}
@@ -244,7 +244,7 @@ func TestGuardFailureFeedsTheNextAttempt(t *testing.T) {
 		{Commands: []agenttest.Command{p.lookAtContext("2")}, Final: done("I think it works")},
 		{Commands: []agenttest.Command{p.lookAtContext("3")}, Files: []agenttest.File{{Path: "bug.txt", Op: "delete"}}, Final: done("removed bug.txt")},
 	}})
-	for i, want := range []GuardResult{GuardSkipped, GuardFail, GuardPass} {
+	for i, want := range []GuardResult{guardSkipped, guardFail, guardPass} {
 		rep, err := p.step()
 		if err != nil || rep.Guard != want {
 			t.Fatalf("step %d = %+v, %v; want guard %s", i+1, rep, err, want)
@@ -261,8 +261,8 @@ func TestGuardFailureFeedsTheNextAttempt(t *testing.T) {
 	if !strings.Contains(third, "## Failure (previous attempt)") || !strings.Contains(third, "FAILURE-MARK: bug.txt is still here") || strings.Contains(third, "SUMMARY-R") {
 		t.Errorf("third prompt does not carry just the guard failure:\n%s", third)
 	}
-	if failure, ok := p.iterFile(2, FailureLog); !ok || !strings.Contains(failure, "exit status 1") {
-		t.Errorf("iteration 2 %s = %q", FailureLog, failure)
+	if failure, ok := p.iterFile(2, failureLog); !ok || !strings.Contains(failure, "exit status 1") {
+		t.Errorf("iteration 2 %s = %q", failureLog, failure)
 	}
 	if g, _ := p.iterFile(2, GuardLog); !strings.Contains(g, "FAILURE-MARK") || !strings.Contains(g, "[baton: exit status 1") {
 		t.Errorf("iteration 2 %s = %q", GuardLog, g)
@@ -270,7 +270,7 @@ func TestGuardFailureFeedsTheNextAttempt(t *testing.T) {
 	if root := p.tree(); !root.Passes || root.Attempts != 2 {
 		t.Errorf("root = passes %v attempts %d, want passed after 2 spent attempts", root.Passes, root.Attempts)
 	}
-	if _, err := os.Stat(p.l.Context(FailureContext)); err != nil {
+	if _, err := os.Stat(p.l.Context(failureContext)); err != nil {
 		t.Errorf("failure.md of the last iteration should stay for people to read: %v", err)
 	}
 }
@@ -284,17 +284,17 @@ func TestAgentEditingRunnerFilesIsAnAgentError(t *testing.T) {
 	cheat.Passes = true
 	p.fake.SetScript(t, agenttest.Script{Turns: []agenttest.Turn{{
 		Files: []agenttest.File{
-			{Path: Dir + "/state/tree.json", Content: string(Encode(cheat))},
-			{Path: Dir + "/state/config.toml", Content: "guard = \"true\"\n"},
+			{Path: dir + "/state/tree.json", Content: string(encode(cheat))},
+			{Path: dir + "/state/config.toml", Content: "guard = \"true\"\n"},
 		},
 		Final: done("all good"),
 	}}})
-	treeBefore, _ := os.ReadFile(p.l.State(TreeFile))
+	treeBefore, _ := os.ReadFile(p.l.State(treeFile))
 	rep, err := p.step()
 	if err != nil {
 		t.Fatalf("step error: %v", err)
 	}
-	if rep.Status != StatusAgentError || rep.Guard != GuardSkipped {
+	if rep.Status != statusAgentError || rep.Guard != guardSkipped {
 		t.Errorf("step = status %s guard %s, want agent_error skipped", rep.Status, rep.Guard)
 	}
 	for _, want := range []string{"runner-owned fields of node root", "config.toml"} {
@@ -313,16 +313,16 @@ func TestAgentEditingRunnerFilesIsAnAgentError(t *testing.T) {
 	if _, ok := p.iterFile(1, GuardLog); ok {
 		t.Error("the guard ran after an agent error")
 	}
-	if log, ok := p.iterFile(1, AgentErrorLog); !ok || !strings.Contains(log, "tree.json") {
-		t.Errorf("%s = %q", AgentErrorLog, log)
+	if log, ok := p.iterFile(1, agentErrorLog); !ok || !strings.Contains(log, "tree.json") {
+		t.Errorf("%s = %q", agentErrorLog, log)
 	}
 	if fb := p.state().Feedback; !fb.History() || !strings.Contains(fb.Summary, "rejected") || !strings.Contains(fb.Summary, "all good") {
 		t.Errorf("feedback = %+v, want the rejection and the summary for the next attempt", fb)
 	}
 	after := p.tree()
 	after.Attempts = 0
-	if string(Encode(after)) != string(treeBefore) {
-		t.Errorf("tree differs from before beyond the spent attempt:\n%s", Encode(after))
+	if string(encode(after)) != string(treeBefore) {
+		t.Errorf("tree differs from before beyond the spent attempt:\n%s", encode(after))
 	}
 }
 
@@ -340,17 +340,17 @@ func TestDecompositionAndStuck(t *testing.T) {
 		}}},
 	)
 	rep, err := p.step()
-	if err != nil || rep.Status != StatusDecomposed || rep.State != Open {
+	if err != nil || rep.Status != statusDecomposed || rep.State != open {
 		t.Fatalf("step 1 = %+v, %v; want decomposed, open", rep, err)
 	}
 	tree := p.tree()
 	if len(tree.Children) != 2 || tree.Children[0].ID != "1" || tree.Children[1].ID != "2" || tree.Children[0].MaxAttempts != 1 || tree.Attempts != 0 {
-		t.Fatalf("tree after decomposition:\n%s", Encode(tree))
+		t.Fatalf("tree after decomposition:\n%s", encode(tree))
 	}
 	// Children on an execute node: the agent's error, and with one attempt
 	// allowed, node 1 is stuck.
 	rep, err = p.step()
-	if err != nil || rep.Status != StatusAgentError || rep.State != Stuck || rep.StuckNode != "1" {
+	if err != nil || rep.Status != statusAgentError || rep.State != Stuck || rep.StuckNode != "1" {
 		t.Fatalf("step 2 = %+v, %v; want agent_error, stuck on 1", rep, err)
 	}
 	if len(p.tree().Find("1").Children) != 0 {
@@ -417,7 +417,7 @@ func TestStepRefuses(t *testing.T) {
 	}
 	r := q.runner()
 	r.AllowMain = true
-	if rep, err := r.Step(t.Context()); err != nil || rep.Status != StatusDone {
+	if rep, err := r.Step(t.Context()); err != nil || rep.Status != statusDone {
 		t.Errorf("Step --allow-main = %+v, %v", rep, err)
 	}
 
@@ -466,7 +466,7 @@ func TestInterruptAndRecovery(t *testing.T) {
 	if baton.ErrorCode(err) != baton.Canceled || !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted Step = %v, want Canceled", err)
 	}
-	if rep.Status != StatusRunnerError || rep.Commit == "" {
+	if rep.Status != statusRunnerError || rep.Commit == "" {
 		t.Errorf("interrupted step report = %+v, want a committed runner error", rep)
 	}
 	if got := p.git("show", "HEAD:partial.txt"); got != "half" {
@@ -488,7 +488,7 @@ func TestInterruptAndRecovery(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, TreeBeforeLog), Encode(tree), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, treeBeforeLog), encode(tree), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.l.SaveRunState(st); err != nil {
@@ -505,7 +505,7 @@ func TestInterruptAndRecovery(t *testing.T) {
 	if err != nil {
 		t.Fatalf("step after the crash: %v", err)
 	}
-	if len(rep.Recovered) != 1 || !strings.Contains(rep.Recovered[0], "interrupted") || rep.Status != StatusDone || rep.Iter != 4 {
+	if len(rep.Recovered) != 1 || !strings.Contains(rep.Recovered[0], "interrupted") || rep.Status != statusDone || rep.Iter != 4 {
 		t.Errorf("step after the crash = %+v, want iteration 3 recovered and 4 done", rep)
 	}
 	wantSubjects := []string{
@@ -573,7 +573,7 @@ func TestLoopOutcomes(t *testing.T) {
 		t.Errorf("Loop(2) totals = $%v %d tokens; summary %q", rep.CostUSD, rep.InTokens, rep.SummaryLine())
 	}
 	rep, err = p.runner().Loop(t.Context(), 10)
-	if err != nil || rep.Outcome != LoopComplete || rep.Iterations != 1 || rep.Counts.Passed != 2 {
+	if err != nil || rep.Outcome != loopComplete || rep.Iterations != 1 || rep.Counts.Passed != 2 {
 		t.Fatalf("Loop(10) = %+v, %v; want complete after 1 more iteration", rep, err)
 	}
 	lines := strings.Split(strings.TrimSpace(p.progress.String()), "\n")
@@ -602,7 +602,7 @@ func TestEveryExecutorStep(t *testing.T) {
 				r.Agent = p.fake.CommandAgent()
 			}
 			rep, err := r.Step(t.Context())
-			if err != nil || rep.Status != StatusDone || rep.Guard != GuardPass || rep.State != Complete {
+			if err != nil || rep.Status != statusDone || rep.Guard != guardPass || rep.State != complete {
 				t.Fatalf("Step with %s = %+v, %v", agent, rep, err)
 			}
 			calls := p.fake.Calls(t)
@@ -613,8 +613,8 @@ func TestEveryExecutorStep(t *testing.T) {
 			if err := json.Unmarshal(calls[0].Schema, &schema); agent != "droid" && (err != nil || schema["required"] == nil) {
 				t.Errorf("%s got schema %s", agent, calls[0].Schema)
 			}
-			if out, ok := p.iterFile(1, OutputLog); !ok || !strings.Contains(out, "wrote calc.txt") {
-				t.Errorf("%s = %q", OutputLog, out)
+			if out, ok := p.iterFile(1, outputLog); !ok || !strings.Contains(out, "wrote calc.txt") {
+				t.Errorf("%s = %q", outputLog, out)
 			}
 		})
 	}

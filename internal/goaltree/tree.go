@@ -14,11 +14,11 @@ import (
 // maxTreeBytes bounds a tree file; a goal tree is kilobytes.
 const maxTreeBytes = 16 << 20
 
-// Decode parses a tree file strictly (no unknown fields, nothing after the
+// decode parses a tree file strictly (no unknown fields, nothing after the
 // root object), fills nil lists with empty ones, sorts children by (order,
 // id) and validates the result. Errors are Invalid and name the problem
 // nodes.
-func Decode(data []byte) (*Node, error) {
+func decode(data []byte) (*Node, error) {
 	if len(data) > maxTreeBytes {
 		return nil, baton.Errorf(baton.Invalid, "tree file is %d bytes, more than the %d allowed", len(data), maxTreeBytes)
 	}
@@ -55,8 +55,8 @@ func decodeTree(data []byte) (*Node, error) {
 
 // normalize replaces nil lists and nil children, and sorts children.
 func normalize(n *Node, depth int) error {
-	if depth > MaxTreeDepth {
-		return baton.Errorf(baton.Invalid, "tree is nested deeper than %d levels", MaxTreeDepth)
+	if depth > maxTreeDepth {
+		return baton.Errorf(baton.Invalid, "tree is nested deeper than %d levels", maxTreeDepth)
 	}
 	if n.Acceptance == nil {
 		n.Acceptance = []string{}
@@ -72,12 +72,12 @@ func normalize(n *Node, depth int) error {
 			return err
 		}
 	}
-	SortChildren(n)
+	sortChildren(n)
 	return nil
 }
 
-// SortChildren orders n's children by (order, id), not recursively.
-func SortChildren(n *Node) {
+// sortChildren orders n's children by (order, id), not recursively.
+func sortChildren(n *Node) {
 	slices.SortStableFunc(n.Children, func(a, b *Node) int {
 		if a.Order != b.Order {
 			if a.Order < b.Order {
@@ -89,9 +89,9 @@ func SortChildren(n *Node) {
 	})
 }
 
-// Encode renders a tree canonically: indented JSON, children in order, a
-// final newline. Decode(Encode(t)) equals t.
-func Encode(root *Node) []byte {
+// encode renders a tree canonically: indented JSON, children in order, a
+// final newline. Decode(encode(t)) equals t.
+func encode(root *Node) []byte {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -106,8 +106,8 @@ func Encode(root *Node) []byte {
 type SelectionState string
 
 const (
-	Open     SelectionState = "open"     // Node is the leaf to work on
-	Complete SelectionState = "complete" // every leaf passed
+	open     SelectionState = "open"     // Node is the leaf to work on
+	complete SelectionState = "complete" // every leaf passed
 	Stuck    SelectionState = "stuck"    // Node is out of attempts
 )
 
@@ -124,7 +124,7 @@ type Selection struct {
 // later tasks may build on earlier ones.
 func Select(root *Node) Selection {
 	if root.Passes {
-		return Selection{State: Complete}
+		return Selection{State: complete}
 	}
 	path := []*Node{root}
 	n := root
@@ -133,7 +133,7 @@ func Select(root *Node) Selection {
 		if next == nil {
 			// Unreachable in a valid tree: internal nodes pass iff all
 			// children do.
-			return Selection{State: Complete}
+			return Selection{State: complete}
 		}
 		n = next
 		path = append(path, n)
@@ -141,12 +141,12 @@ func Select(root *Node) Selection {
 	if n.Stuck() {
 		return Selection{State: Stuck, Node: n, Path: path}
 	}
-	return Selection{State: Open, Node: n, Path: path}
+	return Selection{State: open, Node: n, Path: path}
 }
 
 func firstOpen(n *Node) *Node {
 	kids := slices.Clone(n.Children)
-	SortChildren(&Node{Children: kids})
+	sortChildren(&Node{Children: kids})
 	for _, c := range kids {
 		if !c.Passes {
 			return c
@@ -186,9 +186,9 @@ func Count(root *Node) Counts {
 	return c
 }
 
-// Mark is a node's one-glyph state in listings: [x] passed, [!] stuck,
+// mark is a node's one-glyph state in listings: [x] passed, [!] stuck,
 // [ ] open.
-func Mark(n *Node) string {
+func mark(n *Node) string {
 	switch {
 	case n.Passes:
 		return "[x]"
@@ -214,7 +214,7 @@ func Summary(root *Node, selected string, maxNodes int) string {
 		}
 		shown++
 		b.WriteString(strings.Repeat("  ", depth))
-		b.WriteString(Mark(n))
+		b.WriteString(mark(n))
 		b.WriteByte(' ')
 		b.WriteString(n.ID)
 		b.WriteByte(' ')
@@ -229,7 +229,7 @@ func Summary(root *Node, selected string, maxNodes int) string {
 		return true
 	})
 	if total > shown {
-		fmt.Fprintf(&b, "... and %d more nodes (see %s/%s/%s)\n", total-shown, Dir, StateDir, TreeFile)
+		fmt.Fprintf(&b, "... and %d more nodes (see %s/%s/%s)\n", total-shown, dir, stateDir, treeFile)
 	}
 	return b.String()
 }
@@ -309,14 +309,14 @@ func AddNode(root *Node, parentID string, child Node) (*Node, *Node, error) {
 		c.Order = nextOrder(parent)
 	}
 	if c.Next == "" {
-		c.Next = NextExecute
+		c.Next = nextExecute
 	}
 	if c.Acceptance == nil {
 		c.Acceptance = []string{}
 	}
 	c.Passes, c.Attempts, c.Children = false, 0, []*Node{}
 	parent.Children = append(parent.Children, &c)
-	SortChildren(parent)
+	sortChildren(parent)
 	recomputePasses(after)
 	if err := after.Validate(); err != nil {
 		return nil, nil, err

@@ -11,13 +11,13 @@ import (
 
 // leaf returns an open execute leaf.
 func leaf(id string, order int) *Node {
-	return &Node{ID: id, Order: order, Title: "task " + id, Goal: "do " + id, Acceptance: []string{id + " works"}, Next: NextExecute, MaxAttempts: 3, Children: []*Node{}}
+	return &Node{ID: id, Order: order, Title: "task " + id, Goal: "do " + id, Acceptance: []string{id + " works"}, Next: nextExecute, MaxAttempts: 3, Children: []*Node{}}
 }
 
 // internal returns an internal node over kids, its passes derived.
 func internal(id string, order int, kids ...*Node) *Node {
 	n := leaf(id, order)
-	n.Next = NextDecompose
+	n.Next = nextDecompose
 	n.Children = kids
 	recomputePasses(n)
 	return n
@@ -34,7 +34,7 @@ func TestDecodeSortsAndRoundTrips(t *testing.T) {
 	  {"id":"b","order":2,"title":"B","goal":"g","acceptance":["x"],"next":"execute","passes":false,"attempts":0,"max_attempts":3,"children":null},
 	  {"id":"a2","order":1,"title":"A2","goal":"g","acceptance":[],"next":"execute","passes":false,"attempts":1,"max_attempts":3,"children":[]},
 	  {"id":"a1","order":1,"title":"A1","goal":"g","acceptance":[],"next":"execute","passes":true,"attempts":0,"max_attempts":3,"children":[]}]}`
-	tree, err := Decode([]byte(in))
+	tree, err := decode([]byte(in))
 	if err != nil {
 		t.Fatalf("Decode error: %v", err)
 	}
@@ -48,7 +48,7 @@ func TestDecodeSortsAndRoundTrips(t *testing.T) {
 	if tree.Acceptance == nil || tree.Children[2].Children == nil {
 		t.Errorf("Decode left nil lists: %+v", tree)
 	}
-	again, err := Decode(Encode(tree))
+	again, err := decode(encode(tree))
 	if err != nil {
 		t.Fatalf("Decode(Encode(tree)) error: %v", err)
 	}
@@ -98,12 +98,12 @@ func TestDecodeRejects(t *testing.T) {
 		`{"id":"root","title":"t","goal":"g","next":"execute","max_attempts":1,"children":[null]}`,
 		`{"id":"root","title":"t","goal":"g","next":"execute","max_attempts":0}`,
 	} {
-		if _, err := Decode([]byte(in)); baton.ErrorCode(err) != baton.Invalid {
+		if _, err := decode([]byte(in)); baton.ErrorCode(err) != baton.Invalid {
 			t.Errorf("Decode(%q) = %v, want an Invalid error", in, err)
 		}
 	}
 	deep := `{"id":"n0","title":"t","goal":"g","next":"execute","max_attempts":1,"children":[` + strings.Repeat(`{"id":"n","title":"t","goal":"g","next":"execute","max_attempts":1,"children":[`, 40) + strings.Repeat(`]}`, 41)
-	if _, err := Decode([]byte(deep)); baton.ErrorCode(err) != baton.Invalid {
+	if _, err := decode([]byte(deep)); baton.ErrorCode(err) != baton.Invalid {
 		t.Errorf("Decode(41 levels) = %v, want an Invalid error", err)
 	}
 }
@@ -115,13 +115,13 @@ func TestSelect(t *testing.T) {
 		state SelectionState
 		node  string
 	}{
-		{"single leaf", leaf("root", 0), Open, "root"},
-		{"leftmost by order", internal("root", 0, leaf("b", 1), leaf("a", 2)), Open, "b"},
-		{"ties by id", internal("root", 0, leaf("b", 1), leaf("a", 1)), Open, "a"},
-		{"skips passed subtrees", internal("root", 0, internal("1", 1, passed(leaf("1.1", 1))), internal("2", 2, passed(leaf("2.1", 1)), leaf("2.2", 2))), Open, "2.2"},
+		{"single leaf", leaf("root", 0), open, "root"},
+		{"leftmost by order", internal("root", 0, leaf("b", 1), leaf("a", 2)), open, "b"},
+		{"ties by id", internal("root", 0, leaf("b", 1), leaf("a", 1)), open, "a"},
+		{"skips passed subtrees", internal("root", 0, internal("1", 1, passed(leaf("1.1", 1))), internal("2", 2, passed(leaf("2.1", 1)), leaf("2.2", 2))), open, "2.2"},
 		{"stuck leftmost blocks later leaves", internal("root", 0, stuck(leaf("1", 1)), leaf("2", 2)), Stuck, "1"},
-		{"complete", internal("root", 0, passed(leaf("1", 1)), passed(leaf("2", 2))), Complete, ""},
-		{"open decompose leaf", func() *Node { n := leaf("root", 0); n.Next = NextDecompose; return n }(), Open, "root"},
+		{"complete", internal("root", 0, passed(leaf("1", 1)), passed(leaf("2", 2))), complete, ""},
+		{"open decompose leaf", func() *Node { n := leaf("root", 0); n.Next = nextDecompose; return n }(), open, "root"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -166,7 +166,7 @@ func TestAddNode(t *testing.T) {
 	if err != nil {
 		t.Fatalf("AddNode error: %v", err)
 	}
-	if n.ID != "3" || n.Order != 3 || n.Next != NextExecute || len(after.Children) != 3 || len(tree.Children) != 2 {
+	if n.ID != "3" || n.Order != 3 || n.Next != nextExecute || len(after.Children) != 3 || len(tree.Children) != 2 {
 		t.Errorf("AddNode(root) = node %+v in %d children (before has %d), want id 3, order 3, execute", n, len(after.Children), len(tree.Children))
 	}
 	after, n, err = AddNode(after, "2", Node{Title: "sub", Goal: "g", MaxAttempts: 2, Passes: true, Attempts: 2})
@@ -208,7 +208,7 @@ func TestCheckTreeUpdate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			after := before.Clone()
 			tt.change(after)
-			err := CheckTreeUpdate(before, after)
+			err := checkTreeUpdate(before, after)
 			if (err == nil) != tt.ok {
 				t.Errorf("CheckTreeUpdate() = %v, want ok=%v", err, tt.ok)
 			}
@@ -218,11 +218,11 @@ func TestCheckTreeUpdate(t *testing.T) {
 
 func FuzzDecodeTree(f *testing.F) {
 	f.Add([]byte(`{"id":"root","order":0,"title":"R","goal":"g","acceptance":["a"],"next":"decompose","passes":false,"attempts":0,"max_attempts":3,"children":[{"id":"1","order":1,"title":"A","goal":"g","acceptance":[],"next":"execute","passes":true,"attempts":0,"max_attempts":3,"children":[]}]}`))
-	f.Add(Encode(internal("root", 0, passed(leaf("1", 1)), internal("2", 2, leaf("2.1", 1)))))
+	f.Add(encode(internal("root", 0, passed(leaf("1", 1)), internal("2", 2, leaf("2.1", 1)))))
 	f.Add([]byte(`{"id":"root","children":[{"id":"root"}]}`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		tree, err := Decode(data)
+		tree, err := decode(data)
 		if err != nil {
 			if baton.ErrorCode(err) != baton.Invalid {
 				t.Fatalf("Decode error %v is not Invalid", err)
@@ -232,7 +232,7 @@ func FuzzDecodeTree(f *testing.F) {
 		if ps := tree.Problems(); len(ps) > 0 {
 			t.Fatalf("Decode accepted a tree with problems %v", ps)
 		}
-		again, err := Decode(Encode(tree))
+		again, err := decode(encode(tree))
 		if err != nil {
 			t.Fatalf("Decode(Encode(tree)) error: %v", err)
 		}
@@ -240,7 +240,7 @@ func FuzzDecodeTree(f *testing.F) {
 			t.Fatalf("round trip changed the tree (-want +got):\n%s", diff)
 		}
 		sel := Select(tree)
-		if sel.State == Open && (sel.Node == nil || !sel.Node.IsLeaf() || sel.Node.Passes || sel.Node.Stuck()) {
+		if sel.State == open && (sel.Node == nil || !sel.Node.IsLeaf() || sel.Node.Passes || sel.Node.Stuck()) {
 			t.Fatalf("Select() = %+v, not an open leaf", sel)
 		}
 		_ = Summary(tree, "", 5)

@@ -26,7 +26,7 @@ type Verdict struct {
 	Added []string
 }
 
-// Update computes the tree after one agent-attributed iteration on node
+// update computes the tree after one agent-attributed iteration on node
 // id. It is a function of the tree before, the agent's result, the
 // runner's rejection of it (agentErr, "" when accepted) and the guard's
 // verdict; the tree an agent may have written to disk is no input, so
@@ -40,7 +40,7 @@ type Verdict struct {
 //
 // It returns an Internal error if the result would break an invariant,
 // which means a bug in the runner, not in the agent.
-func Update(before *Node, id string, r *Result, agentErr string, guard GuardResult, lim Limits) (*Node, Verdict, error) {
+func update(before *Node, id string, r *Result, agentErr string, guard GuardResult, lim Limits) (*Node, Verdict, error) {
 	after := before.Clone()
 	n := after.Find(id)
 	if n == nil || !n.IsLeaf() || n.Passes {
@@ -48,22 +48,22 @@ func Update(before *Node, id string, r *Result, agentErr string, guard GuardResu
 	}
 	v := Verdict{Status: r.Status, Guard: guard}
 	if agentErr != "" {
-		v.Status, v.AgentError = StatusAgentError, agentErr
+		v.Status, v.AgentError = statusAgentError, agentErr
 	}
-	if v.Status != StatusDone {
-		v.Guard = GuardSkipped
+	if v.Status != statusDone {
+		v.Guard = guardSkipped
 	}
 	switch v.Status {
-	case StatusDone:
-		if v.Guard == GuardPass {
+	case statusDone:
+		if v.Guard == guardPass {
 			n.Passes, v.Passed = true, true
 		} else {
-			v.Guard = GuardFail
+			v.Guard = guardFail
 			v.AttemptSpent = true
 		}
-	case StatusRetry, StatusAgentError:
+	case statusRetry, statusAgentError:
 		v.AttemptSpent = true
-	case StatusDecomposed:
+	case statusDecomposed:
 		for i, c := range r.Children {
 			child := &Node{
 				ID:          childID(after, n),
@@ -88,7 +88,7 @@ func Update(before *Node, id string, r *Result, agentErr string, guard GuardResu
 	if err := after.Validate(); err != nil {
 		return nil, Verdict{}, baton.WrapError(baton.Internal, err, "update of node %s broke the tree", id)
 	}
-	if err := CheckTreeUpdate(before, after); err != nil {
+	if err := checkTreeUpdate(before, after); err != nil {
 		return nil, Verdict{}, baton.WrapError(baton.Internal, err, "update of node %s changed a passed node", id)
 	}
 	return after, v, nil
@@ -111,7 +111,7 @@ func describeTreeEdit(before *Node, edited []byte) string {
 	if err != nil {
 		return "you changed tree.json into something that is not a goal tree; " + owned
 	}
-	if err := CheckTreeUpdate(before, after); err != nil {
+	if err := checkTreeUpdate(before, after); err != nil {
 		return "you changed tree.json: " + baton.ErrorMessage(err) + "; " + owned
 	}
 	var changes []string

@@ -25,16 +25,16 @@ func TestUpdateTaxonomy(t *testing.T) {
 		attempts int
 		passes   bool
 	}{
-		{"done and guard pass", Result{Status: "done"}, "", GuardPass, Verdict{Status: "done", Guard: "pass", Passed: true}, 1, true},
-		{"done and guard fail", Result{Status: "done"}, "", GuardFail, Verdict{Status: "done", Guard: "fail", AttemptSpent: true}, 2, false},
-		{"retry", Result{Status: "retry"}, "", GuardSkipped, Verdict{Status: "retry", Guard: "skipped", AttemptSpent: true}, 2, false},
-		{"agent error ignores a passing guard", Result{Status: "done"}, "edited tree.json", GuardPass, Verdict{Status: "agent_error", Guard: "skipped", AttemptSpent: true, AgentError: "edited tree.json"}, 2, false},
+		{"done and guard pass", Result{Status: "done"}, "", guardPass, Verdict{Status: "done", Guard: "pass", Passed: true}, 1, true},
+		{"done and guard fail", Result{Status: "done"}, "", guardFail, Verdict{Status: "done", Guard: "fail", AttemptSpent: true}, 2, false},
+		{"retry", Result{Status: "retry"}, "", guardSkipped, Verdict{Status: "retry", Guard: "skipped", AttemptSpent: true}, 2, false},
+		{"agent error ignores a passing guard", Result{Status: "done"}, "edited tree.json", guardPass, Verdict{Status: "agent_error", Guard: "skipped", AttemptSpent: true, AgentError: "edited tree.json"}, 2, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := tree()
-			saved := Encode(before)
-			after, v, err := Update(before, "2", &tt.res, tt.agentErr, tt.guard, lim)
+			saved := encode(before)
+			after, v, err := update(before, "2", &tt.res, tt.agentErr, tt.guard, lim)
 			if err != nil {
 				t.Fatalf("Update error: %v", err)
 			}
@@ -45,7 +45,7 @@ func TestUpdateTaxonomy(t *testing.T) {
 			if n.Attempts != tt.attempts || n.Passes != tt.passes || after.Passes != tt.passes {
 				t.Errorf("Update node 2 = attempts %d passes %v (root passes %v), want %d, %v", n.Attempts, n.Passes, after.Passes, tt.attempts, tt.passes)
 			}
-			if string(Encode(before)) != string(saved) {
+			if string(encode(before)) != string(saved) {
 				t.Error("Update changed the tree before")
 			}
 		})
@@ -59,7 +59,7 @@ func TestUpdateAttemptsSaturate(t *testing.T) {
 	// The third retry hits a stuck leaf, which Select never offers;
 	// Update still never counts past max_attempts.
 	for i, want := range []int{1, 2, 2} {
-		after, _, err := Update(n, "root", res, "", GuardSkipped, Limits{MaxAttempts: 2})
+		after, _, err := update(n, "root", res, "", guardSkipped, Limits{MaxAttempts: 2})
 		if err != nil {
 			t.Fatalf("Update %d error: %v", i, err)
 		}
@@ -76,12 +76,12 @@ func TestUpdateAttemptsSaturate(t *testing.T) {
 func TestUpdateDecomposition(t *testing.T) {
 	lim := Limits{MaxChildren: 4, MaxDepth: 4, MaxAttempts: 5}
 	root := leaf("root", 0)
-	root.Next = NextDecompose
+	root.Next = nextDecompose
 	kids := []ChildSpec{
 		{Title: " Parser ", Goal: "parse", Acceptance: []string{" parses 1+2 "}, Next: "execute"},
 		{Title: "Evaluator", Goal: "eval", Acceptance: []string{"evaluates"}, Next: "decompose"},
 	}
-	after, v, err := Update(root, "root", &Result{Status: "decomposed", Children: kids}, "", GuardSkipped, lim)
+	after, v, err := update(root, "root", &Result{Status: "decomposed", Children: kids}, "", guardSkipped, lim)
 	if err != nil {
 		t.Fatalf("Update error: %v", err)
 	}
@@ -93,7 +93,7 @@ func TestUpdateDecomposition(t *testing.T) {
 		t.Errorf("first child = %+v (verdict %+v), want trimmed text, order 1, runner-owned fields from the runner", c, v)
 	}
 	// Deeper children are named <parent>.<n>.
-	after, v, err = Update(after, "2", &Result{Status: "decomposed", Children: kids[:1]}, "", GuardSkipped, lim)
+	after, v, err = update(after, "2", &Result{Status: "decomposed", Children: kids[:1]}, "", guardSkipped, lim)
 	if err != nil || len(v.Added) != 1 || v.Added[0] != "2.1" {
 		t.Fatalf("Update(2) = %+v, %v; want child 2.1", v, err)
 	}
@@ -104,7 +104,7 @@ func TestUpdateDecomposition(t *testing.T) {
 
 func TestUpdateRefusesNonLeaf(t *testing.T) {
 	tree := internal("root", 0, leaf("1", 1))
-	if _, _, err := Update(tree, "root", &Result{Status: "done"}, "", GuardPass, Limits{}); baton.ErrorCode(err) != baton.Internal {
+	if _, _, err := update(tree, "root", &Result{Status: "done"}, "", guardPass, Limits{}); baton.ErrorCode(err) != baton.Internal {
 		t.Errorf("Update on an internal node = %v, want Internal", err)
 	}
 }
@@ -114,7 +114,7 @@ func TestDescribeTreeEdit(t *testing.T) {
 	edit := func(f func(*Node)) []byte {
 		t := before.Clone()
 		f(t)
-		return Encode(t)
+		return encode(t)
 	}
 	tests := []struct {
 		name   string
