@@ -19,7 +19,7 @@ func BenchmarkIndexAndExcerpt100MB(b *testing.B) {
 	for b.Loop() {
 		pr, pw := io.Pipe()
 		go func() { pw.CloseWithError(gen(pw)) }()
-		sp := NewSpool(DefaultSpoolMemory, b.TempDir())
+		sp := newSpool(defaultSpoolMemory, b.TempDir())
 		idx, err := IndexDiff(pr, sp)
 		if err != nil {
 			b.Fatal(err)
@@ -27,7 +27,7 @@ func BenchmarkIndexAndExcerpt100MB(b *testing.B) {
 		if len(idx.Files) != 5000 || idx.Size != size {
 			b.Fatalf("indexed %d files, %d bytes", len(idx.Files), idx.Size)
 		}
-		ex, err := ExcerptDiff(idx, sp, DefaultDiffBudget)
+		ex, err := excerptDiff(idx, sp, DefaultDiffBudget)
 		if err != nil {
 			b.Fatal(err)
 		}

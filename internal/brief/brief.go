@@ -42,7 +42,7 @@ func Review(ctx context.Context, req ReviewRequest) (*ReviewBrief, error) {
 	if err != nil {
 		return nil, err
 	}
-	rv, err := FetchReview(ctx, t.Client, t.Repo, req.Number, req.Fetch)
+	rv, err := fetchReview(ctx, t.Client, t.Repo, req.Number, req.Fetch)
 	if err != nil {
 		return nil, &fetchError{err}
 	}
@@ -51,7 +51,7 @@ func Review(ctx context.Context, req ReviewRequest) (*ReviewBrief, error) {
 	if t.Named {
 		opts.RepoArg = t.Repo.String()
 	}
-	b, err := BuildReview(rv, opts)
+	b, err := buildReview(rv, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -89,8 +89,8 @@ func Issue(ctx context.Context, req IssueRequest) (*IssueBrief, error) {
 	switch {
 	case req.Task != FixIssue && req.Task != ImplementFeature:
 		return nil, baton.Errorf(baton.Invalid, "unknown brief %q: want fix-issue or implement-feature", req.Task)
-	case req.Comments < 0 || req.Comments > MaxComments:
-		return nil, baton.Errorf(baton.Invalid, "the number of comments must be between 0 and %d (got %d)", MaxComments, req.Comments)
+	case req.Comments < 0 || req.Comments > maxComments:
+		return nil, baton.Errorf(baton.Invalid, "the number of comments must be between 0 and %d (got %d)", maxComments, req.Comments)
 	case req.Number < 0:
 		return nil, baton.Errorf(baton.Invalid, "an issue number is a whole number above 0 (got %d)", req.Number)
 	case req.Number > 0 && request != "":
@@ -107,7 +107,7 @@ func Issue(ctx context.Context, req IssueRequest) (*IssueBrief, error) {
 		if err != nil {
 			return nil, err
 		}
-		if in.Issue, err = FetchIssue(ctx, t.Client, t.Repo, req.Number, req.Comments); err != nil {
+		if in.Issue, err = fetchIssue(ctx, t.Client, t.Repo, req.Number, req.Comments); err != nil {
 			return nil, &fetchError{err}
 		}
 		if t.Named {
@@ -118,11 +118,11 @@ func Issue(ctx context.Context, req IssueRequest) (*IssueBrief, error) {
 	skipped := 0
 	if req.Store != nil {
 		var err error
-		if in.RelevantFiles, skipped, err = StoreFiles(req.Store, RelevantFilesInBrief); err != nil {
+		if in.RelevantFiles, skipped, err = storeFiles(req.Store, relevantFilesInBrief); err != nil {
 			return nil, err
 		}
 	}
-	b, err := BuildIssueBrief(in, req.Pack)
+	b, err := buildIssueBrief(in, req.Pack)
 	if err != nil {
 		return nil, err
 	}

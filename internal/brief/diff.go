@@ -15,10 +15,10 @@ type FileClass int
 
 // The classes, in the order the diff budget serves them.
 const (
-	ClassNormal FileClass = iota
-	ClassGenerated
-	ClassVendored
-	ClassLock
+	classNormal FileClass = iota
+	classGenerated
+	classVendored
+	classLock
 )
 
 var classNames = [...]string{"normal", "generated", "vendored", "lock"}
@@ -273,7 +273,7 @@ func (x *indexer) closeFile(end int64) {
 	if f.OldPath == f.Path || (!f.renamed && !f.copied) {
 		f.OldPath = ""
 	}
-	f.Class = Classify(f.Path, f.generatedMark)
+	f.Class = classify(f.Path, f.generatedMark)
 	x.probe = 0
 }
 
@@ -457,32 +457,32 @@ var generatedSuffixes = []string{
 	".min.js", ".min.css", ".min.mjs", ".js.map", ".css.map",
 }
 
-// Classify says which class a path belongs to. generatedMark reports a
+// classify says which class a path belongs to. generatedMark reports a
 // "Code generated ... DO NOT EDIT" line in the file. A lock file is a lock
 // file wherever it is; vendored beats generated.
-func Classify(path string, generatedMark bool) FileClass {
+func classify(path string, generatedMark bool) FileClass {
 	base := path
 	if i := strings.LastIndexByte(path, '/'); i >= 0 {
 		base = path[i+1:]
 	}
 	if lockFiles[base] {
-		return ClassLock
+		return classLock
 	}
 	for _, d := range vendorDirs {
 		if strings.HasPrefix(path, d) || strings.Contains(path, "/"+d) {
-			return ClassVendored
+			return classVendored
 		}
 	}
 	if generatedMark {
-		return ClassGenerated
+		return classGenerated
 	}
 	for _, s := range generatedSuffixes {
 		if strings.HasSuffix(base, s) {
-			return ClassGenerated
+			return classGenerated
 		}
 	}
 	if strings.Contains(base, "_generated.") || strings.Contains(base, ".generated.") || strings.HasPrefix(base, "zz_generated") {
-		return ClassGenerated
+		return classGenerated
 	}
-	return ClassNormal
+	return classNormal
 }

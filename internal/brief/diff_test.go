@@ -129,19 +129,19 @@ func TestIndexDiff(t *testing.T) {
 		t.Errorf("IndexDiff copied %d bytes that differ from the %d read", copied.Len(), len(sampleDiff))
 	}
 	want := []fileSummary{
-		{"internal/auth/jwt.go", "", "modified", false, ClassNormal, 13, 2},
-		{"docs/new.md", "", "added", false, ClassNormal, 9, 1},
-		{"old.txt", "", "deleted", false, ClassNormal, 7, 1},
-		{"src/b.go", "src/a.go", "renamed", false, ClassNormal, 10, 1},
-		{"pure/y", "pure/x", "renamed", false, ClassNormal, 4, 0},
-		{"logo.png", "", "modified", true, ClassNormal, 3, 0},
-		{"run.sh", "", "mode", false, ClassNormal, 3, 0},
-		{"win.txt", "", "modified", false, ClassNormal, 8, 1},
-		{"café menu.txt", "", "modified", false, ClassNormal, 7, 1},
-		{"my notes.txt", "", "modified", false, ClassNormal, 7, 1},
-		{"api/v1/api.go", "", "added", false, ClassGenerated, 8, 1},
-		{"go.sum", "", "modified", false, ClassLock, 6, 1},
-		{"vendor/x/y.go", "", "modified", false, ClassVendored, 6, 1},
+		{"internal/auth/jwt.go", "", "modified", false, classNormal, 13, 2},
+		{"docs/new.md", "", "added", false, classNormal, 9, 1},
+		{"old.txt", "", "deleted", false, classNormal, 7, 1},
+		{"src/b.go", "src/a.go", "renamed", false, classNormal, 10, 1},
+		{"pure/y", "pure/x", "renamed", false, classNormal, 4, 0},
+		{"logo.png", "", "modified", true, classNormal, 3, 0},
+		{"run.sh", "", "mode", false, classNormal, 3, 0},
+		{"win.txt", "", "modified", false, classNormal, 8, 1},
+		{"café menu.txt", "", "modified", false, classNormal, 7, 1},
+		{"my notes.txt", "", "modified", false, classNormal, 7, 1},
+		{"api/v1/api.go", "", "added", false, classGenerated, 8, 1},
+		{"go.sum", "", "modified", false, classLock, 6, 1},
+		{"vendor/x/y.go", "", "modified", false, classVendored, 6, 1},
 	}
 	if diff := cmp.Diff(want, summarize(idx)); diff != "" {
 		t.Errorf("IndexDiff files mismatch (-want +got):\n%s", diff)
@@ -240,14 +240,14 @@ func TestIndexDiffEdges(t *testing.T) {
 	}{
 		{"empty", "", 0, nil},
 		{"not a git diff", "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n", 34, nil},
-		{"preamble then file", "From abc\nSubject: x\n\ndiff --git a/x b/x\n", 21, []fileSummary{{"x", "", "modified", false, ClassNormal, 1, 0}}},
-		{"no final newline", "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b", 0, []fileSummary{{"x", "", "modified", false, ClassNormal, 6, 1}}},
-		{"crlf headers", "diff --git a/x b/x\r\n--- a/x\r\n+++ b/x\r\n@@ -1 +1 @@\r\n-a\r\n+b\r\n", 0, []fileSummary{{"x", "", "modified", false, ClassNormal, 6, 1}}},
-		{"diff line inside content is content", "diff --git a/x b/x\n@@ -1 +1 @@\n+diff --git a/y b/y\n", 0, []fileSummary{{"x", "", "modified", false, ClassNormal, 3, 1}}},
-		{"name with b/ inside", "diff --git a/a b/c b/a b/c\nnew file mode 100644\n", 0, []fileSummary{{"a b/c", "", "added", false, ClassNormal, 2, 0}}},
-		{"quoted on one side", "diff --git a/x \"b/\\tab\"\nrename from x\nrename to \"\\tab\"\n", 0, []fileSummary{{"\tab", "x", "renamed", false, ClassNormal, 3, 0}}},
-		{"deleted binary", "diff --git a/i.png b/i.png\ndeleted file mode 100644\nBinary files a/i.png and /dev/null differ\n", 0, []fileSummary{{"i.png", "", "deleted", true, ClassNormal, 3, 0}}},
-		{"minified", "diff --git a/web/app.min.js b/web/app.min.js\n", 0, []fileSummary{{"web/app.min.js", "", "modified", false, ClassGenerated, 1, 0}}},
+		{"preamble then file", "From abc\nSubject: x\n\ndiff --git a/x b/x\n", 21, []fileSummary{{"x", "", "modified", false, classNormal, 1, 0}}},
+		{"no final newline", "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b", 0, []fileSummary{{"x", "", "modified", false, classNormal, 6, 1}}},
+		{"crlf headers", "diff --git a/x b/x\r\n--- a/x\r\n+++ b/x\r\n@@ -1 +1 @@\r\n-a\r\n+b\r\n", 0, []fileSummary{{"x", "", "modified", false, classNormal, 6, 1}}},
+		{"diff line inside content is content", "diff --git a/x b/x\n@@ -1 +1 @@\n+diff --git a/y b/y\n", 0, []fileSummary{{"x", "", "modified", false, classNormal, 3, 1}}},
+		{"name with b/ inside", "diff --git a/a b/c b/a b/c\nnew file mode 100644\n", 0, []fileSummary{{"a b/c", "", "added", false, classNormal, 2, 0}}},
+		{"quoted on one side", "diff --git a/x \"b/\\tab\"\nrename from x\nrename to \"\\tab\"\n", 0, []fileSummary{{"\tab", "x", "renamed", false, classNormal, 3, 0}}},
+		{"deleted binary", "diff --git a/i.png b/i.png\ndeleted file mode 100644\nBinary files a/i.png and /dev/null differ\n", 0, []fileSummary{{"i.png", "", "deleted", true, classNormal, 3, 0}}},
+		{"minified", "diff --git a/web/app.min.js b/web/app.min.js\n", 0, []fileSummary{{"web/app.min.js", "", "modified", false, classGenerated, 1, 0}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -272,23 +272,23 @@ func TestClassify(t *testing.T) {
 		mark bool
 		want FileClass
 	}{
-		{"main.go", false, ClassNormal},
-		{"main.go", true, ClassGenerated},
-		{"api/x.pb.go", false, ClassGenerated},
-		{"pkg/zz_generated.deepcopy.go", false, ClassGenerated},
-		{"schema_generated.ts", false, ClassGenerated},
-		{"static/app.min.js", false, ClassGenerated},
-		{"go.sum", false, ClassLock},
-		{"web/package-lock.json", false, ClassLock},
-		{"Cargo.lock", true, ClassLock},
-		{"vendor/github.com/x/y.go", false, ClassVendored},
-		{"ui/node_modules/left-pad/index.js", false, ClassVendored},
-		{"third_party/zlib/zlib.h", true, ClassVendored},
-		{"vendored.go", false, ClassNormal},
-		{"docs/vendor.md", false, ClassNormal},
+		{"main.go", false, classNormal},
+		{"main.go", true, classGenerated},
+		{"api/x.pb.go", false, classGenerated},
+		{"pkg/zz_generated.deepcopy.go", false, classGenerated},
+		{"schema_generated.ts", false, classGenerated},
+		{"static/app.min.js", false, classGenerated},
+		{"go.sum", false, classLock},
+		{"web/package-lock.json", false, classLock},
+		{"Cargo.lock", true, classLock},
+		{"vendor/github.com/x/y.go", false, classVendored},
+		{"ui/node_modules/left-pad/index.js", false, classVendored},
+		{"third_party/zlib/zlib.h", true, classVendored},
+		{"vendored.go", false, classNormal},
+		{"docs/vendor.md", false, classNormal},
 	}
 	for _, tt := range tests {
-		if got := Classify(tt.path, tt.mark); got != tt.want {
+		if got := classify(tt.path, tt.mark); got != tt.want {
 			t.Errorf("Classify(%q, %v) = %v, want %v", tt.path, tt.mark, got, tt.want)
 		}
 	}
@@ -316,7 +316,7 @@ func FuzzIndexDiff(f *testing.F) {
 		if diff := cmp.Diff(idx, small, cmp.AllowUnexported(DiffFile{})); diff != "" {
 			t.Fatalf("index depends on the read size (-big +small):\n%s", diff)
 		}
-		ex, err := ExcerptDiff(idx, bytes.NewReader(in), int64(len(in)/3))
+		ex, err := excerptDiff(idx, bytes.NewReader(in), int64(len(in)/3))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,9 +14,9 @@ type Outcome string
 
 // The outcomes of a file in an excerpt.
 const (
-	Full    Outcome = "full"    // every line
-	Cut     Outcome = "cut"     // a prefix, ending at a line boundary
-	Omitted Outcome = "omitted" // nothing
+	full    Outcome = "full"    // every line
+	cut     Outcome = "cut"     // a prefix, ending at a line boundary
+	omitted Outcome = "omitted" // nothing
 )
 
 // FileExcerpt is what an excerpt keeps of one file.
@@ -46,7 +46,7 @@ type Excerpt struct {
 // Truncated reports whether anything of the diff was left out.
 func (e *Excerpt) Truncated() bool {
 	for _, f := range e.Files {
-		if f.Outcome != Full {
+		if f.Outcome != full {
 			return true
 		}
 	}
@@ -62,7 +62,7 @@ func marker(lines int) string {
 	return fmt.Sprintf("[... %d more lines not shown]\n", lines)
 }
 
-// ExcerptDiff cuts the diff indexed by idx, whose bytes src holds, to at
+// excerptDiff cuts the diff indexed by idx, whose bytes src holds, to at
 // most budget bytes, fairly across files:
 //
 //  1. Every file's header and first "@@" line, in priority order (normal
@@ -77,7 +77,7 @@ func marker(lines int) string {
 // Every cut falls at a line boundary, so no line, and no UTF-8 character,
 // is ever split. Text bytes before the first file (not produced by git or
 // GitHub) are dropped.
-func ExcerptDiff(idx *DiffIndex, src io.ReaderAt, budget int64) (*Excerpt, error) {
+func excerptDiff(idx *DiffIndex, src io.ReaderAt, budget int64) (*Excerpt, error) {
 	a := &allocator{idx: idx, src: src, room: max(budget, 0), ex: &Excerpt{Budget: max(budget, 0), Files: make([]FileExcerpt, len(idx.Files))}}
 	order := make([]int, len(idx.Files))
 	for i := range order {
@@ -98,7 +98,7 @@ func ExcerptDiff(idx *DiffIndex, src io.ReaderAt, budget int64) (*Excerpt, error
 	if err := a.headers(); err != nil {
 		return nil, err
 	}
-	for class := ClassNormal; class <= ClassLock; class++ {
+	for class := classNormal; class <= classLock; class++ {
 		if err := a.firstHunks(class); err != nil {
 			return nil, err
 		}
@@ -328,7 +328,7 @@ func (a *allocator) finish() (*Excerpt, error) {
 		f := &a.idx.Files[i]
 		fe := &a.ex.Files[i]
 		if fe.Shown == 0 {
-			fe.Outcome = Omitted
+			fe.Outcome = omitted
 			continue
 		}
 		b := make([]byte, fe.Shown)
@@ -338,13 +338,13 @@ func (a *allocator) finish() (*Excerpt, error) {
 		sb.Write(b)
 		fe.ShownLines = bytes.Count(b, []byte("\n"))
 		if fe.Shown == f.Size() {
-			fe.Outcome = Full
+			fe.Outcome = full
 			if b[len(b)-1] != '\n' {
 				fe.ShownLines++ // the last line of the diff, without a newline
 			}
 			continue
 		}
-		fe.Outcome = Cut
+		fe.Outcome = cut
 		sb.WriteString(marker(f.Lines - fe.ShownLines))
 	}
 	a.ex.Text = sb.String()

@@ -29,14 +29,14 @@ func checkExcerpt(t *testing.T, in []byte, idx *DiffIndex, ex *Excerpt) {
 	for i, f := range idx.Files {
 		fe := ex.Files[i]
 		switch {
-		case fe.Shown == 0 && fe.Outcome != Omitted,
-			fe.Shown == f.Size() && fe.Outcome != Full,
-			fe.Shown > 0 && fe.Shown < f.Size() && fe.Outcome != Cut,
+		case fe.Shown == 0 && fe.Outcome != omitted,
+			fe.Shown == f.Size() && fe.Outcome != full,
+			fe.Shown > 0 && fe.Shown < f.Size() && fe.Outcome != cut,
 			fe.Shown > f.Size():
 			t.Fatalf("file %d: outcome %s with %d of %d bytes", i, fe.Outcome, fe.Shown, f.Size())
 		}
 		end := f.Start + fe.Shown
-		if fe.Outcome == Cut && in[end-1] != '\n' {
+		if fe.Outcome == cut && in[end-1] != '\n' {
 			t.Fatalf("file %d cut at %d, not after a newline", i, end)
 		}
 		prefix := string(in[f.Start:end])
@@ -44,7 +44,7 @@ func checkExcerpt(t *testing.T, in []byte, idx *DiffIndex, ex *Excerpt) {
 			t.Fatalf("file %d: text does not continue with the file's prefix", i)
 		}
 		rest = rest[len(prefix):]
-		if fe.Outcome == Cut {
+		if fe.Outcome == cut {
 			m := markerRE.FindStringSubmatch(rest)
 			if m == nil {
 				t.Fatalf("file %d cut without a marker; text continues %q", i, rest[:min(len(rest), 40)])
@@ -69,7 +69,7 @@ func excerpt(t *testing.T, diff string, budget int64) (*DiffIndex, *Excerpt) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ex, err := ExcerptDiff(idx, strings.NewReader(diff), budget)
+	ex, err := excerptDiff(idx, strings.NewReader(diff), budget)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestExcerptPerFileFairness(t *testing.T) {
 		modFile("c.go", 2, 200)
 	idx, ex := excerpt(t, diff, 8<<10)
 	got := outcomes(idx, ex)
-	want := map[string]Outcome{"big/schema.sql": Cut, "a.go": Cut, "b.go": Full, "c.go": Cut}
+	want := map[string]Outcome{"big/schema.sql": cut, "a.go": cut, "b.go": full, "c.go": cut}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("outcomes mismatch (-want +got):\n%s", d)
 	}
@@ -192,10 +192,10 @@ func TestExcerptPriority(t *testing.T) {
 		budget int64
 		want   map[string]Outcome
 	}{
-		{"normal files first", size(3) + size(4) + 5*200, map[string]Outcome{"main.go": Full, "util.go": Full, "api/api.pb.go": Cut, "vendor/x/y.go": Cut, "go.sum": Cut}},
-		{"then generated", size(3) + size(4) + size(2) + 4*200, map[string]Outcome{"main.go": Full, "util.go": Full, "api/api.pb.go": Full, "vendor/x/y.go": Cut, "go.sum": Cut}},
-		{"lock last", size(3) + size(4) + size(2) + size(1) + 200, map[string]Outcome{"main.go": Full, "util.go": Full, "api/api.pb.go": Full, "vendor/x/y.go": Full, "go.sum": Cut}},
-		{"only headers of normal", 2 * (idx.Files[3].HunkBody - idx.Files[3].Start + markerReserve), map[string]Outcome{"main.go": Cut, "util.go": Cut, "api/api.pb.go": Omitted, "vendor/x/y.go": Omitted, "go.sum": Omitted}},
+		{"normal files first", size(3) + size(4) + 5*200, map[string]Outcome{"main.go": full, "util.go": full, "api/api.pb.go": cut, "vendor/x/y.go": cut, "go.sum": cut}},
+		{"then generated", size(3) + size(4) + size(2) + 4*200, map[string]Outcome{"main.go": full, "util.go": full, "api/api.pb.go": full, "vendor/x/y.go": cut, "go.sum": cut}},
+		{"lock last", size(3) + size(4) + size(2) + size(1) + 200, map[string]Outcome{"main.go": full, "util.go": full, "api/api.pb.go": full, "vendor/x/y.go": full, "go.sum": cut}},
+		{"only headers of normal", 2 * (idx.Files[3].HunkBody - idx.Files[3].Start + markerReserve), map[string]Outcome{"main.go": cut, "util.go": cut, "api/api.pb.go": omitted, "vendor/x/y.go": omitted, "go.sum": omitted}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -225,7 +225,7 @@ func TestExcerptEveryBudgetMultiByte(t *testing.T) {
 func TestExcerptLongLineIsNotSplit(t *testing.T) {
 	diff := newFile("app.js", 2, strings.Repeat("é", 3000)) // one 6 KB line per line
 	idx, ex := excerpt(t, diff, 4000)
-	if ex.Files[0].Outcome != Cut || ex.Files[0].Shown != idx.Files[0].HunkBody-idx.Files[0].Start {
+	if ex.Files[0].Outcome != cut || ex.Files[0].Shown != idx.Files[0].HunkBody-idx.Files[0].Start {
 		t.Errorf("a line longer than the room: shown %d bytes (%s), want the header only", ex.Files[0].Shown, ex.Files[0].Outcome)
 	}
 }
@@ -236,7 +236,7 @@ func TestExcerptZeroBudget(t *testing.T) {
 		t.Errorf("ExcerptDiff(0) = %q", ex.Text)
 	}
 	for i := range idx.Files {
-		if ex.Files[i].Outcome != Omitted {
+		if ex.Files[i].Outcome != omitted {
 			t.Errorf("file %s: %s, want omitted", idx.Files[i].Path, ex.Files[i].Outcome)
 		}
 	}
@@ -251,7 +251,7 @@ func FuzzExcerptDiff(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ex, err := ExcerptDiff(idx, bytes.NewReader(in), budget)
+		ex, err := excerptDiff(idx, bytes.NewReader(in), budget)
 		if err != nil {
 			t.Fatal(err)
 		}

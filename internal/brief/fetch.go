@@ -32,8 +32,8 @@ type ReviewContext struct {
 
 // Where a review's diff came from.
 const (
-	DiffFromAPI     = "diff"
-	DiffFromPatches = "patches"
+	diffFromAPI     = "diff"
+	diffFromPatches = "patches"
 )
 
 // Close releases the spooled diff.
@@ -54,7 +54,7 @@ type FetchOptions struct {
 	SpoolMemory int
 }
 
-// FetchReview reads what a review brief needs, all or nothing: the pull
+// fetchReview reads what a review brief needs, all or nothing: the pull
 // request's metadata, its changed files, its diff (streamed into a spool
 // and indexed) and the issues it closes. The four reads run concurrently;
 // the first failure cancels the others and is returned, and nothing is
@@ -64,12 +64,12 @@ type FetchOptions struct {
 // When GitHub refuses to render the diff (over 300 files or 20,000
 // lines), the diff is rebuilt from the files' patches instead, with no
 // further request; DiffSource says so.
-func FetchReview(ctx context.Context, c *github.Client, repo github.Repo, number int, opts FetchOptions) (*ReviewContext, error) {
+func fetchReview(ctx context.Context, c *github.Client, repo github.Repo, number int, opts FetchOptions) (*ReviewContext, error) {
 	mem := opts.SpoolMemory
 	if mem <= 0 {
-		mem = DefaultSpoolMemory
+		mem = defaultSpoolMemory
 	}
-	r := &ReviewContext{Repo: repo, DiffSource: DiffFromAPI, spool: NewSpool(mem, opts.SpoolDir)}
+	r := &ReviewContext{Repo: repo, DiffSource: diffFromAPI, spool: newSpool(mem, opts.SpoolDir)}
 	var tooLarge bool
 	err := all(ctx, true,
 		func(ctx context.Context) (err error) {
@@ -105,7 +105,7 @@ func FetchReview(ctx context.Context, c *github.Client, repo github.Repo, number
 		},
 	)
 	if err == nil && tooLarge {
-		r.DiffSource = DiffFromPatches
+		r.DiffSource = diffFromPatches
 		err = r.diffFromPatches()
 	}
 	if err != nil {

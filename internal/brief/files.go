@@ -7,14 +7,14 @@ import (
 	"github.com/baton-agent/baton/internal/fsstore"
 )
 
-// RelevantFilesInBrief is how many of the context store's top files a
+// relevantFilesInBrief is how many of the context store's top files a
 // brief lists.
-const RelevantFilesInBrief = 15
+const relevantFilesInBrief = 15
 
-// StoreFiles returns up to n of the context store's top-ranked files that
+// storeFiles returns up to n of the context store's top-ranked files that
 // still exist, and how many log lines could not be read. A project with
 // no store has none.
-func StoreFiles(st *fsstore.Store, n int) (files []RelevantFile, corrupt int, err error) {
+func storeFiles(st *fsstore.Store, n int) (files []RelevantFile, corrupt int, err error) {
 	if !st.Exists() {
 		return nil, 0, nil
 	}

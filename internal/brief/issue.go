@@ -20,17 +20,17 @@ const (
 )
 
 // DefaultComments is how many of an issue's most recent comments a brief
-// shows by default; MaxComments is the most it will fetch (one page).
+// shows by default; maxComments is the most it will fetch (one page).
 const (
 	DefaultComments = 10
-	MaxComments     = 100
+	maxComments     = 100
 )
 
-// DefaultIssueBudgetBytes is the default prompt budget of fix-issue and
+// defaultIssueBudgetBytes is the default prompt budget of fix-issue and
 // implement-feature: the body (at most MaxBodyBytes), ten comments (at
 // most MaxCommentBytes each), the linked pull requests, the relevant files
 // and the fixed text fit without a cut.
-const DefaultIssueBudgetBytes = 64 << 10
+const defaultIssueBudgetBytes = 64 << 10
 
 // IssueContext is the deterministic context of an issue: its metadata, its
 // most recent comments and the pull requests that close it.
@@ -40,14 +40,14 @@ type IssueContext struct {
 	LinkedPRs []github.LinkedPullRequest
 }
 
-// FetchIssue reads an issue with its most recent comments and the
+// fetchIssue reads an issue with its most recent comments and the
 // pull requests that will close it, all or nothing. The two reads run
 // concurrently: with comments <= 100 that is 2 to 4 requests (the issue,
 // up to two pages of comments, one GraphQL query). A number that names a
 // pull request is an Invalid error that points to review-pr.
-func FetchIssue(ctx context.Context, c *github.Client, repo github.Repo, number, comments int) (*IssueContext, error) {
-	if comments < 0 || comments > MaxComments {
-		return nil, baton.Errorf(baton.Invalid, "the number of comments must be between 0 and %d (got %d)", MaxComments, comments)
+func fetchIssue(ctx context.Context, c *github.Client, repo github.Repo, number, comments int) (*IssueContext, error) {
+	if comments < 0 || comments > maxComments {
+		return nil, baton.Errorf(baton.Invalid, "the number of comments must be between 0 and %d (got %d)", maxComments, comments)
 	}
 	ic := &IssueContext{Repo: repo}
 	err := all(ctx, false,
@@ -106,13 +106,13 @@ type IssueBrief struct {
 	SkippedLines int
 }
 
-// BuildIssueBrief renders a fix-issue or implement-feature brief. It
+// buildIssueBrief renders a fix-issue or implement-feature brief. It
 // makes no requests. A zero opts.BudgetBytes means
 // DefaultIssueBudgetBytes. When the prompt does not fit, the oldest
 // comments go first, then the sections in drop order.
-func BuildIssueBrief(in IssueBriefInput, opts prompt.Options) (*IssueBrief, error) {
+func buildIssueBrief(in IssueBriefInput, opts prompt.Options) (*IssueBrief, error) {
 	if opts.BudgetBytes == 0 {
-		opts.BudgetBytes = DefaultIssueBudgetBytes
+		opts.BudgetBytes = defaultIssueBudgetBytes
 	}
 	switch in.Task {
 	case FixIssue, ImplementFeature:
@@ -134,24 +134,24 @@ func BuildIssueBrief(in IssueBriefInput, opts prompt.Options) (*IssueBrief, erro
 		heading += fmt.Sprintf(" #%d", number)
 	}
 	secs := []prompt.Section{
-		{Key: KeyTask, Body: heading, Bookend: true},
-		{Key: KeyContext, Heading: "### Context", Required: true},
+		{Key: keyTask, Body: heading, Bookend: true},
+		{Key: keyContext, Heading: "### Context", Required: true},
 	}
 	var comments []github.Comment
 	if in.Issue != nil {
 		secs[1].Body = in.Issue.contextBody(repoArg)
 		secs = append(secs,
-			prompt.Section{Key: KeyLinked, DropRank: rankLinked, Body: in.Issue.linkedBody()},
-			prompt.Section{Key: KeyComments, DropRank: rankComments},
+			prompt.Section{Key: keyLinked, DropRank: rankLinked, Body: in.Issue.linkedBody()},
+			prompt.Section{Key: keyComments, DropRank: rankComments},
 		)
 		comments = in.Issue.Issue.Comments
 	} else {
 		secs[1].Body = "**Request:**\n" + strings.TrimSpace(in.Request)
 	}
 	secs = append(secs,
-		prompt.Section{Key: KeyRelevant, DropRank: rankRelevant, Body: relevantBody(in.RelevantFiles)},
-		prompt.Section{Key: KeyTools, Heading: "### Tools That Help", DropRank: rankTools, Body: issueTools(in.Task, number, repoArg)},
-		prompt.Section{Key: KeyDone, Heading: "### Definition of Done", Bookend: true, Body: issueDone(in.Task)},
+		prompt.Section{Key: keyRelevant, DropRank: rankRelevant, Body: relevantBody(in.RelevantFiles)},
+		prompt.Section{Key: keyTools, Heading: "### Tools That Help", DropRank: rankTools, Body: issueTools(in.Task, number, repoArg)},
+		prompt.Section{Key: keyDone, Heading: "### Definition of Done", Bookend: true, Body: issueDone(in.Task)},
 		oodaSection(issueDecide(in.Task, number, repoArg)),
 	)
 	if in.Issue == nil {
@@ -236,8 +236,8 @@ func (ic *IssueContext) commentsBody(shown []github.Comment, asked, number int, 
 	for _, c := range shown {
 		fmt.Fprintf(&b, "\n\n**@%s** on %s:\n", c.Author, c.CreatedAt.UTC().Format("2006-01-02"))
 		text := strings.TrimSpace(c.Body)
-		if cut, ok := cutText(text, MaxCommentBytes); ok {
-			text = cut + fmt.Sprintf("\n[Comment truncated at %s: %s]", kb(MaxCommentBytes), c.URL)
+		if cut, ok := cutText(text, maxCommentBytes); ok {
+			text = cut + fmt.Sprintf("\n[Comment truncated at %s: %s]", kb(maxCommentBytes), c.URL)
 		}
 		if text == "" {
 			text = "(empty)"

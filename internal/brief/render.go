@@ -11,10 +11,10 @@ import (
 // Bounds on text that comes from GitHub, so one long body cannot crowd out
 // the rest of a brief. Each cut says where the whole text is.
 const (
-	// MaxBodyBytes bounds a pull request's or issue's body.
-	MaxBodyBytes = 16 << 10
-	// MaxCommentBytes bounds one comment.
-	MaxCommentBytes = 4 << 10
+	// maxBodyBytes bounds a pull request's or issue's body.
+	maxBodyBytes = 16 << 10
+	// maxCommentBytes bounds one comment.
+	maxCommentBytes = 4 << 10
 	// maxFileListBytes bounds the list of changed files.
 	maxFileListBytes = 16 << 10
 	// maxCutListBytes bounds the list of files the diff budget cut.
@@ -23,16 +23,16 @@ const (
 
 // Section keys, for reports and tests.
 const (
-	KeyTask     = "task"
-	KeyContext  = "context"
-	KeyLinked   = "linked"
-	KeyFiles    = "files"
-	KeyDiff     = "diff"
-	KeyComments = "comments"
-	KeyRelevant = "relevant-files"
-	KeyTools    = "tools"
-	KeyDone     = "definition-of-done"
-	KeyOODA     = "ooda"
+	keyTask     = "task"
+	keyContext  = "context"
+	keyLinked   = "linked"
+	keyFiles    = "files"
+	keyDiff     = "diff"
+	keyComments = "comments"
+	keyRelevant = "relevant-files"
+	keyTools    = "tools"
+	keyDone     = "definition-of-done"
+	keyOODA     = "ooda"
 )
 
 // Drop ranks: over budget, tools go first, then relevant files, comments
@@ -54,7 +54,7 @@ const reopen = `Both loops can re-open if new information changes things.`
 // oodaSection renders "How This Goes (OODA)" with the task's Decide step.
 func oodaSection(decide string) prompt.Section {
 	return prompt.Section{
-		Key: KeyOODA, Heading: "### How This Goes (OODA)", Bookend: true,
+		Key: keyOODA, Heading: "### How This Goes (OODA)", Bookend: true,
 		Body: orient + "\n\n**Decide (action alignment)**\n" + decide + "\n\n" + reopen,
 	}
 }
@@ -83,8 +83,8 @@ func body(s, fullCmd string) string {
 	if s == "" {
 		return "(no description)"
 	}
-	if cut, ok := cutText(s, MaxBodyBytes); ok {
-		return cut + fmt.Sprintf("\n\n[Body truncated at %s. `%s` shows all of it.]", kb(MaxBodyBytes), fullCmd)
+	if cut, ok := cutText(s, maxBodyBytes); ok {
+		return cut + fmt.Sprintf("\n\n[Body truncated at %s. `%s` shows all of it.]", kb(maxBodyBytes), fullCmd)
 	}
 	return s
 }

@@ -12,12 +12,12 @@ import (
 // DefaultDiffBudget is the seed's diff cap: 50 KB.
 const DefaultDiffBudget = 50 << 10
 
-// ReviewBudgetExtra is what a review brief's prompt budget adds to its
+// reviewBudgetExtra is what a review brief's prompt budget adds to its
 // diff budget by default: room for the body (at most MaxBodyBytes), the
 // file list (at most 16 KB), the list of cut files (at most 4 KB), the
 // linked issues and the fixed text, so that by default only the diff
 // budget cuts anything.
-const ReviewBudgetExtra = 48 << 10
+const reviewBudgetExtra = 48 << 10
 
 // ReviewOptions tunes BuildReview.
 type ReviewOptions struct {
@@ -65,8 +65,8 @@ type DiffFileReport struct {
 	FileExcerpt
 }
 
-// BuildReview renders the review-pr brief for r. It makes no requests.
-func BuildReview(r *ReviewContext, opts ReviewOptions) (*ReviewBrief, error) {
+// buildReview renders the review-pr brief for r. It makes no requests.
+func buildReview(r *ReviewContext, opts ReviewOptions) (*ReviewBrief, error) {
 	budget := opts.DiffBudget
 	if budget == 0 {
 		budget = DefaultDiffBudget
@@ -76,23 +76,23 @@ func BuildReview(r *ReviewContext, opts ReviewOptions) (*ReviewBrief, error) {
 	}
 	po := opts.Pack
 	if po.BudgetBytes == 0 {
-		po.BudgetBytes = int(budget) + ReviewBudgetExtra
+		po.BudgetBytes = int(budget) + reviewBudgetExtra
 	}
 	pr := r.PR
 	n := pr.Number
 	repoArg := repoFlag(opts.RepoArg)
 	secs := []prompt.Section{
-		{Key: KeyTask, Body: fmt.Sprintf("## Task: Review PR #%d", n), Bookend: true},
-		{Key: KeyContext, Heading: "### Context", Required: true, Body: r.contextBody(repoArg)},
-		{Key: KeyLinked, DropRank: rankLinked, Body: r.linkedBody()},
-		{Key: KeyFiles, Required: true, Body: r.filesBody(repoArg)},
-		{Key: KeyDiff, Required: true}, // filled per allowance
-		{Key: KeyTools, Heading: "### Tools That Help", DropRank: rankTools, Body: fmt.Sprintf(
+		{Key: keyTask, Body: fmt.Sprintf("## Task: Review PR #%d", n), Bookend: true},
+		{Key: keyContext, Heading: "### Context", Required: true, Body: r.contextBody(repoArg)},
+		{Key: keyLinked, DropRank: rankLinked, Body: r.linkedBody()},
+		{Key: keyFiles, Required: true, Body: r.filesBody(repoArg)},
+		{Key: keyDiff, Required: true}, // filled per allowance
+		{Key: keyTools, Heading: "### Tools That Help", DropRank: rankTools, Body: fmt.Sprintf(
 			"- `gh pr view %[1]d%[2]s` — metadata, body, status\n"+
 				"- `gh issue view <number>%[2]s` — full issue details if needed\n"+
 				"- `read <path>` — examine specific files beyond the diff\n"+
 				"- `gh pr diff %[1]d%[2]s` — re-fetch diff if needed", n, repoArg)},
-		{Key: KeyDone, Heading: "### Definition of Done", Bookend: true, Body: reviewDone},
+		{Key: keyDone, Heading: "### Definition of Done", Bookend: true, Body: reviewDone},
 		oodaSection(fmt.Sprintf("When ready, write the review to a file and post it with `baton github review %d%s --event approve|request-changes|comment --body-file <file>`. "+
 			"It shows the review, where it goes and as which account, and posts only when I press Enter; Escape cancels. "+
 			"If I cancel, I'll tell you what's on my mind, you revise, and we iterate until aligned. "+
@@ -101,7 +101,7 @@ func BuildReview(r *ReviewContext, opts ReviewOptions) (*ReviewBrief, error) {
 	const diffAt = 4
 	var buildErr error
 	build := func(allow int64) (*prompt.Pack, error) {
-		ex, err := ExcerptDiff(r.Diff, r.spool, allow)
+		ex, err := excerptDiff(r.Diff, r.spool, allow)
 		if err != nil {
 			buildErr = err
 			return nil, err
@@ -123,7 +123,7 @@ func BuildReview(r *ReviewContext, opts ReviewOptions) (*ReviewBrief, error) {
 	if err != nil {
 		return nil, err
 	}
-	ex, err := ExcerptDiff(r.Diff, r.spool, allow)
+	ex, err := excerptDiff(r.Diff, r.spool, allow)
 	if err != nil {
 		return nil, fmt.Errorf("cut the diff of %s#%d: %w", r.Repo, n, err)
 	}
@@ -203,11 +203,11 @@ func (r *ReviewContext) linkedBody() string {
 // classNote is how a file list names a class.
 func classNote(c FileClass) string {
 	switch c {
-	case ClassGenerated:
+	case classGenerated:
 		return "generated"
-	case ClassVendored:
+	case classVendored:
 		return "vendored"
-	case ClassLock:
+	case classLock:
 		return "lock file"
 	}
 	return ""
@@ -246,7 +246,7 @@ func (r *ReviewContext) filesBody(repoArg string) string {
 		case "renamed", "copied":
 			notes = append(notes, f.Status+" from "+f.PreviousPath)
 		}
-		if c := classNote(Classify(f.Path, false)); c != "" {
+		if c := classNote(classify(f.Path, false)); c != "" {
 			notes = append(notes, c)
 		}
 		line := fmt.Sprintf("\n- %s (+%d -%d", f.Path, f.Additions, f.Deletions)
@@ -270,7 +270,7 @@ func (r *ReviewContext) diffBody(ex *Excerpt, repoArg string) string {
 	n := r.PR.Number
 	var b strings.Builder
 	b.WriteString("**Diff:**\n")
-	if r.DiffSource == DiffFromPatches {
+	if r.DiffSource == diffFromPatches {
 		b.WriteString("(GitHub will not render a diff this large, so this one is rebuilt from each file's patch; files GitHub gives no patch for, binary or very large, show their header only.)\n")
 	}
 	if len(r.Diff.Files) == 0 {
@@ -298,7 +298,7 @@ func (r *ReviewContext) diffBody(ex *Excerpt, repoArg string) string {
 func (r *ReviewContext) writeCutList(b *strings.Builder, ex *Excerpt, repoArg string) {
 	start := b.Len()
 	total, listed := 0, 0
-	for _, pass := range []Outcome{Cut, Omitted} {
+	for _, pass := range []Outcome{cut, omitted} {
 		first := true
 		for i, f := range r.Diff.Files {
 			fe := ex.Files[i]
@@ -308,14 +308,14 @@ func (r *ReviewContext) writeCutList(b *strings.Builder, ex *Excerpt, repoArg st
 			total++
 			var line string
 			if first {
-				if pass == Cut {
+				if pass == cut {
 					line = "\n\nCut short (the first lines are above):"
 				} else {
 					line = "\n\nNot shown:"
 				}
 			}
 			var notes []string
-			if pass == Cut {
+			if pass == cut {
 				notes = append(notes, fmt.Sprintf("%d of %d lines shown", fe.ShownLines-f.HeaderLines, f.Lines-f.HeaderLines))
 			}
 			if f.Binary {

@@ -6,10 +6,10 @@ import (
 	"os"
 )
 
-// DefaultSpoolMemory is how much of a diff a spool keeps in memory before
+// defaultSpoolMemory is how much of a diff a spool keeps in memory before
 // it moves to a temporary file: most pull requests fit, so most briefs
 // never touch the disk.
-const DefaultSpoolMemory = 8 << 20
+const defaultSpoolMemory = 8 << 20
 
 // Spool holds a streamed diff for random access: in memory up to a limit,
 // then in a temporary file that is unlinked as soon as it is created, so
@@ -28,10 +28,10 @@ type Spool struct {
 	size     int64
 }
 
-// NewSpool returns a spool that keeps up to memLimit bytes in memory and
+// newSpool returns a spool that keeps up to memLimit bytes in memory and
 // puts larger contents in a temporary file in dir (os.TempDir() when
 // empty).
-func NewSpool(memLimit int, dir string) *Spool {
+func newSpool(memLimit int, dir string) *Spool {
 	return &Spool{limit: memLimit, dir: dir}
 }
 

@@ -19,7 +19,7 @@ func TestSpool(t *testing.T) {
 	}
 	for _, limit := range []int{len(data), spoolChunk + 7, 0} {
 		dir := t.TempDir()
-		s := NewSpool(limit, dir)
+		s := newSpool(limit, dir)
 		for p := data; len(p) > 0; {
 			k := min(len(p), 1+rnd.IntN(100_000))
 			if _, err := s.Write(p[:k]); err != nil {

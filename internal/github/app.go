@@ -71,7 +71,7 @@ func NewApp(id int64, keyPEM []byte, userAgent string) (*App, error) {
 		return nil, baton.Errorf(baton.Invalid, "the GitHub App key is not an RSA private key in PEM: give the .pem file GitHub generated for App %d", id)
 	}
 	if userAgent == "" {
-		userAgent = DefaultUserAgent
+		userAgent = defaultUserAgent
 	}
 	return &App{ID: id, key: key, userAgent: userAgent, transport: defaultTransport(),
 		byRepo: map[string]*Installation{}, byID: map[string]*Installation{}}, nil
@@ -252,7 +252,7 @@ func (a *Apps) get(getenv func(string) string, userAgent string) (*App, string, 
 	}
 	host := DefaultHost
 	if h := strings.TrimSpace(getenv(AppHostVar)); h != "" {
-		hs, err := ParseHosts(h)
+		hs, err := parseHosts(h)
 		if err != nil || len(hs) != 1 {
 			return nil, "", baton.Errorf(baton.Invalid, "%s=%q: want one host name", AppHostVar, baton.Truncate(h, 100, "…"))
 		}

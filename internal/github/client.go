@@ -15,8 +15,8 @@ import (
 	"github.com/baton-agent/baton"
 )
 
-// DefaultUserAgent is sent when Options.UserAgent is empty.
-const DefaultUserAgent = "baton"
+// defaultUserAgent is sent when Options.UserAgent is empty.
+const defaultUserAgent = "baton"
 
 // perPage is GitHub's maximum page size; fewer pages means fewer requests
 // and less rate limit spent.
@@ -100,7 +100,7 @@ func (s *secret) all() []string {
 func New(opts Options) (*Client, error) {
 	raw := opts.BaseURL
 	if raw == "" {
-		raw = APIURL("")
+		raw = aPIURL("")
 	}
 	base, err := parseBaseURL(raw)
 	if err != nil {
@@ -127,7 +127,7 @@ func New(opts Options) (*Client, error) {
 
 	ua := opts.UserAgent
 	if ua == "" {
-		ua = DefaultUserAgent
+		ua = defaultUserAgent
 	}
 	b := base.String()
 	// go-github refuses a client's requests locally after a secondary

@@ -72,11 +72,11 @@ var ErrDiffTooLarge = errors.New("diff too large for the GitHub API")
 // instead.
 var ErrDraftsUnsupported = errors.New("draft pull requests are not supported in this repository")
 
-// ErrIntegration is the cause of the Invalid error for GitHub's 403
+// errIntegration is the cause of the Invalid error for GitHub's 403
 // "Resource not accessible by integration": the token is a GitHub App
 // installation's (GitHub Actions' GITHUB_TOKEN is one), and the App may
 // not do this. GET /user is always refused to one: an App is no user.
-var ErrIntegration = errors.New("resource not accessible by integration")
+var errIntegration = errors.New("resource not accessible by integration")
 
 // errOffsite is the cause when a Link header points outside the API.
 var errOffsite = errors.New("link outside the API base URL")
@@ -159,7 +159,7 @@ func (c *Client) classifyStatus(o op, err error, er *gh.ErrorResponse) error {
 		}
 		return c.fail(baton.NotFound, err, op{what: o.what}, "not found")
 	case status == http.StatusForbidden && integration(er):
-		return c.fail(baton.Invalid, errors.Join(ErrIntegration, err), o, "GitHub refused access (%s): the token is a GitHub App's, and the App may not do this: grant it the permission, or use a personal token", detail)
+		return c.fail(baton.Invalid, errors.Join(errIntegration, err), o, "GitHub refused access (%s): the token is a GitHub App's, and the App may not do this: grant it the permission, or use a personal token", detail)
 	case status == http.StatusForbidden:
 		return c.fail(baton.Invalid, err, o, "GitHub refused access (%s): the token lacks permission for this repository or action", detail)
 	case status == http.StatusNotAcceptable && hasErrorCode(er, "too_large"):
@@ -293,7 +293,7 @@ func (c *Client) internal(o op, err error) error {
 
 // keptSentinels survive into an error's cause chain, so callers can test
 // them with errors.Is.
-var keptSentinels = []error{context.Canceled, context.DeadlineExceeded, ErrDiffTooLarge, ErrDraftsUnsupported, ErrIntegration, errOffsite}
+var keptSentinels = []error{context.Canceled, context.DeadlineExceeded, ErrDiffTooLarge, ErrDraftsUnsupported, errIntegration, errOffsite}
 
 // cause turns a library or transport error into a safe cause: its text,
 // scrubbed of the token, plus this package's sentinels and extra (a

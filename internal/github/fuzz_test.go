@@ -20,7 +20,7 @@ func FuzzParseRemoteURL(f *testing.F) {
 		f.Add(s, "ghp_secretToken99")
 	}
 	f.Fuzz(func(t *testing.T, raw, secret string) {
-		r, err := ParseRemoteURL(raw)
+		r, err := parseRemoteURL(raw)
 		if err == nil {
 			if !validOwner(r.Owner) || !validName(r.Name) || !validHost(r.Host) || strings.HasSuffix(r.Name, ".git") {
 				t.Fatalf("ParseRemoteURL(%q) = %+v, which is not a valid repository", raw, r)
@@ -39,7 +39,7 @@ func FuzzParseRemoteURL(f *testing.F) {
 		if _, err := url.Parse(withCreds); err != nil {
 			return
 		}
-		r2, err := ParseRemoteURL(withCreds)
+		r2, err := parseRemoteURL(withCreds)
 		if err != nil && strings.Contains(err.Error(), secret) {
 			t.Fatalf("ParseRemoteURL(%q) error shows the credentials: %v", withCreds, err)
 		}

@@ -12,13 +12,13 @@ import (
 
 // Environment variables that say where baton may send a token.
 const (
-	// HostsVar lists the GitHub Enterprise hosts baton may authenticate
+	// hostsVar lists the GitHub Enterprise hosts baton may authenticate
 	// to besides github.com: host names (host:port when not 443),
 	// separated by commas or spaces.
-	HostsVar = "BATON_GITHUB_HOSTS"
-	// GHHostVar is gh's default host; baton allows it too, so a machine
+	hostsVar = "BATON_GITHUB_HOSTS"
+	// gHHostVar is gh's default host; baton allows it too, so a machine
 	// set up for gh against one Enterprise host works as it is.
-	GHHostVar = "GH_HOST"
+	gHHostVar = "GH_HOST"
 	// APIURLVar is the github.com API URL the operator chose (GitHub
 	// Actions sets it); the github.com token may go there.
 	APIURLVar = "GITHUB_API_URL"
@@ -43,8 +43,8 @@ func HostsFromEnv(getenv func(string) string) (Hosts, error) {
 		return Hosts{}, nil
 	}
 	var h Hosts
-	for _, v := range []string{GHHostVar, HostsVar} {
-		list, err := ParseHosts(getenv(v))
+	for _, v := range []string{gHHostVar, hostsVar} {
+		list, err := parseHosts(getenv(v))
 		if err != nil {
 			return Hosts{}, baton.WrapError(baton.Invalid, err, "%s", v)
 		}
@@ -57,12 +57,12 @@ func HostsFromEnv(getenv func(string) string) (Hosts, error) {
 	return h, nil
 }
 
-// ParseHosts reads a list of host names separated by commas or
+// parseHosts reads a list of host names separated by commas or
 // whitespace, as BATON_GITHUB_HOSTS holds them: "ghe.example.com,
 // git.corp.example:8443". Names are lower-cased, a default port (:443)
 // dropped, and www.github.com read as github.com. Invalid for anything
 // that is not a host name (a URL, a path, credentials).
-func ParseHosts(s string) ([]string, error) {
+func parseHosts(s string) ([]string, error) {
 	var out []string
 	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r' }) {
 		h := strings.TrimSuffix(normalizeHost(f), ":443")
@@ -90,10 +90,10 @@ func (h Hosts) Check(host string) error {
 	}
 	return baton.Errorf(baton.Invalid,
 		"%s is not a GitHub host baton is configured for: baton sends a token only to github.com and the GitHub Enterprise hosts it is told about: add %s to %s (or set %s=%s) and give it a token of its own (GH_ENTERPRISE_TOKEN, or `gh auth login --hostname %s`)",
-		host, host, HostsVar, GHHostVar, host, host)
+		host, host, hostsVar, gHHostVar, host, host)
 }
 
-// ResolveAPIURL picks the REST API base URL for repo's host and checks
+// resolveAPIURL picks the REST API base URL for repo's host and checks
 // that the host's token may be sent there. The URL is apiURL when set
 // (--api-url, a source's API URL), else for github.com GITHUB_API_URL or
 // https://api.github.com/, else GITHUB_API_URL when it is on the
@@ -106,7 +106,7 @@ func (h Hosts) Check(host string) error {
 // https is used, except that a plain-http loopback address may stand in
 // for any host's API when BATON_GITHUB_ALLOW_HTTP_LOOPBACK is set, for
 // tests and development. Anything else is Invalid and names the rule.
-func ResolveAPIURL(apiURL string, getenv func(string) string, host string) (string, error) {
+func resolveAPIURL(apiURL string, getenv func(string) string, host string) (string, error) {
 	host = normalizeHost(hostOrDefault(host))
 	env := ""
 	if getenv != nil {
@@ -114,7 +114,7 @@ func ResolveAPIURL(apiURL string, getenv func(string) string, host string) (stri
 	}
 	raw := strings.TrimSpace(apiURL)
 	if raw == "" {
-		raw = APIURL(host)
+		raw = aPIURL(host)
 		if env != "" {
 			if host == DefaultHost {
 				raw = env

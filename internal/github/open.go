@@ -46,7 +46,7 @@ type Target struct {
 // named badly is Invalid; when nothing named one and the checkout does
 // not say, the error wraps ErrNoRepo; without a token it wraps ErrNoToken.
 func Open(ctx context.Context, open Opener, req OpenRequest) (*Target, error) {
-	r, named, err := ResolveRepo(ctx, req.Dir, req.Repo, req.FromURL)
+	r, named, err := resolveRepo(ctx, req.Dir, req.Repo, req.FromURL)
 	if err != nil {
 		if req.Repo == "" && req.FromURL == nil {
 			return nil, &baton.Error{Code: baton.ErrorCode(err), Message: "cannot tell which GitHub repository this is (name it as owner/name: --repo, or repo over MCP)",

@@ -318,7 +318,7 @@ type MergeMethod string
 
 // The merge methods GitHub offers.
 const (
-	MergeSquash MergeMethod = "squash" // the default here
+	mergeSquash MergeMethod = "squash" // the default here
 	MergeCommit MergeMethod = "merge"
 	MergeRebase MergeMethod = "rebase"
 )
@@ -343,10 +343,10 @@ func (c *Client) Merge(ctx context.Context, repo Repo, number int, mo MergeOptio
 	o := prOp("merge", repo, number)
 	method := mo.Method
 	if method == "" {
-		method = MergeSquash
+		method = mergeSquash
 	}
 	switch method {
-	case MergeSquash, MergeCommit, MergeRebase:
+	case mergeSquash, MergeCommit, MergeRebase:
 	default:
 		return nil, c.fail(baton.Invalid, nil, o, "bad merge method %q: want squash, merge or rebase", method)
 	}

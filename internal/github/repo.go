@@ -49,7 +49,7 @@ func ParseRepo(s string) (Repo, error) {
 	parts := strings.Split(s, "/")
 	hostForm := len(parts) == 3 && validHost(normalizeHost(parts[0])) && !strings.Contains(s, "@")
 	if strings.Contains(s, "://") || !hostForm && looksSCP(s) {
-		return ParseRemoteURL(s)
+		return parseRemoteURL(s)
 	}
 	var r Repo
 	switch len(parts) {
@@ -70,7 +70,7 @@ func ParseRepo(s string) (Repo, error) {
 	return r, nil
 }
 
-// ParseRemoteURL parses a git remote URL that points at a GitHub
+// parseRemoteURL parses a git remote URL that points at a GitHub
 // repository:
 //
 //	https://github.com/owner/name(.git)    http(s), with or without credentials
@@ -81,7 +81,7 @@ func ParseRepo(s string) (Repo, error) {
 // Any host is accepted, so GitHub Enterprise remotes work; ssh.github.com
 // and www.github.com map to github.com. Credentials in the URL are dropped
 // and never repeated in an error. Errors are Invalid.
-func ParseRemoteURL(raw string) (Repo, error) {
+func parseRemoteURL(raw string) (Repo, error) {
 	raw = strings.TrimSpace(raw)
 	var host, p string
 	if strings.Contains(raw, "://") {
@@ -139,11 +139,11 @@ func webHostPort(u *url.URL) string {
 // gitTimeout bounds `git remote get-url`, which reads local config only.
 const gitTimeout = 10 * time.Second
 
-// RepoFromRemote returns the repository that the origin remote of the git
+// repoFromRemote returns the repository that the origin remote of the git
 // repository at dir points at, by running `git remote get-url origin`.
 // It returns NotFound when dir is not a git repository or has no origin
 // remote, and Invalid when origin is not a GitHub URL or git is missing.
-func RepoFromRemote(ctx context.Context, dir string) (Repo, error) {
+func repoFromRemote(ctx context.Context, dir string) (Repo, error) {
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "git", "-C", dir, "remote", "get-url", "origin")
@@ -163,7 +163,7 @@ func RepoFromRemote(ctx context.Context, dir string) (Repo, error) {
 	case err != nil:
 		return Repo{}, baton.WrapError(baton.Internal, err, "run git remote get-url origin in %s", dir)
 	}
-	r, err := ParseRemoteURL(stdout.String())
+	r, err := parseRemoteURL(stdout.String())
 	if err != nil {
 		return Repo{}, baton.WrapError(baton.Invalid, err, "origin remote of %s", dir)
 	}
@@ -281,12 +281,12 @@ func firstLine(s string) string {
 	return line
 }
 
-// ResolveRepo says which repository a command means: the one an argument's
+// resolveRepo says which repository a command means: the one an argument's
 // URL named (fromArg), else repoArg ("owner/name", as --repo takes it),
 // else the origin remote of the checkout at dir. named is set when it came
 // from the caller rather than the checkout, so suggested commands must
 // name it too. A URL and a repoArg that disagree are Invalid.
-func ResolveRepo(ctx context.Context, dir, repoArg string, fromArg *Repo) (r Repo, named bool, err error) {
+func resolveRepo(ctx context.Context, dir, repoArg string, fromArg *Repo) (r Repo, named bool, err error) {
 	switch {
 	case fromArg != nil:
 		if repoArg != "" {
@@ -303,7 +303,7 @@ func ResolveRepo(ctx context.Context, dir, repoArg string, fromArg *Repo) (r Rep
 		r, err := ParseRepo(repoArg)
 		return r, err == nil, err
 	}
-	r, err = RepoFromRemote(ctx, dir)
+	r, err = repoFromRemote(ctx, dir)
 	return r, false, err
 }
 

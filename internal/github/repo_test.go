@@ -78,7 +78,7 @@ func TestParseRemoteURL(t *testing.T) {
 		{"ssh://git@GHE.corp.example:2222/team/svc.git", Repo{"ghe.corp.example", "team", "svc"}},
 	}
 	for _, tt := range tests {
-		got, err := ParseRemoteURL(tt.in)
+		got, err := parseRemoteURL(tt.in)
 		if err != nil {
 			t.Errorf("ParseRemoteURL(%q) = %v", tt.in, err)
 			continue
@@ -92,7 +92,7 @@ func TestParseRemoteURL(t *testing.T) {
 		"https://github.com/octo/app/pulls/1", "https://github.com/", "ftp://github.com/octo/app",
 		"https://ghp_leak123456@github.com/onlyowner", "git@github.com:", "::", "https://github.com/../etc",
 	} {
-		_, err := ParseRemoteURL(bad)
+		_, err := parseRemoteURL(bad)
 		if baton.ErrorCode(err) != baton.Invalid {
 			t.Errorf("ParseRemoteURL(%q) error = %v, want Invalid", bad, err)
 		}
@@ -143,7 +143,7 @@ func TestRepoFromRemote(t *testing.T) {
 		if err := os.MkdirAll(sub, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		got, err := RepoFromRemote(t.Context(), sub)
+		got, err := repoFromRemote(t.Context(), sub)
 		if err != nil {
 			t.Errorf("RepoFromRemote(origin %q) = %v", tt.remote, err)
 			continue
@@ -153,15 +153,15 @@ func TestRepoFromRemote(t *testing.T) {
 		}
 	}
 
-	_, err := RepoFromRemote(t.Context(), gitRepo(t, ""))
+	_, err := repoFromRemote(t.Context(), gitRepo(t, ""))
 	if baton.ErrorCode(err) != baton.NotFound {
 		t.Errorf("RepoFromRemote(no origin) = %v, want NotFound", err)
 	}
-	_, err = RepoFromRemote(t.Context(), t.TempDir())
+	_, err = repoFromRemote(t.Context(), t.TempDir())
 	if baton.ErrorCode(err) != baton.NotFound {
 		t.Errorf("RepoFromRemote(not a repository) = %v, want NotFound", err)
 	}
-	_, err = RepoFromRemote(t.Context(), gitRepo(t, "https://user:ghp_SECRETSECRET@gitlab.example/onlyone"))
+	_, err = repoFromRemote(t.Context(), gitRepo(t, "https://user:ghp_SECRETSECRET@gitlab.example/onlyone"))
 	if baton.ErrorCode(err) != baton.Invalid || strings.Contains(err.Error(), "ghp_SECRETSECRET") {
 		t.Errorf("RepoFromRemote(non-GitHub origin with credentials) = %v, want Invalid without the credentials", err)
 	}
@@ -246,7 +246,7 @@ func TestResolveTokenFromGH(t *testing.T) {
 	argsLog := fakeGH(t, "github.com", tok)
 	noEnv := func(string) string { return "" }
 
-	got, src, err := ResolveToken(t.Context(), noEnv, "")
+	got, src, err := resolveToken(t.Context(), noEnv, "")
 	if err != nil || got.Value() != tok || src != "gh auth token" {
 		t.Fatalf("ResolveToken = %q, %q, %v; want the gh token", got.Value(), src, err)
 	}
@@ -256,7 +256,7 @@ func TestResolveTokenFromGH(t *testing.T) {
 
 	// The environment wins and gh is not asked.
 	os.Remove(argsLog)
-	got, src, err = ResolveToken(t.Context(), func(k string) string { return map[string]string{"GITHUB_TOKEN": "env-tok"}[k] }, "")
+	got, src, err = resolveToken(t.Context(), func(k string) string { return map[string]string{"GITHUB_TOKEN": "env-tok"}[k] }, "")
 	if err != nil || got.Value() != "env-tok" || src != "GITHUB_TOKEN" {
 		t.Errorf("ResolveToken with GITHUB_TOKEN = %q, %q, %v", got.Value(), src, err)
 	}
@@ -266,7 +266,7 @@ func TestResolveTokenFromGH(t *testing.T) {
 
 	// gh knows no token for a GHE host: Invalid, wrapping ErrNoToken, with
 	// gh's reason and a hint naming the host.
-	_, _, err = ResolveToken(t.Context(), noEnv, "ghe.corp.example")
+	_, _, err = resolveToken(t.Context(), noEnv, "ghe.corp.example")
 	if baton.ErrorCode(err) != baton.Invalid || !errors.Is(err, ErrNoToken) {
 		t.Fatalf("ResolveToken(ghe) = %v, want Invalid ErrNoToken", err)
 	}
@@ -275,7 +275,7 @@ func TestResolveTokenFromGH(t *testing.T) {
 			t.Errorf("ResolveToken(ghe) = %v, want it to mention %q", err, want)
 		}
 	}
-	got, src, err = ResolveToken(t.Context(), func(k string) string {
+	got, src, err = resolveToken(t.Context(), func(k string) string {
 		return map[string]string{"GH_ENTERPRISE_TOKEN": "ghe-tok", "GH_TOKEN": "dotcom-tok"}[k]
 	}, "ghe.corp.example")
 	if err != nil || got.Value() != "ghe-tok" || src != "GH_ENTERPRISE_TOKEN" {
@@ -285,7 +285,7 @@ func TestResolveTokenFromGH(t *testing.T) {
 
 func TestResolveTokenWithoutGH(t *testing.T) {
 	t.Setenv("PATH", t.TempDir()) // no gh anywhere
-	_, _, err := ResolveToken(t.Context(), func(string) string { return "" }, "")
+	_, _, err := resolveToken(t.Context(), func(string) string { return "" }, "")
 	if baton.ErrorCode(err) != baton.Invalid || !errors.Is(err, ErrNoToken) {
 		t.Fatalf("ResolveToken = %v, want Invalid ErrNoToken", err)
 	}
@@ -296,7 +296,7 @@ func TestResolveTokenWithoutGH(t *testing.T) {
 
 func TestTokenFromGHRejectsOddOutput(t *testing.T) {
 	fakeGH(t, "github.com", "two words-would-break-the-header")
-	_, err := TokenFromGH(t.Context(), "")
+	_, err := tokenFromGH(t.Context(), "")
 	if err == nil || strings.Contains(err.Error(), "words-would-break") {
 		t.Errorf("TokenFromGH = %v, want an error that does not echo gh's output", err)
 	}

@@ -72,17 +72,17 @@ func tokenFromVars(getenv func(string) string, vars []string) (Token, string) {
 	return "", ""
 }
 
-// GHTimeout bounds `gh auth token`. It reads gh's config or the system
+// gHTimeout bounds `gh auth token`. It reads gh's config or the system
 // keyring and should answer at once; a hung keyring prompt must not hang
 // baton.
-const GHTimeout = 5 * time.Second
+const gHTimeout = 5 * time.Second
 
-// TokenFromGH returns the token that gh stores for host (github.com when
+// tokenFromGH returns the token that gh stores for host (github.com when
 // empty) by running `gh auth token --hostname host`, found on the process
 // PATH, within GHTimeout. It returns an error wrapping exec.ErrNotFound
 // when gh is not installed. Neither gh's output nor the token is ever part
 // of an error.
-func TokenFromGH(ctx context.Context, host string) (Token, error) {
+func tokenFromGH(ctx context.Context, host string) (Token, error) {
 	if host == "" {
 		host = DefaultHost
 	}
@@ -90,7 +90,7 @@ func TokenFromGH(ctx context.Context, host string) (Token, error) {
 	if err != nil {
 		return "", fmt.Errorf("find gh: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, GHTimeout)
+	ctx, cancel := context.WithTimeout(ctx, gHTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, "auth", "token", "--hostname", host)
 	var stdout, stderr bytes.Buffer
@@ -100,7 +100,7 @@ func TokenFromGH(ctx context.Context, host string) (Token, error) {
 	cmd.WaitDelay = time.Second
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
-			return "", fmt.Errorf("gh auth token: timed out after %s", GHTimeout)
+			return "", fmt.Errorf("gh auth token: timed out after %s", gHTimeout)
 		}
 		msg := baton.Truncate(strings.TrimSpace(firstLine(stderr.String())), 200, "…")
 		if msg == "" {
@@ -132,7 +132,7 @@ func plausibleToken(s string) bool {
 	return true
 }
 
-// ResolveToken finds the token for host (github.com when empty). For
+// resolveToken finds the token for host (github.com when empty). For
 // github.com: GH_TOKEN or GITHUB_TOKEN, then `gh auth token`. For a GitHub
 // Enterprise host: GH_ENTERPRISE_TOKEN or GITHUB_ENTERPRISE_TOKEN, then
 // `gh auth token --hostname HOST`, and never the github.com token, which
@@ -140,7 +140,7 @@ func plausibleToken(s string) bool {
 // from (a variable name or "gh auth token"). With no token it returns an
 // Invalid error wrapping ErrNoToken that says how to provide one. Whether
 // the host may get a token at all is Hosts' question (Access asks both).
-func ResolveToken(ctx context.Context, getenv func(string) string, host string) (Token, string, error) {
+func resolveToken(ctx context.Context, getenv func(string) string, host string) (Token, string, error) {
 	enterprise := host != "" && host != DefaultHost
 	vars := tokenVars
 	hint := "set GITHUB_TOKEN or GH_TOKEN, or run `gh auth login`"
@@ -151,7 +151,7 @@ func ResolveToken(ctx context.Context, getenv func(string) string, host string) 
 	if t, src := tokenFromVars(getenv, vars); t != "" {
 		return t, src, nil
 	}
-	t, err := TokenFromGH(ctx, host)
+	t, err := tokenFromGH(ctx, host)
 	if err == nil {
 		return t, "gh auth token", nil
 	}
@@ -168,10 +168,10 @@ func hostOrDefault(h string) string {
 	return h
 }
 
-// APIURL returns the REST API base URL for a web host:
+// aPIURL returns the REST API base URL for a web host:
 // https://api.github.com/ for github.com (or ""), and
 // https://HOST/api/v3/ for GitHub Enterprise Server.
-func APIURL(host string) string {
+func aPIURL(host string) string {
 	if host == "" || host == DefaultHost {
 		return "https://api.github.com/"
 	}
@@ -216,7 +216,7 @@ func (a Access) Client(ctx context.Context, repo Repo, apiURL string) (*Client, 
 		}
 		return New(Options{BaseURL: base, UserAgent: a.UserAgent, Installation: in})
 	}
-	tok, _, err := ResolveToken(ctx, a.Getenv, repo.Host)
+	tok, _, err := resolveToken(ctx, a.Getenv, repo.Host)
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +232,7 @@ func (a Access) baseURL(repo Repo, apiURL string) (string, error) {
 	if err := hosts.Check(repo.Host); err != nil {
 		return "", err
 	}
-	return ResolveAPIURL(apiURL, a.Getenv, repo.Host)
+	return resolveAPIURL(apiURL, a.Getenv, repo.Host)
 }
 
 // Identity says who a client of repo acts as and what it may do, without
@@ -289,6 +289,6 @@ func (a Access) CheckAPIURL(repo Repo, apiURL string) error {
 	if err := hosts.Check(repo.Host); err != nil {
 		return err
 	}
-	_, err = ResolveAPIURL(apiURL, a.Getenv, repo.Host)
+	_, err = resolveAPIURL(apiURL, a.Getenv, repo.Host)
 	return err
 }

@@ -59,7 +59,7 @@ func TestAccessSendsNoTokenToUnconfiguredHosts(t *testing.T) {
 	}{
 		{"enterprise host not listed", map[string]string{"GH_TOKEN": dotcom, "GH_ENTERPRISE_TOKEN": "ghe", AllowHTTPLoopbackVar: "1"},
 			Repo{Host: "evil.example", Owner: "o", Name: "r"}, rec.URL(), "add evil.example to BATON_GITHUB_HOSTS"},
-		{"listed host, only the github.com token", map[string]string{"GH_TOKEN": dotcom, HostsVar: "ghe.example", AllowHTTPLoopbackVar: "1"},
+		{"listed host, only the github.com token", map[string]string{"GH_TOKEN": dotcom, hostsVar: "ghe.example", AllowHTTPLoopbackVar: "1"},
 			Repo{Host: "ghe.example", Owner: "o", Name: "r"}, rec.URL(), "no GitHub token for ghe.example"},
 		{"plain http without the switch", map[string]string{"GH_TOKEN": dotcom},
 			Repo{Host: DefaultHost, Owner: "o", Name: "r"}, rec.URL(), "plain http"},
@@ -67,7 +67,7 @@ func TestAccessSendsNoTokenToUnconfiguredHosts(t *testing.T) {
 			Repo{Host: DefaultHost, Owner: "o", Name: "r"}, "", "plain http"},
 		{"github.com token to another https host", map[string]string{"GH_TOKEN": dotcom},
 			Repo{Host: DefaultHost, Owner: "o", Name: "r"}, "https://collector.example/", "only to https://api.github.com/"},
-		{"enterprise token to another https host", map[string]string{"GH_ENTERPRISE_TOKEN": "ghe", HostsVar: "ghe.example"},
+		{"enterprise token to another https host", map[string]string{"GH_ENTERPRISE_TOKEN": "ghe", hostsVar: "ghe.example"},
 			Repo{Host: "ghe.example", Owner: "o", Name: "r"}, "https://collector.example/api/v3/", "not on ghe.example"},
 		{"http to a non-loopback host with the switch", map[string]string{"GH_TOKEN": dotcom, AllowHTTPLoopbackVar: "1"},
 			Repo{Host: DefaultHost, Owner: "o", Name: "r"}, "http://api.github.com/", "plain http"},
@@ -102,7 +102,7 @@ func TestAccessSendsEachHostItsOwnToken(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	ghe, dotcom := newAuthRecorder(t), newAuthRecorder(t)
 	env := map[string]string{
-		"GH_TOKEN": "ghp_dotcom", "GH_ENTERPRISE_TOKEN": "ghe_own", HostsVar: "ghe.example, other.example",
+		"GH_TOKEN": "ghp_dotcom", "GH_ENTERPRISE_TOKEN": "ghe_own", hostsVar: "ghe.example, other.example",
 		APIURLVar: dotcom.URL(), AllowHTTPLoopbackVar: "1",
 	}
 	a := Access{Getenv: envOf(env)}
@@ -139,14 +139,14 @@ func TestResolveAPIURL(t *testing.T) {
 	getenv := envOf(env)
 	check := func(apiURL, host, want string) {
 		t.Helper()
-		got, err := ResolveAPIURL(apiURL, getenv, host)
+		got, err := resolveAPIURL(apiURL, getenv, host)
 		if err != nil || got != want {
 			t.Errorf("ResolveAPIURL(%q, %q) = %q, %v; want %q", apiURL, host, got, err, want)
 		}
 	}
 	refuse := func(apiURL, host, why string) {
 		t.Helper()
-		got, err := ResolveAPIURL(apiURL, getenv, host)
+		got, err := resolveAPIURL(apiURL, getenv, host)
 		if baton.ErrorCode(err) != baton.Invalid || !strings.Contains(err.Error(), why) {
 			t.Errorf("ResolveAPIURL(%q, %q) = %q, %v; want Invalid mentioning %q", apiURL, host, got, err, why)
 		}
@@ -180,14 +180,14 @@ func TestResolveAPIURL(t *testing.T) {
 
 func TestResolveTokenNeverLendsTheGitHubToken(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	_, _, err := ResolveToken(t.Context(), envOf(map[string]string{"GH_TOKEN": "ghp_dotcom", "GITHUB_TOKEN": "ghp_2"}), "ghe.corp.example")
+	_, _, err := resolveToken(t.Context(), envOf(map[string]string{"GH_TOKEN": "ghp_dotcom", "GITHUB_TOKEN": "ghp_2"}), "ghe.corp.example")
 	if !errors.Is(err, ErrNoToken) || !strings.Contains(err.Error(), "GH_ENTERPRISE_TOKEN") {
 		t.Errorf("ResolveToken(ghe) with only GH_TOKEN = %v, want ErrNoToken naming GH_ENTERPRISE_TOKEN", err)
 	}
 }
 
 func TestHostsFromEnv(t *testing.T) {
-	h, err := HostsFromEnv(envOf(map[string]string{GHHostVar: "GHE.one.example", HostsVar: "two.example:8443, three.example:443\tgithub.com"}))
+	h, err := HostsFromEnv(envOf(map[string]string{gHHostVar: "GHE.one.example", hostsVar: "two.example:8443, three.example:443\tgithub.com"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestHostsFromEnv(t *testing.T) {
 		t.Errorf("Check(evil.example) = %v, want it to say what to configure", err)
 	}
 	for _, bad := range []string{"https://ghe.example/", "ghe.example/o", "user@ghe.example", "ghe example:x"} {
-		if _, err := HostsFromEnv(envOf(map[string]string{HostsVar: bad})); baton.ErrorCode(err) != baton.Invalid || !strings.Contains(err.Error(), HostsVar) {
+		if _, err := HostsFromEnv(envOf(map[string]string{hostsVar: bad})); baton.ErrorCode(err) != baton.Invalid || !strings.Contains(err.Error(), hostsVar) {
 			t.Errorf("BATON_GITHUB_HOSTS=%q: %v, want Invalid naming the variable", bad, err)
 		}
 	}
@@ -217,7 +217,7 @@ func FuzzParseHosts(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		hosts, err := ParseHosts(s)
+		hosts, err := parseHosts(s)
 		if err != nil {
 			return
 		}
@@ -230,7 +230,7 @@ func FuzzParseHosts(f *testing.F) {
 				t.Fatalf("ParseHosts(%q) gave %q, which the input does not name", s, h)
 			}
 		}
-		again, err := ParseHosts(strings.Join(hosts, ","))
+		again, err := parseHosts(strings.Join(hosts, ","))
 		if err != nil || strings.Join(again, ",") != strings.Join(hosts, ",") {
 			t.Fatalf("ParseHosts(%q) = %q, re-read as %q, %v", s, hosts, again, err)
 		}

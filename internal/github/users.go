@@ -22,7 +22,7 @@ func (c *Client) Viewer(ctx context.Context) (*User, error) {
 	}
 	var u gh.User
 	if _, err := c.get(ctx, "user", &u, op{action: "get", what: "the authenticated user"}); err != nil {
-		if errors.Is(err, ErrIntegration) {
+		if errors.Is(err, errIntegration) {
 			return &User{App: true}, nil
 		}
 		return nil, err
@@ -35,7 +35,7 @@ func (c *Client) Viewer(ctx context.Context) (*User, error) {
 func (c *Client) viewerScopes(ctx context.Context) (*User, []string, error) {
 	var u gh.User
 	resp, err := c.get(ctx, "user", &u, op{action: "get", what: "the authenticated user"})
-	if errors.Is(err, ErrIntegration) {
+	if errors.Is(err, errIntegration) {
 		return &User{App: true}, []string{}, nil
 	}
 	if err != nil {
