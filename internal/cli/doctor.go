@@ -20,6 +20,7 @@ import (
 	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/hook"
 	"github.com/baton-agent/baton/internal/install"
+	"github.com/baton-agent/baton/internal/piconf"
 	"github.com/baton-agent/baton/internal/proc"
 	"github.com/baton-agent/baton/internal/sandbox"
 )
@@ -162,6 +163,10 @@ func runDoctor(ctx context.Context, f *Factory, probe bool) doctorReport {
 			}
 			scopes++
 			for _, b := range s.Binaries {
+				if !filepath.IsAbs(b) {
+					rep.Broken = append(rep.Broken, fmt.Sprintf("%s (%s) calls %s from PATH, and there is none on this PATH: install baton or add its directory to PATH", h, sc, b))
+					continue
+				}
 				if fi, err := os.Stat(b); err != nil || fi.Mode()&0o111 == 0 {
 					rep.Broken = append(rep.Broken, fmt.Sprintf("%s (%s) calls %s, which is missing or not executable: run `baton install %s --scope %s` again", h, sc, b, h, sc))
 				} else if b != f.Executable {
@@ -170,6 +175,9 @@ func runDoctor(ctx context.Context, f *Factory, probe bool) doctorReport {
 			}
 			if h == baton.HarnessCodex {
 				rep.Broken = append(rep.Broken, codexTrustProblems(t, s)...)
+			}
+			if h == baton.HarnessPi && sc == install.ScopeProject {
+				rep.Broken = append(rep.Broken, piTrustProblems(t)...)
 			}
 			if probe {
 				rep.Probes = append(rep.Probes, probeHooks(ctx, f, hh, s)...)
@@ -236,10 +244,8 @@ func probeHooks(ctx context.Context, f *Factory, h *hook.Harness, s install.Stat
 	}
 	commands := map[hook.Event]string{}
 	for _, hk := range s.Hooks {
-		for _, ev := range hook.Events {
-			if strings.Contains(hk.Command, " hook "+string(ev)+" ") {
-				commands[ev] = hk.Command
-			}
+		if ev, ok := hook.CommandEvent(hk.Command, nil); ok {
+			commands[ev] = hk.Command
 		}
 	}
 	if h.Extension && len(s.Binaries) > 0 {
@@ -341,6 +347,24 @@ func codexTrustProblems(t install.Target, s install.Status) []string {
 		out = append(out, fmt.Sprintf("codex (%s): baton's %s hook(s) are not trusted yet, and `codex exec` skips untrusted hooks without a word: open /hooks in Codex and trust them (or pass --dangerously-bypass-hook-trust to codex exec)", t.Scope, strings.Join(untrusted, ", ")))
 	}
 	return out
+}
+
+// piTrustProblems says what keeps pi from loading baton's project
+// extension: since pi 0.79 a project's .pi/ resources load only once the
+// user trusts the project, and print, JSON and RPC modes skip them
+// without -a.
+func piTrustProblems(t install.Target) []string {
+	tr, err := piconf.ReadTrust(piconf.Dir(t.Home, t.PiAgentDir), t.Root)
+	if err != nil {
+		return []string{fmt.Sprintf("pi (project): cannot read %v", err)}
+	}
+	switch tr.Decision {
+	case piconf.Trusted:
+		return nil
+	case piconf.Declined:
+		return []string{fmt.Sprintf("pi (project): %s is declined in pi's trust (%s), so pi loads none of its .pi/ extensions, skills, prompts or mcp.json: run /trust in pi here and trust it, or pass -a to pi", t.Root, tr.File)}
+	}
+	return []string{fmt.Sprintf("pi (project): %s is not trusted in pi yet (%s), so pi -p, --mode json and --mode rpc skip baton's extension, skills and MCP server there, and the TUI asks first: start pi here once and choose Trust (or /trust), or pass -a to pi", t.Root, tr.File)}
 }
 
 // probeMCP starts the registered MCP server as the harness would, in the
