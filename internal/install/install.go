@@ -132,15 +132,32 @@ func (p *Plan) Changed() bool {
 
 // harnessSpec describes one harness's files.
 type harnessSpec struct {
-	hooksFile   func(t Target) string
-	flatHooks   bool // the hooks file is the event map itself (Droid)
-	hookEvents  []hookEvent
-	commandsDir func(t Target) string
-	dialect     dialect
-	skillsDir   func(t Target) string // skills beside the commands (Codex)
-	extension   func(t Target) string // pi only
-	mcp         *mcpSpec              // nil: no MCP (pi)
-	notes       func(t Target, hooksChanged bool) []string
+	hooksFile  func(t Target) string
+	flatHooks  bool // the hooks file is the event map itself (Droid)
+	hookEvents []hookEvent
+	// sharedHooks: the project's hooks file is meant to be committed, so
+	// its hooks call baton from PATH (hook.Command with no binary) rather
+	// than this machine's binary path.
+	sharedHooks  bool
+	commandsDir  func(t Target) string // slash-command files (nil: none)
+	dialect      dialect               // of the command files
+	skillsDir    func(t Target) string // skills (<dir>/<name>/SKILL.md)
+	skillDialect dialect
+	// legacyCommandsDir holds command files an earlier baton wrote where
+	// skills now replace them: install and uninstall remove baton's.
+	legacyCommandsDir func(t Target) string
+	extension         func(t Target) string // pi only
+	mcp               *mcpSpec
+	notes             func(t Target, hooksChanged bool) []string
+}
+
+// hookExe is the binary t's hooks run: none (baton from PATH) in a
+// project file meant to be committed, else this binary.
+func (t Target) hookExe(sp *harnessSpec) string {
+	if sp.sharedHooks && t.Scope == ScopeProject {
+		return ""
+	}
+	return t.Exe
 }
 
 // specs holds every harness of internal/hook's table.
@@ -180,7 +197,7 @@ func plan(t Target, install bool) (*Plan, error) {
 	p := &Plan{Target: t, Notes: []string{}}
 	hooksChanged := false
 	if sp.hooksFile != nil {
-		c, err := planHooks(sp.hooksFile(t), t, sp.hookEvents, install, sp.flatHooks)
+		c, err := planHooks(sp.hooksFile(t), t.hookExe(sp), t.Harness, sp.hookEvents, install, sp.flatHooks)
 		if err != nil {
 			return nil, err
 		}
@@ -212,13 +229,25 @@ func plan(t Target, install bool) (*Plan, error) {
 		p.Changes = append(p.Changes, cs...)
 	}
 	if sp.skillsDir != nil {
-		d := sp.dialect
-		d.Skill, d.Args = true, "(the text that follows the skill's name in the user's message)"
+		d := sp.skillDialect
+		d.Skill = true
 		cs, err := planCommands(sp.skillsDir(t), t, d, install)
 		if err != nil {
 			return nil, err
 		}
 		p.Changes = append(p.Changes, cs...)
+	}
+	if sp.legacyCommandsDir != nil {
+		cs, err := planCommands(sp.legacyCommandsDir(t), t, sp.skillDialect, false)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cs {
+			if c.Action == Remove {
+				c.Note = "a skill replaces it"
+				p.Changes = append(p.Changes, c)
+			}
+		}
 	}
 	if install && sp.notes != nil {
 		p.Notes = append(p.Notes, sp.notes(t, hooksChanged)...)
