@@ -45,7 +45,10 @@ type doctorReport struct {
 	Root          string           `json:"root"`
 	HasStore      bool             `json:"has_store"`
 	Installs      []install.Status `json:"installs"`
-	Probes        []probeResult    `json:"probes"`
+	// Plugins lists, per harness, the settings files that enable baton's
+	// plugin (pi: its package).
+	Plugins map[string][]string `json:"plugins"`
+	Probes  []probeResult       `json:"probes"`
 	// Broken lists what is installed but cannot work; doctor exits 1
 	// when it is not empty.
 	Broken   []string `json:"broken"`
@@ -90,6 +93,11 @@ harness installed at both scopes (its hooks would run twice).`,
 			}
 			w := f.IO.Out
 			fmt.Fprintf(w, "baton %s at %s\nproject root %s (store: %v)\nsandbox: %s\n\n", rep.Version, rep.Binary, rep.Root, rep.HasStore, rep.Sandbox.Detail)
+			for _, hh := range hook.Harnesses {
+				if files := rep.Plugins[string(hh.Name)]; len(files) > 0 {
+					fmt.Fprintf(w, "%-6s plugin  enabled in %s\n", hh.Name, strings.Join(files, ", "))
+				}
+			}
 			for _, s := range rep.Installs {
 				state := "not installed"
 				if s.Installed {
@@ -98,7 +106,7 @@ harness installed at both scopes (its hooks would run twice).`,
 						state = "extension"
 					}
 				}
-				fmt.Fprintf(w, "%-6s %-7s %-13s %d command(s)  %s\n", s.Harness, s.Scope, state, len(s.Commands), s.File)
+				fmt.Fprintf(w, "%-6s %-7s %-13s %d command(s) %d skill(s)  %s\n", s.Harness, s.Scope, state, len(s.Commands), len(s.Skills), s.File)
 				if s.MCPCommand != "" {
 					fmt.Fprintf(w, "       MCP server: %s mcp  (%s)\n", s.MCPCommand, s.MCPFile)
 				}
@@ -139,7 +147,7 @@ harness installed at both scopes (its hooks would run twice).`,
 func runDoctor(ctx context.Context, f *Factory, probe bool) doctorReport {
 	root, how := f.projectRoot()
 	rep := doctorReport{SchemaVersion: 1, Binary: f.Executable, Version: f.Version, Root: root, HasStore: f.Store().Exists(),
-		Installs: []install.Status{}, Probes: []probeResult{}, Warnings: []string{}, Broken: []string{}}
+		Installs: []install.Status{}, Plugins: map[string][]string{}, Probes: []probeResult{}, Warnings: []string{}, Broken: []string{}}
 	if how == fsstore.FoundGitRoot || how == fsstore.FoundMarker {
 		for _, above := range fsstore.StoresAbove(root) {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("a context store sits above this repository at %s: baton does not use it here, but an earlier baton may have written this repository's packets and loops there; move what you need and remove it if no project owns it", above))
@@ -185,6 +193,16 @@ func runDoctor(ctx context.Context, f *Factory, probe bool) doctorReport {
 		}
 		if scopes == 2 {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s is installed at both scopes: unless the commands are identical its hooks run twice and a loop advances twice per stop; uninstall one", h))
+		}
+		enabled, err := install.PluginEnabled(f.installTargetFor(h, install.ScopeProject, root))
+		if err != nil {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: cannot read whether baton's plugin is enabled: %v", h, err))
+		}
+		if len(enabled) > 0 {
+			rep.Plugins[string(h)] = enabled
+			if scopes > 0 {
+				rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s has baton's plugin enabled (%s) and baton's installed hooks: every hook runs twice and a loop advances twice per stop; run `baton uninstall %s` (or disable the plugin)", h, strings.Join(enabled, ", "), h))
+			}
 		}
 	}
 	rep.Sandbox = checkSandbox(f, probe)

@@ -195,6 +195,14 @@ func plan(t Target, install bool) (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{Target: t, Notes: []string{}}
+	if install {
+		// A settings file baton cannot read here is reported by the
+		// hooks plan below, which edits it.
+		enabled, _ := PluginEnabled(t)
+		if len(enabled) > 0 {
+			return pluginPlan(p, sp, enabled), nil
+		}
+	}
 	hooksChanged := false
 	if sp.hooksFile != nil {
 		c, err := planHooks(sp.hooksFile(t), t.hookExe(sp), t.Harness, sp.hookEvents, install, sp.flatHooks)
@@ -253,6 +261,43 @@ func plan(t Target, install bool) (*Plan, error) {
 		p.Notes = append(p.Notes, sp.notes(t, hooksChanged)...)
 	}
 	return p, nil
+}
+
+// pluginPlan is install's plan while baton's plugin is enabled for the
+// harness: nothing, since the plugin already brings the hooks, skills and
+// MCP server, and installed hooks would run beside its own (every hook
+// twice, a loop advancing twice per stop).
+func pluginPlan(p *Plan, sp *harnessSpec, enabled []string) *Plan {
+	t := p.Target
+	file := ""
+	switch {
+	case sp.hooksFile != nil:
+		file = sp.hooksFile(t)
+	case sp.extension != nil:
+		file = sp.extension(t)
+	}
+	p.Changes = append(p.Changes, Change{Path: file, Action: Skip, Kind: "hooks", Note: "baton's plugin is enabled"})
+	p.Notes = append(p.Notes, fmt.Sprintf("baton's %s is enabled for %s (%s): it brings baton's hooks, skills and MCP server, so install changed nothing; installed hooks would run beside the plugin's, twice per event. To use `baton install` instead, %s first.",
+		map[bool]string{true: "package", false: "plugin"}[t.Harness == baton.HarnessPi], t.Harness, strings.Join(enabled, ", "), disablePlugin(t.Harness)))
+	if st := Inspect(t); st.Installed {
+		p.Notes = append(p.Notes, fmt.Sprintf("baton's hooks from an earlier `baton install %s` are still in %s and run beside the plugin's: run `baton uninstall %s --scope %s`.", t.Harness, st.File, t.Harness, t.Scope))
+	}
+	return p
+}
+
+// disablePlugin says how to turn off baton's plugin in a harness.
+func disablePlugin(h baton.Harness) string {
+	switch h {
+	case baton.HarnessClaude:
+		return "run `claude plugin disable baton@baton`"
+	case baton.HarnessCodex:
+		return "run `codex plugin remove baton@baton`"
+	case baton.HarnessDroid:
+		return "run `droid plugin uninstall baton@baton`"
+	case baton.HarnessPi:
+		return "remove the package (`pi remove <its source>`; `pi list` shows it)"
+	}
+	return "disable the plugin"
 }
 
 // Apply carries out p: each settings file that changes is first copied to

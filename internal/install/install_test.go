@@ -463,3 +463,44 @@ func TestClaudeSkillsReplaceCommands(t *testing.T) {
 		t.Error("uninstall left .claude/skills")
 	}
 }
+
+// While baton's plugin (pi: its package) is enabled for a harness, in
+// the user's or the project's settings, install writes nothing and says
+// why: the plugin's hooks and installed ones would both run.
+func TestInstallLeavesEnabledPluginAlone(t *testing.T) {
+	pkg := t.TempDir()
+	write(t, filepath.Join(pkg, "package.json"), []byte(`{"name":"`+PiPackageName+`"}`))
+	tests := []struct {
+		harness baton.Harness
+		file    func(Target) string
+		content string
+	}{
+		{baton.HarnessClaude, func(t Target) string { return filepath.Join(t.Home, ".claude/settings.json") }, `{"enabledPlugins":{"baton@baton":true}}`},
+		{baton.HarnessClaude, func(t Target) string { return filepath.Join(t.Root, ".claude/settings.json") }, `{"enabledPlugins":{"other@x":true,"baton@my-fork":true}}`},
+		{baton.HarnessCodex, func(t Target) string { return filepath.Join(t.Home, ".codex/config.toml") }, "[plugins.\"baton@baton\"]\nenabled = true\n"},
+		{baton.HarnessDroid, func(t Target) string { return filepath.Join(t.Home, ".factory/settings.json") }, `{"enabledPlugins":{"baton@repo":true}}`},
+		{baton.HarnessPi, func(t Target) string { return filepath.Join(t.Home, ".pi/agent/settings.json") }, `{"packages":["` + pkg + `"]}`},
+		{baton.HarnessPi, func(t Target) string { return filepath.Join(t.Root, ".pi/settings.json") }, `{"packages":[{"source":"git:github.com/baton-agent/baton@v1"}]}`},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.harness), func(t *testing.T) {
+			tg := target(t, tt.harness, ScopeProject)
+			write(t, tt.file(tg), []byte(tt.content))
+			p, err := Install(tg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Changed() {
+				t.Errorf("install with the plugin enabled plans changes:\n%s", Describe(p, false))
+			}
+			if len(p.Notes) == 0 || !strings.Contains(p.Notes[0], tt.file(tg)) || !strings.Contains(p.Notes[0], "is enabled") {
+				t.Errorf("notes = %q, want one naming %s", p.Notes, tt.file(tg))
+			}
+			// Disabled, or someone else's plugin: install goes ahead.
+			write(t, tt.file(tg), []byte(strings.NewReplacer("true", "false", "baton@", "notbaton@", pkg, "/elsewhere", "baton-agent/baton", "someone/else").Replace(tt.content)))
+			if p, err := Install(tg); err != nil || !p.Changed() {
+				t.Errorf("install with the plugin disabled: changed %v, %v", p != nil && p.Changed(), err)
+			}
+		})
+	}
+}
