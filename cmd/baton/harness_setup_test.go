@@ -21,16 +21,23 @@ func realHarness(t *testing.T, name, pkg, version, bin string) string {
 	return harnesstest.NPMBin(t, pkg, version, bin)
 }
 
+// The versions the real-harness tests run (docs/hooks.md names them).
+const (
+	claudeVersion = "2.1.332"
+	codexVersion  = "0.169.0"
+	droidVersion  = "0.225.2"
+)
+
 func realClaude(t *testing.T) string {
-	return realHarness(t, "Claude Code", "@anthropic-ai/claude-code", "2.1.330", "claude")
+	return realHarness(t, "Claude Code", "@anthropic-ai/claude-code", claudeVersion, "claude")
 }
 
 func realCodex(t *testing.T) string {
-	return realHarness(t, "Codex", "@openai/codex", "0.169.0", "codex")
+	return realHarness(t, "Codex", "@openai/codex", codexVersion, "codex")
 }
 
 func realDroid(t *testing.T) string {
-	return realHarness(t, "Factory Droid", "@factory/cli-linux-x64", "0.225.2", "@factory/cli-linux-x64/bin/droid")
+	return realHarness(t, "Factory Droid", "@factory/cli-linux-x64", droidVersion, "@factory/cli-linux-x64/bin/droid")
 }
 
 // piVersion is the pi these tests run: pi moved from

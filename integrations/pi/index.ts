@@ -163,7 +163,6 @@ export default function baton(pi: ExtensionAPI): void {
     pi.registerMcpServer("baton", {
       command: BATON_BIN,
       args: ["mcp"],
-      exposure: "deferred",
       description: "baton: handoff packets, pickup, loops and task briefs of this project's context store",
     });
   }
