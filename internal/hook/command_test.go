@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -111,4 +112,39 @@ func TestCommandFromPath(t *testing.T) {
 	if _, ok := ParseCommand(`sh -c 'echo hi' baton-hook stop codex`, nil); ok {
 		t.Error("a script that is not baton's shim was taken for baton's hook")
 	}
+}
+
+// FuzzCommandRoundTrip: whatever the binary's path, a command Command
+// writes is recognised as baton's hook with its event and program (baton
+// from PATH for the shim), and a command line that is not one of
+// Command's answers either is not recognised or names one of baton's
+// events.
+func FuzzCommandRoundTrip(f *testing.F) {
+	f.Add("/usr/local/bin/baton", 0, "claude", "baton hook stop --harness codex")
+	f.Add("", 3, "codex", "sh -c 'baton' baton-hook stop codex")
+	f.Add("/opt/it's here/baton", 1, "droid", `"/x y/baton" hook pre-compact --harness=pi`)
+	f.Fuzz(func(t *testing.T, exe string, ev int, h, other string) {
+		if ev < 0 {
+			ev = -ev
+		}
+		event := Events[ev%len(Events)]
+		if strings.ContainsAny(exe, "\x00") || exe != "" && !strings.HasPrefix(exe, "/") || strings.ContainsAny(h, " \t\n'\"\\\x00") || h == "" {
+			return
+		}
+		cmd := Command(exe, event, baton.Harness(h))
+		got, ok := ParseCommand(cmd, nil)
+		want := exe
+		if exe == "" {
+			want = "baton"
+		}
+		if !ok || got != want {
+			t.Fatalf("ParseCommand(%q) = %q, %v, want %q", cmd, got, ok, want)
+		}
+		if e, ok := CommandEvent(cmd, nil); !ok || e != event {
+			t.Fatalf("CommandEvent(%q) = %q, %v, want %s", cmd, e, ok, event)
+		}
+		if e, ok := CommandEvent(other, nil); ok && !slices.Contains(Events, e) {
+			t.Fatalf("CommandEvent(%q) = %q, not one of baton's events", other, e)
+		}
+	})
 }
