@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/baton-agent/baton/internal/harnesstest"
@@ -20,20 +21,66 @@ func realHarness(t *testing.T, name, pkg, version, bin string) string {
 	return harnesstest.NPMBin(t, pkg, version, bin)
 }
 
+// The versions the real-harness tests run (docs/hooks.md names them).
+const (
+	claudeVersion = "2.1.332"
+	codexVersion  = "0.169.0"
+	droidVersion  = "0.225.2"
+)
+
 func realClaude(t *testing.T) string {
-	return realHarness(t, "Claude Code", "@anthropic-ai/claude-code", "2.1.330", "claude")
+	return realHarness(t, "Claude Code", "@anthropic-ai/claude-code", claudeVersion, "claude")
 }
 
 func realCodex(t *testing.T) string {
-	return realHarness(t, "Codex", "@openai/codex", "0.169.0", "codex")
+	return realHarness(t, "Codex", "@openai/codex", codexVersion, "codex")
 }
 
 func realDroid(t *testing.T) string {
-	return realHarness(t, "Factory Droid", "@factory/cli-linux-x64", "0.225.2", "@factory/cli-linux-x64/bin/droid")
+	return realHarness(t, "Factory Droid", "@factory/cli-linux-x64", droidVersion, "@factory/cli-linux-x64/bin/droid")
 }
 
-func realPi(t *testing.T) string {
-	return realHarness(t, "pi", "@mariozechner/pi-coding-agent", "0.73.1", "pi")
+// piVersion is the pi these tests run: pi moved from
+// @mariozechner/pi-coding-agent (last 0.73.1) to @earendil-works.
+const piVersion = "1.5.2"
+
+// piCLI is the real pi and the Node.js it runs on.
+type piCLI struct {
+	bin     string
+	nodeDir string // put first on PATH: pi 1.x needs Node 22.19 or later
+}
+
+// env is env with pi's Node first on PATH.
+func (p piCLI) env(env []string) []string {
+	out := append([]string(nil), env...)
+	for i, kv := range out {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			out[i] = "PATH=" + p.nodeDir + string(os.PathListSeparator) + v
+			return out
+		}
+	}
+	return append(out, "PATH="+p.nodeDir)
+}
+
+func realPi(t *testing.T) piCLI {
+	if testing.Short() {
+		t.Skip("installs and runs pi")
+	}
+	// pi-tui 1.5.2's marked-cjk-friendly is not in the registry CI
+	// reaches; pi's CLI is bundled and never loads it.
+	bin := harnesstest.NPM{Pkg: "@earendil-works/pi-coding-agent", Version: piVersion, Bin: "pi",
+		Stubs: []string{"marked-cjk-friendly@0.1.2"}}.Install(t)
+	return piCLI{bin: bin, nodeDir: harnesstest.NodeDir(t, "22.23.3")}
+}
+
+// writePiModels gives pi a provider on the scripted model in its agent
+// directory; select it with --provider fake --model scripted.
+func writePiModels(t *testing.T, agentDir, modelURL string) {
+	t.Helper()
+	models := `{"providers":{"fake":{"baseUrl":"` + modelURL + `","api":"openai-completions","apiKey":"test-key","models":[{"id":"scripted"}]}}}`
+	if err := os.WriteFile(filepath.Join(agentDir, "models.json"), []byte(models), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // claudeEnv points Claude Code at a scripted model on loopback and turns

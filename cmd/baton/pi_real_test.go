@@ -14,49 +14,55 @@ import (
 	"github.com/baton-agent/baton/internal/harnesstest"
 )
 
-// The real pi (from npm, offline against a scripted OpenAI-compatible
-// model on loopback) with baton's extension installed by `baton install
-// pi`: the extension loads, the session-start context reaches the model
-// and the write tool's file is recorded. (Loops in print mode are not
-// checked: pi returns before a follow-up can be sent there.)
+// The real pi 1.x (from npm, offline against a scripted OpenAI-compatible
+// model on loopback) in print mode, with baton's extension installed by
+// `baton install pi`: pi loads a project's extensions only in a trusted
+// project, so `-a` trusts it for the run (and doctor says so before); the
+// session-start context reaches the model, the write tool's file is
+// recorded, and the loop's stop blocks once (pi 1.x continues a print run
+// from agent_before_settle) and ends on its promise.
 func TestRealPiSession(t *testing.T) {
 	pi := realPi(t)
 	home := t.TempDir()
 	agentDir := t.TempDir()
-	env := append(gitEnv(home), "PI_CODING_AGENT_DIR="+agentDir)
+	env := pi.env(append(gitEnv(home), "PI_CODING_AGENT_DIR="+agentDir))
 	repo := userRepo(t, env)
 	target := filepath.Join(repo, "hello.txt")
+	const loopPrompt = "Keep greeting until DONE"
 
 	model := harnesstest.NewChatServer(t, func(r *harnesstest.ChatRequest) harnesstest.Reply {
-		if r.ToolResults() == 0 && r.HasTool("write") {
+		switch {
+		case r.ToolResults() == 0 && r.HasTool("write"):
 			return harnesstest.Reply{ToolName: "write", ToolInput: map[string]any{"path": target, "content": "hello\n"}}
+		case strings.Contains(r.LastUserText(), loopPrompt) && !strings.Contains(r.LastUserText(), "the working context of this project"):
+			return harnesstest.Reply{Text: "The greeting is written.\n<promise>DONE</promise>"}
 		}
 		return harnesstest.Reply{Text: "I wrote hello.txt."}
 	})
-	models := `{"providers":{"fake":{"baseUrl":"` + model.URL + `","api":"openai-completions","apiKey":"test-key","models":[{"id":"scripted"}]}}}`
-	if err := os.WriteFile(filepath.Join(agentDir, "models.json"), []byte(models), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writePiModels(t, agentDir, model.URL)
 	batonRun(t, env, repo, "install", "pi")
 	batonRun(t, env, repo, "handoff", "greet the user", "--next-prompt", "Write the greeting file")
-	out0 := batonRun(t, env, repo, "loop", "start", "--json", "--max-iterations", "5", "Keep greeting until DONE")
+	out0 := batonRun(t, env, repo, "loop", "start", "--json", "--max-iterations", "5", loopPrompt)
 	var started struct {
 		ID string `json:"id"`
 	}
 	if err := json.Unmarshal([]byte(out0[strings.Index(out0, "{"):]), &started); err != nil {
 		t.Fatal(err)
 	}
+	if doc := batonDoctor(t, env, repo); !strings.Contains(doc, "not trusted in pi") {
+		t.Errorf("doctor does not say pi will skip the untrusted project's extension:\n%s", doc)
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, pi, "--offline", "--provider", "fake", "--model", "scripted", "-p", "Write a greeting to hello.txt")
+	cmd := exec.CommandContext(ctx, pi.bin, "-a", "--offline", "--provider", "fake", "--model", "scripted", "-p", "Write a greeting to hello.txt")
 	cmd.Dir, cmd.Env = repo, env
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("pi: %v\n%s", err, tail(out.String()))
 	}
-	t.Logf("pi 0.73.1 made %d model requests", len(model.Requests()))
+	t.Logf("pi %s made %d model requests", piVersion, len(model.Requests()))
 	if b, err := os.ReadFile(target); err != nil || string(b) != "hello\n" {
 		t.Errorf("hello.txt = %q, %v\n%s", b, err, tail(out.String()))
 	}
@@ -70,23 +76,37 @@ func TestRealPiSession(t *testing.T) {
 	if files := batonRun(t, env, repo, "files", "--all", "--json"); !strings.Contains(files, `"hello.txt"`) {
 		t.Errorf("the write was not recorded:\n%s", files)
 	}
-	// Print mode returns when the agent stops, so the loop cannot go on
-	// here: it is neither counted nor bound, and pi says so.
-	status := batonRun(t, env, repo, "loop", "status", started.ID, "--json")
+	if st := loopState(t, env, repo, started.ID); st.Status != "done" || st.Outcome != "DONE" || st.Iteration != 2 || st.SessionID == "" {
+		t.Errorf("loop after pi -p = %+v\n%s", st, tail(out.String()))
+	}
+}
+
+// loopStatus is what the real-harness tests read of `baton loop status`.
+type loopStatus struct {
+	Status    string `json:"status"`
+	Outcome   string `json:"outcome"`
+	Iteration int    `json:"iteration"`
+	SessionID string `json:"session_id"`
+}
+
+func loopState(t *testing.T, env []string, repo, id string) loopStatus {
+	t.Helper()
+	out := batonRun(t, env, repo, "loop", "status", id, "--json")
 	var st struct {
-		Loop struct {
-			Status    string `json:"status"`
-			Iteration int    `json:"iteration"`
-			SessionID string `json:"session_id"`
-		} `json:"loop"`
+		Loop loopStatus `json:"loop"`
 	}
-	if err := json.Unmarshal([]byte(status[strings.Index(status, "{"):]), &st); err != nil {
-		t.Fatal(err)
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &st); err != nil {
+		t.Fatalf("loop status --json: %v\n%s", err, out)
 	}
-	if st.Loop.Status != "active" || st.Loop.Iteration != 1 || st.Loop.SessionID != "" {
-		t.Errorf("loop after pi -p = %+v", st.Loop)
-	}
-	if !strings.Contains(out.String(), "stays active and unbound for the next session") {
-		t.Errorf("pi -p does not say the loop cannot continue:\n%s", tail(out.String()))
-	}
+	return st.Loop
+}
+
+// batonDoctor runs `baton doctor --no-probe`, which exits 1 when something
+// installed cannot work, and returns what it printed.
+func batonDoctor(t *testing.T, env []string, repo string) string {
+	t.Helper()
+	cmd := exec.Command(batonBin, "doctor", "--no-probe")
+	cmd.Dir, cmd.Env = repo, env
+	out, _ := cmd.CombinedOutput()
+	return string(out)
 }

@@ -2,9 +2,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,14 +17,15 @@ import (
 )
 
 // pi in RPC mode (as an editor or the TUI drives it), with baton's
-// extension: a loop blocks once and continues through a follow-up, its
-// promise ends it, and a compaction writes a packet whose trigger is
-// "manual" only when pi says so (with instructions) and "unknown" for a
-// compaction pi does not describe.
+// extension in a project the user trusted in pi (trust.json, as /trust
+// writes it; doctor then finds nothing to fix): a loop blocks once and
+// continues with the loop prompt, its promise ends it, and a compaction
+// writes a packet whose trigger is "manual" only when pi says so (with
+// instructions) and "unknown" for a compaction pi does not describe.
 func TestRealPiRPCSession(t *testing.T) {
 	pi := realPi(t)
 	home, agentDir := t.TempDir(), t.TempDir()
-	env := append(gitEnv(home), "PI_CODING_AGENT_DIR="+agentDir)
+	env := pi.env(append(gitEnv(home), "PI_CODING_AGENT_DIR="+agentDir))
 	repo := userRepo(t, env)
 	target := filepath.Join(repo, "hello.txt")
 	const loopPrompt = "Keep the greeting right, then say DONE as a promise"
@@ -33,18 +34,27 @@ func TestRealPiRPCSession(t *testing.T) {
 		switch {
 		case !r.HasTool("write"):
 			return harnesstest.Reply{Text: "Summary: a greeting was written to hello.txt."}
-		case strings.Contains(last, loopPrompt) && r.ToolResults() > 0:
+		case strings.Contains(last, loopPrompt) && !strings.Contains(last, "the working context of this project") && r.ToolResults() > 0:
 			return harnesstest.Reply{Text: "The greeting is right.\n<promise>DONE</promise>"}
 		case r.ToolResults() == 0:
 			return harnesstest.Reply{ToolName: "write", ToolInput: map[string]any{"path": target, "content": "hello\n"}}
 		}
 		return harnesstest.Reply{Text: "I wrote hello.txt."}
 	})
-	models := `{"providers":{"fake":{"baseUrl":"` + model.URL + `","api":"openai-completions","apiKey":"test-key","models":[{"id":"scripted"}]}}}`
-	if err := os.WriteFile(filepath.Join(agentDir, "models.json"), []byte(models), 0o644); err != nil {
+	writePiModels(t, agentDir, model.URL)
+	// pi 1.x refuses to compact a session it keeps whole ("Nothing to
+	// compact"): keep no recent tokens, so this small one is compacted.
+	if err := os.WriteFile(filepath.Join(agentDir, "settings.json"), []byte(`{"compaction":{"keepRecentTokens":0}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	batonRun(t, env, repo, "install", "pi")
+	trust, _ := json.Marshal(map[string]bool{repo: true})
+	if err := os.WriteFile(filepath.Join(agentDir, "trust.json"), trust, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if doc := batonDoctor(t, env, repo); strings.Contains(doc, "not trusted in pi") {
+		t.Errorf("doctor reports a pi trust problem in a trusted project:\n%s", doc)
+	}
 	out0 := batonRun(t, env, repo, "loop", "start", "--json", "--max-iterations", "5", loopPrompt)
 	var started struct {
 		ID string `json:"id"`
@@ -55,11 +65,12 @@ func TestRealPiRPCSession(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, pi, "--offline", "--provider", "fake", "--model", "scripted", "--mode", "rpc")
+	cmd := exec.CommandContext(ctx, pi.bin, "--offline", "--provider", "fake", "--model", "scripted", "--mode", "rpc")
 	cmd.Dir, cmd.Env = repo, env
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = io.Discard
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +98,7 @@ func TestRealPiRPCSession(t *testing.T) {
 			if time.Now().After(end) {
 				mu.Lock()
 				defer mu.Unlock()
-				t.Fatalf("no %s after 90s; pi printed:\n%s", what, tail(strings.Join(lines, "\n")))
+				t.Fatalf("no %s after 90s; pi printed:\n%s\nstderr: %s", what, tail(strings.Join(lines, "\n")), tail(stderr.String()))
 			}
 		}
 	}

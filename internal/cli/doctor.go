@@ -20,6 +20,7 @@ import (
 	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/hook"
 	"github.com/baton-agent/baton/internal/install"
+	"github.com/baton-agent/baton/internal/piconf"
 	"github.com/baton-agent/baton/internal/proc"
 	"github.com/baton-agent/baton/internal/sandbox"
 )
@@ -44,7 +45,10 @@ type doctorReport struct {
 	Root          string           `json:"root"`
 	HasStore      bool             `json:"has_store"`
 	Installs      []install.Status `json:"installs"`
-	Probes        []probeResult    `json:"probes"`
+	// Plugins lists, per harness, the settings files that enable baton's
+	// plugin (pi: its package).
+	Plugins map[string][]string `json:"plugins"`
+	Probes  []probeResult       `json:"probes"`
 	// Broken lists what is installed but cannot work; doctor exits 1
 	// when it is not empty.
 	Broken   []string `json:"broken"`
@@ -98,6 +102,11 @@ classic token's scopes). --no-probe sends no request.`,
 			fmt.Fprintf(w, "baton %s at %s\nproject root %s (store: %v)\nsandbox: %s\n", rep.Version, rep.Binary, rep.Root, rep.HasStore, rep.Sandbox.Detail)
 			writeGitHub(w, rep.GitHub)
 			fmt.Fprintln(w)
+			for _, hh := range hook.Harnesses {
+				if files := rep.Plugins[string(hh.Name)]; len(files) > 0 {
+					fmt.Fprintf(w, "%-6s plugin  enabled in %s\n", hh.Name, strings.Join(files, ", "))
+				}
+			}
 			for _, s := range rep.Installs {
 				state := "not installed"
 				if s.Installed {
@@ -106,7 +115,7 @@ classic token's scopes). --no-probe sends no request.`,
 						state = "extension"
 					}
 				}
-				fmt.Fprintf(w, "%-6s %-7s %-13s %d command(s)  %s\n", s.Harness, s.Scope, state, len(s.Commands), s.File)
+				fmt.Fprintf(w, "%-6s %-7s %-13s %d command(s) %d skill(s)  %s\n", s.Harness, s.Scope, state, len(s.Commands), len(s.Skills), s.File)
 				if s.MCPCommand != "" {
 					fmt.Fprintf(w, "       MCP server: %s mcp  (%s)\n", s.MCPCommand, s.MCPFile)
 				}
@@ -147,7 +156,7 @@ classic token's scopes). --no-probe sends no request.`,
 func runDoctor(ctx context.Context, f *Factory, probe bool) doctorReport {
 	root, how := f.projectRoot()
 	rep := doctorReport{SchemaVersion: 1, Binary: f.Executable, Version: f.Version, Root: root, HasStore: f.Store().Exists(),
-		Installs: []install.Status{}, Probes: []probeResult{}, Warnings: []string{}, Broken: []string{}}
+		Installs: []install.Status{}, Plugins: map[string][]string{}, Probes: []probeResult{}, Warnings: []string{}, Broken: []string{}}
 	if how == fsstore.FoundGitRoot || how == fsstore.FoundMarker {
 		for _, above := range fsstore.StoresAbove(root) {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("a context store sits above this repository at %s: baton does not use it here, but an earlier baton may have written this repository's packets and loops there; move what you need and remove it if no project owns it", above))
@@ -171,6 +180,10 @@ func runDoctor(ctx context.Context, f *Factory, probe bool) doctorReport {
 			}
 			scopes++
 			for _, b := range s.Binaries {
+				if !filepath.IsAbs(b) {
+					rep.Broken = append(rep.Broken, fmt.Sprintf("%s (%s) calls %s from PATH, and there is none on this PATH: install baton or add its directory to PATH", h, sc, b))
+					continue
+				}
 				if fi, err := os.Stat(b); err != nil || fi.Mode()&0o111 == 0 {
 					rep.Broken = append(rep.Broken, fmt.Sprintf("%s (%s) calls %s, which is missing or not executable: run `baton install %s --scope %s` again", h, sc, b, h, sc))
 				} else if b == f.Executable && hook.Program(f.Executable) != f.Executable {
@@ -182,12 +195,25 @@ func runDoctor(ctx context.Context, f *Factory, probe bool) doctorReport {
 			if h == baton.HarnessCodex {
 				rep.Broken = append(rep.Broken, codexTrustProblems(t, s)...)
 			}
+			if h == baton.HarnessPi && sc == install.ScopeProject {
+				rep.Broken = append(rep.Broken, piTrustProblems(t)...)
+			}
 			if probe {
 				rep.Probes = append(rep.Probes, probeHooks(ctx, f, hh, s)...)
 			}
 		}
 		if scopes == 2 {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s is installed at both scopes: unless the commands are identical its hooks run twice and a loop advances twice per stop; uninstall one", h))
+		}
+		enabled, err := install.PluginEnabled(f.installTargetFor(h, install.ScopeProject, root))
+		if err != nil {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: cannot read whether baton's plugin is enabled: %v", h, err))
+		}
+		if len(enabled) > 0 {
+			rep.Plugins[string(h)] = enabled
+			if scopes > 0 {
+				rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s has baton's plugin enabled (%s) and baton's installed hooks: every hook runs twice and a loop advances twice per stop; run `baton uninstall %s` (or disable the plugin)", h, strings.Join(enabled, ", "), h))
+			}
 		}
 	}
 	rep.Sandbox = checkSandbox(f, probe)
@@ -353,6 +379,24 @@ func codexTrustProblems(t install.Target, s install.Status) []string {
 		out = append(out, fmt.Sprintf("codex (%s): baton's %s hook(s) are not trusted yet, and `codex exec` skips untrusted hooks without a word: open /hooks in Codex and trust them (or pass --dangerously-bypass-hook-trust to codex exec)", t.Scope, strings.Join(untrusted, ", ")))
 	}
 	return out
+}
+
+// piTrustProblems says what keeps pi from loading baton's project
+// extension: since pi 0.79 a project's .pi/ resources load only once the
+// user trusts the project, and print, JSON and RPC modes skip them
+// without -a.
+func piTrustProblems(t install.Target) []string {
+	tr, err := piconf.ReadTrust(piconf.Dir(t.Home, t.PiAgentDir), t.Root)
+	if err != nil {
+		return []string{fmt.Sprintf("pi (project): cannot read %v", err)}
+	}
+	switch tr.Decision {
+	case piconf.Trusted:
+		return nil
+	case piconf.Declined:
+		return []string{fmt.Sprintf("pi (project): %s is declined in pi's trust (%s), so pi loads none of its .pi/ extensions, skills, prompts or mcp.json: run /trust in pi here and trust it, or pass -a to pi", t.Root, tr.File)}
+	}
+	return []string{fmt.Sprintf("pi (project): %s is not trusted in pi yet (%s), so pi -p, --mode json and --mode rpc skip baton's extension, skills and MCP server there, and the TUI asks first: start pi here once and choose Trust (or /trust), or pass -a to pi", t.Root, tr.File)}
 }
 
 // probeMCP starts the registered MCP server as the harness would, in the

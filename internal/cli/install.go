@@ -24,34 +24,42 @@ func newInstallCmd(f *Factory) *cobra.Command {
 	var o installOptions
 	cmd := &cobra.Command{
 		Use:   "install <claude|codex|droid|pi>",
-		Short: "Install baton's hooks and slash commands into an agent product",
-		Long: `Write baton's hooks and slash commands into the harness's own configuration,
-merged with what is there: other hooks and settings are kept in order,
-running it again changes nothing, and every file it changes is first copied
-to <file>.baton-backup-<time>. Hook commands call this baton binary by its
-absolute path.
+		Short: "Install baton's hooks, skills and MCP server into an agent product",
+		Long: `Write baton's hooks, skills and slash commands into the harness's own
+configuration, merged with what is there: other hooks and settings are kept in
+order, running it again changes nothing, and every file it changes is first
+copied to <file>.baton-backup-<time>. Hooks in files that stay on this machine
+call this baton binary by its absolute path; hooks in a project's files meant
+to be committed (.codex/hooks.json, .factory/hooks.json) call baton from PATH
+through a fail-open shim that prefers baton-hook.
+
+Most users install baton's plugin instead (one line per harness; see
+docs/hooks.md). While the plugin (pi: its package) is enabled, install changes
+nothing and says so, so hooks never run twice.
 
   claude  hooks in .claude/settings.local.json (project) or ~/.claude/settings.json
-          (user); commands in .claude/commands/ or ~/.claude/commands/
+          (user); skills in .claude/skills/ or ~/.claude/skills/
   codex   hooks in .codex/hooks.json or $CODEX_HOME/hooks.json; skills in
           .agents/skills/ or $CODEX_HOME/skills/ ($handoff ...), and prompts in
           $CODEX_HOME/prompts/ for older Codex. Trust the project and the hooks
           (/hooks); baton doctor checks both.
-  droid   hooks in .factory/hooks.json or ~/.factory/hooks.json; commands in
-          .factory/commands/ or ~/.factory/commands/
-  pi      the extension .pi/extensions/baton/index.ts (or under ~/.pi/agent/)
-          and prompt templates in .pi/prompts/ (or ~/.pi/agent/prompts/)
+  droid   hooks in .factory/hooks.json or ~/.factory/hooks.json; skills in
+          .factory/skills/ and commands in .factory/commands/ (or under ~/.factory/)
+  pi      the extension .pi/extensions/baton/index.ts, prompt templates in
+          .pi/prompts/, skills in .pi/skills/ (or under ~/.pi/agent/); pi loads
+          a project's .pi/ only once you trust the project (baton doctor checks)
 
 It also registers baton's MCP server ("baton mcp"; see docs/mcp.md) unless
 --no-mcp: in .mcp.json (claude project; calls baton from PATH) or
 ~/.claude.json (claude user), [mcp_servers.baton] in $CODEX_HOME/config.toml
-(codex, either scope), .factory/mcp.json or ~/.factory/mcp.json (droid).
-pi has no MCP.
+(codex, either scope), .factory/mcp.json or ~/.factory/mcp.json (droid),
+.pi/mcp.json or ~/.pi/agent/mcp.json (pi 0.99 and later).
 
-Commands: handoff, pickup, baton-loop, baton-cancel, baton-status, review-pr,
-fix-issue, implement-feature. A command file that exists and was not written
-by baton is left alone and reported. --dry-run prints the plan and the hook
-file diffs and writes nothing. See docs/hooks.md.`,
+Skills: handoff, pickup, baton-loop, baton-cancel, baton-status, review-pr,
+fix-issue, implement-feature, and baton (the workflow, for the model). A file
+of the same name that baton did not write is left alone and reported.
+--dry-run prints the plan and the hook file diffs and writes nothing. See
+docs/hooks.md.`,
 		Example: `  baton install claude
   baton install codex --scope user --dry-run
   baton install droid --json`,

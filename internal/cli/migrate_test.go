@@ -118,11 +118,11 @@ func TestInstallCommandJSON(t *testing.T) {
 	if !strings.Contains(r.stdout, "nothing to change") {
 		t.Errorf("second install = %s", r.stdout)
 	}
-	// The hooks call a binary that does not exist: installed and broken,
-	// so doctor exits 1.
+	// The project's hooks call baton from PATH, and there is none:
+	// installed and broken, so doctor exits 1.
 	r = e.run("", "", "doctor", "--no-probe", "--json")
 	if r.code != 1 || !strings.Contains(r.stdout, `"harness": "droid",
-      "scope": "project"`) || !strings.Contains(r.stdout, `"broken": [`) || !strings.Contains(r.stdout, "/opt/baton/bin/baton, which is missing") {
+      "scope": "project"`) || !strings.Contains(r.stdout, `"broken": [`) || !strings.Contains(r.stdout, "calls baton from PATH, and there is none") {
 		t.Errorf("doctor --json = %d %s", r.code, r.stdout)
 	}
 	e.ok("", "", "uninstall", "droid")

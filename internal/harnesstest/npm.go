@@ -5,9 +5,11 @@
 package harnesstest
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +25,27 @@ var installMu sync.Mutex
 // installs npm.
 func NPMBin(t testing.TB, pkg, version, bin string) string {
 	t.Helper()
+	return NPM{Pkg: pkg, Version: version, Bin: bin}.Install(t)
+}
+
+// NPM is one package to install for a test.
+type NPM struct {
+	Pkg, Version string
+	// Bin is the executable to return: a name in node_modules/.bin, or a
+	// path under node_modules when it contains a slash.
+	Bin string
+	// Stubs names dependencies (name@version) that the registry reachable
+	// from CI does not serve, installed as empty local packages through
+	// npm overrides so the rest of the tree installs. Only for
+	// dependencies the code under test never loads: pi 1.5.2 bundles its
+	// CLI, so pi-tui's marked-cjk-friendly (missing from that registry)
+	// is never required at run time.
+	Stubs []string
+}
+
+// Install installs n (once per cache) and returns the path of n.Bin.
+func (n NPM) Install(t testing.TB) string {
+	t.Helper()
 	installMu.Lock()
 	defer installMu.Unlock()
 	cache := os.Getenv("BATON_TEST_CACHE")
@@ -33,25 +56,69 @@ func NPMBin(t testing.TB, pkg, version, bin string) string {
 		}
 		cache = filepath.Join(base, "baton-test")
 	}
-	dir := filepath.Join(cache, strings.NewReplacer("@", "", "/", "-").Replace(pkg)+"-"+version)
-	path := filepath.Join(dir, "node_modules", ".bin", bin)
-	if strings.Contains(bin, "/") {
-		path = filepath.Join(dir, "node_modules", filepath.FromSlash(bin))
+	dir := filepath.Join(cache, strings.NewReplacer("@", "", "/", "-").Replace(n.Pkg)+"-"+n.Version)
+	path := filepath.Join(dir, "node_modules", ".bin", n.Bin)
+	if strings.Contains(n.Bin, "/") {
+		path = filepath.Join(dir, "node_modules", filepath.FromSlash(n.Bin))
 	}
 	if _, err := os.Stat(path); err == nil {
 		return path
 	}
 	npm, err := exec.LookPath("npm")
 	if err != nil {
-		t.Skipf("npm is not installed, so %s cannot be: %v", pkg, err)
+		t.Skipf("npm is not installed, so %s cannot be: %v", n.Pkg, err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(npm, "install", "--no-audit", "--no-fund", "--loglevel=error", pkg+"@"+version)
+	if len(n.Stubs) > 0 {
+		if err := writeStubs(dir, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(npm, "install", "--no-audit", "--no-fund", "--loglevel=error", n.Pkg+"@"+n.Version)
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Skipf("npm install %s@%s failed (is the registry reachable?): %v\n%s", pkg, version, err, out)
+		t.Skipf("npm install %s@%s failed (is the registry reachable?): %v\n%s", n.Pkg, n.Version, err, out)
 	}
 	return path
+}
+
+// writeStubs writes dir/package.json with n's stubs as overrides, and an
+// empty package for each under dir/stubs/.
+func writeStubs(dir string, n NPM) error {
+	overrides := map[string]string{}
+	for _, s := range n.Stubs {
+		name, version, _ := strings.Cut(s[1:], "@")
+		name = s[:1] + name
+		sd := filepath.Join(dir, "stubs", strings.ReplaceAll(name, "/", "-"))
+		if err := os.MkdirAll(sd, 0o755); err != nil {
+			return err
+		}
+		pj, _ := json.Marshal(map[string]string{"name": name, "version": version, "main": "index.js"})
+		if err := os.WriteFile(filepath.Join(sd, "package.json"), pj, 0o644); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(sd, "index.js"), []byte("module.exports = {};\n"), 0o644); err != nil {
+			return err
+		}
+		overrides[name] = "file:./" + filepath.ToSlash(filepath.Join("stubs", filepath.Base(sd)))
+	}
+	pj, _ := json.MarshalIndent(map[string]any{"private": true, "overrides": overrides}, "", "  ")
+	return os.WriteFile(filepath.Join(dir, "package.json"), pj, 0o644)
+}
+
+// NodeDir installs Node.js version from the npm registry (the
+// node-<os>-<arch> packages ship the binary) and returns the directory
+// holding its node executable, to put first on PATH for a harness that
+// needs a newer Node than the machine's (pi 1.x needs Node 22.19 or
+// later; Debian's is older).
+func NodeDir(t testing.TB, version string) string {
+	t.Helper()
+	arch := map[string]string{"amd64": "x64", "arm64": "arm64"}[runtime.GOARCH]
+	if arch == "" {
+		t.Skipf("no Node.js package on npm for %s", runtime.GOARCH)
+	}
+	pkg := "node-" + runtime.GOOS + "-" + arch
+	return filepath.Dir(NPM{Pkg: pkg, Version: version, Bin: pkg + "/bin/node"}.Install(t))
 }

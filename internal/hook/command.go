@@ -28,15 +28,45 @@ func Program(exe string) string {
 // whatever directory it is in or version suffix it has.
 func isHookBinary(exe string) bool { return strings.HasPrefix(filepath.Base(exe), HookBinary) }
 
-// Command is the command line a harness's configuration runs for event:
-// `<exe> hook <event> --harness <name>`, or `<exe> <event> --harness
-// <name>` when exe is the companion HookBinary.
+// Command is the command line a harness's configuration runs for event.
+// It is the one place that decides how a configured hook reaches baton:
+//
+//   - exe the companion HookBinary: `<exe> <event> --harness <name>`;
+//   - exe another binary: `<exe> hook <event> --harness <name>`, for
+//     files that stay on this machine (user settings, Claude Code's
+//     settings.local.json);
+//   - exe "": baton from PATH through Shim, `sh -c '<Shim>' baton-hook
+//     <event> <name>`, for files meant to be committed, which must not
+//     hold this machine's paths (the shim prefers baton-hook too).
 func Command(exe string, event Event, h baton.Harness) string {
+	if exe == "" {
+		return "sh -c " + ShellQuote(Shim) + " " + shimName + " " + string(event) + " " + string(h)
+	}
 	if isHookBinary(exe) {
 		return ShellQuote(exe) + " " + string(event) + " --harness " + string(h)
 	}
 	return ShellQuote(exe) + " hook " + string(event) + " --harness " + string(h)
 }
+
+// shimName is $0 of an inline Shim.
+const shimName = "baton-hook"
+
+// Shim is a POSIX sh script that runs baton's hook from PATH and fails
+// open: baton-hook (the faster companion binary `go install ./cmd/...`
+// puts beside baton) when present, else `baton hook`, else it exits 0
+// and, at the first session start without baton, says once (a marker
+// under $XDG_STATE_HOME) how to install it, as session context the agent
+// passes on. Its arguments are the event, the harness, and optionally
+// Droid's plugin root: plugin hook files are shared by Claude Code and
+// Droid, and only Droid expands ${DROID_PLUGIN_ROOT} there, so a
+// non-empty third argument means Droid.
+const Shim = `e=$1 h=$2; [ -n "$3" ] && h=droid; ` +
+	`command -v baton-hook >/dev/null && exec baton-hook "$e" --harness "$h"; ` +
+	`command -v baton >/dev/null && exec baton hook "$e" --harness "$h"; ` +
+	`f=${XDG_STATE_HOME:-$HOME/.local/state}/baton/no-binary; ` +
+	`if [ "$e" = session-start ] && [ ! -e "$f" ]; then mkdir -p "${f%/*}" 2>/dev/null; : >"$f" 2>/dev/null; ` +
+	`echo "baton hooks are set up, but no baton binary is on PATH: tell the user to install baton (https://github.com/baton-agent/baton#install)."; fi; ` +
+	`exit 0`
 
 // ParseCommand reports whether a configured hook command (with exec-form
 // args, if any) runs baton's hook, and the program it runs: its arguments
@@ -44,7 +74,8 @@ func Command(exe string, event Event, h baton.Harness) string {
 // whatever the program is called (baton, baton-v2, a versioned path), or
 // `<event> --harness <harness>` to the companion HookBinary, so a
 // reinstall from a new binary replaces the old hooks and uninstall finds
-// them all.
+// them all; or it is an inline Shim (any version of it), which runs
+// "baton" from PATH.
 func ParseCommand(command string, args []string) (exe string, ok bool) {
 	exe, _, ok = parseCommand(command, args)
 	return exe, ok
@@ -57,12 +88,16 @@ func CommandEvent(command string, args []string) (e Event, ok bool) {
 	return e, ok
 }
 
-func parseCommand(command string, args []string) (exe string, e Event, ok bool) {
-	w := shellWords(command)
+func parseCommand(command string, args []string) (exe string, ev Event, ok bool) {
+	w := append(shellWords(command), args...)
 	if len(w) == 0 {
 		return "", "", false
 	}
-	rest := append(w[1:], args...)
+	// sh -c '<shim>' baton-hook <event> <harness>
+	if len(w) == 6 && w[0] == "sh" && w[1] == "-c" && strings.Contains(w[2], "baton") && w[3] == shimName && slices.Contains(Events, Event(w[4])) {
+		return "baton", Event(w[4]), true
+	}
+	rest := w[1:]
 	if len(rest) > 0 && rest[0] == "hook" {
 		rest = rest[1:]
 	} else if !isHookBinary(w[0]) {

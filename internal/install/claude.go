@@ -9,7 +9,9 @@ import (
 // Claude Code: hooks in .claude/settings.local.json (project: the hook
 // commands hold this machine's absolute binary path, so they stay out of
 // the shared .claude/settings.json) or ~/.claude/settings.json (user);
-// commands in .claude/commands/ or ~/.claude/commands/, with !`…`
+// skills in .claude/skills/ or ~/.claude/skills/ (Claude Code merged
+// custom commands into skills; a skill beats a command of its name, so
+// the command files an earlier baton wrote are removed), with !`…`
 // injection and an allowed-tools grant for the baton binary.
 var claudeSpec = harnessSpec{
 	hooksFile: func(t Target) string {
@@ -18,8 +20,9 @@ var claudeSpec = harnessSpec{
 		}
 		return filepath.Join(t.Root, ".claude", "settings.local.json")
 	},
-	hookEvents:  claudeStyleHooks(hook.Claude, "startup|resume|clear|compact"),
-	commandsDir: func(t Target) string { return filepath.Join(t.base(), ".claude", "commands") },
+	hookEvents:        claudeStyleHooks(hook.Claude, "startup|resume|clear|compact"),
+	skillsDir:         func(t Target) string { return filepath.Join(t.base(), ".claude", "skills") },
+	legacyCommandsDir: func(t Target) string { return filepath.Join(t.base(), ".claude", "commands") },
 	// MCP: the project's .mcp.json (usually committed, so it calls baton
 	// from PATH) or the user's ~/.claude.json.
 	mcp: &mcpSpec{file: func(t Target) string {
@@ -28,9 +31,9 @@ var claudeSpec = harnessSpec{
 		}
 		return filepath.Join(t.Root, ".mcp.json")
 	}},
-	dialect: dialect{Inject: true, AllowedTools: true, ArgumentHint: true, Args: "$ARGUMENTS"},
+	skillDialect: dialect{Inject: true, AllowedTools: true, ArgumentHint: true, Args: "$ARGUMENTS"},
 	notes: func(t Target, changed bool) []string {
-		n := []string{"Claude Code picks up hook changes live; `/hooks` lists them. Commands: /handoff, /pickup, /baton-loop, /baton-cancel, /baton-status, /review-pr, /fix-issue, /implement-feature."}
+		n := []string{"Claude Code picks up hook changes live; `/hooks` lists them. Skills: /handoff, /pickup, /baton-loop, /baton-cancel, /baton-status, /review-pr, /fix-issue, /implement-feature, and baton (the workflow, loaded by the model)."}
 		if t.Scope == ScopeProject {
 			n = append(n, "Interactive sessions run project hooks only after you accept the folder's trust dialog.")
 		}

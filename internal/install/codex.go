@@ -19,7 +19,10 @@ var codexSpec = harnessSpec{
 		}
 		return codexconf.HooksFile("", t.Root)
 	},
-	hookEvents:  claudeStyleHooks(hook.Codex, "startup|resume|clear|compact"),
+	hookEvents: claudeStyleHooks(hook.Codex, "startup|resume|clear|compact"),
+	// .codex/hooks.json is usually committed: its hooks call baton from
+	// PATH, and a teammate's Codex trusts the same hook hashes.
+	sharedHooks: true,
 	commandsDir: func(t Target) string { return filepath.Join(t.codexHome(), "prompts") },
 	// [mcp_servers] in $CODEX_HOME/config.toml, which Codex reads for
 	// every project (the server finds the project from its working
@@ -33,7 +36,8 @@ var codexSpec = harnessSpec{
 		}
 		return filepath.Join(t.Root, ".agents", "skills")
 	},
-	dialect: dialect{ArgumentHint: true, Args: "$ARGUMENTS"},
+	dialect:      dialect{ArgumentHint: true, Args: "$ARGUMENTS"},
+	skillDialect: dialect{Args: skillArgs},
 	notes: func(t Target, changed bool) []string {
 		var n []string
 		if changed {

@@ -14,6 +14,11 @@ import (
 	"github.com/baton-agent/baton/internal/hook"
 )
 
+// skillArgs stands for a skill's arguments where the harness does not
+// substitute them: Claude Code appends them after the text, and the
+// others leave them in the user's message.
+const skillArgs = "(the arguments given with this skill)"
+
 // dialect is how a harness's command files are written.
 type dialect struct {
 	// Inject: the harness runs !`cmd` lines before the model reads the
@@ -31,10 +36,11 @@ type dialect struct {
 	Skill bool
 }
 
-// CommandNames lists baton's slash commands. None collides with a
-// harness built-in: Claude Code reserves /loop, /review (and its alias of
-// /code-review), /doctor, /debug, /batch, /verify, /goal.
-func CommandNames() []string {
+// SkillNames lists baton's skills, one per template in
+// integrations/commands. None collides with a harness built-in: Claude
+// Code reserves /loop, /review (and its alias of /code-review), /doctor,
+// /debug, /batch, /verify, /goal.
+func SkillNames() []string {
 	entries, _ := fs.ReadDir(integrations.Commands, "commands")
 	var names []string
 	for _, e := range entries {
@@ -44,8 +50,33 @@ func CommandNames() []string {
 	return names
 }
 
-// renderCommand renders one command file for a harness.
-func renderCommand(name string, t Target, d dialect) ([]byte, error) {
+// CommandNames lists baton's slash commands: the skills meant to be
+// invoked by name (a template that defines "kind" as skill, such as the
+// baton workflow skill, is for the model to load, not a command).
+func CommandNames() []string {
+	var names []string
+	for _, n := range SkillNames() {
+		if kind, _ := templateKind(n); kind != "skill" {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// templateKind is what a template defines as "kind" ("" for none).
+func templateKind(name string) (string, error) {
+	tmpl, err := parseTemplate(name)
+	if err != nil || tmpl.Lookup("kind") == nil {
+		return "", err
+	}
+	var b bytes.Buffer
+	if err := tmpl.ExecuteTemplate(&b, "kind", nil); err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(b.String()), nil
+}
+
+func parseTemplate(name string) (*template.Template, error) {
 	src, err := fs.ReadFile(integrations.Commands, path.Join("commands", name+".md"))
 	if err != nil {
 		return nil, err
@@ -54,10 +85,27 @@ func renderCommand(name string, t Target, d dialect) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse command template %s: %w", name, err)
 	}
+	return tmpl, nil
+}
+
+// renderCommand renders one command file (or skill) for a harness.
+func renderCommand(name string, t Target, d dialect) ([]byte, error) {
+	exe := t.commandExe()
+	mark := fmt.Sprintf("%s: written by `baton install %s`; `baton uninstall %s` removes it. Edits are overwritten.", managedMark, t.Harness, t.Harness)
+	return render(name, exe, mark, d)
+}
+
+// render renders template name for a dialect, calling baton as exe, with
+// mark as the frontmatter's first comment.
+func render(name, exe, mark string, d dialect) ([]byte, error) {
+	tmpl, err := parseTemplate(name)
+	if err != nil {
+		return nil, err
+	}
 	data := struct {
 		Exe, Args string
 		Inject    bool
-	}{t.commandExe(), d.Args, d.Inject}
+	}{exe, d.Args, d.Inject}
 	exec := func(which string) (string, error) {
 		var b bytes.Buffer
 		if err := tmpl.ExecuteTemplate(&b, which, data); err != nil {
@@ -79,16 +127,16 @@ func renderCommand(name string, t Target, d dialect) ([]byte, error) {
 	}
 	var b bytes.Buffer
 	b.WriteString("---\n")
-	fmt.Fprintf(&b, "# %s: written by `baton install %s`; `baton uninstall %s` removes it. Edits are overwritten.\n", managedMark, t.Harness, t.Harness)
+	fmt.Fprintf(&b, "# %s\n", mark)
 	if d.Skill {
 		fmt.Fprintf(&b, "name: %s\n", name)
 	}
 	fmt.Fprintf(&b, "description: %s\n", yamlString(desc))
-	if d.ArgumentHint && hint != "" && !d.Skill {
+	if d.ArgumentHint && hint != "" {
 		fmt.Fprintf(&b, "argument-hint: %s\n", yamlString(hint))
 	}
 	if d.AllowedTools {
-		fmt.Fprintf(&b, "allowed-tools: %s\n", yamlString("Bash("+t.commandExe()+" *)"))
+		fmt.Fprintf(&b, "allowed-tools: %s\n", yamlString("Bash("+exe+" *)"))
 	}
 	b.WriteString("---\n\n")
 	b.WriteString(body)
@@ -114,10 +162,15 @@ func yamlString(s string) string {
 	return b.String()
 }
 
-// planCommands plans every command file (or skill) in dir.
+// planCommands plans every command file (or, with d.Skill, every skill)
+// in dir.
 func planCommands(dir string, t Target, d dialect, install bool) ([]Change, error) {
 	var out []Change
-	for _, name := range CommandNames() {
+	names := CommandNames()
+	if d.Skill {
+		names = SkillNames()
+	}
+	for _, name := range names {
 		content, err := renderCommand(name, t, d)
 		if err != nil {
 			return nil, err

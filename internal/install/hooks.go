@@ -39,7 +39,7 @@ func claudeStyleHooks(h *hook.Harness, sessionMatcher string) []hookEvent {
 // "hooks": [{"type": "command", "command": "..."}]}]}}; Droid's hooks.json
 // is the event map itself (flat), and a wrapper an earlier baton wrote
 // there is unwrapped. Everything else is kept in order.
-func planHooks(path string, t Target, events []hookEvent, install, flat bool) (Change, error) {
+func planHooks(path, exe string, h baton.Harness, events []hookEvent, install, flat bool) (Change, error) {
 	before, err := readFile(path)
 	if err != nil {
 		return Change{}, err
@@ -53,7 +53,7 @@ func planHooks(path string, t Target, events []hookEvent, install, flat bool) (C
 	migrated := flat && unwrapHooks(root)
 	removed := removeBatonHooks(hooksOf(root, flat, false)) || migrated
 	if install {
-		addBatonHooks(hooksOf(root, flat, true), t, events)
+		addBatonHooks(hooksOf(root, flat, true), exe, h, events)
 	}
 	if !flat {
 		dropEmptyHooks(root, removed)
@@ -183,12 +183,17 @@ func batonHandler(h any) (exe string, ok bool) {
 	return hook.ParseCommand(cmd, args)
 }
 
-// addBatonHooks appends one matcher group per baton hook to hooks.
-func addBatonHooks(hooks *object, t Target, events []hookEvent) {
+// addBatonHooks appends one matcher group per baton hook to hooks, each
+// running exe ("" for baton from PATH).
+func addBatonHooks(hooks *object, exe string, h baton.Harness, events []hookEvent) {
+	prog := exe
+	if exe != "" {
+		prog = hook.Program(exe) // the companion baton-hook, when it sits beside baton
+	}
 	for _, e := range events {
 		handler := newObject()
 		handler.set("type", "command")
-		handler.set("command", hook.Command(hook.Program(t.Exe), e.Baton, t.Harness))
+		handler.set("command", hook.Command(prog, e.Baton, h))
 		handler.set("timeout", json.Number(strconv.Itoa(hookTimeout)))
 		group := newObject()
 		if e.Matcher != "" {

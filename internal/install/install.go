@@ -132,15 +132,32 @@ func (p *Plan) Changed() bool {
 
 // harnessSpec describes one harness's files.
 type harnessSpec struct {
-	hooksFile   func(t Target) string
-	flatHooks   bool // the hooks file is the event map itself (Droid)
-	hookEvents  []hookEvent
-	commandsDir func(t Target) string
-	dialect     dialect
-	skillsDir   func(t Target) string // skills beside the commands (Codex)
-	extension   func(t Target) string // pi only
-	mcp         *mcpSpec              // nil: no MCP (pi)
-	notes       func(t Target, hooksChanged bool) []string
+	hooksFile  func(t Target) string
+	flatHooks  bool // the hooks file is the event map itself (Droid)
+	hookEvents []hookEvent
+	// sharedHooks: the project's hooks file is meant to be committed, so
+	// its hooks call baton from PATH (hook.Command with no binary) rather
+	// than this machine's binary path.
+	sharedHooks  bool
+	commandsDir  func(t Target) string // slash-command files (nil: none)
+	dialect      dialect               // of the command files
+	skillsDir    func(t Target) string // skills (<dir>/<name>/SKILL.md)
+	skillDialect dialect
+	// legacyCommandsDir holds command files an earlier baton wrote where
+	// skills now replace them: install and uninstall remove baton's.
+	legacyCommandsDir func(t Target) string
+	extension         func(t Target) string // pi only
+	mcp               *mcpSpec
+	notes             func(t Target, hooksChanged bool) []string
+}
+
+// hookExe is the binary t's hooks run: none (baton from PATH) in a
+// project file meant to be committed, else this binary.
+func (t Target) hookExe(sp *harnessSpec) string {
+	if sp.sharedHooks && t.Scope == ScopeProject {
+		return ""
+	}
+	return t.Exe
 }
 
 // specs holds every harness of internal/hook's table.
@@ -178,9 +195,17 @@ func plan(t Target, install bool) (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{Target: t, Notes: []string{}}
+	if install {
+		// A settings file baton cannot read here is reported by the
+		// hooks plan below, which edits it.
+		enabled, _ := PluginEnabled(t)
+		if len(enabled) > 0 {
+			return pluginPlan(p, sp, enabled), nil
+		}
+	}
 	hooksChanged := false
 	if sp.hooksFile != nil {
-		c, err := planHooks(sp.hooksFile(t), t, sp.hookEvents, install, sp.flatHooks)
+		c, err := planHooks(sp.hooksFile(t), t.hookExe(sp), t.Harness, sp.hookEvents, install, sp.flatHooks)
 		if err != nil {
 			return nil, err
 		}
@@ -212,18 +237,67 @@ func plan(t Target, install bool) (*Plan, error) {
 		p.Changes = append(p.Changes, cs...)
 	}
 	if sp.skillsDir != nil {
-		d := sp.dialect
-		d.Skill, d.Args = true, "(the text that follows the skill's name in the user's message)"
+		d := sp.skillDialect
+		d.Skill = true
 		cs, err := planCommands(sp.skillsDir(t), t, d, install)
 		if err != nil {
 			return nil, err
 		}
 		p.Changes = append(p.Changes, cs...)
 	}
+	if sp.legacyCommandsDir != nil {
+		cs, err := planCommands(sp.legacyCommandsDir(t), t, sp.skillDialect, false)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cs {
+			if c.Action == Remove {
+				c.Note = "a skill replaces it"
+				p.Changes = append(p.Changes, c)
+			}
+		}
+	}
 	if install && sp.notes != nil {
 		p.Notes = append(p.Notes, sp.notes(t, hooksChanged)...)
 	}
 	return p, nil
+}
+
+// pluginPlan is install's plan while baton's plugin is enabled for the
+// harness: nothing, since the plugin already brings the hooks, skills and
+// MCP server, and installed hooks would run beside its own (every hook
+// twice, a loop advancing twice per stop).
+func pluginPlan(p *Plan, sp *harnessSpec, enabled []string) *Plan {
+	t := p.Target
+	file := ""
+	switch {
+	case sp.hooksFile != nil:
+		file = sp.hooksFile(t)
+	case sp.extension != nil:
+		file = sp.extension(t)
+	}
+	p.Changes = append(p.Changes, Change{Path: file, Action: Skip, Kind: "hooks", Note: "baton's plugin is enabled"})
+	p.Notes = append(p.Notes, fmt.Sprintf("baton's %s is enabled for %s (%s): it brings baton's hooks, skills and MCP server, so install changed nothing; installed hooks would run beside the plugin's, twice per event. To use `baton install` instead, %s first.",
+		map[bool]string{true: "package", false: "plugin"}[t.Harness == baton.HarnessPi], t.Harness, strings.Join(enabled, ", "), disablePlugin(t.Harness)))
+	if st := Inspect(t); st.Installed {
+		p.Notes = append(p.Notes, fmt.Sprintf("baton's hooks from an earlier `baton install %s` are still in %s and run beside the plugin's: run `baton uninstall %s --scope %s`.", t.Harness, st.File, t.Harness, t.Scope))
+	}
+	return p
+}
+
+// disablePlugin says how to turn off baton's plugin in a harness.
+func disablePlugin(h baton.Harness) string {
+	switch h {
+	case baton.HarnessClaude:
+		return "run `claude plugin disable baton@baton`"
+	case baton.HarnessCodex:
+		return "run `codex plugin remove baton@baton`"
+	case baton.HarnessDroid:
+		return "run `droid plugin uninstall baton@baton`"
+	case baton.HarnessPi:
+		return "remove the package (`pi remove <its source>`; `pi list` shows it)"
+	}
+	return "disable the plugin"
 }
 
 // Apply carries out p: each settings file that changes is first copied to

@@ -101,9 +101,11 @@ func TestInstallRoundTripOnExistingFiles(t *testing.T) {
 			if err != nil || len(hooks) != 4 {
 				t.Fatalf("FindBatonHooks = %v, %v; want 4", hooks, err)
 			}
+			sp, _ := spec(tt.harness)
 			for _, h := range hooks {
-				if !strings.HasPrefix(h.Command, exe+" hook ") || !strings.HasSuffix(h.Command, " --harness "+string(tt.harness)) {
-					t.Errorf("installed hook %+v", h)
+				ev, _ := hook.CommandEvent(h.Command, nil)
+				if want := hook.Command(tg.hookExe(sp), ev, tt.harness); h.Command != want {
+					t.Errorf("installed hook %+v, want command %q", h, want)
 				}
 			}
 
@@ -178,12 +180,15 @@ func TestCommandFiles(t *testing.T) {
 		}
 		var got strings.Builder
 		for _, c := range p.Changes {
-			if c.Kind != "command" {
+			if c.Kind != "command" && c.Kind != "skill" {
 				continue
 			}
 			name := filepath.Base(c.Path)
-			if name == "handoff.md" || name == "pickup.md" || name == "review-pr.md" {
-				got.WriteString("==> " + name + "\n")
+			if c.Kind == "skill" {
+				name = filepath.Base(filepath.Dir(c.Path)) + ".md"
+			}
+			if name == "handoff.md" || name == "pickup.md" || name == "review-pr.md" || c.Kind == "skill" && name == "baton.md" {
+				got.WriteString("==> " + c.Kind + " " + name + "\n")
 				got.Write(c.After)
 			}
 			for _, reserved := range []string{"loop.md", "review.md", "doctor.md", "goal.md", "code-review.md", "debug.md"} {
@@ -373,23 +378,29 @@ func TestDroidHooksUnwrapped(t *testing.T) {
 	}
 }
 
-// Project command files are meant to be committed: they call baton from
-// PATH, never this machine's binary path, and every injected line exits 0
-// (a failing !`…` line would cancel the whole command in Claude Code).
-func TestProjectCommandsArePortable(t *testing.T) {
-	for _, h := range []baton.Harness{baton.HarnessClaude, baton.HarnessDroid} {
-		tg := target(t, h, ScopeProject)
-		for _, name := range CommandNames() {
-			_, content, err := CommandFile(tg, name)
-			if err != nil {
-				t.Fatal(err)
+// Project files are meant to be committed (hooks, skills, commands, the
+// MCP entry, the pi extension): none names this machine's binary, so
+// they work on a teammate's machine; only Claude Code's
+// settings.local.json, which stays on this machine, does. Every injected
+// line exits 0 (a failing !`…` line would cancel the whole skill in
+// Claude Code).
+func TestProjectFilesArePortable(t *testing.T) {
+	for _, hh := range hook.Harnesses {
+		tg := target(t, hh.Name, ScopeProject)
+		p, err := Install(tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range p.Changes {
+			if !strings.HasPrefix(c.Path, tg.Root) || strings.HasSuffix(c.Path, "settings.local.json") {
+				continue
 			}
-			if strings.Contains(string(content), exe) {
-				t.Errorf("%s %s names this machine's binary %s:\n%s", h, name, exe, content)
+			if strings.Contains(string(c.After), exe) {
+				t.Errorf("%s %s names this machine's binary %s:\n%s", hh.Name, c.Path, exe, c.After)
 			}
-			for _, line := range strings.Split(string(content), "\n") {
+			for _, line := range strings.Split(string(c.After), "\n") {
 				if strings.HasPrefix(line, "!`") && !strings.HasSuffix(line, " 2>&1 || true`") {
-					t.Errorf("%s %s: %q can exit non-zero", h, name, line)
+					t.Errorf("%s %s: %q can exit non-zero", hh.Name, c.Path, line)
 				}
 			}
 		}
@@ -422,5 +433,74 @@ func TestWriteToolsOneTable(t *testing.T) {
 				t.Errorf("%s: the matcher lets %s through but the hook ignores it", h.Name, tool)
 			}
 		}
+	}
+}
+
+// Claude Code merged custom commands into skills: install writes skills
+// and removes the command files an earlier baton wrote (a skill beats a
+// command of its name), leaving the user's own.
+func TestClaudeSkillsReplaceCommands(t *testing.T) {
+	tg := target(t, baton.HarnessClaude, ScopeProject)
+	old := filepath.Join(tg.Root, ".claude/commands/handoff.md")
+	mine := filepath.Join(tg.Root, ".claude/commands/deploy.md")
+	write(t, old, []byte("---\n# baton-managed: written by `baton install claude`\ndescription: old\n---\nold\n"))
+	write(t, mine, []byte("deploy it\n"))
+	mustApply(t, Install, tg)
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("the old baton command %s is still there", old)
+	}
+	if string(read(t, mine)) != "deploy it\n" {
+		t.Error("the user's own command changed")
+	}
+	for _, name := range SkillNames() {
+		b := read(t, filepath.Join(tg.Root, ".claude/skills", name, "SKILL.md"))
+		if !bytes.Contains(b, []byte("name: "+name+"\n")) {
+			t.Errorf("skill %s has no name:\n%s", name, b)
+		}
+	}
+	mustApply(t, Uninstall, tg)
+	if _, err := os.Stat(filepath.Join(tg.Root, ".claude/skills")); !os.IsNotExist(err) {
+		t.Error("uninstall left .claude/skills")
+	}
+}
+
+// While baton's plugin (pi: its package) is enabled for a harness, in
+// the user's or the project's settings, install writes nothing and says
+// why: the plugin's hooks and installed ones would both run.
+func TestInstallLeavesEnabledPluginAlone(t *testing.T) {
+	pkg := t.TempDir()
+	write(t, filepath.Join(pkg, "package.json"), []byte(`{"name":"`+PiPackageName+`"}`))
+	tests := []struct {
+		harness baton.Harness
+		file    func(Target) string
+		content string
+	}{
+		{baton.HarnessClaude, func(t Target) string { return filepath.Join(t.Home, ".claude/settings.json") }, `{"enabledPlugins":{"baton@baton":true}}`},
+		{baton.HarnessClaude, func(t Target) string { return filepath.Join(t.Root, ".claude/settings.json") }, `{"enabledPlugins":{"other@x":true,"baton@my-fork":true}}`},
+		{baton.HarnessCodex, func(t Target) string { return filepath.Join(t.Home, ".codex/config.toml") }, "[plugins.\"baton@baton\"]\nenabled = true\n"},
+		{baton.HarnessDroid, func(t Target) string { return filepath.Join(t.Home, ".factory/settings.json") }, `{"enabledPlugins":{"baton@repo":true}}`},
+		{baton.HarnessPi, func(t Target) string { return filepath.Join(t.Home, ".pi/agent/settings.json") }, `{"packages":["` + pkg + `"]}`},
+		{baton.HarnessPi, func(t Target) string { return filepath.Join(t.Root, ".pi/settings.json") }, `{"packages":[{"source":"git:github.com/baton-agent/baton@v1"}]}`},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.harness), func(t *testing.T) {
+			tg := target(t, tt.harness, ScopeProject)
+			write(t, tt.file(tg), []byte(tt.content))
+			p, err := Install(tg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Changed() {
+				t.Errorf("install with the plugin enabled plans changes:\n%s", Describe(p, false))
+			}
+			if len(p.Notes) == 0 || !strings.Contains(p.Notes[0], tt.file(tg)) || !strings.Contains(p.Notes[0], "is enabled") {
+				t.Errorf("notes = %q, want one naming %s", p.Notes, tt.file(tg))
+			}
+			// Disabled, or someone else's plugin: install goes ahead.
+			write(t, tt.file(tg), []byte(strings.NewReplacer("true", "false", "baton@", "notbaton@", pkg, "/elsewhere", "baton-agent/baton", "someone/else").Replace(tt.content)))
+			if p, err := Install(tg); err != nil || !p.Changed() {
+				t.Errorf("install with the plugin disabled: changed %v, %v", p != nil && p.Changed(), err)
+			}
+		})
 	}
 }

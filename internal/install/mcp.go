@@ -24,7 +24,7 @@ type mcpSpec struct {
 }
 
 // mcpFor returns where t's harness registers MCP servers; false for a
-// harness without MCP (pi).
+// harness without MCP.
 func mcpFor(t Target) (*mcpSpec, bool) {
 	sp, err := spec(t.Harness)
 	if err != nil || sp.mcp == nil {
@@ -34,7 +34,7 @@ func mcpFor(t Target) (*mcpSpec, bool) {
 }
 
 // MCPFile returns the file where t's harness registers baton's MCP
-// server, or "" for a harness without MCP (pi).
+// server, or "" for a harness without MCP.
 func MCPFile(t Target) string {
 	if sp, ok := mcpFor(t); ok {
 		return sp.file(t)

@@ -3,6 +3,7 @@ package install
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 
@@ -17,6 +18,7 @@ type Status struct {
 	Installed bool            `json:"installed"`
 	Hooks     []InstalledHook `json:"hooks"`
 	Commands  []string        `json:"commands"` // baton-managed command files present
+	Skills    []string        `json:"skills"`   // baton-managed skills present
 	Binaries  []string        `json:"binaries"` // baton binaries the hooks call
 	// MCPFile is where the harness registers MCP servers, and MCPCommand
 	// the command of baton's server there ("" when it is not registered).
@@ -29,13 +31,19 @@ var piBinRE = regexp.MustCompile(`const BATON_BIN = process\.env\.BATON_BIN \?\?
 
 // Inspect reports what baton installed for t's harness and scope.
 func Inspect(t Target) Status {
-	st := Status{Harness: t.Harness, Scope: t.Scope, Hooks: []InstalledHook{}, Commands: []string{}, Binaries: []string{}}
+	st := Status{Harness: t.Harness, Scope: t.Scope, Hooks: []InstalledHook{}, Commands: []string{}, Skills: []string{}, Binaries: []string{}}
 	sp, err := spec(t.Harness)
 	if err != nil {
 		st.Error = err.Error()
 		return st
 	}
 	addBin := func(b string) {
+		// A hook that calls baton from PATH runs the baton found there.
+		if !filepath.IsAbs(b) {
+			if p, err := exec.LookPath(b); err == nil {
+				b = p
+			}
+		}
 		for _, x := range st.Binaries {
 			if x == b {
 				return
@@ -80,6 +88,15 @@ func Inspect(t Target) Status {
 			p := filepath.Join(dir, name+".md")
 			if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(managedMark)) {
 				st.Commands = append(st.Commands, p)
+			}
+		}
+	}
+	if sp.skillsDir != nil {
+		dir := sp.skillsDir(t)
+		for _, name := range SkillNames() {
+			p := filepath.Join(dir, name, "SKILL.md")
+			if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(managedMark)) {
+				st.Skills = append(st.Skills, p)
 			}
 		}
 	}
