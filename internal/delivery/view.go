@@ -21,6 +21,10 @@ type RefView struct {
 	Type  string        `json:"type"`
 	Label string        `json:"label"`
 	URL   string        `json:"url,omitempty"`
+	// NoteID numbers the review note a review ref kept on this server
+	// points at (GET /deliveries/{id}/notes/{note_id} shows it); its URL
+	// is a file on the server, which no browser opens.
+	NoteID int64 `json:"note_id,omitempty"`
 }
 
 // ConfigView is how a delivery runs, durations in seconds.
@@ -80,7 +84,7 @@ func NewView(d *baton.Delivery) View {
 		v.Checkpoints = append(v.Checkpoints, string(p))
 	}
 	for _, r := range d.Refs {
-		v.Refs = append(v.Refs, RefView{r.Role, r.Type, r.Label, r.URL})
+		v.Refs = append(v.Refs, RefView{Role: r.Role, Type: r.Type, Label: r.Label, URL: r.URL, NoteID: noteID(d.ID, r)})
 	}
 	for _, a := range Allowed(*d) {
 		v.Actions = append(v.Actions, string(a))
