@@ -44,16 +44,20 @@ type ConfigView struct {
 // View is a delivery: its state, what a person can do with it now
 // (Actions, Waiting) and how it runs.
 type View struct {
-	ID          string     `json:"id"`
-	Seq         int64      `json:"seq"`
-	Title       string     `json:"title"`
-	Summary     string     `json:"summary"`
-	Repository  string     `json:"repository"`
-	Forge       string     `json:"forge"`
-	Phase       string     `json:"phase"`
-	RunStatus   string     `json:"run_status"`
-	Queued      bool       `json:"queued"`
-	Waiting     bool       `json:"waiting_for_person"`
+	ID         string `json:"id"`
+	Seq        int64  `json:"seq"`
+	Title      string `json:"title"`
+	Summary    string `json:"summary"`
+	Repository string `json:"repository"`
+	Forge      string `json:"forge"`
+	Phase      string `json:"phase"`
+	RunStatus  string `json:"run_status"`
+	Queued     bool   `json:"queued"`
+	Waiting    bool   `json:"waiting_for_person"`
+	// Canceled: the failed phase was stopped by a person, not by its own
+	// failure (a delivery's own view knows it, from its phase log; lists
+	// do not).
+	Canceled    bool       `json:"canceled,omitempty"`
 	Endpoint    string     `json:"endpoint"`
 	Checkpoints []string   `json:"checkpoints"`
 	Refs        []RefView  `json:"refs"`
@@ -217,9 +221,11 @@ func NewRunDetailView(r baton.AgentRun, now time.Time) RunDetailView {
 // DetailView is a delivery with its history: what `delivery show`, GET
 // /api/deliveries/{id} and the MCP delivery tool return.
 type DetailView struct {
-	Delivery  View           `json:"delivery"`
-	PhaseLog  []PhaseLogView `json:"phase_log"`
-	AgentRuns []RunView      `json:"agent_runs"`
+	Delivery View           `json:"delivery"`
+	PhaseLog []PhaseLogView `json:"phase_log"`
+	// Timeline folds the phase log into one step per attempt at a phase.
+	Timeline  []StepView `json:"timeline"`
+	AgentRuns []RunView  `json:"agent_runs"`
 	// CostUSD sums the agent runs.
 	CostUSD float64 `json:"cost_usd"`
 	// LastEvent is the number of the newest event: a stream resumed after
@@ -232,6 +238,10 @@ func (det *Detail) View(now time.Time) DetailView {
 	v := DetailView{Delivery: NewView(det.Delivery), PhaseLog: []PhaseLogView{}, AgentRuns: []RunView{}, LastEvent: det.LastEvent}
 	for _, e := range det.PhaseLog {
 		v.PhaseLog = append(v.PhaseLog, NewPhaseLogView(e, now))
+	}
+	v.Timeline = Timeline(det.PhaseLog, det.Delivery.Queued, now)
+	if n := len(det.PhaseLog); n > 0 && det.Delivery.RunStatus == baton.StatusFailed && det.PhaseLog[n-1].Action == string(ActCancel) {
+		v.Delivery.Canceled = true
 	}
 	for _, r := range det.AgentRuns {
 		v.AgentRuns = append(v.AgentRuns, NewRunView(r, now))

@@ -69,6 +69,19 @@ func listFilter(r *http.Request) (baton.DeliveryFilter, error) {
 }
 
 func (s *Server) list(r *http.Request, f baton.DeliveryFilter) (listJSON, error) {
+	if f.AfterSeq > 0 {
+		// The page newer than AfterSeq: older ones follow it, from
+		// AfterSeq itself on.
+		ds, err := s.Deliveries.List(r.Context(), f)
+		if err != nil {
+			return listJSON{}, err
+		}
+		out := listJSON{Deliveries: delivery.NewListItems(ds)}
+		if len(ds) > 0 {
+			out.NextCursor = strconv.FormatInt(ds[len(ds)-1].Seq, 10)
+		}
+		return out, nil
+	}
 	limit := f.Limit
 	f.Limit = limit + 1 // one more says whether there is a next page
 	ds, err := s.Deliveries.List(r.Context(), f)
@@ -159,6 +172,10 @@ func readBody(r *http.Request) ([]byte, error) {
 
 // request turns a create request into the service's Request.
 func (s *Server) request(c CreateRequest, actor string) (delivery.Request, error) {
+	if a := s.Agent; a.Name != "" && !a.Installed {
+		// Its plan would fail within seconds, saying less than this.
+		return delivery.Request{}, baton.Errorf(baton.Unavailable, "this server's agent, %s, is not installed, so a delivery would fail at its first phase: %s", a.Name, a.Fix)
+	}
 	req := delivery.Request{IssueURL: strings.TrimSpace(c.IssueURL), Summary: c.Summary, Actor: actor}
 	if c.Repo != "" {
 		repo, err := delivery.AllowedRepo(s.Repos, c.Repo)

@@ -116,7 +116,7 @@ func FuzzSettingsStayInRange(f *testing.F) {
 	}
 	f.Cleanup(q.Close)
 	in := &intake.Service{Deliveries: &delivery.Service{Queue: q, DataDir: f.TempDir()}}
-	srv := &Server{Intake: in}
+	srv := &Server{Intake: in, Deliveries: in.Deliveries}
 	f.Fuzz(func(t *testing.T, secs string) {
 		form := url.Values{"polling": {"on"}, "poll_every_seconds": {secs}}
 		r := httptest.NewRequest("POST", "/settings", strings.NewReader(form.Encode()))

@@ -188,6 +188,8 @@ func (s *Server) Handler() http.Handler {
 	page("GET /{$}", s.pageList)
 	page("GET /board", s.pageBoard)
 	page("GET /deliveries/{id}", s.pageDelivery)
+	page("GET /deliveries/{id}/notes/{n}", s.pageNote)
+	page("GET /live", s.live)
 	page("POST /deliveries", s.formCreate)
 	page("POST /deliveries/{id}/{action}", s.formAct)
 	page("GET /sources", s.pageSources)
@@ -200,6 +202,7 @@ func (s *Server) Handler() http.Handler {
 	page("POST /login", s.unauthenticatedBody(s.formLogin))
 	page("POST /logout", s.formLogout)
 	mux.Handle("GET /static/", s.static())
+	mux.HandleFunc("GET /favicon.ico", s.favicon)
 	page("/", func(http.ResponseWriter, *http.Request) error {
 		return baton.Errorf(baton.NotFound, "no such page")
 	})

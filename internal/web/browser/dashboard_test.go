@@ -71,6 +71,7 @@ esac
 type env struct {
 	t         *testing.T
 	url       string
+	repo      string
 	svc       *delivery.Service
 	intake    *intake.Service
 	artifacts string
@@ -182,7 +183,7 @@ func newEnv(t *testing.T) *env {
 			t.Fatal(err)
 		}
 	}
-	return &env{t: t, url: srv.URL, svc: svc, intake: ws.Intake, artifacts: out, browser: browser}
+	return &env{t: t, url: srv.URL, repo: repo, svc: svc, intake: ws.Intake, artifacts: out, browser: browser}
 }
 
 type testWriter struct{ t *testing.T }
