@@ -53,7 +53,7 @@ func PhaseWords(e baton.PhaseLogEntry) string {
 	case e.Action == "cancel":
 		return with(e.Actor+" canceled "+p, strings.TrimPrefix(strings.TrimPrefix(e.Note, "canceled by "+e.Actor), ": ")) + "."
 	case e.Status == baton.StatusRunning:
-		return fmt.Sprintf("%s started (attempt %d).", P, e.Attempt)
+		return P + " started."
 	case e.Status == baton.StatusPending:
 		var who string
 		if personAction[e.Action] {

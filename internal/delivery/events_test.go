@@ -55,7 +55,7 @@ func TestEventLog(t *testing.T) {
 				text += e.Text + "\n"
 			}
 			// Phase changes in plain words, naming no worker.
-			for _, want := range []string{"Reading the code.", "Created by alice.", "Plan started (attempt 1).", "Plan succeeded.", "Implement is queued for a worker."} {
+			for _, want := range []string{"Reading the code.", "Created by alice.", "Plan started.", "Plan succeeded.", "Implement is queued for a worker."} {
 				if !strings.Contains(text, want) {
 					t.Errorf("events lack %q:\n%s", want, text)
 				}

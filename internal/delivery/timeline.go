@@ -13,8 +13,9 @@ import (
 // a worker or for a person. A deploy that "took a minute" was mostly a
 // person's wait; the step says so.
 type StepView struct {
-	Phase   string `json:"phase"`
-	Attempt int64  `json:"attempt"`
+	Phase string `json:"phase"`
+	// Attempt numbers the steps of one phase: 2 is its second try.
+	Attempt int64 `json:"attempt"`
 	// Status is how the step ended, or stands while Current: pending,
 	// running, succeeded, failed, blocked, skipped or canceled.
 	Status    string     `json:"status"`
@@ -44,6 +45,7 @@ var personAction = map[string]bool{"approve": true, "reject": true, "retry": tru
 // is queued for a worker (else a person must start it).
 func Timeline(log []baton.PhaseLogEntry, queued bool, now time.Time) []StepView {
 	steps := []StepView{}
+	tries := map[baton.Phase]int64{}
 	var cur *StepView
 	ran, ended := false, false
 	for i, e := range log {
@@ -64,7 +66,8 @@ func Timeline(log []baton.PhaseLogEntry, queued bool, now time.Time) []StepView 
 				t := e.StartedAt
 				cur.EndedAt = &t
 			}
-			steps = append(steps, StepView{Phase: string(e.Phase), Attempt: e.Attempt, Status: string(e.Status), StartedAt: e.StartedAt})
+			tries[e.Phase]++
+			steps = append(steps, StepView{Phase: string(e.Phase), Attempt: tries[e.Phase], Status: string(e.Status), StartedAt: e.StartedAt})
 			cur = &steps[len(steps)-1]
 			ran, ended = false, false
 		}
@@ -72,7 +75,6 @@ func Timeline(log []baton.PhaseLogEntry, queued bool, now time.Time) []StepView 
 		switch e.Status {
 		case baton.StatusRunning:
 			cur.WorkSeconds += dur
-			cur.Attempt = e.Attempt
 			ran = true
 		case baton.StatusPending:
 			started := next != nil && next.Phase == e.Phase && next.Action == "approve" && next.Status == baton.StatusPending

@@ -1,10 +1,12 @@
 package delivery
 
 import (
+	"bytes"
 	"strings"
 	"time"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // The view: a delivery as every edge shows it. `baton delivery show` and
@@ -183,6 +185,9 @@ type RunView struct {
 	StartedAt       time.Time  `json:"started_at"`
 	EndedAt         *time.Time `json:"ended_at,omitempty"`
 	Logs            []string   `json:"logs"`
+	// StderrTail is the end of what the agent wrote to stderr (its
+	// diagnostics), when its log is on this machine.
+	StderrTail string `json:"stderr_tail,omitempty"`
 }
 
 // NewRunView is the view of r at now: a run still going lasts until now.
@@ -199,8 +204,34 @@ func NewRunView(r baton.AgentRun, now time.Time) RunView {
 	}
 	for _, f := range LogFiles(r) {
 		v.Logs = append(v.Logs, f.Name)
+		if f.Name == StderrLog && f.Size > 0 {
+			v.StderrTail = logTail(f.Path, f.Size, maxStderrTail)
+		}
 	}
 	return v
+}
+
+// maxStderrTail bounds the stderr a run's view carries.
+const maxStderrTail = 2 << 10
+
+// logTail is the last n bytes of the log at path (of size), from a line
+// start, "" when it cannot be read.
+func logTail(path string, size, n int64) string {
+	f, err := safefile.OpenRegular(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	off := max(size-n, 0)
+	b := make([]byte, size-off)
+	k, _ := f.ReadAt(b, off)
+	b = b[:k]
+	if off > 0 {
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			b = b[i+1:]
+		}
+	}
+	return strings.TrimSpace(strings.ToValidUTF8(string(b), "�"))
 }
 
 // RunDetailView is one agent run with what it was told and said.

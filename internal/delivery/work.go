@@ -44,12 +44,17 @@ func (s *Service) Work(ctx context.Context, ref string, lim forge.DiffLimits) (*
 	}
 	ws := s.Workspaces()
 	w := &Work{}
+	if workDone(d) {
+		// Deployed or closed: the cache's branch is released, the change
+		// is where it landed (the refs say where).
+		return w, nil
+	}
 	plan, cut, err := ws.WorkFile(ctx, d, forge.PlanPath, MaxPlanText)
 	switch {
 	case err == nil:
 		w.Plan, w.PlanCut = strings.TrimSpace(plan), cut
-	case d.Phase != baton.PhasePlan || d.RunStatus != baton.StatusPending:
-		w.Missing = baton.ErrorMessage(err)
+	case d.Phase == baton.PhasePlan && d.RunStatus == baton.StatusSucceeded:
+		w.Missing = baton.ErrorMessage(err) // a plan to approve, and nothing to show
 	}
 	if !showsDiff(d) {
 		return w, nil
