@@ -78,7 +78,9 @@ func TestDashboardShowsWhatIsApproved(t *testing.T) {
 	e.screenshot("plan-checkpoint")
 
 	e.submit(`#state button[data-action="approve"]`)
-	e.waitState(id, func(d *baton.Delivery) bool { return d.Phase == baton.PhaseDeploy && d.RunStatus == baton.StatusPending })
+	e.waitState(id, func(d *baton.Delivery) bool {
+		return d.Phase == baton.PhaseDeploy && d.RunStatus == baton.StatusPending
+	})
 	e.open("/deliveries/" + id)
 	files := eval[[]string](e, `Array.from(document.querySelectorAll("#changes details.file > summary")).map(s => s.textContent.replace(/\s+/g, " ").trim())`)
 	work := "baton-" + id + ".txt"
