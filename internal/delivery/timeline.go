@@ -131,10 +131,10 @@ func decisionWords(e baton.PhaseLogEntry) string {
 // decisionNote is the reason a person gave, without what the machine
 // added to it.
 func decisionNote(e baton.PhaseLogEntry) string {
-	n := e.Note
+	n := strings.TrimSpace(e.Note)
 	switch e.Action {
 	case "approve":
-		if n == startedNote || n == "approved" || strings.HasPrefix(n, "approved over: ") || strings.HasPrefix(n, "approved;") {
+		if n == startedNote || n == "approved" || n == "delivered" || strings.HasPrefix(n, "approved over: ") || strings.HasPrefix(n, "approved;") {
 			return ""
 		}
 	case "close":

@@ -47,16 +47,17 @@ func parseWatch(v string) (map[string]int64, error) {
 	if v == "" {
 		return out, nil
 	}
-	for _, part := range strings.Split(v, ",") {
+	parts := strings.Split(v, ",")
+	if len(parts) > maxWatched {
+		return nil, baton.Errorf(baton.Invalid, "a stream follows at most %d deliveries", maxWatched)
+	}
+	for _, part := range parts {
 		id, after, ok := strings.Cut(part, ":")
 		n, err := strconv.ParseInt(after, 10, 64)
 		if !ok || err != nil || n < 0 || !baton.ValidID(id) {
 			return nil, baton.Errorf(baton.Invalid, "bad watch %q: want <delivery id>:<last event seen>, comma-separated", baton.Truncate(part, 60, "…"))
 		}
 		out[id] = n
-		if len(out) > maxWatched {
-			return nil, baton.Errorf(baton.Invalid, "a stream follows at most %d deliveries", maxWatched)
-		}
 	}
 	return out, nil
 }

@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -95,6 +96,7 @@ func serveAsset(w http.ResponseWriter, r *http.Request, name string) {
 		h.Set("Content-Encoding", "gzip")
 		body = a.gz
 	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	if r.Method == http.MethodHead {
 		return
 	}
