@@ -166,7 +166,7 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 	defer feed.Close()
 	srv := &web.Server{
 		Deliveries: svc, Feed: feed, Intake: in, Token: token, Open: loopback, Repos: repos, Hosts: hosts,
-		Agent: agentStatus(agent), Log: log, Version: f.Version, Now: f.Now, Project: serveProject(f),
+		Agent: agentStatus(agent, o.workers == 0), Log: log, Version: f.Version, Now: f.Now, Project: serveProject(f),
 	}
 
 	ln, err := net.Listen("tcp", o.addr)
@@ -181,7 +181,7 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 	}
 	fmt.Fprintf(f.IO.Err, "baton serve: dashboard %s/ · API %s/api · %d worker(s) · agent %s · data in %s (Ctrl-C stops)\n",
 		base, base, o.workers, agent, svc.DataDir)
-	if !srv.Agent.Installed {
+	if srv.Agent.Missing() {
 		fmt.Fprintf(f.IO.Err, "warning: the %s CLI is not installed: %s\n", agent, srv.Agent.Fix)
 	}
 	if msg := fileLimitWarning(); msg != "" {
@@ -269,9 +269,10 @@ func serveRepos(ctx context.Context, f *Factory, flags []string) ([]string, erro
 	return out, nil
 }
 
-// agentStatus finds the agent's CLI on PATH.
-func agentStatus(agent string) web.AgentStatus {
-	st := web.AgentStatus{Name: agent}
+// agentStatus finds the agent's CLI on PATH; elsewhere says that agents
+// run on other machines' workers.
+func agentStatus(agent string, elsewhere bool) web.AgentStatus {
+	st := web.AgentStatus{Name: agent, Elsewhere: elsewhere}
 	argv, err := agentrun.Command(agentrun.Spec{Agent: agent, Prompt: "-"})
 	if err != nil || len(argv) == 0 {
 		st.Fix = "pick an agent with --agent claude|codex|droid|command:<argv>"

@@ -172,7 +172,7 @@ func readBody(r *http.Request) ([]byte, error) {
 
 // request turns a create request into the service's Request.
 func (s *Server) request(c CreateRequest, actor string) (delivery.Request, error) {
-	if a := s.Agent; a.Name != "" && !a.Installed {
+	if a := s.Agent; a.Missing() {
 		// Its plan would fail within seconds, saying less than this.
 		return delivery.Request{}, baton.Errorf(baton.Unavailable, "this server's agent, %s, is not installed, so a delivery would fail at its first phase: %s", a.Name, a.Fix)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton/internal/sqlstore"
+	"github.com/baton-agent/baton/internal/web"
 )
 
 // liveEvent is one event of the dashboard's shared stream.
@@ -143,5 +144,23 @@ func TestStaticFilesAreCompressedAndCached(t *testing.T) {
 	r3.Body.Close()
 	if r3.StatusCode != http.StatusNotModified {
 		t.Errorf("style.css with its ETag = %d, want 304", r3.StatusCode)
+	}
+}
+
+// A server whose workers would run an agent that is not installed
+// refuses a delivery with the fix, instead of one whose plan fails at
+// once; a server whose agents run on workers elsewhere takes it.
+func TestCreateSaysTheAgentIsMissing(t *testing.T) {
+	e := newEnv(t, sqlstore.SQLite)
+	e.web.Agent = web.AgentStatus{Name: "claude", Fix: "Install Claude Code, or restart with --agent codex."}
+	body := `{"repo":"` + e.repo + `","summary":"Needs an agent"}`
+	var ae apiError
+	if resp := e.do("POST", "/api/deliveries", body, true, &ae); resp.StatusCode != http.StatusServiceUnavailable ||
+		!strings.Contains(ae.Message, "claude, is not installed") || !strings.Contains(ae.Message, "restart with --agent codex") {
+		t.Errorf("create with claude missing = %d %+v", resp.StatusCode, ae)
+	}
+	e.web.Agent.Elsewhere = true
+	if resp := e.do("POST", "/api/deliveries", body, true, nil); resp.StatusCode != http.StatusCreated {
+		t.Errorf("create on a server whose workers are elsewhere = %d, want 201", resp.StatusCode)
 	}
 }

@@ -44,7 +44,14 @@ type AgentStatus struct {
 	// another when it was not.
 	Path string `json:"path,omitempty"`
 	Fix  string `json:"fix,omitempty"`
+	// Elsewhere is set when this server runs no workers: agents run on
+	// workers elsewhere, whose machines have their own CLIs.
+	Elsewhere bool `json:"elsewhere,omitempty"`
 }
+
+// Missing reports an agent that would fail the first phase of a
+// delivery made here: not installed, and run by this server's workers.
+func (a AgentStatus) Missing() bool { return a.Name != "" && !a.Installed && !a.Elsewhere }
 
 // Server is the HTTP edge. Fill the fields, then serve Handler().
 type Server struct {
