@@ -282,7 +282,7 @@ func FuzzAcceptsGzip(f *testing.F) {
 		if got && strings.Contains(strings.ReplaceAll(h, " ", ""), "gzip;q=0,") {
 			t.Fatalf("acceptsGzip(%q) = true for q=0", h)
 		}
-		if !acceptsGzip(h + ", gzip") && !strings.Contains(strings.ToLower(h), "gzip") && !strings.Contains(h, "*") {
+		if !acceptsGzip(h+", gzip") && !strings.Contains(strings.ToLower(h), "gzip") && !strings.Contains(h, "*") {
 			t.Fatalf("acceptsGzip(%q + gzip) = false", h)
 		}
 	})
