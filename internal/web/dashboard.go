@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"path"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -246,11 +245,16 @@ type pageData struct {
 	FlashBad bool
 	// Waiting counts deliveries waiting for a person (-1: unknown).
 	Waiting int64
+	// Live is set when the reader may read the shared stream: on a
+	// loopback server, or signed in (elsewhere it would be sent to sign
+	// in, again and again).
+	Live bool
 }
 
 func (s *Server) page(r *http.Request, title, nav string) pageData {
 	a := authOf(r)
-	p := pageData{Title: title, Nav: nav, Path: r.URL.Path, Agent: s.Agent, HasProject: s.Project != nil, SignedIn: a.ok(), Waiting: -1}
+	p := pageData{Title: title, Nav: nav, Path: r.URL.Path, Agent: s.Agent, HasProject: s.Project != nil, SignedIn: a.ok(), Waiting: -1,
+		Live: s.Open || a.ok()}
 	if a.session != nil {
 		p.Name, p.CSRF = a.session.Name, s.csrfToken(*a.session)
 	}
@@ -501,11 +505,6 @@ func groupLog(evs []baton.DeliveryEvent) []logItem {
 
 const pageEvents = 300
 
-// retryAgents are the agents a person may switch to on a retry from the
-// dashboard: the harnesses baton knows, never a command of the
-// request's choosing.
-var retryAgents = []string{"claude", "codex", "droid"}
-
 func (s *Server) deliveryPage(r *http.Request) (*deliveryPage, error) {
 	v, err := s.detail(r, r.PathValue("id"))
 	if err != nil {
@@ -654,16 +653,7 @@ func (s *Server) formAct(w http.ResponseWriter, r *http.Request) error {
 	}
 	reason := strings.TrimSpace(r.PostFormValue("reason"))
 	agent := strings.TrimSpace(r.PostFormValue("agent"))
-	var d *baton.Delivery
-	if a == delivery.ActRetry && agent != "" {
-		if !slices.Contains(retryAgents, agent) {
-			err = baton.Errorf(baton.Invalid, "agent %q: a retry from the dashboard takes %s", baton.Truncate(agent, 40, "…"), strings.Join(retryAgents, ", "))
-		} else {
-			d, err = s.Deliveries.Retry(r.Context(), r.PathValue("id"), actor(r), reason, delivery.Settings{Agent: &agent})
-		}
-	} else {
-		d, err = s.decide(r, a, reason)
-	}
+	d, err := s.decide(r, a, reason, agent)
 	if err != nil {
 		p, perr := s.deliveryPage(r)
 		if perr != nil || baton.ErrorCode(err) == baton.NotFound {

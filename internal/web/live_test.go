@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-agent/baton/internal/delivery"
 	"github.com/baton-agent/baton/internal/sqlstore"
 	"github.com/baton-agent/baton/internal/web"
 )
@@ -162,5 +163,31 @@ func TestCreateSaysTheAgentIsMissing(t *testing.T) {
 	e.web.Agent.Elsewhere = true
 	if resp := e.do("POST", "/api/deliveries", body, true, nil); resp.StatusCode != http.StatusCreated {
 		t.Errorf("create on a server whose workers are elsewhere = %d, want 201", resp.StatusCode)
+	}
+}
+
+// A retry from the API can switch the agent, to a harness baton knows
+// only; no other action takes one.
+func TestAPIRetrySwitchesTheAgent(t *testing.T) {
+	e := newEnv(t, sqlstore.SQLite)
+	d := e.create("Retry me elsewhere")
+	ctx := t.Context()
+	run, err := e.svc.Act(ctx, d.ID, delivery.Input{Action: delivery.ActRun, Actor: "worker:test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Act(ctx, d.ID, delivery.Input{Action: delivery.ActFail, Actor: "worker:test", Attempt: run.Attempt, Note: "claude: not found"}); err != nil {
+		t.Fatal(err)
+	}
+	e.wantError("POST", "/api/deliveries/"+d.ID+"/retry", `{"agent":"command:/bin/evil"}`, true, http.StatusBadRequest, "invalid")
+	e.wantError("POST", "/api/deliveries/"+d.ID+"/close", `{"agent":"codex"}`, true, http.StatusBadRequest, "invalid")
+	var v struct {
+		RunStatus string `json:"run_status"`
+		Config    struct {
+			Agent string `json:"agent"`
+		} `json:"config"`
+	}
+	if resp := e.do("POST", "/api/deliveries/"+d.ID+"/retry", `{"agent":"codex","reason":"claude is missing"}`, true, &v); resp.StatusCode != 200 || v.Config.Agent != "codex" || v.RunStatus != "pending" {
+		t.Errorf("retry with codex = %d %+v", resp.StatusCode, v)
 	}
 }
