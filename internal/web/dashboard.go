@@ -335,15 +335,15 @@ type listPage struct {
 	Self             string
 	// Total counts what the filter keeps; From and To number the rows
 	// shown (1-based, newest first).
-	Total         int64
-	From, To      int64
-	NewerURL      string
-	FirstURL      string
-	OlderURL      string
-	Repos         []string
-	Form          CreateRequest
-	FormError     string
-	FormErrorHelp string
+	Total    int64
+	From, To int64
+	NewerURL string
+	FirstURL string
+	OlderURL string
+	Repos    []string
+	// Form is what the create form holds; FormError why it failed.
+	Form      CreateRequest
+	FormError string
 }
 
 // perPage is how many deliveries a page of the list shows.
@@ -608,9 +608,8 @@ func redirect(w http.ResponseWriter, r *http.Request, to, flash string) error {
 	return nil
 }
 
-// formFailed is how a form's page is shown again with what was typed
-// and why it failed: the status of the error, or an error page when the
-// page itself cannot be shown.
+// formFailed is the status a form's page is shown again with, beside
+// what was typed and why it failed: the error's own.
 func formFailed(err error) int {
 	code, _ := classify(err)
 	return statusOf(code)
@@ -633,10 +632,8 @@ func (s *Server) formCreate(w http.ResponseWriter, r *http.Request) error {
 		if perr != nil {
 			return err
 		}
-		p.Form, p.FormError = c, baton.ErrorMessage(err)
-		if _, msg := classify(err); msg != "" {
-			p.FormError = msg
-		}
+		p.Form = c
+		_, p.FormError = classify(err) // an internal error's cause stays in the log
 		return s.render(w, r, formFailed(err), "list", p)
 	}
 	flash := "created"

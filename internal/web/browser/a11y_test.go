@@ -54,6 +54,7 @@ func (e *env) states() []pageState {
 	waiting := mk("Add a greeting file")
 	failed := mk("Break once, then work")
 	closed := mk("Something nobody wants")
+	changed := mk("Show the change")
 	e.waitState(waiting, func(d *baton.Delivery) bool {
 		return d.Phase == baton.PhasePlan && d.RunStatus == baton.StatusSucceeded
 	})
@@ -63,6 +64,29 @@ func (e *env) states() []pageState {
 	})
 	if _, err := e.svc.Decide(ctx, closed, delivery.ActClose, "alice", "not needed after all"); err != nil {
 		e.t.Fatal(err)
+	}
+	// At the deploy checkpoint: the diff to approve, and a review note.
+	e.waitState(changed, func(d *baton.Delivery) bool {
+		return d.Phase == baton.PhasePlan && d.RunStatus == baton.StatusSucceeded
+	})
+	if _, err := e.svc.Decide(ctx, changed, delivery.ActApprove, "alice", ""); err != nil {
+		e.t.Fatal(err)
+	}
+	e.waitState(changed, func(d *baton.Delivery) bool {
+		return d.Phase == baton.PhaseDeploy && d.RunStatus == baton.StatusPending
+	})
+	det, err := e.svc.Get(ctx, changed)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	note := ""
+	for _, r := range det.View(time.Now()).Delivery.Refs {
+		if r.NoteID > 0 {
+			note = fmt.Sprintf("/deliveries/%s/notes/%d", changed, r.NoteID)
+		}
+	}
+	if note == "" {
+		e.t.Fatal("the reviewed delivery has no review note")
 	}
 	if _, err := e.intake.Add(ctx, intake.SourceInput{Repo: "octo/app"}); err != nil {
 		e.t.Fatal(err)
@@ -76,7 +100,8 @@ func (e *env) states() []pageState {
 		for _, p := range []struct{ name, path string }{
 			{"list", "/"}, {"list-all", "/?state=all"}, {"board", "/board"},
 			{"delivery-waiting", "/deliveries/" + waiting}, {"delivery-failed", "/deliveries/" + failed},
-			{"delivery-closed", "/deliveries/" + closed}, {"sources", "/sources"}, {"settings", "/settings"},
+			{"delivery-closed", "/deliveries/" + closed}, {"delivery-changes", "/deliveries/" + changed}, {"review-note", note},
+			{"sources", "/sources"}, {"settings", "/settings"},
 			{"not-found", "/no-such-page"},
 		} {
 			out = append(out, pageState{name: p.name + "-" + who, path: p.path, signedIn: in})
