@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/delivery"
 )
 
 // The dashboard's one stream per browser. Browsers open at most six
@@ -124,7 +126,7 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) error {
 	defer tick.Stop()
 	lastPulse, lastWrite := "", time.Now()
 	pulse := func() error {
-		p, err := s.Deliveries.Pulse(ctx)
+		p, err := s.sharedPulse(ctx)
 		if err != nil {
 			return nil // a database that does not answer now may later
 		}
@@ -167,4 +169,28 @@ func (s *Server) write(w http.ResponseWriter, fl http.Flusher, b []byte) error {
 	}
 	fl.Flush()
 	return nil
+}
+
+// pulseCache shares one reading of the pulse between the streams that
+// ask within a second of each other: every open stream looks every
+// pulseEvery.
+type pulseCache struct {
+	mu   sync.Mutex
+	at   time.Time
+	last delivery.Pulse
+}
+
+func (s *Server) sharedPulse(ctx context.Context) (delivery.Pulse, error) {
+	c := &s.pulses
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.at.IsZero() && time.Since(c.at) < time.Second {
+		return c.last, nil
+	}
+	p, err := s.Deliveries.Pulse(ctx)
+	if err != nil {
+		return p, err
+	}
+	c.last, c.at = p, time.Now()
+	return p, nil
 }

@@ -102,6 +102,7 @@ type Server struct {
 	jobs     Histogram
 
 	sessions sessions
+	pulses   pulseCache
 	// openBodies holds a slot per unauthenticated body being read.
 	openBodies chan struct{}
 }
