@@ -96,6 +96,10 @@ func TestDashboardShowsWhatIsApproved(t *testing.T) {
 	if diff := eval[string](e, `(document.querySelector("#changes pre.diff .l-add") || {}).textContent || ""`); !strings.Contains(diff, "+") {
 		t.Errorf("no added line in the diff: %q", diff)
 	}
+	// The diff is the repository's text: shown, never run as markup.
+	if n := eval[int](e, `document.querySelectorAll("#changes em").length`); n != 0 || !strings.Contains(eval[string](e, `document.querySelector("#changes").textContent`), "+2. Keep <em>markup</em> as text.") {
+		t.Errorf("the diff's markup: %d elements made of it", n)
+	}
 	if h := eval[string](e, `(document.querySelector("#changes h2 + p") || {}).textContent || ""`); !strings.Contains(h, "against main") {
 		t.Errorf("the changes do not say what they are compared with: %q", h)
 	}
