@@ -144,7 +144,15 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
 	ws := &web.Server{Deliveries: svc, Feed: feed, Token: token, Open: true, Repos: []string{repo}, Log: log,
 		Intake: &intake.Service{Deliveries: svc}, Heartbeat: time.Second,
-		Agent: web.AgentStatus{Name: svc.DefaultAgent, Installed: true}}
+		Agent: web.AgentStatus{Name: svc.DefaultAgent, Installed: true},
+		Project: &web.Project{Root: repo, Load: func(context.Context) (web.ProjectView, error) {
+			return web.ProjectView{Root: repo,
+				Run: &web.RunView{Summary: "goal tree: 2 of 3 nodes done", Tree: "✓ root\n  ✓ parse the config\n  → write the docs",
+					Iterations: []web.IterationView{{Name: "iteration-2", Node: "write the docs", Outcome: "continue", GuardLog: "go test ./... ok"}}},
+				Packets: []web.ArtifactView{{ID: "20261126-handoff", Status: "open", Purpose: "pick up the docs"}},
+				Loops:   []web.ArtifactView{{ID: "loop-1", Status: "active", Iteration: 2}},
+			}, nil
+		}}}
 	// A slow state refresh: phase changes come in bursts, and the page
 	// must end up showing the last state even when a burst arrives while
 	// it is still fetching the previous one.
@@ -508,7 +516,7 @@ func TestDashboardDelivery(t *testing.T) {
 	e.run("open the board", chromedp.Navigate(e.url+"/board"), chromedp.WaitReady(chromedp.CSS(`body`)))
 	e.screenshot("board")
 	e.run("phone width", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
-	for _, p := range []string{"/?state=all", page, "/board", "/sources", "/settings"} {
+	for _, p := range []string{"/?state=all", page, "/board", "/sources", "/settings", "/project"} {
 		e.run("open "+p+" on a phone", chromedp.Navigate(e.url+p), chromedp.WaitReady(chromedp.CSS(`body`)))
 		if overflow := eval[int](e, `document.documentElement.scrollWidth - window.innerWidth`); overflow > 0 {
 			wide := eval[[]string](e, `Array.from(document.querySelectorAll("body *")).filter(el => el.getBoundingClientRect().right > window.innerWidth + 1 && !el.closest(".scroll")).slice(-3).map(el => el.tagName + "." + el.className + ": " + (el.textContent || "").slice(0, 60))`)
