@@ -570,7 +570,11 @@ type DeliveryFilter struct {
 	// BeforeSeq keeps deliveries numbered below it: the page after one
 	// that ended at BeforeSeq.
 	BeforeSeq int64
-	Limit     int
+	// AfterSeq keeps deliveries numbered above it, the Limit lowest of
+	// them (still listed newest first): the page before one that began
+	// at AfterSeq.
+	AfterSeq int64
+	Limit    int
 }
 
 // String renders a delivery's state for messages: "implement/running".

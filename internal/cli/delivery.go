@@ -423,8 +423,8 @@ func printDelivery(w io.Writer, det *delivery.Detail, now time.Time) {
 		fmt.Fprintln(w, "\nagent runs (baton delivery log "+d.ID+" --run N):")
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		for _, r := range det.AgentRuns {
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t$%.4f\t%d in / %d out\t%s\texit %d\t%s\n", r.N, r.Phase, r.Status, r.Agent, orNone(r.Model),
-				r.CostUSD, r.InputTokens, r.OutputTokens, r.Duration.Truncate(time.Millisecond).String(), r.ExitCode, clip(r.Error, 80))
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\texit %d\t%s\n", r.N, r.Phase, r.Status, r.Agent, orNone(r.Model),
+				costText(r.CostUSD), tokensText(r.InputTokens, r.OutputTokens, "%d in / %d out"), r.Duration.Truncate(time.Millisecond).String(), r.ExitCode, clip(r.Error, 80))
 		}
 		tw.Flush()
 	}
@@ -761,8 +761,8 @@ the run) as JSON: {"delivery", "runs"} or {"delivery", "run"}.`,
 				tw := tabwriter.NewWriter(printable(f.IO.Out), 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "RUN\tPHASE\tATTEMPT\tSTATUS\tAGENT\tMODEL\tCOST\tTOKENS IN/OUT\tDURATION\tEXIT\tSTARTED")
 				for _, r := range runs {
-					fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t$%.4f\t%d/%d\t%s\t%d\t%s\n", r.N, r.Phase, r.Attempt, r.Status, r.Agent, orNone(r.Model), r.CostUSD,
-						r.InputTokens, r.OutputTokens, r.Duration.Round(time.Millisecond), r.ExitCode, r.StartedAt.UTC().Format(time.RFC3339))
+					fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", r.N, r.Phase, r.Attempt, r.Status, r.Agent, orNone(r.Model), costText(r.CostUSD),
+						tokensText(r.InputTokens, r.OutputTokens, "%d/%d"), r.Duration.Round(time.Millisecond), r.ExitCode, r.StartedAt.UTC().Format(time.RFC3339))
 				}
 				return tw.Flush()
 			})
@@ -774,10 +774,28 @@ the run) as JSON: {"delivery", "runs"} or {"delivery", "run"}.`,
 	return cmd
 }
 
+// costText is an agent's cost; none reported is unknown ("—"), not
+// free.
+func costText(usd float64) string {
+	if usd == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("$%.4f", usd)
+}
+
+// tokensText is an agent's tokens in format, "—" when it reported none.
+func tokensText(in, out int64, format string) string {
+	if in == 0 && out == 0 {
+		return "—"
+	}
+	return fmt.Sprintf(format, in, out)
+}
+
 func printRun(w io.Writer, r baton.AgentRun, raw bool) error {
 	w = printable(w)
 	fmt.Fprintf(w, "run %d: %s attempt %d, %s, %s\n", r.N, r.Phase, r.Attempt, r.Agent, r.Status)
-	fmt.Fprintf(w, "model %s, $%.4f, %d input / %d output tokens, %s, exit %d\n", orNone(r.Model), r.CostUSD, r.InputTokens, r.OutputTokens, r.Duration.Round(time.Millisecond), r.ExitCode)
+	fmt.Fprintf(w, "model %s, cost %s, tokens %s, %s, exit %d\n", orNone(r.Model), costText(r.CostUSD),
+		tokensText(r.InputTokens, r.OutputTokens, "%d input / %d output"), r.Duration.Round(time.Millisecond), r.ExitCode)
 	fmt.Fprintf(w, "started %s", r.StartedAt.UTC().Format(time.RFC3339))
 	if !r.EndedAt.IsZero() {
 		fmt.Fprintf(w, ", ended %s", r.EndedAt.UTC().Format(time.RFC3339))

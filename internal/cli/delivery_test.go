@@ -760,3 +760,21 @@ func (f *Factory) deliveriesForTest(t *testing.T, data string) (*delivery.Servic
 	}
 	return svc, err
 }
+
+// An agent that reports no cost or tokens (a command agent, codex's
+// cost) is unknown, not free: "—", never "$0.0000" or "0 in / 0 out".
+func TestUnknownCostIsADash(t *testing.T) {
+	for _, c := range []struct {
+		usd     float64
+		in, out int64
+		want    string
+	}{
+		{0, 0, 0, "— —"},
+		{0.05, 500, 80, "$0.0500 500/80"},
+		{0, 1200, 30, "— 1200/30"},
+	} {
+		if got := costText(c.usd) + " " + tokensText(c.in, c.out, "%d/%d"); got != c.want {
+			t.Errorf("cost %v tokens %d/%d = %q, want %q", c.usd, c.in, c.out, got, c.want)
+		}
+	}
+}

@@ -199,7 +199,7 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 	defer feed.Close()
 	srv := &web.Server{
 		Deliveries: svc, Feed: feed, Intake: in, Token: token, Open: loopback, Repos: repos, Hosts: hosts,
-		Agent: agentStatus(agent), Agents: hook.AgentNames(), Log: log, Version: f.Version, Now: f.Now, Project: serveProject(f),
+		Agent: agentStatus(agent, o.workers == 0), Agents: hook.AgentNames(), Log: log, Version: f.Version, Now: f.Now, Project: serveProject(f),
 	}
 
 	ln, err := net.Listen("tcp", o.addr)
@@ -214,7 +214,7 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 	}
 	fmt.Fprintf(f.IO.Err, "baton serve: dashboard %s/ · API %s/api · %d worker(s) · agent %s · data in %s (Ctrl-C stops)\n",
 		base, base, o.workers, agent, svc.DataDir)
-	if !srv.Agent.Installed {
+	if srv.Agent.Missing() {
 		fmt.Fprintf(f.IO.Err, "warning: the %s CLI is not installed: %s\n", agent, srv.Agent.Fix)
 	}
 	if msg := fileLimitWarning(); msg != "" {
@@ -330,9 +330,10 @@ func serveRepos(ctx context.Context, f *Factory, flags []string) ([]string, erro
 }
 
 // agentStatus finds the agent's CLI on PATH; when it is missing, Fix says
-// how to install it (from the harness table) or which agents to pick instead.
-func agentStatus(agent string) web.AgentStatus {
-	st := web.AgentStatus{Name: agent}
+// how to install it (from the harness table) or which agents to pick
+// instead. elsewhere says that agents run on other machines' workers.
+func agentStatus(agent string, elsewhere bool) web.AgentStatus {
+	st := web.AgentStatus{Name: agent, Elsewhere: elsewhere}
 	argv, err := agentrun.Command(agentrun.Spec{Agent: agent, Prompt: "-"})
 	if err != nil || len(argv) == 0 {
 		st.Fix = "pick an agent with --agent " + strings.Join(hook.AgentNames(), "|") + "|command:<argv>"

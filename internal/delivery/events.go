@@ -18,21 +18,72 @@ import (
 // transaction of the change; agent output is written as it arrives by an
 // outputRecorder.
 
-// phaseEvents are the events of a change's phase log entries.
+// phaseEvents are the events of a change's phase log entries, in plain
+// words (PhaseWords).
 func phaseEvents(log []baton.PhaseLogEntry) []baton.DeliveryEvent {
 	evs := make([]baton.DeliveryEvent, 0, len(log))
 	for _, e := range log {
-		text := fmt.Sprintf("%s %s", e.Phase, e.Status)
-		if e.Verdict != "" {
-			text += " (" + string(e.Verdict) + ")"
-		}
-		text += " · " + e.Action + " by " + e.Actor
-		if e.Note != "" {
-			text += ": " + e.Note
-		}
-		evs = append(evs, baton.DeliveryEvent{Kind: baton.EventPhase, Phase: e.Phase, Status: e.Status, Text: text, At: e.StartedAt})
+		evs = append(evs, baton.DeliveryEvent{Kind: baton.EventPhase, Phase: e.Phase, Status: e.Status, Text: PhaseWords(e), At: e.StartedAt})
 	}
 	return evs
+}
+
+// PhaseWords says what a phase log entry records as a person would say
+// it, with the words of the dashboard's buttons: "Plan is waiting for a
+// person to start it.", "alice started plan.", "Review passed: looks
+// right.", "alice canceled implement: wrong approach." Workers are not
+// named (their ids mean nothing to a reader); people are.
+func PhaseWords(e baton.PhaseLogEntry) string {
+	p := string(e.Phase)
+	P := strings.ToUpper(p[:min(1, len(p))]) + p[min(1, len(p)):]
+	with := func(s, note string) string {
+		if note = strings.TrimSpace(note); note != "" {
+			return s + ": " + note
+		}
+		return s
+	}
+	switch {
+	case e.Action == "create" && e.Phase == baton.PhaseIntake:
+		return "Created by " + e.Actor + "."
+	case e.Phase == baton.PhaseClose:
+		if e.Action == "close" {
+			return with("Closed by "+e.Actor, decisionNote(e)) + "."
+		}
+		return "Delivered."
+	case e.Action == "cancel":
+		return with(e.Actor+" canceled "+p, strings.TrimPrefix(strings.TrimPrefix(e.Note, "canceled by "+e.Actor), ": ")) + "."
+	case e.Status == baton.StatusRunning:
+		return P + " started."
+	case e.Status == baton.StatusPending:
+		var who string
+		if personAction[e.Action] {
+			who = decisionWords(e)
+			if e.Action == "approve" && e.Note == startedNote {
+				return e.Actor + " started " + p + "."
+			}
+			who = strings.ToUpper(who[:1]) + who[1:] + ". "
+		}
+		switch {
+		case strings.Contains(e.Note, checkpointNote):
+			return who + P + " is waiting for a person to start it."
+		case e.Action == "lose" || e.Action == "release":
+			return with(P+" is queued again", e.Note) + "."
+		}
+		return who + P + " is queued for a worker."
+	case e.Status == baton.StatusSkipped:
+		return with(P+" skipped", e.Note) + "."
+	case e.Status == baton.StatusFailed:
+		return with(P+" failed", e.Note) + "."
+	case e.Status == baton.StatusBlocked:
+		return with(P+" is blocked for a person to decide", e.Note) + "."
+	case e.Verdict == baton.VerdictPass:
+		return with(P+" passed", e.Note) + "."
+	case e.Verdict == baton.VerdictNotPass:
+		return with(P+" did not pass", e.Note) + "."
+	case e.Status == baton.StatusSucceeded:
+		return with(P+" succeeded", e.Note) + "."
+	}
+	return with(P+" "+string(e.Status), e.Note) + "."
 }
 
 // Events returns the events of the delivery with id after seq, oldest

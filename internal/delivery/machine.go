@@ -34,6 +34,14 @@ const (
 // Actions lists every action, for table tests and help.
 var Actions = []Action{ActRun, ActForward, ActFail, ActApprove, ActReject, ActRetry, ActCancel, ActClose, ActLose, ActRelease, ActFeedback}
 
+// The notes of a checkpoint phase waiting for a person to start it, and
+// of its start: the words the dashboard's Start button and the phase
+// log share.
+const (
+	checkpointNote = "checkpoint: waiting for a person to start it"
+	startedNote    = "started"
+)
+
 // MaxLostAttempts is how many attempts of one phase may lose their worker
 // before the phase fails instead of being queued again.
 const MaxLostAttempts = 2
@@ -179,7 +187,7 @@ func (m *machine) approve() error {
 		}
 		d.Queued = true
 		m.enqueue = true
-		m.entry(baton.StatusPending, "", "started by approve")
+		m.entry(baton.StatusPending, "", startedNote)
 		return nil
 	case baton.StatusSucceeded:
 		m.advance("approved")
@@ -336,6 +344,9 @@ func (m *machine) cancel() error {
 	d.RunStatus = baton.StatusFailed
 	d.Owner = ""
 	d.Error = "canceled by " + m.in.Actor
+	if r := strings.TrimSpace(m.in.Note); r != "" {
+		d.Error += ": " + r
+	}
 	m.entry(baton.StatusFailed, "", d.Error)
 	return nil
 }
@@ -484,7 +495,7 @@ func (m *machine) enter(p baton.Phase, note string, byPerson bool) {
 		if note != "" {
 			note += "; "
 		}
-		note += "checkpoint: waiting for approve"
+		note += checkpointNote
 	}
 	m.entry(baton.StatusPending, "", note)
 }

@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -191,4 +192,89 @@ func OpenLog(run baton.AgentRun, name string) (*os.File, error) {
 		break
 	}
 	return nil, baton.Errorf(baton.NotFound, "run %d has no %s on this machine (a worker elsewhere keeps its logs in its own data directory)", run.N, name)
+}
+
+// Count counts the deliveries f keeps, whatever its Limit: with no
+// BeforeSeq or AfterSeq, a list's total.
+func (s *Service) Count(ctx context.Context, f baton.DeliveryFilter) (int64, error) {
+	return s.Store().CountMatching(ctx, f)
+}
+
+// Pulse is every delivery's state in brief, for the signals a dashboard
+// shows outside its page: how many deliveries wait for a person and how
+// many are active, and a Version that changes whenever any delivery
+// changes (a list or board showing an older one is stale).
+type Pulse struct {
+	Waiting int64  `json:"waiting"`
+	Active  int64  `json:"active"`
+	Version string `json:"version"`
+}
+
+// Pulse reads the deliveries' pulse.
+func (s *Service) Pulse(ctx context.Context) (Pulse, error) {
+	var p Pulse
+	counts, err := s.Store().CountStates(ctx)
+	if err != nil {
+		return p, err
+	}
+	var total int64
+	for k, c := range counts {
+		total += c
+		if k.Phase != baton.PhaseClose {
+			p.Active += c
+		}
+		if (&baton.Delivery{Phase: k.Phase, RunStatus: k.Status, Queued: k.Queued}).WaitsForPerson() {
+			p.Waiting += c
+		}
+	}
+	last, err := s.Store().LastUpdated(ctx)
+	if err != nil {
+		return p, err
+	}
+	p.Version = fmt.Sprintf("%d.%d", total, last.UnixNano())
+	return p, nil
+}
+
+// BoardColumn is one phase of a board: how many deliveries are in it,
+// how many of those wait for a person, and the newest of them.
+type BoardColumn struct {
+	Phase      baton.Phase
+	Count      int64
+	Waiting    int64
+	Deliveries []View
+}
+
+// Board returns a column per phase (intake excepted: it ends as soon as
+// it begins) with the newest perColumn deliveries of each. A board of
+// thousands of deliveries stays a page: the counts say the rest.
+func (s *Service) Board(ctx context.Context, perColumn int) ([]BoardColumn, error) {
+	counts, err := s.Store().CountStates(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []BoardColumn
+	for _, p := range baton.Phases {
+		if p == baton.PhaseIntake {
+			continue
+		}
+		col := BoardColumn{Phase: p}
+		for k, n := range counts {
+			if k.Phase != p {
+				continue
+			}
+			col.Count += n
+			if (&baton.Delivery{Phase: k.Phase, RunStatus: k.Status, Queued: k.Queued}).WaitsForPerson() {
+				col.Waiting += n
+			}
+		}
+		if col.Count > 0 {
+			ds, err := s.List(ctx, baton.DeliveryFilter{Phase: p, Limit: perColumn})
+			if err != nil {
+				return nil, err
+			}
+			col.Deliveries = NewListItems(ds)
+		}
+		out = append(out, col)
+	}
+	return out, nil
 }

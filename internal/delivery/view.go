@@ -1,10 +1,12 @@
 package delivery
 
 import (
+	"bytes"
 	"strings"
 	"time"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // The view: a delivery as every edge shows it. `baton delivery show` and
@@ -21,6 +23,10 @@ type RefView struct {
 	Type  string        `json:"type"`
 	Label string        `json:"label"`
 	URL   string        `json:"url,omitempty"`
+	// NoteID numbers the review note a review ref kept on this server
+	// points at (GET /deliveries/{id}/notes/{note_id} shows it); its URL
+	// is a file on the server, which no browser opens.
+	NoteID int64 `json:"note_id,omitempty"`
 }
 
 // ConfigView is how a delivery runs, durations in seconds.
@@ -40,16 +46,20 @@ type ConfigView struct {
 // View is a delivery: its state, what a person can do with it now
 // (Actions, Waiting) and how it runs.
 type View struct {
-	ID          string     `json:"id"`
-	Seq         int64      `json:"seq"`
-	Title       string     `json:"title"`
-	Summary     string     `json:"summary"`
-	Repository  string     `json:"repository"`
-	Forge       string     `json:"forge"`
-	Phase       string     `json:"phase"`
-	RunStatus   string     `json:"run_status"`
-	Queued      bool       `json:"queued"`
-	Waiting     bool       `json:"waiting_for_person"`
+	ID         string `json:"id"`
+	Seq        int64  `json:"seq"`
+	Title      string `json:"title"`
+	Summary    string `json:"summary"`
+	Repository string `json:"repository"`
+	Forge      string `json:"forge"`
+	Phase      string `json:"phase"`
+	RunStatus  string `json:"run_status"`
+	Queued     bool   `json:"queued"`
+	Waiting    bool   `json:"waiting_for_person"`
+	// Canceled: the failed phase was stopped by a person, not by its own
+	// failure (a delivery's own view knows it, from its phase log; lists
+	// do not).
+	Canceled    bool       `json:"canceled,omitempty"`
 	Endpoint    string     `json:"endpoint"`
 	Checkpoints []string   `json:"checkpoints"`
 	Refs        []RefView  `json:"refs"`
@@ -80,7 +90,7 @@ func NewView(d *baton.Delivery) View {
 		v.Checkpoints = append(v.Checkpoints, string(p))
 	}
 	for _, r := range d.Refs {
-		v.Refs = append(v.Refs, RefView{r.Role, r.Type, r.Label, r.URL})
+		v.Refs = append(v.Refs, RefView{Role: r.Role, Type: r.Type, Label: r.Label, URL: r.URL, NoteID: noteID(d.ID, r)})
 	}
 	for _, a := range Allowed(*d) {
 		v.Actions = append(v.Actions, string(a))
@@ -175,6 +185,9 @@ type RunView struct {
 	StartedAt       time.Time  `json:"started_at"`
 	EndedAt         *time.Time `json:"ended_at,omitempty"`
 	Logs            []string   `json:"logs"`
+	// StderrTail is the end of what the agent wrote to stderr (its
+	// diagnostics), when its log is on this machine.
+	StderrTail string `json:"stderr_tail,omitempty"`
 }
 
 // NewRunView is the view of r at now: a run still going lasts until now.
@@ -191,8 +204,34 @@ func NewRunView(r baton.AgentRun, now time.Time) RunView {
 	}
 	for _, f := range LogFiles(r) {
 		v.Logs = append(v.Logs, f.Name)
+		if f.Name == StderrLog && f.Size > 0 {
+			v.StderrTail = logTail(f.Path, f.Size, maxStderrTail)
+		}
 	}
 	return v
+}
+
+// maxStderrTail bounds the stderr a run's view carries.
+const maxStderrTail = 2 << 10
+
+// logTail is the last n bytes of the log at path (of size), from a line
+// start, "" when it cannot be read.
+func logTail(path string, size, n int64) string {
+	f, err := safefile.OpenRegular(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	off := max(size-n, 0)
+	b := make([]byte, size-off)
+	k, _ := f.ReadAt(b, off)
+	b = b[:k]
+	if off > 0 {
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			b = b[i+1:]
+		}
+	}
+	return strings.TrimSpace(strings.ToValidUTF8(string(b), "�"))
 }
 
 // RunDetailView is one agent run with what it was told and said.
@@ -213,9 +252,11 @@ func NewRunDetailView(r baton.AgentRun, now time.Time) RunDetailView {
 // DetailView is a delivery with its history: what `delivery show`, GET
 // /api/deliveries/{id} and the MCP delivery tool return.
 type DetailView struct {
-	Delivery  View           `json:"delivery"`
-	PhaseLog  []PhaseLogView `json:"phase_log"`
-	AgentRuns []RunView      `json:"agent_runs"`
+	Delivery View           `json:"delivery"`
+	PhaseLog []PhaseLogView `json:"phase_log"`
+	// Timeline folds the phase log into one step per attempt at a phase.
+	Timeline  []StepView `json:"timeline"`
+	AgentRuns []RunView  `json:"agent_runs"`
 	// CostUSD sums the agent runs.
 	CostUSD float64 `json:"cost_usd"`
 	// LastEvent is the number of the newest event: a stream resumed after
@@ -228,6 +269,10 @@ func (det *Detail) View(now time.Time) DetailView {
 	v := DetailView{Delivery: NewView(det.Delivery), PhaseLog: []PhaseLogView{}, AgentRuns: []RunView{}, LastEvent: det.LastEvent}
 	for _, e := range det.PhaseLog {
 		v.PhaseLog = append(v.PhaseLog, NewPhaseLogView(e, now))
+	}
+	v.Timeline = Timeline(det.PhaseLog, det.Delivery.Queued, now)
+	if n := len(det.PhaseLog); n > 0 && det.Delivery.RunStatus == baton.StatusFailed && det.PhaseLog[n-1].Action == string(ActCancel) {
+		v.Delivery.Canceled = true
 	}
 	for _, r := range det.AgentRuns {
 		v.AgentRuns = append(v.AgentRuns, NewRunView(r, now))

@@ -179,9 +179,64 @@ func (s *Store) FindDeliveriesByPrefix(ctx context.Context, prefix string) ([]*b
 	return s.list(ctx, `SELECT `+deliveryCols+` FROM deliveries WHERE id LIKE ? ORDER BY seq LIMIT 10`, prefix+"%")
 }
 
-// FindDeliveries lists deliveries newest first.
+// FindDeliveries lists deliveries newest first (with AfterSeq, the
+// oldest ones after it, still newest first).
 func (s *Store) FindDeliveries(ctx context.Context, f baton.DeliveryFilter) ([]*baton.Delivery, error) {
-	q := `SELECT ` + deliveryCols + ` FROM deliveries WHERE 1 = 1`
+	where, args := deliveryWhere(f)
+	q := `SELECT ` + deliveryCols + ` FROM deliveries WHERE ` + where
+	if f.AfterSeq > 0 {
+		// The page just newer than AfterSeq: the lowest numbers above it.
+		q = `SELECT ` + deliveryCols + ` FROM (` + q + ` ORDER BY seq ASC`
+		if f.Limit > 0 {
+			q += fmt.Sprintf(` LIMIT %d`, f.Limit)
+		}
+		return s.list(ctx, q+`) AS page ORDER BY seq DESC`, args...)
+	}
+	q += ` ORDER BY seq DESC`
+	if f.Limit > 0 {
+		q += fmt.Sprintf(` LIMIT %d`, f.Limit)
+	}
+	return s.list(ctx, q, args...)
+}
+
+// CountMatching counts the deliveries f keeps, whatever its Limit.
+func (s *Store) CountMatching(ctx context.Context, f baton.DeliveryFilter) (int64, error) {
+	where, args := deliveryWhere(f)
+	var n int64
+	err := s.row(ctx, `SELECT CAST(COUNT(*) AS BIGINT) FROM deliveries WHERE `+where, args...).Scan(&n)
+	return n, s.wrap(err)
+}
+
+// CountStates counts deliveries by phase, run status and whether their
+// pending phase is queued.
+func (s *Store) CountStates(ctx context.Context) (map[StateCount]int64, error) {
+	rows, err := s.query(ctx, `SELECT phase, run_status, queued, CAST(COUNT(*) AS BIGINT) FROM deliveries GROUP BY phase, run_status, queued`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[StateCount]int64{}
+	for rows.Next() {
+		var p, st string
+		var q, n int64
+		if err := rows.Scan(&p, &st, &q, &n); err != nil {
+			return nil, err
+		}
+		out[StateCount{Phase: baton.Phase(p), Status: baton.RunStatus(st), Queued: q != 0}] += n
+	}
+	return out, s.wrap(rows.Err())
+}
+
+// StateCount is a state deliveries are counted by.
+type StateCount struct {
+	Phase  baton.Phase
+	Status baton.RunStatus
+	Queued bool
+}
+
+// deliveryWhere is the WHERE clause of f and its arguments.
+func deliveryWhere(f baton.DeliveryFilter) (string, []any) {
+	q := `1 = 1`
 	var args []any
 	if f.Phase != "" {
 		q += ` AND phase = ?`
@@ -206,11 +261,11 @@ func (s *Store) FindDeliveries(ctx context.Context, f baton.DeliveryFilter) ([]*
 		q += ` AND seq < ?`
 		args = append(args, f.BeforeSeq)
 	}
-	q += ` ORDER BY seq DESC`
-	if f.Limit > 0 {
-		q += fmt.Sprintf(` LIMIT %d`, f.Limit)
+	if f.AfterSeq > 0 {
+		q += ` AND seq > ?`
+		args = append(args, f.AfterSeq)
 	}
-	return s.list(ctx, q, args...)
+	return q, args
 }
 
 // likeEscape escapes LIKE's wildcards, with backslash as ESCAPE.
@@ -550,4 +605,17 @@ func (s *Store) ReviewNotes(ctx context.Context, deliveryID string) ([]baton.Rev
 		out = append(out, n)
 	}
 	return out, s.wrap(rows.Err())
+}
+
+// LastUpdated is when any delivery last changed (zero when there are
+// none).
+func (s *Store) LastUpdated(ctx context.Context) (time.Time, error) {
+	var t string
+	if err := s.row(ctx, `SELECT COALESCE(MAX(updated_at), '') FROM deliveries`).Scan(&t); err != nil {
+		return time.Time{}, s.wrap(err)
+	}
+	if t == "" {
+		return time.Time{}, nil
+	}
+	return parseTime(t)
 }

@@ -69,6 +69,19 @@ func listFilter(r *http.Request) (baton.DeliveryFilter, error) {
 }
 
 func (s *Server) list(r *http.Request, f baton.DeliveryFilter) (listJSON, error) {
+	if f.AfterSeq > 0 {
+		// The page newer than AfterSeq: older ones follow it, from
+		// AfterSeq itself on.
+		ds, err := s.Deliveries.List(r.Context(), f)
+		if err != nil {
+			return listJSON{}, err
+		}
+		out := listJSON{Deliveries: delivery.NewListItems(ds)}
+		if len(ds) > 0 {
+			out.NextCursor = strconv.FormatInt(ds[len(ds)-1].Seq, 10)
+		}
+		return out, nil
+	}
 	limit := f.Limit
 	f.Limit = limit + 1 // one more says whether there is a next page
 	ds, err := s.Deliveries.List(r.Context(), f)
@@ -159,6 +172,10 @@ func readBody(r *http.Request) ([]byte, error) {
 
 // request turns a create request into the service's Request.
 func (s *Server) request(c CreateRequest, actor string) (delivery.Request, error) {
+	if a := s.Agent; a.Missing() {
+		// Its plan would fail within seconds, saying less than this.
+		return delivery.Request{}, baton.Errorf(baton.Unavailable, "this server's agent, %s, is not installed, so a delivery would fail at its first phase: %s", a.Name, a.Fix)
+	}
 	req := delivery.Request{IssueURL: strings.TrimSpace(c.IssueURL), Summary: c.Summary, Actor: actor}
 	if c.Repo != "" {
 		repo, err := delivery.AllowedRepo(s.Repos, c.Repo)
@@ -225,9 +242,10 @@ func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) error {
 }
 
 // ActionRequest is the optional body of an action: the reason for a
-// reject (required) or a close.
+// reject (required) or a close, and for a retry the agent to switch to.
 type ActionRequest struct {
 	Reason string `json:"reason,omitempty"`
+	Agent  string `json:"agent,omitempty"`
 }
 
 // DecodeAction parses an action body; an empty body is no reason.
@@ -264,7 +282,7 @@ func (s *Server) actOnDelivery(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.decide(r, a, body.Reason)
+	d, err := s.decide(r, a, body.Reason, body.Agent)
 	if err != nil {
 		return err
 	}
@@ -272,9 +290,24 @@ func (s *Server) actOnDelivery(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// retryAgents are the agents a person may switch to on a retry from the
+// API or the dashboard: the harnesses baton knows, never a command of
+// the request's choosing (as for sources).
+var retryAgents = []string{"claude", "codex", "droid"}
+
 // decide applies a person's action to the delivery the path names: run
-// starts a waiting phase for the workers; the rest are decisions.
-func (s *Server) decide(r *http.Request, a delivery.Action, reason string) (*baton.Delivery, error) {
+// starts a waiting phase for the workers; a retry may switch the agent
+// to one of retryAgents; the rest are decisions.
+func (s *Server) decide(r *http.Request, a delivery.Action, reason, agent string) (*baton.Delivery, error) {
+	if agent != "" {
+		if a != delivery.ActRetry {
+			return nil, baton.Errorf(baton.Invalid, "only a retry can switch the agent")
+		}
+		if !slices.Contains(retryAgents, agent) {
+			return nil, baton.Errorf(baton.Invalid, "agent %q: a retry can switch to %s", baton.Truncate(agent, 40, "…"), strings.Join(retryAgents, ", "))
+		}
+		return s.Deliveries.Retry(r.Context(), r.PathValue("id"), actor(r), reason, delivery.Settings{Agent: &agent})
+	}
 	if a == delivery.ActRun {
 		return s.Deliveries.Start(r.Context(), r.PathValue("id"), actor(r))
 	}

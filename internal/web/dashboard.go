@@ -17,6 +17,7 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/delivery"
+	"github.com/baton-agent/baton/internal/forge"
 	"github.com/baton-agent/baton/internal/intake"
 )
 
@@ -69,35 +70,41 @@ var (
 func pages() (map[string]*template.Template, error) {
 	tmplOnce.Do(func() {
 		funcs := template.FuncMap{
-			"clip": func(s string, n int) string { return baton.Truncate(s, n, "…") },
-			"ago":  ago,
-			"stamp": func(t time.Time) string {
-				return t.UTC().Format("2006-01-02 15:04:05")
-			},
-			"dur": func(secs float64) string {
-				d := time.Duration(secs * float64(time.Second))
-				switch {
-				case d < time.Second:
-					return d.Round(time.Millisecond).String()
-				case d < time.Minute:
-					return d.Round(100 * time.Millisecond).String()
+			"clip":  func(s string, n int) string { return baton.Truncate(s, n, "…") },
+			"ago":   ago,
+			"stamp": stamp,
+			"iso":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+			"clock": func(t time.Time) string { return t.UTC().Format("15:04:05") },
+			"dur":   dur,
+			"asset": assetURL,
+			"cost": func(usd float64) string {
+				if usd == 0 {
+					return "—" // the agent reported none: unknown, not free
 				}
-				return d.Round(time.Second).String()
+				return fmt.Sprintf("$%.4f", usd)
 			},
-			"join":       join,
-			"stateClass": stateClass,
-			"actionLabel": func(a string) string {
-				switch a {
-				case "run":
-					return "Start"
+			"tokens": func(in, out int64) string {
+				if in == 0 && out == 0 {
+					return "—"
 				}
-				return strings.ToUpper(a[:1]) + a[1:]
+				return fmt.Sprintf("%d / %d", in, out)
 			},
+			"join":        join,
+			"stateClass":  stateClass,
+			"stateText":   stateText,
+			"actionLabel": actionLabel,
+			"diffLines":   diffLines,
+			"add":         func(a, b int) int { return a + b },
+			"int64":       func(n int) int64 { return int64(n) },
 			"safeURL": func(u string) template.URL {
-				if p, err := url.Parse(u); err == nil && (p.Scheme == "https" || p.Scheme == "http" || p.Scheme == "file") {
+				if p, err := url.Parse(u); err == nil && (p.Scheme == "https" || p.Scheme == "http") {
 					return template.URL(u)
 				}
 				return "#"
+			},
+			"webURL": func(u string) bool {
+				p, err := url.Parse(u)
+				return err == nil && (p.Scheme == "https" || p.Scheme == "http")
 			},
 		}
 		tmpls = map[string]*template.Template{}
@@ -137,10 +144,48 @@ func join(v any, sep string) string {
 
 func stateClass(d delivery.View) string {
 	switch {
+	case d.Canceled:
+		return "s-canceled"
 	case d.Waiting && (d.RunStatus == "pending" || d.RunStatus == "succeeded"):
 		return "s-waiting"
 	}
 	return "s-" + d.RunStatus
+}
+
+// stateText is a delivery's state as its badge says it: phase/status,
+// a person's cancel said as such.
+func stateText(d delivery.View) string {
+	if d.Canceled {
+		return d.Phase + "/canceled"
+	}
+	return d.Phase + "/" + d.RunStatus
+}
+
+// actionLabel is the word of an action's button: the same word the
+// phase log uses for it (PhaseWords: "alice started plan").
+func actionLabel(a string) string {
+	switch a {
+	case "run":
+		return "Start"
+	case "":
+		return ""
+	}
+	return strings.ToUpper(a[:1]) + a[1:]
+}
+
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") }
+
+func dur(secs float64) string {
+	d := time.Duration(secs * float64(time.Second))
+	switch {
+	case d <= 0:
+		return "0s"
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
 }
 
 func ago(t time.Time) string {
@@ -159,6 +204,35 @@ func ago(t time.Time) string {
 	return t.UTC().Format("2006-01-02")
 }
 
+// diffLine is one line of a file's patch, with the class that colours
+// it.
+type diffLine struct{ Class, Text string }
+
+// diffLines splits a patch into lines to colour; the text is escaped
+// when rendered, like everything from a repository.
+func diffLines(patch string) []diffLine {
+	lines := strings.SplitAfter(patch, "\n")
+	out := make([]diffLine, 0, len(lines))
+	for _, l := range lines {
+		if l == "" {
+			continue
+		}
+		c := "l-ctx"
+		switch {
+		case strings.HasPrefix(l, "@@"):
+			c = "l-hunk"
+		case strings.HasPrefix(l, "+"):
+			c = "l-add"
+		case strings.HasPrefix(l, "-"):
+			c = "l-del"
+		case strings.HasPrefix(l, "\\"), strings.HasPrefix(l, "Binary files"):
+			c = "l-meta"
+		}
+		out = append(out, diffLine{c, l})
+	}
+	return out
+}
+
 // pageData is what every page template gets.
 type pageData struct {
 	Title, Nav, Path string
@@ -167,15 +241,31 @@ type pageData struct {
 	Agent            AgentStatus
 	HasProject       bool
 	Flash, Error     string
+	// FlashBad marks a flash that reports a failure (shown in red).
+	FlashBad bool
+	// Waiting counts deliveries waiting for a person (-1: unknown).
+	Waiting int64
+	// Live is set when the reader may read the shared stream: on a
+	// loopback server, or signed in (elsewhere it would be sent to sign
+	// in, again and again).
+	Live bool
 }
 
 func (s *Server) page(r *http.Request, title, nav string) pageData {
 	a := authOf(r)
-	p := pageData{Title: title, Nav: nav, Path: r.URL.Path, Agent: s.Agent, HasProject: s.Project != nil, SignedIn: a.ok()}
+	p := pageData{Title: title, Nav: nav, Path: r.URL.Path, Agent: s.Agent, HasProject: s.Project != nil, SignedIn: a.ok(), Waiting: -1,
+		Live: s.Open || a.ok()}
 	if a.session != nil {
 		p.Name, p.CSRF = a.session.Name, s.csrfToken(*a.session)
 	}
-	p.Flash = flashes[r.URL.Query().Get("flash")]
+	if f, ok := flashes[r.URL.Query().Get("flash")]; ok {
+		p.Flash, p.FlashBad = f.text, f.bad
+	}
+	// The count in the nav is a signal, not the page: a database that
+	// does not answer it leaves the page to say what went wrong.
+	if pulse, err := s.Deliveries.Pulse(r.Context()); err == nil {
+		p.Waiting = pulse.Waiting
+	}
 	return p
 }
 
@@ -191,8 +281,8 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 	}
 	var buf bytes.Buffer
 	root := "base"
-	if f := r.URL.Query().Get("fragment"); f == "state" && name == "delivery" {
-		root = "state"
+	if f := r.URL.Query().Get("fragment"); (f == "state" || f == "live") && name == "delivery" {
+		root = "live"
 	}
 	if err := t.ExecuteTemplate(&buf, root, data); err != nil {
 		return err
@@ -236,40 +326,37 @@ func (s *Server) pageHandler(h handlerFunc) http.Handler {
 	})
 }
 
-func (s *Server) static() http.Handler {
-	sub, _ := fs.Sub(staticFS, "static")
-	fsrv := http.StripPrefix("/static/", http.FileServerFS(sub))
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "public, max-age=3600")
-		fsrv.ServeHTTP(w, r)
-	})
-}
-
 type listPage struct {
 	pageData
 	List             listJSON
 	Filter           struct{ State, Q, Phase, Status string }
 	Phases, Statuses []string
 	Filtered         bool
-	Self, NextURL    string
-	Repos            []string
+	Self             string
+	// Total counts what the filter keeps; From and To number the rows
+	// shown (1-based, newest first).
+	Total    int64
+	From, To int64
+	NewerURL string
+	FirstURL string
+	OlderURL string
+	Repos    []string
+	// Form is what the create form holds; FormError why it failed.
+	Form      CreateRequest
+	FormError string
 }
 
-func (s *Server) pageList(w http.ResponseWriter, r *http.Request) error {
+// perPage is how many deliveries a page of the list shows.
+const perPage = 50
+
+func (s *Server) listPage(r *http.Request) (listPage, error) {
 	q := r.URL.Query()
 	if q.Get("state") == "" {
 		q.Set("state", "active")
-		r.URL.RawQuery = q.Encode()
 	}
-	f, err := listFilter(r)
-	if err != nil {
-		return err
-	}
-	list, err := s.list(r, f)
-	if err != nil {
-		return err
-	}
-	p := listPage{pageData: s.page(r, "Deliveries", "list"), List: list, Repos: s.Repos}
+	q.Del("flash")
+	q.Del("fragment")
+	p := listPage{pageData: s.page(r, "Deliveries", "list"), Repos: s.Repos}
 	p.Filter.State, p.Filter.Q, p.Filter.Phase, p.Filter.Status = q.Get("state"), q.Get("q"), q.Get("phase"), q.Get("status")
 	p.Filtered = p.Filter.Q != "" || p.Filter.Phase != "" || p.Filter.Status != ""
 	for _, ph := range delivery.FilterPhases {
@@ -278,44 +365,93 @@ func (s *Server) pageList(w http.ResponseWriter, r *http.Request) error {
 	for _, st := range delivery.FilterStatuses {
 		p.Statuses = append(p.Statuses, string(st))
 	}
-	p.Self = "/?" + q.Encode()
-	if list.NextCursor != "" {
-		q.Set("cursor", list.NextCursor)
-		p.NextURL = "/?" + q.Encode()
+	f, err := delivery.ParseFilter(q.Get("phase"), q.Get("status"), q.Get("state"))
+	if err != nil {
+		return p, err
+	}
+	f.Search = baton.Truncate(strings.TrimSpace(q.Get("q")), 200, "")
+	f.Limit = perPage
+	page := func(key, val string) string {
+		c := url.Values{}
+		for k, v := range q {
+			if k != "cursor" && k != "after" {
+				c[k] = v
+			}
+		}
+		if key != "" {
+			c.Set(key, val)
+		}
+		return "/?" + c.Encode()
+	}
+	if c := q.Get("cursor"); c != "" {
+		if f.BeforeSeq, err = strconv.ParseInt(c, 10, 64); err != nil || f.BeforeSeq < 1 {
+			return p, baton.Errorf(baton.Invalid, "bad cursor %q: follow the list's Older and Newer links", baton.Truncate(c, 20, "…"))
+		}
+	} else if a := q.Get("after"); a != "" {
+		if f.AfterSeq, err = strconv.ParseInt(a, 10, 64); err != nil || f.AfterSeq < 0 {
+			return p, baton.Errorf(baton.Invalid, "bad page %q: follow the list's Older and Newer links", baton.Truncate(a, 20, "…"))
+		}
+	}
+	if p.List, err = s.list(r, f); err != nil {
+		return p, err
+	}
+	all := f
+	all.BeforeSeq, all.AfterSeq = 0, 0
+	if p.Total, err = s.Deliveries.Count(r.Context(), all); err != nil {
+		return p, err
+	}
+	if ds := p.List.Deliveries; len(ds) > 0 {
+		above := all
+		above.AfterSeq = ds[0].Seq
+		newer, err := s.Deliveries.Count(r.Context(), above)
+		if err != nil {
+			return p, err
+		}
+		p.From, p.To = newer+1, newer+int64(len(ds))
+		if newer > 0 {
+			p.NewerURL = page("after", strconv.FormatInt(ds[0].Seq, 10))
+			p.FirstURL = page("", "")
+		}
+	}
+	if p.List.NextCursor != "" {
+		p.OlderURL = page("cursor", p.List.NextCursor)
+	}
+	p.Self = page("", "")
+	if f.BeforeSeq > 0 {
+		p.Self = page("cursor", strconv.FormatInt(f.BeforeSeq, 10))
+	} else if f.AfterSeq > 0 {
+		p.Self = page("after", strconv.FormatInt(f.AfterSeq, 10))
+	}
+	return p, nil
+}
+
+func (s *Server) pageList(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.listPage(r)
+	if err != nil {
+		return err
 	}
 	return s.render(w, r, http.StatusOK, "list", p)
 }
 
 type boardPage struct {
 	pageData
-	Columns []boardColumn
+	Columns []delivery.BoardColumn
 	Any     bool
+	PerCol  int
 }
 
-type boardColumn struct {
-	Phase      string
-	Deliveries []delivery.View
-}
+// boardColumn is how many deliveries a board column shows; the count
+// says how many it has.
+const boardColumn = 20
 
 func (s *Server) pageBoard(w http.ResponseWriter, r *http.Request) error {
-	ds, err := s.Deliveries.List(r.Context(), baton.DeliveryFilter{Open: true, Limit: 1000})
+	cols, err := s.Deliveries.Board(r.Context(), boardColumn)
 	if err != nil {
 		return err
 	}
-	closed, err := s.Deliveries.List(r.Context(), baton.DeliveryFilter{Closed: true, Limit: 20})
-	if err != nil {
-		return err
-	}
-	p := boardPage{pageData: s.page(r, "Board", "board"), Any: len(ds)+len(closed) > 0}
-	byPhase := map[baton.Phase][]delivery.View{}
-	for _, d := range append(ds, closed...) {
-		byPhase[d.Phase] = append(byPhase[d.Phase], delivery.NewListItem(d))
-	}
-	for _, ph := range baton.Phases {
-		if ph == baton.PhaseIntake {
-			continue
-		}
-		p.Columns = append(p.Columns, boardColumn{Phase: string(ph), Deliveries: byPhase[ph]})
+	p := boardPage{pageData: s.page(r, "Board", "board"), Columns: cols, PerCol: boardColumn}
+	for _, c := range cols {
+		p.Any = p.Any || c.Count > 0
 	}
 	return s.render(w, r, http.StatusOK, "board", p)
 }
@@ -323,26 +459,116 @@ func (s *Server) pageBoard(w http.ResponseWriter, r *http.Request) error {
 type deliveryPage struct {
 	pageData
 	D      *delivery.DetailView
-	Events []baton.DeliveryEvent
+	Log    []logItem
+	Events int
 	After  int64
 	Older  bool
+	Closed bool
+	// LastRun numbers the newest agent run shown: output of a newer one
+	// refreshes the page's state.
+	LastRun int
+	// RunningSince is when the running phase started (zero unless one
+	// runs).
+	RunningSince time.Time
+	Work         *delivery.Work
+	PRs          []delivery.RefView
+	// Agents are what Retry may switch to.
+	Agents []string
+	// ActionError says why the last action failed, beside the buttons;
+	// Reason is what was typed for it.
+	ActionError, Reason string
+}
+
+// logItem is a line of the live log, or a group of consecutive tool
+// calls (shown folded).
+type logItem struct {
+	baton.DeliveryEvent
+	Tools []baton.DeliveryEvent
+}
+
+// groupLog folds runs of tool calls of the live log into groups.
+func groupLog(evs []baton.DeliveryEvent) []logItem {
+	var out []logItem
+	for _, e := range evs {
+		if e.Kind == baton.EventTool {
+			if n := len(out); n > 0 && out[n-1].Tools != nil {
+				out[n-1].Tools = append(out[n-1].Tools, e)
+				continue
+			}
+			out = append(out, logItem{DeliveryEvent: e, Tools: []baton.DeliveryEvent{e}})
+			continue
+		}
+		out = append(out, logItem{DeliveryEvent: e})
+	}
+	return out
 }
 
 const pageEvents = 300
 
-func (s *Server) pageDelivery(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) deliveryPage(r *http.Request) (*deliveryPage, error) {
 	v, err := s.detail(r, r.PathValue("id"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	from := max(v.LastEvent-pageEvents, 0)
 	evs, err := s.Deliveries.Events(r.Context(), v.Delivery.ID, from, pageEvents)
 	if err != nil {
+		return nil, err
+	}
+	work, err := s.Deliveries.Work(r.Context(), v.Delivery.ID, forge.DefaultDiffLimits)
+	if err != nil {
+		return nil, err
+	}
+	p := &deliveryPage{pageData: s.page(r, fmt.Sprintf("#%d %s", v.Delivery.Seq, baton.Truncate(v.Delivery.Title, 80, "…")), "list"), D: v,
+		Log: groupLog(evs), Events: int(v.LastEvent), After: v.LastEvent, Older: from > 0, Closed: v.Delivery.Phase == string(baton.PhaseClose),
+		Work: work, Agents: retryAgents}
+	for _, run := range v.AgentRuns {
+		p.LastRun = max(p.LastRun, run.N)
+	}
+	if n := len(v.PhaseLog); n > 0 && v.Delivery.RunStatus == string(baton.StatusRunning) {
+		p.RunningSince = v.PhaseLog[n-1].StartedAt
+	}
+	for _, ref := range v.Delivery.Refs {
+		if ref.Role == baton.RoleWork && strings.HasPrefix(ref.URL, "https://") {
+			p.PRs = append(p.PRs, ref)
+		}
+	}
+	return p, nil
+}
+
+func (s *Server) pageDelivery(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.deliveryPage(r)
+	if err != nil {
 		return err
 	}
-	p := deliveryPage{pageData: s.page(r, fmt.Sprintf("#%d %s", v.Delivery.Seq, v.Delivery.Title), "list"), D: v, Events: evs,
-		After: v.LastEvent, Older: from > 0}
 	return s.render(w, r, http.StatusOK, "delivery", p)
+}
+
+// pageNote shows one review note of a delivery: a reviewer's verdict or
+// a person's reject reason, which the delivery's refs point at.
+func (s *Server) pageNote(w http.ResponseWriter, r *http.Request) error {
+	n, err := strconv.ParseInt(r.PathValue("n"), 10, 64)
+	if err != nil || n < 1 {
+		return baton.Errorf(baton.NotFound, "no review note %q", baton.Truncate(r.PathValue("n"), 20, "…"))
+	}
+	note, err := s.Deliveries.ReviewNote(r.Context(), r.PathValue("id"), n)
+	if err != nil {
+		return err
+	}
+	return s.render(w, r, http.StatusOK, "note", notePage{pageData: s.page(r, fmt.Sprintf("Review note %d", note.ID), "list"),
+		Note: note, Body: delivery.NoteBody(note)})
+}
+
+type notePage struct {
+	pageData
+	Note *baton.ReviewNote
+	Body string
+}
+
+// flash is a message the banner of the page after a form shows.
+type flash struct {
+	text string
+	bad  bool // a failure: shown as an error
 }
 
 // flashes are the messages the banner of the page after a form shows,
@@ -350,22 +576,22 @@ func (s *Server) pageDelivery(w http.ResponseWriter, r *http.Request) error {
 // server's own message for it; any other key shows nothing, so a link
 // cannot put its own words in the banner. Specifics (which delivery,
 // what a sync found) are on the page itself.
-var flashes = map[string]string{
-	"created":        "Delivery created; its plan is queued.",
-	"exists":         "A delivery already exists for this request: this one.",
-	"run":            "Started: the phase is queued for a worker.",
-	"approve":        "Approved.",
-	"reject":         "Rejected: the reason is posted where the next run reads it.",
-	"retry":          "Retried: the phase is queued again.",
-	"cancel":         "Canceled: the agent is stopped and its result discarded.",
-	"close":          "Closed.",
-	"source-added":   "Source added; it syncs within the poll interval (or now, with Sync now).",
-	"source-synced":  "Synced: the source's row shows what the sync found.",
-	"source-failed":  "The sync failed: the source's row says why.",
-	"source-saved":   "Source saved.",
-	"source-removed": "Source removed; its deliveries stay.",
-	"settings-saved": "Settings saved.",
-	"signed-out":     "Signed out.",
+var flashes = map[string]flash{
+	"created":        {text: "Delivery created; its plan is queued."},
+	"exists":         {text: "A delivery already exists for this request: this one."},
+	"run":            {text: "Started: the phase is queued for a worker."},
+	"approve":        {text: "Approved."},
+	"reject":         {text: "Rejected: the reason is posted where the next run reads it."},
+	"retry":          {text: "Retried: the phase is queued again."},
+	"cancel":         {text: "Canceled: the agent is stopped and its result discarded."},
+	"close":          {text: "Closed."},
+	"source-added":   {text: "Source added; it syncs within the poll interval (or now, with Sync now)."},
+	"source-synced":  {text: "Synced: the source's row shows what the sync found."},
+	"source-failed":  {text: "The sync failed: the source's row says why.", bad: true},
+	"source-saved":   {text: "Source saved."},
+	"source-removed": {text: "Source removed; its deliveries stay."},
+	"settings-saved": {text: "Settings saved."},
+	"signed-out":     {text: "Signed out."},
 }
 
 // redirect answers a form post with the page to show next, and the key
@@ -382,18 +608,33 @@ func redirect(w http.ResponseWriter, r *http.Request, to, flash string) error {
 	return nil
 }
 
+// formFailed is the status a form's page is shown again with, beside
+// what was typed and why it failed: the error's own.
+func formFailed(err error) int {
+	code, _ := classify(err)
+	return statusOf(code)
+}
+
 func (s *Server) formCreate(w http.ResponseWriter, r *http.Request) error {
 	c := CreateRequest{IssueURL: strings.TrimSpace(r.PostFormValue("issue_url")), Summary: strings.TrimSpace(r.PostFormValue("summary"))}
 	if c.IssueURL == "" {
 		c.Repo = r.PostFormValue("repo")
 	}
 	req, err := s.request(c, actor(r))
-	if err != nil {
-		return err
+	var d *baton.Delivery
+	created := false
+	if err == nil {
+		d, created, err = s.Deliveries.Create(r.Context(), req)
 	}
-	d, created, err := s.Deliveries.Create(r.Context(), req)
 	if err != nil {
-		return err
+		// The form again, as typed, with the reason beside it.
+		p, perr := s.listPage(r)
+		if perr != nil {
+			return err
+		}
+		p.Form = c
+		_, p.FormError = classify(err) // an internal error's cause stays in the log
+		return s.render(w, r, formFailed(err), "list", p)
 	}
 	flash := "created"
 	if !created {
@@ -407,9 +648,17 @@ func (s *Server) formAct(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.decide(r, a, r.PostFormValue("reason"))
+	reason := strings.TrimSpace(r.PostFormValue("reason"))
+	agent := strings.TrimSpace(r.PostFormValue("agent"))
+	d, err := s.decide(r, a, reason, agent)
 	if err != nil {
-		return err
+		p, perr := s.deliveryPage(r)
+		if perr != nil || baton.ErrorCode(err) == baton.NotFound {
+			return err
+		}
+		_, p.ActionError = classify(err)
+		p.Reason = reason
+		return s.render(w, r, formFailed(err), "delivery", p)
 	}
 	return redirect(w, r, "/deliveries/"+d.ID, string(a))
 }
@@ -419,21 +668,32 @@ type sourcesPage struct {
 	Sources    []sourceJSON
 	Agents     []string
 	WebhookURL string
+	// Form is what the add form holds; FormError why it failed.
+	Form      struct{ Repo, Label, Agent string }
+	FormError string
 }
 
 func (s *Server) pageSources(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.sourcesPage(r)
+	if err != nil {
+		return err
+	}
+	return s.render(w, r, http.StatusOK, "sources", p)
+}
+
+func (s *Server) sourcesPage(r *http.Request) (sourcesPage, error) {
 	p := sourcesPage{pageData: s.page(r, "Sources", "sources"), Agents: s.Agents,
 		WebhookURL: "http(s)://" + r.Host + "/api/webhooks/github"}
 	if s.Intake != nil {
 		srcs, err := s.Intake.List(r.Context())
 		if err != nil {
-			return err
+			return p, err
 		}
 		for _, src := range srcs {
 			p.Sources = append(p.Sources, toSource(src))
 		}
 	}
-	return s.render(w, r, http.StatusOK, "sources", p)
+	return p, nil
 }
 
 func formString(r *http.Request, name string) *string {
@@ -454,7 +714,13 @@ func (s *Server) formAddSource(w http.ResponseWriter, r *http.Request) error {
 		si.WebhookSecret = &sec
 	}
 	if _, err := in.Add(r.Context(), si); err != nil {
-		return err
+		p, perr := s.sourcesPage(r)
+		if perr != nil {
+			return err
+		}
+		_, p.FormError = classify(err)
+		p.Form.Repo, p.Form.Label, p.Form.Agent = r.PostFormValue("repo"), r.PostFormValue("label"), r.PostFormValue("agent")
+		return s.render(w, r, formFailed(err), "sources", p)
 	}
 	return redirect(w, r, "/sources", "source-added")
 }
@@ -511,6 +777,8 @@ func (s *Server) formSource(w http.ResponseWriter, r *http.Request) error {
 type settingsPage struct {
 	pageData
 	Settings settingsJSON
+	// FormError says why the form failed; Every is what was typed.
+	FormError, Every string
 }
 
 func (s *Server) pageSettings(w http.ResponseWriter, r *http.Request) error {
@@ -527,14 +795,26 @@ func (s *Server) formSettings(w http.ResponseWriter, r *http.Request) error {
 	if v := r.PostFormValue("poll_every_seconds"); v != "" {
 		n, err := strconv.ParseFloat(v, 64)
 		if err != nil {
-			return baton.Errorf(baton.Invalid, "poll interval %q is not a number of seconds", baton.Truncate(v, 20, "…"))
+			return s.settingsFailed(w, r, baton.Errorf(baton.Invalid, "poll interval %q is not a number of seconds", baton.Truncate(v, 20, "…")))
 		}
 		req.PollEverySeconds = &n
 	}
 	if err := s.applySettings(r, req); err != nil {
-		return err
+		return s.settingsFailed(w, r, err)
 	}
 	return redirect(w, r, "/settings", "settings-saved")
+}
+
+// settingsFailed shows the settings again with the form as typed and
+// why it failed.
+func (s *Server) settingsFailed(w http.ResponseWriter, r *http.Request, err error) error {
+	st, serr := s.settings(r)
+	if serr != nil {
+		return err
+	}
+	p := settingsPage{pageData: s.page(r, "Settings", "settings"), Settings: st, Every: r.PostFormValue("poll_every_seconds")}
+	_, p.FormError = classify(err)
+	return s.render(w, r, formFailed(err), "settings", p)
 }
 
 type projectPage struct {

@@ -7,10 +7,12 @@ import (
 	"net/url"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/delivery"
 	"github.com/baton-agent/baton/internal/intake"
 	"github.com/baton-agent/baton/internal/queue"
@@ -116,7 +118,7 @@ func FuzzSettingsStayInRange(f *testing.F) {
 	}
 	f.Cleanup(q.Close)
 	in := &intake.Service{Deliveries: &delivery.Service{Queue: q, DataDir: f.TempDir()}}
-	srv := &Server{Intake: in}
+	srv := &Server{Intake: in, Deliveries: in.Deliveries}
 	f.Fuzz(func(t *testing.T, secs string) {
 		form := url.Values{"polling": {"on"}, "poll_every_seconds": {secs}}
 		r := httptest.NewRequest("POST", "/settings", strings.NewReader(form.Encode()))
@@ -233,6 +235,55 @@ func FuzzHostAllowed(f *testing.F) {
 		}
 		if ok && !strings.ContainsAny(h, ":[]") && !s.hostAllowed(h+":7070") {
 			t.Fatalf("hostAllowed(%q) = true but false with a port", h)
+		}
+	})
+}
+
+// FuzzParseWatch: a watch list parses only into valid ids with
+// non-negative positions, never more than maxWatched, and a list built
+// from such pairs parses back to them.
+func FuzzParseWatch(f *testing.F) {
+	for _, s := range []string{"", "abcdef123456:0", "abcdef123456:3,0123456789ab:10", "x:1", "abcdef123456:-1", ":", ",,"} {
+		f.Add(s, "abcdef123456", int64(4))
+	}
+	f.Fuzz(func(t *testing.T, v, id string, after int64) {
+		got, err := parseWatch(v)
+		if err == nil {
+			if len(got) > maxWatched {
+				t.Fatalf("parseWatch(%q) kept %d deliveries", v, len(got))
+			}
+			for k, n := range got {
+				if !baton.ValidID(k) || n < 0 {
+					t.Fatalf("parseWatch(%q) kept %q:%d", v, k, n)
+				}
+			}
+		}
+		if !baton.ValidID(id) || strings.ContainsAny(id, ":,") || after < 0 {
+			return
+		}
+		back, err := parseWatch(id + ":" + strconv.FormatInt(after, 10))
+		if err != nil || len(back) != 1 || back[id] != after {
+			t.Fatalf("parseWatch(%s:%d) = %v, %v", id, after, back, err)
+		}
+	})
+}
+
+// FuzzAcceptsGzip: gzip is taken exactly when a header lists it (or *)
+// without q=0.
+func FuzzAcceptsGzip(f *testing.F) {
+	for _, s := range []string{"gzip", "gzip, deflate, br", "br;q=1, gzip;q=0", "*", "identity", "GZIP ; q=0.5", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, h string) {
+		got := acceptsGzip(h)
+		if !strings.Contains(strings.ToLower(h), "gzip") && !strings.Contains(h, "*") && got {
+			t.Fatalf("acceptsGzip(%q) = true, but it names no gzip", h)
+		}
+		if got && strings.Contains(strings.ReplaceAll(h, " ", ""), "gzip;q=0,") {
+			t.Fatalf("acceptsGzip(%q) = true for q=0", h)
+		}
+		if !acceptsGzip(h+", gzip") && !strings.Contains(strings.ToLower(h), "gzip") && !strings.Contains(h, "*") {
+			t.Fatalf("acceptsGzip(%q + gzip) = false", h)
 		}
 	})
 }

@@ -44,7 +44,14 @@ type AgentStatus struct {
 	// another when it was not.
 	Path string `json:"path,omitempty"`
 	Fix  string `json:"fix,omitempty"`
+	// Elsewhere is set when this server runs no workers: agents run on
+	// workers elsewhere, whose machines have their own CLIs.
+	Elsewhere bool `json:"elsewhere,omitempty"`
 }
+
+// Missing reports an agent that would fail the first phase of a
+// delivery made here: not installed, and run by this server's workers.
+func (a AgentStatus) Missing() bool { return a.Name != "" && !a.Installed && !a.Elsewhere }
 
 // Server is the HTTP edge. Fill the fields, then serve Handler().
 type Server struct {
@@ -98,6 +105,7 @@ type Server struct {
 	jobs     Histogram
 
 	sessions sessions
+	pulses   pulseCache
 	// openBodies holds a slot per unauthenticated body being read.
 	openBodies chan struct{}
 }
@@ -191,6 +199,8 @@ func (s *Server) Handler() http.Handler {
 	page("GET /{$}", s.pageList)
 	page("GET /board", s.pageBoard)
 	page("GET /deliveries/{id}", s.pageDelivery)
+	page("GET /deliveries/{id}/notes/{n}", s.pageNote)
+	page("GET /live", s.live)
 	page("POST /deliveries", s.formCreate)
 	page("POST /deliveries/{id}/{action}", s.formAct)
 	page("GET /sources", s.pageSources)
@@ -203,6 +213,7 @@ func (s *Server) Handler() http.Handler {
 	page("POST /login", s.unauthenticatedBody(s.formLogin))
 	page("POST /logout", s.formLogout)
 	mux.Handle("GET /static/", s.static())
+	mux.HandleFunc("GET /favicon.ico", s.favicon)
 	page("/", func(http.ResponseWriter, *http.Request) error {
 		return baton.Errorf(baton.NotFound, "no such page")
 	})

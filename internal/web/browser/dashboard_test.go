@@ -45,7 +45,8 @@ const token = "baton_browser_test_token"
 // agentScript answers as planner, implementer or reviewer. The
 // implementer waits before it speaks, so its output reaches a page that
 // is already open; a request that says "Break once" fails its first
-// plan.
+// plan, "Chatty" makes a long plan run with tool calls and stderr, and
+// "Slow plan" one that runs until it is canceled.
 const agentScript = `#!/bin/sh
 prompt=$(cat)
 case "$prompt" in
@@ -58,7 +59,16 @@ case "$prompt" in
 esac
 case "$prompt" in
 *"You are the reviewer"*) echo '{"verdict":"pass","summary":"Looks right","feedback":""}' ;;
-*"You are the planner"*) echo "planning: read the request"; echo "1. Write greet.txt." ;;
+*"You are the planner"*)
+	case "$prompt" in
+	*"Chatty"*)
+		i=0
+		while [ $i -lt 60 ]; do echo "→ Read: file$i.go"; echo "→ Grep: func$i"; echo "looking at file $i"; i=$((i+1)); done
+		echo "warning: a diagnostic on stderr" >&2
+		sleep 4 ;;
+	*"Slow plan"*) echo "thinking it over"; sleep 60 ;;
+	esac
+	echo "planning: read the request"; echo "1. Write greet.txt."; echo "2. Keep <em>markup</em> as text." ;;
 *)
 	sleep 2
 	echo "implementing: writing greet.txt"
@@ -71,6 +81,9 @@ esac
 type env struct {
 	t         *testing.T
 	url       string
+	repo      string
+	web       *web.Server
+	live      *liveStreams
 	svc       *delivery.Service
 	intake    *intake.Service
 	artifacts string
@@ -90,7 +103,14 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-func newEnv(t *testing.T) *env {
+// envOption changes the environment newEnv makes.
+type envOption int
+
+// noWorker leaves the queue without a worker: deliveries stay where
+// the test puts them.
+const noWorker envOption = 1
+
+func newEnv(t *testing.T, opts ...envOption) *env {
 	t.Helper()
 	bin := chromium(t)
 	gittest.Setenv(t)
@@ -124,13 +144,26 @@ func newEnv(t *testing.T) *env {
 	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
 	ws := &web.Server{Deliveries: svc, Feed: feed, Token: token, Open: true, Repos: []string{repo}, Log: log,
 		Intake: &intake.Service{Deliveries: svc}, Heartbeat: time.Second,
-		Agent: web.AgentStatus{Name: svc.DefaultAgent, Installed: true}}
+		Agent: web.AgentStatus{Name: svc.DefaultAgent, Installed: true},
+		Project: &web.Project{Root: repo, Load: func(context.Context) (web.ProjectView, error) {
+			return web.ProjectView{Root: repo,
+				Run: &web.RunView{Summary: "goal tree: 2 of 3 nodes done", Tree: "✓ root\n  ✓ parse the config\n  → write the docs",
+					Iterations: []web.IterationView{{Name: "iteration-2", Node: "write the docs", Outcome: "continue", GuardLog: "go test ./... ok"}}},
+				Packets: []web.ArtifactView{{ID: "20261126-handoff", Status: "open", Purpose: "pick up the docs"}},
+				Loops:   []web.ArtifactView{{ID: "loop-1", Status: "active", Iteration: 2}},
+			}, nil
+		}}}
 	// A slow state refresh: phase changes come in bursts, and the page
 	// must end up showing the last state even when a burst arrives while
 	// it is still fetching the previous one.
 	h := ws.Handler()
+	lv := &liveStreams{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("fragment") != "state" {
+		if r.URL.Path == "/live" {
+			lv.serve(h, w, r)
+			return
+		}
+		if f := r.URL.Query().Get("fragment"); f != "state" && f != "live" {
 			h.ServeHTTP(w, r)
 			return
 		}
@@ -152,11 +185,15 @@ func newEnv(t *testing.T) *env {
 		Log: log, Observe: ws.ObserveJob,
 	}
 	done := make(chan error, 1)
-	go func() { done <- worker.Run(ctx) }()
+	if slices.Contains(opts, noWorker) {
+		done <- nil
+	} else {
+		go func() { done <- worker.Run(ctx) }()
+	}
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox,
-		chromedp.WindowSize(1280, 900), chromedp.Flag("disable-dev-shm-usage", true))
-	alloc, closeAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	aopts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox,
+		chromedp.WindowSize(1440, 900), chromedp.Flag("disable-dev-shm-usage", true))
+	alloc, closeAlloc := chromedp.NewExecAllocator(ctx, aopts...)
 	browser, closeBrowser := chromedp.NewContext(alloc)
 	if err := chromedp.Do(browser); err != nil {
 		t.Fatalf("start chromium (%s): %v", bin, err)
@@ -182,7 +219,66 @@ func newEnv(t *testing.T) *env {
 			t.Fatal(err)
 		}
 	}
-	return &env{t: t, url: srv.URL, svc: svc, intake: ws.Intake, artifacts: out, browser: browser}
+	return &env{t: t, url: srv.URL, repo: repo, web: ws, live: lv, svc: svc, intake: ws.Intake, artifacts: out, browser: browser}
+}
+
+// liveStreams watches the dashboard's shared streams (/live): how many
+// are open at once, what they watch, and it can play a server that is
+// gone (down: streams end and new ones are refused).
+type liveStreams struct {
+	mu      sync.Mutex
+	open    int
+	most    int
+	watches []string
+	down    bool
+	cancels map[int]context.CancelFunc
+	n       int
+}
+
+func (l *liveStreams) serve(h http.Handler, w http.ResponseWriter, r *http.Request) {
+	l.mu.Lock()
+	if l.down {
+		l.mu.Unlock()
+		http.Error(w, "down", http.StatusServiceUnavailable)
+		return
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	if l.cancels == nil {
+		l.cancels = map[int]context.CancelFunc{}
+	}
+	l.n++
+	k := l.n
+	l.cancels[k] = cancel
+	l.open++
+	l.most = max(l.most, l.open)
+	l.watches = append(l.watches, r.URL.Query().Get("watch"))
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.open--
+		delete(l.cancels, k)
+		l.mu.Unlock()
+		cancel()
+	}()
+	h.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// setDown plays a server that is gone (true) or back (false).
+func (l *liveStreams) setDown(down bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.down = down
+	if down {
+		for _, c := range l.cancels {
+			c()
+		}
+	}
+}
+
+func (l *liveStreams) stats() (open, most int, watches []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.open, l.most, append([]string(nil), l.watches...)
 }
 
 type testWriter struct{ t *testing.T }
@@ -339,6 +435,13 @@ func TestDashboardDelivery(t *testing.T) {
 			continue
 		}
 		clicked = append(clicked, strings.SplitN(e.badge(), " ", 2)[0]+":"+act)
+		if act == "run" {
+			// The button and the log say the same word.
+			label := eval[string](e, `document.querySelector('#state button[data-action="run"]').textContent`)
+			if log := eval[string](e, `document.querySelector("#live-log").textContent`); label != "Start" || !strings.Contains(log, "is waiting for a person to start it.") {
+				t.Errorf("the button says %q; the log says:\n%s", label, log)
+			}
+		}
 		e.submit(`#state button[data-action="` + act + `"]`)
 		if !sawLive && strings.HasPrefix(e.badge(), "implement/") {
 			// The page is open before the implementer speaks: its line
@@ -362,12 +465,31 @@ func TestDashboardDelivery(t *testing.T) {
 	}
 	t.Logf("actions taken: %v", clicked)
 	txt := e.text()
-	for _, want := range []string{"planning: read the request", "implemented", "Phase log", "alice"} {
+	for _, want := range []string{"planning: read the request", "implemented", "Timeline", "alice"} {
 		if !strings.Contains(txt, want) {
 			t.Errorf("the closed delivery's page lacks %q", want)
 		}
 	}
 	e.screenshot("detail")
+	// One timeline row per phase attempt, not one per state; the deploy
+	// shows the wait for a person apart from its work; the live log is
+	// above the fold; an agent that reports no cost shows a dash.
+	rows := eval[[]string](e, `Array.from(document.querySelectorAll("#detail .timeline tbody tr")).map(r => r.cells[0].textContent.trim())`)
+	if want := []string{"plan", "implement", "review", "verify", "deploy", "observe", "close"}; !slices.Equal(rows, want) {
+		t.Errorf("timeline rows %q, want %q", rows, want)
+	}
+	if det, err := e.svc.Get(t.Context(), strings.TrimPrefix(page, "/deliveries/")); err != nil || len(det.PhaseLog) <= len(rows) {
+		t.Errorf("the phase log has %d entries for %d rows (%v)", len(det.PhaseLog), len(rows), err)
+	}
+	if w := eval[string](e, `Array.from(document.querySelectorAll("#detail .timeline tbody tr")).find(r => r.cells[0].textContent.trim() === "deploy").cells[4].textContent`); !strings.Contains(w, "for a person") {
+		t.Errorf("the deploy row's wait says %q", w)
+	}
+	if top := eval[int](e, `Math.round(window.scrollY + document.querySelector("#live-log").getBoundingClientRect().top)`); top > 500 {
+		t.Errorf("the live log starts %dpx down a 900px window", top)
+	}
+	if costs := eval[[]string](e, `Array.from(document.querySelectorAll("#detail td[data-label=Cost], #detail td[data-label=Tokens]")).map(td => td.textContent.trim())`); len(costs) == 0 || slices.ContainsFunc(costs, func(c string) bool { return c != "—" }) {
+		t.Errorf("an agent that reports no cost shows %q", costs)
+	}
 
 	// A plan that fails shows why; Retry runs it again.
 	e.create("Break once, then work")
@@ -394,7 +516,7 @@ func TestDashboardDelivery(t *testing.T) {
 	e.run("open the board", chromedp.Navigate(e.url+"/board"), chromedp.WaitReady(chromedp.CSS(`body`)))
 	e.screenshot("board")
 	e.run("phone width", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
-	for _, p := range []string{"/?state=all", page, "/board"} {
+	for _, p := range []string{"/?state=all", page, "/board", "/sources", "/settings", "/project"} {
 		e.run("open "+p+" on a phone", chromedp.Navigate(e.url+p), chromedp.WaitReady(chromedp.CSS(`body`)))
 		if overflow := eval[int](e, `document.documentElement.scrollWidth - window.innerWidth`); overflow > 0 {
 			wide := eval[[]string](e, `Array.from(document.querySelectorAll("body *")).filter(el => el.getBoundingClientRect().right > window.innerWidth + 1 && !el.closest(".scroll")).slice(-3).map(el => el.tagName + "." + el.className + ": " + (el.textContent || "").slice(0, 60))`)

@@ -1,29 +1,205 @@
-// Live log of a delivery: follows the event stream and appends each event;
-// a phase change refreshes the page's state (actions, phase log).
+// The dashboard's live parts, on every page: the count of deliveries
+// waiting for a person (nav, tab title, opt-in notifications), the
+// reconnecting notice, ticking durations and relative times, lists and
+// boards that refresh when a delivery changes, and on a delivery's page
+// its live log and state. Events come from the browser's one shared
+// stream (stream.js).
 (function () {
+  "use strict";
+  var body = document.body;
   var log = document.getElementById("live-log");
-  if (!log || !window.EventSource) return;
-  var url = log.dataset.stream;
-  var es = new EventSource(url + "?after=" + (log.dataset.after || "0"));
-  function add(kind, text) {
-    var line = document.createElement("div");
-    line.className = kind;
-    line.textContent = text;
-    var atEnd = log.scrollTop + log.clientHeight >= log.scrollHeight - 8;
-    log.appendChild(line);
-    if (atEnd) log.scrollTop = log.scrollHeight;
-    var empty = document.getElementById("live-empty");
-    if (empty) empty.remove();
+  var watching = log && !log.hasAttribute("data-closed") ? log.dataset.id : null;
+
+  // --- the stream -------------------------------------------------------
+  var send = function () {};
+  function connect() {
+    var url = body.dataset.streamWorker;
+    if (window.SharedWorker && url) {
+      try {
+        var w = new SharedWorker(url, { name: "baton-live" });
+        w.port.addEventListener("message", function (m) { receive(m.data); });
+        w.port.start();
+        send = function (m) { w.port.postMessage(m); };
+        start();
+        return;
+      } catch (e) { /* fall through: a hub of this page's own */ }
+    }
+    if (!window.EventSource || !url) return;
+    var s = document.createElement("script");
+    s.src = url;
+    s.addEventListener("load", function () {
+      var hub = new window.BatonHub("/live"), page = null;
+      send = function (m) { if (page) hub.handle(page, m); };
+      function open() { page = hub.add(receive); start(); }
+      function close() { if (page) { hub.handle(page, { type: "bye" }); page = null; } }
+      // A page's own stream holds a connection: only while it is seen.
+      document.addEventListener("visibilitychange", function () { if (document.hidden) close(); else open(); });
+      if (!document.hidden) open();
+    });
+    document.head.appendChild(s);
+  }
+  function start() {
+    send({ type: "hello" });
+    if (watching) send({ type: "watch", id: watching, after: Number(log.dataset.after || 0) });
+  }
+  window.addEventListener("pagehide", function () { send({ type: "bye" }); });
+  // A page brought back from the back/forward cache is stale.
+  window.addEventListener("pageshow", function (e) { if (e.persisted) location.reload(); });
+
+  var wasDown = false;
+  function receive(m) {
+    if (m.type === "status") {
+      var conn = document.getElementById("conn");
+      if (conn) conn.hidden = m.connected;
+      if (m.connected && wasDown) caughtUp();
+      wasDown = !m.connected;
+    } else if (m.type === "pulse") {
+      pulse(m.pulse);
+    } else if (m.type === "event" && log && m.event.delivery === watching) {
+      event(m.event);
+    }
   }
 
-  // One refresh at a time, always of the element on the page now: phase
-  // changes come in bursts, and a refresh queued against an element an
-  // earlier refresh replaced would land nowhere and leave the page stale.
+  // --- signals outside the page ------------------------------------------
+  var version = null, waiting = null;
+  function pulse(p) {
+    var n = document.getElementById("waiting-n"), link = document.getElementById("nav-waiting");
+    if (n && link) {
+      n.textContent = p.waiting > 0 ? String(p.waiting) : "";
+      link.hidden = !(p.waiting > 0);
+    }
+    document.title = (p.waiting > 0 ? "(" + p.waiting + ") " : "") + (body.dataset.title || document.title);
+    if (waiting !== null && p.waiting > waiting) notify(p.waiting);
+    waiting = p.waiting;
+    if (version !== null && p.version !== version) {
+      body.dispatchEvent(new CustomEvent("baton:pulse"));
+    }
+    version = p.version;
+  }
+
+  var notifyButton = document.getElementById("notify");
+  if (notifyButton && window.Notification && Notification.permission === "default") {
+    notifyButton.hidden = false;
+    notifyButton.addEventListener("click", function () {
+      Notification.requestPermission().then(function () { notifyButton.hidden = true; });
+    });
+  }
+  function notify(n) {
+    if (!window.Notification || Notification.permission !== "granted" || !document.hidden) return;
+    // One tag for every tab: the newest replaces the others.
+    var note = new Notification(n === 1 ? "A delivery waits for you" : n + " deliveries wait for you",
+      { body: "baton: open the board to decide.", tag: "baton-waiting" });
+    note.addEventListener("click", function () { window.focus(); location.href = "/board"; });
+  }
+
+  // --- times ---------------------------------------------------------------
+  function span(ms) {
+    var s = Math.max(0, Math.floor(ms / 1000));
+    if (s < 60) return s + "s";
+    var m = Math.floor(s / 60);
+    if (m < 60) return m + "m " + (s % 60) + "s";
+    return Math.floor(m / 60) + "h " + (m % 60) + "m";
+  }
+  function ago(ms) {
+    var m = Math.floor(ms / 60000);
+    if (m < 1) return "just now";
+    if (m < 60) return m + " min ago";
+    if (m < 48 * 60) return Math.floor(m / 60) + " h ago";
+    return null;
+  }
+  function tick() {
+    var now = Date.now();
+    document.querySelectorAll("time[data-since]").forEach(function (t) {
+      t.textContent = span(now - Date.parse(t.getAttribute("datetime")));
+    });
+    document.querySelectorAll("time[data-ago]").forEach(function (t) {
+      var a = ago(now - Date.parse(t.getAttribute("datetime")));
+      if (a) t.textContent = a;
+    });
+  }
+  tick();
+  setInterval(tick, 1000);
+
+  // --- a delivery's page ---------------------------------------------------
+  var count = document.getElementById("log-count");
+  var follow = document.getElementById("log-follow");
+  var expand = document.getElementById("log-expand");
+  function atEnd() { return log.scrollTop + log.clientHeight >= log.scrollHeight - 8; }
+  function toEnd() { log.scrollTop = log.scrollHeight; if (follow) follow.hidden = true; }
+  if (log) {
+    toEnd(); // opened mid-run: the newest lines, not the oldest
+    log.addEventListener("scroll", function () { if (follow) follow.hidden = atEnd(); });
+    if (follow) follow.addEventListener("click", toEnd);
+    if (expand) {
+      expand.hidden = false;
+      expand.addEventListener("click", function () {
+        var full = log.classList.toggle("full");
+        expand.setAttribute("aria-expanded", String(full));
+        expand.textContent = full ? "Collapse" : "Expand";
+        if (full) log.scrollIntoView({ block: "start" });
+      });
+    }
+  }
+
+  function clock(iso) {
+    var d = new Date(iso);
+    return isNaN(d) ? "" : d.toISOString().slice(11, 19);
+  }
+  function line(e) {
+    var div = document.createElement("div");
+    div.className = "ev " + e.kind;
+    var t = document.createElement("time");
+    t.setAttribute("datetime", e.at);
+    t.textContent = clock(e.at);
+    var s = document.createElement("span");
+    s.className = "t";
+    s.textContent = e.text;
+    div.append(t, " ", s);
+    return div;
+  }
+  function event(e) {
+    var end = atEnd();
+    var empty = document.getElementById("live-empty");
+    if (empty) empty.remove();
+    var last = log.lastElementChild;
+    if (e.kind === "tool") {
+      var group = last && last.matches("details.tools") ? last : null;
+      if (!group) {
+        group = document.createElement("details");
+        group.className = "tools";
+        var sum = document.createElement("summary");
+        var t = document.createElement("time");
+        t.setAttribute("datetime", e.at);
+        t.textContent = clock(e.at);
+        sum.append(t, " ", document.createElement("span"));
+        group.appendChild(sum);
+        log.appendChild(group);
+      }
+      group.appendChild(line(e));
+      var n = group.querySelectorAll(".ev").length;
+      group.querySelector("summary span").textContent = n + (n === 1 ? " tool call" : " tool calls");
+    } else {
+      log.appendChild(line(e));
+    }
+    log.dataset.after = String(e.seq);
+    if (count) count.textContent = String(Number(count.textContent || 0) + 1);
+    if (end) toEnd(); else if (follow) follow.hidden = false;
+    if (e.kind === "phase") refresh();
+    if (e.run && e.run > Number(log.dataset.run || 0)) {
+      log.dataset.run = String(e.run);
+      refresh(); // a new agent run: its row
+    }
+    if (e.kind === "phase" && e.phase === "close") send({ type: "unwatch", id: watching });
+  }
+
+  // One refresh at a time, always of the elements on the page now:
+  // phase changes come in bursts, and a refresh queued against an
+  // element an earlier refresh replaced would land nowhere.
   var busy = false, again = false;
   function refresh() {
     if (busy) { again = true; return; }
     busy = true;
-    fetch(location.pathname + "?fragment=state", { credentials: "same-origin", cache: "no-store" })
+    fetch(location.pathname + "?fragment=live", { credentials: "same-origin", cache: "no-store" })
       .then(function (r) {
         if (!r.ok) throw new Error("status " + r.status);
         return r.text();
@@ -31,14 +207,8 @@
       .then(function (html) {
         var tpl = document.createElement("template");
         tpl.innerHTML = html.trim();
-        var next = tpl.content.getElementById("state");
-        var cur = document.getElementById("state");
-        if (!next || !cur) return;
-        // Keep a reason being typed.
-        var typed = cur.querySelector("input[name=reason]");
-        var keep = next.querySelector("input[name=reason]");
-        if (typed && keep) keep.value = typed.value;
-        cur.replaceWith(next);
+        ["state", "detail"].forEach(function (id) { swap(document.getElementById(id), tpl.content.getElementById(id)); });
+        tick();
       })
       .then(function () {
         busy = false;
@@ -49,24 +219,31 @@
       });
   }
 
-  ["phase", "text", "tool", "note"].forEach(function (kind) {
-    es.addEventListener(kind, function (m) {
-      var e = JSON.parse(m.data);
-      add(kind, e.text);
-      if (kind === "phase") refresh();
+  // swap replaces cur with next keeping what the person was doing: open
+  // disclosures, text being typed, the focus.
+  function swap(cur, next) {
+    if (!cur || !next) return;
+    cur.querySelectorAll("details[id]").forEach(function (d) {
+      var n = next.querySelector("#" + CSS.escape(d.id));
+      if (n) n.open = d.open;
     });
-  });
-  // A page left for another must let its stream go: browsers keep left
-  // pages (back/forward cache) and allow few connections per server, so
-  // streams left open would stall the next pages' requests. A page
-  // brought back is stale: load it again.
-  window.addEventListener("pagehide", function () { es.close(); });
-  window.addEventListener("pageshow", function (e) { if (e.persisted) location.reload(); });
-  // After a dropped connection the stream resumes where it left off; the
-  // state may have moved meanwhile.
-  var opened = false;
-  es.addEventListener("open", function () {
-    if (opened) refresh();
-    opened = true;
-  });
+    cur.querySelectorAll("textarea[id], select[id], input[id]").forEach(function (f) {
+      var n = next.querySelector("#" + CSS.escape(f.id));
+      if (n && f.value !== f.defaultValue) n.value = f.value;
+    });
+    var focused = document.activeElement && cur.contains(document.activeElement) ? document.activeElement.id : "";
+    cur.replaceWith(next);
+    if (focused) {
+      var f = document.getElementById(focused);
+      if (f) f.focus();
+    }
+  }
+
+  function caughtUp() {
+    // Back after the server was gone: whatever changed meanwhile.
+    if (log) refresh();
+    body.dispatchEvent(new CustomEvent("baton:pulse"));
+  }
+
+  connect();
 })();

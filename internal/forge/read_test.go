@@ -1,0 +1,195 @@
+package forge_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/forge"
+	"github.com/baton-agent/baton/internal/gitx/gittest"
+)
+
+// localWork makes a local repository and a delivery of it whose work
+// branch, made in the delivery's worktree, changes files.
+func localWork(t *testing.T, files map[string]string) (*forge.Workspaces, *baton.Delivery) {
+	t.Helper()
+	gittest.Setenv(t)
+	repo := filepath.Join(t.TempDir(), "app")
+	if err := os.MkdirAll(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Git(t, repo, "init", "-q", "-b", "main")
+	for name, text := range map[string]string{"keep.txt": "one\ntwo\nthree\n", "gone.txt": "bye\n", "old.txt": strings.Repeat("a line that stays the same\n", 20)} {
+		if err := os.WriteFile(filepath.Join(repo, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gittest.Git(t, repo, "add", "-A")
+	gittest.Git(t, repo, "commit", "-q", "-m", "initial")
+	d := &baton.Delivery{ID: "abcdef123456", Repository: repo, Forge: baton.ForgeLocal}
+	ws := &forge.Workspaces{Dir: t.TempDir()}
+	co, err := ws.Checkout(t.Context(), d, forge.Local{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range files {
+		p := filepath.Join(co.Dir, name)
+		if text == "" {
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := co.CommitChanges(t.Context(), "work"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := co.Publish(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return ws, d
+}
+
+// A person approving sees the plan and the change as the work branch
+// has them, bounded: every file with its status and counts, each patch
+// cut at a line, the whole cut at its total, and files past the count
+// left out, each cut said.
+func TestWorkDiffAndPlan(t *testing.T) {
+	big := strings.Repeat("added line with some words in it\n", 400) // ~13 KiB
+	ws, d := localWork(t, map[string]string{
+		"docs/plan.md": "1. Write greet.txt\n2. <script>alert(1)</script>\n",
+		"keep.txt":     "one\n2\nthree\n",
+		"gone.txt":     "",
+		"new/big.txt":  big,
+		"bin.dat":      "\x00\x01\x02binary",
+		"old.txt":      "",
+		"moved.txt":    strings.Repeat("a line that stays the same\n", 20),
+	})
+	plan, cut, err := ws.WorkFile(t.Context(), d, forge.PlanPath, 1<<20)
+	if err != nil || cut || !strings.Contains(plan, "<script>alert(1)</script>") {
+		t.Errorf("WorkFile(plan) = %q, %v, %v", plan, cut, err)
+	}
+	if _, cut, _ := ws.WorkFile(t.Context(), d, forge.PlanPath, 10); !cut {
+		t.Error("WorkFile with a 10-byte limit did not say it cut the plan")
+	}
+	if _, _, err := ws.WorkFile(t.Context(), d, "no/such.md", 100); baton.ErrorCode(err) != baton.NotFound {
+		t.Errorf("WorkFile(missing) error = %v, want NotFound", err)
+	}
+
+	diff, err := ws.WorkDiff(t.Context(), d, forge.DiffLimits{Files: 100, PerFile: 4 << 10, Total: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		Path, Old, Status string
+		Added, Deleted    int
+		Binary, Cut       bool
+	}
+	var got []row
+	for _, f := range diff.Files {
+		got = append(got, row{f.Path, f.OldPath, f.Status, f.Added, f.Deleted, f.Binary, f.Cut})
+		if !f.Binary && f.Status != "R" && !strings.HasPrefix(f.Patch, "@@") {
+			t.Errorf("%s: patch does not start at its first hunk: %q", f.Path, baton.Truncate(f.Patch, 80, "…"))
+		}
+		if len(f.Patch) > 4<<10 || (f.Patch != "" && !strings.HasSuffix(f.Patch, "\n")) {
+			t.Errorf("%s: patch of %d bytes is over the limit or ends mid-line", f.Path, len(f.Patch))
+		}
+	}
+	want := []row{
+		{Path: "bin.dat", Status: "A", Binary: true},
+		{Path: "docs/plan.md", Status: "A", Added: 2},
+		{Path: "gone.txt", Status: "D", Deleted: 1},
+		{Path: "keep.txt", Status: "M", Added: 1, Deleted: 1},
+		{Path: "moved.txt", Old: "old.txt", Status: "R"},
+		{Path: "new/big.txt", Status: "A", Added: 400, Cut: true},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("WorkDiff files (-want +got):\n%s", d)
+	}
+	if diff.Added != 403 || diff.Deleted != 2 || diff.Base != "main" || diff.Work != d.WorkBranch() {
+		t.Errorf("WorkDiff = +%d -%d %s..%s, want +403 -2 main..%s", diff.Added, diff.Deleted, diff.Base, diff.Work, d.WorkBranch())
+	}
+
+	// Few files and a small total: the rest is counted and the cut said.
+	small, err := ws.WorkDiff(t.Context(), d, forge.DiffLimits{Files: 4, PerFile: 4 << 10, Total: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(small.Files) != 4 || small.Omitted != 2 || !small.Cut {
+		t.Errorf("WorkDiff with 4 files and 600 bytes = %d files, %d omitted, cut %v; want 4, 2, true", len(small.Files), small.Omitted, small.Cut)
+	}
+	total := 0
+	for _, f := range small.Files {
+		total += len(f.Patch)
+	}
+	if total > 600 {
+		t.Errorf("patches hold %d bytes, over the total of 600", total)
+	}
+
+	none := &baton.Delivery{ID: "000000000000", Repository: "/nowhere"}
+	if _, err := ws.WorkDiff(t.Context(), none, forge.DefaultDiffLimits); baton.ErrorCode(err) != baton.NotFound {
+		t.Errorf("WorkDiff of a delivery with no cache: %v, want NotFound", err)
+	}
+}
+
+// FuzzParseRawNumstat: whatever git's output holds, the parser returns
+// at most one file per raw record, never a negative count, and for
+// records it builds itself it returns exactly them.
+func FuzzParseRawNumstat(f *testing.F) {
+	f.Add([]byte(":100644 100644 aaa bbb M\x00a.txt\x001\t2\ta.txt\x00"), "a.txt", 1, 2)
+	f.Add([]byte(":100644 100644 aaa bbb R090\x00old\x00new\x000\t0\t\x00old\x00new\x00"), "x y", 0, 0)
+	f.Fuzz(func(t *testing.T, raw []byte, name string, a, dl int) {
+		files := forge.ParseRawNumstat(raw)
+		if n := bytes.Count(raw, []byte(":")); len(files) > n {
+			t.Fatalf("%d files from %d raw records", len(files), n)
+		}
+		for _, fd := range files {
+			if fd.Added < 0 || fd.Deleted < 0 {
+				t.Fatalf("negative count in %+v", fd)
+			}
+		}
+		if strings.ContainsRune(name, 0) || name == "" || strings.HasPrefix(name, ":") || a < 0 || dl < 0 {
+			return
+		}
+		rec := fmt.Sprintf(":100644 100644 aaa bbb M\x00%s\x00%d\t%d\t%s\x00", name, a, dl, name)
+		rec = strings.Replace(rec, "\x00"+fmt.Sprint(a), "\x00"+fmt.Sprint(a), 1)
+		got := forge.ParseRawNumstat([]byte(":100644 100644 aaa bbb M\x00" + name + "\x00" + fmt.Sprintf("%d\t%d\t%s\x00", a, dl, name)))
+		want := []forge.FileDiff{{Path: name, Status: "M", Added: a, Deleted: dl}}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Fatalf("ParseRawNumstat(%q) (-want +got):\n%s", rec, d)
+		}
+	})
+}
+
+// FuzzSplitPatch: splitting loses and adds nothing, and every part but
+// a leading one starts a file.
+func FuzzSplitPatch(f *testing.F) {
+	f.Add([]byte("diff --git a/x b/x\n@@ -1 +1 @@\n-a\n+b\ndiff --git a/y b/y\nBinary files a/y and b/y differ\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		parts := forge.SplitPatch(b)
+		joined := bytes.Join(parts, nil)
+		if !bytes.HasSuffix(b, joined) {
+			t.Fatalf("parts do not rejoin into the end of the input")
+		}
+		if lead := b[:len(b)-len(joined)]; bytes.HasPrefix(lead, []byte("diff --git ")) || bytes.Contains(lead, []byte("\ndiff --git ")) {
+			t.Fatalf("a file start in %q was dropped", lead)
+		}
+		for _, p := range parts {
+			if !bytes.HasPrefix(p, []byte("diff --git ")) {
+				t.Fatalf("part %q does not start a file", p)
+			}
+		}
+	})
+}

@@ -1,0 +1,72 @@
+package gitx
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os/exec"
+
+	"github.com/baton-agent/baton"
+)
+
+// RunLimit runs git with args in the repo and returns at most limit
+// bytes of its stdout; cut says there was more. git is stopped once the
+// limit is read, so a diff or a file of any size costs at most limit
+// bytes of memory. stderr is kept to 4 KiB for the error.
+func (r *Repo) RunLimit(ctx context.Context, limit int64, args ...string) (out []byte, cut bool, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = r.Dir
+	if len(r.Env) > 0 || r.Files != nil {
+		cmd.Env = append(cmd.Environ(), r.Env...)
+	}
+	if f := r.Files; f != nil {
+		cmd.Env = append(cmd.Env, "GIT_DIR="+f.GitDir, "GIT_COMMON_DIR="+f.CommonDir, "GIT_WORK_TREE="+r.Dir)
+	}
+	var errb limitedBuffer
+	errb.max = 4 << 10
+	cmd.Stderr = &errb
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, false, err
+	}
+	if err := cmd.Start(); err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			return nil, false, baton.WrapError(baton.Unavailable, err, "git is not installed or not on PATH")
+		}
+		return nil, false, err
+	}
+	var buf bytes.Buffer
+	n, rerr := io.Copy(&buf, io.LimitReader(stdout, limit+1))
+	if n > limit {
+		cut = true
+		buf.Truncate(int(limit))
+		cancel() // the rest is not wanted
+	}
+	werr := cmd.Wait()
+	if cut {
+		return buf.Bytes(), true, nil
+	}
+	if rerr != nil {
+		return nil, false, rerr
+	}
+	if werr != nil {
+		return buf.Bytes(), false, &Error{Args: args, Stderr: errb.String(), Err: werr}
+	}
+	return buf.Bytes(), false, nil
+}
+
+// limitedBuffer keeps the first max bytes written to it.
+type limitedBuffer struct {
+	bytes.Buffer
+	max int
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	if room := b.max - b.Len(); room > 0 {
+		b.Buffer.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
