@@ -72,7 +72,7 @@ func TestServeProjectPage(t *testing.T) {
 		"src/lexer.txt:1:tokens BUG",    // iteration 2's guard log
 		"earlier output cut", "THE END", // iteration 1's, by its end
 		"status done, guard fail",
-		"finish the lexer",                    // the packet
+		"finish the lexer", // the packet
 		`fix-the-lexer</code></td><td data-label="Status">active`, // the loop
 	} {
 		if !strings.Contains(page, want) {
