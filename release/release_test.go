@@ -28,6 +28,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/baton-agent/baton/internal/testenv"
 )
 
 // repo is the repository root.
@@ -54,6 +56,7 @@ func TestMain(m *testing.M) {
 // need skips the test when a program is missing.
 func need(t *testing.T, prog string) string {
 	t.Helper()
+	testenv.Heavy(t, "builds and installs a release with "+prog)
 	p, err := exec.LookPath(prog)
 	if err != nil {
 		t.Skipf("%s is not installed (scripts/test.sh installs it)", prog)

@@ -56,6 +56,10 @@ fi
 log "go vet"
 go vet ./...
 
+# Every test: the real harnesses, Lighthouse and axe, the release build
+# and images, the multi-process workers (plain `go test ./...` skips them).
+export BATON_TEST_ALL=1
+
 log "go test (with a throwaway PostgreSQL for the Postgres store and queue)"
 ./scripts/pg-test.sh go test -count=1 ./...
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/baton-agent/baton/internal/harnesstest"
+	"github.com/baton-agent/baton/internal/testenv"
 )
 
 // The real harnesses' versions and offline setups, shared by the tests
@@ -15,9 +16,7 @@ import (
 
 func realHarness(t *testing.T, name, pkg, version, bin string) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("installs and runs " + name)
-	}
+	testenv.Heavy(t, "installs and runs "+name)
 	return harnesstest.NPMBin(t, pkg, version, bin)
 }
 
@@ -63,9 +62,7 @@ func (p piCLI) env(env []string) []string {
 }
 
 func realPi(t *testing.T) piCLI {
-	if testing.Short() {
-		t.Skip("installs and runs pi")
-	}
+	testenv.Heavy(t, "installs and runs pi")
 	// pi-tui 1.5.2's marked-cjk-friendly is not in the registry CI
 	// reaches; pi's CLI is bundled and never loads it.
 	bin := harnesstest.NPM{Pkg: "@earendil-works/pi-coding-agent", Version: piVersion, Bin: "pi",

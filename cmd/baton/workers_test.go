@@ -18,6 +18,7 @@ import (
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/sqlstore"
 	"github.com/baton-agent/baton/internal/sqlstore/sqlstoretest"
+	"github.com/baton-agent/baton/internal/testenv"
 )
 
 // concurrentAgent answers as planner, implementer or reviewer at once. The
@@ -220,9 +221,7 @@ func fsck(t *testing.T, env []string, dir string) {
 // the user's work tree is clean, and git fsck finds nothing wrong in the
 // repository or in the cache.
 func TestWorkerProcessesShareOneCache(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts four worker processes and runs 50 deliveries")
-	}
+	testenv.Heavy(t, "starts four worker processes and runs 50 deliveries")
 	const deliveries, workers = 50, 4
 	home, data := t.TempDir(), t.TempDir()
 	env := gitEnv(home, "BATON_DATA_DIR="+data, "BATON_ACTOR=tester")
@@ -301,9 +300,7 @@ esac
 // of any delivery runs twice at once, every delivery closes succeeded,
 // and the repository is intact.
 func TestWorkerProcessesOnPostgresSurviveAKill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts three worker processes on PostgreSQL")
-	}
+	testenv.Heavy(t, "starts three worker processes on PostgreSQL")
 	dsn := sqlstoretest.DSN(t, sqlstore.Postgres)
 	const deliveries, workers = 12, 3
 	home := t.TempDir()

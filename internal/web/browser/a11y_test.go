@@ -22,6 +22,7 @@ import (
 	"github.com/baton-agent/baton/internal/delivery"
 	"github.com/baton-agent/baton/internal/harnesstest"
 	"github.com/baton-agent/baton/internal/intake"
+	"github.com/baton-agent/baton/internal/testenv"
 )
 
 // The versions of the auditors, installed from npm into the test cache
@@ -183,6 +184,7 @@ func (e *env) axe(src string) []axeViolation {
 // meets, at a desktop and a phone width, and in dark mode: none may have
 // a serious or critical violation. Every page is kept as a screenshot.
 func TestDashboardAccessibility(t *testing.T) {
+	testenv.Heavy(t, "installs axe-core and audits every page at three layouts")
 	axePath := harnesstest.NPMBin(t, "axe-core", axeVersion, "axe-core/axe.min.js")
 	src, err := os.ReadFile(axePath)
 	if err != nil {
@@ -256,6 +258,7 @@ type lighthouseScores struct {
 // practices audits on every main page, signed in, on Debian's chromium:
 // each page must score at least 98 in both.
 func TestDashboardLighthouse(t *testing.T) {
+	testenv.Heavy(t, "installs Lighthouse and audits every page")
 	lh := harnesstest.NPMBin(t, "lighthouse", lighthouseVersion, "lighthouse")
 	e := newEnv(t)
 	chrome := chromium(t)
