@@ -20,11 +20,12 @@ func newLoopCmd(f *Factory) *cobra.Command {
 		Short: "Start, list and steer loops that repeat a prompt until a promise",
 		Long: `A loop repeats its prompt at every Stop of the agent's session until the agent
 states one of the loop's promises inside <promise>…</promise> tags, or the
-iteration limit is reached. Loops live in .agent/context/loops/<id>.md; the
-foreground loop (the one the Stop hook continues) is named in
-.agent/context/indexes/active-loop.json. A loop is bound to one session: a
-Stop from another session never advances it. Ending a loop marks it done or
-cancelled with its outcome; nothing is deleted.
+iteration limit is reached. Loops live in .agent/context/loops/<id>.md. Each
+session has its own foreground loop (the one its Stop hook continues), named
+in .agent/context/indexes/foreground-loops.json, so two sessions in one
+project can each run a loop. A loop is bound to one session: a Stop from
+another session never advances it. Ending a loop marks it done or cancelled
+with its outcome; nothing is deleted.
 
 Iterations count rounds of work: the round that starts the loop is 1, and
 each Stop the hook continues adds one. With --max-iterations 20 the agent
@@ -67,10 +68,10 @@ type loopJSON struct {
 	Prompt             string   `json:"prompt,omitempty"`
 }
 
-func toLoopJSON(st *fsstore.Store, l *baton.Loop, foreground string, withPrompt bool) loopJSON {
+func toLoopJSON(st *fsstore.Store, l *baton.Loop, fg fsstore.Foreground, withPrompt bool) loopJSON {
 	path, _ := st.LoopPath(l.ID)
 	j := loopJSON{
-		ID: l.ID, Path: path, Status: string(l.Status), Foreground: l.ID == foreground,
+		ID: l.ID, Path: path, Status: string(l.Status), Foreground: fg.Has(l.ID),
 		Iteration: l.Iteration, MaxIterations: l.MaxIterations, CompletionPromises: nonNilStrings(l.CompletionPromises),
 		SessionID: l.SessionID, SourcePacketID: l.SourcePacketID, Outcome: l.Outcome, ConsecutiveBlocks: l.ConsecutiveBlocks,
 		CompactedPacket: l.CompactedPacket,
@@ -189,7 +190,7 @@ func runLoopStart(ctx context.Context, f *Factory, args []string, o loopStartOpt
 		return writeJSON(f.IO.Out, struct {
 			SchemaVersion int `json:"schema_version"`
 			loopJSON
-		}{1, toLoopJSON(st, l, l.ID, true)})
+		}{1, toLoopJSON(st, l, fsstore.Foreground{Unbound: l.ID}, true)})
 	}
 	bound := "it binds to the first session that stops"
 	if l.SessionID != "" {
@@ -220,7 +221,7 @@ func newLoopListCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "list",
 		Short:   "List loops, most recently updated first",
-		Long:    "List loops with their status, iteration, promises and session; * marks the foreground loop.",
+		Long:    "List loops with their status, iteration, promises and session; * marks foreground loops (one per session, and one not bound yet).",
 		Example: "  baton loop list\n  baton loop list --status active --json",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -236,17 +237,19 @@ func newLoopListCmd(f *Factory) *cobra.Command {
 			for _, w := range warnings {
 				fmt.Fprintf(f.IO.Err, "baton: warning: skipped %v\n", w)
 			}
-			fg, err := st.ForegroundLoopID()
-			if err != nil {
-				fmt.Fprintf(f.IO.Err, "baton: warning: %v\n", err)
-			}
+			fg := f.foreground(st)
+			current, _ := loop.Foreground(st, f.env("BATON_SESSION_ID"))
 			if asJSON {
 				out := struct {
-					SchemaVersion int        `json:"schema_version"`
-					Foreground    string     `json:"foreground"`
-					Loops         []loopJSON `json:"loops"`
-					Skipped       []string   `json:"skipped"`
-				}{SchemaVersion: 1, Foreground: fg, Loops: []loopJSON{}, Skipped: []string{}}
+					SchemaVersion int `json:"schema_version"`
+					// Foreground is the loop `current` names here.
+					Foreground string `json:"foreground"`
+					// ForegroundBySession is each session's foreground loop;
+					// "" keys the unbound one.
+					ForegroundBySession map[string]string `json:"foreground_by_session"`
+					Loops               []loopJSON        `json:"loops"`
+					Skipped             []string          `json:"skipped"`
+				}{SchemaVersion: 1, Foreground: current, ForegroundBySession: foregroundMap(fg), Loops: []loopJSON{}, Skipped: []string{}}
 				for _, l := range ls {
 					out.Loops = append(out.Loops, toLoopJSON(st, l, fg, false))
 				}
@@ -263,7 +266,7 @@ func newLoopListCmd(f *Factory) *cobra.Command {
 			fmt.Fprintln(tw, "\tID\tSTATUS\tITERATION\tPROMISES\tSESSION\tOUTCOME")
 			for _, l := range ls {
 				mark := ""
-				if l.ID == fg {
+				if fg.Has(l.ID) {
 					mark = "*"
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", mark, l.ID, l.Status, loopProgress(l), strings.Join(l.CompletionPromises, "|"), dash(l.SessionID), dash(l.Outcome))
@@ -286,15 +289,17 @@ func dash(s string) string {
 func newLoopStatusCmd(f *Factory) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "status [id|prefix|current]",
-		Short: "Show the foreground loop (or the named one)",
+		Use:     "status [id|prefix|current]",
+		Aliases: []string{"show"},
+		Short:   "Show the foreground loop (or the named one)",
 		Long: `Show a loop: status, iteration, promises, the session it is bound to, its
-outcome and its prompt. Without an id it shows the foreground loop.`,
-		Example: "  baton loop status\n  baton loop status fix-tests --json",
+outcome and its prompt. Without an id it shows this session's foreground loop
+(BATON_SESSION_ID), else the unbound one, else the only one.`,
+		Example: "  baton loop status\n  baton loop show fix-tests --json",
 		Args:    rangeArgs(0, 1, "at most one loop id or prefix"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st := f.Store()
-			l, err := loop.Resolve(st, loopArg(args))
+			l, err := loop.Resolve(st, loopArg(args), f.env("BATON_SESSION_ID"))
 			if errors.Is(err, loop.ErrNoForeground) {
 				if asJSON {
 					return writeJSON(f.IO.Out, struct {
@@ -308,8 +313,7 @@ outcome and its prompt. Without an id it shows the foreground loop.`,
 			if err != nil {
 				return err
 			}
-			fg := f.foregroundLoopID(st)
-			j := toLoopJSON(st, l, fg, true)
+			j := toLoopJSON(st, l, f.foreground(st), true)
 			if asJSON {
 				return writeJSON(f.IO.Out, struct {
 					SchemaVersion int       `json:"schema_version"`
@@ -353,24 +357,38 @@ func loopArg(args []string) string {
 	return loop.Current
 }
 
-// foregroundLoopID is the foreground loop's id for marking it, or "" with
-// a warning when the pointer cannot be read: a named loop is shown anyway.
-func (f *Factory) foregroundLoopID(st *fsstore.Store) string {
-	fg, err := st.ForegroundLoopID()
+// foreground is the foreground loops, for marking them; with a warning
+// and none when the pointer cannot be read: named loops are shown anyway.
+func (f *Factory) foreground(st *fsstore.Store) fsstore.Foreground {
+	fg, err := st.Foreground()
 	if err != nil {
 		f.warnf("%v", err)
 	}
 	return fg
 }
 
+// foregroundMap is fg as --json gives it: session id to loop id, "" for
+// the unbound loop.
+func foregroundMap(fg fsstore.Foreground) map[string]string {
+	m := map[string]string{}
+	for s, id := range fg.Sessions {
+		m[s] = id
+	}
+	if fg.Unbound != "" {
+		m[""] = fg.Unbound
+	}
+	return m
+}
+
 func newLoopActivateCmd(f *Factory) *cobra.Command {
 	var rebind bool
 	cmd := &cobra.Command{
 		Use:   "activate <id|prefix>",
-		Short: "Make a loop the foreground loop",
-		Long: `Point .agent/context/indexes/active-loop.json at a loop, so the Stop hook
-continues it. Switching loops is always explicit: this is the only way,
-besides starting a loop, to change the foreground loop. A paused loop stays
+		Short: "Make a loop the foreground loop of its session",
+		Long: `Make a loop the foreground loop of the session it is bound to (or the
+unbound loop, which the next session that stops takes), so that session's Stop
+hook continues it. Switching loops is always explicit: this is the only way,
+besides starting a loop, to change a foreground loop. A paused loop stays
 paused until "baton loop resume". --rebind moves the loop to the session
 running the command (BATON_SESSION_ID), or unbinds it so the next session
 that stops takes it: use it after /clear or in a new session.`,
@@ -379,25 +397,21 @@ that stops takes it: use it after /clear or in a new session.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			st := f.Store()
-			l, err := loop.Resolve(st, args[0])
+			l, err := loop.Resolve(st, args[0], f.env("BATON_SESSION_ID"))
 			if err != nil {
 				return err
 			}
-			if l.Status.Ended() {
-				return baton.Errorf(baton.Conflict, "loop %s is %s (outcome %s): start a new loop with `baton loop start --from-packet` or a prompt", l.ID, l.Status, l.Outcome)
-			}
-			if rebind {
-				if l, err = rebindLoop(ctx, f, st, l.ID); err != nil {
-					return err
-				}
-			}
-			prev, err := st.SetForegroundLoop(ctx, l.ID)
+			l, prev, err := loop.Activate(ctx, st, l.ID, rebind, f.env("BATON_SESSION_ID"))
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(f.IO.Out, "loop %s is the foreground loop (%s, iteration %s)\n", l.ID, l.Status, loopProgress(l))
+			whose := "the unbound loop: the next session that stops takes it"
+			if l.SessionID != "" {
+				whose = "the foreground loop of session " + l.SessionID
+			}
+			fmt.Fprintf(f.IO.Out, "loop %s is %s (%s, iteration %s)\n", l.ID, whose, l.Status, loopProgress(l))
 			if prev != "" && prev != l.ID {
-				fmt.Fprintf(f.IO.Err, "baton: loop %s is no longer the foreground loop\n", prev)
+				fmt.Fprintf(f.IO.Err, "baton: loop %s is no longer a foreground loop\n", prev)
 			}
 			if l.Status == baton.LoopPaused {
 				fmt.Fprintf(f.IO.Err, "baton: loop %s is paused: `baton loop resume %s` lets the Stop hook continue it\n", l.ID, l.ID)
@@ -407,15 +421,6 @@ that stops takes it: use it after /clear or in a new session.`,
 	}
 	cmd.Flags().BoolVar(&rebind, "rebind", false, "bind the loop to this session (BATON_SESSION_ID), or unbind it")
 	return cmd
-}
-
-func rebindLoop(ctx context.Context, f *Factory, st *fsstore.Store, id string) (*baton.Loop, error) {
-	sid := f.env("BATON_SESSION_ID")
-	return st.UpdateLoop(ctx, id, func(l *baton.Loop) error {
-		l.SessionID = sid
-		l.ConsecutiveBlocks = 0
-		return nil
-	})
 }
 
 func newLoopSetStatusCmd(f *Factory, verb, short string) *cobra.Command {
@@ -434,7 +439,7 @@ loop stops being the foreground loop. Done and cancelled loops never change.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			st := f.Store()
-			l, err := loop.Resolve(st, loopArg(args))
+			l, err := loop.Resolve(st, loopArg(args), f.env("BATON_SESSION_ID"))
 			if err != nil {
 				return err
 			}
@@ -442,7 +447,7 @@ loop stops being the foreground loop. Done and cancelled loops never change.`,
 			if err != nil {
 				return err
 			}
-			fg := f.foregroundLoopID(st)
+			fg := f.foreground(st)
 			if asJSON {
 				return writeJSON(f.IO.Out, struct {
 					SchemaVersion int `json:"schema_version"`
@@ -450,7 +455,7 @@ loop stops being the foreground loop. Done and cancelled loops never change.`,
 				}{1, toLoopJSON(st, l, fg, false)})
 			}
 			fmt.Fprintf(f.IO.Out, "loop %s: %s -> %s at iteration %s\n", l.ID, from, l.Status, loopProgress(l))
-			if verb == "resume" && fg != l.ID {
+			if verb == "resume" && !fg.Has(l.ID) {
 				fmt.Fprintf(f.IO.Err, "baton: loop %s is not the foreground loop: `baton loop activate %s` makes the Stop hook continue it\n", l.ID, l.ID)
 			}
 			return nil

@@ -82,7 +82,7 @@ afterwards: two Stop hooks looping the same session fight each other.`,
 				return err
 			}
 			if l.Status == baton.LoopActive {
-				if _, err := st.SetForegroundLoop(ctx, l.ID); err != nil {
+				if _, err := st.SetForegroundLoop(ctx, l.SessionID, l.ID); err != nil {
 					return err
 				}
 			}
@@ -92,7 +92,7 @@ afterwards: two Stop hooks looping the same session fight each other.`,
 				}
 			}
 			if asJSON {
-				fg, _ := st.ForegroundLoopID()
+				fg, _ := st.Foreground()
 				return writeJSON(f.IO.Out, struct {
 					SchemaVersion int `json:"schema_version"`
 					loopJSON

@@ -218,7 +218,7 @@ func TestStopRegressions(t *testing.T) {
 		if r := e.run("", "", "loop", "start", "x", "--max-iterations", "-2"); r.code != ExitUsage {
 			t.Errorf("negative limit = exit %d", r.code)
 		}
-		if _, err := e.store().ForegroundLoopID(); err != nil {
+		if _, err := e.store().ForegroundLoopID(""); err != nil {
 			t.Fatal(err)
 		}
 		if id := e.foreground(); id != "" {
@@ -259,11 +259,13 @@ func TestStopRegressions(t *testing.T) {
 			t.Fatalf("reason = %q, want the prompt verbatim", o.Reason)
 		}
 	})
-	t.Run("two loops: only the foreground one continues", func(t *testing.T) {
+	t.Run("two loops of one session: only the foreground one continues", func(t *testing.T) {
 		e := newEnv(t)
 		e.gitRepo()
 		a := e.startLoop("loop A")
+		e.vars["BATON_SESSION_ID"] = "s1"
 		r := e.run("", "", "loop", "start", "loop B")
+		delete(e.vars, "BATON_SESSION_ID")
 		if !strings.Contains(r.stderr, "loop "+a+" stays active but is no longer the foreground loop") {
 			t.Errorf("switch notice missing: %q", r.stderr)
 		}
@@ -454,9 +456,92 @@ func TestLoopListStatusJSON(t *testing.T) {
 	if !strings.HasPrefix(r.stdout, "{\n  \"schema_version\": 1,") || !strings.Contains(r.stdout, `"prompt": "loop B"`) {
 		t.Errorf("loop status --json = %s", r.stdout)
 	}
+	// Cancelling the unbound loop leaves s1's: outside a session, the only
+	// foreground loop is the current one.
+	e.ok("", "", "loop", "cancel")
+	r = e.ok("", "", "loop", "status")
+	if !strings.HasPrefix(r.stdout, "loop "+a+" (foreground)") {
+		t.Errorf("status with one session's loop left = %q", r.stdout)
+	}
 	e.ok("", "", "loop", "cancel")
 	r = e.ok("", "", "loop", "status")
 	if !strings.HasPrefix(r.stdout, "no foreground loop") {
 		t.Errorf("status without a foreground loop = %q", r.stdout)
+	}
+}
+
+// Two sessions in one project each run their own loop: each stop,
+// session-start and pre-compact acts only on its session's loop, and a
+// loop started outside any session waits for the first session without
+// a loop of its own.
+func TestTwoSessionsRunTheirOwnLoops(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo()
+	start := func(session, prompt string) string {
+		e.vars["BATON_SESSION_ID"] = session
+		defer delete(e.vars, "BATON_SESSION_ID")
+		var l struct{ ID string }
+		if err := json.Unmarshal([]byte(e.ok("", "", "loop", "start", "--json", prompt).stdout), &l); err != nil {
+			t.Fatal(err)
+		}
+		return l.ID
+	}
+	a := start("s1", "loop A")
+	b := start("s2", "loop B")
+	for round := 0; round < 2; round++ {
+		if o := e.stop("s1", e.dir, ptr("working"), false); o.Reason != "loop A" {
+			t.Fatalf("s1's stop = %+v, want loop A", o)
+		}
+		if o := e.stop("s2", e.dir, ptr("working"), false); o.Reason != "loop B" {
+			t.Fatalf("s2's stop = %+v, want loop B", o)
+		}
+	}
+	if la, lb := e.loop(a), e.loop(b); la.Iteration != 3 || lb.Iteration != 3 {
+		t.Fatalf("iterations = %d, %d; want 3 each", la.Iteration, lb.Iteration)
+	}
+	// Pre-compact notes the compaction on its own session's loop only.
+	e.hook("claude", "pre-compact", `{"session_id":"s2","cwd":"`+e.dir+`","trigger":"auto"}`)
+	if la, lb := e.loop(a), e.loop(b); la.CompactedPacket != "" || lb.CompactedPacket == "" {
+		t.Errorf("compacted packet on A %q, on B %q; want only B's", la.CompactedPacket, lb.CompactedPacket)
+	}
+	// Session start tells each session its own loop.
+	for session, want := range map[string]string{"s1": a, "s2": b} {
+		r := e.ok("", `{"session_id":"`+session+`","cwd":"`+e.dir+`","source":"compact"}`, "hook", "session-start", "--harness", "claude")
+		if !strings.Contains(r.stdout, "Foreground loop "+want+": active, iteration 3/20, bound to this session") {
+			t.Errorf("session-start for %s:\n%s", session, r.stdout)
+		}
+	}
+	// B ends on its promise; A goes on.
+	if o := e.stop("s2", e.dir, ptr("<promise>DONE</promise>"), false); !strings.Contains(o.SystemMessage, "done (DONE)") {
+		t.Fatalf("s2's promise = %+v", o)
+	}
+	if o := e.stop("s1", e.dir, ptr("working"), false); o.Reason != "loop A" {
+		t.Fatalf("s1's stop after B ended = %+v", o)
+	}
+	// A loop started outside a session is taken by s2, which has none
+	// now, and never by s1.
+	c := start("", "loop C")
+	if o := e.stop("s1", e.dir, ptr("working"), false); o.Reason != "loop A" {
+		t.Fatalf("s1's stop with an unbound loop waiting = %+v, want loop A", o)
+	}
+	if o := e.stop("s2", e.dir, ptr("working"), false); o.Reason != "loop C" {
+		t.Fatalf("s2's stop = %+v, want loop C", o)
+	}
+	if l := e.loop(c); l.SessionID != "s2" {
+		t.Errorf("loop C bound to %q, want s2", l.SessionID)
+	}
+	fg, err := e.store().Foreground()
+	if err != nil || fg.Unbound != "" || fg.Of("s1") != a || fg.Of("s2") != c {
+		t.Errorf("foreground loops = %+v, %v", fg, err)
+	}
+	// activate --rebind hands A to a new session (after /clear, say).
+	e.vars["BATON_SESSION_ID"] = "s3"
+	e.ok("", "", "loop", "activate", a, "--rebind")
+	delete(e.vars, "BATON_SESSION_ID")
+	if o := e.stop("s1", e.dir, ptr("working"), false); o != (stopOut{}) {
+		t.Errorf("s1's stop after A moved to s3 = %+v, want nothing", o)
+	}
+	if o := e.stop("s3", e.dir, ptr("working"), false); o.Reason != "loop A" {
+		t.Errorf("s3's stop = %+v, want loop A", o)
 	}
 }

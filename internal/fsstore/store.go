@@ -186,7 +186,8 @@ func (s *Store) Init(ctx context.Context) (created bool, err error) {
 // files that matter travel in packets). root.json, packets and loops are
 // the project's shared context, worth committing.
 var ignoreLines = []string{"*.lock", ".*" + safefile.TempMarker + "*", "/scratch/",
-	"/indexes/sessions.jsonl", "/indexes/active-loop.json", "/indexes/relevant-files.jsonl"}
+	"/indexes/sessions.jsonl", "/indexes/active-loop.json", "/indexes/foreground-loops.json",
+	"/indexes/relevant-files.jsonl"}
 
 // ensureIgnore writes the store's .gitignore, or adds the lines it lacks
 // to one an earlier version wrote, keeping everything else in it.

@@ -58,12 +58,12 @@ func (h handler) sessionStart(ctx context.Context) (Result, error) {
 // compactionTold clears the foreground loop's pending compaction notice:
 // the context just restated names the saved packet already.
 func (h handler) compactionTold(ctx context.Context) {
-	fg, err := h.st.ForegroundLoop()
+	fg, err := h.st.ForegroundLoop(h.p.SessionID)
 	if err != nil || fg == nil || fg.CompactedPacket == "" {
 		return // the common case: nothing pending, no lock taken
 	}
 	_, err = h.st.UpdateLoop(ctx, fg.ID, func(l *baton.Loop) error {
-		if l.CompactedPacket == "" || (l.SessionID != "" && l.SessionID != h.p.SessionID) {
+		if l.CompactedPacket == "" || l.SessionID != h.p.SessionID {
 			return fsstore.ErrUnchanged
 		}
 		l.CompactedPacket = ""
@@ -109,12 +109,13 @@ func (h handler) exportSession() error {
 	return f.Close()
 }
 
-// stop runs the loop engine on the foreground loop.
+// stop runs the loop engine on this session's foreground loop (its own,
+// else the unbound one, which it then takes).
 func (h handler) stop(ctx context.Context) (Result, error) {
 	if !h.st.Exists() {
 		return Result{}, h.errNoStore()
 	}
-	id, err := h.st.ForegroundLoopID()
+	id, err := h.st.ForegroundLoopID(h.p.SessionID)
 	if err != nil || id == "" {
 		return Result{}, err
 	}
@@ -140,10 +141,12 @@ func (h handler) stop(ctx context.Context) (Result, error) {
 		fmt.Fprintf(h.env.Stderr, "baton hook stop (%s): cannot read the transcript (%v); treating the message as unknown\n", h.harness.Name, err)
 	}
 	var d loop.Decision
-	undeliverable := false
+	undeliverable, bound := false, false
 	now := h.env.now().UTC()
 	_, err = h.st.UpdateLoop(ctx, id, func(l *baton.Loop) error {
+		was := l.SessionID
 		d = loop.Decide(l, in)
+		bound = was == "" && l.SessionID != ""
 		if d.Action == loop.Block && h.p.CannotBlock {
 			// The block would never reach the agent: count nothing, bind
 			// nothing, leave the loop for a session that can loop.
@@ -166,9 +169,16 @@ func (h handler) stop(ctx context.Context) (Result, error) {
 	if undeliverable {
 		return Result{SystemMessage: fmt.Sprintf("baton loop %s: not continued here (this %s mode returns when the agent stops); it stays active and unbound for the next session that can loop", id, h.harness.Name)}, nil
 	}
-	if d.Finished {
+	switch {
+	case d.Finished:
 		if _, err := h.st.ClearForegroundLoop(ctx, id); err != nil {
 			return Result{SystemMessage: d.Message}, nil // the loop is done; a stale pointer is harmless
+		}
+	case bound:
+		// The unbound loop is this session's now; another session's stop
+		// no longer finds it.
+		if _, err := h.st.SetForegroundLoop(ctx, h.p.SessionID, id); err != nil {
+			h.warn("cannot record loop %s as this session's: %v", id, err)
 		}
 	}
 	switch d.Action {
@@ -231,9 +241,9 @@ func (h handler) preCompact(ctx context.Context) (Result, error) {
 	if !h.st.Exists() {
 		return Result{}, h.errNoStore()
 	}
-	fg, _ := h.st.ForegroundLoop()
-	if fg != nil && (fg.Status != baton.LoopActive || (fg.SessionID != "" && fg.SessionID != h.p.SessionID)) {
-		fg = nil // not this session's loop
+	fg, _ := h.st.ForegroundLoop(h.p.SessionID)
+	if fg != nil && (fg.Status != baton.LoopActive || fg.SessionID != h.p.SessionID) {
+		fg = nil // not this session's loop: unbound loops are the next stopping session's
 	}
 	active := ActivePacket(h.st)
 	purpose, next := "", ""

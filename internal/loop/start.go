@@ -23,8 +23,9 @@ type StartRequest struct {
 	SessionID     string // the session the loop is bound to; "" binds it at the first stop
 }
 
-// Start creates the loop in st and makes it the foreground loop; previous
-// is the foreground loop it replaced ("" when none). Every edge (the CLI,
+// Start creates the loop in st and makes it the foreground loop of its
+// session (or the unbound loop, taken by the first session that stops);
+// previous is the loop it replaced there ("" when none). Every edge (the CLI,
 // the MCP server) starts loops through it.
 func Start(ctx context.Context, st *fsstore.Store, req StartRequest) (l *baton.Loop, previous string, err error) {
 	for _, p := range req.Promises {
@@ -68,7 +69,7 @@ func Start(ctx context.Context, st *fsstore.Store, req StartRequest) (l *baton.L
 	if err := st.CreateLoop(ctx, l); err != nil {
 		return nil, "", err
 	}
-	previous, err = st.SetForegroundLoop(ctx, l.ID)
+	previous, err = st.SetForegroundLoop(ctx, l.SessionID, l.ID)
 	if err != nil {
 		return l, "", err
 	}
@@ -113,12 +114,52 @@ func SetStatus(ctx context.Context, st *fsstore.Store, id string, change Change,
 	if err != nil {
 		return nil, from, err
 	}
-	if change == Cancel {
+	switch {
+	case change == Cancel:
 		if _, err := st.ClearForegroundLoop(ctx, l.ID); err != nil {
 			return l, from, err
 		}
+	case rebind && change == Resume:
+		// A foreground loop moves with its session.
+		if f, err := st.Foreground(); err == nil && f.Has(l.ID) {
+			if _, err := st.SetForegroundLoop(ctx, l.SessionID, l.ID); err != nil {
+				return l, from, err
+			}
+		}
 	}
 	return l, from, nil
+}
+
+// Activate makes loop id the foreground loop of the session it is bound
+// to (or the unbound loop). rebind first binds it to session ("" unbinds
+// it, so the next session that stops takes it): the way to hand a loop to
+// a new session after /clear. It returns the loop and the loop it replaced
+// in that slot ("" when none).
+func Activate(ctx context.Context, st *fsstore.Store, id string, rebind bool, session string) (l *baton.Loop, previous string, err error) {
+	if rebind {
+		l, err = st.UpdateLoop(ctx, id, func(l *baton.Loop) error {
+			if l.Status.Ended() {
+				return endedError(l)
+			}
+			l.SessionID = session
+			l.ConsecutiveBlocks = 0
+			return nil
+		})
+	} else {
+		l, err = st.FindLoopByID(id)
+		if err == nil && l.Status.Ended() {
+			err = endedError(l)
+		}
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	previous, err = st.SetForegroundLoop(ctx, l.SessionID, l.ID)
+	return l, previous, err
+}
+
+func endedError(l *baton.Loop) error {
+	return baton.Errorf(baton.Conflict, "loop %s is %s (outcome %s): start a new loop with `baton loop start --from-packet` or a prompt", l.ID, l.Status, l.Outcome)
 }
 
 // AppendNote adds a dated bullet to a loop's Notes body: one line of

@@ -391,8 +391,8 @@ type loopOut struct {
 }
 
 func toLoopOut(st *fsstore.Store, l *baton.Loop, withPrompt bool) loopOut {
-	fg, _ := st.ForegroundLoopID()
-	o := loopOut{ID: l.ID, Status: string(l.Status), Foreground: fg == l.ID, Iteration: l.Iteration, MaxIterations: l.MaxIterations,
+	fg, _ := st.Foreground()
+	o := loopOut{ID: l.ID, Status: string(l.Status), Foreground: fg.Has(l.ID), Iteration: l.Iteration, MaxIterations: l.MaxIterations,
 		Promises: nonNil(l.CompletionPromises), SessionID: l.SessionID, Outcome: l.Outcome}
 	if withPrompt {
 		o.Prompt = l.Prompt
@@ -439,7 +439,7 @@ func (s *Server) loopStatus(_ context.Context, _ *sdk.CallToolRequest, in loopRe
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := loop.Resolve(st, in.Loop)
+	l, err := loop.Resolve(st, in.Loop, "")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -457,7 +457,7 @@ func (s *Server) loopCancel(ctx context.Context, _ *sdk.CallToolRequest, in loop
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := loop.Resolve(st, in.Loop)
+	l, err := loop.Resolve(st, in.Loop, "")
 	if err != nil {
 		return nil, nil, err
 	}
