@@ -2,8 +2,10 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/golden"
@@ -543,5 +545,113 @@ func TestTwoSessionsRunTheirOwnLoops(t *testing.T) {
 	}
 	if o := e.stop("s3", e.dir, ptr("working"), false); o.Reason != "loop A" {
 		t.Errorf("s3's stop = %+v, want loop A", o)
+	}
+}
+
+// A loop with verify commands believes its promise only when they pass:
+// a failing command makes the next round's prompt end with a Failure
+// section (the command and the end of its output) and counts the round;
+// once it passes, the loop is done. loop show gives each run's result.
+func TestStopVerifiesThePromise(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo()
+	id := e.startLoop("Make done.txt", "--verify", "echo checking; test -f done.txt", "--verify", "true", "--max-iterations", "5")
+	if l := e.loop(id); len(l.Verify) != 2 {
+		t.Fatalf("verify commands = %q", l.Verify)
+	}
+	o := e.stop("s1", e.dir, ptr("All done.\n<promise>DONE</promise>"), false)
+	if o.Decision != "block" || !strings.HasPrefix(o.Reason, "Make done.txt\n\n## Failure\n\n") ||
+		!strings.Contains(o.Reason, "`echo checking; test -f done.txt` failed with exit status 1") || !strings.Contains(o.Reason, "checking") {
+		t.Fatalf("stop with a promise the check refutes = %+v", o)
+	}
+	l := e.loop(id)
+	if l.Status != baton.LoopActive || l.Iteration != 2 || len(l.VerifyRuns) != 1 || l.VerifyRuns[0].Passed || len(l.VerifyRuns[0].Checks) != 1 {
+		t.Fatalf("loop after a failed verification = %+v", l)
+	}
+	e.write("done.txt", "yes\n")
+	o = e.stop("s1", e.dir, ptr("<promise>DONE</promise>"), true)
+	if o.Decision != "" || !strings.Contains(o.SystemMessage, "done (DONE) at iteration 2/5, verified (2 commands passed)") {
+		t.Fatalf("stop with a promise the checks confirm = %+v", o)
+	}
+	r := e.ok("", "", "loop", "show", id)
+	if !strings.Contains(r.stdout, "verify:     `echo checking; test -f done.txt`, `true` (within 5m0s)") ||
+		!strings.Contains(r.stdout, "iteration 1: failed; `echo checking; test -f done.txt` exit 1") || !strings.Contains(r.stdout, "iteration 2: passed;") {
+		t.Errorf("loop show:\n%s", r.stdout)
+	}
+	var j struct{ Loop loopJSON }
+	if err := json.Unmarshal([]byte(e.ok("", "", "loop", "status", id, "--json").stdout), &j); err != nil {
+		t.Fatal(err)
+	}
+	if runs := j.Loop.VerifyRuns; len(runs) != 2 || runs[0].Passed || !runs[1].Passed || runs[1].Checks[1].Command != "true" || j.Loop.Status != "done" {
+		t.Errorf("loop status --json verify runs = %+v", runs)
+	}
+}
+
+// A loop started from a packet verifies with the packet's validators, and
+// refuses a verify timeout the Stop hook's time limit could not hold.
+func TestLoopFromPacketTakesItsValidators(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo()
+	e.ok("", "", "handoff", "ship it", "--next-prompt", "Finish the release", "--validator", "test -f released.txt")
+	var j struct{ Verify []string }
+	if err := json.Unmarshal([]byte(e.ok("", "", "loop", "start", "--from-packet", "latest", "--json").stdout), &j); err != nil || len(j.Verify) != 1 || j.Verify[0] != "test -f released.txt" {
+		t.Fatalf("loop from a packet verifies with %q (%v)", j.Verify, err)
+	}
+	if err := json.Unmarshal([]byte(e.ok("", "", "loop", "start", "--from-packet", "latest", "--verify", "true", "--json").stdout), &j); err != nil || len(j.Verify) != 1 || j.Verify[0] != "true" {
+		t.Errorf("--verify beside --from-packet = %q (%v)", j.Verify, err)
+	}
+	if r := e.run("", "", "loop", "start", "x", "--verify", "true", "--verify-timeout", "11m"); r.code != 2 || !strings.Contains(r.stderr, "10m0s") {
+		t.Errorf("--verify-timeout 11m = exit %d, %s", r.code, r.stderr)
+	}
+}
+
+// Budgets count what the session's transcript says it spent since the
+// loop started, only once; at a budget the loop pauses with a one-line
+// reason, and resume with a larger budget continues it.
+func TestStopBudgets(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo()
+	usage := func(id string, in, out int, at time.Time) string {
+		return fmt.Sprintf(`{"type":"assistant","timestamp":%q,"message":{"id":%q,"model":"claude-sonnet-4-5","role":"assistant","content":[{"type":"text","text":"working"}],"usage":{"input_tokens":%d,"output_tokens":%d}}}`,
+			at.Format(time.RFC3339), id, in, out)
+	}
+	// Before the loop: the session's own work, not the loop's.
+	e.writeTranscript("t.jsonl", usage("m0", 90000, 9000, e.now.Add(-time.Hour)))
+	id := e.startLoop("Keep going", "--max-tokens", "1000", "--max-cost", "1")
+	e.writeTranscript("t.jsonl", usage("m0", 90000, 9000, e.now.Add(-time.Hour)), usage("m1", 500, 100, e.now.Add(time.Minute)))
+	if o := e.stop("s1", e.dir, ptr("working"), false); o.Decision != "block" {
+		t.Fatalf("stop under budget = %+v", o)
+	}
+	if l := e.loop(id); l.Spent.Total() != 600 || l.Spent.CostUSD < 0.0029 || l.Spent.CostUSD > 0.00301 {
+		t.Fatalf("spent after one stop = %+v, want 600 tokens, $0.003", l.Spent)
+	}
+	// A second stop with nothing new spends nothing more.
+	e.stop("s1", e.dir, ptr("working"), true)
+	e.writeTranscript("t.jsonl", usage("m0", 90000, 9000, e.now.Add(-time.Hour)), usage("m1", 500, 100, e.now.Add(time.Minute)), usage("m2", 400, 100, e.now.Add(2*time.Minute)))
+	o := e.stop("s1", e.dir, ptr("working"), true)
+	if o.Decision != "" || !strings.Contains(o.SystemMessage, "paused at iteration 3/20: its token budget is spent (1100 of 1000 tokens)") {
+		t.Fatalf("stop over the token budget = %+v", o)
+	}
+	if l := e.loop(id); l.Status != baton.LoopPaused || !strings.Contains(l.PauseReason, "token budget") {
+		t.Fatalf("loop over budget = %s, %q", l.Status, l.PauseReason)
+	}
+	if o := e.stop("s1", e.dir, ptr("working"), false); o != (stopOut{}) {
+		t.Errorf("a paused loop's stop = %+v", o)
+	}
+	r := e.ok("", "", "loop", "resume", id, "--max-tokens", "5000")
+	if !strings.Contains(r.stdout, "paused -> active") {
+		t.Fatalf("resume --max-tokens: %+v", r)
+	}
+	if o := e.stop("s1", e.dir, ptr("working"), false); o.Decision != "block" {
+		t.Errorf("stop after resume with more tokens = %+v", o)
+	}
+	// Active time: the clock stood still while paused.
+	e.ok("", "", "loop", "resume", id, "--max-duration", "1h")
+	e.now = e.now.Add(61 * time.Minute)
+	if o := e.stop("s1", e.dir, ptr("working"), false); !strings.Contains(o.SystemMessage, "its time budget is spent (active 1h1m0s of 1h0m0s)") {
+		t.Errorf("stop after an hour = %+v", o)
+	}
+	if r := e.ok("", "", "loop", "show", id); !strings.Contains(r.stdout, "spent:      1100 tokens of 5000, $0.01 of $1.00, active 1h1m0s of 1h0m0s") {
+		t.Errorf("loop show spent line:\n%s", r.stdout)
 	}
 }

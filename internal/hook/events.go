@@ -9,11 +9,13 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/handoff"
 	"github.com/baton-agent/baton/internal/loop"
+	"github.com/baton-agent/baton/internal/proc"
 	"github.com/baton-agent/baton/internal/prompt"
 	"github.com/baton-agent/baton/internal/safefile"
 	"github.com/baton-agent/baton/internal/transcript"
@@ -110,7 +112,9 @@ func (h handler) exportSession() error {
 }
 
 // stop runs the loop engine on this session's foreground loop (its own,
-// else the unbound one, which it then takes).
+// else the unbound one, which it then takes): it reads what the session
+// spent since the last stop, verifies a stated promise when the loop has
+// verify commands, and applies the stop under the loop's lock.
 func (h handler) stop(ctx context.Context) (Result, error) {
 	if !h.st.Exists() {
 		return Result{}, h.errNoStore()
@@ -131,18 +135,31 @@ func (h handler) stop(ctx context.Context) (Result, error) {
 	if loop.Decide(&probe, loop.Stop{SessionID: h.p.SessionID, Known: true}).Action == loop.Ignore {
 		return Result{}, nil
 	}
+	now := h.env.now().UTC()
 	in := loop.Stop{
 		SessionID:      h.p.SessionID,
 		StopHookActive: h.p.StopHookActive,
 		BlockCap:       h.harness.StopBlockCap(h.env.Getenv),
+		Now:            now,
 	}
 	in.Message, in.Known, err = h.lastAssistantText()
 	if err != nil {
 		fmt.Fprintf(h.env.Stderr, "baton hook stop (%s): cannot read the transcript (%v); treating the message as unknown\n", h.harness.Name, err)
 	}
+	h.readSpend(l, &in, now)
+	if in.Known {
+		if promise, ok := loop.NeedsVerify(l, in.Message); ok {
+			// Minutes, perhaps: no lock is held meanwhile, and the locks
+			// after it get their own time.
+			run, failure := h.verify(l, promise)
+			in.Verify, in.Failure = &run, failure
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(h.base, lockTimeout)
+			defer cancel()
+		}
+	}
 	var d loop.Decision
 	undeliverable, bound := false, false
-	now := h.env.now().UTC()
 	_, err = h.st.UpdateLoop(ctx, id, func(l *baton.Loop) error {
 		was := l.SessionID
 		d = loop.Decide(l, in)
@@ -156,7 +173,7 @@ func (h handler) stop(ctx context.Context) (Result, error) {
 		if !d.Changed {
 			return fsstore.ErrUnchanged
 		}
-		if d.Finished {
+		if d.Finished || d.Paused {
 			l.Notes = loop.AppendNote(l.Notes, now, fmt.Sprintf("%s in %s session %s", strings.TrimPrefix(d.Message, "baton loop "+l.ID+": "), h.harness.Name, h.p.SessionID))
 		}
 		return nil
@@ -188,6 +205,52 @@ func (h handler) stop(ctx context.Context) (Result, error) {
 		return Result{SystemMessage: d.Message}, nil
 	}
 	return Result{}, nil
+}
+
+// readSpend reads what the session spent since the loop's last stop from
+// its transcript (only what is new), prices it, and puts it in in. A
+// transcript it cannot read spends nothing this time, with a warning.
+func (h handler) readSpend(l *baton.Loop, in *loop.Stop, now time.Time) {
+	if h.p.TranscriptPath == "" {
+		return
+	}
+	cur := l.Usage
+	if cur.Since.IsZero() {
+		cur.Since = l.ActiveSince
+		if cur.Since.IsZero() {
+			cur.Since = l.CreatedAt
+		}
+	}
+	u, next, err := transcript.ReadUsage(h.p.TranscriptPath, cur, transcript.UsageOptions{Droid: h.harness.Name == baton.HarnessDroid, Now: now})
+	if err != nil {
+		h.warn("cannot read the session's usage (%v); the loop's budgets count nothing this time", err)
+		return
+	}
+	prices, err := loop.PricesFromEnv(h.env.Getenv)
+	if err != nil {
+		h.warn("%v; the default prices apply", err)
+	}
+	in.Spent = prices.Price(u.ByModel, u.Recorded)
+	in.UsageFrom, in.Usage = l.Usage, &next
+}
+
+// verify runs the loop's verify commands for promise in the project root,
+// confined as every command that runs an agent's code is (the project and
+// a temporary directory writable, the system readable; BATON_SANDBOX and
+// its lists apply), within the loop's verify timeout.
+func (h handler) verify(l *baton.Loop, promise string) (baton.VerifyRun, string) {
+	conf, err := loop.ConfinementFromEnv(h.env.Getenv, h.st.Root())
+	if err != nil {
+		return baton.VerifyRun{At: h.env.now().UTC().Truncate(time.Second), Iteration: l.Iteration, Promise: loop.Normalize(promise), Error: baton.ErrorMessage(err)}, ""
+	}
+	timeout := l.EffectiveVerifyTimeout()
+	ctx, cancel := context.WithTimeout(h.base, timeout+proc.DefaultGrace+time.Second)
+	defer cancel()
+	return loop.Verify(ctx, loop.VerifyRequest{
+		Commands: l.Verify, Dir: h.st.Root(), Timeout: timeout, Confine: conf,
+		Env:       []string{"BATON_LOOP_ID=" + l.ID},
+		Iteration: l.Iteration, Promise: promise, Now: h.env.now,
+	})
 }
 
 // lastAssistantText takes the payload's last_assistant_message, else the

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/hook"
@@ -21,6 +22,11 @@ type hookEvent struct {
 // answer in milliseconds, and a wedged lock must not hold a session for
 // the harness's default 60-600 s.
 const hookTimeout = 30
+
+// stopHookTimeout is the Stop hook's timeout (seconds): the stop may run a
+// loop's verify commands, for up to baton.MaxVerifyTimeout, before it
+// answers. Claude Code, Codex and Droid all read "timeout" in seconds.
+const stopHookTimeout = int((baton.MaxVerifyTimeout + time.Minute) / time.Second)
 
 // claudeStyleHooks are baton's four hooks in a harness with Claude Code's
 // event names; session-start runs for sessionMatcher ("" for every
@@ -189,7 +195,11 @@ func addBatonHooks(hooks *object, t Target, events []hookEvent) {
 		handler := newObject()
 		handler.set("type", "command")
 		handler.set("command", hook.Command(hook.Program(t.Exe), e.Baton, t.Harness))
-		handler.set("timeout", json.Number(strconv.Itoa(hookTimeout)))
+		timeout := hookTimeout
+		if e.Baton == hook.Stop {
+			timeout = stopHookTimeout
+		}
+		handler.set("timeout", json.Number(strconv.Itoa(timeout)))
 		group := newObject()
 		if e.Matcher != "" {
 			group.set("matcher", e.Matcher)

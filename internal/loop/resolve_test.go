@@ -115,7 +115,7 @@ func TestResolveCurrentPerSession(t *testing.T) {
 		}
 	}
 	// Activate --rebind hands a loop to another session: its slot moves.
-	if _, _, err := Activate(ctx, st, a.ID, true, "s4"); err != nil {
+	if _, _, err := Activate(ctx, st, a.ID, true, "s4", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if l, err := Resolve(st, Current, "s4"); err != nil || l.ID != a.ID {

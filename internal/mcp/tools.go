@@ -418,7 +418,7 @@ func (s *Server) loopStart(ctx context.Context, _ *sdk.CallToolRequest, in loopS
 	if err != nil {
 		return nil, nil, err
 	}
-	l, _, err := loop.Start(ctx, st, loop.StartRequest{Prompt: in.Prompt, FromPacket: in.FromPacket, MaxIterations: max, Promises: in.Promises, SessionID: in.SessionID})
+	l, _, err := loop.Start(ctx, st, loop.StartRequest{Prompt: in.Prompt, FromPacket: in.FromPacket, MaxIterations: max, Promises: in.Promises, SessionID: in.SessionID, Now: s.opts.Now()})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -461,7 +461,7 @@ func (s *Server) loopCancel(ctx context.Context, _ *sdk.CallToolRequest, in loop
 	if err != nil {
 		return nil, nil, err
 	}
-	l, from, err := loop.SetStatus(ctx, st, l.ID, loop.Cancel, false, "", s.opts.Now().UTC())
+	l, from, err := loop.SetStatus(ctx, st, l.ID, loop.StatusChange{Change: loop.Cancel, Now: s.opts.Now()})
 	if err != nil {
 		return nil, nil, err
 	}
