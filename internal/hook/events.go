@@ -65,7 +65,7 @@ func (h handler) compactionTold(ctx context.Context) {
 		return // the common case: nothing pending, no lock taken
 	}
 	_, err = h.st.UpdateLoop(ctx, fg.ID, func(l *baton.Loop) error {
-		if l.CompactedPacket == "" || l.SessionID != h.p.SessionID {
+		if l.CompactedPacket == "" || (l.SessionID != "" && l.SessionID != h.p.SessionID) {
 			return fsstore.ErrUnchanged
 		}
 		l.CompactedPacket = ""
@@ -305,8 +305,10 @@ func (h handler) preCompact(ctx context.Context) (Result, error) {
 		return Result{}, h.errNoStore()
 	}
 	fg, _ := h.st.ForegroundLoop(h.p.SessionID)
-	if fg != nil && (fg.Status != baton.LoopActive || fg.SessionID != h.p.SessionID) {
-		fg = nil // not this session's loop: unbound loops are the next stopping session's
+	if fg != nil && (fg.Status != baton.LoopActive || (fg.SessionID != "" && fg.SessionID != h.p.SessionID)) {
+		// Not this session's loop. The unbound loop counts: this session
+		// takes it at its next stop unless it has a loop of its own.
+		fg = nil
 	}
 	active := ActivePacket(h.st)
 	purpose, next := "", ""
