@@ -655,3 +655,35 @@ func TestStopBudgets(t *testing.T) {
 		t.Errorf("loop show spent line:\n%s", r.stdout)
 	}
 }
+
+// baton search finds packets and loops by their words, as text and as
+// JSON, and opts the project in to its transcripts.
+func TestSearchCommand(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo()
+	e.ok("", "", "handoff", "Move sessions to JWT", "--next-prompt", "Rotate the refresh tokens on use")
+	e.startLoop("Port the token signer")
+	r := e.ok("", "", "search", "tokens")
+	if !strings.Contains(r.stdout, "packet 20261122T093400Z-move-sessions-to-jwt  Move sessions to JWT") || !strings.Contains(r.stdout, "«tokens»") {
+		t.Errorf("search tokens:\n%s", r.stdout)
+	}
+	var j struct {
+		SchemaVersion int `json:"schema_version"`
+		Results       []struct{ Kind, ID, Path, Snippet string }
+	}
+	if err := json.Unmarshal([]byte(e.ok("", "", "search", "token", "--kind", "loop", "--json").stdout), &j); err != nil || j.SchemaVersion != 1 || len(j.Results) != 1 || j.Results[0].Kind != "loop" || !strings.HasSuffix(j.Results[0].Path, ".md") {
+		t.Errorf("search --kind loop --json = %+v, %v", j, err)
+	}
+	if r := e.ok("", "", "search", "nothingmatchesthis"); !strings.Contains(r.stdout, "nothing matches") || !strings.Contains(r.stdout, "--transcripts on") {
+		t.Errorf("search without results:\n%s", r.stdout)
+	}
+	if r := e.ok("", "", "search", "--transcripts", "on"); !strings.Contains(r.stdout, "search transcripts on") {
+		t.Errorf("search --transcripts on:\n%s", r.stdout)
+	}
+	if r := e.run("", "", "search", "x", "--kind", "tweet"); r.code != 2 {
+		t.Errorf("search --kind tweet = exit %d", r.code)
+	}
+	if r := e.run("", "", "search"); r.code != 2 {
+		t.Errorf("search without words = exit %d", r.code)
+	}
+}
