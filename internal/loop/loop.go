@@ -361,7 +361,28 @@ func HowToFinish(l *baton.Loop) string {
 	if len(ps) > 1 {
 		s += " (or " + strings.Join(ps[1:], ", ") + ")"
 	}
+	if len(l.Verify) > 0 {
+		// The agent should know its promise is checked, and by what.
+		s += ", which baton checks by running " + verifyList(l.Verify)
+	}
 	return s
+}
+
+// verifyList names the verify commands in a line, up to three.
+func verifyList(cmds []string) string {
+	var q []string
+	for i, c := range cmds {
+		if i == 3 {
+			q = append(q, fmt.Sprintf("%d more", len(cmds)-3))
+			break
+		}
+		if len(c) > 80 || strings.ContainsAny(c, "`\n") {
+			q = append(q, "a command of the loop's")
+			continue
+		}
+		q = append(q, "`"+c+"`")
+	}
+	return strings.Join(q, ", ")
 }
 
 func progress(l *baton.Loop) string {

@@ -164,7 +164,7 @@ func TestDecide(t *testing.T) {
 			name: "a failed verification is the next round's Failure", loop: active(func(l *baton.Loop) { l.Verify = []string{"go test ./..."} }),
 			stop: Stop{SessionID: "s1", Known: true, Message: "<promise>DONE</promise>", Verify: &failed, Failure: "`go test ./...` failed:\n```\nFAIL x\n```\n"},
 			want: Decision{Action: Block, Reason: "Fix it.\n---\nagain\n\n## Failure\n\n`go test ./...` failed:\n```\nFAIL x\n```",
-				Message: "baton loop L: iteration 2/20 — finish with <promise>DONE</promise> (or BLOCKED)", Changed: true},
+				Message: "baton loop L: iteration 2/20 — finish with <promise>DONE</promise> (or BLOCKED), which baton checks by running `go test ./...`", Changed: true},
 			after: active(func(l *baton.Loop) {
 				l.Verify, l.VerifyRuns, l.Iteration, l.ConsecutiveBlocks = []string{"go test ./..."}, []baton.VerifyRun{failed}, 2, 1
 			}),
@@ -173,7 +173,7 @@ func TestDecide(t *testing.T) {
 			name: "a promise the loop did not verify is not believed", loop: active(func(l *baton.Loop) { l.Verify = []string{"go test ./..."} }),
 			stop: Stop{SessionID: "s1", Known: true, Message: "<promise>DONE</promise>"},
 			want: Decision{Action: Block, Reason: "Fix it.\n---\nagain\n\n## Failure\n\nYou stated <promise>DONE</promise>, but the loop's verify commands did not run, so the promise is not accepted yet. State it again when the work is done.",
-				Message: "baton loop L: iteration 2/20 — finish with <promise>DONE</promise> (or BLOCKED)", Changed: true},
+				Message: "baton loop L: iteration 2/20 — finish with <promise>DONE</promise> (or BLOCKED), which baton checks by running `go test ./...`", Changed: true},
 			after: active(func(l *baton.Loop) { l.Verify, l.Iteration, l.ConsecutiveBlocks = []string{"go test ./..."}, 2, 1 }),
 		},
 		{
