@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/fsstore"
@@ -40,51 +41,76 @@ type source struct {
 // has not changed, no session was added.
 const sessionsSource = "sessions"
 
+// fullCheckEvery is how often a refresh stats every packet and loop even
+// when their directories look unchanged: baton writes them through a
+// rename, which changes the directory, but an editor that writes a file in
+// place does not.
+const fullCheckEvery = time.Minute
+
 // Refresh brings the index up to date with the store: packets and loops
 // whose file changed are indexed again, those removed are dropped, and
 // with transcripts on, what each session's transcript gained since the
-// last refresh is added (a transcript that shrank is indexed again). It
-// stats every packet and loop file; it reads only what changed.
+// last refresh is added (a transcript that shrank is indexed again). A
+// directory of packets or loops unchanged since the last refresh is not
+// listed again, but for a full check once a minute; it reads only what
+// changed.
 func (ix *Index) Refresh(ctx context.Context) (Report, error) {
 	var rep Report
-	known, err := ix.sources(ctx)
-	if err != nil {
+	now := ix.now()
+	var last int64
+	full := false
+	if v, err := ix.meta(ctx, "full_check"); err != nil {
+		return rep, err
+	} else if _, err := fmt.Sscan(v, &last); err != nil || now.Sub(time.Unix(0, last)) >= fullCheckEvery {
+		full = true
+	}
+	for _, kind := range []Kind{KindPacket, KindLoop} {
+		if err := ix.refreshArtifacts(ctx, kind, full, &rep); err != nil {
+			return rep, err
+		}
+	}
+	if full {
+		if err := ix.setMeta(ctx, "full_check", fmt.Sprint(now.UnixNano())); err != nil {
+			return rep, err
+		}
+	}
+	var err error
+	if rep.Transcripts, err = ix.Transcripts(ctx); err != nil || !rep.Transcripts {
 		return rep, err
 	}
-	seen := map[string]bool{}
-	for _, kind := range []Kind{KindPacket, KindLoop} {
-		if err := ix.refreshArtifacts(ctx, kind, known, seen, &rep); err != nil {
-			return rep, err
-		}
-	}
-	var gone []string
-	for p, s := range known {
-		if (s.kind == KindPacket || s.kind == KindLoop) && !seen[p] {
-			gone = append(gone, p)
-		}
-	}
-	if len(gone) > 0 {
-		err := ix.tx(ctx, func(tx *sql.Tx) error {
-			for _, p := range gone {
-				if err := dropSource(ctx, tx, p); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return rep, err
-		}
-		rep.Removed += len(gone)
-	}
-	if rep.Transcripts, err = ix.Transcripts(ctx); err != nil || !rep.Transcripts {
+	known, err := ix.sources(ctx, KindTranscript, sessionsSource)
+	if err != nil {
 		return rep, err
 	}
 	return rep, ix.refreshTranscripts(ctx, known, &rep)
 }
 
-func (ix *Index) sources(ctx context.Context) (map[string]source, error) {
-	rows, err := ix.db.QueryContext(ctx, `SELECT path, kind, size, mtime, done, name FROM sources`)
+// ForceFullCheck makes the next Refresh stat every packet and loop file
+// (benchmarks time it).
+func (ix *Index) ForceFullCheck() { _ = ix.setMeta(context.Background(), "full_check", "0") }
+
+func (ix *Index) meta(ctx context.Context, key string) (string, error) {
+	var v string
+	err := ix.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return v, err
+}
+
+func (ix *Index) setMeta(ctx context.Context, key, value string) error {
+	_, err := ix.db.ExecContext(ctx, `INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)`, key, value)
+	return err
+}
+
+// sources reads what the index knows of the sources of the given kinds.
+func (ix *Index) sources(ctx context.Context, kinds ...Kind) (map[string]source, error) {
+	args := make([]any, len(kinds))
+	for i, k := range kinds {
+		args[i] = string(k)
+	}
+	rows, err := ix.db.QueryContext(ctx, `SELECT path, kind, size, mtime, done, name FROM sources WHERE kind IN (`+
+		strings.TrimSuffix(strings.Repeat("?,", len(kinds)), ",")+`)`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -103,21 +129,47 @@ func (ix *Index) sources(ctx context.Context) (map[string]source, error) {
 }
 
 // refreshArtifacts indexes the packets (or loops) whose file is new or
-// changed since the last refresh.
-func (ix *Index) refreshArtifacts(ctx context.Context, kind Kind, known map[string]source, seen map[string]bool, rep *Report) error {
+// changed since the last refresh, and drops those removed. Unless full,
+// a directory unchanged since the last refresh is taken as it was.
+func (ix *Index) refreshArtifacts(ctx context.Context, kind Kind, full bool, rep *Report) (err error) {
 	sub := fsstore.PacketsDir
 	if kind == KindLoop {
 		sub = fsstore.LoopsDir
 	}
 	dir := filepath.Join(ix.st.Dir(), sub)
-	if fi, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
-		return nil
+	dfi, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		dfi = nil
 	} else if err != nil {
 		return err
-	} else if !fi.IsDir() {
+	} else if !dfi.IsDir() {
 		return baton.Errorf(baton.Invalid, "%s is not a directory (a link?): baton follows no links out of its store", dir)
 	}
-	entries, err := os.ReadDir(dir)
+	state := "none"
+	if dfi != nil {
+		// Read before the listing: a change during it shows next time.
+		state = fmt.Sprint(dfi.ModTime().UnixNano())
+	}
+	key := "dir:" + string(kind)
+	if was, err := ix.meta(ctx, key); err != nil {
+		return err
+	} else if was == state && !full {
+		return nil
+	}
+	known, err := ix.sources(ctx, kind)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	defer func() {
+		if err == nil {
+			err = ix.setMeta(ctx, key, state)
+		}
+	}()
+	var entries []fs.DirEntry
+	if dfi != nil {
+		entries, err = os.ReadDir(dir)
+	}
 	if err != nil {
 		return fmt.Errorf("list %s: %w", dir, err)
 	}
@@ -144,10 +196,22 @@ func (ix *Index) refreshArtifacts(ctx context.Context, kind Kind, known map[stri
 		}
 		changed = append(changed, change{p, id, fi})
 	}
-	if len(changed) == 0 {
+	var gone []string
+	for p := range known {
+		if !seen[p] {
+			gone = append(gone, p)
+		}
+	}
+	if len(changed) == 0 && len(gone) == 0 {
 		return nil
 	}
-	return ix.tx(ctx, func(tx *sql.Tx) error {
+	rep.Removed += len(gone)
+	err = ix.tx(ctx, func(tx *sql.Tx) error {
+		for _, p := range gone {
+			if err := dropSource(ctx, tx, p); err != nil {
+				return err
+			}
+		}
 		ins, insFTS, err := prepareDocs(ctx, tx)
 		if err != nil {
 			return err
@@ -176,6 +240,7 @@ func (ix *Index) refreshArtifacts(ctx context.Context, kind Kind, known map[stri
 		}
 		return nil
 	})
+	return err
 }
 
 func prepareDocs(ctx context.Context, tx *sql.Tx) (ins, insFTS *sql.Stmt, err error) {

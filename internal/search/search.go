@@ -62,7 +62,7 @@ type Index struct {
 
 // schemaVersion changes when the tables change; an index of another
 // version is rebuilt.
-const schemaVersion = "1"
+const schemaVersion = "2"
 
 const schema = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -85,6 +85,7 @@ CREATE TABLE IF NOT EXISTS docs (
 	at INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS docs_source ON docs(source);
+CREATE INDEX IF NOT EXISTS sources_kind ON sources(kind);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(title, body, content='docs', content_rowid='rowid', tokenize='porter unicode61');
 `
 
@@ -261,6 +262,12 @@ type Result struct {
 	AnyWords bool      `json:"any_words,omitempty"`
 }
 
+// MaxRanked bounds the documents a query ranks: those indexed last, when
+// its words are in more (a common word in a large project).
+const MaxRanked = 5000
+
+var maxRanked = MaxRanked // tests lower it
+
 // MaxQuery bounds a query's text.
 const MaxQuery = 1000
 
@@ -301,35 +308,70 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Result, error) {
 	return res, err
 }
 
+// match ranks the documents expr matches and returns the best limit of
+// them. It ranks first and makes snippets after, for those only: a
+// snippet costs more than a rank, and a common word matches many.
 func (ix *Index) match(ctx context.Context, expr string, kinds []Kind, limit int) ([]Result, error) {
-	query := `SELECT d.kind, d.artifact, d.path, d.title, snippet(fts, 1, '«', '»', '…', 16), d.at, bm25(fts, 4.0, 1.0)
-		FROM fts JOIN docs d ON d.rowid = fts.rowid WHERE fts MATCH ?`
+	query := `SELECT fts.rowid, bm25(fts, 4.0, 1.0) AS r FROM fts WHERE fts MATCH ?`
 	args := []any{expr}
 	if len(kinds) > 0 {
-		query += ` AND d.kind IN (` + strings.TrimSuffix(strings.Repeat("?,", len(kinds)), ",") + `)`
+		query = `SELECT fts.rowid, bm25(fts, 4.0, 1.0) AS r FROM fts JOIN docs d ON d.rowid = fts.rowid WHERE fts MATCH ?` +
+			` AND d.kind IN (` + strings.TrimSuffix(strings.Repeat("?,", len(kinds)), ",") + `)`
 		for _, k := range kinds {
 			args = append(args, string(k))
 		}
 	}
-	query += ` ORDER BY bm25(fts, 4.0, 1.0) LIMIT ?`
+	// Ranking costs per matching document: a query whose words are in
+	// more than MaxRanked documents ranks the MaxRanked indexed last.
+	var cut int64
+	err := ix.db.QueryRowContext(ctx, `SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?`, expr, maxRanked).Scan(&cut)
+	switch {
+	case err == nil:
+		query += ` AND fts.rowid > ?`
+		args = append(args, cut)
+	case !errors.Is(err, sql.ErrNoRows):
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	query += ` ORDER BY r LIMIT ?`
 	args = append(args, limit)
 	rows, err := ix.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}
-	defer rows.Close()
-	var out []Result
+	type hit struct {
+		rowid int64
+		rank  float64
+	}
+	var hits []hit
 	for rows.Next() {
-		var r Result
+		var h hit
+		if err := rows.Scan(&h.rowid, &h.rank); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		hits = append(hits, h)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]Result, 0, len(hits))
+	for _, h := range hits {
+		r := Result{Rank: h.rank}
 		var kind string
 		var at int64
-		if err := rows.Scan(&kind, &r.ID, &r.Path, &r.Title, &r.Snippet, &at, &r.Rank); err != nil {
-			return nil, err
+		err := ix.db.QueryRowContext(ctx, `SELECT d.kind, d.artifact, d.path, d.title, snippet(fts, -1, '«', '»', '…', 16), d.at
+			FROM fts JOIN docs d ON d.rowid = fts.rowid WHERE fts MATCH ? AND fts.rowid = ?`, expr, h.rowid).
+			Scan(&kind, &r.ID, &r.Path, &r.Title, &r.Snippet, &at)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue // removed meanwhile
+		} else if err != nil {
+			return nil, fmt.Errorf("search: %w", err)
 		}
 		r.Kind, r.At = Kind(kind), time.Unix(at, 0).UTC()
 		out = append(out, r)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // Size is the index's size on disk, its write-ahead log included.

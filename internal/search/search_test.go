@@ -3,8 +3,10 @@ package search
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -141,12 +143,31 @@ func TestSearchIsIncremental(t *testing.T) {
 	if res, _ := ix.Search(f.ctx, Query{Text: "plums"}); len(res) != 0 {
 		t.Errorf("a removed packet is still found: %+v", res)
 	}
+	// A packet edited in place leaves its directory as it was: it is seen
+	// at the next full check, at most a minute later.
+	apple, _ := f.st.ResolvePacket("latest")
+	applePath, _ := f.st.PacketPath(apple.ID)
+	b, _ := os.ReadFile(applePath)
+	if err := os.WriteFile(applePath, []byte(strings.Replace(string(b), "about apples", "about quinces", -1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := ix.Refresh(f.ctx); err != nil || rep.Indexed != 0 {
+		t.Fatalf("refresh right after an in-place edit = %+v, %v; want it left to the full check", rep, err)
+	}
+	clock := time.Now().Add(2 * fullCheckEvery)
+	ix.now = func() time.Time { return clock }
+	if rep, err := ix.Refresh(f.ctx); err != nil || rep.Indexed != 1 {
+		t.Fatalf("full check after an in-place edit = %+v, %v", rep, err)
+	}
+	if res, _ := ix.Search(f.ctx, Query{Text: "quinces"}); len(res) != 1 {
+		t.Errorf("search quinces = %+v", res)
+	}
 	// A corrupt packet is skipped and reported, the rest still found.
 	os.WriteFile(filepath.Join(f.st.Dir(), fsstore.PacketsDir, "20261126T090000Z-broken.md"), []byte("---\nbroken"), 0o644)
 	if rep, err := ix.Refresh(f.ctx); err != nil || len(rep.Skipped) != 1 {
 		t.Errorf("refresh with a corrupt packet = %+v, %v", rep, err)
 	}
-	if res, _ := ix.Search(f.ctx, Query{Text: "apples"}); len(res) != 5 {
+	if res, _ := ix.Search(f.ctx, Query{Text: "apples"}); len(res) != 5 { // the quince packet's body still says apples
 		t.Errorf("search apples = %d results, want 5", len(res))
 	}
 }
@@ -230,5 +251,32 @@ func TestSearchIndexIsNotCommitted(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(f.st.Dir(), ".gitignore"))
 	if err != nil || !strings.Contains(string(b), "/indexes/search.db*") {
 		t.Errorf(".gitignore = %q, %v", b, err)
+	}
+}
+
+// A word in more documents than a query ranks is ranked among those
+// indexed last: the query's cost is bounded whatever the project's size.
+func TestSearchRanksAtMostMaxRanked(t *testing.T) {
+	defer func(n int) { maxRanked = n }(maxRanked)
+	maxRanked = 10
+	f := newFixture(t)
+	var newest []string
+	for i := 0; i < 30; i++ {
+		p := f.packet(fmt.Sprintf("Packet %d", i), "common words here")
+		if i >= 20 {
+			newest = append(newest, p.ID)
+		}
+	}
+	res := f.search(Query{Text: "common", Limit: 30})
+	if len(res) != 10 {
+		t.Fatalf("search common = %d results, want the 10 ranked", len(res))
+	}
+	for _, r := range res {
+		if !slices.Contains(newest, r.ID) {
+			t.Errorf("%s ranked, but it is not among the 10 indexed last", r.ID)
+		}
+	}
+	if res := f.search(Query{Text: "common words", Limit: 30}); len(res) != 10 {
+		t.Errorf("search common words = %d results, want 10", len(res))
 	}
 }
