@@ -183,8 +183,9 @@ func (s *Store) Init(ctx context.Context) (created bool, err error) {
 // writers that died and scratch data; the session log (session ids and
 // transcript paths of this machine), which loop is in the foreground here,
 // the touch log behind `baton files` (it changes on every edit; the files
-// that matter travel in packets), and the search index built from them. root.json, packets and loops are
-// the project's shared context, worth committing.
+// that matter travel in packets), and the search index built from them.
+// root.json, packets and loops are the project's shared context, worth
+// committing.
 var ignoreLines = []string{"*.lock", ".*" + safefile.TempMarker + "*", "/scratch/",
 	"/indexes/sessions.jsonl", "/indexes/active-loop.json", "/indexes/foreground-loops.json",
 	"/indexes/relevant-files.jsonl", "/indexes/" + SearchIndex + "*"}
