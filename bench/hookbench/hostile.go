@@ -91,7 +91,7 @@ func hostile(bin string, n int) {
 		}, n / 10, ""},
 		{"stop, the foreground loop linked to /dev/zero", "stop", link("/dev/zero", "loops/LOOP.md"), n, "symlink"},
 		{"stop, the foreground loop is a named pipe", "stop", fifo("loops/LOOP.md"), n, "named pipe"},
-		{"stop, active-loop.json linked to /dev/zero", "stop", link("/dev/zero", "indexes/active-loop.json"), n, "symlink"},
+		{"stop, foreground-loops.json linked to /dev/zero", "stop", link("/dev/zero", "indexes/foreground-loops.json"), n, "symlink"},
 		{"stop, the loop's lock file linked out of the store", "stop", func(p project) map[string]any {
 			out, err := os.MkdirTemp("", "hookbench-outside-*")
 			check(err)

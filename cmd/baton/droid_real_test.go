@@ -91,4 +91,8 @@ func TestRealDroidSession(t *testing.T) {
 	if st.Loop.Status != "done" || st.Loop.Outcome != "DONE" || st.Loop.Iteration != 2 {
 		t.Errorf("loop after the session = %+v\n%s", st.Loop, status)
 	}
+	// Droid keeps its usage beside the transcript: the loop counted it.
+	if l := loopStatus(t, env, repo, started.ID); l.Spent <= 0 {
+		t.Errorf("the loop counted no tokens from Droid's session settings: %+v", l)
+	}
 }

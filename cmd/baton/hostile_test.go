@@ -361,8 +361,8 @@ func TestHostileStoreShapes(t *testing.T) {
 		{"a packet is a FIFO", func(h hostile, _, _ string) {
 			mkfifo(h.t, filepath.Join(h.store, "packets", "20991231T000000Z-pipe.md"))
 		}, "session-start", session, ""},
-		{"active-loop.json linked to /dev/zero", func(h hostile, _, _ string) {
-			h.symlink("/dev/zero", "indexes/active-loop.json")
+		{"foreground-loops.json linked to /dev/zero", func(h hostile, _, _ string) {
+			h.symlink("/dev/zero", "indexes/foreground-loops.json")
 		}, "stop", stop, "is a symlink"},
 		{"the loop's lock file linked out", func(h hostile, loop, outside string) {
 			h.symlink(filepath.Join(outside, "made-by-baton"), "loops/"+loop+".md.lock")

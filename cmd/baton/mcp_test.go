@@ -127,7 +127,7 @@ func TestMCPStdio(t *testing.T) {
 	p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
 	m := p.recv()
 	tools, _ := m["result"].(map[string]any)["tools"].([]any)
-	if len(tools) != 11 {
+	if len(tools) != 12 {
 		t.Errorf("tools/list gave %d tools: %v", len(tools), m)
 	}
 	p.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"pickup","arguments":{}}}`)

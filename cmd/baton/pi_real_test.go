@@ -76,29 +76,9 @@ func TestRealPiSession(t *testing.T) {
 	if files := batonRun(t, env, repo, "files", "--all", "--json"); !strings.Contains(files, `"hello.txt"`) {
 		t.Errorf("the write was not recorded:\n%s", files)
 	}
-	if st := loopState(t, env, repo, started.ID); st.Status != "done" || st.Outcome != "DONE" || st.Iteration != 2 || st.SessionID == "" {
+	if st := loopStatus(t, env, repo, started.ID); st.Status != "done" || st.Outcome != "DONE" || st.Iteration != 2 || st.SessionID == "" {
 		t.Errorf("loop after pi -p = %+v\n%s", st, tail(out.String()))
 	}
-}
-
-// loopStatus is what the real-harness tests read of `baton loop status`.
-type loopStatus struct {
-	Status    string `json:"status"`
-	Outcome   string `json:"outcome"`
-	Iteration int    `json:"iteration"`
-	SessionID string `json:"session_id"`
-}
-
-func loopState(t *testing.T, env []string, repo, id string) loopStatus {
-	t.Helper()
-	out := batonRun(t, env, repo, "loop", "status", id, "--json")
-	var st struct {
-		Loop loopStatus `json:"loop"`
-	}
-	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &st); err != nil {
-		t.Fatalf("loop status --json: %v\n%s", err, out)
-	}
-	return st.Loop
 }
 
 // batonDoctor runs `baton doctor --no-probe`, which exits 1 when something

@@ -121,6 +121,10 @@ func TestRealPiRPCSession(t *testing.T) {
 
 	send(map[string]any{"id": "p1", "type": "prompt", "message": "Write a greeting to hello.txt"})
 	waitFor("loop end", loopDone)
+	// pi writes each message's usage in its session file: the loop counted it.
+	if st := loopStatus(t, env, repo, started.ID); st.Spent <= 0 {
+		t.Errorf("the loop counted no tokens from pi's session file: %+v", st)
+	}
 	if b, _ := os.ReadFile(target); string(b) != "hello\n" {
 		t.Errorf("hello.txt = %q", b)
 	}

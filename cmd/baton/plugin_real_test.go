@@ -88,7 +88,7 @@ func pluginSessionChecks(t *testing.T, env []string, repo, loopID, marker string
 	if files := batonRun(t, env, repo, "files", "--all", "--json"); !strings.Contains(files, `"hello.txt"`) {
 		t.Errorf("the write was not recorded:\n%s\n%s", files, tail(out))
 	}
-	if st := loopState(t, env, repo, loopID); st.Status != "done" || st.Outcome != "DONE" || st.Iteration != 2 {
+	if st := loopStatus(t, env, repo, loopID); st.Status != "done" || st.Outcome != "DONE" || st.Iteration != 2 {
 		t.Errorf("loop after the session = %+v\n%s", st, tail(out))
 	}
 }

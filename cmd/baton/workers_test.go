@@ -427,7 +427,7 @@ func TestDoctorExitStatus(t *testing.T) {
 	batonRun(t, env, repo, "install", "claude")
 	cmd := exec.Command(batonBin, "doctor")
 	cmd.Dir, cmd.Env = repo, env
-	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "ok   claude mcp") || !strings.Contains(string(out), "11 tools: files, files_add, fix_issue_brief, handoff") {
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "ok   claude mcp") || !strings.Contains(string(out), "12 tools: files, files_add, fix_issue_brief, handoff") {
 		t.Fatalf("doctor on a working install (hooks and MCP server): %v\n%s", err, out)
 	}
 	settings := filepath.Join(repo, ".claude", "settings.local.json")

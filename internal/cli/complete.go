@@ -127,6 +127,8 @@ func (f *Factory) addCompletions(root *cobra.Command) {
 			flags["status"] = fixed("active", "paused", "done", "cancelled")
 		case "delivery list":
 			flags["status"], flags["phase"], flags["state"] = fixed(statuses...), fixed(phases...), fixed(delivery.FilterStates...)
+		case "baton search":
+			flags["kind"], flags["transcripts"] = fixed("packet", "loop", "note", "transcript"), fixed("on", "off")
 		case "delivery create":
 			flags["endpoint"] = fixed(phases...)
 			flags["merge"] = fixed("squash", "merge", "rebase")

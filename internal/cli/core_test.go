@@ -35,12 +35,12 @@ func TestSharedCoreChoices(t *testing.T) {
 	if r := e.ok("", "", "loop", "status", "current"); !strings.HasPrefix(r.stdout, "loop "+started.ID+" (foreground)") {
 		t.Errorf("loop status current:\n%s", r.stdout)
 	}
-	e.write(".agent/context/indexes/active-loop.json", "{damaged")
+	e.write(".agent/context/indexes/foreground-loops.json", "{damaged")
 	r := e.ok("", "", "loop", "status", "fix-the")
-	if !strings.HasPrefix(r.stdout, "loop "+started.ID+"\n") || !strings.Contains(r.stderr, "active-loop.json") {
+	if !strings.HasPrefix(r.stdout, "loop "+started.ID+"\n") || !strings.Contains(r.stderr, "foreground-loops.json") {
 		t.Errorf("loop status <prefix> with a damaged pointer: stdout\n%s\nstderr %s", r.stdout, r.stderr)
 	}
-	if r := e.run("", "", "loop", "cancel"); r.code == 0 || !strings.Contains(r.stderr, "active-loop.json") {
+	if r := e.run("", "", "loop", "cancel"); r.code == 0 || !strings.Contains(r.stderr, "foreground-loops.json") {
 		t.Errorf("loop cancel with a damaged pointer = %d, stderr %s; want the pointer named", r.code, r.stderr)
 	}
 

@@ -4,6 +4,7 @@ import (
 	"github.com/baton-agent/baton/internal/golden"
 
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/fsstore"
+	"github.com/baton-agent/baton/internal/loop"
 )
 
 // Sessions of the payloads under testdata/hooks.
@@ -69,7 +71,10 @@ func (e *env) project(session string) (packetID, loopID string) {
 
 func (e *env) foreground() string {
 	e.t.Helper()
-	id, err := e.store().ForegroundLoopID()
+	id, err := loop.Foreground(e.store(), "")
+	if errors.Is(err, loop.ErrNoForeground) {
+		return ""
+	}
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/loop"
+	"github.com/baton-agent/baton/internal/transcript"
 )
 
 func newLoopCmd(f *Factory) *cobra.Command {
@@ -20,11 +23,12 @@ func newLoopCmd(f *Factory) *cobra.Command {
 		Short: "Start, list and steer loops that repeat a prompt until a promise",
 		Long: `A loop repeats its prompt at every Stop of the agent's session until the agent
 states one of the loop's promises inside <promise>…</promise> tags, or the
-iteration limit is reached. Loops live in .agent/context/loops/<id>.md; the
-foreground loop (the one the Stop hook continues) is named in
-.agent/context/indexes/active-loop.json. A loop is bound to one session: a
-Stop from another session never advances it. Ending a loop marks it done or
-cancelled with its outcome; nothing is deleted.
+iteration limit is reached. Loops live in .agent/context/loops/<id>.md. Each
+session has its own foreground loop (the one its Stop hook continues), named
+in .agent/context/indexes/foreground-loops.json, so two sessions in one
+project can each run a loop. A loop is bound to one session: a Stop from
+another session never advances it. Ending a loop marks it done or cancelled
+with its outcome; nothing is deleted.
 
 Iterations count rounds of work: the round that starts the loop is 1, and
 each Stop the hook continues adds one. With --max-iterations 20 the agent
@@ -60,21 +64,40 @@ type loopJSON struct {
 	SessionID          string   `json:"session_id,omitempty"`
 	SourcePacketID     string   `json:"source_packet_id,omitempty"`
 	Outcome            string   `json:"outcome,omitempty"`
+	PauseReason        string   `json:"pause_reason,omitempty"`
 	ConsecutiveBlocks  int      `json:"consecutive_blocks"`
 	CompactedPacket    string   `json:"compacted_packet,omitempty"`
-	CreatedAt          string   `json:"created_at"`
-	UpdatedAt          string   `json:"updated_at"`
-	Prompt             string   `json:"prompt,omitempty"`
+	// Verify are the commands a promise must pass; VerifyRuns each
+	// verification's result, oldest first.
+	Verify               []string          `json:"verify"`
+	VerifyTimeoutSeconds float64           `json:"verify_timeout_seconds"`
+	VerifyRuns           []baton.VerifyRun `json:"verify_runs"`
+	// Budgets (0: none) and what the loop's session spent.
+	MaxTokens          int64       `json:"max_tokens"`
+	MaxCostUSD         float64     `json:"max_cost_usd"`
+	MaxDurationSeconds float64     `json:"max_duration_seconds"`
+	Spent              baton.Spend `json:"spent"`
+	SpentTokens        int64       `json:"spent_tokens"`
+	ActiveSeconds      float64     `json:"active_seconds"`
+	CreatedAt          string      `json:"created_at"`
+	UpdatedAt          string      `json:"updated_at"`
+	Prompt             string      `json:"prompt,omitempty"`
 }
 
-func toLoopJSON(st *fsstore.Store, l *baton.Loop, foreground string, withPrompt bool) loopJSON {
+func toLoopJSON(st *fsstore.Store, l *baton.Loop, fg fsstore.Foreground, withPrompt bool, now time.Time) loopJSON {
 	path, _ := st.LoopPath(l.ID)
 	j := loopJSON{
-		ID: l.ID, Path: path, Status: string(l.Status), Foreground: l.ID == foreground,
+		ID: l.ID, Path: path, Status: string(l.Status), Foreground: fg.Has(l.ID),
 		Iteration: l.Iteration, MaxIterations: l.MaxIterations, CompletionPromises: nonNilStrings(l.CompletionPromises),
-		SessionID: l.SessionID, SourcePacketID: l.SourcePacketID, Outcome: l.Outcome, ConsecutiveBlocks: l.ConsecutiveBlocks,
+		SessionID: l.SessionID, SourcePacketID: l.SourcePacketID, Outcome: l.Outcome, PauseReason: l.PauseReason, ConsecutiveBlocks: l.ConsecutiveBlocks,
 		CompactedPacket: l.CompactedPacket,
-		CreatedAt:       baton.FormatTime(l.CreatedAt), UpdatedAt: baton.FormatTime(l.UpdatedAt),
+		Verify:          nonNilStrings(l.Verify), VerifyTimeoutSeconds: l.EffectiveVerifyTimeout().Seconds(), VerifyRuns: l.VerifyRuns,
+		MaxTokens: l.MaxTokens, MaxCostUSD: l.MaxCostUSD, MaxDurationSeconds: l.MaxDuration.Seconds(),
+		Spent: l.Spent, SpentTokens: l.Spent.Total(), ActiveSeconds: l.ActiveTime(now).Round(time.Second).Seconds(),
+		CreatedAt: baton.FormatTime(l.CreatedAt), UpdatedAt: baton.FormatTime(l.UpdatedAt),
+	}
+	if j.VerifyRuns == nil {
+		j.VerifyRuns = []baton.VerifyRun{}
 	}
 	if withPrompt {
 		j.Prompt = l.Prompt
@@ -88,6 +111,30 @@ type loopStartOptions struct {
 	maxIterations int
 	promises      []string
 	asJSON        bool
+	verify        []string
+	verifyTimeout time.Duration
+	budgets       loopBudgetFlags
+}
+
+// loopBudgetFlags are --max-tokens, --max-cost and --max-duration (start
+// and resume).
+type loopBudgetFlags struct {
+	tokens   int64
+	cost     float64
+	duration time.Duration
+}
+
+func (b *loopBudgetFlags) register(fl *pflag.FlagSet, verb string) {
+	fl.Int64Var(&b.tokens, "max-tokens", 0, verb+" at `N` tokens (input, cached input and output) spent by the loop's session; 0: no limit")
+	fl.Float64Var(&b.cost, "max-cost", 0, verb+" at `USD` spent (tokens at the model's price; BATON_MODEL_PRICES adds prices); 0: no limit")
+	fl.DurationVar(&b.duration, "max-duration", 0, verb+" after the loop has been active `D` (90m, 2h; paused time does not count); 0: no limit")
+}
+
+func (b loopBudgetFlags) check() error {
+	if b.tokens < 0 || b.cost < 0 || b.duration < 0 {
+		return usageError("--max-tokens, --max-cost and --max-duration must be 0 (no limit) or more")
+	}
+	return nil
 }
 
 func newLoopStartCmd(f *Factory) *cobra.Command {
@@ -107,6 +154,20 @@ a prompt that starts with a dash).
 --promise may be given several times for several outcomes (DONE, BLOCKED, ...);
 the default is DONE. The agent ends the loop by writing <promise>DONE</promise>.
 --max-iterations defaults to 20; 0 means no limit and is warned about.
+
+--verify CMD (repeatable) makes the promise checkable: when the agent states
+it, the Stop hook runs each command (sh -c, in the project root, confined like
+every command that runs an agent's code: the project and its own TMPDIR
+writable, the system readable) within --verify-timeout (default 5m, at most
+10m, all commands together). All pass: the loop is done. One fails: the loop
+goes on, and the next round's prompt ends with a "Failure" section giving the
+command and the end of its output. --from-packet takes the packet's
+validators unless --verify is given.
+
+--max-tokens, --max-cost and --max-duration bound what the loop may spend, as
+the session's transcript reports it; at a bound the loop pauses with the
+reason, and "baton loop resume --max-tokens N" (or --max-cost, --max-duration)
+continues with more.
 
 Inside an agent session whose session-start hook exported BATON_SESSION_ID,
 the loop is bound to that session; otherwise it binds to the first session
@@ -136,6 +197,9 @@ whose Stop it sees.`,
 	fl.Int("max-iterations", baton.DefaultLoopMaxIterations, "stop after `N` rounds (0 = no limit)")
 	fl.StringArrayVar(&o.promises, "promise", nil, "a completion promise `TEXT` (repeatable: DONE, BLOCKED, ...)")
 	fl.BoolVar(&o.asJSON, "json", false, "print the loop as JSON")
+	fl.StringArrayVar(&o.verify, "verify", nil, "a `CMD` that must pass before a promise ends the loop (repeatable; sh -c in the project root, confined)")
+	fl.DurationVar(&o.verifyTimeout, "verify-timeout", baton.DefaultVerifyTimeout, "how long the verify commands may take together, at most 10m (`D`)")
+	o.budgets.register(fl, "pause")
 	return cmd
 }
 
@@ -161,7 +225,24 @@ func runLoopStart(ctx context.Context, f *Factory, args []string, o loopStartOpt
 	if err != nil {
 		return err
 	}
-	req := loop.StartRequest{FromPacket: o.fromPacket, MaxIterations: o.maxIterations, Promises: o.promises, SessionID: f.env("BATON_SESSION_ID")}
+	if err := o.budgets.check(); err != nil {
+		return err
+	}
+	if err := baton.CheckVerify(o.verify, o.verifyTimeout); err != nil {
+		return usageError("--verify, --verify-timeout: %s", baton.ErrorMessage(err))
+	}
+	verifyTimeout := o.verifyTimeout
+	if verifyTimeout == baton.DefaultVerifyTimeout {
+		verifyTimeout = 0 // the default, whatever it becomes
+	}
+	req := loop.StartRequest{FromPacket: o.fromPacket, MaxIterations: o.maxIterations, Promises: o.promises, SessionID: f.env("BATON_SESSION_ID"),
+		Verify: o.verify, VerifyTimeout: verifyTimeout, MaxTokens: o.budgets.tokens, MaxCostUSD: o.budgets.cost, MaxDuration: o.budgets.duration, Now: f.now()}
+	if tp := f.env("BATON_TRANSCRIPT_PATH"); tp != "" && req.SessionID != "" {
+		// Started in a session that knows its transcript: only what the
+		// session spends from now on is the loop's.
+		c := transcript.StartCursor(tp, f.env("BATON_HARNESS") == string(baton.HarnessDroid), f.now())
+		req.Usage = &c
+	}
 	switch {
 	case len(args) > 0:
 		req.Prompt = strings.Join(args, " ")
@@ -189,7 +270,7 @@ func runLoopStart(ctx context.Context, f *Factory, args []string, o loopStartOpt
 		return writeJSON(f.IO.Out, struct {
 			SchemaVersion int `json:"schema_version"`
 			loopJSON
-		}{1, toLoopJSON(st, l, l.ID, true)})
+		}{1, toLoopJSON(st, l, fsstore.Foreground{Unbound: l.ID}, true, f.now())})
 	}
 	bound := "it binds to the first session that stops"
 	if l.SessionID != "" {
@@ -197,6 +278,9 @@ func runLoopStart(ctx context.Context, f *Factory, args []string, o loopStartOpt
 	}
 	_, err = fmt.Fprintf(f.IO.Out, "baton loop %s started: iteration %s, %s.\nWork on the loop prompt now. When you stop, it comes back until you %s.\n",
 		l.ID, loopProgress(l), bound, loop.HowToFinish(l))
+	if err == nil && len(l.Verify) > 0 {
+		_, err = fmt.Fprintf(f.IO.Out, "The promise is accepted only when these pass (in %s, within %s): %s\n", st.Root(), l.EffectiveVerifyTimeout(), strings.Join(quoteAll(l.Verify), ", "))
+	}
 	return err
 }
 
@@ -220,7 +304,7 @@ func newLoopListCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "list",
 		Short:   "List loops, most recently updated first",
-		Long:    "List loops with their status, iteration, promises and session; * marks the foreground loop.",
+		Long:    "List loops with their status, iteration, promises and session; * marks foreground loops (one per session, and one not bound yet).",
 		Example: "  baton loop list\n  baton loop list --status active --json",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -236,19 +320,21 @@ func newLoopListCmd(f *Factory) *cobra.Command {
 			for _, w := range warnings {
 				fmt.Fprintf(f.IO.Err, "baton: warning: skipped %v\n", w)
 			}
-			fg, err := st.ForegroundLoopID()
-			if err != nil {
-				fmt.Fprintf(f.IO.Err, "baton: warning: %v\n", err)
-			}
+			fg := f.foreground(st)
+			current, _ := loop.Foreground(st, f.env("BATON_SESSION_ID"))
 			if asJSON {
 				out := struct {
-					SchemaVersion int        `json:"schema_version"`
-					Foreground    string     `json:"foreground"`
-					Loops         []loopJSON `json:"loops"`
-					Skipped       []string   `json:"skipped"`
-				}{SchemaVersion: 1, Foreground: fg, Loops: []loopJSON{}, Skipped: []string{}}
+					SchemaVersion int `json:"schema_version"`
+					// Foreground is the loop `current` names here.
+					Foreground string `json:"foreground"`
+					// ForegroundBySession is each session's foreground loop;
+					// "" keys the unbound one.
+					ForegroundBySession map[string]string `json:"foreground_by_session"`
+					Loops               []loopJSON        `json:"loops"`
+					Skipped             []string          `json:"skipped"`
+				}{SchemaVersion: 1, Foreground: current, ForegroundBySession: foregroundMap(fg), Loops: []loopJSON{}, Skipped: []string{}}
 				for _, l := range ls {
-					out.Loops = append(out.Loops, toLoopJSON(st, l, fg, false))
+					out.Loops = append(out.Loops, toLoopJSON(st, l, fg, false, f.now()))
 				}
 				for _, w := range warnings {
 					out.Skipped = append(out.Skipped, w.Error())
@@ -263,7 +349,7 @@ func newLoopListCmd(f *Factory) *cobra.Command {
 			fmt.Fprintln(tw, "\tID\tSTATUS\tITERATION\tPROMISES\tSESSION\tOUTCOME")
 			for _, l := range ls {
 				mark := ""
-				if l.ID == fg {
+				if fg.Has(l.ID) {
 					mark = "*"
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", mark, l.ID, l.Status, loopProgress(l), strings.Join(l.CompletionPromises, "|"), dash(l.SessionID), dash(l.Outcome))
@@ -286,15 +372,17 @@ func dash(s string) string {
 func newLoopStatusCmd(f *Factory) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "status [id|prefix|current]",
-		Short: "Show the foreground loop (or the named one)",
+		Use:     "status [id|prefix|current]",
+		Aliases: []string{"show"},
+		Short:   "Show the foreground loop (or the named one)",
 		Long: `Show a loop: status, iteration, promises, the session it is bound to, its
-outcome and its prompt. Without an id it shows the foreground loop.`,
-		Example: "  baton loop status\n  baton loop status fix-tests --json",
+outcome and its prompt. Without an id it shows this session's foreground loop
+(BATON_SESSION_ID), else the unbound one, else the only one.`,
+		Example: "  baton loop status\n  baton loop show fix-tests --json",
 		Args:    rangeArgs(0, 1, "at most one loop id or prefix"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st := f.Store()
-			l, err := loop.Resolve(st, loopArg(args))
+			l, err := loop.Resolve(st, loopArg(args), f.env("BATON_SESSION_ID"))
 			if errors.Is(err, loop.ErrNoForeground) {
 				if asJSON {
 					return writeJSON(f.IO.Out, struct {
@@ -308,8 +396,7 @@ outcome and its prompt. Without an id it shows the foreground loop.`,
 			if err != nil {
 				return err
 			}
-			fg := f.foregroundLoopID(st)
-			j := toLoopJSON(st, l, fg, true)
+			j := toLoopJSON(st, l, f.foreground(st), true, f.now())
 			if asJSON {
 				return writeJSON(f.IO.Out, struct {
 					SchemaVersion int       `json:"schema_version"`
@@ -332,6 +419,16 @@ outcome and its prompt. Without an id it shows the foreground loop.`,
 			if l.Outcome != "" {
 				fmt.Fprintf(w, "  outcome:    %s\n", l.Outcome)
 			}
+			if l.PauseReason != "" {
+				fmt.Fprintf(w, "  paused:     %s\n", l.PauseReason)
+			}
+			if len(l.Verify) > 0 {
+				fmt.Fprintf(w, "  verify:     %s (within %s)\n", strings.Join(quoteAll(l.Verify), ", "), l.EffectiveVerifyTimeout())
+			}
+			for _, r := range l.VerifyRuns {
+				fmt.Fprintf(w, "  verified:   %s\n", verifyRunLine(r))
+			}
+			fmt.Fprintf(w, "  spent:      %s\n", loop.SpendLine(l, f.now()))
 			fmt.Fprintf(w, "  file:       %s\n", j.Path)
 			if l.Status == baton.LoopActive {
 				fmt.Fprintf(w, "  finish:     %s\n", loop.HowToFinish(l))
@@ -353,24 +450,38 @@ func loopArg(args []string) string {
 	return loop.Current
 }
 
-// foregroundLoopID is the foreground loop's id for marking it, or "" with
-// a warning when the pointer cannot be read: a named loop is shown anyway.
-func (f *Factory) foregroundLoopID(st *fsstore.Store) string {
-	fg, err := st.ForegroundLoopID()
+// foreground is the foreground loops, for marking them; with a warning
+// and none when the pointer cannot be read: named loops are shown anyway.
+func (f *Factory) foreground(st *fsstore.Store) fsstore.Foreground {
+	fg, err := st.Foreground()
 	if err != nil {
 		f.warnf("%v", err)
 	}
 	return fg
 }
 
+// foregroundMap is fg as --json gives it: session id to loop id, "" for
+// the unbound loop.
+func foregroundMap(fg fsstore.Foreground) map[string]string {
+	m := map[string]string{}
+	for s, id := range fg.Sessions {
+		m[s] = id
+	}
+	if fg.Unbound != "" {
+		m[""] = fg.Unbound
+	}
+	return m
+}
+
 func newLoopActivateCmd(f *Factory) *cobra.Command {
 	var rebind bool
 	cmd := &cobra.Command{
 		Use:   "activate <id|prefix>",
-		Short: "Make a loop the foreground loop",
-		Long: `Point .agent/context/indexes/active-loop.json at a loop, so the Stop hook
-continues it. Switching loops is always explicit: this is the only way,
-besides starting a loop, to change the foreground loop. A paused loop stays
+		Short: "Make a loop the foreground loop of its session",
+		Long: `Make a loop the foreground loop of the session it is bound to (or the
+unbound loop, which the next session that stops takes), so that session's Stop
+hook continues it. Switching loops is always explicit: this is the only way,
+besides starting a loop, to change a foreground loop. A paused loop stays
 paused until "baton loop resume". --rebind moves the loop to the session
 running the command (BATON_SESSION_ID), or unbinds it so the next session
 that stops takes it: use it after /clear or in a new session.`,
@@ -379,25 +490,21 @@ that stops takes it: use it after /clear or in a new session.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			st := f.Store()
-			l, err := loop.Resolve(st, args[0])
+			l, err := loop.Resolve(st, args[0], f.env("BATON_SESSION_ID"))
 			if err != nil {
 				return err
 			}
-			if l.Status.Ended() {
-				return baton.Errorf(baton.Conflict, "loop %s is %s (outcome %s): start a new loop with `baton loop start --from-packet` or a prompt", l.ID, l.Status, l.Outcome)
-			}
-			if rebind {
-				if l, err = rebindLoop(ctx, f, st, l.ID); err != nil {
-					return err
-				}
-			}
-			prev, err := st.SetForegroundLoop(ctx, l.ID)
+			l, prev, err := loop.Activate(ctx, st, l.ID, rebind, f.env("BATON_SESSION_ID"), f.now())
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(f.IO.Out, "loop %s is the foreground loop (%s, iteration %s)\n", l.ID, l.Status, loopProgress(l))
+			whose := "the unbound loop: the next session that stops takes it"
+			if l.SessionID != "" {
+				whose = "the foreground loop of session " + l.SessionID
+			}
+			fmt.Fprintf(f.IO.Out, "loop %s is %s (%s, iteration %s)\n", l.ID, whose, l.Status, loopProgress(l))
 			if prev != "" && prev != l.ID {
-				fmt.Fprintf(f.IO.Err, "baton: loop %s is no longer the foreground loop\n", prev)
+				fmt.Fprintf(f.IO.Err, "baton: loop %s is no longer a foreground loop\n", prev)
 			}
 			if l.Status == baton.LoopPaused {
 				fmt.Fprintf(f.IO.Err, "baton: loop %s is paused: `baton loop resume %s` lets the Stop hook continue it\n", l.ID, l.ID)
@@ -409,49 +516,66 @@ that stops takes it: use it after /clear or in a new session.`,
 	return cmd
 }
 
-func rebindLoop(ctx context.Context, f *Factory, st *fsstore.Store, id string) (*baton.Loop, error) {
-	sid := f.env("BATON_SESSION_ID")
-	return st.UpdateLoop(ctx, id, func(l *baton.Loop) error {
-		l.SessionID = sid
-		l.ConsecutiveBlocks = 0
-		return nil
-	})
-}
-
 func newLoopSetStatusCmd(f *Factory, verb, short string) *cobra.Command {
 	var asJSON, rebind bool
-	cmd := &cobra.Command{
-		Use:   verb + " [id|prefix|current]",
-		Short: short,
-		Long: short + `.
+	var budgets loopBudgetFlags
+	long := short + `.
 
-Without an id it acts on the foreground loop. pause: active -> paused.
-resume: paused -> active (--rebind also moves it to this session).
+Without an id it acts on this session's foreground loop. pause: active ->
+paused. resume: paused -> active (--rebind also moves it to this session).
 cancel: active or paused -> cancelled, with outcome "cancelled"; a cancelled
-loop stops being the foreground loop. Done and cancelled loops never change.`,
+loop stops being a foreground loop. Done and cancelled loops never change.`
+	if verb == "resume" {
+		long += `
+
+A loop baton paused at a budget continues with more: --max-tokens,
+--max-cost and --max-duration replace its budgets (0 removes one). Given to an
+active loop, they only change its budgets.`
+	}
+	cmd := &cobra.Command{
+		Use:     verb + " [id|prefix|current]",
+		Short:   short,
+		Long:    long,
 		Example: "  baton loop " + verb + "\n  baton loop " + verb + " 20261122T093400Z-fix-tests",
 		Args:    rangeArgs(0, 1, "at most one loop id or prefix"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if err := budgets.check(); err != nil {
+				return err
+			}
 			st := f.Store()
-			l, err := loop.Resolve(st, loopArg(args))
+			l, err := loop.Resolve(st, loopArg(args), f.env("BATON_SESSION_ID"))
 			if err != nil {
 				return err
 			}
-			l, from, err := loop.SetStatus(ctx, st, l.ID, loop.Change(verb), rebind, f.env("BATON_SESSION_ID"), f.now().UTC())
+			change := loop.StatusChange{Change: loop.Change(verb), Rebind: rebind, Session: f.env("BATON_SESSION_ID"), Now: f.now()}
+			fl := cmd.Flags()
+			if fl.Changed("max-tokens") {
+				change.MaxTokens = &budgets.tokens
+			}
+			if fl.Changed("max-cost") {
+				change.MaxCostUSD = &budgets.cost
+			}
+			if fl.Changed("max-duration") {
+				change.MaxDuration = &budgets.duration
+			}
+			l, from, err := loop.SetStatus(ctx, st, l.ID, change)
 			if err != nil {
 				return err
 			}
-			fg := f.foregroundLoopID(st)
+			fg := f.foreground(st)
 			if asJSON {
 				return writeJSON(f.IO.Out, struct {
 					SchemaVersion int `json:"schema_version"`
 					loopJSON
-				}{1, toLoopJSON(st, l, fg, false)})
+				}{1, toLoopJSON(st, l, fg, false, f.now())})
 			}
 			fmt.Fprintf(f.IO.Out, "loop %s: %s -> %s at iteration %s\n", l.ID, from, l.Status, loopProgress(l))
-			if verb == "resume" && fg != l.ID {
-				fmt.Fprintf(f.IO.Err, "baton: loop %s is not the foreground loop: `baton loop activate %s` makes the Stop hook continue it\n", l.ID, l.ID)
+			if verb == "resume" && !fg.Has(l.ID) {
+				fmt.Fprintf(f.IO.Err, "baton: loop %s is not a foreground loop: `baton loop activate %s` makes its session's Stop hook continue it\n", l.ID, l.ID)
+			}
+			if reason := loop.OverBudget(l, f.now()); verb == "resume" && reason != "" {
+				fmt.Fprintf(f.IO.Err, "baton: warning: loop %s pauses again at its next stop: %s\n", l.ID, reason)
 			}
 			return nil
 		},
@@ -459,6 +583,44 @@ loop stops being the foreground loop. Done and cancelled loops never change.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the loop as JSON")
 	if verb == "resume" {
 		cmd.Flags().BoolVar(&rebind, "rebind", false, "bind the loop to this session (BATON_SESSION_ID), or unbind it")
+		budgets.register(cmd.Flags(), "pause")
 	}
 	return cmd
+}
+
+// quoteAll puts each command in backticks.
+func quoteAll(cmds []string) []string {
+	out := make([]string, len(cmds))
+	for i, c := range cmds {
+		out[i] = "`" + c + "`"
+	}
+	return out
+}
+
+// verifyRunLine is one verification in a line: when, which iteration,
+// and how each command ended.
+func verifyRunLine(r baton.VerifyRun) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s iteration %d: ", baton.FormatTime(r.At), r.Iteration)
+	switch {
+	case r.Error != "":
+		b.WriteString("could not run: " + r.Error)
+		return b.String()
+	case r.Passed:
+		b.WriteString("passed")
+	default:
+		b.WriteString("failed")
+	}
+	for _, c := range r.Checks {
+		status := fmt.Sprintf("exit %d", c.ExitCode)
+		if c.TimedOut {
+			status = "timed out"
+		}
+		conf := ""
+		if !c.Confined {
+			conf = ", not confined"
+		}
+		fmt.Fprintf(&b, "; `%s` %s in %s%s", c.Command, status, (time.Duration(c.DurationMS) * time.Millisecond).Round(10*time.Millisecond), conf)
+	}
+	return b.String()
 }

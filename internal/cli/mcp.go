@@ -32,7 +32,7 @@ func newMCPCmd(f *Factory) *cobra.Command {
 over stdio, or the streamable HTTP transport with --http.
 
 Tools: pickup, handoff, packets, files, files_add, loop_start, loop_status,
-loop_cancel, review_pr_brief, fix_issue_brief, implement_feature_brief; and,
+loop_cancel, search, review_pr_brief, fix_issue_brief, implement_feature_brief; and,
 when a delivery database is configured (--db, BATON_DATABASE_URL, or an
 existing <data dir>/baton.db), deliveries, delivery, delivery_create,
 delivery_approve, delivery_reject, delivery_retry, delivery_cancel.

@@ -82,7 +82,7 @@ afterwards: two Stop hooks looping the same session fight each other.`,
 				return err
 			}
 			if l.Status == baton.LoopActive {
-				if _, err := st.SetForegroundLoop(ctx, l.ID); err != nil {
+				if _, err := st.SetForegroundLoop(ctx, l.SessionID, l.ID); err != nil {
 					return err
 				}
 			}
@@ -92,11 +92,11 @@ afterwards: two Stop hooks looping the same session fight each other.`,
 				}
 			}
 			if asJSON {
-				fg, _ := st.ForegroundLoopID()
+				fg, _ := st.Foreground()
 				return writeJSON(f.IO.Out, struct {
 					SchemaVersion int `json:"schema_version"`
 					loopJSON
-				}{1, toLoopJSON(st, l, fg, true)})
+				}{1, toLoopJSON(st, l, fg, true, f.now())})
 			}
 			fmt.Fprintf(f.IO.Out, "imported %s as loop %s (%s, iteration %s, promises %s)\n", file, l.ID, l.Status, loopProgress(l), dash(strings.Join(l.CompletionPromises, ", ")))
 			if !keep {

@@ -2,8 +2,10 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/golden"
@@ -218,7 +220,7 @@ func TestStopRegressions(t *testing.T) {
 		if r := e.run("", "", "loop", "start", "x", "--max-iterations", "-2"); r.code != ExitUsage {
 			t.Errorf("negative limit = exit %d", r.code)
 		}
-		if _, err := e.store().ForegroundLoopID(); err != nil {
+		if _, err := e.store().ForegroundLoopID(""); err != nil {
 			t.Fatal(err)
 		}
 		if id := e.foreground(); id != "" {
@@ -259,11 +261,13 @@ func TestStopRegressions(t *testing.T) {
 			t.Fatalf("reason = %q, want the prompt verbatim", o.Reason)
 		}
 	})
-	t.Run("two loops: only the foreground one continues", func(t *testing.T) {
+	t.Run("two loops of one session: only the foreground one continues", func(t *testing.T) {
 		e := newEnv(t)
 		e.gitRepo()
 		a := e.startLoop("loop A")
+		e.vars["BATON_SESSION_ID"] = "s1"
 		r := e.run("", "", "loop", "start", "loop B")
+		delete(e.vars, "BATON_SESSION_ID")
 		if !strings.Contains(r.stderr, "loop "+a+" stays active but is no longer the foreground loop") {
 			t.Errorf("switch notice missing: %q", r.stderr)
 		}
@@ -454,9 +458,232 @@ func TestLoopListStatusJSON(t *testing.T) {
 	if !strings.HasPrefix(r.stdout, "{\n  \"schema_version\": 1,") || !strings.Contains(r.stdout, `"prompt": "loop B"`) {
 		t.Errorf("loop status --json = %s", r.stdout)
 	}
+	// Cancelling the unbound loop leaves s1's: outside a session, the only
+	// foreground loop is the current one.
+	e.ok("", "", "loop", "cancel")
+	r = e.ok("", "", "loop", "status")
+	if !strings.HasPrefix(r.stdout, "loop "+a+" (foreground)") {
+		t.Errorf("status with one session's loop left = %q", r.stdout)
+	}
 	e.ok("", "", "loop", "cancel")
 	r = e.ok("", "", "loop", "status")
 	if !strings.HasPrefix(r.stdout, "no foreground loop") {
 		t.Errorf("status without a foreground loop = %q", r.stdout)
+	}
+}
+
+// Two sessions in one project each run their own loop: each stop,
+// session-start and pre-compact acts only on its session's loop, and a
+// loop started outside any session waits for the first session without
+// a loop of its own.
+func TestTwoSessionsRunTheirOwnLoops(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo()
+	start := func(session, prompt string) string {
+		e.vars["BATON_SESSION_ID"] = session
+		defer delete(e.vars, "BATON_SESSION_ID")
+		var l struct{ ID string }
+		if err := json.Unmarshal([]byte(e.ok("", "", "loop", "start", "--json", prompt).stdout), &l); err != nil {
+			t.Fatal(err)
+		}
+		return l.ID
+	}
+	a := start("s1", "loop A")
+	b := start("s2", "loop B")
+	for round := 0; round < 2; round++ {
+		if o := e.stop("s1", e.dir, ptr("working"), false); o.Reason != "loop A" {
+			t.Fatalf("s1's stop = %+v, want loop A", o)
+		}
+		if o := e.stop("s2", e.dir, ptr("working"), false); o.Reason != "loop B" {
+			t.Fatalf("s2's stop = %+v, want loop B", o)
+		}
+	}
+	if la, lb := e.loop(a), e.loop(b); la.Iteration != 3 || lb.Iteration != 3 {
+		t.Fatalf("iterations = %d, %d; want 3 each", la.Iteration, lb.Iteration)
+	}
+	// Pre-compact notes the compaction on its own session's loop only.
+	e.hook("claude", "pre-compact", `{"session_id":"s2","cwd":"`+e.dir+`","trigger":"auto"}`)
+	if la, lb := e.loop(a), e.loop(b); la.CompactedPacket != "" || lb.CompactedPacket == "" {
+		t.Errorf("compacted packet on A %q, on B %q; want only B's", la.CompactedPacket, lb.CompactedPacket)
+	}
+	// Session start tells each session its own loop.
+	for session, want := range map[string]string{"s1": a, "s2": b} {
+		r := e.ok("", `{"session_id":"`+session+`","cwd":"`+e.dir+`","source":"compact"}`, "hook", "session-start", "--harness", "claude")
+		if !strings.Contains(r.stdout, "Foreground loop "+want+": active, iteration 3/20, bound to this session") {
+			t.Errorf("session-start for %s:\n%s", session, r.stdout)
+		}
+	}
+	// B ends on its promise; A goes on.
+	if o := e.stop("s2", e.dir, ptr("<promise>DONE</promise>"), false); !strings.Contains(o.SystemMessage, "done (DONE)") {
+		t.Fatalf("s2's promise = %+v", o)
+	}
+	if o := e.stop("s1", e.dir, ptr("working"), false); o.Reason != "loop A" {
+		t.Fatalf("s1's stop after B ended = %+v", o)
+	}
+	// A loop started outside a session is taken by s2, which has none
+	// now, and never by s1.
+	c := start("", "loop C")
+	if o := e.stop("s1", e.dir, ptr("working"), false); o.Reason != "loop A" {
+		t.Fatalf("s1's stop with an unbound loop waiting = %+v, want loop A", o)
+	}
+	if o := e.stop("s2", e.dir, ptr("working"), false); o.Reason != "loop C" {
+		t.Fatalf("s2's stop = %+v, want loop C", o)
+	}
+	if l := e.loop(c); l.SessionID != "s2" {
+		t.Errorf("loop C bound to %q, want s2", l.SessionID)
+	}
+	fg, err := e.store().Foreground()
+	if err != nil || fg.Unbound != "" || fg.Of("s1") != a || fg.Of("s2") != c {
+		t.Errorf("foreground loops = %+v, %v", fg, err)
+	}
+	// activate --rebind hands A to a new session (after /clear, say).
+	e.vars["BATON_SESSION_ID"] = "s3"
+	e.ok("", "", "loop", "activate", a, "--rebind")
+	delete(e.vars, "BATON_SESSION_ID")
+	if o := e.stop("s1", e.dir, ptr("working"), false); o != (stopOut{}) {
+		t.Errorf("s1's stop after A moved to s3 = %+v, want nothing", o)
+	}
+	if o := e.stop("s3", e.dir, ptr("working"), false); o.Reason != "loop A" {
+		t.Errorf("s3's stop = %+v, want loop A", o)
+	}
+}
+
+// A loop with verify commands believes its promise only when they pass:
+// a failing command makes the next round's prompt end with a Failure
+// section (the command and the end of its output) and counts the round;
+// once it passes, the loop is done. loop show gives each run's result.
+func TestStopVerifiesThePromise(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo()
+	id := e.startLoop("Make done.txt", "--verify", "echo checking; test -f done.txt", "--verify", "true", "--max-iterations", "5")
+	if l := e.loop(id); len(l.Verify) != 2 {
+		t.Fatalf("verify commands = %q", l.Verify)
+	}
+	o := e.stop("s1", e.dir, ptr("All done.\n<promise>DONE</promise>"), false)
+	if o.Decision != "block" || !strings.HasPrefix(o.Reason, "Make done.txt\n\n## Failure\n\n") ||
+		!strings.Contains(o.Reason, "`echo checking; test -f done.txt` failed with exit status 1") || !strings.Contains(o.Reason, "checking") {
+		t.Fatalf("stop with a promise the check refutes = %+v", o)
+	}
+	l := e.loop(id)
+	if l.Status != baton.LoopActive || l.Iteration != 2 || len(l.VerifyRuns) != 1 || l.VerifyRuns[0].Passed || len(l.VerifyRuns[0].Checks) != 1 {
+		t.Fatalf("loop after a failed verification = %+v", l)
+	}
+	e.write("done.txt", "yes\n")
+	o = e.stop("s1", e.dir, ptr("<promise>DONE</promise>"), true)
+	if o.Decision != "" || !strings.Contains(o.SystemMessage, "done (DONE) at iteration 2/5, verified (2 commands passed)") {
+		t.Fatalf("stop with a promise the checks confirm = %+v", o)
+	}
+	r := e.ok("", "", "loop", "show", id)
+	if !strings.Contains(r.stdout, "verify:     `echo checking; test -f done.txt`, `true` (within 5m0s)") ||
+		!strings.Contains(r.stdout, "iteration 1: failed; `echo checking; test -f done.txt` exit 1") || !strings.Contains(r.stdout, "iteration 2: passed;") {
+		t.Errorf("loop show:\n%s", r.stdout)
+	}
+	var j struct{ Loop loopJSON }
+	if err := json.Unmarshal([]byte(e.ok("", "", "loop", "status", id, "--json").stdout), &j); err != nil {
+		t.Fatal(err)
+	}
+	if runs := j.Loop.VerifyRuns; len(runs) != 2 || runs[0].Passed || !runs[1].Passed || runs[1].Checks[1].Command != "true" || j.Loop.Status != "done" {
+		t.Errorf("loop status --json verify runs = %+v", runs)
+	}
+}
+
+// A loop started from a packet verifies with the packet's validators, and
+// refuses a verify timeout the Stop hook's time limit could not hold.
+func TestLoopFromPacketTakesItsValidators(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo()
+	e.ok("", "", "handoff", "ship it", "--next-prompt", "Finish the release", "--validator", "test -f released.txt")
+	var j struct{ Verify []string }
+	if err := json.Unmarshal([]byte(e.ok("", "", "loop", "start", "--from-packet", "latest", "--json").stdout), &j); err != nil || len(j.Verify) != 1 || j.Verify[0] != "test -f released.txt" {
+		t.Fatalf("loop from a packet verifies with %q (%v)", j.Verify, err)
+	}
+	if err := json.Unmarshal([]byte(e.ok("", "", "loop", "start", "--from-packet", "latest", "--verify", "true", "--json").stdout), &j); err != nil || len(j.Verify) != 1 || j.Verify[0] != "true" {
+		t.Errorf("--verify beside --from-packet = %q (%v)", j.Verify, err)
+	}
+	if r := e.run("", "", "loop", "start", "x", "--verify", "true", "--verify-timeout", "11m"); r.code != 2 || !strings.Contains(r.stderr, "10m0s") {
+		t.Errorf("--verify-timeout 11m = exit %d, %s", r.code, r.stderr)
+	}
+}
+
+// Budgets count what the session's transcript says it spent since the
+// loop started, only once; at a budget the loop pauses with a one-line
+// reason, and resume with a larger budget continues it.
+func TestStopBudgets(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo()
+	usage := func(id string, in, out int, at time.Time) string {
+		return fmt.Sprintf(`{"type":"assistant","timestamp":%q,"message":{"id":%q,"model":"claude-sonnet-4-5","role":"assistant","content":[{"type":"text","text":"working"}],"usage":{"input_tokens":%d,"output_tokens":%d}}}`,
+			at.Format(time.RFC3339), id, in, out)
+	}
+	// Before the loop: the session's own work, not the loop's.
+	e.writeTranscript("t.jsonl", usage("m0", 90000, 9000, e.now.Add(-time.Hour)))
+	id := e.startLoop("Keep going", "--max-tokens", "1000", "--max-cost", "1")
+	e.writeTranscript("t.jsonl", usage("m0", 90000, 9000, e.now.Add(-time.Hour)), usage("m1", 500, 100, e.now.Add(time.Minute)))
+	if o := e.stop("s1", e.dir, ptr("working"), false); o.Decision != "block" {
+		t.Fatalf("stop under budget = %+v", o)
+	}
+	if l := e.loop(id); l.Spent.Total() != 600 || l.Spent.CostUSD < 0.0029 || l.Spent.CostUSD > 0.00301 {
+		t.Fatalf("spent after one stop = %+v, want 600 tokens, $0.003", l.Spent)
+	}
+	// A second stop with nothing new spends nothing more.
+	e.stop("s1", e.dir, ptr("working"), true)
+	e.writeTranscript("t.jsonl", usage("m0", 90000, 9000, e.now.Add(-time.Hour)), usage("m1", 500, 100, e.now.Add(time.Minute)), usage("m2", 400, 100, e.now.Add(2*time.Minute)))
+	o := e.stop("s1", e.dir, ptr("working"), true)
+	if o.Decision != "" || !strings.Contains(o.SystemMessage, "paused at iteration 3/20: its token budget is spent (1100 of 1000 tokens)") {
+		t.Fatalf("stop over the token budget = %+v", o)
+	}
+	if l := e.loop(id); l.Status != baton.LoopPaused || !strings.Contains(l.PauseReason, "token budget") {
+		t.Fatalf("loop over budget = %s, %q", l.Status, l.PauseReason)
+	}
+	if o := e.stop("s1", e.dir, ptr("working"), false); o != (stopOut{}) {
+		t.Errorf("a paused loop's stop = %+v", o)
+	}
+	r := e.ok("", "", "loop", "resume", id, "--max-tokens", "5000")
+	if !strings.Contains(r.stdout, "paused -> active") {
+		t.Fatalf("resume --max-tokens: %+v", r)
+	}
+	if o := e.stop("s1", e.dir, ptr("working"), false); o.Decision != "block" {
+		t.Errorf("stop after resume with more tokens = %+v", o)
+	}
+	// Active time: the clock stood still while paused.
+	e.ok("", "", "loop", "resume", id, "--max-duration", "1h")
+	e.now = e.now.Add(61 * time.Minute)
+	if o := e.stop("s1", e.dir, ptr("working"), false); !strings.Contains(o.SystemMessage, "its time budget is spent (active 1h1m0s of 1h0m0s)") {
+		t.Errorf("stop after an hour = %+v", o)
+	}
+	if r := e.ok("", "", "loop", "show", id); !strings.Contains(r.stdout, "spent:      1100 tokens of 5000, $0.01 of $1.00, active 1h1m0s of 1h0m0s") {
+		t.Errorf("loop show spent line:\n%s", r.stdout)
+	}
+}
+
+// baton search finds packets and loops by their words, as text and as
+// JSON, and opts the project in to its transcripts.
+func TestSearchCommand(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo()
+	e.ok("", "", "handoff", "Move sessions to JWT", "--next-prompt", "Rotate the refresh tokens on use")
+	e.startLoop("Port the token signer")
+	r := e.ok("", "", "search", "tokens")
+	if !strings.Contains(r.stdout, "packet 20261122T093400Z-move-sessions-to-jwt  Move sessions to JWT") || !strings.Contains(r.stdout, "«tokens»") {
+		t.Errorf("search tokens:\n%s", r.stdout)
+	}
+	var j struct {
+		SchemaVersion int `json:"schema_version"`
+		Results       []struct{ Kind, ID, Path, Snippet string }
+	}
+	if err := json.Unmarshal([]byte(e.ok("", "", "search", "token", "--kind", "loop", "--json").stdout), &j); err != nil || j.SchemaVersion != 1 || len(j.Results) != 1 || j.Results[0].Kind != "loop" || !strings.HasSuffix(j.Results[0].Path, ".md") {
+		t.Errorf("search --kind loop --json = %+v, %v", j, err)
+	}
+	if r := e.ok("", "", "search", "nothingmatchesthis"); !strings.Contains(r.stdout, "nothing matches") || !strings.Contains(r.stdout, "--transcripts on") {
+		t.Errorf("search without results:\n%s", r.stdout)
+	}
+	if r := e.ok("", "", "search", "--transcripts", "on"); !strings.Contains(r.stdout, "search transcripts on") {
+		t.Errorf("search --transcripts on:\n%s", r.stdout)
+	}
+	if r := e.run("", "", "search", "x", "--kind", "tweet"); r.code != 2 {
+		t.Errorf("search --kind tweet = exit %d", r.code)
+	}
+	if r := e.run("", "", "search"); r.code != 2 {
+		t.Errorf("search without words = exit %d", r.code)
 	}
 }

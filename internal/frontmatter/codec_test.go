@@ -269,3 +269,49 @@ func TestDecodeLoopErrors(t *testing.T) {
 		_ = errors.As(err, &se)
 	}
 }
+
+// A loop with verify commands, their results, budgets and a usage cursor
+// round-trips, and what YAML cannot hold raw (a C1 control in a command)
+// is escaped instead of making the file unreadable.
+func TestLoopVerifyAndBudgetRoundTrip(t *testing.T) {
+	l := sampleLoop()
+	t1 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	l.Verify = []string{"go test ./...", "test -f ok\u0085\u0090\x7f.txt"}
+	l.VerifyTimeout = 90 * time.Second
+	l.VerifyRuns = []baton.VerifyRun{{At: t1, Iteration: 3, Promise: "ALL TESTS PASS", Checks: []baton.VerifyCheck{
+		{Command: "go test ./...", ExitCode: 1, DurationMS: 2100, Confined: true},
+	}}, {At: t1, Iteration: 4, Promise: "ALL TESTS PASS", Error: "not started: --sandbox=required and no \u0090 Landlock"}}
+	l.Status, l.PauseReason = baton.LoopPaused, "the token budget is spent: 120000 of 100000"
+	l.MaxTokens, l.MaxCostUSD, l.MaxDuration = 100000, 2.5, 2*time.Hour
+	l.ActiveFor = 95 * time.Minute
+	l.Spent = baton.Spend{Tokens: baton.Tokens{Input: 100, CacheRead: 90000, CacheWrite: 20000, Output: 9900}, CostUSD: 0.4213, Unpriced: []string{"claude-opus-5-5"}}
+	l.Usage = baton.UsageCursor{Path: "/home/u/.claude/projects/x/s.jsonl", Offset: 123456, Since: t1, LastID: "msg_01", Totals: &baton.Tokens{Input: 5, Output: 7}}
+	got := EncodeLoop(l)
+	golden.Check(t, "loop_verify.golden.md", got)
+	back, err := DecodeLoop(got)
+	if err != nil {
+		t.Fatalf("DecodeLoop error: %v\n%s", err, got)
+	}
+	if diff := cmp.Diff(l, back); diff != "" {
+		t.Errorf("decode(encode(loop)) mismatch (-want +got):\n%s", diff)
+	}
+	if string(EncodeLoop(back)) != string(got) {
+		t.Error("encode(decode(b)) is not byte-identical")
+	}
+	// A person may write the structured fields as YAML.
+	edited := strings.Replace(string(got), "max_duration: 2h0m0s\n", "max_duration: 2h\nverify_runs:\n  - at: 2026-11-22T10:00:00Z\n    iteration: 5\n    passed: true\n    checks: []\n", 1)
+	edited = strings.Replace(edited, "verify_runs: [", "x_old_runs: [", 1)
+	back, err = DecodeLoop([]byte(edited))
+	if err != nil {
+		t.Fatalf("DecodeLoop(YAML runs) error: %v\n%s", err, edited)
+	}
+	if len(back.VerifyRuns) != 1 || !back.VerifyRuns[0].Passed || back.VerifyRuns[0].Iteration != 5 || !back.VerifyRuns[0].At.Equal(t1) || back.MaxDuration != 2*time.Hour {
+		t.Errorf("YAML verify_runs = %+v, max_duration %s", back.VerifyRuns, back.MaxDuration)
+	}
+	for _, bad := range []string{"max_tokens: -1", "max_duration: soon", "verify_timeout: 11m", "max_cost_usd: NaN", "spent: [1, 2]"} {
+		in := strings.Replace(string(got), "status: paused\n", "status: paused\n"+bad+"\n", 1)
+		if _, err := DecodeLoop([]byte(in)); err == nil {
+			t.Errorf("DecodeLoop with %q: no error", bad)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package frontmatter
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -36,6 +37,9 @@ func FuzzPacketCodec(f *testing.F) {
 
 func FuzzLoopCodec(f *testing.F) {
 	f.Add(EncodeLoop(sampleLoop()))
+	if b, err := os.ReadFile("testdata/loop_verify.golden.md"); err == nil {
+		f.Add(b)
+	}
 	f.Add([]byte("---\nid: l\ncreated_at: 2026-11-22T09:34:00Z\nupdated_at: 2026-11-22T09:34:00Z\nstatus: active\n---\n## Loop Prompt\n\n---\n## Notes\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		l, err := DecodeLoop(data)

@@ -3,6 +3,8 @@ package frontmatter
 import (
 	"bytes"
 	"fmt"
+	"reflect"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -52,6 +54,28 @@ func DecodeLoop(data []byte) (*baton.Loop, error) {
 			l.ConsecutiveBlocks, err = decodeInt(e)
 		case "compacted_packet":
 			l.CompactedPacket, err = decodeString(e)
+		case "verify":
+			l.Verify, err = decodeList(e)
+		case "verify_timeout":
+			l.VerifyTimeout, err = decodeDuration(e)
+		case "verify_runs":
+			err = decodeJSON(e, &l.VerifyRuns)
+		case "pause_reason":
+			l.PauseReason, err = decodeString(e)
+		case "max_tokens":
+			l.MaxTokens, err = decodeInt64(e)
+		case "max_cost_usd":
+			l.MaxCostUSD, err = decodeFloat(e)
+		case "max_duration":
+			l.MaxDuration, err = decodeDuration(e)
+		case "active_since":
+			l.ActiveSince, err = decodeOptTime(e)
+		case "active_for":
+			l.ActiveFor, err = decodeDuration(e)
+		case "spent":
+			err = decodeJSON(e, &l.Spent)
+		case "usage":
+			err = decodeJSON(e, &l.Usage)
 		default:
 			l.Extra = append(l.Extra, baton.Field{Key: e.Key, Raw: e.Raw})
 		}
@@ -134,6 +158,37 @@ func EncodeLoop(l *baton.Loop) []byte {
 		w.int("consecutive_blocks", l.ConsecutiveBlocks)
 	}
 	w.optStr("compacted_packet", l.CompactedPacket)
+	if len(l.Verify) > 0 {
+		w.list("verify", l.Verify)
+	}
+	if l.VerifyTimeout != 0 {
+		w.str("verify_timeout", l.VerifyTimeout.String())
+	}
+	if len(l.VerifyRuns) > 0 {
+		w.json("verify_runs", l.VerifyRuns)
+	}
+	w.optStr("pause_reason", l.PauseReason)
+	if l.MaxTokens != 0 {
+		w.str("max_tokens", strconv.FormatInt(l.MaxTokens, 10))
+	}
+	if l.MaxCostUSD != 0 {
+		w.str("max_cost_usd", strconv.FormatFloat(l.MaxCostUSD, 'f', -1, 64))
+	}
+	if l.MaxDuration != 0 {
+		w.str("max_duration", l.MaxDuration.String())
+	}
+	if !l.ActiveSince.IsZero() {
+		w.time("active_since", l.ActiveSince)
+	}
+	if l.ActiveFor != 0 {
+		w.str("active_for", l.ActiveFor.String())
+	}
+	if !reflect.DeepEqual(l.Spent, baton.Spend{}) {
+		w.json("spent", l.Spent)
+	}
+	if !reflect.DeepEqual(l.Usage, baton.UsageCursor{}) {
+		w.json("usage", l.Usage)
+	}
 	w.extra(l.Extra)
 	b.WriteString("---\n\n## ")
 	b.WriteString(baton.SectionLoopPrompt)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -57,6 +58,18 @@ func (w writer) list(key string, vs []string) {
 	w.b.WriteString("]\n")
 }
 
+// json writes v as one line of JSON, which YAML reads as a flow value.
+func (w writer) json(key string, v any) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	w.b.WriteString(key)
+	w.b.WriteString(": ")
+	w.b.WriteString(yamlPrintable(strings.TrimRight(b.String(), "\n")))
+	w.b.WriteByte('\n')
+}
+
 func (w writer) extra(fs []baton.Field) {
 	for _, f := range fs {
 		w.b.WriteString(f.Raw)
@@ -79,7 +92,29 @@ func jsonString(v string) string {
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v) // a string always encodes
-	return strings.TrimSuffix(b.String(), "\n")
+	return yamlPrintable(strings.TrimSuffix(b.String(), "\n"))
+}
+
+// yamlPrintable escapes, in JSON text, the characters JSON leaves as
+// they are but YAML refuses to read (DEL, the C1 controls, U+FFFE and
+// U+FFFF) or reads as a line break (NEL, U+0085). They occur only inside strings, where \uXXXX means
+// the same to both.
+func yamlPrintable(s string) string {
+	printable := func(r rune) bool {
+		return !(r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == 0xfffe || r == 0xffff)
+	}
+	if strings.IndexFunc(s, func(r rune) bool { return !printable(r) }) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if printable(r) {
+			b.WriteRune(r)
+		} else {
+			fmt.Fprintf(&b, "\\u%04x", r)
+		}
+	}
+	return b.String()
 }
 
 // plainSafe reports whether v can be written unquoted: it starts with a
@@ -159,6 +194,103 @@ func decodeTime(e Entry) (time.Time, error) {
 		return time.Time{}, fieldError(e, fmt.Sprintf("want an ISO 8601 UTC time such as 2026-01-02T15:04:05Z, got %q", s))
 	}
 	return t.UTC(), nil
+}
+
+func decodeInt64(e Entry) (int64, error) {
+	n := e.Node
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return 0, nil
+	}
+	if n.Kind != yaml.ScalarNode {
+		return 0, fieldError(e, "want a whole number")
+	}
+	i, err := strconv.ParseInt(strings.TrimSpace(n.Value), 10, 64)
+	if err != nil {
+		return 0, fieldError(e, fmt.Sprintf("want a whole number, got %q", n.Value))
+	}
+	return i, nil
+}
+
+func decodeFloat(e Entry) (float64, error) {
+	n := e.Node
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return 0, nil
+	}
+	if n.Kind != yaml.ScalarNode {
+		return 0, fieldError(e, "want a number")
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(n.Value), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, fieldError(e, fmt.Sprintf("want a number, got %q", n.Value))
+	}
+	return f, nil
+}
+
+// decodeDuration reads a Go duration ("5m0s", "90s"); null or "" is 0.
+func decodeDuration(e Entry) (time.Duration, error) {
+	s, err := decodeString(e)
+	if err != nil || strings.TrimSpace(s) == "" {
+		return 0, err
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return 0, fieldError(e, fmt.Sprintf("want a duration such as 90s or 1h30m, got %q", s))
+	}
+	return d, nil
+}
+
+func decodeOptTime(e Entry) (time.Time, error) {
+	if s, err := decodeString(e); err != nil || strings.TrimSpace(s) == "" {
+		return time.Time{}, err
+	}
+	return decodeTime(e)
+}
+
+// decodeJSON reads a structured value (baton writes it as one line of
+// JSON, which is YAML too; a hand-written YAML mapping reads as well)
+// into v, which must be a pointer.
+func decodeJSON(e Entry, v any) error {
+	var generic any
+	if err := e.Node.Decode(&generic); err != nil {
+		return fieldError(e, err.Error())
+	}
+	if generic == nil {
+		return nil
+	}
+	b, err := json.Marshal(jsonable(generic))
+	if err != nil {
+		return fieldError(e, err.Error())
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fieldError(e, err.Error())
+	}
+	return nil
+}
+
+// jsonable makes what yaml decodes marshalable as JSON: its maps may have
+// keys of any type, and its timestamps are times.
+func jsonable(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = jsonable(e)
+		}
+		return x
+	case map[any]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[fmt.Sprint(k)] = jsonable(e)
+		}
+		return m
+	case []any:
+		for i, e := range x {
+			x[i] = jsonable(e)
+		}
+		return x
+	case time.Time:
+		return x.UTC().Format(time.RFC3339Nano)
+	}
+	return v
 }
 
 // decodeList accepts a YAML or JSON sequence of strings, a string holding a

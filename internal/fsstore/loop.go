@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,7 +38,7 @@ func (s *Store) LoopPath(id string) (string, error) {
 // CreateLoop writes a new loop. When l.ID is empty it is made from the
 // creation time and the first line of the prompt; a taken id gets a
 // numeric suffix. The store is created on first use. It does not touch
-// the foreground pointer: the caller decides that with SetForegroundLoop.
+// the foreground loops: the caller decides that with SetForegroundLoop.
 func (s *Store) CreateLoop(ctx context.Context, l *baton.Loop) error {
 	if l.CreatedAt.IsZero() {
 		l.CreatedAt = s.now().UTC().Truncate(time.Second)
@@ -92,98 +93,251 @@ func (s *Store) UpdateLoop(ctx context.Context, id string, fn func(*baton.Loop) 
 	return loops.update(ctx, s, id, fn)
 }
 
-// activeLoop is indexes/active-loop.json.
-type activeLoop struct {
+// ForegroundLoopsFile is indexes/foreground-loops.json: the loop each
+// session's stops continue, and the one no session has taken yet.
+const ForegroundLoopsFile = "foreground-loops.json"
+
+// Foreground is which loop each session continues. Two sessions in one
+// project each run their own loop; a loop started outside any session
+// waits, unbound, for the first session that stops without a loop of its
+// own.
+type Foreground struct {
+	// Sessions maps a session id to the loop its stops continue.
+	Sessions map[string]string `json:"sessions,omitempty"`
+	// Unbound is the loop no session has taken yet ("" when none).
+	Unbound string `json:"unbound,omitempty"`
+}
+
+// Of is the loop session continues: its own, else the unbound one.
+func (f Foreground) Of(session string) string {
+	if id := f.Sessions[session]; session != "" && id != "" {
+		return id
+	}
+	return f.Unbound
+}
+
+// Has reports whether id is the foreground loop of some session, or the
+// unbound one.
+func (f Foreground) Has(id string) bool {
+	return id != "" && slices.Contains(f.IDs(), id)
+}
+
+// IDs lists the foreground loops, sorted, each once.
+func (f Foreground) IDs() []string {
+	var ids []string
+	if f.Unbound != "" {
+		ids = append(ids, f.Unbound)
+	}
+	for _, id := range f.Sessions {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+// without drops id from every slot.
+func (f *Foreground) without(id string) {
+	if f.Unbound == id {
+		f.Unbound = ""
+	}
+	for s, l := range f.Sessions {
+		if l == id {
+			delete(f.Sessions, s)
+		}
+	}
+}
+
+// seedPointer is the seed's indexes/active-loop.json, which named one
+// foreground loop for the whole project.
+type seedPointer struct {
 	ActiveLoopID string `json:"active_loop_id"`
 }
 
-// ForegroundLoopID returns the id in indexes/active-loop.json, or "" when
-// there is no foreground loop. A corrupt pointer is an Invalid error.
-func (s *Store) ForegroundLoopID() (string, error) {
+// maxSessionKey bounds a session id kept in the pointer file.
+const maxSessionKey = 256
+
+// Foreground reads the foreground loops. A store written by the seed has
+// only indexes/active-loop.json: its loop is read as the foreground loop
+// of the session it is bound to (or as the unbound one), and the first
+// change rewrites it in the new file. A corrupt pointer is an Invalid
+// error whose hint says how to replace it.
+func (s *Store) Foreground() (Foreground, error) {
 	if err := s.checkDirs(IndexesDir); err != nil {
-		return "", err
+		return Foreground{}, err
 	}
-	p := s.indexPath(ActiveLoopFile)
+	f, found, err := s.readForeground(ForegroundLoopsFile)
+	if found || err != nil {
+		return f, err
+	}
+	f, _, err = s.readForeground(ActiveLoopFile)
+	return f, err
+}
+
+// readForeground reads one pointer file, new or seed; found is false when
+// it does not exist.
+func (s *Store) readForeground(name string) (f Foreground, found bool, err error) {
+	p := s.indexPath(name)
 	b, err := readFile(p, maxSmallFile)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
+		return Foreground{}, false, nil
 	} else if r := (*RefusedError)(nil); errors.As(err, &r) {
 		r.Hint += ", or run `baton loop activate <id>`, which replaces it"
-		return "", err
+		return Foreground{}, true, err
 	} else if err != nil {
-		return "", fmt.Errorf("read %s: %w", p, err)
+		return Foreground{}, true, fmt.Errorf("read %s: %w", p, err)
 	}
-	var a activeLoop
-	if err := json.Unmarshal(b, &a); err != nil {
-		return "", &baton.Error{Code: baton.Invalid, Err: &CorruptError{Path: p, Err: err, Hint: "fix it, or run `baton loop activate <id>`, which replaces it"}}
+	corrupt := func(err error) error {
+		return &baton.Error{Code: baton.Invalid, Err: &CorruptError{Path: p, Err: err, Hint: "fix it, or run `baton loop activate <id>`, which replaces it"}}
 	}
-	if a.ActiveLoopID != "" && !baton.ValidID(a.ActiveLoopID) {
-		return "", baton.Errorf(baton.Invalid, "%s names an invalid loop id %q: run `baton loop activate <id>`", p, a.ActiveLoopID)
+	if name == ActiveLoopFile {
+		var seed seedPointer
+		if err := json.Unmarshal(b, &seed); err != nil {
+			return Foreground{}, true, corrupt(err)
+		}
+		if seed.ActiveLoopID == "" {
+			return Foreground{}, true, nil
+		}
+		if !baton.ValidID(seed.ActiveLoopID) {
+			return Foreground{}, true, baton.Errorf(baton.Invalid, "%s names an invalid loop id %q: run `baton loop activate <id>`", p, seed.ActiveLoopID)
+		}
+		// The seed kept one pointer for the project: it is the foreground
+		// loop of the one session the loop is bound to.
+		l, err := s.FindLoopByID(seed.ActiveLoopID)
+		switch {
+		case baton.ErrorCode(err) == baton.NotFound:
+			return Foreground{}, true, nil
+		case err != nil:
+			return Foreground{}, true, err
+		case l.SessionID == "":
+			return Foreground{Unbound: l.ID}, true, nil
+		}
+		return Foreground{Sessions: map[string]string{l.SessionID: l.ID}}, true, nil
 	}
-	return a.ActiveLoopID, nil
-}
-
-// SetForegroundLoop points indexes/active-loop.json at id ("" clears it)
-// and returns the id it pointed at before.
-func (s *Store) SetForegroundLoop(ctx context.Context, id string) (previous string, err error) {
-	if id != "" {
-		if err := baton.CheckID("loop", id); err != nil {
-			return "", err
+	if err := json.Unmarshal(b, &f); err != nil {
+		return Foreground{}, true, corrupt(err)
+	}
+	for sess, id := range f.Sessions {
+		if sess == "" || len(sess) > maxSessionKey || !baton.ValidID(id) {
+			return Foreground{}, true, corrupt(fmt.Errorf("session %.40q names loop %.80q", sess, id))
 		}
 	}
-	return s.swapForeground(ctx, func(cur string) (string, bool) { return id, true })
+	if f.Unbound != "" && !baton.ValidID(f.Unbound) {
+		return Foreground{}, true, corrupt(fmt.Errorf("unbound names loop %.80q", f.Unbound))
+	}
+	return f, true, nil
 }
 
-// ClearForegroundLoop clears the pointer only if it still names id, so an
-// ending loop never clears a loop the user switched to meanwhile. It
-// reports whether it cleared the pointer.
+// ForegroundLoopID returns the loop session continues (its own, else the
+// unbound one), or "" when there is none.
+func (s *Store) ForegroundLoopID(session string) (string, error) {
+	f, err := s.Foreground()
+	return f.Of(session), err
+}
+
+// SetForegroundLoop makes id the foreground loop of session ("" makes it
+// the unbound loop, for the first session that stops), removing it from
+// any other slot, and returns the loop that slot named before.
+func (s *Store) SetForegroundLoop(ctx context.Context, session, id string) (previous string, err error) {
+	if err := baton.CheckID("loop", id); err != nil {
+		return "", err
+	}
+	if len(session) > maxSessionKey {
+		return "", baton.Errorf(baton.Invalid, "session id is over %d bytes", maxSessionKey)
+	}
+	err = s.swapForeground(ctx, func(f *Foreground) bool {
+		if session == "" {
+			previous = f.Unbound
+		} else {
+			previous = f.Sessions[session]
+		}
+		if previous == id && f.Of(session) == id {
+			return false
+		}
+		f.without(id)
+		if session == "" {
+			f.Unbound = id
+			return true
+		}
+		if f.Sessions == nil {
+			f.Sessions = map[string]string{}
+		}
+		f.Sessions[session] = id
+		return true
+	})
+	return previous, err
+}
+
+// ClearForegroundLoop makes id no session's foreground loop, wherever it
+// is, so an ending loop never clears another loop a session switched to.
+// It reports whether id was a foreground loop.
 func (s *Store) ClearForegroundLoop(ctx context.Context, id string) (bool, error) {
 	cleared := false
-	_, err := s.swapForeground(ctx, func(cur string) (string, bool) {
-		cleared = cur == id
-		return "", cleared
+	err := s.swapForeground(ctx, func(f *Foreground) bool {
+		cleared = f.Has(id)
+		f.without(id)
+		return cleared
 	})
 	return cleared, err
 }
 
-// swapForeground rewrites the pointer under its lock; next returns the new
-// id and whether to write it.
-func (s *Store) swapForeground(ctx context.Context, next func(cur string) (string, bool)) (string, error) {
+// swapForeground rewrites the pointer file under its lock; change edits
+// the foreground loops and says whether to write them. A seed pointer is
+// migrated by the first write, and slots naming loops that are gone are
+// dropped then.
+func (s *Store) swapForeground(ctx context.Context, change func(*Foreground) bool) error {
 	if err := s.checkDirs(IndexesDir); err != nil {
-		return "", err
+		return err
 	}
 	if err := os.MkdirAll(s.path(IndexesDir), 0o755); err != nil {
-		return "", err
+		return err
 	}
-	p := s.indexPath(ActiveLoopFile)
+	p := s.indexPath(ForegroundLoopsFile)
 	unlock, err := safefile.Lock(ctx, p)
 	if err != nil {
-		return "", refused(p+".lock", err)
+		return refused(p+".lock", err)
 	}
 	defer unlock()
-	cur, err := s.ForegroundLoopID()
+	f, found, err := s.readForeground(ForegroundLoopsFile)
+	seed := false
+	if !found && err == nil {
+		f, seed, err = s.readForeground(ActiveLoopFile)
+	}
 	if err != nil && baton.ErrorCode(err) != baton.Invalid {
-		return "", err // a corrupt pointer is overwritten
+		return err
 	}
-	id, write := next(cur)
-	if !write || id == cur {
-		return cur, nil
-	}
-	b, err := json.Marshal(activeLoop{ActiveLoopID: id})
 	if err != nil {
-		return "", err
+		f = Foreground{} // a corrupt pointer is overwritten
+	}
+	if !change(&f) && !seed {
+		return nil
+	}
+	for sess, id := range f.Sessions {
+		if _, err := os.Lstat(loops.path(s, id)); errors.Is(err, fs.ErrNotExist) {
+			delete(f.Sessions, sess)
+		}
+	}
+	b, err := json.Marshal(f)
+	if err != nil {
+		return err
 	}
 	if err := safefile.WriteAtomic(p, append(b, '\n'), 0o644); err != nil {
-		return "", err
+		return err
+	}
+	if seed {
+		// The seed's pointer now lives in the new file.
+		if err := os.Remove(s.indexPath(ActiveLoopFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
 	}
 	s.sweep(IndexesDir)
-	return cur, nil
+	return nil
 }
 
-// ForegroundLoop returns the loop the pointer names, or nil when there is
-// none. A pointer to a missing loop reads as no loop.
-func (s *Store) ForegroundLoop() (*baton.Loop, error) {
-	id, err := s.ForegroundLoopID()
+// ForegroundLoop returns the loop session continues (its own, else the
+// unbound one), or nil when there is none. A pointer to a missing loop
+// reads as no loop.
+func (s *Store) ForegroundLoop(session string) (*baton.Loop, error) {
+	id, err := s.ForegroundLoopID(session)
 	if err != nil || id == "" {
 		return nil, err
 	}

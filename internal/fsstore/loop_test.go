@@ -2,6 +2,8 @@ package fsstore
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,61 +108,137 @@ func TestUpdateLoop(t *testing.T) {
 func TestForegroundPointer(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
-	if id, err := s.ForegroundLoopID(); id != "" || err != nil {
-		t.Fatalf("ForegroundLoopID() on a new store = %q, %v", id, err)
+	if id, err := s.ForegroundLoopID("s1"); id != "" || err != nil {
+		t.Fatalf("ForegroundLoopID(s1) on a new store = %q, %v", id, err)
 	}
-	a, b := testLoop("a"), testLoop("b")
-	for _, l := range []*baton.Loop{a, b} {
+	a, b, c := testLoop("a"), testLoop("b"), testLoop("c")
+	for _, l := range []*baton.Loop{a, b, c} {
 		if err := s.CreateLoop(ctx, l); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if prev, err := s.SetForegroundLoop(ctx, a.ID); prev != "" || err != nil {
-		t.Fatalf("SetForegroundLoop(a) = %q, %v", prev, err)
+	// Two sessions each have their own loop; a third loop waits unbound.
+	for _, set := range []struct{ session, id string }{{"s1", a.ID}, {"s2", b.ID}, {"", c.ID}} {
+		if prev, err := s.SetForegroundLoop(ctx, set.session, set.id); prev != "" || err != nil {
+			t.Fatalf("SetForegroundLoop(%q, %s) = %q, %v", set.session, set.id, prev, err)
+		}
 	}
-	raw, _ := os.ReadFile(filepath.Join(s.Dir(), IndexesDir, ActiveLoopFile))
-	if string(raw) != `{"active_loop_id":"`+a.ID+`"}`+"\n" {
-		t.Errorf("active-loop.json = %q", raw)
+	raw, _ := os.ReadFile(filepath.Join(s.Dir(), IndexesDir, ForegroundLoopsFile))
+	if want := `{"sessions":{"s1":"` + a.ID + `","s2":"` + b.ID + `"},"unbound":"` + c.ID + `"}` + "\n"; string(raw) != want {
+		t.Errorf("foreground-loops.json = %s, want %s", raw, want)
 	}
-	if prev, err := s.SetForegroundLoop(ctx, b.ID); prev != a.ID || err != nil {
-		t.Fatalf("SetForegroundLoop(b) = %q, %v", prev, err)
+	for session, want := range map[string]string{"s1": a.ID, "s2": b.ID, "s3": c.ID, "": c.ID} {
+		if l, err := s.ForegroundLoop(session); err != nil || l.ID != want {
+			t.Errorf("ForegroundLoop(%q) = %v, %v; want %s", session, l, err, want)
+		}
 	}
-	// Ending a loop that is no longer foreground leaves the pointer alone.
+	// The unbound loop taken by s3 leaves the unbound slot.
+	if prev, err := s.SetForegroundLoop(ctx, "s3", c.ID); prev != "" || err != nil {
+		t.Fatalf("SetForegroundLoop(s3, c) = %q, %v", prev, err)
+	}
+	if f, err := s.Foreground(); err != nil || f.Unbound != "" || f.Of("s3") != c.ID {
+		t.Errorf("Foreground() after s3 took c = %+v, %v", f, err)
+	}
+	// A session that switches loops returns the one it had.
+	if prev, err := s.SetForegroundLoop(ctx, "s1", b.ID); prev != a.ID || err != nil {
+		t.Fatalf("SetForegroundLoop(s1, b) = %q, %v; want a", prev, err)
+	}
+	if id, _ := s.ForegroundLoopID("s2"); id != "" {
+		t.Errorf("b moved to s1 but s2 still names %q", id)
+	}
+	// Ending a loop that is no foreground loop leaves the pointer alone.
 	if cleared, err := s.ClearForegroundLoop(ctx, a.ID); cleared || err != nil {
 		t.Fatalf("ClearForegroundLoop(a) = %v, %v; want false", cleared, err)
-	}
-	if l, err := s.ForegroundLoop(); err != nil || l.ID != b.ID {
-		t.Fatalf("ForegroundLoop() = %v, %v; want b", l, err)
 	}
 	if cleared, err := s.ClearForegroundLoop(ctx, b.ID); !cleared || err != nil {
 		t.Fatalf("ClearForegroundLoop(b) = %v, %v; want true", cleared, err)
 	}
-	if l, err := s.ForegroundLoop(); l != nil || err != nil {
-		t.Fatalf("ForegroundLoop() after clear = %v, %v", l, err)
+	if l, err := s.ForegroundLoop("s1"); l != nil || err != nil {
+		t.Fatalf("ForegroundLoop(s1) after clear = %v, %v", l, err)
 	}
-	if _, err := s.SetForegroundLoop(ctx, "../etc"); baton.ErrorCode(err) != baton.Invalid {
+	if _, err := s.SetForegroundLoop(ctx, "s1", "../etc"); baton.ErrorCode(err) != baton.Invalid {
 		t.Errorf("SetForegroundLoop(../etc) error = %v, want Invalid", err)
 	}
 	// A corrupt pointer is an error to read and is repaired by a set.
-	p := filepath.Join(s.Dir(), IndexesDir, ActiveLoopFile)
-	if err := os.WriteFile(p, []byte("{torn"), 0o644); err != nil {
+	p := filepath.Join(s.Dir(), IndexesDir, ForegroundLoopsFile)
+	for _, bad := range []string{"{torn", `{"sessions":{"s1":"../x"}}`, `{"unbound":"a b"}`} {
+		if err := os.WriteFile(p, []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ForegroundLoopID("s1"); baton.ErrorCode(err) != baton.Invalid {
+			t.Errorf("ForegroundLoopID(%s) error = %v, want Invalid", bad, err)
+		}
+	}
+	if _, err := s.SetForegroundLoop(ctx, "s1", a.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ForegroundLoopID(); baton.ErrorCode(err) != baton.Invalid {
-		t.Errorf("ForegroundLoopID(corrupt) error = %v, want Invalid", err)
-	}
-	if _, err := s.SetForegroundLoop(ctx, a.ID); err != nil {
-		t.Fatal(err)
-	}
-	if id, err := s.ForegroundLoopID(); id != a.ID || err != nil {
-		t.Errorf("ForegroundLoopID() after repair = %q, %v", id, err)
+	if id, err := s.ForegroundLoopID("s1"); id != a.ID || err != nil {
+		t.Errorf("ForegroundLoopID(s1) after repair = %q, %v", id, err)
 	}
 	// A pointer to a deleted loop reads as no loop.
 	if err := os.Remove(filepath.Join(s.Dir(), LoopsDir, a.ID+".md")); err != nil {
 		t.Fatal(err)
 	}
-	if l, err := s.ForegroundLoop(); l != nil || err != nil {
-		t.Errorf("ForegroundLoop() to a missing loop = %v, %v", l, err)
+	if l, err := s.ForegroundLoop("s1"); l != nil || err != nil {
+		t.Errorf("ForegroundLoop(s1) to a missing loop = %v, %v", l, err)
+	}
+}
+
+// The seed kept one pointer for the project, indexes/active-loop.json: its
+// loop reads as the foreground loop of the one session it is bound to,
+// and the first change moves it into foreground-loops.json.
+func TestForegroundPointerMigratesTheSeed(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	bound, other := testLoop("bound"), testLoop("other")
+	bound.SessionID = "s1"
+	for _, l := range []*baton.Loop{bound, other} {
+		if err := s.CreateLoop(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seed := filepath.Join(s.Dir(), IndexesDir, ActiveLoopFile)
+	if err := os.WriteFile(seed, []byte(`{"active_loop_id":"`+bound.ID+`"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for session, want := range map[string]string{"s1": bound.ID, "s2": ""} {
+		if id, err := s.ForegroundLoopID(session); id != want || err != nil {
+			t.Errorf("ForegroundLoopID(%s) from the seed pointer = %q, %v; want %q", session, id, err, want)
+		}
+	}
+	if _, err := s.SetForegroundLoop(ctx, "s2", other.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(seed); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the seed pointer is still there after the first change: %v", err)
+	}
+	for session, want := range map[string]string{"s1": bound.ID, "s2": other.ID} {
+		if id, err := s.ForegroundLoopID(session); id != want || err != nil {
+			t.Errorf("ForegroundLoopID(%s) after the migration = %q, %v; want %q", session, id, err, want)
+		}
+	}
+	// An unbound seed loop is the unbound loop; a corrupt seed is an
+	// error until a change replaces it.
+	if err := os.Remove(filepath.Join(s.Dir(), IndexesDir, ForegroundLoopsFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(seed, []byte(`{"active_loop_id":"`+other.ID+`"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := s.Foreground(); err != nil || f.Unbound != other.ID || len(f.Sessions) != 0 {
+		t.Errorf("Foreground() from an unbound seed = %+v, %v", f, err)
+	}
+	if err := os.WriteFile(seed, []byte("{torn"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Foreground(); baton.ErrorCode(err) != baton.Invalid {
+		t.Errorf("Foreground() from a corrupt seed = %v, want Invalid", err)
+	}
+	if _, err := s.SetForegroundLoop(ctx, "", other.ID); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := s.Foreground(); err != nil || f.Unbound != other.ID {
+		t.Errorf("Foreground() after replacing a corrupt seed = %+v, %v", f, err)
 	}
 }
 

@@ -182,11 +182,17 @@ func (s *Store) Init(ctx context.Context) (created bool, err error) {
 // one machine or one person's sessions. Lock files, the temp files of
 // writers that died and scratch data; the session log (session ids and
 // transcript paths of this machine), which loop is in the foreground here,
-// and the touch log behind `baton files` (it changes on every edit; the
-// files that matter travel in packets). root.json, packets and loops are
-// the project's shared context, worth committing.
+// the touch log behind `baton files` (it changes on every edit; the files
+// that matter travel in packets), and the search index built from them.
+// root.json, packets and loops are the project's shared context, worth
+// committing.
 var ignoreLines = []string{"*.lock", ".*" + safefile.TempMarker + "*", "/scratch/",
-	"/indexes/sessions.jsonl", "/indexes/active-loop.json", "/indexes/relevant-files.jsonl"}
+	"/indexes/sessions.jsonl", "/indexes/active-loop.json", "/indexes/foreground-loops.json",
+	"/indexes/relevant-files.jsonl", "/indexes/" + SearchIndex + "*"}
+
+// SearchIndex is the search index (internal/search), in indexes/: this
+// machine's, rebuilt from the store and the transcripts it names.
+const SearchIndex = "search.db"
 
 // ensureIgnore writes the store's .gitignore, or adds the lines it lacks
 // to one an earlier version wrote, keeping everything else in it.

@@ -128,6 +128,12 @@ func NewChatServer(t testing.TB, decide func(*ChatRequest) Reply) *ChatServer {
 			chunk(map[string]any{"role": "assistant", "content": reply.Text}, nil)
 			chunk(map[string]any{}, "stop")
 		}
+		if strings.Contains(req.Raw, `"include_usage":true`) {
+			// What the API sends last when asked: the usage, with no choices.
+			b, _ := json.Marshal(map[string]any{"id": id, "object": "chat.completion.chunk", "created": 1764000000, "model": req.Model,
+				"choices": []any{}, "usage": map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+			fmt.Fprintf(w, "data: %s\n\n", b)
+		}
 		fmt.Fprint(w, "data: [DONE]\n\n")
 	}))
 	t.Cleanup(srv.Close)

@@ -74,11 +74,14 @@ func SessionContext(st *fsstore.Store, sessionID string, afterCompact bool) (str
 			fmt.Fprintf(&b, "\nBefore compaction baton saved packet %s (`baton pickup %s`).\n", saved.ID, saved.ID)
 		}
 	}
-	l, err := st.ForegroundLoop()
+	l, err := st.ForegroundLoop(sessionID)
 	if baton.ErrorCode(err) == baton.Invalid {
 		warnings = append(warnings, err)
 	} else if err != nil {
 		return "", nil, err
+	}
+	if l == nil {
+		l = otherSessionsLoop(st, sessionID)
 	}
 	if l != nil {
 		bound := "not bound to a session yet"
@@ -113,6 +116,28 @@ func SessionContext(st *fsstore.Store, sessionID string, afterCompact bool) (str
 		b.WriteString("No packet or loop yet: `baton handoff \"<purpose>\" --body -` writes a packet, `baton loop start` starts a loop.\n")
 	}
 	return baton.Truncate(b.String(), MaxContext, prompt.TruncatedMarker), warnings, nil
+}
+
+// otherSessionsLoop is, for a session without a loop of its own, the
+// most recently updated active loop another session runs: after /clear (a
+// new session id) it is usually the one the user means, and the context
+// says how to take it over. It never acts on it.
+func otherSessionsLoop(st *fsstore.Store, sessionID string) *baton.Loop {
+	f, err := st.Foreground()
+	if err != nil {
+		return nil
+	}
+	var best *baton.Loop
+	for _, id := range f.IDs() {
+		l, err := st.FindLoopByID(id)
+		if err != nil || l.Status != baton.LoopActive || l.SessionID == sessionID {
+			continue
+		}
+		if best == nil || l.UpdatedAt.After(best.UpdatedAt) {
+			best = l
+		}
+	}
+	return best
 }
 
 func progressOf(l *baton.Loop) string {

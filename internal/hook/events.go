@@ -9,11 +9,13 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/handoff"
 	"github.com/baton-agent/baton/internal/loop"
+	"github.com/baton-agent/baton/internal/proc"
 	"github.com/baton-agent/baton/internal/prompt"
 	"github.com/baton-agent/baton/internal/safefile"
 	"github.com/baton-agent/baton/internal/transcript"
@@ -58,7 +60,7 @@ func (h handler) sessionStart(ctx context.Context) (Result, error) {
 // compactionTold clears the foreground loop's pending compaction notice:
 // the context just restated names the saved packet already.
 func (h handler) compactionTold(ctx context.Context) {
-	fg, err := h.st.ForegroundLoop()
+	fg, err := h.st.ForegroundLoop(h.p.SessionID)
 	if err != nil || fg == nil || fg.CompactedPacket == "" {
 		return // the common case: nothing pending, no lock taken
 	}
@@ -109,12 +111,15 @@ func (h handler) exportSession() error {
 	return f.Close()
 }
 
-// stop runs the loop engine on the foreground loop.
+// stop runs the loop engine on this session's foreground loop (its own,
+// else the unbound one, which it then takes): it reads what the session
+// spent since the last stop, verifies a stated promise when the loop has
+// verify commands, and applies the stop under the loop's lock.
 func (h handler) stop(ctx context.Context) (Result, error) {
 	if !h.st.Exists() {
 		return Result{}, h.errNoStore()
 	}
-	id, err := h.st.ForegroundLoopID()
+	id, err := h.st.ForegroundLoopID(h.p.SessionID)
 	if err != nil || id == "" {
 		return Result{}, err
 	}
@@ -130,20 +135,35 @@ func (h handler) stop(ctx context.Context) (Result, error) {
 	if loop.Decide(&probe, loop.Stop{SessionID: h.p.SessionID, Known: true}).Action == loop.Ignore {
 		return Result{}, nil
 	}
+	now := h.env.now().UTC()
 	in := loop.Stop{
 		SessionID:      h.p.SessionID,
 		StopHookActive: h.p.StopHookActive,
 		BlockCap:       h.harness.StopBlockCap(h.env.Getenv),
+		Now:            now,
 	}
 	in.Message, in.Known, err = h.lastAssistantText()
 	if err != nil {
 		fmt.Fprintf(h.env.Stderr, "baton hook stop (%s): cannot read the transcript (%v); treating the message as unknown\n", h.harness.Name, err)
 	}
+	h.readSpend(l, &in, now)
+	if in.Known {
+		if promise, ok := loop.NeedsVerify(l, in.Message); ok {
+			// Minutes, perhaps: no lock is held meanwhile, and the locks
+			// after it get their own time.
+			run, failure := h.verify(l, promise)
+			in.Verify, in.Failure = &run, failure
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(h.base, lockTimeout)
+			defer cancel()
+		}
+	}
 	var d loop.Decision
-	undeliverable := false
-	now := h.env.now().UTC()
+	undeliverable, bound := false, false
 	_, err = h.st.UpdateLoop(ctx, id, func(l *baton.Loop) error {
+		was := l.SessionID
 		d = loop.Decide(l, in)
+		bound = was == "" && l.SessionID != ""
 		if d.Action == loop.Block && h.p.CannotBlock {
 			// The block would never reach the agent: count nothing, bind
 			// nothing, leave the loop for a session that can loop.
@@ -153,7 +173,7 @@ func (h handler) stop(ctx context.Context) (Result, error) {
 		if !d.Changed {
 			return fsstore.ErrUnchanged
 		}
-		if d.Finished {
+		if d.Finished || d.Paused {
 			l.Notes = loop.AppendNote(l.Notes, now, fmt.Sprintf("%s in %s session %s", strings.TrimPrefix(d.Message, "baton loop "+l.ID+": "), h.harness.Name, h.p.SessionID))
 		}
 		return nil
@@ -166,9 +186,16 @@ func (h handler) stop(ctx context.Context) (Result, error) {
 	if undeliverable {
 		return Result{SystemMessage: fmt.Sprintf("baton loop %s: not continued here (this %s mode returns when the agent stops); it stays active and unbound for the next session that can loop", id, h.harness.Name)}, nil
 	}
-	if d.Finished {
+	switch {
+	case d.Finished:
 		if _, err := h.st.ClearForegroundLoop(ctx, id); err != nil {
 			return Result{SystemMessage: d.Message}, nil // the loop is done; a stale pointer is harmless
+		}
+	case bound:
+		// The unbound loop is this session's now; another session's stop
+		// no longer finds it.
+		if _, err := h.st.SetForegroundLoop(ctx, h.p.SessionID, id); err != nil {
+			h.warn("cannot record loop %s as this session's: %v", id, err)
 		}
 	}
 	switch d.Action {
@@ -178,6 +205,52 @@ func (h handler) stop(ctx context.Context) (Result, error) {
 		return Result{SystemMessage: d.Message}, nil
 	}
 	return Result{}, nil
+}
+
+// readSpend reads what the session spent since the loop's last stop from
+// its transcript (only what is new), prices it, and puts it in in. A
+// transcript it cannot read spends nothing this time, with a warning.
+func (h handler) readSpend(l *baton.Loop, in *loop.Stop, now time.Time) {
+	if h.p.TranscriptPath == "" {
+		return
+	}
+	cur := l.Usage
+	if cur.Since.IsZero() {
+		cur.Since = l.ActiveSince
+		if cur.Since.IsZero() {
+			cur.Since = l.CreatedAt
+		}
+	}
+	u, next, err := transcript.ReadUsage(h.p.TranscriptPath, cur, transcript.UsageOptions{Droid: h.harness.Name == baton.HarnessDroid, Now: now})
+	if err != nil {
+		h.warn("cannot read the session's usage (%v); the loop's budgets count nothing this time", err)
+		return
+	}
+	prices, err := loop.PricesFromEnv(h.env.Getenv)
+	if err != nil {
+		h.warn("%v; the default prices apply", err)
+	}
+	in.Spent = prices.Price(u.ByModel, u.Recorded)
+	in.UsageFrom, in.Usage = l.Usage, &next
+}
+
+// verify runs the loop's verify commands for promise in the project root,
+// confined as every command that runs an agent's code is (the project and
+// a temporary directory writable, the system readable; BATON_SANDBOX and
+// its lists apply), within the loop's verify timeout.
+func (h handler) verify(l *baton.Loop, promise string) (baton.VerifyRun, string) {
+	conf, err := loop.ConfinementFromEnv(h.env.Getenv, h.st.Root())
+	if err != nil {
+		return baton.VerifyRun{At: h.env.now().UTC().Truncate(time.Second), Iteration: l.Iteration, Promise: loop.Normalize(promise), Error: baton.ErrorMessage(err)}, ""
+	}
+	timeout := l.EffectiveVerifyTimeout()
+	ctx, cancel := context.WithTimeout(h.base, timeout+proc.DefaultGrace+time.Second)
+	defer cancel()
+	return loop.Verify(ctx, loop.VerifyRequest{
+		Commands: l.Verify, Dir: h.st.Root(), Timeout: timeout, Confine: conf,
+		Env:       []string{"BATON_LOOP_ID=" + l.ID},
+		Iteration: l.Iteration, Promise: promise, Now: h.env.now,
+	})
 }
 
 // lastAssistantText takes the payload's last_assistant_message, else the
@@ -231,9 +304,11 @@ func (h handler) preCompact(ctx context.Context) (Result, error) {
 	if !h.st.Exists() {
 		return Result{}, h.errNoStore()
 	}
-	fg, _ := h.st.ForegroundLoop()
+	fg, _ := h.st.ForegroundLoop(h.p.SessionID)
 	if fg != nil && (fg.Status != baton.LoopActive || (fg.SessionID != "" && fg.SessionID != h.p.SessionID)) {
-		fg = nil // not this session's loop
+		// Not this session's loop. The unbound loop counts: this session
+		// takes it at its next stop unless it has a loop of its own.
+		fg = nil
 	}
 	active := ActivePacket(h.st)
 	purpose, next := "", ""

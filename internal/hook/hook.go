@@ -149,9 +149,10 @@ func Run(ctx context.Context, h *Harness, event Event, stdin io.Reader, stdout i
 		root, how = ResolveRoot(p.CWD, env.getenv(h.ProjectDirEnv), env.WorkDir)
 	}
 	st := fsstore.Open(root, fsstore.Options{Now: env.now})
+	base := ctx
 	ctx, cancel := context.WithTimeout(ctx, lockTimeout)
 	defer cancel()
-	hd := handler{harness: h, st: st, p: p, env: env, mayCreate: how != fsstore.FoundWorkDir, event: event}
+	hd := handler{harness: h, st: st, p: p, env: env, mayCreate: how != fsstore.FoundWorkDir, event: event, base: base}
 	var r Result
 	switch event {
 	case SessionStart:
@@ -208,6 +209,9 @@ type handler struct {
 	// named by the user: a hook must not create a store there.
 	mayCreate bool
 	event     Event
+	// base is the hook's context without the lock timeout: a loop's
+	// verification outlasts it, and takes its locks afresh after.
+	base context.Context
 }
 
 // warn tells the user, on stderr, about something the hook left out;

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/hook"
@@ -21,6 +22,19 @@ type hookEvent struct {
 // answer in milliseconds, and a wedged lock must not hold a session for
 // the harness's default 60-600 s.
 const hookTimeout = 30
+
+// stopHookTimeout is the Stop hook's timeout (seconds): the stop may run a
+// loop's verify commands, for up to baton.MaxVerifyTimeout, before it
+// answers. Claude Code, Codex and Droid all read "timeout" in seconds.
+const stopHookTimeout = int((baton.MaxVerifyTimeout + time.Minute) / time.Second)
+
+// timeoutFor is the timeout (seconds) of baton's hook for event.
+func timeoutFor(event hook.Event) int {
+	if event == hook.Stop {
+		return stopHookTimeout
+	}
+	return hookTimeout
+}
 
 // claudeStyleHooks are baton's four hooks in a harness with Claude Code's
 // event names; session-start runs for sessionMatcher ("" for every
@@ -194,7 +208,7 @@ func addBatonHooks(hooks *object, exe string, h baton.Harness, events []hookEven
 		handler := newObject()
 		handler.set("type", "command")
 		handler.set("command", hook.Command(prog, e.Baton, h))
-		handler.set("timeout", json.Number(strconv.Itoa(hookTimeout)))
+		handler.set("timeout", json.Number(strconv.Itoa(timeoutFor(e.Baton))))
 		group := newObject()
 		if e.Matcher != "" {
 			group.set("matcher", e.Matcher)

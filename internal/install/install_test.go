@@ -504,3 +504,48 @@ func TestInstallLeavesEnabledPluginAlone(t *testing.T) {
 		})
 	}
 }
+
+// The Stop hook may run a loop's verify commands before it answers: in
+// every harness its timeout fits the longest verification, while the
+// other hooks keep their short one.
+func TestStopHookTimeoutFitsVerify(t *testing.T) {
+	for _, tc := range []struct {
+		harness baton.Harness
+		file    func(Target) string
+		flat    bool
+	}{
+		{baton.HarnessClaude, func(tg Target) string { return filepath.Join(tg.Root, ".claude", "settings.local.json") }, false},
+		{baton.HarnessCodex, func(tg Target) string { return filepath.Join(tg.Root, ".codex", "hooks.json") }, false},
+		{baton.HarnessDroid, func(tg Target) string { return filepath.Join(tg.Root, ".factory", "hooks.json") }, true},
+	} {
+		tg := target(t, tc.harness, ScopeProject)
+		mustApply(t, Install, tg)
+		var root map[string]json.RawMessage
+		if err := json.Unmarshal(read(t, tc.file(tg)), &root); err != nil {
+			t.Fatal(err)
+		}
+		events := root
+		if !tc.flat {
+			if err := json.Unmarshal(root["hooks"], &events); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, ev := range []string{"SessionStart", "PostToolUse", "PreCompact", "Stop"} {
+			var groups []struct {
+				Hooks []struct {
+					Timeout int `json:"timeout"`
+				} `json:"hooks"`
+			}
+			if err := json.Unmarshal(events[ev], &groups); err != nil || len(groups) != 1 || len(groups[0].Hooks) != 1 {
+				t.Fatalf("%s %s: %s (%v)", tc.harness, ev, events[ev], err)
+			}
+			got := time.Duration(groups[0].Hooks[0].Timeout) * time.Second
+			switch {
+			case ev == "Stop" && got <= baton.MaxVerifyTimeout:
+				t.Errorf("%s Stop timeout %s does not fit a %s verification", tc.harness, got, baton.MaxVerifyTimeout)
+			case ev != "Stop" && got != hookTimeout*time.Second:
+				t.Errorf("%s %s timeout %s, want %ds", tc.harness, ev, got, hookTimeout)
+			}
+		}
+	}
+}

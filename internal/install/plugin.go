@@ -188,7 +188,7 @@ func pluginHooks(h baton.Harness, description string, writeTools []string) []byt
 		{Event: "PreCompact", Baton: hook.PreCompact},
 		{Event: "Stop", Baton: hook.Stop},
 	} {
-		events[e.Event] = []group{{Matcher: e.Matcher, Hooks: []handler{{Type: "command", Command: pluginHookCommand(h, e.Baton), Timeout: hookTimeout}}}}
+		events[e.Event] = []group{{Matcher: e.Matcher, Hooks: []handler{{Type: "command", Command: pluginHookCommand(h, e.Baton), Timeout: timeoutFor(e.Baton)}}}}
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/baton-agent/baton"
 )
@@ -111,6 +112,31 @@ type Stop struct {
 	// BlockCap is how many consecutive blocks the harness honours before
 	// it ends the turn anyway (Claude Code: 8); 0 means no known cap.
 	BlockCap int
+	// Now is when the stop happened: the loop's active time is counted to
+	// it. Zero leaves time out (no duration budget is checked).
+	Now time.Time
+	// Verify is the verification of the promise Message states, when the
+	// loop has verify commands; nil when it did not run. Failure is what
+	// the next round is told when it failed: the command and the end of
+	// its output.
+	Verify  *baton.VerifyRun
+	Failure string
+	// Spent is what the session spent since Usage, the loop's cursor
+	// before this stop; Usage is the cursor after it. The spend is added
+	// only while the loop's cursor is still the one it was read from, so
+	// no usage counts twice.
+	Spent     baton.Spend
+	UsageFrom baton.UsageCursor
+	Usage     *baton.UsageCursor
+}
+
+// NeedsVerify reports whether msg states one of l's promises and l has
+// verify commands to run before it is believed.
+func NeedsVerify(l *baton.Loop, msg string) (promise string, ok bool) {
+	if len(l.Verify) == 0 {
+		return "", false
+	}
+	return MatchPromise(l.CompletionPromises, msg)
 }
 
 // Action is what the Stop hook answers.
@@ -148,6 +174,9 @@ type Decision struct {
 	// Finished is true when the loop ended (status done); the caller
 	// clears the foreground pointer.
 	Finished bool
+	// Paused is true when baton paused the loop (a budget, a verification
+	// that could not run); it stays its session's foreground loop.
+	Paused bool
 }
 
 // Decide applies one Stop to l, the foreground loop as read under its
@@ -158,15 +187,19 @@ type Decision struct {
 //  2. A loop bound to another session: ignore; the loop is untouched. An
 //     unbound loop is bound to the first session that stops.
 //  3. A new turn (stop_hook_active false) resets the consecutive-block
-//     count.
+//     count. What the session spent since the last stop is added.
 //  4. A promise tag that states one of the loop's promises: done, with
-//     that promise as the outcome. Allow.
+//     that promise as the outcome, unless the loop has verify commands:
+//     then only when they all passed. A verification that could not run
+//     pauses the loop; one that failed is the next round's Failure.
 //  5. The iteration limit reached: done, outcome max_iterations. Allow.
-//  6. The harness's block cap reached in this chain: allow, and leave the
+//  6. A budget (tokens, cost, active time) reached: paused, with the
+//     reason in one line. Allow.
+//  7. The harness's block cap reached in this chain: allow, and leave the
 //     loop active at its iteration so the next turn picks it up.
-//  7. Otherwise increment the iteration and block with the loop prompt,
-//     followed once by the packet a compaction saved if nothing has
-//     named it to the agent yet.
+//  8. Otherwise increment the iteration and block with the loop prompt,
+//     followed by the failed verification's Failure section, and once by
+//     the packet a compaction saved if nothing has named it to the agent.
 func Decide(l *baton.Loop, s Stop) Decision {
 	if l == nil || l.Status != baton.LoopActive {
 		return Decision{Action: Ignore}
@@ -185,27 +218,110 @@ func Decide(l *baton.Loop, s Stop) Decision {
 		l.ConsecutiveBlocks = 0
 		d.Changed = true
 	}
+	if !s.Now.IsZero() && l.ActiveSince.IsZero() {
+		l.ActiveSince = s.Now // a loop from before budgets: its clock starts now
+		d.Changed = true
+	}
+	if s.Usage != nil && cursorEqual(l.Usage, s.UsageFrom) {
+		l.Spent = AddSpend(l.Spent, s.Spent)
+		l.Usage = *s.Usage
+		d.Changed = true
+	}
+	failure := ""
 	if s.Known {
 		if p, ok := MatchPromise(l.CompletionPromises, s.Message); ok {
-			return finish(l, p, fmt.Sprintf("baton loop %s: done (%s) at iteration %s", l.ID, Normalize(p), progress(l)))
+			switch v := s.Verify; {
+			case len(l.Verify) == 0:
+				return finish(l, s.Now, p, fmt.Sprintf("baton loop %s: done (%s) at iteration %s", l.ID, Normalize(p), progress(l)))
+			case v == nil:
+				// Verification did not run: the promise is not believed, and the
+				// round counts as any other.
+				failure = "You stated <promise>" + Normalize(p) + "</promise>, but the loop's verify commands did not run, so the promise is not accepted yet. State it again when the work is done."
+			default:
+				recordRun(l, *v)
+				switch {
+				case v.Error != "":
+					return pause(l, s.Now, "its verification could not run: "+v.Error)
+				case v.Passed:
+					return finish(l, s.Now, p, fmt.Sprintf("baton loop %s: done (%s) at iteration %s, verified (%s)", l.ID, Normalize(p), progress(l), checksLine(v)))
+				}
+				failure = s.Failure
+				if failure == "" {
+					failure = "You stated <promise>" + Normalize(p) + "</promise>, but the loop's verification failed, so the loop goes on."
+				}
+			}
 		}
 	}
 	if l.MaxIterations > 0 && l.Iteration >= l.MaxIterations {
-		return finish(l, baton.OutcomeMaxIterations, fmt.Sprintf("baton loop %s: stopped after %d iterations (the limit) without a promise; the loop is done, outcome max_iterations", l.ID, l.Iteration))
+		msg := fmt.Sprintf("baton loop %s: stopped after %d iterations (the limit) without a promise; the loop is done, outcome max_iterations", l.ID, l.Iteration)
+		if failure != "" {
+			msg = fmt.Sprintf("baton loop %s: stopped after %d iterations (the limit); the last promise failed its verification; the loop is done, outcome max_iterations", l.ID, l.Iteration)
+		}
+		return finish(l, s.Now, baton.OutcomeMaxIterations, msg)
+	}
+	if reason := OverBudget(l, s.Now); reason != "" {
+		return pause(l, s.Now, reason)
 	}
 	if s.StopHookActive && s.BlockCap > 0 && l.ConsecutiveBlocks >= s.BlockCap {
 		d.Action = Allow
 		d.Message = fmt.Sprintf("baton loop %s: paused for this turn at iteration %s after %d consecutive stop-hook blocks (the harness's cap); the loop stays active: send any message to continue, or run `baton loop cancel %s`", l.ID, progress(l), l.ConsecutiveBlocks, l.ID)
+		if failure != "" {
+			d.Message += "; the last promise failed its verification"
+		}
 		return d
 	}
 	l.Iteration++
 	l.ConsecutiveBlocks++
-	reason := l.Prompt
+	reason := strings.TrimRight(l.Prompt, "\n")
+	if failure != "" {
+		reason += "\n\n## Failure\n\n" + strings.TrimRight(failure, "\n")
+	}
 	if l.CompactedPacket != "" {
-		reason = strings.TrimRight(reason, "\n") + "\n\n" + CompactedLine(l.CompactedPacket)
+		reason += "\n\n" + CompactedLine(l.CompactedPacket)
 		l.CompactedPacket = ""
 	}
+	if reason == strings.TrimRight(l.Prompt, "\n") {
+		reason = l.Prompt // verbatim when nothing was added
+	}
 	return Decision{Action: Block, Reason: reason, Message: StatusLine(l), Changed: true}
+}
+
+// recordRun keeps run as the loop's newest verification, and at most
+// MaxVerifyRuns of them.
+func recordRun(l *baton.Loop, run baton.VerifyRun) {
+	l.VerifyRuns = append(l.VerifyRuns, run)
+	if n := len(l.VerifyRuns); n > baton.MaxVerifyRuns {
+		l.VerifyRuns = append([]baton.VerifyRun(nil), l.VerifyRuns[n-baton.MaxVerifyRuns:]...)
+	}
+}
+
+// checksLine says how many commands passed.
+func checksLine(v *baton.VerifyRun) string {
+	if len(v.Checks) == 1 {
+		return "1 command passed"
+	}
+	return fmt.Sprintf("%d commands passed", len(v.Checks))
+}
+
+// pause stops the loop for a reason of baton's own: it stays its
+// session's foreground loop, and `baton loop resume` continues it.
+func pause(l *baton.Loop, now time.Time, reason string) Decision {
+	l.Status = baton.LoopPaused
+	l.PauseReason = oneLine(reason)
+	l.ConsecutiveBlocks = 0
+	if !now.IsZero() {
+		l.StopClock(now)
+	}
+	return Decision{Action: Allow, Changed: true, Paused: true,
+		Message: fmt.Sprintf("baton loop %s: paused at iteration %s: %s; `baton loop resume %s` continues it", l.ID, progress(l), l.PauseReason, l.ID)}
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 300 {
+		s = baton.Truncate(s, 300, "…")
+	}
+	return s
 }
 
 // CompactedLine tells the agent, after a compaction, where the context it
@@ -214,10 +330,13 @@ func CompactedLine(packetID string) string {
 	return "(baton: the conversation was compacted; what it held is saved in packet " + packetID + ", `baton pickup " + packetID + "` renders it.)"
 }
 
-func finish(l *baton.Loop, outcome, msg string) Decision {
+func finish(l *baton.Loop, now time.Time, outcome, msg string) Decision {
 	l.Status = baton.LoopDone
 	l.Outcome = outcome
 	l.ConsecutiveBlocks = 0
+	if !now.IsZero() {
+		l.StopClock(now)
+	}
 	return Decision{Action: Allow, Message: msg, Changed: true, Finished: true}
 }
 
@@ -242,7 +361,28 @@ func HowToFinish(l *baton.Loop) string {
 	if len(ps) > 1 {
 		s += " (or " + strings.Join(ps[1:], ", ") + ")"
 	}
+	if len(l.Verify) > 0 {
+		// The agent should know its promise is checked, and by what.
+		s += ", which baton checks by running " + verifyList(l.Verify)
+	}
 	return s
+}
+
+// verifyList names the verify commands in a line, up to three.
+func verifyList(cmds []string) string {
+	var q []string
+	for i, c := range cmds {
+		if i == 3 {
+			q = append(q, fmt.Sprintf("%d more", len(cmds)-3))
+			break
+		}
+		if len(c) > 80 || strings.ContainsAny(c, "`\n") {
+			q = append(q, "a command of the loop's")
+			continue
+		}
+		q = append(q, "`"+c+"`")
+	}
+	return strings.Join(q, ", ")
 }
 
 func progress(l *baton.Loop) string {

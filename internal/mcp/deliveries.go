@@ -31,7 +31,7 @@ var deliveryTools = []tool{
 	}},
 	{"delivery_create", func(s *Server) {
 		sdk.AddTool(s.sdk, &sdk.Tool{Name: "delivery_create", Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
-			Description: "Create a delivery for a GitHub issue or a local repository; the same request twice gives the same delivery."}, s.deliveryCreate)
+			Description: "Create a delivery for a GitHub issue or local repository."}, s.deliveryCreate)
 	}},
 	{"delivery_approve", decisionTool(delivery.ActApprove, "Start a waiting checkpoint phase, or accept a phase's result.", false)},
 	{"delivery_reject", func(s *Server) {

@@ -628,3 +628,21 @@ func (f *fixture) callOK(name string, args any) *sdk.CallToolResult {
 	}
 	return res
 }
+
+// The search tool finds a packet by its words, through the same index
+// as `baton search`.
+func TestSearchTool(t *testing.T) {
+	f := newFixture(t)
+	f.callOK("handoff", map[string]any{"purpose": "Rotate the signing keys", "next_prompt": "Replace the HMAC secret with a key pair"})
+	text, res := f.call("search", map[string]any{"query": "signing keys"})
+	if res.IsError || !strings.Contains(text, "packet ") || !strings.Contains(text, "Rotate the signing keys") || !strings.Contains(text, "«signing»") {
+		t.Fatalf("search = %s", text)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	if !strings.Contains(string(b), `"kind":"packet"`) || !strings.Contains(string(b), `.agent/context/packets/`) {
+		t.Errorf("structured result = %s", b)
+	}
+	if text, res := f.call("search", map[string]any{"query": "()"}); !res.IsError {
+		t.Errorf("search without words = %s", text)
+	}
+}

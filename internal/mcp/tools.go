@@ -17,6 +17,7 @@ import (
 	"github.com/baton-agent/baton/internal/loop"
 	"github.com/baton-agent/baton/internal/prompt"
 	"github.com/baton-agent/baton/internal/prompt/budget"
+	"github.com/baton-agent/baton/internal/search"
 )
 
 // tool is one MCP tool: its name and how it registers itself.
@@ -63,11 +64,11 @@ func addTool[In, Out any](s *Server, t *sdk.Tool, h sdk.ToolHandlerFor[In, Out])
 var allTools = []tool{
 	{"pickup", func(s *Server) {
 		addTool(s, &sdk.Tool{Name: "pickup", Annotations: readOnly,
-			Description: "Render a handoff packet as the prompt to continue from (latest draft/active by default)."}, s.pickup)
+			Description: "Render a packet as the prompt to continue from (default: the latest draft/active)."}, s.pickup)
 	}},
 	{"handoff", func(s *Server) {
 		addTool(s, &sdk.Tool{Name: "handoff", Annotations: appends,
-			Description: "Write a handoff packet for the next session; body is markdown: ## Intent, ## Context, ## Decisions, ## Plan, ## Open Questions."}, s.handoff)
+			Description: "Write a handoff packet for the next session."}, s.handoff)
 	}},
 	{"packets", func(s *Server) {
 		addTool(s, &sdk.Tool{Name: "packets", Annotations: readOnly,
@@ -83,19 +84,23 @@ var allTools = []tool{
 	}},
 	{"loop_start", func(s *Server) {
 		addTool(s, &sdk.Tool{Name: "loop_start", Annotations: appends,
-			Description: "Start a loop: its prompt comes back at each stop until you state one of its promises (the result says how)."}, s.loopStart)
+			Description: "Start a loop: its prompt returns at each stop until you state a promise."}, s.loopStart)
 	}},
 	{"loop_status", func(s *Server) {
 		addTool(s, &sdk.Tool{Name: "loop_status", Annotations: readOnly,
-			Description: "Show a loop (the foreground loop by default)."}, s.loopStatus)
+			Description: "Show a loop (default: the foreground loop)."}, s.loopStatus)
 	}},
 	{"loop_cancel", func(s *Server) {
 		addTool(s, &sdk.Tool{Name: "loop_cancel", Annotations: ends,
-			Description: "Cancel a loop (the foreground loop by default); it is kept, and never runs again."}, s.loopCancel)
+			Description: "Cancel a loop (default: the foreground loop); it is kept but never runs again."}, s.loopCancel)
+	}},
+	{"search", func(s *Server) {
+		addTool(s, &sdk.Tool{Name: "search", Annotations: readOnly,
+			Description: "Find all the words in packets, loop prompts and notes (and transcripts if enabled); best 10 first."}, s.search)
 	}},
 	{"review_pr_brief", func(s *Server) {
 		addTool(s, &sdk.Tool{Name: "review_pr_brief", Annotations: readRemote,
-			Description: "Brief for reviewing a GitHub pull request, with its diff."}, s.reviewPRBrief)
+			Description: "Brief for reviewing a GitHub pull request and its diff."}, s.reviewPRBrief)
 	}},
 	{"fix_issue_brief", func(s *Server) {
 		addTool(s, &sdk.Tool{Name: "fix_issue_brief", Annotations: readRemote,
@@ -114,8 +119,8 @@ func text(format string, args ...any) *sdk.CallToolResult {
 }
 
 type pickupIn struct {
-	Packet       string `json:"packet,omitempty" jsonschema:"id, id prefix or latest (default)"`
-	BudgetBytes  int    `json:"budget_bytes,omitempty" jsonschema:"size limit of the prompt (default 40000)"`
+	Packet       string `json:"packet,omitempty" jsonschema:"id, prefix or latest (default)"`
+	BudgetBytes  int    `json:"budget_bytes,omitempty" jsonschema:"prompt size limit (default 40000)"`
 	BudgetTokens int    `json:"budget_tokens,omitempty" jsonschema:"token limit (o200k)"`
 }
 
@@ -187,10 +192,10 @@ func skippedNote(skipped []error) string {
 
 type handoffIn struct {
 	Purpose    string   `json:"purpose" jsonschema:"what the next session should achieve"`
-	Body       string   `json:"body,omitempty" jsonschema:"markdown sections"`
+	Body       string   `json:"body,omitempty" jsonschema:"markdown: ## Intent, Context, Decisions, Plan, Open Questions"`
 	NextPrompt string   `json:"next_prompt,omitempty" jsonschema:"the prompt the next session starts from"`
 	Files      []string `json:"files,omitempty" jsonschema:"confirmed relevant paths"`
-	Validators []string `json:"validators,omitempty" jsonschema:"commands that show the work is done"`
+	Validators []string `json:"validators,omitempty" jsonschema:"commands that prove it done"`
 	SessionID  string   `json:"session_id,omitempty" jsonschema:"harness session id"`
 }
 
@@ -228,7 +233,7 @@ func (s *Server) handoff(ctx context.Context, _ *sdk.CallToolRequest, in handoff
 
 type packetsIn struct {
 	Status string `json:"status,omitempty" jsonschema:"draft, active, done or blocked (default all)"`
-	Limit  int    `json:"limit,omitempty" jsonschema:"at most this many (default 20)"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"default 20"`
 }
 
 type packetRow struct {
@@ -287,9 +292,9 @@ func (s *Server) packets(_ context.Context, _ *sdk.CallToolRequest, in packetsIn
 }
 
 type filesIn struct {
-	All   bool   `json:"all,omitempty" jsonschema:"the whole log, not just since the last packet"`
-	Since string `json:"since,omitempty" jsonschema:"only entries after this packet was created (id, prefix or latest)"`
-	Limit int    `json:"limit,omitempty" jsonschema:"at most this many (default 30)"`
+	All   bool   `json:"all,omitempty" jsonschema:"the whole log"`
+	Since string `json:"since,omitempty" jsonschema:"only after this packet (id, prefix or latest)"`
+	Limit int    `json:"limit,omitempty" jsonschema:"default 30"`
 }
 
 type filesOut struct {
@@ -342,7 +347,7 @@ func (s *Server) files(_ context.Context, _ *sdk.CallToolRequest, in filesIn) (*
 
 type filesAddIn struct {
 	Paths     []string `json:"paths" jsonschema:"relative to the project root"`
-	Packet    string   `json:"packet,omitempty" jsonschema:"the packet they belong to (id, prefix or latest)"`
+	Packet    string   `json:"packet,omitempty" jsonschema:"their packet (id, prefix or latest)"`
 	MissingOK bool     `json:"missing_ok,omitempty" jsonschema:"record paths not written yet"`
 }
 
@@ -371,10 +376,10 @@ func (s *Server) filesAdd(ctx context.Context, _ *sdk.CallToolRequest, in filesA
 
 type loopStartIn struct {
 	Prompt        string   `json:"prompt,omitempty" jsonschema:"the prompt to repeat"`
-	FromPacket    string   `json:"from_packet,omitempty" jsonschema:"take the prompt from this packet (id or latest) instead"`
+	FromPacket    string   `json:"from_packet,omitempty" jsonschema:"or the prompt of this packet (id or latest)"`
 	MaxIterations *int     `json:"max_iterations,omitempty" jsonschema:"limit (default 20; 0 = none)"`
 	Promises      []string `json:"promises,omitempty" jsonschema:"texts that end the loop (default DONE)"`
-	SessionID     string   `json:"session_id,omitempty" jsonschema:"default: the first session that stops"`
+	SessionID     string   `json:"session_id,omitempty" jsonschema:"default: the first to stop"`
 }
 
 // loopOut is a loop as the loop tools give it.
@@ -391,8 +396,8 @@ type loopOut struct {
 }
 
 func toLoopOut(st *fsstore.Store, l *baton.Loop, withPrompt bool) loopOut {
-	fg, _ := st.ForegroundLoopID()
-	o := loopOut{ID: l.ID, Status: string(l.Status), Foreground: fg == l.ID, Iteration: l.Iteration, MaxIterations: l.MaxIterations,
+	fg, _ := st.Foreground()
+	o := loopOut{ID: l.ID, Status: string(l.Status), Foreground: fg.Has(l.ID), Iteration: l.Iteration, MaxIterations: l.MaxIterations,
 		Promises: nonNil(l.CompletionPromises), SessionID: l.SessionID, Outcome: l.Outcome}
 	if withPrompt {
 		o.Prompt = l.Prompt
@@ -418,7 +423,7 @@ func (s *Server) loopStart(ctx context.Context, _ *sdk.CallToolRequest, in loopS
 	if err != nil {
 		return nil, nil, err
 	}
-	l, _, err := loop.Start(ctx, st, loop.StartRequest{Prompt: in.Prompt, FromPacket: in.FromPacket, MaxIterations: max, Promises: in.Promises, SessionID: in.SessionID})
+	l, _, err := loop.Start(ctx, st, loop.StartRequest{Prompt: in.Prompt, FromPacket: in.FromPacket, MaxIterations: max, Promises: in.Promises, SessionID: in.SessionID, Now: s.opts.Now()})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -431,7 +436,7 @@ func (s *Server) loopStart(ctx context.Context, _ *sdk.CallToolRequest, in loopS
 }
 
 type loopRefIn struct {
-	Loop string `json:"loop,omitempty" jsonschema:"loop id or prefix (default: current, the foreground loop)"`
+	Loop string `json:"loop,omitempty" jsonschema:"id or prefix (default: the foreground loop)"`
 }
 
 func (s *Server) loopStatus(_ context.Context, _ *sdk.CallToolRequest, in loopRefIn) (*sdk.CallToolResult, any, error) {
@@ -439,7 +444,7 @@ func (s *Server) loopStatus(_ context.Context, _ *sdk.CallToolRequest, in loopRe
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := loop.Resolve(st, in.Loop)
+	l, err := loop.Resolve(st, in.Loop, "")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -457,15 +462,48 @@ func (s *Server) loopCancel(ctx context.Context, _ *sdk.CallToolRequest, in loop
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := loop.Resolve(st, in.Loop)
+	l, err := loop.Resolve(st, in.Loop, "")
 	if err != nil {
 		return nil, nil, err
 	}
-	l, from, err := loop.SetStatus(ctx, st, l.ID, loop.Cancel, false, "", s.opts.Now().UTC())
+	l, from, err := loop.SetStatus(ctx, st, l.ID, loop.StatusChange{Change: loop.Cancel, Now: s.opts.Now()})
 	if err != nil {
 		return nil, nil, err
 	}
 	return text("Loop %s: %s -> cancelled at iteration %d.", l.ID, from, l.Iteration), toLoopOut(st, l, false), nil
+}
+
+// searchIn is only the words: the list of tools costs context on every
+// turn (`baton search` has --kind and --limit).
+type searchIn struct {
+	Query string `json:"query"`
+}
+
+// defaultSearch is how many results the search tool gives unless asked:
+// each costs the model context.
+const defaultSearch = 10
+
+func (s *Server) search(ctx context.Context, _ *sdk.CallToolRequest, in searchIn) (*sdk.CallToolResult, any, error) {
+	q := search.Query{Text: in.Query, Limit: defaultSearch}
+	st, err := s.readStore()
+	if err != nil {
+		return nil, nil, err
+	}
+	res, _, err := search.Run(ctx, st, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	var b strings.Builder
+	for _, r := range res {
+		fmt.Fprintf(&b, "%s %s (%s): %s\n  %s\n", r.Kind, r.ID, r.Path, r.Title, strings.Join(strings.Fields(r.Snippet), " "))
+	}
+	if len(res) == 0 {
+		fmt.Fprintf(&b, "Nothing matches %q.\n", in.Query)
+	}
+	if res == nil {
+		res = []search.Result{}
+	}
+	return text("%s", b.String()), map[string]any{"results": res}, nil
 }
 
 type reviewIn struct {
@@ -477,13 +515,13 @@ type reviewIn struct {
 type issueIn struct {
 	Issue       string `json:"issue" jsonschema:"issue number or URL"`
 	Repo        string `json:"repo,omitempty" jsonschema:"owner/name"`
-	Comments    *int   `json:"comments,omitempty" jsonschema:"most recent comments to include (default 10)"`
+	Comments    *int   `json:"comments,omitempty" jsonschema:"recent comments (default 10)"`
 	BudgetBytes int    `json:"budget_bytes,omitempty"`
 }
 
 type featureIn struct {
 	Issue       string `json:"issue,omitempty" jsonschema:"issue number or URL"`
-	Request     string `json:"request,omitempty" jsonschema:"or the feature in words (nothing is fetched)"`
+	Request     string `json:"request,omitempty" jsonschema:"or the feature in words"`
 	Repo        string `json:"repo,omitempty" jsonschema:"owner/name"`
 	BudgetBytes int    `json:"budget_bytes,omitempty"`
 }

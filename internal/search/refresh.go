@@ -1,0 +1,422 @@
+package search
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/fsstore"
+	"github.com/baton-agent/baton/internal/safefile"
+	"github.com/baton-agent/baton/internal/transcript"
+)
+
+// Report says what a Refresh did.
+type Report struct {
+	Indexed     int // packets, loops and transcripts (re)indexed
+	Removed     int // gone since the last refresh
+	Messages    int // transcript messages added
+	Transcripts bool
+	// Skipped are files that could not be read (corrupt, refused); they
+	// are left out of the index.
+	Skipped []string
+}
+
+// source is what the index knows of one indexed file.
+type source struct {
+	kind        Kind
+	size, mtime int64
+	done        int64
+	name        string // transcripts: "<harness> <session id>"
+}
+
+// sessionsSource is the sources row of indexes/sessions.jsonl: when it
+// has not changed, no session was added.
+const sessionsSource = "sessions"
+
+// fullCheckEvery is how often a refresh stats every packet and loop even
+// when their directories look unchanged: baton writes them through a
+// rename, which changes the directory, but an editor that writes a file in
+// place does not.
+const fullCheckEvery = time.Minute
+
+// Refresh brings the index up to date with the store: packets and loops
+// whose file changed are indexed again, those removed are dropped, and
+// with transcripts on, what each session's transcript gained since the
+// last refresh is added (a transcript that shrank is indexed again). A
+// directory of packets or loops unchanged since the last refresh is not
+// listed again, but for a full check once a minute; it reads only what
+// changed.
+func (ix *Index) Refresh(ctx context.Context) (Report, error) {
+	var rep Report
+	now := ix.now()
+	var last int64
+	full := false
+	if v, err := ix.meta(ctx, "full_check"); err != nil {
+		return rep, err
+	} else if _, err := fmt.Sscan(v, &last); err != nil || now.Sub(time.Unix(0, last)) >= fullCheckEvery {
+		full = true
+	}
+	for _, kind := range []Kind{KindPacket, KindLoop} {
+		if err := ix.refreshArtifacts(ctx, kind, full, &rep); err != nil {
+			return rep, err
+		}
+	}
+	if full {
+		if err := ix.setMeta(ctx, "full_check", fmt.Sprint(now.UnixNano())); err != nil {
+			return rep, err
+		}
+	}
+	var err error
+	if rep.Transcripts, err = ix.Transcripts(ctx); err != nil || !rep.Transcripts {
+		return rep, err
+	}
+	known, err := ix.sources(ctx, KindTranscript, sessionsSource)
+	if err != nil {
+		return rep, err
+	}
+	return rep, ix.refreshTranscripts(ctx, known, &rep)
+}
+
+// ForceFullCheck makes the next Refresh stat every packet and loop file
+// (benchmarks time it).
+func (ix *Index) ForceFullCheck() { _ = ix.setMeta(context.Background(), "full_check", "0") }
+
+func (ix *Index) meta(ctx context.Context, key string) (string, error) {
+	var v string
+	err := ix.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return v, err
+}
+
+func (ix *Index) setMeta(ctx context.Context, key, value string) error {
+	_, err := ix.db.ExecContext(ctx, `INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)`, key, value)
+	return err
+}
+
+// sources reads what the index knows of the sources of the given kinds.
+func (ix *Index) sources(ctx context.Context, kinds ...Kind) (map[string]source, error) {
+	args := make([]any, len(kinds))
+	for i, k := range kinds {
+		args[i] = string(k)
+	}
+	rows, err := ix.db.QueryContext(ctx, `SELECT path, kind, size, mtime, done, name FROM sources WHERE kind IN (`+
+		strings.TrimSuffix(strings.Repeat("?,", len(kinds)), ",")+`)`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]source{}
+	for rows.Next() {
+		var p, kind string
+		var s source
+		if err := rows.Scan(&p, &kind, &s.size, &s.mtime, &s.done, &s.name); err != nil {
+			return nil, err
+		}
+		s.kind = Kind(kind)
+		out[p] = s
+	}
+	return out, rows.Err()
+}
+
+// refreshArtifacts indexes the packets (or loops) whose file is new or
+// changed since the last refresh, and drops those removed. Unless full,
+// a directory unchanged since the last refresh is taken as it was.
+func (ix *Index) refreshArtifacts(ctx context.Context, kind Kind, full bool, rep *Report) (err error) {
+	sub := fsstore.PacketsDir
+	if kind == KindLoop {
+		sub = fsstore.LoopsDir
+	}
+	dir := filepath.Join(ix.st.Dir(), sub)
+	dfi, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		dfi = nil
+	} else if err != nil {
+		return err
+	} else if !dfi.IsDir() {
+		return baton.Errorf(baton.Invalid, "%s is not a directory (a link?): baton follows no links out of its store", dir)
+	}
+	state := "none"
+	if dfi != nil {
+		// Read before the listing: a change during it shows next time.
+		state = fmt.Sprint(dfi.ModTime().UnixNano())
+	}
+	key := "dir:" + string(kind)
+	if was, err := ix.meta(ctx, key); err != nil {
+		return err
+	} else if was == state && !full {
+		return nil
+	}
+	known, err := ix.sources(ctx, kind)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	defer func() {
+		if err == nil {
+			err = ix.setMeta(ctx, key, state)
+		}
+	}()
+	var entries []fs.DirEntry
+	if dfi != nil {
+		entries, err = os.ReadDir(dir)
+	}
+	if err != nil {
+		return fmt.Errorf("list %s: %w", dir, err)
+	}
+	type change struct {
+		path string
+		id   string
+		fi   fs.FileInfo
+	}
+	var changed []change
+	for _, e := range entries {
+		name := e.Name()
+		id, ok := strings.CutSuffix(name, ".md")
+		if !ok || !baton.ValidID(id) || e.Type()&fs.ModeType != 0 {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		seen[p] = true
+		if s, ok := known[p]; ok && s.size == fi.Size() && s.mtime == fi.ModTime().UnixNano() {
+			continue
+		}
+		changed = append(changed, change{p, id, fi})
+	}
+	var gone []string
+	for p := range known {
+		if !seen[p] {
+			gone = append(gone, p)
+		}
+	}
+	if len(changed) == 0 && len(gone) == 0 {
+		return nil
+	}
+	rep.Removed += len(gone)
+	err = ix.tx(ctx, func(tx *sql.Tx) error {
+		for _, p := range gone {
+			if err := dropSource(ctx, tx, p); err != nil {
+				return err
+			}
+		}
+		ins, insFTS, err := prepareDocs(ctx, tx)
+		if err != nil {
+			return err
+		}
+		defer ins.Close()
+		defer insFTS.Close()
+		for _, c := range changed {
+			if err := dropSource(ctx, tx, c.path); err != nil {
+				return err
+			}
+			docs, err := ix.artifactDocs(kind, c.id, c.path)
+			if err != nil {
+				// Unreadable now: left out until it changes again.
+				rep.Skipped = append(rep.Skipped, err.Error())
+			}
+			for _, d := range docs {
+				if err := addDoc(ctx, tx, ins, insFTS, c.path, d); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO sources(path, kind, size, mtime, done) VALUES (?, ?, ?, ?, 0)`,
+				c.path, string(kind), c.fi.Size(), c.fi.ModTime().UnixNano()); err != nil {
+				return err
+			}
+			rep.Indexed++
+		}
+		return nil
+	})
+	return err
+}
+
+func prepareDocs(ctx context.Context, tx *sql.Tx) (ins, insFTS *sql.Stmt, err error) {
+	ins, err = tx.PrepareContext(ctx, `INSERT INTO docs(source, kind, artifact, path, title, body, at) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return nil, nil, err
+	}
+	insFTS, err = tx.PrepareContext(ctx, `INSERT INTO fts(rowid, title, body) VALUES (?, ?, ?)`)
+	if err != nil {
+		ins.Close()
+		return nil, nil, err
+	}
+	return ins, insFTS, nil
+}
+
+// artifactDocs are the documents of one packet (its purpose and text) or
+// loop (its prompt, and its notes).
+func (ix *Index) artifactDocs(kind Kind, id, path string) ([]doc, error) {
+	if kind == KindPacket {
+		p, err := ix.st.FindPacketByID(id)
+		if err != nil {
+			return nil, err
+		}
+		var b strings.Builder
+		if t := strings.TrimSpace(p.Preamble); t != "" {
+			b.WriteString(t + "\n\n")
+		}
+		for _, s := range p.Sections {
+			fmt.Fprintf(&b, "%s\n%s\n\n", s.Heading, strings.TrimSpace(s.Body))
+		}
+		for _, v := range p.Validators {
+			b.WriteString(v + "\n")
+		}
+		for _, f := range append(append([]string(nil), p.RelevantFilesConfirmed...), p.RelevantFilesSuggested...) {
+			b.WriteString(f + "\n")
+		}
+		return []doc{{kind: KindPacket, artifact: p.ID, path: path, title: p.Purpose, body: b.String(), at: p.UpdatedAt}}, nil
+	}
+	l, err := ix.st.FindLoopByID(id)
+	if err != nil {
+		return nil, err
+	}
+	first, _, _ := strings.Cut(strings.TrimSpace(l.Prompt), "\n")
+	docs := []doc{{kind: KindLoop, artifact: l.ID, path: path, title: baton.Truncate(first, 200, "…"), body: l.Prompt + "\n" + strings.Join(l.Verify, "\n"), at: l.UpdatedAt}}
+	if notes := strings.TrimSpace(l.Notes); notes != "" {
+		docs = append(docs, doc{kind: KindNote, artifact: l.ID, path: path, title: "Notes of loop " + l.ID, body: notes, at: l.UpdatedAt})
+	}
+	return docs, nil
+}
+
+// maxTranscriptRead bounds what one refresh reads of one transcript; the
+// rest waits for the next refresh.
+const maxTranscriptRead = 1 << 30
+
+// refreshTranscripts adds the transcripts sessions.jsonl names (when it
+// changed) and what each transcript gained since the last refresh.
+func (ix *Index) refreshTranscripts(ctx context.Context, known map[string]source, rep *Report) error {
+	log := filepath.Join(ix.st.Dir(), fsstore.IndexesDir, fsstore.SessionsLog)
+	sessions := map[string]baton.SessionRecord{} // by transcript path
+	if fi, err := os.Lstat(log); err == nil && fi.Mode().IsRegular() {
+		if s, ok := known[sessionsSource]; !ok || s.size != fi.Size() || s.mtime != fi.ModTime().UnixNano() {
+			if _, err := safefile.ScanJSONL(log, func(r baton.SessionRecord) error {
+				if r.TranscriptPath != "" && filepath.IsAbs(r.TranscriptPath) && strings.HasSuffix(r.TranscriptPath, ".jsonl") {
+					sessions[filepath.Clean(r.TranscriptPath)] = r
+				}
+				return nil
+			}); err != nil {
+				rep.Skipped = append(rep.Skipped, fmt.Sprintf("%s: %v", log, err))
+			}
+			err := ix.tx(ctx, func(tx *sql.Tx) error {
+				for p, r := range sessions {
+					if _, ok := known[p]; ok {
+						continue
+					}
+					// New: nothing of it indexed yet. The row keeps the session's
+					// name for its documents.
+					name := string(r.Harness) + " " + r.SessionID
+					if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO sources(path, kind, size, mtime, done, name) VALUES (?, ?, -1, 0, 0, ?)`, p, string(KindTranscript), name); err != nil {
+						return err
+					}
+					known[p] = source{kind: KindTranscript, size: -1, name: name}
+				}
+				_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO sources(path, kind, size, mtime, done) VALUES (?, 'sessions', ?, ?, 0)`,
+					sessionsSource, fi.Size(), fi.ModTime().UnixNano())
+				return err
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	for p, s := range known {
+		if s.kind != KindTranscript {
+			continue
+		}
+		if err := ix.refreshTranscript(ctx, p, s, rep); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refreshTranscript indexes what one transcript gained.
+func (ix *Index) refreshTranscript(ctx context.Context, path string, s source, rep *Report) error {
+	f, err := safefile.OpenRegularFollow(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // gone: what was indexed of it stays findable
+	} else if err != nil {
+		rep.Skipped = append(rep.Skipped, fmt.Sprintf("%s: %v", path, err))
+		return nil
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Size() == s.size && fi.ModTime().UnixNano() == s.mtime {
+		return nil
+	}
+	harness, sessionID, _ := strings.Cut(s.name, " ")
+	if sessionID == "" {
+		sessionID = strings.TrimSuffix(filepath.Base(path), ".jsonl")
+	}
+	return ix.tx(ctx, func(tx *sql.Tx) error {
+		from := s.done
+		if fi.Size() < from {
+			// Rewritten shorter: index it again from the start.
+			if _, err := tx.ExecContext(ctx, `INSERT INTO fts(fts, rowid, title, body) SELECT 'delete', rowid, title, body FROM docs WHERE source = ?`, path); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM docs WHERE source = ?`, path); err != nil {
+				return err
+			}
+			from = 0
+		}
+		ins, insFTS, err := prepareDocs(ctx, tx)
+		if err != nil {
+			return err
+		}
+		defer ins.Close()
+		defer insFTS.Close()
+		title := strings.TrimSpace(harness + " session " + sessionID)
+		next, err := transcript.ScanMessages(f, fi.Size(), from, maxTranscriptRead, func(m transcript.Message) error {
+			rep.Messages++
+			return addDoc(ctx, tx, ins, insFTS, path, doc{kind: KindTranscript, artifact: sessionID, path: path,
+				title: title + " (" + m.Role + ")", body: m.Text, at: m.At})
+		})
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		size, mtime := fi.Size(), fi.ModTime().UnixNano()
+		if next < size {
+			size, mtime = -1, 0 // more to read next time
+		}
+		_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO sources(path, kind, size, mtime, done, name) VALUES (?, ?, ?, ?, ?, ?)`,
+			path, string(KindTranscript), size, mtime, next, s.name)
+		rep.Indexed++
+		return err
+	})
+}
+
+// Run is what every edge does for a search: open the store's index,
+// bring it up to date, query it, close it.
+func Run(ctx context.Context, st *fsstore.Store, q Query) ([]Result, Report, error) {
+	if !st.Exists() {
+		return nil, Report{}, baton.Errorf(baton.NotFound, "no context store at %s: nothing to search (run `baton init`, or start a session with baton's hooks)", st.Root())
+	}
+	ix, err := Open(ctx, st)
+	if err != nil {
+		return nil, Report{}, err
+	}
+	defer ix.Close()
+	rep, err := ix.Refresh(ctx)
+	if err != nil {
+		return nil, rep, err
+	}
+	res, err := ix.Search(ctx, q)
+	return res, rep, err
+}
