@@ -104,12 +104,16 @@ const initLine = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"proto
 func TestMCPStdio(t *testing.T) {
 	home := t.TempDir()
 	// A GitHub API that never answers, so a brief call is still running
-	// when it is cancelled.
+	// when it is cancelled; it says when the call reached it and when the
+	// call gave up.
 	hang := make(chan struct{})
+	arrived, gaveUp := make(chan struct{}, 1), make(chan struct{}, 1)
 	gh := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
 		select {
 		case <-hang:
 		case <-r.Context().Done():
+			gaveUp <- struct{}{}
 		}
 	}))
 	defer gh.Close()
@@ -140,16 +144,35 @@ func TestMCPStdio(t *testing.T) {
 	}
 	// A call cancelled while it runs gets no answer; the session goes on.
 	p.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"fix_issue_brief","arguments":{"issue":"7","repo":"octo/app"}}}`)
-	time.Sleep(200 * time.Millisecond)
+	waitFor(t, arrived, "the brief call's GitHub request")
 	p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5,"reason":"the user pressed Esc"}}`)
 	p.send(`{"jsonrpc":"2.0","id":6,"method":"ping"}`)
 	if m := p.recv(); m["id"] != float64(6) {
 		t.Errorf("ping after a cancellation = %v", m)
 	}
-	time.Sleep(200 * time.Millisecond) // time for an answer to the cancelled call, which must not come
+	waitFor(t, gaveUp, "the cancelled call to give up its GitHub request")
 	p.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"packets","arguments":{}}}`)
 	if m := p.recv(); m["id"] != float64(7) || !strings.Contains(resultText(m), "wire the parser") {
 		t.Errorf("the next message after a cancelled call = %v, want the answer to call 7", m)
+	}
+	// Nothing else comes before the server exits at the end of its input:
+	// no late answer to the cancelled call.
+	p.in.Close()
+	for p.lines.Scan() {
+		if strings.Contains(p.lines.Text(), `"id":5`) {
+			t.Errorf("the cancelled call was answered: %s", p.lines.Text())
+		}
+	}
+}
+
+// waitFor waits for a signal on ch, failing the test after a generous
+// time in case it never comes.
+func waitFor(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("waited 30 s for %s", what)
 	}
 }
 

@@ -3,6 +3,7 @@ package fsstore
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,6 +84,7 @@ func helperRewrite() int {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
+		os.Stdout.Write([]byte{'.'}) // one rewrite done: the test kills during a later one
 	}
 }
 
@@ -140,10 +142,18 @@ func TestKilledWriterNeverTearsPacket(t *testing.T) {
 	path := filepath.Join(s.Dir(), PacketsDir, p.ID+".md")
 	for round := 0; round < 12; round++ {
 		c := helperCmd(t, "BATON_FSSTORE_HELPER=rewrite", "ROOT="+s.Root(), "ID="+p.ID)
+		done, err := c.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Duration(20+round*7) * time.Millisecond) // let it get mid-write
+		// Killed after 1 to 4 rewrites: mid-way through the next one, at a
+		// point that varies with the file's size and the machine.
+		if _, err := io.ReadFull(done, make([]byte, 1+round%4)); err != nil {
+			t.Fatalf("round %d: the writer stopped: %v", round, err)
+		}
 		_ = c.Process.Kill()
 		_ = c.Wait()
 		b, err := os.ReadFile(path)

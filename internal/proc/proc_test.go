@@ -122,8 +122,18 @@ func TestRunCheckTimeoutKillsGroup(t *testing.T) {
 
 func TestRunCheckCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
-	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
-	_, err := RunCheck(ctx, Check{Command: "sleep 30", Grace: 100 * time.Millisecond})
+	// Cancelled once the check is running: it opens the FIFO to say so.
+	started := filepath.Join(t.TempDir(), "started")
+	if err := syscall.Mkfifo(started, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		if f, err := os.Open(started); err == nil {
+			f.Close()
+		}
+		cancel()
+	}()
+	_, err := RunCheck(ctx, Check{Command: ": > " + started + "; sleep 30", Grace: 100 * time.Millisecond})
 	if baton.ErrorCode(err) != baton.Canceled {
 		t.Errorf("canceled check error = %v, want Canceled", err)
 	}
@@ -205,8 +215,9 @@ func TestWatchdog(t *testing.T) {
 		t.Fatal(err)
 	}
 	wd.Release()
+	exited := wd.exited
 	wd.Release() // twice is harmless
-	time.Sleep(100 * time.Millisecond)
+	<-exited     // the watchdog is gone; had it killed, it would have by now
 	if !alive(kept.Process.Pid) {
 		t.Error("a released watchdog killed its group")
 	}

@@ -22,7 +22,8 @@ const watchdogScript = `read -r line; [ "$line" = release ] || kill -s KILL -- -
 // tiny sh in its own process group, so signals meant for the group (a
 // grace-period SIGINT) never reach it.
 type Watchdog struct {
-	w *os.File
+	w      *os.File
+	exited chan struct{} // closed when the watchdog's sh has ended
 }
 
 // WatchGroup starts a watchdog for the process group pgid. The caller
@@ -44,8 +45,9 @@ func WatchGroup(pgid int) (*Watchdog, error) {
 		w.Close()
 		return &Watchdog{}, err
 	}
-	go func() { _ = cmd.Wait() }() // reap it whenever it ends
-	return &Watchdog{w: w}, nil
+	d := &Watchdog{w: w, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(d.exited) }() // reap it whenever it ends
+	return d, nil
 }
 
 // Release ends the watchdog without a kill.

@@ -378,6 +378,13 @@ type sseEvent struct{ id, event, data string }
 // readEvents reads events from a stream until n arrive.
 func readEvents(t *testing.T, u, lastID string, n int) []sseEvent {
 	t.Helper()
+	return readEventsOpened(t, u, lastID, n, nil)
+}
+
+// readEventsOpened is readEvents that closes opened once the stream's
+// headers came, that is once the server streams.
+func readEventsOpened(t *testing.T, u, lastID string, n int, opened chan struct{}) []sseEvent {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", u, nil)
@@ -391,6 +398,9 @@ func readEvents(t *testing.T, u, lastID string, n int) []sseEvent {
 	defer resp.Body.Close()
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("content type %q", ct)
+	}
+	if opened != nil {
+		close(opened)
 	}
 	var out []sseEvent
 	var cur sseEvent
@@ -446,9 +456,9 @@ func TestEventStreamResumesAcrossRestart(t *testing.T) {
 	}
 	// Live: a change made after the stream started arrives.
 	d2 := e2.create("Live one")
-	done := make(chan []sseEvent)
-	go func() { done <- readEvents(t, e2.srv.URL+"/api/deliveries/"+d2.ID+"/events", "2", 1) }()
-	time.Sleep(100 * time.Millisecond)
+	done, opened := make(chan []sseEvent), make(chan struct{})
+	go func() { done <- readEventsOpened(t, e2.srv.URL+"/api/deliveries/"+d2.ID+"/events", "2", 1, opened) }()
+	<-opened
 	e2.do("POST", "/api/deliveries/"+d2.ID+"/close", "", true, nil)
 	if live := <-done; len(live) != 1 || live[0].id != "3" || !strings.Contains(live[0].data, "close") {
 		t.Errorf("live = %+v", live)
