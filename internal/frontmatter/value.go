@@ -82,6 +82,10 @@ func jsonString(v string) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
+// PlainSafe reports whether v is written unquoted: then the frontmatter
+// line holds v itself, and a quick reader may take it as it is.
+func PlainSafe(v string) bool { return plainSafe(v) }
+
 // plainSafe reports whether v can be written unquoted: it starts with a
 // letter, digit, '/' or '.', uses only a conservative character set, and
 // has none of YAML's special spellings.

@@ -1,0 +1,406 @@
+package fsstore
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/safefile"
+)
+
+// How the index of an artifact directory (indexfile.go) is kept right.
+//
+// Readers stat the directory and compare it with the stamp the index
+// recorded; a racy stamp (below) is also checked by counting the names in
+// the directory. A match means no file was added, replaced or removed
+// there since, so the index holds every artifact; anything else (no
+// index, a damaged one, a link, a FIFO, a huge file, another state of the
+// directory) rebuilds it from the files, and the reader writes it back
+// unless a writer holds its lock. What a caller then reads of an artifact
+// comes from its file, and a file that disagrees with its entry rebuilds
+// the index: the index orders and finds, the files decide.
+//
+// Writers take the index's lock before they write an artifact, check
+// that the index was current, write the file, and record it: one entry
+// replaced, the new stamp, the file replaced atomically. A writer that
+// finds the index stale removes it, and the next reader rebuilds it.
+//
+// An edit made in place by another program (the file rewritten, not
+// replaced) leaves the directory's time alone, so the index sees it only
+// when that artifact is read, or when the directory next changes.
+
+// racy reports whether a stamp of a directory last changed at mod, taken
+// at now, could miss a change yet to come: a later change gets the same
+// mtime while the filesystem's clock has not ticked past mod. Linux ticks
+// every 1–10 ms; a filesystem whose times have no sub-millisecond part
+// may keep whole seconds, and gets two.
+func racy(mod int64, now time.Time) bool {
+	window := int64(50 * time.Millisecond)
+	if mod%int64(time.Millisecond) == 0 {
+		window = int64(2 * time.Second)
+	}
+	return now.UnixNano()-mod < window
+}
+
+// dirStamp stats the directory sub of the store. Count is left zero.
+func (s *Store) dirStamp(sub string) (dirStamp, error) {
+	fi, err := os.Lstat(s.path(sub))
+	now := time.Now()
+	if err != nil {
+		return dirStamp{}, err
+	}
+	if !fi.IsDir() {
+		return dirStamp{}, baton.Errorf(baton.Invalid, "%s is not a directory", s.path(sub))
+	}
+	d := dirStamp{Mod: fi.ModTime().UnixNano(), Size: fi.Size()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		d.Ino = uint64(st.Ino)
+	}
+	d.Racy = racy(d.Mod, now)
+	return d, nil
+}
+
+// artifactID returns the id in an artifact's file name ("<id>.md"), and
+// false for anything else (temp files start with '.', which ValidID
+// refuses).
+func artifactID(name string) (string, bool) {
+	id, ok := strings.CutSuffix(name, ".md")
+	return id, ok && baton.ValidID(id)
+}
+
+// countNames counts the artifact names in dir, whatever their type.
+func countNames(dir string) (int, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, name := range names {
+		if _, ok := artifactID(name); ok {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func (a artifact[T]) indexPath(s *Store) string { return s.indexPath(a.index) }
+
+// current reports whether idx describes the directory in the state now.
+func (a artifact[T]) current(s *Store, idx *index, now dirStamp) bool {
+	if idx == nil || !idx.Stamp.sameDir(now) {
+		return false
+	}
+	if !idx.Stamp.Racy {
+		return true
+	}
+	n, err := countNames(s.path(a.dir))
+	return err == nil && n == idx.Stamp.Count
+}
+
+// readIndex reads the index file; any problem with it is an error, and
+// the caller rebuilds.
+func (a artifact[T]) readIndex(s *Store) (*index, error) {
+	b, err := safefile.ReadFile(a.indexPath(s), maxIndexBytes)
+	if err != nil {
+		return nil, err
+	}
+	return decodeIndex(b, a.kind)
+}
+
+// loadIndex returns the index of the directory as it is now: the one
+// this Store read before, the file's, or one rebuilt from the artifact
+// files (force rebuilds it in any case).
+func (a artifact[T]) loadIndex(s *Store, force bool) (*index, error) {
+	if err := s.checkDirs(a.dir); err != nil {
+		return nil, err
+	}
+	if err := s.checkDirs(IndexesDir); err != nil {
+		return nil, err
+	}
+	now, err := s.dirStamp(a.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &index{Kind: a.kind}, nil
+	} else if err != nil {
+		return nil, err
+	}
+	if !force {
+		if c := s.cachedIndex(a.kind); a.current(s, c, now) {
+			return c, nil
+		}
+		if idx, err := a.readIndex(s); err == nil && a.current(s, idx, now) {
+			if idx.Stamp.Racy && !now.Racy {
+				// Counted just now, and the clock has moved on: the
+				// stamp can be believed without counting from now on.
+				idx.Stamp.Racy = false
+				a.saveIndex(s, idx)
+			}
+			s.cacheIndex(idx)
+			return idx, nil
+		}
+	}
+	idx, err := a.rebuildIndex(s, now)
+	if err != nil {
+		return nil, err
+	}
+	a.saveIndex(s, idx)
+	s.cacheIndex(idx)
+	return idx, nil
+}
+
+// rebuildIndex summarises every artifact file. now is the directory's
+// stamp taken before it is read, so a change made during the scan leaves
+// the index stale rather than wrongly current.
+func (a artifact[T]) rebuildIndex(s *Store, now dirStamp) (*index, error) {
+	f, err := os.Open(s.path(a.dir))
+	if err != nil {
+		return nil, err
+	}
+	ents, err := f.ReadDir(-1)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	idx := &index{Kind: a.kind, Stamp: now}
+	idx.Stamp.Count = 0
+	for _, de := range ents {
+		id, ok := artifactID(de.Name())
+		if !ok {
+			continue
+		}
+		idx.Stamp.Count++
+		if !de.Type().IsRegular() {
+			continue // links and FIFOs are not artifacts (ids skips them too)
+		}
+		e, err := a.summarize(a.path(s, id))
+		if err != nil {
+			idx.Bad = append(idx.Bad, id)
+			continue
+		}
+		idx.Entries = append(idx.Entries, e)
+	}
+	sortEntries(idx.Entries)
+	slices.Sort(idx.Bad)
+	return idx, nil
+}
+
+func sortEntries(es []entry) {
+	slices.SortFunc(es, func(x, y entry) int {
+		switch {
+		case newer(x.stamp(), y.stamp()):
+			return -1
+		case newer(y.stamp(), x.stamp()):
+			return 1
+		}
+		return 0
+	})
+}
+
+// summarize reads what the index records of one file: from its first
+// lines when the kind can (packets), else from the whole file.
+func (a artifact[T]) summarize(path string) (entry, error) {
+	if a.peek != nil {
+		if e, ok := a.peek(path); ok {
+			return e, nil
+		}
+	}
+	v, fi, err := a.readInfo(path)
+	if err != nil {
+		return entry{}, err
+	}
+	e := a.entryOf(v)
+	e.Mod, e.Size = fi.ModTime().UnixNano(), fi.Size()
+	return e, nil
+}
+
+// saveIndex writes idx back for the next process, unless a writer holds
+// the index's lock or the directory changed since idx was made (then the
+// next reader rebuilds). A file that cannot be written is left: every
+// reader then rebuilds, slower but right.
+func (a artifact[T]) saveIndex(s *Store, idx *index) {
+	p := a.indexPath(s)
+	if os.MkdirAll(s.path(IndexesDir), 0o755) != nil {
+		return
+	}
+	unlock, ok, err := safefile.TryLock(p)
+	if err != nil || !ok {
+		return
+	}
+	defer unlock()
+	if now, err := s.dirStamp(a.dir); err != nil || !idx.Stamp.sameDir(now) {
+		return
+	}
+	_ = safefile.WriteCache(p, encodeIndex(idx), 0o644)
+}
+
+// indexWrite is a write of one artifact under its directory's index lock.
+type indexWrite[T any] struct {
+	a      artifact[T]
+	s      *Store
+	unlock func()
+	idx    *index // the index as it was before the write; nil when it was not current
+}
+
+// beginIndexWrite takes the index's lock for a write of one artifact and
+// reads the index as it is before the write. When the lock cannot be
+// had (its file is a link, say), the index file is removed: it cannot be
+// kept current, and readers rebuild without it.
+func (a artifact[T]) beginIndexWrite(ctx context.Context, s *Store) *indexWrite[T] {
+	w := &indexWrite[T]{a: a, s: s, unlock: func() {}}
+	p := a.indexPath(s)
+	if err := os.MkdirAll(s.path(IndexesDir), 0o755); err != nil || s.checkDirs(IndexesDir) != nil {
+		return w
+	}
+	unlock, err := safefile.Lock(ctx, p)
+	if err != nil {
+		removeIndex(s, a.kind, p)
+		return w
+	}
+	w.unlock = unlock
+	now, err := s.dirStamp(a.dir)
+	if err != nil {
+		return w
+	}
+	idx := s.cachedIndex(a.kind)
+	if !a.current(s, idx, now) {
+		if idx, err = a.readIndex(s); err != nil || !a.current(s, idx, now) {
+			idx = nil
+		}
+	}
+	if idx != nil {
+		w.idx = idx.clone()
+	}
+	return w
+}
+
+// commit records v, just written to path, and releases the lock. created
+// says the file is new.
+func (w *indexWrite[T]) commit(v T, path string, created bool) {
+	defer w.unlock()
+	s, a, p := w.s, w.a, w.a.indexPath(w.s)
+	fi, err := os.Lstat(path)
+	now, err2 := s.dirStamp(a.dir)
+	if w.idx == nil || err != nil || err2 != nil {
+		removeIndex(s, a.kind, p)
+		return
+	}
+	e := a.entryOf(v)
+	e.Mod, e.Size = fi.ModTime().UnixNano(), fi.Size()
+	count := w.idx.Stamp.Count
+	if created {
+		count++
+	}
+	w.idx.put(e)
+	w.idx.Stamp = now
+	w.idx.Stamp.Count = count
+	if err := safefile.WriteCache(p, encodeIndex(w.idx), 0o644); err != nil {
+		removeIndex(s, a.kind, p)
+		return
+	}
+	s.cacheIndex(w.idx)
+}
+
+// abort releases the lock after a write that failed. The directory may
+// have changed (a temp file came and went), which the next reader sees.
+func (w *indexWrite[T]) abort() { w.unlock() }
+
+// removeIndex deletes an index that cannot be kept current.
+func removeIndex(s *Store, kind, p string) {
+	s.cacheIndex(&index{Kind: kind, Stamp: dirStamp{Mod: -1}}) // matches no directory
+	if fi, err := os.Lstat(p); err == nil && !fi.IsDir() {
+		os.Remove(p)
+	}
+}
+
+func (idx *index) clone() *index {
+	c := *idx
+	c.Entries = slices.Clone(idx.Entries)
+	c.Bad = slices.Clone(idx.Bad)
+	return &c
+}
+
+// put records e, replacing the entry (or the unreadable mark) of its id,
+// in listing order.
+func (idx *index) put(e entry) {
+	idx.Entries = slices.DeleteFunc(idx.Entries, func(x entry) bool { return x.ID == e.ID })
+	idx.Bad = slices.DeleteFunc(idx.Bad, func(id string) bool { return id == e.ID })
+	at, _ := slices.BinarySearchFunc(idx.Entries, e, func(x, y entry) int {
+		if newer(x.stamp(), y.stamp()) {
+			return -1
+		}
+		return 1
+	})
+	idx.Entries = slices.Insert(idx.Entries, at, e)
+}
+
+func (s *Store) cachedIndex(kind string) *index {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.indexes[kind]
+}
+
+func (s *Store) cacheIndex(idx *index) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.indexes == nil {
+		s.indexes = map[string]*index{}
+	}
+	s.indexes[idx.Kind] = idx
+}
+
+// badErrors reads the files the index marks unreadable again, for the
+// warnings a listing gives. stale is set when one reads fine now: it was
+// rewritten in place, and the index must be rebuilt.
+func (a artifact[T]) badErrors(s *Store, idx *index) (errs []error, stale bool) {
+	for _, id := range idx.Bad {
+		if _, err := a.read(a.path(s, id)); err != nil {
+			if baton.ErrorCode(err) != baton.NotFound {
+				errs = append(errs, err)
+			}
+		} else {
+			stale = true
+		}
+	}
+	return errs, stale
+}
+
+// entries returns the index and the warnings of its unreadable files;
+// force rebuilds the index from the files.
+func (a artifact[T]) entries(s *Store, force bool) (*index, []error, error) {
+	idx, err := a.loadIndex(s, force)
+	if err != nil {
+		return nil, nil, err
+	}
+	warnings, stale := a.badErrors(s, idx)
+	if stale && !force {
+		if idx, err = a.loadIndex(s, true); err != nil {
+			return nil, nil, err
+		}
+		warnings, _ = a.badErrors(s, idx)
+	}
+	return idx, warnings, nil
+}
+
+// readEntry reads the artifact e names and reports whether its file is
+// what e recorded: the same size and time, and the fields listing and
+// `latest` choose by. A file gone or different means the index is stale.
+func (a artifact[T]) readEntry(s *Store, e entry) (v T, same bool, err error) {
+	v, fi, err := a.readInfo(a.path(s, e.ID))
+	if err != nil {
+		return v, baton.ErrorCode(err) != baton.NotFound, err
+	}
+	got := a.entryOf(v)
+	same = got.ID == e.ID && got.Status == e.Status && got.Created == e.Created && got.Updated == e.Updated &&
+		fi.ModTime().UnixNano() == e.Mod && fi.Size() == e.Size
+	return v, same, nil
+}

@@ -1,0 +1,388 @@
+package fsstore
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/baton-agent/baton"
+)
+
+func sampleIndex() *index {
+	return &index{Kind: "loop", Stamp: dirStamp{Mod: 1764117300123456789, Ino: 42, Size: 4096, Count: 3, Racy: true},
+		Entries: []entry{
+			{ID: "20261122T093400Z-b", Status: "active", Created: 1763800440, Updated: 1763800500, Mod: 1763800500000000002, Size: 300,
+				Session: "s 1\t\"x\"", Title: "", Loop: loopFields{Iteration: 3, MaxIterations: 20, Blocks: 1, Outcome: "", SourcePacket: "p1", Compacted: "p2"},
+				Promises: []string{"DONE", "all \"green\"", ""}},
+			{ID: "20261122T093400Z-a", Status: "done", Created: 1763800440, Updated: 1763800440, Mod: 1, Size: 1, Promises: nil,
+				Title: "ünïcödé\nline", Loop: loopFields{Outcome: "DONE"}},
+		},
+		Bad: []string{"20261122T000000Z-bad"}}
+}
+
+func TestIndexRoundTrip(t *testing.T) {
+	t.Parallel()
+	want := sampleIndex()
+	got, err := decodeIndex(encodeIndex(want), "loop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("decodeIndex(encodeIndex(x)) mismatch (-want +got):\n%s", diff)
+	}
+	b := encodeIndex(want)
+	for _, bad := range [][]byte{
+		b[:len(b)-1], // no final newline
+		b[:len(b)/2], // cut
+		[]byte(strings.Replace(string(b), "active", "paused", 1)),                           // changed: the checksum no longer fits
+		[]byte(strings.Replace(string(b), "baton-index 1 loop", "baton-index 1 packet", 1)), // another kind
+	} {
+		if _, err := decodeIndex(bad, "loop"); err == nil {
+			t.Errorf("decodeIndex accepted a damaged index:\n%s", bad)
+		}
+	}
+	if _, err := decodeIndex(b, "packet"); err == nil {
+		t.Errorf("decodeIndex read a loop index as a packet index")
+	}
+}
+
+// FuzzDecodeIndex: whatever bytes the index file holds, decoding never
+// panics, and an index it accepts is one encodeIndex writes back to the
+// same index, with valid ids and statuses, no id twice, in listing order.
+func FuzzDecodeIndex(f *testing.F) {
+	f.Add(encodeIndex(sampleIndex()), "loop")
+	p := &index{Kind: "packet", Stamp: dirStamp{Mod: 5, Count: 1}, Entries: []entry{{ID: "x", Status: "draft", Title: "a packet"}}}
+	f.Add(encodeIndex(p), "packet")
+	f.Add([]byte("baton-index 1 packet\nstamp 1 2 3 4 0\nend 00000000\n"), "packet")
+	f.Fuzz(func(t *testing.T, b []byte, kind string) {
+		idx, err := decodeIndex(b, kind)
+		if err != nil {
+			return
+		}
+		seen := map[string]bool{}
+		for i, e := range idx.Entries {
+			if !baton.ValidID(e.ID) || !validStatus(kind, e.Status) || seen[e.ID] {
+				t.Fatalf("accepted entry %+v", e)
+			}
+			seen[e.ID] = true
+			if i > 0 && !newer(idx.Entries[i-1].stamp(), e.stamp()) {
+				t.Fatalf("accepted entries out of order: %s before %s", idx.Entries[i-1].ID, e.ID)
+			}
+		}
+		again, err := decodeIndex(encodeIndex(idx), kind)
+		if err != nil {
+			t.Fatalf("decodeIndex(encodeIndex(decoded)) = %v", err)
+		}
+		if diff := cmp.Diff(idx, again); diff != "" {
+			t.Fatalf("re-encoding changed the index (-first +second):\n%s", diff)
+		}
+	})
+}
+
+// FuzzIndexEntryRoundTrip: any entry the store can record comes back
+// from the file as it went in.
+func FuzzIndexEntryRoundTrip(f *testing.F) {
+	f.Add("20261122T093400Z-a", "done", int64(1), int64(2), int64(3), "s", "purpose", 1, "DONE\x00x", "out")
+	f.Fuzz(func(t *testing.T, id, status string, created, updated, mod int64, session, title string, iter int, promises, outcome string) {
+		kind := "packet"
+		if baton.LoopStatus(status).Valid() {
+			kind = "loop"
+		}
+		if !baton.ValidID(id) || !validStatus(kind, status) {
+			return
+		}
+		e := entry{ID: id, Status: status, Created: created, Updated: updated, Mod: mod, Size: int64(len(title)), Session: session, Title: title,
+			Loop: loopFields{Iteration: iter, MaxIterations: -iter, Blocks: iter / 2, Outcome: outcome, SourcePacket: session, Compacted: title}}
+		if promises != "" {
+			e.Promises = strings.Split(promises, "\x00")
+		}
+		want := &index{Kind: kind, Stamp: dirStamp{Mod: mod, Ino: uint64(updated), Size: created, Count: iter & 0xffff}, Entries: []entry{e}}
+		got, err := decodeIndex(encodeIndex(want), kind)
+		if err != nil {
+			t.Fatalf("decodeIndex(encodeIndex(%+v)) = %v", e, err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("round trip mismatch (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// packetIDs lists what the store says it holds, from the index.
+func packetIDs(t *testing.T, s *Store) []string {
+	t.Helper()
+	sums, _, err := s.PacketSummaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, p := range sums {
+		ids = append(ids, p.ID)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// writePacketFile writes a packet the way another program (git, a person)
+// would: without baton, so without touching the index.
+func writePacketFile(t *testing.T, s *Store, id, status string) {
+	t.Helper()
+	b := "---\nid: " + id + "\ncreated_at: 2026-11-20T08:00:00Z\nupdated_at: 2026-11-20T08:00:00Z\nstatus: " + status + "\npurpose: from elsewhere\n---\n"
+	if err := os.WriteFile(s.packetPath(id), []byte(b), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The index never hides a packet: one another program adds, removes or
+// rewrites is seen by the next reader, and a writer that finds the index
+// stale does not make it look current.
+func TestIndexFollowsTheFiles(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	clock := fixedClock()
+	reopen := func() *Store { return Open(s.Root(), Options{Now: func() time.Time { return clock().Add(time.Hour) }}) }
+	a := testPacket("first")
+	if err := s.CreatePacket(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if got := packetIDs(t, s); !slices.Equal(got, []string{a.ID}) {
+		t.Fatalf("packets = %v, want %v", got, []string{a.ID})
+	}
+	if _, err := os.Stat(s.indexPath(PacketIndex)); err != nil {
+		t.Fatalf("a listing wrote no index: %v", err)
+	}
+
+	// Added by git, in a fresh process (no cached index).
+	writePacketFile(t, s, "20261120T080000Z-pulled", "draft")
+	s = reopen()
+	if got := packetIDs(t, s); !slices.Equal(got, []string{"20261120T080000Z-pulled", a.ID}) {
+		t.Errorf("after another program added a packet: %v", got)
+	}
+
+	// Added in the same tick of the filesystem's clock as baton's last
+	// write: the directory's time is as the index recorded it, but the
+	// stamp was racy, so the names are counted.
+	b := testPacket("second")
+	if err := s.CreatePacket(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(s.Dir(), PacketsDir)
+	fi, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writePacketFile(t, s, "20261120T090000Z-same-tick", "draft")
+	if err := os.Chtimes(dir, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	s = reopen()
+	if got := packetIDs(t, s); !slices.Contains(got, "20261120T090000Z-same-tick") {
+		t.Errorf("a packet added in the same clock tick is not listed: %v", got)
+	}
+
+	// Removed by git.
+	if err := os.Remove(s.packetPath("20261120T080000Z-pulled")); err != nil {
+		t.Fatal(err)
+	}
+	if got := packetIDs(t, s); slices.Contains(got, "20261120T080000Z-pulled") {
+		t.Errorf("a removed packet is still listed: %v", got)
+	}
+
+	// Rewritten in place (the directory does not change): latest reads
+	// the file it picks, sees the difference and rebuilds.
+	if l, err := s.Latest(); err != nil || l.Packet == nil || l.Packet.ID != b.ID {
+		t.Fatalf("Latest() = %+v, %v; want %s", l.Packet, err, b.ID)
+	}
+	body, err := os.ReadFile(s.packetPath(b.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := strings.Replace(string(body), "status: draft", "status: done", 1)
+	f, err := os.OpenFile(s.packetPath(b.ID), os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(done)
+	f.Close()
+	if l, err := s.Latest(); err != nil || l.Packet == nil || l.Packet.ID == b.ID {
+		t.Errorf("Latest() after the packet was marked done in place = %+v, %v; want another packet", l.Packet, err)
+	}
+
+	// A writer that finds the index stale (a packet added behind its
+	// back) records nothing over it; the next reader sees both.
+	writePacketFile(t, s, "20261120T100000Z-behind", "draft")
+	c := testPacket("third")
+	if err := s.CreatePacket(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if idx, err := packets.readIndex(s); err == nil && !slices.ContainsFunc(idx.Entries, func(e entry) bool { return e.ID == "20261120T100000Z-behind" }) {
+		t.Errorf("the writer recorded its packet in a stale index: %v", idx.Entries)
+	}
+	got := packetIDs(t, Open(s.Root(), Options{}))
+	if !slices.Contains(got, "20261120T100000Z-behind") || !slices.Contains(got, c.ID) {
+		t.Errorf("after a write over a stale index: %v", got)
+	}
+}
+
+// A checkout can put anything where the index goes: a link, a FIFO, a
+// huge or damaged file. Reads answer from the files, at once, and the
+// index is rebuilt as a regular file.
+func TestIndexHostileFiles(t *testing.T) {
+	t.Parallel()
+	plants := map[string]func(p string) error{
+		"a link to /dev/zero": func(p string) error { return os.Symlink("/dev/zero", p) },
+		"a link to another file": func(p string) error {
+			return os.Symlink(filepath.Join(filepath.Dir(p), "..", "root.json"), p)
+		},
+		"a named pipe": func(p string) error { return syscall.Mkfifo(p, 0o644) },
+		"a huge file": func(p string) error {
+			f, err := os.Create(p)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			return f.Truncate(maxIndexBytes + 1)
+		},
+		"garbage":   func(p string) error { return os.WriteFile(p, []byte("baton-index 1 packet\nstamp x\n"), 0o644) },
+		"directory": func(p string) error { return os.Mkdir(p, 0o755) },
+	}
+	for name, plant := range plants {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := newStore(t)
+			p := testPacket("the work")
+			if err := s.CreatePacket(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+			idxPath := s.indexPath(PacketIndex)
+			os.Remove(idxPath)
+			if err := plant(idxPath); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				l, err := s.Latest()
+				if err != nil || l.Packet == nil || l.Packet.ID != p.ID {
+					t.Errorf("Latest() with %s as the index = %+v, %v", name, l.Packet, err)
+				}
+				page, err := s.ListPackets(PacketQuery{Limit: 10})
+				if err != nil || len(page.Packets) != 1 {
+					t.Errorf("ListPackets with %s as the index = %+v, %v", name, page, err)
+				}
+			}()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("reading the store blocked on %s as its index", name)
+			}
+			fi, err := os.Lstat(idxPath)
+			if name != "directory" && (err != nil || !fi.Mode().IsRegular() || fi.Size() > 1<<20) {
+				t.Errorf("the index was not rebuilt over %s: %v, %v", name, fi, err)
+			}
+			if _, err := os.Stat("/dev/zero"); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// Pages follow one another without repeating or losing a packet, even
+// when packets are written between two pages.
+func TestListPacketsPages(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	var all []string
+	for i := range 7 {
+		p := testPacket("task " + string(rune('a'+i)))
+		if err := s.CreatePacket(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		all = append([]string{p.ID}, all...)
+	}
+	var got []string
+	cursor := ""
+	for n := 0; ; n++ {
+		page, err := s.ListPackets(PacketQuery{Limit: 3, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range page.Packets {
+			got = append(got, p.ID)
+		}
+		if n == 0 {
+			if page.More != 4 {
+				t.Errorf("first page More = %d, want 4", page.More)
+			}
+			if err := s.CreatePacket(ctx, testPacket("written between pages")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if page.Next == "" {
+			break
+		}
+		cursor = page.Next
+	}
+	if diff := cmp.Diff(all, got); diff != "" {
+		t.Errorf("pages (-want +got):\n%s", diff)
+	}
+	if _, err := s.ListPackets(PacketQuery{Cursor: "nonsense"}); baton.ErrorCode(err) != baton.Invalid {
+		t.Errorf("ListPackets(bad cursor) error = %v, want Invalid", err)
+	}
+	done, err := s.ListPackets(PacketQuery{Status: baton.PacketDone})
+	if err != nil || len(done.Packets) != 0 {
+		t.Errorf("ListPackets(done) = %+v, %v; want none", done, err)
+	}
+}
+
+// FuzzParseCursor: a cursor is either refused or names a place that
+// cursorOf writes back the same way.
+func FuzzParseCursor(f *testing.F) {
+	f.Add(cursorOf(entry{ID: "20261122T093400Z-a.b", Updated: 1763800440, Mod: 17}))
+	f.Add("1.2.x")
+	f.Fuzz(func(t *testing.T, c string) {
+		st, err := parseCursor(c)
+		if err != nil {
+			return
+		}
+		if again := cursorOf(entry{ID: st.id, Updated: st.at.Unix(), Mod: st.mod.UnixNano()}); again != c {
+			t.Fatalf("parseCursor(%q) = %+v, which writes back as %q", c, st, again)
+		}
+	})
+}
+
+// Listing loops reads the index, not every loop file, but a loop file
+// changed behind the index's back is read again.
+func TestListLoopsFromIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	l := testLoop("keep going")
+	if err := s.CreateLoop(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateLoop(ctx, l.ID, func(l *baton.Loop) error { l.Iteration = 5; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	ls, warns, err := s.ListLoops(LoopFilter{})
+	if err != nil || len(warns) > 0 || len(ls) != 1 || ls[0].Iteration != 5 || ls[0].Prompt != "" {
+		t.Fatalf("ListLoops() = %+v, %v, %v; want the loop at iteration 5, without its prompt", ls, warns, err)
+	}
+	b, _ := os.ReadFile(loops.path(s, l.ID))
+	if err := os.WriteFile(loops.path(s, l.ID), []byte(strings.Replace(string(b), "iteration: 5", "iteration: 17", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ls, _, err = s.ListLoops(LoopFilter{})
+	if err != nil || len(ls) != 1 || ls[0].Iteration != 17 {
+		t.Errorf("ListLoops() after an edit in place = %+v, %v; want iteration 17", ls, err)
+	}
+}
