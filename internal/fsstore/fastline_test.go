@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/baton-agent/baton"
 )
 
 // The fast decoder must agree with encoding/json wherever it answers.
@@ -20,15 +18,18 @@ func FuzzDecodeRelevantFile(f *testing.F) {
 		`{"confidence":-0,"file_path":""}`,
 		`{"confidence":01}`,
 		`{}`, `{"x":1}`, `[1]`, `{"file_path":"a",}`,
+		`{"timestamp":"2026-11-22T09:00:00Z","file_path":"a.go","source":"tool","confidence":0.5,"count":12,"first":"2026-11-20T09:00:00Z","weight":3.25}`,
+		`{"count":1.0}`, `{"count":1e2}`, `{"count":-0}`, `{"count":99999999999999999999}`, `{"weight":1e400}`,
+		`{"compacted":{"version":1}}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		var fast baton.RelevantFile
+		var fast logEntry
 		if !fastRelevantFile(line, &fast) {
 			return
 		}
-		var slow baton.RelevantFile
+		var slow logEntry
 		if err := json.Unmarshal(line, &slow); err != nil {
 			t.Fatalf("fast path accepted %q, encoding/json rejects it: %v", line, err)
 		}
