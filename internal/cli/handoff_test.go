@@ -140,6 +140,25 @@ func TestPacketCommands(t *testing.T) {
 	r := e.ok("", "", "packet", "list")
 	golden.CheckString(t, "packet_list.golden.txt", r.stdout)
 
+	// A page at a time: the next page's command is on stderr.
+	r = e.ok("", "", "packet", "list", "--limit", "1")
+	next := strings.Fields(strings.TrimPrefix(r.stderr, "1 more: baton packet list --cursor "))
+	if !strings.Contains(r.stdout, second) || strings.Contains(r.stdout, first) || len(next) == 0 || !strings.HasPrefix(r.stderr, "1 more: ") {
+		t.Fatalf("packet list --limit 1 = %q, stderr %q", r.stdout, r.stderr)
+	}
+	r = e.ok("", "", "packet", "list", "--limit", "1", "--cursor", next[0], "--json")
+	var page struct {
+		Packets    []struct{ ID string } `json:"packets"`
+		More       int                   `json:"more"`
+		NextCursor string                `json:"next_cursor"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &page); err != nil || len(page.Packets) != 1 || page.Packets[0].ID != first || page.More != 0 || page.NextCursor != "" {
+		t.Errorf("the second page = %+v, %v", page, err)
+	}
+	if r := e.run("", "", "packet", "list", "--cursor", "garbage"); r.code != ExitUsage || !strings.Contains(r.stderr, "list again without it") {
+		t.Errorf("packet list --cursor garbage = %d %q", r.code, r.stderr)
+	}
+
 	e.now = e.now.Add(time.Minute)
 	r = e.ok("", "", "packet", "activate", "alpha")
 	if r.stdout != fmt.Sprintf("packet %s: draft -> active\n", first) {

@@ -404,3 +404,22 @@ func (a artifact[T]) readEntry(s *Store, e entry) (v T, same bool, err error) {
 		fi.ModTime().UnixNano() == e.Mod && fi.Size() == e.Size
 	return v, same, nil
 }
+
+// Changes identifies the state of the packet and loop directories: it
+// differs whenever a packet or loop was added, replaced or removed,
+// through baton or not. A watcher compares it with the last one it saw,
+// for the cost of two stats, instead of listing the store.
+type Changes struct {
+	packets, loops dirStamp
+}
+
+// Changes returns the store's Changes. settled is false while a change
+// in the same tick of the filesystem's clock could still leave them as
+// they are: a watcher then looks again, whatever they say.
+func (s *Store) Changes() (c Changes, settled bool) {
+	c.packets, _ = s.dirStamp(PacketsDir)
+	c.loops, _ = s.dirStamp(LoopsDir)
+	settled = !c.packets.Racy && !c.loops.Racy
+	c.packets.Racy, c.loops.Racy = false, false
+	return c, settled
+}

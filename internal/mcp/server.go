@@ -8,10 +8,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -68,6 +70,13 @@ type Server struct {
 	// published are the resource URIs registered for the store's packets
 	// and loops, so a change can be announced as list_changed.
 	published map[string]bool
+	// seen is the state of the store at the last sync; settled is false
+	// when it could still change unseen (syncIfChanged).
+	seen    watched
+	settled bool
+	// ticks and syncs count the watch's ticks and the store reads, so a
+	// test can tell a watch that stats from one that lists.
+	ticks, syncs atomic.Int64
 	// calls maps callHeader keys to the contexts of the HTTP requests in
 	// flight (HTTPHandler).
 	calls sync.Map
@@ -95,6 +104,7 @@ func New(opts Options) (*Server, error) {
 		Instructions: s.instructions(),
 		// Only what baton serves: no logging capability it never uses.
 		Capabilities: &sdk.ServerCapabilities{},
+		PageSize:     PageSize,
 	})
 	for _, t := range tools {
 		t.add(s)
@@ -110,7 +120,7 @@ func New(opts Options) (*Server, error) {
 	s.sdk.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 			if method == "resources/list" {
-				s.sync()
+				s.syncIfChanged()
 			}
 			ctx, done := s.callContext(ctx, method, req)
 			defer done()
@@ -190,8 +200,16 @@ func (s *Server) writeStore(ctx context.Context) (*fsstore.Store, error) {
 	return st, nil
 }
 
+// PageSize is how many resources (or tools, or prompts) one list answer
+// holds; a client asks for the next page with the cursor it gives. A
+// store of thousands of packets would otherwise answer one list in
+// megabytes.
+const PageSize = 100
+
 // Watch announces packets and loops that appear or go away while the
-// server runs, whoever wrote them (a hook, the CLI, another agent).
+// server runs, whoever wrote them (a hook, the CLI, another agent). Each
+// tick stats the packet and loop directories and the runner's state; the
+// store is read only when one of them changed.
 func (s *Server) Watch(ctx context.Context) {
 	every := s.opts.Watch
 	switch {
@@ -207,8 +225,37 @@ func (s *Server) Watch(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			s.sync()
+			s.ticks.Add(1)
+			s.syncIfChanged()
 		}
+	}
+}
+
+// watched is what tells syncIfChanged the store changed.
+type watched struct {
+	store  fsstore.Changes
+	runner [2]int64 // the runner state file's mtime and size; zero when absent
+}
+
+// syncIfChanged syncs when the store or the runner's state changed since
+// the last sync, or could have changed unseen.
+func (s *Server) syncIfChanged() {
+	st := s.store()
+	if st == nil {
+		return
+	}
+	var w watched
+	var settled bool
+	w.store, settled = st.Changes()
+	if fi, err := os.Stat(goaltree.Layout{Root: st.Root()}.State(goaltree.RunStateFile)); err == nil {
+		w.runner = [2]int64{fi.ModTime().UnixNano(), fi.Size()}
+	}
+	s.mu.Lock()
+	same := s.settled && s.seen == w
+	s.seen, s.settled = w, settled
+	s.mu.Unlock()
+	if !same {
+		s.sync()
 	}
 }
 
@@ -220,26 +267,33 @@ func (s *Server) sync() {
 	if st == nil {
 		return
 	}
+	s.syncs.Add(1)
 	type entry struct {
 		r *sdk.Resource
 		h sdk.ResourceHandler
 	}
-	want := map[string]entry{}
+	// Only the resources that are new are made: in a store of thousands
+	// of packets, a sync after one handoff adds one.
+	want := map[string]func() entry{}
 	if sums, _, err := st.PacketSummaries(); err == nil {
 		for _, p := range sums {
-			r := &sdk.Resource{URI: packetURI + p.ID, Name: "packet " + p.ID, MIMEType: "text/markdown", Description: "handoff packet (" + string(p.Status) + ")"}
-			want[r.URI] = entry{r, s.readResource}
+			want[packetURI+p.ID] = func() entry {
+				return entry{&sdk.Resource{URI: packetURI + p.ID, Name: "packet " + p.ID, MIMEType: "text/markdown", Description: "handoff packet (" + string(p.Status) + ")"}, s.readResource}
+			}
 		}
 	}
 	if ids, err := st.LoopIDs(); err == nil {
 		for _, id := range ids {
-			r := &sdk.Resource{URI: loopURI + id, Name: "loop " + id, MIMEType: "text/markdown", Description: "loop"}
-			want[r.URI] = entry{r, s.readResource}
+			want[loopURI+id] = func() entry {
+				return entry{&sdk.Resource{URI: loopURI + id, Name: "loop " + id, MIMEType: "text/markdown", Description: "loop"}, s.readResource}
+			}
 		}
 	}
 	if _, err := (goaltree.Layout{Root: st.Root()}).LoadRunState(); err == nil {
-		want[runnerTreeURI] = entry{&sdk.Resource{URI: runnerTreeURI, Name: "runner tree", MIMEType: "text/plain",
-			Description: "The goal-tree runner's tree (baton run tree)"}, s.readRunnerTree}
+		want[runnerTreeURI] = func() entry {
+			return entry{&sdk.Resource{URI: runnerTreeURI, Name: "runner tree", MIMEType: "text/plain",
+				Description: "The goal-tree runner's tree (baton run tree)"}, s.readRunnerTree}
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -262,7 +316,8 @@ func (s *Server) sync() {
 	sort.Strings(added)
 	for _, uri := range added {
 		s.published[uri] = true
-		s.sdk.AddResource(want[uri].r, want[uri].h)
+		e := want[uri]()
+		s.sdk.AddResource(e.r, e.h)
 	}
 }
 

@@ -220,7 +220,7 @@ func (s *Server) handoff(ctx context.Context, _ *sdk.CallToolRequest, in handoff
 	if err != nil {
 		return nil, nil, err
 	}
-	s.sync()
+	s.syncIfChanged()
 	out := handoffOut{ID: res.Packet.ID, Path: res.Path, Confirmed: nonNil(res.Packet.RelevantFilesConfirmed), Suggested: nonNil(res.Packet.RelevantFilesSuggested), Warnings: res.Warnings}
 	return text("Wrote packet %s (%s). The next session continues with the pickup tool, or `baton pickup %s`.", res.Packet.ID, res.Path, res.Packet.ID), out, nil
 }
@@ -228,6 +228,7 @@ func (s *Server) handoff(ctx context.Context, _ *sdk.CallToolRequest, in handoff
 type packetsIn struct {
 	Status string `json:"status,omitempty" jsonschema:"draft, active, done or blocked (default all)"`
 	Limit  int    `json:"limit,omitempty" jsonschema:"at most this many (default 20)"`
+	Cursor string `json:"cursor,omitempty"`
 }
 
 type packetRow struct {
@@ -238,9 +239,10 @@ type packetRow struct {
 }
 
 type packetsOut struct {
-	Packets []packetRow `json:"packets"`
-	More    int         `json:"more,omitempty"`
-	Skipped []string    `json:"skipped,omitempty"`
+	Packets    []packetRow `json:"packets"`
+	More       int         `json:"more,omitempty"`
+	NextCursor string      `json:"next_cursor,omitempty"`
+	Skipped    []string    `json:"skipped,omitempty"`
 }
 
 func (s *Server) packets(_ context.Context, _ *sdk.CallToolRequest, in packetsIn) (*sdk.CallToolResult, any, error) {
@@ -259,28 +261,24 @@ func (s *Server) packets(_ context.Context, _ *sdk.CallToolRequest, in packetsIn
 	if limit == 0 {
 		limit = 20
 	}
-	ps, warnings, err := st.FindPackets(fsstore.PacketFilter{Status: status})
+	page, err := st.ListPackets(fsstore.PacketQuery{Status: status, Limit: limit, Cursor: in.Cursor})
 	if err != nil {
 		return nil, nil, err
 	}
-	out := packetsOut{Packets: []packetRow{}}
+	out := packetsOut{Packets: []packetRow{}, More: page.More, NextCursor: page.Next}
 	var b strings.Builder
-	for i, p := range ps {
-		if i == limit {
-			out.More = len(ps) - limit
-			break
-		}
+	for _, p := range page.Packets {
 		out.Packets = append(out.Packets, packetRow{ID: p.ID, Status: string(p.Status), Purpose: p.Purpose, UpdatedAt: baton.FormatTime(p.UpdatedAt)})
 		fmt.Fprintf(&b, "%s  %s  %s\n", p.ID, p.Status, p.Purpose)
 	}
-	for _, w := range warnings {
+	for _, w := range page.Skipped {
 		out.Skipped = append(out.Skipped, w.Error())
 	}
 	switch {
-	case len(out.Packets) == 0:
+	case len(out.Packets) == 0 && in.Cursor == "":
 		b.WriteString("No packets. Write one with the handoff tool.\n")
 	case out.More > 0:
-		fmt.Fprintf(&b, "(%d more; raise limit)\n", out.More)
+		fmt.Fprintf(&b, "(%d more; cursor %s gives the next page)\n", out.More, out.NextCursor)
 	}
 	return text("%s", b.String()), out, nil
 }
@@ -296,6 +294,7 @@ type filesOut struct {
 	Files        []fsstore.FileRank `json:"files"`
 	More         int                `json:"more,omitempty"`
 	SkippedLines int                `json:"skipped_lines,omitempty"`
+	Approximate  bool               `json:"approximate,omitempty"`
 }
 
 // defaultFiles is how many files the files tool lists unless asked: the
@@ -315,7 +314,7 @@ func (s *Server) files(_ context.Context, _ *sdk.CallToolRequest, in filesIn) (*
 	if err != nil {
 		return nil, nil, err
 	}
-	out := filesOut{Files: res.Files, More: res.More, SkippedLines: res.SkippedLines}
+	out := filesOut{Files: res.Files, More: res.More, SkippedLines: res.SkippedLines, Approximate: res.Approximate}
 	if res.Since != nil {
 		out.Since = res.Since.ID
 	}
@@ -421,7 +420,7 @@ func (s *Server) loopStart(ctx context.Context, _ *sdk.CallToolRequest, in loopS
 	if err != nil {
 		return nil, nil, err
 	}
-	s.sync()
+	s.syncIfChanged()
 	limit := "no iteration limit"
 	if l.MaxIterations > 0 {
 		limit = fmt.Sprintf("at most %d iterations", l.MaxIterations)
