@@ -97,7 +97,7 @@ page. Files that cannot be read are skipped with a warning on stderr.`,
 		Example: "  baton packet list\n  baton packet list --status active --json\n  baton packet list --limit 0",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			q := fsstore.PacketQuery{Status: baton.PacketStatus(status), Limit: limit, Cursor: cursor}
+			q := fsstore.PacketQuery{Status: baton.PacketStatus(status), Limit: limit, Cursor: cursor, Full: asJSON}
 			if status != "" && !q.Status.Valid() {
 				return usageError("--status %q is not one of draft, active, done, blocked", status)
 			}
@@ -128,13 +128,13 @@ page. Files that cannot be read are skipped with a warning on stderr.`,
 				}
 				return writeJSON(f.IO.Out, out)
 			}
-			if len(page.Packets) == 0 && cursor == "" {
+			if len(page.Summaries) == 0 && cursor == "" {
 				fmt.Fprintln(f.IO.Err, "no packets: create one with `baton handoff <purpose>`")
 				return nil
 			}
 			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tSTATUS\tUPDATED\tPURPOSE")
-			for _, p := range page.Packets {
+			for _, p := range page.Summaries {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.ID, p.Status, baton.FormatTime(p.UpdatedAt), clip(p.Purpose, 60))
 			}
 			if err := tw.Flush(); err != nil {

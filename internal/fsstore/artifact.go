@@ -182,12 +182,12 @@ func (a artifact[T]) ids(s *Store) ([]string, error) {
 // indexIDs lists the ids of the artifacts from the index, newest first,
 // the unreadable ones last.
 func (a artifact[T]) indexIDs(s *Store) ([]string, error) {
-	idx, err := a.loadIndex(s, false)
+	es, idx, _, err := a.allEntries(s)
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]string, 0, len(idx.Entries)+len(idx.Bad))
-	for _, e := range idx.Entries {
+	ids := make([]string, 0, len(es)+len(idx.Bad))
+	for _, e := range es {
 		ids = append(ids, e.ID)
 	}
 	return append(ids, idx.Bad...), nil

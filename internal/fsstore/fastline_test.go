@@ -3,6 +3,9 @@ package fsstore
 import (
 	"encoding/json"
 	"testing"
+	"time"
+
+	"github.com/baton-agent/baton/internal/safefile"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -35,6 +38,25 @@ func FuzzDecodeRelevantFile(f *testing.F) {
 		}
 		if diff := cmp.Diff(slow, fast); diff != "" {
 			t.Fatalf("decoders disagree on %q (-json +fast):\n%s", line, diff)
+		}
+	})
+}
+
+// FuzzSkipBefore: a line the since-filter passes over without decoding
+// is one whose touch is before since, so a listing loses nothing by it.
+func FuzzSkipBefore(f *testing.F) {
+	f.Add([]byte(`{"timestamp":"2026-11-22T09:00:00Z","file_path":"a.go","source":"tool","confidence":0.5}`), int64(1795000000))
+	f.Add([]byte(`{"timestamp":"2026-11-22T09:00:00.999999Z","file_path":"a.go"}`), int64(1795000000))
+	f.Add([]byte(`{"timestamp":"2026-11-22T09:00:00+01:00","file_path":"a.go"}`), int64(1795000000))
+	f.Fuzz(func(t *testing.T, line []byte, since int64) {
+		at := time.Unix(since%(1<<34), 0).UTC()
+		var e logEntry
+		if skipBefore(at)(line, &e) != safefile.ErrSkipLine {
+			return
+		}
+		var full logEntry
+		if err := decodeRelevantFile(line, &full); err == nil && !full.Timestamp.Before(at) {
+			t.Fatalf("skipped %q, a touch at %v, not before %v", line, full.Timestamp, at)
 		}
 	})
 }

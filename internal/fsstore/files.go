@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io/fs"
@@ -94,8 +95,110 @@ func (s *Store) scanRelevantFiles(tail int64, since time.Time, fn func(logEntry)
 			}
 		}
 	}
-	st, err := safefile.ScanFile(f, from, tail, decodeRelevantFile, fn)
+	decode := decodeRelevantFile
+	if !since.IsZero() {
+		decode = skipBefore(since)
+	}
+	st, err := safefile.ScanFile(f, from, tail, decode, fn)
 	return st, refused(f.Name(), err)
+}
+
+// skipBefore is decodeRelevantFile for a scan that wants the touches at
+// or after since: a line as baton writes it, whose UTC timestamp is in
+// an earlier second, is passed over without being decoded (a hook that
+// counts the touches since the last packet reads a MiB of others).
+func skipBefore(since time.Time) func([]byte, *logEntry) error {
+	const key = `{"timestamp":"`
+	want := since.UTC().Format("2006-01-02T15:04:05")
+	return func(line []byte, e *logEntry) error {
+		if len(line) > len(key)+21 && string(line[:len(key)]) == key {
+			ts := line[len(key) : len(key)+19]
+			if c := line[len(key)+19]; (c == 'Z' || c == '.') && string(ts) < want && utcStamp(line[len(key)+19:]) && plainKeys(line) {
+				return safefile.ErrSkipLine
+			}
+		}
+		return decodeRelevantFile(line, e)
+	}
+}
+
+// plainKeys reports whether line is an object as baton writes a log
+// line: no escapes, each key one of a log line's, once. Only then is its
+// first timestamp the one encoding/json would decode (it takes the last
+// of two, and matches keys in any case).
+func plainKeys(line []byte) bool {
+	if bytes.IndexByte(line, '\\') >= 0 || len(line) < 2 || line[0] != '{' || line[len(line)-1] != '}' {
+		return false
+	}
+	seen := 0
+	b := line[1 : len(line)-1]
+	for len(b) > 0 {
+		k, rest, ok := fastString(b)
+		if !ok || len(rest) == 0 || rest[0] != ':' {
+			return false
+		}
+		bit := logKey(k)
+		if bit == 0 || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		b = rest[1:]
+		if len(b) > 0 && b[0] == '"' {
+			if _, b, ok = fastString(b); !ok {
+				return false
+			}
+		} else {
+			i := bytes.IndexByte(b, ',')
+			if i < 0 {
+				i = len(b)
+			}
+			if i == 0 || bytes.ContainsAny(b[:i], "{}[]\"") {
+				return false
+			}
+			b = b[i:]
+		}
+		if len(b) > 0 {
+			if b[0] != ',' || len(b) == 1 {
+				return false
+			}
+			b = b[1:]
+		}
+	}
+	return true
+}
+
+// logKey is a bit for each key of a relevant-files line, 0 for others.
+func logKey(k []byte) int {
+	switch string(k) {
+	case "timestamp":
+		return 1
+	case "file_path":
+		return 2
+	case "source":
+		return 4
+	case "packet_id":
+		return 8
+	case "confidence":
+		return 16
+	case "count":
+		return 32
+	case "first":
+		return 64
+	case "weight":
+		return 128
+	}
+	return 0
+}
+
+// utcStamp reports whether rest, what follows the seconds of a JSON
+// timestamp, is an optional fraction and the Z of UTC, closing the
+// string.
+func utcStamp(rest []byte) bool {
+	i := 0
+	if rest[0] == '.' {
+		for i = 1; i < len(rest) && rest[i] >= '0' && rest[i] <= '9'; i++ {
+		}
+	}
+	return i+1 < len(rest) && rest[i] == 'Z' && rest[i+1] == '"'
 }
 
 // FileRank is one file in a ranked listing of the relevant-files log.

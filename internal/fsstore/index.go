@@ -130,7 +130,7 @@ func (a artifact[T]) loadIndex(s *Store, force bool) (*index, error) {
 	}
 	now, err := s.dirStamp(a.dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return &index{Kind: a.kind}, nil
+		return newIndex(a.kind, dirStamp{}, nil, nil), nil
 	} else if err != nil {
 		return nil, err
 	}
@@ -142,7 +142,9 @@ func (a artifact[T]) loadIndex(s *Store, force bool) (*index, error) {
 			if idx.Stamp.Racy && !now.Racy {
 				// Counted just now, and the clock has moved on: the
 				// stamp can be believed without counting from now on.
-				idx.Stamp.Racy = false
+				st := idx.Stamp
+				st.Racy = false
+				idx = idx.restamped(st)
 				a.saveIndex(s, idx)
 			}
 			s.cacheIndex(idx)
@@ -171,39 +173,42 @@ func (a artifact[T]) rebuildIndex(s *Store, now dirStamp) (*index, error) {
 	if err != nil {
 		return nil, err
 	}
-	idx := &index{Kind: a.kind, Stamp: now}
-	idx.Stamp.Count = 0
+	stamp := now
+	stamp.Count = 0
+	var entries []entry
+	var bad []string
 	for _, de := range ents {
 		id, ok := artifactID(de.Name())
 		if !ok {
 			continue
 		}
-		idx.Stamp.Count++
+		stamp.Count++
 		if !de.Type().IsRegular() {
 			continue // links and FIFOs are not artifacts (ids skips them too)
 		}
 		e, err := a.summarize(a.path(s, id))
 		if err != nil {
-			idx.Bad = append(idx.Bad, id)
+			bad = append(bad, id)
 			continue
 		}
-		idx.Entries = append(idx.Entries, e)
+		entries = append(entries, e)
 	}
-	sortEntries(idx.Entries)
-	slices.Sort(idx.Bad)
-	return idx, nil
-}
-
-func sortEntries(es []entry) {
-	slices.SortFunc(es, func(x, y entry) int {
+	slices.SortFunc(entries, func(x, y entry) int {
 		switch {
-		case newer(x.stamp(), y.stamp()):
+		case newerEntry(&x, &y):
 			return -1
-		case newer(y.stamp(), x.stamp()):
+		case newerEntry(&y, &x):
 			return 1
 		}
 		return 0
 	})
+	slices.Sort(bad)
+	return newIndex(a.kind, stamp, entries, bad), nil
+}
+
+// restamped is idx with another stamp.
+func (idx *index) restamped(st dirStamp) *index {
+	return &index{Kind: idx.Kind, Stamp: st, N: idx.N, Newest: idx.Newest, NewestCreated: idx.NewestCreated, Bad: idx.Bad, body: idx.body, rest: idx.body}
 }
 
 // summarize reads what the index records of one file: from its first
@@ -277,9 +282,7 @@ func (a artifact[T]) beginIndexWrite(ctx context.Context, s *Store) *indexWrite[
 			idx = nil
 		}
 	}
-	if idx != nil {
-		w.idx = idx.clone()
-	}
+	w.idx = idx
 	return w
 }
 
@@ -300,14 +303,18 @@ func (w *indexWrite[T]) commit(v T, path string, created bool) {
 	if created {
 		count++
 	}
-	w.idx.put(e)
-	w.idx.Stamp = now
-	w.idx.Stamp.Count = count
-	if err := safefile.WriteCache(p, encodeIndex(w.idx), 0o644); err != nil {
+	idx, err := w.idx.with(e)
+	if err != nil {
 		removeIndex(s, a.kind, p)
 		return
 	}
-	s.cacheIndex(w.idx)
+	idx.Stamp = now
+	idx.Stamp.Count = count
+	if err := safefile.WriteCache(p, encodeIndex(idx), 0o644); err != nil {
+		removeIndex(s, a.kind, p)
+		return
+	}
+	s.cacheIndex(idx)
 }
 
 // abort releases the lock after a write that failed. The directory may
@@ -316,31 +323,10 @@ func (w *indexWrite[T]) abort() { w.unlock() }
 
 // removeIndex deletes an index that cannot be kept current.
 func removeIndex(s *Store, kind, p string) {
-	s.cacheIndex(&index{Kind: kind, Stamp: dirStamp{Mod: -1}}) // matches no directory
+	s.cacheIndex(newIndex(kind, dirStamp{Mod: -1}, nil, nil)) // matches no directory
 	if fi, err := os.Lstat(p); err == nil && !fi.IsDir() {
 		os.Remove(p)
 	}
-}
-
-func (idx *index) clone() *index {
-	c := *idx
-	c.Entries = slices.Clone(idx.Entries)
-	c.Bad = slices.Clone(idx.Bad)
-	return &c
-}
-
-// put records e, replacing the entry (or the unreadable mark) of its id,
-// in listing order.
-func (idx *index) put(e entry) {
-	idx.Entries = slices.DeleteFunc(idx.Entries, func(x entry) bool { return x.ID == e.ID })
-	idx.Bad = slices.DeleteFunc(idx.Bad, func(id string) bool { return id == e.ID })
-	at, _ := slices.BinarySearchFunc(idx.Entries, e, func(x, y entry) int {
-		if newer(x.stamp(), y.stamp()) {
-			return -1
-		}
-		return 1
-	})
-	idx.Entries = slices.Insert(idx.Entries, at, e)
 }
 
 func (s *Store) cachedIndex(kind string) *index {
@@ -389,6 +375,21 @@ func (a artifact[T]) entries(s *Store, force bool) (*index, []error, error) {
 		warnings, _ = a.badErrors(s, idx)
 	}
 	return idx, warnings, nil
+}
+
+// allEntries returns every entry of the index and the warnings of its
+// unreadable files; a damaged line rebuilds the index.
+func (a artifact[T]) allEntries(s *Store) ([]entry, *index, []error, error) {
+	for force := false; ; force = true {
+		idx, warnings, err := a.entries(s, force)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		es, err := idx.all()
+		if err == nil || force {
+			return es, idx, warnings, err
+		}
+	}
 }
 
 // readEntry reads the artifact e names and reports whether its file is

@@ -11,20 +11,43 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/baton-agent/baton"
 )
 
+func sampleEntries() []entry {
+	return []entry{
+		{ID: "20261122T093400Z-b", Status: "active", Created: 1763800440, Updated: 1763800500, Mod: 1763800500000000002, Size: 300,
+			Session: "s 1\t\"x\"", Title: "", Loop: loopFields{Iteration: 3, MaxIterations: 20, Blocks: 1, Outcome: "", SourcePacket: "p1", Compacted: "p2"},
+			Promises: []string{"DONE", "all \"green\"", ""}},
+		{ID: "20261122T093400Z-a", Status: "done", Created: 1763800441, Updated: 1763800440, Mod: 1, Size: 1, Promises: nil,
+			Title: "ünïcödé\nline", Loop: loopFields{Outcome: "DONE"}},
+	}
+}
+
 func sampleIndex() *index {
-	return &index{Kind: "loop", Stamp: dirStamp{Mod: 1764117300123456789, Ino: 42, Size: 4096, Count: 3, Racy: true},
-		Entries: []entry{
-			{ID: "20261122T093400Z-b", Status: "active", Created: 1763800440, Updated: 1763800500, Mod: 1763800500000000002, Size: 300,
-				Session: "s 1\t\"x\"", Title: "", Loop: loopFields{Iteration: 3, MaxIterations: 20, Blocks: 1, Outcome: "", SourcePacket: "p1", Compacted: "p2"},
-				Promises: []string{"DONE", "all \"green\"", ""}},
-			{ID: "20261122T093400Z-a", Status: "done", Created: 1763800440, Updated: 1763800440, Mod: 1, Size: 1, Promises: nil,
-				Title: "ünïcödé\nline", Loop: loopFields{Outcome: "DONE"}},
-		},
-		Bad: []string{"20261122T000000Z-bad"}}
+	return newIndex("loop", dirStamp{Mod: 1764117300123456789, Ino: 42, Size: 4096, Count: 3, Racy: true}, sampleEntries(), []string{"20261122T000000Z-bad", "20261122T000000Z-worse"})
+}
+
+// header is what an index says of itself.
+type header struct {
+	Kind          string
+	Stamp         dirStamp
+	N             int
+	Newest        string
+	NewestCreated int64
+	Bad           []string
+	Entries       []entry
+}
+
+func headerOf(t testing.TB, idx *index) header {
+	t.Helper()
+	es, err := idx.all()
+	if err != nil {
+		t.Fatalf("reading the entries: %v", err)
+	}
+	return header{idx.Kind, idx.Stamp, idx.N, idx.Newest, idx.NewestCreated, idx.Bad, es}
 }
 
 func TestIndexRoundTrip(t *testing.T) {
@@ -34,15 +57,18 @@ func TestIndexRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(headerOf(t, want), headerOf(t, got)); diff != "" {
 		t.Errorf("decodeIndex(encodeIndex(x)) mismatch (-want +got):\n%s", diff)
+	}
+	if got.Newest != "20261122T093400Z-a" || got.N != 2 {
+		t.Errorf("newest = %s of %d; want 20261122T093400Z-a of 2", got.Newest, got.N)
 	}
 	b := encodeIndex(want)
 	for _, bad := range [][]byte{
 		b[:len(b)-1], // no final newline
 		b[:len(b)/2], // cut
 		[]byte(strings.Replace(string(b), "active", "paused", 1)),                           // changed: the checksum no longer fits
-		[]byte(strings.Replace(string(b), "baton-index 1 loop", "baton-index 1 packet", 1)), // another kind
+		[]byte(strings.Replace(string(b), "baton-index 2 loop", "baton-index 2 packet", 1)), // another kind
 	} {
 		if _, err := decodeIndex(bad, "loop"); err == nil {
 			t.Errorf("decodeIndex accepted a damaged index:\n%s", bad)
@@ -51,37 +77,85 @@ func TestIndexRoundTrip(t *testing.T) {
 	if _, err := decodeIndex(b, "packet"); err == nil {
 		t.Errorf("decodeIndex read a loop index as a packet index")
 	}
+	// A line out of order, with a checksum that fits: found when read.
+	es := sampleEntries()
+	es[0], es[1] = es[1], es[0]
+	idx, err := decodeIndex(encodeIndex(newIndex("loop", dirStamp{}, es, nil)), "loop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := idx.all(); err == nil {
+		t.Error("an index with entries out of order read without an error")
+	}
 }
 
-// FuzzDecodeIndex: whatever bytes the index file holds, decoding never
-// panics, and an index it accepts is one encodeIndex writes back to the
-// same index, with valid ids and statuses, no id twice, in listing order.
+// The line a write changes is spliced in: the result is the index of
+// the new set of entries.
+func TestIndexWith(t *testing.T) {
+	t.Parallel()
+	es := sampleEntries()
+	idx := newIndex("loop", dirStamp{Mod: 9}, es[1:], []string{es[0].ID})
+	got, err := idx.with(es[0]) // a new newest, once unreadable
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(headerOf(t, newIndex("loop", dirStamp{Mod: 9}, es, nil)), headerOf(t, got), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("with(new) mismatch (-want +got):\n%s", diff)
+	}
+	older := es[0]
+	older.Updated, older.Mod = 1, 0 // rewritten to sort last
+	got, err = got.with(older)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(headerOf(t, newIndex("loop", dirStamp{Mod: 9}, []entry{es[1], older}, nil)), headerOf(t, got), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("with(replaced) mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// FuzzDecodeIndex: whatever bytes the index file holds, decoding and
+// reading every entry never panics, and an index read whole is one
+// encodeIndex writes back to the same index: valid ids and statuses, in
+// listing order, as many lines as its header says, its newest among them.
 func FuzzDecodeIndex(f *testing.F) {
 	f.Add(encodeIndex(sampleIndex()), "loop")
-	p := &index{Kind: "packet", Stamp: dirStamp{Mod: 5, Count: 1}, Entries: []entry{{ID: "x", Status: "draft", Title: "a packet"}}}
+	p := newIndex("packet", dirStamp{Mod: 5, Count: 1}, []entry{{ID: "x", Status: "draft", Title: "a packet"}}, nil)
 	f.Add(encodeIndex(p), "packet")
-	f.Add([]byte("baton-index 1 packet\nstamp 1 2 3 4 0\nend 00000000\n"), "packet")
+	f.Add([]byte("baton-index 2 packet\nstamp 1 2 3 4 0\nentries 0 - 0\nbad\nend 00000000\n"), "packet")
 	f.Fuzz(func(t *testing.T, b []byte, kind string) {
 		idx, err := decodeIndex(b, kind)
 		if err != nil {
 			return
 		}
-		seen := map[string]bool{}
-		for i, e := range idx.Entries {
-			if !baton.ValidID(e.ID) || !validStatus(kind, e.Status) || seen[e.ID] {
-				t.Fatalf("accepted entry %+v", e)
-			}
-			seen[e.ID] = true
-			if i > 0 && !newer(idx.Entries[i-1].stamp(), e.stamp()) {
-				t.Fatalf("accepted entries out of order: %s before %s", idx.Entries[i-1].ID, e.ID)
+		if idx.N > 0 {
+			if _, ok, err := idx.find(idx.Newest); !ok && err == nil {
+				t.Fatalf("the newest entry %s has no line", idx.Newest)
 			}
 		}
-		again, err := decodeIndex(encodeIndex(idx), kind)
+		es, err := idx.all()
+		if err != nil {
+			return
+		}
+		if len(es) != idx.N {
+			t.Fatalf("%d entries, the header says %d", len(es), idx.N)
+		}
+		for i, e := range es {
+			if !baton.ValidID(e.ID) || !validStatus(kind, e.Status) {
+				t.Fatalf("accepted entry %+v", e)
+			}
+			if i > 0 && !newerEntry(&es[i-1], &e) {
+				t.Fatalf("accepted entries out of order: %s before %s", es[i-1].ID, e.ID)
+			}
+		}
+		again, err := decodeIndex(encodeIndex(newIndex(kind, idx.Stamp, es, idx.Bad)), kind)
 		if err != nil {
 			t.Fatalf("decodeIndex(encodeIndex(decoded)) = %v", err)
 		}
-		if diff := cmp.Diff(idx, again); diff != "" {
-			t.Fatalf("re-encoding changed the index (-first +second):\n%s", diff)
+		if diff := cmp.Diff(es, headerOf(t, again).Entries, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("re-encoding changed the entries (-first +second):\n%s", diff)
+		}
+		if again.Stamp != idx.Stamp || !slices.Equal(again.Bad, idx.Bad) {
+			t.Fatalf("re-encoding changed the header: %+v %v, then %+v %v", idx.Stamp, idx.Bad, again.Stamp, again.Bad)
 		}
 	})
 }
@@ -98,17 +172,19 @@ func FuzzIndexEntryRoundTrip(f *testing.F) {
 		if !baton.ValidID(id) || !validStatus(kind, status) {
 			return
 		}
-		e := entry{ID: id, Status: status, Created: created, Updated: updated, Mod: mod, Size: int64(len(title)), Session: session, Title: title,
-			Loop: loopFields{Iteration: iter, MaxIterations: -iter, Blocks: iter / 2, Outcome: outcome, SourcePacket: session, Compacted: title}}
-		if promises != "" {
-			e.Promises = strings.Split(promises, "\x00")
+		e := entry{ID: id, Status: status, Created: created, Updated: updated, Mod: mod, Size: int64(len(title)), Session: session, Title: title}
+		if kind == "loop" {
+			e.Loop = loopFields{Iteration: iter, MaxIterations: -iter, Blocks: iter / 2, Outcome: outcome, SourcePacket: session, Compacted: title}
+			if promises != "" {
+				e.Promises = strings.Split(promises, "\x00")
+			}
 		}
-		want := &index{Kind: kind, Stamp: dirStamp{Mod: mod, Ino: uint64(updated), Size: created, Count: iter & 0xffff}, Entries: []entry{e}}
+		want := newIndex(kind, dirStamp{Mod: mod, Ino: uint64(updated), Size: created, Count: iter & 0xffff}, []entry{e}, nil)
 		got, err := decodeIndex(encodeIndex(want), kind)
 		if err != nil {
 			t.Fatalf("decodeIndex(encodeIndex(%+v)) = %v", e, err)
 		}
-		if diff := cmp.Diff(want, got); diff != "" {
+		if diff := cmp.Diff(headerOf(t, want), headerOf(t, got)); diff != "" {
 			t.Fatalf("round trip mismatch (-want +got):\n%s", diff)
 		}
 	})
@@ -215,6 +291,22 @@ func TestIndexFollowsTheFiles(t *testing.T) {
 		t.Errorf("Latest() after the packet was marked done in place = %+v, %v; want another packet", l.Packet, err)
 	}
 
+	// The same for a listing: a summary whose file changed is not shown
+	// as the index had it.
+	body, _ = os.ReadFile(s.packetPath(a.ID))
+	if err := os.WriteFile(s.packetPath(a.ID), []byte(strings.Replace(string(body), "purpose: first", "purpose: first, renamed", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	page, err := s.ListPackets(PacketQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range page.Summaries {
+		if p.ID == a.ID && p.Purpose != "first, renamed" {
+			t.Errorf("ListPackets after an edit in place lists %s as %q", a.ID, p.Purpose)
+		}
+	}
+
 	// A writer that finds the index stale (a packet added behind its
 	// back) records nothing over it; the next reader sees both.
 	writePacketFile(t, s, "20261120T100000Z-behind", "draft")
@@ -222,8 +314,10 @@ func TestIndexFollowsTheFiles(t *testing.T) {
 	if err := s.CreatePacket(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	if idx, err := packets.readIndex(s); err == nil && !slices.ContainsFunc(idx.Entries, func(e entry) bool { return e.ID == "20261120T100000Z-behind" }) {
-		t.Errorf("the writer recorded its packet in a stale index: %v", idx.Entries)
+	if idx, err := packets.readIndex(s); err == nil {
+		if _, ok, _ := idx.find("20261120T100000Z-behind"); !ok {
+			t.Errorf("the writer recorded its packet in a stale index:\n%s", encodeIndex(idx))
+		}
 	}
 	got := packetIDs(t, Open(s.Root(), Options{}))
 	if !slices.Contains(got, "20261120T100000Z-behind") || !slices.Contains(got, c.ID) {
@@ -274,7 +368,7 @@ func TestIndexHostileFiles(t *testing.T) {
 				if err != nil || l.Packet == nil || l.Packet.ID != p.ID {
 					t.Errorf("Latest() with %s as the index = %+v, %v", name, l.Packet, err)
 				}
-				page, err := s.ListPackets(PacketQuery{Limit: 10})
+				page, err := s.ListPackets(PacketQuery{Limit: 10, Full: true})
 				if err != nil || len(page.Packets) != 1 {
 					t.Errorf("ListPackets with %s as the index = %+v, %v", name, page, err)
 				}
@@ -312,11 +406,18 @@ func TestListPacketsPages(t *testing.T) {
 	var got []string
 	cursor := ""
 	for n := 0; ; n++ {
-		page, err := s.ListPackets(PacketQuery{Limit: 3, Cursor: cursor})
+		full := n%2 == 1 // whole packets, or the index's summaries
+		page, err := s.ListPackets(PacketQuery{Limit: 3, Cursor: cursor, Full: full})
 		if err != nil {
 			t.Fatal(err)
 		}
+		if full != (len(page.Packets) > 0) || len(page.Packets)+len(page.Summaries) > 3 {
+			t.Fatalf("page %d = %+v", n, page)
+		}
 		for _, p := range page.Packets {
+			got = append(got, p.ID)
+		}
+		for _, p := range page.Summaries {
 			got = append(got, p.ID)
 		}
 		if n == 0 {
@@ -339,7 +440,7 @@ func TestListPacketsPages(t *testing.T) {
 		t.Errorf("ListPackets(bad cursor) error = %v, want Invalid", err)
 	}
 	done, err := s.ListPackets(PacketQuery{Status: baton.PacketDone})
-	if err != nil || len(done.Packets) != 0 {
+	if err != nil || len(done.Summaries) != 0 {
 		t.Errorf("ListPackets(done) = %+v, %v; want none", done, err)
 	}
 }

@@ -5,9 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
+	"unsafe"
 
 	"github.com/baton-agent/baton"
 )
@@ -27,7 +32,7 @@ const (
 const maxIndexBytes = 64 << 20
 
 // indexVersion is the format's version, in its first line.
-const indexVersion = 1
+const indexVersion = 2
 
 // dirStamp is a state of an artifact directory. Every file baton adds,
 // replaces (a temp file renamed into place) or removes there changes the
@@ -77,47 +82,201 @@ func (e entry) stamp() stamp {
 	return stamp{id: e.ID, at: time.Unix(e.Updated, 0).UTC(), mod: time.Unix(0, e.Mod)}
 }
 
-// index is a decoded index file.
+// index is an index file, read lazily: the header at once, each entry
+// line when a caller first reaches it. A hook wants the newest packet or
+// two of ten thousand; it parses a line or two. An index is never changed
+// once made (a write makes a new one), so readers can share it.
 type index struct {
-	Kind    string // "packet" or "loop"
-	Stamp   dirStamp
-	Entries []entry // newest first, in the order listing gives them
+	Kind  string // "packet" or "loop"
+	Stamp dirStamp
+	// N is how many entries there are; Newest is the id of the one
+	// created last ("" when there is none) and NewestCreated its time.
+	N             int
+	Newest        string
+	NewestCreated int64
 	// Bad are the artifacts whose files could not be read when the index
 	// was made; each read reports them again, from their files.
 	Bad []string
+
+	body string // the entry lines, newest first, in the order listing gives them
+
+	mu     sync.Mutex
+	rest   string  // the lines of body not parsed yet
+	parsed []entry // the lines parsed, in order
+	err    error   // what was wrong with the first bad line
+}
+
+// newIndex makes an index of entries (sorted in listing order) and bad
+// (sorted ids).
+func newIndex(kind string, stamp dirStamp, entries []entry, bad []string) *index {
+	idx := &index{Kind: kind, Stamp: stamp, N: len(entries), Bad: bad}
+	var b []byte
+	for i := range entries {
+		e := &entries[i]
+		if idx.Newest == "" || e.Created > idx.NewestCreated {
+			idx.Newest, idx.NewestCreated = e.ID, e.Created
+		}
+		b = appendEntry(b, kind, e)
+	}
+	idx.body = string(b)
+	idx.rest = idx.body
+	return idx
+}
+
+// at returns entry i, parsing the lines up to it first. ok is false past
+// the last entry; an error means a line is damaged and the index must be
+// rebuilt.
+func (idx *index) at(i int) (e entry, ok bool, err error) {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	for len(idx.parsed) <= i && idx.err == nil && idx.rest != "" {
+		var line string
+		line, idx.rest, _ = strings.Cut(idx.rest, "\n")
+		n := len(idx.parsed) + 1
+		tag, fields, _ := strings.Cut(line, "\t")
+		if tag != "e" {
+			idx.err = fmt.Errorf("entry %d: unknown line %q", n, clipText(line))
+			break
+		}
+		e, err := decodeEntry(fields, idx.Kind)
+		if err != nil {
+			idx.err = fmt.Errorf("entry %d: %w", n, err)
+			break
+		}
+		if k := len(idx.parsed); k > 0 && !newerEntry(&idx.parsed[k-1], &e) {
+			idx.err = fmt.Errorf("entry %d: %s is out of order", n, e.ID)
+			break
+		}
+		idx.parsed = append(idx.parsed, e)
+	}
+	if i < len(idx.parsed) {
+		return idx.parsed[i], true, nil
+	}
+	return entry{}, false, idx.err
+}
+
+// all returns every entry.
+func (idx *index) all() ([]entry, error) {
+	if _, _, err := idx.at(idx.N); err != nil {
+		return nil, err
+	}
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	return idx.parsed, nil
+}
+
+// find returns the entry of id, parsing only its line.
+func (idx *index) find(id string) (entry, bool, error) {
+	at := lineOf(idx.body, id)
+	if at < 0 {
+		return entry{}, false, nil
+	}
+	line, _, _ := strings.Cut(idx.body[at:], "\n")
+	e, err := decodeEntry(strings.TrimPrefix(line, "e\t"), idx.Kind)
+	return e, err == nil, err
+}
+
+// lineOf returns where the line of id starts in body, or -1. A tab never
+// appears inside a field (text is quoted), so "e<TAB><id><TAB>" starts a
+// line wherever it is found.
+func lineOf(body, id string) int {
+	key := "e\t" + id + "\t"
+	if strings.HasPrefix(body, key) {
+		return 0
+	}
+	if i := strings.Index(body, "\n"+key); i >= 0 {
+		return i + 1
+	}
+	return -1
+}
+
+// with returns the index with e recorded (replacing the entry or the
+// unreadable mark of its id) at its place in the listing order: one line
+// taken out and one put in, the rest of the file as it was.
+func (idx *index) with(e entry) (*index, error) {
+	n := &index{Kind: idx.Kind, Stamp: idx.Stamp, N: idx.N, Newest: idx.Newest, NewestCreated: idx.NewestCreated,
+		Bad: slices.DeleteFunc(slices.Clone(idx.Bad), func(id string) bool { return id == e.ID })}
+	body := idx.body
+	if at := lineOf(body, e.ID); at >= 0 {
+		end := strings.IndexByte(body[at:], '\n')
+		body = body[:at] + body[at+end+1:]
+	} else {
+		n.N++
+	}
+	// The new line goes before the first entry it is newer than: the
+	// first, almost always, since it was just written.
+	pos, rest := 0, body
+	for rest != "" {
+		line, after, _ := strings.Cut(rest, "\n")
+		f, err := decodeEntry(strings.TrimPrefix(line, "e\t"), idx.Kind)
+		if err != nil {
+			return nil, err
+		}
+		if newerEntry(&e, &f) {
+			break
+		}
+		pos += len(line) + 1
+		rest = after
+	}
+	n.body = body[:pos] + string(appendEntry(nil, idx.Kind, &e)) + body[pos:]
+	n.rest = n.body
+	if n.Newest == "" || e.ID == n.Newest || e.Created >= n.NewestCreated {
+		n.Newest, n.NewestCreated = e.ID, e.Created
+	}
+	return n, nil
 }
 
 // encodeIndex writes idx in the format decodeIndex reads:
 //
-//	baton-index 1 packet
+//	baton-index 2 packet
 //	stamp <mod> <ino> <size> <count> <racy 0|1>
-//	e<TAB><id><TAB><status><TAB><created><TAB><updated><TAB><mod><TAB><size><TAB><session><TAB><title><TAB><iteration><TAB><max><TAB><blocks><TAB><promises><TAB><outcome><TAB><source packet><TAB><compacted>
-//	b<TAB><id>
+//	entries <n> <id of the newest created, or -> <its created_at>
+//	bad[ <id>]...
+//	e<TAB><id><TAB><status><TAB><created><TAB><updated><TAB><mod><TAB><size><TAB><session><TAB><title>
 //	end <crc32c of everything above, 8 hex digits>
 //
-// Text fields are Go-quoted (so they hold no tab or newline), promises
-// are quoted strings separated by spaces.
+// and a loop's entry goes on with <TAB><iteration><TAB><max><TAB><blocks>
+// <TAB><promises><TAB><outcome><TAB><source packet><TAB><compacted>. Text
+// fields are Go-quoted (so they hold no tab or newline), promises are
+// quoted strings separated by spaces.
 func encodeIndex(idx *index) []byte {
-	b := make([]byte, 0, 64+len(idx.Entries)*200)
+	b := make([]byte, 0, 256+len(idx.body))
 	b = fmt.Appendf(b, "baton-index %d %s\n", indexVersion, idx.Kind)
 	racy := 0
 	if idx.Stamp.Racy {
 		racy = 1
 	}
 	b = fmt.Appendf(b, "stamp %d %d %d %d %d\n", idx.Stamp.Mod, idx.Stamp.Ino, idx.Stamp.Size, idx.Stamp.Count, racy)
-	for _, e := range idx.Entries {
-		b = append(b, "e\t"...)
-		b = append(b, e.ID...)
+	newest := idx.Newest
+	if newest == "" {
+		newest = "-"
+	}
+	b = fmt.Appendf(b, "entries %d %s %d\n", idx.N, newest, idx.NewestCreated)
+	b = append(b, "bad"...)
+	for _, id := range idx.Bad {
+		b = append(b, ' ')
+		b = append(b, id...)
+	}
+	b = append(b, '\n')
+	b = append(b, idx.body...)
+	return fmt.Appendf(b, "end %08x\n", crc32.Checksum(b, castagnoli))
+}
+
+// appendEntry appends e's line.
+func appendEntry(b []byte, kind string, e *entry) []byte {
+	b = append(b, "e\t"...)
+	b = append(b, e.ID...)
+	b = append(b, '\t')
+	b = append(b, e.Status...)
+	for _, n := range []int64{e.Created, e.Updated, e.Mod, e.Size} {
 		b = append(b, '\t')
-		b = append(b, e.Status...)
-		for _, n := range []int64{e.Created, e.Updated, e.Mod, e.Size} {
-			b = append(b, '\t')
-			b = strconv.AppendInt(b, n, 10)
-		}
-		b = append(b, '\t')
-		b = strconv.AppendQuote(b, e.Session)
-		b = append(b, '\t')
-		b = strconv.AppendQuote(b, e.Title)
+		b = strconv.AppendInt(b, n, 10)
+	}
+	b = append(b, '\t')
+	b = strconv.AppendQuote(b, e.Session)
+	b = append(b, '\t')
+	b = strconv.AppendQuote(b, e.Title)
+	if kind == "loop" {
 		for _, n := range []int{e.Loop.Iteration, e.Loop.MaxIterations, e.Loop.Blocks} {
 			b = append(b, '\t')
 			b = strconv.AppendInt(b, int64(n), 10)
@@ -133,25 +292,20 @@ func encodeIndex(idx *index) []byte {
 			b = append(b, '\t')
 			b = strconv.AppendQuote(b, s)
 		}
-		b = append(b, '\n')
 	}
-	for _, id := range idx.Bad {
-		b = append(b, "b\t"...)
-		b = append(b, id...)
-		b = append(b, '\n')
-	}
-	return fmt.Appendf(b, "end %08x\n", crc32.Checksum(b, castagnoli))
+	return append(b, '\n')
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// entryFields is how many tab-separated fields follow "e".
-const entryFields = 15
+// entryFields is how many tab-separated fields follow "e", by kind.
+var entryFields = map[string]int{"packet": 8, "loop": 15}
 
-// decodeIndex reads an index file of kind. It refuses anything encodeIndex
-// would not have written for a store: a damaged or cut file (the checksum),
-// another kind or version, invalid ids or statuses, ids twice, entries out
-// of listing order. A refused index is rebuilt, never half believed.
+// decodeIndex reads an index file of kind. It refuses a damaged or cut
+// file (the checksum), another kind or version, a header that does not
+// fit its lines; the entry lines are checked as they are parsed (at):
+// valid ids and statuses, in listing order. A refused index is rebuilt,
+// never half believed. decodeIndex keeps b: the caller must not change it.
 func decodeIndex(b []byte, kind string) (*index, error) {
 	if len(b) == 0 || b[len(b)-1] != '\n' {
 		return nil, errors.New("not a whole index: no final newline")
@@ -173,45 +327,73 @@ func decodeIndex(b []byte, kind string) (*index, error) {
 	if got := crc32.Checksum(b[:last+1], castagnoli); uint64(got) != want {
 		return nil, fmt.Errorf("checksum %08x, the end line says %s", got, sum)
 	}
-	lines := strings.Split(string(body[:last]), "\n")
-	if len(lines) < 2 || lines[0] != fmt.Sprintf("baton-index %d %s", indexVersion, kind) {
-		return nil, fmt.Errorf("not a version %d %s index: %q", indexVersion, kind, clipText(lines[0]))
+	// The file, unchanged from here on, holds every field: no copy.
+	rest := unsafe.String(unsafe.SliceData(b), last+1)
+	var line string
+	next := func() bool {
+		line, rest, ok = strings.Cut(rest, "\n")
+		return ok
+	}
+	if !next() || line != fmt.Sprintf("baton-index %d %s", indexVersion, kind) {
+		return nil, fmt.Errorf("not a version %d %s index: %q", indexVersion, kind, clipText(line))
 	}
 	idx := &index{Kind: kind}
-	if idx.Stamp, err = decodeStamp(lines[1]); err != nil {
+	if !next() {
+		return nil, errors.New("no stamp line")
+	}
+	if idx.Stamp, err = decodeStamp(line); err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{}
-	for n, line := range lines[2:] {
-		tag, rest, _ := strings.Cut(line, "\t")
-		switch tag {
-		case "e":
-			if len(idx.Bad) > 0 {
-				return nil, fmt.Errorf("line %d: an entry after the unreadable ones", n+3)
+	if !next() {
+		return nil, errors.New("no entries line")
+	}
+	f := strings.Split(line, " ")
+	if len(f) != 4 || f[0] != "entries" {
+		return nil, fmt.Errorf("bad entries line %q", clipText(line))
+	}
+	n, err1 := parseInt(f[1])
+	created, err2 := parseInt(f[3])
+	if err1 != nil || err2 != nil || n < 0 || (f[2] == "-") != (n == 0) || (f[2] != "-" && !baton.ValidID(f[2])) {
+		return nil, fmt.Errorf("bad entries line %q", clipText(line))
+	}
+	idx.N, idx.NewestCreated = int(n), created
+	if f[2] != "-" {
+		idx.Newest = f[2]
+	}
+	if !next() {
+		return nil, errors.New("no bad line")
+	}
+	ids, ok := strings.CutPrefix(line, "bad")
+	if !ok || (ids != "" && ids[0] != ' ') {
+		return nil, fmt.Errorf("bad bad line %q", clipText(line))
+	}
+	if ids != "" {
+		for _, id := range strings.Split(ids[1:], " ") {
+			if !baton.ValidID(id) || (len(idx.Bad) > 0 && idx.Bad[len(idx.Bad)-1] >= id) {
+				return nil, fmt.Errorf("bad id %q", clipText(id))
 			}
-			e, err := decodeEntry(rest, kind)
-			if err != nil {
-				return nil, fmt.Errorf("line %d: %w", n+3, err)
-			}
-			if seen[e.ID] {
-				return nil, fmt.Errorf("line %d: %s twice", n+3, e.ID)
-			}
-			if k := len(idx.Entries); k > 0 && !newer(idx.Entries[k-1].stamp(), e.stamp()) {
-				return nil, fmt.Errorf("line %d: %s is out of order", n+3, e.ID)
-			}
-			seen[e.ID] = true
-			idx.Entries = append(idx.Entries, e)
-		case "b":
-			if !baton.ValidID(rest) || seen[rest] {
-				return nil, fmt.Errorf("line %d: bad id %q", n+3, clipText(rest))
-			}
-			seen[rest] = true
-			idx.Bad = append(idx.Bad, rest)
-		default:
-			return nil, fmt.Errorf("line %d: unknown line %q", n+3, clipText(line))
+			idx.Bad = append(idx.Bad, id)
 		}
 	}
+	if got := strings.Count(rest, "\n"); got != idx.N || (rest != "" && rest[len(rest)-1] != '\n') {
+		return nil, fmt.Errorf("%d entry lines, the header says %d", got, idx.N)
+	}
+	if idx.N > 0 && lineOf(rest, idx.Newest) < 0 {
+		return nil, fmt.Errorf("the newest entry %s has no line", idx.Newest)
+	}
+	idx.body, idx.rest = rest, rest
 	return idx, nil
+}
+
+// newerEntry is newer for two entries, without making times of them.
+func newerEntry(a, b *entry) bool {
+	switch {
+	case a.Updated != b.Updated:
+		return a.Updated > b.Updated
+	case a.Mod != b.Mod:
+		return a.Mod > b.Mod
+	}
+	return compareIDs(a.ID, b.ID) > 0
 }
 
 func decodeStamp(line string) (dirStamp, error) {
@@ -229,54 +411,117 @@ func decodeStamp(line string) (dirStamp, error) {
 			}
 		}
 	}
-	if err != nil || count < 0 || (f[5] != "0" && f[5] != "1") {
+	if err != nil || count < 0 || (f[5] != "0" && f[5] != "1") || strconv.FormatUint(d.Ino, 10) != f[2] {
 		return dirStamp{}, fmt.Errorf("bad stamp line %q", clipText(line))
 	}
 	d.Count, d.Racy = int(count), f[5] == "1"
 	return d, nil
 }
 
-func decodeEntry(s, kind string) (entry, error) {
-	f := strings.Split(s, "\t")
-	if len(f) != entryFields {
-		return entry{}, fmt.Errorf("%d fields, want %d", len(f), entryFields)
+// fieldReader hands out the tab-separated fields of a line whose number
+// of fields was checked; the first error sticks.
+type fieldReader struct {
+	s   string
+	err error
+}
+
+func (r *fieldReader) next() string {
+	f, rest, _ := strings.Cut(r.s, "\t")
+	r.s = rest
+	return f
+}
+
+func (r *fieldReader) int64() int64 {
+	f := r.next()
+	if r.err != nil {
+		return 0
 	}
-	e := entry{ID: f[0], Status: f[1]}
+	n, err := parseInt(f)
+	if err != nil {
+		r.err = err
+	}
+	return n
+}
+
+func (r *fieldReader) int() int {
+	n := r.int64()
+	if n != int64(int(n)) && r.err == nil {
+		r.err = fmt.Errorf("bad number %d", n)
+	}
+	return int(n)
+}
+
+func (r *fieldReader) quoted() string {
+	f := r.next()
+	if r.err != nil {
+		return ""
+	}
+	v, err := unquote(f)
+	if err != nil {
+		r.err = err
+	}
+	return v
+}
+
+func decodeEntry(s, kind string) (entry, error) {
+	want, ok := entryFields[kind]
+	if !ok {
+		return entry{}, fmt.Errorf("no index of %q", clipText(kind))
+	}
+	if n := strings.Count(s, "\t") + 1; n != want {
+		return entry{}, fmt.Errorf("%d fields, want %d", n, want)
+	}
+	r := &fieldReader{s: s}
+	e := entry{ID: r.next(), Status: internStatus(r.next())}
 	if !baton.ValidID(e.ID) {
 		return entry{}, fmt.Errorf("invalid id %q", clipText(e.ID))
 	}
 	if !validStatus(kind, e.Status) {
 		return entry{}, fmt.Errorf("invalid %s status %q", kind, clipText(e.Status))
 	}
-	var err error
-	nums := []*int64{&e.Created, &e.Updated, &e.Mod, &e.Size}
-	for i, p := range nums {
-		if *p, err = parseInt(f[2+i]); err != nil {
-			return entry{}, err
+	e.Created, e.Updated, e.Mod, e.Size = r.int64(), r.int64(), r.int64(), r.int64()
+	e.Session, e.Title = r.quoted(), r.quoted()
+	if kind == "loop" {
+		e.Loop.Iteration, e.Loop.MaxIterations, e.Loop.Blocks = r.int(), r.int(), r.int()
+		if f := r.next(); r.err == nil {
+			e.Promises, r.err = decodeQuotedList(f)
 		}
+		e.Loop.Outcome, e.Loop.SourcePacket, e.Loop.Compacted = r.quoted(), r.quoted(), r.quoted()
 	}
-	if e.Session, err = strconv.Unquote(f[6]); err != nil {
-		return entry{}, fmt.Errorf("session: %w", err)
-	}
-	if e.Title, err = strconv.Unquote(f[7]); err != nil {
-		return entry{}, fmt.Errorf("title: %w", err)
-	}
-	for i, p := range []*int{&e.Loop.Iteration, &e.Loop.MaxIterations, &e.Loop.Blocks} {
-		n, err := parseInt(f[8+i])
-		if err != nil || n != int64(int(n)) {
-			return entry{}, fmt.Errorf("bad number %q", clipText(f[8+i]))
-		}
-		*p = int(n)
-	}
-	if e.Promises, err = decodeQuotedList(f[11]); err != nil {
-		return entry{}, fmt.Errorf("promises: %w", err)
-	}
-	for i, p := range []*string{&e.Loop.Outcome, &e.Loop.SourcePacket, &e.Loop.Compacted} {
-		if *p, err = strconv.Unquote(f[12+i]); err != nil {
-			return entry{}, fmt.Errorf("field %d: %w", 13+i, err)
-		}
+	if r.err != nil {
+		return entry{}, r.err
 	}
 	return e, nil
+}
+
+// internStatus returns the status as a constant, so ten thousand entries
+// share one string each.
+func internStatus(s string) string {
+	for _, v := range []string{"done", "draft", "active", "blocked", "paused", "cancelled"} {
+		if s == v {
+			return v
+		}
+	}
+	return s
+}
+
+// unquote is strconv.Unquote with a path that allocates nothing for a
+// string without escapes, which is what almost every field is.
+func unquote(f string) (string, error) {
+	if len(f) >= 2 && f[0] == '"' && f[len(f)-1] == '"' {
+		in := f[1 : len(f)-1]
+		plain := true
+		for i := 0; i < len(in); i++ {
+			if c := in[i]; c == '\\' || c == '"' || c < ' ' || c >= utf8.RuneSelf {
+				plain = false
+				break
+			}
+		}
+		if plain {
+			return in, nil
+		}
+	}
+	return strconv.Unquote(f)
 }
 
 // decodeQuotedList reads Go-quoted strings separated by single spaces.
@@ -304,13 +549,28 @@ func decodeQuotedList(s string) ([]string, error) {
 	return out, nil
 }
 
-// parseInt reads a decimal integer as strconv.AppendInt writes it.
+// parseInt reads a decimal integer as strconv.AppendInt writes it: no
+// sign but a minus, no leading zero, no -0.
 func parseInt(s string) (int64, error) {
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || strconv.FormatInt(n, 10) != s {
+	digits := strings.TrimPrefix(s, "-")
+	if digits == "" || len(digits) > 19 || (digits[0] == '0' && (len(digits) > 1 || len(s) > 1)) {
 		return 0, fmt.Errorf("bad number %q", clipText(s))
 	}
-	return n, nil
+	var n uint64
+	for i := 0; i < len(digits); i++ {
+		c := digits[i]
+		if c < '0' || c > '9' {
+			return 0, fmt.Errorf("bad number %q", clipText(s))
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	switch {
+	case len(s) == len(digits) && n <= math.MaxInt64:
+		return int64(n), nil
+	case len(s) != len(digits) && n <= math.MaxInt64+1:
+		return -int64(n), nil
+	}
+	return 0, fmt.Errorf("bad number %q", clipText(s))
 }
 
 func validStatus(kind, s string) bool {

@@ -90,12 +90,12 @@ func (e entry) loopOf() *baton.Loop {
 // differs from what the index recorded is read from its file. Unreadable
 // files are returned as warnings.
 func (s *Store) ListLoops(filter LoopFilter) ([]*baton.Loop, []error, error) {
-	idx, warnings, err := loops.entries(s, false)
+	es, _, warnings, err := loops.allEntries(s)
 	if err != nil {
 		return nil, nil, err
 	}
 	var out []*baton.Loop
-	for _, e := range idx.Entries {
+	for _, e := range es {
 		l := e.loopOf()
 		if fi, err := os.Lstat(loops.path(s, e.ID)); err != nil || fi.ModTime().UnixNano() != e.Mod || fi.Size() != e.Size {
 			full, err := s.FindLoopByID(e.ID)

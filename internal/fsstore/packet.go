@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -108,21 +109,80 @@ func (s *Store) NewestPacket() (*baton.Packet, error) {
 		if err != nil {
 			return nil, err
 		}
-		byCreated := slices.Clone(idx.Entries)
-		slices.SortStableFunc(byCreated, func(x, y entry) int { return cmp.Compare(y.Created, x.Created) })
-		stale := false
-		for _, e := range byCreated {
-			p, same, err := packets.readEntry(s, e)
-			if !same && !force {
-				stale = true
-				break
-			}
-			if err == nil {
-				return p, nil
-			}
-		}
-		if !stale || force {
+		if idx.N == 0 {
 			return nil, nil
+		}
+		p, stale, err := newestPacket(s, idx)
+		if !stale || force {
+			return p, err
+		}
+	}
+}
+
+// newestPacket reads the packet idx names the newest, or, when that one
+// cannot be read, the next by creation. stale reports a file that says
+// otherwise than the index.
+func newestPacket(s *Store, idx *index) (*baton.Packet, bool, error) {
+	e, ok, err := idx.find(idx.Newest)
+	if err != nil || !ok {
+		return nil, true, nil
+	}
+	p, same, err := packets.readEntry(s, e)
+	if !same {
+		return nil, true, nil
+	}
+	if err == nil {
+		return p, false, nil
+	}
+	es, err := idx.all()
+	if err != nil {
+		return nil, true, nil
+	}
+	byCreated := slices.Clone(es)
+	slices.SortStableFunc(byCreated, func(x, y entry) int { return cmp.Compare(y.Created, x.Created) })
+	for _, e := range byCreated {
+		p, same, err := packets.readEntry(s, e)
+		if !same {
+			return nil, true, nil
+		}
+		if err == nil {
+			return p, false, nil
+		}
+	}
+	return nil, false, nil
+}
+
+// NewestCreated is when the newest packet was created, from the index
+// alone (zero when there is none): what the files touched since the last
+// packet are counted from.
+func (s *Store) NewestCreated() (time.Time, error) {
+	idx, err := packets.loadIndex(s, false)
+	if err != nil || idx.N == 0 {
+		return time.Time{}, err
+	}
+	return time.Unix(idx.NewestCreated, 0).UTC(), nil
+}
+
+// NewestOfSession returns the newest packet written for a harness
+// session, from the index (ok false when there is none): the walk stops
+// at the first, which is the newest.
+func (s *Store) NewestOfSession(sessionID string) (sum PacketSummary, ok bool, err error) {
+	for force := false; ; force = true {
+		idx, err := packets.loadIndex(s, force)
+		if err != nil {
+			return sum, false, err
+		}
+		for i := 0; ; i++ {
+			e, more, err := idx.at(i)
+			if err != nil && !force {
+				break // a damaged line: rebuild
+			}
+			if err != nil || !more {
+				return sum, false, err
+			}
+			if e.Session == sessionID {
+				return e.packetSummary(), true, nil
+			}
 		}
 	}
 }
@@ -134,6 +194,7 @@ type PacketSummary struct {
 	Status               baton.PacketStatus
 	CreatedAt, UpdatedAt time.Time
 	SessionID            string
+	Purpose              string
 	// ModTime is the file's modification time, which orders packets
 	// updated in the same second.
 	ModTime time.Time
@@ -141,7 +202,7 @@ type PacketSummary struct {
 
 func (e entry) packetSummary() PacketSummary {
 	return PacketSummary{ID: e.ID, Status: baton.PacketStatus(e.Status), CreatedAt: time.Unix(e.Created, 0).UTC(),
-		UpdatedAt: time.Unix(e.Updated, 0).UTC(), SessionID: e.Session, ModTime: time.Unix(0, e.Mod)}
+		UpdatedAt: time.Unix(e.Updated, 0).UTC(), SessionID: e.Session, Purpose: e.Title, ModTime: time.Unix(0, e.Mod)}
 }
 
 // PacketSummaries summarises every packet, newest updated_at first (within
@@ -150,12 +211,12 @@ func (e entry) packetSummary() PacketSummary {
 // thousands of packets, or a few huge ones. Packets that cannot be read
 // are returned as warnings.
 func (s *Store) PacketSummaries() ([]PacketSummary, []error, error) {
-	idx, warnings, err := packets.entries(s, false)
+	es, _, warnings, err := packets.allEntries(s)
 	if err != nil {
 		return nil, nil, err
 	}
-	out := make([]PacketSummary, len(idx.Entries))
-	for i, e := range idx.Entries {
+	out := make([]PacketSummary, len(es))
+	for i, e := range es {
 		out[i] = e.packetSummary()
 	}
 	return out, warnings, nil
@@ -164,6 +225,10 @@ func (s *Store) PacketSummaries() ([]PacketSummary, []error, error) {
 // PacketQuery asks for one page of the packet list.
 type PacketQuery struct {
 	Status baton.PacketStatus // "" for all
+	// Full reads each packet of the page whole (Packets); without it the
+	// page is the index's summaries (Summaries), each checked against its
+	// file's size and time.
+	Full bool
 	// Limit is the most packets on the page; 0 for all.
 	Limit int
 	// Cursor continues after the page whose Next it is; "" starts at the
@@ -173,7 +238,8 @@ type PacketQuery struct {
 
 // PacketPage is one page of packets, newest updated_at first.
 type PacketPage struct {
-	Packets []*baton.Packet
+	Packets   []*baton.Packet // with PacketQuery.Full
+	Summaries []PacketSummary // without it
 	// Next is the cursor of the following page; "" on the last.
 	Next string
 	// More counts the packets after this page.
@@ -182,9 +248,10 @@ type PacketPage struct {
 	Skipped []error
 }
 
-// ListPackets returns one page of packets: the index picks them, and each
-// is read from its file, so a page of twenty costs twenty reads whatever
-// the store holds. A cursor names a place in the order, not an offset, so
+// ListPackets returns one page of packets: the index picks them, and
+// each is read from its file (Full) or its file's size and time checked
+// against the index, so a page of twenty costs twenty reads or stats
+// whatever the store holds. A cursor names a place in the order, not an offset, so
 // packets written between two pages neither repeat nor vanish from the
 // pages that follow.
 func (s *Store) ListPackets(q PacketQuery) (PacketPage, error) {
@@ -201,7 +268,7 @@ func (s *Store) ListPackets(q PacketQuery) (PacketPage, error) {
 	}
 	for force := false; ; force = true {
 		page, stale, err := listPackets(s, q, after, force)
-		if err != nil || !stale {
+		if !stale {
 			return page, err
 		}
 	}
@@ -218,12 +285,35 @@ func listPackets(s *Store, q PacketQuery, after *stamp, force bool) (page Packet
 	if after == nil {
 		page.Skipped = warnings
 	}
-	for _, e := range idx.Entries {
+	for i := 0; ; i++ {
+		e, ok, err := idx.at(i)
+		if err != nil {
+			return page, !force, err // a damaged line: rebuild
+		}
+		if !ok {
+			break
+		}
 		if (after != nil && !newer(*after, e.stamp())) || (q.Status != "" && baton.PacketStatus(e.Status) != q.Status) {
 			continue
 		}
-		if q.Limit > 0 && len(page.Packets) == q.Limit {
+		if q.Limit > 0 && len(page.Packets)+len(page.Summaries) == q.Limit {
+			if q.Status == "" {
+				page.More = idx.N - i // every later entry is on a later page
+				break
+			}
 			page.More++
+			continue
+		}
+		if !q.Full {
+			fi, err := os.Lstat(packets.path(s, e.ID))
+			if err != nil || fi.ModTime().UnixNano() != e.Mod || fi.Size() != e.Size {
+				if !force {
+					return page, true, nil
+				}
+				continue
+			}
+			page.Summaries = append(page.Summaries, e.packetSummary())
+			page.Next = cursorOf(e)
 			continue
 		}
 		p, same, err := packets.readEntry(s, e)
@@ -285,39 +375,66 @@ func (s *Store) Latest() (LatestPacket, error) {
 			return LatestPacket{}, err
 		}
 		l := LatestPacket{Skipped: warnings}
-		open := func(status string) bool {
-			return status == string(baton.PacketDraft) || status == string(baton.PacketActive)
-		}
-		order := slices.Clone(idx.Entries)
-		slices.SortStableFunc(order, func(x, y entry) int {
-			switch ox, oy := open(x.Status), open(y.Status); {
-			case ox && !oy:
-				return -1
-			case oy && !ox:
-				return 1
-			}
-			return 0
-		})
-		stale := false
-		for _, e := range order {
-			p, same, err := packets.readEntry(s, e)
-			if !same && !force {
-				stale = true // the file says otherwise: believe it, after a rebuild
-				break
-			}
-			if baton.ErrorCode(err) == baton.NotFound {
-				continue
-			} else if err != nil {
-				l.Skipped = append(l.Skipped, err)
-				continue
-			}
-			l.Packet, l.Fallback = p, !open(string(p.Status))
-			return l, nil
+		p, fallback, skipped, stale, err := latestPacket(s, idx, force)
+		if err != nil && !stale {
+			return LatestPacket{}, err
 		}
 		if !stale {
+			l.Packet, l.Fallback, l.Skipped = p, fallback, append(l.Skipped, skipped...)
 			return l, nil
 		}
 	}
+}
+
+// latestPacket walks the index in listing order for the newest draft or
+// active packet that can be read, remembering the newest of any status
+// for the fallback: in a store of thousands it reads a line or two.
+// stale reports a file (or a line) that says otherwise than the index.
+func latestPacket(s *Store, idx *index, force bool) (p *baton.Packet, fallback bool, skipped []error, stale bool, err error) {
+	open := func(status string) bool {
+		return status == string(baton.PacketDraft) || status == string(baton.PacketActive)
+	}
+	var other []entry // not open, in order: the fallback's candidates
+	read := func(e entry) (*baton.Packet, bool) {
+		p, same, err := packets.readEntry(s, e)
+		if !same && !force {
+			stale = true // the file says otherwise: believe it, after a rebuild
+			return nil, false
+		}
+		if baton.ErrorCode(err) == baton.NotFound {
+			return nil, false
+		} else if err != nil {
+			skipped = append(skipped, err)
+			return nil, false
+		}
+		return p, true
+	}
+	for i := 0; ; i++ {
+		e, ok, err := idx.at(i)
+		if err != nil {
+			return nil, false, nil, !force, err
+		}
+		if !ok {
+			break
+		}
+		if !open(e.Status) {
+			other = append(other, e)
+			continue
+		}
+		if p, ok := read(e); ok {
+			return p, !open(string(p.Status)), skipped, false, nil
+		} else if stale {
+			return nil, false, nil, true, nil
+		}
+	}
+	for _, e := range other {
+		if p, ok := read(e); ok {
+			return p, !open(string(p.Status)), skipped, false, nil
+		} else if stale {
+			return nil, false, nil, true, nil
+		}
+	}
+	return nil, false, skipped, false, nil
 }
 
 // latestPacket is ResolvePacket("latest").

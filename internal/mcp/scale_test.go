@@ -108,6 +108,9 @@ func TestWatchReadsOnlyOnChange(t *testing.T) {
 	if got := srv.syncs.Load() - syncs; got != 0 {
 		t.Errorf("the idle watch read the store %d times in 40 ticks; want 0", got)
 	}
+	for len(changed) > 0 {
+		<-changed // the first listing's own announcement
+	}
 	if err := st.CreatePacket(context.Background(), &baton.Packet{Purpose: "written elsewhere", Preamble: "\n",
 		Sections: []baton.Section{{Heading: baton.SectionIntent, Body: "\nwork\n"}}}); err != nil {
 		t.Fatal(err)
@@ -119,5 +122,9 @@ func TestWatchReadsOnlyOnChange(t *testing.T) {
 	}
 	if srv.syncs.Load() == syncs {
 		t.Error("the store was not read after it changed")
+	}
+	list, err := cs.ListResources(context.Background(), nil)
+	if err != nil || len(list.Resources) != 6 {
+		t.Errorf("resources after the change = %d, %v; want 6", len(list.Resources), err)
 	}
 }

@@ -267,7 +267,7 @@ func (s *Server) packets(_ context.Context, _ *sdk.CallToolRequest, in packetsIn
 	}
 	out := packetsOut{Packets: []packetRow{}, More: page.More, NextCursor: page.Next}
 	var b strings.Builder
-	for _, p := range page.Packets {
+	for _, p := range page.Summaries {
 		out.Packets = append(out.Packets, packetRow{ID: p.ID, Status: string(p.Status), Purpose: p.Purpose, UpdatedAt: baton.FormatTime(p.UpdatedAt)})
 		fmt.Fprintf(&b, "%s  %s  %s\n", p.ID, p.Status, p.Purpose)
 	}

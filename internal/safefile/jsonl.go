@@ -83,6 +83,10 @@ type ScanStats struct {
 	Corrupt int // lines that were not valid JSON, torn tail included
 }
 
+// ErrSkipLine, returned by a ScanLines decoder, passes over a line the
+// caller does not want without counting it as corrupt.
+var ErrSkipLine = errors.New("line skipped")
+
 // MaxLineLen bounds one JSONL line; longer lines are skipped and counted
 // as corrupt.
 const MaxLineLen = 1 << 20
@@ -162,7 +166,8 @@ func ScanFile[T any](f *os.File, from, tail int64, decode func([]byte, *T) error
 		}
 		if line = bytes.TrimSpace(line); len(line) > 0 {
 			var v T
-			if jerr := decode(line, &v); jerr != nil {
+			if jerr := decode(line, &v); jerr == ErrSkipLine {
+			} else if jerr != nil {
 				st.Corrupt++
 			} else {
 				st.Lines++
