@@ -472,8 +472,8 @@ func peekPacket(path string) (entry, bool) {
 	}
 	defer f.Close()
 	fi, err := f.Stat()
-	if err != nil {
-		return e, false
+	if err != nil || fi.Size() > MaxArtifactBytes {
+		return e, false // too large to read: decoding refuses it, naming it
 	}
 	e.Mod, e.Size = fi.ModTime().UnixNano(), fi.Size()
 	var buf [peekHead]byte

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -29,14 +30,21 @@ func storeWith(t *testing.T, n int) (string, *fsstore.Store) {
 }
 
 // A store of many packets is listed a page at a time, by resources/list
-// and by the packets tool, and every page follows from the cursor of the
-// one before.
+// (packets newest first, then loops) and by the packets tool, and every
+// page follows from the cursor of the one before.
 func TestListsArePaged(t *testing.T) {
-	dir, _ := storeWith(t, PageSize+37)
+	dir, st := storeWith(t, PageSize+37)
+	for i := range 70 {
+		l := &baton.Loop{Prompt: fmt.Sprintf("loop %d", i), Iteration: 1, MaxIterations: 5, CompletionPromises: []string{"DONE"},
+			CreatedAt: time.Date(2026, 11, 2, 0, i, 0, 0, time.UTC)}
+		if err := st.CreateLoop(context.Background(), l); err != nil {
+			t.Fatal(err)
+		}
+	}
 	_, cs := connect(t, Options{Root: dir, WorkDir: dir}, nil)
 	ctx := context.Background()
 
-	seen := map[string]bool{}
+	var uris []string
 	cursor, pages := "", 0
 	for {
 		res, err := cs.ListResources(ctx, &sdk.ListResourcesParams{Cursor: cursor})
@@ -47,7 +55,7 @@ func TestListsArePaged(t *testing.T) {
 			t.Fatalf("a page of %d resources; want at most %d", len(res.Resources), PageSize)
 		}
 		for _, r := range res.Resources {
-			seen[r.URI] = true
+			uris = append(uris, r.URI)
 		}
 		pages++
 		if res.NextCursor == "" {
@@ -55,8 +63,15 @@ func TestListsArePaged(t *testing.T) {
 		}
 		cursor = res.NextCursor
 	}
-	if len(seen) != PageSize+37 || pages != 2 {
-		t.Errorf("resources/list gave %d resources in %d pages, want %d in 2", len(seen), pages, PageSize+37)
+	want := PageSize + 37 + 70
+	if len(uris) != want || pages != 3 || len(slices.Compact(slices.Sorted(slices.Values(uris)))) != want {
+		t.Errorf("resources/list gave %d resources (%d distinct) in %d pages, want %d in 3", len(uris), len(slices.Compact(slices.Sorted(slices.Values(uris)))), pages, want)
+	}
+	if last := PageSize + 36; len(uris) == want && (uris[0] != packetURI+fmt.Sprintf("20261101T%02d%02d00Z-task-%d", last/60, last%60, last) || uris[PageSize+37] != loopURI+"20261102T010900Z-loop-69") {
+		t.Errorf("resources/list order: first %s, first loop %s; want the newest packet, then the newest loop", uris[0], uris[PageSize+37])
+	}
+	if _, err := cs.ListResources(ctx, &sdk.ListResourcesParams{Cursor: "x1"}); err == nil {
+		t.Error("resources/list with a bad cursor gave no error")
 	}
 
 	var ids []string
