@@ -1,8 +1,11 @@
 package fsstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"slices"
@@ -108,12 +111,43 @@ func (a artifact[T]) current(s *Store, idx *index, now dirStamp) bool {
 	return err == nil && n == idx.Stamp.Count
 }
 
-// readIndex reads the index file; any problem with it is an error, and
-// the caller rebuilds.
+// indexHead is how much of an index file a reader reads at first: the
+// head and the newest few hundred entries.
+const indexHead = 64 << 10
+
+// readIndex reads the index file's head and its first entries (the rest
+// when a caller gets there); any problem with it is an error, and the
+// caller rebuilds.
 func (a artifact[T]) readIndex(s *Store) (*index, error) {
-	b, err := safefile.ReadFile(a.indexPath(s), maxIndexBytes)
+	p := a.indexPath(s)
+	f, err := safefile.OpenRegular(p)
 	if err != nil {
 		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > maxIndexBytes {
+		return nil, fmt.Errorf("%s: %w", p, safefile.ErrTooLarge)
+	}
+	b := make([]byte, min(fi.Size(), indexHead))
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, err
+	}
+	if int64(len(b)) < fi.Size() {
+		if idx, _, err := decodeHead(b, fi.Size(), a.kind); err == nil {
+			st, _ := fi.Sys().(*syscall.Stat_t)
+			if st != nil {
+				idx.src.path, idx.src.ino, idx.src.size, idx.src.mod = p, uint64(st.Ino), fi.Size(), fi.ModTime().UnixNano()
+				return idx, nil
+			}
+		}
+		// A head longer than what was read: all of it, then.
+		if b, err = io.ReadAll(io.LimitReader(io.MultiReader(bytes.NewReader(b), f), maxIndexBytes+1)); err != nil {
+			return nil, err
+		}
 	}
 	return decodeIndex(b, a.kind)
 }
@@ -144,8 +178,10 @@ func (a artifact[T]) loadIndex(s *Store, force bool) (*index, error) {
 				// stamp can be believed without counting from now on.
 				st := idx.Stamp
 				st.Racy = false
-				idx = idx.restamped(st)
-				a.saveIndex(s, idx)
+				if r := idx.restamped(st); r != nil {
+					idx = r
+					a.saveIndex(s, idx)
+				}
 			}
 			s.cacheIndex(idx)
 			return idx, nil
@@ -206,8 +242,11 @@ func (a artifact[T]) rebuildIndex(s *Store, now dirStamp) (*index, error) {
 	return newIndex(a.kind, stamp, entries, bad), nil
 }
 
-// restamped is idx with another stamp.
+// restamped is idx with another stamp (nil when idx cannot be read whole).
 func (idx *index) restamped(st dirStamp) *index {
+	if idx.whole() != nil {
+		return nil
+	}
 	return &index{Kind: idx.Kind, Stamp: st, N: idx.N, Newest: idx.Newest, NewestCreated: idx.NewestCreated, Bad: idx.Bad, body: idx.body, rest: idx.body}
 }
 
@@ -242,7 +281,7 @@ func (a artifact[T]) saveIndex(s *Store, idx *index) {
 		return
 	}
 	defer unlock()
-	if now, err := s.dirStamp(a.dir); err != nil || !idx.Stamp.sameDir(now) {
+	if now, err := s.dirStamp(a.dir); err != nil || !idx.Stamp.sameDir(now) || idx.whole() != nil {
 		return
 	}
 	_ = safefile.WriteCache(p, encodeIndex(idx), 0o644)

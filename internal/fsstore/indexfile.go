@@ -1,7 +1,6 @@
 package fsstore
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -10,11 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 	"unsafe"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // The index files under indexes/: one line per packet or loop, in listing
@@ -32,7 +33,7 @@ const (
 const maxIndexBytes = 64 << 20
 
 // indexVersion is the format's version, in its first line.
-const indexVersion = 2
+const indexVersion = 3
 
 // dirStamp is a state of an artifact directory. Every file baton adds,
 // replaces (a temp file renamed into place) or removes there changes the
@@ -98,12 +99,26 @@ type index struct {
 	// was made; each read reports them again, from their files.
 	Bad []string
 
-	body string // the entry lines, newest first, in the order listing gives them
-
-	mu     sync.Mutex
+	mu sync.Mutex
+	// body is the entry lines, newest first, in the order listing gives
+	// them; while src is set, only the first of them (a hook wants the
+	// newest), and the rest is read from src when a caller gets there.
+	body   string
+	src    *indexSource
 	rest   string  // the lines of body not parsed yet
 	parsed []entry // the lines parsed, in order
 	err    error   // what was wrong with the first bad line
+}
+
+// indexSource is the index file a partly read index came from: the rest
+// is read only from the same file (inode, size and time), never from one
+// a writer put in its place since.
+type indexSource struct {
+	path     string
+	ino      uint64
+	size     int64
+	mod      int64
+	bodySize int
 }
 
 // newIndex makes an index of entries (sorted in listing order) and bad
@@ -124,12 +139,16 @@ func newIndex(kind string, stamp dirStamp, entries []entry, bad []string) *index
 }
 
 // at returns entry i, parsing the lines up to it first. ok is false past
-// the last entry; an error means a line is damaged and the index must be
-// rebuilt.
+// the last entry; an error means a line is damaged (or the file was
+// replaced before its rest was read) and the index must be loaded again.
 func (idx *index) at(i int) (e entry, ok bool, err error) {
 	idx.mu.Lock()
 	defer idx.mu.Unlock()
-	for len(idx.parsed) <= i && idx.err == nil && idx.rest != "" {
+	for len(idx.parsed) <= i && idx.err == nil && (idx.rest != "" || idx.src != nil) {
+		if idx.rest == "" {
+			idx.err = idx.readRest()
+			continue
+		}
 		var line string
 		line, idx.rest, _ = strings.Cut(idx.rest, "\n")
 		n := len(idx.parsed) + 1
@@ -155,6 +174,51 @@ func (idx *index) at(i int) (e entry, ok bool, err error) {
 	return entry{}, false, idx.err
 }
 
+// readRest reads the whole body from the file the index came from.
+func (idx *index) readRest() error {
+	src := idx.src
+	b, fi, err := safefile.ReadFileInfo(src.path, maxIndexBytes)
+	if err != nil {
+		return err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || uint64(st.Ino) != src.ino || fi.Size() != src.size || fi.ModTime().UnixNano() != src.mod {
+		return errors.New("the index was replaced while it was read")
+	}
+	whole, err := decodeIndex(b, idx.Kind)
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(whole.body, idx.body) {
+		return errors.New("the index changed while it was read")
+	}
+	idx.rest = whole.body[len(idx.body)-len(idx.rest):]
+	idx.body, idx.src = whole.body, nil
+	return nil
+}
+
+// whole makes sure the body is read in full.
+func (idx *index) whole() error {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	if idx.src != nil && idx.err == nil {
+		idx.err = idx.readRest()
+	}
+	return idx.err
+}
+
+// lookup returns the entry of id, walking from the newest.
+func (idx *index) lookup(id string) (entry, bool, error) {
+	for i := 0; ; i++ {
+		e, ok, err := idx.at(i)
+		if err != nil || !ok {
+			return entry{}, false, err
+		}
+		if e.ID == id {
+			return e, true, nil
+		}
+	}
+}
+
 // all returns every entry.
 func (idx *index) all() ([]entry, error) {
 	if _, _, err := idx.at(idx.N); err != nil {
@@ -167,6 +231,9 @@ func (idx *index) all() ([]entry, error) {
 
 // find returns the entry of id, parsing only its line.
 func (idx *index) find(id string) (entry, bool, error) {
+	if err := idx.whole(); err != nil {
+		return entry{}, false, err
+	}
 	at := lineOf(idx.body, id)
 	if at < 0 {
 		return entry{}, false, nil
@@ -194,6 +261,9 @@ func lineOf(body, id string) int {
 // unreadable mark of its id) at its place in the listing order: one line
 // taken out and one put in, the rest of the file as it was.
 func (idx *index) with(e entry) (*index, error) {
+	if err := idx.whole(); err != nil {
+		return nil, err
+	}
 	n := &index{Kind: idx.Kind, Stamp: idx.Stamp, N: idx.N, Newest: idx.Newest, NewestCreated: idx.NewestCreated,
 		Bad: slices.DeleteFunc(slices.Clone(idx.Bad), func(id string) bool { return id == e.ID })}
 	body := idx.body
@@ -226,19 +296,22 @@ func (idx *index) with(e entry) (*index, error) {
 	return n, nil
 }
 
-// encodeIndex writes idx in the format decodeIndex reads:
+// encodeIndex writes idx (read whole) in the format decodeIndex reads:
 //
-//	baton-index 2 packet
+//	baton-index 3 packet
 //	stamp <mod> <ino> <size> <count> <racy 0|1>
-//	entries <n> <id of the newest created, or -> <its created_at>
+//	entries <n> <id of the newest created, or -> <its created_at> <body bytes>
 //	bad[ <id>]...
+//	head <crc32c of the lines above, 8 hex digits>
 //	e<TAB><id><TAB><status><TAB><created><TAB><updated><TAB><mod><TAB><size><TAB><session><TAB><title>
-//	end <crc32c of everything above, 8 hex digits>
+//	...
+//	end <crc32c of the entry lines>
 //
 // and a loop's entry goes on with <TAB><iteration><TAB><max><TAB><blocks>
 // <TAB><promises><TAB><outcome><TAB><source packet><TAB><compacted>. Text
 // fields are Go-quoted (so they hold no tab or newline), promises are
-// quoted strings separated by spaces.
+// quoted strings separated by spaces. The head has its own checksum, so a
+// reader that wants the newest entries reads the start of the file only.
 func encodeIndex(idx *index) []byte {
 	b := make([]byte, 0, 256+len(idx.body))
 	b = fmt.Appendf(b, "baton-index %d %s\n", indexVersion, idx.Kind)
@@ -251,16 +324,20 @@ func encodeIndex(idx *index) []byte {
 	if newest == "" {
 		newest = "-"
 	}
-	b = fmt.Appendf(b, "entries %d %s %d\n", idx.N, newest, idx.NewestCreated)
+	b = fmt.Appendf(b, "entries %d %s %d %d\n", idx.N, newest, idx.NewestCreated, len(idx.body))
 	b = append(b, "bad"...)
 	for _, id := range idx.Bad {
 		b = append(b, ' ')
 		b = append(b, id...)
 	}
 	b = append(b, '\n')
+	b = fmt.Appendf(b, "head %08x\n", crc32.Checksum(b, castagnoli))
 	b = append(b, idx.body...)
-	return fmt.Appendf(b, "end %08x\n", crc32.Checksum(b, castagnoli))
+	return fmt.Appendf(b, "end %08x\n", crc32.Checksum([]byte(idx.body), castagnoli))
 }
+
+// endLine is the length of "end <8 hex digits>\n".
+const endLine = 13
 
 // appendEntry appends e's line.
 func appendEntry(b []byte, kind string, e *entry) []byte {
@@ -301,88 +378,103 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // entryFields is how many tab-separated fields follow "e", by kind.
 var entryFields = map[string]int{"packet": 8, "loop": 15}
 
-// decodeIndex reads an index file of kind. It refuses a damaged or cut
-// file (the checksum), another kind or version, a header that does not
-// fit its lines; the entry lines are checked as they are parsed (at):
+// decodeIndex reads a whole index file of kind. It refuses a damaged or
+// cut file (the checksums), another kind or version, a header that does
+// not fit its lines; the entry lines are checked as they are parsed (at):
 // valid ids and statuses, in listing order. A refused index is rebuilt,
 // never half believed. decodeIndex keeps b: the caller must not change it.
 func decodeIndex(b []byte, kind string) (*index, error) {
-	if len(b) == 0 || b[len(b)-1] != '\n' {
-		return nil, errors.New("not a whole index: no final newline")
-	}
-	body := b[:len(b)-1]
-	last := bytes.LastIndexByte(body, '\n')
-	if last < 0 {
-		return nil, errors.New("no end line")
-	}
-	end := string(body[last+1:])
-	sum, ok := strings.CutPrefix(end, "end ")
-	if !ok || len(sum) != 8 || strings.ToLower(sum) != sum {
-		return nil, fmt.Errorf("bad end line %q", clipText(end))
-	}
-	want, err := strconv.ParseUint(sum, 16, 32)
+	idx, head, err := decodeHead(b, int64(len(b)), kind)
 	if err != nil {
-		return nil, fmt.Errorf("bad end line %q", clipText(end))
-	}
-	if got := crc32.Checksum(b[:last+1], castagnoli); uint64(got) != want {
-		return nil, fmt.Errorf("checksum %08x, the end line says %s", got, sum)
-	}
-	// The file, unchanged from here on, holds every field: no copy.
-	rest := unsafe.String(unsafe.SliceData(b), last+1)
-	var line string
-	next := func() bool {
-		line, rest, ok = strings.Cut(rest, "\n")
-		return ok
-	}
-	if !next() || line != fmt.Sprintf("baton-index %d %s", indexVersion, kind) {
-		return nil, fmt.Errorf("not a version %d %s index: %q", indexVersion, kind, clipText(line))
-	}
-	idx := &index{Kind: kind}
-	if !next() {
-		return nil, errors.New("no stamp line")
-	}
-	if idx.Stamp, err = decodeStamp(line); err != nil {
 		return nil, err
 	}
-	if !next() {
-		return nil, errors.New("no entries line")
+	body, end := b[head:head+idx.bodySize()], string(b[head+idx.bodySize():])
+	if want := fmt.Sprintf("end %08x\n", crc32.Checksum(body, castagnoli)); end != want {
+		return nil, fmt.Errorf("the entry lines end with %q, their checksum is %q", clipText(end), want)
 	}
-	f := strings.Split(line, " ")
-	if len(f) != 4 || f[0] != "entries" {
-		return nil, fmt.Errorf("bad entries line %q", clipText(line))
-	}
-	n, err1 := parseInt(f[1])
-	created, err2 := parseInt(f[3])
-	if err1 != nil || err2 != nil || n < 0 || (f[2] == "-") != (n == 0) || (f[2] != "-" && !baton.ValidID(f[2])) {
-		return nil, fmt.Errorf("bad entries line %q", clipText(line))
-	}
-	idx.N, idx.NewestCreated = int(n), created
-	if f[2] != "-" {
-		idx.Newest = f[2]
-	}
-	if !next() {
-		return nil, errors.New("no bad line")
-	}
-	ids, ok := strings.CutPrefix(line, "bad")
-	if !ok || (ids != "" && ids[0] != ' ') {
-		return nil, fmt.Errorf("bad bad line %q", clipText(line))
-	}
-	if ids != "" {
-		for _, id := range strings.Split(ids[1:], " ") {
-			if !baton.ValidID(id) || (len(idx.Bad) > 0 && idx.Bad[len(idx.Bad)-1] >= id) {
-				return nil, fmt.Errorf("bad id %q", clipText(id))
-			}
-			idx.Bad = append(idx.Bad, id)
-		}
-	}
+	rest := unsafe.String(unsafe.SliceData(body), len(body)) // b is kept unchanged: no copy
 	if got := strings.Count(rest, "\n"); got != idx.N || (rest != "" && rest[len(rest)-1] != '\n') {
 		return nil, fmt.Errorf("%d entry lines, the header says %d", got, idx.N)
 	}
 	if idx.N > 0 && lineOf(rest, idx.Newest) < 0 {
 		return nil, fmt.Errorf("the newest entry %s has no line", idx.Newest)
 	}
-	idx.body, idx.rest = rest, rest
+	idx.body, idx.rest, idx.src = rest, rest, nil
 	return idx, nil
+}
+
+// bodySize is the length of the entry lines the header gives.
+func (idx *index) bodySize() int {
+	if idx.src != nil {
+		return idx.src.bodySize
+	}
+	return len(idx.body)
+}
+
+// decodeHead reads the head of an index file of size bytes from b, which
+// holds at least its start, and the whole entry lines b holds: an index
+// whose rest is read when a caller reaches it (src is set by the caller
+// that knows the file). It returns the head's length.
+func decodeHead(b []byte, size int64, kind string) (*index, int, error) {
+	start := unsafe.String(unsafe.SliceData(b), len(b))
+	var line string
+	rest, ok := start, false
+	next := func() bool {
+		line, rest, ok = strings.Cut(rest, "\n")
+		return ok
+	}
+	if !next() || line != fmt.Sprintf("baton-index %d %s", indexVersion, kind) {
+		return nil, 0, fmt.Errorf("not a version %d %s index: %q", indexVersion, kind, clipText(line))
+	}
+	for range 3 {
+		if !next() {
+			return nil, 0, errors.New("the head is cut")
+		}
+	}
+	head := len(start) - len(rest)
+	if !next() || line != fmt.Sprintf("head %08x", crc32.Checksum(b[:head], castagnoli)) {
+		return nil, 0, fmt.Errorf("the head's checksum is not %q", clipText(line))
+	}
+	lines := strings.SplitN(start[:head-1], "\n", 4)
+	idx := &index{Kind: kind}
+	var err error
+	if idx.Stamp, err = decodeStamp(lines[1]); err != nil {
+		return nil, 0, err
+	}
+	f := strings.Split(lines[2], " ")
+	if len(f) != 5 || f[0] != "entries" {
+		return nil, 0, fmt.Errorf("bad entries line %q", clipText(lines[2]))
+	}
+	n, err1 := parseInt(f[1])
+	created, err2 := parseInt(f[3])
+	bodySize, err3 := parseInt(f[4])
+	bodyStart := int64(len(start) - len(rest))
+	if err1 != nil || err2 != nil || err3 != nil || n < 0 || (f[2] == "-") != (n == 0) || (f[2] != "-" && !baton.ValidID(f[2])) ||
+		bodySize < 0 || bodyStart+bodySize+endLine != size {
+		return nil, 0, fmt.Errorf("bad entries line %q for a file of %d bytes", clipText(lines[2]), size)
+	}
+	idx.N, idx.NewestCreated = int(n), created
+	if f[2] != "-" {
+		idx.Newest = f[2]
+	}
+	ids, ok := strings.CutPrefix(lines[3], "bad")
+	if !ok || (ids != "" && ids[0] != ' ') {
+		return nil, 0, fmt.Errorf("bad bad line %q", clipText(lines[3]))
+	}
+	if ids != "" {
+		for _, id := range strings.Split(ids[1:], " ") {
+			if !baton.ValidID(id) || (len(idx.Bad) > 0 && idx.Bad[len(idx.Bad)-1] >= id) {
+				return nil, 0, fmt.Errorf("bad id %q", clipText(id))
+			}
+			idx.Bad = append(idx.Bad, id)
+		}
+	}
+	// The whole lines of the body that b holds.
+	body := rest[:min(len(rest), int(bodySize))]
+	body = body[:strings.LastIndexByte(body, '\n')+1]
+	idx.body, idx.rest = body, body
+	idx.src = &indexSource{bodySize: int(bodySize)}
+	return idx, int(bodyStart), nil
 }
 
 // newerEntry is newer for two entries, without making times of them.

@@ -123,7 +123,7 @@ func (s *Store) NewestPacket() (*baton.Packet, error) {
 // cannot be read, the next by creation. stale reports a file that says
 // otherwise than the index.
 func newestPacket(s *Store, idx *index) (*baton.Packet, bool, error) {
-	e, ok, err := idx.find(idx.Newest)
+	e, ok, err := idx.lookup(idx.Newest) // near the top: the newest packet was written lately
 	if err != nil || !ok {
 		return nil, true, nil
 	}
