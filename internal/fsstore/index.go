@@ -40,11 +40,13 @@ import (
 
 // racy reports whether a stamp of a directory last changed at mod, taken
 // at now, could miss a change yet to come: a later change gets the same
-// mtime while the filesystem's clock has not ticked past mod. Linux ticks
-// every 1–10 ms; a filesystem whose times have no sub-millisecond part
-// may keep whole seconds, and gets two.
+// mtime while the filesystem's clock has not ticked past mod. Linux
+// stamps files from a clock that ticks every 1-10 ms (HZ 1000 to 100) and
+// lags the precise one by at most a tick, so two ticks after mod that
+// clock has moved on. A filesystem whose times have no sub-millisecond
+// part may keep whole seconds, and gets two.
 func racy(mod int64, now time.Time) bool {
-	window := int64(50 * time.Millisecond)
+	window := int64(20 * time.Millisecond)
 	if mod%int64(time.Millisecond) == 0 {
 		window = int64(2 * time.Second)
 	}
@@ -100,15 +102,44 @@ func countNames(dir string) (int, error) {
 func (a artifact[T]) indexPath(s *Store) string { return s.indexPath(a.index) }
 
 // current reports whether idx describes the directory in the state now.
+// A racy stamp is believed once the names were counted after the clock
+// moved past it: by this process (settled), or by another, which says so
+// in the index's settled file.
 func (a artifact[T]) current(s *Store, idx *index, now dirStamp) bool {
 	if idx == nil || !idx.Stamp.sameDir(now) {
 		return false
 	}
-	if !idx.Stamp.Racy {
+	if !idx.Stamp.Racy || idx.settled.Load() {
+		return true
+	}
+	ok := a.indexPath(s) + settledSuffix
+	if b, err := safefile.ReadFile(ok, 256); err == nil && string(b) == settledLine(idx) {
+		idx.settled.Store(true)
 		return true
 	}
 	n, err := countNames(s.path(a.dir))
-	return err == nil && n == idx.Stamp.Count
+	if err != nil || n != idx.Stamp.Count {
+		return false
+	}
+	if !now.Racy {
+		// Counted after the clock moved on: no change to come can keep
+		// the directory's time, and no process need count again.
+		idx.settled.Store(true)
+		_ = safefile.WriteCache(ok, []byte(settledLine(idx)), 0o644)
+	}
+	return true
+}
+
+// settledSuffix names the file beside an index that says its racy stamp
+// was counted after the clock moved on: a few bytes written instead of
+// the index again.
+const settledSuffix = ".ok"
+
+// settledLine is what the settled file holds for idx: its head's
+// checksum and its stamp, so it speaks of that index only.
+func settledLine(idx *index) string {
+	st := idx.Stamp
+	return fmt.Sprintf("settled %08x %d %d %d %d\n", idx.headSum, st.Mod, st.Ino, st.Size, st.Count)
 }
 
 // indexHead is how much of an index file a reader reads at first: the
@@ -173,16 +204,6 @@ func (a artifact[T]) loadIndex(s *Store, force bool) (*index, error) {
 			return c, nil
 		}
 		if idx, err := a.readIndex(s); err == nil && a.current(s, idx, now) {
-			if idx.Stamp.Racy && !now.Racy {
-				// Counted just now, and the clock has moved on: the
-				// stamp can be believed without counting from now on.
-				st := idx.Stamp
-				st.Racy = false
-				if r := idx.restamped(st); r != nil {
-					idx = r
-					a.saveIndex(s, idx)
-				}
-			}
 			s.cacheIndex(idx)
 			return idx, nil
 		}
@@ -240,14 +261,6 @@ func (a artifact[T]) rebuildIndex(s *Store, now dirStamp) (*index, error) {
 	})
 	slices.Sort(bad)
 	return newIndex(a.kind, stamp, entries, bad), nil
-}
-
-// restamped is idx with another stamp (nil when idx cannot be read whole).
-func (idx *index) restamped(st dirStamp) *index {
-	if idx.whole() != nil {
-		return nil
-	}
-	return &index{Kind: idx.Kind, Stamp: st, N: idx.N, Newest: idx.Newest, NewestCreated: idx.NewestCreated, Bad: idx.Bad, body: idx.body, rest: idx.body}
 }
 
 // summarize reads what the index records of one file: from its first

@@ -548,3 +548,58 @@ func TestListLoopsFromIndex(t *testing.T) {
 		t.Errorf("ListLoops() after an edit in place = %+v, %v; want iteration 17", ls, err)
 	}
 }
+
+// A racy stamp is counted once after the clock moved on, and the count
+// is written down beside the index, so later readers need not count: the
+// settled file speaks of that index only.
+func TestIndexSettledFile(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	if _, _, err := s.PacketSummaries(); err != nil { // an index to keep
+		t.Fatal(err)
+	}
+	if err := s.CreatePacket(context.Background(), testPacket("one")); err != nil {
+		t.Fatal(err)
+	}
+	idx, err := packets.readIndex(s)
+	if err != nil || !idx.Stamp.Racy {
+		t.Fatalf("readIndex = %+v, %v; want the racy stamp its writer left", idx, err)
+	}
+	later := idx.Stamp
+	later.Racy = false // as the directory reads once the clock moved on
+	if !packets.current(s, idx, later) {
+		t.Fatal("the index is not current")
+	}
+	ok := packets.indexPath(s) + settledSuffix
+	if b, err := os.ReadFile(ok); err != nil || string(b) != settledLine(idx) {
+		t.Fatalf("settled file = %q, %v; want %q", b, err, settledLine(idx))
+	}
+	// Another process believes it: it does not count (a name added in the
+	// same tick as the stamp goes unseen, which is what counting was for).
+	fresh, err := packets.readIndex(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writePacketFile(t, s, "20261120T080000Z-unseen", "draft")
+	dir := filepath.Join(s.Dir(), PacketsDir)
+	at := time.Unix(0, idx.Stamp.Mod)
+	if err := os.Chtimes(dir, at, at); err != nil {
+		t.Fatal(err)
+	}
+	now, err := s.dirStamp(PacketsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now.Size = idx.Stamp.Size
+	if !packets.current(s, fresh, now) {
+		t.Error("a reader counted again although the stamp was settled")
+	}
+	// A settled file of another index is not believed.
+	if err := os.WriteFile(ok, []byte(strings.Replace(settledLine(idx), "settled ", "settled 0", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fresh, _ = packets.readIndex(s)
+	if packets.current(s, fresh, now) {
+		t.Error("a settled file that names another index was believed")
+	}
+}

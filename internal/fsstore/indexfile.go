@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -98,6 +99,12 @@ type index struct {
 	// Bad are the artifacts whose files could not be read when the index
 	// was made; each read reports them again, from their files.
 	Bad []string
+
+	// headSum is the head's checksum, as the file has it.
+	headSum uint32
+	// settled is set when the stamp, racy as written, was found to hold
+	// after the clock moved on (current).
+	settled atomic.Bool
 
 	mu sync.Mutex
 	// body is the entry lines, newest first, in the order listing gives
@@ -331,9 +338,11 @@ func encodeIndex(idx *index) []byte {
 		b = append(b, id...)
 	}
 	b = append(b, '\n')
-	b = fmt.Appendf(b, "head %08x\n", crc32.Checksum(b, castagnoli))
+	idx.headSum = crc32.Checksum(b, castagnoli)
+	b = fmt.Appendf(b, "head %08x\n", idx.headSum)
 	b = append(b, idx.body...)
-	return fmt.Appendf(b, "end %08x\n", crc32.Checksum([]byte(idx.body), castagnoli))
+	// The body's bytes as they are, not a copy: Checksum only reads them.
+	return fmt.Appendf(b, "end %08x\n", crc32.Checksum(unsafe.Slice(unsafe.StringData(idx.body), len(idx.body)), castagnoli))
 }
 
 // endLine is the length of "end <8 hex digits>\n".
@@ -432,11 +441,12 @@ func decodeHead(b []byte, size int64, kind string) (*index, int, error) {
 		}
 	}
 	head := len(start) - len(rest)
-	if !next() || line != fmt.Sprintf("head %08x", crc32.Checksum(b[:head], castagnoli)) {
+	sum := crc32.Checksum(b[:head], castagnoli)
+	if !next() || line != fmt.Sprintf("head %08x", sum) {
 		return nil, 0, fmt.Errorf("the head's checksum is not %q", clipText(line))
 	}
 	lines := strings.SplitN(start[:head-1], "\n", 4)
-	idx := &index{Kind: kind}
+	idx := &index{Kind: kind, headSum: sum}
 	var err error
 	if idx.Stamp, err = decodeStamp(lines[1]); err != nil {
 		return nil, 0, err

@@ -194,7 +194,7 @@ func (s *Store) Init(ctx context.Context) (created bool, err error) {
 // the project's shared context, worth committing.
 var ignoreLines = []string{"*.lock", ".*" + safefile.TempMarker + "*", "/scratch/",
 	"/indexes/sessions.jsonl", "/indexes/active-loop.json", "/indexes/relevant-files.jsonl",
-	"/indexes/" + PacketIndex, "/indexes/" + LoopIndex}
+	"/indexes/" + PacketIndex + "*", "/indexes/" + LoopIndex + "*"}
 
 // ensureIgnore writes the store's .gitignore, or adds the lines it lacks
 // to one an earlier version wrote, keeping everything else in it.
