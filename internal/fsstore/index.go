@@ -306,6 +306,7 @@ type indexWrite[T any] struct {
 	s      *Store
 	unlock func()
 	idx    *index // the index as it was before the write; nil when it was not current
+	none   bool   // there was no index to keep
 }
 
 // beginIndexWrite takes the index's lock for a write of one artifact and
@@ -315,6 +316,12 @@ type indexWrite[T any] struct {
 func (a artifact[T]) beginIndexWrite(ctx context.Context, s *Store) *indexWrite[T] {
 	w := &indexWrite[T]{a: a, s: s, unlock: func() {}}
 	p := a.indexPath(s)
+	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) && s.cachedIndex(a.kind) == nil {
+		// No index to keep: the first reader makes one (a hook's stop
+		// in a store nobody listed takes no lock for it).
+		w.none = true
+		return w
+	}
 	if err := os.MkdirAll(s.path(IndexesDir), 0o755); err != nil || s.checkDirs(IndexesDir) != nil {
 		return w
 	}
@@ -342,6 +349,9 @@ func (a artifact[T]) beginIndexWrite(ctx context.Context, s *Store) *indexWrite[
 // says the file is new.
 func (w *indexWrite[T]) commit(v T, path string, created bool) {
 	defer w.unlock()
+	if w.none {
+		return
+	}
 	s, a, p := w.s, w.a, w.a.indexPath(w.s)
 	fi, err := os.Lstat(path)
 	now, err2 := s.dirStamp(a.dir)
