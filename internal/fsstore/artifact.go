@@ -302,6 +302,15 @@ func (a artifact[T]) updateLocked(ctx context.Context, s *Store, id string, fn f
 		return zero, false, err
 	}
 	path := a.path(s, id)
+	// The index's lock first: taking the file's lock may create its lock
+	// file, a change of the directory the index must see as this write's.
+	w := a.beginIndexWrite(ctx, s)
+	committed := false
+	defer func() {
+		if !committed {
+			w.abort()
+		}
+	}()
 	unlock, err := safefile.Lock(ctx, path)
 	if err != nil {
 		return zero, false, refused(path+".lock", err)
@@ -328,11 +337,10 @@ func (a artifact[T]) updateLocked(ctx context.Context, s *Store, id string, fn f
 	if err := a.fits(b); err != nil {
 		return zero, false, err
 	}
-	w := a.beginIndexWrite(ctx, s)
 	if err := safefile.WriteAtomic(path, b, 0o644); err != nil {
-		w.abort()
 		return zero, false, err
 	}
+	committed = true
 	w.commit(v, path, false)
 	return v, true, nil
 }

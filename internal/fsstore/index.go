@@ -365,16 +365,33 @@ func (w *indexWrite[T]) commit(v T, path string, created bool) {
 	if created {
 		count++
 	}
-	idx, err := w.idx.with(e)
+	idx, err := w.idx.with(e, created)
 	if err != nil {
 		removeIndex(s, a.kind, p)
 		return
 	}
 	idx.Stamp = now
 	idx.Stamp.Count = count
-	if err := safefile.WriteCache(p, encodeIndex(idx), 0o644); err != nil {
+	if err := safefile.WriteCacheFunc(p, 0o644, idx.writeTo); err != nil {
 		removeIndex(s, a.kind, p)
 		return
+	}
+	if idx.tail != nil {
+		// The rest of the body is in the file just written, after what
+		// this index holds.
+		fi, err := os.Lstat(p)
+		if err != nil {
+			removeIndex(s, a.kind, p)
+			return
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			removeIndex(s, a.kind, p)
+			return
+		}
+		idx.src = &indexSource{path: p, ino: uint64(st.Ino), size: fi.Size(), mod: fi.ModTime().UnixNano(), bodySize: len(idx.body) + idx.tail.bodySize}
+		idx.bodyStart = fi.Size() - int64(idx.src.bodySize) - endLine
+		idx.tail = nil
 	}
 	s.cacheIndex(idx)
 }

@@ -68,8 +68,9 @@ func TestIndexRoundTrip(t *testing.T) {
 	for _, bad := range [][]byte{
 		b[:len(b)-1], // no final newline
 		b[:len(b)/2], // cut
-		[]byte(strings.Replace(string(b), "active", "paused", 1)),                           // changed: the checksum no longer fits
-		[]byte(strings.Replace(string(b), "baton-index 3 loop", "baton-index 3 packet", 1)), // another kind
+		[]byte(strings.Replace(string(b), "stamp 1764117300123456789", "stamp 1764117300123456788", 1)), // the head changed: its checksum no longer fits
+		[]byte(strings.Replace(string(b), "\nend\n", "\nend\ne\tx\n", 1)),                               // longer than its head says
+		[]byte(strings.Replace(string(b), "baton-index 4 loop", "baton-index 4 packet", 1)),             // another kind
 	} {
 		if _, err := decodeIndex(bad, "loop"); err == nil {
 			t.Errorf("decodeIndex accepted a damaged index:\n%s", bad)
@@ -78,7 +79,19 @@ func TestIndexRoundTrip(t *testing.T) {
 	if _, err := decodeIndex(b, "packet"); err == nil {
 		t.Errorf("decodeIndex read a loop index as a packet index")
 	}
-	// A line out of order, with a checksum that fits: found when read.
+	// Entry lines zeroed (a crash before the data reached the disk): found
+	// when read.
+	zeroed := slices.Clone(b)
+	at := strings.Index(string(zeroed), "e\t")
+	for i := at; i < at+20; i++ {
+		zeroed[i] = 0
+	}
+	if idx, err := decodeIndex(zeroed, "loop"); err == nil {
+		if _, err := idx.all(); err == nil {
+			t.Error("an index with zeroed entry lines read without an error")
+		}
+	}
+	// A line out of order: found when read.
 	es := sampleEntries()
 	es[0], es[1] = es[1], es[0]
 	idx, err := decodeIndex(encodeIndex(newIndex("loop", dirStamp{}, es, nil)), "loop")
@@ -144,7 +157,7 @@ func TestIndexWith(t *testing.T) {
 	t.Parallel()
 	es := sampleEntries()
 	idx := newIndex("loop", dirStamp{Mod: 9}, es[1:], []string{es[0].ID})
-	got, err := idx.with(es[0]) // a new newest, once unreadable
+	got, err := idx.with(es[0], true) // a new newest, once unreadable
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +166,7 @@ func TestIndexWith(t *testing.T) {
 	}
 	older := es[0]
 	older.Updated, older.Mod = 1, 0 // rewritten to sort last
-	got, err = got.with(older)
+	got, err = got.with(older, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -602,4 +615,64 @@ func TestIndexSettledFile(t *testing.T) {
 	if packets.current(s, fresh, now) {
 		t.Error("a settled file that names another index was believed")
 	}
+}
+
+// A write to an index read in part splices its line in and copies the
+// rest of the old file as it was: the file written is the index of the
+// files, the same as one rebuilt from them.
+func TestIndexWriteKeepsTheRest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	for i := range 600 {
+		id := fmt.Sprintf("20261101T%02d%02d00Z-task-%d", i/60, i%60, i)
+		b := fmt.Sprintf("---\nid: %s\ncreated_at: 2026-11-01T%02d:%02d:00Z\nupdated_at: 2026-11-01T%02d:%02d:00Z\nstatus: done\npurpose: %s\n---\n",
+			id, i/60, i%60, i/60, i%60, "task "+strings.Repeat("with a long purpose ", 4))
+		if err := os.WriteFile(s.packetPath(id), []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := s.PacketSummaries(); err != nil { // builds the index
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(s.indexPath(PacketIndex)); err != nil || fi.Size() <= indexHead {
+		t.Fatalf("the index is %v bytes (%v); the test wants one larger than the head a reader reads", fi.Size(), err)
+	}
+	check := func(what string) {
+		t.Helper()
+		b, err := os.ReadFile(s.indexPath(PacketIndex))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeIndex(b, "packet")
+		if err != nil {
+			t.Fatalf("%s: the index written does not decode: %v", what, err)
+		}
+		want, err := packets.rebuildIndex(s, got.Stamp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(headerOf(t, want), headerOf(t, got), cmpopts.EquateEmpty(), cmpopts.IgnoreFields(header{}, "Stamp")); diff != "" {
+			t.Errorf("%s: the index written (+) is not the files' (-):\n%s", what, diff)
+		}
+	}
+	// Each in a process of its own: the index is read in part.
+	fresh := func() *Store { return Open(s.Root(), Options{Now: func() time.Time { return time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC) }}) }
+	p := testPacket("a new one")
+	st := fresh()
+	if err := st.CreatePacket(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	check("a new packet")
+	if idx := st.cachedIndex("packet"); idx == nil || idx.src == nil {
+		t.Error("the write read the whole index: it should have read its head and copied the rest")
+	}
+	if _, err := fresh().UpdatePacket(ctx, "20261101T095900Z-task-599", func(p *baton.Packet) error { p.Status = baton.PacketActive; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	check("a recent packet updated")
+	if _, err := fresh().UpdatePacket(ctx, "20261101T000000Z-task-0", func(p *baton.Packet) error { p.Status = baton.PacketBlocked; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	check("the oldest packet updated (its line beyond the part read)")
 }

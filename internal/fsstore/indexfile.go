@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,7 +36,7 @@ const (
 const maxIndexBytes = 64 << 20
 
 // indexVersion is the format's version, in its first line.
-const indexVersion = 3
+const indexVersion = 4
 
 // dirStamp is a state of an artifact directory. Every file baton adds,
 // replaces (a temp file renamed into place) or removes there changes the
@@ -112,6 +114,12 @@ type index struct {
 	// newest), and the rest is read from src when a caller gets there.
 	body   string
 	src    *indexSource
+	// bodyStart is where the entry lines start in src's file.
+	bodyStart int64
+	// tail, set on an index just spliced from one read in part, is the
+	// rest of its body: a range of the old file, copied when it is
+	// written (commit).
+	tail   *indexSource
 	rest   string  // the lines of body not parsed yet
 	parsed []entry // the lines parsed, in order
 	err    error   // what was wrong with the first bad line
@@ -125,7 +133,8 @@ type indexSource struct {
 	ino      uint64
 	size     int64
 	mod      int64
-	bodySize int
+	bodySize int // the body's length (as a tail: the range's)
+	off      int64 // as a tail: where the range starts in the file
 }
 
 // newIndex makes an index of entries (sorted in listing order) and bad
@@ -267,13 +276,48 @@ func lineOf(body, id string) int {
 // with returns the index with e recorded (replacing the entry or the
 // unreadable mark of its id) at its place in the listing order: one line
 // taken out and one put in, the rest of the file as it was.
-func (idx *index) with(e entry) (*index, error) {
+//
+// When idx was read in part and both places (the old line, the new one's)
+// are in the part read, the rest of the file is not read at all: it goes
+// into the new index as its tail, copied from the old file when the new
+// one is written. created says e's id is new, so has no line to find.
+func (idx *index) with(e entry, created bool) (*index, error) {
+	idx.mu.Lock()
+	src, prefix := idx.src, idx.body
+	idx.mu.Unlock()
+	if src != nil && src.path != "" {
+		if n, ok := idx.splicePart(e, created, src, prefix); ok {
+			return n, nil
+		}
+	}
 	if err := idx.whole(); err != nil {
 		return nil, err
 	}
+	n, _ := idx.splice(e, idx.body, true)
+	return n, nil
+}
+
+// splicePart is with over the part of the body read, ok false when a
+// place lies beyond it.
+func (idx *index) splicePart(e entry, created bool, src *indexSource, prefix string) (*index, bool) {
+	if !created && lineOf(prefix, e.ID) < 0 {
+		return nil, false // the old line may be further on
+	}
+	n, ok := idx.splice(e, prefix, false)
+	if !ok {
+		return nil, false
+	}
+	n.tail = &indexSource{path: src.path, ino: src.ino, size: src.size, mod: src.mod,
+		off: idx.bodyStart + int64(len(prefix)), bodySize: src.bodySize - len(prefix)}
+	return n, true
+}
+
+// splice takes e's old line out of body and puts its new line in, before
+// the first entry it is newer than; ok is false when that place is not
+// in body and body is not whole.
+func (idx *index) splice(e entry, body string, whole bool) (*index, bool) {
 	n := &index{Kind: idx.Kind, Stamp: idx.Stamp, N: idx.N, Newest: idx.Newest, NewestCreated: idx.NewestCreated,
 		Bad: slices.DeleteFunc(slices.Clone(idx.Bad), func(id string) bool { return id == e.ID })}
-	body := idx.body
 	if at := lineOf(body, e.ID); at >= 0 {
 		end := strings.IndexByte(body[at:], '\n')
 		body = body[:at] + body[at+end+1:]
@@ -282,25 +326,67 @@ func (idx *index) with(e entry) (*index, error) {
 	}
 	// The new line goes before the first entry it is newer than: the
 	// first, almost always, since it was just written.
-	pos, rest := 0, body
+	pos, rest, found := 0, body, false
 	for rest != "" {
 		line, after, _ := strings.Cut(rest, "\n")
 		f, err := decodeEntry(strings.TrimPrefix(line, "e\t"), idx.Kind)
 		if err != nil {
-			return nil, err
+			return nil, false
 		}
 		if newerEntry(&e, &f) {
+			found = true
 			break
 		}
 		pos += len(line) + 1
 		rest = after
+	}
+	if !found && !whole {
+		return nil, false
 	}
 	n.body = body[:pos] + string(appendEntry(nil, idx.Kind, &e)) + body[pos:]
 	n.rest = n.body
 	if n.Newest == "" || e.ID == n.Newest || e.Created >= n.NewestCreated {
 		n.Newest, n.NewestCreated = e.ID, e.Created
 	}
-	return n, nil
+	return n, true
+}
+
+// writeTo writes the index file: its head, its body, and its tail copied
+// from the old file (by the kernel, not through memory) when it has one;
+// that file must still be the one it was read from.
+func (idx *index) writeTo(f *os.File) error {
+	size := len(idx.body)
+	if idx.tail != nil {
+		size += idx.tail.bodySize
+	}
+	if _, err := f.Write(encodeHead(idx, size)); err != nil {
+		return err
+	}
+	if _, err := f.WriteString(idx.body); err != nil {
+		return err
+	}
+	if t := idx.tail; t != nil {
+		old, err := safefile.OpenRegular(t.path)
+		if err != nil {
+			return err
+		}
+		defer old.Close()
+		fi, err := old.Stat()
+		if err != nil {
+			return err
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || uint64(st.Ino) != t.ino || fi.Size() != t.size || fi.ModTime().UnixNano() != t.mod {
+			return errors.New("the index was replaced while it was written")
+		}
+		if _, err := old.Seek(t.off, io.SeekStart); err != nil {
+			return err
+		}
+		if n, err := io.CopyN(f, old, int64(t.bodySize)); err != nil || n != int64(t.bodySize) {
+			return fmt.Errorf("copy the index's entries: %d bytes, %v", n, err)
+		}
+	}
+	_, err := f.WriteString("end\n")
+	return err
 }
 
 // encodeIndex writes idx (read whole) in the format decodeIndex reads:
@@ -312,14 +398,23 @@ func (idx *index) with(e entry) (*index, error) {
 //	head <crc32c of the lines above, 8 hex digits>
 //	e<TAB><id><TAB><status><TAB><created><TAB><updated><TAB><mod><TAB><size><TAB><session><TAB><title>
 //	...
-//	end <crc32c of the entry lines>
+//	end
 //
 // and a loop's entry goes on with <TAB><iteration><TAB><max><TAB><blocks>
 // <TAB><promises><TAB><outcome><TAB><source packet><TAB><compacted>. Text
 // fields are Go-quoted (so they hold no tab or newline), promises are
-// quoted strings separated by spaces. The head has its own checksum, so a
-// reader that wants the newest entries reads the start of the file only.
+// quoted strings separated by spaces. The head has its own checksum and
+// gives the entry lines' length, so a reader that wants the newest entries
+// reads the start of the file only and still knows a cut file; a line
+// damaged otherwise (zeros a crash left) fails to parse when it is read.
 func encodeIndex(idx *index) []byte {
+	b := encodeHead(idx, len(idx.body))
+	b = append(b, idx.body...)
+	return append(b, "end\n"...)
+}
+
+// encodeHead writes the head of an index whose body is bodySize bytes.
+func encodeHead(idx *index, bodySize int) []byte {
 	b := make([]byte, 0, 256+len(idx.body))
 	b = fmt.Appendf(b, "baton-index %d %s\n", indexVersion, idx.Kind)
 	racy := 0
@@ -331,7 +426,7 @@ func encodeIndex(idx *index) []byte {
 	if newest == "" {
 		newest = "-"
 	}
-	b = fmt.Appendf(b, "entries %d %s %d %d\n", idx.N, newest, idx.NewestCreated, len(idx.body))
+	b = fmt.Appendf(b, "entries %d %s %d %d\n", idx.N, newest, idx.NewestCreated, bodySize)
 	b = append(b, "bad"...)
 	for _, id := range idx.Bad {
 		b = append(b, ' ')
@@ -339,14 +434,11 @@ func encodeIndex(idx *index) []byte {
 	}
 	b = append(b, '\n')
 	idx.headSum = crc32.Checksum(b, castagnoli)
-	b = fmt.Appendf(b, "head %08x\n", idx.headSum)
-	b = append(b, idx.body...)
-	// The body's bytes as they are, not a copy: Checksum only reads them.
-	return fmt.Appendf(b, "end %08x\n", crc32.Checksum(unsafe.Slice(unsafe.StringData(idx.body), len(idx.body)), castagnoli))
+	return fmt.Appendf(b, "head %08x\n", idx.headSum)
 }
 
-// endLine is the length of "end <8 hex digits>\n".
-const endLine = 13
+// endLine is the length of "end\n", which closes a whole file.
+const endLine = 4
 
 // appendEntry appends e's line.
 func appendEntry(b []byte, kind string, e *entry) []byte {
@@ -398,8 +490,8 @@ func decodeIndex(b []byte, kind string) (*index, error) {
 		return nil, err
 	}
 	body, end := b[head:head+idx.bodySize()], string(b[head+idx.bodySize():])
-	if want := fmt.Sprintf("end %08x\n", crc32.Checksum(body, castagnoli)); end != want {
-		return nil, fmt.Errorf("the entry lines end with %q, their checksum is %q", clipText(end), want)
+	if end != "end\n" {
+		return nil, fmt.Errorf("the entry lines end with %q", clipText(end))
 	}
 	rest := unsafe.String(unsafe.SliceData(body), len(body)) // b is kept unchanged: no copy
 	if got := strings.Count(rest, "\n"); got != idx.N || (rest != "" && rest[len(rest)-1] != '\n') {
@@ -408,7 +500,7 @@ func decodeIndex(b []byte, kind string) (*index, error) {
 	if idx.N > 0 && lineOf(rest, idx.Newest) < 0 {
 		return nil, fmt.Errorf("the newest entry %s has no line", idx.Newest)
 	}
-	idx.body, idx.rest, idx.src = rest, rest, nil
+	idx.body, idx.rest, idx.src, idx.bodyStart = rest, rest, nil, int64(head)
 	return idx, nil
 }
 
@@ -482,7 +574,7 @@ func decodeHead(b []byte, size int64, kind string) (*index, int, error) {
 	// The whole lines of the body that b holds.
 	body := rest[:min(len(rest), int(bodySize))]
 	body = body[:strings.LastIndexByte(body, '\n')+1]
-	idx.body, idx.rest = body, body
+	idx.body, idx.rest, idx.bodyStart = body, body, bodyStart
 	idx.src = &indexSource{bodySize: int(bodySize)}
 	return idx, int(bodyStart), nil
 }

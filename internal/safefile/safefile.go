@@ -166,12 +166,22 @@ func WriteAtomic(path string, data []byte, perm os.FileMode) error {
 // reader must detect. An fsync costs a hook more than the rest of its
 // index update.
 func WriteCache(path string, data []byte, perm os.FileMode) error {
+	return WriteCacheFunc(path, perm, func(f *os.File) error {
+		_, err := f.Write(data)
+		return err
+	})
+}
+
+// WriteCacheFunc is WriteCache with the content written by write, into
+// the temp file, so that parts of another file can be copied in by the
+// kernel rather than through memory.
+func WriteCacheFunc(path string, perm os.FileMode, write func(*os.File) error) error {
 	tmp, err := createTemp(path, perm)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	name := tmp.Name()
-	if _, err := tmp.Write(data); err != nil {
+	if err := write(tmp); err != nil {
 		tmp.Close()
 		os.Remove(name)
 		return fmt.Errorf("write %s: %w", path, err)
