@@ -657,7 +657,9 @@ func TestIndexWriteKeepsTheRest(t *testing.T) {
 		}
 	}
 	// Each in a process of its own: the index is read in part.
-	fresh := func() *Store { return Open(s.Root(), Options{Now: func() time.Time { return time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC) }}) }
+	fresh := func() *Store {
+		return Open(s.Root(), Options{Now: func() time.Time { return time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC) }})
+	}
 	p := testPacket("a new one")
 	st := fresh()
 	if err := st.CreatePacket(ctx, p); err != nil {

@@ -112,8 +112,8 @@ type index struct {
 	// body is the entry lines, newest first, in the order listing gives
 	// them; while src is set, only the first of them (a hook wants the
 	// newest), and the rest is read from src when a caller gets there.
-	body   string
-	src    *indexSource
+	body string
+	src  *indexSource
 	// bodyStart is where the entry lines start in src's file.
 	bodyStart int64
 	// tail, set on an index just spliced from one read in part, is the
@@ -133,7 +133,7 @@ type indexSource struct {
 	ino      uint64
 	size     int64
 	mod      int64
-	bodySize int // the body's length (as a tail: the range's)
+	bodySize int   // the body's length (as a tail: the range's)
 	off      int64 // as a tail: where the range starts in the file
 }
 
