@@ -75,9 +75,16 @@ func (a artifact[T]) create(ctx context.Context, s *Store, v T, base string) err
 	s.sweep(a.dir) // before the index records the directory's state
 	w := a.beginIndexWrite(ctx, s)
 	for n := 1; ; n++ {
+		if n > 99 {
+			w.abort()
+			return baton.Errorf(baton.Conflict, "%s id %s is taken", a.kind, base)
+		}
 		id := base
 		if n > 1 {
 			id = base + "-" + strconv.Itoa(n)
+		}
+		if _, err := os.Lstat(a.path(s, id)); err == nil {
+			continue // taken: no need to write and sync a file to find out
 		}
 		a.setID(v, id)
 		if err := a.validate(v); err != nil {
@@ -94,13 +101,9 @@ func (a artifact[T]) create(ctx context.Context, s *Store, v T, base string) err
 			w.commit(v, a.path(s, id), true)
 			return nil
 		}
-		if !errors.Is(err, fs.ErrExist) {
+		if !errors.Is(err, fs.ErrExist) { // taken since the Lstat: try the next
 			w.abort()
 			return err
-		}
-		if n > 99 {
-			w.abort()
-			return baton.Errorf(baton.Conflict, "%s id %s is taken", a.kind, base)
 		}
 	}
 }
