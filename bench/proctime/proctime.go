@@ -5,6 +5,7 @@ package proctime
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os/exec"
 	"sort"
@@ -21,6 +22,9 @@ type Run struct {
 	// Check, when set, inspects the first run's combined output and
 	// returns an error if the scenario did not do what it claims.
 	Check func(out []byte) error
+	// AllowFail times runs that exit non-zero too (git diff --quiet says
+	// "changed" that way).
+	AllowFail bool
 }
 
 // Stats summarises the timed runs.
@@ -49,7 +53,8 @@ func Measure(r Run) (Stats, error) {
 		start := time.Now()
 		err := c.Run()
 		d := time.Since(start)
-		if err != nil {
+		var exit *exec.ExitError
+		if err != nil && !(r.AllowFail && errors.As(err, &exit)) {
 			return Stats{}, fmt.Errorf("%v: %v\n%s", r.Argv, err, out.Bytes())
 		}
 		if i == -1 {

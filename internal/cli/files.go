@@ -39,12 +39,16 @@ the whole log. The log is streamed, so even a huge log uses little memory.`,
 			if res.SkippedLines > 0 {
 				f.warnf("skipped %d unreadable line(s) in %s", res.SkippedLines, fsstore.RelevantFilesLog)
 			}
+			if res.Approximate {
+				f.warnf("counts are approximate: the log's touches around %s were merged when it was compacted (exact since any of the newest 64 packets)", baton.FormatTime(res.SinceTime))
+			}
 			if asJSON {
 				out := struct {
 					SchemaVersion int                `json:"schema_version"`
 					Since         *time.Time         `json:"since"`
 					Files         []fsstore.FileRank `json:"files"`
-				}{SchemaVersion: 1, Files: res.Files}
+					Approximate   bool               `json:"approximate,omitempty"`
+				}{SchemaVersion: 1, Files: res.Files, Approximate: res.Approximate}
 				if !res.SinceTime.IsZero() {
 					out.Since = &res.SinceTime
 				}

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -137,6 +139,25 @@ func TestPacketCommands(t *testing.T) {
 
 	r := e.ok("", "", "packet", "list")
 	golden.CheckString(t, "packet_list.golden.txt", r.stdout)
+
+	// A page at a time: the next page's command is on stderr.
+	r = e.ok("", "", "packet", "list", "--limit", "1")
+	next := strings.Fields(strings.TrimPrefix(r.stderr, "1 more: baton packet list --cursor "))
+	if !strings.Contains(r.stdout, second) || strings.Contains(r.stdout, first) || len(next) == 0 || !strings.HasPrefix(r.stderr, "1 more: ") {
+		t.Fatalf("packet list --limit 1 = %q, stderr %q", r.stdout, r.stderr)
+	}
+	r = e.ok("", "", "packet", "list", "--limit", "1", "--cursor", next[0], "--json")
+	var page struct {
+		Packets    []struct{ ID string } `json:"packets"`
+		More       int                   `json:"more"`
+		NextCursor string                `json:"next_cursor"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &page); err != nil || len(page.Packets) != 1 || page.Packets[0].ID != first || page.More != 0 || page.NextCursor != "" {
+		t.Errorf("the second page = %+v, %v", page, err)
+	}
+	if r := e.run("", "", "packet", "list", "--cursor", "garbage"); r.code != ExitUsage || !strings.Contains(r.stderr, "list again without it") {
+		t.Errorf("packet list --cursor garbage = %d %q", r.code, r.stderr)
+	}
 
 	e.now = e.now.Add(time.Minute)
 	r = e.ok("", "", "packet", "activate", "alpha")
@@ -279,5 +300,72 @@ func TestCRLFPacket(t *testing.T) {
 	e.ok("", "", "packet", "activate", id)
 	if got := e.read(rel); strings.Contains(got, "\r") {
 		t.Errorf("the packet was written back with CR bytes:\n%q", got)
+	}
+}
+
+// In a work tree too large for a whole `git status` on every handoff (a
+// monorepo), handoff and pickup run none: they read branch and HEAD, and
+// check only the packet's files against HEAD, and say so.
+func TestHandoffPickupInALargeWorkTree(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo()
+	// 2,500 more tracked files, committed without writing them out: a
+	// whole status would list every one as deleted.
+	blob := strings.TrimSpace(e.git("hash-object", "-w", "README.md"))
+	var index strings.Builder
+	for i := range 2500 {
+		fmt.Fprintf(&index, "100644 %s\tvendor/pkg%02d/file%04d.go\n", blob, i/100, i)
+	}
+	c := exec.Command("git", "update-index", "--index-info")
+	c.Dir, c.Stdin = e.dir, strings.NewReader(index.String())
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("git update-index: %v\n%s", err, out)
+	}
+	e.git("commit", "-q", "-m", "vendor everything")
+	e.write("README.md", "# app, changed\n")
+	e.write("internal/auth/session.go", "package auth\n") // new
+	e.write("internal/auth/jwt.go", "package auth\n")     // as committed
+
+	// Every git command baton runs is logged.
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	log := filepath.Join(bin, "git.log")
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte("#!/bin/sh\necho \"$1\" >> "+log+"\nexec "+real+" \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+
+	e.ok("", "", "files", "add", "README.md", "internal/auth/session.go", "internal/auth/jwt.go")
+	r := e.ok("", "", "handoff", "carry on", "--next-prompt", "go on")
+	packet := e.read(".agent/context/packets/" + strings.TrimSpace(r.stdout) + ".md")
+	for _, want := range []string{
+		"- branch: `main`",
+		"vendor everything",
+		"- uncommitted: 2 of the packet's 3 files (the work tree tracks 2502 files; baton checked only the packet's)",
+		"  - `README.md` (M)",
+		"  - `internal/auth/session.go` (A)",
+	} {
+		if !strings.Contains(packet, want) {
+			t.Errorf("the packet lacks %q:\n%s", want, packet)
+		}
+	}
+	if strings.Contains(packet, "vendor/") {
+		t.Errorf("the packet lists files outside it:\n%s", packet)
+	}
+	e.git("add", "internal/auth/session.go")
+	e.git("commit", "-q", "-m", "add the session")
+	r = e.ok("", "", "pickup", "latest")
+	if want := "- 1 of the packet's files differ from HEAD now: `README.md`"; !strings.Contains(r.stdout, want) {
+		t.Errorf("pickup does not say %q:\n%s", want, r.stdout)
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ran := strings.Fields(string(b)); slices.Contains(ran, "status") || len(ran) == 0 {
+		t.Errorf("git ran %v; want no status", ran)
 	}
 }

@@ -313,7 +313,7 @@ func newLoopListCmd(f *Factory) *cobra.Command {
 				return usageError("--status %q is not one of active, paused, done, cancelled", status)
 			}
 			st := f.Store()
-			ls, warnings, err := st.FindLoops(filter)
+			ls, warnings, err := st.ListLoops(filter)
 			if err != nil {
 				return err
 			}

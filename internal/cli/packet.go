@@ -79,26 +79,37 @@ func toPacketJSON(st *fsstore.Store, p *baton.Packet, withSections bool) packetJ
 	return j
 }
 
+// defaultPacketPage is how many packets `packet list` shows unless asked:
+// a store gathers thousands, and the newest are the ones wanted.
+const defaultPacketPage = 50
+
 func newPacketListCmd(f *Factory) *cobra.Command {
-	var status string
+	var status, cursor string
 	var asJSON bool
+	var limit int
 	cmd := &cobra.Command{
-		Use:     "list",
-		Short:   "List packets, most recently updated first",
-		Long:    "List packets, most recently updated first. Files that cannot be read are skipped with a warning on stderr.",
-		Example: "  baton packet list\n  baton packet list --status active --json",
+		Use:   "list",
+		Short: "List packets, most recently updated first",
+		Long: `List packets, most recently updated first, a page at a time: the newest 50
+unless --limit says otherwise (0 lists them all). When there are more, the
+last line on stderr (next_cursor in JSON) gives the --cursor of the next
+page. Files that cannot be read are skipped with a warning on stderr.`,
+		Example: "  baton packet list\n  baton packet list --status active --json\n  baton packet list --limit 0",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			filter := fsstore.PacketFilter{Status: baton.PacketStatus(status)}
-			if status != "" && !filter.Status.Valid() {
+			q := fsstore.PacketQuery{Status: baton.PacketStatus(status), Limit: limit, Cursor: cursor, Full: asJSON}
+			if status != "" && !q.Status.Valid() {
 				return usageError("--status %q is not one of draft, active, done, blocked", status)
 			}
+			if limit < 0 {
+				return usageError("--limit %d: give a number of packets, or 0 for all", limit)
+			}
 			st := f.Store()
-			ps, warnings, err := st.FindPackets(filter)
+			page, err := st.ListPackets(q)
 			if err != nil {
 				return err
 			}
-			for _, w := range warnings {
+			for _, w := range page.Skipped {
 				fmt.Fprintf(f.IO.Err, "baton: warning: skipped %v\n", w)
 			}
 			if asJSON {
@@ -106,28 +117,38 @@ func newPacketListCmd(f *Factory) *cobra.Command {
 					SchemaVersion int          `json:"schema_version"`
 					Packets       []packetJSON `json:"packets"`
 					Skipped       []string     `json:"skipped"`
-				}{SchemaVersion: 1, Packets: []packetJSON{}, Skipped: []string{}}
-				for _, p := range ps {
+					More          int          `json:"more"`
+					NextCursor    string       `json:"next_cursor,omitempty"`
+				}{SchemaVersion: 1, Packets: []packetJSON{}, Skipped: []string{}, More: page.More, NextCursor: page.Next}
+				for _, p := range page.Packets {
 					out.Packets = append(out.Packets, toPacketJSON(st, p, false))
 				}
-				for _, w := range warnings {
+				for _, w := range page.Skipped {
 					out.Skipped = append(out.Skipped, w.Error())
 				}
 				return writeJSON(f.IO.Out, out)
 			}
-			if len(ps) == 0 {
+			if len(page.Summaries) == 0 && cursor == "" {
 				fmt.Fprintln(f.IO.Err, "no packets: create one with `baton handoff <purpose>`")
 				return nil
 			}
 			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tSTATUS\tUPDATED\tPURPOSE")
-			for _, p := range ps {
+			for _, p := range page.Summaries {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.ID, p.Status, baton.FormatTime(p.UpdatedAt), clip(p.Purpose, 60))
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if page.Next != "" {
+				fmt.Fprintf(f.IO.Err, "%d more: baton packet list --cursor %s (or --limit 0 for all)\n", page.More, page.Next)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&status, "status", "", "only packets with this `STATUS` (draft, active, done, blocked)")
+	cmd.Flags().IntVar(&limit, "limit", defaultPacketPage, "show at most `N` packets (0 = all)")
+	cmd.Flags().StringVar(&cursor, "cursor", "", "continue after the page that printed this `CURSOR`")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for agents and scripts")
 	return cmd
 }

@@ -117,6 +117,10 @@ func yamlPrintable(s string) string {
 	return b.String()
 }
 
+// PlainSafe reports whether v is written unquoted: then the frontmatter
+// line holds v itself, and a quick reader may take it as it is.
+func PlainSafe(v string) bool { return plainSafe(v) }
+
 // plainSafe reports whether v can be written unquoted: it starts with a
 // letter, digit, '/' or '.', uses only a conservative character set, and
 // has none of YAML's special spellings.

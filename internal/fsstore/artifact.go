@@ -29,6 +29,12 @@ type artifact[T any] struct {
 	setID    func(T, string)
 	times    func(T) (created, updated *time.Time)
 	validate func(T) error
+	// index is the directory's index file under indexes/ (index.go);
+	// entryOf is what it records of an artifact (but the file's size and
+	// time), and peek, when set, reads that from a file's first lines.
+	index   string
+	entryOf func(T) entry
+	peek    func(path string) (entry, bool)
 }
 
 func (a artifact[T]) path(s *Store, id string) string { return s.path(a.dir, id+".md") }
@@ -66,26 +72,38 @@ func (a artifact[T]) create(ctx context.Context, s *Store, v T, base string) err
 	if err := s.checkDirs(a.dir); err != nil {
 		return err
 	}
-	defer s.sweep(a.dir)
+	s.sweep(a.dir) // before the index records the directory's state
+	w := a.beginIndexWrite(ctx, s)
 	for n := 1; ; n++ {
+		if n > 99 {
+			w.abort()
+			return baton.Errorf(baton.Conflict, "%s id %s is taken", a.kind, base)
+		}
 		id := base
 		if n > 1 {
 			id = base + "-" + strconv.Itoa(n)
 		}
+		if _, err := os.Lstat(a.path(s, id)); err == nil {
+			continue // taken: no need to write and sync a file to find out
+		}
 		a.setID(v, id)
 		if err := a.validate(v); err != nil {
+			w.abort()
 			return err
 		}
 		b := a.encode(v)
 		if err := a.fits(b); err != nil {
+			w.abort()
 			return err
 		}
 		err := safefile.CreateExclusive(a.path(s, id), b, 0o644)
-		if !errors.Is(err, fs.ErrExist) {
-			return err
+		if err == nil {
+			w.commit(v, a.path(s, id), true)
+			return nil
 		}
-		if n > 99 {
-			return baton.Errorf(baton.Conflict, "%s id %s is taken", a.kind, base)
+		if !errors.Is(err, fs.ErrExist) { // taken since the Lstat: try the next
+			w.abort()
+			return err
 		}
 	}
 }
@@ -115,24 +133,31 @@ func (a artifact[T]) find(s *Store, id string) (T, error) {
 }
 
 func (a artifact[T]) read(path string) (T, error) {
+	v, _, err := a.readInfo(path)
+	return v, err
+}
+
+// readInfo is read that also returns what fstat said of the file read.
+func (a artifact[T]) readInfo(path string) (T, fs.FileInfo, error) {
 	var zero T
-	b, err := readFile(path, MaxArtifactBytes)
+	b, fi, err := safefile.ReadFileInfo(path, MaxArtifactBytes)
+	err = refusedMax(path, MaxArtifactBytes, err)
 	if errors.Is(err, fs.ErrNotExist) {
 		id := strings.TrimSuffix(filepath.Base(path), ".md")
-		return zero, baton.WrapError(baton.NotFound, err, "%s %s not found: run `%s` to see them", a.kind, id, a.listHint)
+		return zero, nil, baton.WrapError(baton.NotFound, err, "%s %s not found: run `%s` to see them", a.kind, id, a.listHint)
 	} else if baton.ErrorCode(err) == baton.Invalid {
-		return zero, err // refused, naming the file
+		return zero, nil, err // refused, naming the file
 	} else if err != nil {
-		return zero, fmt.Errorf("read %s: %w", path, err)
+		return zero, nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	v, err := a.decode(b)
 	if err != nil {
-		return zero, corrupt(path, err)
+		return zero, nil, corrupt(path, err)
 	}
 	if want := strings.TrimSuffix(filepath.Base(path), ".md"); a.id(v) != want {
-		return zero, corrupt(path, fmt.Errorf("id %q does not match the file name", a.id(v)))
+		return zero, nil, corrupt(path, fmt.Errorf("id %q does not match the file name", a.id(v)))
 	}
-	return v, nil
+	return v, fi, nil
 }
 
 // ids lists the ids of the artifact's files, skipping anything else:
@@ -155,6 +180,20 @@ func (a artifact[T]) ids(s *Store) ([]string, error) {
 		}
 	}
 	return ids, nil
+}
+
+// indexIDs lists the ids of the artifacts from the index, newest first,
+// the unreadable ones last.
+func (a artifact[T]) indexIDs(s *Store) ([]string, error) {
+	es, idx, _, err := a.allEntries(s)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(es)+len(idx.Bad))
+	for _, e := range es {
+		ids = append(ids, e.ID)
+	}
+	return append(ids, idx.Bad...), nil
 }
 
 // list reads every artifact that keep accepts, newest updated_at first
@@ -207,7 +246,7 @@ func (a artifact[T]) resolve(s *Store, ref string) (T, error) {
 	if v, err := a.find(s, ref); err == nil || baton.ErrorCode(err) != baton.NotFound {
 		return v, err
 	}
-	ids, err := a.ids(s)
+	ids, err := a.indexIDs(s)
 	if err != nil {
 		return zero, err
 	}
@@ -266,6 +305,15 @@ func (a artifact[T]) updateLocked(ctx context.Context, s *Store, id string, fn f
 		return zero, false, err
 	}
 	path := a.path(s, id)
+	// The index's lock first: taking the file's lock may create its lock
+	// file, a change of the directory the index must see as this write's.
+	w := a.beginIndexWrite(ctx, s)
+	committed := false
+	defer func() {
+		if !committed {
+			w.abort()
+		}
+	}()
 	unlock, err := safefile.Lock(ctx, path)
 	if err != nil {
 		return zero, false, refused(path+".lock", err)
@@ -295,5 +343,7 @@ func (a artifact[T]) updateLocked(ctx context.Context, s *Store, id string, fn f
 	if err := safefile.WriteAtomic(path, b, 0o644); err != nil {
 		return zero, false, err
 	}
+	committed = true
+	w.commit(v, path, false)
 	return v, true, nil
 }

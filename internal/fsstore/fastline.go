@@ -13,19 +13,19 @@ import (
 // writes them (flat object, no escapes) take a fast path that allocates
 // only the path; anything else goes through encoding/json, so the result
 // is always what encoding/json would give.
-func decodeRelevantFile(line []byte, e *baton.RelevantFile) error {
+func decodeRelevantFile(line []byte, e *logEntry) error {
 	if fastRelevantFile(line, e) {
 		return nil
 	}
-	*e = baton.RelevantFile{}
+	*e = logEntry{}
 	return json.Unmarshal(line, e)
 }
 
 // fastRelevantFile parses {"key":value,...} with string values free of
-// backslashes and a numeric confidence. It reports false, leaving e in an
-// unspecified state, for anything it does not handle.
-func fastRelevantFile(b []byte, e *baton.RelevantFile) bool {
-	*e = baton.RelevantFile{}
+// backslashes and numeric confidence, count and weight. It reports false,
+// leaving e in an unspecified state, for anything it does not handle.
+func fastRelevantFile(b []byte, e *logEntry) bool {
+	*e = logEntry{}
 	b = bytes.TrimSpace(b)
 	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' || bytes.IndexByte(b, '\\') >= 0 {
 		return false
@@ -80,21 +80,46 @@ func fastRelevantFile(b []byte, e *baton.RelevantFile) bool {
 				return false
 			}
 			e.PacketID, b = string(v), r
-		case "confidence":
+		case "confidence", "weight":
 			bit = 16
-			i := 0
-			for i < len(b) && b[i] != ',' {
-				i++
+			if key[0] == 'w' {
+				bit = 32
 			}
-			num := b[:i]
-			if len(num) == 0 || !(num[0] == '-' || (num[0] >= '0' && num[0] <= '9')) {
+			num, rest, ok := fastNumber(b)
+			if !ok {
 				return false
 			}
 			f, err := strconv.ParseFloat(string(num), 64)
-			if err != nil || !json.Valid(num) {
+			if err != nil {
 				return false
 			}
-			e.Confidence, b = f, b[i:]
+			if bit == 16 {
+				e.Confidence = f
+			} else {
+				e.Weight = f
+			}
+			b = rest
+		case "count":
+			bit = 64
+			num, rest, ok := fastNumber(b)
+			if !ok {
+				return false
+			}
+			n, err := strconv.Atoi(string(num)) // a fraction or exponent: encoding/json refuses it too
+			if err != nil {
+				return false
+			}
+			e.Count, b = n, rest
+		case "first":
+			bit = 128
+			v, r, ok := fastString(b)
+			if !ok {
+				return false
+			}
+			if err := e.First.UnmarshalJSON(b[:len(v)+2]); err != nil {
+				return false
+			}
+			b = r
 		default:
 			return false
 		}
@@ -111,6 +136,20 @@ func fastRelevantFile(b []byte, e *baton.RelevantFile) bool {
 		b = b[1:]
 	}
 	return true
+}
+
+// fastNumber reads a JSON number at the start of b, up to the next comma,
+// and returns it and the rest.
+func fastNumber(b []byte) (num, rest []byte, ok bool) {
+	i := 0
+	for i < len(b) && b[i] != ',' {
+		i++
+	}
+	num = b[:i]
+	if len(num) == 0 || !(num[0] == '-' || (num[0] >= '0' && num[0] <= '9')) || !json.Valid(num) {
+		return nil, nil, false
+	}
+	return num, b[i:], true
 }
 
 // fastString reads a JSON string without escapes or control characters at

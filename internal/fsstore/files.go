@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io/fs"
@@ -60,22 +61,144 @@ func (s *Store) AppendRelevantFiles(ctx context.Context, entries ...baton.Releva
 		return err
 	}
 	p := s.indexPath(RelevantFilesLog)
-	return refused(p, safefile.AppendJSONL(ctx, p, entries...))
+	if err := refused(p, safefile.AppendJSONL(ctx, p, entries...)); err != nil {
+		return err
+	}
+	if logSizeToCompact(p) {
+		// The entries are written; a compaction that fails leaves the log
+		// as it was, to be compacted by the next append.
+		_ = s.compactLog(ctx, false)
+	}
+	return nil
 }
 
-// ScanRelevantFiles streams the relevant-files log.
+// ScanRelevantFiles streams the relevant-files log. A line compaction
+// merged stands for several touches of its file; it is given once.
 func (s *Store) ScanRelevantFiles(fn func(baton.RelevantFile) error) (safefile.ScanStats, error) {
-	return s.scanRelevantFiles(0, fn)
+	return s.scanRelevantFiles(0, time.Time{}, func(e logEntry) error { return fn(e.RelevantFile) })
 }
 
-// scanRelevantFiles streams the log's last tail bytes (all of it for 0).
-func (s *Store) scanRelevantFiles(tail int64, fn func(baton.RelevantFile) error) (safefile.ScanStats, error) {
-	if err := s.checkDirs(IndexesDir); err != nil {
+// scanRelevantFiles streams the log's last tail bytes, or, when tail is
+// 0, the lines that can hold touches at or after since (all of them for
+// a zero since).
+func (s *Store) scanRelevantFiles(tail int64, since time.Time, fn func(logEntry) error) (safefile.ScanStats, error) {
+	f, err := s.openLog()
+	if err != nil || f == nil {
 		return safefile.ScanStats{}, err
 	}
-	p := s.indexPath(RelevantFilesLog)
-	st, err := safefile.ScanLines(p, tail, decodeRelevantFile, fn)
-	return st, refused(p, err)
+	defer f.Close()
+	var from int64
+	if tail == 0 && !since.IsZero() {
+		if fi, err := f.Stat(); err == nil {
+			if h, ok := readLogHeader(f, fi.Size()); ok {
+				from = h.startFor(f, since)
+			}
+		}
+	}
+	decode := decodeRelevantFile
+	if !since.IsZero() {
+		decode = skipBefore(since)
+	}
+	st, err := safefile.ScanFile(f, from, tail, decode, fn)
+	return st, refused(f.Name(), err)
+}
+
+// skipBefore is decodeRelevantFile for a scan that wants the touches at
+// or after since: a line as baton writes it, whose UTC timestamp is in
+// an earlier second, is passed over without being decoded (a hook that
+// counts the touches since the last packet reads a MiB of others).
+func skipBefore(since time.Time) func([]byte, *logEntry) error {
+	const key = `{"timestamp":"`
+	want := since.UTC().Format("2006-01-02T15:04:05")
+	return func(line []byte, e *logEntry) error {
+		if len(line) > len(key)+21 && string(line[:len(key)]) == key {
+			ts := line[len(key) : len(key)+19]
+			if c := line[len(key)+19]; (c == 'Z' || c == '.') && string(ts) < want && utcStamp(line[len(key)+19:]) && plainKeys(line) {
+				return safefile.ErrSkipLine
+			}
+		}
+		return decodeRelevantFile(line, e)
+	}
+}
+
+// plainKeys reports whether line is an object as baton writes a log
+// line: no escapes, each key one of a log line's, once. Only then is its
+// first timestamp the one encoding/json would decode (it takes the last
+// of two, and matches keys in any case).
+func plainKeys(line []byte) bool {
+	if bytes.IndexByte(line, '\\') >= 0 || len(line) < 2 || line[0] != '{' || line[len(line)-1] != '}' {
+		return false
+	}
+	seen := 0
+	b := line[1 : len(line)-1]
+	for len(b) > 0 {
+		k, rest, ok := fastString(b)
+		if !ok || len(rest) == 0 || rest[0] != ':' {
+			return false
+		}
+		bit := logKey(k)
+		if bit == 0 || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		b = rest[1:]
+		if len(b) > 0 && b[0] == '"' {
+			if _, b, ok = fastString(b); !ok {
+				return false
+			}
+		} else {
+			i := bytes.IndexByte(b, ',')
+			if i < 0 {
+				i = len(b)
+			}
+			if i == 0 || bytes.ContainsAny(b[:i], "{}[]\"") {
+				return false
+			}
+			b = b[i:]
+		}
+		if len(b) > 0 {
+			if b[0] != ',' || len(b) == 1 {
+				return false
+			}
+			b = b[1:]
+		}
+	}
+	return true
+}
+
+// logKey is a bit for each key of a relevant-files line, 0 for others.
+func logKey(k []byte) int {
+	switch string(k) {
+	case "timestamp":
+		return 1
+	case "file_path":
+		return 2
+	case "source":
+		return 4
+	case "packet_id":
+		return 8
+	case "confidence":
+		return 16
+	case "count":
+		return 32
+	case "first":
+		return 64
+	case "weight":
+		return 128
+	}
+	return 0
+}
+
+// utcStamp reports whether rest, what follows the seconds of a JSON
+// timestamp, is an optional fraction and the Z of UTC, closing the
+// string.
+func utcStamp(rest []byte) bool {
+	i := 0
+	if rest[0] == '.' {
+		for i = 1; i < len(rest) && rest[i] >= '0' && rest[i] <= '9'; i++ {
+		}
+	}
+	return i+1 < len(rest) && rest[i] == 'Z' && rest[i+1] == '"'
 }
 
 // FileRank is one file in a ranked listing of the relevant-files log.
@@ -109,6 +232,14 @@ const rankHalfLife = time.Hour
 // newest entry selected (not the wall clock, so a listing is reproducible).
 // Memory grows with the number of distinct files, not with the log.
 func (s *Store) RankFiles(q FileQuery) ([]FileRank, safefile.ScanStats, error) {
+	ranks, st, _, err := s.rankFiles(q)
+	return ranks, st, err
+}
+
+// rankFiles is RankFiles that also reports whether the listing is
+// approximate: a line compaction merged held touches on both sides of
+// q.Since, and all of them were counted.
+func (s *Store) rankFiles(q FileQuery) ([]FileRank, safefile.ScanStats, bool, error) {
 	// Each file keeps its score relative to its own last touch, so an
 	// entry costs O(1) and no exponent ever grows: score = sum over
 	// touches of 0.5^((last-t)/h), rescaled to the newest entry at the end.
@@ -120,24 +251,35 @@ func (s *Store) RankFiles(q FileQuery) ([]FileRank, safefile.ScanStats, error) {
 	}
 	byPath := map[string]*agg{}
 	var newest time.Time
-	st, err := s.scanRelevantFiles(q.Tail, func(e baton.RelevantFile) error {
+	approximate := false
+	st, err := s.scanRelevantFiles(q.Tail, q.Since, func(e logEntry) error {
 		if e.FilePath == "" || (!q.Since.IsZero() && e.Timestamp.Before(q.Since)) {
 			return nil
 		}
 		if q.Unattached && e.Source == baton.FromUser && e.PacketID != "" {
 			return nil
 		}
+		n, w := 1, 1.0
+		if e.Count != 0 {
+			if e.Count < 0 || e.Weight < 0 {
+				return nil // no merge writes that
+			}
+			n, w = e.Count, min(e.Weight, float64(e.Count))
+			if !q.Since.IsZero() && e.First.Before(q.Since) {
+				approximate = true
+			}
+		}
 		a := byPath[e.FilePath]
 		if a == nil {
 			a = &agg{last: e.Timestamp}
 			byPath[e.FilePath] = a
 		}
-		a.count++
+		a.count += n
 		if e.Timestamp.After(a.last) {
-			a.sum = a.sum*decay(e.Timestamp.Sub(a.last)) + 1
+			a.sum = a.sum*decay(e.Timestamp.Sub(a.last)) + w
 			a.last = e.Timestamp
 		} else {
-			a.sum += decay(a.last.Sub(e.Timestamp))
+			a.sum += w * decay(a.last.Sub(e.Timestamp))
 		}
 		if e.Source == baton.FromUser {
 			a.confirmed = true
@@ -148,7 +290,7 @@ func (s *Store) RankFiles(q FileQuery) ([]FileRank, safefile.ScanStats, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, st, err
+		return nil, st, false, err
 	}
 	out := make([]FileRank, 0, len(byPath))
 	for p, a := range byPath {
@@ -170,7 +312,7 @@ func (s *Store) RankFiles(q FileQuery) ([]FileRank, safefile.ScanStats, error) {
 		}
 		return out[i].Path < out[j].Path
 	})
-	return out, st, nil
+	return out, st, approximate, nil
 }
 
 // decay weighs a touch that is age old.
@@ -281,6 +423,10 @@ type FileList struct {
 	More int
 	// SkippedLines counts log lines that could not be read.
 	SkippedLines int
+	// Approximate is set when Since falls inside touches the log's
+	// compaction merged (a packet older than the newest 64 when the log
+	// was compacted): those touches are all counted.
+	Approximate bool
 }
 
 // Files ranks the relevant files a request asks for: the one call behind
@@ -309,10 +455,11 @@ func (s *Store) Files(req FilesRequest) (FileList, error) {
 		}
 		q, out.Since = pq, newest
 	}
-	ranks, stats, err := s.RankFiles(q)
+	ranks, stats, approximate, err := s.rankFiles(q)
 	if err != nil {
 		return out, err
 	}
+	out.Approximate = approximate
 	if req.Limit > 0 && len(ranks) > req.Limit {
 		out.More = len(ranks) - req.Limit
 		ranks = ranks[:req.Limit]

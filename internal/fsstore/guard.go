@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"time"
@@ -120,8 +121,23 @@ func describeMode(m fs.FileMode) string {
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
+// A sweep reads the whole directory: in a directory larger than
+// sweepAlways bytes (a thousand packets or so; 10,000 take milliseconds to
+// read) one write in sweepOdds sweeps. Temp files are left only by
+// writers that were killed, and git and readers ignore them: they can
+// wait.
+const (
+	sweepAlways = 64 << 10
+	sweepOdds   = 32
+)
+
 // sweep removes the temp files killed writers left in the store's
-// subdirectory sub.
+// subdirectory sub: at every write in a small directory, now and then in
+// a large one.
 func (s *Store) sweep(sub string) {
+	fi, err := os.Lstat(s.path(sub))
+	if err != nil || (fi.Size() > sweepAlways && rand.IntN(sweepOdds) != 0) {
+		return
+	}
 	safefile.SweepTemps(s.path(sub), staleTemp, time.Now())
 }

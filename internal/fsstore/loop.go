@@ -18,7 +18,7 @@ import (
 
 // loops is the loop kind of artifact.
 var loops = artifact[*baton.Loop]{
-	kind: "loop", dir: LoopsDir, listHint: "baton loop list",
+	kind: "loop", dir: LoopsDir, listHint: "baton loop list", index: LoopIndex, entryOf: loopEntry,
 	decode:   frontmatter.DecodeLoop,
 	encode:   frontmatter.EncodeLoop,
 	id:       func(l *baton.Loop) string { return l.ID },
@@ -64,9 +64,57 @@ func (s *Store) CreateLoop(ctx context.Context, l *baton.Loop) error {
 // file (the error names the file), NotFound when it does not exist.
 func (s *Store) FindLoopByID(id string) (*baton.Loop, error) { return loops.find(s, id) }
 
-// LoopIDs lists the ids of the loop files without reading them (for
-// completion).
-func (s *Store) LoopIDs() ([]string, error) { return loops.ids(s) }
+// LoopIDs lists the ids of the loops, newest first, from the loop index
+// (for completion and the MCP resources).
+func (s *Store) LoopIDs() ([]string, error) { return loops.indexIDs(s) }
+
+// loopEntry is what the index records of a loop: everything `loop list`
+// shows.
+func loopEntry(l *baton.Loop) entry {
+	return entry{ID: l.ID, Status: string(l.Status), Created: l.CreatedAt.Unix(), Updated: l.UpdatedAt.Unix(), Session: l.SessionID,
+		Loop: loopFields{Iteration: l.Iteration, MaxIterations: l.MaxIterations, Blocks: l.ConsecutiveBlocks,
+			Outcome: l.Outcome, SourcePacket: l.SourcePacketID, Compacted: l.CompactedPacket},
+		Promises: l.CompletionPromises}
+}
+
+// loopOf is the loop an index entry describes, without its prompt and
+// notes.
+func (e entry) loopOf() *baton.Loop {
+	return &baton.Loop{ID: e.ID, Status: baton.LoopStatus(e.Status), CreatedAt: time.Unix(e.Created, 0).UTC(), UpdatedAt: time.Unix(e.Updated, 0).UTC(),
+		Iteration: e.Loop.Iteration, MaxIterations: e.Loop.MaxIterations, CompletionPromises: e.Promises, SessionID: e.Session,
+		SourcePacketID: e.Loop.SourcePacket, Outcome: e.Loop.Outcome, ConsecutiveBlocks: e.Loop.Blocks, CompactedPacket: e.Loop.Compacted}
+}
+
+// ListLoops lists loops as `loop list` shows them, newest updated_at
+// first, from the loop index: each without its prompt and notes (read a
+// loop with FindLoopByID for those). A loop whose file's size or time
+// differs from what the index recorded is read from its file. Unreadable
+// files are returned as warnings.
+func (s *Store) ListLoops(filter LoopFilter) ([]*baton.Loop, []error, error) {
+	es, _, warnings, err := loops.allEntries(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []*baton.Loop
+	for _, e := range es {
+		l := e.loopOf()
+		if fi, err := os.Lstat(loops.path(s, e.ID)); err != nil || fi.ModTime().UnixNano() != e.Mod || fi.Size() != e.Size {
+			full, err := s.FindLoopByID(e.ID)
+			if baton.ErrorCode(err) == baton.NotFound {
+				continue
+			} else if err != nil {
+				warnings = append(warnings, err)
+				continue
+			}
+			full.Prompt, full.Notes, full.Trailing, full.Extra = "", "", nil, nil
+			l = full
+		}
+		if filter.Status == "" || l.Status == filter.Status {
+			out = append(out, l)
+		}
+	}
+	return out, warnings, nil
+}
 
 // LoopFilter narrows FindLoops. Zero values match everything.
 type LoopFilter struct {

@@ -22,6 +22,8 @@ func TestMain(m *testing.M) {
 	switch os.Getenv("BATON_FSSTORE_HELPER") {
 	case "append":
 		os.Exit(helperAppend())
+	case "append-batches":
+		os.Exit(helperAppendBatches())
 	case "rewrite":
 		os.Exit(helperRewrite())
 	case "loop-increment":

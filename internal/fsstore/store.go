@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/baton-agent/baton"
@@ -103,6 +104,11 @@ type Store struct {
 	now  func() time.Time
 	// newProjectID makes root.json's project_id; a UUID by default.
 	newProjectID func() string
+
+	mu sync.Mutex
+	// indexes are the packet and loop indexes last read or written, by
+	// kind; a Store serves an MCP server's concurrent calls.
+	indexes map[string]*index
 }
 
 // Options configure a Store. Zero values pick the defaults.
@@ -183,12 +189,13 @@ func (s *Store) Init(ctx context.Context) (created bool, err error) {
 // writers that died and scratch data; the session log (session ids and
 // transcript paths of this machine), which loop is in the foreground here,
 // the touch log behind `baton files` (it changes on every edit; the files
-// that matter travel in packets), and the search index built from them.
-// root.json, packets and loops are the project's shared context, worth
-// committing.
+// that matter travel in packets), the packet and loop indexes (caches of
+// this machine's files) and the search index built from them. root.json,
+// packets and loops are the project's shared context, worth committing.
 var ignoreLines = []string{"*.lock", ".*" + safefile.TempMarker + "*", "/scratch/",
 	"/indexes/sessions.jsonl", "/indexes/active-loop.json", "/indexes/foreground-loops.json",
-	"/indexes/relevant-files.jsonl", "/indexes/" + SearchIndex + "*"}
+	"/indexes/relevant-files.jsonl", "/indexes/" + SearchIndex + "*",
+	"/indexes/" + PacketIndex + "*", "/indexes/" + LoopIndex + "*"}
 
 // SearchIndex is the search index (internal/search), in indexes/: this
 // machine's, rebuilt from the store and the transcripts it names.

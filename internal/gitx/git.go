@@ -22,6 +22,9 @@ type Repo struct {
 	// Ident, when set, remembers the identity commits are made with, so
 	// git's configuration is read once rather than once per commit.
 	Ident *Identity
+	// WholeStatusFiles, when set, replaces the package's WholeStatusFiles
+	// for this repository's snapshots.
+	WholeStatusFiles int
 	// Files, when set, says where the repository's files are, and git is
 	// told so (GIT_DIR, GIT_COMMON_DIR, GIT_WORK_TREE) instead of finding
 	// them from Dir. A work tree an agent wrote in can then not point

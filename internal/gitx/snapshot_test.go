@@ -136,3 +136,127 @@ func FuzzParseStatusV2(f *testing.F) {
 		}
 	})
 }
+
+// In a work tree past WholeStatusFiles a snapshot checks only the paths
+// it is given, each against HEAD, and says so; what it reports of them is
+// what `git status` would.
+func TestSnapshotPartial(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	gittest.Setenv(t)
+	gittest.Git(t, dir, "init", "-q", "-b", "main")
+	write := func(name, content string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"same.go", "changed.go", "deleted.go", "crlf.txt", "sub/deep.go", "other.go"} {
+		write(f, f+"\n")
+	}
+	write(".gitattributes", "crlf.txt text eol=crlf\n")
+	write(".gitignore", "build/\n")
+	if err := os.Symlink("same.go", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Git(t, dir, "add", "-A")
+	gittest.Git(t, dir, "commit", "-q", "-m", "first: commit")
+	write("changed.go", "changed\n")
+	os.Remove(filepath.Join(dir, "deleted.go"))
+	write("new.go", "new\n")
+	write("build/out.go", "ignored\n")
+	write("other.go", "changed, but not asked about\n")
+	write("crlf.txt", "crlf.txt\r\n") // as the checkout wrote it: the same content to git
+	os.Remove(filepath.Join(dir, "link"))
+	if err := os.Symlink("changed.go", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+
+	r := &Repo{Dir: dir, WholeStatusFiles: 1}
+	paths := []string{"same.go", "changed.go", "deleted.go", "new.go", "build/out.go", "crlf.txt", "link", "sub/deep.go", "sub", "../outside.go", ".git/config", "never.go"}
+	s, err := r.Snapshot(ctx, paths...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _ := r.Head(ctx)
+	if !s.Partial || s.Tracked != 9 || s.Branch != "main" || s.Head != head {
+		t.Errorf("Snapshot = partial %v, tracked %d, branch %q, head %+v; want partial, 9 tracked, main, %+v", s.Partial, s.Tracked, s.Branch, s.Head, head)
+	}
+	want := []Change{{Status: "M", Path: "changed.go"}, {Status: "D", Path: "deleted.go"}, {Status: "A", Path: "new.go"}, {Status: "M", Path: "link"}}
+	if diff := cmp.Diff(want, s.Changes); diff != "" {
+		t.Errorf("Changes mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"same.go", "changed.go", "deleted.go", "new.go", "build/out.go", "crlf.txt", "link", "sub/deep.go", "never.go"}, s.Checked); diff != "" {
+		t.Errorf("Checked mismatch (-want +got):\n%s", diff)
+	}
+
+	// From a subdirectory, paths are relative to it.
+	s, err = (&Repo{Dir: filepath.Join(dir, "sub"), WholeStatusFiles: 1}).Snapshot(ctx, "deep.go", "../changed.go")
+	if err != nil || len(s.Changes) != 1 || s.Changes[0] != (Change{Status: "M", Path: "../changed.go"}) {
+		t.Errorf("Snapshot from sub = %+v, %v", s, err)
+	}
+	// Under the limit, the whole status, as before.
+	if s, err := r2(dir).Snapshot(ctx, paths...); err != nil || s.Partial || len(s.Changes) < 5 {
+		t.Errorf("whole Snapshot = %+v, %v", s, err)
+	}
+	// A detached HEAD, and no commits at all.
+	gittest.Git(t, dir, "checkout", "-q", "--detach")
+	if s, err := r.Snapshot(ctx); err != nil || s.Branch != "" || s.Head != head {
+		t.Errorf("detached partial Snapshot = %+v, %v", s, err)
+	}
+	empty := t.TempDir()
+	gittest.Git(t, empty, "init", "-q", "-b", "trunk")
+	write2 := filepath.Join(empty, "a.go")
+	os.WriteFile(write2, []byte("a\n"), 0o644)
+	gittest.Git(t, empty, "add", "a.go")
+	if s, err := (&Repo{Dir: empty, WholeStatusFiles: -1}).Snapshot(ctx, "a.go"); err != nil || s.Branch != "trunk" || s.Head.SHA != "" || len(s.Changes) != 1 || s.Changes[0].Status != "A" {
+		t.Errorf("partial Snapshot of a repository without commits = %+v, %v", s, err)
+	}
+}
+
+func r2(dir string) *Repo { return Open(dir) }
+
+// FuzzParseBatchCheck: whatever cat-file prints, one answer per path
+// asked, and a path is a file at HEAD only on a blob line.
+func FuzzParseBatchCheck(f *testing.F) {
+	f.Add("0123456789012345678901234567890123456789 blob 12\nHEAD:./x missing\n", 3)
+	f.Fuzz(func(t *testing.T, out string, n int) {
+		if n < 0 || n > 1000 {
+			return
+		}
+		got := parseBatchCheck(out, n)
+		if len(got) != n {
+			t.Fatalf("parseBatchCheck(%q, %d) gave %d answers", out, n, len(got))
+		}
+		lines := strings.Split(out, "\n")
+		for i, o := range got {
+			if o.name == "" {
+				continue
+			}
+			if f := strings.Fields(lines[i]); len(f) != 3 || f[0] != o.name || f[1] != "blob" || !isObjectName(o.name) {
+				t.Fatalf("answer %d is %q from line %q", i, o.name, lines[i])
+			}
+		}
+	})
+}
+
+func TestIndexEntries(t *testing.T) {
+	for _, tt := range []struct {
+		head string
+		n    int
+		ok   bool
+	}{
+		{"DIRC\x00\x00\x00\x02\x00\x01\x86\xa0", 100000, true},
+		{"DIRC\x00\x00\x00\x04\x00\x00\x00\x07", 7, true},
+		{"DIRC\x00\x00\x00\x05\x00\x00\x00\x07", 0, false},
+		{"DIRX\x00\x00\x00\x02\x00\x00\x00\x07", 0, false},
+		{"DIRC\x00\x00", 0, false},
+	} {
+		if n, ok := indexEntries([]byte(tt.head)); n != tt.n || ok != tt.ok {
+			t.Errorf("indexEntries(%q) = %d, %v; want %d, %v", tt.head, n, ok, tt.n, tt.ok)
+		}
+	}
+}

@@ -124,7 +124,7 @@ func contractText(in Inputs) string {
 - For reference, %s/%s/ holds this session's goal (and history or failure) as files; this prompt already contains them.`,
 		in.RunID, in.Iter,
 		state, assumptionsFile, state, questionsFile,
-		state, treeFile, runStateFile, ConfigFile,
+		state, treeFile, RunStateFile, ConfigFile,
 		guardText(in.Guard),
 		dir, contextDir)
 }

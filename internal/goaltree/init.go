@@ -123,7 +123,7 @@ func Init(ctx context.Context, l Layout, o InitOptions) (*InitResult, error) {
 		{l.Gitignore(), []byte(gitignore), true},
 		{l.State(ConfigFile), encodeConfig(o.Config), true},
 		{l.State(treeFile), encode(root), true},
-		{l.State(runStateFile), encodeJSON(st), true},
+		{l.State(RunStateFile), encodeJSON(st), true},
 		{l.State(assumptionsFile), []byte(assumptionsTemplate), false},
 		{l.State(questionsFile), []byte(questionsTemplate), false},
 	}

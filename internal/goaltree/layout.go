@@ -17,7 +17,7 @@ const (
 	IterationsDir = "iterations" // per-iteration logs, gitignored
 
 	treeFile        = "tree.json"
-	runStateFile    = "run_state.json"
+	RunStateFile    = "run_state.json"
 	ConfigFile      = "config.toml"
 	assumptionsFile = "assumptions.md"
 	questionsFile   = "questions.md"

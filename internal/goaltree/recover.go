@@ -40,7 +40,7 @@ func (r *Runner) checkBranch(ctx context.Context, repo *gitx.Repo, st *RunState)
 	case branch == "":
 		return "", baton.Errorf(baton.Conflict, "HEAD is detached: switch to the run's branch (git switch %s)", firstNonEmpty(st.Branch, branchPrefix+st.RunID))
 	case st.Branch != "" && branch != st.Branch:
-		return "", baton.Errorf(baton.Conflict, "run %s works on branch %s but HEAD is on %s: git switch %s (or set \"branch\" in %s)", st.RunID, st.Branch, branch, st.Branch, r.Layout.rel(r.Layout.State(runStateFile)))
+		return "", baton.Errorf(baton.Conflict, "run %s works on branch %s but HEAD is on %s: git switch %s (or set \"branch\" in %s)", st.RunID, st.Branch, branch, st.Branch, r.Layout.rel(r.Layout.State(RunStateFile)))
 	case (branch == "main" || branch == "master") && !r.AllowMain:
 		return "", baton.Errorf(baton.Conflict, "refusing to run on %s: the runner commits every iteration; work on a branch (baton run init creates %s%s) or pass --allow-main", branch, branchPrefix, st.RunID)
 	}
@@ -195,7 +195,7 @@ func (r *Runner) treeBefore(ctx context.Context, repo *gitx.Repo, dir string) (*
 		return nil, gitError(err, "read %s at HEAD", treeFile)
 	}
 	if !ok {
-		return nil, baton.Errorf(baton.Invalid, "cannot recover the interrupted iteration: %s is gone and HEAD has no %s; restore the tree by hand, then clear in_flight in %s", filepath.Join(dir, treeBeforeLog), treeFile, l.rel(l.State(runStateFile)))
+		return nil, baton.Errorf(baton.Invalid, "cannot recover the interrupted iteration: %s is gone and HEAD has no %s; restore the tree by hand, then clear in_flight in %s", filepath.Join(dir, treeBeforeLog), treeFile, l.rel(l.State(RunStateFile)))
 	}
 	t, err := decode(b)
 	if err != nil {
@@ -212,9 +212,9 @@ func (r *Runner) recoverUncommitted(ctx context.Context, repo *gitx.Repo, st *Ru
 		return "", nil
 	}
 	l := r.Layout
-	b, ok, err := repo.FileAtHead(ctx, l.rel(l.State(runStateFile)))
+	b, ok, err := repo.FileAtHead(ctx, l.rel(l.State(RunStateFile)))
 	if err != nil {
-		return "", gitError(err, "read %s at HEAD", runStateFile)
+		return "", gitError(err, "read %s at HEAD", RunStateFile)
 	}
 	if ok {
 		var head RunState

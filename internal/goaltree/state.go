@@ -62,13 +62,13 @@ func (l Layout) SaveTree(t *Node) error {
 
 // LoadRunState reads and validates state/run_state.json.
 func (l Layout) LoadRunState() (*RunState, error) {
-	b, err := l.readState(runStateFile)
+	b, err := l.readState(RunStateFile)
 	if err != nil {
 		return nil, err
 	}
 	s, err := decodeRunState(b)
 	if err != nil {
-		return nil, baton.WrapError(baton.Invalid, err, "%s is not valid", l.rel(l.State(runStateFile)))
+		return nil, baton.WrapError(baton.Invalid, err, "%s is not valid", l.rel(l.State(RunStateFile)))
 	}
 	return s, nil
 }
@@ -96,7 +96,7 @@ func decodeRunState(data []byte) (*RunState, error) {
 
 // SaveRunState writes state/run_state.json.
 func (l Layout) SaveRunState(s *RunState) error {
-	return safefile.WriteAtomic(l.State(runStateFile), encodeJSON(s), 0o644)
+	return safefile.WriteAtomic(l.State(RunStateFile), encodeJSON(s), 0o644)
 }
 
 // LoadStateAndTree reads run_state.json and tree.json, what every view of

@@ -437,7 +437,7 @@ func agentSpec(cfg Config, agent, promptText, root, logDir string, live io.Write
 
 // protectedFiles are the runner-owned files an agent must not change.
 func protectedFiles(l Layout) []string {
-	return []string{l.State(treeFile), l.State(runStateFile), l.State(ConfigFile), l.Gitignore()}
+	return []string{l.State(treeFile), l.State(RunStateFile), l.State(ConfigFile), l.Gitignore()}
 }
 
 // snapshot reads the protected files; a missing one is nil.

@@ -152,7 +152,7 @@ func Create(ctx context.Context, st *fsstore.Store, now time.Time, in Input) (*R
 		text[baton.SectionValidators] = strings.TrimSpace(b.String())
 	}
 
-	if state := repoState(ctx, in.WorkDir); state != "" {
+	if state := repoState(ctx, in.WorkDir, st.Root(), append(append([]string(nil), confirmed...), suggested...)); state != "" {
 		text[baton.SectionContext] = strings.TrimSpace(text[baton.SectionContext] + "\n\n" + state)
 	}
 
@@ -261,8 +261,11 @@ const (
 )
 
 // repoState describes the git state of dir, or "" outside a repository.
-func repoState(ctx context.Context, dir string) string {
-	snap, err := gitx.Open(dir).Snapshot(ctx)
+// files are the packet's files (relative to the project root): in a work
+// tree too large for a whole `git status`, they are what is checked.
+func repoState(ctx context.Context, dir, root string, files []string) string {
+	paths, asPacket := relativeTo(dir, root, files)
+	snap, err := gitx.Open(dir).Snapshot(ctx, paths...)
 	if err != nil {
 		return ""
 	}
@@ -279,11 +282,26 @@ func repoState(ctx context.Context, dir string) string {
 		fmt.Fprintf(&b, "%s(no commits)\n", stateHead)
 	}
 	ours := workChanges(snap.Changes)
-	if len(ours) == 0 {
+	switch {
+	case snap.Partial && len(snap.Checked) == 0:
+		fmt.Fprintf(&b, "%snot checked (the work tree tracks %d files; `git status` lists the changes)\n", stateDirty, snap.Tracked)
+	case snap.Partial:
+		what := "none"
+		if len(ours) > 0 {
+			what = fmt.Sprintf("%d", len(ours))
+		}
+		fmt.Fprintf(&b, "%s%s of the packet's %d file%s (the work tree tracks %d files; baton checked only the packet's)\n",
+			stateDirty, what, len(snap.Checked), plural(len(snap.Checked)), snap.Tracked)
+	case len(ours) == 0:
 		fmt.Fprintf(&b, "%snone\n", stateDirty)
-	} else {
+	default:
 		fmt.Fprintf(&b, "%s%d file%s\n", stateDirty, len(ours), plural(len(ours)))
+	}
+	if len(ours) > 0 {
 		for i, c := range ours {
+			if p, ok := asPacket[c.Path]; ok {
+				c.Path = p
+			}
 			if i == maxDirtyListed {
 				fmt.Fprintf(&b, "  - … and %d more\n", len(ours)-maxDirtyListed)
 				break
@@ -292,6 +310,27 @@ func repoState(ctx context.Context, dir string) string {
 		}
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// relativeTo turns files (relative to root, or absolute) into paths
+// relative to dir, and maps each back to how the packet writes it.
+func relativeTo(dir, root string, files []string) (paths []string, asPacket map[string]string) {
+	asPacket = map[string]string{}
+	base, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, asPacket
+	}
+	for _, f := range files {
+		abs := f
+		if !filepath.IsAbs(abs) {
+			abs = filepath.Join(root, filepath.FromSlash(f))
+		}
+		if p, err := filepath.Rel(base, abs); err == nil {
+			paths = append(paths, p)
+			asPacket[p] = f
+		}
+	}
+	return paths, asPacket
 }
 
 // workChanges drops the context store's own files: they are baton's

@@ -120,7 +120,8 @@ func codeSpan(s string) string {
 // work. It returns "" outside a git repository.
 func Drift(ctx context.Context, root string, p *baton.Packet) string {
 	repo := gitx.Open(root)
-	snap, err := repo.Snapshot(ctx)
+	confirmed, suggested := packetFiles(p)
+	snap, err := repo.Snapshot(ctx, append(append([]string(nil), confirmed...), suggested...)...)
 	if err != nil {
 		return ""
 	}
@@ -141,7 +142,6 @@ func Drift(ctx context.Context, root string, p *baton.Packet) string {
 			lines = append(lines, fmt.Sprintf("- HEAD is `%s`; the packet recorded `%s`, which is not in this history (rebased or another branch).", head.Short(), recHead))
 		}
 	}
-	confirmed, _ := packetFiles(p)
 	var gone []string
 	for _, f := range confirmed {
 		if !fileExists(root, f) {
@@ -151,7 +151,13 @@ func Drift(ctx context.Context, root string, p *baton.Packet) string {
 	if len(gone) > 0 {
 		lines = append(lines, "- Confirmed files that no longer exist: "+strings.Join(gone, ", ")+".")
 	}
-	if n := len(workChanges(snap.Changes)); n > 0 {
+	if ours := workChanges(snap.Changes); snap.Partial && len(ours) > 0 {
+		var names []string
+		for _, c := range ours {
+			names = append(names, "`"+c.Path+"`")
+		}
+		lines = append(lines, fmt.Sprintf("- %d of the packet's files differ from HEAD now: %s (the work tree is too large to check whole; `git status` shows the rest).", len(ours), strings.Join(names, ", ")))
+	} else if n := len(ours); n > 0 {
 		lines = append(lines, fmt.Sprintf("- %d uncommitted change%s in the work tree now (`git status` shows them).", n, plural(n)))
 	}
 	if len(lines) == 0 {

@@ -3,7 +3,6 @@ package hook
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/fsstore"
@@ -48,10 +47,6 @@ func SessionContext(st *fsstore.Store, sessionID string, afterCompact bool) (str
 	} else {
 		fmt.Fprintf(&b, "baton: the working context of this project is in %s.\n", st.Dir())
 	}
-	sums, _, err := st.PacketSummaries()
-	if err != nil {
-		return "", nil, err
-	}
 	latest, err := st.Latest()
 	if err != nil {
 		return "", nil, err
@@ -70,7 +65,11 @@ func SessionContext(st *fsstore.Store, sessionID string, afterCompact bool) (str
 		fmt.Fprintf(&b, "Render it in full with `baton pickup %s`.\n", p.ID)
 	}
 	if afterCompact && sessionID != "" {
-		if saved := newestPacketOf(sums, sessionID); saved != nil && (p == nil || saved.ID != p.ID) {
+		saved, ok, err := st.NewestOfSession(sessionID)
+		if err != nil {
+			return "", nil, err
+		}
+		if ok && (p == nil || saved.ID != p.ID) {
 			fmt.Fprintf(&b, "\nBefore compaction baton saved packet %s (`baton pickup %s`).\n", saved.ID, saved.ID)
 		}
 	}
@@ -97,11 +96,9 @@ func SessionContext(st *fsstore.Store, sessionID string, afterCompact bool) (str
 			fmt.Fprintf(&b, "Each time you stop, the loop prompt comes back until you %s.\nLoop prompt:\n%s\n", loop.HowToFinish(l), baton.Truncate(l.Prompt, maxLoopPrompt, prompt.TruncatedMarker))
 		}
 	}
-	var since time.Time
-	for _, s := range sums {
-		if s.CreatedAt.After(since) {
-			since = s.CreatedAt
-		}
+	since, err := st.NewestCreated()
+	if err != nil {
+		return "", nil, err
 	}
 	// What `baton files` lists: touches since the last packet that no
 	// packet has taken yet.
@@ -145,14 +142,4 @@ func progressOf(l *baton.Loop) string {
 		return fmt.Sprintf("%d (no limit)", l.Iteration)
 	}
 	return fmt.Sprintf("%d/%d", l.Iteration, l.MaxIterations)
-}
-
-// newestPacketOf returns the newest of sums written for session id.
-func newestPacketOf(sums []fsstore.PacketSummary, sessionID string) *fsstore.PacketSummary {
-	for i, s := range sums {
-		if s.SessionID == sessionID {
-			return &sums[i]
-		}
-	}
-	return nil
 }

@@ -241,7 +241,7 @@ func TestResourcesAndPrompts(t *testing.T) {
 	for _, r := range list.Resources {
 		uris = append(uris, r.URI)
 	}
-	if want := []string{"baton://loops/" + loopID, "baton://packets/" + id}; fmt.Sprint(uris) != fmt.Sprint(want) {
+	if want := []string{"baton://packets/" + id, "baton://loops/" + loopID}; fmt.Sprint(uris) != fmt.Sprint(want) {
 		t.Errorf("resources = %v, want %v", uris, want)
 	}
 	tmpls, err := f.cs.ListResourceTemplates(ctx, nil)

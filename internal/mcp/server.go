@@ -8,10 +8,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -65,9 +66,19 @@ type Server struct {
 	mu  sync.Mutex
 	st  *fsstore.Store    // nil while no project is known
 	svc *delivery.Service // opened at the first delivery call
-	// published are the resource URIs registered for the store's packets
-	// and loops, so a change can be announced as list_changed.
-	published map[string]bool
+	// stateURI is the registered resource that stands for the store's
+	// state (sync), generation counts its changes, runnerListed says
+	// whether the runner's tree is registered.
+	stateURI     string
+	generation   int
+	runnerListed bool
+	// seen is the state of the store at the last sync; settled is false
+	// when it could still change unseen (syncIfChanged).
+	seen    watched
+	settled bool
+	// ticks and syncs count the watch's ticks and the store reads, so a
+	// test can tell a watch that stats from one that lists.
+	ticks, syncs atomic.Int64
 	// calls maps callHeader keys to the contexts of the HTTP requests in
 	// flight (HTTPHandler).
 	calls sync.Map
@@ -83,7 +94,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Server{opts: opts, published: map[string]bool{}}
+	s := &Server{opts: opts}
 	if opts.Root != "" {
 		s.st = fsstore.Open(opts.Root, fsstore.Options{Now: opts.Now})
 	}
@@ -95,6 +106,7 @@ func New(opts Options) (*Server, error) {
 		Instructions: s.instructions(),
 		// Only what baton serves: no logging capability it never uses.
 		Capabilities: &sdk.ServerCapabilities{},
+		PageSize:     PageSize,
 	})
 	for _, t := range tools {
 		t.add(s)
@@ -109,11 +121,16 @@ func New(opts Options) (*Server, error) {
 	// a client waits for initialize, and a large store would delay it.
 	s.sdk.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-			if method == "resources/list" {
-				s.sync()
-			}
 			ctx, done := s.callContext(ctx, method, req)
 			defer done()
+			if method == "resources/list" {
+				s.syncIfChanged()
+				var cursor string
+				if p, ok := req.GetParams().(*sdk.ListResourcesParams); ok && p != nil {
+					cursor = p.Cursor
+				}
+				return s.listResources(cursor)
+			}
 			res, err := next(ctx, method, req)
 			if err != nil && (method == "prompts/get" || method == "resources/read") {
 				err = rpcError(err)
@@ -190,8 +207,16 @@ func (s *Server) writeStore(ctx context.Context) (*fsstore.Store, error) {
 	return st, nil
 }
 
+// PageSize is how many resources (or tools, or prompts) one list answer
+// holds; a client asks for the next page with the cursor it gives. A
+// store of thousands of packets would otherwise answer one list in
+// megabytes.
+const PageSize = 100
+
 // Watch announces packets and loops that appear or go away while the
-// server runs, whoever wrote them (a hook, the CLI, another agent).
+// server runs, whoever wrote them (a hook, the CLI, another agent). Each
+// tick stats the packet and loop directories and the runner's state; the
+// store is read only when one of them changed.
 func (s *Server) Watch(ctx context.Context) {
 	every := s.opts.Watch
 	switch {
@@ -207,63 +232,152 @@ func (s *Server) Watch(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			s.sync()
+			s.ticks.Add(1)
+			s.syncIfChanged()
 		}
 	}
 }
 
-// sync registers a resource for every packet and loop in the store (and
-// the runner's tree while a run exists) and removes those that are gone;
-// the SDK sends resources/list_changed for each change.
+// watched is what tells syncIfChanged the store changed.
+type watched struct {
+	store  fsstore.Changes
+	runner [2]int64 // the runner state file's mtime and size; zero when absent
+}
+
+// syncIfChanged syncs when the store or the runner's state changed since
+// the last sync, or could have changed unseen.
+func (s *Server) syncIfChanged() {
+	st := s.store()
+	if st == nil {
+		return
+	}
+	var w watched
+	var settled bool
+	w.store, settled = st.Changes()
+	if fi, err := os.Stat(goaltree.Layout{Root: st.Root()}.State(goaltree.RunStateFile)); err == nil {
+		w.runner = [2]int64{fi.ModTime().UnixNano(), fi.Size()}
+	}
+	s.mu.Lock()
+	same := s.settled && s.seen == w
+	s.seen, s.settled = w, settled
+	s.mu.Unlock()
+	if !same {
+		s.sync()
+	}
+}
+
+// sync announces that the store changed (resources/list_changed) and
+// registers the runner's tree while a run exists. The packets and loops
+// are not registered one by one: resources/list reads them from the
+// store's index a page at a time (listResources). The SDK announces a
+// change of its own set of resources only, so the store's state is one
+// registered resource whose URI changes with it; listResources never
+// lists it.
 func (s *Server) sync() {
 	st := s.store()
 	if st == nil {
 		return
 	}
-	type entry struct {
-		r *sdk.Resource
-		h sdk.ResourceHandler
+	s.syncs.Add(1)
+	_, runErr := (goaltree.Layout{Root: st.Root()}).LoadRunState()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stateURI != "" {
+		s.sdk.RemoveResources(s.stateURI)
 	}
-	want := map[string]entry{}
-	if sums, _, err := st.PacketSummaries(); err == nil {
-		for _, p := range sums {
-			r := &sdk.Resource{URI: packetURI + p.ID, Name: "packet " + p.ID, MIMEType: "text/markdown", Description: "handoff packet (" + string(p.Status) + ")"}
-			want[r.URI] = entry{r, s.readResource}
+	s.generation++
+	s.stateURI = fmt.Sprintf("%s%d", stateURI, s.generation)
+	s.sdk.AddResource(&sdk.Resource{URI: s.stateURI, Name: "store state", MIMEType: "text/plain",
+		Description: "changes whenever the store's packets or loops do"}, s.readState)
+	switch {
+	case runErr == nil && !s.runnerListed:
+		s.sdk.AddResource(runnerResource, s.readRunnerTree)
+		s.runnerListed = true
+	case runErr != nil && s.runnerListed:
+		s.sdk.RemoveResources(runnerTreeURI)
+		s.runnerListed = false
+	}
+}
+
+// stateURI prefixes the registered resource that stands for the store's
+// state.
+const stateURI = "baton://store/state/"
+
+var runnerResource = &sdk.Resource{URI: runnerTreeURI, Name: "runner tree", MIMEType: "text/plain",
+	Description: "The goal-tree runner's tree (baton run tree)"}
+
+// readState answers a read of the store-state resource: it names no
+// content, only a change.
+func (s *Server) readState(_ context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain",
+		Text: "The store changed: list the resources again."}}}, nil
+}
+
+// listResources answers resources/list: the packets, newest first, then
+// the loops, newest first, then the runner's tree while a run exists,
+// PageSize at a time. Each page reads the index and stats the files it
+// lists, whatever the store holds. The cursor names the last resource
+// given ("p" and a packet cursor, "l" and a loop id).
+func (s *Server) listResources(cursor string) (*sdk.ListResourcesResult, error) {
+	res := &sdk.ListResourcesResult{Resources: []*sdk.Resource{}}
+	st := s.store()
+	if st == nil {
+		return res, nil
+	}
+	bad := &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "cursor is not one baton gave: list the resources again without it"}
+	kind, after := "p", ""
+	if cursor != "" {
+		kind, after = cursor[:1], cursor[1:]
+		if kind != "p" && kind != "l" && kind != "r" {
+			return nil, bad
 		}
 	}
-	if ids, err := st.LoopIDs(); err == nil {
-		for _, id := range ids {
-			r := &sdk.Resource{URI: loopURI + id, Name: "loop " + id, MIMEType: "text/markdown", Description: "loop"}
-			want[r.URI] = entry{r, s.readResource}
+	room := PageSize
+	if kind == "p" {
+		page, err := st.ListPackets(fsstore.PacketQuery{Limit: room, Cursor: after})
+		if baton.ErrorCode(err) == baton.Invalid {
+			return nil, bad
+		} else if err != nil {
+			return nil, err
+		}
+		for _, p := range page.Summaries {
+			res.Resources = append(res.Resources, &sdk.Resource{URI: packetURI + p.ID, Name: "packet " + p.ID, MIMEType: "text/markdown",
+				Description: "handoff packet (" + string(p.Status) + "): " + p.Purpose})
+		}
+		room -= len(page.Summaries)
+		if page.Next != "" {
+			res.NextCursor = "p" + page.Next
+			return res, nil
+		}
+		kind, after = "l", ""
+	}
+	if kind == "l" {
+		ls, _, err := st.ListLoops(fsstore.LoopFilter{})
+		if err != nil {
+			return nil, err
+		}
+		start := 0
+		if after != "" {
+			start = slices.IndexFunc(ls, func(l *baton.Loop) bool { return l.ID == after }) + 1 // a loop gone since: from the first
+		}
+		for _, l := range ls[start:] {
+			if room == 0 {
+				res.NextCursor = "l" + res.Resources[len(res.Resources)-1].URI[len(loopURI):]
+				return res, nil
+			}
+			res.Resources = append(res.Resources, &sdk.Resource{URI: loopURI + l.ID, Name: "loop " + l.ID, MIMEType: "text/markdown",
+				Description: "loop (" + string(l.Status) + ")"})
+			room--
 		}
 	}
 	if _, err := (goaltree.Layout{Root: st.Root()}).LoadRunState(); err == nil {
-		want[runnerTreeURI] = entry{&sdk.Resource{URI: runnerTreeURI, Name: "runner tree", MIMEType: "text/plain",
-			Description: "The goal-tree runner's tree (baton run tree)"}, s.readRunnerTree}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var gone []string
-	for uri := range s.published {
-		if _, ok := want[uri]; !ok {
-			gone = append(gone, uri)
-			delete(s.published, uri)
+		if room == 0 {
+			res.NextCursor = "r"
+			return res, nil
 		}
+		res.Resources = append(res.Resources, runnerResource)
 	}
-	if len(gone) > 0 {
-		s.sdk.RemoveResources(gone...)
-	}
-	var added []string
-	for uri := range want {
-		if !s.published[uri] {
-			added = append(added, uri)
-		}
-	}
-	sort.Strings(added)
-	for _, uri := range added {
-		s.published[uri] = true
-		s.sdk.AddResource(want[uri].r, want[uri].h)
-	}
+	return res, nil
 }
 
 // toolNames lists every tool baton can serve, in the order served; the

@@ -96,7 +96,7 @@ var allTools = []tool{
 	}},
 	{"search", func(s *Server) {
 		addTool(s, &sdk.Tool{Name: "search", Annotations: readOnly,
-			Description: "Find all the words in packets, loop prompts and notes (and transcripts if enabled); best 10 first."}, s.search)
+			Description: "Find words in packets, loop prompts and notes (and transcripts if enabled); best first."}, s.search)
 	}},
 	{"review_pr_brief", func(s *Server) {
 		addTool(s, &sdk.Tool{Name: "review_pr_brief", Annotations: readRemote,
@@ -226,7 +226,7 @@ func (s *Server) handoff(ctx context.Context, _ *sdk.CallToolRequest, in handoff
 	if err != nil {
 		return nil, nil, err
 	}
-	s.sync()
+	s.syncIfChanged()
 	out := handoffOut{ID: res.Packet.ID, Path: res.Path, Confirmed: nonNil(res.Packet.RelevantFilesConfirmed), Suggested: nonNil(res.Packet.RelevantFilesSuggested), Warnings: res.Warnings}
 	return text("Wrote packet %s (%s). The next session continues with the pickup tool, or `baton pickup %s`.", res.Packet.ID, res.Path, res.Packet.ID), out, nil
 }
@@ -234,6 +234,7 @@ func (s *Server) handoff(ctx context.Context, _ *sdk.CallToolRequest, in handoff
 type packetsIn struct {
 	Status string `json:"status,omitempty" jsonschema:"draft, active, done or blocked (default all)"`
 	Limit  int    `json:"limit,omitempty" jsonschema:"default 20"`
+	Cursor string `json:"cursor,omitempty"`
 }
 
 type packetRow struct {
@@ -244,9 +245,10 @@ type packetRow struct {
 }
 
 type packetsOut struct {
-	Packets []packetRow `json:"packets"`
-	More    int         `json:"more,omitempty"`
-	Skipped []string    `json:"skipped,omitempty"`
+	Packets    []packetRow `json:"packets"`
+	More       int         `json:"more,omitempty"`
+	NextCursor string      `json:"next_cursor,omitempty"`
+	Skipped    []string    `json:"skipped,omitempty"`
 }
 
 func (s *Server) packets(_ context.Context, _ *sdk.CallToolRequest, in packetsIn) (*sdk.CallToolResult, any, error) {
@@ -265,28 +267,24 @@ func (s *Server) packets(_ context.Context, _ *sdk.CallToolRequest, in packetsIn
 	if limit == 0 {
 		limit = 20
 	}
-	ps, warnings, err := st.FindPackets(fsstore.PacketFilter{Status: status})
+	page, err := st.ListPackets(fsstore.PacketQuery{Status: status, Limit: limit, Cursor: in.Cursor})
 	if err != nil {
 		return nil, nil, err
 	}
-	out := packetsOut{Packets: []packetRow{}}
+	out := packetsOut{Packets: []packetRow{}, More: page.More, NextCursor: page.Next}
 	var b strings.Builder
-	for i, p := range ps {
-		if i == limit {
-			out.More = len(ps) - limit
-			break
-		}
+	for _, p := range page.Summaries {
 		out.Packets = append(out.Packets, packetRow{ID: p.ID, Status: string(p.Status), Purpose: p.Purpose, UpdatedAt: baton.FormatTime(p.UpdatedAt)})
 		fmt.Fprintf(&b, "%s  %s  %s\n", p.ID, p.Status, p.Purpose)
 	}
-	for _, w := range warnings {
+	for _, w := range page.Skipped {
 		out.Skipped = append(out.Skipped, w.Error())
 	}
 	switch {
-	case len(out.Packets) == 0:
+	case len(out.Packets) == 0 && in.Cursor == "":
 		b.WriteString("No packets. Write one with the handoff tool.\n")
 	case out.More > 0:
-		fmt.Fprintf(&b, "(%d more; raise limit)\n", out.More)
+		fmt.Fprintf(&b, "(%d more; cursor %s gives the next page)\n", out.More, out.NextCursor)
 	}
 	return text("%s", b.String()), out, nil
 }
@@ -302,6 +300,7 @@ type filesOut struct {
 	Files        []fsstore.FileRank `json:"files"`
 	More         int                `json:"more,omitempty"`
 	SkippedLines int                `json:"skipped_lines,omitempty"`
+	Approximate  bool               `json:"approximate,omitempty"`
 }
 
 // defaultFiles is how many files the files tool lists unless asked: the
@@ -321,7 +320,7 @@ func (s *Server) files(_ context.Context, _ *sdk.CallToolRequest, in filesIn) (*
 	if err != nil {
 		return nil, nil, err
 	}
-	out := filesOut{Files: res.Files, More: res.More, SkippedLines: res.SkippedLines}
+	out := filesOut{Files: res.Files, More: res.More, SkippedLines: res.SkippedLines, Approximate: res.Approximate}
 	if res.Since != nil {
 		out.Since = res.Since.ID
 	}
@@ -427,7 +426,7 @@ func (s *Server) loopStart(ctx context.Context, _ *sdk.CallToolRequest, in loopS
 	if err != nil {
 		return nil, nil, err
 	}
-	s.sync()
+	s.syncIfChanged()
 	limit := "no iteration limit"
 	if l.MaxIterations > 0 {
 		limit = fmt.Sprintf("at most %d iterations", l.MaxIterations)

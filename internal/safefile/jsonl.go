@@ -83,6 +83,10 @@ type ScanStats struct {
 	Corrupt int // lines that were not valid JSON, torn tail included
 }
 
+// ErrSkipLine, returned by a ScanLines decoder, passes over a line the
+// caller does not want without counting it as corrupt.
+var ErrSkipLine = errors.New("line skipped")
+
 // MaxLineLen bounds one JSONL line; longer lines are skipped and counted
 // as corrupt.
 const MaxLineLen = 1 << 20
@@ -106,15 +110,28 @@ func ScanJSONLTail[T any](path string, tail int64, fn func(T) error) (ScanStats,
 // bytes are read (from the first whole line in them): the newest records
 // of a log that only grows, in bounded time whatever its size.
 func ScanLines[T any](path string, tail int64, decode func([]byte, *T) error, fn func(T) error) (ScanStats, error) {
-	var st ScanStats
 	f, err := OpenRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return st, nil
+		return ScanStats{}, nil
 	} else if err != nil {
-		return st, fmt.Errorf("open %s: %w", path, err)
+		return ScanStats{}, fmt.Errorf("open %s: %w", path, err)
 	}
 	defer f.Close()
+	return ScanFile(f, 0, tail, decode, fn)
+}
+
+// ScanFile is ScanLines over a file the caller opened (with OpenRegular),
+// from byte offset from, which must start a line; tail, when > 0, reads
+// only the last tail bytes instead. A caller that read an offset from the
+// file itself scans that same file, even if another process has replaced
+// the path since.
+func ScanFile[T any](f *os.File, from, tail int64, decode func([]byte, *T) error, fn func(T) error) (ScanStats, error) {
+	var st ScanStats
+	path := f.Name()
 	r := bufio.NewReaderSize(f, 256<<10)
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return st, fmt.Errorf("read %s: %w", path, err)
+	}
 	if tail > 0 {
 		if fi, err := f.Stat(); err == nil && fi.Size() > tail {
 			// Start after the last newline before the tail, so a line that
@@ -149,7 +166,8 @@ func ScanLines[T any](path string, tail int64, decode func([]byte, *T) error, fn
 		}
 		if line = bytes.TrimSpace(line); len(line) > 0 {
 			var v T
-			if jerr := decode(line, &v); jerr != nil {
+			if jerr := decode(line, &v); jerr == ErrSkipLine {
+			} else if jerr != nil {
 				st.Corrupt++
 			} else {
 				st.Lines++

@@ -92,17 +92,25 @@ func kind(m fs.FileMode) string {
 // most max bytes. A larger file is refused with ErrTooLarge before it is
 // read; a file that grows while read is cut off at max+1 and refused.
 func ReadFile(path string, max int64) ([]byte, error) {
+	b, _, err := ReadFileInfo(path, max)
+	return b, err
+}
+
+// ReadFileInfo is ReadFile that also returns what fstat said of the file
+// it read, so a caller can record the size and time of exactly the
+// content it got.
+func ReadFileInfo(path string, max int64) ([]byte, fs.FileInfo, error) {
 	f, err := OpenRegular(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if fi.Size() > max {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, fi.Size(), max)}
+		return nil, nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, fi.Size(), max)}
 	}
 	// One buffer of the size fstat gave, plus a byte to see growth: a
 	// large file is not copied again each time a growing buffer doubles.
@@ -116,13 +124,13 @@ func ReadFile(path string, max int64) ([]byte, error) {
 		if err == io.EOF {
 			break
 		} else if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if int64(len(b)) > max {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: over %d bytes", ErrTooLarge, max)}
+		return nil, nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: over %d bytes", ErrTooLarge, max)}
 	}
-	return b, nil
+	return b, fi, nil
 }
 
 // TempMarker is in the name of every temp file WriteAtomic makes:
@@ -141,6 +149,44 @@ func WriteAtomic(path string, data []byte, perm os.FileMode) error {
 	}
 	name := tmp.Name()
 	if err := writeSyncClose(tmp, data); err != nil {
+		os.Remove(name)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(name, path); err != nil {
+		os.Remove(name)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// WriteCache is WriteAtomic without the fsync, for a file that is a
+// cache of others and is rebuilt when it is damaged (the store's
+// indexes): readers still see the old file or the new one, never a torn
+// mix, but after a crash the new one may be empty or missing, which its
+// reader must detect. An fsync costs a hook more than the rest of its
+// index update.
+func WriteCache(path string, data []byte, perm os.FileMode) error {
+	return WriteCacheFunc(path, perm, func(f *os.File) error {
+		_, err := f.Write(data)
+		return err
+	})
+}
+
+// WriteCacheFunc is WriteCache with the content written by write, into
+// the temp file, so that parts of another file can be copied in by the
+// kernel rather than through memory.
+func WriteCacheFunc(path string, perm os.FileMode, write func(*os.File) error) error {
+	tmp, err := createTemp(path, perm)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	name := tmp.Name()
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		os.Remove(name)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
 		os.Remove(name)
 		return fmt.Errorf("write %s: %w", path, err)
 	}

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Measures every hook and store call at two scales (see bench/scalebench):
+# a small project and a monorepo-sized one, generated once into
+# ${XDG_CACHE_HOME:-~/.cache}/baton-bench. Prints markdown tables for
+# docs/benchmarks.md, with the machine and date.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=$(mktemp -d)/baton
+CGO_ENABLED=0 go build -o "$bin" ./cmd/baton  # static: no dynamic loader on every hook
+echo "Date: $(date -u +%Y-%m-%dT%H:%MZ); machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(go version | cut -d' ' -f3); $(git --version); load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+go run ./bench/scalebench -baton "$bin" "$@"
+rm -rf "$(dirname "$bin")"

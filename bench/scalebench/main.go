@@ -1,0 +1,403 @@
+// Command scalebench measures the context store at monorepo scale: every
+// hook and store command as a whole process, and the MCP server's calls
+// over stdio, in a small project (1×) and in a large one (a git repository
+// of 100,000 tracked and 20,000 untracked files, 10,000 packets, 200 loops
+// and a 1,000,000-line relevant-files log), beside /bin/true in the same
+// run. It prints a markdown table with each call's growth from small to
+// large. The projects are generated once (bench/scalegen) into
+// ${XDG_CACHE_HOME:-~/.cache}/baton-bench and reused; each run starts from
+// the store as generated, without an index.
+//
+//	go run ./bench/scalebench -baton /path/to/baton [-n 40] [-idle 60s] [-git]
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/baton-agent/baton/bench/proctime"
+	"github.com/baton-agent/baton/bench/scalegen"
+)
+
+func main() {
+	bin := flag.String("baton", "", "the baton binary to measure")
+	n := flag.Int("n", 40, "runs per call and scale")
+	idle := flag.Duration("idle", 60*time.Second, "how long to watch the idle MCP server's CPU (0 skips it)")
+	cache := flag.String("cache", "", "where generated projects are kept (default ${XDG_CACHE_HOME:-~/.cache}/baton-bench)")
+	only := flag.String("only", "", "comma-separated calls to run (default all), by the start of their name")
+	gitCosts := flag.Bool("git", false, "also time the git commands a handoff could run, at each scale")
+	scales := flag.String("scales", "small,large", "which projects: small, large or both")
+	flag.Parse()
+	if *bin == "" {
+		fmt.Fprintln(os.Stderr, "usage: scalebench -baton PATH")
+		os.Exit(2)
+	}
+	abs, err := filepath.Abs(*bin)
+	check(err)
+	*bin = abs
+	if *cache == "" {
+		*cache, err = scalegen.DefaultCacheDir()
+		check(err)
+	}
+	logf := func(f string, a ...any) { fmt.Fprintf(os.Stderr, "scalebench: "+f+"\n", a...) }
+
+	var results []*result
+	var idles []string
+	var gits [][]gitCost
+	for _, name := range strings.Split(*scales, ",") {
+		spec := map[string]scalegen.Spec{"small": scalegen.Small, "large": scalegen.Large}[name]
+		if spec.Name == "" {
+			check(fmt.Errorf("no scale %q: give small, large or both", name))
+		}
+		in, err := scalegen.Cached(*cache, spec, logf)
+		check(err)
+		check(in.Reset())
+		b := &bench{bin: *bin, repo: in.Repo(), n: *n, logf: logf}
+		for _, c := range b.calls() {
+			if !selected(*only, c.name) {
+				continue
+			}
+			r := find(&results, c)
+			logf("%s: %s", spec.Name, c.name)
+			st, err := c.measure(b)
+			check(err)
+			r.at[spec.Name] = st
+		}
+		if *idle > 0 && selected(*only, "MCP server idle") {
+			cpu, err := b.idleCPU(*idle)
+			check(err)
+			idles = append(idles, fmt.Sprintf("| %s | %s | %.3f %% of a core |", spec.Name, idle.String(), cpu))
+		}
+		if *gitCosts {
+			gits = append(gits, b.gitCosts(spec.Name))
+		}
+	}
+	printTable(results)
+	if len(idles) > 0 {
+		fmt.Println()
+		fmt.Println("| MCP server idle, after listing resources | watched | CPU (goal < 0.1 % of a core) |")
+		fmt.Println("|---|---:|---:|")
+		for _, l := range idles {
+			fmt.Println(l)
+		}
+	}
+	if len(gits) > 0 {
+		printGit(gits)
+	}
+}
+
+func selected(only, name string) bool {
+	if only == "" {
+		return true
+	}
+	for _, o := range strings.Split(only, ",") {
+		if strings.HasPrefix(name, strings.TrimSpace(o)) {
+			return true
+		}
+	}
+	return false
+}
+
+// bench runs calls in one project.
+type bench struct {
+	bin, repo string
+	n         int
+	logf      func(string, ...any)
+}
+
+// call is one thing measured: a whole process, or one MCP request in a
+// fresh server.
+type call struct {
+	name    string
+	goal    string
+	measure func(b *bench) (proctime.Stats, error)
+}
+
+type result struct {
+	call
+	at map[string]proctime.Stats
+}
+
+func find(rs *[]*result, c call) *result {
+	for _, r := range *rs {
+		if r.name == c.name {
+			return r
+		}
+	}
+	r := &result{call: c, at: map[string]proctime.Stats{}}
+	*rs = append(*rs, r)
+	return r
+}
+
+// calls lists what is measured, in order: the first calls after a
+// checkout (no index yet), reads, then writes (which grow the store).
+func (b *bench) calls() []call {
+	tracked := filepath.Join(b.repo, "services/svc000/pkg00/file000.go")
+	hook := func(name, event, goal string, payload map[string]any, check func([]byte) error) call {
+		payload["session_id"] = scalegen.Session
+		payload["cwd"] = b.repo
+		in, _ := json.Marshal(payload)
+		return call{name, goal, func(b *bench) (proctime.Stats, error) {
+			return proctime.Measure(proctime.Run{Argv: []string{b.bin, "hook", event, "--harness", "claude"}, Stdin: in, N: b.n,
+				Dir: os.TempDir(), Check: check}) // a harness runs hooks from anywhere: the payload names the project
+		}}
+	}
+	cmd := func(name, goal string, args ...string) call {
+		return call{name, goal, func(b *bench) (proctime.Stats, error) {
+			return proctime.Measure(proctime.Run{Argv: append([]string{b.bin}, args...), Dir: b.repo, N: b.n})
+		}}
+	}
+	once := func(c call) call {
+		c.measure = func(m func(*bench) (proctime.Stats, error)) func(*bench) (proctime.Stats, error) {
+			return func(b *bench) (proctime.Stats, error) { nb := *b; nb.n = 1; return m(&nb) }
+		}(c.measure)
+		return c
+	}
+	body := filepath.Join(os.TempDir(), "scalebench-body.md")
+	check(os.WriteFile(body, []byte("## Intent\nShip it.\n\n## Next Prompt\nRun the tests.\n"), 0o644))
+	blocks := func(out []byte) error {
+		if !bytes.Contains(out, []byte(`"decision":"block"`)) {
+			return fmt.Errorf("the stop did not block: %s", out)
+		}
+		return nil
+	}
+	return []call{
+		{"/bin/true", "", func(b *bench) (proctime.Stats, error) {
+			return proctime.Measure(proctime.Run{Argv: []string{"/bin/true"}, Dir: b.repo, N: b.n})
+		}},
+		once(cmd("first `packet list` after a checkout (builds the index)", "", "packet", "list")),
+		once(hook("first post-tool-use after a checkout (compacts the log)", "post-tool-use", "", map[string]any{"tool_name": "Write", "tool_input": map[string]any{"file_path": tracked, "content": "package pkg00\n"}}, nil)),
+		hook("hook session-start", "session-start", "< 10 ms", map[string]any{"source": "startup"}, nil),
+		cmd("`pickup latest`", "< 20 ms", "pickup", "latest"),
+		cmd("`packet list` (first page)", "< 20 ms", "packet", "list"),
+		cmd("`loop list`", "< 20 ms", "loop", "list"),
+		cmd("`files` (top 50)", "< 20 ms", "files", "--limit", "50"),
+		b.mcpCall("MCP `packets`", `{"name":"packets","arguments":{}}`, "tools/call"),
+		b.mcpCall("MCP `pickup`", `{"name":"pickup","arguments":{}}`, "tools/call"),
+		b.mcpCall("MCP `resources/list` (first page)", `{}`, "resources/list"),
+		hook("hook post-tool-use (Write)", "post-tool-use", "< 10 ms", map[string]any{"tool_name": "Write", "tool_input": map[string]any{"file_path": tracked, "content": "package pkg00\n"}}, nil),
+		hook("hook stop (loop blocks)", "stop", "< 10 ms", map[string]any{"last_assistant_message": "still working", "stop_hook_active": false}, blocks),
+		hook("hook pre-compact (writes a packet)", "pre-compact", "< 10 ms", map[string]any{"trigger": "auto"}, nil),
+		cmd("`handoff` end to end, fsync included", "< 30 ms", "handoff", "bench", "--body", body, "--validator", "go test ./..."),
+		b.mcpCall("MCP `handoff`", `{"name":"handoff","arguments":{"purpose":"bench","next_prompt":"Run the tests."}}`, "tools/call"),
+	}
+}
+
+// mcpCall times one request to a fresh `baton mcp` over stdio, from the
+// request written to its answer read, after initialize: the first call a
+// client makes, as a client makes it.
+func (b *bench) mcpCall(name, params, method string) call {
+	return call{name, "< 20 ms", func(b *bench) (proctime.Stats, error) {
+		var ds []time.Duration
+		for i := -1; i < b.n; i++ {
+			s, err := startMCP(b.bin, b.repo)
+			if err != nil {
+				return proctime.Stats{}, err
+			}
+			t0 := time.Now()
+			line, err := s.request(method, params)
+			d := time.Since(t0)
+			s.close()
+			if err != nil {
+				return proctime.Stats{}, fmt.Errorf("%s: %w", name, err)
+			}
+			if strings.Contains(line, `"isError":true`) || strings.Contains(line, `"error":`) {
+				return proctime.Stats{}, fmt.Errorf("%s: the server answered an error: %.500s", name, line)
+			}
+			if i >= 0 {
+				ds = append(ds, d)
+			}
+		}
+		slices.Sort(ds)
+		return proctime.Stats{Runs: len(ds), Median: ds[len(ds)/2], P90: ds[len(ds)*9/10], Max: ds[len(ds)-1]}, nil
+	}}
+}
+
+type mcpSession struct {
+	c   *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+	id  int
+}
+
+func startMCP(bin, repo string) (*mcpSession, error) {
+	c := exec.Command(bin, "mcp")
+	c.Dir = repo
+	in, err := c.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Start(); err != nil {
+		return nil, err
+	}
+	s := &mcpSession{c: c, in: in, out: bufio.NewReaderSize(out, 1<<20)}
+	if _, err := s.request("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"scalebench","version":"1"}}`); err != nil {
+		s.close()
+		return nil, err
+	}
+	if _, err := io.WriteString(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// request sends one request and returns the line that answers it.
+func (s *mcpSession) request(method, params string) (string, error) {
+	s.id++
+	if _, err := fmt.Fprintf(s.in, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", s.id, method, params); err != nil {
+		return "", err
+	}
+	want := `"id":` + strconv.Itoa(s.id) + `,`
+	for {
+		line, err := s.out.ReadString('\n')
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", method, err)
+		}
+		if strings.Contains(line, want) {
+			return line, nil
+		}
+	}
+}
+
+func (s *mcpSession) close() {
+	s.in.Close()
+	s.c.Wait()
+}
+
+// idleCPU starts a server, lists resources once (so it watches the
+// store), and reports the CPU it uses over d while nothing happens, in
+// percent of one core.
+func (b *bench) idleCPU(d time.Duration) (float64, error) {
+	b.logf("MCP server idle for %s", d)
+	s, err := startMCP(b.bin, b.repo)
+	if err != nil {
+		return 0, err
+	}
+	defer s.close()
+	if _, err := s.request("resources/list", `{}`); err != nil {
+		return 0, err
+	}
+	before, err := cpuTime(s.c.Process.Pid)
+	if err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	time.Sleep(d) // the measurement itself: the server is left alone
+	after, err := cpuTime(s.c.Process.Pid)
+	if err != nil {
+		return 0, err
+	}
+	return 100 * (after - before).Seconds() / time.Since(t0).Seconds(), nil
+}
+
+// cpuTime is a process's user and system time from /proc (in clock
+// ticks of 10 ms).
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name may hold spaces: fields start after its ')'.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("read /proc/%d/stat: %v %v", pid, err1, err2)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+}
+
+func printTable(rs []*result) {
+	fmt.Println("| call | goal (median) | 1×: median | p90 | large: median | p90 | growth |")
+	fmt.Println("|---|---|---:|---:|---:|---:|---:|")
+	for _, r := range rs {
+		s, hasS := r.at["small"]
+		l, hasL := r.at["large"]
+		cell := func(st proctime.Stats, ok bool) (string, string) {
+			if !ok {
+				return "", ""
+			}
+			if st.Runs == 1 {
+				return proctime.MS(st.Median), "(once)"
+			}
+			return proctime.MS(st.Median), proctime.MS(st.P90)
+		}
+		sm, sp := cell(s, hasS)
+		lm, lp := cell(l, hasL)
+		growth := ""
+		if hasS && hasL && s.Median > 0 {
+			growth = fmt.Sprintf("%.2f×", float64(l.Median)/float64(s.Median))
+		}
+		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s |\n", r.name, r.goal, sm, sp, lm, lp, growth)
+	}
+}
+
+// gitCost is one git command a handoff could run, timed in a project.
+type gitCost struct {
+	scale, name string
+	st          proctime.Stats
+}
+
+// gitCosts times the ways to learn a work tree's state, so the choice
+// in internal/gitx rests on numbers.
+func (b *bench) gitCosts(scale string) []gitCost {
+	files := "services/svc000/pkg00/file000.go\nservices/svc000/pkg00/file001.go\nservices/svc000/pkg00/file002.go\n"
+	cmds := []struct {
+		name  string
+		argv  []string
+		stdin string
+	}{
+		{"git status --porcelain=v2 --branch -z --untracked-files=all", []string{"git", "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all"}, ""},
+		{"git status --porcelain=v2 --branch -z --untracked-files=no", []string{"git", "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=no"}, ""},
+		{"git diff-index --quiet HEAD", []string{"git", "diff-index", "--quiet", "HEAD", "--"}, ""},
+		{"git log -1 --format=%H%x00%s HEAD", []string{"git", "log", "-1", "--format=%H%x00%s", "HEAD"}, ""},
+		{"git cat-file --batch-check (3 paths at HEAD)", []string{"git", "cat-file", "--batch-check"}, strings.ReplaceAll("HEAD:"+strings.TrimSuffix(files, "\n"), "\n", "\nHEAD:") + "\n"},
+		{"git hash-object --stdin-paths (3 paths)", []string{"git", "hash-object", "--stdin-paths"}, files},
+	}
+	var out []gitCost
+	for _, c := range cmds {
+		b.logf("%s: %s", scale, c.name)
+		var in []byte
+		if c.stdin != "" {
+			in = []byte(c.stdin)
+		}
+		st, err := proctime.Measure(proctime.Run{Argv: c.argv, Stdin: in, Dir: b.repo, N: max(b.n/4, 5), AllowFail: true})
+		check(err)
+		out = append(out, gitCost{scale, c.name, st})
+	}
+	return out
+}
+
+func printGit(all [][]gitCost) {
+	fmt.Println()
+	fmt.Println("| git command | scale | median | p90 |")
+	fmt.Println("|---|---|---:|---:|")
+	for _, cs := range all {
+		for _, c := range cs {
+			fmt.Printf("| `%s` | %s | %s | %s |\n", c.name, c.scale, proctime.MS(c.st.Median), proctime.MS(c.st.P90))
+		}
+	}
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "scalebench:", err)
+		os.Exit(1)
+	}
+}
