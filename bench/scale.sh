@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$(mktemp -d)/baton
 CGO_ENABLED=0 go build -o "$bin" ./cmd/baton  # static: no dynamic loader on every hook
+CGO_ENABLED=0 go build -o "$bin-hook" ./cmd/baton-hook  # what baton install points hooks at
 echo "Date: $(date -u +%Y-%m-%dT%H:%MZ); machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(go version | cut -d' ' -f3); $(git --version); load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-go run ./bench/scalebench -baton "$bin" "$@"
+go run ./bench/scalebench -baton "$bin" -hook "$bin-hook" "$@"
 rm -rf "$(dirname "$bin")"

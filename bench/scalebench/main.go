@@ -32,6 +32,7 @@ import (
 
 func main() {
 	bin := flag.String("baton", "", "the baton binary to measure")
+	hookBin := flag.String("hook", "", "the baton-hook binary hooks run through, as baton install sets them up (default: baton hook)")
 	n := flag.Int("n", 40, "runs per call and scale")
 	idle := flag.Duration("idle", 60*time.Second, "how long to watch the idle MCP server's CPU (0 skips it)")
 	cache := flag.String("cache", "", "where generated projects are kept (default ${XDG_CACHE_HOME:-~/.cache}/baton-bench)")
@@ -46,6 +47,10 @@ func main() {
 	abs, err := filepath.Abs(*bin)
 	check(err)
 	*bin = abs
+	if *hookBin != "" {
+		*hookBin, err = filepath.Abs(*hookBin)
+		check(err)
+	}
 	if *cache == "" {
 		*cache, err = scalegen.DefaultCacheDir()
 		check(err)
@@ -63,7 +68,7 @@ func main() {
 		in, err := scalegen.Cached(*cache, spec, logf)
 		check(err)
 		check(in.Reset())
-		b := &bench{bin: *bin, repo: in.Repo(), n: *n, logf: logf}
+		b := &bench{bin: *bin, hook: *hookBin, repo: in.Repo(), n: *n, logf: logf}
 		for _, c := range b.calls() {
 			if !selected(*only, c.name) {
 				continue
@@ -112,6 +117,7 @@ func selected(only, name string) bool {
 // bench runs calls in one project.
 type bench struct {
 	bin, repo string
+	hook      string // baton-hook, or "" for baton hook
 	n         int
 	logf      func(string, ...any)
 }
@@ -149,7 +155,11 @@ func (b *bench) calls() []call {
 		payload["cwd"] = b.repo
 		in, _ := json.Marshal(payload)
 		return call{name, goal, func(b *bench) (proctime.Stats, error) {
-			return proctime.Measure(proctime.Run{Argv: []string{b.bin, "hook", event, "--harness", "claude"}, Stdin: in, N: b.n,
+			argv := []string{b.bin, "hook", event, "--harness", "claude"}
+			if b.hook != "" {
+				argv = []string{b.hook, event, "--harness", "claude"}
+			}
+			return proctime.Measure(proctime.Run{Argv: argv, Stdin: in, N: b.n,
 				Dir: os.TempDir(), Check: check}) // a harness runs hooks from anywhere: the payload names the project
 		}}
 	}
