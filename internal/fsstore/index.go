@@ -106,17 +106,34 @@ func (a artifact[T]) indexPath(s *Store) string { return s.indexPath(a.index) }
 // moved past it: by this process (settled), or by another, which says so
 // in the index's settled file.
 func (a artifact[T]) current(s *Store, idx *index, now dirStamp) bool {
+	ok, unsettled := a.currentUncounted(s, idx, now)
+	if !ok || !unsettled {
+		return ok
+	}
+	return a.count(s, idx, now)
+}
+
+// currentUncounted is current without the count: unsettled says the
+// stamp is racy and its names were not counted yet.
+func (a artifact[T]) currentUncounted(s *Store, idx *index, now dirStamp) (ok, unsettled bool) {
 	if idx == nil || !idx.Stamp.sameDir(now) {
-		return false
+		return false, false
 	}
 	if !idx.Stamp.Racy || idx.settled.Load() {
-		return true
+		return true, false
 	}
-	ok := a.indexPath(s) + settledSuffix
-	if b, err := safefile.ReadFile(ok, 256); err == nil && string(b) == settledLine(idx) {
+	settled := a.indexPath(s) + settledSuffix
+	if b, err := safefile.ReadFile(settled, 256); err == nil && string(b) == settledLine(idx) {
 		idx.settled.Store(true)
-		return true
+		return true, false
 	}
+	return true, true
+}
+
+// count checks a racy stamp by counting the names in the directory, and
+// settles it when the clock has moved on.
+func (a artifact[T]) count(s *Store, idx *index, now dirStamp) bool {
+	ok := a.indexPath(s) + settledSuffix
 	n, err := countNames(s.path(a.dir))
 	if err != nil || n != idx.Stamp.Count {
 		return false
@@ -307,6 +324,9 @@ type indexWrite[T any] struct {
 	unlock func()
 	idx    *index // the index as it was before the write; nil when it was not current
 	none   bool   // there was no index to keep
+	// unverified says idx's racy stamp was taken as current without a
+	// count: the stamp written is racy too, so a reader counts.
+	unverified bool
 }
 
 // beginIndexWrite takes the index's lock for a write of one artifact and
@@ -335,13 +355,20 @@ func (a artifact[T]) beginIndexWrite(ctx context.Context, s *Store) *indexWrite[
 	if err != nil {
 		return w
 	}
+	// A racy stamp is not counted here: the stamp this write records is
+	// marked racy (commit), so the next reader counts the names, the
+	// file just written included, and finds any it does not know. In a
+	// large directory that saves a writer the reader's work again.
 	idx := s.cachedIndex(a.kind)
-	if !a.current(s, idx, now) {
-		if idx, err = a.readIndex(s); err != nil || !a.current(s, idx, now) {
-			idx = nil
+	ok, unsettled := a.currentUncounted(s, idx, now)
+	if !ok {
+		if idx, err = a.readIndex(s); err == nil {
+			ok, unsettled = a.currentUncounted(s, idx, now)
 		}
 	}
-	w.idx = idx
+	if ok {
+		w.idx, w.unverified = idx, unsettled
+	}
 	return w
 }
 
@@ -372,6 +399,7 @@ func (w *indexWrite[T]) commit(v T, path string, created bool) {
 	}
 	idx.Stamp = now
 	idx.Stamp.Count = count
+	idx.Stamp.Racy = now.Racy || w.unverified
 	if err := safefile.WriteCacheFunc(p, 0o644, idx.writeTo); err != nil {
 		removeIndex(s, a.kind, p)
 		return

@@ -337,6 +337,32 @@ func TestIndexFollowsTheFiles(t *testing.T) {
 		t.Errorf("a packet added in the same clock tick is not listed: %v", got)
 	}
 
+	// The same, with a write next instead of a read: the writer does not
+	// count the names, the stamp it records stays racy, and the next
+	// reader counts and finds the packet the writer did not know of.
+	if fi, err = os.Stat(dir); err != nil {
+		t.Fatal(err)
+	}
+	writePacketFile(t, s, "20261120T093000Z-same-tick-then-write", "draft")
+	if err := os.Chtimes(dir, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	third := testPacket("third")
+	if err := reopen().CreatePacket(ctx, third); err != nil {
+		t.Fatal(err)
+	}
+	idx, err := packets.readIndex(s)
+	if err != nil || !idx.Stamp.Racy {
+		t.Errorf("the stamp a writer recorded without counting is not racy: %+v, %v", idx, err)
+	}
+	s = reopen()
+	if got := packetIDs(t, s); !slices.Contains(got, "20261120T093000Z-same-tick-then-write") {
+		t.Errorf("a packet added in the same clock tick, then a write: not listed: %v", got)
+	}
+	if err := os.Remove(s.packetPath(third.ID)); err != nil { // the rest wants "second" newest
+		t.Fatal(err)
+	}
+
 	// Removed by git.
 	if err := os.Remove(s.packetPath("20261120T080000Z-pulled")); err != nil {
 		t.Fatal(err)
