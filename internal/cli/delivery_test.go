@@ -778,3 +778,23 @@ func TestUnknownCostIsADash(t *testing.T) {
 		}
 	}
 }
+
+// serve's in-process workers take worker's flags, checked the same way.
+func TestServeAndWorkerShareWorkerFlags(t *testing.T) {
+	e := newEnv(t)
+	for _, cmd := range []string{"serve", "worker"} {
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"--lease", "5s", "--heartbeat", "5s"}, "--lease (5s) must be more than twice --heartbeat (5s)"},
+			{[]string{"--rescue-after", "0s"}, "--poll and --rescue-after must be positive"},
+			{[]string{"--workers", "-1"}, "--workers must be at least"},
+		} {
+			r := e.run("", "", append([]string{cmd}, tc.args...)...)
+			if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("baton %s %v: exit %d, stderr %q; want 2 and %q", cmd, tc.args, r.code, r.stderr, tc.want)
+			}
+		}
+	}
+}

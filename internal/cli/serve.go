@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -37,8 +36,7 @@ type serveOptions struct {
 	notifySecretFile           string
 	notifySlackFile            string
 	repos                      []string
-	workers                    int
-	lease, poll                time.Duration
+	run                        workerFlags
 	changed                    func(string) bool
 }
 
@@ -84,7 +82,7 @@ recorded and their phases queued again for the next worker.`,
 	fl := cmd.Flags()
 	fl.StringVar(&o.addr, "addr", "127.0.0.1:7070", "address to listen on")
 	fl.StringVar(&o.db, "db", "", "SQLite database file or postgres:// URL (default: BATON_DATABASE_URL, else <data dir>/baton.db)")
-	fl.IntVar(&o.workers, "workers", 1, "phases to run at once in this process (0: none, workers run elsewhere)")
+	o.run.register(fl, 1, "phases to run at once in this process (0: none, workers run elsewhere)")
 	fl.StringVar(&o.agent, "agent", "", "agent for deliveries that name none: claude, codex, droid or command:<argv>, see docs/agents.md (default $BATON_AGENT, else claude)")
 	fl.StringArrayVar(&o.repos, "repo", nil, "local repository deliveries may be created in from the API (repeatable; default: the one serve runs in)")
 	fl.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
@@ -93,8 +91,6 @@ recorded and their phases queued again for the next worker.`,
 	fl.StringVar(&o.notifySecretFile, "notify-webhook-secret-file", "", "sign those bodies with the secret in this `file` (default $BATON_NOTIFY_WEBHOOK_SECRET_FILE, else the credential notify-webhook-secret)")
 	fl.StringVar(&o.notifySlackFile, "notify-slack-url-file", "", "announce them to the Slack incoming webhook whose URL is in this `file` (default $BATON_NOTIFY_SLACK_URL_FILE, else the credential notify-slack-url)")
 	fl.StringVar(&o.handle, "github-handle", "", "what a comment on a delivery's issue or pull request mentions to send it back to implement (default $BATON_GITHUB_HANDLE, else @baton)")
-	fl.DurationVar(&o.lease, "lease", delivery.DefaultLease, "heartbeat age after which a running phase's worker is taken for dead")
-	fl.DurationVar(&o.poll, "poll", time.Second, "how often idle workers look for jobs")
 	o.sandbox.register(fl)
 	fl.StringVar(&o.githubTokenFile, "github-token-file", "", "read the GitHub token from this `file` (default $BATON_GITHUB_TOKEN_FILE, else GH_TOKEN)")
 	o.app.register(fl)
@@ -113,8 +109,8 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 		return usageError("--log-format must be text or json")
 	}
 	log := slog.New(h)
-	if o.workers < 0 {
-		return usageError("--workers must not be negative")
+	if err := o.run.check(0); err != nil {
+		return err
 	}
 	loopback := web.IsLoopback(o.addr)
 	host, _, err := net.SplitHostPort(o.addr)
@@ -150,7 +146,7 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 		hosts = append(hosts, u.Hostname())
 	}
 	id := delivery.WorkerID("serve")
-	svc, err := f.openDeliveries(ctx, DeliveriesOptions{DB: o.db, Workers: o.workers, WorkerID: id, Poll: o.poll, RescueAfter: 2 * time.Hour})
+	svc, err := f.openDeliveries(ctx, o.run.deliveries(o.db, id))
 	if err != nil {
 		return err
 	}
@@ -199,7 +195,7 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 	defer feed.Close()
 	srv := &web.Server{
 		Deliveries: svc, Feed: feed, Intake: in, Token: token, Open: loopback, Repos: repos, Hosts: hosts,
-		Agent: agentStatus(agent, o.workers == 0), Agents: hook.AgentNames(), Log: log, Version: f.Version, Now: f.Now, Project: serveProject(f),
+		Agent: agentStatus(agent, o.run.workers == 0), Agents: hook.AgentNames(), Log: log, Version: f.Version, Now: f.Now, Project: serveProject(f),
 	}
 
 	ln, err := net.Listen("tcp", o.addr)
@@ -209,11 +205,11 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	base := "http://" + ln.Addr().String()
-	if o.workers > 0 {
+	if o.run.workers > 0 {
 		sandboxNotice(f.IO.Err, conf)
 	}
 	fmt.Fprintf(f.IO.Err, "baton serve: dashboard %s/ · API %s/api · %d worker(s) · agent %s · data in %s (Ctrl-C stops)\n",
-		base, base, o.workers, agent, svc.DataDir)
+		base, base, o.run.workers, agent, svc.DataDir)
 	if srv.Agent.Missing() {
 		fmt.Fprintf(f.IO.Err, "warning: the %s CLI is not installed: %s\n", agent, srv.Agent.Fix)
 	}
@@ -230,13 +226,9 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 			errc <- err
 		}
 	}()
-	if o.workers > 0 {
-		w := &delivery.Worker{
-			Runner:  &delivery.Runner{Service: svc, Owner: id},
-			Lease:   o.lease,
-			Log:     log,
-			Observe: srv.ObserveJob,
-		}
+	if o.run.workers > 0 {
+		w := o.run.worker(svc, id, log)
+		w.Observe = srv.ObserveJob
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
