@@ -110,8 +110,18 @@ func (a artifact[T]) current(s *Store, idx *index, now dirStamp) bool {
 	if !ok || !unsettled {
 		return ok
 	}
+	if at := idx.counted.Load(); at != 0 && time.Now().UnixNano()-at < int64(recount) {
+		// Counted a moment ago: as good as a read then.
+		return true
+	}
 	return a.count(s, idx, now)
 }
+
+// recount is how long a count of the names, while the stamp is still
+// racy, stands for this process: the reads of one command (a hook's, a
+// handoff's) share one count, and a process that lives on counts again,
+// so a change it missed is missed for no longer than this.
+const recount = 50 * time.Millisecond
 
 // currentUncounted is current without the count: unsettled says the
 // stamp is racy and its names were not counted yet.
@@ -138,6 +148,7 @@ func (a artifact[T]) count(s *Store, idx *index, now dirStamp) bool {
 	if err != nil || n != idx.Stamp.Count {
 		return false
 	}
+	idx.counted.Store(time.Now().UnixNano())
 	if !now.Racy {
 		// Counted after the clock moved on: no change to come can keep
 		// the directory's time, and no process need count again.

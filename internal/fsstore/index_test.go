@@ -704,3 +704,37 @@ func TestIndexWriteKeepsTheRest(t *testing.T) {
 	}
 	check("the oldest packet updated (its line beyond the part read)")
 }
+
+// The reads of one command share one count of a racy stamp's names; a
+// process that lives on counts again once the count is older than
+// recount, and finds what was added since.
+func TestRacyCountStandsBriefly(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	if err := s.CreatePacket(context.Background(), testPacket("first")); err != nil {
+		t.Fatal(err)
+	}
+	packetIDs(t, s)
+	idx := s.cachedIndex("packet")
+	if idx == nil {
+		t.Fatal("no cached index after a listing")
+	}
+	// As if the stamp were still racy and this process had just counted.
+	idx.Stamp.Racy = true
+	idx.settled.Store(false)
+	os.Remove(s.indexPath(PacketIndex) + settledSuffix)
+	dir := filepath.Join(s.Dir(), PacketsDir)
+	writePacketFile(t, s, "20261120T090000Z-same-tick", "draft")
+	at := time.Unix(0, idx.Stamp.Mod)
+	if err := os.Chtimes(dir, at, at); err != nil {
+		t.Fatal(err)
+	}
+	idx.counted.Store(time.Now().UnixNano())
+	if got := packetIDs(t, s); slices.Contains(got, "20261120T090000Z-same-tick") {
+		t.Errorf("the names were counted again right after a count: %v", got)
+	}
+	idx.counted.Store(time.Now().Add(-2 * recount).UnixNano())
+	if got := packetIDs(t, s); !slices.Contains(got, "20261120T090000Z-same-tick") {
+		t.Errorf("a count older than %s still stood: %v", recount, got)
+	}
+}

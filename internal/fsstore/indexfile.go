@@ -107,6 +107,9 @@ type index struct {
 	// settled is set when the stamp, racy as written, was found to hold
 	// after the clock moved on (current).
 	settled atomic.Bool
+	// counted is when this process last counted the names and found the
+	// racy stamp to hold (UnixNano); 0 when it did not.
+	counted atomic.Int64
 
 	mu sync.Mutex
 	// body is the entry lines, newest first, in the order listing gives
