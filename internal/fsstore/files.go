@@ -90,8 +90,14 @@ func (s *Store) scanRelevantFiles(tail int64, since time.Time, fn func(logEntry)
 	var from int64
 	if tail == 0 && !since.IsZero() {
 		if fi, err := f.Stat(); err == nil {
-			if h, ok := readLogHeader(f, fi.Size()); ok {
+			// Merged lines are not in time order; the lines as written
+			// (all of a log never compacted) are.
+			h, ok := readLogHeader(f, fi.Size())
+			if ok {
 				from = h.startFor(f, since)
+			}
+			if !ok || from == h.Raw {
+				from = seekTouches(f, from, fi.Size(), since.Add(-appendLag))
 			}
 		}
 	}
@@ -101,6 +107,57 @@ func (s *Store) scanRelevantFiles(tail int64, since time.Time, fn func(logEntry)
 	}
 	st, err := safefile.ScanFile(f, from, tail, decode, fn)
 	return st, refused(f.Name(), err)
+}
+
+// appendLag bounds how much earlier than the line before it a line of
+// the log may be stamped: appends are in time order but for the moments
+// between a hook taking its time and writing its line.
+const appendLag = time.Minute
+
+// seekTouches returns a line start in f at or after from (a line start)
+// and before the first line stamped at or after t, found by bisecting the
+// lines as written, which are in time order (within appendLag, which the
+// caller takes off t). It reads a few small blocks; anything it cannot
+// read as a line baton wrote stops it where it is, so at worst the scan
+// reads more than it needs, never less.
+func seekTouches(f *os.File, from, size int64, t time.Time) int64 {
+	const near = 64 << 10 // close enough: scanning this costs less than seeking on
+	want := t.UTC().Format("2006-01-02T15:04:05")
+	lo, hi := from, size
+	buf := make([]byte, 512)
+	for hi-lo > near {
+		mid := lo + (hi-lo)/2
+		n, _ := f.ReadAt(buf, mid)
+		nl := bytes.IndexByte(buf[:n], '\n')
+		if nl < 0 {
+			return lo
+		}
+		start := mid + int64(nl) + 1
+		ts, ok := lineStamp(buf[nl+1 : n])
+		if !ok {
+			return lo
+		}
+		if ts < want {
+			lo = start
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// lineStamp returns the second of the timestamp a line baton wrote starts
+// with (UTC, "2006-01-02T15:04:05"), and false for any other line.
+func lineStamp(line []byte) (string, bool) {
+	const key = `{"timestamp":"`
+	if len(line) < len(key)+21 || string(line[:len(key)]) != key {
+		return "", false
+	}
+	rest := line[len(key)+19:]
+	if c := rest[0]; (c != 'Z' && c != '.') || !utcStamp(rest) {
+		return "", false
+	}
+	return string(line[len(key) : len(key)+19]), true
 }
 
 // skipBefore is decodeRelevantFile for a scan that wants the touches at
