@@ -88,16 +88,26 @@ func (s *Store) scanRelevantFiles(tail int64, since time.Time, fn func(logEntry)
 	}
 	defer f.Close()
 	var from int64
-	if tail == 0 && !since.IsZero() {
+	if !since.IsZero() {
 		if fi, err := f.Stat(); err == nil {
 			// Merged lines are not in time order; the lines as written
 			// (all of a log never compacted) are.
-			h, ok := readLogHeader(f, fi.Size())
-			if ok {
-				from = h.startFor(f, since)
-			}
-			if !ok || from == h.Raw {
-				from = seekTouches(f, from, fi.Size(), since.Add(-appendLag))
+			size := fi.Size()
+			h, ok := readLogHeader(f, size)
+			switch {
+			case tail > 0 && tail < size:
+				// The tail's first line, bisected on when it lies among
+				// the lines as written.
+				if at, found := lineAfter(f, size-tail-1); found && (!ok || at >= h.Raw) {
+					from, tail = seekTouches(f, at, size, since.Add(-appendLag)), 0
+				}
+			case tail == 0:
+				if ok {
+					from = h.startFor(f, since)
+				}
+				if !ok || from == h.Raw {
+					from = seekTouches(f, from, size, since.Add(-appendLag))
+				}
 			}
 		}
 	}
@@ -144,6 +154,18 @@ func seekTouches(f *os.File, from, size int64, t time.Time) int64 {
 		}
 	}
 	return lo
+}
+
+// lineAfter returns the start of the first line that begins after off
+// (the next byte after a newline at or after off), reading one block;
+// false when there is none in it.
+func lineAfter(f *os.File, off int64) (int64, bool) {
+	buf := make([]byte, 4096)
+	n, _ := f.ReadAt(buf, off)
+	if i := bytes.IndexByte(buf[:n], '\n'); i >= 0 {
+		return off + int64(i) + 1, true
+	}
+	return 0, false
 }
 
 // lineStamp returns the second of the timestamp a line baton wrote starts

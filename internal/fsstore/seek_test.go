@@ -2,8 +2,10 @@ package fsstore
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -96,5 +98,56 @@ func TestSeekTouchesLandsNear(t *testing.T) {
 	got := seekTouches(f, 0, int64(log.Len()), want.Add(-appendLag))
 	if got > first || first-got > 64<<10+512 {
 		t.Errorf("seekTouches = %d; the first line wanted is at %d (log %d bytes)", got, first, log.Len())
+	}
+}
+
+// A hook's query (the touches since a packet, in the log's last bytes)
+// counts exactly the lines of the tail stamped at or after since, seek or
+// no seek.
+func TestRankSinceInTailCountsEveryTouch(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	if _, err := s.Init(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	var log bytes.Buffer
+	type line struct {
+		off  int64
+		at   time.Time
+		path string
+	}
+	var lines []line
+	for i := range 40_000 {
+		at := base.Add(time.Duration(i) * 3 * time.Second)
+		if i%5 == 0 {
+			at = at.Add(-40 * time.Second) // written a moment late
+		}
+		l := line{int64(log.Len()), at, fmt.Sprintf("f%d.go", i%37)}
+		lines = append(lines, l)
+		fmt.Fprintf(&log, `{"timestamp":%q,"file_path":%q,"source":"tool","confidence":0.5}`+"\n", at.Format(time.RFC3339Nano), l.path)
+	}
+	if err := os.WriteFile(s.indexPath(RelevantFilesLog), log.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const tail = 1 << 20
+	for _, since := range []time.Time{base, base.Add(20 * time.Hour), base.Add(30*time.Hour + 7*time.Second), base.Add(1000 * time.Hour)} {
+		want := map[string]int{}
+		for _, l := range lines {
+			if l.off >= int64(log.Len())-tail && !l.at.Before(since) {
+				want[l.path]++
+			}
+		}
+		ranks, _, err := s.RankFiles(FileQuery{Since: since, Tail: tail})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int{}
+		for _, r := range ranks {
+			got[r.Path] = r.Count
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("since %s: counts %v, want %v", since, got, want)
+		}
 	}
 }
