@@ -70,7 +70,7 @@ func TestIndexRoundTrip(t *testing.T) {
 		b[:len(b)/2], // cut
 		[]byte(strings.Replace(string(b), "stamp 1764117300123456789", "stamp 1764117300123456788", 1)), // the head changed: its checksum no longer fits
 		[]byte(strings.Replace(string(b), "\nend\n", "\nend\ne\tx\n", 1)),                               // longer than its head says
-		[]byte(strings.Replace(string(b), "baton-index 4 loop", "baton-index 4 packet", 1)),             // another kind
+		[]byte(strings.Replace(string(b), "baton-index 5 loop", "baton-index 5 packet", 1)),             // another kind
 	} {
 		if _, err := decodeIndex(bad, "loop"); err == nil {
 			t.Errorf("decodeIndex accepted a damaged index:\n%s", bad)
