@@ -94,6 +94,9 @@ func (s *Store) scanRelevantFiles(tail int64, since time.Time, fn func(logEntry)
 			// (all of a log never compacted) are.
 			size := fi.Size()
 			h, ok := readLogHeader(f, size)
+			if tail >= size {
+				tail = 0 // the whole log is the tail
+			}
 			switch {
 			case tail > 0 && tail < size:
 				// The tail's first line, bisected on when it lies among
