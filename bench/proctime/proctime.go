@@ -40,38 +40,74 @@ type Stats struct {
 // returns the timings. A run that fails to start or exits non-zero is an
 // error: a benchmark must not time a failure.
 func Measure(r Run) (Stats, error) {
-	var ds []time.Duration
-	var maxRSS int64
-	for i := -1; i < r.N; i++ {
-		c := exec.Command(r.Argv[0], r.Argv[1:]...)
-		c.Dir = r.Dir
-		var out bytes.Buffer
-		c.Stdout, c.Stderr = &out, &out
-		if r.Stdin != nil {
-			c.Stdin = bytes.NewReader(r.Stdin)
-		}
-		start := time.Now()
-		err := c.Run()
-		d := time.Since(start)
-		var exit *exec.ExitError
-		if err != nil && !(r.AllowFail && errors.As(err, &exit)) {
-			return Stats{}, fmt.Errorf("%v: %v\n%s", r.Argv, err, out.Bytes())
-		}
-		if i == -1 {
-			if r.Check != nil {
-				if err := r.Check(out.Bytes()); err != nil {
-					return Stats{}, fmt.Errorf("%v: %w", r.Argv, err)
-				}
+	st, err := Alternate(r)
+	if err != nil {
+		return Stats{}, err
+	}
+	return st[0], nil
+}
+
+// Alternate times several runs round-robin, one of each per round, so
+// that a machine that gets busier or quieter during the benchmark moves
+// them all alike and their ratios hold. Each gets one untimed warm-up
+// run first; the rounds are the largest N.
+func Alternate(runs ...Run) ([]Stats, error) {
+	rounds := 0
+	for _, r := range runs {
+		rounds = max(rounds, r.N)
+	}
+	ds := make([][]time.Duration, len(runs))
+	maxRSS := make([]int64, len(runs))
+	for i := -1; i < rounds; i++ {
+		for k, r := range runs {
+			if i >= r.N {
+				continue
 			}
-			continue
-		}
-		ds = append(ds, d)
-		if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok && ru.Maxrss*1024 > maxRSS {
-			maxRSS = ru.Maxrss * 1024 // Linux reports KiB
+			d, rss, out, err := once(r)
+			if err != nil {
+				return nil, err
+			}
+			if i == -1 {
+				if r.Check != nil {
+					if err := r.Check(out); err != nil {
+						return nil, fmt.Errorf("%v: %w", r.Argv, err)
+					}
+				}
+				continue
+			}
+			ds[k] = append(ds[k], d)
+			maxRSS[k] = max(maxRSS[k], rss)
 		}
 	}
-	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	return Stats{Runs: len(ds), Median: ds[len(ds)/2], P90: ds[len(ds)*9/10], Max: ds[len(ds)-1], MaxRSS: maxRSS}, nil
+	st := make([]Stats, len(runs))
+	for k, d := range ds {
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		st[k] = Stats{Runs: len(d), Median: d[len(d)/2], P90: d[len(d)*9/10], Max: d[len(d)-1], MaxRSS: maxRSS[k]}
+	}
+	return st, nil
+}
+
+// once runs r a single time: its wall time, peak RSS and output.
+func once(r Run) (time.Duration, int64, []byte, error) {
+	c := exec.Command(r.Argv[0], r.Argv[1:]...)
+	c.Dir = r.Dir
+	var out bytes.Buffer
+	c.Stdout, c.Stderr = &out, &out
+	if r.Stdin != nil {
+		c.Stdin = bytes.NewReader(r.Stdin)
+	}
+	start := time.Now()
+	err := c.Run()
+	d := time.Since(start)
+	var exit *exec.ExitError
+	if err != nil && !(r.AllowFail && errors.As(err, &exit)) {
+		return 0, 0, nil, fmt.Errorf("%v: %v\n%s", r.Argv, err, out.Bytes())
+	}
+	var rss int64
+	if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = ru.Maxrss * 1024 // Linux reports KiB
+	}
+	return d, rss, out.Bytes(), nil
 }
 
 // MS formats d in milliseconds with two decimals.
