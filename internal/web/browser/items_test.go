@@ -216,7 +216,8 @@ func TestDashboardSharesOneStream(t *testing.T) {
 		ids = append(ids, e.mk(fmt.Sprintf("Tab %d", i+1)))
 	}
 	closed := e.mk("Closed before it was opened")
-	for _, id := range append(ids, closed) {
+	later := e.mk("Opened after the closed one")
+	for _, id := range append(ids, closed, later) {
 		e.waitState(id, planWaits)
 	}
 	if _, err := e.svc.Decide(t.Context(), closed, delivery.ActClose, "alice", "not needed"); err != nil {
@@ -234,10 +235,22 @@ func TestDashboardSharesOneStream(t *testing.T) {
 		t.Errorf("a seventh page took %s to load with six delivery tabs open", took)
 	}
 	seventh.open("/deliveries/" + closed)
-	// Give the page time to have asked for a stream, then look.
 	seventh.waitJS("the page's scripts", `document.readyState === "complete"`, 5*time.Second)
-	time.Sleep(500 * time.Millisecond) // nothing to wait for: the test is that nothing happens
-	open, most, watches := e.live.stats()
+	// Then an open delivery's page in the same tab: the stream's next
+	// watch includes it, and any watch the closed page asked for would
+	// have come before it.
+	seventh.open("/deliveries/" + later)
+	var open, most int
+	var watches []string
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		open, most, watches = e.live.stats()
+		if len(watches) > 0 && strings.Contains(watches[len(watches)-1], later) {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the shared stream never watched the later delivery: %q", watches)
+		}
+	}
 	if most > 2 || open > 1 {
 		t.Errorf("the browser held %d streams at once (%d now), want one shared stream", most, open)
 	}
