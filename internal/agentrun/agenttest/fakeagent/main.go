@@ -215,16 +215,15 @@ func record(script string, seq int, c agenttest.Call) error {
 	}
 	// Sequence numbers come from the state file, so they are unique even
 	// with RepeatLast.
+	// Written under a name Calls skips, then linked into place, so a test
+	// reading the calls while an agent runs never sees half a file.
 	name := fmt.Sprintf("%06d.json", seq)
-	f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
+	tmp := filepath.Join(dir, "."+name+".tmp")
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
 		return err
 	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	defer os.Remove(tmp)
+	return os.Link(tmp, filepath.Join(dir, name)) // fails if the name is taken, as O_EXCL did
 }
 
 // actor carries out one turn.
