@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
@@ -116,7 +117,7 @@ func MessageOf(line []byte) (Message, bool) {
 	if role != "user" && role != "assistant" {
 		return Message{}, false
 	}
-	text := strings.TrimSpace(strings.Join(contentTexts(content), "\n"))
+	text := strings.TrimSpace(strings.Join(textBlocks(content, "text", "output_text", "input_text"), "\n"))
 	if text == "" {
 		return Message{}, false
 	}
@@ -130,9 +131,9 @@ func MessageOf(line []byte) (Message, bool) {
 	return m, true
 }
 
-// contentTexts returns the text blocks of a message's content, in order
-// (content may be a plain string too).
-func contentTexts(c json.RawMessage) []string {
+// textBlocks returns the blocks of a message's content whose type is one
+// of types, in order; content may be a plain string too, its one text.
+func textBlocks(c json.RawMessage, types ...string) []string {
 	c = bytes.TrimSpace(c)
 	if len(c) == 0 {
 		return nil
@@ -153,7 +154,7 @@ func contentTexts(c json.RawMessage) []string {
 	}
 	var out []string
 	for _, b := range blocks {
-		if (b.Type == "text" || b.Type == "output_text" || b.Type == "input_text") && b.Text != nil {
+		if b.Text != nil && slices.Contains(types, b.Type) {
 			out = append(out, *b.Text)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"strings"
 
 	"github.com/baton-agent/baton/internal/safefile"
@@ -210,34 +211,11 @@ func (l *rawLine) key() string {
 	return l.ID
 }
 
-// texts returns the line's text blocks in order, newest last; content may
-// be a plain string too. Blocks are returned reversed (newest first) to
-// match the gatherer's order.
+// texts returns the line's text blocks, newest first to match the
+// gatherer's order; content may be a plain string too.
 func (l *rawLine) texts() []string {
-	c := bytes.TrimSpace(l.Message.Content)
-	if len(c) == 0 {
-		return nil
-	}
-	if c[0] == '"' {
-		var s string
-		if json.Unmarshal(c, &s) != nil {
-			return nil
-		}
-		return []string{s}
-	}
-	var blocks []struct {
-		Type string  `json:"type"`
-		Text *string `json:"text"`
-	}
-	if json.Unmarshal(c, &blocks) != nil {
-		return nil
-	}
-	var out []string
-	for i := len(blocks) - 1; i >= 0; i-- {
-		if b := blocks[i]; (b.Type == "text" || b.Type == "output_text") && b.Text != nil {
-			out = append(out, *b.Text)
-		}
-	}
+	out := textBlocks(l.Message.Content, "text", "output_text")
+	slices.Reverse(out)
 	return out
 }
 
