@@ -68,16 +68,24 @@ func (r *Repo) Run(ctx context.Context, args ...string) (string, error) {
 	return r.RunInput(ctx, "", args...)
 }
 
-// RunInput is Run with stdin.
-func (r *Repo) RunInput(ctx context.Context, stdin string, args ...string) (string, error) {
+// command is git with args in the repo, its environment set.
+func (r *Repo) command(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = r.Dir
-	if len(r.Env) > 0 || r.Files != nil {
-		cmd.Env = append(cmd.Environ(), r.Env...)
-	}
+	// No optional locks: a status run by a hook must not refresh the
+	// user's index, whose index.lock would make their own git fail.
+	// Writes take the locks they need anyway.
+	cmd.Env = append(cmd.Environ(), "GIT_OPTIONAL_LOCKS=0")
+	cmd.Env = append(cmd.Env, r.Env...)
 	if f := r.Files; f != nil {
 		cmd.Env = append(cmd.Env, "GIT_DIR="+f.GitDir, "GIT_COMMON_DIR="+f.CommonDir, "GIT_WORK_TREE="+r.Dir)
 	}
+	return cmd
+}
+
+// RunInput is Run with stdin.
+func (r *Repo) RunInput(ctx context.Context, stdin string, args ...string) (string, error) {
+	cmd := r.command(ctx, args...)
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)
 	}

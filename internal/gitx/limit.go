@@ -17,14 +17,7 @@ import (
 func (r *Repo) RunLimit(ctx context.Context, limit int64, args ...string) (out []byte, cut bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = r.Dir
-	if len(r.Env) > 0 || r.Files != nil {
-		cmd.Env = append(cmd.Environ(), r.Env...)
-	}
-	if f := r.Files; f != nil {
-		cmd.Env = append(cmd.Env, "GIT_DIR="+f.GitDir, "GIT_COMMON_DIR="+f.CommonDir, "GIT_WORK_TREE="+r.Dir)
-	}
+	cmd := r.command(ctx, args...)
 	var errb limitedBuffer
 	errb.max = 4 << 10
 	cmd.Stderr = &errb

@@ -3,12 +3,14 @@ package gitx
 import (
 	"github.com/baton-agent/baton/internal/gitx/gittest"
 
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -258,5 +260,40 @@ func TestIndexEntries(t *testing.T) {
 		if n, ok := indexEntries([]byte(tt.head)); n != tt.n || ok != tt.ok {
 			t.Errorf("indexEntries(%q) = %d, %v; want %d, %v", tt.head, n, ok, tt.n, tt.ok)
 		}
+	}
+}
+
+// A snapshot never writes the user's index: git status would refresh a
+// stale one and take index.lock to do it, so a hook running beside the
+// user's `git commit` could make it fail.
+func TestSnapshotLeavesTheIndexAlone(t *testing.T) {
+	dir := t.TempDir()
+	gittest.Setenv(t)
+	gittest.Git(t, dir, "init", "-q", "-b", "main")
+	f := filepath.Join(dir, "a.go")
+	if err := os.WriteFile(f, []byte("a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Git(t, dir, "add", "a.go")
+	gittest.Git(t, dir, "commit", "-q", "-m", "first")
+	// The file's stat no longer matches the index; its content does.
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(f, later, later); err != nil {
+		t.Fatal(err)
+	}
+	index := filepath.Join(dir, ".git", "index")
+	before, err := os.ReadFile(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir).Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.ReadFile(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Error("the snapshot rewrote .git/index")
 	}
 }
