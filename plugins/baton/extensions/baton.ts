@@ -32,6 +32,12 @@ const BATON_BIN = process.env.BATON_BIN ?? "baton";
 /** How long one baton call may take before it is abandoned. */
 const TIMEOUT_MS = 30_000;
 
+/**
+ * How long the stop may take: it may run the loop's verify commands
+ * (up to 10 minutes), as the other harnesses' Stop hooks allow (660 s).
+ */
+const STOP_TIMEOUT_MS = 660_000;
+
 /** What to tell a user whose machine has no baton. */
 const INSTALL_HINT =
   "baton's pi extension is installed but the baton binary is not on PATH, so it does nothing: install baton (https://github.com/baton-agent/baton#install, e.g. `npm install -g @baton-agent/baton`) and restart pi.";
@@ -86,7 +92,7 @@ function runWith(r: Runner, event: string, payload: string, cwd: string): Promis
     const timer = setTimeout(() => {
       child.kill();
       done({ answer: undefined, notFound: false });
-    }, TIMEOUT_MS);
+    }, event === "stop" ? STOP_TIMEOUT_MS : TIMEOUT_MS);
     child.stdout.setEncoding("utf8");
     child.stdout.on("data", (chunk: string) => {
       out += chunk;
