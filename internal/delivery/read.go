@@ -36,15 +36,23 @@ func (s *Service) Get(ctx context.Context, ref string) (*Detail, error) {
 		return nil, err
 	}
 	st := s.Store()
+	// The newest event's number first, then the delivery as it is now:
+	// its state is at least as new as that event, so a change committed
+	// between the reads reaches a live page as an event after LastEvent.
+	// Read the other way round, a page could show the event that ended
+	// a run beside the state from before it, and wait for nothing.
+	last, err := st.LastEvent(ctx, d.ID)
+	if err != nil {
+		return nil, err
+	}
+	if d, err = st.FindDeliveryByID(ctx, d.ID); err != nil {
+		return nil, err
+	}
 	log, err := st.PhaseLog(ctx, d.ID)
 	if err != nil {
 		return nil, err
 	}
 	runs, err := st.AgentRuns(ctx, d.ID)
-	if err != nil {
-		return nil, err
-	}
-	last, err := st.LastEvent(ctx, d.ID)
 	if err != nil {
 		return nil, err
 	}

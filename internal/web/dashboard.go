@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -515,6 +516,9 @@ func (s *Server) deliveryPage(r *http.Request) (*deliveryPage, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Events after LastEvent come to the page by its stream, which
+	// starts there: shown now too, they would show twice.
+	evs = slices.DeleteFunc(evs, func(e baton.DeliveryEvent) bool { return e.Seq > v.LastEvent })
 	work, err := s.Deliveries.Work(r.Context(), v.Delivery.ID, forge.DefaultDiffLimits)
 	if err != nil {
 		return nil, err
