@@ -154,7 +154,8 @@ func (w *Workspaces) WorkDiff(ctx context.Context, d *baton.Delivery, lim DiffLi
 		return nil, baton.WrapError(baton.Unavailable, err, "diff the work of %s", d.ID)
 	}
 	out.Cut = cut
-	for i, p := range SplitPatch(patch) {
+	parts := SplitPatch(patch)
+	for i, p := range parts {
 		if i >= len(files) {
 			break
 		}
@@ -167,7 +168,7 @@ func (w *Workspaces) WorkDiff(ctx context.Context, d *baton.Delivery, lim DiffLi
 	}
 	if cut {
 		// The last patch read may be incomplete.
-		if n := len(SplitPatch(patch)); n > 0 && n <= len(files) {
+		if n := len(parts); n > 0 && n <= len(files) {
 			files[n-1].Cut = true
 		}
 	}

@@ -97,6 +97,12 @@ const logHeaderPrefix = `{"compacted":`
 // file, reports false: its reader then reads every line, which is always
 // right.
 func readLogHeader(f *os.File, size int64) (logHeader, bool) {
+	// The prefix first: a log never compacted (most) costs a few bytes,
+	// not a header's worth, on every hook that lists touches.
+	var prefix [len(logHeaderPrefix)]byte
+	if n, _ := f.ReadAt(prefix[:], 0); n < len(prefix) || string(prefix[:]) != logHeaderPrefix {
+		return logHeader{}, false
+	}
 	buf := make([]byte, min(size, maxLogHeader))
 	n, _ := f.ReadAt(buf, 0)
 	buf = buf[:n]

@@ -46,6 +46,9 @@ const WholeStatusFiles = 2000
 // checks the paths it was given instead.
 const wholeStatusTimeout = time.Second
 
+// partialTimeout bounds the few small git runs of a partial snapshot.
+const partialTimeout = 5 * time.Second
+
 // Snapshot reads branch, HEAD and the uncommitted changes of the work
 // tree. Up to WholeStatusFiles tracked files (or when the index cannot be
 // found), the changes come from one `git status` of the whole tree, run
@@ -178,9 +181,19 @@ func (r *Repo) partialSnapshot(ctx context.Context, l Layout, top string, tracke
 	}
 	var files []file
 	dir, _ := filepath.Abs(r.Dir)
+	realTop, err := filepath.EvalSymlinks(top)
+	if err != nil {
+		realTop = top
+	}
 	for _, p := range paths {
 		abs := filepath.Join(dir, p)
 		if strings.ContainsAny(p, "\n\x00") || !inside(top, abs) {
+			continue
+		}
+		// The paths come from a packet, which anyone can commit: one
+		// through a linked directory (lnk/x, lnk -> /) would have git
+		// read a file outside the work tree.
+		if real, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil && real != realTop && !inside(realTop, real) {
 			continue
 		}
 		rel, err := filepath.Rel(top, abs)
@@ -202,6 +215,10 @@ func (r *Repo) partialSnapshot(ctx context.Context, l Layout, top string, tracke
 	// Git runs at the top, where hash-object and check-ignore read the
 	// paths they are given from (whatever directory they start in).
 	atTop := &Repo{Dir: top, Env: r.Env, Files: r.Files}
+	// Bounded like a whole status: a file swapped for a FIFO after the
+	// Lstat above must not hold a hook.
+	ctx, cancel := context.WithTimeout(ctx, partialTimeout)
+	defer cancel()
 	var (
 		wg                 sync.WaitGroup
 		logOut, catOut     string
@@ -216,11 +233,12 @@ func (r *Repo) partialSnapshot(ctx context.Context, l Layout, top string, tracke
 		logOut, logErr = r.Run(ctx, "log", "-1", "--format=%H%x00%s", "HEAD")
 	}()
 	if len(files) > 0 {
-		var objs, regular strings.Builder
+		var objs, regular, regularZ strings.Builder
 		for _, f := range files {
 			fmt.Fprintf(&objs, "HEAD:%s\n", f.rel)
 			if !f.gone && f.mode.IsRegular() {
 				regular.WriteString(f.rel + "\n")
+				regularZ.WriteString(f.rel + "\x00")
 				hashed = append(hashed, f.rel)
 			}
 		}
@@ -238,8 +256,9 @@ func (r *Repo) partialSnapshot(ctx context.Context, l Layout, top string, tracke
 			go func() {
 				defer wg.Done()
 				// Exit status 1 means none is ignored.
-				out, _ := atTop.RunInput(ctx, regular.String(), "check-ignore", "--no-index", "--stdin")
-				ignoredOut = strings.Split(strings.TrimSpace(out), "\n")
+				// -z: paths as they are, not quoted (core.quotePath).
+				out, _ := atTop.RunInput(ctx, regularZ.String(), "check-ignore", "--no-index", "--stdin", "-z")
+				ignoredOut = strings.Split(out, "\x00")
 			}()
 		}
 	}

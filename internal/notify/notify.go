@@ -15,6 +15,7 @@
 package notify
 
 import (
+	"cmp"
 	"bytes"
 	"context"
 	"crypto/hmac"
@@ -275,7 +276,7 @@ func (n *Notifier) post(ctx context.Context, t target, no *sqlstore.Notification
 		return errors.New("bad URL")
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", cmpOr(n.UserAgent, "baton"))
+	req.Header.Set("User-Agent", cmp.Or(n.UserAgent, "baton"))
 	if t.kind == "webhook" {
 		req.Header.Set(EventHeader, no.Event)
 		req.Header.Set(IDHeader, strconv.FormatInt(no.ID, 10))
@@ -339,11 +340,4 @@ func SlackText(n delivery.Notice) string {
 // so a title cannot make a link or mention of its own.
 func slackEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(baton.StripControls(s))
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

@@ -525,7 +525,7 @@ func (s *Server) deliveryPage(r *http.Request) (*deliveryPage, error) {
 	}
 	p := &deliveryPage{pageData: s.page(r, fmt.Sprintf("#%d %s", v.Delivery.Seq, baton.Truncate(v.Delivery.Title, 80, "…")), "list"), D: v,
 		Log: groupLog(evs), Events: int(v.LastEvent), After: v.LastEvent, Older: from > 0, Closed: v.Delivery.Phase == string(baton.PhaseClose),
-		Work: work, Agents: retryAgents}
+		Work: work, Agents: s.retryAgents()}
 	for _, run := range v.AgentRuns {
 		p.LastRun = max(p.LastRun, run.N)
 	}

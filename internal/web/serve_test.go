@@ -30,7 +30,7 @@ func newServedEnv(t *testing.T, set func(*web.Server)) *env {
 func served(t *testing.T, e *env, set func(*web.Server)) *env {
 	t.Helper()
 	ws := &web.Server{Deliveries: e.web.Deliveries, Feed: e.web.Feed, Token: token, Open: true, Repos: e.web.Repos,
-		Intake: e.web.Intake, Heartbeat: e.web.Heartbeat, Agent: e.web.Agent}
+		Intake: e.web.Intake, Heartbeat: e.web.Heartbeat, Agent: e.web.Agent, Agents: e.web.Agents}
 	if set != nil {
 		set(ws)
 	}
