@@ -113,7 +113,10 @@ type loopStartOptions struct {
 	asJSON        bool
 	verify        []string
 	verifyTimeout time.Duration
-	budgets       loopBudgetFlags
+	// verifyTimeoutSet: --verify-timeout was given, so it is kept even
+	// when it equals today's default.
+	verifyTimeoutSet bool
+	budgets          loopBudgetFlags
 }
 
 // loopBudgetFlags are --max-tokens, --max-cost and --max-duration (start
@@ -188,6 +191,7 @@ whose Stop it sees.`,
 				}
 				o.maxIterations = v
 			}
+			o.verifyTimeoutSet = cmd.Flags().Changed("verify-timeout")
 			return runLoopStart(cmd.Context(), f, args, o)
 		},
 	}
@@ -232,7 +236,7 @@ func runLoopStart(ctx context.Context, f *Factory, args []string, o loopStartOpt
 		return usageError("--verify, --verify-timeout: %s", baton.ErrorMessage(err))
 	}
 	verifyTimeout := o.verifyTimeout
-	if verifyTimeout == baton.DefaultVerifyTimeout {
+	if !o.verifyTimeoutSet {
 		verifyTimeout = 0 // the default, whatever it becomes
 	}
 	req := loop.StartRequest{FromPacket: o.fromPacket, MaxIterations: o.maxIterations, Promises: o.promises, SessionID: f.env("BATON_SESSION_ID"),

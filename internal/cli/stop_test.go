@@ -638,12 +638,19 @@ func TestStopBudgets(t *testing.T) {
 	if o := e.stop("s1", e.dir, ptr("working"), false); o != (stopOut{}) {
 		t.Errorf("a paused loop's stop = %+v", o)
 	}
+	// What the session spends while the loop is paused is not the loop's.
+	e.writeTranscript("t.jsonl", usage("m0", 90000, 9000, e.now.Add(-time.Hour)), usage("m1", 500, 100, e.now.Add(time.Minute)), usage("m2", 400, 100, e.now.Add(2*time.Minute)),
+		usage("m3", 4000, 500, e.now.Add(3*time.Minute)))
+	e.now = e.now.Add(4 * time.Minute)
 	r := e.ok("", "", "loop", "resume", id, "--max-tokens", "5000")
 	if !strings.Contains(r.stdout, "paused -> active") {
 		t.Fatalf("resume --max-tokens: %+v", r)
 	}
 	if o := e.stop("s1", e.dir, ptr("working"), false); o.Decision != "block" {
 		t.Errorf("stop after resume with more tokens = %+v", o)
+	}
+	if l := e.loop(id); l.Spent.Total() != 1100 {
+		t.Errorf("spent after the pause = %d tokens, want 1100: the paused session's 4500 are not the loop's", l.Spent.Total())
 	}
 	// Active time: the clock stood still while paused.
 	e.ok("", "", "loop", "resume", id, "--max-duration", "1h")

@@ -3,8 +3,8 @@ package loop
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/baton-agent/baton/internal/safefile"
 	"io"
-	"os"
 	"sort"
 	"strings"
 
@@ -103,7 +103,7 @@ func PricesFromEnv(getenv func(string) string) (Prices, error) {
 	}
 	data := []byte(v)
 	if !strings.HasPrefix(v, "{") {
-		f, err := os.Open(v)
+		f, err := safefile.OpenRegularFollow(v) // never blocks on a FIFO in the Stop hook
 		if err != nil {
 			return ps, fmt.Errorf("BATON_MODEL_PRICES: %w", err)
 		}

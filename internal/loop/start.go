@@ -167,6 +167,9 @@ func SetStatus(ctx context.Context, st *fsstore.Store, id string, c StatusChange
 			l.ConsecutiveBlocks = 0
 			l.PauseReason = ""
 			l.ActiveSince = now
+			// What the session spent while the loop was paused is not
+			// the loop's: the next read skips lines stamped before now.
+			l.Usage.Since = now
 			if c.Rebind {
 				rebindTo(l, c.Session, now)
 			}
