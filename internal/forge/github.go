@@ -159,8 +159,9 @@ func (g *GitHub) Checks(ctx context.Context, d *baton.Delivery, sha string, wait
 			return CheckResult{}, true, err
 		}
 		// baton's own statuses report its phases (verify's among them),
-		// not CI.
-		sum.Checks = slices.DeleteFunc(sum.Checks, func(c github.Check) bool { return strings.HasPrefix(c.Name, StatusPrefix) })
+		// not CI. Only its exact names: a workflow that calls a job
+		// "baton/lint" is CI like any other.
+		sum.Checks = slices.DeleteFunc(sum.Checks, func(c github.Check) bool { return isPhaseStatus(c.Name) })
 		res := CheckResult{Total: len(sum.Checks)}
 		for _, c := range sum.Failing() {
 			res.Failed = append(res.Failed, baton.Ref{Role: baton.RoleCheck, Type: string(c.Kind), Label: c.Name + ": " + firstNonEmpty(c.Conclusion, c.Status), URL: c.URL})
@@ -266,4 +267,11 @@ func (g *GitHub) ReportPhase(ctx context.Context, d *baton.Delivery, rep PhaseRe
 	}
 	rep.HeadSHA, rep.CheckRunID = pr.Head.SHA, id
 	return rep, true, nil
+}
+
+// isPhaseStatus reports whether name is that of a status baton posts for
+// a phase (StatusPrefix and the phase).
+func isPhaseStatus(name string) bool {
+	p, ok := strings.CutPrefix(name, StatusPrefix)
+	return ok && slices.Contains(baton.Phases, baton.Phase(p))
 }

@@ -132,6 +132,14 @@ func TestGitHubChecksWaitForRunningChecks(t *testing.T) {
 	if err != nil || len(res.Pending) != 1 || res.Pending[0] != "e2e" {
 		t.Fatalf("timeout: %+v %v", res, err)
 	}
+	// baton's own phase statuses are not CI; a check that only borrows
+	// the prefix is.
+	srv.AddCheckRun("octo/app", head, githubtest.CheckRun{Name: "baton/verify", Status: "completed", Conclusion: "failure"})
+	srv.AddCheckRun("octo/app", head, githubtest.CheckRun{Name: "baton/lint", Status: "completed", Conclusion: "failure"})
+	res, _, err = g.Checks(t.Context(), d, head, forge.CheckWait{Timeout: 50 * time.Millisecond, Poll: 10 * time.Millisecond})
+	if err != nil || len(res.Failed) != 1 || !strings.HasPrefix(res.Failed[0].Label, "baton/lint") {
+		t.Fatalf("with baton/verify and baton/lint failing: %+v %v", res, err)
+	}
 }
 
 // No error and no git argument ever carries the token.
