@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -295,5 +296,39 @@ func TestSnapshotLeavesTheIndexAlone(t *testing.T) {
 	}
 	if !bytes.Equal(before, after) {
 		t.Error("the snapshot rewrote .git/index")
+	}
+}
+
+// A packet's path through a linked directory names a file outside the
+// work tree: a partial snapshot neither checks nor reports it, nor has
+// git read it; a path whose name git would quote is still matched by
+// check-ignore (so an ignored one is not called new).
+func TestSnapshotPartialStaysInTheWorkTree(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	ctx := context.Background()
+	gittest.Setenv(t)
+	gittest.Git(t, dir, "init", "-q", "-b", "main")
+	for name, body := range map[string]string{"a.go": "a\n", ".gitignore": "*.log\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gittest.Git(t, dir, "add", "-A")
+	gittest.Git(t, dir, "commit", "-q", "-m", "first")
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "lnk")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "café.log"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := (&Repo{Dir: dir, WholeStatusFiles: 1}).Snapshot(ctx, "lnk/secret", "café.log", "a.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(s.Checked, "lnk/secret") || len(s.Changes) != 0 {
+		t.Errorf("partial snapshot checked %q, changes %+v; want lnk/secret skipped and no change", s.Checked, s.Changes)
 	}
 }
