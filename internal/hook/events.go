@@ -159,17 +159,11 @@ func (h handler) stop(ctx context.Context) (Result, error) {
 		}
 	}
 	var d loop.Decision
-	undeliverable, bound := false, false
+	bound := false
 	_, err = h.st.UpdateLoop(ctx, id, func(l *baton.Loop) error {
 		was := l.SessionID
 		d = loop.Decide(l, in)
 		bound = was == "" && l.SessionID != ""
-		if d.Action == loop.Block && h.p.CannotBlock {
-			// The block would never reach the agent: count nothing, bind
-			// nothing, leave the loop for a session that can loop.
-			undeliverable = true
-			return fsstore.ErrUnchanged
-		}
 		if !d.Changed {
 			return fsstore.ErrUnchanged
 		}
@@ -182,9 +176,6 @@ func (h handler) stop(ctx context.Context) (Result, error) {
 		return Result{}, nil
 	} else if err != nil {
 		return Result{}, err
-	}
-	if undeliverable {
-		return Result{SystemMessage: fmt.Sprintf("baton loop %s: not continued here (this %s mode returns when the agent stops); it stays active and unbound for the next session that can loop", id, h.harness.Name)}, nil
 	}
 	switch {
 	case d.Finished:

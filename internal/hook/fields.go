@@ -85,7 +85,6 @@ func commonPayload(f fields) *Payload {
 		Source:               f.Str("source"),
 		LastAssistantMessage: f.OptStr("last_assistant_message", "lastAssistantMessage"),
 		StopHookActive:       f.Bool("stop_hook_active", "stopHookActive"),
-		CannotBlock:          f.Bool("baton_cannot_block"),
 		ToolName:             f.Str("tool_name", "toolName"),
 		ToolInput:            f.Raw("tool_input", "toolInput"),
 		ToolResponse:         f.Raw("tool_response", "toolResponse"),

@@ -62,14 +62,10 @@ type Payload struct {
 	// it is null): the transcript is the fallback then.
 	LastAssistantMessage *string
 	StopHookActive       bool
-	// CannotBlock says the harness cannot deliver a block (pi's print and
-	// JSON modes return when the agent stops): a loop is then neither
-	// advanced nor bound, only finished by its promise.
-	CannotBlock  bool
-	ToolName     string
-	ToolInput    json.RawMessage
-	ToolResponse json.RawMessage
-	Trigger      string // pre-compact: manual, auto
+	ToolName             string
+	ToolInput            json.RawMessage
+	ToolResponse         json.RawMessage
+	Trigger              string // pre-compact: manual, auto
 }
 
 // Result is what a handler wants to tell the harness. The zero Result
