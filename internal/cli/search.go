@@ -72,14 +72,11 @@ func runSearch(ctx context.Context, f *Factory, text string, o searchOptions) er
 		if err != nil {
 			return err
 		}
-		if err := setSearchTranscripts(ctx, f, on); err != nil {
+		rep, err := setSearchTranscripts(ctx, f, on)
+		if err != nil {
 			return err
 		}
 		if strings.TrimSpace(text) == "" {
-			_, rep, err := search.Run(ctx, st, search.Query{Text: "x", Limit: 1})
-			if err != nil {
-				return err
-			}
 			state := "off: transcripts are not searched"
 			if on {
 				state = fmt.Sprintf("on: %d transcript message(s) indexed now", rep.Messages)
@@ -130,18 +127,21 @@ func runSearch(ctx context.Context, f *Factory, text string, o searchOptions) er
 }
 
 // setSearchTranscripts opts the project in or out of searching its
-// session transcripts.
-func setSearchTranscripts(ctx context.Context, f *Factory, on bool) error {
+// session transcripts, and brings the index up to date with that.
+func setSearchTranscripts(ctx context.Context, f *Factory, on bool) (search.Report, error) {
 	st, err := f.ensureStore(ctx)
 	if err != nil {
-		return err
+		return search.Report{}, err
 	}
 	ix, err := search.Open(ctx, st)
 	if err != nil {
-		return err
+		return search.Report{}, err
 	}
 	defer ix.Close()
-	return ix.SetTranscripts(ctx, on)
+	if err := ix.SetTranscripts(ctx, on); err != nil {
+		return search.Report{}, err
+	}
+	return ix.Refresh(ctx)
 }
 
 func parseOnOff(s string) (bool, error) {
