@@ -422,3 +422,31 @@ func listTree(t *testing.T, dir string) string {
 	}
 	return b.String()
 }
+
+// A loop's verify commands run from the Stop hook, on text an agent
+// wrote: they get none of the secrets in the hook's environment.
+func TestVerifyCommandGetsNoSecrets(t *testing.T) {
+	h := newHostile(t)
+	out, _ := h.sh(batonBin+" loop start --max-iterations=0 --promise DONE --verify 'env > verify-env.txt' --json 'Fix the tests.'", "", "BATON_SESSION_ID=s1")
+	var r struct{ ID string }
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.ID == "" {
+		t.Fatalf("loop start --json = %q (%v)", out, err)
+	}
+	secrets := []string{"GH_TOKEN=ghp_verifysecret1", "GITHUB_TOKEN=ghp_verifysecret2", "BATON_API_TOKEN=verifysecret3", "BATON_GITHUB_APP_KEY=verifysecret4"}
+	stdout, _ := h.sh(batonBin+" hook stop --harness claude", stopPayload(h.dir, `"All fixed. <promise>DONE</promise>"`), append(secrets, "PLAIN_SETTING=plainvisible")...)
+	if strings.Contains(stdout, `"decision":"block"`) {
+		t.Fatalf("the verification did not pass: %s", stdout)
+	}
+	b, err := os.ReadFile(filepath.Join(h.dir, "verify-env.txt"))
+	if err != nil {
+		t.Fatalf("the verify command did not run: %v", err)
+	}
+	if !strings.Contains(string(b), "PLAIN_SETTING=plainvisible") {
+		t.Fatalf("the verify command did not get the hook's plain environment:\n%s", b)
+	}
+	for _, s := range secrets {
+		if _, v, _ := strings.Cut(s, "="); strings.Contains(string(b), v) {
+			t.Errorf("the verify command saw %s", s)
+		}
+	}
+}
