@@ -209,9 +209,7 @@ func (a artifact[T]) list(s *Store, keep func(T) bool) ([]T, []error, error) {
 	var order []stamp
 	var warnings []error
 	for _, id := range ids {
-		path := a.path(s, id)
-		mod := modTime(path)
-		v, err := a.read(path)
+		v, fi, err := a.readInfo(a.path(s, id)) // one open: the time and the content are the same file's
 		if err != nil {
 			warnings = append(warnings, err)
 			continue
@@ -219,7 +217,7 @@ func (a artifact[T]) list(s *Store, keep func(T) bool) ([]T, []error, error) {
 		if keep == nil || keep(v) {
 			_, updated := a.times(v)
 			out = append(out, v)
-			order = append(order, stamp{id: id, at: *updated, mod: mod})
+			order = append(order, stamp{id: id, at: *updated, mod: fi.ModTime()})
 		}
 	}
 	idx := make([]int, len(out))

@@ -1,7 +1,6 @@
 package fsstore
 
 import (
-	"os"
 	"time"
 )
 
@@ -30,15 +29,6 @@ func newer(a, b stamp) bool {
 		return a.mod.After(b.mod)
 	}
 	return compareIDs(a.id, b.id) > 0
-}
-
-// modTime is a file's modification time, or zero when it cannot be read.
-func modTime(path string) time.Time {
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return time.Time{}
-	}
-	return fi.ModTime()
 }
 
 // compareIDs orders ids as people read them: runs of digits compare as
