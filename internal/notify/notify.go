@@ -15,8 +15,8 @@
 package notify
 
 import (
-	"cmp"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
