@@ -1,9 +1,11 @@
 package intake
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 	"unicode"
@@ -173,7 +175,7 @@ func (s *Service) feedback(ctx context.Context, src *baton.Source, c *github.Cli
 		return FeedbackResult{Outcome: "ignored", Reason: ev.author + " is an App"}, nil
 	}
 	now := s.now()
-	fb := sqlstore.Feedback{Repo: src.Repo, Kind: ev.kind, ID: ev.id, Author: ev.author, URL: ev.url, State: "claimed", CreatedAt: now, UpdatedAt: now}
+	fb := sqlstore.Feedback{Repo: src.Repo, Kind: ev.kind, ID: ev.id, Author: ev.author, URL: ev.url, State: sqlstore.FeedbackClaimed, CreatedAt: now, UpdatedAt: now}
 	fresh, err := s.store().ClaimFeedback(ctx, fb)
 	if err != nil {
 		return FeedbackResult{}, err
@@ -181,7 +183,7 @@ func (s *Service) feedback(ctx context.Context, src *baton.Source, c *github.Cli
 	if !fresh {
 		return FeedbackResult{Outcome: "duplicate", Reason: "already acted on"}, nil
 	}
-	res, err := s.decideFeedback(ctx, src, c, ev, &fb)
+	res, err := s.decideClaimed(ctx, src, c, ev, &fb)
 	if err != nil {
 		// Forget the claim: the comment is acted on when it is seen again.
 		if rerr := s.store().ReleaseFeedback(context.WithoutCancel(ctx), fb); rerr != nil {
@@ -189,16 +191,125 @@ func (s *Service) feedback(ctx context.Context, src *baton.Source, c *github.Cli
 		}
 		return FeedbackResult{}, err
 	}
+	return res, s.recordFeedback(ctx, log, fb, res)
+}
+
+// FeedbackLease is how long a claim on a comment holds. Acting on one is
+// bounded by feedbackDecideTimeout, so a claim older than the lease was
+// left by a process that stopped between claiming and recording:
+// ResumeClaims takes it over.
+const FeedbackLease = 15 * time.Minute
+
+// feedbackDecideTimeout bounds acting on one comment: a few GitHub calls
+// and a store write.
+const feedbackDecideTimeout = 5 * time.Minute
+
+// decideClaimed is decideFeedback for a comment this process holds the
+// claim on, within feedbackDecideTimeout so the claim outlives it.
+func (s *Service) decideClaimed(ctx context.Context, src *baton.Source, c *github.Client, ev commentEvent, fb *sqlstore.Feedback) (FeedbackResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, feedbackDecideTimeout)
+	defer cancel()
+	return s.decideFeedback(ctx, src, c, ev, fb)
+}
+
+// recordFeedback records what became of a claimed comment, and logs it.
+func (s *Service) recordFeedback(ctx context.Context, log *slog.Logger, fb sqlstore.Feedback, res FeedbackResult) error {
 	fb.State, fb.Reason, fb.DeliveryID, fb.UpdatedAt = res.Outcome, res.Reason, res.DeliveryID, s.now()
 	if err := s.store().UpdateFeedback(context.WithoutCancel(ctx), fb); err != nil {
-		return res, err
+		return err
 	}
-	msg := fmt.Sprintf("intake: feedback from %s %s", ev.author, res.Outcome)
+	msg := fmt.Sprintf("intake: feedback from %s %s", fb.Author, res.Outcome)
 	if res.Reason != "" {
 		msg += ": " + res.Reason
 	}
 	log.Info(msg, "delivery", res.DeliveryID)
+	return nil
+}
+
+// ResumeClaims acts on the comments whose claim outlived FeedbackLease:
+// their process stopped after claiming them and before recording what
+// became of them, and no webhook or poll brings a comment twice. Each is
+// decided again from what the claim recorded (its author is asked for
+// their access again); one its delivery already carries was applied
+// before the stop and is only recorded. A claim that fails again is
+// retried after another lease. The poller calls it every tick.
+func (s *Service) ResumeClaims(ctx context.Context) error {
+	list, err := s.store().FeedbackOf(ctx, sqlstore.FeedbackClaimed)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, fb := range list {
+		now := s.now()
+		if now.Sub(fb.UpdatedAt) < FeedbackLease {
+			continue
+		}
+		taken, err := s.store().RetakeFeedback(ctx, fb, now.Add(-FeedbackLease), now)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !taken {
+			continue // another process took it over first
+		}
+		log := s.log().With("comment", fb.URL, "author", fb.Author)
+		res, err := s.resumeClaim(ctx, fb)
+		if err != nil {
+			log.Warn("intake: feedback left by a stopped process: " + baton.ErrorMessage(err) + "; tried again in " + FeedbackLease.String())
+			errs = append(errs, err)
+			continue
+		}
+		res.Reason = cmp.Or(res.Reason, "resumed after its process stopped")
+		if err := s.recordFeedback(ctx, log, fb, res); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// resumeClaim decides a comment whose claim was taken over.
+func (s *Service) resumeClaim(ctx context.Context, fb sqlstore.Feedback) (FeedbackResult, error) {
+	src, err := s.store().FindSource(ctx, fb.Repo)
+	if baton.ErrorCode(err) == baton.NotFound {
+		return FeedbackResult{Outcome: sqlstore.FeedbackIgnored, Reason: "its source " + fb.Repo + " is gone"}, nil
+	}
+	if err != nil {
+		return FeedbackResult{}, err
+	}
+	// A comment's and a review's page address name the issue or pull
+	// request they are on.
+	ref, err := issueOf(src, fb.URL)
+	if err != nil {
+		return FeedbackResult{Outcome: sqlstore.FeedbackIgnored, Reason: "its address names no issue or pull request of " + src.Repo}, nil
+	}
+	d, err := s.deliveryOf(ctx, src, ref.Number)
+	if err != nil {
+		return FeedbackResult{}, err
+	}
+	if d != nil && carries(d, fb.URL) {
+		return FeedbackResult{Outcome: sqlstore.FeedbackApplied, Reason: "applied before its process stopped", DeliveryID: d.ID}, nil
+	}
+	c, _, err := s.commentsClient(ctx, src)
+	if err != nil {
+		return FeedbackResult{}, err
+	}
+	ev := commentEvent{kind: fb.Kind, id: fb.ID, number: ref.Number, author: fb.Author, url: fb.URL}
+	res, err := s.decideClaimed(ctx, src, c, ev, &fb)
+	if err != nil {
+		return FeedbackResult{}, s.noteLimit(src, err)
+	}
 	return res, nil
+}
+
+// carries says whether d holds a review ref to the comment at url: the
+// comment was applied to it.
+func carries(d *baton.Delivery, url string) bool {
+	for _, r := range d.Refs {
+		if r.Role == baton.RoleReview && r.URL == url {
+			return true
+		}
+	}
+	return false
 }
 
 // decideFeedback finds the comment's delivery, checks its author may push,
@@ -350,17 +461,7 @@ func (s *Service) PollComments(ctx context.Context, ref string) error {
 	if src.CommentsPolledAt.IsZero() {
 		return s.store().SetCommentsPolled(ctx, src.ID, now)
 	}
-	if s.GitHub == nil {
-		return baton.Errorf(baton.Unavailable, "this server was started without GitHub access, so comments cannot be read")
-	}
-	repo, err := github.ParseRepo(src.Repo)
-	if err != nil {
-		return err
-	}
-	if until, ok := s.limitedUntil(host(src)); ok {
-		return baton.WrapError(baton.Unavailable, &github.RateLimitError{Reset: until}, "GitHub's rate limit for %s resets at %s", host(src), until.Format(time.RFC3339))
-	}
-	c, err := s.GitHub(ctx, repo, src.APIURL)
+	c, repo, err := s.commentsClient(ctx, src)
 	if err != nil {
 		return err
 	}
@@ -416,6 +517,23 @@ func (s *Service) PollComments(ctx context.Context, ref string) error {
 		return errors.Join(errs...) // read again from the same time next poll
 	}
 	return s.store().SetCommentsPolled(ctx, src.ID, now)
+}
+
+// commentsClient gives a client to read and act on src's comments with,
+// none while GitHub's rate limit for its host lasts.
+func (s *Service) commentsClient(ctx context.Context, src *baton.Source) (*github.Client, github.Repo, error) {
+	if s.GitHub == nil {
+		return nil, github.Repo{}, baton.Errorf(baton.Unavailable, "this server was started without GitHub access, so comments cannot be read")
+	}
+	repo, err := github.ParseRepo(src.Repo)
+	if err != nil {
+		return nil, repo, err
+	}
+	if until, ok := s.limitedUntil(host(src)); ok {
+		return nil, repo, baton.WrapError(baton.Unavailable, &github.RateLimitError{Reset: until}, "GitHub's rate limit for %s resets at %s", host(src), until.Format(time.RFC3339))
+	}
+	c, err := s.GitHub(ctx, repo, src.APIURL)
+	return c, repo, err
 }
 
 // noteLimit holds the host when err is a rate limit, and returns err.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/delivery"
@@ -351,5 +352,131 @@ func TestReviewWebhookRequestingChanges(t *testing.T) {
 	cur, _ := e.svc.Current(t.Context(), d.ID)
 	if r, ok := cur.Ref(baton.RoleReview, "github_review"); cur.String() != "implement/pending" || !ok || r.Label != "changes requested by @carol" {
 		t.Errorf("after the review: %s, ref %+v", cur.String(), r)
+	}
+}
+
+// A process that stops after claiming a comment and before recording
+// what became of it leaves the claim, and no webhook or poll brings the
+// comment again. Within the lease nothing takes the claim over (its
+// holder may still be at work); after it, the next tick decides each
+// again: mallory's is ignored for her access, carol's waits for the
+// round queued, and alice's, applied before the stop, is recorded
+// without a second round.
+func TestClaimLeftByAStoppedProcess(t *testing.T) {
+	for _, dialect := range sqlstoretest.Dialects(t) {
+		t.Run(string(dialect), func(t *testing.T) { claimLeftByAStoppedProcess(t, dialect) })
+	}
+}
+
+func claimLeftByAStoppedProcess(t *testing.T, dialect sqlstore.Dialect) {
+	e, d, logs := feedbackEnv(t, dialect)
+	ctx := t.Context()
+	st := e.svc.Store()
+	claim := func(id int64, author, on string) sqlstore.Feedback {
+		t.Helper()
+		now := e.in.Now()
+		fb := sqlstore.Feedback{Repo: "octo/app", Kind: "issue_comment", ID: id, Author: author, URL: fmt.Sprintf("https://github.com/octo/app/%s#issuecomment-%d", on, id),
+			State: sqlstore.FeedbackClaimed, CreatedAt: now, UpdatedAt: now}
+		if ok, err := st.ClaimFeedback(ctx, fb); err != nil || !ok {
+			t.Fatalf("claim %d: %v %v", id, ok, err)
+		}
+		return fb
+	}
+	claim(7001, "mallory", "issues/1")
+	alice := claim(7002, "alice", "pull/2")
+	// alice's was applied; the process stopped before recording it.
+	if _, err := e.svc.Feedback(ctx, d.ID, baton.Ref{Role: baton.RoleReview, Type: "github_comment", Label: "comment by @alice", URL: alice.URL}, "github:alice"); err != nil {
+		t.Fatal(err)
+	}
+	claim(7003, "carol", "issues/1")
+	sentBack := func() int {
+		t.Helper()
+		entries, err := e.svc.PhaseLog(ctx, d.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, en := range entries {
+			if en.Action == string(delivery.ActFeedback) && strings.Contains(en.Note, alice.URL) {
+				n++
+			}
+		}
+		return n
+	}
+	before := sentBack()
+	if before == 0 {
+		t.Fatal("the delivery's phase log does not name the comment it was sent back for")
+	}
+
+	e.gh.ResetRequests()
+	e.advance(intake.FeedbackLease - time.Minute)
+	if err := e.in.ResumeClaims(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := feedbackStates(t, e); n[sqlstore.FeedbackClaimed] != 3 {
+		t.Errorf("within the lease: %v, want the three claims left to their holder", n)
+	}
+	if reqs := e.gh.RequestLog(); len(reqs) != 0 {
+		t.Errorf("within the lease GitHub was asked %v", reqs)
+	}
+
+	e.advance(2 * time.Minute)
+	if err := e.in.ResumeClaims(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := map[int64]sqlstore.Feedback{}
+	list, err := st.FeedbackOf(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range list {
+		got[f.ID] = f
+	}
+	if f := got[7001]; f.State != sqlstore.FeedbackIgnored || !strings.Contains(f.Reason, "read access") {
+		t.Errorf("mallory's = %s (%s), want ignored for her access", f.State, f.Reason)
+	}
+	if f := got[7002]; f.State != sqlstore.FeedbackApplied || f.DeliveryID != d.ID {
+		t.Errorf("alice's = %s (%s) on %q, want applied to %s", f.State, f.Reason, f.DeliveryID, d.ID)
+	}
+	if f := got[7003]; f.State != sqlstore.FeedbackDeferred || f.DeliveryID != d.ID {
+		t.Errorf("carol's = %s (%s), want deferred behind the queued round", f.State, f.Reason)
+	}
+	if n := sentBack(); n != before {
+		t.Errorf("alice's comment sent the delivery back again: %d phase log entries name it, were %d", n, before)
+	}
+	asked := strings.Join(e.gh.RequestLog(), "\n")
+	for _, who := range []string{"mallory", "carol"} {
+		if !strings.Contains(asked, "/collaborators/"+who+"/permission") {
+			t.Errorf("%s's access was not asked again:\n%s", who, asked)
+		}
+	}
+	if !strings.Contains(logs.String(), "feedback from alice applied") {
+		t.Errorf("the log does not say what became of alice's comment:\n%s", logs.String())
+	}
+
+	// Taken over once: a second tick, or a second process, finds nothing.
+	e.gh.ResetRequests()
+	if err := e.in.ResumeClaims(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if reqs := e.gh.RequestLog(); len(reqs) != 0 {
+		t.Errorf("a second tick asked GitHub %v", reqs)
+	}
+	if ok, err := st.RetakeFeedback(ctx, got[7001], e.in.Now(), e.in.Now()); err != nil || ok {
+		t.Errorf("retaking a recorded comment = %v %v, want refused", ok, err)
+	}
+	// Of two processes retaking one stale claim, one gets it.
+	stale := claim(7004, "alice", "issues/1")
+	later := e.in.Now().Add(intake.FeedbackLease + time.Second)
+	first, err := st.RetakeFeedback(ctx, stale, later.Add(-intake.FeedbackLease), later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := st.RetakeFeedback(ctx, stale, later.Add(-intake.FeedbackLease), later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !first || second {
+		t.Errorf("two retakes = %v, %v; want one", first, second)
 	}
 }

@@ -648,6 +648,9 @@ func (s *Service) Run(ctx context.Context, tick time.Duration) error {
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
+		if err := s.ResumeClaims(ctx); err != nil && ctx.Err() == nil {
+			s.log().Warn("intake: feedback left by a stopped process: " + baton.ErrorMessage(err))
+		}
 		if err := s.ApplyDeferred(ctx); err != nil && ctx.Err() == nil {
 			s.log().Warn("intake: waiting feedback: " + baton.ErrorMessage(err))
 		}

@@ -10,6 +10,10 @@ import (
 
 // Feedback states.
 const (
+	// FeedbackClaimed is a comment being acted on. A claim that outlives
+	// its lease was left by a process that stopped before it recorded
+	// the outcome (RetakeFeedback).
+	FeedbackClaimed  = "claimed"
 	FeedbackDeferred = "deferred" // waits for the delivery's running phase or queued round
 	FeedbackApplied  = "applied"
 	FeedbackIgnored  = "ignored"
@@ -91,6 +95,18 @@ func (s *Store) FeedbackOf(ctx context.Context, state string) ([]Feedback, error
 func (s *Store) OpenDeliveriesOf(ctx context.Context, repository string) ([]*baton.Delivery, error) {
 	return s.list(ctx, `SELECT `+deliveryCols+` FROM deliveries WHERE LOWER(repository) = ? AND phase <> ? ORDER BY seq`,
 		strings.ToLower(repository), string(baton.PhaseClose))
+}
+
+// RetakeFeedback takes over f's claim if it was last touched before
+// staleBefore, stamping it now: true means the caller holds it. One
+// conditional UPDATE decides, so of two processes retaking it, one does.
+func (s *Store) RetakeFeedback(ctx context.Context, f Feedback, staleBefore, now time.Time) (bool, error) {
+	n, err := s.exec(ctx, `UPDATE feedback SET updated_at = ? WHERE repo = ? AND kind = ? AND comment_id = ? AND state = ? AND updated_at < ?`,
+		fmtTime(now), strings.ToLower(f.Repo), f.Kind, f.ID, FeedbackClaimed, fmtTime(staleBefore))
+	if err != nil {
+		return false, err
+	}
+	return n == 1, nil
 }
 
 // ReleaseFeedback forgets a claim whose handling failed, so the comment
