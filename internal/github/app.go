@@ -16,6 +16,8 @@ import (
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	jwt "github.com/golang-jwt/jwt/v4"
+	// ghinstallation's token options are of the go-github it is built on.
+	ghi "github.com/google/go-github/v88/github"
 	gh "github.com/google/go-github/v92/github"
 
 	"github.com/baton-agent/baton"
@@ -37,13 +39,16 @@ const (
 // App is a GitHub App baton acts as instead of a person's token: its id
 // and private key. For each repository it looks up the App's
 // installation (GET /repos/{owner}/{repo}/installation, authenticated
-// with a JWT signed by the key) and mints the installation's tokens
-// (POST /app/installations/{id}/access_tokens), an hour each, minted
-// again a minute before they expire; github.com/bradleyfalzon/ghinstallation
-// signs and refreshes. The JWT and the tokens go only to the API URL the
-// repository's host resolves to (ResolveAPIURL): the same rule as a
-// token's. Installations and their tokens are kept for the App's life, so
-// every client of one process shares them. Safe for concurrent use.
+// with a JWT signed by the key) and mints tokens of that installation
+// narrowed to the one repository (POST
+// /app/installations/{id}/access_tokens with "repositories"), an hour
+// each, minted again a minute before they expire;
+// github.com/bradleyfalzon/ghinstallation signs and refreshes. A token
+// minted for one repository works on no other the App is installed on.
+// The JWT and the tokens go only to the API URL the repository's host
+// resolves to (ResolveAPIURL): the same rule as a token's. Installations
+// and their tokens are kept for the App's life, so every client of one
+// process shares them. Safe for concurrent use.
 type App struct {
 	ID        int64
 	key       *rsa.PrivateKey
@@ -52,11 +57,9 @@ type App struct {
 	transport http.RoundTripper
 
 	mu sync.Mutex
-	// byRepo caches the installation of a repository, by API base URL
-	// and lower-case owner/name; byID one installation per base URL and
-	// id, shared by its repositories.
+	// byRepo caches the installation of a repository, with its tokens,
+	// by API base URL and lower-case owner/name.
 	byRepo map[string]*Installation
-	byID   map[string]*Installation
 }
 
 // NewApp returns the App with id and its private key in PEM (PKCS#1 or
@@ -74,11 +77,11 @@ func NewApp(id int64, keyPEM []byte, userAgent string) (*App, error) {
 		userAgent = defaultUserAgent
 	}
 	return &App{ID: id, key: key, userAgent: userAgent, transport: defaultTransport(),
-		byRepo: map[string]*Installation{}, byID: map[string]*Installation{}}, nil
+		byRepo: map[string]*Installation{}}, nil
 }
 
 // Installation is a GitHub App's installation on an account, as one
-// repository's requests use it.
+// repository's requests use it: its tokens reach that repository only.
 type Installation struct {
 	ID    int64
 	AppID int64
@@ -176,18 +179,19 @@ func (a *App) Installation(ctx context.Context, baseURL string, repo Repo) (*Ins
 		}
 		return nil, err
 	}
-	idKey := base.String() + "\x00" + strconv.FormatInt(gi.GetID(), 10)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if in, ok := a.byID[idKey]; ok {
-		a.byRepo[key] = in
-		return in, nil
-	}
 	tr := ghinstallation.NewFromAppsTransport(apps, gi.GetID())
 	tr.BaseURL = strings.TrimSuffix(base.String(), "/")
+	// The installation may cover every repository of its account; the
+	// token baton holds for this one covers this one.
+	tr.InstallationTokenOptions = &ghi.InstallationTokenOptions{Repositories: []string{repo.Name}}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if in, ok := a.byRepo[key]; ok {
+		return in, nil // another caller looked it up meanwhile: one token source per repository
+	}
 	in = &Installation{ID: gi.GetID(), AppID: a.ID, Slug: gi.GetAppSlug(), Account: gi.GetAccount().GetLogin(),
 		Permissions: permissionsOf(gi.GetPermissions()), base: base, tr: tr}
-	a.byID[idKey], a.byRepo[key] = in, in
+	a.byRepo[key] = in
 	return in, nil
 }
 

@@ -105,6 +105,62 @@ func TestAppActsAsItsInstallation(t *testing.T) {
 	}
 }
 
+// An installation on a whole account still yields tokens for one
+// repository each: the token baton holds for octo/app (and the one a
+// hostile caller might get out of it) reads nothing of octo/secrets,
+// though the App is installed there too.
+func TestAppTokensReachOneRepository(t *testing.T) {
+	srv, keyPEM := appServer(t)
+	srv.Install(appID, "octo/app", "octo/secrets")
+	srv.AddIssue("octo/app", githubtest.Issue{Number: 7})
+	srv.AddIssue("octo/secrets", githubtest.Issue{Number: 1, Title: "The launch codes"})
+	a := github.Access{Getenv: appEnv(srv, keyPEM), Apps: &github.Apps{}}
+	ctx := t.Context()
+	c, err := a.Client(ctx, octo, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Issue(ctx, octo, 7, github.IssueOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := c.Token(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string) int {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL()+path, nil)
+		req.Header.Set("Authorization", "Bearer "+tok.Value())
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get("repos/octo/app/issues/7"); code != http.StatusOK {
+		t.Fatalf("the token on its own repository: %d", code)
+	}
+	if code := get("repos/octo/secrets/issues/1"); code != http.StatusNotFound {
+		t.Errorf("octo/app's token read octo/secrets: %d, want 404", code)
+	}
+	secrets := github.Repo{Host: "github.com", Owner: "octo", Name: "secrets"}
+	other, err := a.Client(ctx, secrets, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Issue(ctx, secrets, 1, github.IssueOptions{}); err != nil {
+		t.Errorf("octo/secrets' own client: %v", err)
+	}
+	var reach [][]string
+	for _, m := range srv.MintedTokens() {
+		reach = append(reach, m.Repositories)
+	}
+	if diff := cmp.Diff([][]string{{"octo/app"}, {"octo/secrets"}}, reach); diff != "" {
+		t.Errorf("minted tokens reach (-want +got):\n%s", diff)
+	}
+}
+
 // A token with less than a minute left is minted again before the
 // request that would carry it; every request goes through.
 func TestAppRefreshesTokens(t *testing.T) {

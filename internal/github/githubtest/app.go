@@ -14,6 +14,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -77,6 +78,8 @@ type installToken struct {
 // MintedToken is an installation token the server handed out.
 type MintedToken struct {
 	Installation int64
+	// Repositories are what the token reaches (lower-case owner/name).
+	Repositories []string
 	ExpiresAt    time.Time
 }
 
@@ -394,6 +397,29 @@ func (s *Server) createAccessToken(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "Not Found", doc)
 		return
 	}
+	// A body may narrow the token to some of the installation's
+	// repositories, by name (without the owner).
+	var opts struct {
+		Repositories []string `json:"repositories"`
+	}
+	if body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20)); len(bytes.TrimSpace(body)) > 0 {
+		if err := json.Unmarshal(body, &opts); err != nil {
+			writeError(w, http.StatusBadRequest, "Problems parsing JSON", doc)
+			return
+		}
+	}
+	repos := slices.Clone(in.repos)
+	if opts.Repositories != nil {
+		repos = nil
+		for _, name := range opts.Repositories {
+			full := strings.ToLower(in.owner + "/" + name)
+			if !slices.Contains(in.repos, full) {
+				writeError(w, http.StatusUnprocessableEntity, "There is at least one repository that does not exist or is not accessible to the parent installation.", doc)
+				return
+			}
+			repos = append(repos, full)
+		}
+	}
 	b := make([]byte, 18)
 	_, _ = rand.Read(b)
 	tok := "ghs_" + hex.EncodeToString(b)
@@ -405,7 +431,7 @@ func (s *Server) createAccessToken(w http.ResponseWriter, r *http.Request) {
 	if s.tokens == nil {
 		s.tokens = map[string]*installToken{}
 	}
-	s.tokens[tok] = &installToken{bot: id.app.Bot(), install: in.id, repos: slices.Clone(in.repos), expires: exp}
-	s.minted = append(s.minted, MintedToken{Installation: in.id, ExpiresAt: exp})
+	s.tokens[tok] = &installToken{bot: id.app.Bot(), install: in.id, repos: repos, expires: exp}
+	s.minted = append(s.minted, MintedToken{Installation: in.id, Repositories: slices.Clone(repos), ExpiresAt: exp})
 	writeJSON(w, http.StatusCreated, accessTokenJSON{Token: tok, ExpiresAt: ts(exp), Permissions: id.app.Permissions, RepositorySelection: "selected"})
 }
