@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/spf13/pflag"
 
@@ -26,24 +25,9 @@ func (o *sandboxOptions) register(fl *pflag.FlagSet) {
 // confinement is what the flags and the environment ask for. The files
 // baton's secrets came from are always denied.
 func (o sandboxOptions) confinement(f *Factory) (sandbox.Confinement, error) {
-	mode := o.mode
-	if mode == "" {
-		mode = f.env("BATON_SANDBOX")
-	}
-	m, err := sandbox.ParseMode(mode)
+	c, err := sandbox.Configure(f.env, f.WorkDir, o.mode, o.read, o.write)
 	if err != nil {
 		return sandbox.Confinement{}, usageError("%s", err.Error())
-	}
-	c := sandbox.Confinement{Mode: m}
-	for _, p := range append(o.read, filepath.SplitList(f.env("BATON_SANDBOX_READ"))...) {
-		if p != "" {
-			c.Policy.Read = append(c.Policy.Read, f.abs(p))
-		}
-	}
-	for _, p := range append(o.write, filepath.SplitList(f.env("BATON_SANDBOX_WRITE"))...) {
-		if p != "" {
-			c.Policy.Write = append(c.Policy.Write, f.abs(p))
-		}
 	}
 	if f.Secrets != nil {
 		c.Policy.Deny = f.Secrets.Paths()

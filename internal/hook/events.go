@@ -18,6 +18,7 @@ import (
 	"github.com/baton-agent/baton/internal/proc"
 	"github.com/baton-agent/baton/internal/prompt"
 	"github.com/baton-agent/baton/internal/safefile"
+	"github.com/baton-agent/baton/internal/sandbox"
 	"github.com/baton-agent/baton/internal/transcript"
 )
 
@@ -230,7 +231,7 @@ func (h handler) readSpend(l *baton.Loop, in *loop.Stop, now time.Time) {
 // a temporary directory writable, the system readable; BATON_SANDBOX and
 // its lists apply), within the loop's verify timeout.
 func (h handler) verify(l *baton.Loop, promise string) (baton.VerifyRun, string) {
-	conf, err := loop.ConfinementFromEnv(h.env.Getenv, h.st.Root())
+	conf, err := sandbox.Configure(h.env.Getenv, h.st.Root(), "", nil, nil)
 	if err != nil {
 		return baton.VerifyRun{At: h.env.now().UTC().Truncate(time.Second), Iteration: l.Iteration, Promise: loop.Normalize(promise), Error: baton.ErrorMessage(err)}, ""
 	}

@@ -3,7 +3,6 @@ package loop
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -119,36 +118,4 @@ func inline(c string) string {
 		return "a verify command of the loop (see `baton loop status`)"
 	}
 	return "`" + c + "`"
-}
-
-// ConfinementFromEnv is the confinement verify commands get from the
-// variables that set it for every baton command (BATON_SANDBOX,
-// BATON_SANDBOX_READ, BATON_SANDBOX_WRITE): a hook has no flags. Relative
-// paths are taken from dir.
-func ConfinementFromEnv(getenv func(string) string, dir string) (sandbox.Confinement, error) {
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
-	m, err := sandbox.ParseMode(getenv("BATON_SANDBOX"))
-	if err != nil {
-		return sandbox.Confinement{}, err
-	}
-	c := sandbox.Confinement{Mode: m}
-	abs := func(p string) string {
-		if filepath.IsAbs(p) {
-			return p
-		}
-		return filepath.Join(dir, p)
-	}
-	for _, p := range filepath.SplitList(getenv("BATON_SANDBOX_READ")) {
-		if p != "" {
-			c.Policy.Read = append(c.Policy.Read, abs(p))
-		}
-	}
-	for _, p := range filepath.SplitList(getenv("BATON_SANDBOX_WRITE")) {
-		if p != "" {
-			c.Policy.Write = append(c.Policy.Write, abs(p))
-		}
-	}
-	return c, nil
 }

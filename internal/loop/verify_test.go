@@ -77,15 +77,3 @@ func TestVerifyIsConfined(t *testing.T) {
 		t.Errorf("Verify() with a broken sandbox = %+v", run)
 	}
 }
-
-func TestConfinementFromEnv(t *testing.T) {
-	env := map[string]string{"BATON_SANDBOX": "required", "BATON_SANDBOX_WRITE": "/abs:rel", "BATON_SANDBOX_READ": "/r"}
-	c, err := ConfinementFromEnv(func(k string) string { return env[k] }, "/proj")
-	if err != nil || c.Mode != sandbox.ModeRequired || strings.Join(c.Policy.Write, ",") != "/abs,/proj/rel" || strings.Join(c.Policy.Read, ",") != "/r" {
-		t.Errorf("ConfinementFromEnv = %+v, %v", c, err)
-	}
-	env["BATON_SANDBOX"] = "sometimes"
-	if _, err := ConfinementFromEnv(func(k string) string { return env[k] }, "/proj"); err == nil {
-		t.Error("ConfinementFromEnv(sometimes): no error")
-	}
-}

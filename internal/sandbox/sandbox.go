@@ -16,6 +16,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -52,6 +53,46 @@ func ParseMode(s string) (Mode, error) {
 		return ModeOff, nil
 	}
 	return "", baton.Errorf(baton.Invalid, "--sandbox takes auto, required or off, got %q", s)
+}
+
+// Variables that set confinement for every baton command. A hook, which
+// has no flags, reads only these.
+const (
+	ModeVar  = "BATON_SANDBOX"
+	ReadVar  = "BATON_SANDBOX_READ"  // a list of paths, as PATH is
+	WriteVar = "BATON_SANDBOX_WRITE" // a list of paths, as PATH is
+)
+
+// Configure is the confinement flags and the environment ask for: mode,
+// unless "", over ModeVar; the read and write paths of both, the flags'
+// first. Relative paths are taken from dir.
+func Configure(getenv func(string) string, dir, mode string, read, write []string) (Confinement, error) {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	m, err := ParseMode(cmp.Or(mode, getenv(ModeVar)))
+	if err != nil {
+		return Confinement{}, err
+	}
+	c := Confinement{Mode: m}
+	c.Policy.Read = pathsFrom(dir, read, getenv(ReadVar))
+	c.Policy.Write = pathsFrom(dir, write, getenv(WriteVar))
+	return c, nil
+}
+
+// pathsFrom is the paths of flags and of list, absolute from dir.
+func pathsFrom(dir string, flags []string, list string) []string {
+	var out []string
+	for _, p := range append(slices.Clone(flags), filepath.SplitList(list)...) {
+		if p == "" {
+			continue
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		out = append(out, filepath.Clean(p))
+	}
+	return out
 }
 
 // Policy is the part of the file system a confined process may reach.

@@ -225,3 +225,25 @@ func TestStartModes(t *testing.T) {
 		t.Error("an unknown mode started a process")
 	}
 }
+
+// Flags come before the environment; the lists add up, relative paths
+// taken from the directory given.
+func TestConfigure(t *testing.T) {
+	env := map[string]string{ModeVar: "required", WriteVar: "/abs" + string(filepath.ListSeparator) + "rel", ReadVar: "/r"}
+	getenv := func(k string) string { return env[k] }
+	c, err := Configure(getenv, "/proj", "", nil, nil)
+	if err != nil || c.Mode != ModeRequired || strings.Join(c.Policy.Write, ",") != "/abs,/proj/rel" || strings.Join(c.Policy.Read, ",") != "/r" {
+		t.Errorf("Configure(environment) = %+v, %v", c, err)
+	}
+	c, err = Configure(getenv, "/proj", "off", []string{"flag/../w"}, []string{"/x"})
+	if err != nil || c.Mode != ModeOff || strings.Join(c.Policy.Write, ",") != "/x,/abs,/proj/rel" || strings.Join(c.Policy.Read, ",") != "/proj/w,/r" {
+		t.Errorf("Configure(flags and environment) = %+v, %v", c, err)
+	}
+	env[ModeVar] = "sometimes"
+	if _, err := Configure(getenv, "/proj", "", nil, nil); err == nil {
+		t.Error("Configure(sometimes): no error")
+	}
+	if c, err := Configure(nil, "/proj", "", nil, nil); err != nil || c.Mode != ModeAuto || c.Policy.Read != nil || c.Policy.Write != nil {
+		t.Errorf("Configure(no environment) = %+v, %v", c, err)
+	}
+}
