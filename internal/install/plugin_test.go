@@ -1,6 +1,10 @@
 package install
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -69,5 +73,41 @@ func TestPluginTreeIsGenerated(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Codex keeps a plugin per version, so a changed plugin tree under the
+// same version would reach nobody who installed the old one.
+// testdata/plugin_version.txt records the version and a digest of the
+// tree it was given to (with the version itself masked): a change to the
+// tree fails here until pluginVersion is raised, and -update records the
+// new pair then, never before.
+func TestPluginVersionFollowsTheTree(t *testing.T) {
+	files, err := PluginFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	for _, p := range PluginPaths(files) {
+		fmt.Fprintf(h, "%s\x00%d\x00", p, len(files[p]))
+		h.Write(bytes.ReplaceAll(files[p], []byte(pluginVersion), []byte("VERSION")))
+	}
+	got := fmt.Sprintf("%s %x\n", pluginVersion, h.Sum(nil))
+	path := filepath.Join("testdata", "plugin_version.txt")
+	recorded, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	version, digest, _ := strings.Cut(strings.TrimSpace(string(recorded)), " ")
+	switch {
+	case string(recorded) == got:
+	case version == pluginVersion:
+		t.Errorf("the plugin tree changed since version %s was recorded (%s): raise pluginVersion, then run go test ./internal/install -update", version, digest[:min(12, len(digest))])
+	case golden.Update():
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	default:
+		t.Errorf("pluginVersion %s is not recorded in %s: run go test ./internal/install -update", pluginVersion, path)
 	}
 }
