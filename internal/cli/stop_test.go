@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -660,6 +661,54 @@ func TestStopBudgets(t *testing.T) {
 	}
 	if r := e.ok("", "", "loop", "show", id); !strings.Contains(r.stdout, "spent:      1100 tokens of 5000, $0.01 of $1.00, active 1h1m0s of 1h0m0s") {
 		t.Errorf("loop show spent line:\n%s", r.stdout)
+	}
+}
+
+// Droid keeps the session's running totals beside its transcript: a loop
+// counts what they grew by from its start, and, after a pause, from its
+// resume: what the session spent while the loop was paused is not the
+// loop's.
+func TestStopBudgetsDroidTotals(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo()
+	tr := filepath.Join(e.dir, ".transcripts", "d.jsonl")
+	e.writeTranscript("d.jsonl", fmt.Sprintf(`{"type":"session_start","id":"s1","timestamp":%q}`, e.now.Add(-time.Hour).Format(time.RFC3339)))
+	totals := func(input int) {
+		t.Helper()
+		e.write(filepath.Join(".transcripts", "d.settings.json"), fmt.Sprintf(`{"model":"custom:scripted-0","tokenUsage":{"inputTokens":%d,"outputTokens":0,"cacheCreationTokens":0,"cacheReadTokens":0}}`, input))
+	}
+	stop := func() stopOut {
+		t.Helper()
+		b, _ := json.Marshal(map[string]any{"session_id": "s1", "cwd": e.dir, "hook_event_name": "Stop", "stop_hook_active": false, "transcript_path": tr})
+		r := e.hook("droid", "stop", string(b))
+		var o stopOut
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &o) != nil {
+			t.Fatalf("droid stop: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+		}
+		return o
+	}
+	totals(1000) // the session's work before the loop
+	e.vars["BATON_TRANSCRIPT_PATH"], e.vars["BATON_HARNESS"] = tr, "droid"
+	id := e.startLoop("Keep going", "--max-tokens", "500")
+	delete(e.vars, "BATON_TRANSCRIPT_PATH")
+	delete(e.vars, "BATON_HARNESS")
+	totals(1300)
+	if o := stop(); o.Decision != "block" || e.loop(id).Spent.Total() != 300 {
+		t.Fatalf("first stop = %+v, spent %d; want a block and 300 tokens", o, e.loop(id).Spent.Total())
+	}
+	totals(1700)
+	if o := stop(); o.Decision != "" || !strings.Contains(o.SystemMessage, "token budget is spent (700 of 500 tokens)") {
+		t.Fatalf("stop over the budget = %+v", o)
+	}
+	totals(5000) // the session works on while the loop is paused
+	e.now = e.now.Add(time.Minute)
+	e.ok("", "", "loop", "resume", id, "--max-tokens", "2000")
+	totals(5100)
+	if o := stop(); o.Decision != "block" {
+		t.Errorf("stop after resume = %+v", o)
+	}
+	if n := e.loop(id).Spent.Total(); n != 800 {
+		t.Errorf("spent after the pause = %d tokens, want 800: the 3300 spent while paused are not the loop's", n)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/fsstore"
+	"github.com/baton-agent/baton/internal/transcript"
 )
 
 // StartRequest is a loop to start: its prompt given, or taken from a
@@ -170,6 +171,11 @@ func SetStatus(ctx context.Context, st *fsstore.Store, id string, c StatusChange
 			// What the session spent while the loop was paused is not
 			// the loop's: the next read skips lines stamped before now.
 			l.Usage.Since = now
+			if l.Usage.Totals != nil && l.Usage.Path != "" {
+				// Droid keeps running totals, not stamped lines: the
+				// totals now are where the loop's spending resumes.
+				l.Usage = transcript.StartCursor(l.Usage.Path, true, now)
+			}
 			if c.Rebind {
 				rebindTo(l, c.Session, now)
 			}
