@@ -125,6 +125,9 @@ type UsageCursor struct {
 	// running totals (Codex, Droid): the next read counts the difference.
 	// For Claude it is what was counted of message LastID.
 	Totals *Tokens `json:"totals,omitempty"`
+	// Droid: Totals are a Droid session's running totals, read from its
+	// settings file, not from transcript lines that carry a time.
+	Droid bool `json:"droid,omitempty"`
 }
 
 // Loop outcomes recorded by baton itself (promise outcomes are the

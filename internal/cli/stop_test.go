@@ -643,9 +643,13 @@ func TestStopBudgets(t *testing.T) {
 	e.writeTranscript("t.jsonl", usage("m0", 90000, 9000, e.now.Add(-time.Hour)), usage("m1", 500, 100, e.now.Add(time.Minute)), usage("m2", 400, 100, e.now.Add(2*time.Minute)),
 		usage("m3", 4000, 500, e.now.Add(3*time.Minute)))
 	e.now = e.now.Add(4 * time.Minute)
+	offset := e.loop(id).Usage.Offset
 	r := e.ok("", "", "loop", "resume", id, "--max-tokens", "5000")
 	if !strings.Contains(r.stdout, "paused -> active") {
 		t.Fatalf("resume --max-tokens: %+v", r)
+	}
+	if u := e.loop(id).Usage; u.Offset != offset || offset == 0 || u.Droid {
+		t.Errorf("resume moved the transcript cursor to %d from %d (droid %v): the next stop would read it again", u.Offset, offset, u.Droid)
 	}
 	if o := e.stop("s1", e.dir, ptr("working"), false); o.Decision != "block" {
 		t.Errorf("stop after resume with more tokens = %+v", o)

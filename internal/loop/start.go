@@ -171,7 +171,7 @@ func SetStatus(ctx context.Context, st *fsstore.Store, id string, c StatusChange
 			// What the session spent while the loop was paused is not
 			// the loop's: the next read skips lines stamped before now.
 			l.Usage.Since = now
-			if l.Usage.Totals != nil && l.Usage.Path != "" {
+			if l.Usage.Droid && l.Usage.Path != "" {
 				// Droid keeps running totals, not stamped lines: the
 				// totals now are where the loop's spending resumes.
 				l.Usage = transcript.StartCursor(l.Usage.Path, true, now)

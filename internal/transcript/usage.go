@@ -398,7 +398,7 @@ func readDroidUsage(path string, cur baton.UsageCursor) (Usage, baton.UsageCurso
 	case !cur.Since.IsZero() && sessionStartedBefore(path, cur.Since):
 		delta = baton.Tokens{}
 	}
-	cur.Totals = &total
+	cur.Totals, cur.Droid = &total, true
 	cur.Model = boundModel(s.Model)
 	if delta != (baton.Tokens{}) {
 		u.add(cur.Model, delta, 0, false)
@@ -438,7 +438,7 @@ func StartCursor(path string, droid bool, now time.Time) baton.UsageCursor {
 	cur := baton.UsageCursor{Path: path, Since: now.UTC()}
 	if droid {
 		if _, c, err := readDroidUsage(path, baton.UsageCursor{Path: path}); err == nil {
-			cur.Totals, cur.Model = c.Totals, c.Model
+			cur.Totals, cur.Model, cur.Droid = c.Totals, c.Model, c.Droid
 		}
 		return cur
 	}
