@@ -638,9 +638,10 @@ func (s *Service) withdraw(ctx context.Context, src *baton.Source, si sqlstore.S
 // Run syncs sources as they fall due until ctx ends: every PollEvery of
 // the settings, never a source whose host's rate limit is in force, never
 // a paused one; with each sync it reads the source's new comments and
-// reviews (PollComments). Every tick (default 5s) it applies feedback
-// that waited for its delivery, and looks again, so changed settings
-// apply without a restart.
+// reviews (PollComments). Every tick (default 5s) it takes over comment
+// claims a stopped process left (ResumeClaims), applies feedback that
+// waited for its delivery, and looks again, so changed settings apply
+// without a restart.
 func (s *Service) Run(ctx context.Context, tick time.Duration) error {
 	if tick <= 0 {
 		tick = 5 * time.Second
