@@ -232,7 +232,8 @@ func (s *Service) recordFeedback(ctx context.Context, log *slog.Logger, fb sqlst
 // decided again from what the claim recorded (its author is asked for
 // their access again); one its delivery already carries was applied
 // before the stop and is only recorded. A claim that fails again is
-// retried after another lease. The poller calls it every tick.
+// logged and retried after another lease; the error returned is the
+// store's. The poller calls it every tick.
 func (s *Service) ResumeClaims(ctx context.Context) error {
 	list, err := s.store().FeedbackOf(ctx, sqlstore.FeedbackClaimed)
 	if err != nil {
@@ -255,8 +256,8 @@ func (s *Service) ResumeClaims(ctx context.Context) error {
 		log := s.log().With("comment", fb.URL, "author", fb.Author)
 		res, err := s.resumeClaim(ctx, fb)
 		if err != nil {
+			// Said here, with the comment it is about; not returned too.
 			log.Warn("intake: feedback left by a stopped process: " + baton.ErrorMessage(err) + "; tried again in " + FeedbackLease.String())
-			errs = append(errs, err)
 			continue
 		}
 		res.Reason = cmp.Or(res.Reason, "resumed after its process stopped")
