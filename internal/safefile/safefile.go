@@ -143,20 +143,7 @@ const TempMarker = ".tmp-"
 // the same directory, fsyncs it and renames it over path. A symlink at
 // path is replaced, not followed.
 func WriteAtomic(path string, data []byte, perm os.FileMode) error {
-	tmp, err := createTemp(path, perm)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	name := tmp.Name()
-	if err := writeSyncClose(tmp, data); err != nil {
-		os.Remove(name)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(name, path); err != nil {
-		os.Remove(name)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return replace(path, perm, true, writeAll(data))
 }
 
 // WriteCache is WriteAtomic without the fsync, for a file that is a
@@ -166,31 +153,42 @@ func WriteAtomic(path string, data []byte, perm os.FileMode) error {
 // reader must detect. An fsync costs a hook more than the rest of its
 // index update.
 func WriteCache(path string, data []byte, perm os.FileMode) error {
-	return WriteCacheFunc(path, perm, func(f *os.File) error {
-		_, err := f.Write(data)
-		return err
-	})
+	return replace(path, perm, false, writeAll(data))
 }
 
 // WriteCacheFunc is WriteCache with the content written by write, into
 // the temp file, so that parts of another file can be copied in by the
 // kernel rather than through memory.
 func WriteCacheFunc(path string, perm os.FileMode, write func(*os.File) error) error {
+	return replace(path, perm, false, write)
+}
+
+func writeAll(data []byte) func(*os.File) error {
+	return func(f *os.File) error {
+		_, err := f.Write(data)
+		return err
+	}
+}
+
+// replace writes a temp file beside path with write, fsyncs it when
+// sync, and renames it over path; on any error the temp file goes.
+func replace(path string, perm os.FileMode, sync bool, write func(*os.File) error) error {
 	tmp, err := createTemp(path, perm)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	name := tmp.Name()
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		os.Remove(name)
-		return fmt.Errorf("write %s: %w", path, err)
+	err = write(tmp)
+	if err == nil && sync {
+		err = tmp.Sync()
 	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(name)
-		return fmt.Errorf("write %s: %w", path, err)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
-	if err := os.Rename(name, path); err != nil {
+	if err == nil {
+		err = os.Rename(name, path)
+	}
+	if err != nil {
 		os.Remove(name)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
