@@ -69,24 +69,13 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	fl, ok := w.(http.Flusher)
-	if !ok {
-		return baton.Errorf(baton.Internal, "streaming is not supported by this connection")
+	fl, err := startStream(w, 2*time.Second)
+	if err != nil {
+		return err
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	fmt.Fprint(w, "retry: 2000\n\n")
-	fl.Flush()
-
-	beat := s.Heartbeat
-	if beat <= 0 {
-		beat = DefaultHeartbeat
-	}
+	beat := s.heartbeat()
 	out := make(chan []byte, 64)
 	send := func(b []byte) error {
 		select {

@@ -15,6 +15,30 @@ import (
 // proxies keep it open and clients notice a dead server.
 const DefaultHeartbeat = 15 * time.Second
 
+func (s *Server) heartbeat() time.Duration {
+	if s.Heartbeat <= 0 {
+		return DefaultHeartbeat
+	}
+	return s.Heartbeat
+}
+
+// startStream answers 200 as an event stream whose client reconnects
+// after retry, and sends that at once.
+func startStream(w http.ResponseWriter, retry time.Duration) (http.Flusher, error) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		return nil, baton.Errorf(baton.Internal, "streaming is not supported by this connection")
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(w, "retry: %d\n\n", retry.Milliseconds())
+	fl.Flush()
+	return fl, nil
+}
+
 // deliveryEvents streams a delivery's event log as Server-Sent Events:
 // "id: <seq>", "event: <kind>", "data: <event JSON>". A client that
 // reconnects with Last-Event-ID (or ?after=N) gets only what came after;
@@ -37,22 +61,12 @@ func (s *Server) deliveryEvents(w http.ResponseWriter, r *http.Request) error {
 		}
 		after = n
 	}
-	fl, ok := w.(http.Flusher)
-	if !ok {
-		return baton.Errorf(baton.Internal, "streaming is not supported by this connection")
-	}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
 	// Reconnect after a second when the connection drops.
-	fmt.Fprint(w, "retry: 1000\n\n")
-	fl.Flush()
-	beat := s.Heartbeat
-	if beat <= 0 {
-		beat = DefaultHeartbeat
+	fl, err := startStream(w, time.Second)
+	if err != nil {
+		return err
 	}
+	beat := s.heartbeat()
 	var buf []byte
 	err = s.Feed.Follow(r.Context(), d.ID, after, beat, func(evs []baton.DeliveryEvent) error {
 		buf = buf[:0]
