@@ -290,21 +290,16 @@ func (s *Server) actOnDelivery(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// retryAgents are the agents a person may switch to on a retry from the
-// API or the dashboard: the server's agents (the harness table's), never
-// a command of the request's choosing (as for sources).
-func (s *Server) retryAgents() []string { return s.Agents }
-
 // decide applies a person's action to the delivery the path names: run
 // starts a waiting phase for the workers; a retry may switch the agent
-// to one of retryAgents; the rest are decisions.
+// to one of s.Agents; the rest are decisions.
 func (s *Server) decide(r *http.Request, a delivery.Action, reason, agent string) (*baton.Delivery, error) {
 	if agent != "" {
 		if a != delivery.ActRetry {
 			return nil, baton.Errorf(baton.Invalid, "only a retry can switch the agent")
 		}
-		if !slices.Contains(s.retryAgents(), agent) {
-			return nil, baton.Errorf(baton.Invalid, "agent %q: a retry can switch to %s", baton.Truncate(agent, 40, "…"), strings.Join(s.retryAgents(), ", "))
+		if !slices.Contains(s.Agents, agent) {
+			return nil, baton.Errorf(baton.Invalid, "agent %q: a retry can switch to %s", baton.Truncate(agent, 40, "…"), strings.Join(s.Agents, ", "))
 		}
 		return s.Deliveries.Retry(r.Context(), r.PathValue("id"), actor(r), reason, delivery.Settings{Agent: &agent})
 	}

@@ -282,7 +282,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 	}
 	var buf bytes.Buffer
 	root := "base"
-	if f := r.URL.Query().Get("fragment"); (f == "state" || f == "live") && name == "delivery" {
+	if f := r.URL.Query().Get("fragment"); f == "live" && name == "delivery" {
 		root = "live"
 	}
 	if err := t.ExecuteTemplate(&buf, root, data); err != nil {
@@ -525,7 +525,7 @@ func (s *Server) deliveryPage(r *http.Request) (*deliveryPage, error) {
 	}
 	p := &deliveryPage{pageData: s.page(r, fmt.Sprintf("#%d %s", v.Delivery.Seq, baton.Truncate(v.Delivery.Title, 80, "…")), "list"), D: v,
 		Log: groupLog(evs), Events: int(v.LastEvent), After: v.LastEvent, Older: from > 0, Closed: v.Delivery.Phase == string(baton.PhaseClose),
-		Work: work, Agents: s.retryAgents()}
+		Work: work, Agents: s.Agents}
 	for _, run := range v.AgentRuns {
 		p.LastRun = max(p.LastRun, run.N)
 	}

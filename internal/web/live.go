@@ -76,7 +76,7 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	beat := s.heartbeat()
-	out := make(chan []byte, 64)
+	out := make(chan []byte, maxWatched) // a batch of each followed delivery in flight
 	send := func(b []byte) error {
 		select {
 		case out <- b:
@@ -88,19 +88,16 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) error {
 	for id, after := range watch {
 		d, err := s.Deliveries.Resolve(ctx, id)
 		if err != nil {
-			b, _ := json.Marshal(map[string]string{"delivery": id, "message": baton.ErrorMessage(err)})
-			_ = send(fmt.Appendf(nil, "event: gone\ndata: %s\n\n", b))
-			continue
+			continue // nothing to follow: the page's log stays as it is
 		}
 		go func() {
 			err := s.Feed.Follow(ctx, d.ID, after, 0, func(evs []baton.DeliveryEvent) error {
 				var buf []byte
 				for _, e := range evs {
-					b, err := json.Marshal(liveEvent{Delivery: d.ID, eventJSON: toEvent(e)})
-					if err != nil {
+					var err error
+					if buf, err = appendEvent(buf, 0, string(e.Kind), liveEvent{Delivery: d.ID, eventJSON: toEvent(e)}); err != nil {
 						return err
 					}
-					buf = fmt.Appendf(buf, "event: %s\ndata: %s\n\n", e.Kind, b)
 				}
 				return send(buf)
 			})

@@ -22,6 +22,19 @@ func (s *Server) heartbeat() time.Duration {
 	return s.Heartbeat
 }
 
+// appendEvent appends one server-sent event named event with v as its
+// JSON data, and its id unless id is 0.
+func appendEvent(buf []byte, id int64, event string, v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return buf, err
+	}
+	if id != 0 {
+		buf = fmt.Appendf(buf, "id: %d\n", id)
+	}
+	return fmt.Appendf(buf, "event: %s\ndata: %s\n\n", event, b), nil
+}
+
 // startStream answers 200 as an event stream whose client reconnects
 // after retry, and sends that at once.
 func startStream(w http.ResponseWriter, retry time.Duration) (http.Flusher, error) {
@@ -74,17 +87,12 @@ func (s *Server) deliveryEvents(w http.ResponseWriter, r *http.Request) error {
 			buf = append(buf, ": heartbeat\n\n"...)
 		}
 		for _, e := range evs {
-			b, err := json.Marshal(toEvent(e))
-			if err != nil {
+			var err error
+			if buf, err = appendEvent(buf, e.Seq, string(e.Kind), toEvent(e)); err != nil {
 				return err
 			}
-			buf = fmt.Appendf(buf, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Kind, b)
 		}
-		if _, err := w.Write(buf); err != nil {
-			return err // the client left
-		}
-		fl.Flush()
-		return nil
+		return s.write(w, fl, buf) // an error: the client left
 	})
 	if err != nil && r.Context().Err() == nil {
 		s.log(r).Warn("event stream ended", "delivery", d.ID, "err", err)

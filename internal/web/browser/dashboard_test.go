@@ -164,7 +164,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 			lv.serve(h, w, r)
 			return
 		}
-		if f := r.URL.Query().Get("fragment"); f != "state" && f != "live" {
+		if f := r.URL.Query().Get("fragment"); f != "live" {
 			h.ServeHTTP(w, r)
 			return
 		}
