@@ -306,9 +306,24 @@ func disablePlugin(h baton.Harness) string {
 // bytes), then written atomically (or removed). A settings file that is a
 // symlink (a dotfiles repository) is written through to its target, and
 // one only emptied of baton's hooks is then left as an empty object rather
-// than removed. It returns the backups it made.
+// than removed; a linked file baton wrote whole loses the link only. At
+// project scope nothing else is written through a link that leads out
+// of the project (inProject). It returns the backups it made.
 func Apply(p *Plan, now time.Time) (backups []string, err error) {
 	stamp := now.UTC().Format("20060102T150405Z")
+	for _, c := range p.Changes {
+		if (c.Action == Create || c.Action == Update || c.Action == Remove) && p.Target.Scope == ScopeProject {
+			where := c.Path
+			if c.Kind == "hooks" || c.Kind == "mcp" {
+				// A settings file may itself be a link to the user's
+				// dotfiles; the directory it is in may not lead out.
+				where = filepath.Dir(c.Path)
+			}
+			if err := inProject(p.Target.Root, where); err != nil {
+				return nil, err
+			}
+		}
+	}
 	for _, c := range p.Changes {
 		switch c.Action {
 		case Create, Update, Remove:
@@ -317,6 +332,7 @@ func Apply(p *Plan, now time.Time) (backups []string, err error) {
 		}
 		path := c.Path
 		linked := false
+		settings := c.Kind == "hooks" || c.Kind == "mcp"
 		if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 			if path, err = filepath.EvalSymlinks(c.Path); err != nil {
 				return backups, fmt.Errorf("%s is a link that leads nowhere: %w", c.Path, err)
@@ -325,20 +341,22 @@ func Apply(p *Plan, now time.Time) (backups []string, err error) {
 		}
 		// A file removed because it held nothing but baton's hooks holds
 		// nothing of the user's to back up.
-		if c.Before != nil && (c.Kind == "hooks" || c.Kind == "mcp") && c.Action != Remove {
+		if c.Before != nil && settings && c.Action != Remove {
 			b, err := backup(c.Path, stamp, c.Before)
 			if err != nil {
 				return backups, err
 			}
 			backups = append(backups, b)
 		}
-		if c.Action == Remove && linked {
+		if c.Action == Remove && linked && settings {
 			c.After = []byte("{}\n")
 		} else if c.Action == Remove {
-			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			// A linked file baton wrote whole (a skill, the pi extension):
+			// the link goes, whatever it points at stays.
+			if err := os.Remove(c.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return backups, err
 			}
-			removeEmptyDirs(filepath.Dir(path), p.Target.base())
+			removeEmptyDirs(filepath.Dir(c.Path), p.Target.base())
 			continue
 		}
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -353,6 +371,40 @@ func Apply(p *Plan, now time.Time) (backups []string, err error) {
 		}
 	}
 	return backups, nil
+}
+
+// inProject refuses a path that leads out of the project at root through
+// a link (a checkout's .claude/skills -> elsewhere): a project's files
+// are the checkout's, and a checkout is not trusted to say where baton
+// writes. Links that stay inside the project are followed.
+func inProject(root, path string) error {
+	if rel, err := filepath.Rel(root, path); err != nil || !filepath.IsLocal(rel) {
+		return nil // a user-level file a project install also writes (Codex's config)
+	}
+	top, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return err
+	}
+	// The deepest part of path that exists, resolved.
+	p := path
+	for {
+		if _, err := os.Lstat(p); err == nil {
+			break
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			break
+		}
+		p = parent
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if rel, err := filepath.Rel(top, real); err != nil || (rel != "." && !filepath.IsLocal(rel)) {
+		return baton.Errorf(baton.Conflict, "%s leads out of the project (to %s) through a link: baton writes a project's files only inside it; nothing was changed", path, real)
+	}
+	return nil
 }
 
 // removeEmptyDirs removes dir and its parents while they are empty, up to

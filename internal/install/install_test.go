@@ -549,3 +549,46 @@ func TestStopHookTimeoutFitsVerify(t *testing.T) {
 		}
 	}
 }
+
+// A checkout is not trusted to say where baton writes: a project's
+// .claude/skills (or any directory install writes in) that links out of
+// the project refuses the whole install, before anything is written;
+// a link that stays inside the project is followed.
+func TestProjectInstallStaysInTheProject(t *testing.T) {
+	tg := target(t, baton.HarnessClaude, ScopeProject)
+	outside := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(tg.Root, ".claude"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(tg.Root, ".claude", "skills")); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Install(tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(p, now); err == nil || !strings.Contains(err.Error(), "leads out of the project") {
+		t.Fatalf("install through a link out of the project: %v", err)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Errorf("install wrote %d entries outside the project", len(ents))
+	}
+	if _, err := os.Stat(filepath.Join(tg.Root, ".claude", "settings.json")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a refused install still wrote the settings: %v", err)
+	}
+	// Inside the project, a link is the project's own business.
+	if err := os.Remove(filepath.Join(tg.Root, ".claude", "skills")); err != nil {
+		t.Fatal(err)
+	}
+	inside := filepath.Join(tg.Root, "shared-skills")
+	if err := os.Mkdir(inside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(inside, filepath.Join(tg.Root, ".claude", "skills")); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, Install, tg)
+	if ents, _ := os.ReadDir(inside); len(ents) == 0 {
+		t.Error("install did not write the skills through a link inside the project")
+	}
+}
