@@ -54,7 +54,7 @@ type Trust struct {
 // missing file trusts nothing.
 func ReadTrust(dir, root string) (Trust, error) {
 	tr := Trust{Config: filepath.Join(dir, "config.toml"), TrustedEvents: []string{}}
-	b, err := safefile.ReadFile(tr.Config, maxFileBytes)
+	b, err := safefile.ReadFileFollow(tr.Config, maxFileBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return tr, nil
 	} else if err != nil {
@@ -120,7 +120,7 @@ func HooksOff(dir, home, codexHome string) string {
 // baton's hooks. A file that is missing or not JSON holds none; a group
 // or handler of the wrong shape is skipped, as Codex does not run it.
 func batonEvents(file string) []string {
-	b, err := safefile.ReadFile(file, maxFileBytes)
+	b, err := safefile.ReadFileFollow(file, maxFileBytes)
 	if err != nil {
 		return nil
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/piconf"
+	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // PluginEnabled says where baton's plugin (or, for pi, its package) is
@@ -92,14 +92,7 @@ func PluginEnabled(t Target) ([]string, error) {
 // readSettings reads a settings file, following a link (a dotfiles
 // repository), up to maxSettingsBytes.
 func readSettings(file string) ([]byte, error) {
-	fi, err := os.Stat(file)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() || fi.Size() > maxSettingsBytes {
-		return nil, fmt.Errorf("%s is not a regular file of at most %d bytes", file, maxSettingsBytes)
-	}
-	return os.ReadFile(file)
+	return safefile.ReadFileFollow(file, maxSettingsBytes)
 }
 
 // isBatonPlugin reports whether a plugin id (plugin@marketplace) is
@@ -163,7 +156,7 @@ func isBatonPiPackage(src string) bool {
 	if !filepath.IsAbs(src) {
 		return false
 	}
-	b, err := os.ReadFile(filepath.Join(src, "package.json"))
+	b, err := safefile.ReadFileFollow(filepath.Join(src, "package.json"), maxSettingsBytes)
 	if err != nil {
 		return false
 	}

@@ -479,7 +479,7 @@ func readFile(path string) ([]byte, error) {
 	if fi.Mode().Perm()&0o200 == 0 {
 		return nil, baton.Errorf(baton.Conflict, "%s is read-only (mode %04o): nothing was changed; make it writable (chmod u+w) if baton may edit it", path, fi.Mode().Perm())
 	}
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFileFollow(path, maxSettingsBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}

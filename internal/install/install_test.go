@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -590,5 +591,28 @@ func TestProjectInstallStaysInTheProject(t *testing.T) {
 	mustApply(t, Install, tg)
 	if ents, _ := os.ReadDir(inside); len(ents) == 0 {
 		t.Error("install did not write the skills through a link inside the project")
+	}
+}
+
+// A checkout's files are read, never waited on: a FIFO where one of
+// baton's skills would be does not hold Inspect (doctor, install).
+func TestReadsDoNotBlockOnFIFOs(t *testing.T) {
+	tg := target(t, baton.HarnessClaude, ScopeProject)
+	skill := filepath.Join(tg.Root, ".claude", "skills", "handoff", "SKILL.md")
+	if err := os.MkdirAll(filepath.Dir(skill), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(skill, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan Status, 1)
+	go func() { done <- Inspect(tg) }()
+	select {
+	case st := <-done:
+		if slices.Contains(st.Skills, skill) {
+			t.Errorf("a FIFO counted as baton's skill")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Inspect blocked on a FIFO")
 	}
 }

@@ -2,12 +2,12 @@ package install
 
 import (
 	"bytes"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // Status is what is installed for one harness at one scope.
@@ -67,7 +67,7 @@ func Inspect(t Target) Status {
 		st.Installed = len(hooks) > 0
 	case sp.extension != nil:
 		st.File = sp.extension(t)
-		b, err := os.ReadFile(st.File)
+		b, err := safefile.ReadFileFollow(st.File, maxSettingsBytes)
 		if err == nil && bytes.Contains(b, []byte(managedMark)) {
 			st.Installed = true
 			if m := piBinRE.FindSubmatch(b); m != nil {
@@ -86,7 +86,7 @@ func Inspect(t Target) Status {
 		dir := sp.commandsDir(t)
 		for _, name := range CommandNames() {
 			p := filepath.Join(dir, name+".md")
-			if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(managedMark)) {
+			if b, err := safefile.ReadFileFollow(p, maxSettingsBytes); err == nil && bytes.Contains(b, []byte(managedMark)) {
 				st.Commands = append(st.Commands, p)
 			}
 		}
@@ -95,7 +95,7 @@ func Inspect(t Target) Status {
 		dir := sp.skillsDir(t)
 		for _, name := range SkillNames() {
 			p := filepath.Join(dir, name, "SKILL.md")
-			if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(managedMark)) {
+			if b, err := safefile.ReadFileFollow(p, maxSettingsBytes); err == nil && bytes.Contains(b, []byte(managedMark)) {
 				st.Skills = append(st.Skills, p)
 			}
 		}

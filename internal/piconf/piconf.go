@@ -54,7 +54,7 @@ type Trust struct {
 // defaultProjectTrust ("ask" by default). A missing file decides nothing.
 func ReadTrust(dir, project string) (Trust, error) {
 	tr := Trust{File: filepath.Join(dir, "trust.json"), Decision: Undecided}
-	b, err := safefile.ReadFile(tr.File, maxFileBytes)
+	b, err := safefile.ReadFileFollow(tr.File, maxFileBytes)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return tr, err
 	}
@@ -75,7 +75,7 @@ func ReadTrust(dir, project string) (Trust, error) {
 	var settings struct {
 		DefaultProjectTrust string `json:"defaultProjectTrust"`
 	}
-	sb, err := safefile.ReadFile(filepath.Join(dir, "settings.json"), maxFileBytes)
+	sb, err := safefile.ReadFileFollow(filepath.Join(dir, "settings.json"), maxFileBytes)
 	if err == nil && json.Unmarshal(sb, &settings) == nil {
 		switch settings.DefaultProjectTrust {
 		case "always":
@@ -142,7 +142,7 @@ func HasProjectResources(project string) bool {
 // made absolute against the file's directory. A missing file declares
 // none.
 func Packages(settingsFile string) ([]string, error) {
-	b, err := safefile.ReadFile(settingsFile, maxFileBytes)
+	b, err := safefile.ReadFileFollow(settingsFile, maxFileBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	} else if err != nil {

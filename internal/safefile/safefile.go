@@ -105,6 +105,25 @@ func ReadFileInfo(path string, max int64) ([]byte, fs.FileInfo, error) {
 		return nil, nil, err
 	}
 	defer f.Close()
+	return readAllOf(f, path, max)
+}
+
+// ReadFileFollow is ReadFile for a file the user may keep as a link (a
+// harness's settings in a dotfiles repository): a symlink is followed,
+// but what it leads to must be a regular file, and opening it never
+// blocks.
+func ReadFileFollow(path string, max int64) ([]byte, error) {
+	f, err := OpenRegularFollow(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, _, err := readAllOf(f, path, max)
+	return b, err
+}
+
+// readAllOf reads f, opened from path, whole: at most max bytes.
+func readAllOf(f *os.File, path string, max int64) ([]byte, fs.FileInfo, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, nil, err
