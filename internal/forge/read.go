@@ -232,21 +232,25 @@ func ParseRawNumstat(b []byte) []FileDiff {
 
 // SplitPatch splits the output of `git diff` into one patch per file:
 // each begins at a line "diff --git ". No line of a hunk can begin so
-// (hunk lines begin with " ", "+", "-", "\" or "@@").
+// (hunk lines begin with " ", "+", "-", "\" or "@@"). A file whose type
+// changed (a file replaced by a link) is two blocks under one header,
+// the old one's deletion and the new one's creation, and one patch here,
+// as it is one file to --raw.
 func SplitPatch(b []byte) [][]byte {
 	var out [][]byte
 	start := -1
+	var header []byte
 	for i := 0; i < len(b); {
 		j := bytes.IndexByte(b[i:], '\n')
 		end := len(b)
 		if j >= 0 {
 			end = i + j + 1
 		}
-		if bytes.HasPrefix(b[i:end], []byte("diff --git ")) {
+		if line := b[i:end]; bytes.HasPrefix(line, []byte("diff --git ")) && !bytes.Equal(line, header) {
 			if start >= 0 {
 				out = append(out, b[start:i])
 			}
-			start = i
+			start, header = i, line
 		}
 		i = end
 	}

@@ -49,6 +49,15 @@ func localWork(t *testing.T, files map[string]string) (*forge.Workspaces, *baton
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
+		if target, ok := strings.CutPrefix(text, "symlink:"); ok {
+			if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target, p); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
 		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -144,6 +153,27 @@ func TestWorkDiffAndPlan(t *testing.T) {
 	}
 }
 
+// A file replaced by a link is one file to --raw but two patches to git
+// diff (the file's deletion, the link's creation): every file after it
+// still gets its own patch.
+func TestWorkDiffTypeChange(t *testing.T) {
+	ws, d := localWork(t, map[string]string{"gone.txt": "symlink:keep.txt", "old.txt": "changed\n"})
+	diff, err := ws.WorkDiff(t.Context(), d, forge.DefaultDiffLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(diff.Files) != 2 {
+		t.Fatalf("WorkDiff files = %+v, want gone.txt and old.txt", diff.Files)
+	}
+	link, edit := diff.Files[0], diff.Files[1]
+	if link.Path != "gone.txt" || link.Status != "T" || !strings.Contains(link.Patch, "-bye") || !strings.Contains(link.Patch, "+keep.txt") {
+		t.Errorf("the type change = %s %s, patch %q", link.Status, link.Path, link.Patch)
+	}
+	if edit.Path != "old.txt" || !strings.Contains(edit.Patch, "+changed") || strings.Contains(edit.Patch, "keep.txt") {
+		t.Errorf("the file after it = %s, patch %q; want its own change", edit.Path, edit.Patch)
+	}
+}
+
 // FuzzParseRawNumstat: whatever git's output holds, the parser returns
 // at most one file per raw record, never a negative count, and for
 // records it builds itself it returns exactly them.
@@ -177,6 +207,7 @@ func FuzzParseRawNumstat(f *testing.F) {
 // a leading one starts a file.
 func FuzzSplitPatch(f *testing.F) {
 	f.Add([]byte("diff --git a/x b/x\n@@ -1 +1 @@\n-a\n+b\ndiff --git a/y b/y\nBinary files a/y and b/y differ\n"))
+	f.Add([]byte("diff --git a/l b/l\ndeleted file mode 100644\n@@ -1 +0,0 @@\n-a\ndiff --git a/l b/l\nnew file mode 120000\n@@ -0,0 +1 @@\n+x\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		parts := forge.SplitPatch(b)
 		joined := bytes.Join(parts, nil)
@@ -186,9 +217,13 @@ func FuzzSplitPatch(f *testing.F) {
 		if lead := b[:len(b)-len(joined)]; bytes.HasPrefix(lead, []byte("diff --git ")) || bytes.Contains(lead, []byte("\ndiff --git ")) {
 			t.Fatalf("a file start in %q was dropped", lead)
 		}
-		for _, p := range parts {
+		for i, p := range parts {
 			if !bytes.HasPrefix(p, []byte("diff --git ")) {
 				t.Fatalf("part %q does not start a file", p)
+			}
+			first, _, _ := bytes.Cut(p, []byte("\n"))
+			if i > 0 && bytes.HasPrefix(parts[i-1], append(first, '\n')) {
+				t.Fatalf("two parts in a row under one header %q: one file's type change split in two", first)
 			}
 		}
 	})
