@@ -221,10 +221,17 @@ func FuzzSplitPatch(f *testing.F) {
 			if !bytes.HasPrefix(p, []byte("diff --git ")) {
 				t.Fatalf("part %q does not start a file", p)
 			}
-			first, _, _ := bytes.Cut(p, []byte("\n"))
-			if i > 0 && bytes.HasPrefix(parts[i-1], append(first, '\n')) {
-				t.Fatalf("two parts in a row under one header %q: one file's type change split in two", first)
+			if i > 0 && bytes.Equal(firstLine(p), firstLine(parts[i-1])) {
+				t.Fatalf("two parts in a row under one header %q: one file's type change split in two", firstLine(p))
 			}
 		}
 	})
+}
+
+// firstLine is b's first line with its newline, if it has one.
+func firstLine(b []byte) []byte {
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		return b[:i+1]
+	}
+	return b
 }
