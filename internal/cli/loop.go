@@ -317,7 +317,14 @@ func newLoopListCmd(f *Factory) *cobra.Command {
 				return usageError("--status %q is not one of active, paused, done, cancelled", status)
 			}
 			st := f.Store()
-			ls, warnings, err := st.ListLoops(filter)
+			// The table shows what the index holds; --json shows each
+			// loop whole (budgets, spend, verify commands), so it reads
+			// the files.
+			list := st.ListLoops
+			if asJSON {
+				list = st.FindLoops
+			}
+			ls, warnings, err := list(filter)
 			if err != nil {
 				return err
 			}

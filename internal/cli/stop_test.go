@@ -441,7 +441,7 @@ func TestLoopListStatusJSON(t *testing.T) {
 	e := newEnv(t)
 	e.gitRepo()
 	a := e.startLoop("loop A", "--promise", "DONE", "--promise", "BLOCKED")
-	e.ok("", "", "loop", "start", "loop B", "--max-iterations", "7")
+	e.ok("", "", "loop", "start", "loop B", "--max-iterations", "7", "--max-tokens", "5000", "--verify", "true")
 	r := e.ok("", "", "loop", "list")
 	golden.CheckString(t, "loop_list.golden.txt", r.stdout)
 	r = e.ok("", "", "loop", "list", "--json")
@@ -452,6 +452,11 @@ func TestLoopListStatusJSON(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || list.SchemaVersion != 1 || len(list.Loops) != 2 || list.Foreground == a {
 		t.Fatalf("loop list --json = %s (%v)", r.stdout, err)
+	}
+	// Each loop whole, as loop status --json has it: the index holds
+	// only what the table shows.
+	if b := list.Loops[0]; b.MaxTokens != 5000 || len(b.Verify) != 1 || b.Verify[0] != "true" {
+		t.Errorf("loop list --json loses loop B's budget and verify commands: max_tokens %d, verify %q", b.MaxTokens, b.Verify)
 	}
 	r = e.ok("", "", "loop", "status", a)
 	golden.CheckString(t, "loop_status.golden.txt", e.scrub(r.stdout))

@@ -86,8 +86,8 @@ func (e entry) loopOf() *baton.Loop {
 }
 
 // ListLoops lists loops as `loop list` shows them, newest updated_at
-// first, from the loop index: each without its prompt and notes (read a
-// loop with FindLoopByID for those). A loop whose file's size or time
+// first, from the loop index: each with only what the index records
+// (loopEntry; FindLoops reads them whole). A loop whose file's size or time
 // differs from what the index recorded is read from its file. Unreadable
 // files are returned as warnings.
 func (s *Store) ListLoops(filter LoopFilter) ([]*baton.Loop, []error, error) {
@@ -106,8 +106,7 @@ func (s *Store) ListLoops(filter LoopFilter) ([]*baton.Loop, []error, error) {
 				warnings = append(warnings, err)
 				continue
 			}
-			full.Prompt, full.Notes, full.Trailing, full.Extra = "", "", nil, nil
-			l = full
+			l = loopEntry(full).loopOf() // the same fields as every other row
 		}
 		if filter.Status == "" || l.Status == filter.Status {
 			out = append(out, l)
