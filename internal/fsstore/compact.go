@@ -371,10 +371,13 @@ func (s *Store) compactLog(ctx context.Context, force bool) error {
 			starts[next] = int64(body.Len())
 		}
 		m := groups[k]
-		line, err := json.Marshal(logEntry{
-			RelevantFile: baton.RelevantFile{Timestamp: m.last, FilePath: k.path, Source: k.source, PacketID: m.packetID, Confidence: m.confidence},
-			Count:        m.count, First: m.first, Weight: m.weight,
-		})
+		e := logEntry{RelevantFile: baton.RelevantFile{Timestamp: m.last, FilePath: k.path, Source: k.source, PacketID: m.packetID, Confidence: m.confidence}}
+		if m.count > 1 {
+			// One touch stays a plain line: a log of files each touched
+			// once must not grow by being compacted.
+			e.Count, e.First, e.Weight = m.count, m.first, m.weight
+		}
+		line, err := json.Marshal(e)
 		if err != nil {
 			return fmt.Errorf("compact %s: %w", p, err)
 		}

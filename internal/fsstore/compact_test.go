@@ -190,6 +190,39 @@ func TestLogCompactionOfDistinctFiles(t *testing.T) {
 	}
 }
 
+// A log of files each touched once (a codegen run, a vendored tree) does
+// not grow by compaction, and lists the same.
+func TestLogCompactionOfSingleTouches(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	f, err := os.Create(s.indexPath(RelevantFilesLog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	enc := json.NewEncoder(w)
+	const n = 20_000
+	for i := range n {
+		enc.Encode(baton.RelevantFile{Timestamp: t0.Add(time.Duration(i) * time.Second), FilePath: fmt.Sprintf("gen/f%05d.go", i), Source: baton.FromTool, Confidence: 0.5})
+	}
+	w.Flush()
+	f.Close()
+	before, _ := s.Files(FilesRequest{All: true})
+	fi, _ := os.Stat(s.indexPath(RelevantFilesLog))
+	if err := s.compactLogNow(); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.Stat(s.indexPath(RelevantFilesLog))
+	if after.Size() > fi.Size()+4<<10 {
+		t.Errorf("compaction grew the log from %d to %d bytes", fi.Size(), after.Size())
+	}
+	got, _ := s.Files(FilesRequest{All: true})
+	if diff := cmp.Diff(before, got, cmpopts.EquateApprox(0, 0.0011)); diff != "" {
+		t.Errorf("compaction changed the listing (-before +after):\n%s", diff)
+	}
+}
+
 // A damaged header costs speed, never an answer: the log is read whole.
 func TestLogHeaderDamaged(t *testing.T) {
 	t.Parallel()
