@@ -202,7 +202,7 @@ func TestSearchTranscriptsOptIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err := ix.Refresh(f.ctx)
-	if err != nil || rep.Messages != 4 || !rep.Transcripts {
+	if err != nil || rep.Messages != 3 || !rep.Transcripts {
 		t.Fatalf("refresh with transcripts = %+v, %v", rep, err)
 	}
 	res, err := ix.Search(f.ctx, Query{Text: "greeting written"})

@@ -42,6 +42,7 @@ func ScanMessages(r io.ReaderAt, size, from, max int64, fn func(Message) error) 
 	pos, next := from, from
 	skipping := false
 	var buf []byte
+	var lastKey, lastText string
 	for pos < size && (pos < end || next == from) {
 		chunk := make([]byte, min(int64(256<<10), size-pos))
 		if _, err := r.ReadAt(chunk, pos); err != nil && !errors.Is(err, io.EOF) {
@@ -55,7 +56,9 @@ func ScanMessages(r io.ReaderAt, size, from, max int64, fn func(Message) error) 
 				break
 			}
 			if !skipping {
-				if m, ok := MessageOf(buf[:i]); ok {
+				// A message repeated over its lines counts once.
+				if m, key, ok := messageOf(buf[:i]); ok && (key == "" || key != lastKey || m.Text != lastText) {
+					lastKey, lastText = key, m.Text
 					m.Offset = pos - int64(len(buf))
 					if err := fn(m); err != nil {
 						return next, err
@@ -73,62 +76,46 @@ func ScanMessages(r io.ReaderAt, size, from, max int64, fn func(Message) error) 
 	return next, nil
 }
 
-// messageLine is the part of a transcript line that holds a message.
-type messageLine struct {
-	Type        string       `json:"type"`
-	Timestamp   string       `json:"timestamp"`
-	IsSidechain bool         `json:"isSidechain"`
-	IsMeta      bool         `json:"isMeta"`
-	Message     *messageBody `json:"message"`
-	Payload     *codexRecord `json:"payload"`
-}
-
-type messageBody struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
-}
-
 // MessageOf reads one transcript line as a message; ok is false for
 // anything else (tool calls and results, bookkeeping, torn lines).
 func MessageOf(line []byte) (Message, bool) {
+	m, _, ok := messageOf(line)
+	return m, ok
+}
+
+// messageOf is MessageOf that also returns the message's id ("" when the
+// harness writes none): Claude Code writes one message over several
+// lines, and may repeat its text in them.
+func messageOf(line []byte) (Message, string, bool) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 || line[0] != '{' {
-		return Message{}, false
+		return Message{}, "", false
 	}
 	for _, mark := range toolOutputMarks {
 		if bytes.Contains(line, mark) {
-			return Message{}, false
+			return Message{}, "", false
 		}
 	}
-	var l messageLine
+	var l rawLine
 	if json.Unmarshal(line, &l) != nil || l.IsSidechain || l.IsMeta {
-		return Message{}, false
+		return Message{}, "", false
 	}
-	var role string
-	var content json.RawMessage
-	switch {
-	case l.Message != nil && (l.Type == "user" || l.Type == "assistant" || l.Type == "message"):
-		role, content = l.Message.Role, l.Message.Content
-	case l.Type == "response_item" && l.Payload != nil && l.Payload.Type == "message":
-		role, content = l.Payload.Role, l.Payload.Content
-	default:
-		return Message{}, false
+	l.normalize()
+	if l.Message == nil || !l.assistant() && !l.user() {
+		return Message{}, "", false
 	}
-	if role != "user" && role != "assistant" {
-		return Message{}, false
-	}
-	text := strings.TrimSpace(strings.Join(textBlocks(content, "text", "output_text", "input_text"), "\n"))
+	text := strings.TrimSpace(strings.Join(textBlocks(l.Message.Content, "text", "output_text", "input_text"), "\n"))
 	if text == "" {
-		return Message{}, false
+		return Message{}, "", false
 	}
 	if len(text) > MaxMessageText {
 		text = strings.ToValidUTF8(text[:MaxMessageText], "")
 	}
-	m := Message{Role: role, Text: text}
+	m := Message{Role: l.role(), Text: text}
 	if ts, err := time.Parse(time.RFC3339Nano, l.Timestamp); err == nil {
 		m.At = ts.UTC()
 	}
-	return m, true
+	return m, l.key(), true
 }
 
 // textBlocks returns the blocks of a message's content whose type is one

@@ -161,6 +161,7 @@ func (g *gatherer) result() (string, bool, error) {
 type rawLine struct {
 	Type        string       `json:"type"`
 	ID          string       `json:"id"`
+	Timestamp   string       `json:"timestamp"`
 	IsSidechain bool         `json:"isSidechain"`
 	IsMeta      bool         `json:"isMeta"`
 	Message     *rawMessage  `json:"message"`
