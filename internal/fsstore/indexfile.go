@@ -248,20 +248,6 @@ func (idx *index) all() ([]entry, error) {
 	return idx.parsed, nil
 }
 
-// find returns the entry of id, parsing only its line.
-func (idx *index) find(id string) (entry, bool, error) {
-	if err := idx.whole(); err != nil {
-		return entry{}, false, err
-	}
-	at := lineOf(idx.body, id)
-	if at < 0 {
-		return entry{}, false, nil
-	}
-	line, _, _ := strings.Cut(idx.body[at:], "\n")
-	e, err := decodeEntry(strings.TrimPrefix(line, "e\t"), idx.Kind)
-	return e, err == nil, err
-}
-
 // lineOf returns where the line of id starts in body, or -1. A tab never
 // appears inside a field (text is quoted), so "e<TAB><id><TAB>" starts a
 // line wherever it is found.
@@ -788,9 +774,4 @@ func validStatus(kind, s string) bool {
 }
 
 // clipText keeps an error message about a damaged file short.
-func clipText(s string) string {
-	if len(s) > 60 {
-		return s[:60] + "…"
-	}
-	return s
-}
+func clipText(s string) string { return baton.Truncate(s, 60, "…") }

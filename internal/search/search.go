@@ -144,9 +144,6 @@ func (ix *Index) init(ctx context.Context) error {
 // Close closes the index.
 func (ix *Index) Close() error { return ix.db.Close() }
 
-// Path is the index's file.
-func (ix *Index) Path() string { return ix.path }
-
 // Transcripts reports whether the project indexes its session transcripts.
 func (ix *Index) Transcripts(ctx context.Context) (bool, error) {
 	var v string
