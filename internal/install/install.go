@@ -21,6 +21,7 @@ import (
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/codexconf"
 	"github.com/baton-agent/baton/internal/hook"
+	"github.com/baton-agent/baton/internal/piconf"
 	"github.com/baton-agent/baton/internal/safefile"
 )
 
@@ -62,12 +63,7 @@ type Target struct {
 func (t Target) codexHome() string { return codexconf.Dir(t.Home, t.CodexHome) }
 
 // piAgentDir is pi's user directory.
-func (t Target) piAgentDir() string {
-	if t.PiAgentDir != "" {
-		return t.PiAgentDir
-	}
-	return filepath.Join(t.Home, ".pi", "agent")
-}
+func (t Target) piAgentDir() string { return piconf.Dir(t.Home, t.PiAgentDir) }
 
 func (t Target) validate() error {
 	if !filepath.IsAbs(t.Exe) {

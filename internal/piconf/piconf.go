@@ -124,19 +124,6 @@ func canonical(path string) string {
 	return filepath.Clean(path)
 }
 
-// HasProjectResources reports whether pi started in project finds
-// resources that need its trust (.pi/extensions, skills, prompts, themes,
-// settings.json, mcp.json, SYSTEM.md, APPEND_SYSTEM.md); pi asks nothing
-// of a project without them.
-func HasProjectResources(project string) bool {
-	for _, name := range []string{"settings.json", "mcp.json", "extensions", "skills", "prompts", "themes", "SYSTEM.md", "APPEND_SYSTEM.md"} {
-		if _, err := os.Stat(filepath.Join(project, ".pi", name)); err == nil {
-			return true
-		}
-	}
-	return false
-}
-
 // Packages lists the sources of the pi packages a settings.json declares
 // ("packages": ["npm:…", "./dir", {"source": "git:…"}]), with local paths
 // made absolute against the file's directory. A missing file declares
