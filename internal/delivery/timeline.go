@@ -38,7 +38,7 @@ type StepView struct {
 }
 
 // personActions are the state machine's actions a person takes.
-var personAction = map[string]bool{"approve": true, "reject": true, "retry": true, "cancel": true, "close": true}
+var personAction = map[string]bool{string(ActApprove): true, string(ActReject): true, string(ActRetry): true, string(ActCancel): true, string(ActClose): true}
 
 // Timeline folds a phase log (oldest first) into steps, one per attempt
 // at a phase, at now. queued says whether the delivery's pending phase
@@ -77,7 +77,7 @@ func Timeline(log []baton.PhaseLogEntry, queued bool, now time.Time) []StepView 
 			cur.WorkSeconds += dur
 			ran = true
 		case baton.StatusPending:
-			started := next != nil && next.Phase == e.Phase && next.Action == "approve" && next.Status == baton.StatusPending
+			started := next != nil && next.Phase == e.Phase && next.Action == string(ActApprove) && next.Status == baton.StatusPending
 			if started || (next == nil && !queued) {
 				cur.PersonSeconds += dur
 			} else {
@@ -97,14 +97,14 @@ func Timeline(log []baton.PhaseLogEntry, queued bool, now time.Time) []StepView 
 		if e.Verdict != "" {
 			cur.Verdict = string(e.Verdict)
 		}
-		if e.Action == "cancel" {
+		if e.Action == string(ActCancel) {
 			cur.Status = "canceled"
 		}
 		if e.Phase == baton.PhaseClose {
 			t := e.StartedAt
 			cur.EndedAt = &t
 			cur.Note = decisionWords(e)
-			if e.Action != "close" {
+			if e.Action != string(ActClose) {
 				cur.Note = "delivered"
 			}
 		}
@@ -117,8 +117,8 @@ func Timeline(log []baton.PhaseLogEntry, queued bool, now time.Time) []StepView 
 
 // decisionWords says what a person's action in a phase log entry was.
 func decisionWords(e baton.PhaseLogEntry) string {
-	verb := map[string]string{"approve": "approved", "reject": "rejected", "retry": "retried", "cancel": "canceled", "close": "closed"}[e.Action]
-	if e.Action == "approve" && e.Status == baton.StatusPending && e.Note == startedNote {
+	verb := map[string]string{string(ActApprove): "approved", string(ActReject): "rejected", string(ActRetry): "retried", string(ActCancel): "canceled", string(ActClose): "closed"}[e.Action]
+	if e.Action == string(ActApprove) && e.Status == baton.StatusPending && e.Note == startedNote {
 		verb = "started"
 	}
 	s := verb + " by " + e.Actor
@@ -133,16 +133,16 @@ func decisionWords(e baton.PhaseLogEntry) string {
 func decisionNote(e baton.PhaseLogEntry) string {
 	n := strings.TrimSpace(e.Note)
 	switch e.Action {
-	case "approve":
+	case string(ActApprove):
 		if n == startedNote || n == "approved" || n == "delivered" || strings.HasPrefix(n, "approved over: ") || strings.HasPrefix(n, "approved;") {
 			return ""
 		}
-	case "close":
+	case string(ActClose):
 		if _, reason, ok := strings.Cut(n, ": "); ok && strings.HasPrefix(n, "closed by ") {
 			return reason
 		}
 		return ""
-	case "cancel":
+	case string(ActCancel):
 		return ""
 	}
 	if i := strings.Index(n, "; "+checkpointNote); i >= 0 {
