@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,11 +46,10 @@ const (
 // or all), q (search), cursor and limit.
 func listFilter(r *http.Request) (baton.DeliveryFilter, error) {
 	q := r.URL.Query()
-	f, err := delivery.ParseFilter(q.Get("phase"), q.Get("status"), q.Get("state"))
+	f, err := queryFilter(q)
 	if err != nil {
 		return f, err
 	}
-	f.Search = baton.Truncate(strings.TrimSpace(q.Get("q")), 200, "")
 	f.Limit = defaultPage
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
@@ -65,6 +65,17 @@ func listFilter(r *http.Request) (baton.DeliveryFilter, error) {
 		}
 		f.BeforeSeq = n
 	}
+	return f, nil
+}
+
+// queryFilter reads what both lists (the API's and the dashboard's)
+// filter by: phase, status, state and q.
+func queryFilter(q url.Values) (baton.DeliveryFilter, error) {
+	f, err := delivery.ParseFilter(q.Get("phase"), q.Get("status"), q.Get("state"))
+	if err != nil {
+		return f, err
+	}
+	f.Search = baton.Truncate(strings.TrimSpace(q.Get("q")), 200, "")
 	return f, nil
 }
 

@@ -366,11 +366,10 @@ func (s *Server) listPage(r *http.Request) (listPage, error) {
 	for _, st := range delivery.FilterStatuses {
 		p.Statuses = append(p.Statuses, string(st))
 	}
-	f, err := delivery.ParseFilter(q.Get("phase"), q.Get("status"), q.Get("state"))
+	f, err := queryFilter(q)
 	if err != nil {
 		return p, err
 	}
-	f.Search = baton.Truncate(strings.TrimSpace(q.Get("q")), 200, "")
 	f.Limit = perPage
 	page := func(key, val string) string {
 		c := url.Values{}
