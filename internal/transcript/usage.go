@@ -451,16 +451,27 @@ func StartCursor(path string, droid bool, now time.Time) baton.UsageCursor {
 	if err != nil {
 		return cur
 	}
-	// The last newline within the last MiB; a longer last line is read
+	// The lines of the last MiB are read as a stop reads them, counting
+	// nothing (all are before now) but leaving the cursor past the last
+	// whole line with what a running total needs: Codex's last totals
+	// and model, the Claude message last seen. A longer last line is read
 	// (and skipped) from its start by the first stop.
 	size := fi.Size()
-	from := max(size-1<<20, 0)
-	b := make([]byte, size-from)
-	n, _ := f.ReadAt(b, from)
-	if i := bytes.LastIndexByte(b[:n], '\n'); i >= 0 {
-		cur.Offset = from + int64(i) + 1
-	} else if from > 0 {
-		cur.Offset, cur.SkipLine = from, true
+	start := max(size-1<<20, 0)
+	if start > 0 {
+		b := make([]byte, size-start)
+		n, _ := f.ReadAt(b, start)
+		i := bytes.IndexByte(b[:n], '\n')
+		if i < 0 {
+			cur.Offset, cur.SkipLine = start, true
+			return cur
+		}
+		start += int64(i) + 1
 	}
-	return cur
+	_, c, err := readUsageFrom(f, size, baton.UsageCursor{Path: path, Offset: start, Since: cur.Since},
+		UsageOptions{MaxRead: size - start, MaxLine: MaxUsageLine, chunk: 256 << 10, Now: now})
+	if err != nil {
+		return cur
+	}
+	return c
 }

@@ -291,6 +291,24 @@ func TestStartCursor(t *testing.T) {
 	if u, _, err := ReadUsage(p, cur, UsageOptions{}); err != nil || len(u.ByModel) != 0 {
 		t.Errorf("usage right after the start = %+v, %v", u, err)
 	}
+	// Codex's usage is running totals: a loop started now counts what
+	// they grow by, not the thread's whole total at its first stop.
+	cx := filepath.Join(dir, "c.jsonl")
+	copyFile(t, "testdata/usage_codex.jsonl", cx)
+	start := time.Date(2026, 11, 26, 1, 0, 0, 0, time.UTC) // after the file's lines
+	cur = StartCursor(cx, false, start)
+	if cur.Totals == nil || cur.Model == "" {
+		t.Fatalf("Codex StartCursor = %+v, want the last totals and model", cur)
+	}
+	f, err := os.OpenFile(cx, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(f, `{"timestamp":"2026-11-26T01:00:05Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":2800,"cached_input_tokens":2300,"output_tokens":250}}}}`+"\n")
+	f.Close()
+	if u, _, err := ReadUsage(cx, cur, UsageOptions{Now: start}); err != nil || u.Total() != (baton.Tokens{Input: 100, Output: 50}) {
+		t.Errorf("Codex usage after the start = %+v, %v; want the 150 tokens the totals grew by", u.Total(), err)
+	}
 	tr := filepath.Join(dir, "d.jsonl")
 	copyFile(t, "testdata/usage_droid.jsonl", tr)
 	copyFile(t, "testdata/usage_droid.settings.json", filepath.Join(dir, "d.settings.json"))
