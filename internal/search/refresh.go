@@ -128,6 +128,11 @@ func (ix *Index) sources(ctx context.Context, kinds ...Kind) (map[string]source,
 	return out, rows.Err()
 }
 
+// racyWindow is how recent a directory's time must be to be taken as
+// possibly changing still: file system clocks tick coarser than their
+// timestamps read.
+const racyWindow = 2 * time.Second
+
 // refreshArtifacts indexes the packets (or loops) whose file is new or
 // changed since the last refresh, and drops those removed. Unless full,
 // a directory unchanged since the last refresh is taken as it was.
@@ -147,13 +152,18 @@ func (ix *Index) refreshArtifacts(ctx context.Context, kind Kind, full bool, rep
 	}
 	state := "none"
 	if dfi != nil {
-		// Read before the listing: a change during it shows next time.
+		// Read before the listing: a change during it shows next time,
+		// unless it lands in the same tick of the file system's clock.
+		// A time that recent is not kept, so the next refresh lists again.
 		state = fmt.Sprint(dfi.ModTime().UnixNano())
+		if ix.now().Sub(dfi.ModTime()) < racyWindow {
+			state = ""
+		}
 	}
 	key := "dir:" + string(kind)
 	if was, err := ix.meta(ctx, key); err != nil {
 		return err
-	} else if was == state && !full {
+	} else if was == state && state != "" && !full {
 		return nil
 	}
 	known, err := ix.sources(ctx, kind)
