@@ -1,0 +1,394 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Inside bounds.
+const (
+	// maxNames is how many allowed names get an in-box address in one
+	// run; a lookup beyond it fails (SERVFAIL).
+	maxNames = 4096
+	// maxRefusedNames is how many refused names the stub remembers, so a
+	// name is asked about (and recorded) once, not at every lookup.
+	maxRefusedNames = 4096
+	// askTimeout bounds a question to the proxy.
+	askTimeout = 10 * time.Second
+)
+
+// nameNet is where allowed names get their in-box addresses: all of
+// 127.0.0.0/8 is the box's loopback.
+var nameNet = netip.MustParsePrefix("127.77.0.0/16")
+
+// Inside is the box's side of the network, run by the box's init in the
+// box's network namespace: the proxy endpoint, the loopback listeners
+// and the DNS stub. Every connection it accepts goes out through the
+// Proxy's socket, which decides.
+type Inside struct {
+	plan Plan
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	names   map[string]netip.Addr // allowed names and their in-box addresses
+	refused map[string]bool       // names the proxy refused
+	next    netip.Addr            // the next in-box address to give a name
+	closers []io.Closer           // listeners and the DNS socket
+}
+
+// StartInside brings up the box's loopback interface and starts the
+// forwarders of p. Call it in the box's network namespace, with the
+// right to bind port 53 (as the namespace's root), before the agent
+// starts; Close stops them.
+func StartInside(ctx context.Context, p Plan) (*Inside, error) {
+	if err := loopbackUp(); err != nil {
+		return nil, fmt.Errorf("bring up the box's loopback interface: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	in := &Inside{plan: p, ctx: ctx, cancel: cancel, names: map[string]netip.Addr{}, refused: map[string]bool{},
+		next: nameNet.Addr().Next()}
+	fail := func(err error) (*Inside, error) {
+		in.Close()
+		return nil, err
+	}
+	proxyAddr := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), p.ProxyPort)
+	if err := in.listen(proxyAddr, in.splice); err != nil {
+		return fail(err)
+	}
+	for _, ap := range p.Loopback {
+		target := ap.String()
+		err := in.listen(ap, func(c net.Conn) { in.connect(c, target) })
+		if err != nil && ap.Addr().Is6() && (errors.Is(err, unix.EADDRNOTAVAIL) || errors.Is(err, unix.EAFNOSUPPORT)) {
+			continue // no IPv6 on this machine: 127.0.0.1 still answers
+		}
+		if err != nil {
+			return fail(err)
+		}
+	}
+	if err := in.serveDNS(); err != nil {
+		return fail(err)
+	}
+	return in, nil
+}
+
+// Close stops the forwarders and ends their connections.
+func (in *Inside) Close() error {
+	in.cancel()
+	in.mu.Lock()
+	for _, c := range in.closers {
+		c.Close()
+	}
+	in.closers = nil
+	in.mu.Unlock()
+	in.wg.Wait()
+	return nil
+}
+
+// loopbackUp sets the lo interface up, as `ip link set lo up` does.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return err
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
+}
+
+// listen accepts TCP connections at ap and hands each to serve.
+func (in *Inside) listen(ap netip.AddrPort, serve func(net.Conn)) error {
+	var lc net.ListenConfig
+	l, err := lc.Listen(in.ctx, "tcp", ap.String())
+	if err != nil {
+		return fmt.Errorf("listen on %s in the box: %w", ap, err)
+	}
+	in.mu.Lock()
+	in.closers = append(in.closers, l)
+	in.mu.Unlock()
+	in.wg.Add(1)
+	go func() {
+		defer in.wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				if in.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+					return
+				}
+				continue
+			}
+			in.wg.Add(1)
+			go func() {
+				defer in.wg.Done()
+				stop := context.AfterFunc(in.ctx, func() { c.Close() })
+				defer stop()
+				defer c.Close()
+				serve(c)
+			}()
+		}
+	}()
+	return nil
+}
+
+// dialProxy opens a connection to the proxy outside.
+func (in *Inside) dialProxy() (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(in.ctx, "unix", in.plan.Socket)
+}
+
+// splice carries a connection to the proxy endpoint to the proxy as it
+// is: the proxy reads the request.
+func (in *Inside) splice(c net.Conn) {
+	up, err := in.dialProxy()
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	stop := context.AfterFunc(in.ctx, func() { up.Close() })
+	defer stop()
+	relay(c, up)
+}
+
+// connect asks the proxy for a tunnel to target and carries c through
+// it; a refusal closes c.
+func (in *Inside) connect(c net.Conn, target string) {
+	up, err := in.dialProxy()
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	stop := context.AfterFunc(in.ctx, func() { up.Close() })
+	defer stop()
+	if _, err := fmt.Fprintf(up, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target); err != nil {
+		return
+	}
+	br := bufio.NewReader(io.LimitReader(up, maxHeader))
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	if err != nil || resp.StatusCode != http.StatusOK {
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0) // a reset, as a refused connection would be
+		}
+		return
+	}
+	if n := br.Buffered(); n > 0 {
+		b, _ := br.Peek(n)
+		if _, err := c.Write(b); err != nil {
+			return
+		}
+	}
+	relay(c, up)
+}
+
+// ask asks the proxy whether name may be looked up, and on which ports.
+func (in *Inside) ask(name string) (ports []int, any, ok bool, err error) {
+	ctx, cancel := context.WithTimeout(in.ctx, askTimeout)
+	defer cancel()
+	up, err := in.dialProxy()
+	if err != nil {
+		return nil, false, false, err
+	}
+	defer up.Close()
+	stop := context.AfterFunc(ctx, func() { up.Close() })
+	defer stop()
+	if _, err := fmt.Fprintf(up, "GET %s?name=%s HTTP/1.1\r\nHost: baton\r\n\r\n", resolvePath, url.QueryEscape(name)); err != nil {
+		return nil, false, false, err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(io.LimitReader(up, maxHeader)), nil)
+	if err != nil {
+		return nil, false, false, err
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusForbidden, http.StatusBadRequest:
+		return nil, false, false, nil
+	default:
+		return nil, false, false, fmt.Errorf("the proxy answered %s", resp.Status)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if err != nil {
+		return nil, false, false, err
+	}
+	text := strings.TrimSpace(string(body))
+	if text == "*" {
+		return nil, true, true, nil
+	}
+	for f := range strings.SplitSeq(text, ",") {
+		if n, err := strconv.Atoi(f); err == nil && n > 0 && n < 65536 {
+			ports = append(ports, n)
+		}
+	}
+	return ports, false, true, nil
+}
+
+// lookup is the in-box address of name, giving it one (with listeners
+// on its allowed ports) when the proxy allows it. rcode is what to
+// answer when there is no address.
+func (in *Inside) lookup(name string) (netip.Addr, int) {
+	if name == "localhost" || strings.HasSuffix(name, ".localhost") {
+		return netip.MustParseAddr("127.0.0.1"), rcodeOK
+	}
+	in.mu.Lock()
+	a, known := in.names[name]
+	refused := in.refused[name]
+	in.mu.Unlock()
+	switch {
+	case known:
+		return a, rcodeOK
+	case refused:
+		return netip.Addr{}, rcodeNXDomain
+	}
+	ports, any, ok, err := in.ask(name)
+	switch {
+	case err != nil:
+		return netip.Addr{}, rcodeServFail
+	case !ok:
+		in.mu.Lock()
+		if len(in.refused) < maxRefusedNames {
+			in.refused[name] = true
+		}
+		in.mu.Unlock()
+		return netip.Addr{}, rcodeNXDomain
+	}
+	if any {
+		// A listener per port is out of the question: the web's ports
+		// here, any other through the proxy endpoint.
+		ports = []int{443, 80}
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if a, ok := in.names[name]; ok {
+		return a, rcodeOK // another lookup of the name won the race
+	}
+	if len(in.names) >= maxNames || !nameNet.Contains(in.next) {
+		return netip.Addr{}, rcodeServFail
+	}
+	a, in.next = in.next, in.next.Next()
+	in.mu.Unlock()
+	var lerr error
+	for _, port := range ports {
+		target := net.JoinHostPort(name, strconv.Itoa(port))
+		if err := in.listen(netip.AddrPortFrom(a, uint16(port)), func(c net.Conn) { in.connect(c, target) }); err != nil {
+			lerr = err
+		}
+	}
+	in.mu.Lock()
+	if lerr != nil {
+		return netip.Addr{}, rcodeServFail
+	}
+	in.names[name] = a
+	return a, rcodeOK
+}
+
+// serveDNS answers DNS on the box's 127.0.0.1:53, over UDP and TCP.
+func (in *Inside) serveDNS() error {
+	var lc net.ListenConfig
+	pc, err := lc.ListenPacket(in.ctx, "udp", "127.0.0.1:53")
+	if err != nil {
+		return fmt.Errorf("listen for DNS in the box: %w", err)
+	}
+	in.mu.Lock()
+	in.closers = append(in.closers, pc)
+	in.mu.Unlock()
+	in.wg.Add(1)
+	go func() {
+		defer in.wg.Done()
+		buf := make([]byte, maxDNSMessage)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				if in.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+					return
+				}
+				continue
+			}
+			msg := append([]byte(nil), buf[:n]...)
+			in.wg.Add(1)
+			go func() {
+				defer in.wg.Done()
+				if out, ok := in.answer(msg); ok {
+					_, _ = pc.WriteTo(out, from)
+				}
+			}()
+		}
+	}()
+	return in.listen(netip.MustParseAddrPort("127.0.0.1:53"), in.serveDNSConn)
+}
+
+// serveDNSConn answers queries framed by their length over TCP.
+func (in *Inside) serveDNSConn(c net.Conn) {
+	br := bufio.NewReader(c)
+	for {
+		_ = c.SetReadDeadline(time.Now().Add(askTimeout))
+		var n uint16
+		if err := binary.Read(br, binary.BigEndian, &n); err != nil {
+			return
+		}
+		msg := make([]byte, n)
+		if _, err := io.ReadFull(br, msg); err != nil {
+			return
+		}
+		out, ok := in.answer(msg)
+		if !ok {
+			return
+		}
+		if _, err := c.Write(binary.BigEndian.AppendUint16(nil, uint16(len(out)))); err != nil {
+			return
+		}
+		if _, err := c.Write(out); err != nil {
+			return
+		}
+	}
+}
+
+// answer is the stub's answer to one message; ok is false when it gets
+// none.
+func (in *Inside) answer(msg []byte) ([]byte, bool) {
+	q, err := parseQuery(msg)
+	if err != nil {
+		return nil, false
+	}
+	if q.rcode != rcodeOK {
+		return q.answer(q.rcode, netip.Addr{}), true
+	}
+	a, rcode := in.lookup(q.name)
+	return q.answer(rcode, a), true
+}
+
+// BindResolvConf puts file in place of /etc/resolv.conf, so the box's
+// resolvers ask the stub. Call it in the box's own mount namespace, whose
+// mounts do not propagate to the machine's. A machine without
+// /etc/resolv.conf needs nothing: resolvers then ask 127.0.0.1, the stub.
+func BindResolvConf(file string) error {
+	err := unix.Mount(file, "/etc/resolv.conf", "", unix.MS_BIND, "")
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("bind %s over /etc/resolv.conf: %w", file, err)
+	}
+	return nil
+}
