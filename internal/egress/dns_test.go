@@ -3,8 +3,8 @@ package egress
 import (
 	"bytes"
 	"context"
-	"net"
 	"encoding/binary"
+	"net"
 	"net/netip"
 	"testing"
 )

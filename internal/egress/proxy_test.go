@@ -185,8 +185,10 @@ func TestProxyForwardsPlainHTTP(t *testing.T) {
 	}
 	// The proxy's client is Go's own, as a boxed go or curl would use it.
 	tr := &http.Transport{
-		Proxy:       http.ProxyURL(mustURL(t, "http://proxy.invalid")),
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return (&net.Dialer{}).DialContext(ctx, "unix", sock) },
+		Proxy: http.ProxyURL(mustURL(t, "http://proxy.invalid")),
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		},
 	}
 	t.Cleanup(tr.CloseIdleConnections)
 	resp, err := (&http.Client{Transport: tr}).Get("http://127.0.0.1:1/nothing-here")
