@@ -339,10 +339,14 @@ func (a Allowlist) Allows(host string, port int) (Rule, bool) {
 	return Rule{}, false
 }
 
-// Loopback is the endpoints of this machine's loopback the box may reach:
-// each gets a listener at the same address inside the box. localhost
-// stands for both 127.0.0.1 and ::1.
-func (a Allowlist) Loopback() []netip.AddrPort {
+// Endpoints are the addresses the box may reach by address, each with a
+// port: an allowed loopback endpoint (a model server on 127.0.0.1:PORT),
+// or an address the allowlist names. Each gets a listener at the same
+// address inside the box, so a client that ignores the proxy variables
+// reaches it where it expects. localhost stands for both 127.0.0.1 and
+// ::1; a rule without a port gives 443 and 80; a rule for every port of
+// an address is reached through the proxy only.
+func (a Allowlist) Endpoints() []netip.AddrPort {
 	var out []netip.AddrPort
 	add := func(ad netip.Addr, port int) {
 		ap := netip.AddrPortFrom(ad, uint16(port))
@@ -351,15 +355,22 @@ func (a Allowlist) Loopback() []netip.AddrPort {
 		}
 	}
 	for _, r := range a.rules {
-		if !r.Loopback() {
-			continue
-		}
+		var addrs []netip.Addr
 		if ad, ok := r.addr(); ok {
-			add(ad, r.Port)
-			continue
+			addrs = []netip.Addr{ad}
+		} else if r.Host == "localhost" {
+			addrs = []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.IPv6Loopback()}
 		}
-		add(netip.MustParseAddr("127.0.0.1"), r.Port)
-		add(netip.IPv6Loopback(), r.Port)
+		for _, ad := range addrs {
+			switch r.Port {
+			case AnyPort:
+			case 0:
+				add(ad, 443)
+				add(ad, 80)
+			default:
+				add(ad, r.Port)
+			}
+		}
 	}
 	return out
 }

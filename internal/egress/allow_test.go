@@ -121,18 +121,21 @@ func TestAllows(t *testing.T) {
 	}
 }
 
-func TestLoopbackEndpoints(t *testing.T) {
+func TestEndpoints(t *testing.T) {
 	t.Parallel()
-	a, err := Parse("127.0.0.1:8080", "localhost:9000", "[::1]:7000", "api.example.com", "127.0.0.1:8080")
+	a, err := Parse("127.0.0.1:8080", "localhost:9000", "[::1]:7000", "api.example.com", "127.0.0.1:8080",
+		"10.0.0.5", "10.0.0.6:*", "[2001:db8::1]:5432")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []netip.AddrPort{
 		netip.MustParseAddrPort("127.0.0.1:8080"), netip.MustParseAddrPort("127.0.0.1:9000"),
 		netip.MustParseAddrPort("[::1]:9000"), netip.MustParseAddrPort("[::1]:7000"),
+		netip.MustParseAddrPort("10.0.0.5:443"), netip.MustParseAddrPort("10.0.0.5:80"),
+		netip.MustParseAddrPort("[2001:db8::1]:5432"),
 	}
-	if diff := cmp.Diff(want, a.Loopback(), cmp.Comparer(func(x, y netip.AddrPort) bool { return x == y })); diff != "" {
-		t.Errorf("Loopback() mismatch (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, a.Endpoints(), cmp.Comparer(func(x, y netip.AddrPort) bool { return x == y })); diff != "" {
+		t.Errorf("Endpoints() mismatch (-want +got):\n%s", diff)
 	}
 	if got := NewPlan("/s", a).ProxyPort; got != DefaultProxyPort {
 		t.Errorf("NewPlan().ProxyPort = %d, want %d", got, DefaultProxyPort)

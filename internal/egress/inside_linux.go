@@ -11,9 +11,12 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -51,6 +54,10 @@ type Inside struct {
 	refused map[string]bool       // names the proxy refused
 	next    netip.Addr            // the next in-box address to give a name
 	closers []io.Closer           // listeners and the DNS socket
+	watches []*os.File            // packet sockets that see refused connections
+
+	draining atomic.Bool
+	watchWG  sync.WaitGroup
 }
 
 // StartInside brings up the box's loopback interface and starts the
@@ -58,8 +65,15 @@ type Inside struct {
 // right to bind port 53 (as the namespace's root), before the agent
 // starts; Close stops them.
 func StartInside(ctx context.Context, p Plan) (*Inside, error) {
+	lo, err := net.InterfaceByName("lo")
+	if err != nil {
+		return nil, fmt.Errorf("the box has no loopback interface: %w", err)
+	}
 	if err := loopbackUp(); err != nil {
 		return nil, fmt.Errorf("bring up the box's loopback interface: %w", err)
+	}
+	if err := addLocalRoutes(lo.Index); err != nil {
+		return nil, fmt.Errorf("route the box's addresses to its loopback: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	in := &Inside{plan: p, ctx: ctx, cancel: cancel, names: map[string]netip.Addr{}, refused: map[string]bool{},
@@ -72,7 +86,7 @@ func StartInside(ctx context.Context, p Plan) (*Inside, error) {
 	if err := in.listen(proxyAddr, in.splice); err != nil {
 		return fail(err)
 	}
-	for _, ap := range p.Loopback {
+	for _, ap := range p.Endpoints {
 		target := ap.String()
 		err := in.listen(ap, func(c net.Conn) { in.connect(c, target) })
 		if err != nil && ap.Addr().Is6() && (errors.Is(err, unix.EADDRNOTAVAIL) || errors.Is(err, unix.EAFNOSUPPORT)) {
@@ -85,11 +99,27 @@ func StartInside(ctx context.Context, p Plan) (*Inside, error) {
 	if err := in.serveDNS(); err != nil {
 		return fail(err)
 	}
+	if err := in.watchResets(lo.Index); err != nil {
+		return fail(err)
+	}
 	return in, nil
 }
 
-// Close stops the forwarders and ends their connections.
+// Close stops the forwarders and ends their connections, after the
+// refusals the box's kernel made so far have been reported.
 func (in *Inside) Close() error {
+	in.mu.Lock()
+	watches := in.watches
+	in.watches = nil
+	in.mu.Unlock()
+	in.draining.Store(true)
+	for _, f := range watches {
+		_ = f.SetReadDeadline(time.Now()) // wakes the reader, which drains what is queued
+	}
+	in.watchWG.Wait()
+	for _, f := range watches {
+		f.Close()
+	}
 	in.cancel()
 	in.mu.Lock()
 	for _, c := range in.closers {
@@ -121,10 +151,15 @@ func loopbackUp() error {
 
 // listen accepts TCP connections at ap and hands each to serve.
 func (in *Inside) listen(ap netip.AddrPort, serve func(net.Conn)) error {
+	return in.listenAt(ap.String(), serve)
+}
+
+// listenAt accepts TCP connections at addr and hands each to serve.
+func (in *Inside) listenAt(addr string, serve func(net.Conn)) error {
 	var lc net.ListenConfig
-	l, err := lc.Listen(in.ctx, "tcp", ap.String())
+	l, err := lc.Listen(in.ctx, "tcp", addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s in the box: %w", ap, err)
+		return fmt.Errorf("listen on %s in the box: %w", addr, err)
 	}
 	in.mu.Lock()
 	in.closers = append(in.closers, l)
@@ -303,10 +338,12 @@ func (in *Inside) lookup(name string) (netip.Addr, int) {
 	return a, rcodeOK
 }
 
-// serveDNS answers DNS on the box's 127.0.0.1:53, over UDP and TCP.
+// serveDNS answers DNS on port 53 of every address of the box, over UDP
+// and TCP: resolv.conf names 127.0.0.1, and a query sent to any other
+// resolver's address arrives here too (addLocalRoutes).
 func (in *Inside) serveDNS() error {
 	var lc net.ListenConfig
-	pc, err := lc.ListenPacket(in.ctx, "udp", "127.0.0.1:53")
+	pc, err := lc.ListenPacket(in.ctx, "udp", ":53")
 	if err != nil {
 		return fmt.Errorf("listen for DNS in the box: %w", err)
 	}
@@ -335,7 +372,7 @@ func (in *Inside) serveDNS() error {
 			}()
 		}
 	}()
-	return in.listen(netip.MustParseAddrPort("127.0.0.1:53"), in.serveDNSConn)
+	return in.listenAt(":53", in.serveDNSConn)
 }
 
 // serveDNSConn answers queries framed by their length over TCP.
@@ -391,4 +428,258 @@ func BindResolvConf(file string) error {
 		return fmt.Errorf("bind %s over /etc/resolv.conf: %w", file, err)
 	}
 	return nil
+}
+
+// A connection from the box to a port of its loopback where nothing
+// listens (this machine's services are not there: baton's API, a
+// database) never reaches the proxy: the box's own kernel refuses it with
+// a reset. The stub's watch on the loopback interface sees those resets
+// and reports each to the proxy, so the attempt is recorded like any
+// other refusal. The kernel's filter passes only TCP resets with sequence
+// number 0, the answer to a SYN at a closed port (RFC 793); a reset that
+// aborts an established connection carries the connection's sequence.
+
+// resetFilter4 and resetFilter6 are classic BPF over an IPv4 or IPv6
+// packet (a packet socket of type SOCK_DGRAM sees it from the network
+// header).
+var (
+	resetFilter4 = []unix.SockFilter{
+		{Code: unix.BPF_LD | unix.BPF_B | unix.BPF_ABS, K: 9}, // protocol
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: unix.IPPROTO_TCP, Jf: 8},
+		{Code: unix.BPF_LD | unix.BPF_H | unix.BPF_ABS, K: 6}, // fragment offset
+		{Code: unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K, K: 0x1fff, Jt: 6},
+		{Code: unix.BPF_LDX | unix.BPF_B | unix.BPF_MSH, K: 0},            // X = header length
+		{Code: unix.BPF_LD | unix.BPF_B | unix.BPF_IND, K: 13},            // TCP flags
+		{Code: unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K, K: 0x04, Jf: 3}, // RST
+		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_IND, K: 4},             // sequence number
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: 0, Jf: 1},
+		{Code: unix.BPF_RET | unix.BPF_K, K: 128},
+		{Code: unix.BPF_RET | unix.BPF_K, K: 0},
+	}
+	resetFilter6 = []unix.SockFilter{
+		{Code: unix.BPF_LD | unix.BPF_B | unix.BPF_ABS, K: 6}, // next header: TCP, no extension headers
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: unix.IPPROTO_TCP, Jf: 5},
+		{Code: unix.BPF_LD | unix.BPF_B | unix.BPF_ABS, K: 40 + 13},
+		{Code: unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K, K: 0x04, Jf: 3},
+		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 40 + 4},
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: 0, Jf: 1},
+		{Code: unix.BPF_RET | unix.BPF_K, K: 128},
+		{Code: unix.BPF_RET | unix.BPF_K, K: 0},
+	}
+)
+
+// watchResets reports the connections the box's kernel refused at its
+// loopback's closed ports. Without the right to open a packet socket it
+// reports nothing, and says so.
+func (in *Inside) watchResets(index int) error {
+	for _, w := range []struct {
+		proto  uint16
+		filter []unix.SockFilter
+	}{{unix.ETH_P_IP, resetFilter4}, {unix.ETH_P_IPV6, resetFilter6}} {
+		f, err := packetSocket(index, w.proto, w.filter)
+		if err != nil {
+			return fmt.Errorf("watch the box's loopback for refused connections: %w", err)
+		}
+		in.mu.Lock()
+		in.watches = append(in.watches, f)
+		in.mu.Unlock()
+		in.watchWG.Add(1)
+		go func() {
+			defer in.watchWG.Done()
+			in.readResets(f)
+		}()
+	}
+	return nil
+}
+
+// readResets reports each reset f sees until Close, and then the ones
+// still queued.
+func (in *Inside) readResets(f *os.File) {
+	buf := make([]byte, 256)
+	for {
+		n, err := f.Read(buf)
+		if err == nil {
+			if ap, ok := resetSource(buf[:n]); ok {
+				in.reportRefused(ap)
+			}
+			continue
+		}
+		if !in.draining.Load() {
+			return
+		}
+		// A reset is queued here before the connect that caused it
+		// returns (packet taps run before TCP), so what the box's last
+		// command tried is read now.
+		_ = f.SetReadDeadline(time.Time{})
+		rc, err := f.SyscallConn()
+		if err != nil {
+			return
+		}
+		_ = rc.Read(func(fd uintptr) bool {
+			for {
+				n, _, err := unix.Recvfrom(int(fd), buf, unix.MSG_DONTWAIT)
+				if err != nil {
+					return true
+				}
+				if ap, ok := resetSource(buf[:n]); ok {
+					in.reportRefused(ap)
+				}
+			}
+		})
+		return
+	}
+}
+
+// packetSocket opens a packet socket for proto on the interface index,
+// with filter attached before it is bound (so nothing unfiltered queues),
+// as a file the runtime's poller reads.
+func packetSocket(index int, proto uint16, filter []unix.SockFilter) (*os.File, error) {
+	be := proto<<8 | proto>>8 // htons
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, int(be))
+	if err != nil {
+		return nil, err
+	}
+	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	if err := unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &prog); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: be, Ifindex: index}); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), "lo-resets"), nil
+}
+
+// resetSource is where a reset came from (the closed port the box tried),
+// read from its IP header.
+func resetSource(b []byte) (netip.AddrPort, bool) {
+	if len(b) < 1 {
+		return netip.AddrPort{}, false
+	}
+	switch b[0] >> 4 {
+	case 4:
+		ihl := int(b[0]&0xf) * 4
+		if ihl < 20 || len(b) < ihl+4 {
+			return netip.AddrPort{}, false
+		}
+		a := netip.AddrFrom4([4]byte(b[12:16]))
+		return netip.AddrPortFrom(a, binary.BigEndian.Uint16(b[ihl:])), true
+	case 6:
+		if len(b) < 44 {
+			return netip.AddrPort{}, false
+		}
+		a := netip.AddrFrom16([16]byte(b[8:24]))
+		return netip.AddrPortFrom(a, binary.BigEndian.Uint16(b[40:])), true
+	}
+	return netip.AddrPort{}, false
+}
+
+// reportRefused tells the proxy that the box tried ap and its kernel
+// refused: a port of its loopback where nothing listens, or a port of an
+// allowed name's in-box address that the name is not allowed on.
+func (in *Inside) reportRefused(ap netip.AddrPort) {
+	host := ap.Addr().Unmap().String()
+	in.mu.Lock()
+	for name, a := range in.names {
+		if a == ap.Addr() {
+			host = name
+			break
+		}
+	}
+	in.mu.Unlock()
+	// Not in.ctx: Close reports what is queued after it ends the rest.
+	ctx, cancel := context.WithTimeout(context.Background(), askTimeout)
+	defer cancel()
+	var d net.Dialer
+	up, err := d.DialContext(ctx, "unix", in.plan.Socket)
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	_ = up.SetDeadline(time.Now().Add(askTimeout))
+	q := url.Values{"host": {host}, "port": {strconv.Itoa(int(ap.Port()))}}
+	if _, err := fmt.Fprintf(up, "GET %s?%s HTTP/1.1\r\nHost: baton\r\n\r\n", refusedPath, q.Encode()); err != nil {
+		return
+	}
+	if resp, err := http.ReadResponse(bufio.NewReader(io.LimitReader(up, maxHeader)), nil); err == nil {
+		resp.Body.Close()
+	}
+}
+
+// addLocalRoutes makes every address local to the box, as `ip route add
+// local 0.0.0.0/0 dev lo table local` does (and ::/0 where the box has
+// IPv6). A connection to an address outside then meets the box's own
+// kernel instead of failing with no route: at a closed port it is refused
+// with a reset that watchResets reports, at an allowed address the
+// listener there forwards it, and a DNS query sent to any resolver
+// reaches the stub.
+func addLocalRoutes(index int) error {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return err
+	}
+	for i, family := range []byte{unix.AF_INET, unix.AF_INET6} {
+		err := netlinkAck(fd, localRouteMessage(uint32(i+1), family, index))
+		if err != nil && family == unix.AF_INET6 && (errors.Is(err, unix.EAFNOSUPPORT) || errors.Is(err, unix.EOPNOTSUPP)) {
+			continue // no IPv6 here: nothing to route
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// localRouteMessage is RTM_NEWROUTE for "local default dev index" in the
+// local table.
+func localRouteMessage(seq uint32, family byte, index int) []byte {
+	const attrLen = unix.SizeofRtAttr + 4 // RTA_OIF, a u32
+	n := unix.SizeofNlMsghdr + unix.SizeofRtMsg + attrLen
+	b := make([]byte, n)
+	ne := binary.NativeEndian
+	ne.PutUint32(b[0:], uint32(n))
+	ne.PutUint16(b[4:], unix.RTM_NEWROUTE)
+	ne.PutUint16(b[6:], unix.NLM_F_REQUEST|unix.NLM_F_ACK|unix.NLM_F_CREATE|unix.NLM_F_EXCL)
+	ne.PutUint32(b[8:], seq)
+	rt := b[unix.SizeofNlMsghdr:]
+	rt[0] = family              // rtm_family; dst_len, src_len, tos stay 0: the default route
+	rt[4] = unix.RT_TABLE_LOCAL // rtm_table
+	rt[5] = unix.RTPROT_BOOT    // rtm_protocol
+	rt[6] = unix.RT_SCOPE_HOST  // rtm_scope
+	rt[7] = unix.RTN_LOCAL      // rtm_type
+	attr := rt[unix.SizeofRtMsg:]
+	ne.PutUint16(attr[0:], attrLen)
+	ne.PutUint16(attr[2:], unix.RTA_OIF)
+	ne.PutUint32(attr[4:], uint32(index))
+	return b
+}
+
+// netlinkAck sends msg and reads the kernel's acknowledgement.
+func netlinkAck(fd int, msg []byte) error {
+	if err := unix.Sendto(fd, msg, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return err
+	}
+	buf := make([]byte, 4096)
+	n, _, err := unix.Recvfrom(fd, buf, 0)
+	if err != nil {
+		return err
+	}
+	msgs, err := syscall.ParseNetlinkMessage(buf[:n])
+	if err != nil {
+		return err
+	}
+	for _, m := range msgs {
+		if m.Header.Type == unix.NLMSG_ERROR && len(m.Data) >= 4 {
+			if code := int32(binary.NativeEndian.Uint32(m.Data)); code != 0 {
+				return unix.Errno(-code)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("no acknowledgement from the kernel")
 }

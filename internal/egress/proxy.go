@@ -35,6 +35,10 @@ const (
 // allowed on.
 const resolvePath = "/baton/resolve"
 
+// refusedPath is the box's report of a connection its own kernel refused
+// (nothing listens at that port of its loopback): the proxy records it.
+const refusedPath = "/baton/refused"
+
 // Proxy is a run's way out of its box. It serves a unix socket that the
 // box's forwarders connect to, speaking HTTP proxy requests: CONNECT
 // host:port for a tunnel (HTTPS, or any connection to an in-box
@@ -137,6 +141,8 @@ func (p *Proxy) serveConn(ctx context.Context, c net.Conn) {
 		p.tunnel(ctx, c, br, req)
 	case req.URL.Path == resolvePath && req.URL.Host == "":
 		p.resolve(c, req)
+	case req.URL.Path == refusedPath && req.URL.Host == "":
+		p.reported(c, req)
 	case req.URL.Scheme == "http" && req.URL.Host != "":
 		p.forward(ctx, c, req)
 	default:
@@ -227,6 +233,35 @@ func (p *Proxy) resolve(c net.Conn, req *http.Request) {
 		text = strings.Join(s, ",")
 	}
 	reply(c, http.StatusOK, text)
+}
+
+// reported records a connection the box's kernel refused. The report
+// comes from the box, so it is believed only as far as it goes: an
+// attempt at an address or a name's port, nothing more.
+func (p *Proxy) reported(c net.Conn, req *http.Request) {
+	q := req.URL.Query()
+	host := normalizeHost(q.Get("host"))
+	port, err := strconv.Atoi(q.Get("port"))
+	if err != nil || port < 1 || port > 65535 {
+		reply(c, http.StatusBadRequest, "want host and port")
+		return
+	}
+	why := "not on the allowlist"
+	if a, err := netip.ParseAddr(host); err == nil {
+		host = a.Unmap().String()
+		if a.IsLoopback() {
+			why = "nothing of this machine's loopback is reachable from the box but the allowed endpoints"
+		}
+	} else if checkName(host) != nil {
+		reply(c, http.StatusBadRequest, "not a host name")
+		return
+	}
+	if _, ok := p.Allow.Allows(host, port); ok {
+		reply(c, http.StatusOK, "allowed: not recorded")
+		return
+	}
+	p.refuse(Refusal{Host: host, Port: port, Via: "connect", Why: why})
+	reply(c, http.StatusOK, "recorded")
 }
 
 // dial connects to host:port if the allowlist lets it, else answers the
