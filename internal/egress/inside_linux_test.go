@@ -2,7 +2,6 @@ package egress
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -27,10 +25,12 @@ import (
 // plays the box's init (its network step) instead of running tests.
 const boxVar = "BATON_EGRESS_TEST_BOX"
 
-type boxSpec struct {
-	Plan   Plan     `json:"plan"`
-	Resolv string   `json:"resolv"` // a file to put in place of /etc/resolv.conf
-	Argv   []string `json:"argv"`
+// testSpec is what the test hands its box: the network's spec, as the
+// init gets it, and what to run.
+type testSpec struct {
+	Net  json.RawMessage `json:"net"`
+	Env  []string        `json:"env"`
+	Argv []string        `json:"argv"`
 }
 
 // queryVar makes the test binary a DNS client: "server:port name" sends
@@ -73,10 +73,10 @@ func queryMain(q string) int {
 }
 
 // boxMain is the box's init, as far as the network goes: in new user,
-// network and mount namespaces, it puts the stub's resolv.conf in place,
-// starts the forwarders and runs argv with the proxy variables.
+// network and mount namespaces, it builds the network (Init) and runs
+// argv with the environment the box's process gets.
 func boxMain(spec string) int {
-	var s boxSpec
+	var s testSpec
 	if err := json.Unmarshal([]byte(spec), &s); err != nil {
 		fmt.Fprintln(os.Stderr, "box:", err)
 		return 125
@@ -85,22 +85,18 @@ func boxMain(spec string) int {
 		fmt.Fprintln(os.Stderr, "box: make mounts private:", err)
 		return 125
 	}
-	if err := BindResolvConf(s.Resolv); err != nil {
-		fmt.Fprintln(os.Stderr, "box:", err)
-		return 125
-	}
-	in, err := StartInside(context.Background(), s.Plan)
+	stop, err := Init(s.Net, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "box:", err)
 		return 125
 	}
-	defer in.Close()
+	defer stop()
 	cmd := exec.Command(s.Argv[0], s.Argv[1:]...)
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		k, _, _ := strings.Cut(kv, "=")
 		return k == boxVar || slices.Contains(ProxyVars, k)
 	})
-	cmd.Env = append(env, s.Plan.Env()...)
+	cmd.Env = append(env, s.Env...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	err = cmd.Run()
 	var ee *exec.ExitError
@@ -119,7 +115,7 @@ func boxMain(spec string) int {
 type testBox struct {
 	allow    Allowlist
 	resolver *net.Resolver
-	refusals Refusals
+	list     []RefusalCount // what the last run's proxy refused
 	mu       sync.Mutex
 	live     []string
 }
@@ -128,17 +124,22 @@ type testBox struct {
 // code.
 func (b *testBox) run(t *testing.T, script string) (string, int) {
 	t.Helper()
-	p := &Proxy{Allow: b.allow, Refusals: &b.refusals, Resolver: b.resolver, OnRefuse: func(r Refusal) {
+	nb, err := Open(b.allow, func(r Refusal) {
 		b.mu.Lock()
 		b.live = append(b.live, r.String())
 		b.mu.Unlock()
-	}}
-	sock := startProxy(t, p)
-	resolv := filepath.Join(t.TempDir(), "resolv.conf")
-	if err := os.WriteFile(resolv, []byte(ResolvConf), 0o644); err != nil {
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	spec, _ := json.Marshal(boxSpec{Plan: NewPlan(sock, b.allow), Resolv: resolv, Argv: []string{"sh", "-c", script}})
+	nb.proxy.Resolver = b.resolver // before the box starts: nothing has asked yet
+	defer func() {
+		if err := nb.Close(); err != nil {
+			t.Error(err)
+		}
+		b.list, _ = nb.Refusals()
+	}()
+	spec, _ := json.Marshal(testSpec{Net: nb.Spec(), Env: nb.Env(), Argv: []string{"sh", "-c", script}})
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), boxVar+"="+string(spec))
 	cmd.SysProcAttr = &syscall.SysProcAttr{
@@ -148,7 +149,7 @@ func (b *testBox) run(t *testing.T, script string) (string, int) {
 	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
+	err = cmd.Run()
 	var ee *exec.ExitError
 	switch {
 	case errors.As(err, &ee):
@@ -272,9 +273,13 @@ try "query the machine's resolver" env %[6]s="%[8]s exfil-by-loopback.attacker.e
 	if n := resolverQueries(); n != 0 {
 		t.Errorf("the machine's resolver got %d queries from the box", n)
 	}
-	list, _ := b.refusals.List()
+	b.mu.Lock()
+	if len(b.live) < len(b.list) {
+		t.Errorf("the live log heard of %d refusals, the record holds %d", len(b.live), len(b.list))
+	}
+	b.mu.Unlock()
 	var got []string
-	for _, r := range list {
+	for _, r := range b.list {
 		got = append(got, r.Via+" "+r.Target())
 	}
 	for _, want := range []string{
