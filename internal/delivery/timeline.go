@@ -113,11 +113,17 @@ func Timeline(log []baton.PhaseLogEntry, queued bool, now time.Time) []StepView 
 }
 
 // decisionWords says what a person decided in a phase log entry, with
-// the reason they gave.
+// the reason they gave. The note of a reject or a retry is their reason
+// with what the pipeline added to it (a review it could not post, the
+// agent it switched to), so that is shown whole.
 func decisionWords(e baton.PhaseLogEntry) string {
 	s := e.Decision + " by " + e.Actor
-	if r := strings.TrimSpace(e.Reason); r != "" {
-		s += ": " + r
+	words := e.Reason
+	if e.Decision == DecisionRejected || e.Decision == DecisionRetried {
+		words = e.Note
+	}
+	if w := strings.TrimSpace(words); w != "" {
+		s += ": " + w
 	}
 	return s
 }

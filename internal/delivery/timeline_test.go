@@ -64,7 +64,7 @@ func TestTimelineFoldsAttemptsAndSplitsWaits(t *testing.T) {
 	}
 	want := []row{
 		{"plan", 1, "succeeded", 10, 2, 60, "", "approved by alice"},
-		{"implement", 1, "failed", 7, 1, 10, "boom", "retried by bob"},
+		{"implement", 1, "failed", 7, 1, 10, "boom", "retried by bob: (agent now codex)"},
 		{"implement", 2, "canceled", 4, 1, 5, "canceled by bob: wrong", "retried by bob: the other way"},
 		{"implement", 3, "succeeded", 9, 1, 0, "1 commit", ""},
 		{"deploy", 1, "succeeded", 2, 1, 87, "merged", "approved by alice"},
