@@ -21,8 +21,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/baton-agent/baton"
-	"github.com/baton-agent/baton/internal/codexconf"
-	"github.com/baton-agent/baton/internal/piconf"
+	"github.com/baton-agent/baton/internal/harness"
 	"github.com/baton-agent/baton/internal/safefile"
 )
 
@@ -76,7 +75,7 @@ func Hosts(h baton.Harness, env []string) ([]string, error) {
 			return fromFile[name]
 		})
 	case baton.HarnessCodex:
-		dir := codexconf.Dir(home, get("CODEX_HOME"))
+		dir := harness.Codex.UserPath(home, get)
 		if !filepath.IsAbs(dir) {
 			break
 		}
@@ -101,7 +100,7 @@ func Hosts(h baton.Harness, env []string) ([]string, error) {
 		if !filepath.IsAbs(home) {
 			break
 		}
-		file := filepath.Join(home, ".factory", "settings.json")
+		file := filepath.Join(harness.Droid.UserPath(home, get), "settings.json")
 		b, err := readConfig(file)
 		if err != nil {
 			return nil, err
@@ -113,7 +112,7 @@ func Hosts(h baton.Harness, env []string) ([]string, error) {
 		// Droid talks to Factory's service as well as to a custom model.
 		out = append(append(out, urls...), vendorAPIs[h]...)
 	case baton.HarnessPi:
-		dir := piconf.Dir(home, get("PI_CODING_AGENT_DIR"))
+		dir := harness.Pi.UserPath(home, get)
 		if !filepath.IsAbs(dir) {
 			break
 		}
