@@ -19,6 +19,12 @@ func confining(s Spec) bool {
 	return s.Confine != nil && s.Confine.Mode != sandbox.ModeOff
 }
 
+// boxed reports whether s's agent will run in baton's box: confinement
+// asked for and a kernel that can give it.
+func boxed(s Spec) bool {
+	return confining(s) && sandbox.Probe().Available()
+}
+
 // startAgent starts cmd, confined when s asks: the system, the agent's
 // working and temporary directories, its CLI's own configuration (see
 // agentHome) and installation, and what s.Confine.Policy adds. release
@@ -34,7 +40,7 @@ func startAgent(cmd *exec.Cmd, s Spec, p *plan, path, runTmp string, res *Result
 		if s.Dir != "" {
 			own.Write = append(own.Write, s.Dir)
 		}
-		home, env, err := p.kind.agentHome(cf, e)
+		home, env, err := p.kind.agentHome(cf, e, cmd.Env)
 		if err != nil {
 			return func() {}, newError(baton.Internal, nil, err, "prepare the agent home")
 		}
@@ -104,15 +110,20 @@ func (k kind) state() (cliState, bool) {
 // user's settings and credentials are shown in it; elsewhere the CLI's
 // variable points it at the agent home, with a copy of the user's
 // settings made at each start.
-func (k kind) agentHome(cf sandbox.Confinement, e sandbox.Env) (sandbox.Policy, []string, error) {
+func (k kind) agentHome(cf sandbox.Confinement, e sandbox.Env, cmdEnv []string) (sandbox.Policy, []string, error) {
 	st, ok := k.state()
 	if !ok || e.Home == "" || !filepath.IsAbs(e.Home) || cf.Home == "" {
 		return sandbox.Policy{}, nil, nil
 	}
-	own := filepath.Join(e.Home, st.dir) // the user's
+	own := userStateDir(st, cmdEnv) // the user's
 	var env []string
 	var p sandbox.Policy
 	if cf.ShowsHome() {
+		if st.dirVar != "" && !withinDir(own, e.Home) {
+			// Set outside the home: the view does not show it, so the CLI
+			// keeps its state at the usual place in the agent home.
+			env = append(env, st.dirVar+"="+filepath.Join(e.Home, st.dir))
+		}
 		for _, f := range st.settings {
 			p.Read = append(p.Read, filepath.Join(own, f))
 		}
@@ -152,4 +163,48 @@ func seed(from, to string) error {
 		return err
 	}
 	return safefile.WriteAtomic(to, b, 0o600)
+}
+
+// userStateDir is where the CLI keeps its state for a process with env,
+// outside any box: $<dirVar> when set, else ~/<dir>; "" when neither is
+// an absolute path.
+func userStateDir(st cliState, env []string) string {
+	if st.dirVar != "" {
+		if dir := envValue(env, st.dirVar); filepath.IsAbs(dir) {
+			return dir
+		}
+	}
+	if home := envValue(env, "HOME"); filepath.IsAbs(home) {
+		return filepath.Join(home, st.dir)
+	}
+	return ""
+}
+
+// stateDir is where, on the host, the CLI of a run under s keeps its
+// state (Codex's session files, which name the model): in the agent home
+// when the run is boxed with one (see agentHome).
+func (k kind) stateDir(s Spec, env []string) string {
+	st, ok := k.state()
+	if !ok {
+		return ""
+	}
+	user := userStateDir(st, env)
+	if !confining(s) || s.Confine.Home == "" {
+		return user
+	}
+	home := envValue(env, "HOME")
+	if !filepath.IsAbs(home) {
+		return user
+	}
+	if s.Confine.ShowsHome() && withinDir(user, home) {
+		rel, _ := filepath.Rel(home, user)
+		return filepath.Join(s.Confine.Home, rel)
+	}
+	return filepath.Join(s.Confine.Home, st.dir)
+}
+
+// withinDir reports whether path is dir or lies beneath it.
+func withinDir(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
