@@ -16,9 +16,11 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton/internal/hook"
+	"github.com/baton-agent/baton/internal/sandbox"
 )
 
 func main() {
+	sandbox.Main(sandbox.Hooks{}) // as the box's init, runs it and never returns
 	wd, err := os.Getwd()
 	if err != nil {
 		wd = "."
