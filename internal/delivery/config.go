@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton"
-	"github.com/baton-agent/baton/internal/egress"
+	"github.com/baton-agent/baton/internal/netpolicy"
 	"github.com/baton-agent/baton/internal/proc"
 )
 
@@ -41,7 +41,7 @@ type SourceConfig struct {
 	AgentArgs []string `json:"agent_args,omitempty"`
 	// PassEnv names secrets agents and commands get anyway (GH_TOKEN, ...).
 	PassEnv []string `json:"pass_env,omitempty"`
-	// EgressAllow adds hosts the box may reach (egress.ParseRule).
+	// EgressAllow adds hosts the box may reach (netpolicy.ParseRule).
 	EgressAllow []string `json:"egress_allow,omitempty"`
 }
 
@@ -125,7 +125,7 @@ func (c SourceConfig) apply(cfg *baton.DeliveryConfig, endpoint *baton.Phase, ch
 		cfg.PassEnv = append([]string(nil), c.PassEnv...)
 	}
 	if c.EgressAllow != nil {
-		if _, err := egress.Parse(c.EgressAllow...); err != nil {
+		if _, err := netpolicy.Parse(c.EgressAllow...); err != nil {
 			return bad("egress_allow", err)
 		}
 		cfg.EgressAllow = append([]string(nil), c.EgressAllow...)

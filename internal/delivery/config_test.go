@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton"
-	"github.com/baton-agent/baton/internal/egress"
+	"github.com/baton-agent/baton/internal/netpolicy"
 )
 
 func TestParseSourceConfig(t *testing.T) {
@@ -65,7 +65,7 @@ func FuzzParseSourceConfig(f *testing.F) {
 		if cfg.PhaseTimeout < 0 || cfg.ObserveWindow < 0 || cfg.MaxRounds < 0 || !ep.Runnable() {
 			t.Fatalf("parsed an invalid config: %+v %s", cfg, ep)
 		}
-		if _, err := egress.Parse(cfg.EgressAllow...); err != nil {
+		if _, err := netpolicy.Parse(cfg.EgressAllow...); err != nil {
 			t.Fatalf("parsed an egress entry the box refuses: %v", err)
 		}
 		for _, p := range cps {

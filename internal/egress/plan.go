@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"github.com/baton-agent/baton/internal/netpolicy"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -26,7 +27,7 @@ const DefaultProxyPort = 3128
 
 // NewPlan is the plan for a box whose proxy listens at socket and allows
 // what a allows.
-func NewPlan(socket string, a Allowlist) Plan {
+func NewPlan(socket string, a netpolicy.Allowlist) Plan {
 	p := Plan{Socket: socket, Endpoints: a.Endpoints(), ProxyPort: DefaultProxyPort}
 	for p.takes(p.ProxyPort) {
 		p.ProxyPort++
