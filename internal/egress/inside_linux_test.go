@@ -95,7 +95,7 @@ func boxMain(spec string) int {
 	cmd := exec.Command(s.Argv[0], s.Argv[1:]...)
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		k, _, _ := strings.Cut(kv, "=")
-		return k == boxVar || slices.Contains(ProxyVars, k)
+		return k == boxVar
 	})
 	cmd.Env = append(env, s.Env...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr

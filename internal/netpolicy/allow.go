@@ -379,6 +379,24 @@ func (a Allowlist) Endpoints() []netip.AddrPort {
 	return out
 }
 
+// TCPPorts are the ports any rule allows, sorted: all that Landlock can
+// tell connections by where the box has no network of its own. all is
+// true when a rule allows every port.
+func (a Allowlist) TCPPorts() (ports []int, all bool) {
+	for _, r := range a.rules {
+		switch r.Port {
+		case AnyPort:
+			return nil, true
+		case 0:
+			ports = append(ports, 443, 80)
+		default:
+			ports = append(ports, r.Port)
+		}
+	}
+	slices.Sort(ports)
+	return slices.Compact(ports), false
+}
+
 // Ports are the ports the rules allow host (a name) on, sorted; any is
 // true when a rule allows every port. None means the name is not
 // allowed at all.
