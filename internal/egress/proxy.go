@@ -249,21 +249,24 @@ func (p *Proxy) reported(c net.Conn, req *http.Request) {
 		reply(c, http.StatusBadRequest, "want host and port")
 		return
 	}
-	why := "not on the allowlist"
+	via, why := "connect", "not on the allowlist"
+	if q.Get("via") == "udp" {
+		via, why = "udp", "the box sends UDP nowhere but to its DNS stub"
+	}
 	if a, err := netip.ParseAddr(host); err == nil {
 		host = a.Unmap().String()
-		if a.IsLoopback() {
+		if a.IsLoopback() && via == "connect" {
 			why = "nothing of this machine's loopback is reachable from the box but the allowed endpoints"
 		}
 	} else if !netpolicy.ValidName(host) {
 		reply(c, http.StatusBadRequest, "not a host name")
 		return
 	}
-	if _, ok := p.Allow.Allows(host, port); ok {
+	if _, ok := p.Allow.Allows(host, port); ok && via == "connect" {
 		reply(c, http.StatusOK, "allowed: not recorded")
 		return
 	}
-	p.refuse(netpolicy.Refusal{Host: host, Port: port, Via: "connect", Why: why})
+	p.refuse(netpolicy.Refusal{Host: host, Port: port, Via: via, Why: why})
 	reply(c, http.StatusOK, "recorded")
 }
 

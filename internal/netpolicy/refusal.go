@@ -14,8 +14,9 @@ type Refusal struct {
 	Host string    `json:"host"`
 	Port int       `json:"port,omitempty"` // 0 for a DNS query
 	// Via is how the box asked: "dns" (a name looked up), "connect" (a
-	// tunnel: HTTPS through the proxy, or a connection to an in-box
-	// address), "http" (a plain HTTP request through the proxy).
+	// TCP connection: a tunnel through the proxy, or one the box's own
+	// kernel refused), "http" (a plain HTTP request through the proxy),
+	// "udp" (a datagram the box's kernel refused).
 	Via string `json:"via"`
 	// Why is one line: "not on the allowlist", "resolves to a loopback
 	// address".
@@ -32,8 +33,11 @@ func (r Refusal) Target() string {
 
 func (r Refusal) String() string {
 	what := "connection to " + r.Target()
-	if r.Via == "dns" {
+	switch r.Via {
+	case "dns":
 		what = "DNS lookup of " + r.Host
+	case "udp":
+		what = "UDP to " + r.Target()
 	}
 	return fmt.Sprintf("refused %s (%s)", what, r.Why)
 }
