@@ -34,7 +34,7 @@ func TestPrefetch(t *testing.T) {
 // The versions the real-harness tests run (docs/hooks.md names them).
 const (
 	claudeVersion = "2.1.332"
-	codexVersion  = "0.169.0"
+	codexVersion  = "0.171.0"
 	droidVersion  = "0.225.2"
 )
 
