@@ -18,9 +18,9 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/delivery"
-	"github.com/baton-agent/baton/internal/loop"
 	"github.com/baton-agent/baton/internal/forge"
 	"github.com/baton-agent/baton/internal/intake"
+	"github.com/baton-agent/baton/internal/loop"
 )
 
 //go:embed templates/*.html
