@@ -3,6 +3,7 @@ package safefile
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -218,6 +219,11 @@ func (d *DirBeneath) Close() error { return unix.Close(d.fd) }
 // does: a temp file in d, fsynced and renamed over name. Whatever name
 // was (a link, a FIFO), it is replaced, never followed or opened.
 func (d *DirBeneath) WriteAtomic(name string, data []byte, perm os.FileMode) error {
+	return d.WriteAtomicFunc(name, perm, writeAll(data))
+}
+
+// WriteAtomicFunc is WriteAtomic with the content written by write.
+func (d *DirBeneath) WriteAtomicFunc(name string, perm os.FileMode, write func(*os.File) error) error {
 	if name == "" || strings.ContainsRune(name, '/') || name == "." || name == ".." {
 		return &fs.PathError{Op: "write", Path: filepath.Join(d.path, name), Err: ErrNotBeneath}
 	}
@@ -226,7 +232,13 @@ func (d *DirBeneath) WriteAtomic(name string, data []byte, perm os.FileMode) err
 		return &fs.PathError{Op: "write", Path: filepath.Join(d.path, name), Err: err}
 	}
 	f := os.NewFile(uintptr(fd), tmp)
-	err = writeSyncClose(f, data)
+	err = write(f)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
 	if err == nil {
 		err = unix.Renameat(d.fd, tmp, d.fd, name)
 	}
@@ -297,6 +309,34 @@ func (d *DirBeneath) removeDir(name string) error {
 	return unix.Unlinkat(d.fd, name, unix.AT_REMOVEDIR)
 }
 
+// ReadFile reads the regular file name of d, of at most max bytes,
+// without following a link or blocking on a FIFO.
+func (d *DirBeneath) ReadFile(name string, max int64) ([]byte, error) {
+	path := filepath.Join(d.path, name)
+	if name == "" || strings.ContainsRune(name, '/') || name == "." || name == ".." {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: ErrNotBeneath}
+	}
+	fd, err := unix.Openat(d.fd, name, unix.O_RDONLY|beneathFlags, 0)
+	if err != nil {
+		return nil, beneathError("open", d.path, name, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, kind(fi.Mode()))}
+	}
+	_ = unix.SetNonblock(fd, false)
+	b, _, err := readAllOf(f, path, max)
+	return b, err
+}
+
+// Names lists the entries of d, in no particular order.
+func (d *DirBeneath) Names() ([]string, error) { return d.names() }
+
 // names lists the entries of d.
 func (d *DirBeneath) names() ([]string, error) {
 	dup, err := unix.Dup(d.fd)
@@ -305,6 +345,10 @@ func (d *DirBeneath) names() ([]string, error) {
 	}
 	f := os.NewFile(uintptr(dup), d.path)
 	defer f.Close()
+	// The copy shares its offset with d: read from the start every time.
+	if _, err := unix.Seek(dup, 0, io.SeekStart); err != nil {
+		return nil, err
+	}
 	return f.Readdirnames(-1)
 }
 
