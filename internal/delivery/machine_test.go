@@ -269,6 +269,38 @@ func TestNotPassAtCheckpointBlocks(t *testing.T) {
 	}
 }
 
+// A blocked outcome (an implement that changed nothing) waits for a
+// person, who sends the branch on as it stands, runs the phase again or
+// sends the delivery back.
+func TestBlockedOutcomeWaitsForAPerson(t *testing.T) {
+	d := fixture(baton.PhaseImplement, baton.StatusRunning)
+	res := mustApply(t, d, Input{Action: ActForward, Actor: "w", Now: t0, Attempt: 3, Block: true, Note: "the agent changed nothing"})
+	if res.Delivery.String() != "implement/blocked" || res.Enqueue || res.Delivery.Error != "the agent changed nothing" {
+		t.Fatalf("got %s enqueue=%v error=%q, want implement/blocked with the reason", res.Delivery.String(), res.Enqueue, res.Delivery.Error)
+	}
+	if e := res.Log[0]; e.Status != baton.StatusBlocked || e.Note != "the agent changed nothing" || len(res.Log) != 1 {
+		t.Errorf("log = %+v, want one blocked entry with the reason", res.Log)
+	}
+	if !res.Delivery.WaitsForPerson() {
+		t.Error("a blocked implement does not wait for a person")
+	}
+	for _, c := range []struct {
+		in   Input
+		want string
+	}{
+		{Input{Action: ActApprove, Actor: "alice", Person: true, Now: t0}, "review/pending"},
+		{Input{Action: ActRetry, Actor: "alice", Person: true, Now: t0}, "implement/pending"},
+		{Input{Action: ActReject, Actor: "alice", Person: true, Now: t0, Note: "rethink it"}, "plan/pending"},
+	} {
+		if r := mustApply(t, res.Delivery, c.in); r.Delivery.String() != c.want || !r.Enqueue {
+			t.Errorf("%s on a blocked implement → %s enqueue=%v, want %s queued", c.in.Action, r.Delivery.String(), r.Enqueue, c.want)
+		}
+	}
+	if _, err := Apply(d, Input{Action: ActForward, Attempt: 3, Block: true, Verdict: baton.VerdictPass, Now: t0}); baton.ErrorCode(err) != baton.Invalid {
+		t.Errorf("a blocked outcome with a verdict: err %v, want Invalid", err)
+	}
+}
+
 func TestRoundLimitBlocks(t *testing.T) {
 	d := fixture(baton.PhaseReview, baton.StatusRunning)
 	d.Config.MaxRounds, d.Rounds = 2, 2
@@ -421,6 +453,47 @@ func TestFeedbackWhileQueued(t *testing.T) {
 		fit, why := FeedbackFits(d)
 		if (fit == FeedbackApplies) != (want != "-") || fit != FeedbackApplies && why == "" {
 			t.Errorf("FeedbackFits(queued %s) = %v %q", p, fit, why)
+		}
+	}
+}
+
+// A person's decision is a field of its phase log entry, with their reason
+// as they wrote it apart from the machine's note; a phase that waits for
+// a person to start it says so in a field; the pipeline's own moves carry
+// neither.
+func TestDecisionsAreFieldsOfThePhaseLog(t *testing.T) {
+	t.Parallel()
+	type fields struct {
+		Decision, Reason string
+		Waits            bool
+	}
+	last := func(r Result) fields {
+		e := r.Log[len(r.Log)-1]
+		return fields{e.Decision, e.Reason, e.Waits}
+	}
+	verified := mustApply(t, fixture(baton.PhaseVerify, baton.StatusRunning), Input{Action: ActForward, Actor: "w", Now: t0, Attempt: 3, Verdict: baton.VerdictPass})
+	failed := fixture(baton.PhaseImplement, baton.StatusFailed)
+	for name, c := range map[string]struct {
+		res  Result
+		want fields
+	}{
+		"waits at a checkpoint": {verified, fields{Waits: true}},
+		"started":               {mustApply(t, verified.Delivery, Input{Action: ActApprove, Actor: "alice", Person: true, Now: t0, Note: "go", Reason: "go"}), fields{Decision: DecisionStarted, Reason: "go"}},
+		"approved with a reason": {mustApply(t, fixture(baton.PhasePlan, baton.StatusSucceeded), Input{Action: ActApprove, Actor: "alice", Person: true, Now: t0, Reason: " the plan is right "}),
+			fields{Decision: DecisionApproved, Reason: "the plan is right"}},
+		"rejected": {mustApply(t, failed, Input{Action: ActReject, Actor: "bob", Person: true, Now: t0, Note: "too broad (review not posted)", Reason: "too broad"}),
+			fields{Decision: DecisionRejected, Reason: "too broad"}},
+		"retried with another agent": {mustApply(t, failed, Input{Action: ActRetry, Actor: "bob", Person: true, Now: t0, Config: &baton.DeliveryConfig{Agent: "codex"}}),
+			fields{Decision: DecisionRetried}},
+		"canceled": {mustApply(t, fixture(baton.PhaseImplement, baton.StatusRunning), Input{Action: ActCancel, Actor: "bob", Person: true, Now: t0, Note: "wrong", Reason: "wrong"}),
+			fields{Decision: DecisionCanceled, Reason: "wrong"}},
+		"closed": {mustApply(t, failed, Input{Action: ActClose, Actor: "alice", Person: true, Now: t0, Note: "not needed", Reason: "not needed"}),
+			fields{Decision: DecisionClosed, Reason: "not needed"}},
+		"a worker's failure": {mustApply(t, fixture(baton.PhaseImplement, baton.StatusRunning), Input{Action: ActFail, Actor: "w", Now: t0, Attempt: 3, Note: "boom"}), fields{}},
+		"a lost worker":      {mustApply(t, fixture(baton.PhaseImplement, baton.StatusRunning), Input{Action: ActLose, Actor: "w", Now: t0, Attempt: 3}), fields{}},
+	} {
+		if got := last(c.res); got != c.want {
+			t.Errorf("%s: last entry %+v, want %+v", name, got, c.want)
 		}
 	}
 }
