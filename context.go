@@ -3,7 +3,7 @@ package baton
 import "time"
 
 // Harness names an agent product baton integrates with. What baton
-// knows of each is in internal/hook's harness table.
+// knows of each is in internal/harness's table.
 type Harness string
 
 const (

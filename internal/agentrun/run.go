@@ -71,7 +71,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	if p.kind == kindCodex && s.Dir != "" {
 		// baton does not bypass Codex's trust (a repository's hooks are
 		// not baton's to vouch for), but it never lets them be off silently.
-		if why := codexconf.HooksOff(s.Dir, envValue(env, "HOME"), envValue(env, "CODEX_HOME")); why != "" {
+		if why := codexconf.HooksOff(s.Dir, envValue(env, "HOME"), func(k string) string { return envValue(env, k) }); why != "" {
 			note := "baton: Codex will not run this project's hooks here: " + why
 			res.Notes = append(res.Notes, note)
 			if s.Live != nil {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/delivery"
-	"github.com/baton-agent/baton/internal/hook"
+	"github.com/baton-agent/baton/internal/harness"
 )
 
 // Shell completion: ids read cheaply from the store or the database, and
@@ -79,8 +79,8 @@ func (f *Factory) completeDeliveries(cmd *cobra.Command, _ []string, toComplete 
 }
 
 func (f *Factory) addCompletions(root *cobra.Command) {
-	harnesses := fixed(hook.Names()...)
-	agents := fixed(append(hook.AgentNames(), "command:")...)
+	harnesses := fixed(harness.Names()...)
+	agents := fixed(append(harness.AgentNames(), "command:")...)
 	var phases, statuses []string
 	for _, p := range delivery.FilterPhases {
 		phases = append(phases, string(p))
@@ -101,7 +101,7 @@ func (f *Factory) addCompletions(root *cobra.Command) {
 				c.ValidArgsFunction = firstArg(harnesses)
 			case c.Name() == "hook" && parent == "baton":
 				// hook parses its own flags, so --harness is completed here.
-				events := fixed(string(hook.SessionStart), string(hook.Stop), string(hook.PostToolUse), string(hook.PreCompact))
+				events := fixed(string(harness.SessionStart), string(harness.Stop), string(harness.PostToolUse), string(harness.PreCompact))
 				c.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 					switch {
 					case len(args) == 0:

@@ -15,12 +15,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/baton-agent/baton"
-	"github.com/baton-agent/baton/internal/codexconf"
 	"github.com/baton-agent/baton/internal/fsstore"
-	"github.com/baton-agent/baton/internal/hook"
+	"github.com/baton-agent/baton/internal/harness"
 	"github.com/baton-agent/baton/internal/install"
-	"github.com/baton-agent/baton/internal/piconf"
 	"github.com/baton-agent/baton/internal/proc"
 	"github.com/baton-agent/baton/internal/sandbox"
 )
@@ -102,7 +99,7 @@ classic token's scopes). --no-probe sends no request.`,
 			fmt.Fprintf(w, "baton %s at %s\nproject root %s (store: %v)\nsandbox: %s\n", rep.Version, rep.Binary, rep.Root, rep.HasStore, rep.Sandbox.Detail)
 			writeGitHub(w, rep.GitHub)
 			fmt.Fprintln(w)
-			for _, hh := range hook.Harnesses {
+			for _, hh := range harness.Harnesses {
 				if files := rep.Plugins[string(hh.Name)]; len(files) > 0 {
 					fmt.Fprintf(w, "%-6s plugin  enabled in %s\n", hh.Name, strings.Join(files, ", "))
 				}
@@ -111,7 +108,7 @@ classic token's scopes). --no-probe sends no request.`,
 				state := "not installed"
 				if s.Installed {
 					state = fmt.Sprintf("%d hook(s)", len(s.Hooks))
-					if h, _ := hook.Lookup(string(s.Harness)); h != nil && h.Extension {
+					if h, _ := harness.Lookup(string(s.Harness)); h != nil && h.Extension {
 						state = "extension"
 					}
 				}
@@ -162,7 +159,7 @@ func runDoctor(ctx context.Context, f *Factory, probe bool) doctorReport {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("a context store sits above this repository at %s: baton does not use it here, but an earlier baton may have written this repository's packets and loops there; move what you need and remove it if no project owns it", above))
 		}
 	}
-	for _, hh := range hook.Harnesses {
+	for _, hh := range harness.Harnesses {
 		h := hh.Name
 		scopes := 0
 		for _, sc := range []install.Scope{install.ScopeProject, install.ScopeUser} {
@@ -186,18 +183,13 @@ func runDoctor(ctx context.Context, f *Factory, probe bool) doctorReport {
 				}
 				if fi, err := os.Stat(b); err != nil || fi.Mode()&0o111 == 0 {
 					rep.Broken = append(rep.Broken, fmt.Sprintf("%s (%s) calls %s, which is missing or not executable: run `baton install %s --scope %s` again", h, sc, b, h, sc))
-				} else if b == f.Executable && hook.Program(f.Executable) != f.Executable {
-					rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s (%s) runs its hooks through %s; %s beside it answers them faster: run `baton install %s --scope %s` again", h, sc, b, hook.HookBinary, h, sc))
-				} else if b != f.Executable && b != hook.Program(f.Executable) {
+				} else if b == f.Executable && harness.Program(f.Executable) != f.Executable {
+					rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s (%s) runs its hooks through %s; %s beside it answers them faster: run `baton install %s --scope %s` again", h, sc, b, harness.HookBinary, h, sc))
+				} else if b != f.Executable && b != harness.Program(f.Executable) {
 					rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s (%s) calls %s, not this binary (%s)", h, sc, b, f.Executable))
 				}
 			}
-			if h == baton.HarnessCodex {
-				rep.Broken = append(rep.Broken, codexTrustProblems(t, s)...)
-			}
-			if h == baton.HarnessPi && sc == install.ScopeProject {
-				rep.Broken = append(rep.Broken, piTrustProblems(t)...)
-			}
+			rep.Broken = append(rep.Broken, install.Untrusted(t, s)...)
 			if probe {
 				rep.Probes = append(rep.Probes, probeHooks(ctx, f, hh, s)...)
 			}
@@ -263,7 +255,7 @@ func checkSandbox(f *Factory, probe bool) sandboxReport {
 
 // probeHooks runs each of an installation's hook commands with a
 // synthetic payload in a scratch project.
-func probeHooks(ctx context.Context, f *Factory, h *hook.Harness, s install.Status) []probeResult {
+func probeHooks(ctx context.Context, f *Factory, h *harness.Harness, s install.Status) []probeResult {
 	dir, err := os.MkdirTemp("", "baton-doctor-*")
 	if err != nil {
 		return []probeResult{{Harness: string(s.Harness), Problem: err.Error()}}
@@ -274,35 +266,35 @@ func probeHooks(ctx context.Context, f *Factory, h *hook.Harness, s install.Stat
 	if err := os.Mkdir(filepath.Join(dir, ".git"), 0o755); err != nil {
 		return []probeResult{{Harness: string(s.Harness), Problem: err.Error()}}
 	}
-	commands := map[hook.Event]string{}
+	commands := map[harness.Event]string{}
 	for _, hk := range s.Hooks {
-		if ev, ok := hook.CommandEvent(hk.Command, nil); ok {
+		if ev, ok := harness.CommandEvent(hk.Command, nil); ok {
 			commands[ev] = hk.Command
 		}
 	}
 	if h.Extension && len(s.Binaries) > 0 {
 		// The extension runs the hooks itself: probe the commands it runs.
-		for _, ev := range hook.Events {
-			commands[ev] = hook.Command(s.Binaries[0], ev, h.Name)
+		for _, ev := range harness.Events {
+			commands[ev] = harness.Command(s.Binaries[0], ev, h.Name)
 		}
 	}
 	var out []probeResult
-	for _, ev := range hook.Events {
+	for _, ev := range harness.Events {
 		cmdline, ok := commands[ev]
 		if !ok {
 			continue
 		}
 		payload := map[string]any{"session_id": "baton-doctor", "cwd": dir, "transcript_path": filepath.Join(dir, "none.jsonl")}
 		switch ev {
-		case hook.SessionStart:
+		case harness.SessionStart:
 			payload["source"] = "startup"
-		case hook.Stop:
+		case harness.Stop:
 			payload["stop_hook_active"] = false
 			payload["last_assistant_message"] = "probe"
-		case hook.PostToolUse:
+		case harness.PostToolUse:
 			payload["tool_name"] = h.WriteTools[0]
 			payload["tool_input"] = map[string]any{"file_path": filepath.Join(dir, "probe.txt"), "path": filepath.Join(dir, "probe.txt")}
-		case hook.PreCompact:
+		case harness.PreCompact:
 			payload["trigger"] = "manual"
 		}
 		body, _ := json.Marshal(payload)
@@ -311,7 +303,7 @@ func probeHooks(ctx context.Context, f *Factory, h *hook.Harness, s install.Stat
 	return out
 }
 
-func runProbe(ctx context.Context, f *Factory, h *hook.Harness, ev hook.Event, cmdline, dir string, payload []byte) probeResult {
+func runProbe(ctx context.Context, f *Factory, h *harness.Harness, ev harness.Event, cmdline, dir string, payload []byte) probeResult {
 	r := probeResult{Harness: string(h.Name), Event: string(ev), Command: cmdline}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -320,8 +312,7 @@ func runProbe(ctx context.Context, f *Factory, h *hook.Harness, ev hook.Event, c
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case "CLAUDE_PROJECT_DIR", "FACTORY_PROJECT_DIR", "CLAUDE_ENV_FILE", "BATON_ROOT", "BATON_SESSION_ID":
+		if k == "BATON_ROOT" || k == "BATON_SESSION_ID" || slices.Contains(harness.SessionVars(), k) {
 			continue // the probe must never reach the user's project
 		}
 		env = append(env, kv)
@@ -339,11 +330,11 @@ func runProbe(ctx context.Context, f *Factory, h *hook.Harness, ev hook.Event, c
 	switch {
 	case err != nil && r.ExitCode != 0:
 		r.Problem = fmt.Sprintf("exit %d: %s", r.ExitCode, clip(strings.TrimSpace(stderr.String()), 200))
-	case ev == hook.SessionStart && !h.Extension && !strings.HasPrefix(out, "baton"):
+	case ev == harness.SessionStart && !h.Extension && !strings.HasPrefix(out, "baton"):
 		r.Problem = "session-start printed no context"
 	case h.Extension && !json.Valid(stdout.Bytes()):
 		r.Problem = fmt.Sprintf("the answer to %s's extension is not JSON", h.Product)
-	case !h.Extension && ev != hook.SessionStart && out != "":
+	case !h.Extension && ev != harness.SessionStart && out != "":
 		r.Problem = fmt.Sprintf("printed %q where the contract wants nothing", r.StdoutHead)
 	case r.Millis > 1000:
 		r.Problem = "slower than 1 s"
@@ -351,52 +342,6 @@ func runProbe(ctx context.Context, f *Factory, h *hook.Harness, ev hook.Event, c
 		r.OK = true
 	}
 	return r
-}
-
-// codexTrustProblems says what keeps installed Codex hooks from running:
-// an untrusted project (no project hook runs) or hooks not yet trusted in
-// Codex's "Hooks need review" dialog (codex exec skips them silently).
-func codexTrustProblems(t install.Target, s install.Status) []string {
-	root := t.Root
-	if t.Scope == install.ScopeUser {
-		root = "" // the user's hooks need no project trust
-	}
-	ct, err := codexconf.ReadTrust(codexconf.Dir(t.Home, t.CodexHome), root)
-	if err != nil {
-		return []string{fmt.Sprintf("codex (%s): cannot read %v", t.Scope, err)}
-	}
-	var out []string
-	if !ct.ProjectTrusted {
-		out = append(out, fmt.Sprintf("codex (project): %s is not a trusted project in %s, so Codex runs none of its hooks: run `codex exec --trust` here once, or add [projects.%q] trust_level = \"trusted\"", t.Root, ct.Config, t.Root))
-	}
-	var untrusted []string
-	for _, hk := range s.Hooks {
-		if !slices.Contains(ct.TrustedEvents, hk.Event) {
-			untrusted = append(untrusted, hk.Event)
-		}
-	}
-	if len(untrusted) > 0 {
-		out = append(out, fmt.Sprintf("codex (%s): baton's %s hook(s) are not trusted yet, and `codex exec` skips untrusted hooks without a word: open /hooks in Codex and trust them (or pass --dangerously-bypass-hook-trust to codex exec)", t.Scope, strings.Join(untrusted, ", ")))
-	}
-	return out
-}
-
-// piTrustProblems says what keeps pi from loading baton's project
-// extension: since pi 0.79 a project's .pi/ resources load only once the
-// user trusts the project, and print, JSON and RPC modes skip them
-// without -a.
-func piTrustProblems(t install.Target) []string {
-	tr, err := piconf.ReadTrust(piconf.Dir(t.Home, t.PiAgentDir), t.Root)
-	if err != nil {
-		return []string{fmt.Sprintf("pi (project): cannot read %v", err)}
-	}
-	switch tr.Decision {
-	case piconf.Trusted:
-		return nil
-	case piconf.Declined:
-		return []string{fmt.Sprintf("pi (project): %s is declined in pi's trust (%s), so pi loads none of its .pi/ extensions, skills, prompts or mcp.json: run /trust in pi here and trust it, or pass -a to pi", t.Root, tr.File)}
-	}
-	return []string{fmt.Sprintf("pi (project): %s is not trusted in pi yet (%s), so pi -p, --mode json and --mode rpc skip baton's extension, skills and MCP server there, and the TUI asks first: start pi here once and choose Trust (or /trust), or pass -a to pi", t.Root, tr.File)}
 }
 
 // probeMCP starts the registered MCP server as the harness would, in the

@@ -6,12 +6,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/baton-agent/baton/internal/harness"
 	"github.com/baton-agent/baton/internal/hook"
 )
 
 func newHookCmd(f *Factory) *cobra.Command {
 	return &cobra.Command{
-		Use:   "hook <session-start|stop|post-tool-use|pre-compact> --harness " + strings.Join(hook.Names(), "|"),
+		Use:   "hook <session-start|stop|post-tool-use|pre-compact> --harness " + strings.Join(harness.Names(), "|"),
 		Short: "Answer a harness hook (run by Claude Code, Codex, Droid or pi, not by people)",
 		Long: `Read a hook payload (JSON) on stdin, act on the context store, and answer in
 the harness's own contract. Installed by "baton install"; see docs/hooks.md.

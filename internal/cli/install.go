@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/baton-agent/baton"
-	"github.com/baton-agent/baton/internal/hook"
+	"github.com/baton-agent/baton/internal/harness"
 	"github.com/baton-agent/baton/internal/install"
 )
 
@@ -104,8 +104,8 @@ func addInstallFlags(cmd *cobra.Command, o *installOptions) {
 }
 
 // installTarget builds the target for a harness and scope.
-func (f *Factory) installTarget(harness, scope string) (install.Target, error) {
-	h, err := hook.Lookup(harness)
+func (f *Factory) installTarget(name, scope string) (install.Target, error) {
+	h, err := harness.Lookup(name)
 	if err != nil {
 		return install.Target{}, err
 	}
@@ -118,7 +118,7 @@ func (f *Factory) installTarget(harness, scope string) (install.Target, error) {
 		return install.Target{}, baton.Errorf(baton.Internal, "cannot find the path of the baton binary")
 	}
 	if isGoRunBinary(f.Executable) {
-		return install.Target{}, baton.Errorf(baton.Conflict, "this baton is a temporary build of `go run` (%s), deleted when it exits: hooks pointing at it would break at once. Install baton first (CGO_ENABLED=0 go install ./cmd/baton), then run `baton install %s` with it", f.Executable, harness)
+		return install.Target{}, baton.Errorf(baton.Conflict, "this baton is a temporary build of `go run` (%s), deleted when it exits: hooks pointing at it would break at once. Install baton first (CGO_ENABLED=0 go install ./cmd/baton), then run `baton install %s` with it", f.Executable, name)
 	}
 	return f.installTargetFor(h.Name, sc, root), nil
 }
@@ -126,8 +126,7 @@ func (f *Factory) installTarget(harness, scope string) (install.Target, error) {
 // installTargetFor is the target for h at sc, with the harnesses' own
 // configuration directories as the environment moves them.
 func (f *Factory) installTargetFor(h baton.Harness, sc install.Scope, root string) install.Target {
-	return install.Target{Harness: h, Scope: sc, Root: root, Home: f.env("HOME"), Exe: f.Executable,
-		CodexHome: f.env("CODEX_HOME"), PiAgentDir: f.env("PI_CODING_AGENT_DIR")}
+	return install.Target{Harness: h, Scope: sc, Root: root, Home: f.env("HOME"), Exe: f.Executable, Getenv: f.env}
 }
 
 func runInstall(f *Factory, harness string, o installOptions, doInstall bool) error {
@@ -144,7 +143,7 @@ func runInstall(f *Factory, harness string, o installOptions, doInstall bool) er
 	if err != nil {
 		return err
 	}
-	if doInstall && t.Scope == install.ScopeProject && t.Harness != baton.HarnessCodex {
+	if doInstall && t.Scope == install.ScopeProject {
 		if _, err := exec.LookPath("baton"); err != nil {
 			p.Notes = append(p.Notes, fmt.Sprintf("The project's commands call `baton` from PATH (they are meant to be committed), and there is no baton on this PATH: add %s to PATH.", filepath.Dir(t.Exe)))
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/fsstore"
+	"github.com/baton-agent/baton/internal/harness"
 	"github.com/baton-agent/baton/internal/loop"
 	"github.com/baton-agent/baton/internal/transcript"
 )
@@ -244,7 +245,8 @@ func runLoopStart(ctx context.Context, f *Factory, args []string, o loopStartOpt
 	if tp := f.env("BATON_TRANSCRIPT_PATH"); tp != "" && req.SessionID != "" {
 		// Started in a session that knows its transcript: only what the
 		// session spends from now on is the loop's.
-		c := transcript.StartCursor(tp, f.env("BATON_HARNESS") == string(baton.HarnessDroid), f.now())
+		h, _ := harness.Lookup(f.env("BATON_HARNESS"))
+		c := transcript.StartCursor(tp, h != nil && h.UsageBeside, f.now())
 		req.Usage = &c
 	}
 	switch {

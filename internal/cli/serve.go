@@ -18,7 +18,7 @@ import (
 	"github.com/baton-agent/baton/internal/agentrun"
 	"github.com/baton-agent/baton/internal/delivery"
 	"github.com/baton-agent/baton/internal/gitx"
-	"github.com/baton-agent/baton/internal/hook"
+	"github.com/baton-agent/baton/internal/harness"
 	"github.com/baton-agent/baton/internal/intake"
 	"github.com/baton-agent/baton/internal/notify"
 	"github.com/baton-agent/baton/internal/web"
@@ -195,7 +195,7 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 	defer feed.Close()
 	srv := &web.Server{
 		Deliveries: svc, Feed: feed, Intake: in, Token: token, Open: loopback, Repos: repos, Hosts: hosts,
-		Agent: agentStatus(agent, o.run.workers == 0), Agents: hook.AgentNames(), Log: log, Version: f.Version, Now: f.Now, Project: serveProject(f),
+		Agent: agentStatus(agent, o.run.workers == 0), Agents: harness.AgentNames(), Log: log, Version: f.Version, Now: f.Now, Project: serveProject(f),
 	}
 
 	ln, err := net.Listen("tcp", o.addr)
@@ -328,14 +328,14 @@ func agentStatus(agent string, elsewhere bool) web.AgentStatus {
 	st := web.AgentStatus{Name: agent, Elsewhere: elsewhere}
 	argv, err := agentrun.Command(agentrun.Spec{Agent: agent, Prompt: "-"})
 	if err != nil || len(argv) == 0 {
-		st.Fix = "pick an agent with --agent " + strings.Join(hook.AgentNames(), "|") + "|command:<argv>"
+		st.Fix = "pick an agent with --agent " + strings.Join(harness.AgentNames(), "|") + "|command:<argv>"
 		return st
 	}
 	if p, err := exec.LookPath(argv[0]); err == nil {
 		st.Installed, st.Path = true, p
 		return st
 	}
-	h, err := hook.Lookup(argv[0])
+	h, err := harness.Lookup(argv[0])
 	if err != nil || !h.Agent {
 		st.Fix = fmt.Sprintf("%s is not on PATH: install it, or restart with another --agent.", argv[0])
 		return st
@@ -344,7 +344,7 @@ func agentStatus(agent string, elsewhere bool) web.AgentStatus {
 	if h.Install != "" {
 		install += " (" + h.Install + ")"
 	}
-	others := slices.DeleteFunc(hook.AgentNames(), func(n string) bool { return n == agent })
-	st.Fix = install + ", or restart with --agent " + hook.OrList(append(others, "command:<argv>")) + "."
+	others := slices.DeleteFunc(harness.AgentNames(), func(n string) bool { return n == agent })
+	st.Fix = install + ", or restart with --agent " + harness.OrList(append(others, "command:<argv>")) + "."
 	return st
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/golden"
-	"github.com/baton-agent/baton/internal/hook"
+	"github.com/baton-agent/baton/internal/harness"
 	"github.com/baton-agent/baton/internal/loop"
 )
 
@@ -48,7 +48,7 @@ func (e *env) stop(session, cwd string, msg *string, active bool) stopOut {
 		}
 	}
 	if o.Decision == "block" {
-		if o.Reason != hook.ClaudeStopPointer || o.Specific.AdditionalContext == "" {
+		if o.Reason != harness.ClaudeStopPointer || o.Specific.AdditionalContext == "" {
 			e.t.Fatalf("a block must point at its additional context, which carries the prompt: %q", r.stdout)
 		}
 		o.Reason = o.Specific.AdditionalContext

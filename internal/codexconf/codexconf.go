@@ -17,21 +17,12 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/baton-agent/baton/internal/hook"
+	"github.com/baton-agent/baton/internal/harness"
 	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // maxFileBytes bounds a Codex file baton reads.
 const maxFileBytes = 16 << 20
-
-// Dir is Codex's user directory: codexHome ($CODEX_HOME) when set, else
-// ~/.codex under home.
-func Dir(home, codexHome string) string {
-	if codexHome != "" {
-		return codexHome
-	}
-	return filepath.Join(home, ".codex")
-}
 
 // HooksFile is the hooks file Codex reads for the project at root, or,
 // with root "", the user's in dir.
@@ -89,14 +80,14 @@ func ReadTrust(dir, root string) (Trust, error) {
 // HooksOff says why Codex started in dir would not run the baton hooks of
 // dir's .codex/hooks.json ("" when it would, or when there are none):
 // Codex runs no project hook in an untrusted project, and codex exec skips
-// hooks not yet trusted in its review dialog. home and codexHome are the
-// environment's HOME and CODEX_HOME.
-func HooksOff(dir, home, codexHome string) string {
+// hooks not yet trusted in its review dialog. home is the environment's
+// HOME, and getenv reads the rest of it (CODEX_HOME).
+func HooksOff(dir, home string, getenv func(string) string) string {
 	events := batonEvents(HooksFile("", dir))
 	if len(events) == 0 {
 		return ""
 	}
-	tr, err := ReadTrust(Dir(home, codexHome), dir)
+	tr, err := ReadTrust(harness.Codex.UserPath(home, getenv), dir)
 	if err != nil {
 		return err.Error()
 	}
@@ -161,7 +152,7 @@ func hasBatonHook(groups json.RawMessage) bool {
 			if json.Unmarshal(h, &handler) != nil {
 				continue
 			}
-			if _, ok := hook.ParseCommand(handler.Command, handler.Args); ok {
+			if _, ok := harness.ParseCommand(handler.Command, handler.Args); ok {
 				return true
 			}
 		}

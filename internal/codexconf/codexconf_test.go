@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/baton-agent/baton/internal/hook"
+	"github.com/baton-agent/baton/internal/harness"
 )
 
 func write(t *testing.T, path, content string, mode os.FileMode) {
@@ -30,7 +30,7 @@ func batonHooks(exe string) string {
 		if i > 0 {
 			b.WriteString(",")
 		}
-		b.WriteString(`"` + ev + `":[{"hooks":[{"type":"command","command":"` + hook.Command(exe, hook.Stop, "codex") + `"}]}]`)
+		b.WriteString(`"` + ev + `":[{"hooks":[{"type":"command","command":"` + harness.Command(exe, harness.Stop, "codex") + `"}]}]`)
 	}
 	b.WriteString(`,"PreToolUse":[{"hooks":[{"type":"command","command":"~/bin/audit.sh"}]}]}}`)
 	return b.String()
@@ -78,7 +78,7 @@ func TestHooksOff(t *testing.T) {
 				fields := strings.Fields(tt.config)
 				write(t, filepath.Join(home, ".codex", "config.toml"), trustConfig(project, fields[0] == "<trusted>", fields[1:]...), 0o644)
 			}
-			got := HooksOff(project, home, "")
+			got := HooksOff(project, home, nil)
 			if tt.want == "" && got != "" || tt.want != "" && !strings.Contains(got, tt.want) {
 				t.Errorf("HooksOff() = %q, want %q", got, tt.want)
 			}
@@ -110,15 +110,5 @@ func TestReadTrust(t *testing.T) {
 	write(t, filepath.Join(dir, "config.toml"), "[projects\n", 0o644)
 	if _, err := ReadTrust(dir, project); err == nil || !strings.Contains(err.Error(), "config.toml") {
 		t.Errorf("ReadTrust(bad TOML) = %v, want an error naming the file", err)
-	}
-}
-
-func TestDir(t *testing.T) {
-	t.Parallel()
-	if got := Dir("/home/me", ""); got != "/home/me/.codex" {
-		t.Errorf("Dir without CODEX_HOME = %q", got)
-	}
-	if got := Dir("/home/me", "/etc/codex"); got != "/etc/codex" {
-		t.Errorf("Dir with CODEX_HOME = %q", got)
 	}
 }

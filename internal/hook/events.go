@@ -14,6 +14,7 @@ import (
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/handoff"
+	"github.com/baton-agent/baton/internal/harness"
 	"github.com/baton-agent/baton/internal/loop"
 	"github.com/baton-agent/baton/internal/proc"
 	"github.com/baton-agent/baton/internal/prompt"
@@ -25,12 +26,12 @@ import (
 // sessionStart ensures the store, records the session, exports the
 // session id to the agent's shell where the harness allows it, and
 // returns the context to inject.
-func (h handler) sessionStart(ctx context.Context) (Result, error) {
+func (h handler) sessionStart(ctx context.Context) (harness.Result, error) {
 	if !h.mayCreate && !h.st.Exists() {
-		return Result{}, baton.Errorf(baton.NotFound, "%s is not in a git repository and has no context store; baton creates one only inside a repository (run `baton init` there to use baton outside git)", h.st.Root())
+		return harness.Result{}, baton.Errorf(baton.NotFound, "%s is not in a git repository and has no context store; baton creates one only inside a repository (run `baton init` there to use baton outside git)", h.st.Root())
 	}
 	if _, err := h.st.Init(ctx); err != nil {
-		return Result{}, err
+		return harness.Result{}, err
 	}
 	rec := baton.SessionRecord{
 		SessionID: h.p.SessionID, Harness: h.harness.Name, Source: h.p.Source,
@@ -47,7 +48,7 @@ func (h handler) sessionStart(ctx context.Context) (Result, error) {
 	afterCompact := h.p.Source == "compact"
 	text, warnings, err := SessionContext(h.st, h.p.SessionID, afterCompact)
 	if err != nil {
-		return Result{}, err
+		return harness.Result{}, err
 	}
 	if afterCompact {
 		h.compactionTold(ctx)
@@ -55,7 +56,7 @@ func (h handler) sessionStart(ctx context.Context) (Result, error) {
 	for _, w := range warnings {
 		h.warn("skipped %s", describe(w))
 	}
-	return Result{Context: text}, nil
+	return harness.Result{Context: text}, nil
 }
 
 // compactionTold clears the foreground loop's pending compaction notice:
@@ -90,10 +91,10 @@ func (h handler) exportSession() error {
 		return nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "export BATON_SESSION_ID=%s\n", ShellQuote(h.p.SessionID))
-	fmt.Fprintf(&b, "export BATON_HARNESS=%s\n", ShellQuote(string(h.harness.Name)))
+	fmt.Fprintf(&b, "export BATON_SESSION_ID=%s\n", harness.ShellQuote(h.p.SessionID))
+	fmt.Fprintf(&b, "export BATON_HARNESS=%s\n", harness.ShellQuote(string(h.harness.Name)))
 	if h.p.TranscriptPath != "" {
-		fmt.Fprintf(&b, "export BATON_TRANSCRIPT_PATH=%s\n", ShellQuote(h.p.TranscriptPath))
+		fmt.Fprintf(&b, "export BATON_TRANSCRIPT_PATH=%s\n", harness.ShellQuote(h.p.TranscriptPath))
 	}
 	// O_NONBLOCK: a FIFO in its place fails at once instead of waiting
 	// for a reader; anything but a regular file is refused.
@@ -116,25 +117,25 @@ func (h handler) exportSession() error {
 // else the unbound one, which it then takes): it reads what the session
 // spent since the last stop, verifies a stated promise when the loop has
 // verify commands, and applies the stop under the loop's lock.
-func (h handler) stop(ctx context.Context) (Result, error) {
+func (h handler) stop(ctx context.Context) (harness.Result, error) {
 	if !h.st.Exists() {
-		return Result{}, h.errNoStore()
+		return harness.Result{}, h.errNoStore()
 	}
 	id, err := h.st.ForegroundLoopID(h.p.SessionID)
 	if err != nil || id == "" {
-		return Result{}, err
+		return harness.Result{}, err
 	}
 	// A first look without the lock: most stops are not the loop's (another
 	// session, a paused loop), and reading a transcript is the slow part.
 	l, err := h.st.FindLoopByID(id)
 	if baton.ErrorCode(err) == baton.NotFound {
-		return Result{}, nil
+		return harness.Result{}, nil
 	} else if err != nil {
-		return Result{}, err
+		return harness.Result{}, err
 	}
 	probe := *l
 	if loop.Decide(&probe, loop.Stop{SessionID: h.p.SessionID, Known: true}).Action == loop.Ignore {
-		return Result{}, nil
+		return harness.Result{}, nil
 	}
 	now := h.env.now().UTC()
 	in := loop.Stop{
@@ -174,14 +175,14 @@ func (h handler) stop(ctx context.Context) (Result, error) {
 		return nil
 	})
 	if baton.ErrorCode(err) == baton.NotFound {
-		return Result{}, nil
+		return harness.Result{}, nil
 	} else if err != nil {
-		return Result{}, err
+		return harness.Result{}, err
 	}
 	switch {
 	case d.Finished:
 		if _, err := h.st.ClearForegroundLoop(ctx, id); err != nil {
-			return Result{SystemMessage: d.Message}, nil // the loop is done; a stale pointer is harmless
+			return harness.Result{SystemMessage: d.Message}, nil // the loop is done; a stale pointer is harmless
 		}
 	case bound:
 		// The unbound loop is this session's now; another session's stop
@@ -192,11 +193,11 @@ func (h handler) stop(ctx context.Context) (Result, error) {
 	}
 	switch d.Action {
 	case loop.Block:
-		return Result{Block: true, Reason: d.Reason, SystemMessage: d.Message}, nil
+		return harness.Result{Block: true, Reason: d.Reason, SystemMessage: d.Message}, nil
 	case loop.Allow:
-		return Result{SystemMessage: d.Message}, nil
+		return harness.Result{SystemMessage: d.Message}, nil
 	}
-	return Result{}, nil
+	return harness.Result{}, nil
 }
 
 // readSpend reads what the session spent since the loop's last stop from
@@ -213,7 +214,7 @@ func (h handler) readSpend(l *baton.Loop, in *loop.Stop, now time.Time) {
 			cur.Since = l.CreatedAt
 		}
 	}
-	u, next, err := transcript.ReadUsage(h.p.TranscriptPath, cur, transcript.UsageOptions{Droid: h.harness.Name == baton.HarnessDroid, Now: now})
+	u, next, err := transcript.ReadUsage(h.p.TranscriptPath, cur, transcript.UsageOptions{Droid: h.harness.UsageBeside, Now: now})
 	if err != nil {
 		h.warn("cannot read the session's usage (%v); the loop's budgets count nothing this time", err)
 		return
@@ -259,16 +260,16 @@ func (h handler) lastAssistantText() (text string, known bool, err error) {
 }
 
 // postToolUse records the files a file-changing tool touched.
-func (h handler) postToolUse(ctx context.Context) (Result, error) {
+func (h handler) postToolUse(ctx context.Context) (harness.Result, error) {
 	if !h.harness.IsWriteTool(h.p.ToolName) {
-		return Result{}, nil
+		return harness.Result{}, nil
 	}
 	paths := ChangedFiles(h.p.ToolInput, h.p.ToolResponse)
 	if len(paths) == 0 {
-		return Result{}, nil
+		return harness.Result{}, nil
 	}
 	if !h.st.Exists() {
-		return Result{}, h.errNoStore()
+		return harness.Result{}, h.errNoStore()
 	}
 	base := h.p.CWD
 	if base == "" || !filepath.IsAbs(base) {
@@ -283,7 +284,7 @@ func (h handler) postToolUse(ctx context.Context) (Result, error) {
 		}
 		entries = append(entries, baton.RelevantFile{Timestamp: now, FilePath: rel, Source: baton.FromTool, Confidence: 0.5})
 	}
-	return Result{}, h.st.AppendRelevantFiles(ctx, entries...)
+	return harness.Result{}, h.st.AppendRelevantFiles(ctx, entries...)
 }
 
 // maxLastText bounds the last assistant message a pre-compact packet keeps.
@@ -292,9 +293,9 @@ const maxLastText = 4000
 // preCompact writes an automatic draft packet so compaction loses
 // nothing, and notes the compaction on the foreground loop. It pauses
 // nothing: the next Stop after compaction continues the loop as before.
-func (h handler) preCompact(ctx context.Context) (Result, error) {
+func (h handler) preCompact(ctx context.Context) (harness.Result, error) {
 	if !h.st.Exists() {
-		return Result{}, h.errNoStore()
+		return harness.Result{}, h.errNoStore()
 	}
 	fg, _ := h.st.ForegroundLoop(h.p.SessionID)
 	if fg != nil && (fg.Status != baton.LoopActive || (fg.SessionID != "" && fg.SessionID != h.p.SessionID)) {
@@ -345,7 +346,7 @@ func (h handler) preCompact(ctx context.Context) (Result, error) {
 		Source: string(h.harness.Name), SessionID: h.p.SessionID, TranscriptPath: h.p.TranscriptPath, WorkDir: workDir,
 	})
 	if err != nil {
-		return Result{}, err
+		return harness.Result{}, err
 	}
 	if fg != nil {
 		_, err := h.st.UpdateLoop(ctx, fg.ID, func(l *baton.Loop) error {
@@ -356,10 +357,10 @@ func (h handler) preCompact(ctx context.Context) (Result, error) {
 			return nil
 		})
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return Result{}, err
+			return harness.Result{}, err
 		}
 	}
-	return Result{}, nil
+	return harness.Result{}, nil
 }
 
 // fence wraps s in a code fence it cannot close early.

@@ -91,3 +91,14 @@ func commonPayload(f fields) *Payload {
 		Trigger:              f.Str("trigger"),
 	}
 }
+
+// Decode parses a hook payload. It is tolerant: unknown fields are
+// ignored and wrongly typed fields read as absent; only input that is not
+// a JSON object is an error.
+func Decode(data []byte) (*Payload, error) {
+	f, err := decodeFields(data)
+	if err != nil {
+		return nil, err
+	}
+	return commonPayload(f), nil
+}

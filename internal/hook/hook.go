@@ -23,32 +23,8 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/fsstore"
+	"github.com/baton-agent/baton/internal/harness"
 )
-
-// Event is a hook event as baton's command line names it.
-type Event string
-
-const (
-	SessionStart Event = "session-start"
-	Stop         Event = "stop"
-	PostToolUse  Event = "post-tool-use"
-	PreCompact   Event = "pre-compact"
-)
-
-// Events lists the events baton handles, in lifecycle order.
-var Events = []Event{SessionStart, PostToolUse, PreCompact, Stop}
-
-// ParseEvent returns the event named s. Harness spellings (SessionStart,
-// session_start) are accepted too.
-func ParseEvent(s string) (Event, error) {
-	norm := strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(s))
-	for _, e := range Events {
-		if strings.ReplaceAll(string(e), "-", "") == norm {
-			return e, nil
-		}
-	}
-	return "", baton.Errorf(baton.Invalid, "unknown hook event %q: want session-start, stop, post-tool-use or pre-compact", s)
-}
 
 // Payload is a hook's input, whatever the harness. Every field is
 // optional: harnesses add and drop fields between versions.
@@ -66,19 +42,6 @@ type Payload struct {
 	ToolInput            json.RawMessage
 	ToolResponse         json.RawMessage
 	Trigger              string // pre-compact: manual, auto
-}
-
-// Result is what a handler wants to tell the harness. The zero Result
-// means "nothing to say": the stop is allowed, no context is added.
-type Result struct {
-	// Context is text for the model (session-start).
-	Context string
-	// Block asks the harness to keep going with Reason as the next
-	// instruction (stop).
-	Block  bool
-	Reason string
-	// SystemMessage is one line for the user.
-	SystemMessage string
 }
 
 // MaxPayload caps what a hook reads from stdin. A Write of a huge file
@@ -116,7 +79,7 @@ func (e Env) now() time.Time {
 // Run handles one hook event: it reads the payload from stdin, acts, and
 // writes the harness's answer to stdout. It returns the exit code, which
 // is always 0: blocking is done with the harness's JSON decision.
-func Run(ctx context.Context, h *Harness, event Event, stdin io.Reader, stdout io.Writer, env Env) (code int) {
+func Run(ctx context.Context, h *harness.Harness, event harness.Event, stdin io.Reader, stdout io.Writer, env Env) (code int) {
 	if env.Stderr == nil {
 		env.Stderr = io.Discard
 	}
@@ -149,15 +112,15 @@ func Run(ctx context.Context, h *Harness, event Event, stdin io.Reader, stdout i
 	ctx, cancel := context.WithTimeout(ctx, lockTimeout)
 	defer cancel()
 	hd := handler{harness: h, st: st, p: p, env: env, mayCreate: how != fsstore.FoundWorkDir, event: event, base: base}
-	var r Result
+	var r harness.Result
 	switch event {
-	case SessionStart:
+	case harness.SessionStart:
 		r, err = hd.sessionStart(ctx)
-	case Stop:
+	case harness.Stop:
 		r, err = hd.stop(ctx)
-	case PostToolUse:
+	case harness.PostToolUse:
 		r, err = hd.postToolUse(ctx)
-	case PreCompact:
+	case harness.PreCompact:
 		r, err = hd.preCompact(ctx)
 	default:
 		return fail("unknown event")
@@ -197,14 +160,14 @@ func oneLine(s string) string {
 
 // handler carries one hook run's state.
 type handler struct {
-	harness *Harness
+	harness *harness.Harness
 	st      *fsstore.Store
 	p       *Payload
 	env     Env
 	// mayCreate is false when the root is neither in a git work tree nor
 	// named by the user: a hook must not create a store there.
 	mayCreate bool
-	event     Event
+	event     harness.Event
 	// base is the hook's context without the lock timeout: a loop's
 	// verification outlasts it, and takes its locks afresh after.
 	base context.Context

@@ -4,14 +4,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/hook"
 )
@@ -42,163 +40,6 @@ func TestDecodeTolerant(t *testing.T) {
 		if _, err := hook.Decode([]byte(bad)); err == nil {
 			t.Errorf("Decode(%q) succeeded", bad)
 		}
-	}
-}
-
-func TestEncode(t *testing.T) {
-	block := hook.Result{Block: true, Reason: "go on", SystemMessage: "iteration 2/20"}
-	for _, h := range []*hook.Harness{hook.Claude, hook.Codex, hook.Droid} {
-		want := `{"decision":"block","reason":"go on","systemMessage":"iteration 2/20"}` + "\n"
-		if h == hook.Claude {
-			// The prompt goes once, as context; the reason points at it.
-			want = `{"decision":"block","reason":"` + hook.ClaudeStopPointer + `","systemMessage":"iteration 2/20","hookSpecificOutput":{"hookEventName":"Stop","additionalContext":"go on"}}` + "\n"
-		}
-		if got := string(h.Encode(hook.Stop, block)); got != want {
-			t.Errorf("%s Encode(stop block) = %q", h.Name, got)
-		}
-		if got := h.Encode(hook.Stop, hook.Result{}); len(got) != 0 {
-			t.Errorf("%s Encode(stop allow) = %q, want nothing", h.Name, got)
-		}
-		if got := string(h.Encode(hook.SessionStart, hook.Result{Context: "ctx"})); got != "ctx\n" {
-			t.Errorf("%s Encode(session-start) = %q, want plain text", h.Name, got)
-		}
-		for _, e := range []hook.Event{hook.PostToolUse, hook.PreCompact} {
-			if got := h.Encode(e, hook.Result{Context: "x", SystemMessage: "y"}); len(got) != 0 {
-				t.Errorf("%s Encode(%s) = %q, want nothing", h.Name, e, got)
-			}
-		}
-	}
-	for _, tt := range []struct {
-		e    hook.Event
-		r    hook.Result
-		want string
-	}{
-		{hook.PostToolUse, hook.Result{}, `{"schema_version":1}`},
-		{hook.SessionStart, hook.Result{Context: "<ctx>"}, `{"schema_version":1,"context":"<ctx>"}`},
-		{hook.Stop, block, `{"schema_version":1,"decision":"block","reason":"go on","system_message":"iteration 2/20"}`},
-	} {
-		if got := string(hook.Pi.Encode(tt.e, tt.r)); got != tt.want+"\n" {
-			t.Errorf("pi Encode(%s, %+v) = %q, want %q", tt.e, tt.r, got, tt.want)
-		}
-	}
-}
-
-func TestWriteToolsAndCaps(t *testing.T) {
-	tools := map[baton.Harness][]string{
-		baton.HarnessClaude: {"Write", "Edit", "MultiEdit", "NotebookEdit"},
-		baton.HarnessCodex:  {"apply_patch"},
-		baton.HarnessDroid:  {"Create", "Edit", "ApplyPatch"},
-		baton.HarnessPi:     {"write", "edit"},
-	}
-	for _, h := range hook.Harnesses {
-		for _, name := range tools[h.Name] {
-			if !h.IsWriteTool(name) {
-				t.Errorf("%s IsWriteTool(%q) = false", h.Name, name)
-			}
-		}
-		for _, name := range []string{"Bash", "Read", "Execute", "bash", ""} {
-			if h.IsWriteTool(name) {
-				t.Errorf("%s IsWriteTool(%q) = true", h.Name, name)
-			}
-		}
-	}
-	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-	if got := hook.Claude.StopBlockCap(env(nil)); got != 8 {
-		t.Errorf("claude default cap = %d, want 8", got)
-	}
-	if got := hook.Claude.StopBlockCap(env(map[string]string{"CLAUDE_CODE_STOP_HOOK_BLOCK_CAP": "12"})); got != 12 {
-		t.Errorf("claude cap with override = %d", got)
-	}
-	if got := hook.Claude.StopBlockCap(env(map[string]string{"CLAUDE_CODE_STOP_HOOK_BLOCK_CAP": "12", "BATON_STOP_HOOK_BLOCK_CAP": "3"})); got != 3 {
-		t.Errorf("claude cap with both overrides = %d, want BATON_STOP_HOOK_BLOCK_CAP's 3", got)
-	}
-	if got := hook.Codex.StopBlockCap(env(map[string]string{"BATON_STOP_HOOK_BLOCK_CAP": "4"})); got != 4 {
-		t.Errorf("codex cap with BATON_STOP_HOOK_BLOCK_CAP = %d", got)
-	}
-	if got := hook.Droid.StopBlockCap(env(map[string]string{"BATON_STOP_HOOK_BLOCK_CAP": "junk"})); got != 0 {
-		t.Errorf("droid cap with junk = %d", got)
-	}
-}
-
-func TestLookup(t *testing.T) {
-	for _, h := range hook.Harnesses {
-		if got, err := hook.Lookup(string(h.Name)); got != h || err != nil {
-			t.Errorf("Lookup(%q) = %v, %v", h.Name, got, err)
-		}
-		if h.Encode == nil || h.Product == "" {
-			t.Errorf("%s has no encoder or no product name", h.Name)
-		}
-	}
-	_, err := hook.Lookup("cursor")
-	if baton.ErrorCode(err) != baton.Invalid || !strings.Contains(err.Error(), "want claude, codex, droid or pi") {
-		t.Errorf("Lookup(cursor) = %v, want Invalid naming every harness", err)
-	}
-	if got := hook.AgentNames(); !cmp.Equal(got, []string{"claude", "codex", "droid"}) {
-		t.Errorf("AgentNames() = %q", got)
-	}
-}
-
-func TestParseCommand(t *testing.T) {
-	parse := func(c string) []any {
-		exe, ok := hook.ParseCommand(c, nil)
-		return []any{exe, ok}
-	}
-	for cmd, want := range map[string]bool{
-		"/usr/local/bin/baton hook stop --harness claude":      true,
-		"'/home/me/my tools/baton' hook stop --harness=codex":  true,
-		"baton hook session-start --harness droid":             true,
-		"/usr/local/bin/baton pickup":                          false,
-		"/usr/local/bin/not-baton hook stop":                   false,
-		"/opt/baton-v2/bin/baton-v2 hook stop --harness pi":    true,
-		"/usr/local/bin/tool hook deploy --harness claude":     false,
-		"npx -y ccnotify stop":                                 false,
-		"":                                                     false,
-		"\"/opt/baton\" hook pre-compact --harness claude":     true,
-		"\"/opt/bin/baton\" hook pre-compact --harness claude": true,
-		"/usr/local/bin/baton-hook stop --harness claude":      true,
-		"baton-hook session-start --harness=pi":                true,
-		"/usr/local/bin/baton-hook hook stop --harness claude": true,
-		"/usr/local/bin/baton-hook deploy --harness claude":    false,
-		"/usr/local/bin/other-hook stop --harness claude":      false,
-	} {
-		if _, got := hook.ParseCommand(cmd, nil); got != want {
-			t.Errorf("ParseCommand(%q) = %v, want %v", cmd, got, want)
-		}
-	}
-	if exe, ok := hook.ParseCommand("/opt/bin/baton", []string{"hook", "stop", "--harness", "claude"}); !ok || exe != "/opt/bin/baton" {
-		t.Errorf("exec-form args: ParseCommand = %q, %v", exe, ok)
-	}
-	for _, exe := range []string{"/usr/bin/baton", "/home/me/my tools/baton", "/opt/it's/baton", "/x,y+z/baton", "/usr/bin/baton-hook", "/home/me/my tools/baton-hook"} {
-		for _, h := range hook.Harnesses {
-			if c := hook.Command(exe, hook.Stop, h.Name); !slices.Equal(parse(c), []any{exe, true}) {
-				t.Errorf("ParseCommand(Command(%q, stop, %s) = %q) = %v", exe, h.Name, c, parse(c))
-			}
-		}
-	}
-}
-
-// Program picks the companion baton-hook beside baton when it is there.
-func TestProgram(t *testing.T) {
-	dir := t.TempDir()
-	exe := filepath.Join(dir, "baton")
-	if got := hook.Program(exe); got != exe {
-		t.Errorf("Program without a companion = %q, want %q", got, exe)
-	}
-	companion := filepath.Join(dir, hook.HookBinary)
-	if err := os.WriteFile(companion, []byte("#!/bin/sh\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if got := hook.Program(exe); got != exe {
-		t.Errorf("Program with a companion that cannot run = %q, want %q", got, exe)
-	}
-	if err := os.Chmod(companion, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if got := hook.Program(exe); got != companion {
-		t.Errorf("Program = %q, want the companion %q", got, companion)
-	}
-	if c := hook.Command(hook.Program(exe), hook.Stop, baton.HarnessClaude); c != companion+" stop --harness claude" {
-		t.Errorf("Command = %q", c)
 	}
 }
 
@@ -269,17 +110,6 @@ func TestResolveRoot(t *testing.T) {
 		if got, how := hook.ResolveRoot(tt.cwd, tt.projectDir, tt.workDir); got != tt.want || how != tt.how {
 			t.Errorf("%s: ResolveRoot(%q, %q, %q) = %q, %s; want %q, %s", tt.name, tt.cwd, tt.projectDir, tt.workDir, got, how, tt.want, tt.how)
 		}
-	}
-}
-
-func TestParseEvent(t *testing.T) {
-	for in, want := range map[string]hook.Event{"stop": hook.Stop, "Stop": hook.Stop, "SessionStart": hook.SessionStart, "post_tool_use": hook.PostToolUse, "pre-compact": hook.PreCompact} {
-		if got, err := hook.ParseEvent(in); got != want || err != nil {
-			t.Errorf("ParseEvent(%q) = %q, %v", in, got, err)
-		}
-	}
-	if _, err := hook.ParseEvent("notification"); err == nil {
-		t.Error("ParseEvent(notification) succeeded")
 	}
 }
 

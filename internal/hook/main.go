@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/harness"
 )
 
 // Main answers one hook as `baton hook <args>` and the companion binary
@@ -18,7 +19,7 @@ import (
 // prog names the program for that line. An explicit root comes from
 // --root, else rootFallback (baton's global --root, BATON_ROOT).
 func Main(ctx context.Context, prog string, args []string, stdin io.Reader, stdout, stderr io.Writer, env Env, rootFallback string) int {
-	var event, harness, root string
+	var event, harnessName, root string
 	var bad []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -34,7 +35,7 @@ func Main(ctx context.Context, prog string, args []string, stdin io.Reader, stdo
 				val = args[i]
 			}
 			if name == "--harness" {
-				harness = val
+				harnessName = val
 			} else {
 				root = val
 			}
@@ -53,11 +54,11 @@ func Main(ctx context.Context, prog string, args []string, stdin io.Reader, stdo
 	if len(bad) > 0 {
 		return failOpen(strings.Join(bad, ", "))
 	}
-	h, err := Lookup(harness)
+	h, err := harness.Lookup(harnessName)
 	if err != nil {
-		return failOpen(fmt.Sprintf("--harness %q is not one of %s", harness, strings.Join(Names(), ", ")))
+		return failOpen(fmt.Sprintf("--harness %q is not one of %s", harnessName, strings.Join(harness.Names(), ", ")))
 	}
-	ev, err := ParseEvent(event)
+	ev, err := harness.ParseEvent(event)
 	if err != nil {
 		return failOpen(baton.ErrorMessage(err))
 	}

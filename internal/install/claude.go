@@ -3,7 +3,7 @@ package install
 import (
 	"path/filepath"
 
-	"github.com/baton-agent/baton/internal/hook"
+	"github.com/baton-agent/baton/internal/harness"
 )
 
 // Claude Code: hooks in .claude/settings.local.json (project: the hook
@@ -20,7 +20,7 @@ var claudeSpec = harnessSpec{
 		}
 		return filepath.Join(t.Root, ".claude", "settings.local.json")
 	},
-	hookEvents:        claudeStyleHooks(hook.Claude, "startup|resume|clear|compact"),
+	hookEvents:        claudeStyleHooks(harness.Claude, "startup|resume|clear|compact"),
 	skillsDir:         func(t Target) string { return filepath.Join(t.base(), ".claude", "skills") },
 	legacyCommandsDir: func(t Target) string { return filepath.Join(t.base(), ".claude", "commands") },
 	// MCP: the project's .mcp.json (usually committed, so it calls baton

@@ -1,10 +1,13 @@
 package install
 
 import (
+	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/baton-agent/baton/internal/codexconf"
-	"github.com/baton-agent/baton/internal/hook"
+	"github.com/baton-agent/baton/internal/harness"
 )
 
 // Codex CLI: hooks in .codex/hooks.json (project; loaded only in trusted
@@ -19,7 +22,7 @@ var codexSpec = harnessSpec{
 		}
 		return codexconf.HooksFile("", t.Root)
 	},
-	hookEvents: claudeStyleHooks(hook.Codex, "startup|resume|clear|compact"),
+	hookEvents: claudeStyleHooks(harness.Codex, "startup|resume|clear|compact"),
 	// .codex/hooks.json is usually committed: its hooks call baton from
 	// PATH, and a teammate's Codex trusts the same hook hashes.
 	sharedHooks: true,
@@ -38,6 +41,7 @@ var codexSpec = harnessSpec{
 	},
 	dialect:      dialect{ArgumentHint: true, Args: "$ARGUMENTS"},
 	skillDialect: dialect{Args: skillArgs},
+	untrusted:    codexUntrusted,
 	notes: func(t Target, changed bool) []string {
 		var n []string
 		if changed {
@@ -49,4 +53,32 @@ var codexSpec = harnessSpec{
 		n = append(n, "Skills: $handoff, $pickup, $baton-loop, ... (current Codex); the same as prompts in "+filepath.Join(t.codexHome(), "prompts")+" for Codex versions that still read /prompts:<name>.")
 		return n
 	},
+}
+
+// codexUntrusted says what keeps installed Codex hooks from running:
+// an untrusted project (no project hook runs) or hooks not yet trusted in
+// Codex's "Hooks need review" dialog (codex exec skips them silently).
+func codexUntrusted(t Target, s Status) []string {
+	root := t.Root
+	if t.Scope == ScopeUser {
+		root = "" // the user's hooks need no project trust
+	}
+	ct, err := codexconf.ReadTrust(t.codexHome(), root)
+	if err != nil {
+		return []string{fmt.Sprintf("codex (%s): cannot read %v", t.Scope, err)}
+	}
+	var out []string
+	if !ct.ProjectTrusted {
+		out = append(out, fmt.Sprintf("codex (project): %s is not a trusted project in %s, so Codex runs none of its hooks: run `codex exec --trust` here once, or add [projects.%q] trust_level = \"trusted\"", t.Root, ct.Config, t.Root))
+	}
+	var untrusted []string
+	for _, hk := range s.Hooks {
+		if !slices.Contains(ct.TrustedEvents, hk.Event) {
+			untrusted = append(untrusted, hk.Event)
+		}
+	}
+	if len(untrusted) > 0 {
+		out = append(out, fmt.Sprintf("codex (%s): baton's %s hook(s) are not trusted yet, and `codex exec` skips untrusted hooks without a word: open /hooks in Codex and trust them (or pass --dangerously-bypass-hook-trust to codex exec)", t.Scope, strings.Join(untrusted, ", ")))
+	}
+	return out
 }

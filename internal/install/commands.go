@@ -11,7 +11,7 @@ import (
 	"text/template"
 
 	"github.com/baton-agent/baton/integrations"
-	"github.com/baton-agent/baton/internal/hook"
+	"github.com/baton-agent/baton/internal/harness"
 )
 
 // skillArgs stands for a skill's arguments where the harness does not
@@ -152,7 +152,7 @@ func (t Target) commandExe() string {
 	if t.Scope == ScopeProject {
 		return "baton"
 	}
-	return hook.ShellQuote(t.Exe)
+	return harness.ShellQuote(t.Exe)
 }
 
 // yamlString quotes s as a YAML double-quoted scalar.

@@ -3,7 +3,7 @@ package install
 import (
 	"path/filepath"
 
-	"github.com/baton-agent/baton/internal/hook"
+	"github.com/baton-agent/baton/internal/harness"
 )
 
 // Factory Droid: hooks in .factory/hooks.json or ~/.factory/hooks.json,
@@ -18,7 +18,7 @@ var droidSpec = harnessSpec{
 	hooksFile:   func(t Target) string { return filepath.Join(t.base(), ".factory", "hooks.json") },
 	flatHooks:   true,
 	sharedHooks: true,
-	hookEvents:  claudeStyleHooks(hook.Droid, ""),
+	hookEvents:  claudeStyleHooks(harness.Droid, ""),
 	commandsDir: func(t Target) string { return filepath.Join(t.base(), ".factory", "commands") },
 	skillsDir:   func(t Target) string { return filepath.Join(t.base(), ".factory", "skills") },
 	// MCP: .factory/mcp.json or ~/.factory/mcp.json, with "type": "stdio".

@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/harness"
 	"github.com/baton-agent/baton/internal/piconf"
 	"github.com/baton-agent/baton/internal/safefile"
 )
@@ -22,71 +23,58 @@ import (
 // beside installed ones either way. It returns the files that enable it
 // (none when it is not).
 func PluginEnabled(t Target) ([]string, error) {
+	h, err := harness.Lookup(string(t.Harness))
+	if err != nil {
+		return nil, err
+	}
+	var settings []string
+	for _, name := range h.Plugin.UserFiles {
+		settings = append(settings, filepath.Join(t.userDir(h), name))
+	}
+	if t.Root != "" {
+		for _, name := range h.Plugin.ProjectFiles {
+			settings = append(settings, filepath.Join(t.Root, h.ConfigDir, name))
+		}
+	}
 	var files []string
 	var errs []error
-	check := func(file string, enabled func([]byte) (bool, error)) {
-		b, err := readSettings(file)
-		if errors.Is(err, fs.ErrNotExist) {
-			return
-		} else if err != nil {
-			errs = append(errs, err)
-			return
-		}
-		ok, err := enabled(b)
+	for _, file := range settings {
+		ok, err := enables(h.Plugin.Enabled, file)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", file, err))
+			errs = append(errs, err)
 		} else if ok {
 			files = append(files, file)
 		}
 	}
-	project := func(p ...string) (string, bool) {
-		if t.Root == "" {
-			return "", false
-		}
-		return filepath.Join(append([]string{t.Root}, p...)...), true
-	}
-	switch t.Harness {
-	case baton.HarnessClaude:
-		// enabledPlugins: {"baton@<marketplace>": true} in any settings file.
-		check(filepath.Join(t.Home, ".claude", "settings.json"), enabledPluginsJSON)
-		for _, name := range []string{"settings.json", "settings.local.json"} {
-			if f, ok := project(".claude", name); ok {
-				check(f, enabledPluginsJSON)
-			}
-		}
-	case baton.HarnessDroid:
-		check(filepath.Join(t.Home, ".factory", "settings.json"), enabledPluginsJSON)
-		for _, name := range []string{"settings.json", "settings.local.json"} {
-			if f, ok := project(".factory", name); ok {
-				check(f, enabledPluginsJSON)
-			}
-		}
-	case baton.HarnessCodex:
-		// [plugins."baton@<marketplace>"] enabled = true in config.toml.
-		check(filepath.Join(t.codexHome(), "config.toml"), enabledPluginsTOML)
-		if f, ok := project(".codex", "config.toml"); ok {
-			check(f, enabledPluginsTOML)
-		}
-	case baton.HarnessPi:
-		settings := []string{filepath.Join(t.piAgentDir(), "settings.json")}
-		if f, ok := project(".pi", "settings.json"); ok {
-			settings = append(settings, f)
-		}
-		for _, f := range settings {
-			srcs, err := piconf.Packages(f)
-			if err != nil {
-				errs = append(errs, err)
-			}
-			for _, src := range srcs {
-				if isBatonPiPackage(src) {
-					files = append(files, f)
-					break
-				}
-			}
-		}
-	}
 	sort.Strings(files)
 	return files, errors.Join(errs...)
+}
+
+// enables reports whether the settings file enables baton's plugin the
+// way e says; a file that does not exist enables nothing.
+func enables(e harness.Enablement, file string) (bool, error) {
+	if e == harness.Packages {
+		// pi's own reader: it knows the shapes a package entry takes.
+		srcs, err := piconf.Packages(file)
+		return slices.ContainsFunc(srcs, isBatonPiPackage), err
+	}
+	b, err := readSettings(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	var ok bool
+	switch e {
+	case harness.EnabledPlugins:
+		ok, err = enabledPluginsJSON(b)
+	case harness.PluginTables:
+		ok, err = enabledPluginsTOML(b)
+	}
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", file, err)
+	}
+	return ok, nil
 }
 
 // readSettings reads a settings file, following a link (a dotfiles

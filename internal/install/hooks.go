@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton"
-	"github.com/baton-agent/baton/internal/hook"
+	"github.com/baton-agent/baton/internal/harness"
 )
 
 // hookEvent is one hook baton installs: the harness's event name, the
@@ -15,7 +15,7 @@ import (
 type hookEvent struct {
 	Event   string
 	Matcher string
-	Baton   hook.Event
+	Baton   harness.Event
 }
 
 // hookTimeout is the timeout (seconds) written on baton's hooks: they
@@ -29,8 +29,8 @@ const hookTimeout = 30
 const stopHookTimeout = int((baton.MaxVerifyTimeout + time.Minute) / time.Second)
 
 // timeoutFor is the timeout (seconds) of baton's hook for event.
-func timeoutFor(event hook.Event) int {
-	if event == hook.Stop {
+func timeoutFor(event harness.Event) int {
+	if event == harness.Stop {
 		return stopHookTimeout
 	}
 	return hookTimeout
@@ -39,12 +39,12 @@ func timeoutFor(event hook.Event) int {
 // claudeStyleHooks are baton's four hooks in a harness with Claude Code's
 // event names; session-start runs for sessionMatcher ("" for every
 // source), post-tool-use for the harness's write tools.
-func claudeStyleHooks(h *hook.Harness, sessionMatcher string) []hookEvent {
+func claudeStyleHooks(h *harness.Harness, sessionMatcher string) []hookEvent {
 	return []hookEvent{
-		{Event: "SessionStart", Matcher: sessionMatcher, Baton: hook.SessionStart},
-		{Event: "PostToolUse", Matcher: strings.Join(h.WriteTools, "|"), Baton: hook.PostToolUse},
-		{Event: "PreCompact", Baton: hook.PreCompact},
-		{Event: "Stop", Baton: hook.Stop},
+		{Event: "SessionStart", Matcher: sessionMatcher, Baton: harness.SessionStart},
+		{Event: "PostToolUse", Matcher: strings.Join(h.WriteTools, "|"), Baton: harness.PostToolUse},
+		{Event: "PreCompact", Baton: harness.PreCompact},
+		{Event: "Stop", Baton: harness.Stop},
 	}
 }
 
@@ -194,7 +194,7 @@ func batonHandler(h any) (exe string, ok bool) {
 			args = append(args, s)
 		}
 	}
-	return hook.ParseCommand(cmd, args)
+	return harness.ParseCommand(cmd, args)
 }
 
 // addBatonHooks appends one matcher group per baton hook to hooks, each
@@ -202,12 +202,12 @@ func batonHandler(h any) (exe string, ok bool) {
 func addBatonHooks(hooks *object, exe string, h baton.Harness, events []hookEvent) {
 	prog := exe
 	if exe != "" {
-		prog = hook.Program(exe) // the companion baton-hook, when it sits beside baton
+		prog = harness.Program(exe) // the companion baton-hook, when it sits beside baton
 	}
 	for _, e := range events {
 		handler := newObject()
 		handler.set("type", "command")
-		handler.set("command", hook.Command(prog, e.Baton, h))
+		handler.set("command", harness.Command(prog, e.Baton, h))
 		handler.set("timeout", json.Number(strconv.Itoa(timeoutFor(e.Baton))))
 		group := newObject()
 		if e.Matcher != "" {

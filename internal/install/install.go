@@ -19,9 +19,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton"
-	"github.com/baton-agent/baton/internal/codexconf"
-	"github.com/baton-agent/baton/internal/hook"
-	"github.com/baton-agent/baton/internal/piconf"
+	"github.com/baton-agent/baton/internal/harness"
 	"github.com/baton-agent/baton/internal/safefile"
 )
 
@@ -49,21 +47,23 @@ type Target struct {
 	Root    string // the project root, for project scope
 	Home    string // the user's home directory
 	Exe     string // the absolute path of the baton binary to call
-	// CodexHome and PiAgentDir are where Codex and pi keep the user's
-	// configuration when moved ($CODEX_HOME, $PI_CODING_AGENT_DIR); empty
-	// means ~/.codex and ~/.pi/agent.
-	CodexHome  string
-	PiAgentDir string
+	// Getenv reads the environment for the variables that move a
+	// harness's user directory ($CODEX_HOME, $PI_CODING_AGENT_DIR; the
+	// table's UserDirEnv); nil reads none.
+	Getenv func(string) string
 	// NoMCP leaves the harness's MCP configuration alone on install
 	// (uninstall always takes baton's server out).
 	NoMCP bool
 }
 
+// userDir is h's user directory (harness.Harness.UserPath).
+func (t Target) userDir(h *harness.Harness) string { return h.UserPath(t.Home, t.Getenv) }
+
 // codexHome is Codex's user directory.
-func (t Target) codexHome() string { return codexconf.Dir(t.Home, t.CodexHome) }
+func (t Target) codexHome() string { return t.userDir(harness.Codex) }
 
 // piAgentDir is pi's user directory.
-func (t Target) piAgentDir() string { return piconf.Dir(t.Home, t.PiAgentDir) }
+func (t Target) piAgentDir() string { return t.userDir(harness.Pi) }
 
 func (t Target) validate() error {
 	if !filepath.IsAbs(t.Exe) {
@@ -132,7 +132,7 @@ type harnessSpec struct {
 	flatHooks  bool // the hooks file is the event map itself (Droid)
 	hookEvents []hookEvent
 	// sharedHooks: the project's hooks file is meant to be committed, so
-	// its hooks call baton from PATH (hook.Command with no binary) rather
+	// its hooks call baton from PATH (harness.Command with no binary) rather
 	// than this machine's binary path.
 	sharedHooks  bool
 	commandsDir  func(t Target) string // slash-command files (nil: none)
@@ -145,6 +145,9 @@ type harnessSpec struct {
 	extension         func(t Target) string // pi only
 	mcp               *mcpSpec
 	notes             func(t Target, hooksChanged bool) []string
+	// untrusted says what of the harness's own trust keeps what is
+	// installed (s) from running; nil when nothing does.
+	untrusted func(t Target, s Status) []string
 }
 
 // hookExe is the binary t's hooks run: none (baton from PATH) in a
@@ -156,7 +159,7 @@ func (t Target) hookExe(sp *harnessSpec) string {
 	return t.Exe
 }
 
-// specs holds every harness of internal/hook's table.
+// specs holds every harness of internal/harness's table.
 var specs = map[baton.Harness]*harnessSpec{
 	baton.HarnessClaude: &claudeSpec,
 	baton.HarnessCodex:  &codexSpec,
@@ -165,7 +168,7 @@ var specs = map[baton.Harness]*harnessSpec{
 }
 
 func spec(h baton.Harness) (*harnessSpec, error) {
-	if _, err := hook.Lookup(string(h)); err != nil {
+	if _, err := harness.Lookup(string(h)); err != nil {
 		return nil, err
 	}
 	sp, ok := specs[h]
@@ -273,27 +276,13 @@ func pluginPlan(p *Plan, sp *harnessSpec, enabled []string) *Plan {
 		file = sp.extension(t)
 	}
 	p.Changes = append(p.Changes, Change{Path: file, Action: Skip, Kind: "hooks", Note: "baton's plugin is enabled"})
+	h, _ := harness.Lookup(string(t.Harness)) // spec checked it
 	p.Notes = append(p.Notes, fmt.Sprintf("baton's %s is enabled for %s (%s): it brings baton's hooks, skills and MCP server, so install changed nothing; installed hooks would run beside the plugin's, twice per event. To use `baton install` instead, %s first.",
-		map[bool]string{true: "package", false: "plugin"}[t.Harness == baton.HarnessPi], t.Harness, strings.Join(enabled, ", "), disablePlugin(t.Harness)))
+		h.Plugin.Noun, t.Harness, strings.Join(enabled, ", "), h.Plugin.Disable))
 	if st := Inspect(t); st.Installed {
 		p.Notes = append(p.Notes, fmt.Sprintf("baton's hooks from an earlier `baton install %s` are still in %s and run beside the plugin's: run `baton uninstall %s --scope %s`.", t.Harness, st.File, t.Harness, t.Scope))
 	}
 	return p
-}
-
-// disablePlugin says how to turn off baton's plugin in a harness.
-func disablePlugin(h baton.Harness) string {
-	switch h {
-	case baton.HarnessClaude:
-		return "run `claude plugin disable baton@baton`"
-	case baton.HarnessCodex:
-		return "run `codex plugin remove baton@baton`"
-	case baton.HarnessDroid:
-		return "run `droid plugin uninstall baton@baton`"
-	case baton.HarnessPi:
-		return "remove the package (`pi remove <its source>`; `pi list` shows it)"
-	}
-	return "disable the plugin"
 }
 
 // Apply carries out p: each settings file that changes is first copied to

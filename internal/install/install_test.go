@@ -10,7 +10,7 @@ import (
 	"slices"
 
 	"github.com/baton-agent/baton/internal/golden"
-	"github.com/baton-agent/baton/internal/hook"
+	"github.com/baton-agent/baton/internal/harness"
 
 	"os"
 	"path/filepath"
@@ -104,8 +104,8 @@ func TestInstallRoundTripOnExistingFiles(t *testing.T) {
 			}
 			sp, _ := spec(tt.harness)
 			for _, h := range hooks {
-				ev, _ := hook.CommandEvent(h.Command, nil)
-				if want := hook.Command(tg.hookExe(sp), ev, tt.harness); h.Command != want {
+				ev, _ := harness.CommandEvent(h.Command, nil)
+				if want := harness.Command(tg.hookExe(sp), ev, tt.harness); h.Command != want {
 					t.Errorf("installed hook %+v, want command %q", h, want)
 				}
 			}
@@ -147,7 +147,7 @@ func TestInstallRoundTripOnExistingFiles(t *testing.T) {
 
 // Every harness of the table installs and uninstalls cleanly.
 func TestInstallFreshAndUninstallRemovesFile(t *testing.T) {
-	for _, hh := range hook.Harnesses {
+	for _, hh := range harness.Harnesses {
 		h := hh.Name
 		tg := target(t, h, ScopeProject)
 		p, err := Install(tg)
@@ -172,7 +172,7 @@ func TestInstallFreshAndUninstallRemovesFile(t *testing.T) {
 }
 
 func TestCommandFiles(t *testing.T) {
-	for _, hh := range hook.Harnesses {
+	for _, hh := range harness.Harnesses {
 		h := hh.Name
 		tg := target(t, h, ScopeUser)
 		p, err := Install(tg)
@@ -386,7 +386,7 @@ func TestDroidHooksUnwrapped(t *testing.T) {
 // line exits 0 (a failing !`…` line would cancel the whole skill in
 // Claude Code).
 func TestProjectFilesArePortable(t *testing.T) {
-	for _, hh := range hook.Harnesses {
+	for _, hh := range harness.Harnesses {
 		tg := target(t, hh.Name, ScopeProject)
 		p, err := Install(tg)
 		if err != nil {
@@ -411,7 +411,7 @@ func TestProjectFilesArePortable(t *testing.T) {
 // The PostToolUse matcher installed for each harness names exactly the
 // tools its hook records, both from the harness table's WriteTools.
 func TestWriteToolsOneTable(t *testing.T) {
-	for _, h := range hook.Harnesses {
+	for _, h := range harness.Harnesses {
 		sp, err := spec(h.Name)
 		if err != nil {
 			t.Fatal(err)
@@ -421,7 +421,7 @@ func TestWriteToolsOneTable(t *testing.T) {
 		}
 		var matcher string
 		for _, e := range sp.hookEvents {
-			if e.Baton == hook.PostToolUse {
+			if e.Baton == harness.PostToolUse {
 				matcher = e.Matcher
 			}
 		}
@@ -471,21 +471,28 @@ func TestClaudeSkillsReplaceCommands(t *testing.T) {
 func TestInstallLeavesEnabledPluginAlone(t *testing.T) {
 	pkg := t.TempDir()
 	write(t, filepath.Join(pkg, "package.json"), []byte(`{"name":"`+PiPackageName+`"}`))
+	moved := t.TempDir() // where CODEX_HOME or PI_CODING_AGENT_DIR points
 	tests := []struct {
 		harness baton.Harness
+		env     map[string]string
 		file    func(Target) string
 		content string
 	}{
-		{baton.HarnessClaude, func(t Target) string { return filepath.Join(t.Home, ".claude/settings.json") }, `{"enabledPlugins":{"baton@baton":true}}`},
-		{baton.HarnessClaude, func(t Target) string { return filepath.Join(t.Root, ".claude/settings.json") }, `{"enabledPlugins":{"other@x":true,"baton@my-fork":true}}`},
-		{baton.HarnessCodex, func(t Target) string { return filepath.Join(t.Home, ".codex/config.toml") }, "[plugins.\"baton@baton\"]\nenabled = true\n"},
-		{baton.HarnessDroid, func(t Target) string { return filepath.Join(t.Home, ".factory/settings.json") }, `{"enabledPlugins":{"baton@repo":true}}`},
-		{baton.HarnessPi, func(t Target) string { return filepath.Join(t.Home, ".pi/agent/settings.json") }, `{"packages":["` + pkg + `"]}`},
-		{baton.HarnessPi, func(t Target) string { return filepath.Join(t.Root, ".pi/settings.json") }, `{"packages":[{"source":"git:github.com/baton-agent/baton@v1"}]}`},
+		{baton.HarnessClaude, nil, func(t Target) string { return filepath.Join(t.Home, ".claude/settings.json") }, `{"enabledPlugins":{"baton@baton":true}}`},
+		{baton.HarnessClaude, nil, func(t Target) string { return filepath.Join(t.Root, ".claude/settings.json") }, `{"enabledPlugins":{"other@x":true,"baton@my-fork":true}}`},
+		{baton.HarnessClaude, nil, func(t Target) string { return filepath.Join(t.Root, ".claude/settings.local.json") }, `{"enabledPlugins":{"baton@baton":true}}`},
+		{baton.HarnessCodex, nil, func(t Target) string { return filepath.Join(t.Home, ".codex/config.toml") }, "[plugins.\"baton@baton\"]\nenabled = true\n"},
+		{baton.HarnessCodex, nil, func(t Target) string { return filepath.Join(t.Root, ".codex/config.toml") }, "[plugins.\"baton@baton\"]\n"},
+		{baton.HarnessCodex, map[string]string{"CODEX_HOME": moved}, func(t Target) string { return filepath.Join(moved, "config.toml") }, "[plugins.\"baton@baton\"]\nenabled = true\n"},
+		{baton.HarnessDroid, nil, func(t Target) string { return filepath.Join(t.Home, ".factory/settings.json") }, `{"enabledPlugins":{"baton@repo":true}}`},
+		{baton.HarnessPi, nil, func(t Target) string { return filepath.Join(t.Home, ".pi/agent/settings.json") }, `{"packages":["` + pkg + `"]}`},
+		{baton.HarnessPi, nil, func(t Target) string { return filepath.Join(t.Root, ".pi/settings.json") }, `{"packages":[{"source":"git:github.com/baton-agent/baton@v1"}]}`},
+		{baton.HarnessPi, map[string]string{"PI_CODING_AGENT_DIR": moved}, func(t Target) string { return filepath.Join(moved, "settings.json") }, `{"packages":["` + pkg + `"]}`},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.harness), func(t *testing.T) {
 			tg := target(t, tt.harness, ScopeProject)
+			tg.Getenv = func(k string) string { return tt.env[k] }
 			write(t, tt.file(tg), []byte(tt.content))
 			p, err := Install(tg)
 			if err != nil {

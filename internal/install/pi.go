@@ -1,11 +1,13 @@
 package install
 
 import (
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/baton-agent/baton/integrations"
+	"github.com/baton-agent/baton/internal/piconf"
 )
 
 // pi: no hook configuration; baton installs its TypeScript extension
@@ -41,6 +43,7 @@ var piSpec = harnessSpec{
 	}},
 	dialect:      dialect{Args: "$ARGUMENTS"},
 	skillDialect: dialect{Args: skillArgs},
+	untrusted:    piUntrusted,
 	notes: func(t Target, changed bool) []string {
 		n := []string{"pi loads extensions at startup: restart pi (or /reload) to load baton's."}
 		if t.Scope == ScopeProject {
@@ -62,4 +65,25 @@ func renderPiExtension(t Target) []byte {
 	}
 	return []byte(strings.Replace(integrations.PiExtension, piBinaryLine,
 		"const BATON_BIN = process.env.BATON_BIN ?? "+strconv.Quote(t.Exe)+";", 1))
+}
+
+// piUntrusted says what keeps pi from loading baton's project
+// extension: since pi 0.79 a project's .pi/ resources load only once the
+// user trusts the project, and print, JSON and RPC modes skip them
+// without -a.
+func piUntrusted(t Target, _ Status) []string {
+	if t.Scope != ScopeProject {
+		return nil // the user's own directory needs no trust
+	}
+	tr, err := piconf.ReadTrust(t.piAgentDir(), t.Root)
+	if err != nil {
+		return []string{fmt.Sprintf("pi (project): cannot read %v", err)}
+	}
+	switch tr.Decision {
+	case piconf.Trusted:
+		return nil
+	case piconf.Declined:
+		return []string{fmt.Sprintf("pi (project): %s is declined in pi's trust (%s), so pi loads none of its .pi/ extensions, skills, prompts or mcp.json: run /trust in pi here and trust it, or pass -a to pi", t.Root, tr.File)}
+	}
+	return []string{fmt.Sprintf("pi (project): %s is not trusted in pi yet (%s), so pi -p, --mode json and --mode rpc skip baton's extension, skills and MCP server there, and the TUI asks first: start pi here once and choose Trust (or /trust), or pass -a to pi", t.Root, tr.File)}
 }

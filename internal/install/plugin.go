@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
-	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/integrations"
-	"github.com/baton-agent/baton/internal/hook"
+	"github.com/baton-agent/baton/internal/harness"
 )
 
 // The plugin tree: one directory, PluginDir, that Claude Code, Codex and
@@ -27,11 +27,11 @@ const (
 	// PiPackageName is the npm name of the pi package the repository
 	// root and PluginDir declare.
 	PiPackageName = "baton-pi"
-	// ShimFile is the plugin's fail-open hook shim (hook.Shim).
+	// ShimFile is the plugin's fail-open hook shim (harness.Shim).
 	ShimFile = "hooks/baton-hook.sh"
 	// pluginVersion is the plugins' version: Codex caches a plugin per
 	// version, so a release that changes the tree raises it.
-	pluginVersion = "0.2.0"
+	pluginVersion = "0.2.1"
 )
 
 const (
@@ -46,19 +46,20 @@ const (
 // ignored elsewhere.
 var pluginSkillDialect = dialect{Skill: true, AllowedTools: true, Args: skillArgs}
 
-// pluginHookCommand is the command a plugin hook file runs: the plugin's
-// shim, found through the plugin-root variable the harness expands
-// (Codex: ${PLUGIN_ROOT}; Claude Code and Droid: ${CLAUDE_PLUGIN_ROOT}),
-// which runs baton from PATH. Droid reads Claude Code's hooks/hooks.json
-// (it ignores a manifest's hooks path) and is the only one to expand
-// ${DROID_PLUGIN_ROOT}, so that argument tells the shim it runs in Droid.
-func pluginHookCommand(h baton.Harness, ev hook.Event) string {
-	switch h {
-	case baton.HarnessCodex:
-		return `sh "${PLUGIN_ROOT}/` + ShimFile + `" ` + string(ev) + " codex"
-	default:
-		return `sh "${CLAUDE_PLUGIN_ROOT}/` + ShimFile + `" ` + string(ev) + ` claude "${DROID_PLUGIN_ROOT}"`
+// pluginHookCommand is the command a plugin hook file runs for the
+// harnesses that read it (sharers, the first its owner): the plugin's
+// shim, found through the plugin-root variable the owner expands, which
+// runs baton from PATH. A file shared with another harness (Droid reads
+// Claude Code's) also passes that harness's own root variable, which only
+// it expands: the shim takes a non-empty third argument to mean Droid
+// (TestPluginHookFiles keeps the table to that).
+func pluginHookCommand(sharers []*harness.Harness, ev harness.Event) string {
+	owner := sharers[0]
+	c := `sh "${` + owner.Plugin.RootVar + `}/` + ShimFile + `" ` + string(ev) + " " + string(owner.Name)
+	for _, h := range sharers[1:] {
+		c += ` "${` + h.Plugin.RootVar + `}"`
 	}
+	return c
 }
 
 // PluginFiles returns the plugin tree and the repository root's
@@ -121,19 +122,19 @@ func PluginFiles() (map[string][]byte, error) {
 	put(in(".codex-plugin/plugin.json"), codex)
 	put(in("package.json"), piPackage(""))
 
-	// Hooks: Claude Code's hooks/hooks.json (read by Droid too), Codex's
-	// own file (named by its manifest), and the shim they run.
-	files[in("hooks/hooks.json")] = pluginHooks(baton.HarnessClaude, "baton's hooks for Claude Code and Factory Droid (Droid reads this file too): session context, recorded files, pre-compaction packets and loops. They run baton from PATH and do nothing without it.",
-		append(append([]string(nil), hook.Claude.WriteTools...), extraTools(hook.Droid.WriteTools, hook.Claude.WriteTools)...))
-	files[in("hooks/codex.json")] = pluginHooks(baton.HarnessCodex, "baton's hooks for Codex: session context, recorded files, pre-compaction packets and loops. They run baton from PATH and do nothing without it.",
-		hook.Codex.WriteTools)
+	// Hooks: each hooks file a harness reads (Claude Code's
+	// hooks/hooks.json, read by Droid too; Codex's own, named by its
+	// manifest), and the shim they run.
+	for _, hf := range pluginHookFiles() {
+		files[in(hf.path)] = pluginHooks(hf.sharers)
+	}
 	files[in(ShimFile)] = []byte("#!/bin/sh\n" +
-		"# baton's plugin hook shim (generated from hook.Shim; edit that, then\n" +
+		"# baton's plugin hook shim (generated from harness.Shim; edit that, then\n" +
 		"# run go test ./internal/install -update). Usage: baton-hook.sh EVENT\n" +
 		"# HARNESS [DROID_PLUGIN_ROOT]. It runs baton-hook from PATH when\n" +
 		"# present, else `baton hook`, else exits 0 and says once, at session\n" +
 		"# start, how to install baton: a plugin never breaks a session.\n" +
-		hook.Shim + "\n")
+		harness.Shim + "\n")
 
 	// MCP: .mcp.json for Claude Code and Codex, mcp.json for Droid.
 	put(in(".mcp.json"), map[string]any{"mcpServers": map[string]any{MCPServerName: map[string]any{"command": "baton", "args": []string{"mcp"}}}})
@@ -154,24 +155,24 @@ func PluginFiles() (map[string][]byte, error) {
 	return files, nil
 }
 
-// extraTools is the tools of a that b lacks, in a's order.
-func extraTools(a, b []string) []string {
-	var out []string
-	for _, t := range a {
-		found := false
-		for _, u := range b {
-			found = found || t == u
-		}
-		if !found {
-			out = append(out, t)
+// pluginHooks renders a plugin hooks file for the harnesses that read it:
+// baton's four hooks in Claude Code's shape, matching every sharer's write
+// tools, with a description (Codex accepts no other key).
+func pluginHooks(sharers []*harness.Harness) []byte {
+	var products, writeTools []string
+	for _, h := range sharers {
+		products = append(products, h.Product)
+		for _, tool := range h.WriteTools {
+			if !slices.Contains(writeTools, tool) {
+				writeTools = append(writeTools, tool)
+			}
 		}
 	}
-	return out
-}
-
-// pluginHooks renders a plugin hooks file: baton's four hooks in Claude
-// Code's shape, with a description (Codex accepts no other key).
-func pluginHooks(h baton.Harness, description string, writeTools []string) []byte {
+	description := "baton's hooks for " + strings.Join(products, " and ")
+	if len(sharers) > 1 {
+		description += " (each reads this file)"
+	}
+	description += ": session context, recorded files, pre-compaction packets and loops. They run baton from PATH and do nothing without it."
 	type handler struct {
 		Type    string `json:"type"`
 		Command string `json:"command"`
@@ -183,12 +184,12 @@ func pluginHooks(h baton.Harness, description string, writeTools []string) []byt
 	}
 	events := map[string][]group{}
 	for _, e := range []hookEvent{
-		{Event: "SessionStart", Matcher: "startup|resume|clear|compact", Baton: hook.SessionStart},
-		{Event: "PostToolUse", Matcher: strings.Join(writeTools, "|"), Baton: hook.PostToolUse},
-		{Event: "PreCompact", Baton: hook.PreCompact},
-		{Event: "Stop", Baton: hook.Stop},
+		{Event: "SessionStart", Matcher: "startup|resume|clear|compact", Baton: harness.SessionStart},
+		{Event: "PostToolUse", Matcher: strings.Join(writeTools, "|"), Baton: harness.PostToolUse},
+		{Event: "PreCompact", Baton: harness.PreCompact},
+		{Event: "Stop", Baton: harness.Stop},
 	} {
-		events[e.Event] = []group{{Matcher: e.Matcher, Hooks: []handler{{Type: "command", Command: pluginHookCommand(h, e.Baton), Timeout: timeoutFor(e.Baton)}}}}
+		events[e.Event] = []group{{Matcher: e.Matcher, Hooks: []handler{{Type: "command", Command: pluginHookCommand(sharers, e.Baton), Timeout: timeoutFor(e.Baton)}}}}
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
@@ -199,6 +200,30 @@ func pluginHooks(h baton.Harness, description string, writeTools []string) []byt
 		Hooks       map[string][]group `json:"hooks"`
 	}{description, events})
 	return b.Bytes()
+}
+
+// pluginHookFile is one hooks file of the plugin and the harnesses that
+// read it, the owner (first in the table) first.
+type pluginHookFile struct {
+	path    string
+	sharers []*harness.Harness
+}
+
+// pluginHookFiles lists the plugin's hooks files, from the harness table.
+func pluginHookFiles() []pluginHookFile {
+	var out []pluginHookFile
+	for _, h := range harness.Harnesses {
+		if h.Plugin.Hooks == "" {
+			continue
+		}
+		i := slices.IndexFunc(out, func(f pluginHookFile) bool { return f.path == h.Plugin.Hooks })
+		if i < 0 {
+			out = append(out, pluginHookFile{path: h.Plugin.Hooks})
+			i = len(out) - 1
+		}
+		out[i].sharers = append(out[i].sharers, h)
+	}
+	return out
 }
 
 // piPackage is a pi package manifest for the plugin at dir (relative to
@@ -233,7 +258,7 @@ PATH and does nothing until baton is installed:
 https://github.com/baton-agent/baton#install
 
 This directory is generated (go test ./internal/install -update) from
-integrations/ and internal/hook; see docs/hooks.md.
+integrations/ and internal/harness; see docs/hooks.md.
 `
 
 // PluginPaths lists PluginFiles' paths, sorted.

@@ -8,12 +8,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/baton-agent/baton/internal/golden"
+	"github.com/baton-agent/baton/internal/harness"
 )
 
 // repoRoot is the repository's root, from this package's directory.
@@ -109,5 +111,32 @@ func TestPluginVersionFollowsTheTree(t *testing.T) {
 		}
 	default:
 		t.Errorf("pluginVersion %s is not recorded in %s: run go test ./internal/install -update", pluginVersion, path)
+	}
+}
+
+// The plugin's hooks files come from the harness table. A file two
+// harnesses share passes the second one's root variable as the shim's
+// third argument, and the shim reads a non-empty one as Droid: only
+// Droid may share another's file.
+func TestPluginHookFiles(t *testing.T) {
+	t.Parallel()
+	files := pluginHookFiles()
+	var paths []string
+	for _, f := range files {
+		paths = append(paths, f.path)
+		for _, h := range f.sharers[1:] {
+			if h != harness.Droid || len(f.sharers) > 2 {
+				t.Errorf("%s shares %s with %v: the shim can tell only Droid apart", h.Name, f.path, f.sharers)
+			}
+		}
+	}
+	if want := []string{"hooks/hooks.json", "hooks/codex.json"}; !slices.Equal(paths, want) {
+		t.Errorf("plugin hooks files = %q, want %q", paths, want)
+	}
+	if got, want := pluginHookCommand(files[0].sharers, harness.Stop), `sh "${CLAUDE_PLUGIN_ROOT}/hooks/baton-hook.sh" stop claude "${DROID_PLUGIN_ROOT}"`; got != want {
+		t.Errorf("Claude Code's and Droid's hook command = %s, want %s", got, want)
+	}
+	if got, want := pluginHookCommand(files[1].sharers, harness.Stop), `sh "${PLUGIN_ROOT}/hooks/baton-hook.sh" stop codex`; got != want {
+		t.Errorf("Codex's hook command = %s, want %s", got, want)
 	}
 }

@@ -111,3 +111,16 @@ func unquoteJSON(b []byte) (string, error) {
 	s, _ := o.vals["s"].(string)
 	return s, nil
 }
+
+// Untrusted says, one problem a line, what of the harness's own trust
+// keeps baton's installation s (Inspect(t)) from running: Codex runs no
+// hook of an untrusted project and skips hooks not yet trusted in its
+// review; pi loads no project resource of an untrusted project. None when
+// nothing does, or the harness has no such trust.
+func Untrusted(t Target, s Status) []string {
+	sp, err := spec(t.Harness)
+	if err != nil || sp.untrusted == nil || !s.Installed {
+		return nil
+	}
+	return sp.untrusted(t, s)
+}

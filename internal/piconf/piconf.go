@@ -21,15 +21,6 @@ import (
 // maxFileBytes bounds a pi file baton reads.
 const maxFileBytes = 16 << 20
 
-// Dir is pi's agent directory: agentDir ($PI_CODING_AGENT_DIR) when set,
-// else ~/.pi/agent under home.
-func Dir(home, agentDir string) string {
-	if agentDir != "" {
-		return agentDir
-	}
-	return filepath.Join(home, ".pi", "agent")
-}
-
 // Decision is pi's answer to "may this project's .pi/ resources load?".
 type Decision string
 

@@ -71,7 +71,7 @@ type Server struct {
 	// Agent is the server's default agent and whether it is installed.
 	Agent AgentStatus
 	// Agents are the agents a source may name instead (the harness
-	// table's, internal/hook).
+	// table's, internal/harness).
 	Agents []string
 	// Project, when set, is the project serve runs in: its goal-tree run,
 	// packets and loops are shown read-only.

@@ -24,7 +24,7 @@ import (
 	"github.com/baton-agent/baton/internal/agentrun"
 	"github.com/baton-agent/baton/internal/delivery"
 	"github.com/baton-agent/baton/internal/gitx/gittest"
-	"github.com/baton-agent/baton/internal/hook"
+	"github.com/baton-agent/baton/internal/harness"
 	"github.com/baton-agent/baton/internal/intake"
 	"github.com/baton-agent/baton/internal/queue"
 	"github.com/baton-agent/baton/internal/sqlstore"
@@ -67,7 +67,7 @@ func newEnvDSN(t testing.TB, dsn string) *env {
 	feed := delivery.NewFeed(svc, 50*time.Millisecond)
 	ws := &web.Server{Deliveries: svc, Feed: feed, Token: token, Open: true, Repos: []string{repo},
 		Intake: &intake.Service{Deliveries: svc, WebhookSecret: "whsec"}, Heartbeat: 50 * time.Millisecond,
-		Agent: web.AgentStatus{Name: "command:true", Installed: true}, Agents: hook.AgentNames()}
+		Agent: web.AgentStatus{Name: "command:true", Installed: true}, Agents: harness.AgentNames()}
 	srv := httptest.NewServer(ws.Handler())
 	t.Cleanup(func() {
 		srv.CloseClientConnections()

@@ -32,7 +32,7 @@ import (
 
 	"github.com/baton-agent/baton/internal/delivery"
 	"github.com/baton-agent/baton/internal/gitx/gittest"
-	"github.com/baton-agent/baton/internal/hook"
+	"github.com/baton-agent/baton/internal/harness"
 	"github.com/baton-agent/baton/internal/intake"
 	"github.com/baton-agent/baton/internal/queue"
 	"github.com/baton-agent/baton/internal/sandbox"
@@ -145,7 +145,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
 	ws := &web.Server{Deliveries: svc, Feed: feed, Token: token, Open: true, Repos: []string{repo}, Log: log,
 		Intake: &intake.Service{Deliveries: svc}, Heartbeat: time.Second,
-		Agent: web.AgentStatus{Name: svc.DefaultAgent, Installed: true}, Agents: hook.AgentNames(),
+		Agent: web.AgentStatus{Name: svc.DefaultAgent, Installed: true}, Agents: harness.AgentNames(),
 		Project: &web.Project{Root: repo, Load: func(context.Context) (web.ProjectView, error) {
 			return web.ProjectView{Root: repo,
 				Run: &web.RunView{Summary: "goal tree: 2 of 3 nodes done", Tree: "✓ root\n  ✓ parse the config\n  → write the docs",

@@ -1,5 +1,5 @@
 #!/bin/sh
-# baton's plugin hook shim (generated from hook.Shim; edit that, then
+# baton's plugin hook shim (generated from harness.Shim; edit that, then
 # run go test ./internal/install -update). Usage: baton-hook.sh EVENT
 # HARNESS [DROID_PLUGIN_ROOT]. It runs baton-hook from PATH when
 # present, else `baton hook`, else exits 0 and says once, at session

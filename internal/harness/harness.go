@@ -1,8 +1,19 @@
-package hook
+// Package harness is the harness table: everything baton knows of each
+// agent product it integrates with (Claude Code, Codex CLI, Factory Droid,
+// pi) that more than one package needs. Its names, tools and variables;
+// where its configuration lives and how it says baton's plugin is
+// enabled; the hook events baton answers, the command line that reaches
+// baton from a harness's configuration (command.go), and how each
+// harness's hooks answer (answer.go).
+//
+// It imports the standard library and the domain package only, so the
+// hook, the installer, the agent runner and every edge can read the table
+// without linking the context store or anything else.
+package harness
 
 import (
-	"bytes"
-	"encoding/json"
+	"cmp"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,12 +21,9 @@ import (
 	"github.com/baton-agent/baton"
 )
 
-// Harness is what baton knows of one agent product it integrates with:
-// the facts its hook contract, the installer, doctor, completion, serve
-// and the dashboard read, and the one function that truly differs between
-// harnesses, how a hook's answer is written. Every harness sends the same
-// Claude-shaped payload (Decode). A new harness starts with an entry here;
-// docs/architecture.md ("A new harness") lists the rest.
+// Harness is what baton knows of one agent product. A new harness starts
+// with an entry here; docs/architecture.md ("A new harness") lists the
+// rest.
 type Harness struct {
 	// Name is how baton names it: --harness, baton install, BATON_HARNESS,
 	// and --agent when it runs headless.
@@ -48,9 +56,60 @@ type Harness struct {
 	// harness's own variable that overrides it ("" when none).
 	BlockCap    int
 	BlockCapEnv string
+	// UsageBeside: what a session spent is not in its transcript but in
+	// running totals the harness keeps in a file beside it (Droid's
+	// <session>.settings.json).
+	UsageBeside bool
+	// ConfigDir is the directory, in a project and (unless UserDir says
+	// otherwise) in the home directory, that holds the harness's settings.
+	ConfigDir string
+	// UserDir is the user's settings directory relative to the home
+	// directory ("": ConfigDir), and UserDirEnv the variable that moves
+	// it ("" when none).
+	UserDir    string
+	UserDirEnv string
+	// Plugin is how the harness takes baton's plugin.
+	Plugin Plugin
 	// Encode renders r for event: the bytes for stdout, often none.
 	Encode func(event Event, r Result) []byte
 }
+
+// Plugin says how a harness installs and enables baton's plugin (pi: its
+// package) from the repository's plugin tree.
+type Plugin struct {
+	// Noun is what the harness calls it: "plugin", or "package" (pi).
+	Noun string
+	// Disable says how a person turns it off.
+	Disable string
+	// Enabled says how a settings file enables it, and UserFiles and
+	// ProjectFiles name the settings files that can, in the user's
+	// directory (UserPath) and in the project's ConfigDir.
+	Enabled      Enablement
+	UserFiles    []string
+	ProjectFiles []string
+	// Hooks is the plugin's hooks file the harness reads, relative to the
+	// plugin's directory ("" for none: pi's extension runs the hooks).
+	// Harnesses may share one: the first in Harnesses writes it.
+	Hooks string
+	// RootVar is the variable the harness expands, in a plugin hook's
+	// command, to the plugin's directory.
+	RootVar string
+}
+
+// Enablement is the way a harness's settings say a plugin is enabled.
+type Enablement int
+
+const (
+	// EnabledPlugins: a JSON settings file's "enabledPlugins" object maps
+	// "baton@<marketplace>" to true (Claude Code, Droid).
+	EnabledPlugins Enablement = iota + 1
+	// PluginTables: a TOML file's [plugins."baton@<marketplace>"] table,
+	// enabled unless it says enabled = false (Codex's config.toml).
+	PluginTables
+	// Packages: a JSON settings file's "packages" list names baton's
+	// package (pi).
+	Packages
+)
 
 // Claude Code (https://code.claude.com/docs/en/hooks): snake_case
 // payloads; SessionStart context as plain stdout (JSON additionalContext
@@ -68,7 +127,13 @@ var Claude = &Harness{
 	EnvFileEnv:    "CLAUDE_ENV_FILE",
 	BlockCap:      8,
 	BlockCapEnv:   "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP",
-	Encode:        encodeClaude,
+	ConfigDir:     ".claude",
+	Plugin: Plugin{
+		Noun: "plugin", Disable: "run `claude plugin disable baton@baton`",
+		Enabled: EnabledPlugins, UserFiles: []string{"settings.json"}, ProjectFiles: []string{"settings.json", "settings.local.json"},
+		Hooks: "hooks/hooks.json", RootVar: "CLAUDE_PLUGIN_ROOT",
+	},
+	Encode: encodeClaude,
 }
 
 // Codex CLI (https://developers.openai.com/codex/hooks, schemas in
@@ -77,14 +142,22 @@ var Claude = &Harness{
 // context as plain stdout (codex-cli 0.154.0 rejected additionalContext);
 // Stop answers JSON or nothing, never plain text, and a block's reason
 // becomes the next user prompt. Every edit is reported as apply_patch. It
-// exports no project directory and documents no block cap.
+// exports no project directory and documents no block cap. Its plugin
+// manifest names its own hooks file, where ${PLUGIN_ROOT} is the plugin.
 var Codex = &Harness{
 	Name:       baton.HarnessCodex,
 	Product:    "Codex CLI",
 	Install:    "npm install -g @openai/codex",
 	Agent:      true,
 	WriteTools: []string{"apply_patch"},
-	Encode:     encodePlain,
+	ConfigDir:  ".codex",
+	UserDirEnv: "CODEX_HOME",
+	Plugin: Plugin{
+		Noun: "plugin", Disable: "run `codex plugin remove baton@baton`",
+		Enabled: PluginTables, UserFiles: []string{"config.toml"}, ProjectFiles: []string{"config.toml"},
+		Hooks: "hooks/codex.json", RootVar: "PLUGIN_ROOT",
+	},
+	Encode: encodePlain,
 }
 
 // Factory Droid (https://docs.factory.ai/reference/hooks-reference):
@@ -93,7 +166,9 @@ var Codex = &Harness{
 // transcript is read; exit-0 stdout is shown to the user on events other
 // than SessionStart, so those print nothing. It offers ApplyPatch with
 // OpenAI models, gives SessionStart CLAUDE_ENV_FILE and applies its export
-// lines to the agent's shell, and documents no block cap.
+// lines to the agent's shell, and documents no block cap. It reads a
+// plugin's Claude Code hooks file (ignoring a manifest's hooks path) and
+// is the only one to expand ${DROID_PLUGIN_ROOT} there.
 var Droid = &Harness{
 	Name:          baton.HarnessDroid,
 	Product:       "Factory Droid",
@@ -101,20 +176,35 @@ var Droid = &Harness{
 	WriteTools:    []string{"Create", "Edit", "ApplyPatch", "MultiEdit"},
 	ProjectDirEnv: "FACTORY_PROJECT_DIR",
 	EnvFileEnv:    "CLAUDE_ENV_FILE",
-	Encode:        encodePlain,
+	UsageBeside:   true,
+	ConfigDir:     ".factory",
+	Plugin: Plugin{
+		Noun: "plugin", Disable: "run `droid plugin uninstall baton@baton`",
+		Enabled: EnabledPlugins, UserFiles: []string{"settings.json"}, ProjectFiles: []string{"settings.json", "settings.local.json"},
+		Hooks: "hooks/hooks.json", RootVar: "DROID_PLUGIN_ROOT",
+	},
+	Encode: encodePlain,
 }
 
 // Pi has no hook configuration: baton's extension (integrations/pi) runs
 // `baton hook <event> --harness pi` with a Claude-shaped payload and
 // always reads one JSON object back (encodePi). The extension re-prompts
-// with followUp messages, so there is no block cap.
+// with followUp messages, so there is no block cap. A project's .pi/
+// holds its settings; the user's are in ~/.pi/agent.
 var Pi = &Harness{
 	Name:       baton.HarnessPi,
 	Product:    "pi",
 	Install:    "npm install -g @mariozechner/pi-coding-agent",
 	Extension:  true,
 	WriteTools: []string{"write", "edit"},
-	Encode:     encodePi,
+	ConfigDir:  ".pi",
+	UserDir:    filepath.Join(".pi", "agent"),
+	UserDirEnv: "PI_CODING_AGENT_DIR",
+	Plugin: Plugin{
+		Noun: "package", Disable: "remove the package (`pi remove <its source>`; `pi list` shows it)",
+		Enabled: Packages, UserFiles: []string{"settings.json"}, ProjectFiles: []string{"settings.json"},
+	},
+	Encode: encodePi,
 }
 
 // Harnesses lists every harness baton integrates with, in the order
@@ -152,6 +242,22 @@ func AgentNames() []string {
 	return out
 }
 
+// SessionVars lists the variables through which a harness points a hook
+// at its session's project (its project directory and env file), once
+// each: a hook run for another purpose (doctor's probes) must not
+// inherit them.
+func SessionVars() []string {
+	var out []string
+	for _, h := range Harnesses {
+		for _, v := range []string{h.ProjectDirEnv, h.EnvFileEnv} {
+			if v != "" && !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
 // OrList joins names for a sentence: "a", "a or b", "a, b or c".
 func OrList(names []string) string {
 	if len(names) <= 1 {
@@ -162,6 +268,18 @@ func OrList(names []string) string {
 
 // IsWriteTool reports whether a tool of that name changes files.
 func (h *Harness) IsWriteTool(name string) bool { return slices.Contains(h.WriteTools, name) }
+
+// UserPath is the user's settings directory of the harness under home:
+// the directory UserDirEnv names when getenv gives it, else UserDir (or
+// ConfigDir) under home.
+func (h *Harness) UserPath(home string, getenv func(string) string) string {
+	if h.UserDirEnv != "" && getenv != nil {
+		if d := getenv(h.UserDirEnv); d != "" {
+			return d
+		}
+	}
+	return filepath.Join(home, cmp.Or(h.UserDir, h.ConfigDir))
+}
 
 // StopBlockCap is how many consecutive Stop blocks the harness honours:
 // BATON_STOP_HOOK_BLOCK_CAP wins, then the harness's own variable (which
@@ -178,112 +296,4 @@ func (h *Harness) StopBlockCap(getenv func(string) string) int {
 		}
 	}
 	return h.BlockCap
-}
-
-// Decode parses a hook payload. It is tolerant: unknown fields are
-// ignored and wrongly typed fields read as absent; only input that is not
-// a JSON object is an error.
-func Decode(data []byte) (*Payload, error) {
-	f, err := decodeFields(data)
-	if err != nil {
-		return nil, err
-	}
-	return commonPayload(f), nil
-}
-
-// stopOutput is the Stop answer Claude Code, Codex and Droid share.
-type stopOutput struct {
-	Decision      string `json:"decision,omitempty"`
-	Reason        string `json:"reason,omitempty"`
-	SystemMessage string `json:"systemMessage,omitempty"`
-}
-
-// encodePlain renders r the way Claude Code, Codex and Droid read it:
-// session-start context as plain text (the robust path on all three), a
-// Stop decision as one JSON object (or nothing to allow), and nothing for
-// other events (Droid would show it to the user).
-func encodePlain(e Event, r Result) []byte {
-	switch e {
-	case SessionStart:
-		if r.Context == "" {
-			return nil
-		}
-		s := r.Context
-		if s[len(s)-1] != '\n' {
-			s += "\n"
-		}
-		return []byte(s)
-	case Stop:
-		o := stopOutput{SystemMessage: r.SystemMessage}
-		if r.Block {
-			o.Decision, o.Reason = "block", r.Reason
-			if o.Reason == "" {
-				o.Reason = "continue" // a block needs a non-blank reason
-			}
-		}
-		if o == (stopOutput{}) {
-			return nil
-		}
-		return encodeJSON(o)
-	}
-	return nil
-}
-
-// ClaudeStopPointer is the reason of Claude Code's blocking Stop: the
-// loop prompt itself arrives once, as the hook's additional context.
-const ClaudeStopPointer = "Not done: baton's loop continues with the prompt in this hook's additional context."
-
-// encodeClaude is encodePlain, except for a blocking Stop: Claude Code
-// repeats a Stop's reason (as the "Stop hook feedback" turn, and from
-// 2.1.330 again as a "Stop hook blocking error" system message), so the
-// loop prompt goes once as the hook's additional context and the reason
-// only points at it. Measured with the real Claude Code against a
-// scripted model (TestRealClaudeCodeSession): 2.1.330 sent a reason twice
-// and the additional context once; 2.1.197 sent each once.
-func encodeClaude(e Event, r Result) []byte {
-	if e != Stop || !r.Block || r.Reason == "" {
-		return encodePlain(e, r)
-	}
-	type specific struct {
-		HookEventName     string `json:"hookEventName"`
-		AdditionalContext string `json:"additionalContext"`
-	}
-	return encodeJSON(struct {
-		Decision      string   `json:"decision"`
-		Reason        string   `json:"reason"`
-		SystemMessage string   `json:"systemMessage,omitempty"`
-		Specific      specific `json:"hookSpecificOutput"`
-	}{"block", ClaudeStopPointer, r.SystemMessage, specific{"Stop", r.Reason}})
-}
-
-// piOutput is the pi extension's answer to every event:
-//
-//	{"schema_version":1,"context":"…"}                                        session-start
-//	{"schema_version":1,"decision":"block","reason":"…","system_message":"…"}  stop: continue with reason
-//	{"schema_version":1,"system_message":"…"}                                stop: allowed, with a note
-//	{"schema_version":1}                                                      nothing to do
-type piOutput struct {
-	SchemaVersion int    `json:"schema_version"`
-	Context       string `json:"context,omitempty"`
-	Decision      string `json:"decision,omitempty"`
-	Reason        string `json:"reason,omitempty"`
-	SystemMessage string `json:"system_message,omitempty"`
-}
-
-func encodePi(_ Event, r Result) []byte {
-	o := piOutput{SchemaVersion: 1, Context: r.Context, SystemMessage: r.SystemMessage}
-	if r.Block {
-		o.Decision, o.Reason = "block", r.Reason
-	}
-	return encodeJSON(o)
-}
-
-// encodeJSON is v as one line of JSON with <, > and & kept readable
-// (<promise> in a loop prompt).
-func encodeJSON(v any) []byte {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
-	return b.Bytes()
 }
