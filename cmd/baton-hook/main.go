@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton/internal/buildinfo"
+	"github.com/baton-agent/baton/internal/harness"
 	"github.com/baton-agent/baton/internal/hook"
 )
 
@@ -35,7 +36,7 @@ func main() {
 			os.Stdout.WriteString("baton-hook <session-start|stop|post-tool-use|pre-compact> --harness claude|codex|droid|pi [--root DIR]\nbaton-hook --version\n\nAnswers a harness hook as `baton hook` does; see `baton hook --help`.\n")
 			return
 		case "--version":
-			os.Stdout.WriteString(buildinfo.Line(hook.HookBinary, buildinfo.Version(version), buildinfo.Commit(commit)) + "\n")
+			os.Stdout.WriteString(buildinfo.Line(harness.HookBinary, buildinfo.Version(version), buildinfo.Commit(commit)) + "\n")
 			return
 		}
 	}
