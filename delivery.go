@@ -490,8 +490,21 @@ type PhaseLogEntry struct {
 	// ("worker:host:pid"), or "system".
 	Actor string `json:"actor"`
 	// Action is the state machine action that made the change.
-	Action    string    `json:"action"`
-	Note      string    `json:"note,omitempty"`
+	Action string `json:"action"`
+	// Note says what the pipeline recorded of the change, for people to
+	// read: a failure, a verdict's summary, why it waits. Programs read
+	// the fields instead.
+	Note string `json:"note,omitempty"`
+	// Decision is what a person decided, when the entry records a
+	// decision (started, approved, rejected, retried, canceled, closed;
+	// "" when the pipeline moved on by itself). Actor is who decided.
+	Decision string `json:"decision,omitempty"`
+	// Reason is the reason the person gave with their decision, as they
+	// wrote it.
+	Reason string `json:"reason,omitempty"`
+	// Waits is set on a pending entry whose phase waits for a person to
+	// start it (a checkpoint), rather than for a worker.
+	Waits     bool      `json:"waits_for_person,omitempty"`
 	Attempt   int64     `json:"attempt,omitempty"`
 	StartedAt time.Time `json:"started_at"`
 	EndedAt   time.Time `json:"ended_at,omitzero"`

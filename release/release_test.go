@@ -583,7 +583,7 @@ func TestServeImage(t *testing.T) {
 
 // debianBase is a Debian image with git, made once with debootstrap (no
 // registry is needed) and cached beside the npm installs of the harness
-// tests; podman imports it.
+// tests (testenv.CacheDir); podman imports it.
 func debianBase(t *testing.T) string {
 	t.Helper()
 	need(t, "debootstrap")
@@ -591,13 +591,16 @@ func debianBase(t *testing.T) string {
 	if _, err := podman(t, "image", "exists", tag); err == nil {
 		return tag
 	}
-	cache := os.Getenv("XDG_CACHE_HOME")
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = filepath.Join(home, ".cache")
+	cache, err := testenv.CacheDir()
+	if err != nil {
+		t.Skipf("no cache directory for the Debian root: %v", err)
 	}
-	tarball := filepath.Join(cache, "baton-test", "debian-bookworm-git.tar")
+	tarball := filepath.Join(cache, "debian-bookworm-git.tar")
 	if _, err := os.Stat(tarball); err != nil {
+		// Said before and after: it takes minutes, and scripts/test.sh
+		// shows these lines as its progress.
+		t.Logf("debootstrap bookworm with git into %s (once per cache)", tarball)
+		start := time.Now()
 		root := t.TempDir()
 		cmd := exec.Command("debootstrap", "--variant=minbase", "--include=git,ca-certificates", "bookworm", root, "http://deb.debian.org/debian")
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -613,11 +616,21 @@ func debianBase(t *testing.T) string {
 		if err := os.Rename(tmp, tarball); err != nil {
 			t.Fatal(err)
 		}
+		t.Logf("made the Debian root in %s", time.Since(start).Round(time.Second))
 	}
 	if out, err := podman(t, "import", tarball, tag); err != nil {
 		t.Fatalf("podman import: %v\n%s", err, out)
 	}
 	return tag
+}
+
+// TestPrefetch makes the worker image's Debian base, as TestWorkerImage
+// does, when scripts/test.sh fetches prerequisites before the timed run
+// (testenv.Prefetch).
+func TestPrefetch(t *testing.T) {
+	testenv.Prefetch(t)
+	need(t, "podman")
+	debianBase(t)
 }
 
 // standIn is docs/agents.md's stand-in agent.

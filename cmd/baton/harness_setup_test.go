@@ -20,10 +20,21 @@ func realHarness(t *testing.T, name, pkg, version, bin string) string {
 	return harnesstest.NPMBin(t, pkg, version, bin)
 }
 
+// TestPrefetch installs every harness the real-harness tests run, through
+// the helpers they call, when scripts/test.sh fetches prerequisites
+// before the timed run (testenv.Prefetch).
+func TestPrefetch(t *testing.T) {
+	testenv.Prefetch(t)
+	realClaude(t)
+	realCodex(t)
+	realDroid(t)
+	realPi(t)
+}
+
 // The versions the real-harness tests run (docs/hooks.md names them).
 const (
 	claudeVersion = "2.1.332"
-	codexVersion  = "0.169.0"
+	codexVersion  = "0.171.0"
 	droidVersion  = "0.225.2"
 )
 

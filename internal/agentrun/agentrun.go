@@ -18,7 +18,11 @@ const (
 	// DefaultClaudeAllowedTools is passed to claude --allowedTools unless
 	// ExtraArgs sets --allowedTools itself. Headless claude denies any tool
 	// that is not pre-approved, and a coding agent needs to run commands.
-	DefaultClaudeAllowedTools = "Bash,Edit,Write,Read,Glob,Grep,NotebookEdit,TodoWrite,Task"
+	// These are the tools Claude Code 2.1.332 offers a coding session
+	// (Agent was Task; TodoWrite is gone, NotebookEdit is deferred behind
+	// ToolSearch); TestRealClaudeDelivery checks each is in the tool list
+	// it sends the model.
+	DefaultClaudeAllowedTools = "Bash,Edit,Write,Read,Glob,Grep,Agent"
 )
 
 // Names of the files Run writes in Spec.LogDir.
@@ -126,6 +130,14 @@ type Result struct {
 	// error events, droid is_error.
 	IsError bool
 	Errors  []string
+	// ToolCalls counts the tool calls the agent made (commands, edits,
+	// searches, MCP tools) where its output shows them; ToolFailures
+	// those the CLI reported as failed: a command that exited non-zero,
+	// an edit it could not apply, a tool it refused. FailedTools says
+	// what the first of them were and why, one line each.
+	ToolCalls    int
+	ToolFailures int
+	FailedTools  []string `json:"failed_tools,omitempty"`
 	// UnknownEvents counts stdout lines or events that were skipped: not
 	// JSON, or a type this package does not know. Never fatal.
 	UnknownEvents int

@@ -1,6 +1,7 @@
 package agentrun
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 )
@@ -17,8 +18,19 @@ type claudeDecoder struct {
 	lastText   string
 	lastTextID string
 	result     *claudeEvent
-	unknown    int
+	tools      toolTally
+	// calls names the tool calls whose results are pending, by
+	// tool_use id, for a failed result to say what failed.
+	calls   map[string]toolCall
+	unknown int
 }
+
+// toolCall is one tool call as the live view names it.
+type toolCall struct{ name, detail string }
+
+// maxPendingCalls bounds claudeDecoder.calls: results come back soon after
+// their calls, and an agent that never sends them must not grow it.
+const maxPendingCalls = 4096
 
 type claudeEvent struct {
 	Type            string  `json:"type"`
@@ -46,9 +58,14 @@ type claudeEvent struct {
 
 type claudeBlock struct {
 	Type  string          `json:"type"`
+	ID    string          `json:"id"`
 	Text  string          `json:"text"`
 	Name  string          `json:"name"`
 	Input json.RawMessage `json:"input"`
+	// tool_result blocks (in user lines)
+	ToolUseID string          `json:"tool_use_id"`
+	IsError   bool            `json:"is_error"`
+	Content   json.RawMessage `json:"content"`
 }
 
 type claudeUsage struct {
@@ -73,8 +90,13 @@ func (d *claudeDecoder) line(b []byte) {
 	}
 	if t, ok := sniffType(b); ok {
 		switch t {
-		case "user", "stream_event", "rate_limit_event":
-			return // tool results, partial deltas, rate-limit notices: nothing to keep
+		case "user":
+			// Tool results can be megabytes: only a failed one is read.
+			if !bytes.Contains(b, []byte(`"is_error":true`)) {
+				return
+			}
+		case "stream_event", "rate_limit_event":
+			return // partial deltas, rate-limit notices: nothing to keep
 		case "system", "assistant", "result":
 		default:
 			d.unknown++
@@ -101,6 +123,8 @@ func (d *claudeDecoder) line(b []byte) {
 		}
 	case "assistant":
 		d.assistant(&ev)
+	case "user":
+		d.results(&ev)
 	case "result":
 		d.result = &ev
 		if ev.IsError {
@@ -110,10 +134,48 @@ func (d *claudeDecoder) line(b []byte) {
 			}
 			d.live.note("✗", strings.Join(why, ": "))
 		}
-	case "user", "stream_event", "rate_limit_event":
+	case "stream_event", "rate_limit_event":
 	default:
 		d.unknown++
 	}
+}
+
+// results records the failed tool results of a user line.
+func (d *claudeDecoder) results(ev *claudeEvent) {
+	if ev.Message == nil {
+		return
+	}
+	for _, blk := range ev.Message.Content {
+		if blk.Type != "tool_result" || !blk.IsError {
+			continue
+		}
+		c, ok := d.calls[blk.ToolUseID]
+		if !ok {
+			c.name = "tool"
+		}
+		delete(d.calls, blk.ToolUseID)
+		d.tools.fail(d.live, c.name, c.detail, resultText(blk.Content))
+	}
+}
+
+// resultText is a tool result's text: a string, or its text blocks.
+func resultText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(raw, &blocks)
+	var parts []string
+	for _, b := range blocks {
+		if b.Text != "" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 func (d *claudeDecoder) assistant(ev *claudeEvent) {
@@ -133,7 +195,15 @@ func (d *claudeDecoder) assistant(ev *claudeEvent) {
 				texts = append(texts, blk.Text)
 			}
 		case "tool_use":
-			d.live.tool(blk.Name, toolDetail(blk.Input))
+			detail := toolDetail(blk.Input)
+			d.live.tool(blk.Name, detail)
+			d.tools.call()
+			if d.calls == nil {
+				d.calls = map[string]toolCall{}
+			}
+			if blk.ID != "" && len(d.calls) < maxPendingCalls {
+				d.calls[blk.ID] = toolCall{blk.Name, detail}
+			}
 		}
 	}
 	if sub || len(texts) == 0 {
@@ -151,6 +221,7 @@ func (d *claudeDecoder) finish(r *Result) bool {
 	r.SessionID = d.sessionID
 	r.Model = d.model
 	r.UnknownEvents = d.unknown
+	d.tools.finish(r)
 	res := d.result
 	if res == nil {
 		r.FinalText = d.lastText

@@ -1,6 +1,9 @@
 package agentrun
 
-import "strings"
+import (
+	"cmp"
+	"strings"
+)
 
 // codexDecoder reads codex exec --json events.
 type codexDecoder struct {
@@ -20,6 +23,7 @@ type codexDecoder struct {
 	errPending bool
 	errors     []string
 	seen       map[string]bool // item ids already shown live
+	tools      toolTally
 	unknown    int
 }
 
@@ -45,16 +49,26 @@ type codexItem struct {
 	Type    string `json:"type"`
 	Text    string `json:"text"`
 	Command string `json:"command"`
+	// Output and ExitCode are a command's; ExitCode is null while it runs.
+	Output   string `json:"aggregated_output"`
+	ExitCode *int   `json:"exit_code"`
+	// Status is in_progress, completed, failed or declined.
 	Status  string `json:"status"`
 	Changes []struct {
 		Path string `json:"path"`
 		Kind string `json:"kind"`
 	} `json:"changes"`
-	Server  string `json:"server"`
-	Tool    string `json:"tool"`
+	Server string `json:"server"`
+	Tool   string `json:"tool"`
+	Error  *struct {
+		Message string `json:"message"`
+	} `json:"error"`
 	Query   string `json:"query"`
 	Message string `json:"message"`
 }
+
+// failed reports whether Codex says the item did not do what was asked.
+func (it *codexItem) failed() bool { return it.Status == "failed" || it.Status == "declined" }
 
 func (d *codexDecoder) tooLong() { d.unknown++ }
 
@@ -126,21 +140,52 @@ func (d *codexDecoder) item(evType string, it *codexItem) bool {
 		if show {
 			d.live.tool("exec", it.Command)
 		}
-	case "file_change":
 		if completed {
+			d.tools.call()
+			if it.failed() || it.ExitCode != nil && *it.ExitCode != 0 {
+				why := exitWhy(it.ExitCode, it.Output)
+				if it.Status == "declined" {
+					why = "declined"
+				}
+				d.tools.fail(d.live, "exec", it.Command, why)
+			}
+		}
+	case "file_change":
+		// Shown once done: only then is it known whether it applied.
+		if completed {
+			d.tools.call()
 			var parts []string
 			for _, c := range it.Changes {
 				parts = append(parts, c.Kind+" "+c.Path)
 			}
-			d.live.tool("edit", strings.Join(parts, ", "))
+			if it.failed() {
+				why := "not applied"
+				if it.Status == "declined" {
+					why = "declined"
+				}
+				d.tools.fail(d.live, "edit", strings.Join(parts, ", "), why)
+			} else {
+				d.live.tool("edit", strings.Join(parts, ", "))
+			}
 		}
 	case "mcp_tool_call":
 		if show {
 			d.live.tool("mcp", it.Server+"."+it.Tool)
 		}
+		if completed {
+			d.tools.call()
+			var why string
+			if it.Error != nil {
+				why = it.Error.Message
+			}
+			if it.failed() || why != "" {
+				d.tools.fail(d.live, "mcp", it.Server+"."+it.Tool, cmp.Or(why, it.Status))
+			}
+		}
 	case "web_search":
 		if show {
 			d.live.tool("search", it.Query)
+			d.tools.call()
 		}
 	case "error":
 		if completed {
@@ -172,6 +217,7 @@ func (d *codexDecoder) finish(r *Result) bool {
 		r.OutputTokens = u.OutputTokens
 		r.CacheReadTokens = u.CachedInputTokens
 	}
+	d.tools.finish(r)
 	r.IsError = d.failed || d.errPending
 	r.Errors = append([]string(nil), d.errors...)
 	if d.final == nil {

@@ -45,6 +45,8 @@ type plan struct {
 	schema      []byte   // compact schema, nil without one
 	schemaPath  string   // codex and command agents: where the schema file goes
 	lastMsgPath string   // codex: --output-last-message
+	// jsonl: stdout is JSON lines, logged as EventsLog (else StdoutLog).
+	jsonl bool
 }
 
 // Command returns the exact argv Run would start for s (argv[0] is the
@@ -94,7 +96,7 @@ func newPlan(s Spec, fileDir string) (*plan, error) {
 	extra := s.ExtraArgs
 	switch k {
 	case kindClaude:
-		p.stdin = s.Prompt
+		p.stdin, p.jsonl = s.Prompt, true
 		a := []string{"claude", "-p", "--output-format", "stream-json", "--verbose"}
 		if p.schema != nil {
 			a = append(a, "--json-schema", string(p.schema))
@@ -113,10 +115,10 @@ func newPlan(s Spec, fileDir string) (*plan, error) {
 		}
 		p.argv = append(a, extra...)
 	case kindCodex:
-		p.stdin = prependSystem()
+		p.stdin, p.jsonl = prependSystem(), true
 		a := []string{"codex", "exec", "--json"}
 		if !hasFlag(extra, "--sandbox", "-s", "--dangerously-bypass-approvals-and-sandbox", "--yolo") {
-			a = append(a, "--sandbox", "workspace-write")
+			a = append(a, "--sandbox", codexSandbox(s))
 		}
 		a = append(a, "--skip-git-repo-check")
 		if s.Dir != "" {
@@ -135,7 +137,13 @@ func newPlan(s Spec, fileDir string) (*plan, error) {
 		p.argv = append(a, "-") // "-": read the prompt from stdin
 	case kindDroid:
 		p.stdin = s.Prompt
-		a := []string{"droid", "exec", "-o", "json"}
+		a := []string{"droid", "exec"}
+		if !hasFlag(extra, "-o", "--output-format") {
+			// Events as they happen (tool calls and their failures, for the
+			// live view), where -o json prints one object at the end.
+			a = append(a, "-o", "stream-json")
+			p.jsonl = true
+		}
 		if !hasFlag(extra, "--auto", "--skip-permissions-unsafe") {
 			a = append(a, "--auto", "medium")
 		}
@@ -161,6 +169,20 @@ func newPlan(s Spec, fileDir string) (*plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// codexSandbox is the sandbox Codex is told to apply itself. Codex's own
+// is bubblewrap, which needs namespaces baton's box does not hand on: in
+// the box every shell call of a workspace-write Codex fails ("error
+// building bubblewrap command") and so does every patch. So a boxed
+// Codex is told it has full access, which is what baton's box allows it;
+// an unboxed one (--sandbox=off, or a kernel baton cannot confine on)
+// keeps its own workspace-write sandbox.
+func codexSandbox(s Spec) string {
+	if boxed(s) {
+		return "danger-full-access"
+	}
+	return "workspace-write"
 }
 
 // parseAgent resolves an agent name; for "command:<argv>" it also returns

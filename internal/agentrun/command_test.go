@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/sandbox"
 )
 
 const testSchema = `{
@@ -42,6 +43,13 @@ func TestCommandGolden(t *testing.T) {
 		{"droid_full", with(full, "droid", "-r", "high")},
 		{"droid_user_autonomy", with(Spec{Prompt: "secret prompt"}, "droid", "--skip-permissions-unsafe")},
 		{"command_quoted", with(full, `command:./agent.sh --fast "two words" 'it''s' a\ b`, "--extra")},
+	}
+	if sandbox.Probe().Available() {
+		// Inside baton's box Codex is told not to start its own.
+		tests = append(tests, struct {
+			name string
+			spec Spec
+		}{"codex_boxed", Spec{Agent: "codex", Prompt: "secret prompt", Confine: &sandbox.Confinement{Mode: sandbox.ModeAuto}}})
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -14,6 +14,12 @@ func confining(s Spec) bool {
 	return s.Confine != nil && s.Confine.Mode != sandbox.ModeOff
 }
 
+// boxed reports whether s's agent will run in baton's box: confinement
+// asked for and a kernel that can give it.
+func boxed(s Spec) bool {
+	return confining(s) && sandbox.Probe().Available()
+}
+
 // startAgent starts cmd, confined when s asks: the system, the agent's
 // working and temporary directories, its CLI's own configuration and
 // installation, and what s.Confine.Policy adds. release must be called
@@ -79,13 +85,22 @@ func (k kind) configPolicy(e sandbox.Env, env []string) sandbox.Policy {
 		}
 		p.Write = []string{dir, home(".claude.json")}
 	case kindCodex:
-		dir := envValue(env, "CODEX_HOME")
-		if !filepath.IsAbs(dir) {
-			dir = home(".codex")
-		}
-		p.Write = []string{dir}
+		p.Write = []string{codexHome(env)}
 	case kindDroid:
 		p.Write = []string{home(".factory")}
 	}
 	return p
+}
+
+// codexHome is where Codex keeps its configuration and sessions for a
+// process with env: $CODEX_HOME, else ~/.codex; "" when neither is an
+// absolute path.
+func codexHome(env []string) string {
+	if dir := envValue(env, "CODEX_HOME"); filepath.IsAbs(dir) {
+		return dir
+	}
+	if home := envValue(env, "HOME"); filepath.IsAbs(home) {
+		return filepath.Join(home, ".codex")
+	}
+	return ""
 }

@@ -10,11 +10,17 @@
 //     result line gives the final text, structured_output (with a schema),
 //     cost, tokens (modelUsage when present, since it includes subagents),
 //     turns and the error subtype.
-//   - "codex": codex exec --json --sandbox workspace-write. The final message
-//     is the last completed agent_message item (or the --output-last-message
-//     file); tokens come from turn.completed; turn.failed marks an error.
-//   - "droid": droid exec -o json --auto medium. The final message is the one
-//     JSON result object droid prints at the end.
+//   - "codex": codex exec --json --sandbox danger-full-access inside baton's
+//     box (Codex's own bubblewrap sandbox cannot start there), --sandbox
+//     workspace-write outside it. The final message is the last completed
+//     agent_message item (or the --output-last-message file); tokens come
+//     from turn.completed; turn.failed marks an error; the model, which the
+//     stream never names, comes from the session file Codex writes under
+//     $CODEX_HOME/sessions.
+//   - "droid": droid exec -o stream-json --auto medium. Events arrive as they
+//     happen (messages, tool calls and results); the final message, turns
+//     and tokens come with the completion event, the model with the init
+//     event. -o json (one result object) is read too.
 //   - "command:<argv>": any program. argv is split like a shell would split
 //     it (quotes and backslashes) but nothing is expanded and no shell runs.
 //     If stdout ends with a JSON object (the last non-empty line, or a
@@ -28,6 +34,15 @@
 // user configuration wins without duplicate flags. Command returns the exact
 // argv, for golden tests and --dry-run.
 //
+// # Tool calls
+//
+// Result.ToolCalls counts the agent's tool calls and Result.ToolFailures
+// those its CLI reported as failed (claude's is_error tool results, codex
+// items with status failed or declined or a non-zero exit code, droid's
+// isError tool results); Result.FailedTools says which, one line each.
+// The live view shows each failure as a "✗" line, so an edit the CLI could
+// not apply never passes for one it made.
+//
 // # Process control
 //
 // The agent runs in its own process group. When ctx is done or Spec.Timeout
@@ -38,7 +53,8 @@
 // # Logs
 //
 // With Spec.LogDir set, Run writes prompt.txt (the exact stdin), argv.json,
-// events.jsonl (claude, codex) or stdout.log (droid, command), and
+// events.jsonl (claude, codex, droid) or stdout.log (command agents, and
+// droid told -o json), and
 // stderr.log; with a schema, codex and command agents get
 // output-schema.json there, and codex writes last-message.txt. Without
 // LogDir those two files go to a temporary directory removed after the run.

@@ -8,10 +8,11 @@ import (
 	"strings"
 )
 
-// droidDecoder reads droid exec -o json: one result object, printed
-// compact or indented, possibly after stray text. It also understands the
-// stream-json events (message, tool_call, completion) in case ExtraArgs
-// asks for that format.
+// droidDecoder reads droid exec -o stream-json: events as they happen
+// (message, tool_call, tool_result), then a completion with the final
+// text and usage. It also reads -o json, one result object printed
+// compact or indented, possibly after stray text, in case ExtraArgs asks
+// for that format.
 type droidDecoder struct {
 	live      *liveView
 	scan      *objectScanner
@@ -19,6 +20,8 @@ type droidDecoder struct {
 	lastText  string
 	sessionID string
 	model     string
+	tools     toolTally
+	calls     map[string]toolCall // pending tool calls, by id
 	unknown   int
 }
 
@@ -39,12 +42,21 @@ type droidObject struct {
 	// type "error"
 	Message string `json:"message"`
 	// stream-json events
+	ID              string          `json:"id"`
 	Role            string          `json:"role"`
 	Text            string          `json:"text"`
 	ToolName        string          `json:"toolName"`
 	Parameters      json.RawMessage `json:"parameters"`
+	ToolIsError     bool            `json:"isError"`
+	ToolError       *droidToolError `json:"error"`
+	Value           json.RawMessage `json:"value"`
 	FinalText       *string         `json:"finalText"`
 	CompletionTurns int             `json:"numTurns"`
+}
+
+// droidToolError is a failed tool_result's error.
+type droidToolError struct {
+	Message string `json:"message"`
 }
 
 func (d *droidDecoder) tooLong()      { d.unknown++ }
@@ -77,16 +89,22 @@ func (d *droidDecoder) object(b []byte) {
 		if o.FinalText != nil {
 			text = *o.FinalText
 		}
-		d.result = &droidObject{Type: "result", Result: &text, SessionID: o.SessionID, NumTurns: o.CompletionTurns}
+		d.result = &droidObject{Type: "result", Result: &text, SessionID: o.SessionID, NumTurns: o.CompletionTurns, Usage: o.Usage}
 		if text != d.lastText {
 			d.live.text(text)
 		}
 	case "error":
+		// stream-json reports where it failed first ("400 …"), then the
+		// CLI's own "Exec failed": both are kept.
 		msg := o.Message
 		if msg == "" && o.Result != nil {
 			msg = *o.Result
 		}
-		d.result = &droidObject{Type: "result", IsError: true, Errors: []json.RawMessage{mustJSONString(msg)}, SessionID: o.SessionID}
+		var errs []json.RawMessage
+		if d.result != nil && d.result.IsError {
+			errs = d.result.Errors
+		}
+		d.result = &droidObject{Type: "result", IsError: true, Errors: append(errs, mustJSONString(msg)), SessionID: o.SessionID}
 		d.live.note("✗", msg)
 	case "system":
 		if o.Model != "" {
@@ -98,8 +116,29 @@ func (d *droidDecoder) object(b []byte) {
 			d.live.text(o.Text)
 		}
 	case "tool_call":
-		d.live.tool(o.ToolName, toolDetail(o.Parameters))
+		detail := toolDetail(o.Parameters)
+		d.live.tool(o.ToolName, detail)
+		d.tools.call()
+		if d.calls == nil {
+			d.calls = map[string]toolCall{}
+		}
+		if o.ID != "" && len(d.calls) < maxPendingCalls {
+			d.calls[o.ID] = toolCall{o.ToolName, detail}
+		}
 	case "tool_result":
+		c, ok := d.calls[o.ID]
+		delete(d.calls, o.ID)
+		if !o.ToolIsError {
+			return
+		}
+		if !ok {
+			c.name = "tool"
+		}
+		why := resultText(o.Value)
+		if o.ToolError != nil && o.ToolError.Message != "" {
+			why = o.ToolError.Message
+		}
+		d.tools.fail(d.live, c.name, c.detail, why)
 	default:
 		d.unknown++
 	}
@@ -115,6 +154,7 @@ func (d *droidDecoder) finish(r *Result) bool {
 	r.SessionID = d.sessionID
 	r.Model = d.model
 	r.UnknownEvents = d.unknown
+	d.tools.finish(r)
 	res := d.result
 	if res == nil {
 		r.FinalText = d.lastText

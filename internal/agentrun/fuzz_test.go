@@ -63,11 +63,13 @@ func FuzzClaudeStream(f *testing.F) {
 	addRecorded(f, "claude_")
 	f.Add([]byte(`{"type":"assistant","message":{"content":[{"type":"text","text":"x"}]}}` + "\n{\"type\":\"result\""))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		tail := []byte(`{"type":"result","subtype":"success","is_error":false,"result":"FINAL","num_turns":3}`)
+		tail := []byte(`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"toolu_FZ","is_error":true,"content":"FAILED"}]}}` + "\n" +
+			`{"type":"result","subtype":"success","is_error":false,"result":"FINAL","num_turns":3}`)
 		res, found := checkDecoder(t, kindClaude, in, tail)
 		if !found || res.FinalText != "FINAL" || res.NumTurns != 3 {
 			t.Fatalf("result line after %q: found=%v FinalText=%q NumTurns=%d, want true, FINAL, 3", in, found, res.FinalText, res.NumTurns)
 		}
+		checkOneMoreFailure(t, kindClaude, in, res)
 	})
 }
 
@@ -75,13 +77,29 @@ func FuzzCodexEvents(f *testing.F) {
 	addRecorded(f, "codex_")
 	f.Add([]byte(`{"type":"item.completed","item":{"type":"agent_message"}}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		tail := []byte(`{"type":"item.completed","item":{"id":"z","type":"agent_message","text":"FINAL"}}` + "\n" +
+		tail := []byte(`{"type":"item.completed","item":{"id":"zf","type":"file_change","changes":[{"path":"a","kind":"add"}],"status":"failed"}}` + "\n" +
+			`{"type":"item.completed","item":{"id":"z","type":"agent_message","text":"FINAL"}}` + "\n" +
 			`{"type":"turn.completed","usage":{"input_tokens":7,"cached_input_tokens":2,"output_tokens":1}}`)
 		res, found := checkDecoder(t, kindCodex, in, tail)
 		if !found || res.FinalText != "FINAL" || res.InputTokens != 7 || res.CacheReadTokens != 2 {
 			t.Fatalf("final events after %q: found=%v FinalText=%q tokens=%d/%d, want true, FINAL, 7/2", in, found, res.FinalText, res.InputTokens, res.CacheReadTokens)
 		}
+		checkOneMoreFailure(t, kindCodex, in, res)
 	})
+}
+
+// checkOneMoreFailure checks that res, the result of in followed by one
+// failed tool call, counts exactly one failure more than in alone: no
+// output before a failed call can hide it or make it count twice.
+func checkOneMoreFailure(t *testing.T, k kind, in []byte, res *Result) {
+	t.Helper()
+	base, _, _ := decodeStream(bytes.NewReader(in), newDecoder(k, nil))
+	if res.ToolFailures != base.ToolFailures+1 {
+		t.Fatalf("a failed call after %q: %d failures, want %d", in, res.ToolFailures, base.ToolFailures+1)
+	}
+	if base.ToolFailures < maxFailedTools && len(res.FailedTools) != base.ToolFailures+1 {
+		t.Fatalf("a failed call after %q: FailedTools %q, want it listed", in, res.FailedTools)
+	}
 }
 
 func FuzzDroidOutput(f *testing.F) {

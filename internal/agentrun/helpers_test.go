@@ -21,6 +21,9 @@ type report struct {
 	NumTurns        int             `json:"num_turns,omitempty"`
 	IsError         bool            `json:"is_error,omitempty"`
 	Errors          []string        `json:"errors,omitempty"`
+	ToolCalls       int             `json:"tool_calls,omitempty"`
+	ToolFailures    int             `json:"tool_failures,omitempty"`
+	FailedTools     []string        `json:"failed_tools,omitempty"`
 	UnknownEvents   int             `json:"unknown_events,omitempty"`
 }
 
@@ -29,6 +32,7 @@ func reportOf(r *Result, found bool) report {
 		Found: found, FinalText: r.FinalText, Structured: r.Structured, SessionID: r.SessionID,
 		Model: r.Model, CostUSD: r.CostUSD, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
 		CacheReadTokens: r.CacheReadTokens, NumTurns: r.NumTurns, IsError: r.IsError, Errors: r.Errors,
+		ToolCalls: r.ToolCalls, ToolFailures: r.ToolFailures, FailedTools: r.FailedTools,
 		UnknownEvents: r.UnknownEvents,
 	}
 }

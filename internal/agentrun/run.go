@@ -124,6 +124,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 
 	live := newLiveView(s.Live)
 	dec := newDecoder(p.kind, live)
+	start := time.Now()
 	stop, stderrTail, waitErr, runErr := execute(ctx, s, p, path, env, runTmp, dec, live, logs, res)
 	if runErr != nil {
 		return res, runErr
@@ -131,6 +132,11 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 
 	// What the decoder found.
 	found := dec.finish(res)
+	if p.kind == kindCodex && res.SessionID != "" {
+		if m := codexModel(codexHome(env), res.SessionID, start, time.Now()); m != "" {
+			res.Model = m
+		}
+	}
 	if !found && p.lastMsgPath != "" {
 		if b, err := safefile.ReadFile(p.lastMsgPath, maxLineBytes); err == nil {
 			if text, ok := codexLastMessage(b); ok {
@@ -469,12 +475,12 @@ func openLogs(s Spec, p *plan) (*runLogs, error) {
 	if err := os.WriteFile(filepath.Join(s.LogDir, ArgvFile), append(argv, '\n'), 0o644); err != nil {
 		return nil, err
 	}
-	name, jsonl := StdoutLog, false
-	if p.kind == kindClaude || p.kind == kindCodex {
-		name, jsonl = EventsLog, true
+	name := StdoutLog
+	if p.jsonl {
+		name = EventsLog
 	}
 	var err error
-	if l.stdout, err = createLog(filepath.Join(s.LogDir, name), limit, jsonl); err != nil {
+	if l.stdout, err = createLog(filepath.Join(s.LogDir, name), limit, p.jsonl); err != nil {
 		return nil, err
 	}
 	if l.stderr, err = createLog(filepath.Join(s.LogDir, StderrLog), limit, false); err != nil {

@@ -52,6 +52,10 @@ func TestRunSuccess(t *testing.T) {
 			s := spec(t, fake, agent)
 			s.SystemPrompt = "You are the implementer."
 			s.Live = &live
+			if agent == "codex" {
+				// Codex names its model only in its session file.
+				s.Env = append(s.Env, "CODEX_HOME="+t.TempDir())
+			}
 			s.Prompt = strings.Repeat("Implement Add in calc.go. ", 8000) // 200 KB: more than a pipe buffer
 			res, err := Run(t.Context(), s)
 			if err != nil {
@@ -78,8 +82,8 @@ func TestRunSuccess(t *testing.T) {
 			got := usage{res.SessionID, res.Model, res.CostUSD, res.InputTokens, res.OutputTokens, res.CacheReadTokens, int64(res.NumTurns)}
 			want := map[string]usage{
 				"claude":  {"fake-session-0001", "model-x", 0.25, 1100, 20, 1000, 4},
-				"codex":   {"fake-session-0001", "", 0, 1100, 20, 1000, 1},
-				"droid":   {"fake-session-0001", "", 0, 0, 0, 0, 4},
+				"codex":   {"fake-session-0001", "model-x", 0, 1100, 20, 1000, 1},
+				"droid":   {"fake-session-0001", "model-x", 0, 1100, 20, 1000, 4},
 				"command": {"", "", 0, 0, 0, 0, 0},
 			}[agent]
 			if diff := cmp.Diff(want, got); diff != "" {
@@ -113,9 +117,9 @@ func TestRunSuccess(t *testing.T) {
 			if err != nil || string(prompt) != wantPrompt {
 				t.Errorf("%s holds %d bytes (%v), want the %d bytes sent", PromptFile, len(prompt), err, len(wantPrompt))
 			}
-			out := StdoutLog
-			if agent == "claude" || agent == "codex" {
-				out = EventsLog
+			out := EventsLog
+			if agent == "command" {
+				out = StdoutLog
 			}
 			if b, err := os.ReadFile(filepath.Join(s.LogDir, out)); err != nil || len(b) == 0 {
 				t.Errorf("%s is empty or missing: %v", out, err)
@@ -126,7 +130,7 @@ func TestRunSuccess(t *testing.T) {
 			if b, err := os.ReadFile(filepath.Join(s.LogDir, ArgvFile)); err != nil || !strings.Contains(string(b), `"`+res.Argv[0]+`"`) {
 				t.Errorf("%s = %s, %v; want the argv", ArgvFile, b, err)
 			}
-			if agent != "droid" && !strings.Contains(live.String(), "Looking at calc.go.") {
+			if !strings.Contains(live.String(), "Looking at calc.go.") {
 				t.Errorf("live view = %q, want the assistant's text", live.String())
 			}
 			if !strings.Contains(live.String(), "Added Add to calc.go.") {

@@ -37,7 +37,7 @@ func (s *Service) Decide(ctx context.Context, ref string, a Action, actor, note 
 	if a == ActReject {
 		return s.Reject(ctx, ref, actor, note)
 	}
-	return s.decide(ctx, ref, Input{Action: a, Actor: actor, Person: true, Note: note})
+	return s.decide(ctx, ref, Input{Action: a, Actor: actor, Person: true, Note: note, Reason: note})
 }
 
 // checkDecision applies the caps on a decision's free text: the reason
@@ -118,7 +118,7 @@ func (s *Service) Retry(ctx context.Context, ref, actor, note string, change Set
 		return nil, err
 	}
 	if change == (Settings{}) {
-		return s.decide(ctx, ref, Input{Action: ActRetry, Actor: actor, Person: true, Note: note})
+		return s.decide(ctx, ref, Input{Action: ActRetry, Actor: actor, Person: true, Note: note, Reason: note})
 	}
 	d, err := s.Resolve(ctx, ref)
 	if err != nil {
@@ -128,7 +128,7 @@ func (s *Service) Retry(ctx context.Context, ref, actor, note string, change Set
 	if err != nil {
 		return nil, err
 	}
-	return s.decide(ctx, d.ID, Input{Action: ActRetry, Actor: actor, Person: true, Note: note, Config: c})
+	return s.decide(ctx, d.ID, Input{Action: ActRetry, Actor: actor, Person: true, Note: note, Reason: note, Config: c})
 }
 
 // checkAgentChange refuses a change of how a delivery runs that a retry

@@ -46,27 +46,28 @@ func PhaseWords(e baton.PhaseLogEntry) string {
 	case e.Action == "create" && e.Phase == baton.PhaseIntake:
 		return "Created by " + e.Actor + "."
 	case e.Phase == baton.PhaseClose:
-		if e.Action == "close" {
-			return with("Closed by "+e.Actor, decisionNote(e)) + "."
+		if e.Decision == DecisionClosed {
+			return with("Closed by "+e.Actor, e.Reason) + "."
 		}
 		return "Delivered."
-	case e.Action == "cancel":
-		return with(e.Actor+" canceled "+p, strings.TrimPrefix(strings.TrimPrefix(e.Note, "canceled by "+e.Actor), ": ")) + "."
+	case e.Decision == DecisionCanceled:
+		return with(e.Actor+" canceled "+p, e.Reason) + "."
 	case e.Status == baton.StatusRunning:
 		return P + " started."
 	case e.Status == baton.StatusPending:
 		var who string
-		if personAction[e.Action] {
+		switch e.Decision {
+		case DecisionStarted:
+			return with(e.Actor+" started "+p, e.Reason) + "."
+		case "":
+		default:
 			who = decisionWords(e)
-			if e.Action == "approve" && e.Note == startedNote {
-				return e.Actor + " started " + p + "."
-			}
 			who = strings.ToUpper(who[:1]) + who[1:] + ". "
 		}
 		switch {
-		case strings.Contains(e.Note, checkpointNote):
+		case e.Waits:
 			return who + P + " is waiting for a person to start it."
-		case e.Action == "lose" || e.Action == "release":
+		case e.Action == string(ActLose) || e.Action == string(ActRelease):
 			return with(P+" is queued again", e.Note) + "."
 		}
 		return who + P + " is queued for a worker."

@@ -42,6 +42,24 @@ const (
 	startedNote    = "started"
 )
 
+// Decisions: what a person decided, as a phase log entry records it
+// (baton.PhaseLogEntry.Decision).
+const (
+	DecisionStarted  = "started"
+	DecisionApproved = "approved"
+	DecisionRejected = "rejected"
+	DecisionRetried  = "retried"
+	DecisionCanceled = "canceled"
+	DecisionClosed   = "closed"
+)
+
+// decisions are the actions a person decides with, and their words; a
+// start is an approve of a phase that waits to be started.
+var decisions = map[Action]string{
+	ActApprove: DecisionApproved, ActReject: DecisionRejected, ActRetry: DecisionRetried,
+	ActCancel: DecisionCanceled, ActClose: DecisionClosed,
+}
+
 // MaxLostAttempts is how many attempts of one phase may lose their worker
 // before the phase fails instead of being queued again.
 const MaxLostAttempts = 2
@@ -64,6 +82,10 @@ type Input struct {
 	// Note explains: a failure, a skip reason, a reject reason, a verdict
 	// summary.
 	Note string
+	// Reason is the reason a person gave with their decision, as they
+	// wrote it: the phase log keeps it apart from the note, which may add
+	// what the pipeline says of the change.
+	Reason string
 	// Refs are added to the delivery (work, review, check refs).
 	Refs []baton.Ref
 	// Config, on a retry or a person's run, is how the delivery runs
@@ -188,6 +210,7 @@ func (m *machine) approve() error {
 		d.Queued = true
 		m.enqueue = true
 		m.entry(baton.StatusPending, "", startedNote)
+		m.log[len(m.log)-1].Decision = DecisionStarted
 		return nil
 	case baton.StatusSucceeded:
 		m.advance("approved")
@@ -502,7 +525,7 @@ func (m *machine) enter(p baton.Phase, note string, byPerson bool) {
 
 func (m *machine) entry(status baton.RunStatus, v baton.Verdict, note string) {
 	d := &m.d
-	m.log = append(m.log, baton.PhaseLogEntry{
+	e := baton.PhaseLogEntry{
 		Phase:     d.Phase,
 		Status:    status,
 		Executor:  d.Phase.Executor(),
@@ -510,9 +533,14 @@ func (m *machine) entry(status baton.RunStatus, v baton.Verdict, note string) {
 		Actor:     m.in.Actor,
 		Action:    string(m.in.Action),
 		Note:      note,
+		Waits:     status == baton.StatusPending && !d.Queued,
 		Attempt:   d.Attempt,
 		StartedAt: m.in.Now,
-	})
+	}
+	if word, ok := decisions[m.in.Action]; ok && m.in.Person {
+		e.Decision, e.Reason = word, strings.TrimSpace(m.in.Reason)
+	}
+	m.log = append(m.log, e)
 }
 
 // entryEnded appends a terminal entry, ended as it starts.

@@ -424,3 +424,44 @@ func TestFeedbackWhileQueued(t *testing.T) {
 		}
 	}
 }
+
+// A person's decision is a field of its phase log entry, with their reason
+// as they wrote it apart from the machine's note; a phase that waits for
+// a person to start it says so in a field; the pipeline's own moves carry
+// neither.
+func TestDecisionsAreFieldsOfThePhaseLog(t *testing.T) {
+	t.Parallel()
+	type fields struct {
+		Decision, Reason string
+		Waits            bool
+	}
+	last := func(r Result) fields {
+		e := r.Log[len(r.Log)-1]
+		return fields{e.Decision, e.Reason, e.Waits}
+	}
+	verified := mustApply(t, fixture(baton.PhaseVerify, baton.StatusRunning), Input{Action: ActForward, Actor: "w", Now: t0, Attempt: 3, Verdict: baton.VerdictPass})
+	failed := fixture(baton.PhaseImplement, baton.StatusFailed)
+	for name, c := range map[string]struct {
+		res  Result
+		want fields
+	}{
+		"waits at a checkpoint": {verified, fields{Waits: true}},
+		"started":               {mustApply(t, verified.Delivery, Input{Action: ActApprove, Actor: "alice", Person: true, Now: t0, Note: "go", Reason: "go"}), fields{Decision: DecisionStarted, Reason: "go"}},
+		"approved with a reason": {mustApply(t, fixture(baton.PhasePlan, baton.StatusSucceeded), Input{Action: ActApprove, Actor: "alice", Person: true, Now: t0, Reason: " the plan is right "}),
+			fields{Decision: DecisionApproved, Reason: "the plan is right"}},
+		"rejected": {mustApply(t, failed, Input{Action: ActReject, Actor: "bob", Person: true, Now: t0, Note: "too broad (review not posted)", Reason: "too broad"}),
+			fields{Decision: DecisionRejected, Reason: "too broad"}},
+		"retried with another agent": {mustApply(t, failed, Input{Action: ActRetry, Actor: "bob", Person: true, Now: t0, Config: &baton.DeliveryConfig{Agent: "codex"}}),
+			fields{Decision: DecisionRetried}},
+		"canceled": {mustApply(t, fixture(baton.PhaseImplement, baton.StatusRunning), Input{Action: ActCancel, Actor: "bob", Person: true, Now: t0, Note: "wrong", Reason: "wrong"}),
+			fields{Decision: DecisionCanceled, Reason: "wrong"}},
+		"closed": {mustApply(t, failed, Input{Action: ActClose, Actor: "alice", Person: true, Now: t0, Note: "not needed", Reason: "not needed"}),
+			fields{Decision: DecisionClosed, Reason: "not needed"}},
+		"a worker's failure": {mustApply(t, fixture(baton.PhaseImplement, baton.StatusRunning), Input{Action: ActFail, Actor: "w", Now: t0, Attempt: 3, Note: "boom"}), fields{}},
+		"a lost worker":      {mustApply(t, fixture(baton.PhaseImplement, baton.StatusRunning), Input{Action: ActLose, Actor: "w", Now: t0, Attempt: 3}), fields{}},
+	} {
+		if got := last(c.res); got != c.want {
+			t.Errorf("%s: last entry %+v, want %+v", name, got, c.want)
+		}
+	}
+}

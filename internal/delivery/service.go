@@ -249,7 +249,7 @@ func (s *Service) Reject(ctx context.Context, ref, actor, reason string) (*baton
 	if err != nil {
 		return nil, err
 	}
-	in := Input{Action: ActReject, Actor: actor, Person: true, Now: s.now(), Note: reason}
+	in := Input{Action: ActReject, Actor: actor, Person: true, Now: s.now(), Note: reason, Reason: reason}
 	if _, err := Apply(*d, in); err != nil {
 		return nil, err // refuse before posting anything
 	}

@@ -37,9 +37,6 @@ type StepView struct {
 	Decision string `json:"decision,omitempty"`
 }
 
-// personActions are the state machine's actions a person takes.
-var personAction = map[string]bool{string(ActApprove): true, string(ActReject): true, string(ActRetry): true, string(ActCancel): true, string(ActClose): true}
-
 // Timeline folds a phase log (oldest first) into steps, one per attempt
 // at a phase, at now. queued says whether the delivery's pending phase
 // is queued for a worker (else a person must start it).
@@ -59,7 +56,7 @@ func Timeline(log []baton.PhaseLogEntry, queued bool, now time.Time) []StepView 
 		newStep := cur == nil || string(e.Phase) != cur.Phase ||
 			(e.Status == baton.StatusPending && ended) || (e.Status == baton.StatusRunning && ran)
 		if newStep {
-			if cur != nil && personAction[e.Action] {
+			if cur != nil && e.Decision != "" {
 				cur.Decision = decisionWords(e)
 			}
 			if cur != nil && cur.EndedAt == nil {
@@ -77,7 +74,7 @@ func Timeline(log []baton.PhaseLogEntry, queued bool, now time.Time) []StepView 
 			cur.WorkSeconds += dur
 			ran = true
 		case baton.StatusPending:
-			started := next != nil && next.Phase == e.Phase && next.Action == string(ActApprove) && next.Status == baton.StatusPending
+			started := next != nil && next.Phase == e.Phase && next.Decision == DecisionStarted
 			if started || (next == nil && !queued) {
 				cur.PersonSeconds += dur
 			} else {
@@ -103,9 +100,9 @@ func Timeline(log []baton.PhaseLogEntry, queued bool, now time.Time) []StepView 
 		if e.Phase == baton.PhaseClose {
 			t := e.StartedAt
 			cur.EndedAt = &t
-			cur.Note = decisionWords(e)
-			if e.Action != string(ActClose) {
-				cur.Note = "delivered"
+			cur.Note = "delivered"
+			if e.Decision == DecisionClosed {
+				cur.Note = decisionWords(e)
 			}
 		}
 	}
@@ -115,41 +112,18 @@ func Timeline(log []baton.PhaseLogEntry, queued bool, now time.Time) []StepView 
 	return steps
 }
 
-// decisionWords says what a person's action in a phase log entry was.
+// decisionWords says what a person decided in a phase log entry, with
+// the reason they gave. The note of a reject or a retry is their reason
+// with what the pipeline added to it (a review it could not post, the
+// agent it switched to), so that is shown whole.
 func decisionWords(e baton.PhaseLogEntry) string {
-	verb := map[string]string{string(ActApprove): "approved", string(ActReject): "rejected", string(ActRetry): "retried", string(ActCancel): "canceled", string(ActClose): "closed"}[e.Action]
-	if e.Action == string(ActApprove) && e.Status == baton.StatusPending && e.Note == startedNote {
-		verb = "started"
+	s := e.Decision + " by " + e.Actor
+	words := e.Reason
+	if e.Decision == DecisionRejected || e.Decision == DecisionRetried {
+		words = e.Note
 	}
-	s := verb + " by " + e.Actor
-	if note := decisionNote(e); note != "" {
-		s += ": " + note
+	if w := strings.TrimSpace(words); w != "" {
+		s += ": " + w
 	}
 	return s
-}
-
-// decisionNote is the reason a person gave, without what the machine
-// added to it.
-func decisionNote(e baton.PhaseLogEntry) string {
-	n := strings.TrimSpace(e.Note)
-	switch e.Action {
-	case string(ActApprove):
-		if n == startedNote || n == "approved" || n == "delivered" || strings.HasPrefix(n, "approved over: ") || strings.HasPrefix(n, "approved;") {
-			return ""
-		}
-	case string(ActClose):
-		if _, reason, ok := strings.Cut(n, ": "); ok && strings.HasPrefix(n, "closed by ") {
-			return reason
-		}
-		return ""
-	case string(ActCancel):
-		return ""
-	}
-	if i := strings.Index(n, "; "+checkpointNote); i >= 0 {
-		n = n[:i]
-	}
-	if n == checkpointNote {
-		return ""
-	}
-	return n
 }

@@ -18,25 +18,33 @@ func TestTimelineFoldsAttemptsAndSplitsWaits(t *testing.T) {
 	entry := func(s int, p baton.Phase, st baton.RunStatus, action, actor, note string) baton.PhaseLogEntry {
 		return baton.PhaseLogEntry{Phase: p, Status: st, Action: action, Actor: actor, Note: note, StartedAt: at(s)}
 	}
+	decided := func(e baton.PhaseLogEntry, decision, reason string) baton.PhaseLogEntry {
+		e.Decision, e.Reason = decision, reason
+		return e
+	}
+	waits := func(e baton.PhaseLogEntry) baton.PhaseLogEntry {
+		e.Waits = true
+		return e
+	}
 	log := []baton.PhaseLogEntry{
 		entry(0, baton.PhaseIntake, baton.StatusSucceeded, "create", "alice", "created"),
 		entry(0, baton.PhasePlan, baton.StatusPending, "create", "alice", ""),
 		entry(2, baton.PhasePlan, baton.StatusRunning, "run", "worker:x", ""),
 		entry(12, baton.PhasePlan, baton.StatusSucceeded, "forward", "worker:x", ""),
-		entry(72, baton.PhaseImplement, baton.StatusPending, "approve", "alice", "approved"),
+		decided(entry(72, baton.PhaseImplement, baton.StatusPending, "approve", "alice", "approved"), DecisionApproved, ""),
 		entry(73, baton.PhaseImplement, baton.StatusRunning, "run", "worker:x", ""),
 		entry(80, baton.PhaseImplement, baton.StatusFailed, "fail", "worker:x", "boom"),
-		entry(90, baton.PhaseImplement, baton.StatusPending, "retry", "bob", " (agent now codex)"),
+		decided(entry(90, baton.PhaseImplement, baton.StatusPending, "retry", "bob", "(agent now codex)"), DecisionRetried, ""),
 		entry(91, baton.PhaseImplement, baton.StatusRunning, "run", "worker:x", ""),
-		entry(95, baton.PhaseImplement, baton.StatusFailed, "cancel", "bob", "canceled by bob: wrong"),
-		entry(100, baton.PhaseImplement, baton.StatusPending, "retry", "bob", ""),
+		decided(entry(95, baton.PhaseImplement, baton.StatusFailed, "cancel", "bob", "canceled by bob: wrong"), DecisionCanceled, "wrong"),
+		decided(entry(100, baton.PhaseImplement, baton.StatusPending, "retry", "bob", "the other way"), DecisionRetried, "the other way"),
 		entry(101, baton.PhaseImplement, baton.StatusRunning, "run", "worker:x", ""),
 		entry(110, baton.PhaseImplement, baton.StatusSucceeded, "forward", "worker:x", "1 commit"),
-		entry(110, baton.PhaseDeploy, baton.StatusPending, "forward", "worker:x", checkpointNote),
-		entry(170, baton.PhaseDeploy, baton.StatusPending, "approve", "alice", startedNote),
+		waits(entry(110, baton.PhaseDeploy, baton.StatusPending, "forward", "worker:x", checkpointNote)),
+		decided(entry(170, baton.PhaseDeploy, baton.StatusPending, "approve", "alice", startedNote), DecisionStarted, ""),
 		entry(171, baton.PhaseDeploy, baton.StatusRunning, "run", "worker:x", ""),
 		entry(173, baton.PhaseDeploy, baton.StatusSucceeded, "forward", "worker:x", "merged"),
-		entry(200, baton.PhaseClose, baton.StatusSucceeded, "approve", "alice", "delivered"),
+		decided(entry(200, baton.PhaseClose, baton.StatusSucceeded, "approve", "alice", "delivered"), DecisionApproved, ""),
 	}
 	for i := range log[:len(log)-1] {
 		log[i].EndedAt = log[i+1].StartedAt
@@ -57,7 +65,7 @@ func TestTimelineFoldsAttemptsAndSplitsWaits(t *testing.T) {
 	want := []row{
 		{"plan", 1, "succeeded", 10, 2, 60, "", "approved by alice"},
 		{"implement", 1, "failed", 7, 1, 10, "boom", "retried by bob: (agent now codex)"},
-		{"implement", 2, "canceled", 4, 1, 5, "canceled by bob: wrong", "retried by bob"},
+		{"implement", 2, "canceled", 4, 1, 5, "canceled by bob: wrong", "retried by bob: the other way"},
 		{"implement", 3, "succeeded", 9, 1, 0, "1 commit", ""},
 		{"deploy", 1, "succeeded", 2, 1, 87, "merged", "approved by alice"},
 		{"close", 1, "succeeded", 0, 0, 0, "delivered", ""},
@@ -79,15 +87,15 @@ func TestPhaseWords(t *testing.T) {
 	}{
 		{baton.PhaseLogEntry{Phase: baton.PhaseIntake, Status: baton.StatusSucceeded, Action: "create", Actor: "alice"}, "Created by alice."},
 		{baton.PhaseLogEntry{Phase: baton.PhasePlan, Status: baton.StatusRunning, Action: "run", Actor: "serve:vm:5687:dbab2df2", Attempt: 3}, "Plan started."},
-		{baton.PhaseLogEntry{Phase: baton.PhaseDeploy, Status: baton.StatusPending, Action: "forward", Actor: "serve:vm:1:2", Note: checkpointNote}, "Deploy is waiting for a person to start it."},
-		{baton.PhaseLogEntry{Phase: baton.PhaseDeploy, Status: baton.StatusPending, Action: "approve", Actor: "alice", Note: startedNote}, "alice started deploy."},
-		{baton.PhaseLogEntry{Phase: baton.PhaseImplement, Status: baton.StatusPending, Action: "approve", Actor: "alice", Note: "approved"}, "Approved by alice. Implement is queued for a worker."},
-		{baton.PhaseLogEntry{Phase: baton.PhasePlan, Status: baton.StatusPending, Action: "reject", Actor: "bob", Note: "too vague"}, "Rejected by bob: too vague. Plan is queued for a worker."},
-		{baton.PhaseLogEntry{Phase: baton.PhasePlan, Status: baton.StatusFailed, Action: "cancel", Actor: "bob", Note: "canceled by bob: wrong"}, "bob canceled plan: wrong."},
+		{baton.PhaseLogEntry{Phase: baton.PhaseDeploy, Status: baton.StatusPending, Action: "forward", Actor: "serve:vm:1:2", Note: checkpointNote, Waits: true}, "Deploy is waiting for a person to start it."},
+		{baton.PhaseLogEntry{Phase: baton.PhaseDeploy, Status: baton.StatusPending, Action: "approve", Actor: "alice", Note: startedNote, Decision: DecisionStarted}, "alice started deploy."},
+		{baton.PhaseLogEntry{Phase: baton.PhaseImplement, Status: baton.StatusPending, Action: "approve", Actor: "alice", Note: "approved", Decision: DecisionApproved}, "Approved by alice. Implement is queued for a worker."},
+		{baton.PhaseLogEntry{Phase: baton.PhasePlan, Status: baton.StatusPending, Action: "reject", Actor: "bob", Note: "too vague", Decision: DecisionRejected, Reason: "too vague"}, "Rejected by bob: too vague. Plan is queued for a worker."},
+		{baton.PhaseLogEntry{Phase: baton.PhasePlan, Status: baton.StatusFailed, Action: "cancel", Actor: "bob", Note: "canceled by bob: wrong", Decision: DecisionCanceled, Reason: "wrong"}, "bob canceled plan: wrong."},
 		{baton.PhaseLogEntry{Phase: baton.PhaseReview, Status: baton.StatusSucceeded, Action: "forward", Verdict: baton.VerdictPass, Note: "Looks right"}, "Review passed: Looks right."},
 		{baton.PhaseLogEntry{Phase: baton.PhaseReview, Status: baton.StatusSucceeded, Action: "forward", Verdict: baton.VerdictNotPass, Note: "missing test"}, "Review did not pass: missing test."},
-		{baton.PhaseLogEntry{Phase: baton.PhaseClose, Status: baton.StatusFailed, Action: "close", Actor: "alice", Note: "closed by alice at plan/failed: not needed"}, "Closed by alice: not needed."},
-		{baton.PhaseLogEntry{Phase: baton.PhaseClose, Status: baton.StatusSucceeded, Action: "approve", Actor: "alice", Note: "delivered"}, "Delivered."},
+		{baton.PhaseLogEntry{Phase: baton.PhaseClose, Status: baton.StatusFailed, Action: "close", Actor: "alice", Note: "closed by alice at plan/failed: not needed", Decision: DecisionClosed, Reason: "not needed"}, "Closed by alice: not needed."},
+		{baton.PhaseLogEntry{Phase: baton.PhaseClose, Status: baton.StatusSucceeded, Action: "approve", Actor: "alice", Note: "delivered", Decision: DecisionApproved}, "Delivered."},
 	} {
 		if got := PhaseWords(c.e); got != c.want {
 			t.Errorf("PhaseWords(%s %s %s) = %q, want %q", c.e.Phase, c.e.Status, c.e.Action, got, c.want)

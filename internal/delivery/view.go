@@ -148,6 +148,9 @@ type PhaseLogView struct {
 	Actor           string     `json:"actor"`
 	Action          string     `json:"action"`
 	Note            string     `json:"note,omitempty"`
+	Decision        string     `json:"decision,omitempty"`
+	Reason          string     `json:"reason,omitempty"`
+	Waits           bool       `json:"waits_for_person,omitempty"`
 	Attempt         int64      `json:"attempt"`
 	StartedAt       time.Time  `json:"started_at"`
 	EndedAt         *time.Time `json:"ended_at,omitempty"`
@@ -157,7 +160,7 @@ type PhaseLogView struct {
 // NewPhaseLogView is the view of e at now.
 func NewPhaseLogView(e baton.PhaseLogEntry, now time.Time) PhaseLogView {
 	v := PhaseLogView{ID: e.ID, Phase: string(e.Phase), Status: string(e.Status), Executor: string(e.Executor),
-		Verdict: string(e.Verdict), Actor: e.Actor, Action: e.Action, Note: e.Note, Attempt: e.Attempt,
+		Verdict: string(e.Verdict), Actor: e.Actor, Action: e.Action, Note: e.Note, Decision: e.Decision, Reason: e.Reason, Waits: e.Waits, Attempt: e.Attempt,
 		StartedAt: e.StartedAt, DurationSeconds: e.Duration(now).Seconds()}
 	if !e.EndedAt.IsZero() {
 		end := e.EndedAt

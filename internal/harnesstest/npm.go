@@ -13,6 +13,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/baton-agent/baton/internal/testenv"
 )
 
 var installMu sync.Mutex
@@ -48,13 +51,9 @@ func (n NPM) Install(t testing.TB) string {
 	t.Helper()
 	installMu.Lock()
 	defer installMu.Unlock()
-	cache := os.Getenv("BATON_TEST_CACHE")
-	if cache == "" {
-		base, err := os.UserCacheDir()
-		if err != nil {
-			t.Skipf("no cache directory for npm installs: %v", err)
-		}
-		cache = filepath.Join(base, "baton-test")
+	cache, err := testenv.CacheDir()
+	if err != nil {
+		t.Skipf("no cache directory for npm installs: %v", err)
 	}
 	dir := filepath.Join(cache, strings.NewReplacer("@", "", "/", "-").Replace(n.Pkg)+"-"+n.Version)
 	path := filepath.Join(dir, "node_modules", ".bin", n.Bin)
@@ -76,11 +75,19 @@ func (n NPM) Install(t testing.TB) string {
 			t.Fatal(err)
 		}
 	}
+	// Said before and after: a first install takes minutes, and
+	// scripts/test.sh shows these lines as its progress.
+	t.Logf("npm install %s@%s into %s (once per cache)", n.Pkg, n.Version, dir)
+	start := time.Now()
 	cmd := exec.Command(npm, "install", "--no-audit", "--no-fund", "--loglevel=error", n.Pkg+"@"+n.Version)
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Skipf("npm install %s@%s failed (is the registry reachable?): %v\n%s", n.Pkg, n.Version, err, out)
 	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("npm install %s@%s gave no %s: %v", n.Pkg, n.Version, n.Bin, err)
+	}
+	t.Logf("installed %s@%s in %s", n.Pkg, n.Version, time.Since(start).Round(time.Second))
 	return path
 }
 

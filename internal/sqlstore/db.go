@@ -148,6 +148,11 @@ var migrations embed.FS
 // Migrate brings baton's tables up to date. db is a database/sql handle
 // to the same database (for PostgreSQL, pgx's stdlib.OpenDBFromPool).
 func Migrate(ctx context.Context, dialect Dialect, db *sql.DB) error {
+	return migrate(ctx, dialect, db, 0)
+}
+
+// migrate brings baton's tables up to version (0: the newest).
+func migrate(ctx context.Context, dialect Dialect, db *sql.DB, version int64) error {
 	var gd goose.Dialect
 	switch dialect {
 	case SQLite:
@@ -175,8 +180,15 @@ func Migrate(ctx context.Context, dialect Dialect, db *sql.DB) error {
 	if err != nil {
 		return fmt.Errorf("prepare migrations: %w", err)
 	}
-	_, err = p.Up(ctx)
-	if err != nil {
+	up := func() error {
+		if version > 0 {
+			_, err := p.UpTo(ctx, version)
+			return err
+		}
+		_, err := p.Up(ctx)
+		return err
+	}
+	if err = up(); err != nil {
 		// Two processes starting on a new database race to create the
 		// version table; the loser finds it made on a second look.
 		t := time.NewTimer(200 * time.Millisecond)
@@ -186,7 +198,7 @@ func Migrate(ctx context.Context, dialect Dialect, db *sql.DB) error {
 			return ctx.Err()
 		case <-t.C:
 		}
-		_, err = p.Up(ctx)
+		err = up()
 	}
 	if err != nil {
 		return baton.WrapError(baton.Unavailable, err, "migrate baton's tables")

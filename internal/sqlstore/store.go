@@ -444,9 +444,9 @@ func (s *Store) AppendPhaseLog(ctx context.Context, deliveryID string, e *baton.
 	if _, err := s.exec(ctx, `UPDATE phase_log SET ended_at = ? WHERE delivery_id = ? AND ended_at = ''`, fmtTime(e.StartedAt), deliveryID); err != nil {
 		return fmt.Errorf("end open phase log entry of %s: %w", deliveryID, err)
 	}
-	err := s.row(ctx, `INSERT INTO phase_log (delivery_id, phase, status, executor, verdict, actor, action, note, attempt, started_at, ended_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-		deliveryID, string(e.Phase), string(e.Status), string(e.Executor), string(e.Verdict), e.Actor, e.Action, e.Note, e.Attempt,
+	err := s.row(ctx, `INSERT INTO phase_log (delivery_id, phase, status, executor, verdict, actor, action, note, decision, reason, waits, attempt, started_at, ended_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		deliveryID, string(e.Phase), string(e.Status), string(e.Executor), string(e.Verdict), e.Actor, e.Action, e.Note, e.Decision, e.Reason, b2i(e.Waits), e.Attempt,
 		fmtTime(e.StartedAt), fmtTime(e.EndedAt)).Scan(&e.ID)
 	if err != nil {
 		return fmt.Errorf("append phase log of %s: %w", deliveryID, s.wrap(err))
@@ -456,7 +456,7 @@ func (s *Store) AppendPhaseLog(ctx context.Context, deliveryID string, e *baton.
 
 // PhaseLog returns the entries oldest first.
 func (s *Store) PhaseLog(ctx context.Context, deliveryID string) ([]baton.PhaseLogEntry, error) {
-	rows, err := s.query(ctx, `SELECT id, phase, status, executor, verdict, actor, action, note, attempt, started_at, ended_at
+	rows, err := s.query(ctx, `SELECT id, phase, status, executor, verdict, actor, action, note, decision, reason, waits, attempt, started_at, ended_at
 		FROM phase_log WHERE delivery_id = ? ORDER BY id`, deliveryID)
 	if err != nil {
 		return nil, err
@@ -467,10 +467,12 @@ func (s *Store) PhaseLog(ctx context.Context, deliveryID string) ([]baton.PhaseL
 		var (
 			e                                        baton.PhaseLogEntry
 			phase, status, executor, verdict, sa, ea string
+			waits                                    int64
 		)
-		if err := rows.Scan(&e.ID, &phase, &status, &executor, &verdict, &e.Actor, &e.Action, &e.Note, &e.Attempt, &sa, &ea); err != nil {
+		if err := rows.Scan(&e.ID, &phase, &status, &executor, &verdict, &e.Actor, &e.Action, &e.Note, &e.Decision, &e.Reason, &waits, &e.Attempt, &sa, &ea); err != nil {
 			return nil, err
 		}
+		e.Waits = waits != 0
 		e.Phase, e.Status, e.Executor, e.Verdict = baton.Phase(phase), baton.RunStatus(status), baton.Executor(executor), baton.Verdict(verdict)
 		if e.StartedAt, err = parseTime(sa); err != nil {
 			return nil, err

@@ -1,17 +1,32 @@
-// Package testenv says which tests a test run includes. `go test ./...`
-// is the everyday run and stays quick; tests that install or drive large
+// Package testenv says which tests a test run includes, and where tests
+// keep what they fetch once for every run. `go test ./...` is the
+// everyday run and stays quick; tests that install or drive large
 // outside programs (the real agent harnesses from npm, Lighthouse,
-// GoReleaser and podman, several worker processes on PostgreSQL) run
-// when BATON_TEST_ALL is set, which scripts/test.sh (and so CI) does.
+// GoReleaser and podman, several worker processes on PostgreSQL) run when
+// BATON_TEST_ALL is set, which scripts/test.sh (and so CI) does.
+//
+// Their prerequisites are fetched before the run that times them: each
+// package with heavy prerequisites has a TestPrefetch that installs them
+// through the very helpers its tests call, and does nothing unless
+// BATON_TEST_PREFETCH is set. scripts/test.sh runs those first
+// (`go test -run '^TestPrefetch$'`), so a fresh machine spends its
+// downloads there, not inside a timed test.
 package testenv
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 )
 
 // AllVar is the variable that turns on every test.
 const AllVar = "BATON_TEST_ALL"
+
+// PrefetchVar is the variable that makes TestPrefetch fetch.
+const PrefetchVar = "BATON_TEST_PREFETCH"
+
+// CacheVar names the directory of what tests fetch once (CacheDir).
+const CacheVar = "BATON_TEST_CACHE"
 
 // All reports whether this run includes the heavy tests.
 func All() bool { return os.Getenv(AllVar) != "" }
@@ -26,4 +41,30 @@ func Heavy(t testing.TB, what string) {
 	if !All() {
 		t.Skipf("%s: set %s=1, or run scripts/test.sh, to include it", what, AllVar)
 	}
+}
+
+// Prefetch skips t unless this run fetches the heavy tests'
+// prerequisites: a TestPrefetch calls it first, then the same install
+// helpers the package's tests call.
+func Prefetch(t testing.TB) {
+	t.Helper()
+	if os.Getenv(PrefetchVar) == "" {
+		t.Skipf("fetches the heavy tests' prerequisites only with %s=1 (scripts/test.sh sets it)", PrefetchVar)
+	}
+	Heavy(t, "fetches the heavy tests' prerequisites")
+}
+
+// CacheDir is where tests keep what they fetch once and reuse in every
+// later run (npm installs, the Debian root of the worker image):
+// $BATON_TEST_CACHE, else baton-test in the user's cache directory
+// ($XDG_CACHE_HOME, else ~/.cache).
+func CacheDir() (string, error) {
+	if d := os.Getenv(CacheVar); d != "" {
+		return d, nil
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(base, "baton-test"), nil
 }

@@ -1,7 +1,8 @@
 // Package agenttest provides a scripted fake coding agent that speaks the
 // real output formats of claude (-p --output-format stream-json), codex
-// (exec --json), droid (exec -o json) and of a plain command agent, for
-// tests of agentrun and of the packages that run agents through it.
+// (exec --json), droid (exec -o stream-json, or -o json) and of a plain
+// command agent, for tests of agentrun and of the packages that run agents
+// through it.
 //
 // Install builds the fake once per test process and returns a directory
 // holding it as claude, codex, droid and fakeagent. The fake picks its

@@ -64,7 +64,7 @@ type Turn struct {
 
 	// Usage to report. InputTokens are uncached input tokens, as claude
 	// reports them; codex reports InputTokens+CacheReadTokens as its
-	// input_tokens. droid -o json reports no usage.
+	// input_tokens. droid reports usage with -o stream-json, none with -o json.
 	CostUSD         float64 `json:"cost_usd,omitempty"`
 	InputTokens     int64   `json:"input_tokens,omitempty"`
 	OutputTokens    int64   `json:"output_tokens,omitempty"`

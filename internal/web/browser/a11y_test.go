@@ -254,6 +254,15 @@ type lighthouseScores struct {
 	} `json:"audits"`
 }
 
+// TestPrefetch installs axe-core and Lighthouse, as the audits below do,
+// when scripts/test.sh fetches prerequisites before the timed run
+// (testenv.Prefetch).
+func TestPrefetch(t *testing.T) {
+	testenv.Prefetch(t)
+	harnesstest.NPMBin(t, "axe-core", axeVersion, "axe-core/axe.min.js")
+	harnesstest.NPMBin(t, "lighthouse", lighthouseVersion, "lighthouse")
+}
+
 // TestDashboardLighthouse runs Lighthouse's accessibility and best
 // practices audits on every main page, signed in, on Debian's chromium:
 // each page must score at least 98 in both.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 var codexExecFlags = map[string]flagSpec{
@@ -94,6 +95,9 @@ func (a *actor) codex() int {
 		fmt.Fprint(os.Stderr, a.turn.Stderr)
 	}
 	out(map[string]any{"type": "thread.started", "thread_id": a.sessionID()})
+	if err := a.codexRollout(); err != nil {
+		fmt.Fprintln(os.Stderr, "codex: cannot write the session file:", err)
+	}
 	out(map[string]any{"type": "turn.started"})
 	for _, f := range a.turn.Files {
 		id := a.id("item_")
@@ -169,4 +173,31 @@ func (a *actor) codex() int {
 		fmt.Println(text) // without --json only the final message goes to stdout
 	}
 	return a.exitCode()
+}
+
+// codexRollout writes the session file Codex keeps under
+// $CODEX_HOME/sessions (never under the real ~/.codex: only when
+// CODEX_HOME is set), with the turn_context line that names the model,
+// which `codex exec --json` itself never does.
+func (a *actor) codexRollout() error {
+	home := os.Getenv("CODEX_HOME")
+	if home == "" {
+		return nil
+	}
+	now := time.Now()
+	dir := filepath.Join(home, "sessions", now.Format("2006"), now.Format("01"), now.Format("02"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var b strings.Builder
+	for _, line := range []map[string]any{
+		{"timestamp": now.UTC().Format(time.RFC3339Nano), "type": "session_meta", "payload": map[string]any{"id": a.sessionID(), "cwd": a.cwd, "originator": "codex_exec"}},
+		{"timestamp": now.UTC().Format(time.RFC3339Nano), "type": "turn_context", "payload": map[string]any{"cwd": a.cwd, "approval_policy": "never", "model": a.model()}},
+	} {
+		j, _ := json.Marshal(line)
+		b.Write(j)
+		b.WriteByte('\n')
+	}
+	name := "rollout-" + now.Format("2006-01-02T15-04-05") + "-" + a.sessionID() + ".jsonl"
+	return os.WriteFile(filepath.Join(dir, name), []byte(b.String()), 0o644)
 }

@@ -76,7 +76,8 @@ func (a *actor) droid() int {
 	}
 	if stream {
 		emit(map[string]any{"type": "system", "subtype": "init", "cwd": a.cwd, "session_id": sid,
-			"tools": []string{"Read", "Create", "Edit", "Execute"}, "model": a.model()})
+			"tools": []string{"Read", "Create", "Edit", "Execute"}, "model": a.model(), "reasoning_effort": "off"})
+		emit(map[string]any{"type": "message", "role": "user", "id": a.id("msg-"), "text": a.inv.prompt, "session_id": sid})
 	}
 	// droid fails fast when the autonomy level is too low, without partial
 	// changes.
@@ -94,9 +95,9 @@ func (a *actor) droid() int {
 			return fail("%v", err)
 		}
 		if stream {
-			id := a.id("call-")
-			emit(map[string]any{"type": "tool_call", "id": id, "toolName": "Create", "parameters": map[string]any{"file_path": f.Path}, "session_id": sid})
-			emit(map[string]any{"type": "tool_result", "id": id, "isError": false, "value": "ok", "session_id": sid})
+			id := a.id("toolu_")
+			emit(map[string]any{"type": "tool_call", "id": id, "messageId": a.id("msg-"), "toolId": "Create", "toolName": "Create", "parameters": map[string]any{"file_path": f.Path}, "session_id": sid})
+			emit(map[string]any{"type": "tool_result", "id": id, "messageId": a.id("msg-"), "toolId": "Create", "isError": false, "value": "File created", "session_id": sid})
 		}
 	}
 	for _, c := range a.turn.Commands {
@@ -106,9 +107,16 @@ func (a *actor) droid() int {
 			return exitScript
 		}
 		if stream {
-			id := a.id("call-")
-			emit(map[string]any{"type": "tool_call", "id": id, "toolName": "Execute", "parameters": map[string]any{"command": shellWords(c.Argv)}, "session_id": sid})
-			emit(map[string]any{"type": "tool_result", "id": id, "isError": code != 0, "value": output, "session_id": sid})
+			id := a.id("toolu_")
+			emit(map[string]any{"type": "tool_call", "id": id, "messageId": a.id("msg-"), "toolId": "Execute", "toolName": "Execute",
+				"parameters": map[string]any{"command": shellWords(c.Argv), "riskLevel": "low"}, "session_id": sid})
+			result := map[string]any{"type": "tool_result", "id": id, "messageId": a.id("msg-"), "toolId": "Execute", "isError": code != 0, "session_id": sid}
+			if code != 0 {
+				result["error"] = map[string]any{"type": "tool_error", "message": fmt.Sprintf("Command failed with exit code %d: %s", code, strings.TrimSpace(output))}
+			} else {
+				result["value"] = output
+			}
+			emit(result)
 		}
 	}
 	for _, s := range a.turn.Say {
@@ -154,11 +162,20 @@ func (a *actor) droidResult(start time.Time, sid string, isError bool, text stri
 		}, "", "  ")
 		os.Stdout.Write(append(b, '\n'))
 	case "stream-json", "debug":
-		if !isError {
-			emit(map[string]any{"type": "message", "role": "assistant", "id": a.id("msg-"), "text": text, "session_id": sid})
+		// Droid 0.225.2: an error is an error event from where it happened,
+		// then the CLI's own; a success the assistant's message and a
+		// completion with the usage.
+		if isError {
+			emit(map[string]any{"type": "error", "source": "agent_loop", "message": text, "session_id": sid})
+			emit(map[string]any{"type": "error", "source": "cli", "message": "Exec failed", "session_id": sid})
+			return
 		}
+		emit(map[string]any{"type": "message", "role": "assistant", "id": a.id("msg-"), "text": text, "session_id": sid})
+		t := a.turn
 		emit(map[string]any{"type": "completion", "finalText": text, "numTurns": a.numTurns(),
-			"durationMs": time.Since(start).Milliseconds(), "session_id": sid})
+			"durationMs": time.Since(start).Milliseconds(), "session_id": sid, "usage": map[string]any{
+				"input_tokens": t.InputTokens, "output_tokens": t.OutputTokens, "cache_read_input_tokens": t.CacheReadTokens,
+				"cache_creation_input_tokens": 0, "factory_credits": 0}})
 	default:
 		if !isError {
 			fmt.Println(text)
