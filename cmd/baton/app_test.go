@@ -103,3 +103,43 @@ func TestGitHubAppFlags(t *testing.T) {
 		}
 	}
 }
+
+// A GitHub App's key file that cannot be read stops every command that
+// would act on GitHub, naming the file, instead of reading as "the key is
+// not set"; the same for a database URL's file, which would otherwise
+// send the command to the default SQLite file. Commands that touch
+// neither run as usual.
+func TestSecretFileThatCannotBeReadIsNamedByEveryCommand(t *testing.T) {
+	t.Parallel()
+	home, data := t.TempDir(), t.TempDir()
+	srv := githubtest.NewServer(t)
+	srv.AddIssue("octo/app", githubtest.Issue{Number: 3, Title: "Add a health endpoint", Labels: []string{"baton"}})
+	base := ghEnv(home, append(srv.Env(), "BATON_DATA_DIR="+data)...)
+	repo := userRepo(t, base)
+	run := func(env []string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(batonBin, args...)
+		cmd.Dir, cmd.Env = repo, env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("baton %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	run(base, "source", "add", "octo/app")
+	missing := filepath.Join(data, "missing.pem")
+	env := append(base, "BATON_GITHUB_APP_ID=77", "BATON_GITHUB_APP_KEY_FILE="+missing)
+	for _, args := range [][]string{{"source", "sync", "octo/app"}, {"fix-issue", "3", "--repo", "octo/app"}} {
+		out := batonFails(t, env, repo, args...)
+		if !strings.Contains(out, "BATON_GITHUB_APP_KEY_FILE names "+missing) || !strings.Contains(out, "no such file") || strings.Contains(out, "is not set") {
+			t.Errorf("baton %s said:\n%s\nwant the key file named", strings.Join(args, " "), out)
+		}
+	}
+	if out := run(env, "packet", "list"); strings.Contains(out, "missing.pem") {
+		t.Errorf("packet list, which needs no GitHub, complained of the key:\n%s", out)
+	}
+	dbEnv := append(base, "BATON_DATABASE_URL_FILE="+filepath.Join(data, "missing-url"))
+	if out := batonFails(t, dbEnv, repo, "delivery", "list"); !strings.Contains(out, "BATON_DATABASE_URL_FILE names") {
+		t.Errorf("delivery list with an unreadable database URL file said:\n%s", out)
+	}
+}

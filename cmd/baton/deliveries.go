@@ -20,9 +20,13 @@ import (
 // deliveryWiring opens the delivery pipeline's database and builds the
 // service over it, with forges and GitHub access from the environment.
 type deliveryWiring struct {
-	getenv  func(string) string
-	workDir string
-	github  github.Access
+	getenv func(string) string
+	// secretErr says why the named secrets' files could not be read: a
+	// command told where a secret is stops there instead of going on as
+	// if none were set (nil: no secret files).
+	secretErr func(names ...string) error
+	workDir   string
+	github    github.Access
 	// warn receives one-line warnings about the data directory's
 	// permissions; nil discards them.
 	warn io.Writer
@@ -35,6 +39,9 @@ type deliveryWiring struct {
 func (w deliveryWiring) open(ctx context.Context, o cli.DeliveriesOptions) (*delivery.Service, error) {
 	dsn := o.DB
 	if dsn == "" {
+		if err := w.checkSecrets("BATON_DATABASE_URL"); err != nil {
+			return nil, err
+		}
 		dsn = w.getenv("BATON_DATABASE_URL")
 	}
 	hosts, err := github.HostsFromEnv(w.getenv)
@@ -67,9 +74,26 @@ func (w deliveryWiring) open(ctx context.Context, o cli.DeliveriesOptions) (*del
 		Queue: q, DataDir: dataDir, Forge: w.forge, DefaultAgent: w.getenv("BATON_AGENT"), GitHubHosts: hosts,
 		PublicURL: w.getenv("BATON_PUBLIC_URL"),
 		GitHub: func(ctx context.Context, repo github.Repo) (*github.Client, error) {
-			return w.github.Client(ctx, repo, "")
+			return w.githubClient(ctx, repo, "")
 		},
 	}, nil
+}
+
+// githubClient opens the GitHub API for repo (apiURL overrides the base
+// URL), once the secrets it may read (a token, a GitHub App's key) were
+// readable.
+func (w deliveryWiring) githubClient(ctx context.Context, repo github.Repo, apiURL string) (*github.Client, error) {
+	if err := w.checkSecrets("GH_TOKEN", github.AppKeyVar); err != nil {
+		return nil, err
+	}
+	return w.github.Client(ctx, repo, apiURL)
+}
+
+func (w deliveryWiring) checkSecrets(names ...string) error {
+	if w.secretErr == nil {
+		return nil
+	}
+	return w.secretErr(names...)
 }
 
 // privateDataDir keeps the data directory out of other users' reach: it
@@ -169,7 +193,7 @@ func (w deliveryWiring) forge(ctx context.Context, d *baton.Delivery) (forge.For
 	if err != nil {
 		return nil, err
 	}
-	c, err := w.github.Client(ctx, repo, "")
+	c, err := w.githubClient(ctx, repo, "")
 	if err != nil {
 		return nil, err
 	}

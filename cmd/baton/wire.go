@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -42,7 +41,7 @@ func wire() *cli.Factory {
 	// One App cache for the process: its installations and their tokens
 	// are shared by every client.
 	gh := github.Access{Getenv: sec.Getenv, UserAgent: "baton/" + buildinfo.Version(version), Apps: &github.Apps{}}
-	dw := deliveryWiring{getenv: sec.Getenv, workDir: wd, github: gh, warn: os.Stderr}
+	dw := deliveryWiring{getenv: sec.Getenv, secretErr: sec.ErrOf, workDir: wd, github: gh, warn: os.Stderr}
 	return &cli.Factory{
 		OpenStore: func(root string) *fsstore.Store {
 			return fsstore.Open(root, fsstore.Options{Now: time.Now})
@@ -50,9 +49,7 @@ func wire() *cli.Factory {
 		Deliveries:           dw.open,
 		DeliveriesConfigured: dw.configured,
 		DataDir:              dw.dataDir,
-		GitHub: func(ctx context.Context, repo github.Repo, apiURL string) (*github.Client, error) {
-			return gh.Client(ctx, repo, apiURL)
-		},
+		GitHub:               dw.githubClient,
 		IO: cli.IO{
 			In:     os.Stdin,
 			Out:    os.Stdout,

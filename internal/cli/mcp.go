@@ -119,6 +119,9 @@ func runMCP(ctx context.Context, f *Factory, o mcpOptions) error {
 		}
 		return err
 	}
+	if err := f.Secrets.ErrOf("BATON_API_TOKEN"); err != nil {
+		return err
+	}
 	token, err := web.APIToken(f.env("BATON_API_TOKEN"), f.dataDirOrNone(), o.httpAddr)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -51,14 +52,17 @@ type Secrets struct {
 	mu     sync.Mutex
 	values map[string]string
 	paths  []string
-	errs   []error
+	// errs holds, by variable, why its file could not be read; order
+	// lists the variables in the order they failed.
+	errs  map[string]error
+	order []string
 }
 
 // NewSecrets reads the secrets getenv's environment names files for. A
 // file that cannot be read is an error that Err reports; Getenv then
 // answers "" for its secret, never the variable behind it.
 func NewSecrets(getenv func(string) string) *Secrets {
-	s := &Secrets{getenv: getenv, values: map[string]string{}}
+	s := &Secrets{getenv: getenv, values: map[string]string{}, errs: map[string]error{}}
 	creds := getenv("CREDENTIALS_DIRECTORY")
 	if filepath.IsAbs(creds) {
 		s.paths = append(s.paths, creds)
@@ -124,8 +128,15 @@ func (s *Secrets) record(name, from, file string) error {
 	}
 	if err != nil {
 		e := baton.WrapError(baton.Invalid, err, "%s names %s for %s, which cannot be read: %s", from, file, name, why(err))
-		s.errs = append(s.errs, e)
+		if _, ok := s.errs[name]; !ok {
+			s.order = append(s.order, name)
+		}
+		s.errs[name] = e
 		return e
+	}
+	if _, ok := s.errs[name]; ok {
+		delete(s.errs, name) // a flag's good file replaces the environment's bad one
+		s.order = slices.DeleteFunc(s.order, func(n string) bool { return n == name })
 	}
 	return nil
 }
@@ -175,7 +186,29 @@ func (s *Secrets) Getenv(name string) string {
 func (s *Secrets) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return errors.Join(s.errs...)
+	return s.errOf(s.order)
+}
+
+// ErrOf reports the secrets among names whose file could not be read. A
+// command about to use one calls it: told where its secret is, it must
+// not go on as if none were set.
+func (s *Secrets) ErrOf(names ...string) error {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.errOf(names)
+}
+
+func (s *Secrets) errOf(names []string) error {
+	var errs []error
+	for _, n := range names {
+		if e, ok := s.errs[n]; ok {
+			errs = append(errs, e)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Paths are the files secrets were read from, and the credentials

@@ -79,6 +79,10 @@ type Input struct {
 	// Outcome of a forward.
 	Verdict baton.Verdict
 	Skipped bool
+	// Block makes a forward's outcome wait for a person instead of moving
+	// on: the phase is blocked with Note as the reason (an implement
+	// whose agent changed nothing).
+	Block bool
 	// Note explains: a failure, a skip reason, a reject reason, a verdict
 	// summary.
 	Note string
@@ -448,6 +452,14 @@ func (m *machine) forward() error {
 		}
 		m.entry(baton.StatusSkipped, "", in.Note)
 		m.advance("")
+		return nil
+	case in.Block:
+		if in.Verdict != "" {
+			return baton.Errorf(baton.Invalid, "a blocked outcome has no verdict")
+		}
+		d.RunStatus = baton.StatusBlocked
+		d.Error = in.Note
+		m.entry(baton.StatusBlocked, "", in.Note)
 		return nil
 	case in.Verdict == baton.VerdictNotPass:
 		if d.Phase != baton.PhaseReview && d.Phase != baton.PhaseVerify {

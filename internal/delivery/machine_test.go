@@ -269,6 +269,38 @@ func TestNotPassAtCheckpointBlocks(t *testing.T) {
 	}
 }
 
+// A blocked outcome (an implement that changed nothing) waits for a
+// person, who sends the branch on as it stands, runs the phase again or
+// sends the delivery back.
+func TestBlockedOutcomeWaitsForAPerson(t *testing.T) {
+	d := fixture(baton.PhaseImplement, baton.StatusRunning)
+	res := mustApply(t, d, Input{Action: ActForward, Actor: "w", Now: t0, Attempt: 3, Block: true, Note: "the agent changed nothing"})
+	if res.Delivery.String() != "implement/blocked" || res.Enqueue || res.Delivery.Error != "the agent changed nothing" {
+		t.Fatalf("got %s enqueue=%v error=%q, want implement/blocked with the reason", res.Delivery.String(), res.Enqueue, res.Delivery.Error)
+	}
+	if e := res.Log[0]; e.Status != baton.StatusBlocked || e.Note != "the agent changed nothing" || len(res.Log) != 1 {
+		t.Errorf("log = %+v, want one blocked entry with the reason", res.Log)
+	}
+	if !res.Delivery.WaitsForPerson() {
+		t.Error("a blocked implement does not wait for a person")
+	}
+	for _, c := range []struct {
+		in   Input
+		want string
+	}{
+		{Input{Action: ActApprove, Actor: "alice", Person: true, Now: t0}, "review/pending"},
+		{Input{Action: ActRetry, Actor: "alice", Person: true, Now: t0}, "implement/pending"},
+		{Input{Action: ActReject, Actor: "alice", Person: true, Now: t0, Note: "rethink it"}, "plan/pending"},
+	} {
+		if r := mustApply(t, res.Delivery, c.in); r.Delivery.String() != c.want || !r.Enqueue {
+			t.Errorf("%s on a blocked implement → %s enqueue=%v, want %s queued", c.in.Action, r.Delivery.String(), r.Enqueue, c.want)
+		}
+	}
+	if _, err := Apply(d, Input{Action: ActForward, Attempt: 3, Block: true, Verdict: baton.VerdictPass, Now: t0}); baton.ErrorCode(err) != baton.Invalid {
+		t.Errorf("a blocked outcome with a verdict: err %v, want Invalid", err)
+	}
+}
+
 func TestRoundLimitBlocks(t *testing.T) {
 	d := fixture(baton.PhaseReview, baton.StatusRunning)
 	d.Config.MaxRounds, d.Rounds = 2, 2

@@ -42,3 +42,19 @@ func TestNoticeOf(t *testing.T) {
 		}
 	}
 }
+
+// A failed delivery's notice carries its error (docs/delivery.md, the
+// notice's fields), cut to 1 KiB; a waiting one's has none.
+func TestNoticeCarriesTheError(t *testing.T) {
+	t.Parallel()
+	before, after := fixture(baton.PhaseImplement, baton.StatusRunning), fixture(baton.PhaseImplement, baton.StatusFailed)
+	after.Error = "agent exited 1: " + string(make([]byte, 2000))
+	n, ok := noticeOf(&before, &after, nil, t0)
+	if !ok || n.Event != NoticeFailed || len(n.Delivery.Error) > 1024+len("…") || n.Delivery.Error[:16] != "agent exited 1: " {
+		t.Errorf("failed notice = %v %+v, want the error cut to 1 KiB", ok, n.Delivery)
+	}
+	waiting := fixture(baton.PhasePlan, baton.StatusSucceeded)
+	if n, _ := noticeOf(&before, &waiting, nil, t0); n.Delivery.Error != "" {
+		t.Errorf("waiting notice has error %q", n.Delivery.Error)
+	}
+}

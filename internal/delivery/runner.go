@@ -237,6 +237,7 @@ func (r *Runner) stopCause(ctx context.Context, d *baton.Delivery) error {
 type outcome struct {
 	verdict baton.Verdict
 	skipped bool
+	blocked bool // waits for a person: note says why
 	note    string
 	refs    []baton.Ref
 	err     error
@@ -275,7 +276,7 @@ func (r *Runner) finish(ctx context.Context, d *baton.Delivery, out outcome, int
 			in.Note += " (" + out.note + ")"
 		}
 	default:
-		in.Action, in.Verdict, in.Skipped, in.Note = ActForward, out.verdict, out.skipped, out.note
+		in.Action, in.Verdict, in.Skipped, in.Block, in.Note = ActForward, out.verdict, out.skipped, out.blocked, out.note
 	}
 	var got *baton.Delivery
 	err := r.Service.Queue.InTx(ctx, func(tx queue.Tx) error {
@@ -450,7 +451,7 @@ func (r *Runner) implement(ctx context.Context, d *baton.Delivery, f forge.Forge
 		return outcome{err: err}
 	}
 	before := co.Start
-	run, _, agentErr := r.agent(ctx, d, co, nil)
+	run, res, agentErr := r.agent(ctx, d, co, nil)
 	out.run = run
 	// Whatever the agent left, committed or not, is pushed: work is never
 	// lost, also when the agent failed or was stopped.
@@ -471,15 +472,38 @@ func (r *Runner) implement(ctx context.Context, d *baton.Delivery, f forge.Forge
 	case perr != nil:
 		out.err = baton.WrapError(baton.Unavailable, perr, "push %s", d.WorkBranch())
 	case after == before:
-		out.note = "the agent changed nothing"
+		// Never a silent success: an agent whose edits all failed (a
+		// sandbox refusing its tools) or that saw nothing to do would
+		// otherwise send the same branch to review round after round.
+		out.blocked = true
+		out.note = joinNote("the agent changed nothing", toolFailures(res)) +
+			"; approve to send the work branch to review as it stands, retry to run implement again, reject to plan again"
 	default:
 		n, _ := co.CommitsBetween(ctx, before, after)
 		out.note = fmt.Sprintf("%d commit(s) pushed to %s", n, d.WorkBranch())
 		if committed {
 			out.note += ", including the agent's uncommitted work"
 		}
+		out.note = joinNote(out.note, toolFailures(res))
 	}
 	return out
+}
+
+// shownToolFailures is how many failed tool calls a phase's note names.
+const shownToolFailures = 3
+
+// toolFailures says which of an agent's tool calls failed, "" when none
+// did.
+func toolFailures(res *agentrun.Result) string {
+	if res == nil || res.ToolFailures == 0 {
+		return ""
+	}
+	shown := res.FailedTools[:min(shownToolFailures, len(res.FailedTools))]
+	s := fmt.Sprintf("%d of its %d tool calls failed: %s", res.ToolFailures, res.ToolCalls, strings.Join(shown, "; "))
+	if res.ToolFailures > len(shown) {
+		s += "; …"
+	}
+	return s
 }
 
 func (r *Runner) review(ctx context.Context, d *baton.Delivery, f forge.Forge) (out outcome) {

@@ -234,7 +234,10 @@ var _ Reporter = (*GitHub)(nil)
 // ReportPhase implements Reporter: on the work pull request's current
 // head, a commit status "baton/<phase>", or with a GitHub App a check run
 // of that name (created once per head, then updated). Two requests: the
-// pull request, then the status or check run.
+// pull request, then the status or check run. A phase that moved the head
+// while it ran (implement pushes) ends on the head it started from too,
+// where its start left a pending status or an in-progress check run: a
+// third request.
 func (g *GitHub) ReportPhase(ctx context.Context, d *baton.Delivery, rep PhaseReport) (PhaseReport, bool, error) {
 	n, ok := prNumber(d)
 	if !ok {
@@ -245,10 +248,19 @@ func (g *GitHub) ReportPhase(ctx context.Context, d *baton.Delivery, rep PhaseRe
 		return rep, false, err
 	}
 	name := StatusPrefix + string(rep.Phase)
+	// The head the phase started on, when it ends on another.
+	startHead := ""
+	if rep.HeadSHA != "" && rep.HeadSHA != pr.Head.SHA && rep.State != string(github.CheckPending) {
+		startHead = rep.HeadSHA
+	}
+	movedOn := fmt.Sprintf("%s (the work moved on to %s)", rep.Description, shortSHA(pr.Head.SHA))
 	if g.Client.Installation() == nil {
-		err := g.Client.CreateStatus(ctx, g.Repo, pr.Head.SHA, github.NewStatus{
-			State: github.CheckState(rep.State), Context: name, TargetURL: rep.TargetURL, Description: rep.Description,
-		})
+		st := github.NewStatus{State: github.CheckState(rep.State), Context: name, TargetURL: rep.TargetURL, Description: rep.Description}
+		err := g.Client.CreateStatus(ctx, g.Repo, pr.Head.SHA, st)
+		if startHead != "" {
+			st.Description = movedOn
+			err = errors.Join(err, g.Client.CreateStatus(ctx, g.Repo, startHead, st))
+		}
 		rep.HeadSHA = pr.Head.SHA
 		return rep, err == nil, err
 	}
@@ -260,14 +272,23 @@ func (g *GitHub) ReportPhase(ctx context.Context, d *baton.Delivery, rep PhaseRe
 		err := g.Client.UpdateCheckRun(ctx, g.Repo, rep.CheckRunID, run)
 		return rep, err == nil, err
 	}
+	var endErr error
+	if startHead != "" && rep.CheckRunID != 0 {
+		old := run
+		old.Title = movedOn
+		endErr = g.Client.UpdateCheckRun(ctx, g.Repo, rep.CheckRunID, old)
+	}
 	run.HeadSHA = pr.Head.SHA
 	id, err := g.Client.CreateCheckRun(ctx, g.Repo, run)
 	if err != nil {
-		return rep, false, err
+		return rep, false, errors.Join(err, endErr)
 	}
 	rep.HeadSHA, rep.CheckRunID = pr.Head.SHA, id
-	return rep, true, nil
+	return rep, endErr == nil, endErr
 }
+
+// shortSHA is the 7 characters of a commit GitHub shows.
+func shortSHA(sha string) string { return sha[:min(7, len(sha))] }
 
 // isPhaseStatus reports whether name is that of a status baton posts for
 // a phase (StatusPrefix and the phase).

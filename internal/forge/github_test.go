@@ -228,3 +228,79 @@ func TestGitHubDraftSetting(t *testing.T) {
 		})
 	}
 }
+
+// An implement round pushes: the phase starts on one head and ends on
+// another. Its start's pending status, or in-progress check run, on the
+// head it started from ends with it, round after round, so no commit of
+// the pull request shows baton/implement in progress for good.
+func TestPhaseThatMovesTheHeadEndsWhereItStarted(t *testing.T) {
+	t.Parallel()
+	for _, app := range []bool{false, true} {
+		t.Run(map[bool]string{false: "token", true: "app"}[app], func(t *testing.T) {
+			t.Parallel()
+			g, srv := newGitHub(t)
+			if app {
+				key, keyPEM := githubtest.TestAppKey()
+				srv.AddApp(githubtest.App{ID: 9, Slug: "baton-team", Key: &key.PublicKey})
+				srv.Install(9, "octo/app")
+				a, err := github.NewApp(9, keyPEM, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				in, err := a.Installation(t.Context(), srv.URL(), g.Repo)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if g.Client, err = github.New(github.Options{BaseURL: srv.URL(), Installation: in}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			d := ghDelivery()
+			heads := []string{strings.Repeat("a", 40), strings.Repeat("b", 40), strings.Repeat("c", 40)}
+			pr := srv.AddPullRequest("octo/app", githubtest.PullRequest{Title: "t", Head: d.WorkBranch(), HeadSHA: heads[0], Base: "main"})
+			d.AddRef(baton.Ref{Role: baton.RoleWork, Type: "pr", Label: "octo/app#" + itoa(pr.Number), URL: "https://github.com/octo/app/pull/" + itoa(pr.Number)})
+			for round := range 2 {
+				rep, ok, err := g.ReportPhase(t.Context(), d, forge.PhaseReport{Phase: baton.PhaseImplement, State: "pending", Description: "implement running"})
+				if err != nil || !ok {
+					t.Fatalf("round %d: start report = %v, %v", round+1, ok, err)
+				}
+				srv.UpdatePullRequest("octo/app", pr.Number, func(p *githubtest.PullRequest) { p.HeadSHA = heads[round+1] })
+				rep.State, rep.Description = "success", "implement succeeded"
+				if _, ok, err := g.ReportPhase(t.Context(), d, rep); err != nil || !ok {
+					t.Fatalf("round %d: end report = %v, %v", round+1, ok, err)
+				}
+			}
+			var got []string
+			if app {
+				for _, cr := range srv.CheckRuns("octo/app") {
+					got = append(got, cr.HeadSHA[:1]+" "+cr.Name+" "+cr.Status+" "+cr.Conclusion+": "+cr.Title)
+				}
+			} else {
+				for _, h := range heads {
+					for _, st := range srv.Statuses("octo/app", h) {
+						got = append(got, h[:1]+" "+st.Context+" "+st.State+": "+st.Description)
+					}
+				}
+			}
+			want := []string{
+				"a baton/implement completed success: implement succeeded (the work moved on to bbbbbbb)",
+				"b baton/implement completed success: implement succeeded",
+				"b baton/implement completed success: implement succeeded (the work moved on to ccccccc)",
+				"c baton/implement completed success: implement succeeded",
+			}
+			if !app {
+				want = []string{
+					"a baton/implement pending: implement running",
+					"a baton/implement success: implement succeeded (the work moved on to bbbbbbb)",
+					"b baton/implement success: implement succeeded",
+					"b baton/implement pending: implement running",
+					"b baton/implement success: implement succeeded (the work moved on to ccccccc)",
+					"c baton/implement success: implement succeeded",
+				}
+			}
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("what the pull request's commits show:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		})
+	}
+}

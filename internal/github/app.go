@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	jwt "github.com/golang-jwt/jwt/v4"
@@ -163,7 +164,12 @@ func (a *App) Installation(ctx context.Context, baseURL string, repo Repo) (*Ins
 	}
 	// The JWT goes to the API base's origin only, whatever a redirect
 	// says.
-	apps := ghinstallation.NewAppsTransportFromPrivateKey(&originOnly{next: a.transport, origin: origin(base)}, a.ID, a.key)
+	apps, err := ghinstallation.NewAppsTransportWithOptions(
+		&originOnly{next: &appHeaders{next: a.transport, userAgent: a.userAgent}, origin: origin(base)}, a.ID,
+		ghinstallation.WithSigner(backdated{ghinstallation.NewRSASigner(jwt.SigningMethodRS256, a.key)}))
+	if err != nil {
+		return nil, err
+	}
 	c, err := New(Options{BaseURL: base.String(), UserAgent: a.userAgent, HTTPClient: &http.Client{Transport: apps}})
 	if err != nil {
 		return nil, err
@@ -207,6 +213,48 @@ func permissionsOf(p *gh.InstallationPermissions) map[string]string {
 	}
 	_ = json.Unmarshal(b, &out)
 	return out
+}
+
+// jwtBackdate is how far in the past an App's JWT says it was issued:
+// GitHub advises a minute, against clock drift between this machine and
+// GitHub's (ghinstallation itself backdates 30 s).
+const jwtBackdate = time.Minute
+
+// backdated signs the App's JWTs with iat jwtBackdate ago; exp stays
+// where ghinstallation puts it, within GitHub's ten minutes of iat.
+type backdated struct{ next ghinstallation.Signer }
+
+func (b backdated) Sign(claims jwt.Claims) (string, error) {
+	if rc, ok := claims.(*jwt.RegisteredClaims); ok {
+		rc.IssuedAt = jwt.NewNumericDate(time.Now().Add(-jwtBackdate).Truncate(time.Second))
+	}
+	return b.next.Sign(claims)
+}
+
+// apiVersion is the REST API version baton's requests ask for: the one
+// go-github sends with every request it makes.
+const apiVersion = "2022-11-28"
+
+// appHeaders gives the requests ghinstallation makes by itself (minting
+// installation tokens, past go-github) what every other request of baton
+// carries: its User-Agent and the API version.
+type appHeaders struct {
+	next      http.RoundTripper
+	userAgent string
+}
+
+func (t *appHeaders) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Header.Get("User-Agent") != "" && req.Header.Get("X-GitHub-Api-Version") != "" {
+		return t.next.RoundTrip(req)
+	}
+	r := req.Clone(req.Context())
+	if r.Header.Get("User-Agent") == "" {
+		r.Header.Set("User-Agent", t.userAgent)
+	}
+	if r.Header.Get("X-GitHub-Api-Version") == "" {
+		r.Header.Set("X-GitHub-Api-Version", apiVersion)
+	}
+	return t.next.RoundTrip(r)
 }
 
 // originOnly refuses requests to any origin but one: a JWT or a token

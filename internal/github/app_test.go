@@ -105,6 +105,50 @@ func TestAppActsAsItsInstallation(t *testing.T) {
 	}
 }
 
+// Every request the App makes, the token mint included (ghinstallation
+// sends it, past go-github), carries baton's User-Agent and the API
+// version baton's other requests ask for; its JWTs say they were issued a
+// minute ago, as GitHub advises against clock drift.
+func TestAppRequestsCarryBatonHeadersAndABackdatedJWT(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	srv, keyPEM := appServer(t)
+	srv.Install(appID, "octo/app")
+	srv.AddIssue("octo/app", githubtest.Issue{Number: 7, Title: "Crash"})
+	a := github.Access{Getenv: appEnv(srv, keyPEM), UserAgent: "baton/v9.8.7", Apps: &github.Apps{}}
+	start := time.Now()
+	c, err := a.Client(t.Context(), octo, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Issue(t.Context(), octo, 7, github.IssueOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("requests %v, want the installation, the token and the issue", srv.RequestLog())
+	}
+	version := reqs[0].Header.Get("X-GitHub-Api-Version")
+	if version == "" {
+		t.Fatalf("go-github's installation lookup sent no API version")
+	}
+	jwts := 0
+	for _, r := range reqs {
+		if ua, v := r.Header.Get("User-Agent"), r.Header.Get("X-GitHub-Api-Version"); ua != "baton/v9.8.7" || v != version {
+			t.Errorf("%s: User-Agent %q, API version %q; want baton/v9.8.7 and %s", r, ua, v, version)
+		}
+		if r.JWTIssuedAt.IsZero() {
+			continue
+		}
+		jwts++
+		if ago := start.Sub(r.JWTIssuedAt); ago < time.Minute-time.Second || ago > time.Minute+5*time.Second {
+			t.Errorf("%s: the JWT's iat is %s before the request, want a minute", r, ago.Round(time.Second))
+		}
+	}
+	if jwts != 2 {
+		t.Errorf("%d requests carried a JWT, want the installation lookup and the token mint", jwts)
+	}
+}
+
 // An installation on a whole account still yields tokens for one
 // repository each: the token baton holds for octo/app (and the one a
 // hostile caller might get out of it) reads nothing of octo/secrets,

@@ -303,12 +303,11 @@ func (r *Repo) CommitChanges(ctx context.Context, msg string) (string, bool, err
 		return "", false, err
 	}
 	_, err := r.Run(ctx, "diff", "--cached", "--quiet")
-	switch exitCode(err) {
-	case 1: // staged changes
-	case 0:
+	switch {
+	case err == nil: // nothing staged
 		head, err := r.HeadSHA(ctx)
 		return head, false, err
-	default:
+	case exitCode(err) != 1: // 1: staged changes
 		return "", false, err
 	}
 	args := append(r.identity(ctx), "commit", "--quiet", "--no-verify", "-m", msg)

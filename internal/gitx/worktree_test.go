@@ -71,8 +71,8 @@ func TestCacheWorktreeCommitPushMerge(t *testing.T) {
 	if got := gittest.Git(t, wtPath, "rev-parse", "HEAD"); got != sha {
 		t.Errorf("CommitChanges returned %s, HEAD is %s", sha, got)
 	}
-	if _, committed, _ := wt.CommitChanges(ctx, "nothing"); committed {
-		t.Error("CommitChanges committed a clean tree")
+	if head, committed, err := wt.CommitChanges(ctx, "nothing"); committed || head != sha || err != nil {
+		t.Errorf("CommitChanges on a clean tree = %q, %v, %v; want HEAD %s, nothing committed", head, committed, err, sha)
 	}
 	if err := wt.Push(ctx, src, sha+":refs/heads/work"); err != nil {
 		t.Fatal(err)

@@ -537,12 +537,10 @@ func (s *Service) commentsClient(ctx context.Context, src *baton.Source) (*githu
 	return c, repo, err
 }
 
-// noteLimit holds the host when err is a rate limit, and returns err.
+// noteLimit holds the host when err is a rate limit, and returns err,
+// saying how long the host is held.
 func (s *Service) noteLimit(src *baton.Source, err error) error {
-	var rl *github.RateLimitError
-	if errors.As(err, &rl) {
-		s.limit(host(src), rl)
-	}
+	_, err = s.hold(host(src), err)
 	return err
 }
 

@@ -447,6 +447,25 @@ func (s *Service) limit(h string, rl *github.RateLimitError) time.Time {
 	return until
 }
 
+// hold holds the host when err is a rate limit, returning when the host
+// is free again (zero for any other error). A secondary limit that named
+// no time is held longer than GitHub's answer says (limit): the error
+// returned then says the hold, so a log never reads "in 1m0s" for a host
+// held two minutes.
+func (s *Service) hold(h string, err error) (time.Time, error) {
+	var rl *github.RateLimitError
+	if !errors.As(err, &rl) {
+		return time.Time{}, err
+	}
+	until := s.limit(h, rl)
+	if until.Equal(rl.Reset) {
+		return until, err
+	}
+	held := &github.RateLimitError{Reset: until, Secondary: rl.Secondary, Default: rl.Default}
+	return until, baton.WrapError(baton.Unavailable, held, "GitHub's secondary rate limit for %s named no time to wait: every source on it waits until %s (%s, longer each time it repeats)",
+		h, until.UTC().Format(time.RFC3339), until.Sub(s.now()).Round(time.Second))
+}
+
 // unlimited records a complete read of the host: the next secondary
 // limit is the first again.
 func (s *Service) unlimited(h string) {
@@ -497,9 +516,9 @@ func (s *Service) sync(ctx context.Context, src *baton.Source) error {
 	}
 	listing, err := c.ListIssuesCached(ctx, repo, github.IssueFilter{Labels: []string{src.Label}}, decodeListing(src.Listing))
 	if err != nil {
-		var rl *github.RateLimitError
-		if errors.As(err, &rl) {
-			src.Sync.RateLimitReset = s.limit(h, rl)
+		var until time.Time
+		if until, err = s.hold(h, err); !until.IsZero() {
+			src.Sync.RateLimitReset = until
 		}
 		src.Sync.Error = baton.ErrorMessage(err)
 		return err

@@ -402,6 +402,13 @@ func TestSecondaryLimitWithoutRetryAfterWaitsAMinuteGrowing(t *testing.T) {
 		if wait := got.Sync.RateLimitReset.Sub(now); wait < want-time.Second || wait > want+time.Second {
 			t.Fatalf("sync %d: the host is held %s, want %s", i+1, wait, want)
 		}
+		// What the log and the source's status say is the hold, not
+		// GitHub's minute.
+		for what, msg := range map[string]string{"the error": baton.ErrorMessage(err), "the sync status": got.Sync.Error} {
+			if !strings.Contains(msg, "("+want.String()) {
+				t.Errorf("sync %d: %s says %q, want the hold of %s", i+1, what, msg, want)
+			}
+		}
 		e.advance(want + time.Second)
 	}
 	e.gh.ClearFailures()

@@ -292,6 +292,22 @@ func VerifyJWT(tok string, keyOf func(appID int64) (*rsa.PublicKey, bool), now t
 	return id, nil
 }
 
+// jwtIssuedAt reads the iat claim of a JWT, zero when tok is not one.
+func jwtIssuedAt(tok string) time.Time {
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		return time.Time{}
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	var claims struct {
+		Iat int64 `json:"iat"`
+	}
+	if err != nil || json.Unmarshal(b, &claims) != nil || claims.Iat == 0 {
+		return time.Time{}
+	}
+	return time.Unix(claims.Iat, 0)
+}
+
 // appAuth authenticates a JWT. Call with s.mu held.
 func (s *Server) appAuth(tok string) (*App, *authError) {
 	id, err := VerifyJWT(tok, func(id int64) (*rsa.PublicKey, bool) {

@@ -180,6 +180,9 @@ type Request struct {
 	// GraphQLField is the root field a GraphQL request asked for, such as
 	// "closingIssuesReferences"; empty for REST.
 	GraphQLField string
+	// JWTIssuedAt is, for a request authenticated with a GitHub App's JWT,
+	// the time its iat claim names (the JWT itself is redacted).
+	JWTIssuedAt time.Time
 }
 
 // String returns "METHOD /path?query", or "GRAPHQL field" for GraphQL.
@@ -254,13 +257,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		field = graphQLField(body)
 	}
 	hdr := r.Header.Clone()
+	var iat time.Time
 	if a := hdr.Get("Authorization"); a != "" {
-		scheme, _, _ := strings.Cut(a, " ")
+		scheme, cred, _ := strings.Cut(a, " ")
 		hdr.Set("Authorization", scheme+" [redacted]")
+		if strings.EqualFold(scheme, "Bearer") {
+			iat = jwtIssuedAt(cred)
+		}
 	}
 	s.mu.Lock()
 	s.requests = append(s.requests, Request{
-		Method: r.Method, Path: apiPath, Query: r.URL.Query(), Header: hdr, Body: body, GraphQLField: field,
+		Method: r.Method, Path: apiPath, Query: r.URL.Query(), Header: hdr, Body: body, GraphQLField: field, JWTIssuedAt: iat,
 	})
 	s.served++
 	f := s.takeFailure(r.Method, apiPath, field)
