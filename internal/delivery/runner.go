@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	"github.com/baton-agent/baton/internal/agentrun"
 	"github.com/baton-agent/baton/internal/forge"
 	"github.com/baton-agent/baton/internal/queue"
-	"github.com/baton-agent/baton/internal/safefile"
 	"github.com/baton-agent/baton/internal/sandbox"
 )
 
@@ -418,13 +416,10 @@ func (r *Runner) plan(ctx context.Context, d *baton.Delivery, f forge.Forge) (ou
 		return out
 	}
 	// The plan is committed, not injected: later phases read docs/plan.md.
-	planFile := filepath.Join(co.Dir, filepath.FromSlash(forge.PlanPath))
-	if err := os.MkdirAll(filepath.Dir(planFile), 0o755); err == nil {
-		err = safefile.WriteAtomic(planFile, []byte(plan+"\n"), 0o644)
-		if err != nil {
-			out.warn("plan not written: %v", err)
-			return out
-		}
+	// Written beneath the worktree: a docs the agent made a link is refused.
+	if err := co.WriteFile(forge.PlanPath, []byte(plan+"\n")); err != nil {
+		out.warn("plan not written: %v", err)
+		return out
 	}
 	title := d.Title()
 	if _, _, err := co.CommitChanges(ctx, "Plan: "+title+"\n\nbaton delivery "+d.ID); err != nil {

@@ -95,7 +95,7 @@ func (s *Service) now() time.Time {
 
 // Workspaces returns the service's repository caches and worktrees.
 func (s *Service) Workspaces() *forge.Workspaces {
-	s.wsOnce.Do(func() { s.ws = &forge.Workspaces{Dir: s.DataDir} })
+	s.wsOnce.Do(func() { s.ws = &forge.Workspaces{Dir: s.DataDir, Sandbox: s.Sandbox.Mode} })
 	return s.ws
 }
 

@@ -34,6 +34,7 @@ import (
 	"github.com/baton-agent/baton/internal/gitx/gittest"
 	"github.com/baton-agent/baton/internal/harness"
 	"github.com/baton-agent/baton/internal/intake"
+	"github.com/baton-agent/baton/internal/loop"
 	"github.com/baton-agent/baton/internal/queue"
 	"github.com/baton-agent/baton/internal/sandbox"
 	"github.com/baton-agent/baton/internal/sqlstore"
@@ -151,7 +152,8 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 				Run: &web.RunView{Summary: "goal tree: 2 of 3 nodes done", Tree: "✓ root\n  ✓ parse the config\n  → write the docs",
 					Iterations: []web.IterationView{{Name: "iteration-2", Node: "write the docs", Outcome: "continue", GuardLog: "go test ./... ok"}}},
 				Packets: []web.ArtifactView{{ID: "20261126-handoff", Status: "open", Purpose: "pick up the docs"}},
-				Loops:   []web.ArtifactView{{ID: "loop-1", Status: "active", Iteration: 2}},
+				Loops: []loop.View{{ID: "loop-1", Status: "active", Foreground: true, Iteration: 2, MaxIterations: 20, CompletionPromises: []string{"DONE"},
+					MaxTokens: 50000, SpentTokens: 1200, ActiveSeconds: 90, Verify: []string{"go test ./..."}}},
 			}, nil
 		}}}
 	// A slow state refresh: phase changes come in bursts, and the page
