@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/baton-agent/baton/internal/gitx/gittest"
 	"github.com/baton-agent/baton/internal/sandbox"
 )
 
@@ -32,7 +33,7 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	code := m.Run()
+	code := gittest.Main(m) // git's identity and configuration, fixed for every test
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
