@@ -27,6 +27,10 @@ import (
 	"github.com/baton-agent/baton/internal/queue"
 )
 
+// TestMain gives git a fixed identity and no user configuration for the
+// whole test binary (gittest.Main), so the tests may run in parallel.
+func TestMain(m *testing.M) { os.Exit(gittest.Main(m)) }
+
 // clock ticks a minute per call, so ids made by successive calls differ
 // and every output is the same on every run.
 type clock struct {
@@ -56,7 +60,6 @@ type fixture struct {
 
 // repo makes a git repository with one commit on main.
 func repo(t testing.TB) string {
-	gittest.Setenv(t)
 	dir := t.TempDir()
 	gittest.Git(t, dir, "init", "-q", "-b", "main")
 	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n"), 0o644); err != nil {
@@ -366,7 +369,6 @@ func TestResourceListChanged(t *testing.T) {
 // one, and creates no store; the client's roots do not move it (the
 // protocol deprecates them): --root does.
 func TestOutsideProject(t *testing.T) {
-	gittest.Setenv(t)
 	nowhere := t.TempDir()
 	_, cs := connect(t, Options{WorkDir: nowhere}, nil)
 	if ins := cs.InitializeResult().Instructions; !strings.Contains(ins, "outside any project") || !strings.Contains(ins, "--root") {

@@ -42,6 +42,10 @@ import (
 	"github.com/baton-agent/baton/internal/web"
 )
 
+// TestMain gives git a fixed identity and no user configuration for the
+// whole test binary (gittest.Main), so the tests may run in parallel.
+func TestMain(m *testing.M) { os.Exit(gittest.Main(m)) }
+
 const token = "baton_browser_test_token"
 
 // agentScript answers as planner, implementer or reviewer. The
@@ -115,7 +119,6 @@ const noWorker envOption = 1
 func newEnv(t *testing.T, opts ...envOption) *env {
 	t.Helper()
 	bin := chromium(t)
-	gittest.Setenv(t)
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "app")
 	state := filepath.Join(dir, "state")
