@@ -8,6 +8,7 @@
 // is there.
 //
 //	echo '{"session_id":"s1","cwd":"'"$PWD"'"}' | baton-hook session-start --harness claude
+//	baton-hook --version
 package main
 
 import (
@@ -15,9 +16,15 @@ import (
 	"os"
 	"time"
 
+	"github.com/baton-agent/baton/internal/buildinfo"
+	"github.com/baton-agent/baton/internal/harness"
 	"github.com/baton-agent/baton/internal/hook"
 	"github.com/baton-agent/baton/internal/sandbox"
 )
+
+// version and commit are set at link time by release builds, as baton's
+// are: a baton-hook left behind by an older install says which it is.
+var version, commit = "", ""
 
 func main() {
 	sandbox.Main(sandbox.Hooks{}) // as the box's init, runs it and never returns
@@ -25,9 +32,15 @@ func main() {
 	if err != nil {
 		wd = "."
 	}
-	if len(os.Args) > 1 && (os.Args[1] == "-h" || os.Args[1] == "--help") {
-		os.Stdout.WriteString("baton-hook <session-start|stop|post-tool-use|pre-compact> --harness claude|codex|droid|pi [--root DIR]\n\nAnswers a harness hook as `baton hook` does; see `baton hook --help`.\n")
-		return
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "-h", "--help":
+			os.Stdout.WriteString("baton-hook <session-start|stop|post-tool-use|pre-compact> --harness claude|codex|droid|pi [--root DIR]\nbaton-hook --version\n\nAnswers a harness hook as `baton hook` does; see `baton hook --help`.\n")
+			return
+		case "--version":
+			os.Stdout.WriteString(buildinfo.Line(harness.HookBinary, buildinfo.Version(version), buildinfo.Commit(commit)) + "\n")
+			return
+		}
 	}
 	os.Exit(hook.Main(context.Background(), "baton-hook", os.Args[1:], os.Stdin, os.Stdout, os.Stderr,
 		hook.Env{Getenv: os.Getenv, Now: time.Now, WorkDir: wd}, ""))

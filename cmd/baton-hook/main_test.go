@@ -2,6 +2,8 @@ package main
 
 import (
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -28,5 +30,26 @@ func TestHookBinaryLinksOnlyTheHook(t *testing.T) {
 				t.Errorf("baton-hook links %s", banned)
 			}
 		}
+	}
+}
+
+// `baton-hook --version` names the release it came from, as `baton
+// version` does, so a companion left behind by an older install can be
+// told from the one beside baton.
+func TestVersion(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds baton-hook")
+	}
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "baton-hook")
+	const commit = "0123456789abcdef0123456789abcdef01234567"
+	build := exec.Command("go", "build", "-o", bin, "-ldflags", "-X main.version=1.2.3 -X main.commit="+commit, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "--version").CombinedOutput()
+	want := "baton-hook 1.2.3 (commit 0123456789ab, " + runtime.Version() + ", " + runtime.GOOS + "/" + runtime.GOARCH + ")\n"
+	if err != nil || string(out) != want {
+		t.Errorf("baton-hook --version = %q, %v; want %q", out, err, want)
 	}
 }

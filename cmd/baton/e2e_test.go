@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/baton-agent/baton/internal/egress"
+	"github.com/baton-agent/baton/internal/gitx/gittest"
 	"github.com/baton-agent/baton/internal/sandbox"
 )
 
@@ -33,7 +34,7 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	code := m.Run()
+	code := gittest.Main(m) // git's identity and configuration, fixed for every test
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -9,6 +8,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/baton-agent/baton/internal/buildinfo"
 	"github.com/baton-agent/baton/internal/cli"
 	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/github"
@@ -40,7 +40,7 @@ func wire() *cli.Factory {
 	sec := cli.NewSecrets(os.Getenv)
 	// One App cache for the process: its installations and their tokens
 	// are shared by every client.
-	gh := github.Access{Getenv: sec.Getenv, UserAgent: "baton/" + buildVersion(), Apps: &github.Apps{}}
+	gh := github.Access{Getenv: sec.Getenv, UserAgent: "baton/" + buildinfo.Version(version), Apps: &github.Apps{}}
 	dw := deliveryWiring{getenv: sec.Getenv, secretErr: sec.ErrOf, workDir: wd, github: gh, warn: os.Stderr}
 	return &cli.Factory{
 		OpenStore: func(root string) *fsstore.Store {
@@ -61,72 +61,12 @@ func wire() *cli.Factory {
 		Getenv:     sec.Getenv,
 		Secrets:    sec,
 		WorkDir:    wd,
-		Version:    buildVersion(),
-		Commit:     buildCommit(),
+		Version:    buildinfo.Version(version),
+		Commit:     buildinfo.Commit(commit),
 		Executable: exe,
 
 		DynamicallyLinked: builtWithCgo(),
 	}
-}
-
-func buildVersion() string {
-	if version != "" {
-		return version
-	}
-	bi, _ := debug.ReadBuildInfo()
-	return versionFrom(bi)
-}
-
-func buildCommit() string {
-	if commit != "" {
-		return commit
-	}
-	bi, _ := debug.ReadBuildInfo()
-	return commitFrom(bi)
-}
-
-// commitFrom is the commit go build recorded, "" when none.
-func commitFrom(bi *debug.BuildInfo) string {
-	if bi == nil {
-		return ""
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" {
-			return s.Value
-		}
-	}
-	return ""
-}
-
-// versionFrom names a build: its module version (a release, or the
-// pseudo-version go build derives from the commit), else the commit and
-// its date when Go recorded them, else "devel" and why there is nothing
-// more to say.
-func versionFrom(bi *debug.BuildInfo) string {
-	if bi == nil {
-		return "devel"
-	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	var rev, at string
-	dirty := ""
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.time":
-			at = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = "+dirty"
-			}
-		}
-	}
-	if rev == "" {
-		return "devel (no commit recorded: built by go run or with -buildvcs=false)"
-	}
-	return fmt.Sprintf("devel %s%s, committed %s", rev[:min(12, len(rev))], dirty, at)
 }
 
 // builtWithCgo reports whether this binary links libc dynamically.

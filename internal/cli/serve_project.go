@@ -11,10 +11,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/goaltree"
+	"github.com/baton-agent/baton/internal/loop"
 	"github.com/baton-agent/baton/internal/safefile"
 	"github.com/baton-agent/baton/internal/web"
 )
@@ -35,13 +37,13 @@ func serveProject(f *Factory) *web.Project {
 		return nil
 	}
 	return &web.Project{Root: st.Root(), Load: func(ctx context.Context) (web.ProjectView, error) {
-		return loadProject(st)
+		return loadProject(st, f.now())
 	}}
 }
 
 // loadProject reads the goal-tree run (tree, current node, the newest
 // iterations with their guard logs), packets and loops.
-func loadProject(st *fsstore.Store) (web.ProjectView, error) {
+func loadProject(st *fsstore.Store, now time.Time) (web.ProjectView, error) {
 	v := web.ProjectView{Root: st.Root()}
 	run, err := loadRunView(goaltree.Layout{Root: st.Root()})
 	if err != nil {
@@ -55,13 +57,12 @@ func loadProject(st *fsstore.Store) (web.ProjectView, error) {
 	for _, p := range packets[:min(len(packets), projectArtifacts)] {
 		v.Packets = append(v.Packets, web.ArtifactView{ID: p.ID, Status: string(p.Status), Purpose: p.Purpose})
 	}
-	loops, _, err := st.FindLoops(fsstore.LoopFilter{})
+	fg, _ := st.Foreground() // unreadable: the loops are shown, none marked
+	loops, _, err := loop.Views(st, fsstore.LoopFilter{}, fg, now)
 	if err != nil {
 		return v, err
 	}
-	for _, l := range loops[:min(len(loops), projectArtifacts)] {
-		v.Loops = append(v.Loops, web.ArtifactView{ID: l.ID, Status: string(l.Status), Iteration: l.Iteration})
-	}
+	v.Loops = loops[:min(len(loops), projectArtifacts)]
 	return v, nil
 }
 

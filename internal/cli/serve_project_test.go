@@ -73,7 +73,7 @@ func TestServeProjectPage(t *testing.T) {
 		"earlier output cut", "THE END", // iteration 1's, by its end
 		"status done, guard fail",
 		"finish the lexer", // the packet
-		`fix-the-lexer</code></td><td data-label="Status">active`, // the loop
+		`fix-the-lexer</code> <span class="badge">foreground</span></td><td data-label="Status">active`, // the loop
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the project page lacks %q", want)

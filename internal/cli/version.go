@@ -3,9 +3,10 @@ package cli
 import (
 	"fmt"
 	"runtime"
-	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/baton-agent/baton/internal/buildinfo"
 )
 
 func newVersionCmd(f *Factory) *cobra.Command {
@@ -26,17 +27,10 @@ func newVersionCmd(f *Factory) *cobra.Command {
 					Platform      string `json:"platform"`
 				}{1, f.Version, f.Commit, runtime.Version(), runtime.GOOS + "/" + runtime.GOARCH})
 			}
-			built := ""
-			if f.Commit != "" && !strings.Contains(f.Version, shortCommit(f.Commit)) {
-				built = "commit " + shortCommit(f.Commit) + ", "
-			}
-			_, err := fmt.Fprintf(f.IO.Out, "baton %s (%s%s, %s/%s)\n", f.Version, built, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			_, err := fmt.Fprintln(f.IO.Out, buildinfo.Line("baton", f.Version, f.Commit))
 			return err
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for agents and scripts")
 	return cmd
 }
-
-// shortCommit is the first 12 characters of a commit id.
-func shortCommit(c string) string { return c[:min(12, len(c))] }

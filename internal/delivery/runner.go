@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,7 +15,6 @@ import (
 	"github.com/baton-agent/baton/internal/forge"
 	"github.com/baton-agent/baton/internal/netpolicy"
 	"github.com/baton-agent/baton/internal/queue"
-	"github.com/baton-agent/baton/internal/safefile"
 	"github.com/baton-agent/baton/internal/sandbox"
 )
 
@@ -92,6 +90,9 @@ func (r *Runner) Run(ctx context.Context, ref string, want baton.Phase, person s
 		}
 		return nil, err
 	}
+	if err := r.roomToClaim(person); err != nil {
+		return nil, err
+	}
 	// Claim: pending → running, attempt+1, in one conditional update.
 	err = r.Service.Queue.InTx(ctx, func(tx queue.Tx) error {
 		cur, err := tx.Store().FindDeliveryByID(ctx, found.ID)
@@ -151,6 +152,7 @@ func (r *Runner) Run(ctx context.Context, ref string, want baton.Phase, person s
 	}
 	stop(nil)
 	<-watchDone
+	out = r.outOfSpace(ctx, d, out)
 	cause := context.Cause(runCtx)
 	var canceled *canceledError
 	stopped := errors.As(cause, &canceled) || errors.Is(cause, errLostClaim)
@@ -287,7 +289,7 @@ func (r *Runner) finish(ctx context.Context, d *baton.Delivery, out outcome, int
 		in.Action, in.Verdict, in.Skipped, in.Block, in.Note = ActForward, out.verdict, out.skipped, out.blocked, out.note
 	}
 	var got *baton.Delivery
-	err := r.Service.Queue.InTx(ctx, func(tx queue.Tx) error {
+	record := func(tx queue.Tx) error {
 		if out.run != nil {
 			if err := tx.Store().FinishAgentRun(ctx, out.run); err != nil {
 				return err
@@ -312,7 +314,13 @@ func (r *Runner) finish(ctx context.Context, d *baton.Delivery, out outcome, int
 		}
 		got, err = commit(ctx, tx, cur, res)
 		return err
-	})
+	}
+	err := r.Service.Queue.InTx(ctx, record)
+	if _, full := r.Service.diskFull(); err != nil && full && r.Service.reserve().Release() {
+		// The disk filled up since the phase ended: the reserve makes the
+		// room to record it.
+		err = r.Service.Queue.InTx(ctx, record)
+	}
 	if err == nil {
 		r.Service.notify(d.ID)
 	}
@@ -440,13 +448,10 @@ func (r *Runner) plan(ctx context.Context, d *baton.Delivery, f forge.Forge) (ou
 		return out
 	}
 	// The plan is committed, not injected: later phases read docs/plan.md.
-	planFile := filepath.Join(co.Dir, filepath.FromSlash(forge.PlanPath))
-	if err := os.MkdirAll(filepath.Dir(planFile), 0o755); err == nil {
-		err = safefile.WriteAtomic(planFile, []byte(plan+"\n"), 0o644)
-		if err != nil {
-			out.warn("plan not written: %v", err)
-			return out
-		}
+	// Written beneath the worktree: a docs the agent made a link is refused.
+	if err := co.WriteFile(forge.PlanPath, []byte(plan+"\n")); err != nil {
+		out.warn("plan not written: %v", err)
+		return out
 	}
 	title := d.Title()
 	if _, _, err := co.CommitChanges(ctx, "Plan: "+title+"\n\nbaton delivery "+d.ID); err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/diskspace"
 	"github.com/baton-agent/baton/internal/forge"
 	"github.com/baton-agent/baton/internal/github"
 	"github.com/baton-agent/baton/internal/queue"
@@ -60,6 +61,9 @@ type Service struct {
 	wsOnce sync.Once
 	ws     *forge.Workspaces
 
+	spaceOnce sync.Once
+	space     *diskspace.Reserve
+
 	// listeners are told when events commit in this process (OnEvents).
 	listeners listeners
 	// deciding serialises people's decisions on one delivery in this
@@ -95,7 +99,7 @@ func (s *Service) now() time.Time {
 
 // Workspaces returns the service's repository caches and worktrees.
 func (s *Service) Workspaces() *forge.Workspaces {
-	s.wsOnce.Do(func() { s.ws = &forge.Workspaces{Dir: s.DataDir} })
+	s.wsOnce.Do(func() { s.ws = &forge.Workspaces{Dir: s.DataDir, Sandbox: s.Sandbox.Mode} })
 	return s.ws
 }
 

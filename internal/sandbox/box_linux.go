@@ -181,7 +181,7 @@ func (c Confinement) Status() Status {
 	if c.Cache != "" {
 		add(DefCaches, true, "Go, npm, pnpm, cargo and XDG caches in "+c.Cache+", never yours")
 	} else {
-		add(DefCaches, true, "fresh Go, npm, pnpm, cargo and XDG caches per process, never yours")
+		add(DefCaches, true, "none: no cache is writable, yours neither")
 	}
 	if os.Geteuid() == 0 {
 		add(DefRoot, true, "runs as root: system directories narrowed to what any user may read")

@@ -9,8 +9,8 @@ import (
 )
 
 // caches gives what runs in the box build caches of its own, in c.Cache
-// (or, when that is "", a directory that cleanup removes): the environment
-// that points the tools at them, and the policy that grants them. The
+// (none when that is ""): the environment that points the tools at them,
+// and the policy that grants them. The
 // user's own caches are never written: a module, package or build
 // artefact planted there would run in the user's next unconfined build.
 // Go modules the user already downloaded are read from the user's module
@@ -20,10 +20,7 @@ func (c Confinement) caches(env []string) (add []string, p Policy, cleanup func(
 	cleanup = func() {}
 	dir := c.Cache
 	if dir == "" {
-		if dir, err = os.MkdirTemp("", "baton-cache-"); err != nil {
-			return nil, p, cleanup, err
-		}
-		cleanup = func() { os.RemoveAll(dir) }
+		return nil, p, cleanup, nil
 	}
 	sub := map[string]string{
 		"GOMODCACHE":            "go/mod",

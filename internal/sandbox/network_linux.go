@@ -80,6 +80,12 @@ func portList(ports []int) string {
 func (c Confinement) openNetwork(b *box, ns bool) error {
 	switch mode, _ := c.netMode(ns); mode {
 	case netNamespace:
+		if len(c.Network.Allow.Rules()) == 0 && c.Network.OnRefuse == nil {
+			// Nothing to reach and no one to tell: a namespace with no
+			// way out, and no proxy (baton's own git in a worktree).
+			b.newNet = true
+			return nil
+		}
 		start, err := hooks.OpenNetwork(c.Network)
 		if err != nil {
 			return fmt.Errorf("open the box's network: %w", err)

@@ -216,7 +216,8 @@ type Confinement struct {
 	// Cache holds the build caches of what runs in the box (Go's module
 	// and build caches, npm, pnpm, cargo, XDG_CACHE_HOME): the user's own
 	// caches are never written, so nothing an agent puts there runs in the
-	// user's next unconfined build. "" gives each start a fresh one.
+	// user's next unconfined build. "" sets none up: what runs in the box
+	// writes no cache (baton's own git needs none).
 	Cache string
 	// MaxProcs caps the processes and threads the box holds at once; 0 is
 	// DefaultMaxProcs.

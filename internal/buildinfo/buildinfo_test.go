@@ -1,11 +1,11 @@
-package main
+package buildinfo
 
 import (
 	"runtime/debug"
 	"testing"
 )
 
-func TestVersionFrom(t *testing.T) {
+func TestFrom(t *testing.T) {
 	vcs := func(kv ...string) []debug.BuildSetting {
 		var s []debug.BuildSetting
 		for i := 0; i < len(kv); i += 2 {
@@ -26,8 +26,8 @@ func TestVersionFrom(t *testing.T) {
 			"devel 1614ed0005e5+dirty, committed 2026-11-25T03:52:30Z"},
 		{"go run", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "devel (no commit recorded: built by go run or with -buildvcs=false)"},
 	} {
-		if got := versionFrom(c.bi); got != c.want {
-			t.Errorf("%s: versionFrom = %q, want %q", c.name, got, c.want)
+		if got := From(c.bi); got != c.want {
+			t.Errorf("%s: From = %q, want %q", c.name, got, c.want)
 		}
 	}
 }
