@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/baton-agent/baton/internal/gitx/gittest"
 )
 
 var batonBin string
@@ -29,7 +31,7 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	code := m.Run()
+	code := gittest.Main(m) // git's identity and configuration, fixed for every test
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

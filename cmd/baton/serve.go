@@ -84,7 +84,7 @@ func (w deliveryWiring) serve(ctx context.Context, c cli.ServeConfig) error {
 	srv := &web.Server{
 		Deliveries: svc, Feed: feed, Intake: in, Token: token, Open: web.IsLoopback(c.Addr), Repos: c.Repos, Hosts: c.Hosts,
 		Agent: agentStatus(agent, workers == 0), Agents: harness.AgentNames(), Log: c.Log, Version: c.Version, Now: c.Now,
-		Project: web.NewProject(c.Project),
+		Project: web.NewProject(c.Project, c.Now),
 	}
 	started.AgentFix = srv.Agent.Fix
 	if !srv.Agent.Missing() {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"github.com/baton-agent/baton/internal/gitx/gittest"
 	"github.com/baton-agent/baton/internal/golden"
 
 	"bufio"
@@ -45,7 +46,7 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	os.Exit(gittest.Main(m)) // git's identity and configuration, fixed for every test
 }
 
 // deliveryEnv is a test with a source repository, a data directory and

@@ -22,6 +22,10 @@ import (
 	"github.com/baton-agent/baton/internal/sqlstore/sqlstoretest"
 )
 
+// TestMain gives git a fixed identity and no user configuration for the
+// whole test binary (gittest.Main), so the tests may run in parallel.
+func TestMain(m *testing.M) { os.Exit(gittest.Main(m)) }
+
 func write(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -66,7 +70,6 @@ func newHarness(t *testing.T, workers int, turns ...agenttest.Turn) *harness {
 // BATON_TEST_POSTGRES_URL's database).
 func newHarnessOn(t *testing.T, dialect sqlstore.Dialect, workers int, turns ...agenttest.Turn) *harness {
 	t.Helper()
-	gittest.Setenv(t)
 	dataDir := t.TempDir()
 	h := &harness{t: t, dataDir: dataDir, fake: agenttest.New(t, turns...)}
 	q, err := queue.Open(t.Context(), sqlstoretest.DSN(t, dialect), queue.Config{Workers: workers, FetchPollInterval: 20 * time.Millisecond})

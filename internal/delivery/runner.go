@@ -89,6 +89,9 @@ func (r *Runner) Run(ctx context.Context, ref string, want baton.Phase, person s
 		}
 		return nil, err
 	}
+	if err := r.roomToClaim(person); err != nil {
+		return nil, err
+	}
 	// Claim: pending → running, attempt+1, in one conditional update.
 	err = r.Service.Queue.InTx(ctx, func(tx queue.Tx) error {
 		cur, err := tx.Store().FindDeliveryByID(ctx, found.ID)
@@ -144,6 +147,7 @@ func (r *Runner) Run(ctx context.Context, ref string, want baton.Phase, person s
 	out := r.execute(runCtx, d, f, ferr)
 	stop(nil)
 	<-watchDone
+	out = r.outOfSpace(ctx, d, out)
 	cause := context.Cause(runCtx)
 	var canceled *canceledError
 	stopped := errors.As(cause, &canceled) || errors.Is(cause, errLostClaim)
@@ -277,7 +281,7 @@ func (r *Runner) finish(ctx context.Context, d *baton.Delivery, out outcome, int
 		in.Action, in.Verdict, in.Skipped, in.Block, in.Note = ActForward, out.verdict, out.skipped, out.blocked, out.note
 	}
 	var got *baton.Delivery
-	err := r.Service.Queue.InTx(ctx, func(tx queue.Tx) error {
+	record := func(tx queue.Tx) error {
 		if out.run != nil {
 			if err := tx.Store().FinishAgentRun(ctx, out.run); err != nil {
 				return err
@@ -302,7 +306,13 @@ func (r *Runner) finish(ctx context.Context, d *baton.Delivery, out outcome, int
 		}
 		got, err = commit(ctx, tx, cur, res)
 		return err
-	})
+	}
+	err := r.Service.Queue.InTx(ctx, record)
+	if _, full := r.Service.diskFull(); err != nil && full && r.Service.reserve().Release() {
+		// The disk filled up since the phase ended: the reserve makes the
+		// room to record it.
+		err = r.Service.Queue.InTx(ctx, record)
+	}
 	if err == nil {
 		r.Service.notify(d.ID)
 	}

@@ -11,10 +11,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/goaltree"
+	"github.com/baton-agent/baton/internal/loop"
 	"github.com/baton-agent/baton/internal/safefile"
 )
 
@@ -27,21 +29,24 @@ const (
 )
 
 // NewProject is the project at st, for the dashboard's read-only project
-// page: its goal-tree run, packets and loops, read from the files as the
-// commands left them, bounded (an agent wrote them). nil outside a
-// project (st nil, or no store there).
-func NewProject(st *fsstore.Store) *Project {
+// page: its goal-tree run, packets and loops (as of now), read from the
+// files as the commands left them, bounded (an agent wrote them). nil
+// outside a project (st nil, or no store there).
+func NewProject(st *fsstore.Store, now func() time.Time) *Project {
 	if st == nil || st.Root() == "" || !st.Exists() {
 		return nil
 	}
+	if now == nil {
+		now = time.Now
+	}
 	return &Project{Root: st.Root(), Load: func(ctx context.Context) (ProjectView, error) {
-		return loadProject(st)
+		return loadProject(st, now())
 	}}
 }
 
 // loadProject reads the goal-tree run (tree, current node, the newest
 // iterations with their guard logs), packets and loops.
-func loadProject(st *fsstore.Store) (ProjectView, error) {
+func loadProject(st *fsstore.Store, now time.Time) (ProjectView, error) {
 	v := ProjectView{Root: st.Root()}
 	run, err := loadRunView(goaltree.Layout{Root: st.Root()})
 	if err != nil {
@@ -55,13 +60,12 @@ func loadProject(st *fsstore.Store) (ProjectView, error) {
 	for _, p := range packets[:min(len(packets), projectArtifacts)] {
 		v.Packets = append(v.Packets, ArtifactView{ID: p.ID, Status: string(p.Status), Purpose: p.Purpose})
 	}
-	loops, _, err := st.FindLoops(fsstore.LoopFilter{})
+	fg, _ := st.Foreground() // unreadable: the loops are shown, none marked
+	loops, _, err := loop.Views(st, fsstore.LoopFilter{}, fg, now)
 	if err != nil {
 		return v, err
 	}
-	for _, l := range loops[:min(len(loops), projectArtifacts)] {
-		v.Loops = append(v.Loops, ArtifactView{ID: l.ID, Status: string(l.Status), Iteration: l.Iteration})
-	}
+	v.Loops = loops[:min(len(loops), projectArtifacts)]
 	return v, nil
 }
 
