@@ -50,7 +50,7 @@ func (w deliveryWiring) serve(ctx context.Context, c cli.ServeConfig) error {
 		return err
 	}
 	defer svc.Close()
-	svc.Sandbox = c.Sandbox
+	svc.Sandbox = c.Sandbox.InDataDir(svc.DataDir)
 	if c.PublicURL != "" {
 		svc.PublicURL = c.PublicURL
 	}
