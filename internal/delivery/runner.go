@@ -393,7 +393,7 @@ func (r *Runner) agent(ctx context.Context, d *baton.Delivery, co *forge.Checkou
 // co.Sandbox grants (never the API token, the database, another
 // worktree or a run log).
 func (r *Runner) confine(d *baton.Delivery, co *forge.Checkout) *sandbox.Confinement {
-	c := r.Service.Sandbox
+	c := r.Service.Sandbox.ForProject(d.Repository) // caches of its repository's own
 	c.Policy = c.Policy.Merge(co.Sandbox()).Merge(sandbox.Policy{
 		// Refs point the agent at its review notes and its failed checks'
 		// logs: its own, read-only.

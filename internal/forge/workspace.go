@@ -585,6 +585,7 @@ func (w *Workspaces) worktree(c *cache, path string, l gitx.Layout, state string
 	sys := sandbox.System(sandbox.EnvFrom(env))
 	conf := sandbox.Confinement{Mode: w.Sandbox, Policy: sandbox.Policy{
 		Read:    append(slices.Clip(sys.Read), l.CommonDir, l.GitDir),
+		Public:  sys.Public,
 		Devices: sys.Devices,
 		Write:   append([]string{path, state}, write...),
 		Deny:    append(slices.Clip(sys.Deny), w.Dir, filepath.Join(l.CommonDir, "worktrees")),
