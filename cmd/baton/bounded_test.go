@@ -2,14 +2,19 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/delivery"
+	"github.com/baton-agent/baton/internal/diskspace"
+	"github.com/baton-agent/baton/internal/diskspace/diskspacetest"
 	"github.com/baton-agent/baton/internal/sqlstore"
 )
 
@@ -96,4 +101,121 @@ func lastOutput(evs []baton.DeliveryEvent) string {
 		}
 	}
 	return ""
+}
+
+// spaceAgent fills the disk when asked to, and otherwise does its work.
+// What it writes does not compress, so committing it needs room too.
+const spaceAgent = `#!/bin/sh
+prompt=$(cat)
+case "$BATON_PHASE:$prompt" in
+plan:*) echo "1. Do it." ;;
+implement:*Fill*) head -c 300000000 /dev/urandom > big.bin; echo "wrote big.bin" ;;
+implement:*) echo feature > feature.txt; echo "wrote feature.txt" ;;
+review:*) echo '{"verdict":"pass","summary":"ok","feedback":""}' ;;
+esac
+`
+
+// A full disk under baton serve: the agent that filled it fails its
+// phase with a message that says so, baton frees what the agent left,
+// and the server goes on by itself, with no restart and nothing deleted
+// by hand: the next delivery closes; while something else fills the
+// disk, a queued phase waits instead of failing, and runs once there is
+// room.
+func TestDiskFullFailsThePhaseAndServeRecovers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: fills a file system")
+	}
+	mount := diskspacetest.Mount(t, 96<<20)
+	home, data := t.TempDir(), filepath.Join(mount, "data")
+	env := gitEnv(home, "BATON_DATA_DIR="+data)
+	repo := userRepo(t, env)
+	agent := filepath.Join(t.TempDir(), "agent.sh")
+	if err := os.WriteFile(agent, []byte(spaceAgent), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	serve, url := startServe(t, env, repo, "--addr", "127.0.0.1:0", "--agent", "command:"+agent, "--poll", "100ms")
+	tok, err := os.ReadFile(filepath.Join(data, "api-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(string(tok))
+	create := func(summary string) string {
+		t.Helper()
+		var created struct {
+			Delivery struct {
+				ID string `json:"id"`
+			} `json:"delivery"`
+		}
+		body := fmt.Sprintf(`{"repo":%q,"summary":%q,"checkpoints":[],"endpoint":"review"}`, repo, summary)
+		if code := apiCall(t, "POST", url+"/api/deliveries", token, body, &created); code != http.StatusCreated {
+			t.Fatalf("create %q = %d\n%s", summary, code, serve.output())
+		}
+		return created.Delivery.ID
+	}
+	type state struct {
+		Delivery struct {
+			Phase     string `json:"phase"`
+			RunStatus string `json:"run_status"`
+			Error     string `json:"error"`
+		} `json:"delivery"`
+	}
+	wait := func(id, what string, done func(state) bool) state {
+		t.Helper()
+		var st state
+		for end := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) { // polls serve's API
+			apiCall(t, "GET", url+"/api/deliveries/"+id, token, "", &st)
+			if done(st) {
+				return st
+			}
+			if time.Now().After(end) {
+				t.Fatalf("%s did not happen within 2m: %+v\n%s", what, st, serve.output())
+			}
+		}
+	}
+	ended := func(s state) bool {
+		return s.Delivery.RunStatus == "failed" || s.Delivery.RunStatus == "blocked" || s.Delivery.Phase == "close"
+	}
+
+	// The agent fills the disk: its phase fails and says why.
+	full := create("Fill the disk")
+	st := wait(full, "the filling delivery to end", ended)
+	if st.Delivery.Phase != "implement" || st.Delivery.RunStatus != "failed" || !strings.Contains(st.Delivery.Error, "was full") || !strings.Contains(st.Delivery.Error, "baton delivery retry") {
+		t.Fatalf("the delivery whose agent filled the disk is %s/%s: %q; want implement failed saying the disk is full", st.Delivery.Phase, st.Delivery.RunStatus, st.Delivery.Error)
+	}
+	if free, _ := diskspace.Free(mount); free < 32<<20 {
+		t.Errorf("%d bytes free after the phase failed: baton did not free what the agent left", free)
+	}
+
+	// The server carries on by itself.
+	if st := wait(create("Add a feature"), "the next delivery to end", ended); st.Delivery.Phase != "close" {
+		t.Fatalf("the next delivery ended %+v, want it closed\n%s", st, serve.output())
+	}
+
+	// Something else fills the disk: a queued phase waits, then runs once
+	// there is room again.
+	filler := filepath.Join(mount, "filler")
+	diskspacetest.FillTo(t, filler, 4<<20)
+	waiting := create("Add another feature")
+	for end := time.Now().Add(time.Minute); !strings.Contains(serve.output(), waiting+" plan waits: the disk holding baton's data directory"); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("serve never said the phase waits for room\n%s", serve.output())
+		}
+	}
+	var st2 state
+	apiCall(t, "GET", url+"/api/deliveries/"+waiting, token, "", &st2)
+	if st2.Delivery.Phase != "plan" || st2.Delivery.RunStatus != "pending" {
+		t.Errorf("a phase queued on a full disk is %s/%s (%s), want plan/pending", st2.Delivery.Phase, st2.Delivery.RunStatus, st2.Delivery.Error)
+	}
+	// A person who runs it now is told why it cannot.
+	cmd := exec.Command(batonBin, "delivery", "run", waiting)
+	cmd.Dir, cmd.Env = repo, env
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "is full (") || !strings.Contains(string(out), "free some space, then run it again") {
+		t.Errorf("delivery run on a full disk: %v\n%s", err, out)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if st := wait(waiting, "the waiting delivery to end", ended); st.Delivery.Phase != "close" {
+		t.Errorf("the delivery that waited for room ended %+v, want it closed\n%s", st, serve.output())
+	}
 }

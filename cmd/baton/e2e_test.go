@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/baton-agent/baton/internal/gitx/gittest"
+	"github.com/baton-agent/baton/internal/sandbox"
 )
 
 var batonBin string
@@ -18,6 +19,7 @@ var batonBin string
 // TestMain builds the real binary once: these tests run hooks the way a
 // harness does, as separate processes through /bin/sh.
 func TestMain(m *testing.M) {
+	sandbox.Main(sandbox.Hooks{}) // the box's init, when a test starts a confined process
 	dir, err := os.MkdirTemp("", "baton-e2e-*")
 	if err != nil {
 		panic(err)

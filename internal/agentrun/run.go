@@ -133,7 +133,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	// What the decoder found.
 	found := dec.finish(res)
 	if p.kind == kindCodex && res.SessionID != "" {
-		if m := codexModel(codexHome(env), res.SessionID, start, time.Now()); m != "" {
+		if m := codexModel(p.kind.stateDir(s, env), res.SessionID, start, time.Now()); m != "" {
 			res.Model = m
 		}
 	}

@@ -610,7 +610,8 @@ Ctrl-C cancels the run (the agent is stopped; retry runs it again).
 			}
 			change := af.settings(f, cmd.Flags())
 			return withDeliveries(ctx, f, *db, func(svc *delivery.Service) error {
-				svc.Sandbox = conf
+				svc.Sandbox = conf.InDataDir(svc.DataDir)
+				sandboxNotice(f.IO.Err, svc.Sandbox)
 				d, err := svc.RunNow(ctx, args[0], f.actor(), change, printable(f.IO.Out), lease)
 				if err != nil {
 					return err

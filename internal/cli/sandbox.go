@@ -14,12 +14,14 @@ import (
 type sandboxOptions struct {
 	mode        string
 	read, write []string
+	procs       int
 }
 
 func (o *sandboxOptions) register(fl *pflag.FlagSet) {
-	fl.StringVar(&o.mode, "sandbox", "", "confine agents and check commands with Landlock: auto (where the kernel can), required (refuse to run them otherwise) or off (default $BATON_SANDBOX, else auto)")
+	fl.StringVar(&o.mode, "sandbox", "", "confine agents and check commands in baton's box: auto (what this host allows), required (refuse to run them without every defence) or off (default $BATON_SANDBOX, else auto)")
 	fl.StringArrayVar(&o.read, "sandbox-read", nil, "a `path` confined agents and commands may also read (repeatable; also $BATON_SANDBOX_READ, a list)")
 	fl.StringArrayVar(&o.write, "sandbox-write", nil, "a `path` confined agents and commands may also write, e.g. where a deploy command writes (repeatable; also $BATON_SANDBOX_WRITE, a list)")
+	fl.IntVar(&o.procs, "sandbox-procs", 0, fmt.Sprintf("at most this many processes and threads in one agent's or command's box (default $BATON_SANDBOX_PROCS, else %d)", sandbox.DefaultMaxProcs))
 }
 
 // confinement is what the flags and the environment ask for. The files
@@ -29,23 +31,42 @@ func (o sandboxOptions) confinement(f *Factory) (sandbox.Confinement, error) {
 	if err != nil {
 		return sandbox.Confinement{}, usageError("%s", err.Error())
 	}
+	if o.procs < 0 {
+		return sandbox.Confinement{}, usageError("--sandbox-procs must be at least 1")
+	}
+	if o.procs > 0 {
+		c.MaxProcs = o.procs
+	}
 	if f.Secrets != nil {
 		c.Policy.Deny = f.Secrets.Paths()
 	}
 	return c, nil
 }
 
-// sandboxNotice says, in one line at start, whether what the command runs
-// for agents will be confined, and what an unconfined agent can reach.
+// sandboxNotice says at start whether what the command runs for agents
+// will be confined, with a line per defence of the box saying whether
+// this host enforces it, and what an unconfined agent can reach.
 func sandboxNotice(w io.Writer, c sandbox.Confinement) {
-	switch st := sandbox.Probe(); {
+	st := c.Status()
+	switch {
 	case c.Mode == sandbox.ModeOff:
 		fmt.Fprintf(w, "warning: --sandbox=off: %s\n", sandbox.Exposure)
+		return
 	case st.Available():
-		fmt.Fprintf(w, "sandbox: agents and check commands are confined (%s)\n", st)
+		fmt.Fprintf(w, "sandbox: agents and check commands are confined (%s):\n", st)
 	case c.Mode == sandbox.ModeRequired:
 		fmt.Fprintf(w, "sandbox: %s; --sandbox=required: no agent or check command will run\n", st.Why)
 	default:
 		fmt.Fprintf(w, "warning: agents cannot be confined here (%s): %s; --sandbox=off says that is intended, --sandbox=required refuses to run them\n", st.Why, sandbox.Exposure)
+	}
+	for _, l := range st.Lines() {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+	if missing := st.Missing(); len(missing) > 0 && st.Available() {
+		if c.Mode == sandbox.ModeRequired {
+			fmt.Fprintf(w, "sandbox: --sandbox=required and %d defence(s) not enforced here: no agent or check command will run\n", len(missing))
+		} else {
+			fmt.Fprintf(w, "warning: sandbox: %d defence(s) not enforced here (NO above); --sandbox=required refuses to run without them\n", len(missing))
+		}
 	}
 }

@@ -151,6 +151,7 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 		return err
 	}
 	defer svc.Close()
+	conf = conf.InDataDir(svc.DataDir)
 	svc.Sandbox = conf
 	if o.publicURL != "" {
 		svc.PublicURL = o.publicURL

@@ -121,6 +121,7 @@ func runWorker(ctx context.Context, f *Factory, db string, o workerOptions) erro
 		return err
 	}
 	defer svc.Close()
+	conf = conf.InDataDir(svc.DataDir)
 	svc.Sandbox = conf
 	fmt.Fprintf(f.IO.Err, "baton worker %s: %d at once, data in %s (Ctrl-C stops)\n", id, o.run.workers, svc.DataDir)
 	sandboxNotice(f.IO.Err, conf)

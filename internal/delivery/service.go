@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/diskspace"
 	"github.com/baton-agent/baton/internal/forge"
 	"github.com/baton-agent/baton/internal/github"
 	"github.com/baton-agent/baton/internal/queue"
@@ -59,6 +60,9 @@ type Service struct {
 
 	wsOnce sync.Once
 	ws     *forge.Workspaces
+
+	spaceOnce sync.Once
+	space     *diskspace.Reserve
 
 	// listeners are told when events commit in this process (OnEvents).
 	listeners listeners

@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -28,7 +29,8 @@ type Worker struct {
 	Log *slog.Logger
 	// Observe, when set, is told how long each job took and how it ended:
 	// the phase's run status after it ("succeeded", "failed", ...),
-	// "error", or "none" for a job with nothing to run (for metrics).
+	// "error", "waiting" for a job that waits for room on the disk, or
+	// "none" for a job with nothing to run (for metrics).
 	Observe func(phase baton.Phase, result string, took time.Duration)
 }
 
@@ -46,9 +48,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	handle := func(ctx context.Context, a queue.RunPhaseArgs, attempt int) error {
 		start := time.Now()
 		d, err := r.Run(ctx, a.DeliveryID, a.Phase, "")
+		var wait *queue.SnoozeError
+		waits := errors.As(err, &wait)
 		if w.Observe != nil {
 			result := "none"
 			switch {
+			case waits:
+				result = "waiting"
 			case err != nil:
 				result = "error"
 			case d != nil:
@@ -57,6 +63,9 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.Observe(a.Phase, result, time.Since(start))
 		}
 		switch {
+		case waits:
+			log.Warn(fmt.Sprintf("%s %s waits: %v", a.DeliveryID, a.Phase, wait.Err),
+				"delivery", a.DeliveryID, "phase", a.Phase, "until", wait.Until, "err", wait.Err)
 		case err != nil:
 			log.Error(fmt.Sprintf("%s %s: %v", a.DeliveryID, a.Phase, err),
 				"delivery", a.DeliveryID, "phase", a.Phase, "attempt", attempt, "err", err)

@@ -125,6 +125,9 @@ func startCheck(cmd *exec.Cmd, c Check, res *CheckResult) (release func(), err e
 		return func() {}, cmd.Start()
 	}
 	cf := *c.Confine
+	// A check is the user's command, not an agent CLI: it gets no agent
+	// home, and the real home stays read-only.
+	cf.Home = ""
 	if cf.Mode != sandbox.ModeOff {
 		tmp, err := os.MkdirTemp("", "baton-check-")
 		if err != nil {

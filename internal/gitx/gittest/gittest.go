@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/baton-agent/baton/internal/sandbox"
 )
 
 // Env is the environment tests give git: a fixed identity and dates,
@@ -29,7 +31,11 @@ func Env() []string {
 // TestMain:
 //
 //	func TestMain(m *testing.M) { os.Exit(gittest.Main(m)) }
+//
+// The test binary is also the box's init (sandbox.Main): baton's git in
+// a worktree, as the agents and checks such tests start, runs boxed.
 func Main(m *testing.M) int {
+	sandbox.Main(sandbox.Hooks{})
 	for _, kv := range Env() {
 		k, v, _ := strings.Cut(kv, "=")
 		if err := os.Setenv(k, v); err != nil {
