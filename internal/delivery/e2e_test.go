@@ -258,7 +258,7 @@ func endToEnd(t *testing.T, dialect sqlstore.Dialect) {
 			t.Errorf("%s ref %q has no file URL an agent can open", r.Role, r.URL)
 		}
 	}
-	wantRefs := []string{"request:summary", "work:branch", "review:review_note", "review:review_note", "check:verify_command", "review:review_note", "work:commit"}
+	wantRefs := []string{"request:summary", "work:branch", "review:review_note", "review:review_note", "work:verified_commit", "check:verify_command", "review:review_note", "work:commit"}
 	if diff := cmp.Diff(wantRefs, refs); diff != "" {
 		t.Errorf("refs (-want +got):\n%s", diff)
 	}
