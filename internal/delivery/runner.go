@@ -580,14 +580,20 @@ func joinNote(a, b string) string {
 }
 
 func (r *Runner) verify(ctx context.Context, d *baton.Delivery, f forge.Forge) (out outcome) {
-	co, err := r.checkout(ctx, d, f)
+	// A fresh checkout of the work commit, not the delivery's worktree:
+	// nothing an agent left there (uncommitted or ignored files, a
+	// process still writing) is verified in place of what is merged.
+	co, done, err := r.Service.Workspaces().Commit(ctx, d, f)
 	if err != nil {
+		if baton.ErrorCode(err) == baton.Conflict {
+			err = baton.Errorf(baton.Conflict, "there is no work branch %s to verify", d.WorkBranch())
+		}
 		return outcome{err: err}
 	}
-	if !co.WorkExists {
-		return outcome{err: baton.Errorf(baton.Conflict, "there is no work branch %s to verify", d.WorkBranch())}
-	}
+	defer done()
 	sha := co.Start
+	// What deploy merges: this commit, whatever verify finds of it.
+	out.refs = append(out.refs, verifiedRef(sha))
 	var did, failed []string
 	wait := r.CheckWait
 	if wait.Timeout <= 0 {
@@ -628,26 +634,61 @@ func (r *Runner) verify(ctx context.Context, d *baton.Delivery, f forge.Forge) (
 		} else {
 			why += " and the local forge has no CI"
 		}
-		return outcome{skipped: true, note: "nothing to verify: " + why}
+		out.skipped, out.note = true, "nothing to verify: "+why
 	case len(failed) > 0:
 		out.verdict = baton.VerdictNotPass
 		out.note = "failed: " + strings.Join(failed, "; ")
 	default:
 		out.verdict = baton.VerdictPass
-		out.note = "passed: " + strings.Join(did, ", ")
+		out.note = "passed on " + sha[:12] + ": " + strings.Join(did, ", ")
 	}
 	return out
+}
+
+// verifiedType is the type of the work ref that names the commit verify
+// last ran on (its label is the full commit name): deploy merges exactly
+// it.
+const verifiedType = "verified_commit"
+
+func verifiedRef(sha string) baton.Ref {
+	return baton.Ref{Role: baton.RoleWork, Type: verifiedType, Label: sha}
+}
+
+// verifiedCommit is the commit verify last ran on, "" when it has not run.
+func verifiedCommit(d *baton.Delivery) string {
+	for _, r := range d.Refs {
+		if r.Role == baton.RoleWork && r.Type == verifiedType {
+			return r.Label
+		}
+	}
+	return ""
+}
+
+// checkVerified refuses to deploy a work head verify did not run on: the
+// work branch moved after verify (a push to the pull request, another
+// round), so what would be merged was not verified.
+func checkVerified(d *baton.Delivery, head string) error {
+	v := verifiedCommit(d)
+	if v == "" || v == head {
+		return nil
+	}
+	return baton.Errorf(baton.Conflict, "the work branch %s moved after verify ran on %s (it is at %s now): reject the delivery to implement, so that review and verify run on what would be merged",
+		d.WorkBranch(), v[:min(12, len(v))], head[:min(12, len(head))])
 }
 
 func (r *Runner) deploy(ctx context.Context, d *baton.Delivery, f forge.Forge) (out outcome) {
 	noWork := baton.Errorf(baton.Conflict, "there is no work branch %s to deploy", d.WorkBranch())
 	if cmd := d.Config.DeployCommand; cmd != "" {
-		co, err := r.checkout(ctx, d, f)
-		if err != nil {
+		// In a fresh checkout of the commit verify ran on, as verify did.
+		co, done, err := r.Service.Workspaces().Commit(ctx, d, f)
+		if baton.ErrorCode(err) == baton.Conflict {
+			return outcome{err: noWork}
+		} else if err != nil {
 			return outcome{err: err}
 		}
-		if !co.WorkExists {
-			return outcome{err: noWork}
+		defer done()
+		if err := checkVerified(d, co.Start); err != nil {
+			return outcome{err: err}
 		}
 		cr, err := r.command(ctx, d, co, cmd, "deploy.log", []string{"BATON_BASE_BRANCH=" + co.Base, "BATON_WORK_SHA=" + co.Start})
 		if err != nil {
@@ -656,7 +697,7 @@ func (r *Runner) deploy(ctx context.Context, d *baton.Delivery, f forge.Forge) (
 		if cr.exit != 0 {
 			return outcome{err: baton.Errorf(baton.Unavailable, "deploy command `%s` exited %d: %s (log %s)", cmd, cr.exit, cr.tail, cr.log)}
 		}
-		return outcome{note: "deployed by `" + cmd + "`"}
+		return outcome{note: "deployed " + co.Start[:12] + " by `" + cmd + "`"}
 	}
 	// A merge needs no worktree: the base and the work branch's head.
 	base, sha, err := r.Service.Workspaces().Work(ctx, d, f)
@@ -665,6 +706,9 @@ func (r *Runner) deploy(ctx context.Context, d *baton.Delivery, f forge.Forge) (
 	}
 	if sha == "" {
 		return outcome{err: noWork}
+	}
+	if err := checkVerified(d, sha); err != nil {
+		return outcome{err: err}
 	}
 	ref, err := f.Merge(ctx, d, r.Service.Workspaces(), base, sha, d.Config.MergeMethod)
 	if err != nil {
