@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/baton-agent/baton/internal/sandbox"
 )
 
 // boxVar carries a boxSpec to the test binary started as a box: it then
@@ -39,6 +41,7 @@ type testSpec struct {
 const queryVar = "BATON_EGRESS_TEST_QUERY"
 
 func TestMain(m *testing.M) {
+	sandbox.Main(Hooks()) // the benchmarks start real boxes: this binary is their init
 	if spec := os.Getenv(boxVar); spec != "" {
 		os.Exit(boxMain(spec))
 	}
