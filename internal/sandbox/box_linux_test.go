@@ -516,3 +516,54 @@ func TestStartKeepsTheForkingThread(t *testing.T) {
 		t.Errorf("child said %q, %v: it was killed when its forking thread ended", line, err)
 	}
 }
+
+// The box's tests again, as an unprivileged user: the init keeps the
+// capabilities it needs across its exec only as ambient ones, the uid
+// mapped is not 0, and no cgroup is writable, so the process limit is
+// RLIMIT_NPROC in the user namespace.
+func TestBoxAsUnprivilegedUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run the tests as another user")
+	}
+	if testing.Short() {
+		t.Skip("runs the box's tests again")
+	}
+	const nobody = 65534
+	// Somewhere the other user can reach (t.TempDir's parent is private).
+	dir, err := os.MkdirTemp("", "baton-box-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	bin := filepath.Join(dir, "sandbox.test")
+	b, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, "tmp")
+	for _, step := range []func() error{
+		func() error { return os.Chmod(dir, 0o755) },
+		func() error { return os.WriteFile(bin, b, 0o755) },
+		func() error { return os.Mkdir(tmp, 0o700) },
+		func() error { return os.Chown(tmp, nobody, nobody) },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(bin, "-test.run", "^TestBox", "-test.v", "-test.short")
+	cmd.Dir = tmp
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + tmp, "TMPDIR=" + tmp}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the box's tests as uid %d: %v\n%s", nobody, err, out)
+	}
+	t.Logf("as uid %d:\n%s", nobody, out)
+	for _, want := range []string{"--- PASS: TestBoxForkBomb/namespaces", "--- PASS: TestBoxLeavesNothingBehind/namespaces",
+		"--- PASS: TestBoxShowsTheAgentHome", "--- PASS: TestBoxShowsNoOtherProcess"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("as uid %d, no %q:\n%s", nobody, want, out)
+		}
+	}
+}
