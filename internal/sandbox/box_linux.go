@@ -78,9 +78,9 @@ type initReply struct {
 	Pid int `json:"pid,omitempty"`
 	// PidMax, from a probe: the pid namespace's pid_max could be set.
 	PidMax bool   `json:"pid_max,omitempty"`
-	Stage string `json:"stage,omitempty"`
-	Err   string `json:"err,omitempty"`
-	Errno int    `json:"errno,omitempty"`
+	Stage  string `json:"stage,omitempty"`
+	Err    string `json:"err,omitempty"`
+	Errno  int    `json:"errno,omitempty"`
 }
 
 // initName is the init's argv[0]: Main knows itself by it, and ps shows it.
