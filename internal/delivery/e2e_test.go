@@ -88,10 +88,10 @@ func (h *harness) work() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- h.q.Run(ctx, func(ctx context.Context, args queue.RunPhaseArgs, _ int) error {
+		done <- h.q.Run(ctx, queue.Handlers{Phase: func(ctx context.Context, args queue.RunPhaseArgs, _ queue.Job) error {
 			_, err := h.runner.Run(ctx, args.DeliveryID, args.Phase, "")
 			return err
-		})
+		}})
 	}()
 	h.t.Cleanup(func() {
 		cancel()
@@ -258,7 +258,7 @@ func endToEnd(t *testing.T, dialect sqlstore.Dialect) {
 			t.Errorf("%s ref %q has no file URL an agent can open", r.Role, r.URL)
 		}
 	}
-	wantRefs := []string{"request:summary", "work:branch", "review:review_note", "review:review_note", "check:verify_command", "review:review_note", "work:commit"}
+	wantRefs := []string{"request:summary", "work:branch", "review:review_note", "review:review_note", "work:verified_commit", "check:verify_command", "review:review_note", "work:commit"}
 	if diff := cmp.Diff(wantRefs, refs); diff != "" {
 		t.Errorf("refs (-want +got):\n%s", diff)
 	}

@@ -244,6 +244,14 @@ func TestRunOutputIsCapped(t *testing.T) {
 	if strings.HasPrefix(got[0], "baton: ") {
 		written++
 	}
+	// A database that falls behind drops output too (it says how much):
+	// that is not the cap's.
+	for _, e := range evs {
+		var n int
+		if _, err := fmt.Sscanf(e.Text, "! %d output messages were not shown live", &n); err == nil {
+			written -= n
+		}
+	}
 	// The first MaxRunOutput and the last 100 are kept.
 	if want := delivery.MaxRunOutput + 100; stored != want {
 		t.Errorf("%d output messages stored for %d written, want %d", stored, written, want)
