@@ -21,12 +21,13 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton/internal/agentrun"
+	"github.com/baton-agent/baton/internal/egress"
 	"github.com/baton-agent/baton/internal/proc"
 	"github.com/baton-agent/baton/internal/sandbox"
 )
 
 func main() {
-	sandbox.Main(sandbox.Hooks{}) // this program starts boxes: it is their init too
+	sandbox.Main(egress.Hooks()) // this program starts boxes: it is their init too, as baton is
 	n := flag.Int("n", 100, "rounds")
 	flag.Parse()
 	if err := run(*n); err != nil {
@@ -51,8 +52,11 @@ func run(n int) error {
 	if err := os.Mkdir(work, 0o755); err != nil {
 		return err
 	}
-	box := func(noNS bool) *sandbox.Confinement {
-		c := sandbox.Confinement{Mode: sandbox.ModeAuto, NoNamespaces: noNS, MaxProcs: sandbox.DefaultMaxProcs}.
+	// The network is the machine's unless closed: a closed one is a
+	// network namespace of the box's own behind egress's proxy.
+	box := func(noNS, closed bool) *sandbox.Confinement {
+		c := sandbox.Confinement{Mode: sandbox.ModeAuto, NoNamespaces: noNS, MaxProcs: sandbox.DefaultMaxProcs,
+			Network: sandbox.Network{Open: !closed}}.
 			InDataDir(filepath.Join(tmp, "data")).ForProject(work)
 		return &c
 	}
@@ -88,11 +92,12 @@ func run(n int) error {
 	}
 	scenarios := []*scenario{
 		{name: "agent run, unboxed", run: agent(nil)},
-		{name: "agent run, boxed (namespaces)", run: agent(box(false))},
-		{name: "agent run, boxed (no namespaces)", run: agent(box(true))},
+		{name: "agent run, boxed (namespaces)", run: agent(box(false, false))},
+		{name: "agent run, boxed (namespaces, network closed)", run: agent(box(false, true))},
+		{name: "agent run, boxed (no namespaces)", run: agent(box(true, false))},
 		{name: "/bin/true, unboxed", run: bare(nil)},
-		{name: "/bin/true, boxed (namespaces)", run: bare(box(false))},
-		{name: "/bin/true, boxed (no namespaces)", run: bare(box(true))},
+		{name: "/bin/true, boxed (namespaces)", run: bare(box(false, false))},
+		{name: "/bin/true, boxed (no namespaces)", run: bare(box(true, false))},
 	}
 	// The host's probe (and, as root, the walk of the system directories)
 	// happens once per process: not part of a start.
