@@ -64,7 +64,7 @@ func (w deliveryWiring) open(ctx context.Context, o cli.DeliveriesOptions) (*del
 		return nil, err
 	}
 	q, err := queue.Open(ctx, dsn, queue.Config{
-		Workers: o.Workers, ID: o.WorkerID,
+		Workers: o.Workers, ServerJobs: o.ServerJobs, ID: o.WorkerID,
 		FetchPollInterval: o.Poll, RescueStuckJobsAfter: o.RescueAfter,
 	})
 	if err != nil {

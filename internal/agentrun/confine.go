@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/modelapi"
+	"github.com/baton-agent/baton/internal/netpolicy"
 	"github.com/baton-agent/baton/internal/safefile"
 	"github.com/baton-agent/baton/internal/sandbox"
 )
@@ -27,9 +29,11 @@ func boxed(s Spec) bool {
 
 // startAgent starts cmd, confined when s asks: the system, the agent's
 // working and temporary directories, its CLI's own configuration (see
-// agentHome) and installation, and what s.Confine.Policy adds. release
-// must be called after Wait.
-func startAgent(cmd *exec.Cmd, s Spec, p *plan, path, runTmp string, res *Result) (release func(), err error) {
+// agentHome) and installation, and what s.Confine.Policy adds; on the
+// network, what s.Confine allows and the agent's model API. release
+// must be called after Wait; each target the box's network refuses is
+// said on live as it happens and kept in res.refusals.
+func startAgent(cmd *exec.Cmd, s Spec, p *plan, path, runTmp string, live *liveView, res *Result) (release func(), err error) {
 	if s.Confine == nil {
 		return func() {}, cmd.Start()
 	}
@@ -47,6 +51,7 @@ func startAgent(cmd *exec.Cmd, s Spec, p *plan, path, runTmp string, res *Result
 		cmd.Env = mergeEnv(cmd.Env, env)
 		own = own.Merge(home)
 		cf.Policy = sandbox.System(e).Merge(own).Merge(cf.Policy)
+		cf.Network = p.kind.network(cf.Network, cmd.Env, live, res)
 	}
 	release, res.Sandbox, err = cf.Start(cmd)
 	if err == nil {
@@ -207,4 +212,49 @@ func (k kind) stateDir(s Spec, env []string) string {
 func withinDir(path, dir string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// harness is the agent CLI k runs; "" for a command.
+func (k kind) harness() baton.Harness {
+	switch k {
+	case kindClaude:
+		return baton.HarnessClaude
+	case kindCodex:
+		return baton.HarnessCodex
+	case kindDroid:
+		return baton.HarnessDroid
+	}
+	return ""
+}
+
+// network is n with the agent's model API allowed, read from its own
+// configuration under env (modelapi), and its refusals said on live and
+// kept in res. An entry the box cannot allow is said, not fatal: the
+// agent then fails to reach its model, and says so itself.
+func (k kind) network(n sandbox.Network, env []string, live *liveView, res *Result) sandbox.Network {
+	if h := k.harness(); h != "" && !n.Open {
+		hosts, err := modelapi.Hosts(h, env)
+		if err != nil {
+			res.note(live, "baton: the box may not reach the agent's model API: "+baton.ErrorMessage(err))
+		}
+		for _, host := range hosts {
+			a, err := netpolicy.Parse(host)
+			if err != nil {
+				res.note(live, "baton: the box cannot allow the agent's model API "+host+": "+baton.ErrorMessage(err))
+				continue
+			}
+			n.Allow = n.Allow.With(a)
+		}
+	}
+	res.refusals = &netpolicy.Refusals{}
+	outer := n.OnRefuse
+	n.OnRefuse = func(r netpolicy.Refusal) {
+		if res.refusals.Add(r) {
+			live.note("baton: network:", r.String())
+		}
+		if outer != nil {
+			outer(r)
+		}
+	}
+	return n
 }

@@ -41,7 +41,7 @@ func TestServeProjectPage(t *testing.T) {
 	}
 
 	f := &Factory{WorkDir: e.dir, Getenv: func(string) string { return "" }, Now: time.Now}
-	p := serveProject(f)
+	p := web.NewProject(f.Store(), f.Now)
 	if p == nil {
 		t.Fatal("no project found in a project")
 	}
@@ -85,7 +85,7 @@ func TestServeProjectPage(t *testing.T) {
 
 	// Outside a project there is no project page.
 	out := &Factory{WorkDir: t.TempDir(), Getenv: func(string) string { return "" }, Now: time.Now}
-	if serveProject(out) != nil {
+	if web.NewProject(out.Store(), time.Now) != nil {
 		t.Error("a directory without a store has a project page")
 	}
 }

@@ -94,10 +94,10 @@ func (h *harness) work() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- h.q.Run(ctx, func(ctx context.Context, args queue.RunPhaseArgs, _ int) error {
+		done <- h.q.Run(ctx, queue.Handlers{Phase: func(ctx context.Context, args queue.RunPhaseArgs, _ queue.Job) error {
 			_, err := h.runner.Run(ctx, args.DeliveryID, args.Phase, "")
 			return err
-		})
+		}})
 	}()
 	h.t.Cleanup(func() {
 		cancel()
