@@ -16,6 +16,7 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/sandbox/sandboxtest"
+	"github.com/baton-agent/baton/internal/testenv"
 )
 
 // modes are the two ways the box is built: with namespaces where the host
@@ -229,12 +230,10 @@ func TestBoxDiesWithBaton(t *testing.T) {
 			}
 			helper.Process.Kill()
 			helper.Wait()
-			for end := time.Now().Add(10 * time.Second); sandboxtest.Alive(line); time.Sleep(10 * time.Millisecond) {
-				if time.Now().After(end) {
-					pid, _ := sandboxtest.HostPID(line)
-					syscall.Kill(pid, syscall.SIGKILL)
-					t.Fatalf("the boxed process outlived its SIGKILLed starter")
-				}
+			if !testenv.Until(10*time.Second, nil, func() bool { return !sandboxtest.Alive(line) }) {
+				pid, _ := sandboxtest.HostPID(line)
+				syscall.Kill(pid, syscall.SIGKILL)
+				t.Fatalf("the boxed process outlived its SIGKILLed starter")
 			}
 		})
 	}
@@ -257,14 +256,11 @@ func boxHelper(dir string, noNamespaces bool) {
 
 func waitFile(t *testing.T, path string) string {
 	t.Helper()
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if b, err := os.ReadFile(path); err == nil {
-			return string(b)
-		}
-		if time.Now().After(end) {
-			t.Fatalf("%s never appeared", path)
-		}
+	var b []byte
+	if !testenv.Until(10*time.Second, nil, func() bool { var err error; b, err = os.ReadFile(path); return err == nil }) {
+		t.Fatalf("%s never appeared", path)
 	}
+	return string(b)
 }
 
 // SIGTERM to the init reaches the process, whose status the init exits
