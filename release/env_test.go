@@ -231,20 +231,18 @@ func freePort(t testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// waitReady waits for url/readyz to answer 200; a server that is not up
-// yet refuses the connection, so this polls.
+// waitReady waits for url/readyz to answer 200.
 func waitReady(t testing.TB, url string) {
 	t.Helper()
-	for end := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if resp, err := http.Get(url + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+	if !testenv.Until(30*time.Second, nil, func() bool {
+		resp, err := http.Get(url + "/readyz")
+		if err != nil {
+			return false
 		}
-		if time.Now().After(end) {
-			t.Fatalf("%s/readyz did not answer 200 within 30s", url)
-		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}) {
+		t.Fatalf("%s/readyz did not answer 200 within 30s", url)
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/baton-agent/baton/internal/testenv"
 )
 
 // The images, as the snapshot built them through GoReleaser's dockers_v2
@@ -196,26 +198,23 @@ type deliveryState struct {
 	Error     string `json:"error"`
 }
 
-// waitDelivery polls the API until the delivery closes or fails (the
-// API has no event this test could wait on without a stream reader).
+// waitDelivery waits until the delivery closes or fails.
 func waitDelivery(t *testing.T, url, id string, logs func() string) deliveryState {
 	t.Helper()
 	var d struct {
 		Delivery deliveryState `json:"delivery"`
 	}
-	for end := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+	if !testenv.Until(2*time.Minute, nil, func() bool {
 		resp, err := http.Get(url + "/api/deliveries/" + id)
 		if err == nil {
 			_ = json.NewDecoder(resp.Body).Decode(&d)
 			resp.Body.Close()
 		}
-		if d.Delivery.Phase == "close" || d.Delivery.RunStatus == "failed" {
-			return d.Delivery
-		}
-		if time.Now().After(end) {
-			t.Fatalf("the delivery did not close within 2m: %+v\n%s", d.Delivery, tail(logs()))
-		}
+		return d.Delivery.Phase == "close" || d.Delivery.RunStatus == "failed"
+	}) {
+		t.Fatalf("the delivery did not close within 2m: %+v\n%s", d.Delivery, tail(logs()))
 	}
+	return d.Delivery
 }
 
 // workerPins are the versions deploy/images/worker.Dockerfile pins:

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/baton-agent/baton/internal/testenv"
 )
 
 // The deb and rpm, installed on clean Debian systems booted with systemd
@@ -97,17 +99,15 @@ func boot(t *testing.T, image, dist string) system {
 	t.Cleanup(func() { _, _ = podman(t, "rm", "-f", "-t", "0", name) })
 	s := system{t, name}
 	// systemctl can ask only once systemd listens on its socket, shortly
-	// after the container starts: until then it says it cannot connect,
-	// so that is polled. Then --wait returns once start-up is done:
-	// "running", or "degraded" when a unit of the base system failed,
-	// which is not this test's concern.
+	// after the container starts: until then it says it cannot connect.
+	// Then --wait returns once start-up is done: "running", or "degraded"
+	// when a unit of the base system failed, which is not this test's
+	// concern.
 	var out string
-	for end := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	testenv.Until(60*time.Second, nil, func() bool {
 		out, _ = podman(t, "exec", name, "systemctl", "is-system-running", "--wait")
-		if !strings.Contains(out, "Failed to connect") || time.Now().After(end) {
-			break
-		}
-	}
+		return !strings.Contains(out, "Failed to connect")
+	})
 	if !strings.Contains(out, "running") && !strings.Contains(out, "degraded") {
 		logs, _ := podman(t, "logs", name)
 		t.Fatalf("systemd did not come up in the container: %q\n%s", out, tail(logs))
@@ -137,16 +137,14 @@ func (s system) journal(unit string) string {
 
 // waitReady waits for baton serve in the system to answer /readyz: it
 // starts in the background of `systemctl start`, with no readiness
-// notice to wait on, so this polls.
+// notice to wait on.
 func (s system) waitReady() {
 	s.t.Helper()
-	for end := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		if _, err := s.sh("baton healthcheck --ready"); err == nil {
-			return
-		}
-		if time.Now().After(end) {
-			s.t.Fatalf("baton-serve did not answer /readyz within 30s\n%s", s.journal("baton-serve"))
-		}
+	if !testenv.Until(30*time.Second, nil, func() bool {
+		_, err := s.sh("baton healthcheck --ready")
+		return err == nil
+	}) {
+		s.t.Fatalf("baton-serve did not answer /readyz within 30s\n%s", s.journal("baton-serve"))
 	}
 }
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"github.com/baton-agent/baton/internal/gitx/gittest"
 	"github.com/baton-agent/baton/internal/golden"
 
 	"bufio"
@@ -24,8 +25,12 @@ import (
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/agentrun/agenttest"
 	"github.com/baton-agent/baton/internal/delivery"
+	"github.com/baton-agent/baton/internal/egress"
 	"github.com/baton-agent/baton/internal/github/githubtest"
+	"github.com/baton-agent/baton/internal/sandbox"
+	"github.com/baton-agent/baton/internal/sandbox/sandboxtest"
 	"github.com/baton-agent/baton/internal/sqlstore"
+	"github.com/baton-agent/baton/internal/testenv"
 	"github.com/baton-agent/baton/internal/web"
 )
 
@@ -33,6 +38,7 @@ import (
 // process (a worker to kill): with BATON_CLI_HELPER=1 the test binary runs
 // cli.Main with the arguments in BATON_CLI_ARGS and the real environment.
 func TestMain(m *testing.M) {
+	sandbox.Main(egress.Hooks()) // the box's init, when a test starts a confined process
 	if os.Getenv("BATON_CLI_HELPER") == "1" {
 		args := strings.Split(os.Getenv("BATON_CLI_ARGS"), "\x1f")
 		wd, _ := os.Getwd()
@@ -45,7 +51,7 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	os.Exit(gittest.Main(m)) // git's identity and configuration, fixed for every test
 }
 
 // deliveryEnv is a test with a source repository, a data directory and
@@ -361,7 +367,7 @@ func (h *helperProc) output() string {
 	return h.out.String()
 }
 
-// waitDelivery polls the database until cond holds.
+// waitDelivery waits until the database's one delivery meets cond.
 func waitDelivery(t *testing.T, dbPath, what string, cond func(*baton.Delivery, []baton.AgentRun) bool, logs func() string) *baton.Delivery {
 	t.Helper()
 	db, err := sqlstore.OpenSQLite(dbPath)
@@ -370,24 +376,25 @@ func waitDelivery(t *testing.T, dbPath, what string, cond func(*baton.Delivery, 
 	}
 	defer db.Close()
 	st := sqlstore.New(sqlstore.SQLite, sqlstore.SQL(db))
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		ds, err := st.FindDeliveries(context.Background(), baton.DeliveryFilter{})
-		if err == nil && len(ds) == 1 {
-			runs, _ := st.AgentRuns(context.Background(), ds[0].ID)
-			if cond(ds[0], runs) {
-				return ds[0]
-			}
+	// Another process writes the database: no event reaches this one.
+	var ds []*baton.Delivery
+	if testenv.Until(60*time.Second, nil, func() bool {
+		var err error
+		ds, err = st.FindDeliveries(context.Background(), baton.DeliveryFilter{})
+		if err != nil || len(ds) != 1 {
+			return false
 		}
-		if time.Now().After(deadline) {
-			state := "none"
-			if len(ds) == 1 {
-				state = ds[0].String() + " " + ds[0].Error
-			}
-			t.Fatalf("timed out waiting for %s (delivery %s)\n%s", what, state, logs())
-		}
-		time.Sleep(50 * time.Millisecond)
+		runs, _ := st.AgentRuns(context.Background(), ds[0].ID)
+		return cond(ds[0], runs)
+	}) {
+		return ds[0]
 	}
+	state := "none"
+	if len(ds) == 1 {
+		state = ds[0].String() + " " + ds[0].Error
+	}
+	t.Fatalf("timed out waiting for %s (delivery %s)\n%s", what, state, logs())
+	return nil
 }
 
 // A worker process is killed with SIGKILL while its agent runs; another
@@ -620,7 +627,7 @@ func TestKilledRunRecoversAtOnce(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "grandchild.pid")
 	e, data, fake := deliveryEnv(t,
 		agenttest.Turn{ // attempt 1: a background server, then a long think; its `run` is killed
-			Commands: []agenttest.Command{{Argv: []string{"sh", "-c", "sleep 60 & echo $! > " + pidFile + "; wait"}, Background: true}},
+			Commands: []agenttest.Command{{Argv: []string{"sh", "-c", "sleep 60 & " + sandboxtest.WhoAmIOf("!") + " > " + pidFile + "; wait"}, Background: true}},
 			Sleep:    60 * time.Second, Final: "never delivered",
 		},
 		agenttest.Turn{Final: "1. The plan, second attempt."},
@@ -635,9 +642,9 @@ func TestKilledRunRecoversAtOnce(t *testing.T) {
 		return d.RunStatus == baton.StatusRunning && len(runs) == 1 && len(fake.Calls(t)) == 1 && strings.HasSuffix(string(b), "\n")
 	}, run1.output)
 	b, _ := os.ReadFile(pidFile)
-	grandchild, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || syscall.Kill(grandchild, 0) != nil {
-		t.Fatalf("the agent's background process is not running: %q %v", b, err)
+	grandchild, ok := sandboxtest.HostPID(string(b)) // it runs in the agent's box
+	if !ok {
+		t.Fatalf("the agent's background process is not running: %q", b)
 	}
 
 	// While it runs, another run and a retry say who runs it and when its
@@ -653,13 +660,9 @@ func TestKilledRunRecoversAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = run1.cmd.Wait()
-	deadline := time.Now().Add(10 * time.Second)
-	for syscall.Kill(grandchild, 0) == nil && !zombie(grandchild) {
-		if time.Now().After(deadline) {
-			syscall.Kill(grandchild, syscall.SIGKILL)
-			t.Fatalf("the agent's background process %d outlived the killed `delivery run`", grandchild)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testenv.Until(10*time.Second, nil, func() bool { return syscall.Kill(grandchild, 0) != nil || zombie(grandchild) }) {
+		syscall.Kill(grandchild, syscall.SIGKILL)
+		t.Fatalf("the agent's background process %d outlived the killed `delivery run`", grandchild)
 	}
 
 	if r := e.ok("", "", "delivery", "show", "1"); !strings.Contains(r.stdout, "is gone (no process of that id on this machine)") {

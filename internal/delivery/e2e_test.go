@@ -20,7 +20,12 @@ import (
 	"github.com/baton-agent/baton/internal/sandbox"
 	"github.com/baton-agent/baton/internal/sqlstore"
 	"github.com/baton-agent/baton/internal/sqlstore/sqlstoretest"
+	"github.com/baton-agent/baton/internal/testenv"
 )
+
+// TestMain gives git a fixed identity and no user configuration for the
+// whole test binary (gittest.Main), so the tests may run in parallel.
+func TestMain(m *testing.M) { os.Exit(gittest.Main(m)) }
 
 func write(t *testing.T, path, content string) {
 	t.Helper()
@@ -55,6 +60,8 @@ type harness struct {
 	q       *queue.Queue
 	dataDir string
 	fake    *agenttest.Fake
+	// wake fires when this process commits a delivery's events.
+	wake <-chan struct{}
 }
 
 func newHarness(t *testing.T, workers int, turns ...agenttest.Turn) *harness {
@@ -66,7 +73,6 @@ func newHarness(t *testing.T, workers int, turns ...agenttest.Turn) *harness {
 // BATON_TEST_POSTGRES_URL's database).
 func newHarnessOn(t *testing.T, dialect sqlstore.Dialect, workers int, turns ...agenttest.Turn) *harness {
 	t.Helper()
-	gittest.Setenv(t)
 	dataDir := t.TempDir()
 	h := &harness{t: t, dataDir: dataDir, fake: agenttest.New(t, turns...)}
 	q, err := queue.Open(t.Context(), sqlstoretest.DSN(t, dialect), queue.Config{Workers: workers, FetchPollInterval: 20 * time.Millisecond})
@@ -77,6 +83,9 @@ func newHarnessOn(t *testing.T, dialect sqlstore.Dialect, workers int, turns ...
 	svc := &delivery.Service{Queue: q, DataDir: dataDir, Sandbox: sandbox.Confinement{Policy: h.fake.Sandbox()}}
 	h.runner = &delivery.Runner{Service: svc, Owner: "worker:test", AgentEnv: h.fake.Env(), PollEvery: 20 * time.Millisecond, KillGrace: time.Second}
 	h.svc, h.q = svc, q
+	var fire func()
+	h.wake, fire = testenv.Signal()
+	t.Cleanup(svc.OnEvents(func(string) { fire() }))
 	return h
 }
 
@@ -85,10 +94,10 @@ func (h *harness) work() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- h.q.Run(ctx, func(ctx context.Context, args queue.RunPhaseArgs, _ int) error {
+		done <- h.q.Run(ctx, queue.Handlers{Phase: func(ctx context.Context, args queue.RunPhaseArgs, _ queue.Job) error {
 			_, err := h.runner.Run(ctx, args.DeliveryID, args.Phase, "")
 			return err
-		})
+		}})
 	}()
 	h.t.Cleanup(func() {
 		cancel()
@@ -98,29 +107,28 @@ func (h *harness) work() {
 	})
 }
 
-// waitFor polls the delivery until cond holds, failing after 60s with the
-// delivery's state and log.
+// waitFor waits until the delivery meets cond, woken by its events,
+// failing after 60s with the delivery's state and log.
 func (h *harness) waitFor(id, what string, cond func(d *baton.Delivery) bool) *baton.Delivery {
 	h.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		d, err := h.svc.Store().FindDeliveryByID(context.Background(), id)
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		if cond(d) {
-			return d
-		}
-		if time.Now().After(deadline) {
-			log, _ := h.svc.Store().PhaseLog(context.Background(), id)
-			var lines []string
-			for _, e := range log {
-				lines = append(lines, fmt.Sprintf("%s/%s %s %s: %s", e.Phase, e.Status, e.Verdict, e.Action, e.Note))
-			}
-			h.t.Fatalf("timed out waiting for %s; delivery is %s (%s)\n%s", what, d.String(), d.Error, strings.Join(lines, "\n"))
-		}
-		time.Sleep(20 * time.Millisecond)
+	var d *baton.Delivery
+	var err error
+	held := testenv.Until(60*time.Second, h.wake, func() bool {
+		d, err = h.svc.Store().FindDeliveryByID(context.Background(), id)
+		return err != nil || cond(d)
+	})
+	if err != nil {
+		h.t.Fatal(err)
 	}
+	if !held {
+		log, _ := h.svc.Store().PhaseLog(context.Background(), id)
+		var lines []string
+		for _, e := range log {
+			lines = append(lines, fmt.Sprintf("%s/%s %s %s: %s", e.Phase, e.Status, e.Verdict, e.Action, e.Note))
+		}
+		h.t.Fatalf("timed out waiting for %s; delivery is %s (%s)\n%s", what, d.String(), d.Error, strings.Join(lines, "\n"))
+	}
+	return d
 }
 
 func newDelivery(src string, cfg baton.DeliveryConfig, checkpoints ...baton.Phase) baton.Delivery {
@@ -255,7 +263,7 @@ func endToEnd(t *testing.T, dialect sqlstore.Dialect) {
 			t.Errorf("%s ref %q has no file URL an agent can open", r.Role, r.URL)
 		}
 	}
-	wantRefs := []string{"request:summary", "work:branch", "review:review_note", "review:review_note", "check:verify_command", "review:review_note", "work:commit"}
+	wantRefs := []string{"request:summary", "work:branch", "review:review_note", "review:review_note", "work:verified_commit", "check:verify_command", "review:review_note", "work:commit"}
 	if diff := cmp.Diff(wantRefs, refs); diff != "" {
 		t.Errorf("refs (-want +got):\n%s", diff)
 	}

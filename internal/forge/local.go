@@ -117,18 +117,7 @@ func (w *Workspaces) merge(ctx context.Context, c *cache, d *baton.Delivery, hea
 	switch method {
 	case "", baton.MergeSquash, baton.MergeCommit:
 	case baton.MergeRebase:
-		wt, err := w.prepare(ctx, c, w.worktreeDir(d.ID), d.WorkBranch(), sha)
-		if err != nil {
-			return "", err
-		}
-		// git rebase looks at every worktree (is the branch checked out
-		// elsewhere?): not while one is being registered.
-		unlock, err := w.lock(ctx, c.Dir)
-		if err != nil {
-			return "", err
-		}
-		defer unlock()
-		return wt.Rebase(ctx, head)
+		return w.rebase(ctx, c, d, head, sha)
 	default:
 		return "", baton.Errorf(baton.Invalid, "unknown merge method %q", method)
 	}

@@ -5,16 +5,23 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"io"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/gitx"
+	"github.com/baton-agent/baton/internal/proc"
 	"github.com/baton-agent/baton/internal/safefile"
 	"github.com/baton-agent/baton/internal/sandbox"
 )
@@ -43,6 +50,14 @@ import (
 // recreated; merges are computed without a checkout.
 type Workspaces struct {
 	Dir string // the data directory
+	// Sandbox is the mode baton's own git runs in inside worktrees
+	// (sandbox.ModeAuto when empty): confined as the agents are, so
+	// nothing an agent left there runs with more than the agent had.
+	Sandbox sandbox.Mode
+	// GitTimeout bounds each git command baton runs in a worktree
+	// (DefaultGitTimeout when 0): something an agent left there (a named
+	// pipe where git reads a .gitignore) cannot hold a worker.
+	GitTimeout time.Duration
 
 	ident    gitx.Identity
 	lockHeld atomic.Int64 // nanoseconds any cache lock was held
@@ -397,6 +412,7 @@ type Checkout struct {
 	w      *Workspaces
 	c      *cache
 	branch string
+	head   string // the branch's head as baton last set it
 	remote string // the work branch's head on the remote, as last seen
 	// Base is the base branch. BaseSHA is its head when it was needed
 	// (no work branch yet), else "".
@@ -429,52 +445,196 @@ func (w *Workspaces) Checkout(ctx context.Context, d *baton.Delivery, f Forge) (
 	if err != nil {
 		return nil, baton.WrapError(baton.Unavailable, err, "check out %s for %s", start, d.ID)
 	}
-	return &Checkout{Repo: wt, w: w, c: c, branch: d.WorkBranch(), remote: st.work,
+	return &Checkout{Repo: wt, w: w, c: c, branch: d.WorkBranch(), head: start, remote: st.work,
 		Base: st.base, BaseSHA: st.baseSHA, Start: start, WorkExists: st.work != ""}, nil
 }
 
+// DefaultGitTimeout bounds each git command in a worktree.
+const DefaultGitTimeout = 2 * time.Minute
+
+// statusTimeout bounds the status that tells whether a worktree is
+// already clean: past it the worktree is checked out afresh.
+const statusTimeout = time.Minute
+
+func (w *Workspaces) gitTimeout() time.Duration {
+	if w.GitTimeout > 0 {
+		return w.GitTimeout
+	}
+	return DefaultGitTimeout
+}
+
 // prepare makes the worktree at path hold branch (or a detached HEAD when
-// branch is "") at start, clean: an existing worktree of this cache is
-// reset when it is not already there, anything else is replaced.
+// branch is "") at start, clean. Nothing an agent left in the worktree is
+// trusted: the branch is set in the cache, where no agent writes; the
+// worktree's registration and .git file are re-made as git would write
+// them (gitx.Register); baton's git runs there confined (see worktree),
+// with an index of baton's own; a worktree that is not clean is checked
+// out again, and one that cannot be is replaced.
 func (w *Workspaces) prepare(ctx context.Context, c *cache, path, branch, start string) (*gitx.Repo, error) {
-	// Only what git wrote is trusted: an agent may have rewritten the work
-	// tree's .git file or its git directory's commondir, and baton's own
-	// git must not follow them (see gitx.Repo.Files).
-	if l, ok := gitx.LinkedFiles(c.Dir, path); ok {
-		wt := &gitx.Repo{Dir: path, Env: c.Env, Ident: c.Ident, Files: &l}
-		if b, head, err := l.Head(); err == nil && b == branch {
-			if head == start {
-				dirty, err := wt.Dirty(ctx)
-				if err == nil && !dirty {
-					return wt, nil
-				}
-			}
-			if err := wt.ResetClean(ctx, start); err == nil {
-				return wt, nil
+	head := start
+	if branch != "" {
+		ref := branchRef(branch)
+		cur, err := c.readRef(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		if cur != start {
+			if err := c.UpdateRefs(ctx, gitx.RefUpdate{Name: ref, New: start, Old: cur}); err != nil {
+				return nil, err
 			}
 		}
+		head = "ref: " + ref
 	}
-	// Start over: forget whatever is at path, register a new worktree
-	// (under the lock), check its files out (outside it).
-	if err := os.RemoveAll(path); err != nil {
+	state := w.stateDir(c, path)
+	if err := os.MkdirAll(state, 0o700); err != nil {
 		return nil, err
 	}
-	unlock, err := w.lock(ctx, c.Dir)
+	l, changed, err := gitx.Register(c.Dir, path, head)
+	if err == nil {
+		wt := w.worktree(c, path, l, state)
+		if !changed && regularFile(filepath.Join(state, "index")) {
+			sctx, cancel := context.WithTimeout(ctx, statusTimeout)
+			dirty, err := wt.Dirty(sctx)
+			cancel()
+			if err == nil && !dirty {
+				return wt, nil
+			}
+			if err != nil {
+				// A named pipe where git reads (a .gitignore) blocks it.
+				if err := removeSpecialFiles(path); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if err = w.checkoutClean(ctx, wt, l, start); err == nil {
+			return wt, nil
+		}
+	}
+	// Start over: a fresh worktree.
+	if rerr := os.RemoveAll(path); rerr != nil {
+		return nil, rerr
+	}
+	if rerr := os.Remove(filepath.Join(state, "index")); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		return nil, rerr
+	}
+	if l, _, err = gitx.Register(c.Dir, path, head); err != nil {
+		return nil, err
+	}
+	wt := w.worktree(c, path, l, state)
+	return wt, w.checkoutClean(ctx, wt, l, start)
+}
+
+// checkoutClean makes wt exactly rev and gives the worktree's own git
+// directory a copy of baton's index, so the agent's git status there is
+// quick and right.
+func (w *Workspaces) checkoutClean(ctx context.Context, wt *gitx.Repo, l gitx.Layout, rev string) error {
+	ctx, cancel := context.WithTimeout(ctx, w.gitTimeout())
+	defer cancel()
+	if err := wt.CheckoutClean(ctx, rev); err != nil {
+		return err
+	}
+	return publishIndex(wt, l)
+}
+
+// publishIndex copies baton's index of wt into the registration, where
+// the agent's git reads it (and cannot write it).
+func publishIndex(wt *gitx.Repo, l gitx.Layout) error {
+	src, err := safefile.OpenRegular(indexOf(wt))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	wt, err := c.WorktreeAdd(ctx, path, branch, start)
-	unlock()
+	defer src.Close()
+	d, err := safefile.OpenDirBeneath(l.CommonDir, filepath.Join("worktrees", filepath.Base(l.GitDir)), false, 0)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	// Just written by git, before anything else ran in it.
-	l, err := gitx.FindLayout(path)
-	if err != nil {
-		return nil, err
+	defer d.Close()
+	return d.WriteAtomicFunc("index", 0o644, func(f *os.File) error {
+		_, err := io.Copy(f, src)
+		return err
+	})
+}
+
+// indexOf is the index baton's git uses in worktree wt.
+func indexOf(wt *gitx.Repo) string {
+	for _, kv := range wt.Env {
+		if v, ok := strings.CutPrefix(kv, "GIT_INDEX_FILE="); ok {
+			return v
+		}
 	}
-	wt.Files = &l
-	return wt, wt.Reset(ctx, start)
+	return filepath.Join(wt.Files.GitDir, "index")
+}
+
+// stateDir is where baton keeps its own git files of the worktree at
+// path (its index, the objects of a commit being made): beside the
+// cache, out of every agent's reach.
+func (w *Workspaces) stateDir(c *cache, path string) string {
+	return filepath.Join(strings.TrimSuffix(c.Dir, ".git")+".state", filepath.Base(path))
+}
+
+// worktree is the repository baton's own git sees at path: its files
+// named explicitly (l), an index of baton's own in state, and an
+// environment without secrets (no token for the remote, none of baton's
+// own). Each git process is confined as an agent is, with less: it may
+// write the worktree and state, and read the system and the cache, but
+// not its own registration, the other worktrees' or any cache of
+// programs. Whatever git runs from what the agent left (a nested
+// repository's core.fsmonitor, a filter) runs in that box.
+func (w *Workspaces) worktree(c *cache, path string, l gitx.Layout, state string, write ...string) *gitx.Repo {
+	env := proc.Environ(nil)
+	sys := sandbox.System(sandbox.EnvFrom(env))
+	conf := sandbox.Confinement{Mode: w.Sandbox, Policy: sandbox.Policy{
+		Read:    append(slices.Clip(sys.Read), l.CommonDir, l.GitDir),
+		Public:  sys.Public,
+		Devices: sys.Devices,
+		Write:   append([]string{path, state}, write...),
+		Deny:    append(slices.Clip(sys.Deny), w.Dir, filepath.Join(l.CommonDir, "worktrees")),
+	}}
+	if conf.Mode == "" {
+		conf.Mode = sandbox.ModeAuto
+	}
+	return &gitx.Repo{
+		Dir: path, Files: &l, Ident: c.Ident, BaseEnv: env,
+		Env: []string{"GIT_INDEX_FILE=" + filepath.Join(state, "index")},
+		Start: func(cmd *exec.Cmd) (func(), error) {
+			cmd.SysProcAttr = proc.GroupAttr()
+			release, _, err := conf.Start(cmd)
+			if err != nil {
+				return release, err
+			}
+			// Nothing git started outlives it.
+			pid := cmd.Process.Pid
+			return func() { proc.KillGroup(pid, syscall.SIGKILL); release() }, nil
+		},
+	}
+}
+
+// regularFile reports whether path is a regular file (not through a
+// link).
+func regularFile(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// removeSpecialFiles removes the named pipes, sockets and devices an
+// agent left in its worktree: git cannot commit them, and git blocks
+// opening a named pipe where it reads a file (a .gitignore). Links are
+// not followed.
+func removeSpecialFiles(root string) error {
+	return filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+				return nil
+			}
+			return err
+		}
+		if e.Type()&(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice|fs.ModeCharDevice) != 0 {
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // sameDir reports whether a and b name the same directory.
@@ -487,47 +647,141 @@ func sameDir(a, b string) bool {
 	return err1 == nil && err2 == nil && ra == rb
 }
 
-// CommitChanges commits what is left uncommitted in the worktree on its
-// branch (gitx.Repo.CommitChanges). The agent that worked here could
-// write its git directory: HEAD is first made to name the work branch
-// again, so baton's own commit never lands on another ref of the cache.
+// CommitChanges commits what is left uncommitted in the worktree onto its
+// branch and returns the branch's head, and whether a commit was made.
+// The worktree is an agent's: baton's git stages and records it confined
+// (see worktree), into an object directory of its own, and the objects
+// reach the cache only through git's checks (gitx.Repo.SendObjects). The
+// message goes to git on stdin and no ref of the worktree moves, so git
+// writes no COMMIT_EDITMSG and no reflog there; the branch moves in the
+// cache, from the commit baton last set, never from a HEAD the agent
+// could have pointed elsewhere.
 func (co *Checkout) CommitChanges(ctx context.Context, msg string) (string, bool, error) {
-	if co.branch != "" && co.Files != nil {
-		head := filepath.Join(co.Files.GitDir, "HEAD")
-		if b, _, err := co.Files.Head(); err != nil || b != co.branch {
-			if err := safefile.WriteAtomic(head, []byte("ref: "+branchRef(co.branch)+"\n"), 0o644); err != nil {
-				return "", false, err
-			}
-		}
+	if co.branch == "" || co.Files == nil {
+		return "", false, baton.Errorf(baton.Invalid, "a worktree without a branch takes no commits")
 	}
-	return co.Repo.CommitChanges(ctx, msg)
+	ctx, cancel := context.WithTimeout(ctx, co.w.gitTimeout())
+	defer cancel()
+	if err := removeSpecialFiles(co.Dir); err != nil {
+		return "", false, err
+	}
+	objects := filepath.Join(co.w.stateDir(co.c, co.Dir), "objects")
+	if err := os.RemoveAll(objects); err != nil {
+		return "", false, err
+	}
+	if err := os.Mkdir(objects, 0o700); err != nil {
+		return "", false, err
+	}
+	defer os.RemoveAll(objects)
+	wt := *co.Repo
+	wt.Env = append(slices.Clip(co.Env), "GIT_OBJECT_DIRECTORY="+objects,
+		"GIT_ALTERNATE_OBJECT_DIRECTORIES="+filepath.Join(co.Files.CommonDir, "objects"))
+	tree, err := wt.WriteTree(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	if err := publishIndex(&wt, *co.Files); err != nil {
+		return "", false, err
+	}
+	parent := co.head
+	if before, err := co.c.Tree(ctx, parent); err != nil || before == tree {
+		return parent, false, err
+	}
+	sha, err := wt.CommitTree(ctx, tree, msg, parent)
+	if err != nil {
+		return "", false, err
+	}
+	if err := wt.SendObjects(ctx, co.c.Repo, sha, parent); err != nil {
+		return "", false, baton.WrapError(baton.Unavailable, err, "check the commit's objects into the repository cache")
+	}
+	// What the confined git said it made is checked where it landed.
+	if got, err := co.c.Run(ctx, "log", "-1", "--format=%T %P", sha); err != nil || strings.TrimSpace(got) != tree+" "+parent {
+		return "", false, fmt.Errorf("commit %s is not the tree %s on %s (git says %q): %v", sha, tree, parent, got, err)
+	}
+	if err := co.c.UpdateRefs(ctx, gitx.RefUpdate{Name: branchRef(co.branch), New: sha, Old: parent}); err != nil {
+		return "", false, err
+	}
+	co.head = sha
+	return sha, true, nil
+}
+
+// rebase replays the work branch's commits up to sha onto head, in d's
+// worktree checked out afresh at sha with a detached HEAD, and returns
+// the result: git rebase runs confined there (see worktree), writing its
+// objects to a directory of its own and its state to the worktree's own
+// git directory (no agent runs now, and Register re-makes it before the
+// next phase), and the result reaches the cache through git's checks and
+// must descend from head.
+func (w *Workspaces) rebase(ctx context.Context, c *cache, d *baton.Delivery, head, sha string) (string, error) {
+	path := w.worktreeDir(d.ID)
+	wt, err := w.prepare(ctx, c, path, "", sha)
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, w.gitTimeout())
+	defer cancel()
+	state := w.stateDir(c, path)
+	objects := filepath.Join(state, "objects")
+	if err := os.RemoveAll(objects); err != nil {
+		return "", err
+	}
+	if err := os.Mkdir(objects, 0o700); err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(objects)
+	r := w.worktree(c, path, *wt.Files, state, wt.Files.GitDir)
+	r.Env = append(r.Env, "GIT_OBJECT_DIRECTORY="+objects, "GIT_ALTERNATE_OBJECT_DIRECTORIES="+filepath.Join(wt.Files.CommonDir, "objects"))
+	// git rebase looks at every worktree: not while one is being
+	// registered or forgotten by git itself.
+	unlock, err := w.lock(ctx, c.Dir)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	rebased, err := r.Rebase(ctx, head)
+	if err != nil {
+		return "", err
+	}
+	if err := r.SendObjects(ctx, c.Repo, rebased, head); err != nil {
+		return "", baton.WrapError(baton.Unavailable, err, "check the rebased commits into the repository cache")
+	}
+	if ok, err := c.IsAncestor(ctx, head, rebased); err != nil || !ok {
+		return "", fmt.Errorf("the rebase of %s made %s, which does not descend from %s: %v", sha, rebased, head, err)
+	}
+	return rebased, nil
+}
+
+// WriteFile writes data to rel in the worktree, atomically and beneath
+// it: a link the agent left on the way (docs pointing elsewhere) is
+// refused, one at rel itself is replaced.
+func (co *Checkout) WriteFile(rel string, data []byte) error {
+	return safefile.WriteBeneath(co.Dir, rel, data, 0o644)
 }
 
 // Sandbox is what an agent or a command working in the worktree may
-// reach of the repository: its own git directory (index, HEAD) to write,
-// the cache to read (objects, refs, configuration), and nothing of the
-// other worktrees' git directories. baton commits and pushes; the agent
-// cannot write objects or refs others share.
+// reach of the repository: the cache (objects, refs, configuration) and
+// its own git directory (HEAD, the index baton keeps there) to read, and
+// nothing of the other worktrees' git directories. It writes none of
+// them: baton commits and pushes, and the files git reads of every
+// worktree whenever it lists them (commondir, gitdir) stay as baton
+// wrote them, so no agent breaks another delivery's git.
 func (co *Checkout) Sandbox() sandbox.Policy {
 	if co.Files == nil {
 		return sandbox.Policy{}
 	}
 	return sandbox.Policy{
-		Read:  []string{co.Files.CommonDir},
-		Write: []string{co.Files.GitDir},
-		Deny:  []string{filepath.Join(co.Files.CommonDir, "worktrees")},
+		Read: []string{co.Files.CommonDir, co.Files.GitDir},
+		Deny: []string{filepath.Join(co.Files.CommonDir, "worktrees")},
 	}
 }
 
-// Publish pushes the worktree's HEAD to the work branch on the remote
-// (never forced: a work branch someone else moved is not overwritten) and
-// returns it.
+// Publish pushes the branch's head, as baton last set it, to the work
+// branch on the remote (never forced: a work branch someone else moved is
+// not overwritten) and returns it. It is pushed from the cache: no git
+// holding the remote's credentials runs in the worktree.
 func (co *Checkout) Publish(ctx context.Context) (string, error) {
-	sha, err := co.HeadSHA(ctx)
-	if err != nil {
-		return "", err
-	}
-	if err := co.w.send(ctx, co.c, co.Repo, sha, branchRef(co.branch), co.remote, co.Start); err != nil {
+	sha := co.head
+	if err := co.w.send(ctx, co.c, co.c.Repo, sha, branchRef(co.branch), co.remote, co.Start); err != nil {
 		return "", err
 	}
 	co.remote, co.WorkExists = sha, true
@@ -539,7 +793,7 @@ var receiveHooks = []string{"pre-receive", "update", "post-receive", "post-updat
 
 // send sets ref in the source to sha, from old ("" when the ref must not
 // exist yet), as a push that is not forced would, from repository from
-// (the cache or one of its worktrees). have are commits the source has.
+// (the cache). have are commits the source has.
 //
 // The remote is named by its URL, never as origin, so git updates no
 // remote-tracking ref behind anyone's back. A local source without
@@ -610,9 +864,9 @@ func (w *Workspaces) Work(ctx context.Context, d *baton.Delivery, f Forge) (base
 	return st.base, st.work, err
 }
 
-// maxObservers bounds the base worktrees of a repository: one per observe
-// running at once.
-const maxObservers = 256
+// maxPooled bounds the detached worktrees of a repository: one per
+// observe, verify or deploy command running at once.
+const maxPooled = 256
 
 // Observe gives a worktree of d's base branch at its head on the remote,
 // detached and clean, from the repository's pool (worktrees kept beside
@@ -627,27 +881,74 @@ func (w *Workspaces) Observe(ctx context.Context, d *baton.Delivery, f Forge) (c
 	if err != nil {
 		return nil, nil, err
 	}
+	wt, done, err := w.pooled(ctx, c, d, st.baseSHA, false)
+	if err != nil {
+		return nil, nil, baton.WrapError(baton.Unavailable, err, "check out %s of %s", st.base, d.Repository)
+	}
+	return &Checkout{Repo: wt, w: w, c: c, head: st.baseSHA, Base: st.base, BaseSHA: st.baseSHA, Start: st.baseSHA}, done, nil
+}
+
+// Commit gives a worktree of the head of d's work branch on the remote,
+// detached and checked out afresh from the repository's pool: nothing an
+// earlier run left in a worktree (a file an agent did not commit, an
+// ignored build output, a file a process that outlived its phase is still
+// writing) is in it. Verify and a deploy command run there, so they run
+// on exactly the commit that is merged. It is a Conflict when d has no
+// work branch. done returns the worktree to the pool.
+func (w *Workspaces) Commit(ctx context.Context, d *baton.Delivery, f Forge) (co *Checkout, done func(), err error) {
+	c, err := w.open(ctx, d, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := w.sync(ctx, c, d, needWork)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st.work == "" {
+		return nil, nil, baton.Errorf(baton.Conflict, "there is no work branch %s", d.WorkBranch())
+	}
+	wt, done, err := w.pooled(ctx, c, d, st.work, true)
+	if err != nil {
+		return nil, nil, baton.WrapError(baton.Unavailable, err, "check out %s of %s", st.work, d.WorkBranch())
+	}
+	return &Checkout{Repo: wt, w: w, c: c, head: st.work, remote: st.work, Base: st.base, Start: st.work, WorkExists: true}, done, nil
+}
+
+// pooled takes a free worktree of the repository's pool and sets it,
+// detached, to sha: reset and cleaned, or, when afresh, removed and
+// checked out again. done gives it back.
+func (w *Workspaces) pooled(ctx context.Context, c *cache, d *baton.Delivery, sha string, afresh bool) (*gitx.Repo, func(), error) {
 	pool := strings.TrimSuffix(c.Dir, ".git") + ".base"
 	if err := os.MkdirAll(pool, 0o755); err != nil {
 		return nil, nil, err
 	}
-	for n := range maxObservers {
+	for n := range maxPooled {
 		path := filepath.Join(pool, strconv.Itoa(n))
 		unlock, ok, err := safefile.TryLock(path)
 		if err != nil {
 			return nil, nil, err
 		}
 		if !ok {
-			continue // another observe has it
+			continue // in use
 		}
-		wt, err := w.prepare(ctx, c, path, "", st.baseSHA)
+		if afresh {
+			err := os.RemoveAll(path)
+			if rerr := os.Remove(filepath.Join(w.stateDir(c, path), "index")); err == nil && !errors.Is(rerr, fs.ErrNotExist) {
+				err = rerr
+			}
+			if err != nil {
+				unlock()
+				return nil, nil, err
+			}
+		}
+		wt, err := w.prepare(ctx, c, path, "", sha)
 		if err != nil {
 			unlock()
-			return nil, nil, baton.WrapError(baton.Unavailable, err, "check out %s of %s", st.base, d.Repository)
+			return nil, nil, err
 		}
-		return &Checkout{Repo: wt, w: w, c: c, Base: st.base, BaseSHA: st.baseSHA, Start: st.baseSHA}, unlock, nil
+		return wt, unlock, nil
 	}
-	return nil, nil, baton.Errorf(baton.Unavailable, "all %d base worktrees of %s are in use", maxObservers, d.Repository)
+	return nil, nil, baton.Errorf(baton.Unavailable, "all %d pooled worktrees of %s are in use", maxPooled, d.Repository)
 }
 
 // Release deletes d's worktree and its branches in the cache, once
@@ -660,23 +961,17 @@ func (w *Workspaces) Release(ctx context.Context, d *baton.Delivery) error {
 
 func (w *Workspaces) release(ctx context.Context, cacheDir, id string) error {
 	ctx = context.WithoutCancel(ctx)
-	r := &gitx.Repo{Dir: cacheDir}
 	path := w.worktreeDir(id)
-	if _, err := os.Lstat(path); err == nil {
-		// Delete the files outside the lock (a large tree takes a while),
-		// then forget the worktree under it.
-		if err := os.RemoveAll(path); err != nil {
-			return err
-		}
-		unlock, err := w.lock(ctx, cacheDir)
-		if err != nil {
-			return err
-		}
-		err = r.PruneWorktrees(ctx)
-		unlock()
-		if err != nil {
-			return err
-		}
+	// The files first (a large tree takes a while), then the registration,
+	// so no registration names a worktree half gone.
+	if err := os.RemoveAll(path); err != nil {
+		return err
+	}
+	if err := gitx.Unregister(cacheDir, path); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(filepath.Join(strings.TrimSuffix(cacheDir, ".git")+".state", id)); err != nil {
+		return err
 	}
 	l, err := gitx.FindLayout(cacheDir)
 	if err != nil {
@@ -695,36 +990,31 @@ func (w *Workspaces) release(ctx context.Context, cacheDir, id string) error {
 	if len(dels) == 0 {
 		return nil
 	}
-	return r.UpdateRefs(ctx, dels...)
+	return (&gitx.Repo{Dir: cacheDir}).UpdateRefs(ctx, dels...)
 }
 
 // Tidy releases what deliveries no longer need — the worktree and cache
 // branches of every delivery for which keep is false — and runs git's
 // maintenance on each cache whose lock is free (it is off inside the
-// caches, so that it never starts in the middle of a phase).
+// caches, so that it never starts in the middle of a phase). Which cache
+// a worktree belongs to is read from the caches' registrations, never
+// from the worktree's .git, which its agent could write.
 func (w *Workspaces) Tidy(ctx context.Context, keep func(id string) bool) error {
 	caches, err := filepath.Glob(filepath.Join(w.Dir, "cache", "*.git"))
 	if err != nil {
 		return err
 	}
-	// Worktrees of deliveries, by the cache they belong to.
-	byCache := map[string][]string{}
-	entries, _ := os.ReadDir(filepath.Join(w.Dir, "worktrees"))
-	for _, e := range entries {
-		id := e.Name()
-		if !baton.ValidID(id) || keep(id) {
-			continue
-		}
-		if l, err := gitx.FindLayout(w.worktreeDir(id)); err == nil {
-			byCache[filepath.Clean(l.CommonDir)] = append(byCache[filepath.Clean(l.CommonDir)], id)
-		} else {
-			_ = os.RemoveAll(w.worktreeDir(id)) // its cache is gone
-		}
-	}
+	registered := map[string]bool{}
 	var errs []error
 	for _, dir := range caches {
 		r := &gitx.Repo{Dir: dir, Ident: &w.ident}
-		ids := byCache[filepath.Clean(dir)]
+		var ids []string
+		for _, id := range w.registered(dir) {
+			registered[id] = true
+			if !keep(id) {
+				ids = append(ids, id)
+			}
+		}
 		out, err := r.Run(ctx, "for-each-ref", "--format=%(refname)", "refs/heads/baton/", "refs/remotes/origin/baton/")
 		if err != nil {
 			errs = append(errs, err)
@@ -747,13 +1037,44 @@ func (w *Workspaces) Tidy(ctx context.Context, keep func(id string) bool) error 
 		}
 		errs = append(errs, w.maintain(ctx, r))
 	}
+	// Worktrees no cache knows of (their cache is gone).
+	entries, _ := os.ReadDir(filepath.Join(w.Dir, "worktrees"))
+	for _, e := range entries {
+		if id := e.Name(); baton.ValidID(id) && !registered[id] && !keep(id) {
+			errs = append(errs, os.RemoveAll(w.worktreeDir(id)))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// registered lists the deliveries whose worktrees cacheDir has
+// registered: the registrations whose gitdir names a worktree under the
+// data directory's worktrees/ (the observe pool's are kept elsewhere).
+func (w *Workspaces) registered(cacheDir string) []string {
+	d, err := safefile.OpenDirBeneath(cacheDir, "worktrees", false, 0)
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	names, _ := d.Names()
+	var ids []string
+	for _, name := range names {
+		if !baton.ValidID(name) {
+			continue
+		}
+		b, err := safefile.ReadBeneath(d.Path(), filepath.Join(name, "gitdir"), 4096)
+		if err == nil && strings.TrimSpace(string(b)) == filepath.Join(w.worktreeDir(name), ".git") {
+			ids = append(ids, name)
+		}
+	}
+	return ids
 }
 
 // maintain runs git's own heuristics (gc --auto: pack loose objects and
 // refs when there are many) and forgets worktrees whose directories are
 // gone, unless another worker holds the cache lock; then it waits for the
-// next time.
+// next time. The registrations it reads are baton's (gitx.Register), and
+// no agent can write them.
 func (w *Workspaces) maintain(ctx context.Context, r *gitx.Repo) error {
 	unlock, ok, err := safefile.TryLock(r.Dir)
 	if err != nil || !ok {

@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/baton-agent/baton"
 )
@@ -32,6 +34,36 @@ type Repo struct {
 	// .git file, or its git directory's commondir), whose configuration
 	// would run commands outside the agent's sandbox.
 	Files *Layout
+	// BaseEnv, when set, is git's environment before Env, instead of
+	// baton's own: a work tree an agent wrote gets one without secrets.
+	BaseEnv []string
+	// Start, when set, starts each git process in place of cmd.Start, and
+	// release is called once it was waited for: the sandbox's, so that
+	// whatever git runs from a work tree an agent wrote (a nested
+	// repository's core.fsmonitor, say) reaches what the agent could and
+	// nothing more.
+	Start func(cmd *exec.Cmd) (release func(), err error)
+}
+
+// waitDelay bounds how long a git that has exited is waited for while
+// something it started still holds its output open.
+const waitDelay = 5 * time.Second
+
+// start starts cmd as r says.
+func (r *Repo) start(cmd *exec.Cmd) (release func(), err error) {
+	cmd.WaitDelay = waitDelay
+	if r.Start == nil {
+		return func() {}, cmd.Start()
+	}
+	return r.Start(cmd)
+}
+
+// notFound makes a missing git binary Unavailable.
+func notFound(err error) error {
+	if errors.Is(err, exec.ErrNotFound) {
+		return baton.WrapError(baton.Unavailable, err, "git is not installed or not on PATH")
+	}
+	return err
 }
 
 // layout is where the repository's files are: Files, else found from Dir.
@@ -72,10 +104,14 @@ func (r *Repo) Run(ctx context.Context, args ...string) (string, error) {
 func (r *Repo) command(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = r.Dir
+	base := r.BaseEnv
+	if base == nil {
+		base = cmd.Environ()
+	}
 	// No optional locks: a status run by a hook must not refresh the
 	// user's index, whose index.lock would make their own git fail.
 	// Writes take the locks they need anyway.
-	cmd.Env = append(cmd.Environ(), "GIT_OPTIONAL_LOCKS=0")
+	cmd.Env = append(slices.Clip(base), "GIT_OPTIONAL_LOCKS=0")
 	cmd.Env = append(cmd.Env, r.Env...)
 	if f := r.Files; f != nil {
 		cmd.Env = append(cmd.Env, "GIT_DIR="+f.GitDir, "GIT_COMMON_DIR="+f.CommonDir, "GIT_WORK_TREE="+r.Dir)
@@ -92,10 +128,14 @@ func (r *Repo) RunInput(ctx context.Context, stdin string, args ...string) (stri
 	var out, errb bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &errb
-	if err := cmd.Run(); err != nil {
-		if errors.Is(err, exec.ErrNotFound) {
-			return "", baton.WrapError(baton.Unavailable, err, "git is not installed or not on PATH")
-		}
+	release, err := r.start(cmd)
+	if err != nil {
+		release()
+		return "", notFound(err)
+	}
+	err = cmd.Wait()
+	release()
+	if err != nil {
 		return out.String(), &Error{Args: args, Stderr: errb.String(), Err: err}
 	}
 	return out.String(), nil

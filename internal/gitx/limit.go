@@ -3,11 +3,7 @@ package gitx
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
-	"os/exec"
-
-	"github.com/baton-agent/baton"
 )
 
 // RunLimit runs git with args in the repo and returns at most limit
@@ -25,11 +21,10 @@ func (r *Repo) RunLimit(ctx context.Context, limit int64, args ...string) (out [
 	if err != nil {
 		return nil, false, err
 	}
-	if err := cmd.Start(); err != nil {
-		if errors.Is(err, exec.ErrNotFound) {
-			return nil, false, baton.WrapError(baton.Unavailable, err, "git is not installed or not on PATH")
-		}
-		return nil, false, err
+	release, err := r.start(cmd)
+	defer release()
+	if err != nil {
+		return nil, false, notFound(err)
 	}
 	var buf bytes.Buffer
 	n, rerr := io.Copy(&buf, io.LimitReader(stdout, limit+1))

@@ -159,42 +159,6 @@ func (r *Repo) HeadSHA(ctx context.Context) (string, error) {
 // at is a repository at dir sharing r's environment and identity.
 func (r *Repo) at(dir string) *Repo { return &Repo{Dir: dir, Env: r.Env, Ident: r.Ident} }
 
-// WorktreeAdd registers a worktree of r at path, on branch reset to start
-// (git worktree add -f -B), or detached at start when branch is "",
-// without checking out any file: ResetClean does that. Registering is
-// quick, and it is the part that needs excluding other processes (while
-// git writes a worktree's files, any git that lists the worktrees, such
-// as another add, a fetch's connectivity check or gc, may die reading
-// them); a checkout of a large tree is not. -f lets it reuse a path that
-// a worktree of a dead run still has registered. A start given as a
-// commit rather than a remote-tracking branch keeps git from recording
-// tracking configuration for the branch.
-func (r *Repo) WorktreeAdd(ctx context.Context, path, branch, start string) (*Repo, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, err
-	}
-	args := []string{"worktree", "add", "--quiet", "--no-checkout", "-f"}
-	if branch == "" {
-		args = append(args, "--detach", path, start)
-	} else {
-		args = append(args, "-B", branch, path, start)
-	}
-	if _, err := r.Run(ctx, args...); err != nil {
-		return nil, err
-	}
-	return r.at(path), nil
-}
-
-// WorktreeRemove deletes the worktree at path, whatever it holds. When git
-// cannot (the worktree is not registered, or half gone), the directory is
-// deleted and its registration is left to PruneWorktrees.
-func (r *Repo) WorktreeRemove(ctx context.Context, path string) error {
-	if _, err := r.Run(ctx, "worktree", "remove", "--force", "--force", path); err != nil {
-		return os.RemoveAll(path)
-	}
-	return nil
-}
-
 // PruneWorktrees forgets worktrees whose directories are gone.
 func (r *Repo) PruneWorktrees(ctx context.Context) error {
 	_, err := r.Run(ctx, "worktree", "prune")
@@ -245,23 +209,30 @@ func (r *Repo) Dirty(ctx context.Context) (bool, error) {
 	return out != "", err
 }
 
-// ResetClean makes the work tree exactly rev: HEAD (and the branch it
-// names) moves to rev, changes are discarded, untracked files deleted.
-// Ignored files stay, as they would in a developer's checkout.
-func (r *Repo) ResetClean(ctx context.Context, rev string) error {
-	if err := r.Reset(ctx, rev); err != nil {
+// CheckoutClean makes the work tree and the index exactly rev, moving no
+// ref: tracked files are written as rev has them, untracked files are
+// deleted (nested repositories too), ignored files stay, as they would in
+// a developer's checkout.
+func (r *Repo) CheckoutClean(ctx context.Context, rev string) error {
+	if _, err := r.Run(ctx, "read-tree", "--reset", "-u", rev); err != nil {
 		return err
 	}
 	_, err := r.Run(ctx, "clean", "-ffdq")
 	return err
 }
 
-// Reset moves HEAD (and the branch it names) to rev and makes the index
-// and the tracked files match it (git reset --hard): it also checks out
-// a worktree WorktreeAdd registered.
-func (r *Repo) Reset(ctx context.Context, rev string) error {
-	_, err := r.Run(ctx, "reset", "--hard", "--quiet", rev)
-	return err
+// WriteTree stages everything in the work tree (git add -A, minus what
+// .gitignore excludes) and records the index as a tree, which it returns.
+// No ref moves and no commit is made.
+func (r *Repo) WriteTree(ctx context.Context) (string, error) {
+	if _, err := r.Run(ctx, "add", "-A"); err != nil {
+		return "", err
+	}
+	tree, err := r.line(ctx, "write-tree")
+	if err == nil && !isObjectName(tree) {
+		err = fmt.Errorf("git write-tree printed %q, not a tree", tree)
+	}
+	return tree, err
 }
 
 // Identity remembers whether commits need baton's own identity (git has
@@ -292,30 +263,6 @@ func (r *Repo) readIdentity(ctx context.Context) []string {
 		return nil
 	}
 	return []string{"-c", "user.name=baton", "-c", "user.email=baton@localhost"}
-}
-
-// CommitChanges stages everything in the work tree and commits it with
-// msg, unless nothing changed (CommitAll commits even then). It returns
-// HEAD and whether a commit was made. Without a configured git identity,
-// the commit is made as "baton".
-func (r *Repo) CommitChanges(ctx context.Context, msg string) (string, bool, error) {
-	if _, err := r.Run(ctx, "add", "-A"); err != nil {
-		return "", false, err
-	}
-	_, err := r.Run(ctx, "diff", "--cached", "--quiet")
-	switch {
-	case err == nil: // nothing staged
-		head, err := r.HeadSHA(ctx)
-		return head, false, err
-	case exitCode(err) != 1: // 1: staged changes
-		return "", false, err
-	}
-	args := append(r.identity(ctx), "commit", "--quiet", "--no-verify", "-m", msg)
-	if _, err := r.Run(ctx, args...); err != nil {
-		return "", false, err
-	}
-	head, err := r.HeadSHA(ctx)
-	return head, true, err
 }
 
 // Push pushes refspec to remote (a name or a URL). A rejected push

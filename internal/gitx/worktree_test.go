@@ -15,7 +15,6 @@ import (
 )
 
 func TestCacheWorktreeCommitPushMerge(t *testing.T) {
-	gittest.Setenv(t)
 	ctx := context.Background()
 	src := filepath.Join(t.TempDir(), "src")
 	os.MkdirAll(filepath.Join(src, "docs"), 0o755)
@@ -46,14 +45,18 @@ func TestCacheWorktreeCommitPushMerge(t *testing.T) {
 		t.Errorf("FETCH_HEAD written: %v", err)
 	}
 	wtPath := filepath.Join(t.TempDir(), "wt")
-	wt, err := cache.WorktreeAdd(ctx, wtPath, "work", main)
-	if err != nil {
+	if err := cache.UpdateRefs(ctx, RefUpdate{Name: "refs/heads/work", New: main}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(wtPath, "a.txt")); !os.IsNotExist(err) {
-		t.Errorf("WorktreeAdd checked files out: %v", err)
+	l, changed, err := Register(cacheDir, wtPath, "ref: refs/heads/work")
+	if err != nil || !changed {
+		t.Fatalf("Register = %v, %v", changed, err)
 	}
-	if err := wt.Reset(ctx, main); err != nil {
+	if _, err := os.Stat(filepath.Join(wtPath, "a.txt")); !os.IsNotExist(err) {
+		t.Errorf("Register checked files out: %v", err)
+	}
+	wt := &Repo{Dir: wtPath, Files: &l}
+	if err := wt.CheckoutClean(ctx, main); err != nil {
 		t.Fatal(err)
 	}
 	if cfg, _ := os.ReadFile(filepath.Join(cacheDir, "config")); strings.Contains(string(cfg), "[branch") {
@@ -64,17 +67,30 @@ func TestCacheWorktreeCommitPushMerge(t *testing.T) {
 	if dirty, err := wt.Dirty(ctx); !dirty || err != nil {
 		t.Errorf("Dirty = %v, %v after writing files", dirty, err)
 	}
-	sha, committed, err := wt.CommitChanges(ctx, "add b")
-	if err != nil || !committed {
-		t.Fatalf("CommitChanges = %v %v", committed, err)
+	commit := func(msg string) string {
+		t.Helper()
+		tree, err := wt.WriteTree(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parent := gittest.Git(t, cacheDir, "rev-parse", "refs/heads/work")
+		sha, err := wt.CommitTree(ctx, tree, msg, parent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cache.UpdateRefs(ctx, RefUpdate{Name: "refs/heads/work", New: sha, Old: parent}); err != nil {
+			t.Fatal(err)
+		}
+		return sha
 	}
+	sha := commit("add b")
 	if got := gittest.Git(t, wtPath, "rev-parse", "HEAD"); got != sha {
-		t.Errorf("CommitChanges returned %s, HEAD is %s", sha, got)
+		t.Errorf("HEAD after the commit is %s, want %s", got, sha)
 	}
-	if head, committed, err := wt.CommitChanges(ctx, "nothing"); committed || head != sha || err != nil {
-		t.Errorf("CommitChanges on a clean tree = %q, %v, %v; want HEAD %s, nothing committed", head, committed, err, sha)
+	if dirty, err := wt.Dirty(ctx); dirty || err != nil {
+		t.Errorf("Dirty = %v, %v after the commit", dirty, err)
 	}
-	if err := wt.Push(ctx, src, sha+":refs/heads/work"); err != nil {
+	if err := cache.Push(ctx, src, sha+":refs/heads/work"); err != nil {
 		t.Fatal(err)
 	}
 	if got := gittest.Git(t, src, "rev-parse", "work"); got != sha {
@@ -84,28 +100,28 @@ func TestCacheWorktreeCommitPushMerge(t *testing.T) {
 		t.Errorf("a push by URL moved a remote-tracking ref: %q", out)
 	}
 	wts, err := cache.Worktrees(ctx)
-	if err != nil || len(wts) != 2 || !wts[0].Bare || wts[1].Branch != "work" {
+	if err != nil || len(wts) != 2 || !wts[0].Bare || wts[1].Branch != "work" || wts[1].Path != wtPath {
 		t.Errorf("Worktrees = %+v %v", wts, err)
 	}
-	// ResetClean throws away changes and untracked files, keeps ignored
-	// ones.
+	// CheckoutClean throws away changes and untracked files, keeps
+	// ignored ones.
 	os.WriteFile(filepath.Join(wtPath, ".gitignore"), []byte("build/\n"), 0o644)
-	sha, _, _ = wt.CommitChanges(ctx, "ignore build")
+	sha = commit("ignore build")
 	os.MkdirAll(filepath.Join(wtPath, "build"), 0o755)
 	os.WriteFile(filepath.Join(wtPath, "build", "out"), []byte("x"), 0o644)
 	os.WriteFile(filepath.Join(wtPath, "stray.txt"), []byte("x"), 0o644)
 	os.WriteFile(filepath.Join(wtPath, "a.txt"), []byte("changed\n"), 0o644)
-	if err := wt.ResetClean(ctx, sha); err != nil {
+	if err := wt.CheckoutClean(ctx, sha); err != nil {
 		t.Fatal(err)
 	}
 	if dirty, _ := wt.Dirty(ctx); dirty {
-		t.Error("dirty after ResetClean")
+		t.Error("dirty after CheckoutClean")
 	}
 	if _, err := os.Stat(filepath.Join(wtPath, "build", "out")); err != nil {
-		t.Errorf("ResetClean deleted an ignored file: %v", err)
+		t.Errorf("CheckoutClean deleted an ignored file: %v", err)
 	}
 	if head, _ := wt.HeadSHA(ctx); head != sha {
-		t.Errorf("HEAD after ResetClean = %s, want %s", head, sha)
+		t.Errorf("HEAD after CheckoutClean = %s, want %s", head, sha)
 	}
 
 	// Squash work onto main without a checkout, keeping main's plan.
@@ -154,7 +170,7 @@ func TestCacheWorktreeCommitPushMerge(t *testing.T) {
 	os.WriteFile(filepath.Join(src, "a.txt"), []byte("theirs\n"), 0o644)
 	gittest.Git(t, src, "commit", "-qam", "theirs")
 	os.WriteFile(filepath.Join(wtPath, "a.txt"), []byte("ours\n"), 0o644)
-	ours, _, _ := wt.CommitChanges(ctx, "ours")
+	ours := commit("ours")
 	if err := cache.FetchRefs(ctx, src, false, "+refs/heads/main:refs/remotes/origin/main"); err != nil {
 		t.Fatal(err)
 	}
@@ -182,11 +198,11 @@ func TestCacheWorktreeCommitPushMerge(t *testing.T) {
 		t.Error("UpdateRefs to a missing object succeeded")
 	}
 
-	if err := cache.WorktreeRemove(ctx, wtPath); err != nil {
+	if err := Unregister(cacheDir, wtPath); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(wtPath); !os.IsNotExist(err) {
-		t.Errorf("worktree still there: %v", err)
+	if wts, err := cache.Worktrees(ctx); err != nil || len(wts) != 1 {
+		t.Errorf("Worktrees after Unregister = %+v, %v", wts, err)
 	}
 }
 

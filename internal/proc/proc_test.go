@@ -15,9 +15,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/egress"
+	"github.com/baton-agent/baton/internal/sandbox"
+	"github.com/baton-agent/baton/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
+	sandbox.Main(egress.Hooks()) // the box's init, when a test starts a confined process
 	// Helper mode: start a long sleep with GroupAttr, print its pid, wait.
 	if os.Getenv("BATON_PROC_HELPER") == "spawn" {
 		c := exec.Command("sleep", "60")
@@ -50,12 +54,7 @@ func alive(pid int) bool {
 
 // waitGone waits up to 5 s for pid to die.
 func waitGone(pid int) bool {
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if !alive(pid) {
-			return true
-		}
-	}
-	return false
+	return testenv.Until(5*time.Second, nil, func() bool { return !alive(pid) })
 }
 
 func TestRunCheck(t *testing.T) {

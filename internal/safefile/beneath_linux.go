@@ -1,0 +1,60 @@
+package safefile
+
+import (
+	"errors"
+	"strings"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// noOpenat2 is set once the kernel said it has no openat2 (before 5.6).
+var noOpenat2 atomic.Bool
+
+// openat2 opens path beneath dirfd in one call, with no link followed
+// and no way out. ok is false when the kernel has no openat2: walk the
+// components instead.
+func openat2(dirfd int, path string, flags int, perm uint32) (fd int, ok bool, err error) {
+	if noOpenat2.Load() {
+		return -1, false, nil
+	}
+	how := unix.OpenHow{
+		Flags:   uint64(flags),
+		Mode:    uint64(perm),
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	}
+	for {
+		fd, err = unix.Openat2(dirfd, path, &how)
+		if !errors.Is(err, unix.EINTR) && !errors.Is(err, unix.EAGAIN) {
+			break
+		}
+	}
+	if errors.Is(err, unix.ENOSYS) {
+		noOpenat2.Store(true)
+		return -1, false, nil
+	}
+	if errors.Is(err, unix.ELOOP) {
+		// A link on the way or at the end: tell which, as the walk does.
+		return -1, true, linkError(dirfd, path)
+	}
+	if errors.Is(err, unix.ENOTDIR) {
+		return -1, true, ErrNotBeneath
+	}
+	return fd, true, err
+}
+
+// linkError tells a link at the end of path (ELOOP, which callers report
+// as a symlink) from one on the way (ErrNotBeneath).
+func linkError(dirfd int, path string) error {
+	i := strings.LastIndexByte(path, '/')
+	if i < 0 {
+		return unix.ELOOP
+	}
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS}
+	fd, err := unix.Openat2(dirfd, path[:i], &how)
+	if err != nil {
+		return ErrNotBeneath
+	}
+	unix.Close(fd)
+	return unix.ELOOP
+}

@@ -1,0 +1,238 @@
+package safefile
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// bothPaths runs f with openat2 (where the kernel has it) and with the
+// component walk older kernels take. The switch is the package's, so
+// neither runs in parallel.
+func bothPaths(t *testing.T, f func(t *testing.T)) {
+	t.Run("openat2", f)
+	t.Run("walk", func(t *testing.T) {
+		restore := SetOpenat2(false)
+		t.Cleanup(restore)
+		f(t)
+	})
+}
+
+// tree is a directory an agent wrote: files, and links and special files
+// where baton expects files and directories.
+type tree struct {
+	root, outside string
+}
+
+func newTree(t *testing.T) tree {
+	t.Helper()
+	tr := tree{root: t.TempDir(), outside: t.TempDir()}
+	for rel, body := range map[string]string{"a.txt": "a", "d/b.txt": "b", "d/e/c.txt": "c"} {
+		p := filepath.Join(tr.root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(tr.outside, "secret"), []byte("SECRET"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{
+		"linkfile": "a.txt", "linkdir": "d", "out": tr.outside, "d/up": "..",
+		"secret": filepath.Join(tr.outside, "secret"), "zero": "/dev/zero",
+	} {
+		if err := os.Symlink(target, filepath.Join(tr.root, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(tr.root, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+func TestReadBeneath(t *testing.T) {
+	bothPaths(t, func(t *testing.T) {
+		tr := newTree(t)
+		for _, tt := range []struct {
+			rel  string
+			want string
+			err  error
+		}{
+			{"a.txt", "a", nil},
+			{"d/e/c.txt", "c", nil},
+			{"./d//b.txt", "b", nil},
+			{"linkfile", "", ErrNotRegular},
+			{"secret", "", ErrNotRegular},
+			{"zero", "", ErrNotRegular},
+			{"fifo", "", ErrNotRegular}, // and it does not block
+			{"d", "", ErrNotRegular},
+			{"linkdir/b.txt", "", ErrNotBeneath},
+			{"out/secret", "", ErrNotBeneath},
+			{"d/up/a.txt", "", ErrNotBeneath},
+			{"a.txt/x", "", ErrNotBeneath},
+			{"../" + filepath.Base(tr.outside) + "/secret", "", ErrNotBeneath},
+			{"/etc/passwd", "", ErrNotBeneath},
+			{"missing", "", os.ErrNotExist},
+		} {
+			b, err := ReadBeneath(tr.root, tt.rel, 100)
+			if tt.err == nil && (err != nil || string(b) != tt.want) {
+				t.Errorf("ReadBeneath(%q) = %q, %v, want %q", tt.rel, b, err, tt.want)
+			}
+			if tt.err != nil && !errors.Is(err, tt.err) {
+				t.Errorf("ReadBeneath(%q) = %q, %v, want %v", tt.rel, b, err, tt.err)
+			}
+		}
+		if _, err := ReadBeneath(tr.root, "d/e/c.txt", 0); !errors.Is(err, ErrTooLarge) {
+			t.Errorf("ReadBeneath over its limit = %v, want ErrTooLarge", err)
+		}
+		// A FIFO opened to write, with no reader, fails at once.
+		if _, err := OpenBeneath(tr.root, "fifo", os.O_WRONLY, 0); !errors.Is(err, ErrNotRegular) {
+			t.Errorf("OpenBeneath(fifo, write) = %v, want ErrNotRegular", err)
+		}
+	})
+}
+
+func TestWriteBeneath(t *testing.T) {
+	bothPaths(t, func(t *testing.T) {
+		tr := newTree(t)
+		if err := WriteBeneath(tr.root, "docs/plan.md", []byte("plan\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(filepath.Join(tr.root, "docs/plan.md")); err != nil || string(b) != "plan\n" {
+			t.Errorf("docs/plan.md = %q, %v", b, err)
+		}
+		// A link where a directory should be: refused, nothing written out.
+		for _, rel := range []string{"out/plan.md", "linkdir/plan.md", "a.txt/plan.md", "d/up/plan.md"} {
+			if err := WriteBeneath(tr.root, rel, []byte("x"), 0o644); !errors.Is(err, ErrNotBeneath) {
+				t.Errorf("WriteBeneath(%q) = %v, want ErrNotBeneath", rel, err)
+			}
+		}
+		// A link or a FIFO as the file itself: replaced, never followed.
+		for _, rel := range []string{"secret", "fifo", "zero"} {
+			if err := WriteBeneath(tr.root, rel, []byte("new"), 0o644); err != nil {
+				t.Errorf("WriteBeneath(%q) = %v", rel, err)
+			}
+			fi, err := os.Lstat(filepath.Join(tr.root, rel))
+			if err != nil || !fi.Mode().IsRegular() {
+				t.Errorf("%s after WriteBeneath: %v %v, want a regular file", rel, fi.Mode(), err)
+			}
+		}
+		entries, _ := os.ReadDir(tr.outside)
+		if b, _ := os.ReadFile(filepath.Join(tr.outside, "secret")); string(b) != "SECRET" || len(entries) != 1 {
+			t.Errorf("outside after the writes: %d entries, secret = %q", len(entries), b)
+		}
+	})
+}
+
+func TestDirBeneathRemove(t *testing.T) {
+	bothPaths(t, func(t *testing.T) {
+		tr := newTree(t)
+		d, err := OpenDirBeneath(tr.root, "", false, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		// The link goes, not what it names; a directory goes whole, its
+		// links removed and not followed.
+		for _, name := range []string{"out", "fifo", "d", "missing"} {
+			if err := d.Remove(name); err != nil {
+				t.Errorf("Remove(%s) = %v", name, err)
+			}
+			if _, err := os.Lstat(filepath.Join(tr.root, name)); !os.IsNotExist(err) {
+				t.Errorf("%s after Remove: %v", name, err)
+			}
+		}
+		if b, err := os.ReadFile(filepath.Join(tr.outside, "secret")); err != nil || string(b) != "SECRET" {
+			t.Errorf("outside/secret after the removes = %q, %v", b, err)
+		}
+		if _, err := OpenDirBeneath(tr.root, "linkdir", false, 0); !errors.Is(err, ErrNotBeneath) {
+			t.Errorf("OpenDirBeneath(linkdir) = %v, want ErrNotBeneath", err)
+		}
+		if m, err := d.Lstat("linkfile"); err != nil || m&os.ModeSymlink == 0 {
+			t.Errorf("Lstat(linkfile) = %v, %v", m, err)
+		}
+	})
+}
+
+// FuzzOpenBeneath opens any path beneath a tree of files, links and a
+// FIFO, both ways (openat2 and the component walk), and checks the
+// answer against the tree: a file is opened only when every component
+// before it is a real directory of the tree and it is a regular file of
+// the tree, and then it is that file.
+func FuzzOpenBeneath(f *testing.F) {
+	for _, s := range []string{"a.txt", "d/e/c.txt", "linkdir/b.txt", "out/secret", "d/up/a.txt", "../x", "/etc/passwd", "fifo", "d//./b.txt", "d/../a.txt"} {
+		f.Add(s)
+	}
+	tr := tree{root: f.TempDir(), outside: f.TempDir()}
+	for rel, body := range map[string]string{"a.txt": "a", "d/b.txt": "b", "d/e/c.txt": "c"} {
+		p := filepath.Join(tr.root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			f.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			f.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{"linkfile": "a.txt", "linkdir": "d", "out": tr.outside, "d/up": ".."} {
+		if err := os.Symlink(target, filepath.Join(tr.root, link)); err != nil {
+			f.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(tr.root, "fifo"), 0o644); err != nil {
+		f.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tr.outside, "secret"), []byte("SECRET"), 0o600); err != nil {
+		f.Fatal(err)
+	}
+	// What the tree holds: directories and regular files, by clean path.
+	dirs := map[string]bool{"": true, "d": true, "d/e": true}
+	files := map[string]string{"a.txt": "a", "d/b.txt": "b", "d/e/c.txt": "c"}
+	want := func(rel string) (string, bool) {
+		if strings.HasPrefix(rel, "/") || strings.ContainsRune(rel, 0) {
+			return "", false
+		}
+		var parts []string
+		for _, p := range strings.Split(rel, "/") {
+			switch p {
+			case "", ".":
+			case "..":
+				return "", false
+			default:
+				parts = append(parts, p)
+			}
+		}
+		if len(parts) == 0 {
+			return "", false
+		}
+		for i := 1; i < len(parts); i++ {
+			if !dirs[strings.Join(parts[:i], "/")] {
+				return "", false
+			}
+		}
+		body, ok := files[strings.Join(parts, "/")]
+		return body, ok
+	}
+	f.Fuzz(func(t *testing.T, rel string) {
+		if len(rel) > 200 {
+			return
+		}
+		body, ok := want(rel)
+		for _, walk := range []bool{false, true} {
+			restore := SetOpenat2(!walk)
+			b, err := ReadBeneath(tr.root, rel, 16)
+			restore()
+			switch {
+			case ok && (err != nil || string(b) != body):
+				t.Fatalf("ReadBeneath(%q) walk=%v = %q, %v, want %q", rel, walk, b, err, body)
+			case !ok && err == nil:
+				t.Fatalf("ReadBeneath(%q) walk=%v = %q, want an error", rel, walk, b)
+			}
+		}
+	})
+}
