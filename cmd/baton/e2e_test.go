@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/baton-agent/baton/internal/egress"
 	"github.com/baton-agent/baton/internal/gitx/gittest"
 	"github.com/baton-agent/baton/internal/sandbox"
 )
@@ -19,7 +20,7 @@ var batonBin string
 // TestMain builds the real binary once: these tests run hooks the way a
 // harness does, as separate processes through /bin/sh.
 func TestMain(m *testing.M) {
-	sandbox.Main(sandbox.Hooks{}) // the box's init, when a test starts a confined process
+	sandbox.Main(egress.Hooks()) // the box's init, when a test starts a confined process
 	dir, err := os.MkdirTemp("", "baton-e2e-*")
 	if err != nil {
 		panic(err)

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/modelapi"
+	"github.com/baton-agent/baton/internal/netpolicy"
 	"github.com/baton-agent/baton/internal/safefile"
 	"github.com/baton-agent/baton/internal/sandbox"
 )
@@ -27,9 +29,11 @@ func boxed(s Spec) bool {
 
 // startAgent starts cmd, confined when s asks: the system, the agent's
 // working and temporary directories, its CLI's own configuration (see
-// agentHome) and installation, and what s.Confine.Policy adds. release
-// must be called after Wait.
-func startAgent(cmd *exec.Cmd, s Spec, p *plan, path, runTmp string, res *Result) (release func(), err error) {
+// agentHome) and installation, and what s.Confine.Policy adds; on the
+// network, what s.Confine allows and the agent's model API. release
+// must be called after Wait; each target the box's network refuses is
+// said on live as it happens and kept in res.refusals.
+func startAgent(cmd *exec.Cmd, s Spec, p *plan, path, runTmp string, live *liveView, res *Result) (release func(), err error) {
 	if s.Confine == nil {
 		return func() {}, cmd.Start()
 	}
@@ -47,6 +51,7 @@ func startAgent(cmd *exec.Cmd, s Spec, p *plan, path, runTmp string, res *Result
 		cmd.Env = mergeEnv(cmd.Env, env)
 		own = own.Merge(home)
 		cf.Policy = sandbox.System(e).Merge(own).Merge(cf.Policy)
+		cf.Network = p.kind.network(cf.Network, cmd.Env, live, res)
 	}
 	release, res.Sandbox, err = cf.Start(cmd)
 	if err == nil {
@@ -119,10 +124,27 @@ func (k kind) agentHome(cf sandbox.Confinement, e sandbox.Env, cmdEnv []string) 
 	var env []string
 	var p sandbox.Policy
 	if cf.ShowsHome() {
-		if st.dirVar != "" && !withinDir(own, e.Home) {
+		if st.dirVar != "" && own != "" && !withinDir(own, e.Home) {
 			// Set outside the home: the view does not show it, so the CLI
-			// keeps its state at the usual place in the agent home.
-			env = append(env, st.dirVar+"="+filepath.Join(e.Home, st.dir))
+			// keeps its state at the usual place in the agent home, with
+			// a copy of the user's settings made at each start and their
+			// credentials linked, so a refreshed token reaches them.
+			dir := filepath.Join(cf.Home, st.dir)
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return p, nil, err
+			}
+			for _, f := range st.settings {
+				if err := seed(filepath.Join(own, f), filepath.Join(dir, f)); err != nil {
+					return p, nil, err
+				}
+			}
+			for _, f := range st.credentials {
+				if err := link(filepath.Join(own, f), filepath.Join(dir, f)); err != nil {
+					return p, nil, err
+				}
+				p.Write = append(p.Write, filepath.Join(own, f))
+			}
+			return p, append(env, st.dirVar+"="+filepath.Join(e.Home, st.dir)), nil
 		}
 		for _, f := range st.settings {
 			p.Read = append(p.Read, filepath.Join(own, f))
@@ -163,6 +185,18 @@ func seed(from, to string) error {
 		return err
 	}
 	return safefile.WriteAtomic(to, b, 0o600)
+}
+
+// link makes to a link to the user's file from, replacing whatever an
+// agent left at to; a missing from removes to.
+func link(from, to string) error {
+	if err := os.Remove(to); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if _, err := os.Stat(from); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return os.Symlink(from, to)
 }
 
 // userStateDir is where the CLI keeps its state for a process with env,
@@ -207,4 +241,49 @@ func (k kind) stateDir(s Spec, env []string) string {
 func withinDir(path, dir string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// harness is the agent CLI k runs; "" for a command.
+func (k kind) harness() baton.Harness {
+	switch k {
+	case kindClaude:
+		return baton.HarnessClaude
+	case kindCodex:
+		return baton.HarnessCodex
+	case kindDroid:
+		return baton.HarnessDroid
+	}
+	return ""
+}
+
+// network is n with the agent's model API allowed, read from its own
+// configuration under env (modelapi), and its refusals said on live and
+// kept in res. An entry the box cannot allow is said, not fatal: the
+// agent then fails to reach its model, and says so itself.
+func (k kind) network(n sandbox.Network, env []string, live *liveView, res *Result) sandbox.Network {
+	if h := k.harness(); h != "" && !n.Open {
+		hosts, err := modelapi.Hosts(h, env)
+		if err != nil {
+			res.note(live, "baton: the box may not reach the agent's model API: "+baton.ErrorMessage(err))
+		}
+		for _, host := range hosts {
+			a, err := netpolicy.Parse(host)
+			if err != nil {
+				res.note(live, "baton: the box cannot allow the agent's model API "+host+": "+baton.ErrorMessage(err))
+				continue
+			}
+			n.Allow = n.Allow.With(a)
+		}
+	}
+	res.refusals = &netpolicy.Refusals{}
+	outer := n.OnRefuse
+	n.OnRefuse = func(r netpolicy.Refusal) {
+		if res.refusals.Add(r) {
+			live.note("baton: network:", r.String())
+		}
+		if outer != nil {
+			outer(r)
+		}
+	}
+	return n
 }

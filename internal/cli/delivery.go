@@ -396,6 +396,9 @@ func printDelivery(w io.Writer, det *delivery.Detail, now time.Time) {
 	if len(c.PassEnv) > 0 {
 		fmt.Fprintf(tw, "secrets:\t%s passed to agents and commands (pass_env)\n", strings.Join(c.PassEnv, ", "))
 	}
+	if len(c.EgressAllow) > 0 {
+		fmt.Fprintf(tw, "network:\talso reaches %s (egress_allow)\n", strings.Join(c.EgressAllow, ", "))
+	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nrefs:")
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

@@ -25,6 +25,7 @@ import (
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/agentrun/agenttest"
 	"github.com/baton-agent/baton/internal/delivery"
+	"github.com/baton-agent/baton/internal/egress"
 	"github.com/baton-agent/baton/internal/github/githubtest"
 	"github.com/baton-agent/baton/internal/sandbox"
 	"github.com/baton-agent/baton/internal/sandbox/sandboxtest"
@@ -36,7 +37,7 @@ import (
 // process (a worker to kill): with BATON_CLI_HELPER=1 the test binary runs
 // cli.Main with the arguments in BATON_CLI_ARGS and the real environment.
 func TestMain(m *testing.M) {
-	sandbox.Main(sandbox.Hooks{}) // the box's init, when a test starts a confined process
+	sandbox.Main(egress.Hooks()) // the box's init, when a test starts a confined process
 	if os.Getenv("BATON_CLI_HELPER") == "1" {
 		args := strings.Split(os.Getenv("BATON_CLI_ARGS"), "\x1f")
 		wd, _ := os.Getwd()

@@ -13,6 +13,7 @@ import (
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/agentrun"
 	"github.com/baton-agent/baton/internal/forge"
+	"github.com/baton-agent/baton/internal/netpolicy"
 	"github.com/baton-agent/baton/internal/queue"
 	"github.com/baton-agent/baton/internal/sandbox"
 )
@@ -144,7 +145,11 @@ func (r *Runner) Run(ctx context.Context, ref string, want baton.Phase, person s
 	if ferr == nil {
 		report, startWarn = r.reportStart(runCtx, d, f)
 	}
-	out := r.execute(runCtx, d, f, ferr)
+	refused := &netpolicy.Refusals{}
+	out := r.execute(context.WithValue(runCtx, refusedKey{}, refused), d, f, ferr)
+	if out.refused, out.refusedMore = refused.List(); len(out.refused) > 0 {
+		out.warn("the box's network refused %s", strings.Join(netpolicy.Summary(out.refused, out.refusedMore, 5), "; "))
+	}
 	stop(nil)
 	<-watchDone
 	out = r.outOfSpace(ctx, d, out)
@@ -244,6 +249,9 @@ type outcome struct {
 	refs    []baton.Ref
 	err     error
 	run     *baton.AgentRun // the agent run, for agent phases
+	// refused is what the network of the phase's boxes refused.
+	refused     []netpolicy.RefusalCount
+	refusedMore int
 }
 
 func (o *outcome) warn(format string, args ...any) {
@@ -372,7 +380,7 @@ func (r *Runner) agent(ctx context.Context, d *baton.Delivery, co *forge.Checkou
 		Agent: d.Config.Agent, Prompt: run.Prompt, SystemPrompt: run.SystemPrompt, Dir: co.Dir,
 		OutputSchema: schema, Timeout: d.Config.Timeout(d.Phase), KillGrace: r.KillGrace, Model: d.Config.Model,
 		ExtraArgs: d.Config.AgentArgs, PassEnv: d.Config.PassEnv, Live: live, LogDir: run.LogDir,
-		Confine: r.confine(d, co),
+		Confine: r.confine(ctx, d, co),
 		// Which delivery and phase this is, as verify and deploy commands
 		// get it: a command:<argv> agent can answer by phase.
 		Env: append(slices.Clone(r.AgentEnv), "BATON_DELIVERY_ID="+d.ID, "BATON_PHASE="+string(d.Phase), "BATON_WORK_BRANCH="+d.WorkBranch()),
@@ -392,7 +400,7 @@ func (r *Runner) agent(ctx context.Context, d *baton.Delivery, co *forge.Checkou
 // worktree, reaching of the data directory only that worktree and what
 // co.Sandbox grants (never the API token, the database, another
 // worktree or a run log).
-func (r *Runner) confine(d *baton.Delivery, co *forge.Checkout) *sandbox.Confinement {
+func (r *Runner) confine(ctx context.Context, d *baton.Delivery, co *forge.Checkout) *sandbox.Confinement {
 	c := r.Service.Sandbox.ForProject(d.Repository) // caches of its repository's own
 	c.Policy = c.Policy.Merge(co.Sandbox()).Merge(sandbox.Policy{
 		// Refs point the agent at its review notes and its failed checks'
@@ -400,8 +408,22 @@ func (r *Runner) confine(d *baton.Delivery, co *forge.Checkout) *sandbox.Confine
 		Read: []string{r.Service.notesDir(d), filepath.Join(r.Service.DataDir, "runs", d.ID)},
 		Deny: []string{r.Service.DataDir},
 	})
+	// The repository's own hosts (checked when the delivery was made),
+	// and a record of what the box refuses, for the pull request.
+	for _, e := range d.Config.EgressAllow {
+		if a, err := netpolicy.Parse(e); err == nil {
+			c.Network.Allow = c.Network.Allow.With(a)
+		}
+	}
+	if rs, ok := ctx.Value(refusedKey{}).(*netpolicy.Refusals); ok {
+		c.Network.OnRefuse = func(x netpolicy.Refusal) { rs.Add(x) }
+	}
 	return &c
 }
+
+// refusedKey holds, in a phase attempt's context, the record of what its
+// boxes' network refused (*netpolicy.Refusals), for the pull request.
+type refusedKey struct{}
 
 // checkout prepares the delivery's worktree for the phase.
 func (r *Runner) checkout(ctx context.Context, d *baton.Delivery, f forge.Forge) (*forge.Checkout, error) {

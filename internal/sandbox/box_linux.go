@@ -55,6 +55,10 @@ type spec struct {
 	// own (3 and 4).
 	Network json.RawMessage `json:"network,omitempty"`
 	NetFDs  int             `json:"net_fds,omitempty"`
+	// NetLimit: where the box has no network namespace, the process may
+	// connect over TCP only to NetPorts (Landlock ABI 4 and later).
+	NetLimit bool  `json:"net_limit,omitempty"`
+	NetPorts []int `json:"net_ports,omitempty"`
 }
 
 type specRule struct {
@@ -86,6 +90,7 @@ type host struct {
 	abi       int
 	why       string // Landlock
 	nsErr     error  // why the box's namespaces do not work; nil when they do
+	netErr    error  // why a network namespace does not work in them
 	cgroups   *cgroupRoot
 	cgroupWhy string
 }
@@ -95,6 +100,9 @@ var probeHost = sync.OnceValue(func() host {
 	h.abi, h.why = probeLandlock()
 	h.cgroups, h.cgroupWhy = findCgroup()
 	h.nsErr = probeNamespaces()
+	if h.nsErr == nil {
+		h.netErr = probeNetwork()
+	}
 	return h
 })
 
@@ -178,6 +186,9 @@ func (c Confinement) Status() Status {
 	if os.Geteuid() == 0 {
 		add(DefRoot, true, "runs as root: system directories narrowed to what any user may read")
 	}
+	if d, ok := c.netRow(ns); ok {
+		st.Defences = append(st.Defences, d)
+	}
 	return st
 }
 
@@ -253,6 +264,7 @@ type box struct {
 	done     chan struct{} // closed by release: the forking thread may end
 	lifeline *os.File      // baton's end of the spec pipe
 	cg       *cgroup
+	newNet   bool // the box gets a network namespace of its own
 }
 
 // box builds the spec for cmd under c.
@@ -305,6 +317,9 @@ func (c Confinement) box(cmd *exec.Cmd, st Status) (b *box, err error) {
 		s.Rlimit = (probeHost().cgroups == nil || c.noCgroup) && os.Geteuid() != 0
 	}
 	b.spec = s
+	if err := c.openNetwork(b, ns); err != nil {
+		return nil, err
+	}
 	return b, nil
 }
 
@@ -362,6 +377,9 @@ func (b *box) start(cmd *exec.Cmd, cgroups *cgroupRoot) (*initReply, error) {
 	attr := &syscall.SysProcAttr{Setsid: true}
 	if b.spec.Namespaces {
 		attr.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC
+		if b.newNet {
+			attr.Cloneflags |= syscall.CLONE_NEWNET
+		}
 		uid, gid := os.Getuid(), os.Getgid()
 		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}

@@ -78,9 +78,17 @@ func runInit(h Hooks) int {
 			return fail("build the box's mounts", err)
 		}
 	}
-	if h.Network != nil && len(s.Network) > 0 {
-		if err := h.Network(s.Network, netFiles); err != nil {
+	stopNetwork := func() {}
+	if len(s.Network) > 0 {
+		if h.Network == nil {
+			return fail("set up the network", errors.New("this program builds no network for its boxes"))
+		}
+		stop, err := h.Network(s.Network, netFiles)
+		if err != nil {
 			return fail("set up the network", err)
+		}
+		if stop != nil {
+			stopNetwork = stop
 		}
 	}
 	if s.Probe {
@@ -129,6 +137,7 @@ func runInit(h Hooks) int {
 	}()
 	status := t.reap(pid)
 	close(done)
+	stopNetwork()
 	view.remove()
 	return status
 }
@@ -143,7 +152,7 @@ func startProcess(s *spec, done <-chan struct{}) (int, error) {
 	fd, flags := -1, uint32(0)
 	if s.ABI > 0 {
 		var err error
-		if fd, flags, err = ruleset(s.Rules, s.ABI); err != nil {
+		if fd, flags, err = ruleset(s.Rules, s.NetLimit, s.NetPorts, s.ABI); err != nil {
 			return 0, fmt.Errorf("%w: build the Landlock rules: %w", errConfine, err)
 		}
 		defer unix.Close(fd)

@@ -33,13 +33,20 @@ const fsAccess = ll.AccessFSExecute | ll.AccessFSWriteFile | ll.AccessFSReadFile
 
 // ruleset gives the kernel the rules and returns the ruleset's file
 // descriptor (-1 when the kernel enforces none of them). The paths are
-// opened now, as the caller sees the file system.
-func ruleset(rules []specRule, abi int) (fd int, flags uint32, err error) {
+// opened now, as the caller sees the file system. With netLimit, ports
+// are the only TCP ports the process may connect to (ABI 4 and later).
+func ruleset(rules []specRule, netLimit bool, ports []int, abi int) (fd int, flags uint32, err error) {
 	cfg := landlock.Config{
 		HandledAccessFS: landlock.AccessFSSet(fsAccess),
 		Scoped:          landlock.ScopedSet(ll.ScopeAbstractUnixSocket | ll.ScopeSignal),
 	}
 	var lr []landlock.Rule
+	if netLimit && abi >= 4 {
+		cfg.HandledAccessNet = landlock.AccessNetSet(ll.AccessNetConnectTCP)
+		for _, p := range ports {
+			lr = append(lr, landlock.ConnectTCP(uint16(p)))
+		}
+	}
 	for _, r := range rules {
 		var fr landlock.FSRule
 		switch {

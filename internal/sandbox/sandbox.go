@@ -40,6 +40,7 @@ import (
 	"strings"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/netpolicy"
 )
 
 // Mode says whether the processes an agent runs are confined.
@@ -87,7 +88,8 @@ const DefaultMaxProcs = 4096
 
 // Configure is the confinement flags and the environment ask for: mode,
 // unless "", over ModeVar; the read and write paths of both, the flags'
-// first; the process limit, unless 0, over ProcsVar. Relative paths are
+// first; the process limit, unless 0, over ProcsVar; the network's
+// allowlist from the environment (netpolicy.Configure). Relative paths are
 // taken from dir. The agent home and the caches are in baton's data
 // directory (see DataDir).
 func Configure(getenv func(string) string, dir, mode string, read, write []string) (Confinement, error) {
@@ -112,6 +114,9 @@ func Configure(getenv func(string) string, dir, mode string, read, write []strin
 		c.NoNamespaces = true
 	default:
 		return Confinement{}, baton.Errorf(baton.Invalid, "%s=%q: want off or auto", NamespacesVar, v)
+	}
+	if c.Network.Allow, err = netpolicy.Configure(getenv, netpolicy.Settings{}); err != nil {
+		return Confinement{}, err
 	}
 	c.Policy.Read = pathsFrom(dir, read, getenv(ReadVar))
 	c.Policy.Write = pathsFrom(dir, write, getenv(WriteVar))
@@ -220,9 +225,27 @@ type Confinement struct {
 	// NoNamespaces builds the box as on a host without user namespaces
 	// (NamespacesVar=off).
 	NoNamespaces bool
+	// Network is what the box may reach over the network.
+	Network Network
 	// noCgroup builds the box as on a host that delegates no pids cgroup:
 	// for tests of that path.
 	noCgroup bool
+}
+
+// Network is a box's network policy. Where the host makes namespaces
+// (and the program set Hooks.OpenNetwork), the box gets a network
+// namespace of its own whose one way out is a proxy outside that allows
+// only Allow and records what it refuses; elsewhere Landlock (ABI 4 and
+// later) limits its TCP connections to Allow's ports.
+type Network struct {
+	// Open leaves the box on this machine's network: nothing of the
+	// network is confined.
+	Open bool
+	// Allow is what the box may reach.
+	Allow netpolicy.Allowlist
+	// OnRefuse, when set, hears of each connection or name refused, as
+	// it happens.
+	OnRefuse func(netpolicy.Refusal)
 }
 
 // Report says how a process was started: confined, or why not, and

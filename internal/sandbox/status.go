@@ -15,6 +15,7 @@ const (
 	DefHome      = "agent home"    // the agent home at $HOME
 	DefCaches    = "build caches"  // caches of baton's own
 	DefRoot      = "root"          // system directories narrowed for root
+	DefNetwork   = "network"       // a network namespace behind baton's proxy
 )
 
 // Defence is one thing the box keeps from what runs in it, and whether

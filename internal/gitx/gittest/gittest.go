@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/baton-agent/baton/internal/egress"
 	"github.com/baton-agent/baton/internal/sandbox"
 )
 
@@ -35,7 +36,7 @@ func Env() []string {
 // The test binary is also the box's init (sandbox.Main): baton's git in
 // a worktree, as the agents and checks such tests start, runs boxed.
 func Main(m *testing.M) int {
-	sandbox.Main(sandbox.Hooks{})
+	sandbox.Main(egress.Hooks())
 	for _, kv := range Env() {
 		k, v, _ := strings.Cut(kv, "=")
 		if err := os.Setenv(k, v); err != nil {
