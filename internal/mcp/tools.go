@@ -391,13 +391,16 @@ type loopOut struct {
 	Promises      []string `json:"completion_promises"`
 	SessionID     string   `json:"session_id,omitempty"`
 	Outcome       string   `json:"outcome,omitempty"`
-	Prompt        string   `json:"prompt,omitempty"`
+	// Foreign: the loop came with the repository (or a checkout changed
+	// it) and does not run here until a person adopts it.
+	Foreign bool   `json:"foreign,omitempty"`
+	Prompt  string `json:"prompt,omitempty"`
 }
 
 func toLoopOut(st *fsstore.Store, l *baton.Loop, withPrompt bool) loopOut {
 	fg, _ := st.Foreground()
 	o := loopOut{ID: l.ID, Status: string(l.Status), Foreground: fg.Has(l.ID), Iteration: l.Iteration, MaxIterations: l.MaxIterations,
-		Promises: nonNil(l.CompletionPromises), SessionID: l.SessionID, Outcome: l.Outcome}
+		Promises: nonNil(l.CompletionPromises), SessionID: l.SessionID, Outcome: l.Outcome, Foreign: !l.Status.Ended() && !fg.Trusts(l)}
 	if withPrompt {
 		o.Prompt = l.Prompt
 	}
@@ -422,11 +425,17 @@ func (s *Server) loopStart(ctx context.Context, _ *sdk.CallToolRequest, in loopS
 	if err != nil {
 		return nil, nil, err
 	}
-	l, _, err := loop.Start(ctx, st, loop.StartRequest{Prompt: in.Prompt, FromPacket: in.FromPacket, MaxIterations: max, Promises: in.Promises, SessionID: in.SessionID, Now: s.opts.Now()})
+	// A loop from a packet runs the packet's validators, which a checkout
+	// may have carried: started by an agent, it waits for a person to
+	// adopt it.
+	l, _, err := loop.Start(ctx, st, loop.StartRequest{Prompt: in.Prompt, FromPacket: in.FromPacket, MaxIterations: max, Promises: in.Promises, SessionID: in.SessionID, Now: s.opts.Now(), NoAdopt: true})
 	if err != nil {
 		return nil, nil, err
 	}
 	s.syncIfChanged()
+	if fg, _ := st.Foreground(); !fg.Trusts(l) {
+		return text("Loop %s was created from packet %s, whose validators it would run as its verify commands; it does not run until the user reads it (`baton loop show %s`) and adopts it (`baton loop adopt %s`).", l.ID, l.SourcePacketID, l.ID, l.ID), toLoopOut(st, l, false), nil
+	}
 	limit := "no iteration limit"
 	if l.MaxIterations > 0 {
 		limit = fmt.Sprintf("at most %d iterations", l.MaxIterations)
