@@ -184,6 +184,10 @@ type DeliveryConfig struct {
 	// GITHUB_TOKEN, BATON_ credentials) that agents and commands get
 	// anyway; by default they get none.
 	PassEnv []string `json:"pass_env,omitempty"`
+	// EgressAllow adds hosts to what the agents' and commands' box may
+	// reach over the network (host, host:port, *.domain or a URL), beyond
+	// the server's allowlist and the agent's model API.
+	EgressAllow []string `json:"egress_allow,omitempty"`
 	// BaseBranch is what the work branch starts from and merges into;
 	// empty means the repository's default branch (resolved at plan).
 	BaseBranch string `json:"base_branch,omitempty"`

@@ -1,6 +1,7 @@
 package baton
 
 import (
+	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -87,6 +88,18 @@ type Notify struct {
 
 // IsZero reports whether n sends nothing.
 func (n Notify) IsZero() bool { return n.WebhookURL == "" && n.SlackURL == "" }
+
+// CheckTargetURL says whether u may be where news goes (a Notify URL,
+// named what in the message): an http(s) URL with a host and no
+// credentials in it. The message never repeats the URL, which may be a
+// credential itself (Slack's).
+func CheckTargetURL(what, u string) error {
+	p, err := url.Parse(strings.TrimSpace(u))
+	if err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" || p.User != nil || p.Fragment != "" {
+		return Errorf(Invalid, "%s is not an http(s) URL without credentials", what)
+	}
+	return nil
+}
 
 // validLabel is what baton accepts as a label: GitHub allows more, but a
 // filter label with a comma cannot be expressed in its API.

@@ -19,6 +19,7 @@ import (
 	"github.com/baton-agent/baton/internal/buildinfo"
 	"github.com/baton-agent/baton/internal/harness"
 	"github.com/baton-agent/baton/internal/hook"
+	"github.com/baton-agent/baton/internal/sandbox"
 )
 
 // version and commit are set at link time by release builds, as baton's
@@ -26,6 +27,7 @@ import (
 var version, commit = "", ""
 
 func main() {
+	sandbox.Main(sandbox.Hooks{}) // as the box's init, runs it and never returns
 	wd, err := os.Getwd()
 	if err != nil {
 		wd = "."

@@ -64,7 +64,7 @@ func (w deliveryWiring) open(ctx context.Context, o cli.DeliveriesOptions) (*del
 		return nil, err
 	}
 	q, err := queue.Open(ctx, dsn, queue.Config{
-		Workers: o.Workers, ID: o.WorkerID,
+		Workers: o.Workers, ServerJobs: o.ServerJobs, ID: o.WorkerID,
 		FetchPollInterval: o.Poll, RescueStuckJobsAfter: o.RescueAfter,
 	})
 	if err != nil {
@@ -155,24 +155,19 @@ func (w deliveryWiring) configured(db string) bool {
 	return err == nil
 }
 
-// dataDir is where baton's delivery data lives by default:
-// BATON_DATA_DIR, else $XDG_DATA_HOME/baton, else ~/.local/share/baton.
+// dataDir is where baton's delivery data lives by default (baton.DataDir).
 func (w deliveryWiring) dataDir() (string, error) {
-	if d := w.getenv("BATON_DATA_DIR"); d != "" {
-		return w.abs(d), nil
-	}
-	if d := w.getenv("XDG_DATA_HOME"); d != "" {
-		return filepath.Join(w.abs(d), "baton"), nil
-	}
-	home := w.getenv("HOME")
-	if home == "" {
-		h, err := os.UserHomeDir()
-		if err != nil {
-			return "", baton.Errorf(baton.Invalid, "no home directory for baton's data: set BATON_DATA_DIR or pass --db")
+	getenv := w.getenv
+	if getenv("HOME") == "" {
+		getenv = func(k string) string {
+			if k == "HOME" {
+				h, _ := os.UserHomeDir()
+				return h
+			}
+			return w.getenv(k)
 		}
-		home = h
 	}
-	return filepath.Join(home, ".local", "share", "baton"), nil
+	return baton.DataDir(getenv, w.workDir)
 }
 
 func (w deliveryWiring) abs(p string) string {

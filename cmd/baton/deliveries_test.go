@@ -49,7 +49,6 @@ func TestOpenDeliveriesFindsTheDatabase(t *testing.T) {
 func TestOpenDeliveriesDefaultAgent(t *testing.T) {
 	vars := map[string]string{"BATON_DATA_DIR": t.TempDir(), "BATON_AGENT": "codex"}
 	svc := openWith(t, vars, t.TempDir(), "")
-	gittest.Setenv(t)
 	repo := t.TempDir()
 	gittest.Git(t, repo, "init", "-q", "-b", "main")
 	gittest.Git(t, repo, "commit", "-q", "--allow-empty", "-m", "initial commit")

@@ -10,6 +10,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/baton-agent/baton/internal/egress"
+	"github.com/baton-agent/baton/internal/gitx/gittest"
+	"github.com/baton-agent/baton/internal/sandbox"
 )
 
 var batonBin string
@@ -17,6 +21,7 @@ var batonBin string
 // TestMain builds the real binary once: these tests run hooks the way a
 // harness does, as separate processes through /bin/sh.
 func TestMain(m *testing.M) {
+	sandbox.Main(egress.Hooks()) // the box's init, when a test starts a confined process
 	dir, err := os.MkdirTemp("", "baton-e2e-*")
 	if err != nil {
 		panic(err)
@@ -30,7 +35,7 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	code := m.Run()
+	code := gittest.Main(m) // git's identity and configuration, fixed for every test
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -67,8 +67,11 @@ func attempts(report string) map[string]string {
 	return out
 }
 
+// allAttempts must all be denied. write-home is not among them: the
+// agent's $HOME is the agent home, where it may write; that nothing
+// reaches the user's own home is checked on the host.
 var allAttempts = []string{"token", "database", "data-listing", "other-worktree", "worktree-listing", "run-logs",
-	"parent-environ", "any-environ", "home-ssh", "write-data", "write-home", "signal-parent", "approve-victim",
+	"parent-environ", "any-environ", "home-ssh", "write-data", "signal-parent", "approve-victim",
 	"add-source", "environment"}
 
 // hostileServe is a serve whose agent is hostileAgent, with a GitHub token

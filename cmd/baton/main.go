@@ -8,9 +8,12 @@ import (
 	"syscall"
 
 	"github.com/baton-agent/baton/internal/cli"
+	"github.com/baton-agent/baton/internal/egress"
+	"github.com/baton-agent/baton/internal/sandbox"
 )
 
 func main() {
+	sandbox.Main(egress.Hooks()) // as the box's init, runs it and never returns
 	harden()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Main(ctx, os.Args[1:], wire())

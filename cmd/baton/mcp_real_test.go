@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,9 +73,38 @@ func TestRealClaudeCodeMCP(t *testing.T) {
 	if !returned {
 		t.Errorf("the mcp__baton__pickup result never reached the model with the packet's prompt\nstdout: %s", tail(out.String()))
 	}
-	if !strings.Contains(out.String(), `"name":"baton","status":"connected"`) {
-		t.Errorf("Claude Code did not report baton's MCP server connected: %s", firstLine(out.String()))
+	// Claude Code connects MCP servers beside the session's start: on a
+	// busy machine its init event still says "pending" for a server that
+	// answers the call a moment later (seen on a fresh machine under
+	// load). Failed, or missing, is the error.
+	if st := mcpStatus(out.String(), "baton"); st != "connected" && (st != "pending" || !returned) {
+		t.Errorf("Claude Code reported baton's MCP server %q: %s", st, initEvent(out.String()))
 	}
+}
+
+// mcpStatus is the status Claude Code's stream-json init event gives the
+// MCP server name ("" when the event or the server is missing).
+func mcpStatus(stream, name string) string {
+	var init struct {
+		Servers []struct{ Name, Status string } `json:"mcp_servers"`
+	}
+	_ = json.Unmarshal([]byte(initEvent(stream)), &init)
+	for _, s := range init.Servers {
+		if s.Name == name {
+			return s.Status
+		}
+	}
+	return ""
+}
+
+// initEvent is the stream's system init event, the first line when none.
+func initEvent(stream string) string {
+	for line := range strings.Lines(stream) {
+		if strings.Contains(line, `"subtype":"init"`) {
+			return strings.TrimSpace(line)
+		}
+	}
+	return firstLine(stream)
 }
 
 func firstLine(s string) string {

@@ -11,12 +11,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/baton-agent/baton/internal/sandbox/sandboxtest"
 )
 
 // serveProc is a running `baton serve` and its output.
@@ -117,7 +118,7 @@ func apiCall(t *testing.T, method, url, token, body string, v any) int {
 // minute: long enough to be stopped.
 const slowAgent = `#!/bin/sh
 cat >/dev/null
-echo $$ > "%s"
+echo "$$ $(readlink /proc/self/ns/pid)" > "%s"
 echo "agent started"
 sleep 60
 echo "agent finished"
@@ -182,7 +183,7 @@ func TestServeStopsCleanlyOnSIGTERM(t *testing.T) {
 	var pid int
 	for end := time.Now().Add(30 * time.Second); pid == 0; time.Sleep(50 * time.Millisecond) {
 		if b, err := os.ReadFile(pidFile); err == nil && strings.HasSuffix(string(b), "\n") {
-			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+			pid, _ = sandboxtest.HostPID(string(b)) // the agent runs in its box's pid namespace
 		}
 		if time.Now().After(end) {
 			t.Fatalf("the agent did not start\n%s", s.output())

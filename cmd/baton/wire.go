@@ -47,6 +47,7 @@ func wire() *cli.Factory {
 			return fsstore.Open(root, fsstore.Options{Now: time.Now})
 		},
 		Deliveries:           dw.open,
+		Serve:                dw.serve,
 		DeliveriesConfigured: dw.configured,
 		DataDir:              dw.dataDir,
 		GitHub:               dw.githubClient,

@@ -5,6 +5,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/baton-agent/baton/internal/netpolicy"
 	"github.com/baton-agent/baton/internal/sandbox"
 )
 
@@ -147,4 +148,17 @@ type Result struct {
 	// Sandbox says whether the agent ran confined; zero when Spec.Confine
 	// was nil.
 	Sandbox sandbox.Report `json:"-"`
+	// Refused is what the box's network refused the agent and what it
+	// started, each target once with how often it was tried;
+	// RefusedMore counts attempts at targets beyond those kept.
+	Refused     []netpolicy.RefusalCount `json:"refused,omitempty"`
+	RefusedMore int                      `json:"refused_more,omitempty"`
+
+	refusals *netpolicy.Refusals // while the run lasts
+}
+
+// note keeps a note with the run and says it on live.
+func (r *Result) note(live *liveView, s string) {
+	r.Notes = append(r.Notes, s)
+	live.note("!", s)
 }

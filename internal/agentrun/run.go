@@ -133,7 +133,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	// What the decoder found.
 	found := dec.finish(res)
 	if p.kind == kindCodex && res.SessionID != "" {
-		if m := codexModel(codexHome(env), res.SessionID, start, time.Now()); m != "" {
+		if m := codexModel(p.kind.stateDir(s, env), res.SessionID, start, time.Now()); m != "" {
 			res.Model = m
 		}
 	}
@@ -186,8 +186,12 @@ func execute(ctx context.Context, s Spec, p *plan, path string, env []string, ru
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 
 	start := time.Now()
-	release, err := startAgent(cmd, s, p, path, runTmp, res)
-	defer release() // after Wait: see sandbox.Confinement.Start
+	release, err := startAgent(cmd, s, p, path, runTmp, live, res)
+	defer func() {
+		release() // after Wait: see sandbox.Confinement.Start
+		// The box's proxy has recorded all by now.
+		res.Refused, res.RefusedMore = res.refusals.List()
+	}()
 	inR.Close()
 	outW.Close()
 	errW.Close()

@@ -398,6 +398,9 @@ func printDelivery(w io.Writer, det *delivery.Detail, now time.Time) {
 	if len(c.PassEnv) > 0 {
 		fmt.Fprintf(tw, "secrets:\t%s passed to agents and commands (pass_env)\n", strings.Join(c.PassEnv, ", "))
 	}
+	if len(c.EgressAllow) > 0 {
+		fmt.Fprintf(tw, "network:\talso reaches %s (egress_allow)\n", strings.Join(c.EgressAllow, ", "))
+	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nrefs:")
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -610,7 +613,8 @@ Ctrl-C cancels the run (the agent is stopped; retry runs it again).
 			}
 			change := af.settings(f, cmd.Flags())
 			return withDeliveries(ctx, f, *db, func(svc *delivery.Service) error {
-				svc.Sandbox = conf
+				svc.Sandbox = conf.InDataDir(svc.DataDir)
+				sandboxNotice(f.IO.Err, svc.Sandbox)
 				d, err := svc.RunNow(ctx, args[0], f.actor(), change, printable(f.IO.Out), lease)
 				if err != nil {
 					return err

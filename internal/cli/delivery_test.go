@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"github.com/baton-agent/baton/internal/gitx/gittest"
 	"github.com/baton-agent/baton/internal/golden"
 
 	"bufio"
@@ -24,7 +25,10 @@ import (
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/agentrun/agenttest"
 	"github.com/baton-agent/baton/internal/delivery"
+	"github.com/baton-agent/baton/internal/egress"
 	"github.com/baton-agent/baton/internal/github/githubtest"
+	"github.com/baton-agent/baton/internal/sandbox"
+	"github.com/baton-agent/baton/internal/sandbox/sandboxtest"
 	"github.com/baton-agent/baton/internal/sqlstore"
 	"github.com/baton-agent/baton/internal/web"
 )
@@ -33,6 +37,7 @@ import (
 // process (a worker to kill): with BATON_CLI_HELPER=1 the test binary runs
 // cli.Main with the arguments in BATON_CLI_ARGS and the real environment.
 func TestMain(m *testing.M) {
+	sandbox.Main(egress.Hooks()) // the box's init, when a test starts a confined process
 	if os.Getenv("BATON_CLI_HELPER") == "1" {
 		args := strings.Split(os.Getenv("BATON_CLI_ARGS"), "\x1f")
 		wd, _ := os.Getwd()
@@ -45,7 +50,7 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	os.Exit(gittest.Main(m)) // git's identity and configuration, fixed for every test
 }
 
 // deliveryEnv is a test with a source repository, a data directory and
@@ -620,7 +625,7 @@ func TestKilledRunRecoversAtOnce(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "grandchild.pid")
 	e, data, fake := deliveryEnv(t,
 		agenttest.Turn{ // attempt 1: a background server, then a long think; its `run` is killed
-			Commands: []agenttest.Command{{Argv: []string{"sh", "-c", "sleep 60 & echo $! > " + pidFile + "; wait"}, Background: true}},
+			Commands: []agenttest.Command{{Argv: []string{"sh", "-c", "sleep 60 & " + sandboxtest.WhoAmIOf("!") + " > " + pidFile + "; wait"}, Background: true}},
 			Sleep:    60 * time.Second, Final: "never delivered",
 		},
 		agenttest.Turn{Final: "1. The plan, second attempt."},
@@ -635,9 +640,9 @@ func TestKilledRunRecoversAtOnce(t *testing.T) {
 		return d.RunStatus == baton.StatusRunning && len(runs) == 1 && len(fake.Calls(t)) == 1 && strings.HasSuffix(string(b), "\n")
 	}, run1.output)
 	b, _ := os.ReadFile(pidFile)
-	grandchild, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || syscall.Kill(grandchild, 0) != nil {
-		t.Fatalf("the agent's background process is not running: %q %v", b, err)
+	grandchild, ok := sandboxtest.HostPID(string(b)) // it runs in the agent's box
+	if !ok {
+		t.Fatalf("the agent's background process is not running: %q", b)
 	}
 
 	// While it runs, another run and a retry say who runs it and when its

@@ -56,11 +56,13 @@ type doctorReport struct {
 	GitHub githubReport `json:"github"`
 }
 
-// sandboxReport is what doctor found of Landlock.
+// sandboxReport is what doctor found of the box: Landlock, and a row per
+// defence.
 type sandboxReport struct {
-	Available bool   `json:"available"`
-	ABI       int    `json:"abi,omitempty"`
-	Detail    string `json:"detail"`
+	Available bool              `json:"available"`
+	ABI       int               `json:"abi,omitempty"`
+	Detail    string            `json:"detail"`
+	Defences  []sandbox.Defence `json:"defences"`
 }
 
 func newDoctorCmd(f *Factory) *cobra.Command {
@@ -97,6 +99,9 @@ classic token's scopes). --no-probe sends no request.`,
 			}
 			w := f.IO.Out
 			fmt.Fprintf(w, "baton %s at %s\nproject root %s (store: %v)\nsandbox: %s\n", rep.Version, rep.Binary, rep.Root, rep.HasStore, rep.Sandbox.Detail)
+			for _, l := range (sandbox.Status{Defences: rep.Sandbox.Defences}).Lines() {
+				fmt.Fprintf(w, "  %s\n", l)
+			}
 			writeGitHub(w, rep.GitHub)
 			fmt.Fprintln(w)
 			for _, hh := range harness.Harnesses {
@@ -226,11 +231,20 @@ func runDoctor(ctx context.Context, f *Factory, probe bool) doctorReport {
 	return rep
 }
 
-// checkSandbox reports whether agents can be confined here; with probe,
-// by confining a process for real.
+// checkSandbox reports what of the box this host enforces, for the
+// confinement the environment asks for; with probe, by confining a
+// process for real.
 func checkSandbox(f *Factory, probe bool) sandboxReport {
-	st := sandbox.Probe()
-	rep := sandboxReport{Available: st.Available(), ABI: st.ABI, Detail: st.String()}
+	conf, err := sandbox.Configure(f.env, f.WorkDir, "", nil, nil)
+	if err != nil {
+		return sandboxReport{Detail: err.Error()}
+	}
+	st := conf.Status()
+	rep := sandboxReport{Available: st.Available(), ABI: st.ABI, Detail: st.String(), Defences: st.Defences}
+	if conf.Mode == sandbox.ModeOff {
+		rep.Detail += ": " + sandbox.ModeVar + "=off, agents and check commands run unconfined"
+		return rep
+	}
 	if !rep.Available || !probe {
 		if rep.Available {
 			rep.Detail += ": agents and check commands run confined"
@@ -239,7 +253,9 @@ func checkSandbox(f *Factory, probe bool) sandboxReport {
 	}
 	cmd := exec.Command("/bin/sh", "-c", "exit 0")
 	cmd.Env = proc.Environ(nil)
-	release, r, err := sandbox.Confinement{Mode: sandbox.ModeRequired, Policy: sandbox.System(sandbox.EnvFrom(cmd.Env))}.Start(cmd)
+	conf.Mode, conf.Home, conf.Cache = sandbox.ModeAuto, "", ""
+	conf.Policy = sandbox.System(sandbox.EnvFrom(cmd.Env))
+	release, r, err := conf.Start(cmd)
 	if err == nil {
 		err = cmd.Wait()
 	}

@@ -58,6 +58,10 @@ type Factory struct {
 	// DataDir is baton's default data directory (where `baton serve`
 	// keeps its API token file).
 	DataDir func() (string, error)
+	// Serve runs `baton serve` as c asks until ctx ends: the server
+	// itself is wired in cmd/baton; this edge keeps its flags, checks and
+	// banner.
+	Serve func(ctx context.Context, c ServeConfig) error
 	// GitHub opens the GitHub API for repo's host; apiURL overrides the
 	// base URL ("" for the default). With no token the error wraps
 	// github.ErrNoToken.
@@ -95,10 +99,11 @@ type DeliveriesOptions struct {
 	// DB is a SQLite file or a postgres:// URL; "" means the default
 	// (BATON_DATABASE_URL, else baton.db in the data directory).
 	DB string
-	// Workers is how many phases run at once; 0 opens the queue for
-	// inserting jobs only.
-	Workers  int
-	WorkerID string
+	// Workers is how many phases run at once, ServerJobs how many of a
+	// server's notices, comments and webhooks; 0 and 0 open the queue
+	// for inserting jobs only.
+	Workers, ServerJobs int
+	WorkerID            string
 	// Poll is how often an idle worker looks for jobs; RescueAfter is when
 	// the queue takes a job still running for abandoned.
 	Poll, RescueAfter time.Duration

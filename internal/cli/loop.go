@@ -60,61 +60,14 @@ works at most 20 rounds.`,
 	return cmd
 }
 
-// loopJSON is a loop as --json prints it.
-type loopJSON struct {
-	ID                 string   `json:"id"`
-	Path               string   `json:"path"`
-	Status             string   `json:"status"`
-	Foreground         bool     `json:"foreground"`
-	Iteration          int      `json:"iteration"`
-	MaxIterations      int      `json:"max_iterations"`
-	CompletionPromises []string `json:"completion_promises"`
-	SessionID          string   `json:"session_id,omitempty"`
-	SourcePacketID     string   `json:"source_packet_id,omitempty"`
-	Outcome            string   `json:"outcome,omitempty"`
-	PauseReason        string   `json:"pause_reason,omitempty"`
-	ConsecutiveBlocks  int      `json:"consecutive_blocks"`
-	CompactedPacket    string   `json:"compacted_packet,omitempty"`
-	// Foreign is set for a loop this machine does not trust as it is: it
-	// came with the repository, or a checkout changed its prompt or its
-	// verify commands (`baton loop adopt`).
-	Foreign bool `json:"foreign"`
-	// Verify are the commands a promise must pass; VerifyRuns each
-	// verification's result, oldest first.
-	Verify               []string          `json:"verify"`
-	VerifyTimeoutSeconds float64           `json:"verify_timeout_seconds"`
-	VerifyRuns           []baton.VerifyRun `json:"verify_runs"`
-	// Budgets (0: none) and what the loop's session spent.
-	MaxTokens          int64       `json:"max_tokens"`
-	MaxCostUSD         float64     `json:"max_cost_usd"`
-	MaxDurationSeconds float64     `json:"max_duration_seconds"`
-	Spent              baton.Spend `json:"spent"`
-	SpentTokens        int64       `json:"spent_tokens"`
-	ActiveSeconds      float64     `json:"active_seconds"`
-	CreatedAt          string      `json:"created_at"`
-	UpdatedAt          string      `json:"updated_at"`
-	Prompt             string      `json:"prompt,omitempty"`
-}
-
-func toLoopJSON(st *fsstore.Store, l *baton.Loop, fg fsstore.Foreground, withPrompt bool, now time.Time) loopJSON {
+// loopView is l as --json prints it (loop.View), with its prompt or
+// without.
+func loopView(st *fsstore.Store, l *baton.Loop, fg fsstore.Foreground, withPrompt bool, now time.Time) loop.View {
 	path, _ := st.LoopPath(l.ID)
-	j := loopJSON{
-		ID: l.ID, Path: path, Status: string(l.Status), Foreground: fg.Has(l.ID),
-		Iteration: l.Iteration, MaxIterations: l.MaxIterations, CompletionPromises: nonNilStrings(l.CompletionPromises),
-		SessionID: l.SessionID, SourcePacketID: l.SourcePacketID, Outcome: l.Outcome, PauseReason: l.PauseReason, ConsecutiveBlocks: l.ConsecutiveBlocks,
-		CompactedPacket: l.CompactedPacket, Foreign: !fg.Trusts(l),
-		Verify: nonNilStrings(l.Verify), VerifyTimeoutSeconds: l.EffectiveVerifyTimeout().Seconds(), VerifyRuns: l.VerifyRuns,
-		MaxTokens: l.MaxTokens, MaxCostUSD: l.MaxCostUSD, MaxDurationSeconds: l.MaxDuration.Seconds(),
-		Spent: l.Spent, SpentTokens: l.Spent.Total(), ActiveSeconds: l.ActiveTime(now).Round(time.Second).Seconds(),
-		CreatedAt: baton.FormatTime(l.CreatedAt), UpdatedAt: baton.FormatTime(l.UpdatedAt),
-	}
-	if j.VerifyRuns == nil {
-		j.VerifyRuns = []baton.VerifyRun{}
-	}
 	if withPrompt {
-		j.Prompt = l.Prompt
+		return loop.NewView(l, path, fg, now)
 	}
-	return j
+	return loop.NewListItem(l, path, fg, now)
 }
 
 type loopStartOptions struct {
@@ -290,8 +243,8 @@ func runLoopStart(ctx context.Context, f *Factory, args []string, o loopStartOpt
 	if o.asJSON {
 		return writeJSON(f.IO.Out, struct {
 			SchemaVersion int `json:"schema_version"`
-			loopJSON
-		}{1, toLoopJSON(st, l, f.foreground(st), true, f.now())})
+			loop.View
+		}{1, loopView(st, l, f.foreground(st), true, f.now())})
 	}
 	bound := "it binds to the first session that stops"
 	if l.SessionID != "" {
@@ -299,6 +252,9 @@ func runLoopStart(ctx context.Context, f *Factory, args []string, o loopStartOpt
 	}
 	_, err = fmt.Fprintf(f.IO.Out, "baton loop %s started: iteration %s, %s.\nWork on the loop prompt now. When you stop, it comes back until you %s.\n",
 		l.ID, loopProgress(l), bound, loop.HowToFinish(l))
+	if b := loop.Budgets(l); err == nil && b != "" {
+		_, err = fmt.Fprintf(f.IO.Out, "It pauses at %s (`baton loop resume` with higher budgets continues it).\n", b)
+	}
 	if err == nil && len(l.Verify) > 0 {
 		_, err = fmt.Fprintf(f.IO.Out, "The promise is accepted only when these pass (in %s, within %s): %s\n", st.Root(), l.EffectiveVerifyTimeout(), strings.Join(quoteAll(l.Verify), ", "))
 	}
@@ -334,23 +290,15 @@ func newLoopListCmd(f *Factory) *cobra.Command {
 				return usageError("--status %q is not one of active, paused, done, cancelled", status)
 			}
 			st := f.Store()
-			// The table shows what the index holds; --json shows each
-			// loop whole (budgets, spend, verify commands), so it reads
-			// the files.
-			list := st.ListLoops
-			if asJSON {
-				list = st.FindLoops
-			}
-			ls, warnings, err := list(filter)
-			if err != nil {
-				return err
-			}
-			for _, w := range warnings {
-				fmt.Fprintf(f.IO.Err, "baton: warning: skipped %v\n", w)
-			}
 			fg := f.foreground(st)
-			current, _ := loop.Foreground(st, f.env("BATON_SESSION_ID"))
 			if asJSON {
+				// Each loop whole (budgets, spend, verify commands), from
+				// its file.
+				views, warnings, err := loop.Views(st, filter, fg, f.now())
+				if err != nil {
+					return err
+				}
+				current, _ := loop.Foreground(st, f.env("BATON_SESSION_ID"))
 				out := struct {
 					SchemaVersion int `json:"schema_version"`
 					// Foreground is the loop `current` names here.
@@ -358,16 +306,22 @@ func newLoopListCmd(f *Factory) *cobra.Command {
 					// ForegroundBySession is each session's foreground loop;
 					// "" keys the unbound one.
 					ForegroundBySession map[string]string `json:"foreground_by_session"`
-					Loops               []loopJSON        `json:"loops"`
+					Loops               []loop.View       `json:"loops"`
 					Skipped             []string          `json:"skipped"`
-				}{SchemaVersion: 1, Foreground: current, ForegroundBySession: foregroundMap(fg), Loops: []loopJSON{}, Skipped: []string{}}
-				for _, l := range ls {
-					out.Loops = append(out.Loops, toLoopJSON(st, l, fg, false, f.now()))
-				}
+				}{SchemaVersion: 1, Foreground: current, ForegroundBySession: foregroundMap(fg), Loops: views, Skipped: []string{}}
 				for _, w := range warnings {
+					fmt.Fprintf(f.IO.Err, "baton: warning: skipped %v\n", w)
 					out.Skipped = append(out.Skipped, w.Error())
 				}
 				return writeJSON(f.IO.Out, out)
+			}
+			// The table shows what the index holds.
+			ls, warnings, err := st.ListLoops(filter)
+			if err != nil {
+				return err
+			}
+			for _, w := range warnings {
+				fmt.Fprintf(f.IO.Err, "baton: warning: skipped %v\n", w)
 			}
 			if len(ls) == 0 {
 				fmt.Fprintln(f.IO.Err, "no loops: start one with `baton loop start <prompt>`")
@@ -422,8 +376,8 @@ outcome and its prompt. Without an id it shows this session's foreground loop
 			if errors.Is(err, loop.ErrNoForeground) {
 				if asJSON {
 					return writeJSON(f.IO.Out, struct {
-						SchemaVersion int       `json:"schema_version"`
-						Loop          *loopJSON `json:"loop"`
+						SchemaVersion int        `json:"schema_version"`
+						Loop          *loop.View `json:"loop"`
 					}{1, nil})
 				}
 				_, err := fmt.Fprintln(f.IO.Out, "no foreground loop: start one with `baton loop start <prompt>` or pick one with `baton loop activate <id>`")
@@ -432,11 +386,11 @@ outcome and its prompt. Without an id it shows this session's foreground loop
 			if err != nil {
 				return err
 			}
-			j := toLoopJSON(st, l, f.foreground(st), true, f.now())
+			j := loopView(st, l, f.foreground(st), true, f.now())
 			if asJSON {
 				return writeJSON(f.IO.Out, struct {
-					SchemaVersion int       `json:"schema_version"`
-					Loop          *loopJSON `json:"loop"`
+					SchemaVersion int        `json:"schema_version"`
+					Loop          *loop.View `json:"loop"`
 				}{1, &j})
 			}
 			fgNote := ""
@@ -545,8 +499,8 @@ a terminal and without --yes it refuses: an agent's tool call adopts nothing.`,
 				fg, _ := st.Foreground()
 				return writeJSON(f.IO.Out, struct {
 					SchemaVersion int `json:"schema_version"`
-					loopJSON
-				}{1, toLoopJSON(st, l, fg, true, f.now())})
+					loop.View
+				}{1, loopView(st, l, fg, true, f.now())})
 			}
 			bound := "it binds to the first session that stops"
 			if l.SessionID != "" {
@@ -695,8 +649,8 @@ active loop, they only change its budgets.`
 			if asJSON {
 				return writeJSON(f.IO.Out, struct {
 					SchemaVersion int `json:"schema_version"`
-					loopJSON
-				}{1, toLoopJSON(st, l, fg, false, f.now())})
+					loop.View
+				}{1, loopView(st, l, fg, false, f.now())})
 			}
 			fmt.Fprintf(f.IO.Out, "loop %s: %s -> %s at iteration %s\n", l.ID, from, l.Status, loopProgress(l))
 			if verb == "resume" && !fg.Has(l.ID) {

@@ -48,7 +48,6 @@ func (e *env) setEnv(kvs ...string) {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	gittest.Setenv(t) // deterministic commits: fixed identity and dates
 	return &env{t: t, dir: t.TempDir(), now: time.Date(2026, 11, 22, 9, 34, 0, 0, time.UTC), vars: map[string]string{}}
 }
 

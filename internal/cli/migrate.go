@@ -95,8 +95,8 @@ afterwards: two Stop hooks looping the same session fight each other.`,
 				fg, _ := st.Foreground()
 				return writeJSON(f.IO.Out, struct {
 					SchemaVersion int `json:"schema_version"`
-					loopJSON
-				}{1, toLoopJSON(st, l, fg, true, f.now())})
+					loop.View
+				}{1, loopView(st, l, fg, true, f.now())})
 			}
 			fmt.Fprintf(f.IO.Out, "imported %s as loop %s (%s, iteration %s, promises %s)\n", file, l.ID, l.Status, loopProgress(l), dash(strings.Join(l.CompletionPromises, ", ")))
 			if !keep {

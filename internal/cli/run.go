@@ -466,6 +466,10 @@ func runRunSteps(ctx context.Context, f *Factory, o runStepOptions, loop bool) e
 		return err
 	}
 	l := f.runLayout()
+	conf = conf.ForProject(l.Root)
+	if !o.quiet {
+		sandboxNotice(f.IO.Err, conf)
+	}
 	r := &goaltree.Runner{
 		Layout: l, Agent: o.agent, PromptBudget: o.promptBudget, AllowMain: o.allowMain,
 		Progress: f.IO.Err, Now: f.now, Sandbox: conf,

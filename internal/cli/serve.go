@@ -1,27 +1,23 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/url"
-	"os/exec"
-	"slices"
 	"strings"
-	"sync"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/baton-agent/baton"
-	"github.com/baton-agent/baton/internal/agentrun"
-	"github.com/baton-agent/baton/internal/delivery"
+	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/gitx"
-	"github.com/baton-agent/baton/internal/harness"
-	"github.com/baton-agent/baton/internal/intake"
-	"github.com/baton-agent/baton/internal/notify"
-	"github.com/baton-agent/baton/internal/web"
+	"github.com/baton-agent/baton/internal/sandbox"
 )
 
 type serveOptions struct {
@@ -98,6 +94,56 @@ recorded and their phases queued again for the next worker.`,
 	return cmd
 }
 
+// ServeConfig is `baton serve` as its flags and environment ask,
+// checked: what Factory.Serve builds the server from.
+type ServeConfig struct {
+	// Addr is where to listen (host:port); Hosts are the names it
+	// answers to besides localhost and IP addresses (--addr's host,
+	// --public-url's).
+	Addr  string
+	Hosts []string
+	// Deliveries opens the delivery database, with Deliveries.Workers
+	// phases at once in this process, paced by Lease and Heartbeat.
+	Deliveries       DeliveriesOptions
+	Lease, Heartbeat time.Duration
+	// Agent runs deliveries that name none ("": $BATON_AGENT, else
+	// claude); PublicURL is where people reach the dashboard ("": none).
+	Agent, PublicURL string
+	// Repos are the local repositories the API may create deliveries in.
+	Repos []string
+	// Handle is what a comment mentions to send a delivery back ("":
+	// @baton).
+	Handle string
+	// WebhookSecret verifies webhooks of sources without their own;
+	// APIToken is BATON_API_TOKEN ("": the data directory's, or a new
+	// one).
+	WebhookSecret, APIToken string
+	// Notify is the server's own notification targets.
+	Notify  baton.Notify
+	Sandbox sandbox.Confinement
+	// Project is the context store serve runs in, for the dashboard's
+	// project page (nil outside a project).
+	Project *fsstore.Store
+	Log     *slog.Logger
+	Version string
+	Now     func() time.Time
+	// Started is told, once the server listens, what its banner says.
+	Started func(ServeStarted)
+}
+
+// ServeStarted is what a server that started tells.
+type ServeStarted struct {
+	// URL is http:// and the address it listens on.
+	URL     string
+	DataDir string
+	// Agent runs deliveries that name none; AgentFix says how to install
+	// its CLI, when this server's workers need it and it is missing.
+	Agent, AgentFix string
+	// Token is the API token made at this start (shown once), kept in
+	// TokenFile; "" when one existed.
+	Token, TokenFile string
+}
+
 func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 	var h slog.Handler
 	switch o.logFormat {
@@ -108,11 +154,9 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 	default:
 		return usageError("--log-format must be text or json")
 	}
-	log := slog.New(h)
 	if err := o.run.check(0); err != nil {
 		return err
 	}
-	loopback := web.IsLoopback(o.addr)
 	host, _, err := net.SplitHostPort(o.addr)
 	if err != nil {
 		return usageError("--addr %q: want host:port, e.g. 127.0.0.1:7070", o.addr)
@@ -126,160 +170,66 @@ func runServe(ctx context.Context, f *Factory, o serveOptions) error {
 	if err := f.secrets(files); err != nil {
 		return err
 	}
-	targets, err := serverTargets(f, o.notifyHook)
-	if err != nil {
-		return err
-	}
 	conf, err := o.sandbox.confinement(f)
 	if err != nil {
 		return err
 	}
-	hosts := []string{host}
-	if o.publicURL == "" {
-		o.publicURL = f.env("BATON_PUBLIC_URL")
+	c := ServeConfig{
+		Addr: o.addr, Hosts: []string{host}, Deliveries: o.run.deliveries(o.db, ""), Lease: o.run.lease, Heartbeat: o.run.heartbeat,
+		Agent: o.agent, PublicURL: cmp.Or(o.publicURL, f.env("BATON_PUBLIC_URL")), Handle: cmp.Or(o.handle, f.env("BATON_GITHUB_HANDLE")),
+		WebhookSecret: f.env("BATON_WEBHOOK_SECRET"), APIToken: f.env("BATON_API_TOKEN"), Notify: serverTargets(f, o.notifyHook),
+		Sandbox: conf, Log: slog.New(h), Version: f.Version, Now: f.Now,
 	}
-	if o.publicURL != "" {
-		u, err := url.Parse(o.publicURL)
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
-			return usageError("--public-url %q: want the URL the server is reached at, e.g. https://baton.example.com", o.publicURL)
+			return usageError("--public-url %q: want the URL the server is reached at, e.g. https://baton.example.com", c.PublicURL)
 		}
-		hosts = append(hosts, u.Hostname())
+		c.Hosts = append(c.Hosts, u.Hostname())
 	}
-	id := delivery.WorkerID("serve")
-	svc, err := f.openDeliveries(ctx, o.run.deliveries(o.db, id))
-	if err != nil {
+	if c.Handle != "" && (!strings.HasPrefix(c.Handle, "@") || len(c.Handle) < 2 || strings.ContainsAny(c.Handle, " \t\n")) {
+		return usageError("--github-handle %q: want a mention such as @baton", c.Handle)
+	}
+	if c.Repos, err = serveRepos(ctx, f, o.repos); err != nil {
 		return err
 	}
-	defer svc.Close()
-	svc.Sandbox = conf
-	if o.publicURL != "" {
-		svc.PublicURL = o.publicURL
+	if st := f.Store(); st.Root() != "" && st.Exists() {
+		c.Project = st
 	}
-	if o.agent != "" {
-		svc.DefaultAgent = o.agent
+	c.Started = func(s ServeStarted) { serveBanner(f.IO.Err, o.run.workers, conf, s) }
+	if f.Serve == nil {
+		return baton.Errorf(baton.Internal, "this baton was built without a server")
 	}
-	agent := svc.DefaultAgent
-	if agent == "" {
-		agent = baton.DefaultAgent
-	}
-	if _, err := agentrun.Command(agentrun.Spec{Agent: agent, Prompt: "-"}); err != nil {
-		return err
-	}
+	err = f.Serve(ctx, c)
+	fmt.Fprintln(f.IO.Err, "baton serve stopped")
+	return err
+}
 
-	token, err := web.APIToken(f.env("BATON_API_TOKEN"), svc.DataDir, o.addr)
-	if err != nil {
-		return err
+// serveBanner says what a started server serves, where, and what it
+// cannot do yet.
+func serveBanner(w io.Writer, workers int, conf sandbox.Confinement, s ServeStarted) {
+	if s.Token != "" {
+		fmt.Fprintf(w, "API token (shown once; kept in %s, mode 0600):\n  %s\n", s.TokenFile, s.Token)
 	}
-	if token == "" {
-		if token, err = web.CreateToken(svc.DataDir); err != nil {
-			return err
-		}
-		fmt.Fprintf(f.IO.Err, "API token (shown once; kept in %s/%s, mode 0600):\n  %s\n", svc.DataDir, web.TokenFile, token)
+	if workers > 0 {
+		sandboxNotice(w, conf)
 	}
-
-	repos, err := serveRepos(ctx, f, o.repos)
-	if err != nil {
-		return err
-	}
-	if o.handle == "" {
-		o.handle = f.env("BATON_GITHUB_HANDLE")
-	}
-	if o.handle != "" && (!strings.HasPrefix(o.handle, "@") || len(o.handle) < 2 || strings.ContainsAny(o.handle, " \t\n")) {
-		return usageError("--github-handle %q: want a mention such as @baton", o.handle)
-	}
-	in := &intake.Service{Deliveries: svc, WebhookSecret: f.env("BATON_WEBHOOK_SECRET"), Log: log, Now: f.Now, Handle: o.handle}
-	if f.GitHub != nil {
-		in.GitHub = f.GitHub
-	}
-	feed := delivery.NewFeed(svc, 0)
-	defer feed.Close()
-	srv := &web.Server{
-		Deliveries: svc, Feed: feed, Intake: in, Token: token, Open: loopback, Repos: repos, Hosts: hosts,
-		Agent: agentStatus(agent, o.run.workers == 0), Agents: harness.AgentNames(), Log: log, Version: f.Version, Now: f.Now, Project: serveProject(f),
-	}
-
-	ln, err := net.Listen("tcp", o.addr)
-	if err != nil {
-		return baton.WrapError(baton.Unavailable, err, "listen on %s (is another baton serve running? pick another --addr)", o.addr)
-	}
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
-	base := "http://" + ln.Addr().String()
-	if o.run.workers > 0 {
-		sandboxNotice(f.IO.Err, conf)
-	}
-	fmt.Fprintf(f.IO.Err, "baton serve: dashboard %s/ · API %s/api · %d worker(s) · agent %s · data in %s (Ctrl-C stops)\n",
-		base, base, o.run.workers, agent, svc.DataDir)
-	if srv.Agent.Missing() {
-		fmt.Fprintf(f.IO.Err, "warning: the %s CLI is not installed: %s\n", agent, srv.Agent.Fix)
+	fmt.Fprintf(w, "baton serve: dashboard %s/ · API %s/api · %d worker(s) · agent %s · data in %s (Ctrl-C stops)\n",
+		s.URL, s.URL, workers, s.Agent, s.DataDir)
+	if s.AgentFix != "" {
+		fmt.Fprintf(w, "warning: the %s CLI is not installed: %s\n", s.Agent, s.AgentFix)
 	}
 	if msg := fileLimitWarning(); msg != "" {
-		fmt.Fprintln(f.IO.Err, "warning: "+msg)
+		fmt.Fprintln(w, "warning: "+msg)
 	}
-
-	var wg sync.WaitGroup
-	errc := make(chan error, 3)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := srv.Serve(ctx, ln); err != nil {
-			errc <- err
-		}
-	}()
-	if o.run.workers > 0 {
-		w := o.run.worker(svc, id, log)
-		w.Observe = srv.ObserveJob
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := w.Run(ctx); err != nil {
-				errc <- err
-			}
-		}()
-	}
-	if in.GitHub != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = in.Run(ctx, 0)
-		}()
-	}
-	notifier := &notify.Notifier{Store: svc.Store(), Server: targets, PublicURL: svc.PublicURL, Log: log, UserAgent: "baton/" + f.Version}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_ = notifier.Run(ctx, 0)
-	}()
-	var runErr error
-	select {
-	case <-ctx.Done():
-	case runErr = <-errc:
-	}
-	stop()
-	wg.Wait()
-	fmt.Fprintln(f.IO.Err, "baton serve stopped")
-	return runErr
 }
 
 // serverTargets are the server's own notification targets: --notify-webhook
 // (else BATON_NOTIFY_WEBHOOK_URL) with its secret, and the Slack URL,
-// both read as secrets.
-func serverTargets(f *Factory, hook string) (baton.Notify, error) {
-	if hook == "" {
-		hook = f.env("BATON_NOTIFY_WEBHOOK_URL")
-	}
-	n := baton.Notify{WebhookURL: strings.TrimSpace(hook), WebhookSecret: f.env("BATON_NOTIFY_WEBHOOK_SECRET"), SlackURL: strings.TrimSpace(f.env("BATON_NOTIFY_SLACK_URL"))}
-	if n.WebhookURL != "" {
-		if err := notify.CheckURL("--notify-webhook", n.WebhookURL); err != nil {
-			return n, usageError("%s", baton.ErrorMessage(err))
-		}
-	}
-	if n.SlackURL != "" {
-		if err := notify.CheckURL("the Slack webhook URL (--notify-slack-url-file)", n.SlackURL); err != nil {
-			return n, usageError("%s", baton.ErrorMessage(err))
-		}
-	}
-	return n, nil
+// both read as secrets. The server checks them.
+func serverTargets(f *Factory, hook string) baton.Notify {
+	return baton.Notify{WebhookURL: strings.TrimSpace(cmp.Or(hook, f.env("BATON_NOTIFY_WEBHOOK_URL"))),
+		WebhookSecret: f.env("BATON_NOTIFY_WEBHOOK_SECRET"), SlackURL: strings.TrimSpace(f.env("BATON_NOTIFY_SLACK_URL"))}
 }
 
 // fewOpenFiles is the open-file limit below which serve warns: every
@@ -319,32 +269,4 @@ func serveRepos(ctx context.Context, f *Factory, flags []string) ([]string, erro
 		out = append(out, top)
 	}
 	return out, nil
-}
-
-// agentStatus finds the agent's CLI on PATH; when it is missing, Fix says
-// how to install it (from the harness table) or which agents to pick
-// instead. elsewhere says that agents run on other machines' workers.
-func agentStatus(agent string, elsewhere bool) web.AgentStatus {
-	st := web.AgentStatus{Name: agent, Elsewhere: elsewhere}
-	argv, err := agentrun.Command(agentrun.Spec{Agent: agent, Prompt: "-"})
-	if err != nil || len(argv) == 0 {
-		st.Fix = "pick an agent with --agent " + strings.Join(harness.AgentNames(), "|") + "|command:<argv>"
-		return st
-	}
-	if p, err := exec.LookPath(argv[0]); err == nil {
-		st.Installed, st.Path = true, p
-		return st
-	}
-	h, err := harness.Lookup(argv[0])
-	if err != nil || !h.Agent {
-		st.Fix = fmt.Sprintf("%s is not on PATH: install it, or restart with another --agent.", argv[0])
-		return st
-	}
-	install := "Install " + h.Product
-	if h.Install != "" {
-		install += " (" + h.Install + ")"
-	}
-	others := slices.DeleteFunc(harness.AgentNames(), func(n string) bool { return n == agent })
-	st.Fix = install + ", or restart with --agent " + harness.OrList(append(others, "command:<argv>")) + "."
-	return st
 }

@@ -41,7 +41,7 @@ func TestServeProjectPage(t *testing.T) {
 	}
 
 	f := &Factory{WorkDir: e.dir, Getenv: func(string) string { return "" }, Now: time.Now}
-	p := serveProject(f)
+	p := web.NewProject(f.Store(), f.Now)
 	if p == nil {
 		t.Fatal("no project found in a project")
 	}
@@ -73,7 +73,7 @@ func TestServeProjectPage(t *testing.T) {
 		"earlier output cut", "THE END", // iteration 1's, by its end
 		"status done, guard fail",
 		"finish the lexer", // the packet
-		`fix-the-lexer</code></td><td data-label="Status">active`, // the loop
+		`fix-the-lexer</code> <span class="badge">foreground</span></td><td data-label="Status">active`, // the loop
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the project page lacks %q", want)
@@ -85,7 +85,7 @@ func TestServeProjectPage(t *testing.T) {
 
 	// Outside a project there is no project page.
 	out := &Factory{WorkDir: t.TempDir(), Getenv: func(string) string { return "" }, Now: time.Now}
-	if serveProject(out) != nil {
+	if web.NewProject(out.Store(), time.Now) != nil {
 		t.Error("a directory without a store has a project page")
 	}
 }

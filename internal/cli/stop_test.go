@@ -445,10 +445,13 @@ func TestLoopListStatusJSON(t *testing.T) {
 	r := e.ok("", "", "loop", "list")
 	golden.CheckString(t, "loop_list.golden.txt", r.stdout)
 	r = e.ok("", "", "loop", "list", "--json")
+	// The view every edge shows (loop.View; the MCP tools' and the
+	// dashboard's goldens show the same fields).
+	golden.CheckString(t, "loop_list.golden.json", e.scrub(r.stdout))
 	var list struct {
 		SchemaVersion int `json:"schema_version"`
 		Foreground    string
-		Loops         []loopJSON
+		Loops         []loop.View
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || list.SchemaVersion != 1 || len(list.Loops) != 2 || list.Foreground == a {
 		t.Fatalf("loop list --json = %s (%v)", r.stdout, err)
@@ -461,6 +464,7 @@ func TestLoopListStatusJSON(t *testing.T) {
 	r = e.ok("", "", "loop", "status", a)
 	golden.CheckString(t, "loop_status.golden.txt", e.scrub(r.stdout))
 	r = e.ok("", "", "loop", "status", "--json")
+	golden.CheckString(t, "loop_status.golden.json", e.scrub(r.stdout))
 	if !strings.HasPrefix(r.stdout, "{\n  \"schema_version\": 1,") || !strings.Contains(r.stdout, `"prompt": "loop B"`) {
 		t.Errorf("loop status --json = %s", r.stdout)
 	}
@@ -584,7 +588,7 @@ func TestStopVerifiesThePromise(t *testing.T) {
 		!strings.Contains(r.stdout, "iteration 1: failed; `echo checking; test -f done.txt` exit 1") || !strings.Contains(r.stdout, "iteration 2: passed;") {
 		t.Errorf("loop show:\n%s", r.stdout)
 	}
-	var j struct{ Loop loopJSON }
+	var j struct{ Loop loop.View }
 	if err := json.Unmarshal([]byte(e.ok("", "", "loop", "status", id, "--json").stdout), &j); err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func (w *workerFlags) register(fl *pflag.FlagSet, workers int, workersUsage stri
 	fl.DurationVar(&w.lease, "lease", delivery.DefaultLease, "heartbeat age after which a running phase's worker is taken for dead")
 	fl.DurationVar(&w.heartbeat, "heartbeat", delivery.DefaultHeartbeatEvery, "how often a running phase beats")
 	fl.DurationVar(&w.poll, "poll", time.Second, "how often an idle worker looks for jobs")
-	fl.DurationVar(&w.rescueAfter, "rescue-after", 2*time.Hour, "River rescues a job still running after this (keep it above the longest phase timeout)")
+	fl.DurationVar(&w.rescueAfter, "rescue-after", 2*time.Minute, "run again a job still running this long after its process died (a live notice, comment or webhook job is cut off at half of it; a phase keeps its heartbeat)")
 }
 
 // check refuses flags no worker can run with; min is the least --workers.
@@ -121,6 +121,7 @@ func runWorker(ctx context.Context, f *Factory, db string, o workerOptions) erro
 		return err
 	}
 	defer svc.Close()
+	conf = conf.InDataDir(svc.DataDir)
 	svc.Sandbox = conf
 	fmt.Fprintf(f.IO.Err, "baton worker %s: %d at once, data in %s (Ctrl-C stops)\n", id, o.run.workers, svc.DataDir)
 	sandboxNotice(f.IO.Err, conf)

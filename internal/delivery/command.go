@@ -48,7 +48,7 @@ func (r *Runner) command(ctx context.Context, d *baton.Delivery, co *forge.Check
 	timeout := d.Config.Timeout(d.Phase)
 	cr, err := proc.RunCheck(ctx, proc.Check{
 		Command: command, Dir: dir, Timeout: timeout, Log: f, Live: r.Live, TailBytes: 4096, PassEnv: d.Config.PassEnv,
-		Confine: r.confine(d, co),
+		Confine: r.confine(ctx, d, co),
 		Env: append(append(append([]string(nil), r.AgentEnv...),
 			"BATON_DELIVERY_ID="+d.ID, "BATON_PHASE="+string(d.Phase), "BATON_WORK_BRANCH="+d.WorkBranch()), env...),
 	})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/netpolicy"
 	"github.com/baton-agent/baton/internal/proc"
 )
 
@@ -40,6 +41,8 @@ type SourceConfig struct {
 	AgentArgs []string `json:"agent_args,omitempty"`
 	// PassEnv names secrets agents and commands get anyway (GH_TOKEN, ...).
 	PassEnv []string `json:"pass_env,omitempty"`
+	// EgressAllow adds hosts the box may reach (netpolicy.ParseRule).
+	EgressAllow []string `json:"egress_allow,omitempty"`
 }
 
 // maxSourceConfig bounds the file: settings, not data.
@@ -120,6 +123,12 @@ func (c SourceConfig) apply(cfg *baton.DeliveryConfig, endpoint *baton.Phase, ch
 			return bad("pass_env", err)
 		}
 		cfg.PassEnv = append([]string(nil), c.PassEnv...)
+	}
+	if c.EgressAllow != nil {
+		if _, err := netpolicy.Parse(c.EgressAllow...); err != nil {
+			return bad("egress_allow", err)
+		}
+		cfg.EgressAllow = append([]string(nil), c.EgressAllow...)
 	}
 	if c.Merge != "" {
 		m := baton.MergeMethod(strings.ToLower(c.Merge))

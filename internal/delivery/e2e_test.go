@@ -22,6 +22,10 @@ import (
 	"github.com/baton-agent/baton/internal/sqlstore/sqlstoretest"
 )
 
+// TestMain gives git a fixed identity and no user configuration for the
+// whole test binary (gittest.Main), so the tests may run in parallel.
+func TestMain(m *testing.M) { os.Exit(gittest.Main(m)) }
+
 func write(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -66,7 +70,6 @@ func newHarness(t *testing.T, workers int, turns ...agenttest.Turn) *harness {
 // BATON_TEST_POSTGRES_URL's database).
 func newHarnessOn(t *testing.T, dialect sqlstore.Dialect, workers int, turns ...agenttest.Turn) *harness {
 	t.Helper()
-	gittest.Setenv(t)
 	dataDir := t.TempDir()
 	h := &harness{t: t, dataDir: dataDir, fake: agenttest.New(t, turns...)}
 	q, err := queue.Open(t.Context(), sqlstoretest.DSN(t, dialect), queue.Config{Workers: workers, FetchPollInterval: 20 * time.Millisecond})
@@ -85,10 +88,10 @@ func (h *harness) work() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- h.q.Run(ctx, func(ctx context.Context, args queue.RunPhaseArgs, _ int) error {
+		done <- h.q.Run(ctx, queue.Handlers{Phase: func(ctx context.Context, args queue.RunPhaseArgs, _ queue.Job) error {
 			_, err := h.runner.Run(ctx, args.DeliveryID, args.Phase, "")
 			return err
-		})
+		}})
 	}()
 	h.t.Cleanup(func() {
 		cancel()
@@ -255,7 +258,7 @@ func endToEnd(t *testing.T, dialect sqlstore.Dialect) {
 			t.Errorf("%s ref %q has no file URL an agent can open", r.Role, r.URL)
 		}
 	}
-	wantRefs := []string{"request:summary", "work:branch", "review:review_note", "review:review_note", "check:verify_command", "review:review_note", "work:commit"}
+	wantRefs := []string{"request:summary", "work:branch", "review:review_note", "review:review_note", "work:verified_commit", "check:verify_command", "review:review_note", "work:commit"}
 	if diff := cmp.Diff(wantRefs, refs); diff != "" {
 		t.Errorf("refs (-want +got):\n%s", diff)
 	}

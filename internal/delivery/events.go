@@ -135,6 +135,19 @@ func (s *Service) notify(id string) {
 // (the raw logs keep everything).
 const maxPendingOutput = 4096
 
+// The live output stored per agent run: its first MaxRunOutput messages
+// or MaxRunOutputBytes of text, whichever comes first, then the last
+// runOutputTail messages of the rest, written when the run ends after a
+// note saying what was left out. An agent that floods its output (a
+// thirty-second loop printed 420,000 lines) fills the database no more
+// than one that works; the run's raw logs keep the output itself, each
+// stream capped too (agentrun.DefaultMaxLogBytes).
+const (
+	MaxRunOutput      = 5000
+	MaxRunOutputBytes = 2 << 20
+	runOutputTail     = 100
+)
+
 // outputRecorder writes an agent run's live output into the delivery's
 // event log. Each Write is one message (agentrun's Live contract): a
 // tool line ("→ "), a notice ("! ", "✗ ", "? ") or assistant text. A
@@ -149,10 +162,18 @@ type outputRecorder struct {
 
 	mu      sync.Mutex
 	pending []baton.DeliveryEvent
-	dropped int
+	dropped int // not stored because the database fell behind
 	closed  bool
 	wake    chan struct{}
 	done    chan struct{}
+
+	// The run's cap: stored counts what was taken (messages, bytes);
+	// past the cap, over counts what was left out and tail keeps its
+	// last runOutputTail messages (a ring starting at tailAt).
+	stored, storedBytes int
+	over, overBytes     int
+	tail                []baton.DeliveryEvent
+	tailAt              int
 }
 
 func (s *Service) recordOutput(ctx context.Context, d *baton.Delivery, run int) *outputRecorder {
@@ -173,15 +194,34 @@ func (o *outputRecorder) Write(p []byte) (int, error) {
 	case strings.HasPrefix(text, "! "), strings.HasPrefix(text, "✗ "), strings.HasPrefix(text, "? "):
 		kind = baton.EventNote
 	}
+	size := min(len(text), baton.MaxEventText) // what the store keeps of it
+	ev := baton.DeliveryEvent{Kind: kind, Run: o.run, Phase: o.phase, Text: text, At: o.s.now()}
 	o.mu.Lock()
 	if o.closed {
 		o.mu.Unlock()
 		return len(p), nil
 	}
-	if len(o.pending) >= maxPendingOutput {
+	switch {
+	case o.over > 0 || o.stored >= MaxRunOutput || o.storedBytes+size > MaxRunOutputBytes:
+		if o.over == 0 {
+			o.pending = append(o.pending, baton.DeliveryEvent{Kind: baton.EventNote, Run: o.run, Phase: o.phase, At: ev.At,
+				Text: fmt.Sprintf("! live output capped at %d messages or %d MiB per run: the rest is counted, and its last %d messages are shown when the run ends; the run's raw logs keep the output",
+					MaxRunOutput, MaxRunOutputBytes>>20, runOutputTail)})
+		}
+		o.over++
+		o.overBytes += size
+		if len(o.tail) < runOutputTail {
+			o.tail = append(o.tail, ev)
+		} else {
+			o.tail[o.tailAt] = ev
+			o.tailAt = (o.tailAt + 1) % runOutputTail
+		}
+	case len(o.pending) >= maxPendingOutput:
 		o.dropped++
-	} else {
-		o.pending = append(o.pending, baton.DeliveryEvent{Kind: kind, Run: o.run, Phase: o.phase, Text: text, At: o.s.now()})
+	default:
+		o.stored++
+		o.storedBytes += size
+		o.pending = append(o.pending, ev)
 	}
 	o.mu.Unlock()
 	select {
@@ -191,10 +231,18 @@ func (o *outputRecorder) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Close writes what is left and stops the recorder.
+// Close writes what is left and stops the recorder: past the cap, a note
+// saying how much output was left out, then the last of it.
 func (o *outputRecorder) Close() {
 	o.mu.Lock()
 	o.closed = true
+	if n := len(o.tail); o.over > n {
+		o.pending = append(o.pending, baton.DeliveryEvent{Kind: baton.EventNote, Run: o.run, Phase: o.phase, At: o.s.now(),
+			Text: fmt.Sprintf("! %d output messages (%s) past the cap were left out of the live log; the last %d follow", o.over-n, sizeWords(o.overBytes), n)})
+	}
+	o.pending = append(o.pending, o.tail[o.tailAt:]...)
+	o.pending = append(o.pending, o.tail[:o.tailAt]...)
+	o.tail = nil
 	o.mu.Unlock()
 	select {
 	case o.wake <- struct{}{}:
@@ -250,4 +298,16 @@ func (o *outputRecorder) write(ctx context.Context, batch []baton.DeliveryEvent)
 		}
 		time.Sleep(time.Duration(50<<try) * time.Millisecond)
 	}
+}
+
+// sizeWords says a byte count as a person reads it: 812 bytes, 37 KiB,
+// 12.4 MiB.
+func sizeWords(n int) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }

@@ -3,6 +3,7 @@ package delivery_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -193,4 +194,76 @@ func newHarnessDSN(t *testing.T, dsn string) *harness {
 	t.Cleanup(q.Close)
 	svc := &delivery.Service{Queue: q, DataDir: t.TempDir()}
 	return &harness{t: t, svc: svc, q: q}
+}
+
+// An agent that floods its output stores the run's first MaxRunOutput
+// messages, a note at the cap, a note saying how much was left out, and
+// the last of it: the database holds no more than for a working agent,
+// and the end of the run (its answer) is still there to read.
+func TestRunOutputIsCapped(t *testing.T) {
+	const flood = delivery.MaxRunOutput + 7000
+	lines := make([]string, flood)
+	for i := range lines {
+		lines[i] = fmt.Sprintf("line %d", i+1)
+	}
+	h := newHarness(t, 0, agenttest.Turn{Events: lines, Final: "FLOOD-END"})
+	d, _, err := h.svc.Insert(t.Context(), newDelivery(sourceRepo(t), baton.DeliveryConfig{Agent: h.fake.CommandAgent(), PhaseTimeout: time.Minute}), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.runner.Run(t.Context(), d.ID, baton.PhasePlan, ""); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := h.svc.Events(t.Context(), d.ID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []baton.DeliveryEvent
+	for _, e := range evs {
+		if e.Run != 0 && e.Kind != baton.EventNote || strings.Contains(e.Text, "capped") || strings.Contains(e.Text, "left out") {
+			out = append(out, e)
+		}
+	}
+	texts := func(es []baton.DeliveryEvent) []string {
+		var s []string
+		for _, e := range es {
+			s = append(s, e.Text)
+		}
+		return s
+	}
+	got := texts(out)
+	stored := 0
+	for _, e := range out {
+		if e.Kind == baton.EventText {
+			stored++
+		}
+	}
+	// Besides the flood and the answer, baton's own line (how the agent
+	// runs) is output of the run.
+	written := flood + 1
+	if strings.HasPrefix(got[0], "baton: ") {
+		written++
+	}
+	// A database that falls behind drops output too (it says how much):
+	// that is not the cap's.
+	for _, e := range evs {
+		var n int
+		if _, err := fmt.Sscanf(e.Text, "! %d output messages were not shown live", &n); err == nil {
+			written -= n
+		}
+	}
+	// The first MaxRunOutput and the last 100 are kept.
+	if want := delivery.MaxRunOutput + 100; stored != want {
+		t.Errorf("%d output messages stored for %d written, want %d", stored, written, want)
+	}
+	capAt := slices.IndexFunc(got, func(s string) bool { return strings.HasPrefix(s, "! live output capped at 5000 messages") })
+	leftOut := slices.IndexFunc(got, func(s string) bool {
+		return strings.HasPrefix(s, fmt.Sprintf("! %d output messages (", written-delivery.MaxRunOutput-100)) && strings.HasSuffix(s, "left out of the live log; the last 100 follow")
+	})
+	if capAt != delivery.MaxRunOutput || leftOut != capAt+1 {
+		t.Fatalf("the cap note at %d, the left-out note at %d, want them at %d and %d; around the cap: %q", capAt, leftOut, delivery.MaxRunOutput, delivery.MaxRunOutput+1, got[max(0, capAt-2):min(len(got), capAt+3)])
+	}
+	if last := got[len(got)-2:]; last[0] != fmt.Sprintf("line %d", flood) || last[1] != "FLOOD-END" {
+		t.Errorf("the stored output ends %q, want the last line and the answer", last)
+	}
 }

@@ -100,8 +100,9 @@ func noticeOf(before, after *baton.Delivery, log []baton.PhaseLogEntry, at time.
 	return n, true
 }
 
-// queueNotice stores the notice of a change, if it makes one, in tx: it
-// commits with the change, and a server's notifier sends it.
+// queueNotice stores the notice of a change, if it makes one, and queues
+// its job in tx: both commit with the change, and a server sends it
+// (notify.Notifier).
 func queueNotice(ctx context.Context, tx queue.Tx, before, after *baton.Delivery, log []baton.PhaseLogEntry) error {
 	at := after.UpdatedAt
 	n, ok := noticeOf(before, after, log, at)
@@ -112,5 +113,9 @@ func queueNotice(ctx context.Context, tx queue.Tx, before, after *baton.Delivery
 	if err != nil {
 		return err
 	}
-	return tx.Store().CreateNotification(ctx, &sqlstore.Notification{DeliveryID: after.ID, Event: n.Event, Body: string(b), CreatedAt: at})
+	no := &sqlstore.Notification{DeliveryID: after.ID, Event: n.Event, Body: string(b), CreatedAt: at}
+	if err := tx.Store().CreateNotification(ctx, no); err != nil {
+		return err
+	}
+	return tx.Enqueue(ctx, queue.NoticeArgs{ID: no.ID})
 }

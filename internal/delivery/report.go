@@ -9,6 +9,7 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/forge"
+	"github.com/baton-agent/baton/internal/netpolicy"
 )
 
 // Each phase shows on the work pull request while it runs and when it
@@ -73,7 +74,64 @@ func (r *Runner) reportEnd(ctx context.Context, d *baton.Delivery, f forge.Forge
 	}
 	rep.Summary = r.phaseSummary(ctx, d, result, note)
 	_, warn := r.publish(ctx, &dd, f, rep)
+	if len(out.refused) > 0 {
+		if w := r.comment(ctx, &dd, f, refusalComment(d, out.refused, out.refusedMore)); w != "" {
+			warn = strings.TrimPrefix(warn+"; "+w, "; ")
+		}
+	}
 	return warn
+}
+
+// comment posts body on the work pull request, if the forge has one.
+func (r *Runner) comment(ctx context.Context, d *baton.Delivery, f forge.Forge, body string) string {
+	rp, ok := f.(forge.Reporter)
+	if !ok {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
+	defer cancel()
+	if _, err := rp.Comment(ctx, d, body); err != nil {
+		return "what the network refused is not shown on the pull request: " + baton.ErrorMessage(err)
+	}
+	return ""
+}
+
+// maxRefusalLines is how many refused targets a comment lists.
+const maxRefusalLines = 30
+
+// refusalComment is the pull request comment that shows a person what
+// the network of a phase's boxes refused. Targets come from the box, so
+// each is shown in a code span it cannot leave.
+func refusalComment(d *baton.Delivery, list []netpolicy.RefusalCount, more int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "**baton: the network refused %d target(s) during %s (attempt %d)**\n\n", len(list), d.Phase, d.Attempt)
+	b.WriteString("The agent and the commands that run its code reach only their allowlist: the agent's model API, " +
+		"the forge, package registries, and what the server's `--egress-allow` or `egress_allow` in `.agent/delivery.json` add. " +
+		"If the work needs one of these, add it there; if it does not, something tried to reach it.\n\n")
+	for i, r := range list {
+		if i == maxRefusalLines {
+			more += len(list) - i
+			break
+		}
+		what := map[string]string{"dns": "DNS lookup", "udp": "UDP"}[r.Via]
+		if what == "" {
+			what = "connection"
+		}
+		fmt.Fprintf(&b, "- `%s` (%s", codeSpan(r.Target()), what)
+		if r.Count > 1 {
+			fmt.Fprintf(&b, ", %d tries", r.Count)
+		}
+		fmt.Fprintf(&b, "): %s\n", oneLine(r.Why, 200))
+	}
+	if more > 0 {
+		fmt.Fprintf(&b, "- … and %d more\n", more)
+	}
+	return b.String() + "\n" + forge.Marker + "\n"
+}
+
+// codeSpan is s made safe inside a one-backtick code span.
+func codeSpan(s string) string {
+	return strings.ReplaceAll(baton.StripControls(s), "`", "'")
 }
 
 // publish sends rep through the forge, if it reports phases at all.

@@ -13,6 +13,7 @@ import (
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/agentrun"
 	"github.com/baton-agent/baton/internal/forge"
+	"github.com/baton-agent/baton/internal/netpolicy"
 	"github.com/baton-agent/baton/internal/queue"
 	"github.com/baton-agent/baton/internal/sandbox"
 )
@@ -89,6 +90,9 @@ func (r *Runner) Run(ctx context.Context, ref string, want baton.Phase, person s
 		}
 		return nil, err
 	}
+	if err := r.roomToClaim(person); err != nil {
+		return nil, err
+	}
 	// Claim: pending → running, attempt+1, in one conditional update.
 	err = r.Service.Queue.InTx(ctx, func(tx queue.Tx) error {
 		cur, err := tx.Store().FindDeliveryByID(ctx, found.ID)
@@ -141,9 +145,14 @@ func (r *Runner) Run(ctx context.Context, ref string, want baton.Phase, person s
 	if ferr == nil {
 		report, startWarn = r.reportStart(runCtx, d, f)
 	}
-	out := r.execute(runCtx, d, f, ferr)
+	refused := &netpolicy.Refusals{}
+	out := r.execute(context.WithValue(runCtx, refusedKey{}, refused), d, f, ferr)
+	if out.refused, out.refusedMore = refused.List(); len(out.refused) > 0 {
+		out.warn("the box's network refused %s", strings.Join(netpolicy.Summary(out.refused, out.refusedMore, 5), "; "))
+	}
 	stop(nil)
 	<-watchDone
+	out = r.outOfSpace(ctx, d, out)
 	cause := context.Cause(runCtx)
 	var canceled *canceledError
 	stopped := errors.As(cause, &canceled) || errors.Is(cause, errLostClaim)
@@ -240,6 +249,9 @@ type outcome struct {
 	refs    []baton.Ref
 	err     error
 	run     *baton.AgentRun // the agent run, for agent phases
+	// refused is what the network of the phase's boxes refused.
+	refused     []netpolicy.RefusalCount
+	refusedMore int
 }
 
 func (o *outcome) warn(format string, args ...any) {
@@ -277,7 +289,7 @@ func (r *Runner) finish(ctx context.Context, d *baton.Delivery, out outcome, int
 		in.Action, in.Verdict, in.Skipped, in.Block, in.Note = ActForward, out.verdict, out.skipped, out.blocked, out.note
 	}
 	var got *baton.Delivery
-	err := r.Service.Queue.InTx(ctx, func(tx queue.Tx) error {
+	record := func(tx queue.Tx) error {
 		if out.run != nil {
 			if err := tx.Store().FinishAgentRun(ctx, out.run); err != nil {
 				return err
@@ -302,7 +314,13 @@ func (r *Runner) finish(ctx context.Context, d *baton.Delivery, out outcome, int
 		}
 		got, err = commit(ctx, tx, cur, res)
 		return err
-	})
+	}
+	err := r.Service.Queue.InTx(ctx, record)
+	if _, full := r.Service.diskFull(); err != nil && full && r.Service.reserve().Release() {
+		// The disk filled up since the phase ended: the reserve makes the
+		// room to record it.
+		err = r.Service.Queue.InTx(ctx, record)
+	}
 	if err == nil {
 		r.Service.notify(d.ID)
 	}
@@ -362,7 +380,7 @@ func (r *Runner) agent(ctx context.Context, d *baton.Delivery, co *forge.Checkou
 		Agent: d.Config.Agent, Prompt: run.Prompt, SystemPrompt: run.SystemPrompt, Dir: co.Dir,
 		OutputSchema: schema, Timeout: d.Config.Timeout(d.Phase), KillGrace: r.KillGrace, Model: d.Config.Model,
 		ExtraArgs: d.Config.AgentArgs, PassEnv: d.Config.PassEnv, Live: live, LogDir: run.LogDir,
-		Confine: r.confine(d, co),
+		Confine: r.confine(ctx, d, co),
 		// Which delivery and phase this is, as verify and deploy commands
 		// get it: a command:<argv> agent can answer by phase.
 		Env: append(slices.Clone(r.AgentEnv), "BATON_DELIVERY_ID="+d.ID, "BATON_PHASE="+string(d.Phase), "BATON_WORK_BRANCH="+d.WorkBranch()),
@@ -382,16 +400,30 @@ func (r *Runner) agent(ctx context.Context, d *baton.Delivery, co *forge.Checkou
 // worktree, reaching of the data directory only that worktree and what
 // co.Sandbox grants (never the API token, the database, another
 // worktree or a run log).
-func (r *Runner) confine(d *baton.Delivery, co *forge.Checkout) *sandbox.Confinement {
-	c := r.Service.Sandbox
+func (r *Runner) confine(ctx context.Context, d *baton.Delivery, co *forge.Checkout) *sandbox.Confinement {
+	c := r.Service.Sandbox.ForProject(d.Repository) // caches of its repository's own
 	c.Policy = c.Policy.Merge(co.Sandbox()).Merge(sandbox.Policy{
 		// Refs point the agent at its review notes and its failed checks'
 		// logs: its own, read-only.
 		Read: []string{r.Service.notesDir(d), filepath.Join(r.Service.DataDir, "runs", d.ID)},
 		Deny: []string{r.Service.DataDir},
 	})
+	// The repository's own hosts (checked when the delivery was made),
+	// and a record of what the box refuses, for the pull request.
+	for _, e := range d.Config.EgressAllow {
+		if a, err := netpolicy.Parse(e); err == nil {
+			c.Network.Allow = c.Network.Allow.With(a)
+		}
+	}
+	if rs, ok := ctx.Value(refusedKey{}).(*netpolicy.Refusals); ok {
+		c.Network.OnRefuse = func(x netpolicy.Refusal) { rs.Add(x) }
+	}
 	return &c
 }
+
+// refusedKey holds, in a phase attempt's context, the record of what its
+// boxes' network refused (*netpolicy.Refusals), for the pull request.
+type refusedKey struct{}
 
 // checkout prepares the delivery's worktree for the phase.
 func (r *Runner) checkout(ctx context.Context, d *baton.Delivery, f forge.Forge) (*forge.Checkout, error) {
@@ -548,14 +580,20 @@ func joinNote(a, b string) string {
 }
 
 func (r *Runner) verify(ctx context.Context, d *baton.Delivery, f forge.Forge) (out outcome) {
-	co, err := r.checkout(ctx, d, f)
+	// A fresh checkout of the work commit, not the delivery's worktree:
+	// nothing an agent left there (uncommitted or ignored files, a
+	// process still writing) is verified in place of what is merged.
+	co, done, err := r.Service.Workspaces().Commit(ctx, d, f)
 	if err != nil {
+		if baton.ErrorCode(err) == baton.Conflict {
+			err = baton.Errorf(baton.Conflict, "there is no work branch %s to verify", d.WorkBranch())
+		}
 		return outcome{err: err}
 	}
-	if !co.WorkExists {
-		return outcome{err: baton.Errorf(baton.Conflict, "there is no work branch %s to verify", d.WorkBranch())}
-	}
+	defer done()
 	sha := co.Start
+	// What deploy merges: this commit, whatever verify finds of it.
+	out.refs = append(out.refs, verifiedRef(sha))
 	var did, failed []string
 	wait := r.CheckWait
 	if wait.Timeout <= 0 {
@@ -596,26 +634,61 @@ func (r *Runner) verify(ctx context.Context, d *baton.Delivery, f forge.Forge) (
 		} else {
 			why += " and the local forge has no CI"
 		}
-		return outcome{skipped: true, note: "nothing to verify: " + why}
+		out.skipped, out.note = true, "nothing to verify: "+why
 	case len(failed) > 0:
 		out.verdict = baton.VerdictNotPass
 		out.note = "failed: " + strings.Join(failed, "; ")
 	default:
 		out.verdict = baton.VerdictPass
-		out.note = "passed: " + strings.Join(did, ", ")
+		out.note = "passed on " + sha[:12] + ": " + strings.Join(did, ", ")
 	}
 	return out
+}
+
+// verifiedType is the type of the work ref that names the commit verify
+// last ran on (its label is the full commit name): deploy merges exactly
+// it.
+const verifiedType = "verified_commit"
+
+func verifiedRef(sha string) baton.Ref {
+	return baton.Ref{Role: baton.RoleWork, Type: verifiedType, Label: sha}
+}
+
+// verifiedCommit is the commit verify last ran on, "" when it has not run.
+func verifiedCommit(d *baton.Delivery) string {
+	for _, r := range d.Refs {
+		if r.Role == baton.RoleWork && r.Type == verifiedType {
+			return r.Label
+		}
+	}
+	return ""
+}
+
+// checkVerified refuses to deploy a work head verify did not run on: the
+// work branch moved after verify (a push to the pull request, another
+// round), so what would be merged was not verified.
+func checkVerified(d *baton.Delivery, head string) error {
+	v := verifiedCommit(d)
+	if v == "" || v == head {
+		return nil
+	}
+	return baton.Errorf(baton.Conflict, "the work branch %s moved after verify ran on %s (it is at %s now): reject the delivery to implement, so that review and verify run on what would be merged",
+		d.WorkBranch(), v[:min(12, len(v))], head[:min(12, len(head))])
 }
 
 func (r *Runner) deploy(ctx context.Context, d *baton.Delivery, f forge.Forge) (out outcome) {
 	noWork := baton.Errorf(baton.Conflict, "there is no work branch %s to deploy", d.WorkBranch())
 	if cmd := d.Config.DeployCommand; cmd != "" {
-		co, err := r.checkout(ctx, d, f)
-		if err != nil {
+		// In a fresh checkout of the commit verify ran on, as verify did.
+		co, done, err := r.Service.Workspaces().Commit(ctx, d, f)
+		if baton.ErrorCode(err) == baton.Conflict {
+			return outcome{err: noWork}
+		} else if err != nil {
 			return outcome{err: err}
 		}
-		if !co.WorkExists {
-			return outcome{err: noWork}
+		defer done()
+		if err := checkVerified(d, co.Start); err != nil {
+			return outcome{err: err}
 		}
 		cr, err := r.command(ctx, d, co, cmd, "deploy.log", []string{"BATON_BASE_BRANCH=" + co.Base, "BATON_WORK_SHA=" + co.Start})
 		if err != nil {
@@ -624,7 +697,7 @@ func (r *Runner) deploy(ctx context.Context, d *baton.Delivery, f forge.Forge) (
 		if cr.exit != 0 {
 			return outcome{err: baton.Errorf(baton.Unavailable, "deploy command `%s` exited %d: %s (log %s)", cmd, cr.exit, cr.tail, cr.log)}
 		}
-		return outcome{note: "deployed by `" + cmd + "`"}
+		return outcome{note: "deployed " + co.Start[:12] + " by `" + cmd + "`"}
 	}
 	// A merge needs no worktree: the base and the work branch's head.
 	base, sha, err := r.Service.Workspaces().Work(ctx, d, f)
@@ -633,6 +706,9 @@ func (r *Runner) deploy(ctx context.Context, d *baton.Delivery, f forge.Forge) (
 	}
 	if sha == "" {
 		return outcome{err: noWork}
+	}
+	if err := checkVerified(d, sha); err != nil {
+		return outcome{err: err}
 	}
 	ref, err := f.Merge(ctx, d, r.Service.Workspaces(), base, sha, d.Config.MergeMethod)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/diskspace"
 	"github.com/baton-agent/baton/internal/forge"
 	"github.com/baton-agent/baton/internal/github"
 	"github.com/baton-agent/baton/internal/queue"
@@ -59,6 +60,9 @@ type Service struct {
 
 	wsOnce sync.Once
 	ws     *forge.Workspaces
+
+	spaceOnce sync.Once
+	space     *diskspace.Reserve
 
 	// listeners are told when events commit in this process (OnEvents).
 	listeners listeners
@@ -115,7 +119,9 @@ func (s *Service) Tidy(ctx context.Context) error {
 
 // commit writes res over before in tx: the delivery (conditional on
 // before's version), the log entries in order, the notice it makes for
-// people (queueNotice), and the job.
+// people (queueNotice), and the job. A change that leaves the delivery
+// able to take feedback applies the oldest that waited for it
+// (applyWaitingFeedback), in the same transaction.
 func commit(ctx context.Context, tx queue.Tx, before *baton.Delivery, res Result) (*baton.Delivery, error) {
 	d := res.Delivery
 	d.Version = before.Version
@@ -133,7 +139,7 @@ func commit(ctx context.Context, tx queue.Tx, before *baton.Delivery, res Result
 			return nil, err
 		}
 	}
-	return &d, nil
+	return applyWaitingFeedback(ctx, tx, &d)
 }
 
 // logChange appends a change's phase log entries and their events.

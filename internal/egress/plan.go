@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"github.com/baton-agent/baton/internal/netpolicy"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -26,7 +27,7 @@ const DefaultProxyPort = 3128
 
 // NewPlan is the plan for a box whose proxy listens at socket and allows
 // what a allows.
-func NewPlan(socket string, a Allowlist) Plan {
+func NewPlan(socket string, a netpolicy.Allowlist) Plan {
 	p := Plan{Socket: socket, Endpoints: a.Endpoints(), ProxyPort: DefaultProxyPort}
 	for p.takes(p.ProxyPort) {
 		p.ProxyPort++
@@ -51,13 +52,10 @@ func (p Plan) Env() []string {
 		"HTTPS_PROXY=" + u, "https_proxy=" + u,
 		"HTTP_PROXY=" + u, "http_proxy=" + u,
 		"NO_PROXY=" + direct, "no_proxy=" + direct,
+		// A proxy of this machine's network is out of the box's reach.
+		"ALL_PROXY=", "all_proxy=",
 	}
 }
-
-// ProxyVars are the variables Env sets, for removing a user's own
-// before it is set (a proxy of this machine's network is out of reach
-// inside the box).
-var ProxyVars = []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"}
 
 // ResolvConf is the resolv.conf the box's mount namespace puts in place
 // of the system's: the stub is the only name server, with no search

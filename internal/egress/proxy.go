@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/baton-agent/baton/internal/netpolicy"
 	"io"
 	"math"
 	"net"
@@ -25,6 +26,8 @@ const (
 	headerTimeout = 30 * time.Second
 	// dialTimeout bounds connecting to an allowed host.
 	dialTimeout = 15 * time.Second
+	// maxHostText bounds a host name from the box as it is recorded.
+	maxHostText = 255
 	// MaxConns is how many connections one run's proxy carries at once;
 	// more are closed as they arrive.
 	MaxConns = 512
@@ -47,12 +50,12 @@ const refusedPath = "/baton/refused"
 // to an address of this machine or a link-local one, and never to a
 // private one for the "*" rule), and records every refusal.
 type Proxy struct {
-	Allow Allowlist
+	Allow netpolicy.Allowlist
 	// OnRefuse, when set, is called for each refusal as it happens (from
 	// the connection's goroutine): the live log shows it.
-	OnRefuse func(Refusal)
+	OnRefuse func(netpolicy.Refusal)
 	// Refusals, when set, collects the refusals for the run's record.
-	Refusals *Refusals
+	Refusals *netpolicy.Refusals
 	// Resolver looks up allowed names; nil is net.DefaultResolver.
 	Resolver *net.Resolver
 	// Now stamps refusals; nil is time.Now.
@@ -211,15 +214,15 @@ func (p *Proxy) forward(ctx context.Context, c net.Conn, req *http.Request) {
 // resolve answers the DNS stub: 200 with the name's allowed ports, or
 // 403.
 func (p *Proxy) resolve(c net.Conn, req *http.Request) {
-	name := printable(normalizeHost(req.URL.Query().Get("name")), maxName+2)
-	if checkName(name) != nil {
-		p.refuse(Refusal{Host: name, Via: "dns", Why: "not a host name"})
+	name := printable(netpolicy.NormalizeHost(req.URL.Query().Get("name")), maxHostText)
+	if !netpolicy.ValidName(name) {
+		p.refuse(netpolicy.Refusal{Host: name, Via: "dns", Why: "not a host name"})
 		reply(c, http.StatusForbidden, "not a host name")
 		return
 	}
-	ports, any := p.Allow.ports(name)
+	ports, any := p.Allow.Ports(name)
 	if len(ports) == 0 && !any {
-		p.refuse(Refusal{Host: name, Via: "dns", Why: "not on the allowlist"})
+		p.refuse(netpolicy.Refusal{Host: name, Via: "dns", Why: "not on the allowlist"})
 		reply(c, http.StatusForbidden, "not on the allowlist")
 		return
 	}
@@ -240,27 +243,30 @@ func (p *Proxy) resolve(c net.Conn, req *http.Request) {
 // attempt at an address or a name's port, nothing more.
 func (p *Proxy) reported(c net.Conn, req *http.Request) {
 	q := req.URL.Query()
-	host := normalizeHost(q.Get("host"))
+	host := netpolicy.NormalizeHost(q.Get("host"))
 	port, err := strconv.Atoi(q.Get("port"))
 	if err != nil || port < 1 || port > 65535 {
 		reply(c, http.StatusBadRequest, "want host and port")
 		return
 	}
-	why := "not on the allowlist"
+	via, why := "connect", "not on the allowlist"
+	if q.Get("via") == "udp" {
+		via, why = "udp", "the box sends UDP nowhere but to its DNS stub"
+	}
 	if a, err := netip.ParseAddr(host); err == nil {
 		host = a.Unmap().String()
-		if a.IsLoopback() {
+		if a.IsLoopback() && via == "connect" {
 			why = "nothing of this machine's loopback is reachable from the box but the allowed endpoints"
 		}
-	} else if checkName(host) != nil {
+	} else if !netpolicy.ValidName(host) {
 		reply(c, http.StatusBadRequest, "not a host name")
 		return
 	}
-	if _, ok := p.Allow.Allows(host, port); ok {
+	if _, ok := p.Allow.Allows(host, port); ok && via == "connect" {
 		reply(c, http.StatusOK, "allowed: not recorded")
 		return
 	}
-	p.refuse(Refusal{Host: host, Port: port, Via: "connect", Why: why})
+	p.refuse(netpolicy.Refusal{Host: host, Port: port, Via: via, Why: why})
 	reply(c, http.StatusOK, "recorded")
 }
 
@@ -268,8 +274,8 @@ func (p *Proxy) reported(c net.Conn, req *http.Request) {
 // box with 403 and records why.
 func (p *Proxy) dial(ctx context.Context, c net.Conn, host string, port int, via string) (net.Conn, bool) {
 	refuse := func(why string) (net.Conn, bool) {
-		p.refuse(Refusal{Host: host, Port: port, Via: via, Why: why})
-		reply(c, http.StatusForbidden, fmt.Sprintf("baton refused the connection to %s: %s", Rule{Host: host, Port: port}, why))
+		p.refuse(netpolicy.Refusal{Host: host, Port: port, Via: via, Why: why})
+		reply(c, http.StatusForbidden, fmt.Sprintf("baton refused the connection to %s: %s", netpolicy.Rule{Host: host, Port: port}, why))
 		return nil, false
 	}
 	rule, ok := p.Allow.Allows(host, port)
@@ -290,14 +296,14 @@ func (p *Proxy) dial(ctx context.Context, c net.Conn, host string, port int, via
 		}
 		last = err
 	}
-	reply(c, http.StatusBadGateway, fmt.Sprintf("baton could not reach %s: %v", Rule{Host: host, Port: port}, last))
+	reply(c, http.StatusBadGateway, fmt.Sprintf("baton could not reach %s: %v", netpolicy.Rule{Host: host, Port: port}, last))
 	return nil, false
 }
 
 // addresses are where host may be reached under rule, or why it may
 // not be.
-func (p *Proxy) addresses(ctx context.Context, rule Rule, host string) ([]netip.Addr, string) {
-	host = normalizeHost(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+func (p *Proxy) addresses(ctx context.Context, rule netpolicy.Rule, host string) ([]netip.Addr, string) {
+	host = netpolicy.NormalizeHost(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
 	if a, err := netip.ParseAddr(host); err == nil {
 		return []netip.Addr{a.Unmap()}, "" // an address the allowlist names itself
 	}
@@ -342,9 +348,9 @@ func sharedAddress(a netip.Addr) bool {
 }
 
 // refuse records r.
-func (p *Proxy) refuse(r Refusal) {
+func (p *Proxy) refuse(r netpolicy.Refusal) {
 	p.refused.Add(1)
-	r.Host = printable(r.Host, maxName+2)
+	r.Host = printable(r.Host, maxHostText)
 	if p.Now != nil {
 		r.At = p.Now()
 	} else {

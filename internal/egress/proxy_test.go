@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/baton-agent/baton/internal/netpolicy"
 	"io"
 	"net"
 	"net/http"
@@ -115,14 +116,14 @@ func TestProxyTunnelsOnlyAllowedTargets(t *testing.T) {
 	t.Parallel()
 	model := startEcho(t, "model")
 	api := startEcho(t, "baton-api")
-	allow, err := Parse(model.addr.String())
+	allow, err := netpolicy.Parse(model.addr.String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rs Refusals
-	var live []Refusal
+	var rs netpolicy.Refusals
+	var live []netpolicy.Refusal
 	var mu sync.Mutex
-	p := &Proxy{Allow: allow, Refusals: &rs, OnRefuse: func(r Refusal) { mu.Lock(); live = append(live, r); mu.Unlock() }}
+	p := &Proxy{Allow: allow, Refusals: &rs, OnRefuse: func(r netpolicy.Refusal) { mu.Lock(); live = append(live, r); mu.Unlock() }}
 	sock := startProxy(t, p)
 
 	status, br, c := proxyRequest(t, sock, "CONNECT "+model.addr.String()+" HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -173,7 +174,7 @@ func TestProxyForwardsPlainHTTP(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	host := strings.TrimPrefix(srv.URL, "http://")
-	allow, _ := Parse(host)
+	allow, _ := netpolicy.Parse(host)
 	sock := startProxy(t, &Proxy{Allow: allow})
 	status, br, _ := proxyRequest(t, sock, "POST "+srv.URL+"/v1/x?y=1 HTTP/1.1\r\nHost: "+host+
 		"\r\nProxy-Authorization: Basic eDp5\r\nContent-Length: 4\r\n\r\nbody")
@@ -203,8 +204,8 @@ func TestProxyForwardsPlainHTTP(t *testing.T) {
 
 func TestProxyResolve(t *testing.T) {
 	t.Parallel()
-	allow, _ := Parse("api.example.com", "*.objects.example:8443", "*:*")
-	var rs Refusals
+	allow, _ := netpolicy.Parse("api.example.com", "*.objects.example:8443", "*:*")
+	var rs netpolicy.Refusals
 	sock := startProxy(t, &Proxy{Allow: allow, Refusals: &rs})
 	for _, tt := range []struct {
 		name   string
@@ -222,7 +223,7 @@ func TestProxyResolve(t *testing.T) {
 			t.Errorf("resolve %s = %d %q, want %d %q", tt.name, status, body, tt.status, tt.body)
 		}
 	}
-	narrow, _ := Parse("api.example.com", "*.objects.example:8443")
+	narrow, _ := netpolicy.Parse("api.example.com", "*.objects.example:8443")
 	sock = startProxy(t, &Proxy{Allow: narrow, Refusals: &rs})
 	status, br, _ := proxyRequest(t, sock, "GET "+resolvePath+"?name=a.objects.example HTTP/1.1\r\n\r\n")
 	if body, _ := io.ReadAll(br); status != 200 || strings.TrimSpace(string(body)) != "8443" {
@@ -253,8 +254,8 @@ func TestProxyNeverReachesThisMachineByName(t *testing.T) {
 		"metadata.example": "169.254.169.254",
 		"intranet.example": "10.1.2.3",
 	})
-	allow, _ := Parse("rebind.example:*", "metadata.example:*", "*:*")
-	var rs Refusals
+	allow, _ := netpolicy.Parse("rebind.example:*", "metadata.example:*", "*:*")
+	var rs netpolicy.Refusals
 	sock := startProxy(t, &Proxy{Allow: allow, Refusals: &rs, Resolver: dns})
 	for _, target := range []string{"rebind.example", "metadata.example", "intranet.example"} {
 		status, _, _ := proxyRequest(t, sock, fmt.Sprintf("CONNECT %s:%d HTTP/1.1\r\n\r\n", target, api.addr.Port()))
@@ -276,7 +277,7 @@ func TestProxyNeverReachesThisMachineByName(t *testing.T) {
 func TestProxyEndsItsConnections(t *testing.T) {
 	t.Parallel()
 	model := startEcho(t, "model")
-	allow, _ := Parse(model.addr.String())
+	allow, _ := netpolicy.Parse(model.addr.String())
 	sock := filepath.Join(t.TempDir(), "p.sock")
 	l, err := net.Listen("unix", sock)
 	if err != nil {

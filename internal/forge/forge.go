@@ -131,4 +131,9 @@ type Reporter interface {
 	// CheckRunID set); ok is false when there is nowhere to publish yet
 	// (no pull request).
 	ReportPhase(ctx context.Context, d *baton.Delivery, rep PhaseReport) (out PhaseReport, ok bool, err error)
+	// Comment posts body (markdown, ending in Marker) on the work pull
+	// request's conversation: what a phase wants a reviewer to see beside
+	// its status, such as the connections its agent's box refused. ok is
+	// false when there is no pull request yet.
+	Comment(ctx context.Context, d *baton.Delivery, body string) (ok bool, err error)
 }

@@ -290,6 +290,18 @@ func (g *GitHub) ReportPhase(ctx context.Context, d *baton.Delivery, rep PhaseRe
 // shortSHA is the 7 characters of a commit GitHub shows.
 func shortSHA(sha string) string { return sha[:min(7, len(sha))] }
 
+// Comment implements Reporter: an issue comment on the work pull request.
+func (g *GitHub) Comment(ctx context.Context, d *baton.Delivery, body string) (bool, error) {
+	n, ok := prNumber(d)
+	if !ok {
+		return false, nil
+	}
+	if _, err := g.Client.CreateComment(ctx, g.Repo, n, body); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
 // isPhaseStatus reports whether name is that of a status baton posts for
 // a phase (StatusPrefix and the phase).
 func isPhaseStatus(name string) bool {

@@ -15,11 +15,14 @@ import (
 	"github.com/baton-agent/baton/internal/gitx/gittest"
 )
 
+// TestMain gives git a fixed identity and no user configuration for the
+// whole test binary (gittest.Main), so the tests may run in parallel.
+func TestMain(m *testing.M) { os.Exit(gittest.Main(m)) }
+
 // localWork makes a local repository and a delivery of it whose work
 // branch, made in the delivery's worktree, changes files.
 func localWork(t *testing.T, files map[string]string) (*forge.Workspaces, *baton.Delivery) {
 	t.Helper()
-	gittest.Setenv(t)
 	repo := filepath.Join(t.TempDir(), "app")
 	if err := os.MkdirAll(repo, 0o755); err != nil {
 		t.Fatal(err)

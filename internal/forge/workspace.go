@@ -585,6 +585,7 @@ func (w *Workspaces) worktree(c *cache, path string, l gitx.Layout, state string
 	sys := sandbox.System(sandbox.EnvFrom(env))
 	conf := sandbox.Confinement{Mode: w.Sandbox, Policy: sandbox.Policy{
 		Read:    append(slices.Clip(sys.Read), l.CommonDir, l.GitDir),
+		Public:  sys.Public,
 		Devices: sys.Devices,
 		Write:   append([]string{path, state}, write...),
 		Deny:    append(slices.Clip(sys.Deny), w.Dir, filepath.Join(l.CommonDir, "worktrees")),
@@ -863,9 +864,9 @@ func (w *Workspaces) Work(ctx context.Context, d *baton.Delivery, f Forge) (base
 	return st.base, st.work, err
 }
 
-// maxObservers bounds the base worktrees of a repository: one per observe
-// running at once.
-const maxObservers = 256
+// maxPooled bounds the detached worktrees of a repository: one per
+// observe, verify or deploy command running at once.
+const maxPooled = 256
 
 // Observe gives a worktree of d's base branch at its head on the remote,
 // detached and clean, from the repository's pool (worktrees kept beside
@@ -880,27 +881,74 @@ func (w *Workspaces) Observe(ctx context.Context, d *baton.Delivery, f Forge) (c
 	if err != nil {
 		return nil, nil, err
 	}
+	wt, done, err := w.pooled(ctx, c, d, st.baseSHA, false)
+	if err != nil {
+		return nil, nil, baton.WrapError(baton.Unavailable, err, "check out %s of %s", st.base, d.Repository)
+	}
+	return &Checkout{Repo: wt, w: w, c: c, head: st.baseSHA, Base: st.base, BaseSHA: st.baseSHA, Start: st.baseSHA}, done, nil
+}
+
+// Commit gives a worktree of the head of d's work branch on the remote,
+// detached and checked out afresh from the repository's pool: nothing an
+// earlier run left in a worktree (a file an agent did not commit, an
+// ignored build output, a file a process that outlived its phase is still
+// writing) is in it. Verify and a deploy command run there, so they run
+// on exactly the commit that is merged. It is a Conflict when d has no
+// work branch. done returns the worktree to the pool.
+func (w *Workspaces) Commit(ctx context.Context, d *baton.Delivery, f Forge) (co *Checkout, done func(), err error) {
+	c, err := w.open(ctx, d, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := w.sync(ctx, c, d, needWork)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st.work == "" {
+		return nil, nil, baton.Errorf(baton.Conflict, "there is no work branch %s", d.WorkBranch())
+	}
+	wt, done, err := w.pooled(ctx, c, d, st.work, true)
+	if err != nil {
+		return nil, nil, baton.WrapError(baton.Unavailable, err, "check out %s of %s", st.work, d.WorkBranch())
+	}
+	return &Checkout{Repo: wt, w: w, c: c, head: st.work, remote: st.work, Base: st.base, Start: st.work, WorkExists: true}, done, nil
+}
+
+// pooled takes a free worktree of the repository's pool and sets it,
+// detached, to sha: reset and cleaned, or, when afresh, removed and
+// checked out again. done gives it back.
+func (w *Workspaces) pooled(ctx context.Context, c *cache, d *baton.Delivery, sha string, afresh bool) (*gitx.Repo, func(), error) {
 	pool := strings.TrimSuffix(c.Dir, ".git") + ".base"
 	if err := os.MkdirAll(pool, 0o755); err != nil {
 		return nil, nil, err
 	}
-	for n := range maxObservers {
+	for n := range maxPooled {
 		path := filepath.Join(pool, strconv.Itoa(n))
 		unlock, ok, err := safefile.TryLock(path)
 		if err != nil {
 			return nil, nil, err
 		}
 		if !ok {
-			continue // another observe has it
+			continue // in use
 		}
-		wt, err := w.prepare(ctx, c, path, "", st.baseSHA)
+		if afresh {
+			err := os.RemoveAll(path)
+			if rerr := os.Remove(filepath.Join(w.stateDir(c, path), "index")); err == nil && !errors.Is(rerr, fs.ErrNotExist) {
+				err = rerr
+			}
+			if err != nil {
+				unlock()
+				return nil, nil, err
+			}
+		}
+		wt, err := w.prepare(ctx, c, path, "", sha)
 		if err != nil {
 			unlock()
-			return nil, nil, baton.WrapError(baton.Unavailable, err, "check out %s of %s", st.base, d.Repository)
+			return nil, nil, err
 		}
-		return &Checkout{Repo: wt, w: w, c: c, head: st.baseSHA, Base: st.base, BaseSHA: st.baseSHA, Start: st.baseSHA}, unlock, nil
+		return wt, unlock, nil
 	}
-	return nil, nil, baton.Errorf(baton.Unavailable, "all %d base worktrees of %s are in use", maxObservers, d.Repository)
+	return nil, nil, baton.Errorf(baton.Unavailable, "all %d pooled worktrees of %s are in use", maxPooled, d.Repository)
 }
 
 // Release deletes d's worktree and its branches in the cache, once

@@ -146,7 +146,6 @@ func BenchmarkWorktreeGit(b *testing.B) {
 // benchWork is a local repository of 100 files and a delivery of it.
 func benchWork(b *testing.B) (*forge.Workspaces, *baton.Delivery) {
 	b.Helper()
-	gittest.Setenv(b)
 	repo := filepath.Join(b.TempDir(), "app")
 	os.MkdirAll(repo, 0o755)
 	gittest.Git(b, repo, "init", "-q", "-b", "main")

@@ -254,7 +254,11 @@ func mergedSize(groups map[mergeKey]*merged) int {
 
 // compactLog merges every line of the log but its last keepRaw bytes into
 // merged lines, under the log's lock, unless another process did it
-// first (force compacts whatever the size).
+// first (force compacts whatever the size). It reads the lines to merge
+// (mergeLog), keeps the newest packets' intervals apart while that fits
+// (fitIntervals), writes the merged lines (mergedLines) under a header
+// that says where each interval starts (compactedHeader), and replaces
+// the log with them and its last lines as they were.
 func (s *Store) compactLog(ctx context.Context, force bool) error {
 	p := s.indexPath(RelevantFilesLog)
 	unlock, err := safefile.Lock(ctx, p)
@@ -275,7 +279,32 @@ func (s *Store) compactLog(ctx context.Context, force bool) error {
 		return err
 	}
 	bounds := s.logBoundaries()
-	interval := func(t time.Time) int {
+	// Lines before the first line start in the last keepRaw bytes are
+	// merged; the rest are copied as they are.
+	groups, off := mergeLog(bufio.NewReaderSize(f, 256<<10), fi.Size()-keepRaw, intervalOf(bounds))
+	groups, bounds = fitIntervals(groups, bounds)
+	raw := make([]byte, max(fi.Size()-off, 0))
+	if _, err := f.ReadAt(raw, off); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("compact %s: %w", p, err)
+	}
+	body, starts, until, err := mergedLines(groups, len(bounds))
+	if err != nil {
+		return fmt.Errorf("compact %s: %w", p, err)
+	}
+	header, err := compactedHeader(until, bounds, starts, len(body))
+	if err != nil {
+		return fmt.Errorf("compact %s: %w", p, err)
+	}
+	out := make([]byte, 0, len(header)+len(body)+len(raw))
+	out = append(append(append(out, header...), body...), raw...)
+	return safefile.WriteAtomic(p, out, 0o644)
+}
+
+// intervalOf is the function that says which interval a time falls in:
+// bounds (ascending) start intervals 1..len(bounds), and interval 0 is
+// everything before the first.
+func intervalOf(bounds []time.Time) func(time.Time) int {
+	return func(t time.Time) int {
 		i, _ := slices.BinarySearchFunc(bounds, t, func(b, t time.Time) int {
 			if b.After(t) {
 				return 1
@@ -284,18 +313,23 @@ func (s *Store) compactLog(ctx context.Context, force bool) error {
 		})
 		return i // bounds[:i] are at or before t
 	}
+}
 
-	// Lines before keepFrom (the first line start in the last keepRaw
-	// bytes) are merged; the rest are copied as they are.
-	keepFrom := fi.Size() - keepRaw
+// mergeLog reads the log's lines from r while they start before keepFrom
+// and merges each file's touches per interval (by the time of its first
+// touch), source and attachment. It returns the merged touches and the
+// offset of the first line it did not merge: the rest of the log, kept as
+// written. A line longer than any baton writes, and one that is not a
+// touch (unreadable, or the old header), is dropped; a last line without
+// its newline is not merged.
+func mergeLog(r *bufio.Reader, keepFrom int64, interval func(time.Time) int) (map[mergeKey]*merged, int64) {
 	groups := map[mergeKey]*merged{}
-	r := bufio.NewReaderSize(f, 256<<10)
 	var off int64
 	for off < keepFrom {
 		line, err := r.ReadSlice('\n')
 		off += int64(len(line))
 		long := false
-		for errors.Is(err, bufio.ErrBufferFull) { // longer than any line baton writes: dropped
+		for errors.Is(err, bufio.ErrBufferFull) {
 			long = true
 			line, err = r.ReadSlice('\n')
 			off += int64(len(line))
@@ -309,7 +343,7 @@ func (s *Store) compactLog(ctx context.Context, force bool) error {
 		}
 		var e logEntry
 		if decodeRelevantFile(bytes.TrimSpace(line), &e) != nil || e.FilePath == "" || e.Timestamp.IsZero() || e.Count < 0 || e.Weight < 0 {
-			continue // unreadable, or the header: nothing to keep
+			continue
 		}
 		first := e.Timestamp
 		if e.Count > 0 && !e.First.IsZero() {
@@ -323,74 +357,91 @@ func (s *Store) compactLog(ctx context.Context, force bool) error {
 		}
 		m.add(e)
 	}
-	if one := mergedSize(coarsen(groups, bounds, 0)); mergedSize(groups) > one+exactBudget {
-		for keep := len(bounds) / 2; ; keep /= 2 {
-			g := coarsen(groups, bounds, keep)
-			if mergedSize(g) <= one+exactBudget || keep == 0 {
-				groups, bounds = g, bounds[len(bounds)-keep:]
-				break
-			}
+	return groups, off
+}
+
+// fitIntervals keeps the newest packets' intervals apart while the
+// merged lines stay within exactBudget of one line per file, halving
+// how many it keeps until they fit; it returns the groups and the bounds
+// that remain.
+func fitIntervals(groups map[mergeKey]*merged, bounds []time.Time) (map[mergeKey]*merged, []time.Time) {
+	one := mergedSize(coarsen(groups, bounds, 0))
+	if mergedSize(groups) <= one+exactBudget {
+		return groups, bounds
+	}
+	for keep := len(bounds) / 2; ; keep /= 2 {
+		g := coarsen(groups, bounds, keep)
+		if mergedSize(g) <= one+exactBudget || keep == 0 {
+			return g, bounds[len(bounds)-keep:]
 		}
 	}
-	raw := make([]byte, max(fi.Size()-off, 0))
-	if _, err := f.ReadAt(raw, off); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("compact %s: %w", p, err)
-	}
+}
 
+// mergedLines writes one line per group, in order of interval, path,
+// source and attachment, for n bounds (n+1 intervals). starts[i] is
+// where interval i's lines start in body, and until is the last touch of
+// any group. A file touched once stays a plain line, so a log of files
+// each touched once does not grow by being compacted.
+func mergedLines(groups map[mergeKey]*merged, n int) (body []byte, starts []int64, until time.Time, err error) {
 	keys := make([]mergeKey, 0, len(groups))
-	var until time.Time
 	for k, m := range groups {
 		keys = append(keys, k)
 		if m.last.After(until) {
 			until = m.last
 		}
 	}
-	slices.SortFunc(keys, func(a, b mergeKey) int {
-		if c := cmp.Compare(a.interval, b.interval); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.path, b.path); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.source, b.source); c != 0 {
-			return c
-		}
-		switch {
-		case a.attached == b.attached:
-			return 0
-		case b.attached:
-			return -1
-		}
-		return 1
-	})
-	var body bytes.Buffer
-	starts := make([]int64, len(bounds)+1)
+	slices.SortFunc(keys, compareMergeKeys)
+	starts = make([]int64, n+1)
 	next := 0
 	for _, k := range keys {
 		for ; next <= k.interval; next++ {
-			starts[next] = int64(body.Len())
+			starts[next] = int64(len(body))
 		}
 		m := groups[k]
 		e := logEntry{RelevantFile: baton.RelevantFile{Timestamp: m.last, FilePath: k.path, Source: k.source, PacketID: m.packetID, Confidence: m.confidence}}
 		if m.count > 1 {
-			// One touch stays a plain line: a log of files each touched
-			// once must not grow by being compacted.
 			e.Count, e.First, e.Weight = m.count, m.first, m.weight
 		}
 		line, err := json.Marshal(e)
 		if err != nil {
-			return fmt.Errorf("compact %s: %w", p, err)
+			return nil, nil, until, err
 		}
-		body.Write(line)
-		body.WriteByte('\n')
+		body = append(append(body, line...), '\n')
 	}
-	for ; next <= len(bounds); next++ {
-		starts[next] = int64(body.Len())
+	for ; next <= n; next++ {
+		starts[next] = int64(len(body))
 	}
+	return body, starts, until, nil
+}
+
+func compareMergeKeys(a, b mergeKey) int {
+	if c := cmp.Compare(a.interval, b.interval); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.path, b.path); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.source, b.source); c != 0 {
+		return c
+	}
+	switch {
+	case a.attached == b.attached:
+		return 0
+	case b.attached:
+		return -1
+	}
+	return 1
+}
+
+// compactedHeader is the header line of a log whose merged lines, of
+// bodySize bytes, start interval i at starts[i] (the first from the
+// beginning of time, each next at bounds[i-1]). Its offsets count the
+// header itself, whose length depends on them: it is encoded again until
+// its length holds still.
+func compactedHeader(until time.Time, bounds []time.Time, starts []int64, bodySize int) ([]byte, error) {
 	header := logHeader{Version: logHeaderVersion, Until: until.Add(time.Nanosecond)}
-	var line []byte
 	for size := int64(0); ; {
-		header.Raw = size + int64(body.Len())
+		header.Raw = size + int64(bodySize)
 		header.Intervals = header.Intervals[:0]
 		for i, at := range starts {
 			iv := logInterval{At: size + at}
@@ -401,17 +452,14 @@ func (s *Store) compactLog(ctx context.Context, force bool) error {
 		}
 		b, err := json.Marshal(map[string]logHeader{"compacted": header})
 		if err != nil {
-			return fmt.Errorf("compact %s: %w", p, err)
+			return nil, err
 		}
-		line = append(b, '\n')
+		line := append(b, '\n')
 		if int64(len(line)) == size {
-			break
+			return line, nil
 		}
-		size = int64(len(line)) // offsets count the header: again with its length
+		size = int64(len(line))
 	}
-	out := make([]byte, 0, len(line)+body.Len()+len(raw))
-	out = append(append(append(out, line...), body.Bytes()...), raw...)
-	return safefile.WriteAtomic(p, out, 0o644)
 }
 
 // logBoundaries are the creation times of the newest exactPackets

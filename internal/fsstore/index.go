@@ -528,9 +528,62 @@ func (a artifact[T]) readEntry(s *Store, e entry) (v T, same bool, err error) {
 // Changes identifies the state of the packet and loop directories: it
 // differs whenever a packet or loop was added, replaced or removed,
 // through baton or not. A watcher compares it with the last one it saw,
-// for the cost of two stats, instead of listing the store.
+// for the cost of two stats, instead of listing the store; a cache that
+// outlives the process (search's index) keeps its String.
 type Changes struct {
 	packets, loops dirStamp
+}
+
+// String is c as text that is equal for equal Changes.
+func (c Changes) String() string {
+	return fmt.Sprintf("packets %d %d %d; loops %d %d %d", c.packets.Mod, c.packets.Ino, c.packets.Size, c.loops.Mod, c.loops.Ino, c.loops.Size)
+}
+
+// FileStamp is one artifact file as the store's index records it. A cache
+// of the store's contents (search's index) compares it with what it
+// recorded, and reads again only the files that changed.
+type FileStamp struct {
+	ID   string
+	Path string
+	Size int64
+	Mod  int64 // modification time, ns since the epoch
+}
+
+// PacketStamps lists the packet files as the index records them, brought
+// up to date first as every listing is, with the warnings of the files
+// that cannot be read (left out). With stat, each is stat'd and given as
+// it is now: an edit made in place, by another program, changes neither
+// the directory nor the index, and only a stat sees it.
+func (s *Store) PacketStamps(stat bool) ([]FileStamp, []error, error) { return packets.stamps(s, stat) }
+
+// LoopStamps is PacketStamps for the loop files.
+func (s *Store) LoopStamps(stat bool) ([]FileStamp, []error, error) { return loops.stamps(s, stat) }
+
+func (a artifact[T]) stamps(s *Store, stat bool) ([]FileStamp, []error, error) {
+	es, _, warnings, err := a.allEntries(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]FileStamp, 0, len(es))
+	for _, e := range es {
+		st := FileStamp{ID: e.ID, Path: a.path(s, e.ID), Size: e.Size, Mod: e.Mod}
+		if stat {
+			fi, err := os.Lstat(st.Path)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				continue // removed since the index was read
+			case err != nil:
+				warnings = append(warnings, err)
+				continue
+			case !fi.Mode().IsRegular():
+				warnings = append(warnings, refused(st.Path, safefile.ErrNotRegular))
+				continue
+			}
+			st.Size, st.Mod = fi.Size(), fi.ModTime().UnixNano()
+		}
+		out = append(out, st)
+	}
+	return out, warnings, nil
 }
 
 // Changes returns the store's Changes. settled is false while a change

@@ -733,3 +733,59 @@ func TestRacyCountStandsBriefly(t *testing.T) {
 		t.Errorf("a count older than %s still stood: %v", recount, got)
 	}
 }
+
+// FileStamps are the files as the index records them; with stat, as they
+// are now, which is the only way to see an edit made in place. A file
+// the store refuses is left out with a warning, and Changes.String moves
+// with every write.
+func TestFileStamps(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	before, _ := s.Changes()
+	p := &baton.Packet{Purpose: "stamped", Status: baton.PacketDraft}
+	if err := s.CreatePacket(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := s.Changes()
+	if before.String() == after.String() {
+		t.Errorf("Changes().String() = %q before and after a packet was written", after)
+	}
+	path, _ := s.PacketPath(p.ID)
+	stamps, warnings, err := s.PacketStamps(false)
+	fi, _ := os.Stat(path)
+	want := []FileStamp{{ID: p.ID, Path: path, Size: fi.Size(), Mod: fi.ModTime().UnixNano()}}
+	if err != nil || len(warnings) != 0 || !cmp.Equal(stamps, want) {
+		t.Fatalf("PacketStamps(false) = %+v, %v, %v; want %+v", stamps, warnings, err, want)
+	}
+	// An edit in place: the directory and the index stay as they were.
+	b, _ := os.ReadFile(path)
+	if err := os.WriteFile(path, append(b, "\nmore\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Changes(); got.String() != after.String() {
+		t.Errorf("an edit in place changed Changes(): %q, was %q", got, after)
+	}
+	if stamps, _, _ := s.PacketStamps(false); stamps[0].Size != want[0].Size {
+		t.Errorf("PacketStamps(false) after an edit in place = %+v; want the index's stamp", stamps)
+	}
+	if stamps, _, _ := s.PacketStamps(true); stamps[0].Size != want[0].Size+6 {
+		t.Errorf("PacketStamps(true) after an edit in place = %+v; want the file's size now", stamps)
+	}
+	// A named pipe in the loops directory is left out, never opened, as
+	// every listing leaves it; a corrupt loop is left out with a warning.
+	l := &baton.Loop{Prompt: "loop", Iteration: 1, MaxIterations: 3}
+	if err := s.CreateLoop(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(s.Dir(), LoopsDir, "20261122T090000Z-fifo.md"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.Dir(), LoopsDir, "20261122T090001Z-broken.md"), []byte("---\nbroken"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stamps, warnings, err = s.LoopStamps(true)
+	if err != nil || len(stamps) != 1 || stamps[0].ID != l.ID || len(warnings) != 1 || !strings.Contains(warnings[0].Error(), "broken") {
+		t.Errorf("LoopStamps(true) with a FIFO and a corrupt loop = %+v, %v, %v; want the loop, and a warning naming the corrupt one", stamps, warnings, err)
+	}
+}

@@ -76,6 +76,10 @@ func parseHosts(s string) ([]string, error) {
 	return out, nil
 }
 
+// Enterprise is the GitHub Enterprise hosts h allows besides github.com
+// (host, or host:port when not 443).
+func (h Hosts) Enterprise() []string { return slices.Clone(h.enterprise) }
+
 // Allows reports whether baton may send host's token to host's API.
 func (h Hosts) Allows(host string) bool {
 	host = normalizeHost(host)

@@ -17,10 +17,13 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
+// TestMain gives git a fixed identity and no user configuration for the
+// whole test binary (gittest.Main), so the tests may run in parallel.
+func TestMain(m *testing.M) { os.Exit(gittest.Main(m)) }
+
 func TestSnapshot(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	gittest.Setenv(t)
 	gittest.Git(t, dir, "init", "-q", "-b", "main")
 	r := Open(dir)
 	s, err := r.Snapshot(ctx)
@@ -146,7 +149,6 @@ func FuzzParseStatusV2(f *testing.F) {
 func TestSnapshotPartial(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	gittest.Setenv(t)
 	gittest.Git(t, dir, "init", "-q", "-b", "main")
 	write := func(name, content string) {
 		t.Helper()
@@ -269,7 +271,6 @@ func TestIndexEntries(t *testing.T) {
 // user's `git commit` could make it fail.
 func TestSnapshotLeavesTheIndexAlone(t *testing.T) {
 	dir := t.TempDir()
-	gittest.Setenv(t)
 	gittest.Git(t, dir, "init", "-q", "-b", "main")
 	f := filepath.Join(dir, "a.go")
 	if err := os.WriteFile(f, []byte("a\n"), 0o644); err != nil {
@@ -306,7 +307,6 @@ func TestSnapshotLeavesTheIndexAlone(t *testing.T) {
 func TestSnapshotPartialStaysInTheWorkTree(t *testing.T) {
 	dir, outside := t.TempDir(), t.TempDir()
 	ctx := context.Background()
-	gittest.Setenv(t)
 	gittest.Git(t, dir, "init", "-q", "-b", "main")
 	for name, body := range map[string]string{"a.go": "a\n", ".gitignore": "*.log\n"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {

@@ -15,7 +15,6 @@ import (
 )
 
 func TestCacheWorktreeCommitPushMerge(t *testing.T) {
-	gittest.Setenv(t)
 	ctx := context.Background()
 	src := filepath.Join(t.TempDir(), "src")
 	os.MkdirAll(filepath.Join(src, "docs"), 0o755)

@@ -22,6 +22,10 @@ import (
 	"github.com/baton-agent/baton/internal/sandbox"
 )
 
+// TestMain gives git a fixed identity and no user configuration for the
+// whole test binary (gittest.Main), so the tests may run in parallel.
+func TestMain(m *testing.M) { os.Exit(gittest.Main(m)) }
+
 // project is a git repository in a temporary directory with a run
 // initialised in it and a scripted fake agent.
 type project struct {
@@ -35,7 +39,6 @@ type project struct {
 
 func newProject(t *testing.T, goal string, cfg Config, turns ...agenttest.Turn) *project {
 	t.Helper()
-	gittest.Setenv(t)
 	p := &project{t: t, root: t.TempDir(), seen: t.TempDir()}
 	p.l = Layout{Root: p.root}
 	p.git("init", "-q", "-b", "main")

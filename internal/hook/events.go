@@ -238,6 +238,10 @@ func (h handler) readSpend(l *baton.Loop, in *loop.Stop, now time.Time) {
 // its lists apply), within the loop's verify timeout.
 func (h handler) verify(l *baton.Loop, promise string) (baton.VerifyRun, string) {
 	conf, err := sandbox.Configure(h.env.Getenv, h.st.Root(), "", nil, nil)
+	conf = conf.ForProject(h.st.Root())
+	// The session's agent runs outside any box of baton's, with the
+	// user's network: the commands that check its work get the same.
+	conf.Network.Open = true
 	if err != nil {
 		return baton.VerifyRun{At: h.env.now().UTC().Truncate(time.Second), Iteration: l.Iteration, Promise: loop.Normalize(promise), Error: baton.ErrorMessage(err)}, ""
 	}

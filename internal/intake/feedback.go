@@ -1,11 +1,9 @@
 package intake
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 	"unicode"
@@ -15,6 +13,7 @@ import (
 	"github.com/baton-agent/baton/internal/delivery"
 	"github.com/baton-agent/baton/internal/forge"
 	"github.com/baton-agent/baton/internal/github"
+	"github.com/baton-agent/baton/internal/queue"
 	"github.com/baton-agent/baton/internal/sqlstore"
 )
 
@@ -24,12 +23,17 @@ import (
 // repository, sends the delivery back to implement with a review ref to
 // that comment: the next agent reads it on GitHub, its text is never
 // copied into a prompt. baton acknowledges a comment with 👀. Comments
-// from anyone else are ignored, and the log says why. Each comment acts
-// once, whichever server sees it first, by webhook (issue_comment,
-// pull_request_review) or by the poller for sources whose comments no
-// webhook brings. What the delivery does with it depends on where it is
-// (delivery.FeedbackFits): one that is running, or has an implement round
-// queued, takes it when that ends, one round per piece of feedback.
+// from anyone else are ignored, and the log says why.
+//
+// Each comment acts once, whichever server sees it first, by webhook
+// (issue_comment, pull_request_review) or by the poller for sources whose
+// comments no webhook brings: seeing one records it as queued, with its
+// River job (queue.FeedbackArgs), in one transaction that only the first
+// sighting commits. The job (WorkFeedback) asks GitHub who wrote it and
+// hands it to its delivery (delivery.Service.Feedback), which takes it
+// now or when the run or round in the way ends: one round per piece of
+// feedback. A job whose process died is rescued by River and decides
+// again; one that had handed its comment over finds it decided.
 
 // DefaultHandle is what a comment mentions to ask baton for something.
 const DefaultHandle = "@baton"
@@ -45,8 +49,9 @@ const feedbackOverlap = time.Minute
 
 // FeedbackResult says what a comment or review did.
 type FeedbackResult struct {
-	// Outcome is applied, deferred, ignored, duplicate (acted on before)
-	// or "" when it does not ask baton for anything.
+	// Outcome is queued (its job acts on it), then applied, deferred,
+	// ignored or failed; duplicate when it was seen before, or "" when it
+	// does not ask baton for anything.
 	Outcome    string `json:"outcome"`
 	Reason     string `json:"reason,omitempty"`
 	DeliveryID string `json:"delivery_id,omitempty"`
@@ -159,120 +164,103 @@ func trailingName(rest string) bool {
 	return nameRune(next)
 }
 
-// feedback acts on a comment or review of src's repository, seen through
-// c: see the package notes above. An error is GitHub's or the database's
-// and leaves nothing recorded, so a redelivery or the next poll retries.
-func (s *Service) feedback(ctx context.Context, src *baton.Source, c *github.Client, ev commentEvent) (FeedbackResult, error) {
+// feedback records a comment or review of src's repository that asks
+// baton for something, with the job that acts on it, unless it was
+// recorded before: see the package notes above. An error is the
+// database's and leaves nothing recorded, so a redelivery or the next
+// poll records it.
+func (s *Service) feedback(ctx context.Context, src *baton.Source, ev commentEvent) (FeedbackResult, error) {
 	if !s.asks(ev) {
 		return FeedbackResult{}, nil
 	}
 	log := s.log().With("source", src.ID, "comment", ev.url, "author", ev.author)
 	switch {
 	case strings.Contains(ev.body, forge.Marker):
-		return FeedbackResult{Outcome: "ignored", Reason: "baton's own comment"}, nil
+		return FeedbackResult{Outcome: sqlstore.FeedbackIgnored, Reason: "baton's own comment"}, nil
 	case ev.bot:
 		log.Info("intake: feedback ignored: " + ev.author + " is an App, and only people send deliveries back")
-		return FeedbackResult{Outcome: "ignored", Reason: ev.author + " is an App"}, nil
+		return FeedbackResult{Outcome: sqlstore.FeedbackIgnored, Reason: ev.author + " is an App"}, nil
 	}
 	now := s.now()
-	fb := sqlstore.Feedback{Repo: src.Repo, Kind: ev.kind, ID: ev.id, Author: ev.author, URL: ev.url, State: sqlstore.FeedbackClaimed, CreatedAt: now, UpdatedAt: now}
-	fresh, err := s.store().ClaimFeedback(ctx, fb)
-	if err != nil {
+	fb := sqlstore.Feedback{Repo: src.Repo, Kind: ev.kind, ID: ev.id, Author: ev.author, URL: ev.url, State: sqlstore.FeedbackQueued, CreatedAt: now, UpdatedAt: now}
+	fresh := false
+	err := s.Deliveries.Queue.InTx(ctx, func(tx queue.Tx) error {
+		var err error
+		if fresh, err = tx.Store().CreateFeedback(ctx, fb); err != nil || !fresh {
+			return err
+		}
+		return tx.Enqueue(ctx, queue.FeedbackArgs{Repo: strings.ToLower(fb.Repo), CommentKind: fb.Kind, CommentID: fb.ID})
+	})
+	switch {
+	case err != nil:
 		return FeedbackResult{}, err
-	}
-	if !fresh {
+	case !fresh:
 		return FeedbackResult{Outcome: "duplicate", Reason: "already acted on"}, nil
 	}
-	res, err := s.decideClaimed(ctx, src, c, ev, &fb)
+	return FeedbackResult{Outcome: sqlstore.FeedbackQueued, Reason: "to be acted on by its job"}, nil
+}
+
+// WorkFeedback is the queue's handler of feedback jobs: HandleFeedback.
+func (s *Service) WorkFeedback(ctx context.Context, a queue.FeedbackArgs, job queue.Job) error {
+	_, err := s.HandleFeedback(ctx, a, job)
+	return err
+}
+
+// HandleFeedback acts on the comment or review a feedback job names, if
+// it is still queued, and logs what became of it: ignored (its author may
+// not push, its delivery is gone, closed or merged), applied to its
+// delivery, or deferred until the delivery can take it. A rate limit on
+// the source's host snoozes the job until it resets; any other failure
+// of GitHub or the database fails the attempt, and River tries again; a
+// failure of the job's last attempt records the comment as failed.
+func (s *Service) HandleFeedback(ctx context.Context, a queue.FeedbackArgs, job queue.Job) (FeedbackResult, error) {
+	fb, err := s.store().FindFeedback(ctx, a.Repo, a.CommentKind, a.CommentID)
+	if baton.ErrorCode(err) == baton.NotFound {
+		return FeedbackResult{}, nil
+	}
 	if err != nil {
-		// Forget the claim: the comment is acted on when it is seen again.
-		if rerr := s.store().ReleaseFeedback(context.WithoutCancel(ctx), fb); rerr != nil {
-			err = errors.Join(err, rerr)
-		}
 		return FeedbackResult{}, err
 	}
-	return res, s.recordFeedback(ctx, log, fb, res)
-}
-
-// FeedbackLease is how long a claim on a comment holds. Acting on one is
-// bounded by feedbackDecideTimeout, so a claim older than the lease was
-// left by a process that stopped between claiming and recording:
-// ResumeClaims takes it over.
-const FeedbackLease = 15 * time.Minute
-
-// feedbackDecideTimeout bounds acting on one comment: a few GitHub calls
-// and a store write.
-const feedbackDecideTimeout = 5 * time.Minute
-
-// decideClaimed is decideFeedback for a comment this process holds the
-// claim on, within feedbackDecideTimeout so the claim outlives it.
-func (s *Service) decideClaimed(ctx context.Context, src *baton.Source, c *github.Client, ev commentEvent, fb *sqlstore.Feedback) (FeedbackResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, feedbackDecideTimeout)
-	defer cancel()
-	return s.decideFeedback(ctx, src, c, ev, fb)
-}
-
-// recordFeedback records what became of a claimed comment, and logs it.
-func (s *Service) recordFeedback(ctx context.Context, log *slog.Logger, fb sqlstore.Feedback, res FeedbackResult) error {
-	fb.State, fb.Reason, fb.DeliveryID, fb.UpdatedAt = res.Outcome, res.Reason, res.DeliveryID, s.now()
-	if err := s.store().UpdateFeedback(context.WithoutCancel(ctx), fb); err != nil {
-		return err
+	if fb.State != sqlstore.FeedbackQueued {
+		return FeedbackResult{Outcome: "duplicate", Reason: "already acted on: " + fb.State, DeliveryID: fb.DeliveryID}, nil
+	}
+	log := s.log().With("comment", fb.URL, "author", fb.Author)
+	res, err := s.decideFeedback(ctx, *fb)
+	if err != nil {
+		var rl *github.RateLimitError
+		switch {
+		case errors.As(err, &rl):
+			return FeedbackResult{}, &queue.SnoozeError{Until: rl.Reset, Err: err}
+		case !job.Last():
+			return FeedbackResult{}, err
+		}
+		res = FeedbackResult{Outcome: sqlstore.FeedbackFailed, Reason: fmt.Sprintf("not acted on after %d attempts: %s", job.Attempt, baton.ErrorMessage(err))}
+		fb.State, fb.Reason, fb.UpdatedAt = res.Outcome, res.Reason, s.now()
+		if rerr := s.store().UpdateFeedback(context.WithoutCancel(ctx), *fb); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		log.Warn("intake: feedback from " + fb.Author + " failed: " + res.Reason)
+		return res, err
 	}
 	msg := fmt.Sprintf("intake: feedback from %s %s", fb.Author, res.Outcome)
 	if res.Reason != "" {
 		msg += ": " + res.Reason
 	}
 	log.Info(msg, "delivery", res.DeliveryID)
-	return nil
+	return res, nil
 }
 
-// ResumeClaims acts on the comments whose claim outlived FeedbackLease:
-// their process stopped after claiming them and before recording what
-// became of them, and no webhook or poll brings a comment twice. Each is
-// decided again from what the claim recorded (its author is asked for
-// their access again); one its delivery already carries was applied
-// before the stop and is only recorded. A claim that fails again is
-// logged and retried after another lease; the error returned is the
-// store's. The poller calls it every tick.
-func (s *Service) ResumeClaims(ctx context.Context) error {
-	list, err := s.store().FeedbackOf(ctx, sqlstore.FeedbackClaimed)
-	if err != nil {
-		return err
+// decideFeedback finds the comment's delivery, checks its author may push,
+// acknowledges it and hands it to the delivery, which applies it or
+// defers it. What ignores it is recorded here.
+func (s *Service) decideFeedback(ctx context.Context, fb sqlstore.Feedback) (FeedbackResult, error) {
+	ignore := func(deliveryID, why string) (FeedbackResult, error) {
+		fb.State, fb.Reason, fb.DeliveryID, fb.UpdatedAt = sqlstore.FeedbackIgnored, why, deliveryID, s.now()
+		return FeedbackResult{Outcome: fb.State, Reason: why, DeliveryID: deliveryID}, s.store().UpdateFeedback(ctx, fb)
 	}
-	var errs []error
-	for _, fb := range list {
-		now := s.now()
-		if now.Sub(fb.UpdatedAt) < FeedbackLease {
-			continue
-		}
-		taken, err := s.store().RetakeFeedback(ctx, fb, now.Add(-FeedbackLease), now)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if !taken {
-			continue // another process took it over first
-		}
-		log := s.log().With("comment", fb.URL, "author", fb.Author)
-		res, err := s.resumeClaim(ctx, fb)
-		if err != nil {
-			// Said here, with the comment it is about; not returned too.
-			log.Warn("intake: feedback left by a stopped process: " + baton.ErrorMessage(err) + "; tried again in " + FeedbackLease.String())
-			continue
-		}
-		res.Reason = cmp.Or(res.Reason, "resumed after its process stopped")
-		if err := s.recordFeedback(ctx, log, fb, res); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// resumeClaim decides a comment whose claim was taken over.
-func (s *Service) resumeClaim(ctx context.Context, fb sqlstore.Feedback) (FeedbackResult, error) {
 	src, err := s.store().FindSource(ctx, fb.Repo)
 	if baton.ErrorCode(err) == baton.NotFound {
-		return FeedbackResult{Outcome: sqlstore.FeedbackIgnored, Reason: "its source " + fb.Repo + " is gone"}, nil
+		return ignore("", "its source "+fb.Repo+" is gone")
 	}
 	if err != nil {
 		return FeedbackResult{}, err
@@ -281,102 +269,41 @@ func (s *Service) resumeClaim(ctx context.Context, fb sqlstore.Feedback) (Feedba
 	// request they are on.
 	ref, err := issueOf(src, fb.URL)
 	if err != nil {
-		return FeedbackResult{Outcome: sqlstore.FeedbackIgnored, Reason: "its address names no issue or pull request of " + src.Repo}, nil
+		return ignore("", "its address names no issue or pull request of "+src.Repo)
 	}
 	d, err := s.deliveryOf(ctx, src, ref.Number)
 	if err != nil {
 		return FeedbackResult{}, err
 	}
-	if d != nil && carries(d, fb.URL) {
-		return FeedbackResult{Outcome: sqlstore.FeedbackApplied, Reason: "applied before its process stopped", DeliveryID: d.ID}, nil
+	if d == nil {
+		return ignore("", fmt.Sprintf("#%d is no open delivery's issue or pull request", ref.Number))
 	}
-	c, _, err := s.commentsClient(ctx, src)
+	c, repo, err := s.commentsClient(ctx, src)
 	if err != nil {
 		return FeedbackResult{}, err
 	}
-	ev := commentEvent{kind: fb.Kind, id: fb.ID, number: ref.Number, author: fb.Author, url: fb.URL}
-	res, err := s.decideClaimed(ctx, src, c, ev, &fb)
+	perm, err := s.permission(ctx, c, repo, fb.Author)
 	if err != nil {
 		return FeedbackResult{}, s.noteLimit(src, err)
 	}
-	return res, nil
-}
-
-// carries says whether d holds a review ref to the comment at url: the
-// comment was applied to it.
-func carries(d *baton.Delivery, url string) bool {
-	for _, r := range d.Refs {
-		if r.Role == baton.RoleReview && r.URL == url {
-			return true
+	if !github.CanWrite(perm) {
+		return ignore(d.ID, fmt.Sprintf("%s has %s access to %s, and only people who can push send a delivery back", fb.Author, perm, src.Repo))
+	}
+	if fit, why := delivery.FeedbackFits(*d); fit == delivery.FeedbackIgnored {
+		return ignore(d.ID, why)
+	}
+	if fb.Kind == "issue_comment" {
+		// 👀: seen, and taken. GitHub has no reactions on reviews.
+		if err := c.React(ctx, repo, fb.ID, "eyes"); err != nil {
+			s.log().Warn("intake: no 👀 on "+fb.URL+": "+baton.ErrorMessage(err), "source", src.ID)
 		}
-	}
-	return false
-}
-
-// decideFeedback finds the comment's delivery, checks its author may push,
-// acknowledges it and applies it or defers it.
-func (s *Service) decideFeedback(ctx context.Context, src *baton.Source, c *github.Client, ev commentEvent, fb *sqlstore.Feedback) (FeedbackResult, error) {
-	repo, err := github.ParseRepo(src.Repo)
-	if err != nil {
-		return FeedbackResult{}, err
-	}
-	d, err := s.deliveryOf(ctx, src, ev.number)
-	if err != nil {
-		return FeedbackResult{}, err
-	}
-	if d == nil {
-		return FeedbackResult{Outcome: sqlstore.FeedbackIgnored, Reason: fmt.Sprintf("#%d is no open delivery's issue or pull request", ev.number)}, nil
 	}
 	fb.DeliveryID = d.ID
-	perm, err := s.permission(ctx, c, repo, ev.author)
+	rec, _, err := s.Deliveries.Feedback(ctx, fb)
 	if err != nil {
 		return FeedbackResult{}, err
 	}
-	if !github.CanWrite(perm) {
-		return FeedbackResult{Outcome: sqlstore.FeedbackIgnored, DeliveryID: d.ID,
-			Reason: fmt.Sprintf("%s has %s access to %s, and only people who can push send a delivery back", ev.author, perm, src.Repo)}, nil
-	}
-	fit, why := delivery.FeedbackFits(*d)
-	if fit == delivery.FeedbackIgnored {
-		return FeedbackResult{Outcome: sqlstore.FeedbackIgnored, Reason: why, DeliveryID: d.ID}, nil
-	}
-	if ev.kind == "issue_comment" {
-		// 👀: seen, and taken. GitHub has no reactions on reviews.
-		if err := c.React(ctx, repo, ev.id, "eyes"); err != nil {
-			s.log().Warn("intake: no 👀 on "+ev.url+": "+baton.ErrorMessage(err), "source", src.ID)
-		}
-	}
-	if fit == delivery.FeedbackWaits {
-		return FeedbackResult{Outcome: sqlstore.FeedbackDeferred, Reason: why, DeliveryID: d.ID}, nil
-	}
-	return s.applyFeedback(ctx, d.ID, *fb)
-}
-
-// applyFeedback sends the delivery back for fb, or defers it when the
-// delivery moved on meanwhile.
-func (s *Service) applyFeedback(ctx context.Context, id string, fb sqlstore.Feedback) (FeedbackResult, error) {
-	label := "comment by @" + fb.Author
-	typ := "github_comment"
-	if fb.Kind == "review" {
-		label, typ = "changes requested by @"+fb.Author, "github_review"
-	}
-	ref := baton.Ref{Role: baton.RoleReview, Type: typ, Label: label, URL: fb.URL}
-	d, err := s.Deliveries.Feedback(ctx, id, ref, "github:"+fb.Author)
-	if baton.ErrorCode(err) == baton.Conflict {
-		cur, cerr := s.Deliveries.Current(ctx, id)
-		if cerr != nil {
-			return FeedbackResult{}, cerr
-		}
-		fit, why := delivery.FeedbackFits(*cur)
-		if fit == delivery.FeedbackIgnored {
-			return FeedbackResult{Outcome: sqlstore.FeedbackIgnored, Reason: why, DeliveryID: id}, nil
-		}
-		return FeedbackResult{Outcome: sqlstore.FeedbackDeferred, Reason: why, DeliveryID: id}, nil
-	}
-	if err != nil {
-		return FeedbackResult{}, err
-	}
-	return FeedbackResult{Outcome: sqlstore.FeedbackApplied, Reason: fmt.Sprintf("delivery %s is %s", d.ID, d.String()), DeliveryID: d.ID}, nil
+	return FeedbackResult{Outcome: rec.State, Reason: rec.Reason, DeliveryID: rec.DeliveryID}, nil
 }
 
 // deliveryOf finds the open delivery whose request issue or work pull
@@ -396,51 +323,6 @@ func (s *Service) deliveryOf(ctx context.Context, src *baton.Source, number int)
 		}
 	}
 	return nil, nil
-}
-
-// ApplyDeferred applies the feedback that waited for its delivery, oldest
-// first, where the delivery can now take it (one round per piece); the
-// rest waits on. The poller calls it every tick.
-func (s *Service) ApplyDeferred(ctx context.Context) error {
-	list, err := s.store().FeedbackOf(ctx, sqlstore.FeedbackDeferred)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, fb := range list {
-		d, err := s.Deliveries.Current(ctx, fb.DeliveryID)
-		var res FeedbackResult
-		switch {
-		case baton.ErrorCode(err) == baton.NotFound:
-			res = FeedbackResult{Outcome: sqlstore.FeedbackIgnored, Reason: "delivery " + fb.DeliveryID + " is gone"}
-		case err != nil:
-			errs = append(errs, err)
-			continue
-		default:
-			fit, why := delivery.FeedbackFits(*d)
-			switch fit {
-			case delivery.FeedbackWaits:
-				continue
-			case delivery.FeedbackIgnored:
-				res = FeedbackResult{Outcome: sqlstore.FeedbackIgnored, Reason: why, DeliveryID: d.ID}
-			default:
-				if res, err = s.applyFeedback(ctx, d.ID, fb); err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				if res.Outcome == sqlstore.FeedbackDeferred {
-					continue
-				}
-			}
-		}
-		fb.State, fb.Reason, fb.UpdatedAt = res.Outcome, res.Reason, s.now()
-		if err := s.store().UpdateFeedback(ctx, fb); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		s.log().Info(fmt.Sprintf("intake: waiting feedback from %s %s: %s", fb.Author, res.Outcome, res.Reason), "comment", fb.URL, "delivery", fb.DeliveryID)
-	}
-	return errors.Join(errs...)
 }
 
 // PollComments reads the comments and reviews of src's repository since
@@ -477,7 +359,7 @@ func (s *Service) PollComments(ctx context.Context, ref string) error {
 			continue // edited since, written before: not a new request
 		}
 		ev := commentEvent{kind: "issue_comment", id: cm.ID, number: cm.Number, author: cm.Author, bot: strings.HasSuffix(cm.Author, "[bot]"), body: cm.Body, url: cm.URL}
-		if _, err := s.feedback(ctx, src, c, ev); err != nil {
+		if _, err := s.feedback(ctx, src, ev); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -509,7 +391,7 @@ func (s *Service) PollComments(ctx context.Context, ref string) error {
 				continue
 			}
 			ev := commentEvent{kind: "review", id: rv.ID, number: pref.Number, author: rv.Author, bot: strings.HasSuffix(rv.Author, "[bot]"), body: rv.Body, url: rv.URL, state: rv.State}
-			if _, err := s.feedback(ctx, src, c, ev); err != nil {
+			if _, err := s.feedback(ctx, src, ev); err != nil {
 				errs = append(errs, err)
 			}
 		}

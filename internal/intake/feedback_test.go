@@ -2,6 +2,7 @@ package intake_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/baton-agent/baton/internal/delivery"
 	"github.com/baton-agent/baton/internal/github/githubtest"
 	"github.com/baton-agent/baton/internal/intake"
+	"github.com/baton-agent/baton/internal/queue"
 	"github.com/baton-agent/baton/internal/sqlstore"
 	"github.com/baton-agent/baton/internal/sqlstore/sqlstoretest"
 )
@@ -148,11 +150,18 @@ func fiftyCommentThread(t *testing.T, dialect sqlstore.Dialect) {
 	if err := e.in.PollComments(ctx, "octo/app"); err != nil {
 		t.Fatal(err)
 	}
+	// The poll records each comment and review that asks, with its job;
+	// nothing is decided yet.
+	if got := feedbackStates(t, e); got[sqlstore.FeedbackQueued] != 22 || len(got) != 1 {
+		t.Errorf("after the poll: %v, want the 22 that ask queued", got)
+	}
+	e.workFeedback()
 	// One listing, one permission per author, one 👀 per qualifying
 	// comment, the reviews: 1 + 3 + 10 + 1.
 	if n := len(e.gh.Requests()); n != 15 {
-		t.Errorf("the poll of the thread made %d requests, want 15: %v", n, e.gh.RequestLog())
+		t.Errorf("the poll of the thread and its jobs made %d requests, want 15: %v", n, e.gh.RequestLog())
 	}
+	// The first applies at once; each round's end applies the next.
 	rounds := 0
 	for range 200 {
 		cur, err := e.svc.Current(ctx, d.ID)
@@ -160,21 +169,12 @@ func fiftyCommentThread(t *testing.T, dialect sqlstore.Dialect) {
 			t.Fatal(err)
 		}
 		if cur.Phase == baton.PhaseDeploy && !cur.Queued {
-			if err := e.in.ApplyDeferred(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if again, _ := e.svc.Current(ctx, d.ID); again.Phase == baton.PhaseDeploy {
-				break // nothing more to do: it waits for a person
-			}
-			continue
+			break // nothing more to do: it waits for a person
 		}
 		if cur.Phase == baton.PhaseImplement {
 			rounds++
 		}
 		step(t, e, d.ID)
-		if err := e.in.ApplyDeferred(ctx); err != nil {
-			t.Fatal(err)
-		}
 	}
 	if rounds != 11 {
 		t.Errorf("%d implement rounds, want 11: one per comment or review that asks, from someone who can push", rounds)
@@ -263,17 +263,11 @@ func TestCommentWebhooks(t *testing.T) {
 			t.Errorf("%s comment = %+v, want ignored", name, res)
 		}
 	}
-	if err := e.in.ApplyDeferred(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if cur, _ := e.svc.Current(ctx, d.ID); cur.Phase != baton.PhaseDeploy || cur.RunStatus != baton.StatusRunning {
 		t.Fatalf("the feedback applied while deploy ran: %s", cur.String())
 	}
-	// deploy fails; the feedback now sends it back.
+	// deploy fails; that change sends it back for the feedback.
 	if _, err := e.svc.Act(ctx, d.ID, delivery.Input{Action: delivery.ActFail, Actor: "worker:test", Attempt: running.Attempt, Note: "merge refused"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.in.ApplyDeferred(ctx); err != nil {
 		t.Fatal(err)
 	}
 	cur, _ := e.svc.Current(ctx, d.ID)
@@ -355,41 +349,31 @@ func TestReviewWebhookRequestingChanges(t *testing.T) {
 	}
 }
 
-// A process that stops after claiming a comment and before recording
-// what became of it leaves the claim, and no webhook or poll brings the
-// comment again. Within the lease nothing takes the claim over (its
-// holder may still be at work); after it, the next tick decides each
-// again: mallory's is ignored for her access, carol's waits for the
-// round queued, and alice's, applied before the stop, is recorded
-// without a second round.
-func TestClaimLeftByAStoppedProcess(t *testing.T) {
+// A feedback job whose process died is rescued by River and runs again.
+// One that died before deciding decides now: mallory's is ignored for her
+// access, carol's waits for the round queued. One that died after its
+// delivery took the comment finds it decided and does nothing: alice's
+// sends the delivery back once.
+func TestFeedbackJobRunAgainActsOnce(t *testing.T) {
 	for _, dialect := range sqlstoretest.Dialects(t) {
-		t.Run(string(dialect), func(t *testing.T) { claimLeftByAStoppedProcess(t, dialect) })
+		t.Run(string(dialect), func(t *testing.T) { feedbackJobRunAgain(t, dialect) })
 	}
 }
 
-func claimLeftByAStoppedProcess(t *testing.T, dialect sqlstore.Dialect) {
+func feedbackJobRunAgain(t *testing.T, dialect sqlstore.Dialect) {
 	e, d, logs := feedbackEnv(t, dialect)
 	ctx := t.Context()
-	st := e.svc.Store()
-	claim := func(id int64, author, on string) sqlstore.Feedback {
+	queued := func(id int64, author, on string) queue.FeedbackArgs {
 		t.Helper()
 		now := e.in.Now()
 		fb := sqlstore.Feedback{Repo: "octo/app", Kind: "issue_comment", ID: id, Author: author, URL: fmt.Sprintf("https://github.com/octo/app/%s#issuecomment-%d", on, id),
-			State: sqlstore.FeedbackClaimed, CreatedAt: now, UpdatedAt: now}
-		if ok, err := st.ClaimFeedback(ctx, fb); err != nil || !ok {
-			t.Fatalf("claim %d: %v %v", id, ok, err)
+			State: sqlstore.FeedbackQueued, CreatedAt: now, UpdatedAt: now}
+		if ok, err := e.svc.Store().CreateFeedback(ctx, fb); err != nil || !ok {
+			t.Fatalf("record %d: %v %v", id, ok, err)
 		}
-		return fb
+		return queue.FeedbackArgs{Repo: fb.Repo, CommentKind: fb.Kind, CommentID: fb.ID}
 	}
-	claim(7001, "mallory", "issues/1")
-	alice := claim(7002, "alice", "pull/2")
-	// alice's was applied; the process stopped before recording it.
-	if _, err := e.svc.Feedback(ctx, d.ID, baton.Ref{Role: baton.RoleReview, Type: "github_comment", Label: "comment by @alice", URL: alice.URL}, "github:alice"); err != nil {
-		t.Fatal(err)
-	}
-	claim(7003, "carol", "issues/1")
-	sentBack := func() int {
+	sentBack := func(url string) int {
 		t.Helper()
 		entries, err := e.svc.PhaseLog(ctx, d.ID)
 		if err != nil {
@@ -397,35 +381,32 @@ func claimLeftByAStoppedProcess(t *testing.T, dialect sqlstore.Dialect) {
 		}
 		n := 0
 		for _, en := range entries {
-			if en.Action == string(delivery.ActFeedback) && strings.Contains(en.Note, alice.URL) {
+			if en.Action == string(delivery.ActFeedback) && strings.Contains(en.Note, url) {
 				n++
 			}
 		}
 		return n
 	}
-	before := sentBack()
-	if before == 0 {
-		t.Fatal("the delivery's phase log does not name the comment it was sent back for")
+	mallory, alice, carol := queued(7001, "mallory", "issues/1"), queued(7002, "alice", "pull/2"), queued(7003, "carol", "issues/1")
+	// alice's job decided, and its delivery took the comment, but its
+	// process died before River heard the job end.
+	first, err := e.in.HandleFeedback(ctx, alice, firstAttempt)
+	if err != nil || first.Outcome != sqlstore.FeedbackApplied {
+		t.Fatalf("alice's first run = %+v, %v; want applied", first, err)
 	}
-
+	aliceURL := "https://github.com/octo/app/pull/2#issuecomment-7002"
+	if n := sentBack(aliceURL); n != 1 {
+		t.Fatalf("the phase log names alice's comment %d times, want once", n)
+	}
 	e.gh.ResetRequests()
-	e.advance(intake.FeedbackLease - time.Minute)
-	if err := e.in.ResumeClaims(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if n := feedbackStates(t, e); n[sqlstore.FeedbackClaimed] != 3 {
-		t.Errorf("within the lease: %v, want the three claims left to their holder", n)
-	}
-	if reqs := e.gh.RequestLog(); len(reqs) != 0 {
-		t.Errorf("within the lease GitHub was asked %v", reqs)
-	}
-
-	e.advance(2 * time.Minute)
-	if err := e.in.ResumeClaims(ctx); err != nil {
-		t.Fatal(err)
+	again := queue.Job{ID: 1, Attempt: 2, MaxAttempts: 10}
+	for _, a := range []queue.FeedbackArgs{mallory, alice, carol} {
+		if _, err := e.in.HandleFeedback(ctx, a, again); err != nil {
+			t.Fatal(err)
+		}
 	}
 	got := map[int64]sqlstore.Feedback{}
-	list, err := st.FeedbackOf(ctx, "")
+	list, err := e.svc.Store().FeedbackOf(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,42 +422,74 @@ func claimLeftByAStoppedProcess(t *testing.T, dialect sqlstore.Dialect) {
 	if f := got[7003]; f.State != sqlstore.FeedbackDeferred || f.DeliveryID != d.ID {
 		t.Errorf("carol's = %s (%s), want deferred behind the queued round", f.State, f.Reason)
 	}
-	if n := sentBack(); n != before {
-		t.Errorf("alice's comment sent the delivery back again: %d phase log entries name it, were %d", n, before)
+	if n := sentBack(aliceURL); n != 1 {
+		t.Errorf("alice's comment sent the delivery back again: the phase log names it %d times", n)
 	}
 	asked := strings.Join(e.gh.RequestLog(), "\n")
-	for _, who := range []string{"mallory", "carol"} {
-		if !strings.Contains(asked, "/collaborators/"+who+"/permission") {
-			t.Errorf("%s's access was not asked again:\n%s", who, asked)
-		}
+	if strings.Contains(asked, "/collaborators/alice/permission") || strings.Contains(asked, "issues/comments/7002") {
+		t.Errorf("alice's decided comment was acted on again:\n%s", asked)
 	}
 	if !strings.Contains(logs.String(), "feedback from alice applied") {
 		t.Errorf("the log does not say what became of alice's comment:\n%s", logs.String())
 	}
+	// carol's round follows alice's: the end of alice's round applies it.
+	for cur := step(t, e, d.ID); cur.Phase == baton.PhaseImplement && !strings.Contains(sentBackURLs(t, e, d.ID), "7003"); cur = step(t, e, d.ID) {
+	}
+	if f, _ := e.svc.Store().FindFeedback(ctx, "octo/app", "issue_comment", 7003); f.State != sqlstore.FeedbackApplied {
+		t.Errorf("carol's after alice's round = %s, want applied", f.State)
+	}
+}
 
-	// Taken over once: a second tick, or a second process, finds nothing.
-	e.gh.ResetRequests()
-	if err := e.in.ResumeClaims(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if reqs := e.gh.RequestLog(); len(reqs) != 0 {
-		t.Errorf("a second tick asked GitHub %v", reqs)
-	}
-	if ok, err := st.RetakeFeedback(ctx, got[7001], e.in.Now(), e.in.Now()); err != nil || ok {
-		t.Errorf("retaking a recorded comment = %v %v, want refused", ok, err)
-	}
-	// Of two processes retaking one stale claim, one gets it.
-	stale := claim(7004, "alice", "issues/1")
-	later := e.in.Now().Add(intake.FeedbackLease + time.Second)
-	first, err := st.RetakeFeedback(ctx, stale, later.Add(-intake.FeedbackLease), later)
+// sentBackURLs is every review ref of the delivery, joined.
+func sentBackURLs(t *testing.T, e *env, id string) string {
+	t.Helper()
+	d, err := e.svc.Current(t.Context(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := st.RetakeFeedback(ctx, stale, later.Add(-intake.FeedbackLease), later)
-	if err != nil {
+	var urls []string
+	for _, r := range d.Refs {
+		if r.Role == baton.RoleReview {
+			urls = append(urls, r.URL)
+		}
+	}
+	return strings.Join(urls, " ")
+}
+
+// A feedback job whose GitHub fails on every attempt records the comment
+// as failed, with why, on its last; a rate limit snoozes it instead.
+func TestFeedbackJobThatGivesUp(t *testing.T) {
+	e, _, logs := feedbackEnv(t, sqlstore.SQLite)
+	ctx := t.Context()
+	now := e.in.Now()
+	fb := sqlstore.Feedback{Repo: "octo/app", Kind: "issue_comment", ID: 8001, Author: "dave", URL: "https://github.com/octo/app/issues/1#issuecomment-8001",
+		State: sqlstore.FeedbackQueued, CreatedAt: now, UpdatedAt: now}
+	if _, err := e.svc.Store().CreateFeedback(ctx, fb); err != nil {
 		t.Fatal(err)
 	}
-	if !first || second {
-		t.Errorf("two retakes = %v, %v; want one", first, second)
+	args := queue.FeedbackArgs{Repo: "octo/app", CommentKind: "issue_comment", CommentID: 8001}
+	e.gh.Fail("GET /repos/octo/app/collaborators/*/permission", githubtest.SecondaryRateLimit(time.Minute))
+	_, err := e.in.HandleFeedback(ctx, args, firstAttempt)
+	var sn *queue.SnoozeError
+	if !errors.As(err, &sn) || sn.Until.Sub(now) < 50*time.Second {
+		t.Fatalf("under a rate limit the job = %v, want snoozed until it resets", err)
+	}
+	e.gh.ClearFailures()
+	e.advance(2 * time.Minute)
+	e.gh.Fail("GET /repos/octo/app/collaborators/*/permission", githubtest.ServerError())
+	if _, err := e.in.HandleFeedback(ctx, args, queue.Job{Attempt: 9, MaxAttempts: 10}); err == nil {
+		t.Fatal("a failing GitHub did not fail the attempt")
+	}
+	if f, _ := e.svc.Store().FindFeedback(ctx, "octo/app", "issue_comment", 8001); f.State != sqlstore.FeedbackQueued {
+		t.Errorf("before its last attempt the comment is %s, want still queued", f.State)
+	}
+	if _, err := e.in.HandleFeedback(ctx, args, queue.Job{Attempt: 10, MaxAttempts: 10}); err == nil {
+		t.Fatal("the last failing attempt did not fail")
+	}
+	if f, _ := e.svc.Store().FindFeedback(ctx, "octo/app", "issue_comment", 8001); f.State != sqlstore.FeedbackFailed || !strings.Contains(f.Reason, "after 10 attempts") {
+		t.Errorf("after the last attempt the comment is %s (%s), want failed", f.State, f.Reason)
+	}
+	if !strings.Contains(logs.String(), "feedback from dave failed") {
+		t.Errorf("the log does not say the comment was given up:\n%s", logs.String())
 	}
 }

@@ -23,7 +23,6 @@ import (
 	"github.com/baton-agent/baton/internal/agentrun"
 	"github.com/baton-agent/baton/internal/delivery"
 	"github.com/baton-agent/baton/internal/github"
-	"github.com/baton-agent/baton/internal/notify"
 	"github.com/baton-agent/baton/internal/sqlstore"
 )
 
@@ -290,12 +289,12 @@ func apply(src *baton.Source, in SourceInput, checkAPIURL func(github.Repo, stri
 		}
 		n := *in.Notify
 		if n.WebhookURL != "" {
-			if err := notify.CheckURL("the notification webhook URL", n.WebhookURL); err != nil {
+			if err := baton.CheckTargetURL("the notification webhook URL", n.WebhookURL); err != nil {
 				return err
 			}
 		}
 		if n.SlackURL != "" {
-			if err := notify.CheckURL("the Slack webhook URL", n.SlackURL); err != nil {
+			if err := baton.CheckTargetURL("the Slack webhook URL", n.SlackURL); err != nil {
 				return err
 			}
 		}
@@ -657,10 +656,10 @@ func (s *Service) withdraw(ctx context.Context, src *baton.Source, si sqlstore.S
 // Run syncs sources as they fall due until ctx ends: every PollEvery of
 // the settings, never a source whose host's rate limit is in force, never
 // a paused one; with each sync it reads the source's new comments and
-// reviews (PollComments). Every tick (default 5s) it takes over comment
-// claims a stopped process left (ResumeClaims), applies feedback that
-// waited for its delivery, and looks again, so changed settings apply
-// without a restart.
+// reviews (PollComments). It looks every tick (default 5s), so changed
+// settings apply without a restart. Polling is not durable work: a poll
+// missed is the next one; what a poll finds (a delivery, a comment to
+// act on) is recorded with its job in one transaction.
 func (s *Service) Run(ctx context.Context, tick time.Duration) error {
 	if tick <= 0 {
 		tick = 5 * time.Second
@@ -668,12 +667,6 @@ func (s *Service) Run(ctx context.Context, tick time.Duration) error {
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
-		if err := s.ResumeClaims(ctx); err != nil && ctx.Err() == nil {
-			s.log().Warn("intake: feedback left by a stopped process: " + baton.ErrorMessage(err))
-		}
-		if err := s.ApplyDeferred(ctx); err != nil && ctx.Err() == nil {
-			s.log().Warn("intake: waiting feedback: " + baton.ErrorMessage(err))
-		}
 		s.pollDue(ctx)
 		select {
 		case <-ctx.Done():

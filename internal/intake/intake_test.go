@@ -282,13 +282,50 @@ func TestSameIssueIsOneDelivery(t *testing.T) {
 	}
 }
 
+// firstAttempt is a job's first of ten attempts.
+var firstAttempt = queue.Job{ID: 1, Attempt: 1, MaxAttempts: 10}
+
+// webhook sends a signed webhook and, as a server's jobs then do, handles
+// it and the feedback it queues, returning what became of it.
 func (e *env) webhook(event, body string) intake.WebhookResult {
 	e.t.Helper()
 	res, err := e.in.Webhook(e.t.Context(), intake.WebhookRequest{Event: event, Signature: intake.Sign("whsec", []byte(body)), Body: []byte(body)})
 	if err != nil {
 		e.t.Fatalf("webhook %s: %v", body, err)
 	}
-	return res
+	if res.Outcome != "queued" {
+		return res
+	}
+	if res, err = e.in.HandleWebhook(e.t.Context(), queue.WebhookArgs{ID: res.ID}, firstAttempt); err != nil {
+		e.t.Fatalf("handle webhook %s: %v", body, err)
+	}
+	if res.Outcome != "queued" {
+		return res
+	}
+	fr := e.workFeedback()
+	if len(fr) != 1 {
+		e.t.Fatalf("a comment webhook queued %d pieces of feedback, want 1", len(fr))
+	}
+	return intake.WebhookResult{Outcome: fr[0].Outcome, Reason: fr[0].Reason, SourceID: res.SourceID, DeliveryID: fr[0].DeliveryID}
+}
+
+// workFeedback works the queued feedback jobs as a server does, oldest
+// first, and returns what each did.
+func (e *env) workFeedback() []intake.FeedbackResult {
+	e.t.Helper()
+	list, err := e.svc.Store().FeedbackOf(e.t.Context(), sqlstore.FeedbackQueued)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []intake.FeedbackResult
+	for _, fb := range list {
+		res, err := e.in.HandleFeedback(e.t.Context(), queue.FeedbackArgs{Repo: fb.Repo, CommentKind: fb.Kind, CommentID: fb.ID}, firstAttempt)
+		if err != nil {
+			e.t.Fatalf("feedback %s: %v", fb.URL, err)
+		}
+		out = append(out, res)
+	}
+	return out
 }
 
 var eventSeq atomic.Int64

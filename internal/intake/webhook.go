@@ -15,6 +15,7 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/github"
+	"github.com/baton-agent/baton/internal/queue"
 	"github.com/baton-agent/baton/internal/sqlstore"
 )
 
@@ -54,13 +55,18 @@ type WebhookRequest struct {
 
 // WebhookResult says what a webhook did.
 type WebhookResult struct {
-	// Outcome is "created", "exists", "closed", "ignored", "pong", or
-	// "duplicate" for a delivery already handled; for a comment or review,
-	// "applied" or "deferred" (see FeedbackResult).
+	// Outcome is, as the webhook is answered, "queued" (its job handles
+	// it), "duplicate" for a delivery already received, "pong" for a
+	// ping, or "ignored"; as its job handled it, "created", "exists",
+	// "closed" or "ignored", or for a comment or review, "queued" (its
+	// feedback job acts on it; see FeedbackResult).
 	Outcome    string `json:"outcome"`
 	Reason     string `json:"reason,omitempty"`
 	SourceID   string `json:"source_id,omitempty"`
 	DeliveryID string `json:"delivery_id,omitempty"`
+	// ID names the webhook delivery (X-GitHub-Delivery, or the body's
+	// digest without one): its job's argument.
+	ID string `json:"-"`
 }
 
 // Payload is the part of a GitHub webhook body intake reads.
@@ -167,17 +173,19 @@ func Sign(secret string, body []byte) string {
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }
 
-// Webhook handles one GitHub webhook delivery, sent as JSON or as a form
-// (its payload field; see EventJSON). The signature is checked first, with the secret of the repository's source or the server's:
-// nothing is read or stored before that. Then the delivery is claimed in
-// the database: one already handled within ReplayWindow (by id, or by an
-// identical body) is "duplicate" and not acted on again. A ping, an event
-// for a repository without a source, or an event intake does not act on
-// is "ignored" (or "pong"). issues events: opened, labeled and reopened
-// with the source's label bring the issue in; closed, and unlabeled of the
-// label, close its delivery. An issue that is not in the source's
-// repository is refused (Invalid wrapping ErrForeignIssue): a source's
-// secret speaks for its own repository only.
+// Webhook takes one GitHub webhook delivery, sent as JSON or as a form
+// (its payload field; see EventJSON), and answers once it is verified and
+// recorded: the handling is a job (HandleWebhook), so GitHub's request
+// never waits for it. The signature is checked first, with the secret of
+// the repository's source or the server's: nothing is read or stored
+// before that. Then the delivery is recorded in the database with its
+// job, in one transaction: one already received within ReplayWindow (by
+// id, or by an identical body) is "duplicate" and not acted on again. A
+// ping, an event for a repository without a source or with a paused one,
+// or an event intake does not act on is answered at once ("pong",
+// "ignored") and recorded with no job. An issue or comment that is not in
+// the source's repository is refused (Invalid wrapping ErrForeignIssue):
+// a source's secret speaks for its own repository only.
 func (s *Service) Webhook(ctx context.Context, req WebhookRequest) (WebhookResult, error) {
 	body := req.Body
 	event, perr := EventJSON(req.ContentType, body)
@@ -208,45 +216,164 @@ func (s *Service) Webhook(ctx context.Context, req WebhookRequest) (WebhookResul
 	if perr != nil {
 		return WebhookResult{}, perr
 	}
-	claim, err := s.claim(ctx, req)
+	r, queued, err := triage(req.Event, p, src)
 	if err != nil {
-		return WebhookResult{}, err
+		return r, err
 	}
-	if !claim.fresh {
-		return WebhookResult{Outcome: "duplicate", Reason: "already handled: this webhook delivery was received before, and is acted on once"}, nil
-	}
-	r, err := s.webhook(ctx, req.Event, p, src)
+	w, err := s.record(req)
 	if err != nil {
-		// Let GitHub's redelivery try again.
-		if rerr := s.store().ReleaseWebhook(context.WithoutCancel(ctx), claim.id); rerr != nil {
-			err = errors.Join(err, rerr)
+		return r, err
+	}
+	r.ID = w.ID
+	if queued {
+		w.Event, w.Payload = req.Event, string(event)
+	} else {
+		w.Outcome, w.Reason = r.Outcome, r.Reason
+	}
+	fresh := false
+	err = s.Deliveries.Queue.InTx(ctx, func(tx queue.Tx) error {
+		var err error
+		if fresh, err = tx.Store().CreateWebhook(ctx, w, w.ReceivedAt.Add(-ReplayWindow)); err != nil || !fresh || !queued {
+			return err
+		}
+		return tx.Enqueue(ctx, queue.WebhookArgs{ID: w.ID})
+	})
+	switch {
+	case err != nil:
+		return r, err
+	case !fresh:
+		return WebhookResult{Outcome: "duplicate", Reason: "already handled: this webhook delivery was received before, and is acted on once", ID: w.ID}, nil
+	}
+	return r, nil
+}
+
+// triage decides at once what a verified webhook needs no work for, and
+// refuses an issues event without its issue, and an issue, comment or
+// review that is not in the source's repository; queued is true for the
+// rest.
+func triage(event string, p Payload, src *baton.Source) (r WebhookResult, queued bool, err error) {
+	switch {
+	case event == "ping":
+		return WebhookResult{Outcome: "pong"}, false, nil
+	case src == nil:
+		return WebhookResult{Outcome: "ignored", Reason: "no source for " + baton.Truncate(p.Repository.FullName, 100, "…")}, false, nil
+	}
+	r = WebhookResult{Outcome: "ignored", SourceID: src.ID}
+	var where string
+	switch {
+	case src.Paused:
+		r.Reason = "the source is paused"
+		return r, false, nil
+	case event == "issues":
+		if p.Issue == nil || p.Issue.Number <= 0 {
+			return r, false, baton.Errorf(baton.Invalid, "an issues event without an issue")
+		}
+		if len(p.Issue.PullRequest) > 0 && string(p.Issue.PullRequest) != "null" {
+			r.Reason = "a pull request"
+			return r, false, nil
+		}
+		ref, err := issueOf(src, p.Issue.HTMLURL)
+		if err != nil {
+			return r, false, err
+		}
+		if ref.Number != p.Issue.Number {
+			return r, false, baton.WrapError(baton.Invalid, ErrForeignIssue, "the event names issue #%d but its html_url is %s: refused", p.Issue.Number, ref.URL())
+		}
+	case event == "issue_comment" && p.Issue != nil:
+		where = p.Issue.HTMLURL
+	case event == "pull_request_review" && p.PullRequest != nil:
+		where = p.PullRequest.HTMLURL
+	case event != "issue_comment" && event != "pull_request_review":
+		r.Reason = "baton acts on issues, issue_comment and pull_request_review events only"
+		return r, false, nil
+	}
+	if where != "" {
+		if _, err := issueOf(src, where); err != nil {
+			return r, false, err
 		}
 	}
-	return r, err
+	r.Outcome, r.Reason = "queued", "to be handled by its job"
+	return r, true, nil
 }
 
-type webhookClaim struct {
-	id    string
-	fresh bool
-}
-
-// claim records a verified delivery, reporting whether it is new.
-func (s *Service) claim(ctx context.Context, req WebhookRequest) (webhookClaim, error) {
+// record names a verified delivery: GitHub's id, else its body's digest.
+func (s *Service) record(req WebhookRequest) (sqlstore.WebhookDelivery, error) {
 	sum := sha256.Sum256(req.Body)
 	digest := hex.EncodeToString(sum[:])
 	id := strings.TrimSpace(req.Delivery)
 	if len(id) > 100 || strings.ContainsFunc(id, func(r rune) bool { return r < '!' || r > '~' }) {
-		return webhookClaim{}, baton.Errorf(baton.Invalid, "bad X-GitHub-Delivery %q: want GitHub's delivery id", baton.Truncate(id, 100, "…"))
+		return sqlstore.WebhookDelivery{}, baton.Errorf(baton.Invalid, "bad X-GitHub-Delivery %q: want GitHub's delivery id", baton.Truncate(id, 100, "…"))
 	}
 	if id == "" {
 		id = "sha256:" + digest
 	}
-	now := s.now()
-	fresh, err := s.store().ClaimWebhook(ctx, sqlstore.WebhookDelivery{ID: id, BodySHA256: digest, ReceivedAt: now}, now.Add(-ReplayWindow))
-	return webhookClaim{id: id, fresh: fresh}, err
+	return sqlstore.WebhookDelivery{ID: id, BodySHA256: digest, ReceivedAt: s.now()}, nil
 }
 
-// webhook acts on a verified, new delivery.
+// WorkWebhook is the queue's handler of webhook jobs: HandleWebhook.
+func (s *Service) WorkWebhook(ctx context.Context, a queue.WebhookArgs, job queue.Job) error {
+	_, err := s.HandleWebhook(ctx, a, job)
+	return err
+}
+
+// HandleWebhook handles a webhook Webhook recorded (see webhook), once:
+// what it did is recorded and logged, and its payload dropped. An issue
+// outside the source's repository is refused and logged. A rate limit
+// snoozes the job until it resets; another failure fails the attempt, and
+// River tries again; when the last attempt fails, the webhook is
+// forgotten, so GitHub's redelivery of it is acted on.
+func (s *Service) HandleWebhook(ctx context.Context, a queue.WebhookArgs, job queue.Job) (WebhookResult, error) {
+	w, err := s.store().FindWebhook(ctx, a.ID)
+	if baton.ErrorCode(err) == baton.NotFound {
+		return WebhookResult{}, nil
+	}
+	if err != nil {
+		return WebhookResult{}, err
+	}
+	if w.Payload == "" {
+		return WebhookResult{Outcome: "duplicate", Reason: "already handled: " + w.Outcome, ID: w.ID}, nil
+	}
+	log := s.log().With("webhook", w.ID, "event", w.Event)
+	p, err := ParsePayload([]byte(w.Payload))
+	var src *baton.Source
+	if err == nil && p.Repository.FullName != "" {
+		src, err = s.sourceFor(ctx, p.Repository.FullName, p.Repository.HTMLURL)
+		if baton.ErrorCode(err) == baton.NotFound {
+			src, err = nil, nil
+		}
+	}
+	var r WebhookResult
+	if err == nil {
+		r, err = s.webhook(ctx, w.Event, p, src)
+	}
+	r.ID = w.ID
+	var rl *github.RateLimitError
+	switch {
+	case err == nil:
+	case baton.ErrorCode(err) == baton.Invalid:
+		r.Outcome, r.Reason = "refused", baton.ErrorMessage(err)
+		log.Warn("intake: webhook refused: "+r.Reason, "source", r.SourceID)
+		return r, errors.Join(err, s.store().HandledWebhook(context.WithoutCancel(ctx), w.ID, r.Outcome, r.Reason))
+	case errors.As(err, &rl):
+		return r, &queue.SnoozeError{Until: rl.Reset, Err: err}
+	case job.Last():
+		log.Warn(fmt.Sprintf("intake: webhook not handled after %d attempts, forgotten so that GitHub's redelivery acts: %s", job.Attempt, baton.ErrorMessage(err)))
+		return r, errors.Join(err, s.store().ReleaseWebhook(context.WithoutCancel(ctx), w.ID))
+	default:
+		return r, err
+	}
+	if err := s.store().HandledWebhook(context.WithoutCancel(ctx), w.ID, r.Outcome, r.Reason); err != nil {
+		return r, err
+	}
+	msg := fmt.Sprintf("intake: webhook %s %s", w.Event, r.Outcome)
+	if r.Reason != "" {
+		msg += ": " + r.Reason
+	}
+	log.Info(msg, "source", r.SourceID, "delivery", r.DeliveryID)
+	return r, nil
+}
+
+// webhook acts on a verified, new delivery, for its job.
 func (s *Service) webhook(ctx context.Context, event string, p Payload, src *baton.Source) (WebhookResult, error) {
 	if event == "ping" {
 		return WebhookResult{Outcome: "pong"}, nil
@@ -381,18 +508,7 @@ func (s *Service) commentWebhook(ctx context.Context, event string, p Payload, s
 		r.Reason = "it does not mention " + s.handle() + " or request changes"
 		return r, nil
 	}
-	if s.GitHub == nil {
-		return r, baton.Errorf(baton.Unavailable, "this server was started without GitHub access, so comments cannot be acted on")
-	}
-	repo, err := github.ParseRepo(src.Repo)
-	if err != nil {
-		return r, err
-	}
-	c, err := s.GitHub(ctx, repo, src.APIURL)
-	if err != nil {
-		return r, err
-	}
-	fr, err := s.feedback(ctx, src, c, ev)
+	fr, err := s.feedback(ctx, src, ev)
 	if err != nil {
 		return r, err
 	}

@@ -9,16 +9,67 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/intake"
+	"github.com/baton-agent/baton/internal/queue"
+	"github.com/baton-agent/baton/internal/sqlstore"
 	"github.com/baton-agent/baton/internal/sqlstore/sqlstoretest"
 )
 
+// send sends a signed webhook (an issues event unless req names one) and,
+// when it was queued, handles it as its job does.
 func (e *env) send(req intake.WebhookRequest) (intake.WebhookResult, error) {
 	e.t.Helper()
 	req.Signature = intake.Sign("whsec", req.Body)
 	if req.Event == "" {
 		req.Event = "issues"
 	}
-	return e.in.Webhook(e.t.Context(), req)
+	res, err := e.in.Webhook(e.t.Context(), req)
+	if err != nil || res.Outcome != "queued" {
+		return res, err
+	}
+	return e.in.HandleWebhook(e.t.Context(), queue.WebhookArgs{ID: res.ID}, firstAttempt)
+}
+
+// GitHub's request is answered once the webhook is verified and recorded
+// with its job: nothing is handled, and GitHub is asked nothing, before
+// the job runs. The job handles it once, and keeps what it did.
+func TestWebhookAnswersBeforeItIsHandled(t *testing.T) {
+	t.Parallel()
+	e, d, _ := feedbackEnv(t, sqlstore.SQLite)
+	e.gh.ResetRequests()
+	ctx := t.Context()
+	issue := intake.WebhookRequest{Event: "issues", Delivery: "d-issue", Body: labeled(7, "https://github.com/octo/app/issues/7")}
+	comment := intake.WebhookRequest{Event: "issue_comment", Delivery: "d-comment", Body: []byte(commentEvent("created", "alice", "@baton also greet bots", 1, false))}
+	var ids []string
+	for _, req := range []intake.WebhookRequest{issue, comment} {
+		req.Signature = intake.Sign("whsec", req.Body)
+		res, err := e.in.Webhook(ctx, req)
+		if err != nil || res.Outcome != "queued" {
+			t.Fatalf("%s webhook answered %+v, %v; want queued", req.Event, res, err)
+		}
+		ids = append(ids, res.ID)
+	}
+	if _, total := e.deliveries(); total != 1 {
+		t.Errorf("%d deliveries before the jobs ran, want the fixture's only", total)
+	}
+	if reqs := e.gh.RequestLog(); len(reqs) != 0 {
+		t.Errorf("answering the webhooks asked GitHub %v", reqs)
+	}
+	for i, want := range []string{"created", "queued"} {
+		res, err := e.in.HandleWebhook(ctx, queue.WebhookArgs{ID: ids[i]}, firstAttempt)
+		if err != nil || res.Outcome != want {
+			t.Errorf("job of %s = %+v, %v; want %s", ids[i], res, err, want)
+		}
+		w, err := e.svc.Store().FindWebhook(ctx, ids[i])
+		if err != nil || w.Outcome != want || w.Payload != "" {
+			t.Errorf("recorded %s = %+v, %v; want %s without its payload", ids[i], w, err, want)
+		}
+		if again, _ := e.in.HandleWebhook(ctx, queue.WebhookArgs{ID: ids[i]}, firstAttempt); again.Outcome != "duplicate" {
+			t.Errorf("the job of %s run again = %+v, want duplicate", ids[i], again)
+		}
+	}
+	if fr := e.workFeedback(); len(fr) != 1 || fr[0].Outcome != sqlstore.FeedbackApplied || fr[0].DeliveryID != d.ID {
+		t.Errorf("the comment's feedback = %+v, want applied to %s", fr, d.ID)
+	}
 }
 
 // labeled is a signed-looking issues event for the source octo/app whose
@@ -66,7 +117,7 @@ func TestWebhookRefusesIssuesOfOtherRepositories(t *testing.T) {
 // A delivery is acted on once: the same X-GitHub-Delivery, or the same
 // signed body under a new id, is "duplicate" for a day, also to a new
 // service on the same database (another server, or after a restart).
-// A delivery whose handling failed is not remembered, so GitHub can send
+// A delivery refused as it arrives is not remembered, so GitHub can send
 // it again.
 func TestWebhookReplaysAreHandledOnce(t *testing.T) {
 	for _, dialect := range sqlstoretest.Dialects(t) {

@@ -68,3 +68,22 @@ func SpendLine(l *baton.Loop, now time.Time) string {
 	parts = append(parts, act)
 	return strings.Join(parts, ", ")
 }
+
+// Budgets says in words what makes l pause ("" when it has no budget):
+// "50000 tokens, $2.50 or 1h30m0s active".
+func Budgets(l *baton.Loop) string {
+	var parts []string
+	if l.MaxTokens > 0 {
+		parts = append(parts, fmt.Sprintf("%d tokens", l.MaxTokens))
+	}
+	if l.MaxCostUSD > 0 {
+		parts = append(parts, fmt.Sprintf("$%.2f", l.MaxCostUSD))
+	}
+	if l.MaxDuration > 0 {
+		parts = append(parts, l.MaxDuration.String()+" active")
+	}
+	if len(parts) <= 1 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
+}

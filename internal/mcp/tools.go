@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -92,11 +93,11 @@ var allTools = []tool{
 	}},
 	{"loop_cancel", func(s *Server) {
 		addTool(s, &sdk.Tool{Name: "loop_cancel", Annotations: ends,
-			Description: "Cancel a loop (default: the foreground loop); it is kept but never runs again."}, s.loopCancel)
+			Description: "Cancel a loop (default: the foreground loop); it is kept."}, s.loopCancel)
 	}},
 	{"search", func(s *Server) {
 		addTool(s, &sdk.Tool{Name: "search", Annotations: readOnly,
-			Description: "Find words in packets, loop prompts and notes (and transcripts if enabled); best first."}, s.search)
+			Description: "Find words in packets, loops and notes (and transcripts if on), best first."}, s.search)
 	}},
 	{"review_pr_brief", func(s *Server) {
 		addTool(s, &sdk.Tool{Name: "review_pr_brief", Annotations: readRemote,
@@ -379,32 +380,24 @@ type loopStartIn struct {
 	MaxIterations *int     `json:"max_iterations,omitempty" jsonschema:"limit (default 20; 0 = none)"`
 	Promises      []string `json:"promises,omitempty" jsonschema:"texts that end the loop (default DONE)"`
 	SessionID     string   `json:"session_id,omitempty" jsonschema:"default: the first to stop"`
+	// Budgets, as the CLI's --max-tokens, --max-cost and --max-duration.
+	MaxTokens          int64   `json:"max_tokens,omitempty"`
+	MaxCostUSD         float64 `json:"max_cost_usd,omitempty"`
+	MaxDurationSeconds float64 `json:"max_duration_seconds,omitempty"`
+	// Verify, as the CLI's --verify and --verify-timeout.
+	Verify               []string `json:"verify,omitempty" jsonschema:"commands a promise must pass"`
+	VerifyTimeoutSeconds float64  `json:"verify_timeout_seconds,omitempty"`
 }
 
-// loopOut is a loop as the loop tools give it.
-type loopOut struct {
-	ID            string   `json:"id"`
-	Status        string   `json:"status"`
-	Foreground    bool     `json:"foreground"`
-	Iteration     int      `json:"iteration"`
-	MaxIterations int      `json:"max_iterations"`
-	Promises      []string `json:"completion_promises"`
-	SessionID     string   `json:"session_id,omitempty"`
-	Outcome       string   `json:"outcome,omitempty"`
-	// Foreign: the loop came with the repository (or a checkout changed
-	// it) and does not run here until a person adopts it.
-	Foreign bool   `json:"foreign,omitempty"`
-	Prompt  string `json:"prompt,omitempty"`
-}
-
-func toLoopOut(st *fsstore.Store, l *baton.Loop, withPrompt bool) loopOut {
+// loopView is l as the loop tools give it: the view every edge shows
+// (loop.View), with its prompt or without.
+func loopView(st *fsstore.Store, l *baton.Loop, withPrompt bool, now time.Time) loop.View {
 	fg, _ := st.Foreground()
-	o := loopOut{ID: l.ID, Status: string(l.Status), Foreground: fg.Has(l.ID), Iteration: l.Iteration, MaxIterations: l.MaxIterations,
-		Promises: nonNil(l.CompletionPromises), SessionID: l.SessionID, Outcome: l.Outcome, Foreign: !l.Status.Ended() && !fg.Trusts(l)}
+	path, _ := st.LoopPath(l.ID)
 	if withPrompt {
-		o.Prompt = l.Prompt
+		return loop.NewView(l, path, fg, now)
 	}
-	return o
+	return loop.NewListItem(l, path, fg, now)
 }
 
 func (s *Server) loopStart(ctx context.Context, _ *sdk.CallToolRequest, in loopStartIn) (*sdk.CallToolResult, any, error) {
@@ -421,6 +414,9 @@ func (s *Server) loopStart(ctx context.Context, _ *sdk.CallToolRequest, in loopS
 		}
 		max = *in.MaxIterations
 	}
+	if in.MaxTokens < 0 || in.MaxCostUSD < 0 || in.MaxDurationSeconds < 0 || in.VerifyTimeoutSeconds < 0 {
+		return nil, nil, baton.Errorf(baton.Invalid, "max_tokens, max_cost_usd, max_duration_seconds and verify_timeout_seconds must be 0 (no limit; the default timeout) or more")
+	}
 	st, err := s.writeStore(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -428,19 +424,24 @@ func (s *Server) loopStart(ctx context.Context, _ *sdk.CallToolRequest, in loopS
 	// A loop from a packet runs the packet's validators, which a checkout
 	// may have carried: started by an agent, it waits for a person to
 	// adopt it.
-	l, _, err := loop.Start(ctx, st, loop.StartRequest{Prompt: in.Prompt, FromPacket: in.FromPacket, MaxIterations: max, Promises: in.Promises, SessionID: in.SessionID, Now: s.opts.Now(), NoAdopt: true})
+	l, _, err := loop.Start(ctx, st, loop.StartRequest{Prompt: in.Prompt, FromPacket: in.FromPacket, MaxIterations: max, Promises: in.Promises, SessionID: in.SessionID,
+		MaxTokens: in.MaxTokens, MaxCostUSD: in.MaxCostUSD, MaxDuration: seconds(in.MaxDurationSeconds),
+		Verify: in.Verify, VerifyTimeout: seconds(in.VerifyTimeoutSeconds), Now: s.opts.Now(), NoAdopt: true})
 	if err != nil {
 		return nil, nil, err
 	}
 	s.syncIfChanged()
 	if fg, _ := st.Foreground(); !fg.Trusts(l) {
-		return text("Loop %s was created from packet %s, whose validators it would run as its verify commands; it does not run until the user reads it (`baton loop show %s`) and adopts it (`baton loop adopt %s`).", l.ID, l.SourcePacketID, l.ID, l.ID), toLoopOut(st, l, false), nil
+		return text("Loop %s was created from packet %s, whose validators it would run as its verify commands; it does not run until the user reads it (`baton loop show %s`) and adopts it (`baton loop adopt %s`).", l.ID, l.SourcePacketID, l.ID, l.ID), loopView(st, l, false, s.opts.Now()), nil
 	}
 	limit := "no iteration limit"
 	if l.MaxIterations > 0 {
 		limit = fmt.Sprintf("at most %d iterations", l.MaxIterations)
 	}
-	return text("Loop %s started (%s). Work on the prompt now; at each stop it comes back until you %s.", l.ID, limit, loop.HowToFinish(l)), toLoopOut(st, l, false), nil
+	if b := loop.Budgets(l); b != "" {
+		limit += "; it pauses at " + b
+	}
+	return text("Loop %s started (%s). Work on the prompt now; at each stop it comes back until you %s.", l.ID, limit, loop.HowToFinish(l)), loopView(st, l, false, s.opts.Now()), nil
 }
 
 type loopRefIn struct {
@@ -462,7 +463,7 @@ func (s *Server) loopStatus(_ context.Context, _ *sdk.CallToolRequest, in loopRe
 	} else {
 		msg += "Outcome: " + l.Outcome
 	}
-	return text("%s\nPrompt:\n%s", msg, l.Prompt), toLoopOut(st, l, true), nil
+	return text("%s\nPrompt:\n%s", msg, l.Prompt), loopView(st, l, true, s.opts.Now()), nil
 }
 
 func (s *Server) loopCancel(ctx context.Context, _ *sdk.CallToolRequest, in loopRefIn) (*sdk.CallToolResult, any, error) {
@@ -478,7 +479,7 @@ func (s *Server) loopCancel(ctx context.Context, _ *sdk.CallToolRequest, in loop
 	if err != nil {
 		return nil, nil, err
 	}
-	return text("Loop %s: %s -> cancelled at iteration %d.", l.ID, from, l.Iteration), toLoopOut(st, l, false), nil
+	return text("Loop %s: %s -> cancelled at iteration %d.", l.ID, from, l.Iteration), loopView(st, l, false, s.opts.Now()), nil
 }
 
 // searchIn is only the words: the list of tools costs context on every
@@ -619,3 +620,6 @@ func nonNil[T any](s []T) []T {
 	}
 	return s
 }
+
+// seconds is a duration given in seconds, to the millisecond.
+func seconds(s float64) time.Duration { return time.Duration(s*1000) * time.Millisecond }

@@ -1,11 +1,14 @@
 // Package notify tells people about deliveries where they are: outbound
 // webhooks (a JSON body, signed with HMAC-SHA256 like GitHub's own) and
 // Slack incoming webhooks, when a delivery waits for a person, fails or
-// closes. The delivery pipeline writes each notice in the transaction of
-// its change (the notifications table); a Notifier in `baton serve` sends
-// it to the server's targets and to those of the delivery's source,
-// retrying each target that failed with a growing wait, and never sends
-// one target a notice twice.
+// closes. The delivery pipeline writes each notice, and the River job
+// that sends it, in the transaction of its change (the notifications
+// table, queue.NoticeArgs); a Notifier in `baton serve` works the job:
+// it sends the notice to the server's targets and to those of the
+// delivery's source, records each target that took it, and fails the
+// attempt while one did not, so River tries again, later each time, and
+// never sends one target a notice twice (a process killed between a
+// target's answer and the record sends it again: at least once).
 //
 // Targets are set by the server's operator only (serve's flags and
 // environment, `baton source add`), never through the API: a webhook URL
@@ -35,6 +38,7 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/delivery"
+	"github.com/baton-agent/baton/internal/queue"
 	"github.com/baton-agent/baton/internal/sqlstore"
 )
 
@@ -48,15 +52,9 @@ const (
 	IDHeader    = "X-Baton-Delivery" // the notification's id: the same on a retry
 )
 
-// Defaults.
 const (
-	DefaultMaxAttempts = 8
 	// sendTimeout bounds one request to a target.
 	sendTimeout = 10 * time.Second
-	// claimLease is how long a notifier holds a notification it sends.
-	claimLease = time.Minute
-	// keep is how long sent and abandoned notifications are kept.
-	keep = 7 * 24 * time.Hour
 	// maxReplyRead bounds what is read of a target's answer.
 	maxReplyRead = 4 << 10
 )
@@ -70,31 +68,9 @@ type Notifier struct {
 	PublicURL string
 	// Client sends the requests (default: one with a 10 s timeout that
 	// follows no redirect).
-	Client *http.Client
-	// Backoff is the wait after the nth failed attempt (default
-	// Backoff).
-	Backoff     func(attempt int) time.Duration
-	MaxAttempts int
-	Now         func() time.Time
-	Log         *slog.Logger
-	UserAgent   string
-}
-
-// Backoff waits 10 s after the first failed attempt, then 30 s, 1, 5, 15
-// and 30 minutes, then an hour.
-func Backoff(attempt int) time.Duration {
-	steps := []time.Duration{10 * time.Second, 30 * time.Second, time.Minute, 5 * time.Minute, 15 * time.Minute, 30 * time.Minute}
-	if attempt >= 1 && attempt <= len(steps) {
-		return steps[attempt-1]
-	}
-	return time.Hour
-}
-
-func (n *Notifier) now() time.Time {
-	if n.Now == nil {
-		return time.Now().UTC()
-	}
-	return n.Now().UTC()
+	Client    *http.Client
+	Log       *slog.Logger
+	UserAgent string
 }
 
 func (n *Notifier) log() *slog.Logger {
@@ -109,17 +85,6 @@ func (n *Notifier) client() *http.Client {
 		return n.Client
 	}
 	return &http.Client{Timeout: sendTimeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-}
-
-// CheckURL says whether u may be a target: an http(s) URL with a host
-// and no credentials in it. The message never repeats the URL, which may
-// be a credential itself (Slack's).
-func CheckURL(what, u string) error {
-	p, err := url.Parse(strings.TrimSpace(u))
-	if err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" || p.User != nil || p.Fragment != "" {
-		return baton.Errorf(baton.Invalid, "%s is not an http(s) URL without credentials", what)
-	}
-	return nil
 }
 
 // target is one place a notice goes.
@@ -150,55 +115,23 @@ func targetsOf(n baton.Notify, whose string) []target {
 	return out
 }
 
-// Run sends due notifications until ctx ends, looking every tick
-// (default 2 s), and drops old finished ones once an hour.
-func (n *Notifier) Run(ctx context.Context, tick time.Duration) error {
-	if tick <= 0 {
-		tick = 2 * time.Second
+// Send works a notice job: it sends the notification to the targets that
+// have not taken it and records each that does. While one fails, the
+// attempt fails and River tries again; on the job's last attempt the
+// notification is given up, and the log says so. A notification sent (or
+// gone) leaves nothing behind.
+func (n *Notifier) Send(ctx context.Context, args queue.NoticeArgs, job queue.Job) error {
+	no, err := n.Store.FindNotification(ctx, args.ID)
+	if baton.ErrorCode(err) == baton.NotFound {
+		return nil // sent by an attempt whose end was not recorded
 	}
-	t := time.NewTicker(tick)
-	defer t.Stop()
-	var pruned time.Time
-	for {
-		if _, err := n.SendDue(ctx); err != nil && ctx.Err() == nil {
-			n.log().Warn("notify: " + baton.ErrorMessage(err))
-		}
-		if now := n.now(); now.Sub(pruned) > time.Hour {
-			if _, err := n.Store.PruneNotifications(ctx, now.Add(-keep)); err == nil {
-				pruned = now
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
+	if err != nil {
+		return err
 	}
-}
-
-// SendDue sends every notification due now, one at a time, and returns
-// how many it handled.
-func (n *Notifier) SendDue(ctx context.Context) (int, error) {
-	handled := 0
-	for ctx.Err() == nil {
-		no, err := n.Store.ClaimNotification(ctx, n.now(), claimLease)
-		if err != nil || no == nil {
-			return handled, err
-		}
-		handled++
-		if err := n.send(ctx, no); err != nil {
-			return handled, err
-		}
-	}
-	return handled, nil
-}
-
-// send delivers one notification to the targets that have not taken it.
-func (n *Notifier) send(ctx context.Context, no *sqlstore.Notification) error {
 	var notice delivery.Notice
 	if err := json.Unmarshal([]byte(no.Body), &notice); err != nil {
-		no.State, no.LastError = sqlstore.NotificationFailed, "the stored notice does not parse: "+err.Error()
-		return n.Store.SaveNotification(ctx, no)
+		n.log().Warn(fmt.Sprintf("notify: notification %d of delivery %s does not parse, dropped: %v", no.ID, no.DeliveryID, err))
+		return n.Store.DeleteNotification(ctx, no.ID)
 	}
 	notice.Delivery.URL = delivery.DashboardURL(n.PublicURL, notice.Delivery.ID)
 	body, err := json.Marshal(notice)
@@ -221,30 +154,23 @@ func (n *Notifier) send(ctx context.Context, no *sqlstore.Notification) error {
 			continue
 		}
 		no.Done = append(no.Done, t.key)
-	}
-	no.Attempts++
-	switch {
-	case len(failed) == 0:
-		no.State, no.LastError = sqlstore.NotificationSent, ""
-	case no.Attempts >= n.maxAttempts():
-		no.State, no.LastError = sqlstore.NotificationFailed, strings.Join(failed, "; ")
-		n.log().Warn(fmt.Sprintf("notify: gave up on %s of delivery %s after %d attempts: %s", no.Event, no.DeliveryID, no.Attempts, no.LastError))
-	default:
-		backoff := n.Backoff
-		if backoff == nil {
-			backoff = Backoff
+		if err := n.Store.SetNotificationDone(context.WithoutCancel(ctx), no.ID, no.Done); err != nil {
+			return err
 		}
-		no.LastError, no.NextAt = strings.Join(failed, "; "), n.now().Add(backoff(no.Attempts))
-		n.log().Info(fmt.Sprintf("notify: %s of delivery %s not sent (attempt %d), again at %s: %s", no.Event, no.DeliveryID, no.Attempts, no.NextAt.Format(time.RFC3339), no.LastError))
 	}
-	return n.Store.SaveNotification(ctx, no)
-}
-
-func (n *Notifier) maxAttempts() int {
-	if n.MaxAttempts > 0 {
-		return n.MaxAttempts
+	if len(failed) == 0 {
+		return n.Store.DeleteNotification(context.WithoutCancel(ctx), no.ID)
 	}
-	return DefaultMaxAttempts
+	why := strings.Join(failed, "; ")
+	if job.Last() {
+		n.log().Warn(fmt.Sprintf("notify: gave up on %s of delivery %s after %d attempts: %s", no.Event, no.DeliveryID, job.Attempt, why))
+		if err := n.Store.DeleteNotification(context.WithoutCancel(ctx), no.ID); err != nil {
+			return err
+		}
+	} else {
+		n.log().Info(fmt.Sprintf("notify: %s of delivery %s not sent (attempt %d of %d), tried again later: %s", no.Event, no.DeliveryID, job.Attempt, job.MaxAttempts, why))
+	}
+	return errors.New(why)
 }
 
 // sourceOf finds the source of a delivery's repository, nil when it has

@@ -1,11 +1,15 @@
 package notify_test
 
 import (
+	"context"
 	"crypto/hmac"
 	"encoding/json"
+	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -67,20 +71,79 @@ const (
 type env struct {
 	svc   *delivery.Service
 	store *sqlstore.Store
+	dsn   string
 	now   time.Time
 }
 
 func newEnv(t *testing.T, dialect sqlstore.Dialect) *env {
 	t.Helper()
-	q, err := queue.Open(t.Context(), sqlstoretest.DSN(t, dialect), queue.Config{})
+	e := &env{now: time.Now().UTC(), dsn: sqlstoretest.DSN(t, dialect)}
+	q, err := queue.Open(t.Context(), e.dsn, queue.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(q.Close)
-	e := &env{now: time.Now().UTC()}
 	e.svc = &delivery.Service{Queue: q, DataDir: t.TempDir(), Now: func() time.Time { return e.now }}
 	e.store = q.Store()
 	return e
+}
+
+// server runs n as a server process does, on a queue of its own over the
+// environment's database (a failed attempt is retried after 10 ms), until
+// the test ends. It returns the jobs its workers finish.
+func (e *env) server(t *testing.T, n *notify.Notifier) <-chan queue.Finished {
+	t.Helper()
+	q, err := queue.Open(t.Context(), e.dsn, queue.Config{ServerJobs: 2, FetchPollInterval: 20 * time.Millisecond,
+		RetryAfter: func(int) time.Duration { return 10 * time.Millisecond }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Store == nil {
+		n.Store = q.Store()
+	}
+	finished, unsubscribe := q.Subscribe()
+	ctx, stop := context.WithCancel(context.WithoutCancel(t.Context()))
+	done := make(chan error, 1)
+	go func() {
+		done <- q.Run(ctx, queue.Handlers{Notice: n.Send,
+			Feedback: func(context.Context, queue.FeedbackArgs, queue.Job) error { return errors.New("no feedback here") },
+			Webhook:  func(context.Context, queue.WebhookArgs, queue.Job) error { return errors.New("no webhooks here") }})
+	}()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		unsubscribe()
+		q.Close()
+	})
+	return finished
+}
+
+// await returns how the next n notice jobs' attempts ended, in order,
+// until n jobs were completed or discarded: "failed" for an attempt
+// River tries again.
+func await(t *testing.T, finished <-chan queue.Finished, n int) []string {
+	t.Helper()
+	var states []string
+	for ended := 0; ended < n; {
+		select {
+		case f := <-finished:
+			if f.Kind != (queue.NoticeArgs{}).Kind() {
+				continue
+			}
+			switch f.State {
+			case "completed", "discarded":
+				ended++
+				states = append(states, f.State)
+			default:
+				states = append(states, "failed")
+			}
+		case <-time.After(30 * time.Second): // a bound on a broken queue, not a wait for success
+			t.Fatalf("after 30 s the notice jobs went %v, want %d ended", states, n)
+		}
+	}
+	return states
 }
 
 // newDelivery makes a delivery of octo/app whose plan waits for a person
@@ -131,14 +194,14 @@ func notifyWaitingAndClosed(t *testing.T, dialect sqlstore.Dialect) {
 	if err := e.store.CreateSource(ctx, src); err != nil {
 		t.Fatal(err)
 	}
-	n := &notify.Notifier{Store: e.store, Server: baton.Notify{WebhookURL: server.srv.URL, WebhookSecret: serverSecret}, PublicURL: public}
 	d := e.newDelivery(t)
 	e.runPlan(t, d.ID)
 	if _, err := e.svc.Decide(ctx, d.ID, delivery.ActClose, "alice", "not needed after all"); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := n.SendDue(ctx); err != nil || got != 2 {
-		t.Fatalf("SendDue = %d, %v; want the waiting and the closed notice", got, err)
+	finished := e.server(t, &notify.Notifier{Server: baton.Notify{WebhookURL: server.srv.URL, WebhookSecret: serverSecret}, PublicURL: public})
+	if got := await(t, finished, 2); len(got) != 2 {
+		t.Fatalf("notice jobs went %v, want the waiting and the closed notice sent at once", got)
 	}
 	for name, r := range map[string]*receiver{"server": server, "source": source} {
 		got := r.received()
@@ -149,7 +212,11 @@ func notifyWaitingAndClosed(t *testing.T, dialect sqlstore.Dialect) {
 		if name == "source" {
 			secret = sourceSecret
 		}
-		for i, want := range []string{delivery.NoticeWaiting, delivery.NoticeClosed} {
+		// Two notices are sent at once, in either order.
+		slices.SortFunc(got, func(a, b received) int {
+			return strings.Compare(a.header.Get(notify.EventHeader), b.header.Get(notify.EventHeader))
+		})
+		for i, want := range []string{delivery.NoticeClosed, delivery.NoticeWaiting} {
 			rq := got[i]
 			if !hmac.Equal([]byte(rq.header.Get(notify.SignatureHeader)), []byte(notify.Sign(secret, rq.body))) {
 				t.Errorf("%s webhook %d: signature %q does not match the body", name, i, rq.header.Get(notify.SignatureHeader))
@@ -175,15 +242,20 @@ func notifyWaitingAndClosed(t *testing.T, dialect sqlstore.Dialect) {
 		t.Fatalf("Slack got %d messages, want 2", len(got))
 	}
 	var msg struct{ Text string }
-	if err := json.Unmarshal(got[0].body, &msg); err != nil {
-		t.Fatal(err)
+	for _, g := range got {
+		if err := json.Unmarshal(g.body, &msg); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(msg.Text, "waits for you") {
+			break
+		}
 	}
 	want := "baton: <" + public + "/deliveries/" + d.ID + "|#1 GitHub Issue #12: &lt;Greet&gt; people &amp; friends> in octo/app waits for you at plan (succeeded)"
 	if !strings.HasPrefix(msg.Text, want) {
 		t.Errorf("Slack text = %q\nwant prefix   %q", msg.Text, want)
 	}
-	if got, _ := n.SendDue(ctx); got != 0 {
-		t.Errorf("a second SendDue handled %d, want nothing left", got)
+	if left, err := e.store.NotificationIDs(ctx, ""); err != nil || len(left) != 0 {
+		t.Errorf("notifications left = %v, %v; want none once sent", left, err)
 	}
 }
 
@@ -195,9 +267,12 @@ func flatten(h http.Header) []string {
 	return out
 }
 
-// A target that fails is tried again after Backoff, and only it: the one
-// that took the notice gets it once. After MaxAttempts it is given up.
-func TestNotifyRetriesWithBackoff(t *testing.T) {
+// A target that fails fails the job's attempt, and River tries again:
+// only it, as the one that took the notice gets it once. A target that
+// never answers 2xx is given up after the job's attempts, and the log
+// names its answer but not its URL.
+func TestNotifyRetriesTheTargetThatFailed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sqlstore.SQLite)
 	ctx := t.Context()
 	flaky, steady := newReceiver(t, 2), newReceiver(t, 0)
@@ -205,56 +280,61 @@ func TestNotifyRetriesWithBackoff(t *testing.T) {
 	if err := e.store.CreateSource(ctx, src); err != nil {
 		t.Fatal(err)
 	}
-	clock := e.now
-	var waits []time.Duration
-	n := &notify.Notifier{Store: e.store, Server: baton.Notify{WebhookURL: flaky.srv.URL}, Now: func() time.Time { return clock },
-		Backoff: func(a int) time.Duration { w := notify.Backoff(a); waits = append(waits, w); return w }}
 	d := e.newDelivery(t)
 	e.runPlan(t, d.ID)
-	for i := range 3 {
-		if _, err := n.SendDue(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if i < 2 {
-			// Not due before its backoff ends.
-			if got, _ := n.SendDue(ctx); got != 0 {
-				t.Fatalf("attempt %d: sent again before the backoff", i+1)
-			}
-			clock = clock.Add(notify.Backoff(i + 1))
-		}
+	finished := e.server(t, &notify.Notifier{Server: baton.Notify{WebhookURL: flaky.srv.URL}})
+	if got := strings.Join(await(t, finished, 1), " "); got != "failed failed completed" {
+		t.Errorf("the notice job went %s, want two failed attempts, then sent", got)
 	}
 	if len(flaky.received()) != 1 || len(steady.received()) != 1 {
 		t.Fatalf("deliveries: flaky %d, steady %d; want one each", len(flaky.received()), len(steady.received()))
 	}
-	if want := []time.Duration{10 * time.Second, 30 * time.Second}; len(waits) != 2 || waits[0] != want[0] || waits[1] != want[1] {
-		t.Errorf("backoff waits = %v, want %v", waits, want)
+	var ids []string
+	for _, r := range append(flaky.received(), steady.received()...) {
+		ids = append(ids, r.header.Get(notify.IDHeader))
 	}
-	list, _ := e.store.Notifications(ctx, d.ID)
-	if len(list) != 1 || list[0].State != sqlstore.NotificationSent || list[0].Attempts != 3 {
-		t.Errorf("notifications = %+v, want one sent after 3 attempts", list)
+	if ids[0] == "" || ids[0] != ids[1] {
+		t.Errorf("%s = %q: want the notice's id, the same on every target and retry", notify.IDHeader, ids)
 	}
 
-	// A target that never answers 2xx is given up after MaxAttempts.
+	// A target that never answers 2xx is given up.
 	dead := newReceiver(t, 1000)
-	n = &notify.Notifier{Store: e.store, Server: baton.Notify{WebhookURL: dead.srv.URL}, Now: func() time.Time { return clock }, MaxAttempts: 3}
-	if _, err := e.svc.Decide(ctx, d.ID, delivery.ActClose, "alice", ""); err != nil {
-		t.Fatal(err)
+	logs := &strings.Builder{}
+	var mu sync.Mutex
+	e2 := newEnv(t, sqlstore.SQLite)
+	d2 := e2.newDelivery(t)
+	e2.runPlan(t, d2.ID)
+	finished = e2.server(t, &notify.Notifier{Server: baton.Notify{WebhookURL: dead.srv.URL}, Log: slog.New(slog.NewTextHandler(lockedWriter{&mu, logs}, nil))})
+	got := await(t, finished, 1)
+	if want := (queue.NoticeArgs{}).InsertOpts().MaxAttempts; len(got) != want || got[want-1] != "discarded" {
+		t.Errorf("the notice job went %v, want %d attempts, the last discarded", got, want)
 	}
-	for range 3 {
-		if _, err := n.SendDue(ctx); err != nil {
-			t.Fatal(err)
-		}
-		clock = clock.Add(time.Hour)
+	mu.Lock()
+	log := logs.String()
+	mu.Unlock()
+	if !strings.Contains(log, "gave up on delivery.waiting") || !strings.Contains(log, "answered 500") || strings.Contains(log, dead.srv.URL) {
+		t.Errorf("the log does not say it gave up, and why, without the URL:\n%s", log)
 	}
-	list, _ = e.store.Notifications(ctx, d.ID)
-	if last := list[len(list)-1]; last.State != sqlstore.NotificationFailed || last.Attempts != 3 || !strings.Contains(last.LastError, "answered 500") ||
-		strings.Contains(last.LastError, dead.srv.URL) {
-		t.Errorf("last notification = %+v, want failed after 3 attempts, naming the answer but not the URL", last)
+	if left, _ := e2.store.NotificationIDs(ctx, ""); len(left) != 0 {
+		t.Errorf("a notice given up is still stored: %v", left)
 	}
 }
 
-// Two notifiers on one database send each notice to each target once.
+// lockedWriter serializes writes to a log the test reads.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// Two servers on one database send each notice to each target once.
 func TestNotifyOnceAcrossServers(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sqlstore.SQLite)
 	r := newReceiver(t, 0)
 	for range 5 {
@@ -267,34 +347,28 @@ func TestNotifyOnceAcrossServers(t *testing.T) {
 		}
 		e.runPlan(t, d.ID)
 	}
-	var wg sync.WaitGroup
-	for range 2 {
-		n := &notify.Notifier{Store: e.store, Server: baton.Notify{WebhookURL: r.srv.URL}}
-		wg.Go(func() {
-			if _, err := n.SendDue(t.Context()); err != nil {
-				t.Error(err)
-			}
-		})
+	a := e.server(t, &notify.Notifier{Server: baton.Notify{WebhookURL: r.srv.URL}})
+	b := e.server(t, &notify.Notifier{Server: baton.Notify{WebhookURL: r.srv.URL}})
+	for sent := 0; sent < 5; {
+		select {
+		case f := <-a:
+			sent += btoi(f.State == "completed")
+		case f := <-b:
+			sent += btoi(f.State == "completed")
+		case <-time.After(30 * time.Second): // a bound on a broken queue, not a wait for success
+			t.Fatalf("after 30 s two servers sent %d of 5 notices", sent)
+		}
 	}
-	wg.Wait()
 	if got := len(r.received()); got != 5 {
-		t.Errorf("the receiver got %d notices from two notifiers, want 5", got)
+		t.Errorf("the receiver got %d notices from two servers, want 5", got)
 	}
 }
 
-func TestCheckURL(t *testing.T) {
-	for u, ok := range map[string]bool{
-		"https://hooks.slack.com/services/T/B/x": true, "http://127.0.0.1:9/x": true,
-		"ftp://x": false, "https://user:pw@x.example/": false, "hooks.slack.com/x": false, "": false,
-	} {
-		err := notify.CheckURL("the target", u)
-		if (err == nil) != ok {
-			t.Errorf("CheckURL(%q) = %v, want ok=%v", u, err, ok)
-		}
-		if err != nil && strings.Contains(err.Error(), "pw") {
-			t.Errorf("CheckURL repeats the URL: %v", err)
-		}
+func btoi(b bool) int {
+	if b {
+		return 1
 	}
+	return 0
 }
 
 // Whatever a delivery's title, repository or reason say, a Slack message

@@ -15,9 +15,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/egress"
+	"github.com/baton-agent/baton/internal/sandbox"
 )
 
 func TestMain(m *testing.M) {
+	sandbox.Main(egress.Hooks()) // the box's init, when a test starts a confined process
 	// Helper mode: start a long sleep with GroupAttr, print its pid, wait.
 	if os.Getenv("BATON_PROC_HELPER") == "spawn" {
 		c := exec.Command("sleep", "60")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/netpolicy"
 	"github.com/baton-agent/baton/internal/sandbox"
 )
 
@@ -56,6 +57,11 @@ type CheckResult struct {
 	// Sandbox says whether the command ran confined; zero when it was not
 	// asked to be.
 	Sandbox sandbox.Report
+	// Refused is what the box's network refused the command, each target
+	// once with how often it was tried; RefusedMore counts attempts at
+	// targets beyond those kept.
+	Refused     []netpolicy.RefusalCount
+	RefusedMore int
 }
 
 // Passed reports whether the check exited 0 in time.
@@ -89,7 +95,8 @@ func RunCheck(ctx context.Context, c Check) (CheckResult, error) {
 	cmd.Cancel = func() error { KillGroup(cmd.Process.Pid, syscall.SIGTERM); return nil }
 	cmd.WaitDelay = grace
 	start := time.Now()
-	release, err := startCheck(cmd, c, &res)
+	rel, err := startCheck(cmd, c, w, &res)
+	release := sync.OnceFunc(rel)
 	defer release()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -102,6 +109,7 @@ func RunCheck(ctx context.Context, c Check) (CheckResult, error) {
 	res.Duration = time.Since(start)
 	KillGroup(cmd.Process.Pid, syscall.SIGKILL)
 	wd.Release()
+	release() // the box is gone: what its network refused is all recorded
 	res.ExitCode = cmd.ProcessState.ExitCode()
 	res.Tail, res.TailCut = w.text()
 	res.Dropped = w.dropped
@@ -120,11 +128,14 @@ func RunCheck(ctx context.Context, c Check) (CheckResult, error) {
 // temporary directory and may write only there and in its working
 // directory (and what c.Confine adds). release frees what Confine.Start
 // holds, and removes the temporary directory.
-func startCheck(cmd *exec.Cmd, c Check, res *CheckResult) (release func(), err error) {
+func startCheck(cmd *exec.Cmd, c Check, w io.Writer, res *CheckResult) (release func(), err error) {
 	if c.Confine == nil {
 		return func() {}, cmd.Start()
 	}
 	cf := *c.Confine
+	// A check is the user's command, not an agent CLI: it gets no agent
+	// home, and the real home stays read-only.
+	cf.Home = ""
 	if cf.Mode != sandbox.ModeOff {
 		tmp, err := os.MkdirTemp("", "baton-check-")
 		if err != nil {
@@ -133,6 +144,18 @@ func startCheck(cmd *exec.Cmd, c Check, res *CheckResult) (release func(), err e
 		cmd.Env = append(cmd.Env, TempEnv(tmp)...)
 		cf.Policy = sandbox.System(sandbox.EnvFrom(cmd.Env)).
 			Merge(sandbox.Policy{Write: []string{c.Dir, tmp}}).Merge(cf.Policy)
+		// What the network refused is said in the command's output, where
+		// a person looking at why it failed reads.
+		refused := &netpolicy.Refusals{}
+		outer := cf.Network.OnRefuse
+		cf.Network.OnRefuse = func(r netpolicy.Refusal) {
+			if refused.Add(r) {
+				_, _ = io.WriteString(w, "baton: network: "+r.String()+"\n")
+			}
+			if outer != nil {
+				outer(r)
+			}
+		}
 		defer func() {
 			if err != nil {
 				os.RemoveAll(tmp)
@@ -140,7 +163,11 @@ func startCheck(cmd *exec.Cmd, c Check, res *CheckResult) (release func(), err e
 		}()
 		rel, rep, err := cf.Start(cmd)
 		res.Sandbox = rep
-		return func() { rel(); os.RemoveAll(tmp) }, err
+		return func() {
+			rel()
+			os.RemoveAll(tmp)
+			res.Refused, res.RefusedMore = refused.List()
+		}, err
 	}
 	rel, rep, err := cf.Start(cmd)
 	res.Sandbox = rep

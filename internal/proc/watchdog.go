@@ -11,9 +11,12 @@ import (
 // watchdogScript waits for one line on stdin. The only writer is the
 // baton process that started the group; "release" means the group is
 // done. Anything else, above all end-of-file because that process died
-// (SIGKILL included: the kernel closes its end of the pipe), kills the
-// group.
-const watchdogScript = `read -r line; [ "$line" = release ] || kill -s KILL -- -"$1" 2>/dev/null`
+// (SIGKILL included: the kernel closes its end of the pipe), ends the
+// group: SIGTERM first, so that a box's init ends its whole tree (a
+// SIGKILLed init without a pid namespace would leave what left its
+// session), then, two seconds later (the init needs milliseconds),
+// SIGKILL for whatever ignored it.
+const watchdogScript = `read -r line; [ "$line" = release ] || { kill -s TERM -- -"$1"; sleep 2; kill -s KILL -- -"$1"; } 2>/dev/null`
 
 // Watchdog kills a process group when the process that started it exits,
 // however it exits. A parent-death signal reaches only the direct child:

@@ -1,12 +1,19 @@
-// Package queue runs baton's delivery phases as River jobs, on the same
-// database as baton's tables: SQLite (riversqlite over database/sql) or
-// PostgreSQL (riverpgxv5 over pgx).
+// Package queue runs baton's durable background work as River jobs, on
+// the same database as baton's tables: SQLite (riversqlite over
+// database/sql) or PostgreSQL (riverpgxv5 over pgx).
+//
+// Four kinds of job (jobs.go): a delivery's phase, a notice to send, a
+// comment or review to act on, a webhook to handle. Each is queued in the
+// transaction of the change that causes it (Queue.InTx, Tx.Enqueue), so
+// the change and its job commit or roll back together, and River retries
+// it with backoff and rescues it from a process that died. Phases run on
+// one River queue, the server's short jobs on another, which only
+// `baton serve` works.
 //
 // Everything River-specific stays here. River's client is generic over
 // the driver's transaction type (*sql.Tx, pgx.Tx); this package hides it
 // behind Queue and Tx, so the code above works the same on both
-// databases: a state change and the job it causes are written in one
-// transaction (Queue.InTx, Tx.Enqueue), and commit or roll back together.
+// databases.
 //
 // Job outcomes map baton error codes: nil completes the job; Invalid
 // cancels it (retrying cannot help); a SnoozeError snoozes it without
@@ -32,9 +39,6 @@ import (
 	"github.com/baton-agent/baton/internal/sqlstore"
 )
 
-// QueueName is the River queue phase jobs run on.
-const QueueName = "phases"
-
 // fetchCooldown is the shortest time between two job fetches of a worker.
 // River's default (100 ms) suits many short jobs; a phase job ends, and
 // its successor is committed, well apart, and a fetch asked for during
@@ -42,31 +46,9 @@ const QueueName = "phases"
 // the poll interval, lost between phases.
 const fetchCooldown = 2 * time.Millisecond
 
-// RunPhaseArgs asks a worker to run the pending phase of a delivery.
-type RunPhaseArgs struct {
-	DeliveryID string      `json:"delivery_id"`
-	Phase      baton.Phase `json:"phase"`
-	// Entry is the delivery's version when the phase was entered: jobs
-	// are unique per delivery, phase and entry, so a replayed transition
-	// cannot queue a second job, while a later return to the same phase
-	// (implement after a not_pass review) gets its own.
-	Entry int64 `json:"entry"`
-}
-
-// Kind implements river.JobArgs.
-func (RunPhaseArgs) Kind() string { return "baton.run_phase" }
-
-// InsertOpts implements river.JobArgsWithInsertOpts.
-func (RunPhaseArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{
-		Queue:       QueueName,
-		MaxAttempts: 10,
-		UniqueOpts:  river.UniqueOpts{ByArgs: true},
-	}
-}
-
-// Handler runs one phase job; attempt counts River attempts from 1.
-type Handler func(ctx context.Context, args RunPhaseArgs, attempt int) error
+// rescueDefault is River's: a job still running an hour after it started
+// is taken for its process's.
+const rescueDefault = time.Hour
 
 // SnoozeError asks for the job to run again at Until without spending an
 // attempt (a rate limit that resets then).
@@ -83,17 +65,24 @@ func (e *SnoozeError) Unwrap() error { return e.Err }
 
 // Config configures a Queue.
 type Config struct {
-	// Workers is how many phase jobs run at once. 0 makes an insert-only
-	// queue, for the CLI.
+	// Workers is how many phase jobs run at once. 0 with no ServerJobs
+	// makes an insert-only queue, for the CLI.
 	Workers int
+	// ServerJobs is how many notice, feedback and webhook jobs run at
+	// once: `baton serve` works them, `baton worker` does not (0).
+	ServerJobs int
 	// ID names this worker in River (default: River's own).
 	ID string
-	// JobTimeout bounds one job; it must exceed the longest phase run.
-	// 0 means River's default (1 minute) is NOT used: no timeout, since
-	// the phase runner enforces its own per-phase timeout.
+	// JobTimeout bounds one phase job; 0 means none (River's default of
+	// a minute is not used): the phase runner enforces each phase's own
+	// timeout.
 	JobTimeout time.Duration
-	// RescueStuckJobsAfter is when River considers a running job's worker
-	// dead and retries the job (default JobTimeout + 1 hour, or 1 hour).
+	// RescueStuckJobsAfter is when River takes a running job's process for
+	// dead and retries the job (default an hour). The server's jobs are
+	// each bounded to half of it (and a minute at most), so one is rescued
+	// only when its process is gone. A phase whose worker died is
+	// recovered by its heartbeat instead (delivery.Service.Reconcile); a
+	// rescued phase job whose phase still runs does nothing.
 	RescueStuckJobsAfter time.Duration
 	// FetchPollInterval is how often idle workers look for jobs they
 	// were not told about (default 1s): on PostgreSQL a job committed
@@ -101,16 +90,41 @@ type Config struct {
 	// committed in this process wakes its workers, and other processes
 	// see it within this interval.
 	FetchPollInterval time.Duration
-	Logger            *slog.Logger
+	// RetryAfter is the wait after a job's nth failed attempt (nil:
+	// River's, n⁴ seconds: 1 s, 16 s, 81 s, 4 min, 10 min, ...).
+	RetryAfter func(attempt int) time.Duration
+	Logger     *slog.Logger
+}
+
+// serverJobTimeout bounds a server job: at most a minute, and half the
+// rescue time, so River never rescues a job that is still running.
+func (c Config) serverJobTimeout() time.Duration {
+	rescue := c.RescueStuckJobsAfter
+	if rescue <= 0 {
+		rescue = rescueDefault
+	}
+	return min(maxServerJob, rescue/2)
 }
 
 // Tx is one transaction over baton's tables and River's.
 type Tx interface {
 	// Store is baton's store bound to the transaction.
 	Store() *sqlstore.Store
-	// Enqueue inserts a phase job in the transaction. A duplicate of a
-	// job that is still queued or done is skipped.
-	Enqueue(ctx context.Context, args RunPhaseArgs) error
+	// Enqueue inserts a job in the transaction. A duplicate of a job that
+	// is still queued or done is skipped.
+	Enqueue(ctx context.Context, args Args) error
+}
+
+// Finished is a job this process's workers finished an attempt of.
+type Finished struct {
+	Kind string
+	Args json.RawMessage
+	// State is where the job is now: completed, retryable (it failed and
+	// runs again), discarded (it failed for the last time), cancelled, or
+	// scheduled or available (snoozed).
+	State string
+	// Err is the attempt's error, for a failure.
+	Err string
 }
 
 // backend is the part that depends on River's transaction type.
@@ -118,7 +132,8 @@ type backend interface {
 	inTx(ctx context.Context, fn func(Tx) error) error
 	start(ctx context.Context) error
 	stopAndCancel(ctx context.Context) error
-	jobStates(ctx context.Context, deliveryID string) (map[rivertype.JobState]int, error)
+	subscribe() (<-chan *river.Event, func())
+	jobsOf(ctx context.Context, kind string) ([]*rivertype.JobRow, error)
 }
 
 // Queue is baton's job queue on one database.
@@ -126,8 +141,9 @@ type Queue struct {
 	store *sqlstore.Store
 	b     backend
 	cfg   Config
-	// worker is registered with River at open; Run hands it the handler.
-	worker *phaseWorker
+	// workers are registered with River at open; Run hands them their
+	// handlers.
+	workers *workers
 	// close closes the database when the queue opened it (Open).
 	close func()
 }
@@ -172,20 +188,26 @@ func (q *Queue) InTx(ctx context.Context, fn func(Tx) error) error {
 	return q.b.inTx(ctx, fn)
 }
 
-// Run works jobs with h until ctx is done, then stops: jobs still running
-// get their context canceled (the phase runner releases them back to the
-// queue) and Run waits for them to return.
-func (q *Queue) Run(ctx context.Context, h Handler) error {
-	if q.cfg.Workers <= 0 || q.worker == nil {
+// Run works the queues this process was opened for with h until ctx is
+// done, then stops: jobs still running get their context canceled (the
+// phase runner releases its phase back to the queue; a server job is
+// retried) and Run waits for them to return.
+func (q *Queue) Run(ctx context.Context, h Handlers) error {
+	switch {
+	case q.workers == nil:
 		return baton.Errorf(baton.Internal, "queue opened without workers cannot run jobs")
-	}
-	if h == nil {
-		return baton.Errorf(baton.Internal, "queue: Run without a handler")
-	}
-	if !q.worker.handle.CompareAndSwap(nil, &h) {
+	case q.cfg.Workers > 0 && h.Phase == nil:
+		return baton.Errorf(baton.Internal, "queue: Run without a phase handler")
+	case q.cfg.ServerJobs > 0 && (h.Notice == nil || h.Feedback == nil || h.Webhook == nil):
+		return baton.Errorf(baton.Internal, "queue: Run without the server's handlers")
+	case !q.workers.running.CompareAndSwap(false, true):
 		return baton.Errorf(baton.Internal, "queue: Run called twice")
 	}
+	q.workers.set(h)
 	if err := q.b.start(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before it started
+		}
 		return baton.WrapError(baton.Unavailable, err, "start the job queue")
 	}
 	<-ctx.Done()
@@ -197,16 +219,55 @@ func (q *Queue) Run(ctx context.Context, h Handler) error {
 	return nil
 }
 
-// JobStates counts River jobs of a delivery by state, for tests and
+// Subscribe tells each job attempt this process's workers finish, until
+// cancel is called, for tests and diagnostics. A reader that falls more
+// than a thousand behind misses some. Only a queue with workers has any.
+func (q *Queue) Subscribe() (<-chan Finished, func()) {
+	out := make(chan Finished, 64)
+	if q.workers == nil {
+		close(out)
+		return out, func() {}
+	}
+	events, cancel := q.b.subscribe()
+	go func() {
+		defer close(out)
+		for ev := range events {
+			f := Finished{Kind: ev.Job.Kind, Args: ev.Job.EncodedArgs, State: string(ev.Job.State)}
+			if n := len(ev.Job.Errors); n > 0 && ev.Kind == river.EventKindJobFailed {
+				f.Err = ev.Job.Errors[n-1].Error
+			}
+			out <- f
+		}
+	}()
+	return out, cancel
+}
+
+// JobStates counts the phase jobs of a delivery by state, for tests and
 // diagnostics.
 func (q *Queue) JobStates(ctx context.Context, deliveryID string) (map[string]int, error) {
-	m, err := q.b.jobStates(ctx, deliveryID)
+	jobs, err := q.b.jobsOf(ctx, RunPhaseArgs{}.Kind())
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]int{}
-	for k, v := range m {
-		out[string(k)] = v
+	for _, j := range jobs {
+		if jsonField(j.EncodedArgs, "delivery_id") == deliveryID {
+			out[string(j.State)]++
+		}
+	}
+	return out, nil
+}
+
+// JobCounts counts the jobs of a kind (Args.Kind) by state, for tests
+// and diagnostics.
+func (q *Queue) JobCounts(ctx context.Context, kind string) (map[string]int, error) {
+	jobs, err := q.b.jobsOf(ctx, kind)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for _, j := range jobs {
+		out[string(j.State)]++
 	}
 	return out, nil
 }
@@ -228,14 +289,14 @@ type riverTx[TTx any] struct {
 	b        *riverBackend[TTx]
 	tx       TTx
 	store    *sqlstore.Store
-	enqueued []RunPhaseArgs
+	enqueued []Args
 }
 
 func (t *riverTx[TTx]) Store() *sqlstore.Store { return t.store }
 
-func (t *riverTx[TTx]) Enqueue(ctx context.Context, args RunPhaseArgs) error {
+func (t *riverTx[TTx]) Enqueue(ctx context.Context, args Args) error {
 	if _, err := t.b.client.InsertTx(ctx, t.tx, args, nil); err != nil {
-		return fmt.Errorf("queue %s of delivery %s: %w", args.Phase, args.DeliveryID, err)
+		return fmt.Errorf("queue a %s job: %w", args.Kind(), err)
 	}
 	t.enqueued = append(t.enqueued, args)
 	return nil
@@ -265,9 +326,10 @@ func (b *riverBackend[TTx]) inTx(ctx context.Context, fn func(Tx) error) error {
 // NOTIFY that every listening worker gets at commit. SQLite has no such
 // thing, and River wakes a process's own workers only after an insert
 // outside a transaction, which is what this does after the commit: the
-// same job again, which River's unique-job check turns into no new row,
-// and then wakes the workers. Without it a job waits for the next poll.
-func (b *riverBackend[TTx]) wake(ctx context.Context, jobs []RunPhaseArgs) {
+// same job again, which River's unique-job check (every kind is unique by
+// its arguments) turns into no new row, and then wakes the workers.
+// Without it a job waits for the next poll.
+func (b *riverBackend[TTx]) wake(ctx context.Context, jobs []Args) {
 	for _, args := range jobs {
 		_, _ = b.client.Insert(context.WithoutCancel(ctx), args, nil) // the poll is the fallback
 	}
@@ -279,24 +341,21 @@ func (b *riverBackend[TTx]) stopAndCancel(ctx context.Context) error {
 	return b.client.StopAndCancel(ctx)
 }
 
-func (b *riverBackend[TTx]) jobStates(ctx context.Context, deliveryID string) (map[rivertype.JobState]int, error) {
-	params := river.NewJobListParams().Kinds(RunPhaseArgs{}.Kind()).First(10000)
-	res, err := b.client.JobList(ctx, params)
+func (b *riverBackend[TTx]) subscribe() (<-chan *river.Event, func()) {
+	return b.client.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed, river.EventKindJobCancelled, river.EventKindJobSnoozed)
+}
+
+func (b *riverBackend[TTx]) jobsOf(ctx context.Context, kind string) ([]*rivertype.JobRow, error) {
+	res, err := b.client.JobList(ctx, river.NewJobListParams().Kinds(kind).First(10000))
 	if err != nil {
 		return nil, err
 	}
-	out := map[rivertype.JobState]int{}
-	for _, j := range res.Jobs {
-		if jsonField(j.EncodedArgs, "delivery_id") == deliveryID {
-			out[j.State]++
-		}
-	}
-	return out, nil
+	return res.Jobs, nil
 }
 
 // newClient migrates River's tables and builds the River client for cfg
-// on driver, with w as its worker when cfg has workers.
-func newClient[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], cfg Config, w *phaseWorker) (*river.Client[TTx], error) {
+// on driver, with ws as its workers when cfg has any.
+func newClient[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], cfg Config, ws *workers) (*river.Client[TTx], error) {
 	mig, err := rivermigrate.New(driver, nil)
 	if err != nil {
 		return nil, err
@@ -323,21 +382,37 @@ func newClient[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], cfg
 		FetchPollInterval:    cfg.FetchPollInterval,
 		FetchCooldown:        fetchCooldown,
 	}
+	if cfg.RetryAfter != nil {
+		rc.RetryPolicy = retryPolicy(cfg.RetryAfter)
+	}
 	if rc.FetchPollInterval > 0 && rc.FetchPollInterval < fetchCooldown {
 		rc.FetchCooldown = rc.FetchPollInterval
 	}
 	if rc.JobTimeout == 0 {
 		rc.JobTimeout = -1 // the phase runner enforces the per-phase timeout
 	}
-	if cfg.Workers > 0 {
-		workers := river.NewWorkers()
-		if err := river.AddWorkerSafely(workers, w); err != nil {
+	if ws != nil {
+		reg := river.NewWorkers()
+		if err := ws.register(reg); err != nil {
 			return nil, err
 		}
-		rc.Workers = workers
-		rc.Queues = map[string]river.QueueConfig{QueueName: {MaxWorkers: cfg.Workers}}
+		rc.Workers = reg
+		rc.Queues = map[string]river.QueueConfig{}
+		if cfg.Workers > 0 {
+			rc.Queues[QueueName] = river.QueueConfig{MaxWorkers: cfg.Workers}
+		}
+		if cfg.ServerJobs > 0 {
+			rc.Queues[ServerQueue] = river.QueueConfig{MaxWorkers: cfg.ServerJobs}
+		}
 	}
 	return river.NewClient(driver, rc)
+}
+
+// retryPolicy waits after is says after each failed attempt.
+type retryPolicy func(attempt int) time.Duration
+
+func (p retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
+	return time.Now().Add(p(job.Attempt))
 }
 
 // quiet makes River's own logging warnings-only unless the caller
@@ -349,21 +424,61 @@ func quiet(l *slog.Logger) *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// phaseWorker adapts a Handler to River and maps errors to outcomes.
-// River needs its workers when the client is built; the handler arrives
-// when the queue starts running.
-type phaseWorker struct {
-	river.WorkerDefaults[RunPhaseArgs]
-	handle atomic.Pointer[Handler]
+// workers are the River workers of the four kinds. River needs them when
+// the client is built; the handlers arrive when the queue starts running.
+type workers struct {
+	phase    *worker[RunPhaseArgs]
+	notice   *worker[NoticeArgs]
+	feedback *worker[FeedbackArgs]
+	webhook  *worker[WebhookArgs]
+	running  atomic.Bool
 }
 
-func (w *phaseWorker) Work(ctx context.Context, job *river.Job[RunPhaseArgs]) error {
+// newWorkers returns cfg's workers, nil for an insert-only queue.
+func newWorkers(cfg Config) *workers {
+	if cfg.Workers <= 0 && cfg.ServerJobs <= 0 {
+		return nil
+	}
+	t := cfg.serverJobTimeout()
+	return &workers{phase: &worker[RunPhaseArgs]{}, notice: &worker[NoticeArgs]{timeout: t},
+		feedback: &worker[FeedbackArgs]{timeout: t}, webhook: &worker[WebhookArgs]{timeout: t}}
+}
+
+func (ws *workers) register(reg *river.Workers) error {
+	return errors.Join(river.AddWorkerSafely(reg, ws.phase), river.AddWorkerSafely(reg, ws.notice),
+		river.AddWorkerSafely(reg, ws.feedback), river.AddWorkerSafely(reg, ws.webhook))
+}
+
+func (ws *workers) set(h Handlers) {
+	ws.phase.set(h.Phase)
+	ws.notice.set(h.Notice)
+	ws.feedback.set(h.Feedback)
+	ws.webhook.set(h.Webhook)
+}
+
+// worker adapts a handler to River and maps its errors to outcomes.
+type worker[A Args] struct {
+	river.WorkerDefaults[A]
+	// timeout bounds a job (0: the client's JobTimeout).
+	timeout time.Duration
+	handle  atomic.Pointer[func(context.Context, A, Job) error]
+}
+
+func (w *worker[A]) set(h func(context.Context, A, Job) error) {
+	if h != nil {
+		w.handle.Store(&h)
+	}
+}
+
+func (w *worker[A]) Work(ctx context.Context, job *river.Job[A]) error {
 	h := w.handle.Load()
 	if h == nil {
-		return errors.New("queue: a job arrived before the queue was running")
+		return fmt.Errorf("queue: a %s job arrived at a process with no handler for it", job.Kind)
 	}
-	return outcome((*h)(ctx, job.Args, job.Attempt))
+	return outcome((*h)(ctx, job.Args, Job{ID: job.ID, Attempt: job.Attempt, MaxAttempts: job.MaxAttempts}))
 }
+
+func (w *worker[A]) Timeout(*river.Job[A]) time.Duration { return w.timeout }
 
 // outcome maps a handler error to what River should do with the job.
 func outcome(err error) error {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -105,7 +107,7 @@ func TestWorkerOutcomes(t *testing.T) {
 			defer cancel()
 			var mu sync.Mutex
 			calls := map[string]int{}
-			handler := func(ctx context.Context, a queue.RunPhaseArgs, _ int) error {
+			handler := func(ctx context.Context, a queue.RunPhaseArgs, _ queue.Job) error {
 				mu.Lock()
 				calls[a.DeliveryID]++
 				n := calls[a.DeliveryID]
@@ -133,7 +135,7 @@ func TestWorkerOutcomes(t *testing.T) {
 				}
 			}
 			done := make(chan error, 1)
-			go func() { done <- q.Run(ctx, handler) }()
+			go func() { done <- q.Run(ctx, queue.Handlers{Phase: handler}) }()
 			states := func(id string) map[string]int {
 				st, err := q.JobStates(context.Background(), id)
 				if err != nil {
@@ -163,4 +165,111 @@ func TestConcurrentFirstOpens(t *testing.T) {
 		_, err := queue.OpenSQLite(context.Background(), db, queue.Config{})
 		return err
 	})
+}
+
+// A server's jobs (notices, feedback, webhooks) run on their own queue:
+// a process opened for phases only leaves them to a server, which works
+// each kind with its handler; a failure is retried after RetryAfter, and
+// the last attempt knows it is the last.
+func TestServerJobsRunOnTheServerQueue(t *testing.T) {
+	t.Parallel()
+	for name, open := range opens(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			err := open(queue.Config{}).InTx(ctx, func(tx queue.Tx) error {
+				return errors.Join(tx.Enqueue(ctx, queue.NoticeArgs{ID: 7}),
+					tx.Enqueue(ctx, queue.FeedbackArgs{Repo: "octo/app", CommentKind: "issue_comment", CommentID: 9}),
+					tx.Enqueue(ctx, queue.WebhookArgs{ID: "d-1"}))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A worker of phases takes none of them.
+			phases := open(queue.Config{Workers: 1, FetchPollInterval: 20 * time.Millisecond})
+			pctx, pstop := context.WithCancel(ctx)
+			pdone := make(chan error, 1)
+			events, unsubscribe := phases.Subscribe()
+			go func() {
+				pdone <- phases.Run(pctx, queue.Handlers{Phase: func(context.Context, queue.RunPhaseArgs, queue.Job) error { return nil }})
+			}()
+
+			server := open(queue.Config{ServerJobs: 2, FetchPollInterval: 20 * time.Millisecond, RetryAfter: func(int) time.Duration { return 10 * time.Millisecond }})
+			var mu sync.Mutex
+			var got []string
+			record := func(s string) {
+				mu.Lock()
+				defer mu.Unlock()
+				got = append(got, s)
+			}
+			finished, stop := server.Subscribe()
+			defer stop()
+			done := make(chan error, 1)
+			go func() {
+				done <- server.Run(ctx, queue.Handlers{
+					Notice: func(_ context.Context, a queue.NoticeArgs, j queue.Job) error {
+						record(fmt.Sprintf("notice %d attempt %d last %v", a.ID, j.Attempt, j.Last()))
+						if j.Attempt == 1 {
+							return errors.New("the target answered 500")
+						}
+						return nil
+					},
+					Feedback: func(_ context.Context, a queue.FeedbackArgs, _ queue.Job) error {
+						record(fmt.Sprintf("feedback %s %s %d", a.Repo, a.CommentKind, a.CommentID))
+						return nil
+					},
+					Webhook: func(_ context.Context, a queue.WebhookArgs, _ queue.Job) error {
+						record("webhook " + a.ID)
+						return nil
+					},
+				})
+			}()
+			var states []string
+			for completed := 0; completed < 3; {
+				select {
+				case f := <-finished:
+					states = append(states, f.Kind+" "+f.State)
+					if f.State == "completed" {
+						completed++
+					}
+				case <-time.After(30 * time.Second): // a bound on a broken queue, not a wait for success
+					t.Fatalf("after 30 s the server finished %v", states)
+				}
+			}
+			mu.Lock()
+			slices.Sort(got)
+			want := []string{"feedback octo/app issue_comment 9", "notice 7 attempt 1 last false", "notice 7 attempt 2 last false", "webhook d-1"}
+			if !slices.Equal(got, want) {
+				t.Errorf("handled %q, want %q", got, want)
+			}
+			mu.Unlock()
+			pstop()
+			if err := <-pdone; err != nil {
+				t.Fatal(err)
+			}
+			unsubscribe()
+			for f := range events {
+				t.Errorf("the phase worker worked a %s job", f.Kind)
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("Run = %v", err)
+			}
+		})
+	}
+}
+
+// Run refuses a process opened for the server's jobs without their
+// handlers, and a second Run.
+func TestRunNeedsItsHandlers(t *testing.T) {
+	t.Parallel()
+	dsn := sqlstoretest.DSN(t, "sqlite")
+	q, err := queue.Open(t.Context(), dsn, queue.Config{ServerJobs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	if err := q.Run(t.Context(), queue.Handlers{Notice: func(context.Context, queue.NoticeArgs, queue.Job) error { return nil }}); err == nil {
+		t.Error("Run without the feedback and webhook handlers started")
+	}
 }

@@ -22,14 +22,14 @@ func OpenSQLite(ctx context.Context, db *sql.DB, cfg Config) (*Queue, error) {
 // openSQLite is OpenSQLite on a database whose baton tables are migrated,
 // with store on it for reads and writes outside transactions.
 func openSQLite(ctx context.Context, db *sql.DB, store *sqlstore.Store, cfg Config) (*Queue, error) {
-	w := &phaseWorker{}
-	client, err := newClient(ctx, riversqlite.New(db), cfg, w)
+	ws := newWorkers(cfg)
+	client, err := newClient(ctx, riversqlite.New(db), cfg, ws)
 	if err != nil {
 		return nil, err
 	}
 	b := &riverBackend[*sql.Tx]{
 		client:    client,
-		wakeLocal: cfg.Workers > 0 && !client.Driver().SupportsListener(),
+		wakeLocal: ws != nil && !client.Driver().SupportsListener(),
 		store:     store,
 		begin: func(ctx context.Context) (*sql.Tx, error) {
 			return db.BeginTx(ctx, nil)
@@ -38,5 +38,5 @@ func openSQLite(ctx context.Context, db *sql.DB, store *sqlstore.Store, cfg Conf
 		abort:   func(_ context.Context, tx *sql.Tx) error { return tx.Rollback() },
 		querier: func(tx *sql.Tx) sqlstore.Querier { return sqlstore.SQL(tx) },
 	}
-	return &Queue{store: store, b: b, cfg: cfg, worker: w}, nil
+	return &Queue{store: store, b: b, cfg: cfg, workers: ws}, nil
 }

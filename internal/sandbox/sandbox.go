@@ -1,29 +1,46 @@
 // Package sandbox confines the processes baton starts for an agent: the
 // agent itself, and the check commands (verify, deploy, observe, a
-// runner's guards) that run code an agent wrote. An agent acts on text
-// anyone can write into an issue, so a prompt-injected agent is the
-// expected case, and it runs as the same user as baton: without
-// confinement it could read baton's API token, its database, other
-// deliveries' worktrees and the secrets of whoever runs it.
+// runner's guards, a loop's verify commands) that run code an agent
+// wrote. An agent acts on text anyone can write into an issue, so a
+// prompt-injected agent is the expected case, and it runs as the same
+// user as baton: without confinement it could read baton's API token, its
+// database, other deliveries' worktrees and the secrets of whoever runs
+// it, type into the user's terminal, leave a process behind, or plant
+// code in a cache the user's own builds run.
 //
-// On Linux the confinement is Landlock: a process started by Start may
-// read, list and execute only below its Policy's Read paths, write only
-// below its Write paths, open only the listed devices, signal no process
-// outside its own domain and connect to no abstract socket outside it.
-// The network stays open (an agent needs its model's API). Landlock is
-// applied to one locked OS thread just before it forks the child, so
-// baton itself is never confined.
+// Confinement.Start is the one way in. It starts baton itself again as
+// the box's init (Main, checked at the top of every main), which builds
+// the box and then runs the process in it:
+//
+//   - where the host allows user namespaces, in new user, pid, mount and
+//     ipc namespaces: its own /proc (no other process visible), a private
+//     /dev/shm and terminal devices of its own, the agent home shown at
+//     $HOME, and no capability; whatever is left when the process ends
+//     dies with the pid namespace;
+//   - elsewhere, as a subreaper that kills the whole tree when it ends;
+//   - in both, in a new session with no controlling terminal, with
+//     no_new_privs, Landlock (files: Policy; no signals and no abstract
+//     sockets outside the box), a process limit (a pids cgroup where the
+//     host delegates one, else RLIMIT_NPROC inside the user namespace),
+//     and build caches of baton's own.
+//
+// Probe says which of these defences this host enforces; Report says
+// which one start had.
 package sandbox
 
 import (
 	"cmp"
-	"fmt"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/netpolicy"
 )
 
 // Mode says whether the processes an agent runs are confined.
@@ -61,11 +78,20 @@ const (
 	ModeVar  = "BATON_SANDBOX"
 	ReadVar  = "BATON_SANDBOX_READ"  // a list of paths, as PATH is
 	WriteVar = "BATON_SANDBOX_WRITE" // a list of paths, as PATH is
+	ProcsVar = "BATON_SANDBOX_PROCS" // the process limit of one box
 )
+
+// DefaultMaxProcs is how many processes and threads one box may hold at
+// once: far more than a build or a test suite starts, far fewer than a
+// fork bomb takes.
+const DefaultMaxProcs = 4096
 
 // Configure is the confinement flags and the environment ask for: mode,
 // unless "", over ModeVar; the read and write paths of both, the flags'
-// first. Relative paths are taken from dir.
+// first; the process limit, unless 0, over ProcsVar; the network's
+// allowlist from the environment (netpolicy.Configure). Relative paths are
+// taken from dir. The agent home and the caches are in baton's data
+// directory (see DataDir).
 func Configure(getenv func(string) string, dir, mode string, read, write []string) (Confinement, error) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
@@ -74,11 +100,57 @@ func Configure(getenv func(string) string, dir, mode string, read, write []strin
 	if err != nil {
 		return Confinement{}, err
 	}
-	c := Confinement{Mode: m}
+	c := Confinement{Mode: m, MaxProcs: DefaultMaxProcs}
+	if v := getenv(ProcsVar); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return Confinement{}, baton.Errorf(baton.Invalid, "%s=%q: want a number of processes, at least 1", ProcsVar, v)
+		}
+		c.MaxProcs = n
+	}
+	switch v := strings.ToLower(getenv(NamespacesVar)); v {
+	case "", "auto", "on":
+	case "off":
+		c.NoNamespaces = true
+	default:
+		return Confinement{}, baton.Errorf(baton.Invalid, "%s=%q: want off or auto", NamespacesVar, v)
+	}
+	if c.Network.Allow, err = netpolicy.Configure(getenv, netpolicy.Settings{}); err != nil {
+		return Confinement{}, err
+	}
 	c.Policy.Read = pathsFrom(dir, read, getenv(ReadVar))
 	c.Policy.Write = pathsFrom(dir, write, getenv(WriteVar))
+	if data, err := baton.DataDir(getenv, dir); err == nil {
+		c = c.InDataDir(data)
+	}
 	return c, nil
 }
+
+// InDataDir returns c keeping its agent home and caches in baton's data
+// directory data: data/agent-home and data/agent-cache.
+func (c Confinement) InDataDir(data string) Confinement {
+	c.Home = filepath.Join(data, "agent-home")
+	c.Cache = filepath.Join(data, "agent-cache")
+	return c
+}
+
+// ForProject returns c with caches of project's own (a repository, a
+// project root), so that what one project's agents put in a cache never
+// runs in another's builds.
+func (c Confinement) ForProject(project string) Confinement {
+	if c.Cache == "" || project == "" {
+		return c
+	}
+	sum := sha256.Sum256([]byte(project))
+	name := strings.Trim(cacheName.ReplaceAllString(filepath.Base(project), "-"), "-.")
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	c.Cache = filepath.Join(c.Cache, cmp.Or(name, "project")+"-"+hex.EncodeToString(sum[:6]))
+	return c
+}
+
+var cacheName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
 // pathsFrom is the paths of flags and of list, absolute from dir.
 func pathsFrom(dir string, flags []string, list string) []string {
@@ -100,11 +172,15 @@ func pathsFrom(dir string, flags []string, list string) []string {
 type Policy struct {
 	// Read paths may be read, listed and executed, with all beneath them.
 	Read []string
+	// Public paths are Read paths that, when baton runs as root, are
+	// narrowed to what any user of the machine may read: root owns
+	// /etc/shadow, SSH host keys and TLS keys, and a process running as
+	// root reads them through their owner's bits, capabilities or not.
+	Public []string
 	// Write paths may also be written: files created, changed, truncated,
 	// removed and renamed beneath them.
 	Write []string
-	// Devices are opened for reading and writing, with ioctl: terminals,
-	// /dev/null.
+	// Devices are opened for reading and writing, with ioctl.
 	Devices []string
 	// Deny paths are never reachable through a Read or Write path that
 	// contains them: such a grant is narrowed to its other entries. A grant
@@ -117,6 +193,7 @@ type Policy struct {
 func (p Policy) Merge(q Policy) Policy {
 	return Policy{
 		Read:    append(slices.Clip(p.Read), q.Read...),
+		Public:  append(slices.Clip(p.Public), q.Public...),
 		Write:   append(slices.Clip(p.Write), q.Write...),
 		Devices: append(slices.Clip(p.Devices), q.Devices...),
 		Deny:    append(slices.Clip(p.Deny), q.Deny...),
@@ -124,42 +201,74 @@ func (p Policy) Merge(q Policy) Policy {
 }
 
 // Confinement is how to start one process: the mode and, when it
-// confines, the policy.
+// confines, the policy and the box's state.
 type Confinement struct {
 	Mode   Mode
 	Policy Policy
+	// Home is the agent home: a directory of baton's that the box shows at
+	// the process's $HOME, with the paths of the real home that Policy
+	// grants shown inside it (read-only unless written). An agent CLI's
+	// configuration and sessions persist there, and nothing written there
+	// reaches the user's own sessions. "" shows the real home, narrowed by
+	// Policy. Without mount namespaces the home is not shown (see
+	// ShowsHome): agentrun then points each CLI at it by its variables.
+	Home string
+	// Cache holds the build caches of what runs in the box (Go's module
+	// and build caches, npm, pnpm, cargo, XDG_CACHE_HOME): the user's own
+	// caches are never written, so nothing an agent puts there runs in the
+	// user's next unconfined build. "" sets none up: what runs in the box
+	// writes no cache (baton's own git needs none).
+	Cache string
+	// MaxProcs caps the processes and threads the box holds at once; 0 is
+	// DefaultMaxProcs.
+	MaxProcs int
+	// NoNamespaces builds the box as on a host without user namespaces
+	// (NamespacesVar=off).
+	NoNamespaces bool
+	// Network is what the box may reach over the network.
+	Network Network
+	// noCgroup builds the box as on a host that delegates no pids cgroup:
+	// for tests of that path.
+	noCgroup bool
 }
 
-// Report says how a process was started: confined, or why not. It is
-// recorded with the run, so a person can tell afterwards.
+// Network is a box's network policy. Where the host makes namespaces
+// (and the program set Hooks.OpenNetwork), the box gets a network
+// namespace of its own whose one way out is a proxy outside that allows
+// only Allow and records what it refuses; elsewhere Landlock (ABI 4 and
+// later) limits its TCP connections to Allow's ports.
+type Network struct {
+	// Open leaves the box on this machine's network: nothing of the
+	// network is confined.
+	Open bool
+	// Allow is what the box may reach.
+	Allow netpolicy.Allowlist
+	// OnRefuse, when set, hears of each connection or name refused, as
+	// it happens.
+	OnRefuse func(netpolicy.Refusal)
+}
+
+// Report says how a process was started: confined, or why not, and
+// which of the box's defences it had. It is recorded with the run, so a
+// person can tell afterwards.
 type Report struct {
+	// Confined is true when the process ran in the box with its files
+	// confined by Landlock.
 	Confined bool
-	Detail   string // "Landlock ABI 7", or why the process was not confined
+	// Detail is "Landlock ABI 7, ..." or why the process was not confined.
+	Detail string
+	// Missing names the defences this start lacked, each with why.
+	Missing []string
 }
 
 func (r Report) String() string {
-	if r.Confined {
-		return "confined (" + r.Detail + ")"
+	if !r.Confined {
+		return "not confined: " + r.Detail
 	}
-	return "not confined: " + r.Detail
-}
-
-// Status says whether this machine can confine processes.
-type Status struct {
-	// ABI is the kernel's Landlock ABI version; 0 when it has none.
-	ABI int
-	// Why the kernel cannot confine, when ABI is 0.
-	Why string
-}
-
-// Available reports whether processes can be confined.
-func (s Status) Available() bool { return s.ABI > 0 }
-
-func (s Status) String() string {
-	if s.Available() {
-		return fmt.Sprintf("Landlock ABI %d", s.ABI)
+	if len(r.Missing) > 0 {
+		return "confined (" + r.Detail + "; not enforced: " + strings.Join(r.Missing, "; ") + ")"
 	}
-	return "unavailable: " + s.Why
+	return "confined (" + r.Detail + ")"
 }
 
 // Exposure is what an unconfined agent can reach, for the warning that
@@ -176,15 +285,7 @@ type Env struct {
 // EnvFrom reads Env from a child's environment (KEY=value entries; the
 // last one of a name wins, as exec does).
 func EnvFrom(env []string) Env {
-	get := func(name string) string {
-		v := ""
-		for _, kv := range env {
-			if k, val, ok := strings.Cut(kv, "="); ok && k == name {
-				v = val
-			}
-		}
-		return v
-	}
+	get := func(name string) string { return envValue(env, name) }
 	return Env{
 		Home: get("HOME"), Path: get("PATH"),
 		XDGConfigHome: get("XDG_CONFIG_HOME"), XDGCacheDir: get("XDG_CACHE_HOME"),
@@ -192,30 +293,46 @@ func EnvFrom(env []string) Env {
 	}
 }
 
+// envValue is name's value in env; the last entry wins, as exec does.
+func envValue(env []string, name string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == name {
+			v = val
+		}
+	}
+	return v
+}
+
 // System is what any program needs to run: the system's directories and
 // devices, the directories on PATH and the installations they belong to,
-// git's configuration, toolchains installed in the home directory, and
-// the caches they write. It grants nothing else of the home directory:
-// not ~/.ssh, not ~/.config/gh, not baton's data.
+// git's and Go's configuration, and toolchains installed in the home
+// directory, all to read. It grants nothing else of the home directory
+// (not ~/.ssh, not ~/.config/gh, not baton's data) and nothing to write:
+// the box gives the process caches and a /dev/shm of its own, and no
+// terminal.
 func System(e Env) Policy {
 	p := Policy{
+		Public: []string{"/bin", "/sbin", "/usr", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix"},
 		Read: []string{
-			"/bin", "/sbin", "/usr", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix",
-			"/sys",
 			// What programs read of /proc to size themselves. Never /proc
-			// as a whole: it holds other processes' environments.
+			// as a whole: it holds other processes' environments. (In a pid
+			// namespace the box mounts a /proc of its own and grants it.)
 			"/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/loadavg", "/proc/uptime",
 			"/proc/version", "/proc/filesystems", "/proc/sys",
 		},
-		Devices: []string{
-			"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
-			"/dev/tty", "/dev/ptmx", "/dev/pts",
-		},
-		Write: []string{"/dev/shm"},
+		Devices: []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"},
+	}
+	if os.Geteuid() == 0 {
+		// What programs read of /sys, and no more: root reads files there
+		// that no one else may (firmware tables, serial numbers).
+		p.Read = append(p.Read, "/sys/devices/system/cpu", "/sys/fs/cgroup", "/sys/kernel/mm/transparent_hugepage")
+	} else {
+		p.Read = append(p.Read, "/sys")
 	}
 	// /etc/resolv.conf is often a link into /run.
 	if r, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil {
-		p.Read = append(p.Read, r)
+		p.Public = append(p.Public, r)
 	}
 	for _, dir := range filepath.SplitList(e.Path) {
 		if !filepath.IsAbs(dir) {
@@ -237,30 +354,20 @@ func System(e Env) Policy {
 	if configHome == "" {
 		configHome = home(".config")
 	}
-	cacheHome := e.XDGCacheDir
-	if cacheHome == "" {
-		cacheHome = home(".cache")
-	}
 	goPath := home("go")
 	if gp := filepath.SplitList(e.GoPath); len(gp) > 0 && gp[0] != "" {
 		goPath = gp[0]
 	}
 	p.Read = append(p.Read,
-		home(".gitconfig"), filepath.Join(configHome, "git"),
+		home(".gitconfig"), filepath.Join(configHome, "git"), filepath.Join(configHome, "go"),
 		goPath, home("sdk"), home(".cargo"), home(".rustup"), home(".nvm"), home(".volta"),
 		home(".bun"), home(".deno"), home(".pyenv"), home(".local", "lib"),
 	)
-	p.Write = append(p.Write, cacheHome, home(".npm"),
-		filepath.Join(goPath, "pkg", "mod"), home(".cargo", "registry"), home(".cargo", "git"))
-	for _, d := range []string{e.GoModCache, e.GoCache} {
-		if filepath.IsAbs(d) {
-			p.Write = append(p.Write, d)
-		}
-	}
 	// Credentials the user keeps at home: never, even through a grant that
 	// contains them.
 	p.Deny = append(p.Deny, home(".ssh"), home(".gnupg"), home(".netrc"), home(".git-credentials"),
-		filepath.Join(configHome, "gh"), home(".aws"), home(".docker"), home(".kube"))
+		filepath.Join(configHome, "gh"), home(".aws"), home(".docker"), home(".kube"),
+		home(".cargo", "credentials"), home(".cargo", "credentials.toml"))
 	return p
 }
 
@@ -281,7 +388,9 @@ const (
 
 // rules turns p into the rules to give the kernel: paths made absolute
 // and resolved, missing ones dropped, grants that contain a denied path
-// narrowed to their other entries.
+// narrowed to their other entries. When baton runs as root, the Public
+// paths, and the Read paths inside them, are narrowed around what no
+// other user may read.
 func (p Policy) rules() ([]rule, error) {
 	deny := make([]string, 0, len(p.Deny))
 	for _, d := range p.Deny {
@@ -289,9 +398,17 @@ func (p Policy) rules() ([]rule, error) {
 			deny = append(deny, r)
 		}
 	}
+	readDeny := deny
+	if os.Geteuid() == 0 {
+		hidden, err := nonPublic(p.Public)
+		if err != nil {
+			return nil, err
+		}
+		readDeny = append(slices.Clip(deny), hidden...)
+	}
 	var out []rule
 	seen := map[rule]bool{}
-	add := func(path string, a access) error {
+	add := func(path string, a access, deny []string) error {
 		r, ok := resolve(path)
 		if !ok {
 			return nil
@@ -316,9 +433,10 @@ func (p Policy) rules() ([]rule, error) {
 	for _, list := range []struct {
 		paths []string
 		a     access
-	}{{p.Read, accessRead}, {p.Write, accessWrite}, {p.Devices, accessDevice}} {
+		deny  []string
+	}{{p.Public, accessRead, readDeny}, {p.Read, accessRead, readDeny}, {p.Write, accessWrite, deny}, {p.Devices, accessDevice, deny}} {
 		for _, path := range list.paths {
-			if err := add(path, list.a); err != nil {
+			if err := add(path, list.a, list.deny); err != nil {
 				return nil, err
 			}
 		}
@@ -341,6 +459,9 @@ func narrow(dir string, a access, deny []string, seen map[rule]bool, out *[]rule
 		}
 		if r != p && (denied(r, deny) || containsDenied(r, deny)) {
 			continue // a link into a denied path, or to one holding it
+		}
+		if r != p && within(r, "/proc") {
+			continue // /etc/mtab: /proc/self is the reader's, not baton's
 		}
 		fi, err := os.Stat(r)
 		if err != nil {

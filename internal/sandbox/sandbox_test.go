@@ -1,14 +1,12 @@
 package sandbox
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -108,7 +106,7 @@ func TestSystemGrantsNoHomeSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := paths(rules)
-	for _, want := range []string{filepath.Join(home, ".gitconfig"), nvmBin, filepath.Join(home, ".nvm/versions/node/v20/lib"), filepath.Join(home, "go/pkg/mod")} {
+	for _, want := range []string{filepath.Join(home, ".gitconfig"), nvmBin, filepath.Join(home, ".nvm/versions/node/v20/lib"), filepath.Join(home, "go")} {
 		if !slices.Contains(got, want) {
 			t.Errorf("System rules lack %s: %q", want, got)
 		}
@@ -135,7 +133,8 @@ func confined(t *testing.T, p Policy, script string) string {
 	cmd := exec.Command("/bin/sh", "-c", script)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
-	release, rep, err := Confinement{Mode: ModeRequired, Policy: p}.Start(cmd)
+	// The network is egress's to build: tested there and through baton.
+	release, rep, err := Confinement{Mode: ModeRequired, Policy: p, Network: Network{Open: true}}.Start(cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,39 +176,6 @@ try kill -0 %[2]d
 	}
 	if _, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", os.Getpid())); err != nil {
 		t.Errorf("the parent lost access to its own /proc: %v", err)
-	}
-}
-
-// The kernel kills a child with a parent-death signal when the thread
-// that forked it ends: that thread must stay until release.
-func TestStartKeepsTheForkingThread(t *testing.T) {
-	st := Probe()
-	if !st.Available() {
-		t.Skipf("this kernel cannot confine: %s", st.Why)
-	}
-	cmd := exec.Command("/bin/sh", "-c", "read line; echo alive $line")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outp, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	release, _, err := Confinement{Mode: ModeAuto, Policy: System(EnvFrom(os.Environ()))}.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer release()
-	// Give the runtime every chance to end an unparked thread.
-	if err := exec.Command("/bin/true").Run(); err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintln(in, "still")
-	line, _ := bufio.NewReader(outp).ReadString('\n')
-	if err := cmd.Wait(); err != nil || line != "alive still\n" {
-		t.Errorf("child said %q, %v: it was killed when its forking thread ended", line, err)
 	}
 }
 

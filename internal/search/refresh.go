@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,19 +42,24 @@ type source struct {
 // has not changed, no session was added.
 const sessionsSource = "sessions"
 
-// fullCheckEvery is how often a refresh stats every packet and loop even
-// when their directories look unchanged: baton writes them through a
-// rename, which changes the directory, but an editor that writes a file in
-// place does not.
+// fullCheckEvery is how often a refresh stats every packet and loop file
+// even when the store says nothing changed: baton writes them through a
+// rename, which the store sees, but an editor that writes a file in place
+// changes neither the directory nor the store's index.
 const fullCheckEvery = time.Minute
+
+// storeKey is the meta row holding the store's Changes as the last
+// refresh saw them.
+const storeKey = "store"
 
 // Refresh brings the index up to date with the store: packets and loops
 // whose file changed are indexed again, those removed are dropped, and
 // with transcripts on, what each session's transcript gained since the
-// last refresh is added (a transcript that shrank is indexed again). A
-// directory of packets or loops unchanged since the last refresh is not
-// listed again, but for a full check once a minute; it reads only what
-// changed.
+// last refresh is added (a transcript that shrank is indexed again). It
+// asks the store what changed (fsstore.Store.Changes): while the packets
+// and loops are as the last refresh left them, it lists nothing, but for
+// a full check once a minute; then it lists them from the store's index
+// (fsstore.Store.PacketStamps) and reads only the files that changed.
 func (ix *Index) Refresh(ctx context.Context) (Report, error) {
 	var rep Report
 	now := ix.now()
@@ -64,8 +70,25 @@ func (ix *Index) Refresh(ctx context.Context) (Report, error) {
 	} else if _, err := fmt.Sscan(v, &last); err != nil || now.Sub(time.Unix(0, last)) >= fullCheckEvery {
 		full = true
 	}
-	for _, kind := range []Kind{KindPacket, KindLoop} {
-		if err := ix.refreshArtifacts(ctx, kind, full, &rep); err != nil {
+	// Read before the listing: a change during it shows next time. A
+	// change the store cannot rule out yet (the same tick of the file
+	// system's clock) is not kept, so the next refresh lists again.
+	changes, settled := ix.st.Changes()
+	state := ""
+	if settled {
+		state = changes.String()
+	}
+	was, err := ix.meta(ctx, storeKey)
+	if err != nil {
+		return rep, err
+	}
+	if full || state == "" || was != state {
+		for _, kind := range []Kind{KindPacket, KindLoop} {
+			if err := ix.refreshArtifacts(ctx, kind, full, &rep); err != nil {
+				return rep, err
+			}
+		}
+		if err := ix.setMeta(ctx, storeKey, state); err != nil {
 			return rep, err
 		}
 	}
@@ -74,7 +97,6 @@ func (ix *Index) Refresh(ctx context.Context) (Report, error) {
 			return rep, err
 		}
 	}
-	var err error
 	if rep.Transcripts, err = ix.Transcripts(ctx); err != nil || !rep.Transcripts {
 		return rep, err
 	}
@@ -128,83 +150,49 @@ func (ix *Index) sources(ctx context.Context, kinds ...Kind) (map[string]source,
 	return out, rows.Err()
 }
 
-// racyWindow is how recent a directory's time must be to be taken as
-// possibly changing still: file system clocks tick coarser than their
-// timestamps read.
-const racyWindow = 2 * time.Second
-
 // refreshArtifacts indexes the packets (or loops) whose file is new or
-// changed since the last refresh, and drops those removed. Unless full,
-// a directory unchanged since the last refresh is taken as it was.
-func (ix *Index) refreshArtifacts(ctx context.Context, kind Kind, full bool, rep *Report) (err error) {
-	sub := fsstore.PacketsDir
+// changed since the last refresh, as the store's index lists them (stat'd
+// on a full check), and drops those removed. A file the store cannot read
+// is left out, and said in rep.Skipped.
+func (ix *Index) refreshArtifacts(ctx context.Context, kind Kind, full bool, rep *Report) error {
+	list := ix.st.PacketStamps
 	if kind == KindLoop {
-		sub = fsstore.LoopsDir
+		list = ix.st.LoopStamps
 	}
-	dir := filepath.Join(ix.st.Dir(), sub)
-	dfi, err := os.Lstat(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		dfi = nil
-	} else if err != nil {
+	stamps, warnings, err := list(full)
+	if err != nil {
 		return err
-	} else if !dfi.IsDir() {
-		return baton.Errorf(baton.Invalid, "%s is not a directory (a link?): baton follows no links out of its store", dir)
 	}
-	state := "none"
-	if dfi != nil {
-		// Read before the listing: a change during it shows next time,
-		// unless it lands in the same tick of the file system's clock.
-		// A time that recent is not kept, so the next refresh lists again.
-		state = fmt.Sprint(dfi.ModTime().UnixNano())
-		if ix.now().Sub(dfi.ModTime()) < racyWindow {
-			state = ""
-		}
-	}
-	key := "dir:" + string(kind)
-	if was, err := ix.meta(ctx, key); err != nil {
-		return err
-	} else if was == state && state != "" && !full {
-		return nil
+	for _, w := range warnings {
+		rep.Skipped = append(rep.Skipped, w.Error())
 	}
 	known, err := ix.sources(ctx, kind)
 	if err != nil {
 		return err
 	}
 	seen := map[string]bool{}
-	defer func() {
-		if err == nil {
-			err = ix.setMeta(ctx, key, state)
-		}
-	}()
-	var entries []fs.DirEntry
-	if dfi != nil {
-		entries, err = os.ReadDir(dir)
-	}
-	if err != nil {
-		return fmt.Errorf("list %s: %w", dir, err)
-	}
-	type change struct {
-		path string
-		id   string
-		fi   fs.FileInfo
-	}
-	var changed []change
-	for _, e := range entries {
-		name := e.Name()
-		id, ok := strings.CutSuffix(name, ".md")
-		if !ok || !baton.ValidID(id) || e.Type()&fs.ModeType != 0 {
+	var changed []fsstore.FileStamp
+	// Oldest first: the store lists the newest first, and a query ranks
+	// the documents indexed last (maxRanked).
+	for _, st := range slices.Backward(stamps) {
+		seen[st.Path] = true
+		s, ok := known[st.Path]
+		if ok && s.size == st.Size && s.mtime == st.Mod {
 			continue
 		}
-		fi, err := e.Info()
-		if err != nil {
-			continue
+		if !full {
+			// The store's entry of a file edited in place is stale until
+			// its index is rebuilt; the file says what it holds now.
+			fi, err := os.Lstat(st.Path)
+			if err != nil || !fi.Mode().IsRegular() {
+				continue // gone or refused since the listing: the next refresh says
+			}
+			st.Size, st.Mod = fi.Size(), fi.ModTime().UnixNano()
+			if ok && s.size == st.Size && s.mtime == st.Mod {
+				continue
+			}
 		}
-		p := filepath.Join(dir, name)
-		seen[p] = true
-		if s, ok := known[p]; ok && s.size == fi.Size() && s.mtime == fi.ModTime().UnixNano() {
-			continue
-		}
-		changed = append(changed, change{p, id, fi})
+		changed = append(changed, st)
 	}
 	var gone []string
 	for p := range known {
@@ -216,7 +204,7 @@ func (ix *Index) refreshArtifacts(ctx context.Context, kind Kind, full bool, rep
 		return nil
 	}
 	rep.Removed += len(gone)
-	err = ix.tx(ctx, func(tx *sql.Tx) error {
+	return ix.tx(ctx, func(tx *sql.Tx) error {
 		for _, p := range gone {
 			if err := dropSource(ctx, tx, p); err != nil {
 				return err
@@ -229,28 +217,27 @@ func (ix *Index) refreshArtifacts(ctx context.Context, kind Kind, full bool, rep
 		defer ins.Close()
 		defer insFTS.Close()
 		for _, c := range changed {
-			if err := dropSource(ctx, tx, c.path); err != nil {
+			if err := dropSource(ctx, tx, c.Path); err != nil {
 				return err
 			}
-			docs, err := ix.artifactDocs(kind, c.id, c.path)
+			docs, err := ix.artifactDocs(kind, c.ID, c.Path)
 			if err != nil {
 				// Unreadable now: left out until it changes again.
 				rep.Skipped = append(rep.Skipped, err.Error())
 			}
 			for _, d := range docs {
-				if err := addDoc(ctx, tx, ins, insFTS, c.path, d); err != nil {
+				if err := addDoc(ctx, tx, ins, insFTS, c.Path, d); err != nil {
 					return err
 				}
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO sources(path, kind, size, mtime, done) VALUES (?, ?, ?, ?, 0)`,
-				c.path, string(kind), c.fi.Size(), c.fi.ModTime().UnixNano()); err != nil {
+				c.Path, string(kind), c.Size, c.Mod); err != nil {
 				return err
 			}
 			rep.Indexed++
 		}
 		return nil
 	})
-	return err
 }
 
 func prepareDocs(ctx context.Context, tx *sql.Tx) (ins, insFTS *sql.Stmt, err error) {

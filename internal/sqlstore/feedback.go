@@ -10,13 +10,15 @@ import (
 
 // Feedback states.
 const (
-	// FeedbackClaimed is a comment being acted on. A claim that outlives
-	// its lease was left by a process that stopped before it recorded
-	// the outcome (RetakeFeedback).
-	FeedbackClaimed  = "claimed"
+	// FeedbackQueued is a comment its River job (baton.feedback) is to
+	// act on.
+	FeedbackQueued   = "queued"
 	FeedbackDeferred = "deferred" // waits for the delivery's running phase or queued round
 	FeedbackApplied  = "applied"
 	FeedbackIgnored  = "ignored"
+	// FeedbackFailed is a comment its job gave up on (GitHub or the
+	// database failed every attempt); the reason says why.
+	FeedbackFailed = "failed"
 )
 
 // Feedback is a comment or review on GitHub that asked baton for
@@ -38,10 +40,11 @@ type Feedback struct {
 
 const feedbackCols = `repo, kind, comment_id, delivery_id, author, url, state, reason, created_at, updated_at`
 
-// ClaimFeedback records f unless the same comment or review was recorded
-// before: true means f is new and the caller acts on it. One INSERT
-// decides, so of a webhook and a poll seeing one comment, one acts.
-func (s *Store) ClaimFeedback(ctx context.Context, f Feedback) (bool, error) {
+// CreateFeedback records f unless the same comment or review was recorded
+// before: true means f is new, and the caller queues its job in the same
+// transaction. One INSERT decides, so of a webhook and a poll seeing one
+// comment, one acts.
+func (s *Store) CreateFeedback(ctx context.Context, f Feedback) (bool, error) {
 	n, err := s.exec(ctx, `INSERT INTO feedback (`+feedbackCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 		strings.ToLower(f.Repo), f.Kind, f.ID, f.DeliveryID, f.Author, f.URL, f.State, f.Reason, fmtTime(f.CreatedAt), fmtTime(f.UpdatedAt))
 	if err != nil {
@@ -50,7 +53,20 @@ func (s *Store) ClaimFeedback(ctx context.Context, f Feedback) (bool, error) {
 	return n == 1, nil
 }
 
-// UpdateFeedback sets what became of a claimed comment or review.
+// FindFeedback returns the comment or review repo, kind and id name, as
+// recorded. NotFound when it was never recorded.
+func (s *Store) FindFeedback(ctx context.Context, repo, kind string, id int64) (*Feedback, error) {
+	list, err := s.feedback(ctx, ` WHERE repo = ? AND kind = ? AND comment_id = ?`, strings.ToLower(repo), kind, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(list) == 0 {
+		return nil, baton.Errorf(baton.NotFound, "no feedback %s %s %d", repo, kind, id)
+	}
+	return &list[0], nil
+}
+
+// UpdateFeedback sets what became of a comment or review.
 func (s *Store) UpdateFeedback(ctx context.Context, f Feedback) error {
 	_, err := s.exec(ctx, `UPDATE feedback SET delivery_id = ?, state = ?, reason = ?, updated_at = ? WHERE repo = ? AND kind = ? AND comment_id = ?`,
 		f.DeliveryID, f.State, f.Reason, fmtTime(f.UpdatedAt), strings.ToLower(f.Repo), f.Kind, f.ID)
@@ -60,13 +76,33 @@ func (s *Store) UpdateFeedback(ctx context.Context, f Feedback) error {
 // FeedbackOf lists the feedback recorded in state ("" for any), oldest
 // first.
 func (s *Store) FeedbackOf(ctx context.Context, state string) ([]Feedback, error) {
-	q := `SELECT ` + feedbackCols + ` FROM feedback`
-	var args []any
-	if state != "" {
-		q += ` WHERE state = ?`
-		args = append(args, state)
+	if state == "" {
+		return s.feedback(ctx, ``)
 	}
-	rows, err := s.query(ctx, q+` ORDER BY created_at, comment_id`, args...)
+	return s.feedback(ctx, ` WHERE state = ?`, state)
+}
+
+// WaitingFeedback returns the oldest feedback deferred for the delivery
+// with id, nil when none waits.
+func (s *Store) WaitingFeedback(ctx context.Context, deliveryID string) (*Feedback, error) {
+	list, err := s.feedback(ctx, ` WHERE delivery_id = ? AND state = ?`, deliveryID, FeedbackDeferred)
+	if err != nil || len(list) == 0 {
+		return nil, err
+	}
+	return &list[0], nil
+}
+
+// IgnoreWaitingFeedback records the feedback deferred for the delivery
+// with id as ignored, for why: the delivery will never take it.
+func (s *Store) IgnoreWaitingFeedback(ctx context.Context, deliveryID, why string, at time.Time) error {
+	_, err := s.exec(ctx, `UPDATE feedback SET state = ?, reason = ?, updated_at = ? WHERE delivery_id = ? AND state = ?`,
+		FeedbackIgnored, why, fmtTime(at), deliveryID, FeedbackDeferred)
+	return err
+}
+
+// feedback lists the feedback where says, oldest first.
+func (s *Store) feedback(ctx context.Context, where string, args ...any) ([]Feedback, error) {
+	rows, err := s.query(ctx, `SELECT `+feedbackCols+` FROM feedback`+where+` ORDER BY created_at, comment_id`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -95,25 +131,6 @@ func (s *Store) FeedbackOf(ctx context.Context, state string) ([]Feedback, error
 func (s *Store) OpenDeliveriesOf(ctx context.Context, repository string) ([]*baton.Delivery, error) {
 	return s.list(ctx, `SELECT `+deliveryCols+` FROM deliveries WHERE LOWER(repository) = ? AND phase <> ? ORDER BY seq`,
 		strings.ToLower(repository), string(baton.PhaseClose))
-}
-
-// RetakeFeedback takes over f's claim if it was last touched before
-// staleBefore, stamping it now: true means the caller holds it. One
-// conditional UPDATE decides, so of two processes retaking it, one does.
-func (s *Store) RetakeFeedback(ctx context.Context, f Feedback, staleBefore, now time.Time) (bool, error) {
-	n, err := s.exec(ctx, `UPDATE feedback SET updated_at = ? WHERE repo = ? AND kind = ? AND comment_id = ? AND state = ? AND updated_at < ?`,
-		fmtTime(now), strings.ToLower(f.Repo), f.Kind, f.ID, FeedbackClaimed, fmtTime(staleBefore))
-	if err != nil {
-		return false, err
-	}
-	return n == 1, nil
-}
-
-// ReleaseFeedback forgets a claim whose handling failed, so the comment
-// is acted on when it is seen again.
-func (s *Store) ReleaseFeedback(ctx context.Context, f Feedback) error {
-	_, err := s.exec(ctx, `DELETE FROM feedback WHERE repo = ? AND kind = ? AND comment_id = ?`, strings.ToLower(f.Repo), f.Kind, f.ID)
-	return err
 }
 
 // SetCommentsPolled records up to when the poller read a source's

@@ -425,6 +425,22 @@ func (s *Store) UpdateDelivery(ctx context.Context, d *baton.Delivery) error {
 	return nil
 }
 
+// LockDelivery takes the delivery's row for the rest of the transaction
+// the store is bound to, as a change to it would, without changing it:
+// a decision that reads the delivery and writes elsewhere (feedback left
+// to wait) is then ordered with every change of the delivery, never
+// beside one. NotFound when there is no such delivery.
+func (s *Store) LockDelivery(ctx context.Context, id string) error {
+	n, err := s.exec(ctx, `UPDATE deliveries SET version = version WHERE id = ?`, id)
+	if err != nil {
+		return fmt.Errorf("lock delivery %s: %w", id, err)
+	}
+	if n == 0 {
+		return baton.Errorf(baton.NotFound, "no delivery %s", id)
+	}
+	return nil
+}
+
 // Heartbeat records that owner still runs attempt. Returns Conflict
 // when the delivery is no longer running that attempt.
 func (s *Store) Heartbeat(ctx context.Context, id string, attempt int64, at time.Time) error {

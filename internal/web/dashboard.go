@@ -20,6 +20,7 @@ import (
 	"github.com/baton-agent/baton/internal/delivery"
 	"github.com/baton-agent/baton/internal/forge"
 	"github.com/baton-agent/baton/internal/intake"
+	"github.com/baton-agent/baton/internal/loop"
 )
 
 //go:embed templates/*.html
@@ -40,7 +41,8 @@ type ProjectView struct {
 	Root    string
 	Run     *RunView
 	Packets []ArtifactView
-	Loops   []ArtifactView
+	// Loops are shown as every edge shows them (loop.View).
+	Loops []loop.View
 }
 
 // RunView is a goal-tree run: its tree rendered as text, and iterations.
@@ -55,10 +57,9 @@ type IterationView struct {
 	Name, Node, Outcome, GuardLog string
 }
 
-// ArtifactView is a packet or loop in a list.
+// ArtifactView is a packet in a list.
 type ArtifactView struct {
 	ID, Status, Purpose string
-	Iteration           int
 }
 
 var (

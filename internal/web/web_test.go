@@ -32,6 +32,10 @@ import (
 	"github.com/baton-agent/baton/internal/web"
 )
 
+// TestMain gives git a fixed identity and no user configuration for the
+// whole test binary (gittest.Main), so the tests may run in parallel.
+func TestMain(m *testing.M) { os.Exit(gittest.Main(m)) }
+
 const token = "baton_test_token"
 
 type env struct {
@@ -52,7 +56,6 @@ func newEnv(t testing.TB, dialect sqlstore.Dialect) *env {
 
 func newEnvDSN(t testing.TB, dsn string) *env {
 	t.Helper()
-	gittest.Setenv(t)
 	q, err := queue.Open(t.Context(), dsn, queue.Config{})
 	if err != nil {
 		t.Fatal(err)

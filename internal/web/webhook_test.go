@@ -13,6 +13,7 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/intake"
+	"github.com/baton-agent/baton/internal/queue"
 	"github.com/baton-agent/baton/internal/sqlstore"
 )
 
@@ -56,8 +57,14 @@ func TestWebhookRouteRefusesForeignIssuesAndReplays(t *testing.T) {
 		t.Errorf("the server log does not say why each webhook was refused:\n%s", got)
 	}
 	own := event("https://github.com/Codertocat/Hello-World/issues/1")
-	if status, res := send("72d3162e-cc78-11e3-81ab-4c9367dc0958", own); status != 202 || res.Outcome != "created" {
-		t.Fatalf("first delivery = %d %+v", status, res)
+	if status, res := send("72d3162e-cc78-11e3-81ab-4c9367dc0958", own); status != 202 || res.Outcome != "queued" {
+		t.Fatalf("first delivery = %d %+v, want 202 queued: answered once recorded, handled by its job", status, res)
+	}
+	if list, _ := e.svc.List(t.Context(), baton.DeliveryFilter{}); len(list) != 0 {
+		t.Fatalf("the webhook was handled in GitHub's request: %d deliveries", len(list))
+	}
+	if res, err := e.web.Intake.HandleWebhook(t.Context(), queue.WebhookArgs{ID: "72d3162e-cc78-11e3-81ab-4c9367dc0958"}, queue.Job{Attempt: 1, MaxAttempts: 10}); err != nil || res.Outcome != "created" {
+		t.Fatalf("its job = %+v, %v; want created", res, err)
 	}
 	for _, id := range []string{"72d3162e-cc78-11e3-81ab-4c9367dc0958", "a-new-id-on-the-same-body"} {
 		if status, res := send(id, own); status != 200 || res.Outcome != "duplicate" || !strings.Contains(res.Reason, "already handled") {
@@ -113,8 +120,11 @@ func TestWebhookRouteTakesFormBodies(t *testing.T) {
 	event := `{"action":"labeled","label":{"name":"baton"},"repository":{"full_name":"Codertocat/Hello-World","html_url":"https://github.com/Codertocat/Hello-World"},` +
 		`"issue":{"number":1,"title":"Spelling error in the README file","state":"open","html_url":"https://github.com/Codertocat/Hello-World/issues/1","labels":[{"name":"baton"}]}}`
 	form := url.Values{"payload": {event}}.Encode()
-	if status, body := send("form-1", "source-secret", form); status != 202 || !strings.Contains(body, `"outcome":"created"`) {
-		t.Fatalf("form webhook = %d %s, want 202 created", status, body)
+	if status, body := send("form-1", "source-secret", form); status != 202 || !strings.Contains(body, `"outcome":"queued"`) {
+		t.Fatalf("form webhook = %d %s, want 202 queued", status, body)
+	}
+	if res, err := e.web.Intake.HandleWebhook(t.Context(), queue.WebhookArgs{ID: "form-1"}, queue.Job{Attempt: 1, MaxAttempts: 10}); err != nil || res.Outcome != "created" {
+		t.Fatalf("its job = %+v, %v; want created", res, err)
 	}
 	if list, _ := e.svc.List(t.Context(), baton.DeliveryFilter{}); len(list) != 1 {
 		t.Fatalf("%d deliveries, want 1", len(list))

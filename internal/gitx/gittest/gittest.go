@@ -5,28 +5,49 @@
 package gittest
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/baton-agent/baton/internal/egress"
+	"github.com/baton-agent/baton/internal/sandbox"
 )
 
-// Setenv fixes git's identity and dates and hides user and system
-// configuration for the rest of the test. Tests that call it cannot run in
-// parallel (t.Setenv).
-func Setenv(t testing.TB) {
-	t.Helper()
-	for k, v := range map[string]string{
-		"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
-		"GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.com",
-		"GIT_AUTHOR_DATE": "2026-11-22T09:00:00Z", "GIT_COMMITTER_DATE": "2026-11-22T09:00:00Z",
-		"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
-	} {
-		t.Setenv(k, v)
+// Env is the environment tests give git: a fixed identity and dates,
+// and no user or system configuration.
+func Env() []string {
+	return []string{
+		"GIT_AUTHOR_NAME=Test", "GIT_AUTHOR_EMAIL=test@example.com",
+		"GIT_COMMITTER_NAME=Test", "GIT_COMMITTER_EMAIL=test@example.com",
+		"GIT_AUTHOR_DATE=2026-11-22T09:00:00Z", "GIT_COMMITTER_DATE=2026-11-22T09:00:00Z",
+		"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
 	}
 }
 
-// Git runs git with args in dir and returns its trimmed output, failing
-// the test on error.
+// Main runs a package's tests with Env in the process environment, for
+// packages whose code under test runs git itself (the CLI, the delivery
+// pipeline): set once, before any test, it lets those tests run in
+// parallel, which a per-test t.Setenv forbids. A package calls it from
+// TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(gittest.Main(m)) }
+//
+// The test binary is also the box's init (sandbox.Main): baton's git in
+// a worktree, as the agents and checks such tests start, runs boxed.
+func Main(m *testing.M) int {
+	sandbox.Main(egress.Hooks())
+	for _, kv := range Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		if err := os.Setenv(k, v); err != nil {
+			panic(err)
+		}
+	}
+	return m.Run()
+}
+
+// Git runs git with args in dir, with Env, and returns its trimmed
+// output, failing the test on error.
 func Git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	return strings.TrimSpace(Output(t, dir, args...))
@@ -37,6 +58,7 @@ func Output(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), Env()...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("git %v in %s: %v\n%s", args, dir, err, out)

@@ -34,12 +34,17 @@ import (
 	"github.com/baton-agent/baton/internal/gitx/gittest"
 	"github.com/baton-agent/baton/internal/harness"
 	"github.com/baton-agent/baton/internal/intake"
+	"github.com/baton-agent/baton/internal/loop"
 	"github.com/baton-agent/baton/internal/queue"
 	"github.com/baton-agent/baton/internal/sandbox"
 	"github.com/baton-agent/baton/internal/sqlstore"
 	"github.com/baton-agent/baton/internal/sqlstore/sqlstoretest"
 	"github.com/baton-agent/baton/internal/web"
 )
+
+// TestMain gives git a fixed identity and no user configuration for the
+// whole test binary (gittest.Main), so the tests may run in parallel.
+func TestMain(m *testing.M) { os.Exit(gittest.Main(m)) }
 
 const token = "baton_browser_test_token"
 
@@ -114,7 +119,6 @@ const noWorker envOption = 1
 func newEnv(t *testing.T, opts ...envOption) *env {
 	t.Helper()
 	bin := chromium(t)
-	gittest.Setenv(t)
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "app")
 	state := filepath.Join(dir, "state")
@@ -151,7 +155,8 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 				Run: &web.RunView{Summary: "goal tree: 2 of 3 nodes done", Tree: "✓ root\n  ✓ parse the config\n  → write the docs",
 					Iterations: []web.IterationView{{Name: "iteration-2", Node: "write the docs", Outcome: "continue", GuardLog: "go test ./... ok"}}},
 				Packets: []web.ArtifactView{{ID: "20261126-handoff", Status: "open", Purpose: "pick up the docs"}},
-				Loops:   []web.ArtifactView{{ID: "loop-1", Status: "active", Iteration: 2}},
+				Loops: []loop.View{{ID: "loop-1", Status: "active", Foreground: true, Iteration: 2, MaxIterations: 20, CompletionPromises: []string{"DONE"},
+					MaxTokens: 50000, SpentTokens: 1200, ActiveSeconds: 90, Verify: []string{"go test ./..."}}},
 			}, nil
 		}}}
 	// A slow state refresh: phase changes come in bursts, and the page

@@ -139,3 +139,57 @@ func TestPhaseLogOfOlderVersionsReadsByFields(t *testing.T) {
 		})
 	}
 }
+
+// Migration 6 makes notices, comment feedback and webhooks River jobs: of
+// the notifications written before, those in flight stay, with the
+// targets that took them, and history goes; a comment claimed under a
+// lease is queued for its job. delivery.Service.Requeue gives them jobs.
+func TestJobsMigrationKeepsWhatIsInFlight(t *testing.T) {
+	t.Parallel()
+	for _, d := range sqlstoretest.Dialects(t) {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			db := rawDB(t, d)
+			if err := sqlstore.MigrateTo(ctx, d, db, 5); err != nil {
+				t.Fatal(err)
+			}
+			q := sqlstore.SQL(db)
+			at := sqlstore.FmtTime(t0)
+			for _, n := range []struct{ state, done string }{{"pending", "webhook:abc"}, {"sent", ""}, {"failed", ""}} {
+				if _, err := q.Exec(ctx, sqlstore.Rebind(d, `INSERT INTO notifications (delivery_id, event, body, done, attempts, next_at, state, created_at)
+					VALUES ('d1', 'delivery.closed', '{}', ?, 2, ?, ?, ?)`), n.done, at, n.state, at); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i, state := range []string{"claimed", "deferred", "applied"} {
+				if _, err := q.Exec(ctx, sqlstore.Rebind(d, `INSERT INTO feedback (repo, kind, comment_id, state, created_at, updated_at) VALUES ('octo/app', 'issue_comment', ?, ?, ?, ?)`),
+					i+1, state, at, at); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := sqlstore.Migrate(ctx, d, db); err != nil {
+				t.Fatal(err)
+			}
+			st := sqlstore.New(d, q)
+			ids, err := st.NotificationIDs(ctx, "")
+			if err != nil || len(ids) != 1 {
+				t.Fatalf("notifications after = %v, %v; want the pending one", ids, err)
+			}
+			if n, err := st.FindNotification(ctx, ids[0]); err != nil || len(n.Done) != 1 || n.Done[0] != "webhook:abc" {
+				t.Errorf("the pending notification = %+v, %v; want it with the target that took it", n, err)
+			}
+			var states []string
+			list, err := st.FeedbackOf(ctx, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range list {
+				states = append(states, f.State)
+			}
+			if diff := cmp.Diff([]string{"queued", "deferred", "applied"}, states); diff != "" {
+				t.Errorf("feedback states after (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

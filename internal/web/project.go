@@ -1,4 +1,4 @@
-package cli
+package web
 
 import (
 	"context"
@@ -11,12 +11,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/goaltree"
+	"github.com/baton-agent/baton/internal/loop"
 	"github.com/baton-agent/baton/internal/safefile"
-	"github.com/baton-agent/baton/internal/web"
 )
 
 // Bounds of the project page: it reads files an agent wrote.
@@ -27,22 +28,26 @@ const (
 	iterMetaBytes     = 256 << 10
 )
 
-// serveProject is the project serve runs in, for the dashboard's
-// read-only project page; nil outside a project.
-func serveProject(f *Factory) *web.Project {
-	st := f.Store()
-	if st.Root() == "" || !st.Exists() {
+// NewProject is the project at st, for the dashboard's read-only project
+// page: its goal-tree run, packets and loops (as of now), read from the
+// files as the commands left them, bounded (an agent wrote them). nil
+// outside a project (st nil, or no store there).
+func NewProject(st *fsstore.Store, now func() time.Time) *Project {
+	if st == nil || st.Root() == "" || !st.Exists() {
 		return nil
 	}
-	return &web.Project{Root: st.Root(), Load: func(ctx context.Context) (web.ProjectView, error) {
-		return loadProject(st)
+	if now == nil {
+		now = time.Now
+	}
+	return &Project{Root: st.Root(), Load: func(ctx context.Context) (ProjectView, error) {
+		return loadProject(st, now())
 	}}
 }
 
 // loadProject reads the goal-tree run (tree, current node, the newest
 // iterations with their guard logs), packets and loops.
-func loadProject(st *fsstore.Store) (web.ProjectView, error) {
-	v := web.ProjectView{Root: st.Root()}
+func loadProject(st *fsstore.Store, now time.Time) (ProjectView, error) {
+	v := ProjectView{Root: st.Root()}
 	run, err := loadRunView(goaltree.Layout{Root: st.Root()})
 	if err != nil {
 		return v, err
@@ -53,20 +58,19 @@ func loadProject(st *fsstore.Store) (web.ProjectView, error) {
 		return v, err
 	}
 	for _, p := range packets[:min(len(packets), projectArtifacts)] {
-		v.Packets = append(v.Packets, web.ArtifactView{ID: p.ID, Status: string(p.Status), Purpose: p.Purpose})
+		v.Packets = append(v.Packets, ArtifactView{ID: p.ID, Status: string(p.Status), Purpose: p.Purpose})
 	}
-	loops, _, err := st.FindLoops(fsstore.LoopFilter{})
+	fg, _ := st.Foreground() // unreadable: the loops are shown, none marked
+	loops, _, err := loop.Views(st, fsstore.LoopFilter{}, fg, now)
 	if err != nil {
 		return v, err
 	}
-	for _, l := range loops[:min(len(loops), projectArtifacts)] {
-		v.Loops = append(v.Loops, web.ArtifactView{ID: l.ID, Status: string(l.Status), Iteration: l.Iteration})
-	}
+	v.Loops = loops[:min(len(loops), projectArtifacts)]
 	return v, nil
 }
 
 // loadRunView returns nil when the project has no goal-tree run.
-func loadRunView(l goaltree.Layout) (*web.RunView, error) {
+func loadRunView(l goaltree.Layout) (*RunView, error) {
 	st, tree, err := l.LoadStateAndTree()
 	if errors.Is(err, fs.ErrNotExist) || baton.ErrorCode(err) == baton.NotFound {
 		return nil, nil
@@ -76,7 +80,7 @@ func loadRunView(l goaltree.Layout) (*web.RunView, error) {
 	}
 	sel := goaltree.Select(tree)
 	c := goaltree.Count(tree)
-	rv := &web.RunView{}
+	rv := &RunView{}
 	current := ""
 	switch n := sel.Node; {
 	case n == nil:
@@ -96,7 +100,7 @@ func loadRunView(l goaltree.Layout) (*web.RunView, error) {
 
 // loadIterations reads the newest iterations' meta.json and guard.log,
 // newest first.
-func loadIterations(l goaltree.Layout, runID string) ([]web.IterationView, error) {
+func loadIterations(l goaltree.Layout, runID string) ([]IterationView, error) {
 	dir := filepath.Dir(l.Iteration(runID, 1))
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -113,10 +117,10 @@ func loadIterations(l goaltree.Layout, runID string) ([]web.IterationView, error
 	}
 	slices.Sort(nums)
 	slices.Reverse(nums)
-	var out []web.IterationView
+	var out []IterationView
 	for _, n := range nums[:min(len(nums), projectIterations)] {
 		it := l.Iteration(runID, n)
-		v := web.IterationView{Name: strconv.Itoa(n), Outcome: "in progress or interrupted"}
+		v := IterationView{Name: strconv.Itoa(n), Outcome: "in progress or interrupted"}
 		if b, err := safefile.ReadFile(filepath.Join(it, goaltree.MetaLog), iterMetaBytes); err == nil {
 			var m goaltree.Meta
 			if json.Unmarshal(b, &m) == nil {

@@ -1,4 +1,4 @@
-package egress
+package netpolicy
 
 import (
 	"fmt"
@@ -151,7 +151,7 @@ func ParseRule(s string) (Rule, error) {
 	if strings.HasSuffix(host, "*.") {
 		return bad("a name pattern is *.domain")
 	}
-	r := Rule{Host: normalizeHost(host), Port: port}
+	r := Rule{Host: NormalizeHost(host), Port: port}
 	if a, err := netip.ParseAddr(r.Host); err == nil {
 		switch {
 		case a.Zone() != "":
@@ -214,8 +214,8 @@ func parsePort(s string) (int, error) {
 	return n, nil
 }
 
-// normalizeHost lower-cases a host name and drops a final dot.
-func normalizeHost(h string) string {
+// NormalizeHost lower-cases a host name and drops a final dot.
+func NormalizeHost(h string) string {
 	return strings.TrimSuffix(strings.ToLower(h), ".")
 }
 
@@ -236,6 +236,10 @@ func checkPattern(h string) error {
 	}
 	return checkName(h)
 }
+
+// ValidName reports whether name, normalized, is a DNS name a rule may
+// allow.
+func ValidName(name string) bool { return checkName(name) == nil }
 
 // checkName checks a normalized DNS name: dot-separated labels of
 // letters, digits, hyphens and underscores, 1 to 63 bytes each, at most
@@ -327,7 +331,7 @@ func (a Allowlist) Strings() []string {
 // Allows returns the rule that lets a connection to host:port through.
 // host is a name or an IP address (in brackets or not).
 func (a Allowlist) Allows(host string, port int) (Rule, bool) {
-	host = normalizeHost(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+	host = NormalizeHost(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
 	if ad, err := netip.ParseAddr(host); err == nil {
 		host = ad.Unmap().String()
 	}
@@ -375,11 +379,29 @@ func (a Allowlist) Endpoints() []netip.AddrPort {
 	return out
 }
 
-// Ports are the ports the rules allow a name or address on, for the
-// listeners a name's in-box address gets: nil with any is true when a
-// rule allows every port.
-func (a Allowlist) ports(host string) (ports []int, any bool) {
-	host = normalizeHost(host)
+// TCPPorts are the ports any rule allows, sorted: all that Landlock can
+// tell connections by where the box has no network of its own. all is
+// true when a rule allows every port.
+func (a Allowlist) TCPPorts() (ports []int, all bool) {
+	for _, r := range a.rules {
+		switch r.Port {
+		case AnyPort:
+			return nil, true
+		case 0:
+			ports = append(ports, 443, 80)
+		default:
+			ports = append(ports, r.Port)
+		}
+	}
+	slices.Sort(ports)
+	return slices.Compact(ports), false
+}
+
+// Ports are the ports the rules allow host (a name) on, sorted; any is
+// true when a rule allows every port. None means the name is not
+// allowed at all.
+func (a Allowlist) Ports(host string) (ports []int, any bool) {
+	host = NormalizeHost(host)
 	for _, r := range a.rules {
 		if !r.allowsHost(host) {
 			continue

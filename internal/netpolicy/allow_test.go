@@ -1,4 +1,4 @@
-package egress
+package netpolicy
 
 import (
 	"net/netip"
@@ -136,13 +136,6 @@ func TestEndpoints(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, a.Endpoints(), cmp.Comparer(func(x, y netip.AddrPort) bool { return x == y })); diff != "" {
 		t.Errorf("Endpoints() mismatch (-want +got):\n%s", diff)
-	}
-	if got := NewPlan("/s", a).ProxyPort; got != DefaultProxyPort {
-		t.Errorf("NewPlan().ProxyPort = %d, want %d", got, DefaultProxyPort)
-	}
-	b, _ := Parse("127.0.0.1:3128", "localhost:3129")
-	if got := NewPlan("/s", b).ProxyPort; got != 3130 {
-		t.Errorf("NewPlan() with 3128 and 3129 taken: ProxyPort = %d, want 3130", got)
 	}
 }
 

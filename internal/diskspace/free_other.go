@@ -1,0 +1,7 @@
+//go:build !unix
+
+package diskspace
+
+import "errors"
+
+func free(string) (int64, error) { return 0, errors.ErrUnsupported }

@@ -1,0 +1,132 @@
+package queue
+
+import (
+	"context"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/baton-agent/baton"
+)
+
+// Queues: agents' phases, and the short jobs a server works (notices,
+// comment feedback, webhooks), apart so that neither waits behind the
+// other.
+const (
+	// QueueName is the River queue phase jobs run on.
+	QueueName = "phases"
+	// ServerQueue is the River queue of notices, feedback and webhooks,
+	// which only `baton serve` works: it holds the notification targets
+	// and GitHub intake.
+	ServerQueue = "server"
+)
+
+// Args are a job's arguments: RunPhaseArgs, NoticeArgs, FeedbackArgs or
+// WebhookArgs. Every kind is unique by its arguments, so a job queued
+// twice (a replayed change, two servers seeing one comment) is one job.
+type Args interface {
+	river.JobArgs
+	river.JobArgsWithInsertOpts
+	jobArgs()
+}
+
+// RunPhaseArgs asks a worker to run the pending phase of a delivery.
+type RunPhaseArgs struct {
+	DeliveryID string      `json:"delivery_id"`
+	Phase      baton.Phase `json:"phase"`
+	// Entry is the delivery's version when the phase was entered: jobs
+	// are unique per delivery, phase and entry, so a replayed transition
+	// cannot queue a second job, while a later return to the same phase
+	// (implement after a not_pass review) gets its own.
+	Entry int64 `json:"entry"`
+}
+
+// Kind implements river.JobArgs.
+func (RunPhaseArgs) Kind() string { return "baton.run_phase" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts.
+func (RunPhaseArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueName, MaxAttempts: 10, UniqueOpts: river.UniqueOpts{ByArgs: true}}
+}
+
+func (RunPhaseArgs) jobArgs() {}
+
+// NoticeArgs asks a server to send a stored notification (sqlstore) to
+// the targets that did not take it yet.
+type NoticeArgs struct {
+	ID int64 `json:"notification_id"`
+}
+
+// Kind implements river.JobArgs.
+func (NoticeArgs) Kind() string { return "baton.notice" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts: eight attempts,
+// with River's backoff, span about an hour and a quarter.
+func (NoticeArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: ServerQueue, MaxAttempts: 8, UniqueOpts: river.UniqueOpts{ByArgs: true}}
+}
+
+func (NoticeArgs) jobArgs() {}
+
+// FeedbackArgs asks a server to act on a comment or review that asked
+// baton for something (the feedback table's row with this key).
+type FeedbackArgs struct {
+	Repo string `json:"repo"`
+	// CommentKind is issue_comment or review; CommentID is GitHub's id.
+	CommentKind string `json:"kind"`
+	CommentID   int64  `json:"comment_id"`
+}
+
+// Kind implements river.JobArgs.
+func (FeedbackArgs) Kind() string { return "baton.feedback" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts.
+func (FeedbackArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: ServerQueue, MaxAttempts: 10, UniqueOpts: river.UniqueOpts{ByArgs: true}}
+}
+
+func (FeedbackArgs) jobArgs() {}
+
+// WebhookArgs asks a server to handle a GitHub webhook it verified and
+// recorded (webhook_deliveries, by GitHub's delivery id).
+type WebhookArgs struct {
+	ID string `json:"webhook_delivery"`
+}
+
+// Kind implements river.JobArgs.
+func (WebhookArgs) Kind() string { return "baton.webhook" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts.
+func (WebhookArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: ServerQueue, MaxAttempts: 10, UniqueOpts: river.UniqueOpts{ByArgs: true}}
+}
+
+func (WebhookArgs) jobArgs() {}
+
+// Job is what a handler knows of the job it works.
+type Job struct {
+	ID int64
+	// Attempt counts River's attempts from 1.
+	Attempt     int
+	MaxAttempts int
+}
+
+// Last reports whether a failure now ends the job: River retries it no
+// more, so the handler says what became of its work.
+func (j Job) Last() bool { return j.Attempt >= j.MaxAttempts }
+
+// Handlers work the jobs of each kind. A process works the queues it was
+// opened for (Config): phases need Phase; the server queue needs Notice,
+// Feedback and Webhook.
+type Handlers struct {
+	Phase    func(context.Context, RunPhaseArgs, Job) error
+	Notice   func(context.Context, NoticeArgs, Job) error
+	Feedback func(context.Context, FeedbackArgs, Job) error
+	Webhook  func(context.Context, WebhookArgs, Job) error
+}
+
+// maxServerJob bounds a notice, feedback or webhook job: a few requests
+// to GitHub or a notice's targets (each bounded itself) and database
+// writes. A job is rescued only once it cannot still be running
+// (serverJobTimeout).
+const maxServerJob = time.Minute

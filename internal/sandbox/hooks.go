@@ -1,0 +1,45 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"os"
+	"sync/atomic"
+)
+
+// Hooks are what other packages add to the box. Main takes them; a
+// program that sets none builds boxes on this machine's network.
+type Hooks struct {
+	// Network, when set, runs in the init inside the box's namespaces
+	// (its own network namespace among them), before the process starts,
+	// with the spec OpenNetwork made for this box and the files it handed
+	// on. An error stops the start; stop, when not nil, runs once the
+	// process ended, before the init exits.
+	Network func(spec json.RawMessage, files []*os.File) (stop func(), err error)
+	// OpenNetwork, when set, makes a box's way out of its network
+	// namespace, outside the box, for each start whose Confinement has a
+	// network policy (internal/egress: a proxy that allows only
+	// n.Allow).
+	OpenNetwork func(n Network) (NetworkStart, error)
+}
+
+// NetworkStart is one box's network as OpenNetwork made it.
+type NetworkStart struct {
+	// Spec and Files are what the init's Hooks.Network gets.
+	Spec  json.RawMessage
+	Files []*os.File
+	// Env is set in the process's environment (the proxy variables).
+	Env []string
+	// Close runs after the box ended: what it refused is recorded by
+	// then.
+	Close func()
+}
+
+var (
+	hooks      Hooks
+	mainCalled atomic.Bool // Main returned: this program can be the init
+)
+
+// NamespacesVar turns the box's namespaces off when "off": baton then
+// builds the box as on a host without user namespaces, to test that path
+// or to run where namespaces misbehave.
+const NamespacesVar = "BATON_SANDBOX_NAMESPACES"

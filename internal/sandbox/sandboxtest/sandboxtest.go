@@ -1,0 +1,79 @@
+// Package sandboxtest helps tests find, from outside, the processes that
+// run in a box. Inside its pid namespace a process's pid means nothing to
+// the host: a test's stand-in agent writes WhoAmI's line instead, and
+// HostPID reads it.
+package sandboxtest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// WhoAmI is a shell command that prints the shell's pid and its pid
+// namespace on one line, for HostPID: `$$ pid:[4026531836]`.
+const WhoAmI = `echo "$$ $(readlink /proc/self/ns/pid 2>/dev/null)"`
+
+// WhoAmIOf is WhoAmI for the pid in the shell variable name (as `!`
+// for the last background job: WhoAmIOf("!")).
+func WhoAmIOf(name string) string {
+	return fmt.Sprintf(`echo "$%s $(readlink /proc/self/ns/pid 2>/dev/null)"`, name)
+}
+
+// HostPID turns a line WhoAmI printed into the pid the host knows the
+// process by; ok is false when no such process runs (any more).
+func HostPID(line string) (pid int, ok bool) {
+	f := strings.Fields(line)
+	if len(f) == 0 {
+		return 0, false
+	}
+	inner, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 0, false
+	}
+	own, _ := os.Readlink("/proc/self/ns/pid")
+	if len(f) < 2 || f[1] == own {
+		return inner, alive(inner)
+	}
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		if ns, err := os.Readlink(d + "/ns/pid"); err != nil || ns != f[1] {
+			continue
+		}
+		b, err := os.ReadFile(d + "/status")
+		if err != nil {
+			continue
+		}
+		for l := range strings.Lines(string(b)) {
+			rest, ok := strings.CutPrefix(l, "NSpid:")
+			if !ok {
+				continue
+			}
+			ids := strings.Fields(rest)
+			if len(ids) > 1 && ids[len(ids)-1] == f[0] {
+				host, _ := strconv.Atoi(ids[0])
+				return host, alive(host)
+			}
+		}
+	}
+	return 0, false
+}
+
+// Alive reports whether the process a WhoAmI line names still runs (a
+// zombie, dead but not yet reaped, does not count).
+func Alive(line string) bool {
+	_, ok := HostPID(line)
+	return ok
+}
+
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && !strings.HasPrefix(s[i+1:], " Z") && !strings.HasPrefix(s[i+1:], " X")
+}
