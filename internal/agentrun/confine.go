@@ -124,10 +124,27 @@ func (k kind) agentHome(cf sandbox.Confinement, e sandbox.Env, cmdEnv []string) 
 	var env []string
 	var p sandbox.Policy
 	if cf.ShowsHome() {
-		if st.dirVar != "" && !withinDir(own, e.Home) {
+		if st.dirVar != "" && own != "" && !withinDir(own, e.Home) {
 			// Set outside the home: the view does not show it, so the CLI
-			// keeps its state at the usual place in the agent home.
-			env = append(env, st.dirVar+"="+filepath.Join(e.Home, st.dir))
+			// keeps its state at the usual place in the agent home, with
+			// a copy of the user's settings made at each start and their
+			// credentials linked, so a refreshed token reaches them.
+			dir := filepath.Join(cf.Home, st.dir)
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return p, nil, err
+			}
+			for _, f := range st.settings {
+				if err := seed(filepath.Join(own, f), filepath.Join(dir, f)); err != nil {
+					return p, nil, err
+				}
+			}
+			for _, f := range st.credentials {
+				if err := link(filepath.Join(own, f), filepath.Join(dir, f)); err != nil {
+					return p, nil, err
+				}
+				p.Write = append(p.Write, filepath.Join(own, f))
+			}
+			return p, append(env, st.dirVar+"="+filepath.Join(e.Home, st.dir)), nil
 		}
 		for _, f := range st.settings {
 			p.Read = append(p.Read, filepath.Join(own, f))
@@ -168,6 +185,18 @@ func seed(from, to string) error {
 		return err
 	}
 	return safefile.WriteAtomic(to, b, 0o600)
+}
+
+// link makes to a link to the user's file from, replacing whatever an
+// agent left at to; a missing from removes to.
+func link(from, to string) error {
+	if err := os.Remove(to); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if _, err := os.Stat(from); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return os.Symlink(from, to)
 }
 
 // userStateDir is where the CLI keeps its state for a process with env,

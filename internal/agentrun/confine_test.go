@@ -55,3 +55,45 @@ func TestRunConfined(t *testing.T) {
 		})
 	}
 }
+
+// A user who keeps Codex's state outside the home (CODEX_HOME=/elsewhere)
+// runs Codex boxed: the box does not show that directory, so Codex keeps
+// its state in the agent home, started there with the user's settings
+// and credentials, and its session file (which names the model) is read
+// from there. Before, CODEX_HOME named a directory the agent home did not
+// have, and Codex refused to start.
+func TestRunBoxedCodexWithStateOutsideHome(t *testing.T) {
+	if st := sandbox.Probe(); !st.Available() {
+		t.Skipf("this kernel cannot confine: %s", st.Why)
+	}
+	fake := agenttest.New(t, agenttest.Turn{Final: "Planned.", Model: "gpt-from-rollout"})
+	home, codexHome, agentHome := t.TempDir(), t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte("model = \"gpt-from-rollout\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(codexHome, "auth.json"), []byte(`{"token":"t"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := spec(t, fake, "codex")
+	s.Env = append(s.Env, "HOME="+home, "CODEX_HOME="+codexHome)
+	s.Confine = &sandbox.Confinement{Mode: sandbox.ModeRequired, Home: agentHome, Policy: fake.Sandbox()}
+	res, err := Run(t.Context(), s)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if res.Model != "gpt-from-rollout" {
+		t.Errorf("Model = %q, want the one in the session file Codex kept", res.Model)
+	}
+	if !s.Confine.ShowsHome() {
+		return // the agent home is reached through CODEX_HOME itself
+	}
+	if b, err := os.ReadFile(filepath.Join(agentHome, ".codex", "config.toml")); err != nil || !strings.Contains(string(b), "gpt-from-rollout") {
+		t.Errorf("the agent home's config.toml = %q, %v; want the user's", b, err)
+	}
+	if dest, err := os.Readlink(filepath.Join(agentHome, ".codex", "auth.json")); err != nil || dest != filepath.Join(codexHome, "auth.json") {
+		t.Errorf("the agent home's auth.json links to %q, %v; want the user's", dest, err)
+	}
+	if sessions, _ := filepath.Glob(filepath.Join(codexHome, "sessions", "*")); len(sessions) > 0 {
+		t.Errorf("the boxed Codex wrote sessions into the user's CODEX_HOME: %v", sessions)
+	}
+}
