@@ -534,16 +534,15 @@ func freePort(t *testing.T) int {
 
 func waitReady(t *testing.T, url string) {
 	t.Helper()
-	for end := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if resp, err := http.Get(url + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+	if !testenv.Until(30*time.Second, nil, func() bool {
+		resp, err := http.Get(url + "/readyz")
+		if err != nil {
+			return false
 		}
-		if time.Now().After(end) {
-			t.Fatalf("%s/readyz did not answer 200 within 30s", url)
-		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}) {
+		t.Fatalf("%s/readyz did not answer 200 within 30s", url)
 	}
 }
 
@@ -718,19 +717,16 @@ func TestWorkerImage(t *testing.T) {
 			Error     string `json:"error"`
 		} `json:"delivery"`
 	}
-	for end := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+	if !testenv.Until(2*time.Minute, nil, func() bool {
 		resp, err := http.Get(url + "/api/deliveries/" + created.Delivery.ID)
 		if err == nil {
 			_ = json.NewDecoder(resp.Body).Decode(&d)
 			resp.Body.Close()
 		}
-		if d.Delivery.Phase == "close" || d.Delivery.RunStatus == "failed" {
-			break
-		}
-		if time.Now().After(end) {
-			logs, _ := podman(t, "logs", name)
-			t.Fatalf("the delivery did not close within 2m: %+v\n%s", d.Delivery, tail(logs))
-		}
+		return d.Delivery.Phase == "close" || d.Delivery.RunStatus == "failed"
+	}) {
+		logs, _ := podman(t, "logs", name)
+		t.Fatalf("the delivery did not close within 2m: %+v\n%s", d.Delivery, tail(logs))
 	}
 	if d.Delivery.Phase != "close" || d.Delivery.RunStatus != "succeeded" {
 		logs, _ := podman(t, "logs", name)

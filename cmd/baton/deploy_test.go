@@ -21,6 +21,7 @@ import (
 
 	"github.com/baton-agent/baton/internal/sqlstore"
 	"github.com/baton-agent/baton/internal/sqlstore/sqlstoretest"
+	"github.com/baton-agent/baton/internal/testenv"
 )
 
 // unit is what a test needs of a systemd unit: its ExecStart argv, its
@@ -158,13 +159,8 @@ func TestDeployRecipe(t *testing.T) {
 		_ = json.NewDecoder(resp.Body).Decode(&m)
 		return resp.StatusCode, m
 	}
-	for end := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if code, _ := call("GET", "/readyz", nil); code == http.StatusOK {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatalf("serve not ready after 30s\n%s", serveOut.String())
-		}
+	if !testenv.Until(30*time.Second, nil, func() bool { code, _ := call("GET", "/readyz", nil); return code == http.StatusOK }) {
+		t.Fatalf("serve not ready after 30s\n%s", serveOut.String())
 	}
 	code, created := call("POST", "/api/deliveries", map[string]any{"repo": src, "summary": "Deployed delivery", "checkpoints": []string{}, "endpoint": "deploy"})
 	if code != http.StatusCreated {
@@ -176,17 +172,15 @@ func TestDeployRecipe(t *testing.T) {
 		t.Fatalf("POST /api/deliveries answered %v", created)
 	}
 	var got map[string]any
-	for end := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+	if !testenv.Until(2*time.Minute, nil, func() bool {
 		_, got = call("GET", "/api/deliveries/"+id, nil)
-		if d, _ := got["delivery"].(map[string]any); d != nil && d["phase"] == "close" {
-			if d["run_status"] != "succeeded" {
-				t.Fatalf("delivery closed %v: %v", d["run_status"], d["error"])
-			}
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatalf("delivery %s not closed after 2m: %v\nworker:\n%s", id, got, worker.output())
-		}
+		d, _ := got["delivery"].(map[string]any)
+		return d != nil && d["phase"] == "close"
+	}) {
+		t.Fatalf("delivery %s not closed after 2m: %v\nworker:\n%s", id, got, worker.output())
+	}
+	if d, _ := got["delivery"].(map[string]any); d["run_status"] != "succeeded" {
+		t.Fatalf("delivery closed %v: %v", d["run_status"], d["error"])
 	}
 	if out := gitOut(t, src, "show", "main:baton-"+id+".txt"); out != "baton-"+id {
 		t.Errorf("main:baton-%s.txt = %q", id, out)

@@ -119,6 +119,8 @@ func TestGitHubChecksWaitForRunningChecks(t *testing.T) {
 	// A running check is waited for until it completes.
 	cr := srv.AddCheckRun("octo/app", head, githubtest.CheckRun{Name: "build", Status: "in_progress"})
 	go func() {
+		// The CI run takes a moment: the wait below must see it running
+		// first. Not a wait for anything.
 		time.Sleep(100 * time.Millisecond)
 		srv.UpdateCheckRun("octo/app", cr.ID, func(c *githubtest.CheckRun) { c.Status, c.Conclusion = "completed", "success" })
 	}()

@@ -17,6 +17,7 @@ import (
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/egress"
 	"github.com/baton-agent/baton/internal/sandbox"
+	"github.com/baton-agent/baton/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -53,12 +54,7 @@ func alive(pid int) bool {
 
 // waitGone waits up to 5 s for pid to die.
 func waitGone(pid int) bool {
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if !alive(pid) {
-			return true
-		}
-	}
-	return false
+	return testenv.Until(5*time.Second, nil, func() bool { return !alive(pid) })
 }
 
 func TestRunCheck(t *testing.T) {

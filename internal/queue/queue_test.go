@@ -13,6 +13,7 @@ import (
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/queue"
 	"github.com/baton-agent/baton/internal/sqlstore/sqlstoretest"
+	"github.com/baton-agent/baton/internal/testenv"
 )
 
 // opens returns a constructor per database: SQLite always, PostgreSQL
@@ -44,15 +45,11 @@ func delivery(id string) *baton.Delivery {
 	}
 }
 
-// eventually polls cond until it holds or the deadline passes.
+// eventually waits for cond, failing after 20 s.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testenv.Until(20*time.Second, nil, cond) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 
