@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,7 +53,7 @@ type Inside struct {
 	refused map[string]bool       // names the proxy refused
 	next    netip.Addr            // the next in-box address to give a name
 	closers []io.Closer           // listeners and the DNS socket
-	watches []*os.File            // packet sockets that see refused connections
+	watches []*net.IPConn         // raw sockets that see refused connections
 
 	draining atomic.Bool
 	watchWG  sync.WaitGroup
@@ -99,7 +98,7 @@ func StartInside(ctx context.Context, p Plan) (*Inside, error) {
 	if err := in.serveDNS(); err != nil {
 		return fail(err)
 	}
-	if err := in.watchRefused(lo.Index); err != nil {
+	if err := in.watchRefused(); err != nil {
 		return fail(err)
 	}
 	return in, nil
