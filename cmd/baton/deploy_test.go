@@ -54,15 +54,18 @@ func readUnit(t *testing.T, path string) unit {
 			u.creds = append(u.creds, name)
 		}
 	}
-	if len(u.argv) < 2 || u.argv[0] != "/usr/local/bin/baton" {
-		t.Fatalf("%s: ExecStart = %q, want /usr/local/bin/baton ...", path, u.argv)
+	// Where the deb and rpm put baton.
+	if len(u.argv) < 2 || u.argv[0] != "/usr/bin/baton" {
+		t.Fatalf("%s: ExecStart = %q, want /usr/bin/baton ...", path, u.argv)
 	}
 	return u
 }
 
 // credentials is what systemd makes of a unit's LoadCredential= lines: a
-// directory holding one file per credential, for CREDENTIALS_DIRECTORY.
-// A credential baton does not read fails the test.
+// directory holding one file per credential that is in the credential
+// store (values; "" for one baton reads that this test leaves out, as
+// systemd leaves out a missing one), for CREDENTIALS_DIRECTORY. A
+// credential baton does not read fails the test.
 func credentials(t *testing.T, u unit, values map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -70,6 +73,9 @@ func credentials(t *testing.T, u unit, values map[string]string) string {
 		v, ok := values[name]
 		if !ok {
 			t.Fatalf("the unit loads credential %q, which baton does not read", name)
+		}
+		if v == "" {
+			continue
 		}
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(v+"\n"), 0o600); err != nil {
 			t.Fatal(err)
@@ -112,7 +118,8 @@ func TestDeployRecipe(t *testing.T) {
 	src := userRepo(t, base)
 	// The secrets come as systemd gives them: files in a credentials
 	// directory, not variables.
-	secrets := map[string]string{"database-url": dsn, "api-token": token, "webhook-secret": "deploy-webhook-secret", "github-token": "ghp_deploy_test"}
+	secrets := map[string]string{"database-url": dsn, "api-token": token, "webhook-secret": "deploy-webhook-secret", "github-token": "ghp_deploy_test",
+		"github-app-key": "", "notify-webhook-secret": "", "notify-slack-url": ""}
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
