@@ -124,6 +124,9 @@ func TestSendObjectsChecksWhatItSends(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(wt, "b.txt"), []byte("honest\n"), 0o644)
+	if err := r.AddAll(ctx); err != nil {
+		t.Fatal(err)
+	}
 	tree, err := r.WriteTree(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -166,6 +169,7 @@ func TestSendObjectsChecksWhatItSends(t *testing.T) {
 
 	// Honest objects go through, and only those the cache lacks.
 	os.WriteFile(filepath.Join(wt, "b.txt"), []byte("honest again\n"), 0o644)
+	r.AddAll(ctx)
 	tree, _ = r.WriteTree(ctx)
 	commit, _ = r.CommitTree(ctx, tree, "b again", main)
 	if err := r.SendObjects(ctx, Open(cache), commit, main); err != nil {

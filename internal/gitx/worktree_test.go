@@ -70,6 +70,9 @@ func TestCacheWorktreeCommitPushMerge(t *testing.T) {
 	}
 	commit := func(msg string) string {
 		t.Helper()
+		if err := wt.AddAll(ctx); err != nil {
+			t.Fatal(err)
+		}
 		tree, err := wt.WriteTree(ctx)
 		if err != nil {
 			t.Fatal(err)

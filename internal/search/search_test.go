@@ -250,7 +250,11 @@ func TestSearchRefusesALinkedIndex(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	outside := filepath.Join(t.TempDir(), "elsewhere.db")
-	if err := os.Symlink(outside, filepath.Join(f.st.Dir(), fsstore.IndexesDir, File)); err != nil {
+	dir, err := f.st.MakeIndexDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, File)); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := Run(f.ctx, f.st, Query{Text: "x"}); baton.ErrorCode(err) != baton.Invalid {
