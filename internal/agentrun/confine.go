@@ -48,10 +48,12 @@ func startAgent(cmd *exec.Cmd, s Spec, p *plan, path, runTmp string, live *liveV
 		if err != nil {
 			return func() {}, newError(baton.Internal, nil, err, "prepare the agent home")
 		}
+		// The model API is the one the user configured: read where the
+		// user keeps the CLI's configuration, not where the box points it.
+		cf.Network = p.kind.network(cf.Network, cmd.Env, live, res)
 		cmd.Env = mergeEnv(cmd.Env, env)
 		own = own.Merge(home)
 		cf.Policy = sandbox.System(e).Merge(own).Merge(cf.Policy)
-		cf.Network = p.kind.network(cf.Network, cmd.Env, live, res)
 	}
 	release, res.Sandbox, err = cf.Start(cmd)
 	if err == nil {
