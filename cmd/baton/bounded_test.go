@@ -16,6 +16,7 @@ import (
 	"github.com/baton-agent/baton/internal/diskspace"
 	"github.com/baton-agent/baton/internal/diskspace/diskspacetest"
 	"github.com/baton-agent/baton/internal/sqlstore"
+	"github.com/baton-agent/baton/internal/testenv"
 )
 
 // floodAgent prints 420,000 lines as fast as it can, as an agent stuck in
@@ -162,15 +163,13 @@ func TestDiskFullFailsThePhaseAndServeRecovers(t *testing.T) {
 	wait := func(id, what string, done func(state) bool) state {
 		t.Helper()
 		var st state
-		for end := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) { // polls serve's API
+		if !testenv.Until(2*time.Minute, nil, func() bool { // asks serve's API
 			apiCall(t, "GET", url+"/api/deliveries/"+id, token, "", &st)
-			if done(st) {
-				return st
-			}
-			if time.Now().After(end) {
-				t.Fatalf("%s did not happen within 2m: %+v\n%s", what, st, serve.output())
-			}
+			return done(st)
+		}) {
+			t.Fatalf("%s did not happen within 2m: %+v\n%s", what, st, serve.output())
 		}
+		return st
 	}
 	ended := func(s state) bool {
 		return s.Delivery.RunStatus == "failed" || s.Delivery.RunStatus == "blocked" || s.Delivery.Phase == "close"
@@ -196,10 +195,10 @@ func TestDiskFullFailsThePhaseAndServeRecovers(t *testing.T) {
 	filler := filepath.Join(mount, "filler")
 	diskspacetest.FillTo(t, filler, 4<<20)
 	waiting := create("Add another feature")
-	for end := time.Now().Add(time.Minute); !strings.Contains(serve.output(), waiting+" plan waits: the disk holding baton's data directory"); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("serve never said the phase waits for room\n%s", serve.output())
-		}
+	if !testenv.Until(time.Minute, nil, func() bool {
+		return strings.Contains(serve.output(), waiting+" plan waits: the disk holding baton's data directory")
+	}) {
+		t.Fatalf("serve never said the phase waits for room\n%s", serve.output())
 	}
 	var st2 state
 	apiCall(t, "GET", url+"/api/deliveries/"+waiting, token, "", &st2)

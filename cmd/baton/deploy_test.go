@@ -21,6 +21,7 @@ import (
 
 	"github.com/baton-agent/baton/internal/sqlstore"
 	"github.com/baton-agent/baton/internal/sqlstore/sqlstoretest"
+	"github.com/baton-agent/baton/internal/testenv"
 )
 
 // unit is what a test needs of a systemd unit: its ExecStart argv, its
@@ -53,15 +54,18 @@ func readUnit(t *testing.T, path string) unit {
 			u.creds = append(u.creds, name)
 		}
 	}
-	if len(u.argv) < 2 || u.argv[0] != "/usr/local/bin/baton" {
-		t.Fatalf("%s: ExecStart = %q, want /usr/local/bin/baton ...", path, u.argv)
+	// Where the deb and rpm put baton.
+	if len(u.argv) < 2 || u.argv[0] != "/usr/bin/baton" {
+		t.Fatalf("%s: ExecStart = %q, want /usr/bin/baton ...", path, u.argv)
 	}
 	return u
 }
 
 // credentials is what systemd makes of a unit's LoadCredential= lines: a
-// directory holding one file per credential, for CREDENTIALS_DIRECTORY.
-// A credential baton does not read fails the test.
+// directory holding one file per credential that is in the credential
+// store (values; "" for one baton reads that this test leaves out, as
+// systemd leaves out a missing one), for CREDENTIALS_DIRECTORY. A
+// credential baton does not read fails the test.
 func credentials(t *testing.T, u unit, values map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -69,6 +73,9 @@ func credentials(t *testing.T, u unit, values map[string]string) string {
 		v, ok := values[name]
 		if !ok {
 			t.Fatalf("the unit loads credential %q, which baton does not read", name)
+		}
+		if v == "" {
+			continue
 		}
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(v+"\n"), 0o600); err != nil {
 			t.Fatal(err)
@@ -111,7 +118,8 @@ func TestDeployRecipe(t *testing.T) {
 	src := userRepo(t, base)
 	// The secrets come as systemd gives them: files in a credentials
 	// directory, not variables.
-	secrets := map[string]string{"database-url": dsn, "api-token": token, "webhook-secret": "deploy-webhook-secret", "github-token": "ghp_deploy_test"}
+	secrets := map[string]string{"database-url": dsn, "api-token": token, "webhook-secret": "deploy-webhook-secret", "github-token": "ghp_deploy_test",
+		"github-app-key": "", "notify-webhook-secret": "", "notify-slack-url": ""}
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -158,13 +166,8 @@ func TestDeployRecipe(t *testing.T) {
 		_ = json.NewDecoder(resp.Body).Decode(&m)
 		return resp.StatusCode, m
 	}
-	for end := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if code, _ := call("GET", "/readyz", nil); code == http.StatusOK {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatalf("serve not ready after 30s\n%s", serveOut.String())
-		}
+	if !testenv.Until(30*time.Second, nil, func() bool { code, _ := call("GET", "/readyz", nil); return code == http.StatusOK }) {
+		t.Fatalf("serve not ready after 30s\n%s", serveOut.String())
 	}
 	code, created := call("POST", "/api/deliveries", map[string]any{"repo": src, "summary": "Deployed delivery", "checkpoints": []string{}, "endpoint": "deploy"})
 	if code != http.StatusCreated {
@@ -176,17 +179,15 @@ func TestDeployRecipe(t *testing.T) {
 		t.Fatalf("POST /api/deliveries answered %v", created)
 	}
 	var got map[string]any
-	for end := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+	if !testenv.Until(2*time.Minute, nil, func() bool {
 		_, got = call("GET", "/api/deliveries/"+id, nil)
-		if d, _ := got["delivery"].(map[string]any); d != nil && d["phase"] == "close" {
-			if d["run_status"] != "succeeded" {
-				t.Fatalf("delivery closed %v: %v", d["run_status"], d["error"])
-			}
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatalf("delivery %s not closed after 2m: %v\nworker:\n%s", id, got, worker.output())
-		}
+		d, _ := got["delivery"].(map[string]any)
+		return d != nil && d["phase"] == "close"
+	}) {
+		t.Fatalf("delivery %s not closed after 2m: %v\nworker:\n%s", id, got, worker.output())
+	}
+	if d, _ := got["delivery"].(map[string]any); d["run_status"] != "succeeded" {
+		t.Fatalf("delivery closed %v: %v", d["run_status"], d["error"])
 	}
 	if out := gitOut(t, src, "show", "main:baton-"+id+".txt"); out != "baton-"+id {
 		t.Errorf("main:baton-%s.txt = %q", id, out)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton/internal/sandbox"
+	"github.com/baton-agent/baton/internal/testenv"
 )
 
 // hostileAgent is a prompt-injected agent, as a command agent. Asked to
@@ -153,19 +154,18 @@ func (h *hostileServe) report(id string) string {
 	return run.FinalMessage
 }
 
-// wait polls the delivery until done says so.
+// wait asks serve's API about the delivery until done says so.
 func (h *hostileServe) wait(id, what string, done func(hostileDetail) bool) hostileDetail {
 	h.t.Helper()
 	var d hostileDetail
-	for end := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	if !testenv.Until(60*time.Second, nil, func() bool {
+		d = hostileDetail{}
 		apiCall(h.t, "GET", h.url+"/api/deliveries/"+id, h.token, "", &d)
-		if done(d) {
-			return d
-		}
-		if time.Now().After(end) {
-			h.t.Fatalf("%s did not happen within 60s: %+v\n%s", what, d, h.serve.output())
-		}
+		return done(d)
+	}) {
+		h.t.Fatalf("%s did not happen within 60s: %+v\n%s", what, d, h.serve.output())
 	}
+	return d
 }
 
 // TestHostileAgentReachesNothing runs a prompt-injected agent under the
@@ -309,15 +309,12 @@ func TestBatonIsNotDumpable(t *testing.T) {
 	if out, err := read(other.Process.Pid); err != nil || !strings.Contains(out, "ghp_dumpable_secret") {
 		t.Fatalf("reading a plain process's environment as its user: %v %q", err, out)
 	}
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		// baton marks itself once it runs: wait for the mark, not a time.
+	// baton marks itself once it runs: wait for the mark, not a time.
+	if !testenv.Until(10*time.Second, nil, func() bool {
 		fi, err := os.Stat("/proc/" + strconv.Itoa(baton.Process.Pid) + "/environ")
-		if err == nil && fi.Sys().(*syscall.Stat_t).Uid == 0 {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatal("baton never became non-dumpable (its /proc files still belong to its user)")
-		}
+		return err == nil && fi.Sys().(*syscall.Stat_t).Uid == 0
+	}) {
+		t.Fatal("baton never became non-dumpable (its /proc files still belong to its user)")
 	}
 	if out, err := read(baton.Process.Pid); err == nil || strings.Contains(out, "ghp_") {
 		t.Errorf("another process of baton's user read its environment: %q", out)

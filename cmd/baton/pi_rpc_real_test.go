@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton/internal/harnesstest"
+	"github.com/baton-agent/baton/internal/testenv"
 )
 
 // pi in RPC mode (as an editor or the TUI drives it), with baton's
@@ -94,12 +95,10 @@ func TestRealPiRPCSession(t *testing.T) {
 	}
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
-		for end := time.Now().Add(90 * time.Second); !ok(); time.Sleep(50 * time.Millisecond) {
-			if time.Now().After(end) {
-				mu.Lock()
-				defer mu.Unlock()
-				t.Fatalf("no %s after 90s; pi printed:\n%s\nstderr: %s", what, tail(strings.Join(lines, "\n")), tail(stderr.String()))
-			}
+		if !testenv.Until(90*time.Second, nil, ok) {
+			mu.Lock()
+			defer mu.Unlock()
+			t.Fatalf("no %s after 90s; pi printed:\n%s\nstderr: %s", what, tail(strings.Join(lines, "\n")), tail(stderr.String()))
 		}
 	}
 	loopDone := func() bool {

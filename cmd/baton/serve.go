@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
+	"net/http"
 	"os/exec"
 	"slices"
 	"strings"
@@ -145,4 +147,31 @@ func agentStatus(agent string, elsewhere bool) web.AgentStatus {
 	others := slices.DeleteFunc(harness.AgentNames(), func(n string) bool { return n == agent })
 	st.Fix = install + ", or restart with --agent " + harness.OrList(append(others, "command:<argv>")) + "."
 	return st
+}
+
+// serveHTTP serves the handler build makes on addr until ctx ends, with
+// the API token every request needs, as `baton serve` serves its API:
+// cli.Factory.ServeHTTP, for `baton mcp --http`.
+func (w deliveryWiring) serveHTTP(ctx context.Context, addr string, log *slog.Logger, build func(hasToken bool) (http.Handler, error), listening func(url string)) error {
+	if err := w.checkSecrets("BATON_API_TOKEN"); err != nil {
+		return err
+	}
+	dir, err := w.dataDir()
+	if err != nil {
+		dir = "" // no home: no token file either
+	}
+	token, err := web.APIToken(w.getenv("BATON_API_TOKEN"), dir, addr)
+	if err != nil {
+		return err
+	}
+	h, err := build(token != "")
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return baton.WrapError(baton.Invalid, err, "listen on %s", addr)
+	}
+	listening("http://" + ln.Addr().String())
+	return web.Serve(ctx, ln, web.RequireToken(token, &web.WrongTokens{}, h), log)
 }

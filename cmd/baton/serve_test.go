@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton/internal/sandbox/sandboxtest"
+	"github.com/baton-agent/baton/internal/testenv"
 )
 
 // serveProc is a running `baton serve` and its output.
@@ -181,13 +182,13 @@ func TestServeStopsCleanlyOnSIGTERM(t *testing.T) {
 	}
 	id := created.Delivery.ID
 	var pid int
-	for end := time.Now().Add(30 * time.Second); pid == 0; time.Sleep(50 * time.Millisecond) {
+	if !testenv.Until(30*time.Second, nil, func() bool {
 		if b, err := os.ReadFile(pidFile); err == nil && strings.HasSuffix(string(b), "\n") {
 			pid, _ = sandboxtest.HostPID(string(b)) // the agent runs in its box's pid namespace
 		}
-		if time.Now().After(end) {
-			t.Fatalf("the agent did not start\n%s", s.output())
-		}
+		return pid != 0
+	}) {
+		t.Fatalf("the agent did not start\n%s", s.output())
 	}
 	var before runDetail
 	apiCall(t, "GET", url+"/api/deliveries/"+id, "", "", &before)
@@ -237,14 +238,11 @@ func TestServeStopsCleanlyOnSIGTERM(t *testing.T) {
 	}
 	s3, url3 := startServe(t, env, src, "--addr", "127.0.0.1:0", "--poll", "100ms")
 	var again runDetail
-	for end := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	if !testenv.Until(30*time.Second, nil, func() bool {
 		apiCall(t, "GET", url3+"/api/deliveries/"+id, "", "", &again)
-		if len(again.AgentRuns) >= 2 && again.AgentRuns[1].Status == "succeeded" {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatalf("the released plan did not run again within 30s: %+v\n%s", again, s3.output())
-		}
+		return len(again.AgentRuns) >= 2 && again.AgentRuns[1].Status == "succeeded"
+	}) {
+		t.Fatalf("the released plan did not run again within 30s: %+v\n%s", again, s3.output())
 	}
 	if err := s3.stop(t); err != nil {
 		t.Errorf("third serve exited with %v\n%s", err, s3.output())

@@ -48,6 +48,7 @@ func wire() *cli.Factory {
 		},
 		Deliveries:           dw.open,
 		Serve:                dw.serve,
+		ServeHTTP:            dw.serveHTTP,
 		DeliveriesConfigured: dw.configured,
 		DataDir:              dw.dataDir,
 		GitHub:               dw.githubClient,

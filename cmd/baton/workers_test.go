@@ -166,34 +166,41 @@ func batonRun(t *testing.T, env []string, dir string, args ...string) string {
 	return string(out)
 }
 
-// waitAllClosed polls the database until n deliveries are closed, failing
-// as soon as one fails or is blocked, or after the deadline.
+// waitAllClosed waits until n deliveries are closed, failing as soon as
+// one fails or is blocked, or after the deadline. The workers are other
+// processes: the database is read.
 func waitAllClosed(t *testing.T, st *sqlstore.Store, n int, deadline time.Duration, logs func() string) []*baton.Delivery {
 	t.Helper()
 	ctx := context.Background()
-	end := time.Now().Add(deadline)
-	for {
-		ds, err := st.FindDeliveries(ctx, baton.DeliveryFilter{})
-		if err != nil {
-			t.Fatal(err)
+	var ds []*baton.Delivery
+	var err error
+	var bad *baton.Delivery
+	closed := 0
+	testenv.Until(deadline, nil, func() bool {
+		if ds, err = st.FindDeliveries(ctx, baton.DeliveryFilter{}); err != nil {
+			return true
 		}
-		closed := 0
+		closed = 0
 		for _, d := range ds {
 			switch {
 			case d.RunStatus == baton.StatusFailed || d.RunStatus == baton.StatusBlocked:
-				t.Fatalf("delivery %s is %s: %s\n%s", d.ID, d.String(), d.Error, logs())
+				bad = d
+				return true
 			case d.Phase == baton.PhaseClose:
 				closed++
 			}
 		}
-		if closed == n && len(ds) == n {
-			return ds
-		}
-		if time.Now().After(end) {
-			t.Fatalf("after %s, %d of %d deliveries are closed\n%s", deadline, closed, n, logs())
-		}
-		time.Sleep(200 * time.Millisecond)
+		return closed == n && len(ds) == n
+	})
+	switch {
+	case err != nil:
+		t.Fatal(err)
+	case bad != nil:
+		t.Fatalf("delivery %s is %s: %s\n%s", bad.ID, bad.String(), bad.Error, logs())
+	case closed != n || len(ds) != n:
+		t.Fatalf("after %s, %d of %d deliveries are closed\n%s", deadline, closed, n, logs())
 	}
+	return ds
 }
 
 // fsck checks a repository's objects and refs: any error or missing object
@@ -334,17 +341,12 @@ func TestWorkerProcessesOnPostgresSurviveAKill(t *testing.T) {
 	// Wait for the hanging implementer, and kill the worker running it.
 	var pid int
 	var branch string
-	for end := time.Now().Add(2 * time.Minute); ; {
-		if b, err := os.ReadFile(mark); err == nil {
-			if _, err := fmt.Sscan(string(b), &pid, &branch); err != nil {
-				t.Fatalf("marker %q: %v", b, err)
-			}
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatalf("no implementer started within 2m\n%s", logs())
-		}
-		time.Sleep(50 * time.Millisecond)
+	var b []byte
+	if !testenv.Until(2*time.Minute, nil, func() bool { var err error; b, err = os.ReadFile(mark); return err == nil }) {
+		t.Fatalf("no implementer started within 2m\n%s", logs())
+	}
+	if _, err := fmt.Sscan(string(b), &pid, &branch); err != nil {
+		t.Fatalf("marker %q: %v", b, err)
 	}
 	var victim *workerProc
 	for _, w := range procs {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/agentrun/agenttest"
+	"github.com/baton-agent/baton/internal/testenv"
 )
 
 // agents lists every executor; "command" stands for the fake run as a
@@ -549,20 +550,17 @@ func readPID(t *testing.T, path string) int {
 // /proc with a deadline; a zombie counts as gone.
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return
+	var b []byte
+	if !testenv.Until(5*time.Second, nil, func() bool {
+		var err error
+		if b, err = os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err != nil {
+			return true
 		}
 		// The state follows the parenthesised command name.
-		if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) && b[i+2] == 'Z' {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d still running after the run ended: %s", pid, b)
-		}
-		time.Sleep(10 * time.Millisecond)
+		i := strings.LastIndexByte(string(b), ')')
+		return i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
+	}) {
+		t.Fatalf("process %d still running after the run ended: %s", pid, b)
 	}
 }
 

@@ -35,7 +35,7 @@ func TestSharedCoreChoices(t *testing.T) {
 	if r := e.ok("", "", "loop", "status", "current"); !strings.HasPrefix(r.stdout, "loop "+started.ID+" (foreground)") {
 		t.Errorf("loop status current:\n%s", r.stdout)
 	}
-	e.write(".agent/context/indexes/foreground-loops.json", "{damaged")
+	e.write(e.indexPath("foreground-loops.json"), "{damaged")
 	r := e.ok("", "", "loop", "status", "fix-the")
 	if !strings.HasPrefix(r.stdout, "loop "+started.ID+"\n") || !strings.Contains(r.stderr, "foreground-loops.json") {
 		t.Errorf("loop status <prefix> with a damaged pointer: stdout\n%s\nstderr %s", r.stdout, r.stderr)

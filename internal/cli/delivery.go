@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/baton-agent/baton"
-	"github.com/baton-agent/baton/internal/agentrun"
 	"github.com/baton-agent/baton/internal/delivery"
 )
 
@@ -379,8 +378,7 @@ func printDelivery(w io.Writer, det *delivery.Detail, now time.Time) {
 			timeouts += fmt.Sprintf(", %s %s", p, t)
 		}
 	}
-	fmt.Fprintf(tw, "agent:\t%s%s%s, timeout %s, round %d of %d\n", c.Agent, ifSet(", model ", c.Model),
-		ifSet(" ", agentrun.QuoteArgs(c.AgentArgs)), timeouts, d.Rounds, c.MaxRounds)
+	fmt.Fprintf(tw, "agent:\t%s, timeout %s, round %d of %d\n", delivery.AgentLine(c), timeouts, d.Rounds, c.MaxRounds)
 	cps := make([]string, len(d.Checkpoints))
 	for i, p := range d.Checkpoints {
 		cps[i] = string(p)
@@ -493,7 +491,7 @@ func (a *agentFlags) settings(f *Factory, fl *pflag.FlagSet) delivery.Settings {
 	var change delivery.Settings
 	if fl.Changed("agent") {
 		change.Agent = &a.agent
-		if err := agentrun.Check(agentrun.Spec{Agent: a.agent, Prompt: "-"}); baton.ErrorCode(err) == baton.NotFound {
+		if err := delivery.CheckAgent(a.agent); baton.ErrorCode(err) == baton.NotFound {
 			fmt.Fprintf(f.IO.Err, "baton: warning: %v (a worker on another machine may have it)\n", err)
 		}
 	}
@@ -821,7 +819,7 @@ func printRun(w io.Writer, r baton.AgentRun, raw bool) error {
 		return nil
 	}
 	for _, l := range logs {
-		if l.Name == agentrun.StderrLog {
+		if l.Name == delivery.StderrLog {
 			continue
 		}
 		fmt.Fprintf(w, "\n## %s\n\n", l.Name)

@@ -30,6 +30,7 @@ import (
 	"github.com/baton-agent/baton/internal/sandbox"
 	"github.com/baton-agent/baton/internal/sandbox/sandboxtest"
 	"github.com/baton-agent/baton/internal/sqlstore"
+	"github.com/baton-agent/baton/internal/testenv"
 	"github.com/baton-agent/baton/internal/web"
 )
 
@@ -366,7 +367,7 @@ func (h *helperProc) output() string {
 	return h.out.String()
 }
 
-// waitDelivery polls the database until cond holds.
+// waitDelivery waits until the database's one delivery meets cond.
 func waitDelivery(t *testing.T, dbPath, what string, cond func(*baton.Delivery, []baton.AgentRun) bool, logs func() string) *baton.Delivery {
 	t.Helper()
 	db, err := sqlstore.OpenSQLite(dbPath)
@@ -375,24 +376,25 @@ func waitDelivery(t *testing.T, dbPath, what string, cond func(*baton.Delivery, 
 	}
 	defer db.Close()
 	st := sqlstore.New(sqlstore.SQLite, sqlstore.SQL(db))
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		ds, err := st.FindDeliveries(context.Background(), baton.DeliveryFilter{})
-		if err == nil && len(ds) == 1 {
-			runs, _ := st.AgentRuns(context.Background(), ds[0].ID)
-			if cond(ds[0], runs) {
-				return ds[0]
-			}
+	// Another process writes the database: no event reaches this one.
+	var ds []*baton.Delivery
+	if testenv.Until(60*time.Second, nil, func() bool {
+		var err error
+		ds, err = st.FindDeliveries(context.Background(), baton.DeliveryFilter{})
+		if err != nil || len(ds) != 1 {
+			return false
 		}
-		if time.Now().After(deadline) {
-			state := "none"
-			if len(ds) == 1 {
-				state = ds[0].String() + " " + ds[0].Error
-			}
-			t.Fatalf("timed out waiting for %s (delivery %s)\n%s", what, state, logs())
-		}
-		time.Sleep(50 * time.Millisecond)
+		runs, _ := st.AgentRuns(context.Background(), ds[0].ID)
+		return cond(ds[0], runs)
+	}) {
+		return ds[0]
 	}
+	state := "none"
+	if len(ds) == 1 {
+		state = ds[0].String() + " " + ds[0].Error
+	}
+	t.Fatalf("timed out waiting for %s (delivery %s)\n%s", what, state, logs())
+	return nil
 }
 
 // A worker process is killed with SIGKILL while its agent runs; another
@@ -658,13 +660,9 @@ func TestKilledRunRecoversAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = run1.cmd.Wait()
-	deadline := time.Now().Add(10 * time.Second)
-	for syscall.Kill(grandchild, 0) == nil && !zombie(grandchild) {
-		if time.Now().After(deadline) {
-			syscall.Kill(grandchild, syscall.SIGKILL)
-			t.Fatalf("the agent's background process %d outlived the killed `delivery run`", grandchild)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testenv.Until(10*time.Second, nil, func() bool { return syscall.Kill(grandchild, 0) != nil || zombie(grandchild) }) {
+		syscall.Kill(grandchild, syscall.SIGKILL)
+		t.Fatalf("the agent's background process %d outlived the killed `delivery run`", grandchild)
 	}
 
 	if r := e.ok("", "", "delivery", "show", "1"); !strings.Contains(r.stdout, "is gone (no process of that id on this machine)") {

@@ -5,6 +5,8 @@ package cli
 import (
 	"context"
 	"io"
+	"log/slog"
+	"net/http"
 	"path/filepath"
 	"time"
 
@@ -62,6 +64,13 @@ type Factory struct {
 	// itself is wired in cmd/baton; this edge keeps its flags, checks and
 	// banner.
 	Serve func(ctx context.Context, c ServeConfig) error
+	// ServeHTTP serves, on addr until ctx ends, the handler build makes,
+	// as `baton serve` serves its API: with the HTTP server's limits, and
+	// every request needing the API token (BATON_API_TOKEN, else the data
+	// directory's). build is told whether there is a token (without one,
+	// a non-loopback addr is refused); listening is told the URL it
+	// listens on. `baton mcp --http` serves through it.
+	ServeHTTP func(ctx context.Context, addr string, log *slog.Logger, build func(hasToken bool) (http.Handler, error), listening func(url string)) error
 	// GitHub opens the GitHub API for repo's host; apiURL overrides the
 	// base URL ("" for the default). With no token the error wraps
 	// github.ErrNoToken.

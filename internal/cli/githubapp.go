@@ -8,7 +8,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/github"
+	"github.com/baton-agent/baton/internal/intake"
 )
 
 // appOptions are the flags that make a long-running command (serve,
@@ -76,12 +78,12 @@ func checkGitHub(ctx context.Context, f *Factory, probe bool) (githubReport, []s
 	if !probe || f.DeliveriesConfigured == nil || !f.DeliveriesConfigured("") || f.GitHub == nil {
 		return rep, warns
 	}
-	svc, err := f.openDeliveries(ctx, DeliveriesOptions{})
-	if err != nil {
-		return rep, append(warns, "cannot read the sources: "+err.Error())
-	}
-	defer svc.Close()
-	srcs, err := svc.Store().Sources(ctx)
+	var srcs []*baton.Source
+	err := withIntake(ctx, f, "", func(in *intake.Service) error {
+		var err error
+		srcs, err = in.List(ctx)
+		return err
+	})
 	if err != nil {
 		return rep, append(warns, "cannot read the sources: "+err.Error())
 	}

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
+	"net/http"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,7 +14,6 @@ import (
 	"github.com/baton-agent/baton/internal/delivery"
 	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/mcp"
-	"github.com/baton-agent/baton/internal/web"
 )
 
 type mcpOptions struct {
@@ -119,49 +118,37 @@ func runMCP(ctx context.Context, f *Factory, o mcpOptions) error {
 		}
 		return err
 	}
-	if err := f.Secrets.ErrOf("BATON_API_TOKEN"); err != nil {
-		return err
-	}
-	token, err := web.APIToken(f.env("BATON_API_TOKEN"), f.dataDirOrNone(), o.httpAddr)
-	if err != nil {
-		return err
-	}
 	repos, err := serveRepos(ctx, f, o.repos)
 	if err != nil {
 		return err
 	}
-	remote := mcp.Options{Repo: func(path string) (string, error) { return delivery.AllowedRepo(repos, path) }}
-	if token == "" {
-		remote.ReadOnly = "this server has no API token, so it changes no delivery: set BATON_API_TOKEN (or start `baton serve` once to generate one) and restart it"
+	if f.ServeHTTP == nil {
+		return baton.Errorf(baton.Internal, "this baton was built without an HTTP server")
 	}
-	s, err := f.newMCPServer(o, remote)
-	if err != nil {
-		return err
+	var s *mcp.Server
+	defer func() {
+		if s != nil {
+			s.Close()
+		}
+	}()
+	build := func(hasToken bool) (http.Handler, error) {
+		remote := mcp.Options{Repo: func(path string) (string, error) { return delivery.AllowedRepo(repos, path) }}
+		if !hasToken {
+			remote.ReadOnly = "this server has no API token, so it changes no delivery: set BATON_API_TOKEN (or start `baton serve` once to generate one) and restart it"
+		}
+		var err error
+		if s, err = f.newMCPServer(o, remote); err != nil {
+			return nil, err
+		}
+		idle := o.sessionIdle
+		if idle == 0 {
+			idle = -1 // mcp.HTTPOptions' "never"
+		}
+		return s.HTTPHandler(mcp.HTTPOptions{SessionIdle: idle}), nil
 	}
-	defer s.Close()
-	ln, err := net.Listen("tcp", o.httpAddr)
-	if err != nil {
-		return baton.WrapError(baton.Invalid, err, "--http %s", o.httpAddr)
+	listening := func(url string) {
+		go s.Watch(ctx)
+		fmt.Fprintf(f.IO.Err, "baton mcp: serving %s/\n", url)
 	}
-	idle := o.sessionIdle
-	if idle == 0 {
-		idle = -1 // mcp.HTTPOptions' "never"
-	}
-	h := s.HTTPHandler(mcp.HTTPOptions{SessionIdle: idle})
-	go s.Watch(ctx)
-	fmt.Fprintf(f.IO.Err, "baton mcp: serving http://%s/\n", ln.Addr())
-	return web.Serve(ctx, ln, web.RequireToken(token, &web.WrongTokens{}, h), slog.New(newLogHandler(f.IO.Err)))
-}
-
-// dataDirOrNone is baton's data directory, or "" when there is none (no
-// home directory): then there is no token file either.
-func (f *Factory) dataDirOrNone() string {
-	if f.DataDir == nil {
-		return ""
-	}
-	dir, err := f.DataDir()
-	if err != nil {
-		return ""
-	}
-	return dir
+	return f.ServeHTTP(ctx, o.httpAddr, slog.New(newLogHandler(f.IO.Err)), build, listening)
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/baton-agent/baton"
-	"github.com/baton-agent/baton/internal/agentrun"
 	"github.com/baton-agent/baton/internal/goaltree"
 )
 
@@ -131,7 +130,7 @@ func runRunInit(ctx context.Context, f *Factory, o runInitOptions) error {
 	cfg := goaltree.DefaultConfig()
 	cfg.Guard = strings.TrimSpace(o.guard)
 	if o.agent != "" {
-		if _, err := agentrun.Command(agentrun.Spec{Agent: o.agent}); err != nil {
+		if err := goaltree.CheckAgent(o.agent); err != nil {
 			return err
 		}
 		cfg.Agent = o.agent
@@ -457,7 +456,7 @@ func runRunSteps(ctx context.Context, f *Factory, o runStepOptions, loop bool) e
 		return usageError("--max-iterations must be positive")
 	}
 	if o.agent != "" {
-		if _, err := agentrun.Command(agentrun.Spec{Agent: o.agent}); err != nil {
+		if err := goaltree.CheckAgent(o.agent); err != nil {
 			return err
 		}
 	}

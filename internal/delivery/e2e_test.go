@@ -20,6 +20,7 @@ import (
 	"github.com/baton-agent/baton/internal/sandbox"
 	"github.com/baton-agent/baton/internal/sqlstore"
 	"github.com/baton-agent/baton/internal/sqlstore/sqlstoretest"
+	"github.com/baton-agent/baton/internal/testenv"
 )
 
 // TestMain gives git a fixed identity and no user configuration for the
@@ -59,6 +60,8 @@ type harness struct {
 	q       *queue.Queue
 	dataDir string
 	fake    *agenttest.Fake
+	// wake fires when this process commits a delivery's events.
+	wake <-chan struct{}
 }
 
 func newHarness(t *testing.T, workers int, turns ...agenttest.Turn) *harness {
@@ -80,6 +83,9 @@ func newHarnessOn(t *testing.T, dialect sqlstore.Dialect, workers int, turns ...
 	svc := &delivery.Service{Queue: q, DataDir: dataDir, Sandbox: sandbox.Confinement{Policy: h.fake.Sandbox()}}
 	h.runner = &delivery.Runner{Service: svc, Owner: "worker:test", AgentEnv: h.fake.Env(), PollEvery: 20 * time.Millisecond, KillGrace: time.Second}
 	h.svc, h.q = svc, q
+	var fire func()
+	h.wake, fire = testenv.Signal()
+	t.Cleanup(svc.OnEvents(func(string) { fire() }))
 	return h
 }
 
@@ -101,29 +107,28 @@ func (h *harness) work() {
 	})
 }
 
-// waitFor polls the delivery until cond holds, failing after 60s with the
-// delivery's state and log.
+// waitFor waits until the delivery meets cond, woken by its events,
+// failing after 60s with the delivery's state and log.
 func (h *harness) waitFor(id, what string, cond func(d *baton.Delivery) bool) *baton.Delivery {
 	h.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		d, err := h.svc.Store().FindDeliveryByID(context.Background(), id)
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		if cond(d) {
-			return d
-		}
-		if time.Now().After(deadline) {
-			log, _ := h.svc.Store().PhaseLog(context.Background(), id)
-			var lines []string
-			for _, e := range log {
-				lines = append(lines, fmt.Sprintf("%s/%s %s %s: %s", e.Phase, e.Status, e.Verdict, e.Action, e.Note))
-			}
-			h.t.Fatalf("timed out waiting for %s; delivery is %s (%s)\n%s", what, d.String(), d.Error, strings.Join(lines, "\n"))
-		}
-		time.Sleep(20 * time.Millisecond)
+	var d *baton.Delivery
+	var err error
+	held := testenv.Until(60*time.Second, h.wake, func() bool {
+		d, err = h.svc.Store().FindDeliveryByID(context.Background(), id)
+		return err != nil || cond(d)
+	})
+	if err != nil {
+		h.t.Fatal(err)
 	}
+	if !held {
+		log, _ := h.svc.Store().PhaseLog(context.Background(), id)
+		var lines []string
+		for _, e := range log {
+			lines = append(lines, fmt.Sprintf("%s/%s %s %s: %s", e.Phase, e.Status, e.Verdict, e.Action, e.Note))
+		}
+		h.t.Fatalf("timed out waiting for %s; delivery is %s (%s)\n%s", what, d.String(), d.Error, strings.Join(lines, "\n"))
+	}
+	return d
 }
 
 func newDelivery(src string, cfg baton.DeliveryConfig, checkpoints ...baton.Phase) baton.Delivery {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/agentrun/agenttest"
 	"github.com/baton-agent/baton/internal/delivery"
+	"github.com/baton-agent/baton/internal/testenv"
 )
 
 func cfg() baton.DeliveryConfig {
@@ -112,16 +114,12 @@ func TestCancelKillsAgentAndWins(t *testing.T) {
 	}()
 	h.waitFor(d.ID, "plan to run", func(d *baton.Delivery) bool { return d.RunStatus == baton.StatusRunning })
 	// The agent run row exists (running) before the agent finishes.
-	waitRun := time.Now().Add(10 * time.Second)
-	for {
-		runs, _ := h.svc.Store().AgentRuns(t.Context(), d.ID)
-		if len(runs) == 1 && runs[0].Status == baton.RunRunning {
-			break
-		}
-		if time.Now().After(waitRun) {
-			t.Fatalf("no running agent run recorded: %+v", runs)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var runs []baton.AgentRun
+	if !testenv.Until(10*time.Second, h.wake, func() bool {
+		runs, _ = h.svc.Store().AgentRuns(t.Context(), d.ID)
+		return len(runs) == 1 && runs[0].Status == baton.RunRunning
+	}) {
+		t.Fatalf("no running agent run recorded: %+v", runs)
 	}
 	if _, err := h.svc.Act(t.Context(), d.ID, delivery.Input{Action: delivery.ActReject, Actor: "bob", Person: true, Note: "x"}); baton.ErrorCode(err) != baton.Conflict {
 		t.Errorf("reject while running = %v, want Conflict", err)
@@ -136,7 +134,7 @@ func TestCancelKillsAgentAndWins(t *testing.T) {
 	if got.String() != "plan/failed" || got.Error != "canceled by bob" {
 		t.Errorf("after cancel: %s %q, want plan/failed canceled by bob", got.String(), got.Error)
 	}
-	runs, _ := h.svc.Store().AgentRuns(t.Context(), d.ID)
+	runs, _ = h.svc.Store().AgentRuns(t.Context(), d.ID)
 	if len(runs) != 1 || runs[0].Status != baton.RunCanceled || runs[0].EndedAt.IsZero() {
 		t.Fatalf("agent runs = %+v, want one canceled run with an end", runs)
 	}
@@ -391,15 +389,10 @@ func TestInterruptedRunIsReleasedOrCanceled(t *testing.T) {
 			done <- got
 		}()
 		h.waitFor(d.ID, "plan to run", func(d *baton.Delivery) bool { return d.RunStatus == baton.StatusRunning })
-		waitRun := time.Now().Add(10 * time.Second)
-		for n := 0; n == 0 && time.Now().Before(waitRun); time.Sleep(10 * time.Millisecond) {
+		testenv.Until(10*time.Second, h.wake, func() bool {
 			runs, _ := h.svc.Store().AgentRuns(t.Context(), d.ID)
-			for _, x := range runs {
-				if x.Status == baton.RunRunning {
-					n++
-				}
-			}
-		}
+			return slices.ContainsFunc(runs, func(x baton.AgentRun) bool { return x.Status == baton.RunRunning })
+		})
 		cancel()
 		got := <-done
 		runs, _ := h.svc.Store().AgentRuns(t.Context(), d.ID)

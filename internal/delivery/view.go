@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/agentrun"
 	"github.com/baton-agent/baton/internal/safefile"
 )
 
@@ -282,4 +283,25 @@ func (det *Detail) View(now time.Time) DetailView {
 		v.CostUSD += r.CostUSD
 	}
 	return v
+}
+
+// AgentLine is how a delivery runs its agent, as a person reads it: the
+// agent, its model and its arguments, quoted as a shell would take them
+// ("claude, model opus --max-turns 5").
+func AgentLine(c baton.DeliveryConfig) string {
+	line := c.Agent
+	if c.Model != "" {
+		line += ", model " + c.Model
+	}
+	if len(c.AgentArgs) > 0 {
+		line += " " + agentrun.QuoteArgs(c.AgentArgs)
+	}
+	return line
+}
+
+// CheckAgent says whether agent (claude, codex, droid or command:<argv>)
+// can run on this machine: Invalid for a name no agent has, NotFound when
+// its executable is not installed here.
+func CheckAgent(agent string) error {
+	return agentrun.Check(agentrun.Spec{Agent: agent, Prompt: "-"})
 }

@@ -35,6 +35,7 @@ func ghDelivery() *baton.Delivery {
 }
 
 func TestGitHubDraftPRReviewChecksMerge(t *testing.T) {
+	t.Parallel()
 	g, srv := newGitHub(t)
 	ctx := t.Context()
 	d := ghDelivery()
@@ -108,6 +109,7 @@ func TestGitHubDraftPRReviewChecksMerge(t *testing.T) {
 }
 
 func TestGitHubChecksWaitForRunningChecks(t *testing.T) {
+	t.Parallel()
 	g, srv := newGitHub(t)
 	head := srv.AddBranch("octo/app", "baton/0123456789ab", "")
 	d := ghDelivery()
@@ -119,6 +121,8 @@ func TestGitHubChecksWaitForRunningChecks(t *testing.T) {
 	// A running check is waited for until it completes.
 	cr := srv.AddCheckRun("octo/app", head, githubtest.CheckRun{Name: "build", Status: "in_progress"})
 	go func() {
+		// The CI run takes a moment: the wait below must see it running
+		// first. Not a wait for anything.
 		time.Sleep(100 * time.Millisecond)
 		srv.UpdateCheckRun("octo/app", cr.ID, func(c *githubtest.CheckRun) { c.Status, c.Conclusion = "completed", "success" })
 	}()
@@ -144,6 +148,7 @@ func TestGitHubChecksWaitForRunningChecks(t *testing.T) {
 
 // No error and no git argument ever carries the token.
 func TestGitHubTokenNeverInErrors(t *testing.T) {
+	t.Parallel()
 	g, srv := newGitHub(t)
 	d := ghDelivery()
 	srv.AddBranch("octo/app", "main", "")
@@ -187,6 +192,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // repository has no drafts, always refuses (saying what to set), never
 // asks for none.
 func TestGitHubDraftSetting(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		mode      baton.DraftMode
 		drafts    bool // the repository allows drafts

@@ -229,7 +229,7 @@ func TestCorruptPacketSkippedInListing(t *testing.T) {
 func TestJSONLTornTail(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
-	log := filepath.Join(s.Dir(), IndexesDir, RelevantFilesLog)
+	log := filepath.Join(s.IndexDir(), RelevantFilesLog)
 	e := baton.RelevantFile{Timestamp: time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC), FilePath: "a.go", Source: baton.FromTool, Confidence: 0.5}
 	if err := s.AppendRelevantFiles(ctx, e); err != nil {
 		t.Fatal(err)

@@ -212,3 +212,10 @@ func tomlStrings(ss []string) string {
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
 }
+
+// CheckAgent refuses an agent a run cannot name (Invalid): it must be
+// claude, codex, droid or command:<argv>.
+func CheckAgent(agent string) error {
+	_, err := agentrun.Command(agentrun.Spec{Agent: agent})
+	return err
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/baton-agent/baton/internal/github"
 	"github.com/baton-agent/baton/internal/github/githubtest"
+	"github.com/baton-agent/baton/internal/testenv"
 )
 
 // httpSession opens an MCP session on the server at url with raw HTTP,
@@ -48,18 +49,6 @@ func httpSession(t *testing.T, url string) (post func(ctx context.Context, body 
 	return post, id
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // A session that makes no request for SessionIdle is closed, and its id
 // then answers 404, which tells a client to start a new session.
 func TestHTTPSessionsExpireWhenIdle(t *testing.T) {
@@ -81,7 +70,9 @@ func TestHTTPSessionsExpireWhenIdle(t *testing.T) {
 	if n := sessions(); n != 1 {
 		t.Fatalf("%d sessions after initialize", n)
 	}
-	waitFor(t, 10*time.Second, "the idle session is still open", func() bool { return sessions() == 0 })
+	if !testenv.Until(10*time.Second, nil, func() bool { return sessions() == 0 }) {
+		t.Fatal("after 10s the idle session is still open")
+	}
 	resp, err := post(t.Context(), `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
 	if err != nil {
 		t.Fatal(err)

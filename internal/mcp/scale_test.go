@@ -11,6 +11,7 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/fsstore"
+	"github.com/baton-agent/baton/internal/testenv"
 )
 
 // storeWith writes n packets into a new repository's store.
@@ -115,7 +116,9 @@ func TestWatchReadsOnlyOnChange(t *testing.T) {
 	waitTicks := func(n int64) {
 		t.Helper()
 		start := srv.ticks.Load()
-		waitFor(t, 20*time.Second, fmt.Sprintf("%d ticks of the watch", n), func() bool { return srv.ticks.Load() >= start+n })
+		if !testenv.Until(20*time.Second, nil, func() bool { return srv.ticks.Load() >= start+n }) {
+			t.Fatalf("after 20s, fewer than %d ticks of the watch", n)
+		}
 	}
 	waitTicks(30) // past the clock-tick window of the last write
 	syncs := srv.syncs.Load()

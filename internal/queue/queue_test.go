@@ -13,6 +13,7 @@ import (
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/queue"
 	"github.com/baton-agent/baton/internal/sqlstore/sqlstoretest"
+	"github.com/baton-agent/baton/internal/testenv"
 )
 
 // opens returns a constructor per database: SQLite always, PostgreSQL
@@ -44,19 +45,16 @@ func delivery(id string) *baton.Delivery {
 	}
 }
 
-// eventually polls cond until it holds or the deadline passes.
+// eventually waits for cond, failing after 20 s.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testenv.Until(20*time.Second, nil, cond) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 
 func TestStateAndJobCommitTogether(t *testing.T) {
+	t.Parallel()
 	for name, open := range opens(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := t.Context()
@@ -101,6 +99,7 @@ func TestStateAndJobCommitTogether(t *testing.T) {
 }
 
 func TestWorkerOutcomes(t *testing.T) {
+	t.Parallel()
 	for name, open := range opens(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
@@ -161,6 +160,7 @@ func TestWorkerOutcomes(t *testing.T) {
 
 // A CLI and workers starting together on a new database all get a queue.
 func TestConcurrentFirstOpens(t *testing.T) {
+	t.Parallel()
 	sqlstoretest.OpenAtOnce(t, 4, func(db *sql.DB) error {
 		_, err := queue.OpenSQLite(context.Background(), db, queue.Config{})
 		return err

@@ -47,8 +47,11 @@ type spec struct {
 	Rules []specRule `json:"rules,omitempty"`
 
 	// Rlimit: cap processes with RLIMIT_NPROC at MaxProcs (inside a user
-	// namespace it counts the box's own processes only).
+	// namespace it counts the box's own processes only). PidMax: cap them
+	// with the pid namespace's own pid_max (Linux 6.14 and later), which
+	// holds for root too.
 	Rlimit   bool `json:"rlimit,omitempty"`
+	PidMax   bool `json:"pid_max,omitempty"`
 	MaxProcs int  `json:"max_procs,omitempty"`
 
 	// Network is for Hooks.Network, with the files after the init's
@@ -76,10 +79,12 @@ type specBind struct {
 // initReply is what the init says on its file descriptor 4 once the
 // process started (Pid), or why it did not.
 type initReply struct {
-	Pid   int    `json:"pid,omitempty"`
-	Stage string `json:"stage,omitempty"`
-	Err   string `json:"err,omitempty"`
-	Errno int    `json:"errno,omitempty"`
+	Pid int `json:"pid,omitempty"`
+	// PidMax, from a probe: the pid namespace's pid_max could be set.
+	PidMax bool   `json:"pid_max,omitempty"`
+	Stage  string `json:"stage,omitempty"`
+	Err    string `json:"err,omitempty"`
+	Errno  int    `json:"errno,omitempty"`
 }
 
 // initName is the init's argv[0]: Main knows itself by it, and ps shows it.
@@ -90,6 +95,7 @@ type host struct {
 	abi       int
 	why       string // Landlock
 	nsErr     error  // why the box's namespaces do not work; nil when they do
+	pidMax    bool   // a pid namespace's pid_max can be set
 	netErr    error  // why a network namespace does not work in them
 	cgroups   *cgroupRoot
 	cgroupWhy string
@@ -99,7 +105,7 @@ var probeHost = sync.OnceValue(func() host {
 	var h host
 	h.abi, h.why = probeLandlock()
 	h.cgroups, h.cgroupWhy = findCgroup()
-	h.nsErr = probeNamespaces()
+	h.pidMax, h.nsErr = probeNamespaces()
 	if h.nsErr == nil {
 		h.netErr = probeNetwork()
 	}
@@ -112,19 +118,62 @@ func Probe() Status {
 	return Confinement{Mode: ModeAuto, MaxProcs: DefaultMaxProcs}.Status()
 }
 
-// probeNamespaces builds a box with namespaces and nothing in it.
-func probeNamespaces() error {
+// probeNamespaces builds a box with namespaces and nothing in it, and
+// says whether its pid_max could be set.
+func probeNamespaces() (pidMax bool, err error) {
 	if !mainCalled.Load() {
-		return errors.New("this program does not start the box's init (sandbox.Main is not called first in main)")
+		return false, errors.New("this program does not start the box's init (sandbox.Main is not called first in main)")
 	}
 	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: []string{initName}, Env: []string{}}
 	b := &box{spec: spec{Probe: true, Namespaces: true}}
-	if _, err := b.start(cmd, nil); err != nil {
-		return err
+	reply, err := b.start(cmd, nil)
+	if err != nil {
+		return false, err
 	}
-	err := cmd.Wait()
+	err = cmd.Wait()
 	b.release()
-	return err
+	return reply.PidMax, err
+}
+
+// minPidMax is the least pid_max Linux takes (RESERVED_PIDS + 1): a
+// limit below it needs a cgroup.
+const minPidMax = 301
+
+// limit is how a box under c caps its processes.
+type limit int
+
+const (
+	limitNone limit = iota
+	limitCgroup
+	limitRlimit
+	limitPidMax
+)
+
+// limit picks the cheapest way this host has: a cgroup v2 (the init is
+// born in it), RLIMIT_NPROC in the user namespace (not for root: the
+// kernel lets root past it), the pid namespace's pid_max, and last a
+// cgroup v1 (moving the init into it takes milliseconds, more on a busy
+// machine).
+func (c Confinement) limit(h host, ns bool) (limit, string) {
+	n := c.maxProcs()
+	cg := h.cgroups != nil && !c.noCgroup
+	switch {
+	case cg && h.cgroups.v2:
+		return limitCgroup, fmt.Sprintf("%d processes (%s)", n, h.cgroups)
+	case ns && os.Geteuid() != 0:
+		return limitRlimit, fmt.Sprintf("%d processes (RLIMIT_NPROC in the user namespace)", n)
+	case ns && h.pidMax && n+1 >= minPidMax && !c.noPidMax:
+		return limitPidMax, fmt.Sprintf("%d processes (the pid namespace's pid_max)", n)
+	case cg:
+		return limitCgroup, fmt.Sprintf("%d processes (%s)", n, h.cgroups)
+	}
+	why := "no pids cgroup (" + h.cgroupWhy + ")"
+	if !ns {
+		why += " and no user namespace to count processes in"
+	} else {
+		why += ", and root is not held by RLIMIT_NPROC"
+	}
+	return limitNone, why
 }
 
 // Status says which of the box's defences c has on this host.
@@ -155,15 +204,8 @@ func (c Confinement) Status() Status {
 	} else {
 		add(DefProcesses, false, nsWhy+"; a subreaper kills the whole tree when the process ends, but the process sees other processes' /proc entries where Landlock grants them")
 	}
-	limit := c.maxProcs()
-	switch {
-	case h.cgroups != nil && !c.noCgroup:
-		add(DefLimit, true, fmt.Sprintf("%d processes (%s)", limit, h.cgroups))
-	case ns && os.Geteuid() != 0:
-		add(DefLimit, true, fmt.Sprintf("%d processes (RLIMIT_NPROC in the user namespace; no pids cgroup: %s)", limit, h.cgroupWhy))
-	default:
-		add(DefLimit, false, "no pids cgroup ("+h.cgroupWhy+") and no user namespace to count processes in")
-	}
+	lim, how := c.limit(h, ns)
+	add(DefLimit, lim != limitNone, how)
 	add(DefTerminal, true, "a new session with no controlling terminal, no terminal device of yours")
 	if ns {
 		add(DefIPC, true, "an ipc namespace and a /dev/shm of its own")
@@ -235,9 +277,9 @@ func (c Confinement) Start(cmd *exec.Cmd) (release func(), rep Report, err error
 	if err != nil {
 		return release, rep, baton.WrapError(baton.Internal, err, "build the sandbox")
 	}
-	cgroups := probeHost().cgroups
-	if c.noCgroup {
-		cgroups = nil
+	var cgroups *cgroupRoot
+	if lim, _ := c.limit(probeHost(), b.spec.Namespaces); lim == limitCgroup {
+		cgroups = probeHost().cgroups
 	}
 	if _, err := b.start(cmd, cgroups); err != nil {
 		return release, rep, err
@@ -314,7 +356,8 @@ func (c Confinement) box(cmd *exec.Cmd, st Status) (b *box, err error) {
 			specRule{Path: "/dev/ptmx", Access: accessDevice},
 			specRule{Path: "/dev/tty", Access: accessDevice},
 		)
-		s.Rlimit = (probeHost().cgroups == nil || c.noCgroup) && os.Geteuid() != 0
+		lim, _ := c.limit(probeHost(), true)
+		s.Rlimit, s.PidMax = lim == limitRlimit, lim == limitPidMax
 	}
 	b.spec = s
 	if err := c.openNetwork(b, ns); err != nil {
@@ -385,8 +428,10 @@ func (b *box) start(cmd *exec.Cmd, cgroups *cgroupRoot) (*initReply, error) {
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 		if uid != 0 {
 			// Kept across the exec into the init, which needs them to
-			// build the box and drops them before the process starts.
-			attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_ADMIN}
+			// build the box and drops them before the process starts;
+			// the network's forwarders bind port 53 and open raw sockets.
+			attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_ADMIN,
+				unix.CAP_NET_BIND_SERVICE, unix.CAP_NET_RAW}
 		}
 	}
 	if cgroups != nil && !b.spec.Probe {
@@ -408,15 +453,23 @@ func (b *box) start(cmd *exec.Cmd, cgroups *cgroupRoot) (*initReply, error) {
 		b.release()
 		return nil, err
 	}
+	if err := json.NewEncoder(specW).Encode(b.spec); err != nil {
+		b.abort(cmd)
+		return nil, fmt.Errorf("hand the box its spec: %w", err)
+	}
+	// The init builds the box while it is put in its cgroup, and starts
+	// the process on "g".
 	if b.cg != nil && b.cg.fd < 0 {
 		if err := b.cg.add(cmd.Process.Pid); err != nil {
 			b.abort(cmd)
 			return nil, fmt.Errorf("put the box in its cgroup: %w", err)
 		}
 	}
-	if err := json.NewEncoder(specW).Encode(b.spec); err != nil {
-		b.abort(cmd)
-		return nil, fmt.Errorf("hand the box its spec: %w", err)
+	if !b.spec.Probe {
+		if _, err := specW.Write([]byte("g")); err != nil {
+			b.abort(cmd)
+			return nil, fmt.Errorf("start the box: %w", err)
+		}
 	}
 	raw, _ := io.ReadAll(io.LimitReader(replyR, 64<<10))
 	var reply initReply

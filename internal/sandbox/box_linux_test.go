@@ -16,6 +16,7 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/sandbox/sandboxtest"
+	"github.com/baton-agent/baton/internal/testenv"
 )
 
 // modes are the two ways the box is built: with namespaces where the host
@@ -147,21 +148,29 @@ exit 3`)
 }
 
 // A fork bomb whose children leave its session holds at most MaxProcs
-// processes, and none once the box ends.
+// processes, and none once the box ends: with each way the box caps
+// processes that this host has.
 func TestBoxForkBomb(t *testing.T) {
 	t.Parallel()
-	const limit = 40
-	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		c     Confinement
+		limit int
+		want  limit
+	}{
+		{"namespaces", Confinement{Mode: ModeAuto}, 40, limitNone},
+		{"no namespaces", Confinement{Mode: ModeAuto, NoNamespaces: true}, 40, limitNone},
+		// pid_max holds no fewer than 300: the bomb takes that many.
+		{"namespaces, pid_max", Confinement{Mode: ModeAuto, noCgroup: true}, 320, limitPidMax},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c := m.c
-			c.MaxProcs = limit
-			if c.Status().Missing() != nil {
-				for _, d := range c.Status().Defences {
-					if d.Name == DefLimit && !d.Enforced {
-						t.Skipf("no process limit here: %s", d.Detail)
-					}
-				}
+			c := tc.c
+			c.MaxProcs = tc.limit
+			ns := !c.NoNamespaces && probeHost().nsErr == nil
+			lim, how := c.limit(probeHost(), ns)
+			if lim == limitNone || (tc.want != limitNone && lim != tc.want) {
+				t.Skipf("no such process limit here: %s", how)
 			}
 			dir := t.TempDir()
 			// Each process notes itself, starts two more in new sessions
@@ -171,7 +180,7 @@ cat > bomb.sh <<'EOF'
 `+sandboxtest.WhoAmI+` >> pids
 setsid sh bomb.sh 2>>refused &
 setsid sh bomb.sh 2>>refused &
-sleep 300
+exec sleep 300
 EOF
 sh bomb.sh 2>>refused &
 while [ ! -s refused ]; do sleep 0.01; done
@@ -181,8 +190,8 @@ exit 0`)
 				t.Fatalf("the bomb never ran: %v\n%s", err, out)
 			}
 			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-			if len(lines) > limit {
-				t.Errorf("%d processes ran at once, over the limit of %d", len(lines), limit)
+			if len(lines) > tc.limit {
+				t.Errorf("%d processes ran at once, over the limit of %d (%s)", len(lines), tc.limit, how)
 			}
 			survivors := 0
 			for _, l := range lines {
@@ -221,12 +230,10 @@ func TestBoxDiesWithBaton(t *testing.T) {
 			}
 			helper.Process.Kill()
 			helper.Wait()
-			for end := time.Now().Add(10 * time.Second); sandboxtest.Alive(line); time.Sleep(10 * time.Millisecond) {
-				if time.Now().After(end) {
-					pid, _ := sandboxtest.HostPID(line)
-					syscall.Kill(pid, syscall.SIGKILL)
-					t.Fatalf("the boxed process outlived its SIGKILLed starter")
-				}
+			if !testenv.Until(10*time.Second, nil, func() bool { return !sandboxtest.Alive(line) }) {
+				pid, _ := sandboxtest.HostPID(line)
+				syscall.Kill(pid, syscall.SIGKILL)
+				t.Fatalf("the boxed process outlived its SIGKILLed starter")
 			}
 		})
 	}
@@ -249,14 +256,11 @@ func boxHelper(dir string, noNamespaces bool) {
 
 func waitFile(t *testing.T, path string) string {
 	t.Helper()
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if b, err := os.ReadFile(path); err == nil {
-			return string(b)
-		}
-		if time.Now().After(end) {
-			t.Fatalf("%s never appeared", path)
-		}
+	var b []byte
+	if !testenv.Until(10*time.Second, nil, func() bool { var err error; b, err = os.ReadFile(path); return err == nil }) {
+		t.Fatalf("%s never appeared", path)
 	}
+	return string(b)
 }
 
 // SIGTERM to the init reaches the process, whose status the init exits
@@ -514,5 +518,56 @@ func TestStartKeepsTheForkingThread(t *testing.T) {
 	line, _ := bufio.NewReader(outp).ReadString('\n')
 	if err := cmd.Wait(); err != nil || line != "alive still\n" {
 		t.Errorf("child said %q, %v: it was killed when its forking thread ended", line, err)
+	}
+}
+
+// The box's tests again, as an unprivileged user: the init keeps the
+// capabilities it needs across its exec only as ambient ones, the uid
+// mapped is not 0, and no cgroup is writable, so the process limit is
+// RLIMIT_NPROC in the user namespace.
+func TestBoxAsUnprivilegedUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run the tests as another user")
+	}
+	if testing.Short() {
+		t.Skip("runs the box's tests again")
+	}
+	const nobody = 65534
+	// Somewhere the other user can reach (t.TempDir's parent is private).
+	dir, err := os.MkdirTemp("", "baton-box-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	bin := filepath.Join(dir, "sandbox.test")
+	b, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, "tmp")
+	for _, step := range []func() error{
+		func() error { return os.Chmod(dir, 0o755) },
+		func() error { return os.WriteFile(bin, b, 0o755) },
+		func() error { return os.Mkdir(tmp, 0o700) },
+		func() error { return os.Chown(tmp, nobody, nobody) },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(bin, "-test.run", "^TestBox", "-test.v", "-test.short")
+	cmd.Dir = tmp
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + tmp, "TMPDIR=" + tmp}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the box's tests as uid %d: %v\n%s", nobody, err, out)
+	}
+	t.Logf("as uid %d:\n%s", nobody, out)
+	for _, want := range []string{"--- PASS: TestBoxForkBomb/namespaces", "--- PASS: TestBoxLeavesNothingBehind/namespaces",
+		"--- PASS: TestBoxShowsTheAgentHome", "--- PASS: TestBoxShowsNoOtherProcess"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("as uid %d, no %q:\n%s", nobody, want, out)
+		}
 	}
 }

@@ -92,8 +92,16 @@ func runInit(h Hooks) int {
 		}
 	}
 	if s.Probe {
-		reply(initReply{})
+		// Linux 6.14 and later keep a pid_max per pid namespace.
+		err := os.WriteFile("/proc/sys/kernel/pid_max", []byte(strconv.Itoa(DefaultMaxProcs+1)), 0)
+		reply(initReply{PidMax: err == nil})
 		return 0
+	}
+	if s.PidMax {
+		// Pids 1 to MaxProcs: no more processes and threads at once.
+		if err := os.WriteFile("/proc/sys/kernel/pid_max", []byte(strconv.Itoa(s.MaxProcs+1)), 0); err != nil {
+			return fail("set the pid namespace's pid_max", err)
+		}
 	}
 	if !s.Namespaces {
 		// Orphans of the tree become this process's children, to reap and
@@ -113,8 +121,23 @@ func runInit(h Hooks) int {
 	}
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT)
+	fd, flags := -1, uint32(0)
+	if s.ABI > 0 {
+		var err error
+		if fd, flags, err = ruleset(s.Rules, s.NetLimit, s.NetPorts, s.ABI); err != nil {
+			return fail("build the Landlock rules", err)
+		}
+	}
+	// Baton says go once the box is in its cgroup (which takes a while
+	// with cgroup v1): the box was built meanwhile.
+	if err := awaitGo(io.MultiReader(dec.Buffered(), specF)); err != nil {
+		return fail("wait for baton", err)
+	}
 	done := make(chan struct{})
-	pid, err := startProcess(&s, done)
+	pid, err := startProcess(&s, fd, flags, done)
+	if fd >= 0 {
+		unix.Close(fd)
+	}
 	var errno syscall.Errno
 	switch {
 	case errors.As(err, &errno) && !errors.Is(err, errConfine):
@@ -142,21 +165,30 @@ func runInit(h Hooks) int {
 	return status
 }
 
+// awaitGo reads past the spec's trailing newline to baton's "g".
+func awaitGo(r io.Reader) error {
+	var b [1]byte
+	for {
+		if _, err := io.ReadFull(r, b[:]); err != nil {
+			return fmt.Errorf("baton went away: %w", err)
+		}
+		switch b[0] {
+		case 'g':
+			return nil
+		case '\n', '\r', ' ', '\t':
+			continue
+		}
+		return fmt.Errorf("baton said %q, not go", b[0])
+	}
+}
+
 // errConfine marks an error confining the process, not starting it.
 var errConfine = errors.New("confine")
 
 // startProcess starts s's process from a thread of its own that holds no
-// capability, has no_new_privs and is confined by Landlock, in a new
-// session, and dies with this init.
-func startProcess(s *spec, done <-chan struct{}) (int, error) {
-	fd, flags := -1, uint32(0)
-	if s.ABI > 0 {
-		var err error
-		if fd, flags, err = ruleset(s.Rules, s.NetLimit, s.NetPorts, s.ABI); err != nil {
-			return 0, fmt.Errorf("%w: build the Landlock rules: %w", errConfine, err)
-		}
-		defer unix.Close(fd)
-	}
+// capability, has no_new_privs and is confined by the Landlock ruleset
+// fd (none when -1), in a new session, and dies with this init.
+func startProcess(s *spec, fd int, flags uint32, done <-chan struct{}) (int, error) {
 	prepare := func() error {
 		if err := dropCapabilities(); err != nil {
 			return fmt.Errorf("%w: drop capabilities: %w", errConfine, err)

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -26,6 +27,33 @@ type publicWalk struct {
 var publicCache struct {
 	sync.Mutex
 	walks map[string]publicWalk
+	rules map[string]publicRules
+}
+
+type publicRules struct {
+	rules []rule
+	at    time.Time
+}
+
+// narrowedPublic is the read rules of paths narrowed around deny (which
+// holds what nonPublic found), kept for publicTTL.
+func narrowedPublic(paths, deny []string) []rule {
+	key := strings.Join(paths, "\x00") + "\x01" + strings.Join(deny, "\x00")
+	publicCache.Lock()
+	defer publicCache.Unlock()
+	if r, ok := publicCache.rules[key]; ok && time.Since(r.at) <= publicTTL {
+		return r.rules
+	}
+	var out []rule
+	seen := map[rule]bool{}
+	for _, p := range paths {
+		_ = grant(p, accessRead, deny, seen, &out) // grant reports no error
+	}
+	if publicCache.rules == nil || len(publicCache.rules) > 64 {
+		publicCache.rules = map[string]publicRules{}
+	}
+	publicCache.rules[key] = publicRules{rules: out, at: time.Now()}
+	return out
 }
 
 // nonPublic returns what lies in roots that only its owner or group may

@@ -227,9 +227,10 @@ type Confinement struct {
 	NoNamespaces bool
 	// Network is what the box may reach over the network.
 	Network Network
-	// noCgroup builds the box as on a host that delegates no pids cgroup:
-	// for tests of that path.
-	noCgroup bool
+	// noCgroup and noPidMax build the box as on a host that delegates no
+	// pids cgroup, or whose kernel has no pid_max per pid namespace: for
+	// tests of those paths.
+	noCgroup, noPidMax bool
 }
 
 // Network is a box's network policy. Where the host makes namespaces
@@ -399,7 +400,8 @@ func (p Policy) rules() ([]rule, error) {
 		}
 	}
 	readDeny := deny
-	if os.Geteuid() == 0 {
+	root := os.Geteuid() == 0
+	if root {
 		hidden, err := nonPublic(p.Public)
 		if err != nil {
 			return nil, err
@@ -408,33 +410,26 @@ func (p Policy) rules() ([]rule, error) {
 	}
 	var out []rule
 	seen := map[rule]bool{}
+	public := p.Public
+	if root {
+		// Narrowing a system directory reads hundreds of entries: its
+		// rules are kept as its walk is.
+		for _, r := range narrowedPublic(public, readDeny) {
+			if !seen[r] {
+				seen[r] = true
+				out = append(out, r)
+			}
+		}
+		public = nil
+	}
 	add := func(path string, a access, deny []string) error {
-		r, ok := resolve(path)
-		if !ok {
-			return nil
-		}
-		fi, err := os.Stat(r)
-		if err != nil {
-			return nil
-		}
-		if slices.Contains(deny, r) {
-			return nil // a path inside one is an explicit exception, kept
-		}
-		if fi.IsDir() && containsDenied(r, deny) {
-			return narrow(r, a, deny, seen, &out)
-		}
-		ru := rule{path: r, access: a, dir: fi.IsDir()}
-		if !seen[ru] {
-			seen[ru] = true
-			out = append(out, ru)
-		}
-		return nil
+		return grant(path, a, deny, seen, &out)
 	}
 	for _, list := range []struct {
 		paths []string
 		a     access
 		deny  []string
-	}{{p.Public, accessRead, readDeny}, {p.Read, accessRead, readDeny}, {p.Write, accessWrite, deny}, {p.Devices, accessDevice, deny}} {
+	}{{public, accessRead, readDeny}, {p.Read, accessRead, readDeny}, {p.Write, accessWrite, deny}, {p.Devices, accessDevice, deny}} {
 		for _, path := range list.paths {
 			if err := add(path, list.a, list.deny); err != nil {
 				return nil, err
@@ -442,6 +437,31 @@ func (p Policy) rules() ([]rule, error) {
 		}
 	}
 	return out, nil
+}
+
+// grant adds the rules that grant a's access to path, narrowed around
+// deny.
+func grant(path string, a access, deny []string, seen map[rule]bool, out *[]rule) error {
+	r, ok := resolve(path)
+	if !ok {
+		return nil
+	}
+	fi, err := os.Stat(r)
+	if err != nil {
+		return nil
+	}
+	if slices.Contains(deny, r) {
+		return nil // a path inside one is an explicit exception, kept
+	}
+	if fi.IsDir() && containsDenied(r, deny) {
+		return narrow(r, a, deny, seen, out)
+	}
+	ru := rule{path: r, access: a, dir: fi.IsDir()}
+	if !seen[ru] {
+		seen[ru] = true
+		*out = append(*out, ru)
+	}
+	return nil
 }
 
 // narrow grants a's access to each entry of dir except the denied ones,

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // AllVar is the variable that turns on every test.
@@ -67,4 +68,48 @@ func CacheDir() (string, error) {
 		return "", err
 	}
 	return filepath.Join(base, "baton-test"), nil
+}
+
+// Until reports whether cond holds within the time given: the one way
+// tests wait for something to happen. It checks cond at once, then each
+// time wake delivers, and every poll interval besides: 10 ms without
+// wake, 250 ms with it (a net for changes that send no event). wake is
+// an event of the code under test where it has one (a delivery's events
+// committing, a server's request; Signal makes one), nil where it has
+// none. Callers fail with what they waited for and the state they saw.
+func Until(within time.Duration, wake <-chan struct{}, cond func() bool) bool {
+	poll := 10 * time.Millisecond
+	if wake != nil {
+		poll = 250 * time.Millisecond
+	}
+	return until(within, poll, wake, cond)
+}
+
+func until(within, poll time.Duration, wake <-chan struct{}, cond func() bool) bool {
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-wake:
+		case <-tick.C:
+		case <-deadline.C:
+			return cond()
+		}
+	}
+	return true
+}
+
+// Signal is a wake channel for Until and the function that sends on it.
+// The function never blocks: signals sent while one is pending merge
+// into it, so it may be called from any callback of the code under test.
+func Signal() (wake <-chan struct{}, fire func()) {
+	ch := make(chan struct{}, 1)
+	return ch, func() {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton/internal/sqlstore"
+	"github.com/baton-agent/baton/internal/testenv"
 	"github.com/baton-agent/baton/internal/web"
 )
 
@@ -155,7 +156,9 @@ func TestServeCapsUnauthenticatedBodies(t *testing.T) {
 		}
 		return resp.StatusCode
 	}
-	waitFor(t, "a third unauthenticated body to get 503", func() bool { return third() == http.StatusServiceUnavailable })
+	if !testenv.Until(10*time.Second, nil, func() bool { return third() == http.StatusServiceUnavailable }) {
+		t.Fatal("waited 10s for a third unauthenticated body to get 503")
+	}
 	// Authenticated requests are not counted.
 	if d := e.create("Still served"); d.ID == "" {
 		t.Error("an authenticated create failed while the slots were taken")
@@ -163,16 +166,8 @@ func TestServeCapsUnauthenticatedBodies(t *testing.T) {
 	for _, c := range held {
 		c.Close()
 	}
-	waitFor(t, "the slots to free once the held clients went away", func() bool { return third() != http.StatusServiceUnavailable })
-}
-
-// waitFor polls cond until it holds, failing after 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("waited 10s for %s", what)
-		}
+	if !testenv.Until(10*time.Second, nil, func() bool { return third() != http.StatusServiceUnavailable }) {
+		t.Fatal("waited 10s for the slots to free once the held clients went away")
 	}
 }
 

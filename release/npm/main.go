@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -78,7 +79,12 @@ func run(dist, version, out string) error {
 		return err
 	}
 	top := newPkg(scope+"/baton", version, "baton gives coding agents the right context at every step, and keeps it")
-	top.Bin = map[string]string{"baton": "bin/baton.js"}
+	// Both programs go on PATH, under their own names: a harness finds
+	// baton-hook there (the plugin's shim, pi's extension), and beside the
+	// binary `baton install` resolves (hook.Program). The files start as
+	// node shims; the install script puts the native binaries in their
+	// place.
+	top.Bin = map[string]string{"baton": "bin/baton", "baton-hook": "bin/baton-hook"}
 	top.Files = []string{"bin/", "install.js", "README.md", "LICENSE"}
 	top.Scripts = map[string]string{"postinstall": "node install.js"}
 	top.OptionalDependencies = map[string]string{}
@@ -129,12 +135,16 @@ func run(dist, version, out string) error {
 	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
 		return err
 	}
-	for path, content := range map[string]string{
-		"bin/baton.js": shim,
-		"install.js":   postinstall,
-		"README.md":    readme,
+	for _, f := range []struct {
+		path, content string
+		mode          os.FileMode
+	}{
+		{"bin/baton", shim("baton"), 0o755},
+		{"bin/baton-hook", shim("baton-hook"), 0o755},
+		{"install.js", postinstall, 0o644},
+		{"README.md", readme, 0o644},
 	} {
-		if err := os.WriteFile(filepath.Join(dir, path), []byte(content), 0o755); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, f.path), []byte(f.content), f.mode); err != nil {
 			return err
 		}
 	}
@@ -218,47 +228,39 @@ func extract(archive, name, dst string) error {
 	}
 }
 
-// shim runs the platform package's binary, passing arguments, standard
-// streams, the exit status and signals through.
-const shim = `#!/usr/bin/env node
+// shim is the node script that runs the platform package's binary name,
+// passing arguments, standard streams, the exit status and signals
+// through. baton-hook fails open, as every hook of baton's does: without
+// its binary it says so on stderr and exits 0, so the session goes on.
+func shim(name string) string {
+	return `#!/usr/bin/env node
 "use strict";
-const { spawnSync } = require("child_process");
-const { binaryPath } = require("../install.js");
-const bin = binaryPath();
-if (!bin) {
-  console.error("baton: no binary for " + process.platform + "/" + process.arch + " was installed; " +
-    "reinstall without --no-optional, or get baton another way: https://github.com/baton-agent/baton#install");
-  process.exit(1);
-}
-const r = spawnSync(bin, process.argv.slice(2), { stdio: "inherit" });
-if (r.error) {
-  console.error("baton: " + r.error.message);
-  process.exit(1);
-}
-if (r.signal) {
-  process.kill(process.pid, r.signal);
-}
-process.exit(r.status === null ? 1 : r.status);
+require("../install.js").run(` + strconv.Quote(name) + `);
 `
+}
 
-// postinstall puts the native binary where the shim is, so that `baton`
-// on PATH starts without node (hooks run on every tool call). It copies
-// what npm already installed; it downloads nothing, and when it cannot
-// (Windows, --ignore-scripts) the shim keeps working.
+// postinstall puts the native binaries where the shims are, so that
+// `baton` and `baton-hook` on PATH start without node (hooks run on every
+// tool call). It copies what npm already installed; it downloads nothing,
+// and when it cannot (Windows, --ignore-scripts) the shims keep working.
 const postinstall = `"use strict";
 const fs = require("fs");
 const path = require("path");
+const { spawnSync } = require("child_process");
 
 const platforms = {
   "linux-x64": "baton-linux-x64", "linux-arm64": "baton-linux-arm64",
   "darwin-x64": "baton-darwin-x64", "darwin-arm64": "baton-darwin-arm64",
   "win32-x64": "baton-win32-x64", "win32-arm64": "baton-win32-arm64",
 };
+const programs = ["baton", "baton-hook"];
 
-function binaryPath() {
+// binaryPath is the native program name of this machine's platform
+// package, null when npm installed none.
+function binaryPath(name) {
   const pkg = platforms[process.platform + "-" + process.arch];
   if (!pkg) return null;
-  const exe = process.platform === "win32" ? "baton.exe" : "baton";
+  const exe = process.platform === "win32" ? name + ".exe" : name;
   try {
     return require.resolve("` + scope + `/" + pkg + "/bin/" + exe);
   } catch (e) {
@@ -266,19 +268,39 @@ function binaryPath() {
   }
 }
 
-module.exports = { binaryPath };
+function run(name) {
+  const failOpen = name === "baton-hook";
+  const bin = binaryPath(name);
+  if (!bin) {
+    console.error(name + ": no binary for " + process.platform + "/" + process.arch + " was installed; " +
+      "reinstall without --no-optional, or get baton another way: https://github.com/baton-agent/baton#install");
+    process.exit(failOpen ? 0 : 1);
+  }
+  const r = spawnSync(bin, process.argv.slice(2), { stdio: "inherit" });
+  if (r.error) {
+    console.error(name + ": " + r.error.message);
+    process.exit(failOpen ? 0 : 1);
+  }
+  if (r.signal) {
+    process.kill(process.pid, r.signal);
+  }
+  process.exit(r.status === null ? 1 : r.status);
+}
+
+module.exports = { binaryPath, run };
 
 if (require.main === module && process.platform !== "win32") {
-  const bin = binaryPath();
-  const shim = path.join(__dirname, "bin", "baton.js");
-  if (bin) {
+  for (const name of programs) {
+    const bin = binaryPath(name);
+    const shim = path.join(__dirname, "bin", name);
+    if (!bin) continue;
     try {
       const tmp = shim + ".tmp";
       fs.copyFileSync(bin, tmp);
       fs.chmodSync(tmp, 0o755);
       fs.renameSync(tmp, shim);
     } catch (e) {
-      // The shim stays; baton works, a little slower to start.
+      // The shim stays; the program works, a little slower to start.
     }
   }
 }

@@ -114,19 +114,17 @@ func (e *env) states() []pageState {
 // waitState polls the delivery until ok holds.
 func (e *env) waitState(id string, ok func(*baton.Delivery) bool) {
 	e.t.Helper()
-	end := time.Now().Add(90 * time.Second)
-	for {
-		d, err := e.svc.Current(e.t.Context(), id)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		if ok(d) {
-			return
-		}
-		if time.Now().After(end) {
-			e.t.Fatalf("delivery %s is %s after 90s", id, d.String())
-		}
-		time.Sleep(100 * time.Millisecond)
+	var d *baton.Delivery
+	var err error
+	held := testenv.Until(90*time.Second, nil, func() bool {
+		d, err = e.svc.Current(e.t.Context(), id)
+		return err != nil || ok(d)
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if !held {
+		e.t.Fatalf("delivery %s is %s after 90s", id, d.String())
 	}
 }
 

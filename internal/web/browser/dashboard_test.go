@@ -39,6 +39,7 @@ import (
 	"github.com/baton-agent/baton/internal/sandbox"
 	"github.com/baton-agent/baton/internal/sqlstore"
 	"github.com/baton-agent/baton/internal/sqlstore/sqlstoretest"
+	"github.com/baton-agent/baton/internal/testenv"
 	"github.com/baton-agent/baton/internal/web"
 )
 
@@ -96,7 +97,13 @@ type env struct {
 	browser   context.Context
 }
 
+// chromium is the browser the tests drive; -short skips them, as it
+// skips every test that drives a large outside program.
 func chromium(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: skips driving chromium")
+	}
 	for _, name := range []string{os.Getenv("BATON_CHROMIUM"), "chromium", "chromium-browser", "google-chrome"} {
 		if name == "" {
 			continue
@@ -173,7 +180,8 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 			h.ServeHTTP(w, r)
 			return
 		}
-		// Rendered now, delivered late: the state may move meanwhile.
+		// Rendered now, delivered late: the state may move meanwhile. The
+		// sleep is the lateness under test, not a wait for anything.
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, r)
 		time.Sleep(300 * time.Millisecond)
@@ -332,21 +340,17 @@ func (e *env) submit(sel string) {
 	e.waitJS("the next page", `window.__before === undefined && document.readyState === "complete"`, 20*time.Second)
 }
 
-// waitJS polls a JavaScript condition.
+// waitJS waits for a JavaScript condition on the page: the page sends
+// the test no event, so it is asked.
 func (e *env) waitJS(what, expr string, limit time.Duration) {
 	e.t.Helper()
-	end := time.Now().Add(limit)
-	for {
+	if !testenv.Until(limit, nil, func() bool {
 		ctx, cancel := context.WithTimeout(e.browser, 5*time.Second)
+		defer cancel()
 		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!!(`+expr+`)`))
-		cancel()
-		if err == nil && ok {
-			return
-		}
-		if time.Now().After(end) {
-			e.t.Fatalf("waited %s for %s (%s); page:\n%s", limit, what, expr, e.text())
-		}
-		time.Sleep(100 * time.Millisecond)
+		return err == nil && ok
+	}) {
+		e.t.Fatalf("waited %s for %s (%s); page:\n%s", limit, what, expr, e.text())
 	}
 }
 
@@ -423,22 +427,28 @@ func TestDashboardDelivery(t *testing.T) {
 	var clicked []string
 	sawLive := false
 	end := time.Now().Add(2 * time.Minute)
-	for !strings.HasPrefix(e.badge(), "close/") {
-		if time.Now().After(end) {
-			t.Fatalf("the delivery did not close; the page says %q after %v\n%s\nlive log:\n%s", e.badge(), clicked, e.text(),
-				eval[string](e, `document.querySelector("#live-log").innerText`))
-		}
-		as := e.actions()
-		act := ""
-		for _, a := range as {
-			if a == "approve" || a == "run" {
-				act = a
-				break
+	for {
+		// The page follows by itself: wait for it to close, or to offer
+		// what waits for a person.
+		closed, act := false, ""
+		testenv.Until(time.Until(end), nil, func() bool {
+			if closed = strings.HasPrefix(e.badge(), "close/"); closed {
+				return true
 			}
+			for _, a := range e.actions() {
+				if a == "approve" || a == "run" {
+					act = a
+					return true
+				}
+			}
+			return false
+		})
+		if closed {
+			break
 		}
 		if act == "" {
-			time.Sleep(100 * time.Millisecond)
-			continue
+			t.Fatalf("the delivery did not close; the page says %q after %v\n%s\nlive log:\n%s", e.badge(), clicked, e.text(),
+				eval[string](e, `document.querySelector("#live-log").innerText`))
 		}
 		clicked = append(clicked, strings.SplitN(e.badge(), " ", 2)[0]+":"+act)
 		if act == "run" {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/delivery"
+	"github.com/baton-agent/baton/internal/testenv"
 )
 
 // The tests of issue 24, one per thing a reviewer must be able to trust
@@ -242,14 +243,11 @@ func TestDashboardSharesOneStream(t *testing.T) {
 	seventh.open("/deliveries/" + later)
 	var open, most int
 	var watches []string
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	if !testenv.Until(10*time.Second, nil, func() bool {
 		open, most, watches = e.live.stats()
-		if len(watches) > 0 && strings.Contains(watches[len(watches)-1], later) {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatalf("the shared stream never watched the later delivery: %q", watches)
-		}
+		return len(watches) > 0 && strings.Contains(watches[len(watches)-1], later)
+	}) {
+		t.Fatalf("the shared stream never watched the later delivery: %q", watches)
 	}
 	if most > 2 || open > 1 {
 		t.Errorf("the browser held %d streams at once (%d now), want one shared stream", most, open)
