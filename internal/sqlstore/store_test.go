@@ -40,6 +40,7 @@ func newDelivery(id string) *baton.Delivery {
 }
 
 func TestStoreContract(t *testing.T) {
+	t.Parallel()
 	for name, s := range stores(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := t.Context()
@@ -174,6 +175,7 @@ func TestStoreContract(t *testing.T) {
 
 // Concurrent creates of the same request make one delivery.
 func TestCreateDeliveryConcurrent(t *testing.T) {
+	t.Parallel()
 	for name, s := range stores(t) {
 		t.Run(name, func(t *testing.T) {
 			var wg sync.WaitGroup
@@ -204,6 +206,7 @@ func TestCreateDeliveryConcurrent(t *testing.T) {
 
 // Several processes opening a new database at once all end up migrated.
 func TestConcurrentFirstMigrations(t *testing.T) {
+	t.Parallel()
 	sqlstoretest.OpenAtOnce(t, 4, func(db *sql.DB) error {
 		return sqlstore.Migrate(context.Background(), sqlstore.SQLite, db)
 	})
@@ -213,6 +216,7 @@ func TestConcurrentFirstMigrations(t *testing.T) {
 // transaction holds the one writing connection (a worker moving a phase
 // on), the dashboard's reads still answer, and see what was committed.
 func TestSQLiteReadsDoNotWaitForTheWriter(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, err := sqlstore.Open(ctx, sqlstoretest.DSN(t, sqlstore.SQLite))
 	if err != nil {
