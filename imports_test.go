@@ -41,7 +41,7 @@ func TestImportsPointOneWay(t *testing.T) {
 	checked := 0
 	for dec := json.NewDecoder(bytes.NewReader(out)); ; {
 		var p struct {
-			ImportPath, Dir string
+			ImportPath, Dir  string
 			Imports, GoFiles []string
 		}
 		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
