@@ -2,8 +2,8 @@ package forge_test
 
 import (
 	"bytes"
-	"maps"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"

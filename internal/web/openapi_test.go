@@ -809,7 +809,7 @@ func TestOpenAPISecurityMatchesTheServer(t *testing.T) {
 	}
 	type requirement = map[string][]string
 	var doc struct {
-		Security []requirement                                `json:"security"`
+		Security []requirement                                    `json:"security"`
 		Paths    map[string]map[string]map[string]json.RawMessage `json:"paths"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
