@@ -29,6 +29,9 @@ const (
 	// maxRefusedNames is how many refused names the stub remembers, so a
 	// name is asked about (and recorded) once, not at every lookup.
 	maxRefusedNames = 4096
+	// maxLookups is how many DNS queries over UDP the stub answers at
+	// once.
+	maxLookups = 64
 	// askTimeout bounds a question to the proxy.
 	askTimeout = 10 * time.Second
 )
@@ -353,6 +356,7 @@ func (in *Inside) serveDNS() error {
 	go func() {
 		defer in.wg.Done()
 		buf := make([]byte, maxDNSMessage)
+		lookups := make(chan struct{}, maxLookups)
 		for {
 			n, from, err := pc.ReadFrom(buf)
 			if err != nil {
@@ -362,9 +366,15 @@ func (in *Inside) serveDNS() error {
 				continue
 			}
 			msg := append([]byte(nil), buf[:n]...)
+			select {
+			case lookups <- struct{}{}:
+			default:
+				continue // a flood: dropped, as a busy resolver would; clients ask again
+			}
 			in.wg.Add(1)
 			go func() {
 				defer in.wg.Done()
+				defer func() { <-lookups }()
 				if out, ok := in.answer(msg); ok {
 					_, _ = pc.WriteTo(out, from)
 				}

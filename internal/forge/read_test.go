@@ -80,6 +80,7 @@ func localWork(t *testing.T, files map[string]string) (*forge.Workspaces, *baton
 // cut at a line, the whole cut at its total, and files past the count
 // left out, each cut said.
 func TestWorkDiffAndPlan(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat("added line with some words in it\n", 400) // ~13 KiB
 	ws, d := localWork(t, map[string]string{
 		"docs/plan.md": "1. Write greet.txt\n2. <script>alert(1)</script>\n",
@@ -179,6 +180,7 @@ func TestWorkDiffAndPlan(t *testing.T) {
 // diff (the file's deletion, the link's creation): every file after it
 // still gets its own patch.
 func TestWorkDiffTypeChange(t *testing.T) {
+	t.Parallel()
 	ws, d := localWork(t, map[string]string{"gone.txt": "symlink:keep.txt", "old.txt": "changed\n"})
 	diff, err := ws.WorkDiff(t.Context(), d, forge.DefaultDiffLimits)
 	if err != nil {

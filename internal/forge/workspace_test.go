@@ -34,6 +34,7 @@ func plantMonitor(t testing.TB, dir, secret, stolen string) {
 // of the data directory and writes nothing outside. Unconfined (the
 // control) it does both, so the first half can fail.
 func TestWorktreeGitIsConfined(t *testing.T) {
+	t.Parallel()
 	if st := sandbox.Probe(); !st.Available() {
 		t.Skipf("this kernel cannot confine processes: %s", st.Why)
 	}
@@ -71,6 +72,7 @@ func TestWorktreeGitIsConfined(t *testing.T) {
 // an agent left (COMMIT_EDITMSG, logs/HEAD, docs) and lands on the work
 // branch in the cache whatever HEAD says.
 func TestCommitChangesFollowsNoLink(t *testing.T) {
+	t.Parallel()
 	ws, d := localWork(t, map[string]string{"feature.txt": "work\n"})
 	co, err := ws.Checkout(t.Context(), d, forge.Local{})
 	if err != nil {

@@ -34,6 +34,7 @@ func newCache(t *testing.T) (dir, main string) {
 // re-made: git commands that list the work trees work again, and nothing
 // outside was written.
 func TestRegisterRewritesWhatItFinds(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cache, main := newCache(t)
 	wt := filepath.Join(t.TempDir(), "wt")
@@ -108,6 +109,7 @@ func TestRegisterRewritesWhatItFinds(t *testing.T) {
 // them: an object whose content does not match its name is refused, and
 // the cache never holds it.
 func TestSendObjectsChecksWhatItSends(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cache, main := newCache(t)
 	wt := filepath.Join(t.TempDir(), "wt")
@@ -180,6 +182,7 @@ func TestSendObjectsChecksWhatItSends(t *testing.T) {
 
 // Start starts every git process of a repository that has one.
 func TestStartStartsEveryGit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cache, main := newCache(t)
 	var started []string

@@ -15,6 +15,7 @@ import (
 )
 
 func TestCacheWorktreeCommitPushMerge(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := filepath.Join(t.TempDir(), "src")
 	os.MkdirAll(filepath.Join(src, "docs"), 0o755)
@@ -210,6 +211,7 @@ func TestCacheWorktreeCommitPushMerge(t *testing.T) {
 }
 
 func TestParseWorktrees(t *testing.T) {
+	t.Parallel()
 	out := "worktree /c/src.git\x00bare\x00\x00worktree /w/a b\x00HEAD 0123\x00branch refs/heads/baton/x\x00\x00worktree /w/d\x00HEAD 4567\x00detached\x00\x00"
 	want := []Worktree{{Path: "/c/src.git", Bare: true}, {Path: "/w/a b", Branch: "baton/x"}, {Path: "/w/d"}}
 	if diff := cmp.Diff(want, parseWorktrees(out)); diff != "" {
