@@ -192,8 +192,14 @@ func TestSignInPageNeedsNoSignIn(t *testing.T) {
 			t.Errorf("GET %s on a closed server = %d (Location %q), want 200", path, resp.StatusCode, resp.Header.Get("Location"))
 		}
 	}
-	if page := get(t, noRedirect, e.srv.URL+"/login"); !strings.Contains(page, `action="/login"`) {
+	page := get(t, noRedirect, e.srv.URL+"/login")
+	if !strings.Contains(page, `action="/login"`) {
 		t.Error("the sign-in page has no sign-in form")
+	}
+	// Where the token is kept, in words: anyone who reaches the port
+	// reads this page, and the data directory's path is not theirs.
+	if !strings.Contains(page, "&lt;data dir&gt;/api-token") || strings.Contains(page, e.svc.DataDir) {
+		t.Errorf("the sign-in page does not say <data dir>/api-token, or shows the data directory:\n%s", page)
 	}
 	// Everything else still sends people there.
 	resp, err := noRedirect.Get(e.srv.URL + "/settings")
