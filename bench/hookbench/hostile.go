@@ -60,7 +60,7 @@ func hostile(bin string, n int) {
 		{"session-start, a packet linked to /dev/zero", "session-start", link("/dev/zero", "packets/PACKET.md"), n, ""},
 		{"session-start, a packet that is a named pipe", "session-start", fifo("packets/PACKET.md"), n, ""},
 		{"session-start, the foreground loop linked to /dev/zero", "session-start", link("/dev/zero", "loops/LOOP.md"), n, "symlink"},
-		{"session-start, relevant-files.jsonl linked to /dev/zero", "session-start", link("/dev/zero", "indexes/relevant-files.jsonl"), n, "symlink"},
+		{"session-start, relevant-files.jsonl linked to /dev/zero", "session-start", link("/dev/zero", "MACHINE/relevant-files.jsonl"), n, "symlink"},
 		{"session-start, the store directory linked out of the project", "session-start", func(p project) map[string]any {
 			out, err := os.MkdirTemp("", "hookbench-outside-*")
 			check(err)
@@ -91,7 +91,7 @@ func hostile(bin string, n int) {
 		}, n / 10, ""},
 		{"stop, the foreground loop linked to /dev/zero", "stop", link("/dev/zero", "loops/LOOP.md"), n, "symlink"},
 		{"stop, the foreground loop is a named pipe", "stop", fifo("loops/LOOP.md"), n, "named pipe"},
-		{"stop, foreground-loops.json linked to /dev/zero", "stop", link("/dev/zero", "indexes/foreground-loops.json"), n, "symlink"},
+		{"stop, foreground-loops.json linked to /dev/zero", "stop", link("/dev/zero", "MACHINE/foreground-loops.json"), n, "symlink"},
 		{"stop, the loop's lock file linked out of the store", "stop", func(p project) map[string]any {
 			out, err := os.MkdirTemp("", "hookbench-outside-*")
 			check(err)
@@ -126,7 +126,7 @@ func hostile(bin string, n int) {
 			check(os.Symlink(out, p.store("packets")))
 			return nil
 		}, n, "symlink"},
-		{"post-tool-use, relevant-files.jsonl linked to /dev/zero", "post-tool-use", link("/dev/zero", "indexes/relevant-files.jsonl"), n, "symlink"},
+		{"post-tool-use, relevant-files.jsonl linked to /dev/zero", "post-tool-use", link("/dev/zero", "MACHINE/relevant-files.jsonl"), n, "symlink"},
 	}
 	fmt.Println("| hostile store | runs | median | p90 | slowest | peak RSS |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|")
@@ -201,14 +201,16 @@ func newProject(bin string) project {
 	for i := range 200 {
 		fmt.Fprintf(&log, `{"timestamp":"%s","file_path":"internal/pkg/file-%03d.go","source":"tool","confidence":0.5}`+"\n", time.Now().UTC().Format(time.RFC3339), i%40)
 	}
-	appendFile(p.store("indexes/relevant-files.jsonl"), log.String())
+	appendFile(p.store("MACHINE/relevant-files.jsonl"), log.String())
 	return p
 }
 
 // store returns the path of rel under the store, PACKET and LOOP replaced
-// by the project's packet and loop ids.
+// by the project's packet and loop ids, MACHINE by the store's
+// per-machine directory.
 func (p project) store(rel string) string {
-	rel = strings.NewReplacer("PACKET", p.packet, "LOOP", p.loop).Replace(rel)
+	machine, _ := filepath.Rel(filepath.Join(p.dir, fsstore.Dir), fsstore.Open(p.dir, fsstore.Options{}).IndexDir())
+	rel = strings.NewReplacer("PACKET", p.packet, "LOOP", p.loop, "MACHINE", machine).Replace(rel)
 	return filepath.Join(p.dir, ".agent", "context", rel)
 }
 
@@ -216,7 +218,7 @@ func (p project) remove() { os.RemoveAll(p.dir) }
 
 // bigLog appends 200 MB of relevant-files entries.
 func bigLog(p project) {
-	f, err := os.OpenFile(p.store("indexes/relevant-files.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+	f, err := os.OpenFile(p.store("MACHINE/relevant-files.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
 	check(err)
 	line := []byte(`{"timestamp":"2026-11-24T09:00:00Z","file_path":"internal/pkg/file-000.go","source":"tool","confidence":0.5}` + "\n")
 	buf := bytes.Repeat(line, (1<<20)/len(line))

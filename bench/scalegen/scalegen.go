@@ -27,7 +27,7 @@ import (
 
 // Version names what Generate makes. Change it whenever the output
 // changes, so cached instances are made again.
-const Version = 1
+const Version = 2
 
 // Spec is the size of one instance.
 type Spec struct {
@@ -101,15 +101,24 @@ func DefaultCacheDir() (string, error) {
 	return filepath.Join(base, "baton-bench"), nil
 }
 
+// pristineMachine is the per-machine directory of the pristine store:
+// Reset renames it to the copy's own, since a copy of a store is another
+// store to baton (fsstore's machine.go).
+const pristineMachine = fsstore.MachineDirPrefix + "pristine"
+
 // Reset puts the pristine store back into the repository, so every run
 // starts from the store as generated (runs write packets and log lines),
-// with no index: the first baton command builds it, as after a clone.
+// with no index: the first baton command builds it. Its per-machine
+// state (the logs, the foreground loop) becomes this copy's.
 func (in Instance) Reset() error {
 	dst := filepath.Join(in.Repo(), fsstore.Dir)
 	if err := os.RemoveAll(dst); err != nil {
 		return err
 	}
-	return copyTree(in.pristine(), dst)
+	if err := copyTree(in.pristine(), dst); err != nil {
+		return err
+	}
+	return os.Rename(filepath.Join(dst, fsstore.IndexesDir, pristineMachine), fsstore.Open(in.Repo(), fsstore.Options{}).IndexDir())
 }
 
 // Generate writes an instance of spec into dir, which must not exist.
@@ -228,11 +237,19 @@ func makeStore(dir string, spec Spec, paths []string) error {
 
 	sessions := spec.Packets + 1
 	perSession := spec.LogLines / sessions
-	logf, err := newLineFile(filepath.Join(dir, fsstore.IndexesDir, fsstore.RelevantFilesLog))
+	machine := filepath.Join(dir, fsstore.IndexesDir, pristineMachine)
+	// Init's per-machine directory moved with the store, named for tmpRoot.
+	if err := os.RemoveAll(filepath.Join(dir, fsstore.IndexesDir, filepath.Base(st.IndexDir()))); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(machine, 0o755); err != nil {
+		return err
+	}
+	logf, err := newLineFile(filepath.Join(machine, fsstore.RelevantFilesLog))
 	if err != nil {
 		return err
 	}
-	sessf, err := newLineFile(filepath.Join(dir, fsstore.IndexesDir, fsstore.SessionsLog))
+	sessf, err := newLineFile(filepath.Join(machine, fsstore.SessionsLog))
 	if err != nil {
 		return err
 	}
@@ -279,17 +296,18 @@ func makeStore(dir string, spec Spec, paths []string) error {
 		return err
 	}
 
-	var fg string
+	var fg *baton.Loop
 	for i := range spec.Loops {
 		l := loopAt(i, spec.Loops)
 		if err := os.WriteFile(filepath.Join(dir, fsstore.LoopsDir, l.ID+".md"), frontmatter.EncodeLoop(l), 0o644); err != nil {
 			return err
 		}
-		fg = l.ID
+		fg = l
 	}
-	if fg != "" {
-		b, _ := json.Marshal(map[string]string{"active_loop_id": fg})
-		if err := os.WriteFile(filepath.Join(dir, fsstore.IndexesDir, fsstore.ActiveLoopFile), append(b, '\n'), 0o644); err != nil {
+	if fg != nil {
+		// This machine started it: the benchmark session's foreground loop.
+		b, _ := json.Marshal(fsstore.Foreground{Sessions: map[string]string{Session: fg.ID}, Adopted: map[string]string{fg.ID: fsstore.LoopDigest(fg)}})
+		if err := os.WriteFile(filepath.Join(machine, fsstore.ForegroundLoopsFile), append(b, '\n'), 0o644); err != nil {
 			return err
 		}
 	}

@@ -40,7 +40,8 @@ func main() {
 	ctx := context.Background()
 
 	st := fsstore.Open(*dir, fsstore.Options{})
-	stamp := filepath.Join(*dir, "generated")
+	// v2: the session log in the store's per-machine directory.
+	stamp := filepath.Join(*dir, "generated-v2")
 	if _, err := os.Stat(stamp); err != nil {
 		fmt.Fprintf(os.Stderr, "generating %d packets and %d MiB of transcripts in %s ...\n", *packets, *transcriptMB, *dir)
 		check(os.RemoveAll(*dir))
@@ -213,7 +214,9 @@ func generate(ctx context.Context, st *fsstore.Store, nPackets int, transcriptBy
 	// (file contents), as in real sessions.
 	tdir := filepath.Join(st.Root(), "transcripts")
 	check(os.MkdirAll(tdir, 0o755))
-	sessions, err := os.Create(filepath.Join(st.Dir(), fsstore.IndexesDir, fsstore.SessionsLog))
+	idx, err := st.MakeIndexDir()
+	check(err)
+	sessions, err := os.Create(filepath.Join(idx, fsstore.SessionsLog))
 	check(err)
 	var written int64
 	for s := 0; written < transcriptBytes; s++ {

@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"flag"
 	"fmt"
+	"github.com/baton-agent/baton/internal/fsstore"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,7 +45,7 @@ func main() {
 	for i := 0; i < 10; i++ {
 		run(small, *bin, "handoff", fmt.Sprintf("packet %d", i), "--next-prompt", "continue", "--file", "internal/auth/jwt.go")
 	}
-	writeLog(filepath.Join(small, ".agent/context/indexes/relevant-files.jsonl"), 200, 40)
+	writeLog(filepath.Join(fsstore.Open(small, fsstore.Options{}).IndexDir(), fsstore.RelevantFilesLog), 200, 40)
 	body := filepath.Join(tmp, "body.md")
 	check(os.WriteFile(body, []byte("## Intent\nShip it.\n\n## Next Prompt\nRun the tests.\n"), 0o644))
 
@@ -52,7 +53,7 @@ func main() {
 	big := filepath.Join(tmp, "big")
 	check(os.MkdirAll(big, 0o755))
 	run(big, *bin, "init")
-	writeLog(filepath.Join(big, ".agent/context/indexes/relevant-files.jsonl"), 1_000_000, 5000)
+	writeLog(filepath.Join(fsstore.Open(big, fsstore.Options{}).IndexDir(), fsstore.RelevantFilesLog), 1_000_000, 5000)
 
 	scenarios := []struct {
 		name string

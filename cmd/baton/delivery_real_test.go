@@ -211,6 +211,14 @@ func TestRealClaudeDelivery(t *testing.T) {
 		}
 		return raws
 	})
+	// Claude Code keeps its sessions, in the agent home baton keeps for
+	// it, and writes nothing into the user's own ~/.claude.
+	if sessions, _ := filepath.Glob(filepath.Join(data, "agent-home", ".claude", "projects", "*", "*.jsonl")); len(sessions) < 5 {
+		t.Errorf("Claude Code kept %d session transcripts in the agent home, want one per agent run (5)", len(sessions))
+	}
+	if _, err := os.Stat(filepath.Join(home, ".claude")); err == nil {
+		t.Error("a boxed Claude Code wrote the user's ~/.claude")
+	}
 	// baton pre-approves only tools this Claude Code offers.
 	for _, name := range strings.Split(agentrun.DefaultClaudeAllowedTools, ",") {
 		if !slices.Contains(tools, name) {

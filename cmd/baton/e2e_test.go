@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/baton-agent/baton/internal/fsstore"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -126,7 +127,7 @@ func TestClaudeSessionEndToEnd(t *testing.T) {
 		t.Fatalf("stop with the promise = %q", got)
 	}
 	p.sh(cmd("PostToolUse"), `{"session_id":"e2e-1","cwd":"`+sub+`","tool_name":"Write","tool_input":{"file_path":"`+sub+`/a.go"}}`)
-	if b, _ := os.ReadFile(filepath.Join(p.dir, ".agent/context/indexes/relevant-files.jsonl")); !strings.Contains(string(b), `"file_path":"pkg/a.go"`) {
+	if b, _ := os.ReadFile(filepath.Join(fsstore.Open(p.dir, fsstore.Options{}).IndexDir(), "relevant-files.jsonl")); !strings.Contains(string(b), `"file_path":"pkg/a.go"`) {
 		t.Errorf("relevant files = %s", b)
 	}
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"github.com/baton-agent/baton/internal/fsstore"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,6 +58,17 @@ func (h hostile) hook(event, harness, payload string) (stdout, stderr string) {
 	return out.String(), errb.String()
 }
 
+// machine is name in the store's per-machine directory, relative to the
+// store.
+func (h hostile) machine(name string) string {
+	h.t.Helper()
+	rel, err := filepath.Rel(h.store, filepath.Join(fsstore.Open(h.dir, fsstore.Options{}).IndexDir(), name))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return rel
+}
+
 func (h hostile) symlink(target, rel string) {
 	h.t.Helper()
 	p := filepath.Join(h.store, rel)
@@ -90,7 +102,7 @@ func TestHostileStoreLinksToDevZero(t *testing.T) {
 	h.sh(batonBin+" handoff 'real work' --next-prompt 'carry on' >/dev/null", "")
 	id := h.startLoop()
 	h.symlink("/dev/zero", "packets/20991231T000000Z-zero.md")
-	h.symlink("/dev/zero", "indexes/relevant-files.jsonl")
+	h.symlink("/dev/zero", h.machine("relevant-files.jsonl"))
 	out, errOut := h.hook("session-start", "claude", `{"session_id":"s1","cwd":"`+h.dir+`","source":"startup"}`)
 	if !strings.Contains(out, "real work") || !strings.Contains(out, "Foreground loop "+id) {
 		t.Errorf("session-start did not give the context: %q (stderr %q)", out, errOut)
@@ -133,8 +145,8 @@ func TestHostileStoreLinksOut(t *testing.T) {
 	if err := os.WriteFile(victim, []byte("keep\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h.symlink(victim, "indexes/relevant-files.jsonl")
-	h.symlink(victim, "indexes/sessions.jsonl")
+	h.symlink(victim, h.machine("relevant-files.jsonl"))
+	h.symlink(victim, h.machine("sessions.jsonl"))
 	h.hook("post-tool-use", "claude", `{"session_id":"s1","cwd":"`+h.dir+`","tool_name":"Write","tool_input":{"file_path":"`+h.dir+`/a.go"}}`)
 	h.hook("session-start", "claude", `{"session_id":"s1","cwd":"`+h.dir+`","source":"startup"}`)
 	if b, _ := os.ReadFile(victim); string(b) != "keep\n" {
@@ -362,7 +374,7 @@ func TestHostileStoreShapes(t *testing.T) {
 			mkfifo(h.t, filepath.Join(h.store, "packets", "20991231T000000Z-pipe.md"))
 		}, "session-start", session, ""},
 		{"foreground-loops.json linked to /dev/zero", func(h hostile, _, _ string) {
-			h.symlink("/dev/zero", "indexes/foreground-loops.json")
+			h.symlink("/dev/zero", h.machine("foreground-loops.json"))
 		}, "stop", stop, "is a symlink"},
 		{"the loop's lock file linked out", func(h hostile, loop, outside string) {
 			h.symlink(filepath.Join(outside, "made-by-baton"), "loops/"+loop+".md.lock")

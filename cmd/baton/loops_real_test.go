@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/baton-agent/baton/internal/fsstore"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -255,7 +256,7 @@ func TestRealClaudeBudgetPausesTheLoop(t *testing.T) {
 	if st := loopStatus(t, env, repo, id); st.Status != "active" || st.Pause != "" {
 		t.Errorf("loop after resume --max-tokens = %+v", st)
 	}
-	if _, err := os.Stat(filepath.Join(repo, ".agent", "context", "indexes", "foreground-loops.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(fsstore.Open(repo, fsstore.Options{}).IndexDir(), "foreground-loops.json")); err != nil {
 		t.Error(err)
 	}
 }

@@ -198,11 +198,16 @@ func TestRealClaudeCodePlugin(t *testing.T) {
 		raws = append(raws, r.Raw)
 	}
 	t.Logf("Claude Code %s with baton's plugin made %d model requests", claudeVersion, len(raws))
-	init := firstLine(out)
-	for _, want := range []string{`"baton:handoff"`, `"baton:baton-loop"`, `"name":"plugin:baton:baton","status":"connected"`} {
+	init := initEvent(out)
+	for _, want := range []string{`"baton:handoff"`, `"baton:baton-loop"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("Claude Code's session lacks %s: %s", want, init)
 		}
+	}
+	// On a busy machine the server may still be connecting at init; the
+	// pickup call's result (pluginSessionChecks) proves it then.
+	if st := mcpStatus(out, "plugin:baton:baton"); st != "connected" && st != "pending" {
+		t.Errorf("Claude Code reported baton's plugin MCP server %q: %s", st, init)
 	}
 	pluginSessionChecks(t, env, repo, loopID, marker, raws, out)
 }

@@ -39,6 +39,9 @@ func startAgent(cmd *exec.Cmd, s Spec, p *plan, path, runTmp string, live *liveV
 	}
 	cf := *s.Confine
 	if confining(s) {
+		// The model API is read from the user's own configuration, where
+		// the agent's environment points before the agent home moves it.
+		userEnv := cmd.Env
 		e := sandbox.EnvFrom(cmd.Env)
 		own := sandbox.Policy{Write: []string{runTmp}, Read: installation(path, cmd.Dir)}
 		if s.Dir != "" {
@@ -51,7 +54,7 @@ func startAgent(cmd *exec.Cmd, s Spec, p *plan, path, runTmp string, live *liveV
 		cmd.Env = mergeEnv(cmd.Env, env)
 		own = own.Merge(home)
 		cf.Policy = sandbox.System(e).Merge(own).Merge(cf.Policy)
-		cf.Network = p.kind.network(cf.Network, cmd.Env, live, res)
+		cf.Network = p.kind.network(cf.Network, userEnv, live, res)
 	}
 	release, res.Sandbox, err = cf.Start(cmd)
 	if err == nil {

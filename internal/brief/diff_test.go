@@ -120,6 +120,7 @@ func summarize(idx *DiffIndex) []fileSummary {
 }
 
 func TestIndexDiff(t *testing.T) {
+	t.Parallel()
 	var copied bytes.Buffer
 	idx, err := IndexDiff(strings.NewReader(sampleDiff), &copied)
 	if err != nil {
@@ -216,6 +217,7 @@ func checkIndex(t *testing.T, in []byte, idx *DiffIndex) {
 }
 
 func TestIndexDiffReadSizes(t *testing.T) {
+	t.Parallel()
 	want, err := IndexDiff(strings.NewReader(sampleDiff), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -232,6 +234,7 @@ func TestIndexDiffReadSizes(t *testing.T) {
 }
 
 func TestIndexDiffEdges(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		in       string
@@ -267,6 +270,7 @@ func TestIndexDiffEdges(t *testing.T) {
 }
 
 func TestClassify(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		path string
 		mark bool

@@ -109,6 +109,7 @@ func modFile(path string, hunks ...int) string {
 }
 
 func TestExcerptWholeDiffFits(t *testing.T) {
+	t.Parallel()
 	idx, ex := excerpt(t, sampleDiff, int64(len(sampleDiff)))
 	if ex.Text != sampleDiff || ex.Truncated() {
 		t.Errorf("ExcerptDiff(budget = size) truncated = %v, text equal = %v; want the whole diff", ex.Truncated(), ex.Text == sampleDiff)
@@ -124,6 +125,7 @@ func TestExcerptWholeDiffFits(t *testing.T) {
 // it: every file gets its header and first hunk (or a fair share of it)
 // before any file gets more.
 func TestExcerptPerFileFairness(t *testing.T) {
+	t.Parallel()
 	diff := newFile("big/schema.sql", 5000, strings.Repeat("x", 60)) +
 		modFile("a.go", 3, 4) +
 		modFile("b.go", 5) +
@@ -180,6 +182,7 @@ func TestExcerptPerFileFairness(t *testing.T) {
 // Normal files come before generated, vendored and lock files, whatever
 // the diff order.
 func TestExcerptPriority(t *testing.T) {
+	t.Parallel()
 	diff := modFile("go.sum", 50) +
 		modFile("vendor/x/y.go", 50) +
 		modFile("api/api.pb.go", 50) +
@@ -211,6 +214,7 @@ func TestExcerptPriority(t *testing.T) {
 // lines of multi-byte characters are never split, whatever byte the
 // budget ends on.
 func TestExcerptEveryBudgetMultiByte(t *testing.T) {
+	t.Parallel()
 	diff := newFile("ja.txt", 6, "日本語のテキスト") + modFile("b.go", 2, 2) + newFile("emoji.md", 4, "🎉🎉 done")
 	for budget := int64(0); budget <= int64(len(diff))+10; budget++ {
 		_, ex := excerpt(t, diff, budget)
@@ -223,6 +227,7 @@ func TestExcerptEveryBudgetMultiByte(t *testing.T) {
 }
 
 func TestExcerptLongLineIsNotSplit(t *testing.T) {
+	t.Parallel()
 	diff := newFile("app.js", 2, strings.Repeat("é", 3000)) // one 6 KB line per line
 	idx, ex := excerpt(t, diff, 4000)
 	if ex.Files[0].Outcome != cut || ex.Files[0].Shown != idx.Files[0].HunkBody-idx.Files[0].Start {
@@ -231,6 +236,7 @@ func TestExcerptLongLineIsNotSplit(t *testing.T) {
 }
 
 func TestExcerptZeroBudget(t *testing.T) {
+	t.Parallel()
 	idx, ex := excerpt(t, sampleDiff, 0)
 	if ex.Text != "" || ex.Used != 0 {
 		t.Errorf("ExcerptDiff(0) = %q", ex.Text)

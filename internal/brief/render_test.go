@@ -9,6 +9,7 @@ import (
 )
 
 func TestCutText(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in    string
 		limit int
@@ -33,6 +34,7 @@ func TestCutText(t *testing.T) {
 }
 
 func TestKB(t *testing.T) {
+	t.Parallel()
 	for n, want := range map[int64]string{51200: "50KB", 2100: "2.1KB", 1024: "1KB", 900: "900 bytes"} {
 		if got := kb(n); got != want {
 			t.Errorf("kb(%d) = %q, want %q", n, got, want)
@@ -43,6 +45,7 @@ func TestKB(t *testing.T) {
 // fitLargest finds the largest size that keeps every section whole, to
 // within its step, and falls back to Build's own cut when nothing fits.
 func TestFitLargest(t *testing.T) {
+	t.Parallel()
 	secs := func(n int64) []prompt.Section {
 		return []prompt.Section{
 			{Key: "head", Body: "head", Bookend: true},

@@ -12,6 +12,7 @@ import (
 // A spool reads back what was written, in memory and after spilling to a
 // temporary file, which it leaves nowhere on disk.
 func TestSpool(t *testing.T) {
+	t.Parallel()
 	data := make([]byte, 3*spoolChunk+123)
 	rnd := rand.New(rand.NewPCG(1, 2))
 	for i := range data {

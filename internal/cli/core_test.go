@@ -13,6 +13,7 @@ import (
 // call one core function. This is the CLI's side of each choice; the MCP
 // server's is internal/mcp's TestSharedCoreChoices.
 func TestSharedCoreChoices(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srv := newGitHub(e)
 	addReviewFixture(srv)
@@ -35,7 +36,7 @@ func TestSharedCoreChoices(t *testing.T) {
 	if r := e.ok("", "", "loop", "status", "current"); !strings.HasPrefix(r.stdout, "loop "+started.ID+" (foreground)") {
 		t.Errorf("loop status current:\n%s", r.stdout)
 	}
-	e.write(".agent/context/indexes/foreground-loops.json", "{damaged")
+	e.write(e.indexPath("foreground-loops.json"), "{damaged")
 	r := e.ok("", "", "loop", "status", "fix-the")
 	if !strings.HasPrefix(r.stdout, "loop "+started.ID+"\n") || !strings.Contains(r.stderr, "foreground-loops.json") {
 		t.Errorf("loop status <prefix> with a damaged pointer: stdout\n%s\nstderr %s", r.stdout, r.stderr)
@@ -75,6 +76,7 @@ func TestSharedCoreChoices(t *testing.T) {
 // A handoff too large for the store to read back is refused with the
 // reason, as over MCP, not reported written and then skipped by pickup.
 func TestHandoffTooLargeIsRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.gitRepo()
 	e.ok("", "", "handoff", "the older packet", "--next-prompt", "go on")
@@ -90,6 +92,7 @@ func TestHandoffTooLargeIsRefused(t *testing.T) {
 // Handoffs in the same second (the test's clock stands still) are picked
 // up newest first: the one written last, not the one whose id sorts last.
 func TestPickupLatestWithinASecond(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.gitRepo()
 	e.ok("", "", "handoff", "zeta", "--next-prompt", "go on")

@@ -18,7 +18,7 @@ func newFilesCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "files",
 		Short: "List the files agents touched, ranked by recency and count",
-		Long: `List the relevant files recorded in .agent/context/indexes/relevant-files.jsonl:
+		Long: `List the relevant files recorded in this machine's touch log of the store:
 files agents changed (recorded by the post-tool-use hook) and files people
 confirmed (baton files add, handoff --file). Each file appears once, with
 its count and last touch, ranked by a score where every touch counts and

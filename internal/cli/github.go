@@ -270,31 +270,45 @@ type terminal interface {
 // error when there is neither: posting on someone's behalf needs a person
 // at a terminal or an explicit --yes. It is checked before any request.
 func (o *postOptions) confirmation(f *Factory) (terminal, error) {
-	if o.yes {
+	return f.askTerminal(o.yes, "refusing to post without confirmation: stdin is not a terminal; run it in a terminal, or add --yes once the text is approved")
+}
+
+// confirm shows the summary of a post and asks for Enter (see ask).
+func (f *Factory) confirm(ctx context.Context, in terminal, summary string) error {
+	return f.ask(ctx, in, summary, "Press Enter to post, or Esc (or any other key) to cancel. ", "canceled: nothing was posted")
+}
+
+// askTerminal returns the terminal to ask a person on, nil when yes
+// (--yes) answers for them, or a usage error saying refusal: what baton
+// does on a person's word needs a person at a terminal or an explicit
+// --yes, never an agent's tool call by default.
+func (f *Factory) askTerminal(yes bool, refusal string) (terminal, error) {
+	if yes {
 		return nil, nil
 	}
 	in, ok := f.IO.In.(terminal)
 	if !ok || !f.IO.InTTY || !term.IsTerminal(int(in.Fd())) {
-		return nil, usageError("refusing to post without confirmation: stdin is not a terminal; run it in a terminal, or add --yes once the text is approved")
+		return nil, usageError("%s", refusal)
 	}
 	return in, nil
 }
 
-// confirm shows the summary on stderr and, with a terminal, reads one key
-// in raw mode: Enter posts; Esc or any other key cancels. With no
-// terminal (--yes) it only shows the summary.
-func (f *Factory) confirm(ctx context.Context, in terminal, summary string) error {
+// ask shows summary on stderr and, with a terminal, reads one key in raw
+// mode after question: Enter goes on; Esc or any other key cancels with
+// the Canceled error canceled. With no terminal (--yes) it only shows
+// the summary.
+func (f *Factory) ask(ctx context.Context, in terminal, summary, question, canceled string) error {
 	io.WriteString(f.IO.Err, summary)
 	if in == nil {
 		return nil
 	}
-	k, err := readKey(ctx, in, f.IO.Err, "Press Enter to post, or Esc (or any other key) to cancel. ")
+	k, err := readKey(ctx, in, f.IO.Err, question)
 	io.WriteString(f.IO.Err, "\n")
 	if err != nil {
 		return err
 	}
 	if k != '\r' && k != '\n' {
-		return baton.Errorf(baton.Canceled, "canceled: nothing was posted")
+		return baton.Errorf(baton.Canceled, "%s", canceled)
 	}
 	return nil
 }

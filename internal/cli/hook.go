@@ -17,7 +17,7 @@ func newHookCmd(f *Factory) *cobra.Command {
 		Long: `Read a hook payload (JSON) on stdin, act on the context store, and answer in
 the harness's own contract. Installed by "baton install"; see docs/hooks.md.
 
-  session-start   record the session in indexes/sessions.jsonl and print the
+  session-start   record the session in this machine's session log and print the
                   context to inject: the packet being continued (purpose, Next
                   Prompt), the foreground loop and its iteration, the number of
                   suggested files. Claude: also exports BATON_SESSION_ID through

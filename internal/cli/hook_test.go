@@ -125,6 +125,7 @@ const toolUseBlock = `{"type":"tool_use","id":"toolu_9","name":"Edit","input":{"
 // baton hook and compares stdout with goldens (testdata/hooks/<harness>/
 // <case>.golden); each case also checks what changed in the store.
 func TestHookContracts(t *testing.T) {
+	t.Parallel()
 	type check func(t *testing.T, e *env, packetID, loopID string)
 	tests := []struct {
 		harness, event, payload string
@@ -132,7 +133,7 @@ func TestHookContracts(t *testing.T) {
 		check                   check
 	}{
 		{"claude", "session-start", "session-start", nil, func(t *testing.T, e *env, _, _ string) {
-			if got := e.read(".agent/context/indexes/sessions.jsonl"); !strings.Contains(got, `"session_id":"5b1c0a2e-1111-4222-8333-944445555666","harness":"claude","source":"startup","cwd":"`+e.dir+`/internal/auth"`) {
+			if got := e.read(e.indexPath("sessions.jsonl")); !strings.Contains(got, `"session_id":"5b1c0a2e-1111-4222-8333-944445555666","harness":"claude","source":"startup","cwd":"`+e.dir+`/internal/auth"`) {
 				t.Errorf("sessions.jsonl = %s", got)
 			}
 			if got, want := e.read("claude.env"), "export BATON_SESSION_ID=5b1c0a2e-1111-4222-8333-944445555666\nexport BATON_HARNESS=claude\nexport BATON_TRANSCRIPT_PATH="+e.dir+"/.transcripts/5b1c.jsonl\n"; got != want {
@@ -234,7 +235,7 @@ func TestHookContracts(t *testing.T) {
 			}
 		}},
 		{"droid", "session-start", "session-start", nil, func(t *testing.T, e *env, _, _ string) {
-			if got := e.read(".agent/context/indexes/sessions.jsonl"); !strings.Contains(got, `"session_id":"d-4711","harness":"droid","source":"resume"`) {
+			if got := e.read(e.indexPath("sessions.jsonl")); !strings.Contains(got, `"session_id":"d-4711","harness":"droid","source":"resume"`) {
 				t.Errorf("camelCase payload not read: %s", got)
 			}
 			// Droid applies CLAUDE_ENV_FILE's exports to the agent's shell

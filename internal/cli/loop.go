@@ -26,10 +26,16 @@ func newLoopCmd(f *Factory) *cobra.Command {
 states one of the loop's promises inside <promise>…</promise> tags, or the
 iteration limit is reached. Loops live in .agent/context/loops/<id>.md. Each
 session has its own foreground loop (the one its Stop hook continues), named
-in .agent/context/indexes/foreground-loops.json, so two sessions in one
-project can each run a loop. A loop is bound to one session: a Stop from
-another session never advances it. Ending a loop marks it done or cancelled
-with its outcome; nothing is deleted.
+in this machine's own directory of the store (.agent/context/indexes/machine-*),
+so two sessions in one project can each run a loop. A loop is bound to one
+session: a Stop from another session never advances it. Ending a loop marks it
+done or cancelled with its outcome; nothing is deleted.
+
+A loop that came with the repository (a clone, a pull, an unpacked archive),
+or whose prompt or verify commands a checkout changed after this machine
+started or adopted it, is foreign: baton gives its prompt to no agent and runs
+none of its commands until you read them ("baton loop show ID") and adopt it
+("baton loop adopt ID"), or start a loop of your own from it (--from-loop).
 
 Iterations count rounds of work: the round that starts the loop is 1, and
 each Stop the hook continues adds one. With --max-iterations 20 the agent
@@ -46,6 +52,7 @@ works at most 20 rounds.`,
 		newLoopListCmd(f),
 		newLoopStatusCmd(f),
 		newLoopActivateCmd(f),
+		newLoopAdoptCmd(f),
 		newLoopSetStatusCmd(f, "pause", "Pause a loop: the Stop hook lets the agent stop until it is resumed"),
 		newLoopSetStatusCmd(f, "resume", "Resume a paused loop"),
 		newLoopSetStatusCmd(f, "cancel", "Cancel a loop (status cancelled, outcome cancelled; the file stays)"),
@@ -65,6 +72,7 @@ func loopView(st *fsstore.Store, l *baton.Loop, fg fsstore.Foreground, withPromp
 
 type loopStartOptions struct {
 	fromPacket    string
+	fromLoop      string
 	promptFile    string
 	maxIterations int
 	promises      []string
@@ -101,14 +109,16 @@ func (b loopBudgetFlags) check() error {
 func newLoopStartCmd(f *Factory) *cobra.Command {
 	var o loopStartOptions
 	cmd := &cobra.Command{
-		Use:   "start <prompt...> | --from-packet ID | --prompt-file F",
+		Use:   "start <prompt...> | --from-packet ID | --from-loop ID | --prompt-file F",
 		Short: "Start a loop and make it the foreground loop",
 		Long: `Create a loop from a prompt and make it the foreground loop, at iteration 1.
 
 The prompt is the arguments joined by spaces, a file (--prompt-file F, or - for
 stdin, which keeps multi-line prompts and special characters intact), or a
 packet's Next Prompt (--from-packet ID|prefix|latest; the packet's loop_promise
-and loop_max_iterations are the defaults). Flags take "--flag value" or
+and loop_max_iterations are the defaults), or another loop's prompt
+(--from-loop ID|prefix, with its promises, limits and verify commands unless
+flags set them): a new loop of yours, made from one the repository carried. Flags take "--flag value" or
 "--flag=value"; an unknown flag is an error, never prompt text (put "--" before
 a prompt that starts with a dash).
 
@@ -155,6 +165,7 @@ whose Stop it sees.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.fromPacket, "from-packet", "", "use `PACKET`'s Next Prompt (id, prefix or latest)")
+	fl.StringVar(&o.fromLoop, "from-loop", "", "start afresh from `LOOP`'s prompt, promises, limits and verify commands (id or prefix)")
 	fl.StringVar(&o.promptFile, "prompt-file", "", "read the prompt from `FILE` (- for stdin)")
 	fl.Int("max-iterations", baton.DefaultLoopMaxIterations, "stop after `N` rounds (0 = no limit)")
 	fl.StringArrayVar(&o.promises, "promise", nil, "a completion promise `TEXT` (repeatable: DONE, BLOCKED, ...)")
@@ -167,16 +178,16 @@ whose Stop it sees.`,
 
 func runLoopStart(ctx context.Context, f *Factory, args []string, o loopStartOptions) error {
 	sources := 0
-	for _, set := range []bool{len(args) > 0, o.fromPacket != "", o.promptFile != ""} {
+	for _, set := range []bool{len(args) > 0, o.fromPacket != "", o.fromLoop != "", o.promptFile != ""} {
 		if set {
 			sources++
 		}
 	}
 	switch {
 	case sources == 0:
-		return usageError("baton loop start needs a prompt: give it as arguments, --prompt-file FILE (- for stdin), or --from-packet latest")
+		return usageError("baton loop start needs a prompt: give it as arguments, --prompt-file FILE (- for stdin), --from-packet latest or --from-loop ID")
 	case sources > 1:
-		return usageError("give the prompt one way: arguments, --prompt-file or --from-packet")
+		return usageError("give the prompt one way: arguments, --prompt-file, --from-packet or --from-loop")
 	}
 	for _, p := range o.promises {
 		if loop.Normalize(p) == "" {
@@ -197,7 +208,7 @@ func runLoopStart(ctx context.Context, f *Factory, args []string, o loopStartOpt
 	if !o.verifyTimeoutSet {
 		verifyTimeout = 0 // the default, whatever it becomes
 	}
-	req := loop.StartRequest{FromPacket: o.fromPacket, MaxIterations: o.maxIterations, Promises: o.promises, SessionID: f.env("BATON_SESSION_ID"),
+	req := loop.StartRequest{FromPacket: o.fromPacket, FromLoop: o.fromLoop, MaxIterations: o.maxIterations, Promises: o.promises, SessionID: f.env("BATON_SESSION_ID"),
 		Verify: o.verify, VerifyTimeout: verifyTimeout, MaxTokens: o.budgets.tokens, MaxCostUSD: o.budgets.cost, MaxDuration: o.budgets.duration, Now: f.now()}
 	if tp := f.env("BATON_TRANSCRIPT_PATH"); tp != "" && req.SessionID != "" {
 		// Started in a session that knows its transcript: only what the
@@ -214,7 +225,7 @@ func runLoopStart(ctx context.Context, f *Factory, args []string, o loopStartOpt
 			return err
 		}
 	}
-	if req.FromPacket == "" && strings.TrimSpace(req.Prompt) == "" {
+	if req.FromPacket == "" && req.FromLoop == "" && strings.TrimSpace(req.Prompt) == "" {
 		return usageError("the loop prompt is empty")
 	}
 	l, prev, err := loop.Start(ctx, st, req)
@@ -233,7 +244,7 @@ func runLoopStart(ctx context.Context, f *Factory, args []string, o loopStartOpt
 		return writeJSON(f.IO.Out, struct {
 			SchemaVersion int `json:"schema_version"`
 			loop.View
-		}{1, loopView(st, l, fsstore.Foreground{Unbound: l.ID}, true, f.now())})
+		}{1, loopView(st, l, f.foreground(st), true, f.now())})
 	}
 	bound := "it binds to the first session that stops"
 	if l.SessionID != "" {
@@ -270,7 +281,7 @@ func newLoopListCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "list",
 		Short:   "List loops, most recently updated first",
-		Long:    "List loops with their status, iteration, promises and session; * marks foreground loops (one per session, and one not bound yet).",
+		Long:    "List loops with their status, iteration, promises and session; * marks foreground loops (one per session, and one not bound yet), ! loops that came with the repository and do not run here until adopted (`baton loop adopt`).",
 		Example: "  baton loop list\n  baton loop list --status active --json",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -316,16 +327,24 @@ func newLoopListCmd(f *Factory) *cobra.Command {
 				fmt.Fprintln(f.IO.Err, "no loops: start one with `baton loop start <prompt>`")
 				return nil
 			}
-			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+			tw := tabwriter.NewWriter(printable(f.IO.Out), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "\tID\tSTATUS\tITERATION\tPROMISES\tSESSION\tOUTCOME")
+			foreign := 0
 			for _, l := range ls {
 				mark := ""
 				if fg.Has(l.ID) {
 					mark = "*"
 				}
+				if !l.Status.Ended() && !trusted(st, fg, l) {
+					mark, foreign = "!", foreign+1
+				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", mark, l.ID, l.Status, loopProgress(l), strings.Join(l.CompletionPromises, "|"), dash(l.SessionID), dash(l.Outcome))
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil || foreign == 0 {
+				return err
+			}
+			_, err = fmt.Fprintln(f.IO.Err, "! marks loops that came with the repository (or changed since this machine adopted them): they do not run here until you read them (`baton loop show ID`) and adopt them (`baton loop adopt ID`)")
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&status, "status", "", "only loops with this `STATUS` (active, paused, done, cancelled)")
@@ -378,8 +397,11 @@ outcome and its prompt. Without an id it shows this session's foreground loop
 			if j.Foreground {
 				fgNote = " (foreground)"
 			}
-			w := f.IO.Out
+			w := printable(f.IO.Out)
 			fmt.Fprintf(w, "loop %s%s\n", l.ID, fgNote)
+			if j.Foreign && !l.Status.Ended() {
+				fmt.Fprintf(w, "  foreign:    came with the repository (or changed since this machine adopted it): its prompt is given to no agent and its commands run nowhere until `baton loop adopt %s`\n", l.ID)
+			}
 			fmt.Fprintf(w, "  status:     %s\n", l.Status)
 			fmt.Fprintf(w, "  iteration:  %s\n", loopProgress(l))
 			fmt.Fprintf(w, "  promises:   %s\n", dash(strings.Join(l.CompletionPromises, ", ")))
@@ -410,6 +432,95 @@ outcome and its prompt. Without an id it shows this session's foreground loop
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for agents and scripts")
 	return cmd
+}
+
+// trusted reports whether this machine trusts l as it is; l may be an
+// index entry without its prompt, so an adopted loop is read whole.
+func trusted(st *fsstore.Store, fg fsstore.Foreground, l *baton.Loop) bool {
+	if _, ok := fg.Adopted[l.ID]; !ok {
+		return false
+	}
+	full, err := st.FindLoopByID(l.ID)
+	return err == nil && fg.Trusts(full)
+}
+
+func newLoopAdoptCmd(f *Factory) *cobra.Command {
+	var yes, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "adopt <id|prefix>",
+		Short: "Trust a loop that came with the repository, and make it the foreground loop",
+		Long: `Show a loop's prompt and verify commands and, once you confirm, trust it on this
+machine: the Stop hook then feeds its prompt to the agent and runs its verify
+commands when the agent states its promise. A loop that came with the
+repository (a clone, a pull, an unpacked archive), or whose prompt or commands
+a checkout changed since this machine adopted it, runs nowhere until then, as
+Codex and pi ask before they trust a project.
+
+The loop is bound to this session (BATON_SESSION_ID), or to the next session
+that stops, and becomes its foreground loop. Confirm with Enter at a terminal;
+--yes adopts without asking (for scripts, once you have read the loop). Without
+a terminal and without --yes it refuses: an agent's tool call adopts nothing.`,
+		Example: "  baton loop adopt fix-tests\n  baton loop show fix-tests && baton loop adopt fix-tests --yes",
+		Args:    exactArgs(1, "a loop id or prefix"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			in, err := f.askTerminal(yes, "refusing to adopt without confirmation: stdin is not a terminal; read the loop with `baton loop show "+args[0]+"` and add --yes")
+			if err != nil {
+				return err
+			}
+			st := f.Store()
+			l, err := loop.Resolve(st, args[0], f.env("BATON_SESSION_ID"))
+			if err != nil {
+				return err
+			}
+			if l.Status.Ended() {
+				return baton.Errorf(baton.Conflict, "loop %s is %s: nothing to adopt", l.ID, l.Status)
+			}
+			var b strings.Builder
+			fmt.Fprintf(&b, "loop %s (%s, iteration %s, promises %s)\n", l.ID, l.Status, loopProgress(l), dash(strings.Join(l.CompletionPromises, ", ")))
+			fmt.Fprintf(&b, "Its prompt, given to the agent at every stop:\n\n%s\n\n", indent(l.Prompt))
+			if len(l.Verify) > 0 {
+				fmt.Fprintf(&b, "Its verify commands, run (sh -c, in %s, confined) when the agent states the promise:\n", st.Root())
+				for _, v := range l.Verify {
+					fmt.Fprintf(&b, "  %s\n", v)
+				}
+			} else {
+				b.WriteString("It has no verify commands.\n")
+			}
+			summary := baton.StripControls(b.String())
+			if err := f.ask(ctx, in, summary, "Press Enter to adopt it, or Esc (or any other key) to cancel. ", "canceled: the loop was not adopted"); err != nil {
+				return err
+			}
+			l, prev, err := loop.Adopt(ctx, st, l.ID, f.env("BATON_SESSION_ID"), f.now())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				fg, _ := st.Foreground()
+				return writeJSON(f.IO.Out, struct {
+					SchemaVersion int `json:"schema_version"`
+					loop.View
+				}{1, loopView(st, l, fg, true, f.now())})
+			}
+			bound := "it binds to the first session that stops"
+			if l.SessionID != "" {
+				bound = "bound to session " + l.SessionID
+			}
+			fmt.Fprintf(f.IO.Out, "adopted loop %s on this machine: it is the foreground loop, %s\n", l.ID, bound)
+			if prev != "" && prev != l.ID {
+				fmt.Fprintf(f.IO.Err, "baton: loop %s is no longer the foreground loop (switch back with `baton loop activate %s`)\n", prev, prev)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&yes, "yes", false, "adopt without asking (you have read the loop)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the adopted loop as JSON")
+	return cmd
+}
+
+// indent indents every line of s by two spaces.
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
 }
 
 // loopArg is the loop reference a command's optional argument gives:

@@ -3,6 +3,7 @@ package cli
 import (
 	"cmp"
 	"errors"
+	"github.com/baton-agent/baton/internal/fsstore"
 
 	"github.com/baton-agent/baton/internal/agentrun/agenttest"
 	"github.com/baton-agent/baton/internal/delivery"
@@ -73,6 +74,17 @@ func (e *env) read(rel string) string {
 		e.t.Fatal(err)
 	}
 	return string(b)
+}
+
+// indexPath is name in the store's per-machine directory, relative to
+// e.dir.
+func (e *env) indexPath(name string) string {
+	e.t.Helper()
+	rel, err := filepath.Rel(e.dir, filepath.Join(fsstore.Open(e.dir, fsstore.Options{}).IndexDir(), name))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return rel
 }
 
 // gitRepo makes e.dir a repository with one commit.

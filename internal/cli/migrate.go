@@ -82,7 +82,7 @@ afterwards: two Stop hooks looping the same session fight each other.`,
 				return err
 			}
 			if l.Status == baton.LoopActive {
-				if _, err := st.SetForegroundLoop(ctx, l.SessionID, l.ID); err != nil {
+				if _, err := st.AdoptLoop(ctx, l.SessionID, l); err != nil {
 					return err
 				}
 			}

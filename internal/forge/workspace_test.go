@@ -34,6 +34,7 @@ func plantMonitor(t testing.TB, dir, secret, stolen string) {
 // of the data directory and writes nothing outside. Unconfined (the
 // control) it does both, so the first half can fail.
 func TestWorktreeGitIsConfined(t *testing.T) {
+	t.Parallel()
 	if st := sandbox.Probe(); !st.Available() {
 		t.Skipf("this kernel cannot confine processes: %s", st.Why)
 	}
@@ -71,6 +72,7 @@ func TestWorktreeGitIsConfined(t *testing.T) {
 // an agent left (COMMIT_EDITMSG, logs/HEAD, docs) and lands on the work
 // branch in the cache whatever HEAD says.
 func TestCommitChangesFollowsNoLink(t *testing.T) {
+	t.Parallel()
 	ws, d := localWork(t, map[string]string{"feature.txt": "work\n"})
 	co, err := ws.Checkout(t.Context(), d, forge.Local{})
 	if err != nil {
@@ -143,6 +145,37 @@ func BenchmarkWorktreeGit(b *testing.B) {
 	}
 }
 
+// BenchmarkWorktreeCommit is what baton's commit of an agent's work
+// costs, its git in the worktree confined and not: one changed file in a
+// worktree of 100, staged, recorded and checked into the cache.
+func BenchmarkWorktreeCommit(b *testing.B) {
+	if st := sandbox.Probe(); !st.Available() {
+		b.Skipf("this kernel cannot confine processes: %s", st.Why)
+	}
+	for _, mode := range []sandbox.Mode{sandbox.ModeOff, sandbox.ModeAuto} {
+		name := "confined"
+		if mode == sandbox.ModeOff {
+			name = "unconfined"
+		}
+		b.Run(name, func(b *testing.B) {
+			ws, d := benchWork(b)
+			ws.Sandbox = mode
+			co, err := ws.Checkout(b.Context(), d, forge.Local{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			i := 0
+			for b.Loop() {
+				i++
+				os.WriteFile(filepath.Join(co.Dir, "changed.txt"), []byte(strings.Repeat("x", i)), 0o644)
+				if _, committed, err := co.CommitChanges(b.Context(), "work"); err != nil || !committed {
+					b.Fatal(committed, err)
+				}
+			}
+		})
+	}
+}
+
 // benchWork is a local repository of 100 files and a delivery of it.
 func benchWork(b *testing.B) (*forge.Workspaces, *baton.Delivery) {
 	b.Helper()
@@ -155,4 +188,37 @@ func benchWork(b *testing.B) (*forge.Workspaces, *baton.Delivery) {
 	gittest.Git(b, repo, "add", "-A")
 	gittest.Git(b, repo, "commit", "-q", "-m", "initial")
 	return &forge.Workspaces{Dir: b.TempDir()}, &baton.Delivery{ID: "abcdef123456", Repository: repo, Forge: baton.ForgeLocal}
+}
+
+// The rebase merge replays the work branch onto a base that moved, in
+// the delivery's worktree (its git confined), and lands a line of
+// commits: the work's, then nothing else, on top of the base's new head.
+func TestLocalMergeRebase(t *testing.T) {
+	for _, mode := range []sandbox.Mode{sandbox.ModeAuto, sandbox.ModeOff} {
+		t.Run(string(mode), func(t *testing.T) {
+			ws, d := localWork(t, map[string]string{"feature.txt": "work\n"})
+			ws.Sandbox = mode
+			// The user commits on main meanwhile.
+			os.WriteFile(filepath.Join(d.Repository, "theirs.txt"), []byte("theirs\n"), 0o644)
+			gittest.Git(t, d.Repository, "add", "-A")
+			gittest.Git(t, d.Repository, "commit", "-qm", "theirs")
+			theirs := gittest.Git(t, d.Repository, "rev-parse", "main")
+			base, work, err := ws.Work(t.Context(), d, forge.Local{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := (forge.Local{}).Merge(t.Context(), d, ws, base, work, baton.MergeRebase); err != nil {
+				t.Fatal(err)
+			}
+			if got := gittest.Git(t, d.Repository, "rev-parse", "main^"); got != theirs {
+				t.Errorf("main^ = %s, want the user's commit %s: the work was not replayed on top", got, theirs)
+			}
+			if got := gittest.Git(t, d.Repository, "show", "main:feature.txt"); got != "work" {
+				t.Errorf("main:feature.txt = %q", got)
+			}
+			if got := gittest.Git(t, d.Repository, "log", "-1", "--format=%s", "main"); got != "work" {
+				t.Errorf("main's head is %q, want the work's own commit", got)
+			}
+		})
+	}
 }

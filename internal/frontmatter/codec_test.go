@@ -37,6 +37,7 @@ func samplePacket() *baton.Packet {
 }
 
 func TestPacketGolden(t *testing.T) {
+	t.Parallel()
 	got := EncodePacket(samplePacket())
 	golden.Check(t, "packet.golden.md", got)
 	p, err := DecodePacket(got)
@@ -55,6 +56,7 @@ func TestPacketGolden(t *testing.T) {
 // their formatting and continuation lines), unknown sections, preamble text,
 // headings inside code fences.
 func TestPacketUnknownsSurvive(t *testing.T) {
+	t.Parallel()
 	in := `---
 id: 20261122T093400Z-x
 owner: "team-a"   # a comment
@@ -118,6 +120,7 @@ Go.
 }
 
 func TestDecodePacketErrors(t *testing.T) {
+	t.Parallel()
 	valid := "id: 20261122T093400Z-x\ncreated_at: 2026-11-22T09:34:00Z\nupdated_at: 2026-11-22T09:34:00Z\nstatus: draft\npurpose: p\n"
 	tests := []struct {
 		name, in, want string
@@ -146,6 +149,7 @@ func TestDecodePacketErrors(t *testing.T) {
 }
 
 func TestDecodePacketAcceptsJSONArrayStrings(t *testing.T) {
+	t.Parallel()
 	in := "---\nid: 20261122T093400Z-x\ncreated_at: 2026-11-22T09:34:00Z\nupdated_at: 2026-11-22T09:34:00Z\nstatus: draft\npurpose: p\n" +
 		"relevant_files_confirmed: '[\"a.go\", \"b.go\"]'\nvalidators: null\nloop_promise: null\n---\n"
 	p, err := DecodePacket([]byte(in))
@@ -161,6 +165,7 @@ func TestDecodePacketAcceptsJSONArrayStrings(t *testing.T) {
 }
 
 func TestScalarQuoting(t *testing.T) {
+	t.Parallel()
 	for _, v := range []string{
 		"plain words", "x: y", "#hash", "a #b", "null", "~", "true", "123", "-lead", "trailing ",
 		" leading", "multi\nline", `back\slash`, `"quoted"`, "tab\there", "ünïcödé", "2026-11-22T09:34:00Z",
@@ -182,6 +187,7 @@ func TestScalarQuoting(t *testing.T) {
 }
 
 func TestParseSectionsFences(t *testing.T) {
+	t.Parallel()
 	body := "pre\n## A\n```\n## not\n```\n~~~~\n## still not\n~~~\n## nor this\n~~~~\n## B\nb ##\n### sub\n##C\n## D ##\n"
 	pre, secs := ParseSections(body)
 	if pre != "pre\n" {
@@ -212,6 +218,7 @@ func sampleLoop() *baton.Loop {
 }
 
 func TestLoopGoldenAndPromptVerbatim(t *testing.T) {
+	t.Parallel()
 	l := sampleLoop()
 	got := EncodeLoop(l)
 	golden.Check(t, "loop.golden.md", got)
@@ -228,6 +235,7 @@ func TestLoopGoldenAndPromptVerbatim(t *testing.T) {
 }
 
 func TestLoopPromiseForms(t *testing.T) {
+	t.Parallel()
 	base := "---\nid: l1\ncreated_at: 2026-11-22T09:34:00Z\nupdated_at: 2026-11-22T09:34:00Z\nstatus: active\niteration: 0\nmax_iterations: 0\n"
 	tests := []struct {
 		line string
@@ -254,6 +262,7 @@ func TestLoopPromiseForms(t *testing.T) {
 }
 
 func TestDecodeLoopErrors(t *testing.T) {
+	t.Parallel()
 	base := "---\nid: l1\ncreated_at: 2026-11-22T09:34:00Z\nupdated_at: 2026-11-22T09:34:00Z\nstatus: %s\n---\n%s"
 	for _, tc := range []struct{ status, body, want string }{
 		{"active", "no prompt here\n", "no \"## Loop Prompt\" section"},
@@ -274,6 +283,7 @@ func TestDecodeLoopErrors(t *testing.T) {
 // round-trips, and what YAML cannot hold raw (a C1 control in a command)
 // is escaped instead of making the file unreadable.
 func TestLoopVerifyAndBudgetRoundTrip(t *testing.T) {
+	t.Parallel()
 	l := sampleLoop()
 	t1 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	l.Verify = []string{"go test ./...", "test -f ok\u0085\u0090\x7f.txt"}

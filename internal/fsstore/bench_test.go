@@ -34,10 +34,11 @@ func writeLog(tb testing.TB, path string, n, distinct int) {
 
 func BenchmarkRankFiles1M(b *testing.B) {
 	s := Open(b.TempDir(), Options{})
-	if err := os.MkdirAll(filepath.Join(s.Dir(), IndexesDir), 0o755); err != nil {
+	dir, err := s.MakeIndexDir()
+	if err != nil {
 		b.Fatal(err)
 	}
-	log := filepath.Join(s.Dir(), IndexesDir, RelevantFilesLog)
+	log := filepath.Join(dir, RelevantFilesLog)
 	writeLog(b, log, 1_000_000, 5000)
 	fi, _ := os.Stat(log)
 	b.SetBytes(fi.Size())

@@ -16,8 +16,6 @@ import (
 	"github.com/baton-agent/baton/internal/safefile"
 )
 
-func (s *Store) indexPath(name string) string { return s.path(IndexesDir, name) }
-
 // RelPath returns p relative to the project root with forward slashes, and
 // false when p lies outside the root. Relative paths are taken relative to
 // base (a hook's cwd, or the process directory). Symlinked spellings of the
@@ -54,10 +52,7 @@ func (s *Store) AppendRelevantFiles(ctx context.Context, entries ...baton.Releva
 	if len(entries) == 0 {
 		return nil
 	}
-	if err := s.checkDirs(IndexesDir); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(s.path(IndexesDir), 0o755); err != nil {
+	if err := s.mkIndexes(); err != nil {
 		return err
 	}
 	p := s.indexPath(RelevantFilesLog)
@@ -404,10 +399,7 @@ func decay(age time.Duration) float64 {
 
 // AppendSession records a harness session in indexes/sessions.jsonl.
 func (s *Store) AppendSession(ctx context.Context, r baton.SessionRecord) error {
-	if err := s.checkDirs(IndexesDir); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(s.path(IndexesDir), 0o755); err != nil {
+	if err := s.mkIndexes(); err != nil {
 		return err
 	}
 	p := s.indexPath(SessionsLog)

@@ -33,7 +33,7 @@ func TestFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	// One line that cannot be read is counted, not fatal.
-	f, err := os.OpenFile(filepath.Join(s.Dir(), IndexesDir, RelevantFilesLog), os.O_APPEND|os.O_WRONLY, 0)
+	f, err := os.OpenFile(filepath.Join(s.IndexDir(), RelevantFilesLog), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

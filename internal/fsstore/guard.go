@@ -41,6 +41,9 @@ func (s *Store) checkDirs(sub string) error {
 	if sub != "" {
 		parts = append(parts, s.path(sub))
 	}
+	if sub == IndexesDir {
+		parts = append(parts, s.machineDir())
+	}
 	for _, p := range parts {
 		fi, err := os.Lstat(p)
 		if errors.Is(err, fs.ErrNotExist) {

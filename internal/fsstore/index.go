@@ -313,10 +313,10 @@ func (a artifact[T]) summarize(path string) (entry, error) {
 // next reader rebuilds). A file that cannot be written is left: every
 // reader then rebuilds, slower but right.
 func (a artifact[T]) saveIndex(s *Store, idx *index) {
-	p := a.indexPath(s)
-	if os.MkdirAll(s.path(IndexesDir), 0o755) != nil {
+	if s.mkIndexes() != nil {
 		return
 	}
+	p := a.indexPath(s)
 	unlock, ok, err := safefile.TryLock(p)
 	if err != nil || !ok {
 		return
@@ -353,9 +353,10 @@ func (a artifact[T]) beginIndexWrite(ctx context.Context, s *Store) *indexWrite[
 		w.none = true
 		return w
 	}
-	if err := os.MkdirAll(s.path(IndexesDir), 0o755); err != nil || s.checkDirs(IndexesDir) != nil {
+	if err := s.mkIndexes(); err != nil {
 		return w
 	}
+	p = a.indexPath(s)
 	unlock, err := safefile.Lock(ctx, p)
 	if err != nil {
 		removeIndex(s, a.kind, p)

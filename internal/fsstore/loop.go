@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -140,19 +141,25 @@ func (s *Store) UpdateLoop(ctx context.Context, id string, fn func(*baton.Loop) 
 	return loops.update(ctx, s, id, fn)
 }
 
-// ForegroundLoopsFile is indexes/foreground-loops.json: the loop each
-// session's stops continue, and the one no session has taken yet.
+// ForegroundLoopsFile is the per-machine file (see machine.go) of the
+// loop each session's stops continue, the one no session has taken yet,
+// and the loops this machine trusts.
 const ForegroundLoopsFile = "foreground-loops.json"
 
-// Foreground is which loop each session continues. Two sessions in one
-// project each run their own loop; a loop started outside any session
-// waits, unbound, for the first session that stops without a loop of its
-// own.
+// Foreground is which loop each session continues, and which loops this
+// machine trusts. Two sessions in one project each run their own loop; a
+// loop started outside any session waits, unbound, for the first session
+// that stops without a loop of its own. Only a loop this machine adopted
+// (started it, or `baton loop adopt`) can be either, and only as it was
+// adopted: its prompt and verify commands (LoopDigest).
 type Foreground struct {
 	// Sessions maps a session id to the loop its stops continue.
 	Sessions map[string]string `json:"sessions,omitempty"`
 	// Unbound is the loop no session has taken yet ("" when none).
 	Unbound string `json:"unbound,omitempty"`
+	// Adopted maps the id of each loop this machine trusts to the
+	// LoopDigest it trusts.
+	Adopted map[string]string `json:"adopted,omitempty"`
 }
 
 // Of is the loop session continues: its own, else the unbound one.
@@ -167,6 +174,13 @@ func (f Foreground) Of(session string) string {
 // unbound one.
 func (f Foreground) Has(id string) bool {
 	return id != "" && slices.Contains(f.IDs(), id)
+}
+
+// Trusts reports whether this machine adopted l as it is: the loop's
+// prompt and verify commands are those it adopted.
+func (f Foreground) Trusts(l *baton.Loop) bool {
+	d, ok := f.Adopted[l.ID]
+	return ok && d == LoopDigest(l)
 }
 
 // IDs lists the foreground loops, sorted, each once.
@@ -194,84 +208,45 @@ func (f *Foreground) without(id string) {
 	}
 }
 
-// seedPointer is the seed's indexes/active-loop.json, which named one
-// foreground loop for the whole project.
-type seedPointer struct {
-	ActiveLoopID string `json:"active_loop_id"`
-}
-
 // maxSessionKey bounds a session id kept in the pointer file.
 const maxSessionKey = 256
 
-// Foreground reads the foreground loops. A store written by the seed has
-// only indexes/active-loop.json: its loop is read as the foreground loop
-// of the session it is bound to (or as the unbound one), and the first
-// change rewrites it in the new file. A corrupt pointer is an Invalid
-// error whose hint says how to replace it.
+// Foreground reads this machine's foreground loops (see machine.go). A
+// corrupt pointer is an Invalid error whose hint says how to replace it.
 func (s *Store) Foreground() (Foreground, error) {
 	if err := s.checkDirs(IndexesDir); err != nil {
 		return Foreground{}, err
 	}
-	f, found, err := s.readForeground(ForegroundLoopsFile)
-	if found || err != nil {
-		return f, err
-	}
-	f, _, err = s.readForeground(ActiveLoopFile)
-	return f, err
+	return s.readForeground()
 }
 
-// readForeground reads one pointer file, new or seed; found is false when
-// it does not exist.
-func (s *Store) readForeground(name string) (f Foreground, found bool, err error) {
-	p := s.indexPath(name)
+// readForeground reads the pointer file.
+func (s *Store) readForeground() (f Foreground, err error) {
+	p := s.indexPath(ForegroundLoopsFile)
 	b, err := readFile(p, maxSmallFile)
 	if errors.Is(err, fs.ErrNotExist) {
-		return Foreground{}, false, nil
+		return Foreground{}, nil
 	} else if r := (*RefusedError)(nil); errors.As(err, &r) {
 		r.Hint += ", or run `baton loop activate <id>`, which replaces it"
-		return Foreground{}, true, err
+		return Foreground{}, err
 	} else if err != nil {
-		return Foreground{}, true, fmt.Errorf("read %s: %w", p, err)
+		return Foreground{}, fmt.Errorf("read %s: %w", p, err)
 	}
 	corrupt := func(err error) error {
 		return &baton.Error{Code: baton.Invalid, Err: &CorruptError{Path: p, Err: err, Hint: "fix it, or run `baton loop activate <id>`, which replaces it"}}
 	}
-	if name == ActiveLoopFile {
-		var seed seedPointer
-		if err := json.Unmarshal(b, &seed); err != nil {
-			return Foreground{}, true, corrupt(err)
-		}
-		if seed.ActiveLoopID == "" {
-			return Foreground{}, true, nil
-		}
-		if !baton.ValidID(seed.ActiveLoopID) {
-			return Foreground{}, true, baton.Errorf(baton.Invalid, "%s names an invalid loop id %q: run `baton loop activate <id>`", p, seed.ActiveLoopID)
-		}
-		// The seed kept one pointer for the project: it is the foreground
-		// loop of the one session the loop is bound to.
-		l, err := s.FindLoopByID(seed.ActiveLoopID)
-		switch {
-		case baton.ErrorCode(err) == baton.NotFound:
-			return Foreground{}, true, nil
-		case err != nil:
-			return Foreground{}, true, err
-		case l.SessionID == "":
-			return Foreground{Unbound: l.ID}, true, nil
-		}
-		return Foreground{Sessions: map[string]string{l.SessionID: l.ID}}, true, nil
-	}
 	if err := json.Unmarshal(b, &f); err != nil {
-		return Foreground{}, true, corrupt(err)
+		return Foreground{}, corrupt(err)
 	}
 	for sess, id := range f.Sessions {
 		if sess == "" || len(sess) > maxSessionKey || !baton.ValidID(id) {
-			return Foreground{}, true, corrupt(fmt.Errorf("session %.40q names loop %.80q", sess, id))
+			return Foreground{}, corrupt(fmt.Errorf("session %.40q names loop %.80q", sess, id))
 		}
 	}
 	if f.Unbound != "" && !baton.ValidID(f.Unbound) {
-		return Foreground{}, true, corrupt(fmt.Errorf("unbound names loop %.80q", f.Unbound))
+		return Foreground{}, corrupt(fmt.Errorf("unbound names loop %.80q", f.Unbound))
 	}
-	return f, true, nil
+	return f, nil
 }
 
 // ForegroundLoopID returns the loop session continues (its own, else the
@@ -281,37 +256,68 @@ func (s *Store) ForegroundLoopID(session string) (string, error) {
 	return f.Of(session), err
 }
 
-// SetForegroundLoop makes id the foreground loop of session ("" makes it
+// SetForegroundLoop makes l the foreground loop of session ("" makes it
 // the unbound loop, for the first session that stops), removing it from
-// any other slot, and returns the loop that slot named before.
-func (s *Store) SetForegroundLoop(ctx context.Context, session, id string) (previous string, err error) {
+// any other slot, and returns the loop that slot named before. Only a
+// loop this machine trusts as it is can be made one: otherwise it is a
+// Conflict that says to adopt it (AdoptLoop).
+func (s *Store) SetForegroundLoop(ctx context.Context, session string, l *baton.Loop) (previous string, err error) {
+	return s.setForeground(ctx, session, l, false)
+}
+
+// AdoptLoop records that this machine trusts l as it is now, its prompt
+// and verify commands, and makes it the foreground loop of session as
+// SetForegroundLoop does. Starting a loop adopts it; a loop that came
+// with a checkout is adopted only when a person asks (`baton loop
+// adopt`).
+func (s *Store) AdoptLoop(ctx context.Context, session string, l *baton.Loop) (previous string, err error) {
+	return s.setForeground(ctx, session, l, true)
+}
+
+func (s *Store) setForeground(ctx context.Context, session string, l *baton.Loop, adopt bool) (previous string, err error) {
+	id := l.ID
 	if err := baton.CheckID("loop", id); err != nil {
 		return "", err
 	}
 	if len(session) > maxSessionKey {
 		return "", baton.Errorf(baton.Invalid, "session id is over %d bytes", maxSessionKey)
 	}
-	err = s.swapForeground(ctx, func(f *Foreground) bool {
+	err = s.swapForeground(ctx, func(f *Foreground) (bool, error) {
+		if !adopt && !f.Trusts(l) {
+			return false, ForeignError(l)
+		}
 		if session == "" {
 			previous = f.Unbound
 		} else {
 			previous = f.Sessions[session]
 		}
-		if previous == id && f.Of(session) == id {
-			return false
+		if previous == id && f.Of(session) == id && (!adopt || f.Trusts(l)) {
+			return false, nil
+		}
+		if adopt {
+			if f.Adopted == nil {
+				f.Adopted = map[string]string{}
+			}
+			f.Adopted[id] = LoopDigest(l)
 		}
 		f.without(id)
 		if session == "" {
 			f.Unbound = id
-			return true
+			return true, nil
 		}
 		if f.Sessions == nil {
 			f.Sessions = map[string]string{}
 		}
 		f.Sessions[session] = id
-		return true
+		return true, nil
 	})
 	return previous, err
+}
+
+// ForeignError is the Conflict of a loop this machine does not trust as
+// it is.
+func ForeignError(l *baton.Loop) error {
+	return baton.Errorf(baton.Conflict, "loop %s came with the repository (or changed since this machine adopted it): baton neither runs its commands nor gives its prompt to an agent until you read them with `baton loop show %s` and adopt it with `baton loop adopt %s`", l.ID, l.ID, l.ID)
 }
 
 // ClearForegroundLoop makes id no session's foreground loop, wherever it
@@ -319,23 +325,19 @@ func (s *Store) SetForegroundLoop(ctx context.Context, session, id string) (prev
 // It reports whether id was a foreground loop.
 func (s *Store) ClearForegroundLoop(ctx context.Context, id string) (bool, error) {
 	cleared := false
-	err := s.swapForeground(ctx, func(f *Foreground) bool {
+	err := s.swapForeground(ctx, func(f *Foreground) (bool, error) {
 		cleared = f.Has(id)
 		f.without(id)
-		return cleared
+		return cleared, nil
 	})
 	return cleared, err
 }
 
 // swapForeground rewrites the pointer file under its lock; change edits
-// the foreground loops and says whether to write them. A seed pointer is
-// migrated by the first write, and slots naming loops that are gone are
-// dropped then.
-func (s *Store) swapForeground(ctx context.Context, change func(*Foreground) bool) error {
-	if err := s.checkDirs(IndexesDir); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(s.path(IndexesDir), 0o755); err != nil {
+// the foreground loops and says whether to write them. Slots and records
+// naming loops that are gone are dropped then.
+func (s *Store) swapForeground(ctx context.Context, change func(*Foreground) (bool, error)) error {
+	if err := s.mkIndexes(); err != nil {
 		return err
 	}
 	p := s.indexPath(ForegroundLoopsFile)
@@ -344,23 +346,28 @@ func (s *Store) swapForeground(ctx context.Context, change func(*Foreground) boo
 		return refused(p+".lock", err)
 	}
 	defer unlock()
-	f, found, err := s.readForeground(ForegroundLoopsFile)
-	seed := false
-	if !found && err == nil {
-		f, seed, err = s.readForeground(ActiveLoopFile)
-	}
+	f, err := s.readForeground()
 	if err != nil && baton.ErrorCode(err) != baton.Invalid {
 		return err
 	}
 	if err != nil {
 		f = Foreground{} // a corrupt pointer is overwritten
 	}
-	if !change(&f) && !seed {
-		return nil
+	if write, err := change(&f); err != nil || !write {
+		return err
+	}
+	gone := func(id string) bool {
+		_, err := os.Lstat(loops.path(s, id))
+		return errors.Is(err, fs.ErrNotExist)
 	}
 	for sess, id := range f.Sessions {
-		if _, err := os.Lstat(loops.path(s, id)); errors.Is(err, fs.ErrNotExist) {
+		if gone(id) {
 			delete(f.Sessions, sess)
+		}
+	}
+	for id := range f.Adopted {
+		if gone(id) {
+			delete(f.Adopted, id)
 		}
 	}
 	b, err := json.Marshal(f)
@@ -370,27 +377,110 @@ func (s *Store) swapForeground(ctx context.Context, change func(*Foreground) boo
 	if err := safefile.WriteAtomic(p, append(b, '\n'), 0o644); err != nil {
 		return err
 	}
-	if seed {
-		// The seed's pointer now lives in the new file.
-		if err := os.Remove(s.indexPath(ActiveLoopFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-	}
-	s.sweep(IndexesDir)
+	s.sweep(filepath.Join(IndexesDir, filepath.Base(s.machineDir())))
 	return nil
 }
 
 // ForegroundLoop returns the loop session continues (its own, else the
 // unbound one), or nil when there is none. A pointer to a missing loop
-// reads as no loop.
+// reads as no loop, and so does one to a loop this machine does not
+// trust as it is now (a checkout changed its prompt or its commands):
+// ForeignLoops lists those.
 func (s *Store) ForegroundLoop(session string) (*baton.Loop, error) {
-	id, err := s.ForegroundLoopID(session)
-	if err != nil || id == "" {
+	f, err := s.Foreground()
+	if err != nil {
 		return nil, err
 	}
+	id := f.Of(session)
+	if id == "" {
+		return nil, nil
+	}
 	l, err := s.FindLoopByID(id)
-	if baton.ErrorCode(err) == baton.NotFound {
+	if baton.ErrorCode(err) == baton.NotFound || (err == nil && !f.Trusts(l)) {
 		return nil, nil
 	}
 	return l, err
+}
+
+// LoopsSeenFile is the per-machine record of what ForeignLoops last saw
+// of each loop file: its size and time, and whether it was a foreign
+// active loop then.
+const LoopsSeenFile = "loops-seen.json"
+
+// seenLoop is what ForeignLoops saw of one loop file.
+type seenLoop struct {
+	Size    int64 `json:"s"`
+	Mod     int64 `json:"m"`
+	Foreign bool  `json:"f,omitempty"`
+}
+
+// NewForeignLoops returns the active loops of the store this machine does
+// not trust as they are (loops a checkout brought, and adopted loops
+// whose prompt or verify commands a checkout changed) that it has not
+// returned before in this version, and records them as returned: each is
+// told once. It reads the loops directory's names and each file's size
+// and time, and only the files that changed since the last call; it
+// never builds the loop index, whose upkeep would then fall on every
+// stop. Unreadable loop files are returned as warnings.
+func (s *Store) NewForeignLoops(f Foreground) ([]*baton.Loop, []error, error) {
+	if err := s.checkDirs(LoopsDir); err != nil {
+		return nil, nil, err
+	}
+	dir, err := os.Open(s.path(LoopsDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	} else if err != nil {
+		return nil, nil, err
+	}
+	names, err := dir.Readdirnames(-1)
+	dir.Close()
+	if err != nil {
+		return nil, nil, err
+	}
+	seenPath := s.indexPath(LoopsSeenFile)
+	seen := map[string]seenLoop{}
+	if b, err := readFile(seenPath, maxIndexBytes); err == nil {
+		_ = json.Unmarshal(b, &seen) // damaged: everything is looked at again
+	}
+	next := make(map[string]seenLoop, len(names))
+	var out []*baton.Loop
+	var warnings []error
+	changed := false
+	for _, name := range names {
+		id, ok := artifactID(name)
+		if !ok {
+			continue
+		}
+		fi, err := os.Lstat(loops.path(s, id))
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		now := seenLoop{Size: fi.Size(), Mod: fi.ModTime().UnixNano()}
+		if was, ok := seen[id]; ok && was.Size == now.Size && was.Mod == now.Mod {
+			next[id] = was
+			continue
+		}
+		changed = true
+		l, err := s.FindLoopByID(id)
+		if err != nil {
+			if baton.ErrorCode(err) != baton.NotFound {
+				warnings = append(warnings, err)
+			}
+			continue
+		}
+		now.Foreign = l.Status == baton.LoopActive && !f.Trusts(l)
+		next[id] = now
+		if now.Foreign {
+			out = append(out, l)
+		}
+	}
+	if changed || len(next) != len(seen) {
+		if err := s.mkIndexes(); err == nil {
+			if b, err := json.Marshal(next); err == nil {
+				_ = safefile.WriteCache(seenPath, b, 0o644) // lost: told again, no harm
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b *baton.Loop) int { return strings.Compare(a.ID, b.ID) })
+	return out, warnings, nil
 }

@@ -104,6 +104,10 @@ type Store struct {
 	now  func() time.Time
 	// newProjectID makes root.json's project_id; a UUID by default.
 	newProjectID func() string
+	// machineID is this machine's id (readMachineID when empty), and
+	// machine the per-machine directory's name once known (machine.go).
+	machineID, machine string
+	machineMu          sync.Mutex
 
 	mu sync.Mutex
 	// indexes are the packet and loop indexes last read or written, by
@@ -115,12 +119,14 @@ type Store struct {
 type Options struct {
 	Now          func() time.Time
 	NewProjectID func() string
+	// MachineID stands for this machine's id (tests); empty reads it.
+	MachineID string
 }
 
 // Open returns the store of project root. It does no I/O: a store that
 // does not exist yet is created by Init or by the first write.
 func Open(root string, opts Options) *Store {
-	s := &Store{root: root, dir: filepath.Join(root, Dir), now: opts.Now, newProjectID: opts.NewProjectID}
+	s := &Store{root: root, dir: filepath.Join(root, Dir), now: opts.Now, newProjectID: opts.NewProjectID, machineID: opts.MachineID}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -158,6 +164,9 @@ func (s *Store) Init(ctx context.Context) (created bool, err error) {
 			return false, fmt.Errorf("create %s: %w", s.path(d), err)
 		}
 	}
+	if err := s.mkIndexes(); err != nil {
+		return false, err
+	}
 	if err := s.ensureIgnore(); err != nil {
 		return false, err
 	}
@@ -186,13 +195,15 @@ func (s *Store) Init(ctx context.Context) (created bool, err error) {
 
 // ignoreLines are what the store's .gitignore must hold: what belongs to
 // one machine or one person's sessions. Lock files, the temp files of
-// writers that died and scratch data; the session log (session ids and
-// transcript paths of this machine), which loop is in the foreground here,
-// the touch log behind `baton files` (it changes on every edit; the files
-// that matter travel in packets), the packet and loop indexes (caches of
-// this machine's files) and the search index built from them. root.json,
-// packets and loops are the project's shared context, worth committing.
-var ignoreLines = []string{"*.lock", ".*" + safefile.TempMarker + "*", "/scratch/",
+// writers that died and scratch data; the per-machine directory (the
+// session log, which loops this machine trusts and which is in the
+// foreground, the touch log behind `baton files`, the packet and loop
+// indexes and the search index: machine.go); and the same files where
+// earlier versions kept them. root.json, packets and loops are the
+// project's shared context, worth committing. The .gitignore only keeps
+// a person from committing them: baton never trusts what a checkout
+// carries there.
+var ignoreLines = []string{"*.lock", ".*" + safefile.TempMarker + "*", "/scratch/", "/indexes/" + MachineDirPrefix + "*/",
 	"/indexes/sessions.jsonl", "/indexes/active-loop.json", "/indexes/foreground-loops.json",
 	"/indexes/relevant-files.jsonl", "/indexes/" + SearchIndex + "*",
 	"/indexes/" + PacketIndex + "*", "/indexes/" + LoopIndex + "*"}

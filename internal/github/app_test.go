@@ -154,6 +154,7 @@ func TestAppRequestsCarryBatonHeadersAndABackdatedJWT(t *testing.T) {
 // hostile caller might get out of it) reads nothing of octo/secrets,
 // though the App is installed there too.
 func TestAppTokensReachOneRepository(t *testing.T) {
+	t.Parallel()
 	srv, keyPEM := appServer(t)
 	srv.Install(appID, "octo/app", "octo/secrets")
 	srv.AddIssue("octo/app", githubtest.Issue{Number: 7})
@@ -208,6 +209,7 @@ func TestAppTokensReachOneRepository(t *testing.T) {
 // A token with less than a minute left is minted again before the
 // request that would carry it; every request goes through.
 func TestAppRefreshesTokens(t *testing.T) {
+	t.Parallel()
 	srv, keyPEM := appServer(t)
 	srv.Install(appID, "octo/app")
 	srv.SetTokenLifetime(30 * time.Second)
@@ -238,6 +240,7 @@ func TestAppRefreshesTokens(t *testing.T) {
 // An App not installed on the repository, or whose key is not its own,
 // gets no client, with a message that says what to do.
 func TestAppRefusals(t *testing.T) {
+	t.Parallel()
 	srv, keyPEM := appServer(t)
 	srv.Install(appID, "octo/app")
 	other, err := rsa.GenerateKey(rand.Reader, 2048)
@@ -276,6 +279,7 @@ func TestAppRefusals(t *testing.T) {
 // The App's JWT and its tokens go to the host's configured API URL only:
 // not to a host nobody configured, not through a redirect.
 func TestAppCredentialsStayOnTheirHost(t *testing.T) {
+	t.Parallel()
 	_, keyPEM := githubtest.TestAppKey()
 	var mu sync.Mutex
 	var trapped []string

@@ -42,6 +42,7 @@ func wantCode(t *testing.T, err error, code baton.Code) {
 }
 
 func TestPullRequest(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	c := newClient(t, srv)
 	added := srv.AddPullRequest("octo/app", githubtest.PullRequest{
@@ -83,6 +84,7 @@ func TestPullRequest(t *testing.T) {
 }
 
 func TestPullRequestFilesPaginates(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	c := newClient(t, srv)
 	srv.AddPullRequest("octo/app", githubtest.PullRequest{Number: 5, Files: githubtest.GenerateFiles(250)})
@@ -110,6 +112,7 @@ func TestPullRequestFilesPaginates(t *testing.T) {
 }
 
 func TestPullRequestFilesStopsAtGitHubsCap(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	c := newClient(t, srv)
 	srv.AddPullRequest("octo/app", githubtest.PullRequest{Number: 5, Files: githubtest.GenerateFiles(3100)})
@@ -130,6 +133,7 @@ func TestPullRequestFilesStopsAtGitHubsCap(t *testing.T) {
 }
 
 func TestPullRequestDiff(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	c := newClient(t, srv)
 	files := []githubtest.File{
@@ -169,6 +173,7 @@ func TestPullRequestDiff(t *testing.T) {
 // that the bytes arrive intact while far less than the diff is allocated:
 // nothing between the server's generator and this reader buffers it.
 func TestPullRequestDiffStreams(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("streams 100 MB")
 	}
@@ -218,6 +223,7 @@ func TestPullRequestDiffStreams(t *testing.T) {
 }
 
 func TestPullRequestDiffTooLarge(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	c := newClient(t, srv)
 	srv.AddPullRequest("octo/app", githubtest.PullRequest{Number: 4, Files: githubtest.GenerateFiles(301)})
@@ -231,6 +237,7 @@ func TestPullRequestDiffTooLarge(t *testing.T) {
 // TestReviewPRBudget is the review-pr brief's goal: metadata, files, diff
 // and linked issues of a pull request with under 100 files in 4 requests.
 func TestReviewPRBudget(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	c := newClient(t, srv)
 	srv.AddIssue("octo/app", githubtest.Issue{Number: 3, Title: "Frobnicator breaks"})
@@ -276,6 +283,7 @@ func TestReviewPRBudget(t *testing.T) {
 }
 
 func TestClosingIssuesPaginates(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	c := newClient(t, srv)
 	var nums []int
@@ -297,6 +305,7 @@ func TestClosingIssuesPaginates(t *testing.T) {
 }
 
 func TestClosingIssuesNone(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	c := newClient(t, srv)
 	srv.AddPullRequest("octo/app", githubtest.PullRequest{Number: 1})
@@ -307,6 +316,7 @@ func TestClosingIssuesNone(t *testing.T) {
 }
 
 func TestIssueWithRecentComments(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	c := newClient(t, srv)
 	srv.AddIssue("octo/app", githubtest.Issue{Number: 7, Title: "Crash on start", Body: "Steps...", Author: "bob",
@@ -354,6 +364,7 @@ func TestIssueWithRecentComments(t *testing.T) {
 }
 
 func TestIssueDetectsClosedUpstream(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	c := newClient(t, srv)
 	srv.AddIssue("octo/app", githubtest.Issue{Number: 2})
@@ -368,6 +379,7 @@ func TestIssueDetectsClosedUpstream(t *testing.T) {
 }
 
 func TestIssueCommentsAndReviewComments(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	c := newClient(t, srv)
 	pr := srv.AddPullRequest("octo/app", githubtest.PullRequest{Number: 3})
@@ -423,6 +435,7 @@ func TestIssueCommentsAndReviewComments(t *testing.T) {
 }
 
 func TestClosingPullRequests(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	c := newClient(t, srv)
 	srv.AddIssue("octo/app", githubtest.Issue{Number: 1})
@@ -448,6 +461,7 @@ func TestClosingPullRequests(t *testing.T) {
 }
 
 func TestListIssues(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	c := newClient(t, srv)
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -486,6 +500,7 @@ func TestListIssues(t *testing.T) {
 }
 
 func TestChecks(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	c := newClient(t, srv)
 	pr := srv.AddPullRequest("octo/app", githubtest.PullRequest{Number: 1, Head: "feature/x"})
@@ -567,6 +582,7 @@ func TestChecks(t *testing.T) {
 }
 
 func TestCreatePullRequestAndMarkReady(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	c := newClient(t, srv)
 	srv.AddBranch("octo/app", "baton/issue-7", "")
@@ -615,6 +631,7 @@ func TestCreatePullRequestAndMarkReady(t *testing.T) {
 }
 
 func TestCreateReviewAndComment(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	c := newClient(t, srv)
 	pr := srv.AddPullRequest("octo/app", githubtest.PullRequest{Number: 12, Author: "alice"})
@@ -673,6 +690,7 @@ func TestCreateReviewAndComment(t *testing.T) {
 }
 
 func TestMerge(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	c := newClient(t, srv)
 	srv.AddIssue("octo/app", githubtest.Issue{Number: 1})
@@ -715,6 +733,7 @@ func TestMerge(t *testing.T) {
 }
 
 func TestEnterpriseServer(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t, githubtest.Enterprise())
 	c := newClient(t, srv)
 	if !strings.HasSuffix(c.BaseURL(), "/api/v3/") || !strings.HasSuffix(c.GraphQLURL(), "/api/graphql") {
@@ -732,6 +751,7 @@ func TestEnterpriseServer(t *testing.T) {
 }
 
 func TestConcurrentUse(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	c := newClient(t, srv)
 	srv.AddPullRequest("octo/app", githubtest.PullRequest{Number: 1, Files: githubtest.GenerateFiles(150)})

@@ -21,6 +21,7 @@ import (
 )
 
 func TestErrorMapping(t *testing.T) {
+	t.Parallel()
 	reset := time.Now().Add(42 * time.Minute).Truncate(time.Second)
 	type call func(context.Context, *github.Client) error
 	getPR := func(ctx context.Context, c *github.Client) error {
@@ -133,6 +134,7 @@ func TestErrorMapping(t *testing.T) {
 // client answers from what it knows until the reset, without spending
 // more requests.
 func TestRateLimitStopsFurtherRequests(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	c := newClient(t, srv)
 	srv.AddPullRequest("octo/app", githubtest.PullRequest{Number: 1})
@@ -153,6 +155,7 @@ func TestRateLimitStopsFurtherRequests(t *testing.T) {
 }
 
 func TestNoTokenHint(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	srv.RequireToken(testToken) // a private world
 	srv.AddPullRequest("octo/app", githubtest.PullRequest{Number: 1})
@@ -170,6 +173,7 @@ func TestNoTokenHint(t *testing.T) {
 }
 
 func TestNetworkAndContextErrors(t *testing.T) {
+	t.Parallel()
 	dead := httptest.NewServer(http.NotFoundHandler())
 	url := dead.URL + "/"
 	dead.Close()
@@ -196,6 +200,7 @@ func TestNetworkAndContextErrors(t *testing.T) {
 }
 
 func TestDiffCutMidStreamIsUnavailable(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t, githubtest.WithoutDiffLimits())
 	c := newClient(t, srv)
 	cut := func(w io.Writer) error {
@@ -213,6 +218,7 @@ func TestDiffCutMidStreamIsUnavailable(t *testing.T) {
 }
 
 func TestNewRejectsBadBaseURLs(t *testing.T) {
+	t.Parallel()
 	for _, u := range []string{
 		"https://x-access-token:" + testToken + "@api.github.com/",
 		"https://" + testToken + "@ghe.example.com/api/v3",
@@ -279,6 +285,7 @@ func (h *hostile) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the token and checks every error string, every error in the chain, and
 // every formatting of the token and client.
 func TestTokenNeverLeaks(t *testing.T) {
+	t.Parallel()
 	h := &hostile{}
 	ts := httptest.NewServer(h)
 	defer ts.Close()
@@ -393,6 +400,7 @@ func errorChain(err error) func(func(error) bool) {
 // TestTokenNotSentOffsite: a redirect to another host must not carry the
 // token there.
 func TestTokenNotSentOffsite(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var gotAuth []string
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -425,6 +433,7 @@ func TestTokenNotSentOffsite(t *testing.T) {
 }
 
 func TestSecondaryWait(t *testing.T) {
+	t.Parallel()
 	for n, want := range map[int]time.Duration{0: time.Minute, 1: time.Minute, 2: 2 * time.Minute, 3: 4 * time.Minute, 5: 16 * time.Minute, 50: 16 * time.Minute} {
 		if got := github.SecondaryWait(n); got != want {
 			t.Errorf("SecondaryWait(%d) = %s, want %s", n, got, want)

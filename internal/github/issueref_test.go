@@ -10,6 +10,7 @@ import (
 )
 
 func TestParseIssueURL(t *testing.T) {
+	t.Parallel()
 	const want = "https://github.com/octo/app/issues/7"
 	for _, in := range []string{
 		"https://github.com/octo/app/issues/7",

@@ -10,6 +10,7 @@ import (
 )
 
 func TestOpen(t *testing.T) {
+	t.Parallel()
 	octo := Repo{"github.com", "octo", "app"}
 	checkout := gitRepo(t, "git@github.com:octo/app.git")
 	var opened []Repo

@@ -14,6 +14,7 @@ import (
 )
 
 func TestParseRepo(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want Repo
@@ -52,6 +53,7 @@ func TestParseRepo(t *testing.T) {
 }
 
 func TestParseRemoteURL(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want Repo
@@ -126,6 +128,7 @@ func gitRepo(t *testing.T, remote string) string {
 }
 
 func TestRepoFromRemote(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		remote string
 		want   Repo
@@ -168,6 +171,7 @@ func TestRepoFromRemote(t *testing.T) {
 }
 
 func TestNextLink(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		h    string
 		want string
@@ -196,6 +200,7 @@ func TestNextLink(t *testing.T) {
 }
 
 func TestTokenFromEnv(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{}
 	getenv := func(k string) string { return env[k] }
 	if tok, src := TokenFromEnv(getenv); tok != "" || src != "" {
@@ -303,6 +308,7 @@ func TestTokenFromGHRejectsOddOutput(t *testing.T) {
 }
 
 func TestRepoString(t *testing.T) {
+	t.Parallel()
 	r := Repo{Host: "ghe.example", Owner: "o", Name: "r"}
 	if diff := cmp.Diff("o/r", r.String()); diff != "" {
 		t.Error(diff)

@@ -135,6 +135,7 @@ func TestAccessSendsEachHostItsOwnToken(t *testing.T) {
 }
 
 func TestResolveAPIURL(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{}
 	getenv := envOf(env)
 	check := func(apiURL, host, want string) {
@@ -187,6 +188,7 @@ func TestResolveTokenNeverLendsTheGitHubToken(t *testing.T) {
 }
 
 func TestHostsFromEnv(t *testing.T) {
+	t.Parallel()
 	h, err := HostsFromEnv(envOf(map[string]string{gHHostVar: "GHE.one.example", hostsVar: "two.example:8443, three.example:443\tgithub.com"}))
 	if err != nil {
 		t.Fatal(err)

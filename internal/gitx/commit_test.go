@@ -11,14 +11,7 @@ import (
 
 func testRepo(t *testing.T) *Repo {
 	t.Helper()
-	for k, v := range map[string]string{
-		"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
-		"GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.com",
-		"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
-	} {
-		t.Setenv(k, v)
-	}
-	dir := t.TempDir()
+	dir := t.TempDir() // git's identity: TestMain (gittest.Main)
 	if out, err := exec.Command("git", "-C", dir, "init", "-q", "-b", "main").CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v\n%s", err, out)
 	}
@@ -37,6 +30,7 @@ func write(t *testing.T, r *Repo, rel, content string) {
 }
 
 func TestCommitAllAndPaths(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	r := testRepo(t)
 	if _, ok, err := r.FileAtHead(ctx, "a.txt"); ok || err != nil {
@@ -88,6 +82,7 @@ func TestCommitAllAndPaths(t *testing.T) {
 }
 
 func TestBranches(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	r := testRepo(t)
 	write(t, r, "a.txt", "a\n")

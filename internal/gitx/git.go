@@ -102,7 +102,13 @@ func (r *Repo) Run(ctx context.Context, args ...string) (string, error) {
 
 // command is git with args in the repo, its environment set.
 func (r *Repo) command(ctx context.Context, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, "git", args...)
+	return r.programCommand(ctx, "git", args...)
+}
+
+// programCommand is name with args in the repo, with git's environment
+// for it: a shell that runs several git commands as one process.
+func (r *Repo) programCommand(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = r.Dir
 	base := r.BaseEnv
 	if base == nil {
@@ -121,7 +127,17 @@ func (r *Repo) command(ctx context.Context, args ...string) *exec.Cmd {
 
 // RunInput is Run with stdin.
 func (r *Repo) RunInput(ctx context.Context, stdin string, args ...string) (string, error) {
-	cmd := r.command(ctx, args...)
+	return r.run(r.command(ctx, args...), stdin, args)
+}
+
+// runProgram runs name (a shell running git) as Run runs git.
+func (r *Repo) runProgram(ctx context.Context, name string, args ...string) (string, error) {
+	return r.run(r.programCommand(ctx, name, args...), "", args)
+}
+
+// run runs cmd, started as r starts git, and returns its stdout; args
+// name it in an error.
+func (r *Repo) run(cmd *exec.Cmd, stdin string, args []string) (string, error) {
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)
 	}

@@ -24,6 +24,7 @@ func mustLayout(t *testing.T, dir string) Layout {
 // Refs read from files agree with git's own answers, loose and packed, in
 // a work tree, a bare repository and a linked worktree.
 func TestReadRefMatchesGit(t *testing.T) {
+	t.Parallel()
 	repo := filepath.Join(t.TempDir(), "repo")
 	os.MkdirAll(repo, 0o755)
 	gittest.Git(t, repo, "init", "-q", "-b", "main")

@@ -34,6 +34,7 @@ func newCache(t *testing.T) (dir, main string) {
 // re-made: git commands that list the work trees work again, and nothing
 // outside was written.
 func TestRegisterRewritesWhatItFinds(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cache, main := newCache(t)
 	wt := filepath.Join(t.TempDir(), "wt")
@@ -108,6 +109,7 @@ func TestRegisterRewritesWhatItFinds(t *testing.T) {
 // them: an object whose content does not match its name is refused, and
 // the cache never holds it.
 func TestSendObjectsChecksWhatItSends(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cache, main := newCache(t)
 	wt := filepath.Join(t.TempDir(), "wt")
@@ -122,6 +124,9 @@ func TestSendObjectsChecksWhatItSends(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(wt, "b.txt"), []byte("honest\n"), 0o644)
+	if err := r.AddAll(ctx); err != nil {
+		t.Fatal(err)
+	}
 	tree, err := r.WriteTree(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -164,6 +169,7 @@ func TestSendObjectsChecksWhatItSends(t *testing.T) {
 
 	// Honest objects go through, and only those the cache lacks.
 	os.WriteFile(filepath.Join(wt, "b.txt"), []byte("honest again\n"), 0o644)
+	r.AddAll(ctx)
 	tree, _ = r.WriteTree(ctx)
 	commit, _ = r.CommitTree(ctx, tree, "b again", main)
 	if err := r.SendObjects(ctx, Open(cache), commit, main); err != nil {
@@ -176,6 +182,7 @@ func TestSendObjectsChecksWhatItSends(t *testing.T) {
 
 // Start starts every git process of a repository that has one.
 func TestStartStartsEveryGit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cache, main := newCache(t)
 	var started []string

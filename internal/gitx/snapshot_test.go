@@ -22,6 +22,7 @@ import (
 func TestMain(m *testing.M) { os.Exit(gittest.Main(m)) }
 
 func TestSnapshot(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := context.Background()
 	gittest.Git(t, dir, "init", "-q", "-b", "main")
@@ -147,6 +148,7 @@ func FuzzParseStatusV2(f *testing.F) {
 // it is given, each against HEAD, and says so; what it reports of them is
 // what `git status` would.
 func TestSnapshotPartial(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := context.Background()
 	gittest.Git(t, dir, "init", "-q", "-b", "main")
@@ -249,6 +251,7 @@ func FuzzParseBatchCheck(f *testing.F) {
 }
 
 func TestIndexEntries(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		head string
 		n    int
@@ -270,6 +273,7 @@ func TestIndexEntries(t *testing.T) {
 // stale one and take index.lock to do it, so a hook running beside the
 // user's `git commit` could make it fail.
 func TestSnapshotLeavesTheIndexAlone(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	gittest.Git(t, dir, "init", "-q", "-b", "main")
 	f := filepath.Join(dir, "a.go")
@@ -305,6 +309,7 @@ func TestSnapshotLeavesTheIndexAlone(t *testing.T) {
 // git read it; a path whose name git would quote is still matched by
 // check-ignore (so an ignored one is not called new).
 func TestSnapshotPartialStaysInTheWorkTree(t *testing.T) {
+	t.Parallel()
 	dir, outside := t.TempDir(), t.TempDir()
 	ctx := context.Background()
 	gittest.Git(t, dir, "init", "-q", "-b", "main")

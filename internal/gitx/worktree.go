@@ -212,22 +212,26 @@ func (r *Repo) Dirty(ctx context.Context) (bool, error) {
 // CheckoutClean makes the work tree and the index exactly rev, moving no
 // ref: tracked files are written as rev has them, untracked files are
 // deleted (nested repositories too), ignored files stay, as they would in
-// a developer's checkout.
+// a developer's checkout. Both steps run in one process (git read-tree,
+// then git clean, under sh), so a Start that confines git pays once.
 func (r *Repo) CheckoutClean(ctx context.Context, rev string) error {
-	if _, err := r.Run(ctx, "read-tree", "--reset", "-u", rev); err != nil {
-		return err
+	if strings.HasPrefix(rev, "-") {
+		return fmt.Errorf("checkout %q: not a revision", rev)
 	}
-	_, err := r.Run(ctx, "clean", "-ffdq")
+	_, err := r.runProgram(ctx, "sh", "-c", `git read-tree --reset -u "$1" && exec git clean -ffdq`, "baton-checkout", rev)
 	return err
 }
 
-// WriteTree stages everything in the work tree (git add -A, minus what
-// .gitignore excludes) and records the index as a tree, which it returns.
-// No ref moves and no commit is made.
+// AddAll stages everything in the work tree: changes, deletions and
+// untracked files, minus what .gitignore excludes (git add -A).
+func (r *Repo) AddAll(ctx context.Context) error {
+	_, err := r.Run(ctx, "add", "-A")
+	return err
+}
+
+// WriteTree records the index as a tree, which it returns (git
+// write-tree). It needs no work tree.
 func (r *Repo) WriteTree(ctx context.Context) (string, error) {
-	if _, err := r.Run(ctx, "add", "-A"); err != nil {
-		return "", err
-	}
 	tree, err := r.line(ctx, "write-tree")
 	if err == nil && !isObjectName(tree) {
 		err = fmt.Errorf("git write-tree printed %q, not a tree", tree)

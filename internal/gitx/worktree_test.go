@@ -15,6 +15,7 @@ import (
 )
 
 func TestCacheWorktreeCommitPushMerge(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := filepath.Join(t.TempDir(), "src")
 	os.MkdirAll(filepath.Join(src, "docs"), 0o755)
@@ -69,6 +70,9 @@ func TestCacheWorktreeCommitPushMerge(t *testing.T) {
 	}
 	commit := func(msg string) string {
 		t.Helper()
+		if err := wt.AddAll(ctx); err != nil {
+			t.Fatal(err)
+		}
 		tree, err := wt.WriteTree(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -207,6 +211,7 @@ func TestCacheWorktreeCommitPushMerge(t *testing.T) {
 }
 
 func TestParseWorktrees(t *testing.T) {
+	t.Parallel()
 	out := "worktree /c/src.git\x00bare\x00\x00worktree /w/a b\x00HEAD 0123\x00branch refs/heads/baton/x\x00\x00worktree /w/d\x00HEAD 4567\x00detached\x00\x00"
 	want := []Worktree{{Path: "/c/src.git", Bare: true}, {Path: "/w/a b", Branch: "baton/x"}, {Path: "/w/d"}}
 	if diff := cmp.Diff(want, parseWorktrees(out)); diff != "" {

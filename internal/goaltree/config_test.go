@@ -11,6 +11,7 @@ import (
 )
 
 func TestParseConfigDefaults(t *testing.T) {
+	t.Parallel()
 	c, err := parseConfig(nil)
 	if err != nil {
 		t.Fatalf("ParseConfig(empty) error: %v", err)
@@ -25,6 +26,7 @@ func TestParseConfigDefaults(t *testing.T) {
 }
 
 func TestParseConfig(t *testing.T) {
+	t.Parallel()
 	in := `
 agent = "command:./agent.sh --fast"
 model = "big"
@@ -59,6 +61,7 @@ max_depth = 2
 }
 
 func TestParseConfigErrorsNameTheKey(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, key string }{
 		{`max_attempts = 0`, "max_attempts"},
 		{`max_iterations = -1`, "max_iterations"},

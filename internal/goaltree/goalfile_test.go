@@ -10,6 +10,7 @@ import (
 )
 
 func TestParseGoalFile(t *testing.T) {
+	t.Parallel()
 	in := "---\nid: jwt-auth\nnext: execute\nowner: me\n---\n# Add JWT authentication\n\nProtect the API with JWT tokens.\n\n## Context\nThe API is in api/.\n\n## Acceptance\n- POST /login returns a token\n* protected routes\n  need a valid token\n- [ ] tokens expire after 24h\n\n```\n## not a heading\n```\n"
 	got, err := ParseGoalFile([]byte(in))
 	if err != nil {
@@ -30,6 +31,7 @@ func TestParseGoalFile(t *testing.T) {
 }
 
 func TestParseGoalFileErrors(t *testing.T) {
+	t.Parallel()
 	for _, in := range []string{
 		"no title here\n",
 		"---\nid: ../etc\n---\n# T\n",

@@ -12,6 +12,7 @@ import (
 )
 
 func TestRunGuard(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	run := func(command string, timeout time.Duration, maxLog int64) (guardOutcome, string, error) {
 		t.Helper()

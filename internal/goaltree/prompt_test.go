@@ -38,6 +38,7 @@ func sampleInputs() Inputs {
 }
 
 func TestPromptSectionOrderGolden(t *testing.T) {
+	t.Parallel()
 	in := sampleInputs()
 	pack, err := buildPrompt(in, prompt.Options{})
 	if err != nil {
@@ -54,6 +55,7 @@ func TestPromptSectionOrderGolden(t *testing.T) {
 }
 
 func TestPromptTightBudgetGolden(t *testing.T) {
+	t.Parallel()
 	in := sampleInputs()
 	full, err := buildPrompt(in, prompt.Options{})
 	if err != nil {
@@ -120,6 +122,7 @@ func TestPromptTightBudgetGolden(t *testing.T) {
 }
 
 func TestPromptDecomposeContract(t *testing.T) {
+	t.Parallel()
 	root := leaf("root", 0)
 	root.Next = nextDecompose
 	in := Inputs{RunID: "r", Iter: 1, Tree: root, Selection: Select(root), Guard: "make ci", Limits: Limits{MaxChildren: 5, MaxDepth: 1, MaxAttempts: 3}}
@@ -140,6 +143,7 @@ func TestPromptDecomposeContract(t *testing.T) {
 // TestExecutorCommandGolden pins each executor's command line exactly as
 // the runner starts it (agentrun.Command over the runner's Spec).
 func TestExecutorCommandGolden(t *testing.T) {
+	t.Parallel()
 	cfg := DefaultConfig()
 	cfg.IterationTimeout = time.Minute
 	for _, agent := range []string{"claude", "codex", "droid", "command:./agents/mine.sh --fast"} {

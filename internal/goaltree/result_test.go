@@ -11,6 +11,7 @@ import (
 )
 
 func TestDecodeResult(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want *Result // nil: an Invalid error
@@ -50,6 +51,7 @@ func TestDecodeResult(t *testing.T) {
 // with the decoder: what the schema accepts decodes, and the strict variant
 // (for codex) requires children while the lenient one does not.
 func TestSchemaAgreesWithDecode(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		doc           string
 		strict, loose bool
@@ -75,6 +77,7 @@ func TestSchemaAgreesWithDecode(t *testing.T) {
 }
 
 func TestCheckResult(t *testing.T) {
+	t.Parallel()
 	lim := Limits{MaxChildren: 3, MaxDepth: 3, MaxAttempts: 2}
 	exec := leaf("1", 1)
 	dec := leaf("2", 2)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestDecodeRunState(t *testing.T) {
+	t.Parallel()
 	st := &RunState{
 		SchemaVersion: 1, RunID: "calc", Branch: "runner/calc", CreatedAt: time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC), NextIter: 3,
 		Feedback: &Feedback{Iter: 2, Node: "1", Status: statusRetry, Guard: guardSkipped, Summary: "half"},

@@ -149,6 +149,7 @@ func retry(summary string) map[string]any {
 // between a retry and the attempts after it: none costs an attempt, none
 // shows up in history or failure, and each is committed.
 func TestRunnerErrorsNeverReachTheAgent(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig("true")
 	cfg.IterationTimeout = 4 * time.Second
 	var p *project
@@ -240,6 +241,7 @@ func TestRunnerErrorsNeverReachTheAgent(t *testing.T) {
 // TestGuardFailureFeedsTheNextAttempt: done with a failing guard spends an
 // attempt and the next attempt gets failure.md, not the history.
 func TestGuardFailureFeedsTheNextAttempt(t *testing.T) {
+	t.Parallel()
 	guard := `if [ -f bug.txt ]; then echo "FAILURE-MARK: bug.txt is still here"; exit 1; fi`
 	p := newProject(t, leafGoal, testConfig(guard))
 	p.fake.SetScript(t, agenttest.Script{Turns: []agenttest.Turn{
@@ -282,6 +284,7 @@ func TestGuardFailureFeedsTheNextAttempt(t *testing.T) {
 // config.toml; an agent that edits them (here: marks itself passed and
 // weakens the guard) is reverted, skips the guard, and spends an attempt.
 func TestAgentEditingRunnerFilesIsAnAgentError(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, leafGoal, testConfig("exit 1"))
 	cheat := p.tree()
 	cheat.Passes = true
@@ -330,6 +333,7 @@ func TestAgentEditingRunnerFilesIsAnAgentError(t *testing.T) {
 }
 
 func TestDecompositionAndStuck(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig("true")
 	cfg.MaxAttempts = 1
 	goal := "---\nid: calc\n---\n# Build a calculator\n\nParse and evaluate.\n"
@@ -369,6 +373,7 @@ func TestDecompositionAndStuck(t *testing.T) {
 }
 
 func TestStepRefuses(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, leafGoal, testConfig("true"))
 	head := p.git("rev-parse", "HEAD")
 	tests := []struct {
@@ -456,6 +461,7 @@ func (w *liveTrigger) Write(b []byte) (int, error) {
 // left by a dead process is recovered with the tree as it was before it.
 // (The CLI tests kill a real process with SIGKILL.)
 func TestInterruptAndRecovery(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, leafGoal, testConfig("test -f calc.txt"),
 		agenttest.Turn{Files: []agenttest.File{{Path: "partial.txt", Content: "half"}}, Say: []string{"WAITING-MARK"}, Sleep: time.Minute},
 		agenttest.Turn{Files: []agenttest.File{{Path: "calc.txt", Content: "1"}}, Final: retry("almost")},
@@ -536,6 +542,7 @@ func TestInterruptAndRecovery(t *testing.T) {
 // TestRecoverUncommitted: a record whose commit is missing is committed
 // with its own deterministic message before the next iteration.
 func TestRecoverUncommitted(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, leafGoal, testConfig("test -f calc.txt"),
 		agenttest.Turn{Final: retry("not yet")},
 		agenttest.Turn{Files: []agenttest.File{{Path: "calc.txt", Content: "1"}}, Final: done("done")},
@@ -559,6 +566,7 @@ func TestRecoverUncommitted(t *testing.T) {
 }
 
 func TestLoopOutcomes(t *testing.T) {
+	t.Parallel()
 	goal := "---\nid: calc\n---\n# Build\n\nBuild it.\n"
 	p := newProject(t, goal, testConfig("true"),
 		agenttest.Turn{Final: map[string]any{"status": "decomposed", "summary": "s", "children": []map[string]any{
@@ -593,6 +601,7 @@ func TestLoopOutcomes(t *testing.T) {
 // TestEveryExecutorStep runs one passing iteration with each executor the
 // fake speaks, codex with the strict schema OpenAI requires.
 func TestEveryExecutorStep(t *testing.T) {
+	t.Parallel()
 	for _, agent := range []string{"claude", "codex", "droid", "command"} {
 		t.Run(agent, func(t *testing.T) {
 			p := newProject(t, leafGoal, testConfig("test -f calc.txt"), agenttest.Turn{

@@ -30,6 +30,7 @@ func passed(n *Node) *Node { n.Passes = true; return n }
 func stuck(n *Node) *Node { n.Attempts = n.MaxAttempts; return n }
 
 func TestDecodeSortsAndRoundTrips(t *testing.T) {
+	t.Parallel()
 	in := `{"id":"root","order":0,"title":"Root","goal":"","acceptance":null,"next":"decompose","passes":false,"attempts":0,"max_attempts":3,"children":[
 	  {"id":"b","order":2,"title":"B","goal":"g","acceptance":["x"],"next":"execute","passes":false,"attempts":0,"max_attempts":3,"children":null},
 	  {"id":"a2","order":1,"title":"A2","goal":"g","acceptance":[],"next":"execute","passes":false,"attempts":1,"max_attempts":3,"children":[]},
@@ -58,6 +59,7 @@ func TestDecodeSortsAndRoundTrips(t *testing.T) {
 }
 
 func TestProblemsNameTheNode(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		tree *Node
@@ -92,6 +94,7 @@ func TestProblemsNameTheNode(t *testing.T) {
 }
 
 func TestDecodeRejects(t *testing.T) {
+	t.Parallel()
 	for _, in := range []string{
 		``, `null`, `[]`, `{"id":"root"} {}`,
 		`{"id":"root","title":"t","goal":"g","next":"execute","max_attempts":1,"extra":1}`,
@@ -109,6 +112,7 @@ func TestDecodeRejects(t *testing.T) {
 }
 
 func TestSelect(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		tree  *Node
@@ -141,6 +145,7 @@ func TestSelect(t *testing.T) {
 }
 
 func TestSummaryAndCounts(t *testing.T) {
+	t.Parallel()
 	tree := internal("root", 0, passed(leaf("1", 1)), internal("2", 2, stuck(leaf("2.1", 1)), leaf("2.2", 2)), leaf("3", 3))
 	want := `[ ] root task root
   [x] 1 task 1
@@ -161,6 +166,7 @@ func TestSummaryAndCounts(t *testing.T) {
 }
 
 func TestAddNode(t *testing.T) {
+	t.Parallel()
 	tree := internal("root", 0, passed(leaf("1", 1)), leaf("2", 2))
 	after, n, err := AddNode(tree, "root", Node{Title: "third", Goal: "g", MaxAttempts: 2})
 	if err != nil {
@@ -188,6 +194,7 @@ func TestAddNode(t *testing.T) {
 }
 
 func TestCheckTreeUpdate(t *testing.T) {
+	t.Parallel()
 	before := internal("root", 0, internal("1", 1, passed(leaf("1.1", 1))), leaf("2", 2))
 	tests := []struct {
 		name   string

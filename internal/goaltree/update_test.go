@@ -10,6 +10,7 @@ import (
 )
 
 func TestUpdateTaxonomy(t *testing.T) {
+	t.Parallel()
 	lim := Limits{MaxChildren: 4, MaxDepth: 4, MaxAttempts: 2}
 	tree := func() *Node {
 		n := leaf("2", 2)
@@ -53,6 +54,7 @@ func TestUpdateTaxonomy(t *testing.T) {
 }
 
 func TestUpdateAttemptsSaturate(t *testing.T) {
+	t.Parallel()
 	n := leaf("root", 0)
 	n.MaxAttempts = 2
 	res := &Result{Status: "retry"}
@@ -74,6 +76,7 @@ func TestUpdateAttemptsSaturate(t *testing.T) {
 }
 
 func TestUpdateDecomposition(t *testing.T) {
+	t.Parallel()
 	lim := Limits{MaxChildren: 4, MaxDepth: 4, MaxAttempts: 5}
 	root := leaf("root", 0)
 	root.Next = nextDecompose
@@ -103,6 +106,7 @@ func TestUpdateDecomposition(t *testing.T) {
 }
 
 func TestUpdateRefusesNonLeaf(t *testing.T) {
+	t.Parallel()
 	tree := internal("root", 0, leaf("1", 1))
 	if _, _, err := update(tree, "root", &Result{Status: "done"}, "", guardPass, Limits{}); baton.ErrorCode(err) != baton.Internal {
 		t.Errorf("Update on an internal node = %v, want Internal", err)
@@ -110,6 +114,7 @@ func TestUpdateRefusesNonLeaf(t *testing.T) {
 }
 
 func TestDescribeTreeEdit(t *testing.T) {
+	t.Parallel()
 	before := internal("root", 0, passed(leaf("1", 1)), leaf("2", 2))
 	edit := func(f func(*Node)) []byte {
 		t := before.Clone()

@@ -10,6 +10,7 @@ import (
 )
 
 func TestCanonicalHeading(t *testing.T) {
+	t.Parallel()
 	tests := map[string]string{
 		"Intent":                     baton.SectionIntent,
 		"next prompt":                baton.SectionNextPrompt,
@@ -29,6 +30,7 @@ func TestCanonicalHeading(t *testing.T) {
 }
 
 func TestParseBody(t *testing.T) {
+	t.Parallel()
 	lead, secs := ParseBody("lead text\n\n## Next Prompt\nfirst\n## Plan\n1. a\n## next prompt (draft)\nsecond\n## Extra\n```\n## not a heading\n```\n")
 	if lead != "lead text" {
 		t.Errorf("lead = %q", lead)
@@ -44,6 +46,7 @@ func TestParseBody(t *testing.T) {
 }
 
 func TestBulletPaths(t *testing.T) {
+	t.Parallel()
 	got := bulletPaths("- `internal/a.go` — the signer\n* b.go, because\n- [x] c/d.go\n- (none)\nnot a bullet\n  - `e f.go`\n")
 	if diff := cmp.Diff([]string{"internal/a.go", "b.go", "c/d.go", "e f.go"}, got); diff != "" {
 		t.Errorf("bulletPaths mismatch (-want +got):\n%s", diff)

@@ -46,9 +46,12 @@ func (h handler) sessionStart(ctx context.Context) (harness.Result, error) {
 		h.warn("cannot write the session environment: %v", err)
 	}
 	afterCompact := h.p.Source == "compact"
-	text, warnings, err := SessionContext(h.st, h.p.SessionID, afterCompact)
+	text, told, warnings, err := SessionContext(h.st, h.p.SessionID, afterCompact)
 	if err != nil {
 		return harness.Result{}, err
+	}
+	for _, l := range told {
+		h.warn("loop %s came with the repository: baton does not run it; `baton loop show %s` shows its prompt and commands, `baton loop adopt %s` runs it here", l.ID, l.ID, l.ID)
 	}
 	if afterCompact {
 		h.compactionTold(ctx)
@@ -121,18 +124,15 @@ func (h handler) stop(ctx context.Context) (harness.Result, error) {
 	if !h.st.Exists() {
 		return harness.Result{}, h.errNoStore()
 	}
-	id, err := h.st.ForegroundLoopID(h.p.SessionID)
-	if err != nil || id == "" {
-		return harness.Result{}, err
-	}
 	// A first look without the lock: most stops are not the loop's (another
 	// session, a paused loop), and reading a transcript is the slow part.
-	l, err := h.st.FindLoopByID(id)
-	if baton.ErrorCode(err) == baton.NotFound {
-		return harness.Result{}, nil
-	} else if err != nil {
+	// Only a loop this machine trusts as it is continues (fsstore.Foreground).
+	l, err := h.st.ForegroundLoop(h.p.SessionID)
+	if err != nil || l == nil {
 		return harness.Result{}, err
 	}
+	id := l.ID
+	trusted := fsstore.LoopDigest(l)
 	probe := *l
 	if loop.Decide(&probe, loop.Stop{SessionID: h.p.SessionID, Known: true}).Action == loop.Ignore {
 		return harness.Result{}, nil
@@ -163,6 +163,11 @@ func (h handler) stop(ctx context.Context) (harness.Result, error) {
 	var d loop.Decision
 	bound := false
 	_, err = h.st.UpdateLoop(ctx, id, func(l *baton.Loop) error {
+		if fsstore.LoopDigest(l) != trusted {
+			// A checkout changed it meanwhile: not this machine's loop now.
+			d = loop.Decision{}
+			return fsstore.ErrUnchanged
+		}
 		was := l.SessionID
 		d = loop.Decide(l, in)
 		bound = was == "" && l.SessionID != ""
@@ -187,7 +192,7 @@ func (h handler) stop(ctx context.Context) (harness.Result, error) {
 	case bound:
 		// The unbound loop is this session's now; another session's stop
 		// no longer finds it.
-		if _, err := h.st.SetForegroundLoop(ctx, h.p.SessionID, id); err != nil {
+		if _, err := h.st.SetForegroundLoop(ctx, h.p.SessionID, l); err != nil {
 			h.warn("cannot record loop %s as this session's: %v", id, err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 )
 
 func TestDecodeTolerant(t *testing.T) {
+	t.Parallel()
 	msg := "hi"
 	want := &hook.Payload{SessionID: "s", CWD: "/p", TranscriptPath: "/t.jsonl", EventName: "Stop", LastAssistantMessage: &msg, StopHookActive: true}
 	inputs := map[string]string{
@@ -44,6 +45,7 @@ func TestDecodeTolerant(t *testing.T) {
 }
 
 func TestChangedFiles(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name            string
 		input, response string
@@ -75,6 +77,7 @@ func mkdirs(t *testing.T, root string, dirs ...string) {
 }
 
 func TestResolveRoot(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	marked := filepath.Join(base, "marked")
 	repo := filepath.Join(base, "repo")

@@ -75,6 +75,7 @@ func read(t *testing.T, path string) []byte {
 // and uninstall gives back the user's hooks (minus a stale baton hook from
 // an old binary path).
 func TestInstallRoundTripOnExistingFiles(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		harness baton.Harness
 		scope   Scope
@@ -147,6 +148,7 @@ func TestInstallRoundTripOnExistingFiles(t *testing.T) {
 
 // Every harness of the table installs and uninstalls cleanly.
 func TestInstallFreshAndUninstallRemovesFile(t *testing.T) {
+	t.Parallel()
 	for _, hh := range harness.Harnesses {
 		h := hh.Name
 		tg := target(t, h, ScopeProject)
@@ -172,6 +174,7 @@ func TestInstallFreshAndUninstallRemovesFile(t *testing.T) {
 }
 
 func TestCommandFiles(t *testing.T) {
+	t.Parallel()
 	for _, hh := range harness.Harnesses {
 		h := hh.Name
 		tg := target(t, h, ScopeUser)
@@ -212,6 +215,7 @@ func TestCommandFiles(t *testing.T) {
 
 // A command file the user wrote is never overwritten or removed.
 func TestForeignCommandFileIsLeftAlone(t *testing.T) {
+	t.Parallel()
 	tg := target(t, baton.HarnessDroid, ScopeUser)
 	mine := filepath.Join(tg.Home, ".factory/commands/handoff.md")
 	write(t, mine, []byte("my own handoff\n"))
@@ -236,6 +240,7 @@ func TestForeignCommandFileIsLeftAlone(t *testing.T) {
 }
 
 func TestDryRunDiffAndInvalidJSON(t *testing.T) {
+	t.Parallel()
 	tg := target(t, baton.HarnessCodex, ScopeProject)
 	path := filepath.Join(tg.Root, ".codex/hooks.json")
 	write(t, path, read(t, "testdata/codex_hooks.before.json"))
@@ -345,6 +350,7 @@ func FuzzInstallUninstall(f *testing.F) {
 // Droid ignores, is rewritten in the shape Droid reads: the user's hooks
 // kept, baton's once, nothing left in a wrapper; doctor's view agrees.
 func TestDroidHooksUnwrapped(t *testing.T) {
+	t.Parallel()
 	tg := target(t, baton.HarnessDroid, ScopeProject)
 	path := droidSpec.hooksFile(tg)
 	old := `{"hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": "~/log.sh"}]}],
@@ -386,6 +392,7 @@ func TestDroidHooksUnwrapped(t *testing.T) {
 // line exits 0 (a failing !`…` line would cancel the whole skill in
 // Claude Code).
 func TestProjectFilesArePortable(t *testing.T) {
+	t.Parallel()
 	for _, hh := range harness.Harnesses {
 		tg := target(t, hh.Name, ScopeProject)
 		p, err := Install(tg)
@@ -411,6 +418,7 @@ func TestProjectFilesArePortable(t *testing.T) {
 // The PostToolUse matcher installed for each harness names exactly the
 // tools its hook records, both from the harness table's WriteTools.
 func TestWriteToolsOneTable(t *testing.T) {
+	t.Parallel()
 	for _, h := range harness.Harnesses {
 		sp, err := spec(h.Name)
 		if err != nil {
@@ -441,6 +449,7 @@ func TestWriteToolsOneTable(t *testing.T) {
 // and removes the command files an earlier baton wrote (a skill beats a
 // command of its name), leaving the user's own.
 func TestClaudeSkillsReplaceCommands(t *testing.T) {
+	t.Parallel()
 	tg := target(t, baton.HarnessClaude, ScopeProject)
 	old := filepath.Join(tg.Root, ".claude/commands/handoff.md")
 	mine := filepath.Join(tg.Root, ".claude/commands/deploy.md")
@@ -469,6 +478,7 @@ func TestClaudeSkillsReplaceCommands(t *testing.T) {
 // the user's or the project's settings, install writes nothing and says
 // why: the plugin's hooks and installed ones would both run.
 func TestInstallLeavesEnabledPluginAlone(t *testing.T) {
+	t.Parallel()
 	pkg := t.TempDir()
 	write(t, filepath.Join(pkg, "package.json"), []byte(`{"name":"`+PiPackageName+`"}`))
 	moved := t.TempDir() // where CODEX_HOME or PI_CODING_AGENT_DIR points
@@ -517,6 +527,7 @@ func TestInstallLeavesEnabledPluginAlone(t *testing.T) {
 // every harness its timeout fits the longest verification, while the
 // other hooks keep their short one.
 func TestStopHookTimeoutFitsVerify(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		harness baton.Harness
 		file    func(Target) string
@@ -563,6 +574,7 @@ func TestStopHookTimeoutFitsVerify(t *testing.T) {
 // the project refuses the whole install, before anything is written;
 // a link that stays inside the project is followed.
 func TestProjectInstallStaysInTheProject(t *testing.T) {
+	t.Parallel()
 	tg := target(t, baton.HarnessClaude, ScopeProject)
 	outside := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(tg.Root, ".claude"), 0o755); err != nil {
@@ -604,6 +616,7 @@ func TestProjectInstallStaysInTheProject(t *testing.T) {
 // A checkout's files are read, never waited on: a FIFO where one of
 // baton's skills would be does not hold Inspect (doctor, install).
 func TestReadsDoNotBlockOnFIFOs(t *testing.T) {
+	t.Parallel()
 	tg := target(t, baton.HarnessClaude, ScopeProject)
 	skill := filepath.Join(tg.Root, ".claude", "skills", "handoff", "SKILL.md")
 	if err := os.MkdirAll(filepath.Dir(skill), 0o755); err != nil {

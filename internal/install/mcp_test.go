@@ -15,6 +15,7 @@ import (
 // merged with what the user has there; a second install changes
 // nothing; uninstall takes out exactly baton's entry.
 func TestMCPRegistration(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		h     baton.Harness
 		scope Scope
@@ -81,6 +82,7 @@ func TestMCPRegistration(t *testing.T) {
 }
 
 func TestMCPNoMCPAndForeignEntries(t *testing.T) {
+	t.Parallel()
 	tg := target(t, baton.HarnessClaude, ScopeProject)
 	tg.NoMCP = true
 	mustApply(t, Install, tg)

@@ -26,6 +26,7 @@ const repoRoot = "../.."
 // go test ./internal/install -update. Nothing else lives in the plugin
 // directory, and the shim is executable.
 func TestPluginTreeIsGenerated(t *testing.T) {
+	t.Parallel()
 	files, err := PluginFiles()
 	if err != nil {
 		t.Fatal(err)
@@ -85,6 +86,7 @@ func TestPluginTreeIsGenerated(t *testing.T) {
 // tree fails here until pluginVersion is raised, and -update records the
 // new pair then, never before.
 func TestPluginVersionFollowsTheTree(t *testing.T) {
+	t.Parallel()
 	files, err := PluginFiles()
 	if err != nil {
 		t.Fatal(err)

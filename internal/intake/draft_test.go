@@ -13,6 +13,7 @@ import (
 // A source's draft setting is stored with it and reaches the deliveries
 // it makes; a bad one is refused.
 func TestSourceDraftSetting(t *testing.T) {
+	t.Parallel()
 	for _, dialect := range sqlstoretest.Dialects(t) {
 		t.Run(string(dialect), func(t *testing.T) {
 			e := newEnvOn(t, dialect)
@@ -44,6 +45,7 @@ func TestSourceDraftSetting(t *testing.T) {
 // URL with credentials or another scheme is refused; set ones round-trip
 // through the database and never show in the source's JSON.
 func TestSourceNotifyTargets(t *testing.T) {
+	t.Parallel()
 	for _, dialect := range sqlstoretest.Dialects(t) {
 		t.Run(string(dialect), func(t *testing.T) {
 			e := newEnvOn(t, dialect)

@@ -111,6 +111,7 @@ func feedbackStates(t *testing.T, e *env) map[string]int {
 // comment or review, eleven, each waiting for the round before; nothing
 // else moves the delivery, and the log says why mallory's were ignored.
 func TestFiftyCommentThreadMakesOneRoundPerQualifyingComment(t *testing.T) {
+	t.Parallel()
 	for _, dialect := range sqlstoretest.Dialects(t) {
 		t.Run(string(dialect), func(t *testing.T) { fiftyCommentThread(t, dialect) })
 	}
@@ -238,6 +239,7 @@ func commentEvent(action, author, body string, number int, onPR bool) string {
 // someone who cannot is ignored and the log says why; baton's own
 // comment, an edit and a comment on a closed delivery do nothing.
 func TestCommentWebhooks(t *testing.T) {
+	t.Parallel()
 	e, d, logs := feedbackEnv(t, sqlstore.SQLite)
 	ctx := t.Context()
 	// deploy runs.
@@ -298,6 +300,7 @@ func TestCommentWebhooks(t *testing.T) {
 }
 
 func TestMentions(t *testing.T) {
+	t.Parallel()
 	for body, want := range map[string]bool{
 		"@baton fix the typo":                  true,
 		"Hey @Baton, please.":                  true,
@@ -335,6 +338,7 @@ func reviewEvent(author, state string) string {
 // delivery back to implement at once, with no mention needed; an
 // approval does nothing.
 func TestReviewWebhookRequestingChanges(t *testing.T) {
+	t.Parallel()
 	e, d, _ := feedbackEnv(t, sqlstore.SQLite)
 	if res := e.webhook("pull_request_review", reviewEvent("carol", "approved")); res.Outcome != "ignored" {
 		t.Errorf("an approval = %+v, want ignored", res)
@@ -355,6 +359,7 @@ func TestReviewWebhookRequestingChanges(t *testing.T) {
 // delivery took the comment finds it decided and does nothing: alice's
 // sends the delivery back once.
 func TestFeedbackJobRunAgainActsOnce(t *testing.T) {
+	t.Parallel()
 	for _, dialect := range sqlstoretest.Dialects(t) {
 		t.Run(string(dialect), func(t *testing.T) { feedbackJobRunAgain(t, dialect) })
 	}
@@ -459,6 +464,7 @@ func sentBackURLs(t *testing.T, e *env, id string) string {
 // A feedback job whose GitHub fails on every attempt records the comment
 // as failed, with why, on its last; a rate limit snoozes it instead.
 func TestFeedbackJobThatGivesUp(t *testing.T) {
+	t.Parallel()
 	e, _, logs := feedbackEnv(t, sqlstore.SQLite)
 	ctx := t.Context()
 	now := e.in.Now()

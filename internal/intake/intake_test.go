@@ -118,6 +118,7 @@ func (e *env) addIssues(n int, labels ...string) {
 // Every page is read: 230 labelled issues are three pages of 100, and
 // unlabelled issues and pull requests never become deliveries.
 func TestSyncReadsEveryPage(t *testing.T) {
+	t.Parallel()
 	for _, dialect := range sqlstoretest.Dialects(t) {
 		t.Run(string(dialect), func(t *testing.T) { syncReadsEveryPage(t, newEnvOn(t, dialect)) })
 	}
@@ -148,6 +149,7 @@ func syncReadsEveryPage(t *testing.T, e *env) {
 // cached pages and nothing is created twice. A changed page is read
 // again.
 func TestSyncUsesETags(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.addIssues(150, "baton")
 	src := e.addSource()
@@ -187,6 +189,7 @@ func TestSyncUsesETags(t *testing.T) {
 // until GitHub's reset time, without another request; after it, the
 // sync goes through.
 func TestSyncBacksOffOnRateLimit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.addIssues(3, "baton")
 	src := e.addSource()
@@ -223,6 +226,7 @@ func TestSyncBacksOffOnRateLimit(t *testing.T) {
 // because its issue was not seen. The next full listing closes exactly
 // the issue that was closed.
 func TestPartialListingClosesNothing(t *testing.T) {
+	t.Parallel()
 	for _, dialect := range sqlstoretest.Dialects(t) {
 		t.Run(string(dialect), func(t *testing.T) { partialListingClosesNothing(t, newEnvOn(t, dialect)) })
 	}
@@ -258,6 +262,7 @@ func partialListingClosesNothing(t *testing.T, e *env) {
 // The same issue brought in by two syncs, a webhook and a direct create
 // is one delivery.
 func TestSameIssueIsOneDelivery(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.addIssues(1, "baton")
 	src := e.addSource()
@@ -351,6 +356,7 @@ func issueEvent(action string, n int, state, label string, labels ...string) str
 // final: labelling or reopening the issue again finds the closed
 // delivery and says so.
 func TestWebhookIssueEvents(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.addSource()
 	phase := func(id string) baton.Phase {
@@ -400,6 +406,7 @@ func TestWebhookIssueEvents(t *testing.T) {
 
 // A secondary rate limit (429 with Retry-After) holds the source too.
 func TestSyncBacksOffOnSecondaryRateLimit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.addIssues(1, "baton")
 	src := e.addSource()
@@ -425,6 +432,7 @@ func TestSyncBacksOffOnSecondaryRateLimit(t *testing.T) {
 // here), and longer on each repeat: 1, 2, 4 minutes. A complete read
 // starts over.
 func TestSecondaryLimitWithoutRetryAfterWaitsAMinuteGrowing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.addIssues(1, "baton")
 	src := e.addSource()

@@ -14,6 +14,7 @@ import (
 // vets it (the CLI's) may set one, and a source on a host baton has no
 // token for is refused.
 func TestSourceAPIURLAndHost(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	evil := "http://127.0.0.1:1/"
 	_, err := e.in.Add(t.Context(), intake.SourceInput{Repo: "octo/app", APIURL: &evil})

@@ -83,6 +83,7 @@ func labeled(n int, issueURL string) []byte {
 // issue of another repository or host, or a number its URL does not
 // name, makes no delivery. Another spelling of octo/app's own issue does.
 func TestWebhookRefusesIssuesOfOtherRepositories(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.addSource()
 	for _, tc := range []struct {
@@ -120,6 +121,7 @@ func TestWebhookRefusesIssuesOfOtherRepositories(t *testing.T) {
 // A delivery refused as it arrives is not remembered, so GitHub can send
 // it again.
 func TestWebhookReplaysAreHandledOnce(t *testing.T) {
+	t.Parallel()
 	for _, dialect := range sqlstoretest.Dialects(t) {
 		t.Run(string(dialect), func(t *testing.T) { webhookReplaysAreHandledOnce(t, newEnvOn(t, dialect)) })
 	}

@@ -12,6 +12,7 @@ import (
 )
 
 func TestExtractPromises(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		msg  string
 		want []string
@@ -36,6 +37,7 @@ func TestExtractPromises(t *testing.T) {
 }
 
 func TestMatchPromise(t *testing.T) {
+	t.Parallel()
 	promises := []string{"ALL TESTS PASS", "BLOCKED", "*?["}
 	tests := []struct {
 		msg    string
@@ -74,6 +76,7 @@ func active(mut func(*baton.Loop)) *baton.Loop {
 }
 
 func TestDecide(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
 	passed := baton.VerifyRun{At: t0, Iteration: 1, Promise: "DONE", Passed: true, Checks: []baton.VerifyCheck{{Command: "go test ./...", DurationMS: 1200, Confined: true}}}
 	failed := baton.VerifyRun{At: t0, Iteration: 1, Promise: "DONE", Checks: []baton.VerifyCheck{{Command: "go test ./...", ExitCode: 1, DurationMS: 1200, Confined: true}}}

@@ -10,6 +10,7 @@ import (
 )
 
 func TestPriceLookup(t *testing.T) {
+	t.Parallel()
 	for model, want := range map[string]float64{
 		"claude-sonnet-4-5-20250929": 3, // a dated snapshot of a priced family
 		"claude-opus-4-5":            5, // not claude-opus-4's price
@@ -32,6 +33,7 @@ func TestPriceLookup(t *testing.T) {
 // Tokens at a price, a cost the harness recorded, and a model with no
 // price: each counts its tokens, and only the priced ones their cost.
 func TestPriceSpend(t *testing.T) {
+	t.Parallel()
 	ps, err := PricesFromEnv(func(string) string { return `{"claude-opus-5-5": {"input": 4, "output": 20}}` })
 	if err != nil {
 		t.Fatal(err)

@@ -53,7 +53,7 @@ func TestResolve(t *testing.T) {
 
 	// A damaged pointer hides only the foreground loop: a named loop
 	// still resolves.
-	pointer := filepath.Join(st.Dir(), fsstore.IndexesDir, fsstore.ForegroundLoopsFile)
+	pointer := filepath.Join(st.IndexDir(), fsstore.ForegroundLoopsFile)
 	if err := os.WriteFile(pointer, []byte("{not json"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,8 @@ func TestResolve(t *testing.T) {
 	}
 
 	// A pointer at a loop that is gone reads as none.
-	if _, err := st.SetForegroundLoop(ctx, "", "20261122T000000Z-gone"); err != nil {
+	gone := &baton.Loop{ID: "20261122T000000Z-gone", Prompt: "gone"}
+	if _, err := st.AdoptLoop(ctx, "", gone); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Resolve(st, "", ""); !errors.Is(err, ErrNoForeground) {

@@ -36,6 +36,14 @@ type StartRequest struct {
 	// Usage is where counting the session's usage starts, when the
 	// starting session's transcript is known (transcript.StartCursor).
 	Usage *baton.UsageCursor
+	// FromLoop is a loop (an id or prefix) whose prompt, promises, limits
+	// and verify commands the new loop takes, unless the request sets
+	// them: how a person starts afresh from a loop a checkout brought.
+	FromLoop string
+	// NoAdopt leaves a loop whose verify commands came from a packet
+	// unadopted (see fsstore.AdoptLoop): an edge that acts for an agent
+	// (MCP) must not make this machine run commands a checkout carried.
+	NoAdopt bool
 }
 
 // Start creates the loop in st and makes it the foreground loop of its
@@ -62,6 +70,28 @@ func Start(ctx context.Context, st *fsstore.Store, req StartRequest) (l *baton.L
 		CreatedAt: now, ActiveSince: now}
 	if req.Usage != nil {
 		l.Usage = *req.Usage
+	}
+	if req.FromLoop != "" {
+		if req.Prompt != "" || req.FromPacket != "" {
+			return nil, "", baton.Errorf(baton.Invalid, "give the loop prompt one way: a prompt, a packet or a loop")
+		}
+		src, err := st.ResolveLoop(req.FromLoop)
+		if err != nil {
+			return nil, "", err
+		}
+		l.Prompt = src.Prompt
+		if len(l.CompletionPromises) == 0 {
+			l.CompletionPromises = src.CompletionPromises
+		}
+		if l.MaxIterations < 0 {
+			l.MaxIterations = src.MaxIterations
+		}
+		if len(l.Verify) == 0 {
+			l.Verify, l.VerifyTimeout = src.Verify, src.VerifyTimeout
+		}
+		if l.MaxTokens == 0 && l.MaxCostUSD == 0 && l.MaxDuration == 0 {
+			l.MaxTokens, l.MaxCostUSD, l.MaxDuration = src.MaxTokens, src.MaxCostUSD, src.MaxDuration
+		}
 	}
 	if req.FromPacket != "" {
 		if req.Prompt != "" {
@@ -108,7 +138,10 @@ func Start(ctx context.Context, st *fsstore.Store, req StartRequest) (l *baton.L
 	if err := st.CreateLoop(ctx, l); err != nil {
 		return nil, "", err
 	}
-	previous, err = st.SetForegroundLoop(ctx, l.SessionID, l.ID)
+	if req.NoAdopt && req.FromPacket != "" && len(req.Verify) == 0 && len(l.Verify) > 0 {
+		return l, "", nil
+	}
+	previous, err = st.AdoptLoop(ctx, l.SessionID, l)
 	if err != nil {
 		return l, "", err
 	}
@@ -215,7 +248,7 @@ func SetStatus(ctx context.Context, st *fsstore.Store, id string, c StatusChange
 	case c.Rebind && c.Change == Resume:
 		// A foreground loop moves with its session.
 		if f, err := st.Foreground(); err == nil && f.Has(l.ID) {
-			if _, err := st.SetForegroundLoop(ctx, l.SessionID, l.ID); err != nil {
+			if _, err := st.SetForegroundLoop(ctx, l.SessionID, l); err != nil {
 				return l, from, err
 			}
 		}
@@ -246,7 +279,31 @@ func Activate(ctx context.Context, st *fsstore.Store, id string, rebind bool, se
 	if err != nil {
 		return nil, "", err
 	}
-	previous, err = st.SetForegroundLoop(ctx, l.SessionID, l.ID)
+	previous, err = st.SetForegroundLoop(ctx, l.SessionID, l)
+	return l, previous, err
+}
+
+// Adopt makes this machine trust loop id as it is now, its prompt and
+// verify commands (fsstore.AdoptLoop), binds it to session ("" leaves it
+// for the next session that stops) and makes it that session's
+// foreground loop. A loop a checkout brought, or one a checkout changed
+// after it was adopted, runs only after this: the person has read what
+// the loop will feed the agent and run. It returns the loop and the loop
+// it replaced in that slot ("" when none).
+func Adopt(ctx context.Context, st *fsstore.Store, id, session string, now time.Time) (l *baton.Loop, previous string, err error) {
+	l, err = st.UpdateLoop(ctx, id, func(l *baton.Loop) error {
+		if l.Status.Ended() {
+			return endedError(l)
+		}
+		// The session it names is another machine's, or an old one.
+		rebindTo(l, session, now)
+		l.Notes = AppendNote(l.Notes, now.UTC(), "adopted on this machine")
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	previous, err = st.AdoptLoop(ctx, l.SessionID, l)
 	return l, previous, err
 }
 

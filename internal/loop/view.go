@@ -30,6 +30,11 @@ type View struct {
 	PauseReason       string `json:"pause_reason,omitempty"`
 	ConsecutiveBlocks int    `json:"consecutive_blocks"`
 	CompactedPacket   string `json:"compacted_packet,omitempty"`
+	// Foreign is set for a loop that has not ended and that this machine
+	// does not trust as it is: it came with the repository, or a checkout
+	// changed its prompt or verify commands since it was adopted. It runs
+	// nowhere until a person adopts it (`baton loop adopt`).
+	Foreign bool `json:"foreign"`
 	// Verify are the commands a promise must pass; VerifyRuns each
 	// verification's result, oldest first.
 	Verify               []string          `json:"verify"`
@@ -63,7 +68,7 @@ func NewListItem(l *baton.Loop, path string, fg fsstore.Foreground, now time.Tim
 		ID: l.ID, Path: path, Status: string(l.Status), Foreground: fg.Has(l.ID),
 		Iteration: l.Iteration, MaxIterations: l.MaxIterations, CompletionPromises: nonNil(l.CompletionPromises),
 		SessionID: l.SessionID, SourcePacketID: l.SourcePacketID, Outcome: l.Outcome, PauseReason: l.PauseReason,
-		ConsecutiveBlocks: l.ConsecutiveBlocks, CompactedPacket: l.CompactedPacket,
+		ConsecutiveBlocks: l.ConsecutiveBlocks, CompactedPacket: l.CompactedPacket, Foreign: !l.Status.Ended() && !fg.Trusts(l),
 		Verify: nonNil(l.Verify), VerifyTimeoutSeconds: l.EffectiveVerifyTimeout().Seconds(), VerifyRuns: l.VerifyRuns,
 		MaxTokens: l.MaxTokens, MaxCostUSD: l.MaxCostUSD, MaxDurationSeconds: l.MaxDuration.Seconds(),
 		Spent: l.Spent, SpentTokens: l.Spent.Total(), ActiveSeconds: l.ActiveTime(now).Round(time.Second).Seconds(),

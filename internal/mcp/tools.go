@@ -421,13 +421,19 @@ func (s *Server) loopStart(ctx context.Context, _ *sdk.CallToolRequest, in loopS
 	if err != nil {
 		return nil, nil, err
 	}
+	// A loop from a packet runs the packet's validators, which a checkout
+	// may have carried: started by an agent, it waits for a person to
+	// adopt it.
 	l, _, err := loop.Start(ctx, st, loop.StartRequest{Prompt: in.Prompt, FromPacket: in.FromPacket, MaxIterations: max, Promises: in.Promises, SessionID: in.SessionID,
 		MaxTokens: in.MaxTokens, MaxCostUSD: in.MaxCostUSD, MaxDuration: seconds(in.MaxDurationSeconds),
-		Verify: in.Verify, VerifyTimeout: seconds(in.VerifyTimeoutSeconds), Now: s.opts.Now()})
+		Verify: in.Verify, VerifyTimeout: seconds(in.VerifyTimeoutSeconds), Now: s.opts.Now(), NoAdopt: true})
 	if err != nil {
 		return nil, nil, err
 	}
 	s.syncIfChanged()
+	if fg, _ := st.Foreground(); !fg.Trusts(l) {
+		return text("Loop %s was created from packet %s, whose validators it would run as its verify commands; it does not run until the user reads it (`baton loop show %s`) and adopts it (`baton loop adopt %s`).", l.ID, l.SourcePacketID, l.ID, l.ID), loopView(st, l, false, s.opts.Now()), nil
+	}
 	limit := "no iteration limit"
 	if l.MaxIterations > 0 {
 		limit = fmt.Sprintf("at most %d iterations", l.MaxIterations)

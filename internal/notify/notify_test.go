@@ -180,6 +180,7 @@ func (e *env) runPlan(t *testing.T, id string) {
 // event: signed JSON bodies with a link to the delivery's page, a line of
 // Slack text, and no secret anywhere.
 func TestNotifyWaitingAndClosed(t *testing.T) {
+	t.Parallel()
 	for _, dialect := range sqlstoretest.Dialects(t) {
 		t.Run(string(dialect), func(t *testing.T) { notifyWaitingAndClosed(t, dialect) })
 	}

@@ -58,6 +58,7 @@ func waitGone(pid int) bool {
 }
 
 func TestRunCheck(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tests := []struct {
 		name    string
@@ -100,6 +101,7 @@ func TestRunCheck(t *testing.T) {
 
 // A check that runs out of time is stopped with everything it started.
 func TestRunCheckTimeoutKillsGroup(t *testing.T) {
+	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	start := time.Now()
 	res, err := RunCheck(t.Context(), Check{Command: "sleep 30 & echo $! > " + pidFile + "; wait", Timeout: 300 * time.Millisecond, Grace: 200 * time.Millisecond})
@@ -120,6 +122,7 @@ func TestRunCheckTimeoutKillsGroup(t *testing.T) {
 }
 
 func TestRunCheckCanceled(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(t.Context())
 	// Cancelled once the check is running: it opens the FIFO to say so.
 	started := filepath.Join(t.TempDir(), "started")
@@ -144,6 +147,7 @@ func TestRunCheckCanceled(t *testing.T) {
 
 // A process started with GroupAttr dies when baton is SIGKILLed.
 func TestGroupAttrDiesWithParent(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("parent-death signals are Linux only")
 	}
@@ -173,6 +177,7 @@ func TestGroupAttrDiesWithParent(t *testing.T) {
 // A check's grandchild (what the command started) dies when the process
 // running the check is SIGKILLed, not only the check's shell.
 func TestCheckGrandchildDiesWithParent(t *testing.T) {
+	t.Parallel()
 	c := exec.Command(os.Args[0], "-test.run=^$")
 	c.Env = append(os.Environ(), "BATON_PROC_HELPER=check")
 	out, err := c.StdoutPipe()
@@ -199,6 +204,7 @@ func TestCheckGrandchildDiesWithParent(t *testing.T) {
 // A released watchdog kills nothing; one whose starter is gone kills the
 // group it watches.
 func TestWatchdog(t *testing.T) {
+	t.Parallel()
 	start := func() *exec.Cmd {
 		c := exec.Command("sleep", "60")
 		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -235,6 +241,7 @@ func TestWatchdog(t *testing.T) {
 }
 
 func TestTail(t *testing.T) {
+	t.Parallel()
 	tl := &Tail{Max: 8}
 	tl.Write([]byte("line one\nline two\nlast"))
 	if got, cut := tl.Text(); got != "last" || !cut {
@@ -335,6 +342,7 @@ func TestRunCheckWithholdsSecrets(t *testing.T) {
 }
 
 func TestSecret(t *testing.T) {
+	t.Parallel()
 	for name, want := range map[string]bool{
 		"GH_TOKEN": true, "GITHUB_TOKEN": true, "github_token": true, "GITHUB_ENTERPRISE_TOKEN": true,
 		"BATON_DATABASE_URL": true, "BATON_GITHUB_REMOTE_URL": true, "BATON_PG_DSN": true, "BATON_SIGNING_KEY": true, "BATON_WEBHOOK_SECRET": true,

@@ -3,6 +3,7 @@ package prompt
 import "testing"
 
 func TestFence(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"plain":            "```",
 		"+```go\n+x\n+```": "````",

@@ -29,6 +29,7 @@ func runnerSections(treeBody string) []Section {
 }
 
 func TestBudgetDropOrder(t *testing.T) {
+	t.Parallel()
 	tree := strings.Repeat("- node\n", 40)
 	full, err := Build(runnerSections(tree), Options{BudgetBytes: 1 << 20})
 	if err != nil {
@@ -70,6 +71,7 @@ func TestBudgetDropOrder(t *testing.T) {
 }
 
 func TestTruncationNeverCutsBookendsOrRunes(t *testing.T) {
+	t.Parallel()
 	secs := []Section{
 		{Key: "contract", Heading: "## Contract", Body: "Rules.", Bookend: true},
 		{Key: "goal", Heading: "## Goal", Body: strings.Repeat("日本語のテキスト。", 200), Required: true},
@@ -100,6 +102,7 @@ func TestTruncationNeverCutsBookendsOrRunes(t *testing.T) {
 }
 
 func TestBudgetTooSmall(t *testing.T) {
+	t.Parallel()
 	secs := runnerSections("x")
 	_, err := Build(secs, Options{BudgetBytes: 50})
 	if baton.ErrorCode(err) != baton.Invalid {
@@ -113,6 +116,7 @@ func TestBudgetTooSmall(t *testing.T) {
 }
 
 func TestEmptySectionsLeftOut(t *testing.T) {
+	t.Parallel()
 	pack, err := Build([]Section{
 		{Key: "a", Heading: "## A", Body: "a", Required: true},
 		{Key: "b", Heading: "## B", Body: "  \n", Required: true},
@@ -130,6 +134,7 @@ func TestEmptySectionsLeftOut(t *testing.T) {
 }
 
 func TestDeterministicAndGolden(t *testing.T) {
+	t.Parallel()
 	a, _ := Build(runnerSections(strings.Repeat("- n\n", 3)), Options{BudgetBytes: 300})
 	b, _ := Build(runnerSections(strings.Repeat("- n\n", 3)), Options{BudgetBytes: 300})
 	if a.Text != b.Text {

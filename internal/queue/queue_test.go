@@ -54,6 +54,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 func TestStateAndJobCommitTogether(t *testing.T) {
+	t.Parallel()
 	for name, open := range opens(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := t.Context()
@@ -98,6 +99,7 @@ func TestStateAndJobCommitTogether(t *testing.T) {
 }
 
 func TestWorkerOutcomes(t *testing.T) {
+	t.Parallel()
 	for name, open := range opens(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
@@ -158,6 +160,7 @@ func TestWorkerOutcomes(t *testing.T) {
 
 // A CLI and workers starting together on a new database all get a queue.
 func TestConcurrentFirstOpens(t *testing.T) {
+	t.Parallel()
 	sqlstoretest.OpenAtOnce(t, 4, func(db *sql.DB) error {
 		_, err := queue.OpenSQLite(context.Background(), db, queue.Config{})
 		return err

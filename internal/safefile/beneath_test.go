@@ -57,6 +57,7 @@ func newTree(t *testing.T) tree {
 }
 
 func TestReadBeneath(t *testing.T) {
+	t.Parallel()
 	bothPaths(t, func(t *testing.T) {
 		tr := newTree(t)
 		for _, tt := range []struct {
@@ -99,6 +100,7 @@ func TestReadBeneath(t *testing.T) {
 }
 
 func TestWriteBeneath(t *testing.T) {
+	t.Parallel()
 	bothPaths(t, func(t *testing.T) {
 		tr := newTree(t)
 		if err := WriteBeneath(tr.root, "docs/plan.md", []byte("plan\n"), 0o644); err != nil {
@@ -131,6 +133,7 @@ func TestWriteBeneath(t *testing.T) {
 }
 
 func TestDirBeneathRemove(t *testing.T) {
+	t.Parallel()
 	bothPaths(t, func(t *testing.T) {
 		tr := newTree(t)
 		d, err := OpenDirBeneath(tr.root, "", false, 0)

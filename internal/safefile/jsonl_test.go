@@ -10,6 +10,7 @@ import (
 )
 
 func TestScanJSONLLongLines(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	log := filepath.Join(dir, "x.jsonl")
 	long := strings.Repeat("x", 1<<20)

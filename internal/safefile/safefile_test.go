@@ -13,6 +13,7 @@ import (
 )
 
 func TestReadFileRefuses(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	regular := filepath.Join(dir, "regular")
 	if err := os.WriteFile(regular, []byte("hello"), 0o644); err != nil {
@@ -63,6 +64,7 @@ func TestReadFileRefuses(t *testing.T) {
 }
 
 func TestWritesNeverFollowLinks(t *testing.T) {
+	t.Parallel()
 	dir, outside := t.TempDir(), t.TempDir()
 	victim := filepath.Join(outside, "victim")
 	if err := os.WriteFile(victim, []byte("keep"), 0o644); err != nil {
@@ -96,6 +98,7 @@ func TestWritesNeverFollowLinks(t *testing.T) {
 }
 
 func TestLockWaitsAndGivesUp(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "x")
 	unlock, err := Lock(context.Background(), p)
 	if err != nil {
@@ -127,6 +130,7 @@ func TestLockWaitsAndGivesUp(t *testing.T) {
 }
 
 func TestSweepTemps(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	now := time.Now()
 	files := map[string]bool{ // name: swept when stale
@@ -164,6 +168,7 @@ func TestSweepTemps(t *testing.T) {
 }
 
 func TestScanLinesTail(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "log.jsonl")
 	var lines []string
 	for i := range 100 {

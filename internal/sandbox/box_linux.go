@@ -428,8 +428,10 @@ func (b *box) start(cmd *exec.Cmd, cgroups *cgroupRoot) (*initReply, error) {
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 		if uid != 0 {
 			// Kept across the exec into the init, which needs them to
-			// build the box and drops them before the process starts.
-			attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_ADMIN}
+			// build the box and drops them before the process starts;
+			// the network's forwarders bind port 53 and open raw sockets.
+			attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_ADMIN,
+				unix.CAP_NET_BIND_SERVICE, unix.CAP_NET_RAW}
 		}
 	}
 	if cgroups != nil && !b.spec.Probe {

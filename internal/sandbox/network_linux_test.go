@@ -49,6 +49,12 @@ func TestBoxNetworkPortsWithoutANamespace(t *testing.T) {
 	if !strings.Contains(out, "refused") {
 		t.Errorf("an empty allowlist let a connection through:\n%s", out)
 	}
+	// --sandbox=required refuses to start without the namespace, naming
+	// the network.
+	required := Confinement{Mode: ModeRequired, NoNamespaces: true, Network: Network{Allow: allow}}
+	if _, _, err := required.Start(exec.Command("/bin/true")); err == nil || !strings.Contains(err.Error(), DefNetwork+": ") {
+		t.Errorf("required without a network namespace: %v, want an error naming the network", err)
+	}
 	// Open is open.
 	c.Network = Network{Open: true}
 	if _, ok := c.netRow(false); ok {

@@ -295,7 +295,7 @@ const maxTranscriptRead = 1 << 30
 // refreshTranscripts adds the transcripts sessions.jsonl names (when it
 // changed) and what each transcript gained since the last refresh.
 func (ix *Index) refreshTranscripts(ctx context.Context, known map[string]source, rep *Report) error {
-	log := filepath.Join(ix.st.Dir(), fsstore.IndexesDir, fsstore.SessionsLog)
+	log := filepath.Join(ix.st.IndexDir(), fsstore.SessionsLog)
 	sessions := map[string]baton.SessionRecord{} // by transcript path
 	if fi, err := os.Lstat(log); err == nil && fi.Mode().IsRegular() {
 		if s, ok := known[sessionsSource]; !ok || s.size != fi.Size() || s.mtime != fi.ModTime().UnixNano() {

@@ -13,7 +13,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,17 +88,14 @@ CREATE INDEX IF NOT EXISTS sources_kind ON sources(kind);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(title, body, content='docs', content_rowid='rowid', tokenize='porter unicode61');
 `
 
-// Open opens (creating it if needed) the index of st's store. The store
-// must exist. Refuse an index that is a link: the store follows no links.
+// Open opens (creating it if needed) the index of st's store, in the
+// store's per-machine directory. The store must exist. Refuse an index
+// that is a link: the store follows no links.
 func Open(ctx context.Context, st *fsstore.Store) (*Index, error) {
-	dir := filepath.Join(st.Dir(), fsstore.IndexesDir)
-	if fi, err := os.Lstat(dir); err == nil && !fi.IsDir() {
-		return nil, baton.Errorf(baton.Invalid, "%s is not a directory (a link?): baton follows no links out of its store; remove it", dir)
-	} else if errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("create %s: %w", dir, err)
-		}
-	} else if err != nil {
+	// This machine's directory of the store: a search.db a checkout
+	// carried is never opened (fsstore's machine.go).
+	dir, err := st.MakeIndexDir()
+	if err != nil {
 		return nil, err
 	}
 	p := filepath.Join(dir, File)

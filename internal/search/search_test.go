@@ -62,6 +62,7 @@ func ids(rs []Result) []string {
 // Packets, loop prompts and loop notes are found by their words, best
 // match first, with a snippet, the artifact's id and its file.
 func TestSearchFindsPacketsLoopsAndNotes(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	auth := f.packet("Move sessions to JWT", "The login handler signs tokens; refresh tokens rotate on use.")
 	f.packet("Cache the dashboard", "Render the dashboard from a cache warmed at start.")
@@ -104,6 +105,7 @@ func TestSearchFindsPacketsLoopsAndNotes(t *testing.T) {
 // The index follows the store: a new, changed or removed packet is
 // indexed again at the next search, and nothing else is read again.
 func TestSearchIsIncremental(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	for i := 0; i < 5; i++ {
 		f.packet("Packet about apples", "apples")
@@ -188,6 +190,7 @@ func TestSearchIsIncremental(t *testing.T) {
 // messages of the transcripts sessions.jsonl names are found, by session
 // and file, and what a transcript gains is added at the next search.
 func TestSearchTranscriptsOptIn(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.packet("Unrelated", "nothing here")
 	tr := filepath.Join(t.TempDir(), "ce084a1e.jsonl")
@@ -244,9 +247,14 @@ func TestSearchTranscriptsOptIn(t *testing.T) {
 // The index is a file baton writes in the store: a link in its place is
 // refused, never followed.
 func TestSearchRefusesALinkedIndex(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	outside := filepath.Join(t.TempDir(), "elsewhere.db")
-	if err := os.Symlink(outside, filepath.Join(f.st.Dir(), fsstore.IndexesDir, File)); err != nil {
+	dir, err := f.st.MakeIndexDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, File)); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := Run(f.ctx, f.st, Query{Text: "x"}); baton.ErrorCode(err) != baton.Invalid {
@@ -259,6 +267,7 @@ func TestSearchRefusesALinkedIndex(t *testing.T) {
 
 // The store's .gitignore keeps the index out of git.
 func TestSearchIndexIsNotCommitted(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	b, err := os.ReadFile(filepath.Join(f.st.Dir(), ".gitignore"))
 	if err != nil || !strings.Contains(string(b), "/indexes/search.db*") {
@@ -269,6 +278,7 @@ func TestSearchIndexIsNotCommitted(t *testing.T) {
 // A word in more documents than a query ranks is ranked among those
 // indexed last: the query's cost is bounded whatever the project's size.
 func TestSearchRanksAtMostMaxRanked(t *testing.T) {
+	// Not parallel: it lowers maxRanked for the package.
 	defer func(n int) { maxRanked = n }(maxRanked)
 	maxRanked = 10
 	f := newFixture(t)

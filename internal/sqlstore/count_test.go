@@ -14,6 +14,7 @@ import (
 // Pages of a list both ways, their totals, and counts by state: what a
 // dashboard of many deliveries shows without reading them all.
 func TestPagesAndCounts(t *testing.T) {
+	t.Parallel()
 	for name, s := range stores(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := t.Context()

@@ -27,13 +27,15 @@ type Store struct {
 	// read, when set, serves queries outside transactions (a SQLite
 	// database's read-only connections); writes always go through q.
 	read Querier
+	// tx says q is a transaction (With).
+	tx bool
 }
 
 // New returns a store of dialect on q (a database or a transaction).
 func New(dialect Dialect, q Querier) *Store { return &Store{dialect: dialect, q: q} }
 
-// With returns the same store bound to q, typically a transaction.
-func (s *Store) With(q Querier) *Store { return &Store{dialect: s.dialect, q: q} }
+// With returns the same store bound to q, a transaction the caller owns.
+func (s *Store) With(q Querier) *Store { return &Store{dialect: s.dialect, q: q, tx: true} }
 
 // Dialect returns the store's SQL dialect.
 func (s *Store) Dialect() Dialect { return s.dialect }
@@ -133,7 +135,17 @@ func (s *Store) CreateDelivery(ctx context.Context, d *baton.Delivery) (*baton.D
 	if err != nil {
 		return nil, false, err
 	}
+	// Two creates at once may take the same seq (PostgreSQL): the loser
+	// takes the next. Within a transaction, PostgreSQL aborts the whole
+	// transaction at the loser's conflict, unless the insert ran under a
+	// savepoint it goes back to.
+	savepoint := s.tx && s.dialect == Postgres
 	for try := 0; ; try++ {
+		if savepoint {
+			if _, err := s.exec(ctx, `SAVEPOINT create_delivery`); err != nil {
+				return nil, false, err
+			}
+		}
 		n, err := s.exec(ctx, `INSERT INTO deliveries (`+deliveryCols+`)
 			SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
 				CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), 1, ?, ?, ?, ?
@@ -143,10 +155,20 @@ func (s *Store) CreateDelivery(ctx context.Context, d *baton.Delivery) (*baton.D
 			encodeCheckpoints(d.Checkpoints), string(refs), string(cfg), d.Error, b2i(d.Queued), d.Attempt, d.Rounds, d.Lost,
 			d.Owner, fmtTime(d.HeartbeatAt), fmtTime(d.CreatedAt), fmtTime(d.UpdatedAt))
 		if baton.ErrorCode(err) == baton.Conflict && try < 5 {
-			continue // two creates took the same seq (PostgreSQL): take the next
+			if savepoint {
+				if _, err := s.exec(ctx, `ROLLBACK TO SAVEPOINT create_delivery`); err != nil {
+					return nil, false, err
+				}
+			}
+			continue
 		}
 		if err != nil {
 			return nil, false, fmt.Errorf("insert delivery %s: %w", d.ID, err)
+		}
+		if savepoint {
+			if _, err := s.exec(ctx, `RELEASE SAVEPOINT create_delivery`); err != nil {
+				return nil, false, err
+			}
 		}
 		got, err := s.FindDeliveryByID(ctx, d.ID)
 		return got, n == 1, err

@@ -3,6 +3,7 @@ package sqlstore_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -39,6 +40,7 @@ func newDelivery(id string) *baton.Delivery {
 }
 
 func TestStoreContract(t *testing.T) {
+	t.Parallel()
 	for name, s := range stores(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := t.Context()
@@ -173,6 +175,7 @@ func TestStoreContract(t *testing.T) {
 
 // Concurrent creates of the same request make one delivery.
 func TestCreateDeliveryConcurrent(t *testing.T) {
+	t.Parallel()
 	for name, s := range stores(t) {
 		t.Run(name, func(t *testing.T) {
 			var wg sync.WaitGroup
@@ -203,6 +206,7 @@ func TestCreateDeliveryConcurrent(t *testing.T) {
 
 // Several processes opening a new database at once all end up migrated.
 func TestConcurrentFirstMigrations(t *testing.T) {
+	t.Parallel()
 	sqlstoretest.OpenAtOnce(t, 4, func(db *sql.DB) error {
 		return sqlstore.Migrate(context.Background(), sqlstore.SQLite, db)
 	})
@@ -212,6 +216,7 @@ func TestConcurrentFirstMigrations(t *testing.T) {
 // transaction holds the one writing connection (a worker moving a phase
 // on), the dashboard's reads still answer, and see what was committed.
 func TestSQLiteReadsDoNotWaitForTheWriter(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, err := sqlstore.Open(ctx, sqlstoretest.DSN(t, sqlstore.SQLite))
 	if err != nil {
@@ -249,5 +254,75 @@ func TestSQLiteReadsDoNotWaitForTheWriter(t *testing.T) {
 	// Within the transaction, its own write is seen.
 	if got, err := in.FindDeliveryByID(ctx, "d2"); err != nil || got.Summary != "uncommitted" {
 		t.Errorf("the transaction's own read = %v, %v", got, err)
+	}
+}
+
+// Creates of different deliveries at once, each in a transaction of its
+// own (as webhook jobs run them), all commit, with a number each. Two may
+// take the same number; on PostgreSQL the loser's conflict would abort
+// its whole transaction but for the savepoint it goes back to.
+func TestCreateDeliveriesAtOnceInTransactions(t *testing.T) {
+	t.Parallel()
+	for _, d := range sqlstoretest.Dialects(t) {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			db, err := sqlstore.Open(ctx, sqlstoretest.DSN(t, d))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(db.Close)
+			base := db.Store()
+			inTx := func(fn func(*sqlstore.Store) error) error {
+				if d == sqlstore.Postgres {
+					tx, err := db.Pool.Begin(ctx)
+					if err != nil {
+						return err
+					}
+					if err := fn(base.With(sqlstore.Pgx(tx))); err != nil {
+						_ = tx.Rollback(ctx)
+						return err
+					}
+					return tx.Commit(ctx)
+				}
+				tx, err := db.SQL.BeginTx(ctx, nil)
+				if err != nil {
+					return err
+				}
+				if err := fn(base.With(sqlstore.SQL(tx))); err != nil {
+					_ = tx.Rollback()
+					return err
+				}
+				return tx.Commit()
+			}
+			const n = 16
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					err := inTx(func(st *sqlstore.Store) error {
+						_, created, err := st.CreateDelivery(ctx, newDelivery(fmt.Sprintf("conc%08d", i)))
+						if err == nil && !created {
+							err = fmt.Errorf("delivery %d already existed", i)
+						}
+						return err
+					})
+					if err != nil {
+						t.Errorf("create %d: %v", i, err)
+					}
+				})
+			}
+			wg.Wait()
+			ds, err := base.FindDeliveries(ctx, baton.DeliveryFilter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			seqs := map[int64]bool{}
+			for _, dv := range ds {
+				seqs[dv.Seq] = true
+			}
+			if len(ds) != n || len(seqs) != n {
+				t.Errorf("%d deliveries with %d numbers, want %d each", len(ds), len(seqs), n)
+			}
+		})
 	}
 }

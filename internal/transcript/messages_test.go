@@ -26,6 +26,7 @@ func messages(t *testing.T, file string) []Message {
 // The messages of each harness's real transcript: prompts and replies,
 // not tool calls, tool results or hook bookkeeping.
 func TestScanMessages(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		file string
 		want []string

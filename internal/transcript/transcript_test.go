@@ -9,6 +9,7 @@ import (
 )
 
 func TestLastAssistantText(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, file string
 		want       string
@@ -51,6 +52,7 @@ func asst(id, text string) string {
 }
 
 func TestLastAssistantTextEdges(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("x", 200<<10) // lines over 64 KiB
 	tests := []struct {
 		name   string

@@ -19,6 +19,7 @@ import (
 // sessions of the real harnesses against a scripted model, with the
 // counts changed to tell the fields apart).
 func TestReadUsage(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, file string
 		droid      bool
@@ -63,6 +64,7 @@ func TestReadUsage(t *testing.T) {
 // Lines stamped before the cursor's Since are the session's work before
 // the loop: not counted, though Codex's running totals still move.
 func TestReadUsageSince(t *testing.T) {
+	t.Parallel()
 	since := time.Date(2026, 11, 26, 0, 55, 44, 0, time.UTC) // after Claude's msg_001, Codex's first total
 	got, _, err := ReadUsage("testdata/usage_claude.jsonl", baton.UsageCursor{Since: since}, UsageOptions{})
 	if err != nil {
@@ -84,6 +86,7 @@ func TestReadUsageSince(t *testing.T) {
 // A transcript read a little at a time, as it grows and as each stop's
 // read limit cuts it, adds up to what one read of the whole file finds.
 func TestReadUsageIncremental(t *testing.T) {
+	t.Parallel()
 	for _, file := range []string{"testdata/usage_claude.jsonl", "testdata/usage_codex.jsonl", "testdata/usage_pi.jsonl"} {
 		data, err := os.ReadFile(file)
 		if err != nil {
@@ -137,6 +140,7 @@ func jsonMarshal(s string) ([]byte, error) { return json.Marshal(s) }
 // A line too long to be a usage line is skipped, even when it is longer
 // than one read; the lines after it count.
 func TestReadUsageSkipsLongLines(t *testing.T) {
+	t.Parallel()
 	line := `{"type":"assistant","timestamp":"2026-11-26T00:55:43Z","message":{"id":"m%d","model":"m","usage":{"input_tokens":1,"output_tokens":2}},"x":"%s"}` + "\n"
 	data := fmt.Sprintf(line, 1, "") + fmt.Sprintf(line, 2, strings.Repeat("y", 5000)) + fmt.Sprintf(line, 3, "")
 	p := filepath.Join(t.TempDir(), "t.jsonl")
@@ -167,6 +171,7 @@ func TestReadUsageSkipsLongLines(t *testing.T) {
 // A transcript rewritten shorter than the cursor starts again, counting
 // only what is stamped after the restart.
 func TestReadUsageRestartsAShorterTranscript(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile("testdata/usage_claude.jsonl")
 	if err != nil {
 		t.Fatal(err)
@@ -184,6 +189,7 @@ func TestReadUsageRestartsAShorterTranscript(t *testing.T) {
 // A Droid session that began before the loop: what it spent before the
 // loop's first stop is its baseline, not the loop's.
 func TestReadDroidUsageBaseline(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tr := filepath.Join(dir, "s.jsonl")
 	settings := filepath.Join(dir, "s.settings.json")
@@ -277,6 +283,7 @@ func FuzzUsageLine(f *testing.F) {
 // A loop started in a session starts counting at the transcript's end:
 // the session's work before it is not the loop's.
 func TestStartCursor(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "t.jsonl")
 	data, _ := os.ReadFile("testdata/usage_claude.jsonl")

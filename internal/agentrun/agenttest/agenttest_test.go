@@ -59,6 +59,7 @@ func types(events []map[string]any) []string {
 }
 
 func TestClaudeArgvChecks(t *testing.T) {
+	t.Parallel()
 	f := agenttest.New(t, agenttest.Turn{Final: "x"})
 	dir := t.TempDir()
 	tests := []struct {
@@ -86,6 +87,7 @@ func TestClaudeArgvChecks(t *testing.T) {
 }
 
 func TestClaudeStreamJSON(t *testing.T) {
+	t.Parallel()
 	f := agenttest.New(t, agenttest.Turn{
 		Files: []agenttest.File{{Path: "a.txt", Content: "hi"}},
 		Say:   []string{"On it."},
@@ -117,6 +119,7 @@ func TestClaudeStreamJSON(t *testing.T) {
 }
 
 func TestClaudeDeniesUngrantedTools(t *testing.T) {
+	t.Parallel()
 	f := agenttest.New(t, agenttest.Turn{
 		Files:    []agenttest.File{{Path: "a.txt", Content: "hi"}},
 		Commands: []agenttest.Command{{Argv: []string{"touch", "b.txt"}}},
@@ -139,6 +142,7 @@ func TestClaudeDeniesUngrantedTools(t *testing.T) {
 }
 
 func TestClaudeJSONFormats(t *testing.T) {
+	t.Parallel()
 	f := agenttest.New(t, agenttest.Turn{Final: "answer"}, agenttest.Turn{Final: "answer"}, agenttest.Turn{Final: "answer"})
 	dir := t.TempDir()
 	out, _, _ := runFake(t, f, dir, "claude", "p", "-p", "--output-format", "json")
@@ -158,6 +162,7 @@ func TestClaudeJSONFormats(t *testing.T) {
 }
 
 func TestCodex(t *testing.T) {
+	t.Parallel()
 	f := agenttest.New(t,
 		agenttest.Turn{
 			Files:    []agenttest.File{{Path: "a.txt", Content: "hi"}},
@@ -202,6 +207,7 @@ func TestCodex(t *testing.T) {
 }
 
 func TestDroid(t *testing.T) {
+	t.Parallel()
 	f := agenttest.New(t,
 		agenttest.Turn{Files: []agenttest.File{{Path: "a.txt", Content: "hi"}}, Final: "x"},
 		agenttest.Turn{Final: "from a file prompt"},
@@ -232,6 +238,7 @@ func TestDroid(t *testing.T) {
 }
 
 func TestScriptExhaustedAndRepeatLast(t *testing.T) {
+	t.Parallel()
 	f := agenttest.New(t, agenttest.Turn{Final: "once"})
 	dir := t.TempDir()
 	if out, _, code := runFake(t, f, dir, "fakeagent", "p"); code != 0 || out != "once\n" {
@@ -252,6 +259,7 @@ func TestScriptExhaustedAndRepeatLast(t *testing.T) {
 }
 
 func TestFilesStayInsideDir(t *testing.T) {
+	t.Parallel()
 	f := agenttest.New(t, agenttest.Turn{Files: []agenttest.File{{Path: "../escape.txt", Content: "x"}}})
 	_, stderr, code := runFake(t, f, t.TempDir(), "fakeagent", "p")
 	if code != 3 || !strings.Contains(stderr, "must be relative") {

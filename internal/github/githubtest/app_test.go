@@ -26,6 +26,7 @@ func keyOf(key *rsa.PrivateKey) func(int64) (*rsa.PublicKey, bool) {
 }
 
 func TestVerifyJWT(t *testing.T) {
+	t.Parallel()
 	key, _ := githubtest.TestAppKey()
 	now := time.Now()
 	at := func(d time.Duration) *jwt.NumericDate { return jwt.NewNumericDate(now.Add(d)) }

@@ -11,6 +11,7 @@ import (
 // against the fake: the delivery forge's path from a pushed branch to a
 // merged pull request, with CI turning green in between.
 func TestDeliveryFlow(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	srv.RequireToken("test-token")
 	srv.AddIssue("octo/app", githubtest.Issue{Number: 7, Title: "Crash on start", Labels: []string{"agent"}})

@@ -73,6 +73,7 @@ func at(v any, keys ...any) any {
 }
 
 func TestPullRequestShape(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	pr := srv.AddPullRequest("octo/app", githubtest.PullRequest{Number: 12, Title: "T", Author: "alice", Head: "feat",
 		Files: []githubtest.File{{Filename: "a.go", Additions: 2, Deletions: 1}}})
@@ -129,6 +130,7 @@ func TestPullRequestShape(t *testing.T) {
 }
 
 func TestIssueShapesAndPullRequestsInIssueAPI(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	srv.AddIssue("octo/app", githubtest.Issue{Number: 1, Title: "Bug", Labels: []string{"bug"}, State: "closed", StateReason: "completed"})
 	srv.AddPullRequest("octo/app", githubtest.PullRequest{Number: 2})
@@ -161,6 +163,7 @@ func TestIssueShapesAndPullRequestsInIssueAPI(t *testing.T) {
 }
 
 func TestPaginationLinks(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	srv.AddPullRequest("octo/app", githubtest.PullRequest{Number: 1, Files: githubtest.GenerateFiles(250)})
 	base := srv.URL() + "repos/octo/app/pulls/1/files"
@@ -188,6 +191,7 @@ func TestPaginationLinks(t *testing.T) {
 }
 
 func TestDiffMediaType(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	srv.AddPullRequest("octo/app", githubtest.PullRequest{Number: 1, Diff: githubtest.DiffText("diff --git a/x b/x\n")})
 	for _, accept := range []string{"application/vnd.github.diff", "application/vnd.github.v3.diff"} {
@@ -204,6 +208,7 @@ func TestDiffMediaType(t *testing.T) {
 }
 
 func TestLargeDiffIsExactAndWellFormed(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		files int
 		size  int64
@@ -231,6 +236,7 @@ func TestLargeDiffIsExactAndWellFormed(t *testing.T) {
 }
 
 func TestFailuresAndRecording(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	srv.AddPullRequest("octo/app", githubtest.PullRequest{Number: 1})
 	reset := time.Unix(2000000000, 0)
@@ -279,6 +285,7 @@ func TestFailuresAndRecording(t *testing.T) {
 }
 
 func TestAuthentication(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	srv.AddIssue("octo/app", githubtest.Issue{Number: 1})
 	do := func(method, path, auth string) int {
@@ -325,6 +332,7 @@ func TestAuthentication(t *testing.T) {
 }
 
 func TestGraphQLShapes(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	srv.AddIssue("octo/app", githubtest.Issue{Number: 1, Title: "Bug"})
 	srv.AddPullRequest("octo/app", githubtest.PullRequest{Number: 2, ClosingIssues: []int{1}})
@@ -371,6 +379,7 @@ func TestGraphQLShapes(t *testing.T) {
 }
 
 func TestEnterprisePaths(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t, githubtest.Enterprise())
 	srv.AddIssue("octo/app", githubtest.Issue{Number: 1})
 	if !strings.HasSuffix(srv.URL(), "/api/v3/") || !strings.HasSuffix(srv.GraphQLURL(), "/api/graphql") {
@@ -394,6 +403,7 @@ func TestEnterprisePaths(t *testing.T) {
 }
 
 func TestModelHelpers(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	srv.AddRepo("octo/app")
 	if sha := srv.Branch("octo/app", githubtest.DefaultBranch); len(sha) != 40 {

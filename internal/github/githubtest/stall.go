@@ -2,6 +2,7 @@ package githubtest
 
 import (
 	"net/http"
+	"slices"
 	"sync"
 )
 
@@ -29,6 +30,14 @@ func (s *Server) Stall(route string) *Stalled {
 	defer s.mu.Unlock()
 	s.stalls = append(s.stalls, st)
 	return st
+}
+
+// Unstall lets requests that st held go through from now on, as a GitHub
+// that answers again does. Requests it holds stay held.
+func (s *Server) Unstall(st *Stalled) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stalls = slices.DeleteFunc(s.stalls, func(x *Stalled) bool { return x == st })
 }
 
 // Arrived is closed when the first matching request arrives.

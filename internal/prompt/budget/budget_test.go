@@ -61,6 +61,7 @@ func FuzzParse(f *testing.F) {
 }
 
 func TestTokenBudget(t *testing.T) {
+	t.Parallel()
 	enc, err := NewO200k()
 	if err != nil {
 		t.Fatal(err)
