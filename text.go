@@ -168,3 +168,69 @@ func byteSize(n int) string {
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
+
+// HiddenRune names r when it is a character a reader of code cannot see,
+// or one that reorders what they see: the bidirectional controls of the
+// "Trojan Source" attacks (CVE-2021-42574: embeddings, overrides,
+// isolates and their ends, the directional marks) and zero-width
+// characters (spaces, joiners, the word joiner, invisible operators, a
+// byte-order mark inside text). Code review pages mark them, as forges
+// do, since the code then does something other than it reads.
+func HiddenRune(r rune) (name string, ok bool) {
+	switch r {
+	case '\u061C':
+		return "ARABIC LETTER MARK", true
+	case '\u200B':
+		return "ZERO WIDTH SPACE", true
+	case '\u200C':
+		return "ZERO WIDTH NON-JOINER", true
+	case '\u200D':
+		return "ZERO WIDTH JOINER", true
+	case '\u200E':
+		return "LEFT-TO-RIGHT MARK", true
+	case '\u200F':
+		return "RIGHT-TO-LEFT MARK", true
+	case '\u202A':
+		return "LEFT-TO-RIGHT EMBEDDING", true
+	case '\u202B':
+		return "RIGHT-TO-LEFT EMBEDDING", true
+	case '\u202C':
+		return "POP DIRECTIONAL FORMATTING", true
+	case '\u202D':
+		return "LEFT-TO-RIGHT OVERRIDE", true
+	case '\u202E':
+		return "RIGHT-TO-LEFT OVERRIDE", true
+	case '\u2060':
+		return "WORD JOINER", true
+	case '\u2061':
+		return "FUNCTION APPLICATION", true
+	case '\u2062':
+		return "INVISIBLE TIMES", true
+	case '\u2063':
+		return "INVISIBLE SEPARATOR", true
+	case '\u2064':
+		return "INVISIBLE PLUS", true
+	case '\u2066':
+		return "LEFT-TO-RIGHT ISOLATE", true
+	case '\u2067':
+		return "RIGHT-TO-LEFT ISOLATE", true
+	case '\u2068':
+		return "FIRST STRONG ISOLATE", true
+	case '\u2069':
+		return "POP DIRECTIONAL ISOLATE", true
+	case '\uFEFF':
+		return "ZERO WIDTH NO-BREAK SPACE", true
+	}
+	return "", false
+}
+
+// HiddenChars counts the characters of s that HiddenRune names.
+func HiddenChars(s string) int {
+	n := 0
+	for _, r := range s {
+		if _, ok := HiddenRune(r); ok {
+			n++
+		}
+	}
+	return n
+}

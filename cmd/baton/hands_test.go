@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -32,7 +33,9 @@ import (
 //   - docs: docs a link to a directory outside the worktree;
 //   - fifo: the index a named pipe, and a .gitignore (git reads both);
 //   - commondir: commondir naming the worktree, .git removed, and a
-//     packed-refs file there that git cannot read.
+//     packed-refs file there that git cannot read;
+//   - bidi: code whose bidirectional controls and zero-width space make
+//     it read differently from what it does.
 //
 // Values come from the summary as "<key> <value>" words.
 const handsAgent = `#!/bin/sh
@@ -49,6 +52,7 @@ plan:reflog) mkdir -p "$gitdir/logs" && ln -sf "$(arg home)/.bashrc" "$gitdir/lo
 plan:docs) rm -rf docs && ln -s "$(arg outside)" docs ;;
 implement:fifo) rm -f "$gitdir/index"; mkfifo "$gitdir/index"; mkdir -p sub && mkfifo sub/.gitignore ;;
 implement:commondir) echo "$wt" > "$gitdir/commondir" && rm -f .git && echo garbage > packed-refs ;;
+implement:bidi) printf 'package p\n\n/* \342\200\256 } \342\201\246if isAdmin\342\201\251 \342\201\246 begin admins only */\nvar a\342\200\213b = 1\n' > access.go ;;
 implement:fsmonitor)
 	ev=$(arg evidence); api=$(arg api); victim=$(arg victim)
 	mkdir nested && cd nested && git init -q && echo nested > f && git add f &&
@@ -327,4 +331,48 @@ func (h *hostileServe) approveAll(id, phase string, n int) {
 			h.t.Fatalf("approve %s = %d", id, code)
 		}
 	}
+}
+
+// The approval page marks what a reader of the diff cannot see (bidi
+// controls, zero-width characters) and lists the files that have them;
+// the sign-in page names where the token is kept in words, not by the
+// data directory's path. Item 8 of issue 32.
+func TestApprovalPageMarksHiddenCharacters(t *testing.T) {
+	t.Parallel()
+	h := newHandsServe(t, nil)
+	id := h.create("Trap-bidi end", "review")
+	h.wait(id, "the trap to wait before review", func(d hostileDetail) bool {
+		if d.Delivery.RunStatus == "failed" {
+			t.Fatalf("the delivery failed: %+v\n%s", d, h.serve.output())
+		}
+		return d.Delivery.Phase == "review" && d.Delivery.Waiting
+	})
+	page := httpGet(t, h.url+"/deliveries/"+id)
+	for _, want := range []string{`id="hidden-chars"`, "<code>access.go</code>: 5", `title="RIGHT-TO-LEFT OVERRIDE">U&#43;202E</mark>`, `title="ZERO WIDTH SPACE">U&#43;200B</mark>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the approval page lacks %q", want)
+		}
+	}
+	if strings.ContainsAny(page, "\u202e\u2066\u2069\u200b") {
+		t.Error("the approval page carries the hidden characters themselves")
+	}
+	login := httpGet(t, h.url+"/login")
+	if strings.Contains(login, h.data) || !strings.Contains(login, "&lt;data dir&gt;/api-token") {
+		t.Errorf("the sign-in page shows the data directory or not <data dir>/api-token:\n%s", login)
+	}
+}
+
+// httpGet returns the body of a GET that must answer 200.
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s = %d\n%s", url, resp.StatusCode, b)
+	}
+	return string(b)
 }

@@ -39,6 +39,7 @@ func spec(t *testing.T, fake *agenttest.Fake, agent string) Spec {
 }
 
 func TestRunSuccess(t *testing.T) {
+	t.Parallel()
 	for _, agent := range agents {
 		t.Run(agent, func(t *testing.T) {
 			fake := agenttest.New(t, agenttest.Turn{
@@ -145,6 +146,7 @@ func TestRunSuccess(t *testing.T) {
 }
 
 func TestRunSchema(t *testing.T) {
+	t.Parallel()
 	done := map[string]string{"status": "done", "summary": "Add implemented"}
 	tests := []struct {
 		name    string
@@ -183,6 +185,7 @@ func TestRunSchema(t *testing.T) {
 }
 
 func TestRunAgentFailure(t *testing.T) {
+	t.Parallel()
 	for _, agent := range agents {
 		t.Run(agent, func(t *testing.T) {
 			fake := agenttest.New(t, agenttest.Turn{
@@ -211,6 +214,7 @@ func TestRunAgentFailure(t *testing.T) {
 }
 
 func TestRunNonZeroExitAfterResult(t *testing.T) {
+	t.Parallel()
 	fake := agenttest.New(t, agenttest.Turn{Final: "done anyway", ExitCode: 2})
 	res, err := Run(t.Context(), spec(t, fake, "claude"))
 	if !errors.Is(err, ErrAgentFailed) || res.ExitCode != 2 || res.FinalText != "done anyway" {
@@ -219,6 +223,7 @@ func TestRunNonZeroExitAfterResult(t *testing.T) {
 }
 
 func TestRunNoResult(t *testing.T) {
+	t.Parallel()
 	for _, agent := range agents {
 		t.Run(agent, func(t *testing.T) {
 			turn := agenttest.Turn{Say: []string{"Half way there."}, NoResult: true}
@@ -250,6 +255,7 @@ func TestRunNoResult(t *testing.T) {
 }
 
 func TestRunTimeout(t *testing.T) {
+	t.Parallel()
 	for _, agent := range agents {
 		t.Run(agent, func(t *testing.T) {
 			fake := agenttest.New(t, agenttest.Turn{
@@ -283,6 +289,7 @@ func TestRunTimeout(t *testing.T) {
 }
 
 func TestRunTimeoutKillsStubbornAgent(t *testing.T) {
+	t.Parallel()
 	fake := agenttest.New(t, agenttest.Turn{
 		Commands:        []agenttest.Command{{Argv: []string{"sleep", "300"}, Background: true, PIDFile: "child.pid"}},
 		Sleep:           5 * time.Minute,
@@ -324,6 +331,7 @@ func (c *cancelOnWrite) Write(p []byte) (int, error) {
 }
 
 func TestRunCanceled(t *testing.T) {
+	t.Parallel()
 	for _, agent := range []string{"claude", "codex", "command"} {
 		t.Run(agent, func(t *testing.T) {
 			fake := agenttest.New(t, agenttest.Turn{Say: []string{"Working on it."}, Sleep: 5 * time.Minute})
@@ -343,6 +351,7 @@ func TestRunCanceled(t *testing.T) {
 }
 
 func TestRunContextDeadline(t *testing.T) {
+	t.Parallel()
 	fake := agenttest.New(t, agenttest.Turn{Sleep: 5 * time.Minute})
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
@@ -353,6 +362,7 @@ func TestRunContextDeadline(t *testing.T) {
 }
 
 func TestRunCanceledBeforeStart(t *testing.T) {
+	t.Parallel()
 	fake := agenttest.New(t, agenttest.Turn{Final: "x"})
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -366,6 +376,7 @@ func TestRunCanceledBeforeStart(t *testing.T) {
 }
 
 func TestRunHugeLines(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
 	for _, agent := range agents {
 		t.Run(agent, func(t *testing.T) {
@@ -394,6 +405,7 @@ func TestRunHugeLines(t *testing.T) {
 }
 
 func TestRunUnknownEvents(t *testing.T) {
+	t.Parallel()
 	events := []string{"plain text noise", `{"type":"brand_new_event","x":1}`, `{"type":"assistant"`, `[1,2,3]`}
 	for _, agent := range []string{"claude", "codex"} {
 		t.Run(agent, func(t *testing.T) {
@@ -410,6 +422,7 @@ func TestRunUnknownEvents(t *testing.T) {
 }
 
 func TestRunLogCap(t *testing.T) {
+	t.Parallel()
 	line := `{"type":"filler","data":"` + strings.Repeat("x", 1000) + `"}`
 	fake := agenttest.New(t, agenttest.Turn{
 		Events: []string{line, line, line, line, line, line, line, line},
@@ -438,6 +451,7 @@ func TestRunLogCap(t *testing.T) {
 }
 
 func TestRunNotInstalled(t *testing.T) {
+	t.Parallel()
 	empty := t.TempDir()
 	for _, agent := range []string{"claude", "codex", "droid"} {
 		t.Run(agent, func(t *testing.T) {
@@ -468,6 +482,7 @@ func TestRunNotInstalled(t *testing.T) {
 }
 
 func TestRunInvalidSpec(t *testing.T) {
+	t.Parallel()
 	res, err := Run(t.Context(), Spec{Agent: "gpt", Prompt: "p"})
 	if !errors.Is(err, ErrInvalidSpec) || baton.ErrorCode(err) != baton.Invalid || res == nil {
 		t.Fatalf("Run = %v, %v; want a Result and ErrInvalidSpec (Invalid)", res, err)
@@ -477,6 +492,7 @@ func TestRunInvalidSpec(t *testing.T) {
 // A child that keeps the agent's stdout open must not keep Run waiting once
 // the agent has exited, nor outlive the run.
 func TestRunBackgroundChildHoldingStdout(t *testing.T) {
+	t.Parallel()
 	fake := agenttest.New(t, agenttest.Turn{
 		Commands: []agenttest.Command{{Argv: []string{"sleep", "300"}, Background: true, InheritOutput: true, PIDFile: "child.pid"}},
 		Final:    map[string]string{"status": "done"},
@@ -495,6 +511,7 @@ func TestRunBackgroundChildHoldingStdout(t *testing.T) {
 
 // A command agent's Model and schema reach it through the environment.
 func TestRunCommandAgentEnv(t *testing.T) {
+	t.Parallel()
 	fake := agenttest.New(t, agenttest.Turn{Final: map[string]string{"status": "done", "summary": "s"}})
 	s := spec(t, fake, "command")
 	s.Model = "local-7b"
@@ -512,6 +529,7 @@ func TestRunCommandAgentEnv(t *testing.T) {
 
 // Consecutive runs take consecutive turns, as a runner's attempts do.
 func TestRunAttempts(t *testing.T) {
+	t.Parallel()
 	fake := agenttest.New(t,
 		agenttest.Turn{Final: map[string]string{"status": "retry", "summary": "tests fail"}},
 		agenttest.Turn{Final: map[string]string{"status": "done", "summary": "tests pass"}},
@@ -591,6 +609,7 @@ func (s *syncBuffer) String() string {
 
 // A command agent given by a relative path runs from Spec.Dir.
 func TestRunRelativeCommand(t *testing.T) {
+	t.Parallel()
 	fake := agenttest.New(t, agenttest.Turn{Final: "relative ok"})
 	s := spec(t, fake, "command")
 	if err := os.Symlink(filepath.Join(fake.BinDir, "fakeagent"), filepath.Join(s.Dir, "my-agent")); err != nil {
@@ -611,6 +630,7 @@ func TestRunRelativeCommand(t *testing.T) {
 // its hooks file is read-only (the installer's reader refused such a file,
 // and the note went missing).
 func TestCodexHooksNeverSilentlyOff(t *testing.T) {
+	t.Parallel()
 	fake := agenttest.New(t, agenttest.Turn{Final: "ok"}, agenttest.Turn{Final: "ok"})
 	s := spec(t, fake, "codex")
 	codexHome := t.TempDir()

@@ -18,6 +18,7 @@ import (
 // child by a benchmark that measures a whole process (peak RSS). It does
 // nothing in a normal test run.
 func TestHelperProcess(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("BATON_HELPER_PROCESS") != "1" {
 		return
 	}

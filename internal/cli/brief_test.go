@@ -80,6 +80,7 @@ func (e *env) checkoutOf(remote string) {
 }
 
 func TestReviewPRGolden(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srv := newGitHub(e)
 	addReviewFixture(srv)
@@ -117,6 +118,7 @@ func TestReviewPRGolden(t *testing.T) {
 }
 
 func TestReviewPRJSON(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srv := newGitHub(e)
 	addReviewFixture(srv)
@@ -157,6 +159,7 @@ func manyFilePR(n int) githubtest.PullRequest {
 }
 
 func TestReviewPRTruncatedGolden(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srv := newGitHub(e)
 	srv.AddPullRequest("octo/app", manyFilePR(6))
@@ -180,6 +183,7 @@ func TestReviewPRTruncatedGolden(t *testing.T) {
 // Every budget, whatever byte it ends on among multi-byte characters,
 // cuts the diff at a line boundary and keeps the text valid UTF-8.
 func TestReviewPRTruncationMultiByte(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srv := newGitHub(e)
 	srv.AddPullRequest("octo/app", manyFilePR(3))
@@ -212,6 +216,7 @@ func TestReviewPRTruncationMultiByte(t *testing.T) {
 }
 
 func TestReviewPRPaginatedFilesAndTooLargeDiff(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srv := newGitHub(e)
 	pr := githubtest.PullRequest{Number: 40, Title: "Regenerate", Files: githubtest.GenerateFiles(350), CreatedAt: fixtureTime, UpdatedAt: fixtureTime}
@@ -239,6 +244,7 @@ func TestReviewPRPaginatedFilesAndTooLargeDiff(t *testing.T) {
 
 // Any failure leaves stdout empty, prints one error line and exits 1.
 func TestReviewPRFailuresLeaveStdoutEmpty(t *testing.T) {
+	t.Parallel()
 	reset := time.Now().Add(42 * time.Minute)
 	cutDiff := githubtest.Diff(func(w io.Writer) error {
 		io.WriteString(w, "diff --git a/x b/x\n@@ -1 +1 @@\n-a\n")
@@ -289,6 +295,7 @@ func TestReviewPRFailuresLeaveStdoutEmpty(t *testing.T) {
 
 // The token never appears in output, even when GitHub echoes it back.
 func TestReviewPRTokenMasking(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srv := newGitHub(e)
 	addReviewFixture(srv)
@@ -308,6 +315,7 @@ func TestReviewPRTokenMasking(t *testing.T) {
 }
 
 func TestReviewPRRepoFromRemote(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		remote string
 		code   int
@@ -354,6 +362,7 @@ func TestReviewPRRepoFromRemote(t *testing.T) {
 }
 
 func TestBriefUsageErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args []string
 		want string
@@ -417,6 +426,7 @@ func addIssueFixture(srv *githubtest.Server) {
 }
 
 func TestFixIssueGolden(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srv := newGitHub(e)
 	addIssueFixture(srv)
@@ -439,6 +449,7 @@ func TestFixIssueGolden(t *testing.T) {
 }
 
 func TestFixIssueJSON(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srv := newGitHub(e)
 	addIssueFixture(srv)
@@ -447,6 +458,7 @@ func TestFixIssueJSON(t *testing.T) {
 }
 
 func TestFixIssueOnPullRequest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srv := newGitHub(e)
 	addIssueFixture(srv)
@@ -458,6 +470,7 @@ func TestFixIssueOnPullRequest(t *testing.T) {
 
 // A small budget drops the oldest comments first, keeping the newest.
 func TestFixIssueBudgetDropsOldComments(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srv := newGitHub(e)
 	addIssueFixture(srv)
@@ -483,6 +496,7 @@ func TestFixIssueBudgetDropsOldComments(t *testing.T) {
 }
 
 func TestImplementFeatureGolden(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srv := newGitHub(e)
 	addIssueFixture(srv)
@@ -508,6 +522,7 @@ func TestImplementFeatureGolden(t *testing.T) {
 // When the whole prompt is over --budget (or --budget-tokens), the diff
 // gives way first, at a line boundary, and every other section stays.
 func TestReviewPRPromptBudgetCutsTheDiffFirst(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srv := newGitHub(e)
 	srv.AddPullRequest("octo/app", manyFilePR(6))
@@ -559,6 +574,7 @@ func TestReviewPRPromptBudgetCutsTheDiffFirst(t *testing.T) {
 }
 
 func TestIssueBriefFailuresLeaveStdoutEmpty(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		route string

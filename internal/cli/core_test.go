@@ -13,6 +13,7 @@ import (
 // call one core function. This is the CLI's side of each choice; the MCP
 // server's is internal/mcp's TestSharedCoreChoices.
 func TestSharedCoreChoices(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srv := newGitHub(e)
 	addReviewFixture(srv)
@@ -75,6 +76,7 @@ func TestSharedCoreChoices(t *testing.T) {
 // A handoff too large for the store to read back is refused with the
 // reason, as over MCP, not reported written and then skipped by pickup.
 func TestHandoffTooLargeIsRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.gitRepo()
 	e.ok("", "", "handoff", "the older packet", "--next-prompt", "go on")
@@ -90,6 +92,7 @@ func TestHandoffTooLargeIsRefused(t *testing.T) {
 // Handoffs in the same second (the test's clock stands still) are picked
 // up newest first: the one written last, not the one whose id sorts last.
 func TestPickupLatestWithinASecond(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.gitRepo()
 	e.ok("", "", "handoff", "zeta", "--next-prompt", "go on")

@@ -767,6 +767,7 @@ func (f *Factory) deliveriesForTest(t *testing.T, data string) (*delivery.Servic
 // An agent that reports no cost or tokens (a command agent, codex's
 // cost) is unknown, not free: "—", never "$0.0000" or "0 in / 0 out".
 func TestUnknownCostIsADash(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		usd     float64
 		in, out int64
@@ -784,6 +785,7 @@ func TestUnknownCostIsADash(t *testing.T) {
 
 // serve's in-process workers take worker's flags, checked the same way.
 func TestServeAndWorkerShareWorkerFlags(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, cmd := range []string{"serve", "worker"} {
 		for _, tc := range []struct {

@@ -14,6 +14,7 @@ import (
 // Commands get the context store from Factory.OpenStore, opened once, at
 // the root --root names.
 func TestFactoryOpenStore(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	other := t.TempDir() // the store a test hands in, elsewhere
 	if _, err := fsstore.Open(other, fsstore.Options{}).Init(context.Background()); err != nil {

@@ -8,6 +8,7 @@ import (
 // A number flag given something else says what it takes, never how Go's
 // parser failed.
 func TestBadNumberSaysWhatIsWanted(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.gitRepo()
 	for _, c := range []struct {

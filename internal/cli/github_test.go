@@ -134,6 +134,7 @@ func reviewEnv(t *testing.T) (*env, *githubtest.Server, string) {
 }
 
 func TestGitHubReviewEnterPosts(t *testing.T) {
+	t.Parallel()
 	e, srv, body := reviewEnv(t)
 	r := e.runOnTerminal("github", "review", "12", "--repo", "octo/app", "--event", "request-changes", "--body-file", body)
 	before, err := term.GetState(int(r.tty.Fd()))
@@ -181,6 +182,7 @@ func TestGitHubReviewEnterPosts(t *testing.T) {
 }
 
 func TestGitHubReviewOtherKeysCancel(t *testing.T) {
+	t.Parallel()
 	for name, key := range map[string]string{"esc": "\x1b", "y": "y", "ctrl-c": "\x03", "space": " "} {
 		t.Run(name, func(t *testing.T) {
 			e, srv, body := reviewEnv(t)
@@ -205,6 +207,7 @@ func TestGitHubReviewOtherKeysCancel(t *testing.T) {
 }
 
 func TestGitHubCommentOnTerminal(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srv := newGitHub(e)
 	addIssueFixture(srv)
@@ -236,6 +239,7 @@ func TestGitHubCommentOnTerminal(t *testing.T) {
 // Without a terminal and without --yes nothing is asked, fetched or
 // posted.
 func TestGitHubPostRefusesWithoutTerminal(t *testing.T) {
+	t.Parallel()
 	e, srv, body := reviewEnv(t)
 	for _, args := range [][]string{
 		{"github", "review", "12", "--repo", "octo/app", "--event", "approve"},
@@ -252,6 +256,7 @@ func TestGitHubPostRefusesWithoutTerminal(t *testing.T) {
 }
 
 func TestGitHubPostYes(t *testing.T) {
+	t.Parallel()
 	e, srv, body := reviewEnv(t)
 	r := e.ok("", "", "github", "review", "12", "--repo", "octo/app", "--event", "approve", "--body-file", body, "--yes", "--json")
 	var doc struct {
@@ -288,6 +293,7 @@ func TestGitHubPostYes(t *testing.T) {
 }
 
 func TestGitHubPostUsageErrors(t *testing.T) {
+	t.Parallel()
 	e, srv, body := reviewEnv(t)
 	empty := filepath.Join(e.dir, "empty.md")
 	os.WriteFile(empty, []byte(" \n"), 0o644)
@@ -316,6 +322,7 @@ func TestGitHubPostUsageErrors(t *testing.T) {
 
 // GitHub refuses an author's approval; baton says so before asking.
 func TestGitHubReviewOwnPullRequest(t *testing.T) {
+	t.Parallel()
 	e, srv, body := reviewEnv(t)
 	srv.SetViewer("alice")
 	r := e.run("", "", "github", "review", "12", "--repo", "octo/app", "--event", "approve", "--body-file", body, "--yes")
@@ -328,6 +335,7 @@ func TestGitHubReviewOwnPullRequest(t *testing.T) {
 }
 
 func TestGitHubPostFailure(t *testing.T) {
+	t.Parallel()
 	e, srv, body := reviewEnv(t)
 	srv.Fail("POST /repos/octo/app/pulls/12/reviews", githubtest.ServerError())
 	r := e.run("", "", "github", "review", "12", "--repo", "octo/app", "--event", "comment", "--body-file", body, "--yes")
@@ -340,6 +348,7 @@ func TestGitHubPostFailure(t *testing.T) {
 // GITHUB_TOKEN, acts as no user: GitHub refuses it GET /user. Review and
 // comment post anyway, "as GitHub App", and GitHub's bot is the author.
 func TestGitHubPostAsAppToken(t *testing.T) {
+	t.Parallel()
 	e, srv, body := reviewEnv(t)
 	const actions = "ghs_ActionsTokenThatMustNeverBeShown01"
 	srv.AddInstallationToken(actions, "github-actions[bot]")

@@ -43,6 +43,7 @@ Behind a flag first.
 `
 
 func TestHandoffPickupGolden(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.gitRepo()
 	e.write("internal/auth/session.go", "package auth\n") // uncommitted
@@ -95,6 +96,7 @@ func TestHandoffPickupGolden(t *testing.T) {
 }
 
 func TestHandoffWarningsAndJSON(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	// Outside git: no repository state, the store is created at cwd.
 	r := e.ok("", "", "handoff", "tiny", "--json")
@@ -131,6 +133,7 @@ func TestHandoffWarningsAndJSON(t *testing.T) {
 }
 
 func TestPacketCommands(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.gitRepo()
 	first := strings.TrimSpace(e.ok("", "", "handoff", "alpha work", "--next-prompt", "go").stdout)
@@ -220,6 +223,7 @@ func TestPacketCommands(t *testing.T) {
 }
 
 func TestFilesCommands(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.gitRepo()
 	e.ok("internal/auth", "", "files", "add", "jwt.go", "../../README.md")
@@ -252,6 +256,7 @@ func TestFilesCommands(t *testing.T) {
 }
 
 func TestRootAndInit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.gitRepo()
 	if r := e.ok("internal/auth", "", "root"); r.stdout != e.dir+"\n" {
@@ -273,6 +278,7 @@ func TestRootAndInit(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, args := range [][]string{{"nope"}, {"pickup", "--bogus"}, {"packet", "show"}, {"init", "extra"}} {
 		r := e.run("", "", args...)
@@ -288,6 +294,7 @@ func TestUsageErrors(t *testing.T) {
 // A packet checked out with CRLF line endings reads as it was written:
 // no CR in what pickup renders, and a rewrite goes back to LF.
 func TestCRLFPacket(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.gitRepo()
 	id := strings.TrimSpace(e.ok("", "", "handoff", "alpha work", "--next-prompt", "run the tests\nthen commit").stdout)

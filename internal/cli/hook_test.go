@@ -125,6 +125,7 @@ const toolUseBlock = `{"type":"tool_use","id":"toolu_9","name":"Edit","input":{"
 // baton hook and compares stdout with goldens (testdata/hooks/<harness>/
 // <case>.golden); each case also checks what changed in the store.
 func TestHookContracts(t *testing.T) {
+	t.Parallel()
 	type check func(t *testing.T, e *env, packetID, loopID string)
 	tests := []struct {
 		harness, event, payload string

@@ -12,6 +12,7 @@ import (
 // first keeps the original bytes; a read-only, invalid or absurdly nested
 // file is refused with nothing written, the last line saying so.
 func TestInstallerKeepsUsersSettingsSafe(t *testing.T) {
+	t.Parallel()
 	t.Run("settings file is a link", func(t *testing.T) {
 		e := newEnv(t)
 		e.gitRepo()
@@ -108,6 +109,7 @@ func TestInstallerKeepsUsersSettingsSafe(t *testing.T) {
 // install refuses to point hooks at the binary of `go run`, which is gone
 // once it exits; a binary elsewhere, even under /tmp, is fine.
 func TestInstallRefusesGoRunBinary(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.gitRepo()
 	e.vars["HOME"] = t.TempDir()
@@ -127,6 +129,7 @@ func TestInstallRefusesGoRunBinary(t *testing.T) {
 // leaves no file and no empty directory behind, except the backups of
 // the settings files it changed.
 func TestUninstallLeavesNothingBehind(t *testing.T) {
+	t.Parallel()
 	for _, h := range []string{"claude", "droid", "pi"} {
 		t.Run(h, func(t *testing.T) {
 			e := newEnv(t)
@@ -159,6 +162,7 @@ func TestUninstallLeavesNothingBehind(t *testing.T) {
 // --scope user installs where the harness reads its configuration when
 // CODEX_HOME or PI_CODING_AGENT_DIR moves it, and doctor looks there.
 func TestUserScopeFollowsHarnessHomes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.gitRepo()
 	e.vars["HOME"] = t.TempDir()
@@ -192,6 +196,7 @@ func TestUserScopeFollowsHarnessHomes(t *testing.T) {
 // doctor tells both Codex trust steps apart, read from $CODEX_HOME's
 // config.toml, and counts them as broken until they are done.
 func TestDoctorCodexTrust(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.gitRepo()
 	e.vars["HOME"] = t.TempDir()
@@ -220,6 +225,7 @@ func TestDoctorCodexTrust(t *testing.T) {
 // Codex gets baton's commands as skills (current Codex has no /prompts:),
 // in the project's .agents/skills/, and uninstall takes them away.
 func TestCodexSkills(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.gitRepo()
 	e.vars["HOME"] = t.TempDir()

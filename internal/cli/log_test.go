@@ -17,6 +17,7 @@ func stamp() string { return at.Local().Format(time.TimeOnly) }
 // The worker's records reach a person as "time  message", one line each,
 // without repeating what the message already says.
 func TestLogHandlerLine(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	log := slog.New(newLogHandler(&b)).With("worker", "w1")
 	log.Info("3f2a9c plan → review/pending", "delivery", "3f2a9c", "phase", "plan")
@@ -34,6 +35,7 @@ func TestLogHandlerLine(t *testing.T) {
 // 500's "the server log has the details" is true in text format too:
 // method, path, status, duration and request id, and the error's cause.
 func TestLogHandlerRequestLine(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	h := newLogHandler(&b)
 	log := slog.New(h).With("request_id", "4f1c2a9e0b7d6c5a")

@@ -27,6 +27,7 @@ Fix one failure per iteration.
 `
 
 func TestMigrateRalph(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.gitRepo()
 	e.write(".claude/ralph-loop.local.md", ralphStateFile)
@@ -71,6 +72,7 @@ func TestMigrateRalph(t *testing.T) {
 }
 
 func TestMigrateFactoryCommands(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	home := t.TempDir()
 	e.vars["HOME"] = home
@@ -103,6 +105,7 @@ func TestMigrateFactoryCommands(t *testing.T) {
 }
 
 func TestInstallCommandJSON(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.gitRepo()
 	e.vars["HOME"] = t.TempDir()

@@ -17,6 +17,7 @@ import (
 // BATON_ROOT, for init and for every command that would create the store;
 // nothing is created.
 func TestExplicitRootMustExist(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	missing := filepath.Join(e.dir, "nonexistent")
 	for _, c := range []struct {
@@ -52,6 +53,7 @@ func TestExplicitRootMustExist(t *testing.T) {
 // files add refuses a path that does not exist unless told it is still to
 // be written; files refuses a negative --limit.
 func TestFilesAddChecksPaths(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.gitRepo()
 	r := e.run("", "", "files", "add", "nonexistent.go")
@@ -133,6 +135,7 @@ func TestRunLoopJSON(t *testing.T) {
 // and loops; the session log, the foreground loop and the touch log stay
 // on this machine.
 func TestStoreGitignoreKeepsLocalState(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.gitRepo()
 	e.vars["BATON_SESSION_ID"] = "s1"
@@ -276,6 +279,7 @@ func TestDeliveryRunChangesAgent(t *testing.T) {
 // (exit 1), not a usage error: by exact id, by prefix, in pickup latest,
 // for loops and for root.json.
 func TestCorruptFilesAreNamedNotUsageErrors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.gitRepo()
 	r := e.ok("", "", "handoff", "auth refactor", "--next-prompt", "go on", "--json")
@@ -329,6 +333,7 @@ func TestCorruptFilesAreNamedNotUsageErrors(t *testing.T) {
 // pickup latest, its help and the session-start hook agree: a draft or
 // active packet first; else the most recent one, said to be a fallback.
 func TestPickupLatestAndTheHookAgree(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.gitRepo()
 	e.ok("", "", "handoff", "old work", "--next-prompt", "old")
@@ -356,6 +361,7 @@ func TestPickupLatestAndTheHookAgree(t *testing.T) {
 // The session-start count is what `baton files` lists; a loop bound to
 // another session says how to take it over.
 func TestSessionStartCountsAndRebindHint(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.gitRepo()
 	e.write("a.txt", "a\n")
@@ -377,6 +383,7 @@ func TestSessionStartCountsAndRebindHint(t *testing.T) {
 // run step with its agent missing runs no iteration and says so, and
 // leaves no iteration directory behind.
 func TestRunStepWithMissingAgentRunsNothing(t *testing.T) {
+	t.Parallel()
 	e := runProject(t, "---\nid: t\nnext: execute\n---\n# Task\n\nDo it.\n")
 	e.ok("", "", "run", "init", "--guard", "true")
 	r := e.run("", "", "run", "step", "--agent", "command:"+filepath.Join(e.dir, "missing.sh"))
@@ -391,6 +398,7 @@ func TestRunStepWithMissingAgentRunsNothing(t *testing.T) {
 
 // run init --no-branch on main warns at once that step will refuse main.
 func TestRunInitNoBranchOnMainWarns(t *testing.T) {
+	t.Parallel()
 	e := runProject(t, "---\nid: t\nnext: execute\n---\n# Task\n\nDo it.\n")
 	r := e.ok("", "", "run", "init", "--no-branch", "--guard", "true")
 	if !strings.Contains(r.stderr, "stays on main") || !strings.Contains(r.stderr, "--allow-main") {
@@ -401,6 +409,7 @@ func TestRunInitNoBranchOnMainWarns(t *testing.T) {
 // A tree left unreadable by an interrupted iteration: status and tree say
 // that the next step restores it (not "fix it by hand"), and it does.
 func TestInterruptedIterationWithCorruptTree(t *testing.T) {
+	t.Parallel()
 	e := runProject(t, "---\nid: t\nnext: execute\n---\n# Task\n\nDo it.\n")
 	e.ok("", "", "run", "init", "--guard", "true")
 	state := ".agent/context/runner/state/"

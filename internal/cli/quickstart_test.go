@@ -10,6 +10,7 @@ import (
 // The quickstart is the README's first command: it must run end to end on
 // embedded defaults and show each feature doing its job.
 func TestQuickstart(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	dir := filepath.Join(t.TempDir(), "qs")
 	r := e.ok("", "", "quickstart", "--dir", dir, "--keep")

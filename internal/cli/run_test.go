@@ -292,6 +292,7 @@ const helperEnv = "BATON_TEST_RUN_MAIN"
 // TestRunHelperProcess is baton itself when the test binary is started by
 // startBaton; otherwise it does nothing.
 func TestRunHelperProcess(t *testing.T) {
+	t.Parallel()
 	raw := os.Getenv(helperEnv)
 	if raw == "" {
 		return

@@ -9,6 +9,7 @@ import (
 )
 
 func TestSecretsFromFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, content string) string {
 		p := filepath.Join(dir, name)

@@ -9,6 +9,7 @@ import (
 )
 
 func TestParseSize(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]int{
 		"40000": 40000, "40KB": 40000, "40kb": 40000, "40KiB": 40960, "40k": 40000,
 		"1MB": 1000000, "1MiB": 1 << 20, "1.5MiB": 3 << 19, " 2 KB ": 2000, "0": 0, "512B": 512,
@@ -28,6 +29,7 @@ func TestParseSize(t *testing.T) {
 
 // The budget flags take sizes with units, and a bad one is explained.
 func TestBudgetFlagTakesUnits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.gitRepo()
 	e.ok("", "", "handoff", "carry on", "--next-prompt", "go on")

@@ -70,6 +70,7 @@ func (e *env) startLoop(args ...string) string {
 // The ralph-loop plugin's bugs (reference/prior-art-lessons.md §4.3),
 // each as a Stop regression.
 func TestStopRegressions(t *testing.T) {
+	t.Parallel()
 	t.Run("cwd in a subdirectory finds the loop", func(t *testing.T) {
 		// anthropics/claude-plugins-official#88, #394, #3989, #4909
 		e := newEnv(t)
@@ -402,6 +403,7 @@ func TestStopRegressions(t *testing.T) {
 
 // Hooks fail open: bad input, a missing store, a corrupt loop.
 func TestHooksFailOpen(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cases := []struct {
 		name, stdin string
@@ -438,6 +440,7 @@ func TestHooksFailOpen(t *testing.T) {
 }
 
 func TestLoopListStatusJSON(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.gitRepo()
 	a := e.startLoop("loop A", "--promise", "DONE", "--promise", "BLOCKED")
@@ -487,6 +490,7 @@ func TestLoopListStatusJSON(t *testing.T) {
 // loop started outside any session waits for the first session without
 // a loop of its own.
 func TestTwoSessionsRunTheirOwnLoops(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.gitRepo()
 	start := func(session, prompt string) string {
@@ -563,6 +567,7 @@ func TestTwoSessionsRunTheirOwnLoops(t *testing.T) {
 // section (the command and the end of its output) and counts the round;
 // once it passes, the loop is done. loop show gives each run's result.
 func TestStopVerifiesThePromise(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.gitRepo()
 	id := e.startLoop("Make done.txt", "--verify", "echo checking; test -f done.txt", "--verify", "true", "--max-iterations", "5")
@@ -600,6 +605,7 @@ func TestStopVerifiesThePromise(t *testing.T) {
 // A loop started from a packet verifies with the packet's validators, and
 // refuses a verify timeout the Stop hook's time limit could not hold.
 func TestLoopFromPacketTakesItsValidators(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.gitRepo()
 	e.ok("", "", "handoff", "ship it", "--next-prompt", "Finish the release", "--validator", "test -f released.txt")
@@ -619,6 +625,7 @@ func TestLoopFromPacketTakesItsValidators(t *testing.T) {
 // loop started, only once; at a budget the loop pauses with a one-line
 // reason, and resume with a larger budget continues it.
 func TestStopBudgets(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.gitRepo()
 	usage := func(id string, in, out int, at time.Time) string {
@@ -682,6 +689,7 @@ func TestStopBudgets(t *testing.T) {
 // resume: what the session spent while the loop was paused is not the
 // loop's.
 func TestStopBudgetsDroidTotals(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.gitRepo()
 	tr := filepath.Join(e.dir, ".transcripts", "d.jsonl")
@@ -728,6 +736,7 @@ func TestStopBudgetsDroidTotals(t *testing.T) {
 // baton search finds packets and loops by their words, as text and as
 // JSON, and opts the project in to its transcripts.
 func TestSearchCommand(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.gitRepo()
 	e.ok("", "", "handoff", "Move sessions to JWT", "--next-prompt", "Rotate the refresh tokens on use")

@@ -1,12 +1,18 @@
 package forge
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/gitx"
@@ -80,8 +86,10 @@ type Diff struct {
 	Base, Work       string // branch names
 	BaseSHA, WorkSHA string // the merge base and the work branch's head
 	Files            []FileDiff
-	// Omitted counts files past DiffLimits.Files; Cut says the patches
-	// stopped at DiffLimits.Total (files after it have none).
+	// Omitted counts the changed paths past DiffLimits.Files (a rename
+	// among them counts as its two paths: finding it would mean diffing
+	// them all); Cut says the patches stopped at DiffLimits.Total (files
+	// after it have none).
 	Omitted int
 	Cut     bool
 	Added   int // lines, over every listed text file
@@ -102,11 +110,24 @@ type FileDiff struct {
 	// DiffLimits.PerFile bytes; Cut says there was more.
 	Patch string
 	Cut   bool
+	// Hidden counts the characters of Patch that a reader cannot see or
+	// that reorder what they see (baton.HiddenChars): bidirectional
+	// controls and zero-width characters, which make code read
+	// differently from what it does.
+	Hidden int
 }
 
 // WorkDiff returns what d's work branch changes against the point where
 // it left its base branch (git diff base...work), bounded by lim. Errors
 // are NotFound when there is no work branch yet.
+//
+// A diff of a great many files costs in what git compares, not in what
+// the page shows: the changed files are first listed from the trees
+// alone (no file read, no rename detection), and when there are more
+// than lim.Files, the counts, renames and patches are asked for the
+// first lim.Files of them only. The result is kept per work commit,
+// merge base and limits (the last diffCacheSize of them), so another
+// view of the same work costs nothing; treat it as read-only.
 func (w *Workspaces) WorkDiff(ctx context.Context, d *baton.Delivery, lim DiffLimits) (*Diff, error) {
 	r, l, work, base, err := w.readCache(d)
 	if err != nil {
@@ -132,24 +153,42 @@ func (w *Workspaces) WorkDiff(ctx context.Context, d *baton.Delivery, lim DiffLi
 		return nil, baton.WrapError(baton.NotFound, err, "the work branch of %s shares no history with %s", d.ID, base)
 	}
 	from := strings.TrimSpace(mb)
+	key := diffKey{cache: r.Dir, from: from, work: work, lim: lim}
+	if diff, ok := w.diffs.get(key); ok {
+		cp := *diff
+		cp.Base, cp.Work = base, d.WorkBranch()
+		return &cp, nil
+	}
 	out := &Diff{Base: base, Work: d.WorkBranch(), BaseSHA: from, WorkSHA: work}
 	// Never a program of the repository's choosing: no external diff
-	// drivers, no textconv filters.
+	// drivers, no textconv filters. Paths given are paths, not patterns.
+	r = &gitx.Repo{Dir: r.Dir, Files: r.Files, Env: []string{"GIT_LITERAL_PATHSPECS=1"}}
 	common := []string{"-c", "core.quotePath=false", "diff", "--no-ext-diff", "--no-textconv", "--no-color", "-M", from, work}
-	raw, _, err := r.RunLimit(ctx, 8<<20, append(common[:len(common):len(common)], "--raw", "--numstat", "-z")...)
+	var only []string // the paths to compare, when not all
+	if lim.Files > 0 {
+		listed, total, err := listChanges(ctx, r, from, work, lim.Files)
+		if err != nil {
+			return nil, baton.WrapError(baton.Unavailable, err, "list the changes of %s", d.ID)
+		}
+		if total > lim.Files {
+			out.Omitted = total - len(listed)
+			only = append([]string{"--"}, listed...)
+		}
+	}
+	raw, _, err := r.RunLimit(ctx, 8<<20, slices.Concat(common, []string{"--raw", "--numstat", "-z"}, only)...)
 	if err != nil {
 		return nil, baton.WrapError(baton.Unavailable, err, "list the changes of %s", d.ID)
 	}
 	files := ParseRawNumstat(raw)
 	if lim.Files > 0 && len(files) > lim.Files {
-		out.Omitted = len(files) - lim.Files
+		out.Omitted += len(files) - lim.Files
 		files = files[:lim.Files]
 	}
 	for _, f := range files {
 		out.Added += f.Added
 		out.Deleted += f.Deleted
 	}
-	patch, cut, err := r.RunLimit(ctx, lim.Total, common...)
+	patch, cut, err := r.RunLimit(ctx, lim.Total, slices.Concat(common, only)...)
 	if err != nil {
 		return nil, baton.WrapError(baton.Unavailable, err, "diff the work of %s", d.ID)
 	}
@@ -165,6 +204,7 @@ func (w *Workspaces) WorkDiff(ctx context.Context, d *baton.Delivery, lim DiffLi
 			files[i].Cut = true
 		}
 		files[i].Patch = string(h)
+		files[i].Hidden = baton.HiddenChars(files[i].Patch)
 	}
 	if cut {
 		// The last patch read may be incomplete.
@@ -173,7 +213,84 @@ func (w *Workspaces) WorkDiff(ctx context.Context, d *baton.Delivery, lim DiffLi
 		}
 	}
 	out.Files = files
+	w.diffs.put(key, out)
 	return out, nil
+}
+
+// maxPathspecBytes bounds the paths given to git on its command line
+// when a diff is asked for some files only (the system's limit on
+// arguments is 2 MiB or more).
+const maxPathspecBytes = 256 << 10
+
+// listChanges lists the paths that differ between commits from and to,
+// in git's order, from the trees alone: their first max (fewer when
+// their names would pass maxPathspecBytes), and how many there are.
+func listChanges(ctx context.Context, r *gitx.Repo, from, to string, max int) (paths []string, total int, err error) {
+	size := 0
+	err = r.Stream(ctx, func(out io.Reader) error {
+		br := bufio.NewReaderSize(out, 64<<10)
+		for {
+			meta, err := br.ReadSlice(0)
+			if err == io.EOF && len(meta) == 0 {
+				return nil
+			}
+			if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+				return err
+			}
+			if len(meta) == 0 || meta[0] != ':' {
+				return fmt.Errorf("git diff --raw printed %q, not a record", meta)
+			}
+			path, err := br.ReadBytes(0)
+			if err != nil {
+				return fmt.Errorf("git diff --raw: a record without its path: %w", err)
+			}
+			total++
+			if len(paths) < max && size+len(path) <= maxPathspecBytes {
+				paths = append(paths, string(path[:len(path)-1]))
+				size += len(path)
+			}
+		}
+	}, "-c", "core.quotePath=false", "diff", "--raw", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", from, to)
+	return paths, total, err
+}
+
+// diffCacheSize is how many diffs Workspaces keeps: a page view each.
+const diffCacheSize = 32
+
+// diffKey names a diff: the same commits under the same limits.
+type diffKey struct {
+	cache, from, work string
+	lim               DiffLimits
+}
+
+// diffCache keeps the last diffs made, the oldest dropped first.
+type diffCache struct {
+	mu    sync.Mutex
+	order []diffKey
+	diffs map[diffKey]*Diff
+}
+
+func (c *diffCache) get(k diffKey) (*Diff, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok := c.diffs[k]
+	return d, ok
+}
+
+func (c *diffCache) put(k diffKey, d *Diff) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.diffs == nil {
+		c.diffs = map[diffKey]*Diff{}
+	}
+	if _, ok := c.diffs[k]; !ok {
+		c.order = append(c.order, k)
+	}
+	c.diffs[k] = d
+	for len(c.order) > diffCacheSize {
+		delete(c.diffs, c.order[0])
+		c.order = c.order[1:]
+	}
 }
 
 // ParseRawNumstat parses `git diff --raw --numstat -z`: the raw records

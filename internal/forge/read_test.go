@@ -3,6 +3,7 @@ package forge_test
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -135,13 +136,13 @@ func TestWorkDiffAndPlan(t *testing.T) {
 		t.Errorf("WorkDiff = +%d -%d %s..%s, want +403 -2 main..%s", diff.Added, diff.Deleted, diff.Base, diff.Work, d.WorkBranch())
 	}
 
-	// Few files and a small total: the rest is counted and the cut said.
-	small, err := ws.WorkDiff(t.Context(), d, forge.DiffLimits{Files: 4, PerFile: 4 << 10, Total: 600})
+	// A small total: the patches stop at it, and the cut is said.
+	small, err := ws.WorkDiff(t.Context(), d, forge.DiffLimits{Files: 100, PerFile: 4 << 10, Total: 600})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(small.Files) != 4 || small.Omitted != 2 || !small.Cut {
-		t.Errorf("WorkDiff with 4 files and 600 bytes = %d files, %d omitted, cut %v; want 4, 2, true", len(small.Files), small.Omitted, small.Cut)
+	if len(small.Files) != 6 || small.Omitted != 0 || !small.Cut {
+		t.Errorf("WorkDiff with 600 bytes = %d files, %d omitted, cut %v; want 6, 0, true", len(small.Files), small.Omitted, small.Cut)
 	}
 	total := 0
 	for _, f := range small.Files {
@@ -149,6 +150,24 @@ func TestWorkDiffAndPlan(t *testing.T) {
 	}
 	if total > 600 {
 		t.Errorf("patches hold %d bytes, over the total of 600", total)
+	}
+	// Few files: the first are diffed, the rest only counted, by path
+	// (the rename's two paths count as two: finding renames means
+	// diffing everything).
+	few, err := ws.WorkDiff(t.Context(), d, forge.DiffLimits{Files: 4, PerFile: 4 << 10, Total: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, f := range few.Files {
+		paths = append(paths, f.Path)
+	}
+	if strings.Join(paths, " ") != "bin.dat docs/plan.md gone.txt keep.txt" || few.Omitted != 3 || few.Cut || few.Files[3].Added != 1 || few.Files[3].Patch == "" {
+		t.Errorf("WorkDiff of 4 files = %v, %d omitted, cut %v; want the first four, 3 paths omitted", few.Files, few.Omitted, few.Cut)
+	}
+	// The same work and limits again come from the cache.
+	if again, err := ws.WorkDiff(t.Context(), d, forge.DiffLimits{Files: 4, PerFile: 4 << 10, Total: 1 << 20}); err != nil || &again.Files[0] != &few.Files[0] {
+		t.Errorf("WorkDiff again = %v, not the diff made before", err)
 	}
 
 	none := &baton.Delivery{ID: "000000000000", Repository: "/nowhere"}
@@ -239,4 +258,25 @@ func firstLine(b []byte) []byte {
 		return b[:i+1]
 	}
 	return b
+}
+
+// Characters a reader cannot see, or that reorder what they see, are
+// counted per file.
+func TestWorkDiffCountsHiddenCharacters(t *testing.T) {
+	ws, d := localWork(t, map[string]string{
+		"access.go": "package p\n\n/* \u202e } \u2066if isAdmin\u2069 \u2066 begin admins only */\n",
+		"zero.go":   "package p\n\nvar user\u200bname = 1\n",
+		"plain.go":  "package p\n",
+	})
+	diff, err := ws.WorkDiff(t.Context(), d, forge.DefaultDiffLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, f := range diff.Files {
+		got[f.Path] = f.Hidden
+	}
+	if want := map[string]int{"access.go": 4, "zero.go": 1, "plain.go": 0}; !maps.Equal(got, want) {
+		t.Errorf("hidden characters per file = %v, want %v", got, want)
+	}
 }

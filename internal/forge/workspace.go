@@ -60,6 +60,7 @@ type Workspaces struct {
 	GitTimeout time.Duration
 
 	ident    gitx.Identity
+	diffs    diffCache    // the last work diffs made (read.go)
 	lockHeld atomic.Int64 // nanoseconds any cache lock was held
 	hooks    sync.Map     // local source → its hooks directory
 }

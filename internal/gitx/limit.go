@@ -58,3 +58,39 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// Stream runs git with args in the repo and hands its stdout to read,
+// which may stop before the end: git is stopped then. stderr is kept to
+// 4 KiB for the error. A git that fails after read returned nil is an
+// error only when read took all of its output.
+func (r *Repo) Stream(ctx context.Context, read func(io.Reader) error, args ...string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cmd := r.command(ctx, args...)
+	var errb limitedBuffer
+	errb.max = 4 << 10
+	cmd.Stderr = &errb
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	release, err := r.start(cmd)
+	defer release()
+	if err != nil {
+		return notFound(err)
+	}
+	rerr := read(stdout)
+	n, _ := io.Copy(io.Discard, io.LimitReader(stdout, 1))
+	early := n > 0 // read stopped before the end: git is stopped, not failed
+	if early || rerr != nil {
+		cancel()
+	}
+	werr := cmd.Wait()
+	if rerr != nil {
+		return rerr
+	}
+	if werr != nil && !early {
+		return &Error{Args: args, Stderr: errb.String(), Err: werr}
+	}
+	return nil
+}

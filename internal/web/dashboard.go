@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/delivery"
@@ -96,6 +97,7 @@ func pages() (map[string]*template.Template, error) {
 			"stateText":   stateText,
 			"actionLabel": actionLabel,
 			"diffLines":   diffLines,
+			"hiddenFiles": hiddenFiles,
 			"add":         func(a, b int) int { return a + b },
 			"int64":       func(n int) int64 { return int64(n) },
 			"safeURL": func(u string) template.URL {
@@ -207,8 +209,19 @@ func ago(t time.Time) string {
 }
 
 // diffLine is one line of a file's patch, with the class that colours
-// it.
-type diffLine struct{ Class, Text string }
+// it, in pieces: text, and the hidden characters marked.
+type diffLine struct {
+	Class string
+	Segs  []diffSeg
+}
+
+// diffSeg is a run of a line's text, or one hidden character
+// (baton.HiddenRune): Code ("U+202E") and Name are set, and the page
+// shows the code in a mark instead of the character, so it neither hides
+// nor reorders the text around it.
+type diffSeg struct {
+	Text, Code, Name string
+}
 
 // diffLines splits a patch into lines to colour; the text is escaped
 // when rendered, like everything from a repository.
@@ -230,7 +243,40 @@ func diffLines(patch string) []diffLine {
 		case strings.HasPrefix(l, "\\"), strings.HasPrefix(l, "Binary files"):
 			c = "l-meta"
 		}
-		out = append(out, diffLine{c, l})
+		out = append(out, diffLine{c, markHidden(l)})
+	}
+	return out
+}
+
+// markHidden splits s into text and the hidden characters in it.
+func markHidden(s string) []diffSeg {
+	var segs []diffSeg
+	start := 0
+	for i, r := range s {
+		name, ok := baton.HiddenRune(r)
+		if !ok {
+			continue
+		}
+		if i > start {
+			segs = append(segs, diffSeg{Text: s[start:i]})
+		}
+		segs = append(segs, diffSeg{Code: fmt.Sprintf("U+%04X", r), Name: name})
+		start = i + utf8.RuneLen(r)
+	}
+	if start < len(s) || len(segs) == 0 {
+		segs = append(segs, diffSeg{Text: s[start:]})
+	}
+	return segs
+}
+
+// hiddenFiles lists the files of a diff whose shown patch holds hidden
+// characters.
+func hiddenFiles(files []forge.FileDiff) []forge.FileDiff {
+	var out []forge.FileDiff
+	for _, f := range files {
+		if f.Hidden > 0 {
+			out = append(out, f)
+		}
 	}
 	return out
 }
@@ -857,9 +903,14 @@ func safeNext(n string) string {
 	return n
 }
 
+// tokenHint is where the sign-in page says the token is kept: in words,
+// not the data directory's path, which the page would show to anyone who
+// reaches the port.
+const tokenHint = "<data dir>/" + TokenFile
+
 func (s *Server) pageLogin(w http.ResponseWriter, r *http.Request) error {
 	return s.render(w, r, http.StatusOK, "login", loginPage{pageData: s.page(r, "Sign in", ""), Next: safeNext(r.URL.Query().Get("next")),
-		TokenHint: path.Join(s.Deliveries.DataDir, TokenFile)})
+		TokenHint: tokenHint})
 }
 
 func (s *Server) formLogin(w http.ResponseWriter, r *http.Request) error {
@@ -877,7 +928,7 @@ func (s *Server) formLogin(w http.ResponseWriter, r *http.Request) error {
 			return httpError(codeRateLimited, "too many wrong tokens: wait a minute")
 		}
 		s.wrong.Add(ip, s.now())
-		p := loginPage{pageData: s.page(r, "Sign in", ""), Next: safeNext(r.PostFormValue("next")), TokenHint: path.Join(s.Deliveries.DataDir, TokenFile)}
+		p := loginPage{pageData: s.page(r, "Sign in", ""), Next: safeNext(r.PostFormValue("next")), TokenHint: tokenHint}
 		p.Error = "That is not this server's API token."
 		return s.render(w, r, http.StatusUnauthorized, "login", p)
 	}

@@ -75,6 +75,7 @@ func loadOpenAPI(t *testing.T) (*openAPI, map[string]operation) {
 // Every route the server registers under /api is documented, and every
 // documented route is registered.
 func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sqlstore.SQLite)
 	_, ops := loadOpenAPI(t)
 	var registered []string
@@ -125,6 +126,7 @@ type call struct {
 //   - calls for what each handler decides itself (201, 409, a bad body),
 //     listed by hand below.
 func TestOpenAPIResponsesMatchTheDocument(t *testing.T) {
+	t.Parallel()
 	for _, dialect := range sqlstoretest.Dialects(t) {
 		t.Run(string(dialect), func(t *testing.T) { checkResponses(t, dialect) })
 	}
@@ -739,6 +741,7 @@ func describe(v any) string {
 
 // The checker itself fails on wrong shapes: a test of the test.
 func TestSchemaCheckerRefusesWrongShapes(t *testing.T) {
+	t.Parallel()
 	doc := &openAPI{}
 	doc.Components.Schemas = map[string]any{
 		"Base":   map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integer"}}, "required": []any{"n"}},
@@ -792,6 +795,94 @@ func TestSchemaCheckerRefusesWrongShapes(t *testing.T) {
 		}
 		if got := c.validate(one, v, "$"); (len(got) > 0) != bad {
 			t.Errorf("oneOf %s: problems %q, want bad=%v", body, got, bad)
+		}
+	}
+}
+
+// The document says what each route needs, and the server agrees: every
+// mutation is bearer only (no anonymous alternative), reads take the
+// bearer or nothing (a loopback server answers them without it), and the
+// GitHub webhook takes no token (security: [], its signature instead).
+// Each operation is then sent without a token to a loopback server: the
+// ones the document says need the bearer get 401, no other does.
+func TestOpenAPISecurityMatchesTheServer(t *testing.T) {
+	b, err := os.ReadFile("openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type requirement = map[string][]string
+	var doc struct {
+		Security []requirement                                    `json:"security"`
+		Paths    map[string]map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	bearerOnly := func(sec []requirement) bool {
+		_, ok := sec[0]["bearer"]
+		return len(sec) == 1 && len(sec[0]) == 1 && ok
+	}
+	if len(doc.Security) == 0 || !bearerOnly(doc.Security) {
+		t.Errorf("top-level security = %v, want bearer only", doc.Security)
+	}
+	e := newEnv(t, sqlstore.SQLite)
+	params := strings.NewReplacer("{id}", "1", "{action}", "approve", "{n}", "1", "{name}", "agent.log")
+	for path, item := range doc.Paths {
+		for method, raw := range item {
+			if method == "parameters" {
+				continue
+			}
+			sec := doc.Security
+			if s, ok := raw["security"]; ok {
+				sec = nil
+				if err := json.Unmarshal(s, &sec); err != nil {
+					t.Fatalf("%s %s security: %v", method, path, err)
+				}
+			}
+			op := strings.ToUpper(method) + " " + path
+			anonymous := len(sec) == 0 || slices.ContainsFunc(sec, func(r requirement) bool { return len(r) == 0 })
+			switch {
+			case path == "/api/webhooks/github":
+				if sec == nil || len(sec) != 0 {
+					t.Errorf("%s: security = %v, want [] (the signature authenticates it)", op, sec)
+				}
+			case method != "get":
+				if len(sec) == 0 || !bearerOnly(sec) {
+					t.Errorf("%s: security = %v, want bearer only: a mutation needs the token", op, sec)
+				}
+			case !anonymous:
+				t.Errorf("%s: security = %v, want bearer or none: a loopback server answers reads without the token", op, sec)
+			}
+			if path == "/api/webhooks/github" {
+				// Signed and without a token, it is answered; with the token
+				// and unsigned, it is not.
+				for _, tc := range []struct {
+					signed, token bool
+					want          int
+				}{{true, false, http.StatusAccepted}, {false, true, http.StatusUnauthorized}} {
+					req, _ := http.NewRequest("POST", e.srv.URL+path, strings.NewReader("{}"))
+					req.Header.Set("X-GitHub-Event", "ping")
+					if tc.signed {
+						req.Header.Set("X-Hub-Signature-256", intake.Sign("whsec", []byte("{}")))
+					}
+					if tc.token {
+						req.Header.Set("Authorization", "Bearer "+token)
+					}
+					resp, err := http.DefaultClient.Do(req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					resp.Body.Close()
+					if resp.StatusCode != tc.want {
+						t.Errorf("%s signed=%v with token=%v = %d, want %d", op, tc.signed, tc.token, resp.StatusCode, tc.want)
+					}
+				}
+				continue
+			}
+			resp := e.do(strings.ToUpper(method), params.Replace(path), "{}", false, nil)
+			if got := resp.StatusCode == http.StatusUnauthorized; got == anonymous {
+				t.Errorf("%s without a token = %d; the document says the bearer is %s", op, resp.StatusCode, map[bool]string{true: "optional", false: "required"}[anonymous])
+			}
 		}
 	}
 }
