@@ -369,6 +369,9 @@ func printDelivery(w io.Writer, det *delivery.Detail, now time.Time) {
 			now.Sub(d.HeartbeatAt).Round(time.Second), d.Seq)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if d.WaitsForPerson() {
+		fmt.Fprintf(tw, "state:\t%s (a decision given --on %[1]s is refused once the delivery moves)\n", delivery.StateOf(d, ""))
+	}
 	fmt.Fprintf(tw, "summary:\t%s\n", d.Title())
 	fmt.Fprintf(tw, "repository:\t%s (%s)\n", d.Repository, d.Forge)
 	c := d.Config
@@ -504,15 +507,26 @@ func (a *agentFlags) settings(f *Factory, fl *pflag.FlagSet) delivery.Settings {
 	return change
 }
 
+// onFlagHelp is the help of --on, the state a decision is made on.
+const onFlagHelp = "the state you decided on, as `delivery show` prints it (e.g. plan/succeeded/1): refused if the delivery has moved since"
+
+// onFlagLong says what --on does, for a decision's long help.
+const onFlagLong = `
+
+With --on STATE (as ` + "`baton delivery show`" + ` prints it, or a view's "state"
+in JSON) the decision applies to that state only: if the delivery moved
+meanwhile (a worker ran on, someone else decided), it is refused with what
+changed, so a decision is never applied to a state you did not look at.`
+
 func newDeliveryActionCmd(f *Factory, db *string, a delivery.Action, short string) *cobra.Command {
-	var note string
+	var note, on string
 	var af agentFlags
 	long := short + `.
 
 The change, who made it (BATON_ACTOR, else the login name) and why are
 recorded in the phase log. An action that does not apply to the
-delivery's state is refused with a message that says what would.`
-	example := "  baton delivery " + string(a) + " 3"
+delivery's state is refused with a message that says what would.` + onFlagLong
+	example := "  baton delivery " + string(a) + " 3\n  baton delivery " + string(a) + " 3 --on plan/succeeded/1"
 	if a == delivery.ActRetry {
 		long += "\n\n" + fmt.Sprintf(agentFlagsHelp, "retry")
 		example += "\n  baton delivery retry 3 --agent codex\n  baton delivery retry 3 --agent 'command:./scripts/agent.sh'"
@@ -526,13 +540,15 @@ delivery's state is refused with a message that says what would.`
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			return withDeliveries(ctx, f, *db, func(svc *delivery.Service) error {
-				var d *baton.Delivery
-				var err error
-				if a == delivery.ActRetry {
-					d, err = svc.Retry(ctx, args[0], f.actor(), note, af.settings(f, cmd.Flags()))
-				} else {
-					d, err = svc.Decide(ctx, args[0], a, f.actor(), note)
+				state, err := delivery.ParseState(on)
+				if err != nil {
+					return usageError("--on: %s", baton.ErrorMessage(err))
 				}
+				dec := delivery.Decision{Action: a, Actor: f.actor(), Note: note, On: state}
+				if a == delivery.ActRetry {
+					dec.Change = af.settings(f, cmd.Flags())
+				}
+				d, err := svc.DecideOn(ctx, args[0], dec)
 				if err != nil {
 					return err
 				}
@@ -544,6 +560,7 @@ delivery's state is refused with a message that says what would.`
 	if a == delivery.ActClose {
 		cmd.Flags().StringVarP(&note, "reason", "m", "", "why the delivery is closed")
 	}
+	cmd.Flags().StringVar(&on, "on", "", onFlagHelp)
 	if a == delivery.ActRetry {
 		af.register(cmd.Flags())
 	}
@@ -551,7 +568,7 @@ delivery's state is refused with a message that says what would.`
 }
 
 func newDeliveryRejectCmd(f *Factory, db *string) *cobra.Command {
-	var reason string
+	var reason, on string
 	cmd := &cobra.Command{
 		Use:   "reject <id> --reason TEXT",
 		Short: "Send a delivery back with a reason: plan → plan, implement → plan, review/verify/deploy → implement",
@@ -563,16 +580,21 @@ first decision counts.
 
 The reason is required. It is posted where the next agent run reads it (a
 comment on the pull request on GitHub, a review note locally) and its URL
-becomes a review ref in the next prompt.`,
-		Example: `  baton delivery reject 3 --reason "The plan misses the database migration"`,
-		Args:    exactArgs(1, "a delivery id"),
+becomes a review ref in the next prompt.` + onFlagLong,
+		Example: `  baton delivery reject 3 --reason "The plan misses the database migration"
+  baton delivery reject 3 --on plan/succeeded/1 --reason "Split the migration"`,
+		Args: exactArgs(1, "a delivery id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if strings.TrimSpace(reason) == "" {
 				return usageError("reject needs --reason TEXT: it is posted where the next run reads it")
 			}
 			ctx := cmd.Context()
 			return withDeliveries(ctx, f, *db, func(svc *delivery.Service) error {
-				d, err := svc.Decide(ctx, args[0], delivery.ActReject, f.actor(), reason)
+				state, err := delivery.ParseState(on)
+				if err != nil {
+					return usageError("--on: %s", baton.ErrorMessage(err))
+				}
+				d, err := svc.DecideOn(ctx, args[0], delivery.Decision{Action: delivery.ActReject, Actor: f.actor(), Note: reason, On: state})
 				if err != nil {
 					return err
 				}
@@ -582,6 +604,7 @@ becomes a review ref in the next prompt.`,
 		},
 	}
 	cmd.Flags().StringVarP(&reason, "reason", "m", "", "why (posted for the next run)")
+	cmd.Flags().StringVar(&on, "on", "", onFlagHelp)
 	return cmd
 }
 

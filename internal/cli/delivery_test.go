@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -182,7 +183,19 @@ func TestDeliveryRunApproveRejectLog(t *testing.T) {
 	if r := e.run("", "", "delivery", "reject", "1"); r.code != ExitUsage {
 		t.Errorf("reject without a reason: exit %d", r.code)
 	}
-	r = e.ok("", "", "delivery", "reject", "1", "--reason", "Also cover HEAD requests")
+	// show names the state a decision is made on; --on a state the
+	// delivery is not in is refused, saying both.
+	if r := e.ok("", "", "delivery", "show", "1"); !regexp.MustCompile(`(?m)^state: +plan/succeeded/1 \(`).MatchString(r.stdout) {
+		t.Errorf("delivery show does not name the state to decide on:\n%s", r.stdout)
+	}
+	if r := e.run("", "", "delivery", "reject", "1", "--on", "plan/succeeded/0", "--reason", "stale"); r.code != ExitError ||
+		!strings.Contains(r.stderr, "it was plan/succeeded, it is now plan/succeeded (attempt 1)") {
+		t.Errorf("reject --on a state it left: exit %d %q, want a conflict saying what changed", r.code, r.stderr)
+	}
+	if r := e.run("", "", "delivery", "approve", "1", "--on", "plan/waiting"); r.code != ExitUsage {
+		t.Errorf("approve --on nonsense: exit %d %q, want a usage error", r.code, r.stderr)
+	}
+	r = e.ok("", "", "delivery", "reject", "1", "--on", "plan/succeeded/1", "--reason", "Also cover HEAD requests")
 	if !strings.Contains(r.stdout, "plan/pending (queued") {
 		t.Errorf("reject = %q", r.stdout)
 	}

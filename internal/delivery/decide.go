@@ -11,22 +11,58 @@ import (
 	"github.com/baton-agent/baton/internal/agentrun"
 )
 
-// Decide applies a person's decision to the delivery named ref, the one
-// call an edge makes for any of them: approve, retry, cancel and close
-// (note, optional, is the reason in the phase log), or reject (note is the
-// reason, required, posted where the next run reads it). Anything else is
-// Invalid.
+// Decision is a person's decision on a delivery.
+type Decision struct {
+	// Action is run (start a waiting phase), approve, reject, retry,
+	// cancel or close.
+	Action Action
+	Actor  string
+	// Note is the reason: required for a reject (it is posted where the
+	// next run reads it), optional otherwise (the phase log keeps it).
+	Note string
+	// On is the state the person decided on (StateOf, ParseState): the
+	// decision is refused (Conflict) once the delivery has left it, or
+	// its work branch moved from On.Commit. The zero State decides on
+	// whatever the state is when the decision arrives.
+	On State
+	// Change, on a retry, is how the delivery runs from now on (see
+	// Retry); anything else may not change it.
+	Change Settings
+}
+
+// Decide applies a person's decision to the delivery named ref, on
+// whatever state it is in when the decision arrives: approve, retry,
+// cancel and close (note, optional, is the reason in the phase log), or
+// reject (note is the reason, required). Edges that showed the person a
+// state call DecideOn with it.
 func (s *Service) Decide(ctx context.Context, ref string, a Action, actor, note string) (*baton.Delivery, error) {
-	switch a {
+	return s.DecideOn(ctx, ref, Decision{Action: a, Actor: actor, Note: note})
+}
+
+// DecideOn applies a person's decision to the delivery named ref: the
+// one call an edge makes for any of them. A decision made on a state
+// (dec.On) applies to that state only: of any number of decisions made
+// on one waiting phase, one is accepted, and the rest, arriving after
+// the delivery moved, are refused with what changed. Anything but a
+// decision is Invalid.
+func (s *Service) DecideOn(ctx context.Context, ref string, dec Decision) (*baton.Delivery, error) {
+	switch dec.Action {
 	case ActReject:
-		if strings.TrimSpace(note) == "" {
+		if strings.TrimSpace(dec.Note) == "" {
 			return nil, baton.Errorf(baton.Invalid, "reject needs a reason: it is posted where the next run reads it")
 		}
-	case ActApprove, ActRetry, ActCancel, ActClose:
+	case ActRun, ActApprove, ActRetry, ActCancel, ActClose:
 	default:
-		return nil, baton.Errorf(baton.Invalid, "%q is not a decision: want approve, reject, retry, cancel or close", baton.Truncate(string(a), 40, "…"))
+		return nil, baton.Errorf(baton.Invalid, "%q is not a decision: want run, approve, reject, retry, cancel or close", baton.Truncate(string(dec.Action), 40, "…"))
 	}
-	if err := checkDecision(actor, note); err != nil {
+	if dec.Action == ActRetry {
+		if err := checkAgentChange("a retry", dec.Change); err != nil {
+			return nil, err
+		}
+	} else if dec.Change != (Settings{}) {
+		return nil, baton.Errorf(baton.Invalid, "only a retry can change the agent")
+	}
+	if err := checkDecision(dec.Actor, dec.Note); err != nil {
 		return nil, err
 	}
 	unlock, err := s.lockDecision(ctx, &ref)
@@ -34,10 +70,47 @@ func (s *Service) Decide(ctx context.Context, ref string, a Action, actor, note 
 		return nil, err
 	}
 	defer unlock()
-	if a == ActReject {
-		return s.Reject(ctx, ref, actor, note)
+	if err := s.checkCommit(ctx, ref, dec.On); err != nil {
+		return nil, err
 	}
-	return s.decide(ctx, ref, Input{Action: a, Actor: actor, Person: true, Note: note, Reason: note})
+	in := Input{Action: dec.Action, Actor: dec.Actor, Person: true, Note: dec.Note, Reason: dec.Note, On: dec.On}
+	switch dec.Action {
+	case ActReject:
+		return s.Reject(ctx, ref, dec.Actor, dec.Note, dec.On)
+	case ActRun:
+		return s.start(ctx, ref, in)
+	case ActRetry:
+		d, err := s.Resolve(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		if in.Config, err = reconfigured(d, dec.Change); err != nil {
+			return nil, err
+		}
+	}
+	return s.decide(ctx, ref, in)
+}
+
+// checkCommit refuses a decision made on a work commit (on.Commit) that
+// is no longer the head of the delivery's work branch: someone pushed
+// after the person looked.
+func (s *Service) checkCommit(ctx context.Context, id string, on State) error {
+	if on.Commit == "" {
+		return nil
+	}
+	d, err := s.Resolve(ctx, id)
+	if err != nil {
+		return err
+	}
+	head, err := s.Workspaces().WorkCommit(d)
+	if err != nil || head == "" {
+		return baton.Errorf(baton.Conflict, "delivery %s: the work commit %s this decision was made on cannot be found on this server; look at it again", d.ID, on.Commit)
+	}
+	if !strings.HasPrefix(head, on.Commit) {
+		return baton.Errorf(baton.Conflict, "delivery %s: its work branch moved since this decision was made, from %s to %s; look at the change again and decide on what it is now",
+			d.ID, on.Commit, head[:min(12, len(head))])
+	}
+	return nil
 }
 
 // checkDecision applies the caps on a decision's free text: the reason
@@ -106,29 +179,7 @@ func (k *keyLocks) lock(key string) (unlock func()) {
 // one that is installed). The new agent is checked before anything
 // changes.
 func (s *Service) Retry(ctx context.Context, ref, actor, note string, change Settings) (*baton.Delivery, error) {
-	if err := checkDecision(actor, note); err != nil {
-		return nil, err
-	}
-	unlock, err := s.lockDecision(ctx, &ref)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	if err := checkAgentChange("a retry", change); err != nil {
-		return nil, err
-	}
-	if change == (Settings{}) {
-		return s.decide(ctx, ref, Input{Action: ActRetry, Actor: actor, Person: true, Note: note, Reason: note})
-	}
-	d, err := s.Resolve(ctx, ref)
-	if err != nil {
-		return nil, err
-	}
-	c, err := reconfigured(d, change)
-	if err != nil {
-		return nil, err
-	}
-	return s.decide(ctx, d.ID, Input{Action: ActRetry, Actor: actor, Person: true, Note: note, Reason: note, Config: c})
+	return s.DecideOn(ctx, ref, Decision{Action: ActRetry, Actor: actor, Note: note, Change: change})
 }
 
 // checkAgentChange refuses a change of how a delivery runs that a retry
@@ -198,22 +249,22 @@ func (s *Service) decide(ctx context.Context, ref string, in Input) (*baton.Deli
 // waiting for a worker). It is `run` for edges that hand the work to
 // workers rather than run it in the foreground (RunNow).
 func (s *Service) Start(ctx context.Context, ref, actor string) (*baton.Delivery, error) {
-	if err := checkDecision(actor, ""); err != nil {
-		return nil, err
-	}
-	unlock, err := s.lockDecision(ctx, &ref)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
+	return s.DecideOn(ctx, ref, Decision{Action: ActRun, Actor: actor})
+}
+
+// start is Start, its decision lock held.
+func (s *Service) start(ctx context.Context, ref string, in Input) (*baton.Delivery, error) {
 	d, err := s.Resolve(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
+	if !in.On.IsZero() && !in.On.same(d) {
+		return nil, movedError(d, in.On)
+	}
 	if d.RunStatus != baton.StatusPending || !d.Phase.Runnable() {
 		return nil, baton.Errorf(baton.Conflict, "delivery %s is %s: only a pending phase can be started", d.ID, d.String())
 	}
-	in := Input{Action: ActApprove, Actor: actor, Person: true, Note: "started"}
+	in.Action, in.Note, in.Reason = ActApprove, startedNote, ""
 	return s.Act(ctx, d.ID, in)
 }
 

@@ -95,6 +95,10 @@ type Input struct {
 	// Config, on a retry or a person's run, is how the delivery runs
 	// from now on (another agent, model or agent arguments); nil keeps it.
 	Config *baton.DeliveryConfig
+	// On, for a person's decision, is the state they decided on: the
+	// action applies only while the delivery is in it. The zero State
+	// applies to any.
+	On State
 }
 
 // Result is the new state, the log entries to append in order, and
@@ -155,6 +159,9 @@ func (m *machine) apply() error {
 	act, ok := actions[m.in.Action]
 	if !ok {
 		return baton.Errorf(baton.Invalid, "unknown action %q", m.in.Action)
+	}
+	if on := m.in.On; !on.IsZero() && !on.same(&m.d) {
+		return movedError(&m.d, on)
 	}
 	return act(m)
 }

@@ -37,7 +37,7 @@ func TestImplementThatChangedNothingBlocks(t *testing.T) {
 	if last := log[len(log)-1]; last.Status != baton.StatusBlocked || last.Note != d.Error {
 		t.Errorf("the phase log ends %+v, want the block with its reason", last)
 	}
-	steps := delivery.Timeline(log, d.Queued, time.Now())
+	steps := delivery.Timeline(log, time.Now())
 	if s := steps[len(steps)-1]; s.Phase != "implement" || s.Status != "blocked" || !strings.Contains(s.Note, "changed nothing") {
 		t.Errorf("the timeline's last step = %+v, want the blocked implement with its reason", s)
 	}

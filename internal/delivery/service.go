@@ -251,15 +251,17 @@ func (s *Service) Act(ctx context.Context, ref string, in Input) (*baton.Deliver
 	return out, err
 }
 
-// Reject sends the delivery back with a person's reason. The reason is
-// posted first where the next run reads it (a PR comment on GitHub, a
-// review note locally), and its URL becomes a review ref.
-func (s *Service) Reject(ctx context.Context, ref, actor, reason string) (*baton.Delivery, error) {
+// Reject sends the delivery back with a person's reason, decided on
+// state on (the zero State: any). The reason is posted first where the
+// next run reads it (a PR comment on GitHub, a review note locally), and
+// its URL becomes a review ref; a reject that does not apply posts
+// nothing.
+func (s *Service) Reject(ctx context.Context, ref, actor, reason string, on State) (*baton.Delivery, error) {
 	d, err := s.Resolve(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	in := Input{Action: ActReject, Actor: actor, Person: true, Now: s.now(), Note: reason, Reason: reason}
+	in := Input{Action: ActReject, Actor: actor, Person: true, Now: s.now(), Note: reason, Reason: reason, On: on}
 	if _, err := Apply(*d, in); err != nil {
 		return nil, err // refuse before posting anything
 	}

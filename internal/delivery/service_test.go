@@ -123,10 +123,14 @@ func TestDecide(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range []delivery.Action{delivery.ActRun, delivery.ActForward, "merge"} {
+	for _, a := range []delivery.Action{delivery.ActForward, "merge"} {
 		if _, err := h.svc.Decide(t.Context(), d.ID, a, "bob", ""); baton.ErrorCode(err) != baton.Invalid {
 			t.Errorf("Decide(%s) = %v, want Invalid", a, err)
 		}
+	}
+	// run starts a waiting phase: the plan is queued already.
+	if _, err := h.svc.Decide(t.Context(), d.ID, delivery.ActRun, "bob", ""); baton.ErrorCode(err) != baton.Conflict {
+		t.Errorf("Decide(run) of a queued plan = %v, want Conflict", err)
 	}
 	if _, err := h.svc.Decide(t.Context(), d.ID, delivery.ActReject, "bob", " "); baton.ErrorCode(err) != baton.Invalid {
 		t.Errorf("reject without a reason = %v, want Invalid", err)

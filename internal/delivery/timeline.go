@@ -38,9 +38,8 @@ type StepView struct {
 }
 
 // Timeline folds a phase log (oldest first) into steps, one per attempt
-// at a phase, at now. queued says whether the delivery's pending phase
-// is queued for a worker (else a person must start it).
-func Timeline(log []baton.PhaseLogEntry, queued bool, now time.Time) []StepView {
+// at a phase, at now.
+func Timeline(log []baton.PhaseLogEntry, now time.Time) []StepView {
 	steps := []StepView{}
 	tries := map[baton.Phase]int64{}
 	var cur *StepView
@@ -74,8 +73,10 @@ func Timeline(log []baton.PhaseLogEntry, queued bool, now time.Time) []StepView 
 			cur.WorkSeconds += dur
 			ran = true
 		case baton.StatusPending:
-			started := next != nil && next.Phase == e.Phase && next.Decision == DecisionStarted
-			if started || (next == nil && !queued) {
+			// Whom it waited for is the machine's field: a checkpoint
+			// entered by the system waits for a person (to start it, or
+			// to reject it instead); anything else for a worker.
+			if e.Waits {
 				cur.PersonSeconds += dur
 			} else {
 				cur.QueueSeconds += dur

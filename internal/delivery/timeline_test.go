@@ -51,7 +51,7 @@ func TestTimelineFoldsAttemptsAndSplitsWaits(t *testing.T) {
 		log[i].EndedAt = log[i+1].StartedAt
 	}
 	log[len(log)-1].EndedAt = at(200)
-	got := Timeline(log, false, at(300))
+	got := Timeline(log, at(300))
 	type row struct {
 		Phase             string
 		Attempt           int64
@@ -76,6 +76,32 @@ func TestTimelineFoldsAttemptsAndSplitsWaits(t *testing.T) {
 	}
 	if got[len(got)-1].Current || got[0].EndedAt == nil || !got[0].EndedAt.Equal(at(72)) {
 		t.Errorf("a closed delivery's steps: last current %v, plan ended %v", got[len(got)-1].Current, got[0].EndedAt)
+	}
+}
+
+// A deploy checkpoint that waits for a person, who rejects it instead
+// of starting it: the wait was for a person, as the phase log's Waits
+// field says, whatever came next.
+func TestTimelineWaitForAPersonWhoRejects(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	log := []baton.PhaseLogEntry{
+		{Phase: baton.PhaseImplement, Status: baton.StatusRunning, Action: "run", Actor: "worker:x", StartedAt: at(0)},
+		{Phase: baton.PhaseImplement, Status: baton.StatusSucceeded, Action: "forward", Actor: "worker:x", StartedAt: at(10)},
+		{Phase: baton.PhaseDeploy, Status: baton.StatusPending, Action: "forward", Actor: "worker:x", Waits: true, Note: checkpointNote, StartedAt: at(10)},
+		{Phase: baton.PhaseImplement, Status: baton.StatusPending, Action: "reject", Actor: "alice", Decision: DecisionRejected, Reason: "no", Note: "no", StartedAt: at(70)},
+		{Phase: baton.PhaseImplement, Status: baton.StatusRunning, Action: "run", Actor: "worker:x", StartedAt: at(72)},
+	}
+	for i := range log[:len(log)-1] {
+		log[i].EndedAt = log[i+1].StartedAt
+	}
+	got := Timeline(log, at(80))
+	if len(got) != 3 || got[1].Phase != "deploy" || got[1].PersonSeconds != 60 || got[1].QueueSeconds != 0 || got[1].Decision != "rejected by alice: no" {
+		t.Errorf("Timeline: deploy step = %+v, want 60s waited for a person, rejected by alice", got[1])
+	}
+	if got[2].QueueSeconds != 2 || got[2].PersonSeconds != 0 {
+		t.Errorf("Timeline: the implement queued by the reject = %+v, want 2s waited for a worker", got[2])
 	}
 }
 

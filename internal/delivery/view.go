@@ -56,7 +56,10 @@ type View struct {
 	Phase      string `json:"phase"`
 	RunStatus  string `json:"run_status"`
 	Queued     bool   `json:"queued"`
-	Waiting    bool   `json:"waiting_for_person"`
+	// State names the state a decision on this view is made on
+	// (Decision.On): phase/status/attempt.
+	State   string `json:"state"`
+	Waiting bool   `json:"waiting_for_person"`
 	// Canceled: the failed phase was stopped by a person, not by its own
 	// failure (a delivery's own view knows it, from its phase log; lists
 	// do not).
@@ -79,7 +82,7 @@ type View struct {
 func NewView(d *baton.Delivery) View {
 	v := View{
 		ID: d.ID, Seq: d.Seq, Title: d.Title(), Summary: d.Summary, Repository: d.Repository, Forge: string(d.Forge),
-		Phase: string(d.Phase), RunStatus: string(d.RunStatus), Queued: d.Queued, Waiting: d.WaitsForPerson(),
+		Phase: string(d.Phase), RunStatus: string(d.RunStatus), Queued: d.Queued, State: StateOf(d, "").String(), Waiting: d.WaitsForPerson(),
 		Endpoint: string(d.Endpoint), Checkpoints: []string{}, Refs: []RefView{}, Error: d.Error, Attempt: d.Attempt,
 		Rounds: d.Rounds, Owner: d.Owner, Actions: []string{}, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
 	}
@@ -274,7 +277,7 @@ func (det *Detail) View(now time.Time) DetailView {
 	for _, e := range det.PhaseLog {
 		v.PhaseLog = append(v.PhaseLog, NewPhaseLogView(e, now))
 	}
-	v.Timeline = Timeline(det.PhaseLog, det.Delivery.Queued, now)
+	v.Timeline = Timeline(det.PhaseLog, now)
 	if n := len(det.PhaseLog); n > 0 && det.Delivery.RunStatus == baton.StatusFailed && det.PhaseLog[n-1].Action == string(ActCancel) {
 		v.Delivery.Canceled = true
 	}

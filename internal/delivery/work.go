@@ -36,6 +36,10 @@ type Work struct {
 	// Missing says why the plan or the diff is not shown, when one is
 	// expected and absent.
 	Missing string
+	// Commit is the work branch's head the plan and the diff were read
+	// from ("" when there is none): what a decision on them names
+	// (State.Commit).
+	Commit string
 }
 
 // Work reads what the work branch of the delivery named ref holds: its
@@ -54,6 +58,10 @@ func (s *Service) Work(ctx context.Context, ref string, lim forge.DiffLimits) (*
 		// is where it landed (the refs say where).
 		return w, nil
 	}
+	if w.Commit, err = ws.WorkCommit(d); err != nil {
+		w.Missing = baton.ErrorMessage(err)
+		return w, nil
+	}
 	plan, cut, err := ws.WorkFile(ctx, d, forge.PlanPath, MaxPlanText)
 	switch {
 	case err == nil:
@@ -69,7 +77,7 @@ func (s *Service) Work(ctx context.Context, ref string, lim forge.DiffLimits) (*
 		w.Missing = baton.ErrorMessage(err)
 		return w, nil
 	}
-	w.Diff = diff
+	w.Diff, w.Commit = diff, diff.WorkSHA
 	return w, nil
 }
 

@@ -76,3 +76,32 @@ func TestCheckpointDiffIsWhatLands(t *testing.T) {
 			len(w.Diff.Files), w.Diff.Added, w.Diff.Deleted, len(merged), added, deleted)
 	}
 }
+
+// A decision names the work commit it was shown (State.Commit): once
+// the work branch is at another commit, the decision is refused, saying
+// both; on the commit shown it applies.
+func TestDecisionOnAMovedWorkCommitIsRefused(t *testing.T) {
+	t.Parallel()
+	src := sourceRepo(t)
+	h := newHarness(t, 0, agenttest.Turn{Final: planText})
+	d, _, err := h.svc.Insert(t.Context(), newDelivery(src, cfg(), baton.PhasePlan), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err = h.runner.Run(t.Context(), d.ID, baton.PhasePlan, ""); err != nil || d.String() != "plan/succeeded" {
+		t.Fatalf("plan = %v, %v; want plan/succeeded", d, err)
+	}
+	w, err := h.svc.Work(t.Context(), d.ID, forge.DefaultDiffLimits)
+	if err != nil || len(w.Commit) != 40 || w.Plan != planText {
+		t.Fatalf("Work at the plan checkpoint = commit %q, plan %q, %v", w.Commit, w.Plan, err)
+	}
+	other := strings.Repeat("0", 12)
+	_, err = h.svc.DecideOn(t.Context(), d.ID, delivery.Decision{Action: delivery.ActApprove, Actor: "alice", On: delivery.StateOf(d, other)})
+	if baton.ErrorCode(err) != baton.Conflict || !strings.Contains(baton.ErrorMessage(err), "from "+other+" to "+w.Commit[:12]) {
+		t.Errorf("approve made on work commit %s, the branch at %s: %v, want a Conflict saying both", other, w.Commit[:12], err)
+	}
+	got, err := h.svc.DecideOn(t.Context(), d.ID, delivery.Decision{Action: delivery.ActApprove, Actor: "alice", On: delivery.StateOf(d, w.Commit[:12])})
+	if err != nil || got.Phase != baton.PhaseImplement {
+		t.Errorf("approve made on the commit shown = %v, %v; want implement", got, err)
+	}
+}

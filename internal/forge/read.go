@@ -52,6 +52,17 @@ func (w *Workspaces) readCache(d *baton.Delivery) (r *gitx.Repo, l gitx.Layout, 
 	return r, l, work, base, nil
 }
 
+// WorkCommit returns the head of d's work branch as the repository
+// cache has it: the commit a person is shown ("" when there is none
+// yet).
+func (w *Workspaces) WorkCommit(d *baton.Delivery) (string, error) {
+	_, _, work, _, err := w.readCache(d)
+	if baton.ErrorCode(err) == baton.NotFound {
+		return "", nil
+	}
+	return work, err
+}
+
 // WorkFile returns path as the head of d's work branch has it, at most
 // limit bytes (cut says there was more). Errors are NotFound when the
 // branch or the file is not there.

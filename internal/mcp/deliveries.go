@@ -37,7 +37,7 @@ var deliveryTools = []tool{
 	{"delivery_reject", func(s *Server) {
 		sdk.AddTool(s.sdk, &sdk.Tool{Name: "delivery_reject", Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)},
 			Description: "Send a delivery back, with the reason."}, func(ctx context.Context, req *sdk.CallToolRequest, in rejectIn) (*sdk.CallToolResult, any, error) {
-			return s.decide(ctx, delivery.ActReject, in.Delivery, in.Note)
+			return s.decide(ctx, delivery.ActReject, in.Delivery, in.Note, in.State)
 		})
 	}},
 	{"delivery_retry", decisionTool(delivery.ActRetry, "Run a failed or blocked phase again.", false)},
@@ -200,11 +200,13 @@ type createdOut struct {
 type decisionIn struct {
 	Delivery string `json:"delivery" jsonschema:"id or #seq"`
 	Note     string `json:"note,omitempty"`
+	State    string `json:"state,omitempty" jsonschema:"the view's state seen (refused once it moves)"`
 }
 
 type rejectIn struct {
 	Delivery string `json:"delivery" jsonschema:"id or #seq"`
 	Note     string `json:"note" jsonschema:"the reason"`
+	State    string `json:"state,omitempty" jsonschema:"the view's state seen (refused once it moves)"`
 }
 
 func decisionTool(a delivery.Action, desc string, destructive bool) func(*Server) {
@@ -212,20 +214,24 @@ func decisionTool(a delivery.Action, desc string, destructive bool) func(*Server
 		ann := &sdk.ToolAnnotations{DestructiveHint: ptr(destructive), OpenWorldHint: ptr(true)}
 		sdk.AddTool(s.sdk, &sdk.Tool{Name: "delivery_" + string(a), Annotations: ann, Description: desc},
 			func(ctx context.Context, _ *sdk.CallToolRequest, in decisionIn) (*sdk.CallToolResult, any, error) {
-				return s.decide(ctx, a, in.Delivery, in.Note)
+				return s.decide(ctx, a, in.Delivery, in.Note, in.State)
 			})
 	}
 }
 
-func (s *Server) decide(ctx context.Context, a delivery.Action, ref, note string) (*sdk.CallToolResult, any, error) {
+func (s *Server) decide(ctx context.Context, a delivery.Action, ref, note, state string) (*sdk.CallToolResult, any, error) {
 	if s.opts.ReadOnly != "" {
 		return nil, nil, baton.Errorf(baton.Invalid, "%s", s.opts.ReadOnly)
+	}
+	on, err := delivery.ParseState(state)
+	if err != nil {
+		return nil, nil, err
 	}
 	svc, err := s.service(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	d, err := svc.Decide(ctx, ref, a, "mcp", note)
+	d, err := svc.DecideOn(ctx, ref, delivery.Decision{Action: a, Actor: "mcp", Note: note, On: on})
 	if err != nil {
 		return nil, nil, err
 	}

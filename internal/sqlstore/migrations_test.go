@@ -123,7 +123,7 @@ func TestPhaseLogOfOlderVersionsReadsByFields(t *testing.T) {
 				t.Errorf("PhaseWords of the old checkpoint and its start (-want +got):\n%s", diff)
 			}
 			var decisions []string
-			for _, s := range delivery.Timeline(log, false, t0.Add(300*time.Second)) {
+			for _, s := range delivery.Timeline(log, t0.Add(300*time.Second)) {
 				decisions = append(decisions, s.Phase+": "+s.Decision+" / "+s.Note)
 			}
 			wantSteps := []string{

@@ -253,10 +253,13 @@ func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) error {
 }
 
 // ActionRequest is the optional body of an action: the reason for a
-// reject (required) or a close, and for a retry the agent to switch to.
+// reject (required) or a close, for a retry the agent to switch to, and
+// the state the decision is made on (a delivery view's "state"; the
+// If-Match header may carry it instead).
 type ActionRequest struct {
 	Reason string `json:"reason,omitempty"`
 	Agent  string `json:"agent,omitempty"`
+	State  string `json:"state,omitempty"`
 }
 
 // DecodeAction parses an action body; an empty body is no reason.
@@ -293,7 +296,14 @@ func (s *Server) actOnDelivery(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.decide(r, a, body.Reason, body.Agent)
+	state := body.State
+	if m := r.Header.Get("If-Match"); m != "" {
+		if state != "" && state != m {
+			return baton.Errorf(baton.Invalid, "the If-Match header and the body's state name two states: send one")
+		}
+		state = m
+	}
+	d, err := s.decide(r, a, body.Reason, body.Agent, state)
 	if err != nil {
 		return err
 	}
@@ -301,10 +311,16 @@ func (s *Server) actOnDelivery(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// decide applies a person's action to the delivery the path names: run
-// starts a waiting phase for the workers; a retry may switch the agent
-// to one of s.Agents; the rest are decisions.
-func (s *Server) decide(r *http.Request, a delivery.Action, reason, agent string) (*baton.Delivery, error) {
+// decide applies a person's action to the delivery the path names, made
+// on the state named state ("" for whatever it is now): run starts a
+// waiting phase for the workers; a retry may switch the agent to one of
+// s.Agents.
+func (s *Server) decide(r *http.Request, a delivery.Action, reason, agent, state string) (*baton.Delivery, error) {
+	on, err := delivery.ParseState(state)
+	if err != nil {
+		return nil, err
+	}
+	dec := delivery.Decision{Action: a, Actor: actor(r), Note: reason, On: on}
 	if agent != "" {
 		if a != delivery.ActRetry {
 			return nil, baton.Errorf(baton.Invalid, "only a retry can switch the agent")
@@ -312,12 +328,9 @@ func (s *Server) decide(r *http.Request, a delivery.Action, reason, agent string
 		if !slices.Contains(s.Agents, agent) {
 			return nil, baton.Errorf(baton.Invalid, "agent %q: a retry can switch to %s", baton.Truncate(agent, 40, "…"), strings.Join(s.Agents, ", "))
 		}
-		return s.Deliveries.Retry(r.Context(), r.PathValue("id"), actor(r), reason, delivery.Settings{Agent: &agent})
+		dec.Change = delivery.Settings{Agent: &agent}
 	}
-	if a == delivery.ActRun {
-		return s.Deliveries.Start(r.Context(), r.PathValue("id"), actor(r))
-	}
-	return s.Deliveries.Decide(r.Context(), r.PathValue("id"), a, actor(r), reason)
+	return s.Deliveries.DecideOn(r.Context(), r.PathValue("id"), dec)
 }
 
 func (s *Server) run(r *http.Request) (baton.AgentRun, error) {

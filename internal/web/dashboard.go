@@ -524,6 +524,10 @@ type deliveryPage struct {
 	// ActionError says why the last action failed, beside the buttons;
 	// Reason is what was typed for it.
 	ActionError, Reason string
+	// State names what the page shows, for its decisions
+	// (delivery.Decision.On): with the work commit when the delivery
+	// waits for a person and its work is shown.
+	State string
 }
 
 // logItem is a line of the live log, or a group of consecutive tool
@@ -572,6 +576,10 @@ func (s *Server) deliveryPage(r *http.Request) (*deliveryPage, error) {
 	p := &deliveryPage{pageData: s.page(r, fmt.Sprintf("#%d %s", v.Delivery.Seq, baton.Truncate(v.Delivery.Title, 80, "…")), "list"), D: v,
 		Log: groupLog(evs), Events: int(v.LastEvent), After: v.LastEvent, Older: from > 0, Closed: v.Delivery.Phase == string(baton.PhaseClose),
 		Work: work, Agents: s.Agents}
+	p.State = v.Delivery.State
+	if v.Delivery.Waiting && work.Commit != "" {
+		p.State += "@" + work.Commit
+	}
 	for _, run := range v.AgentRuns {
 		p.LastRun = max(p.LastRun, run.N)
 	}
@@ -700,7 +708,7 @@ func (s *Server) formAct(w http.ResponseWriter, r *http.Request) error {
 	}
 	reason := strings.TrimSpace(r.PostFormValue("reason"))
 	agent := strings.TrimSpace(r.PostFormValue("agent"))
-	d, err := s.decide(r, a, reason, agent)
+	d, err := s.decide(r, a, reason, agent, r.PostFormValue("state"))
 	if err != nil {
 		p, perr := s.deliveryPage(r)
 		if perr != nil || baton.ErrorCode(err) == baton.NotFound {

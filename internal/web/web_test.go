@@ -56,7 +56,13 @@ func newEnv(t testing.TB, dialect sqlstore.Dialect) *env {
 
 func newEnvDSN(t testing.TB, dsn string) *env {
 	t.Helper()
-	q, err := queue.Open(t.Context(), dsn, queue.Config{})
+	return newEnvQueue(t, dsn, queue.Config{})
+}
+
+// newEnvQueue is newEnvDSN with the queue configured as cfg says.
+func newEnvQueue(t testing.TB, dsn string, cfg queue.Config) *env {
+	t.Helper()
+	q, err := queue.Open(t.Context(), dsn, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

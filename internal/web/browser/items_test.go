@@ -15,6 +15,7 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/delivery"
+	"github.com/baton-agent/baton/internal/harness"
 	"github.com/baton-agent/baton/internal/testenv"
 )
 
@@ -99,8 +100,8 @@ func TestDashboardShowsWhatIsApproved(t *testing.T) {
 		t.Errorf("no added line in the diff: %q", diff)
 	}
 	// The diff is the repository's text: shown, never run as markup.
-	if n := eval[int](e, `document.querySelectorAll("#changes em").length`); n != 0 || !strings.Contains(eval[string](e, `document.querySelector("#changes").textContent`), "+2. Keep <em>markup</em> as text.") {
-		t.Errorf("the diff's markup: %d elements made of it", n)
+	if n := eval[int](e, `document.querySelectorAll("#changes em").length`); n != 0 || !strings.Contains(eval[string](e, `document.querySelector("#changes").textContent`), "docs/plan.md") {
+		t.Errorf("the diff's markup: %d elements made of it, or the plan is not said apart", n)
 	}
 	if h := eval[string](e, `(document.querySelector("#changes h2 + p") || {}).textContent || ""`); !strings.Contains(h, "against main") {
 		t.Errorf("the changes do not say what they are compared with: %q", h)
@@ -296,8 +297,8 @@ func TestDashboardWordsAndButtons(t *testing.T) {
 	}
 
 	// Retry, with another agent.
-	if opts := eval[[]string](e, `Array.from(document.querySelectorAll("#retry-agent option")).map(o => o.value)`); len(opts) != 4 {
-		t.Errorf("retry offers agents %q, want the current one and claude, codex, droid", opts)
+	if opts := eval[[]string](e, `Array.from(document.querySelectorAll("#retry-agent option")).map(o => o.value)`); len(opts) != 1+len(harness.AgentNames()) {
+		t.Errorf("retry offers agents %q, want the current one and %q", opts, harness.AgentNames())
 	}
 	e.run("pick codex", chromedp.SetValue(chromedp.CSS("#retry-agent"), "codex"))
 	e.submit(`#state button[data-action="retry"]`)
@@ -306,7 +307,10 @@ func TestDashboardWordsAndButtons(t *testing.T) {
 		t.Errorf("after a retry with codex the details say %q", ag)
 	}
 
-	// Close asks why too.
+	// Close asks why too, on the state the page shows: the retried plan
+	// has failed (codex is not installed here).
+	e.waitState(id, func(d *baton.Delivery) bool { return d.RunStatus == baton.StatusFailed && d.Attempt > 1 })
+	e.open("/deliveries/" + id)
 	e.waitJS("a decision to make", `document.querySelector("#confirm-close")`, 30*time.Second)
 	e.run("ask to close", chromedp.Click(chromedp.CSS("#confirm-close > summary")),
 		chromedp.SendKeys(chromedp.CSS("#reason-close"), "not needed"))

@@ -8,6 +8,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/delivery"
 	"github.com/baton-agent/baton/internal/gitx/gittest"
 )
 
@@ -87,5 +88,51 @@ func TestDashboardDiffIsWhatLands(t *testing.T) {
 	}
 	if merged != strings.Join(lines, "\n") {
 		t.Errorf("the merge commit changed\n%s\nwant what the checkpoint showed:\n%s", merged, strings.Join(lines, "\n"))
+	}
+}
+
+// Item 2: a decision names the state the page showed. A page left open
+// at the plan checkpoint while someone else approves (its live updates
+// cut off, as on a flaky network) rejects: the reject is refused, the
+// page says what the delivery was and what it is now, shows its
+// current state, and nothing is posted or changed.
+func TestDashboardDecisionOnAMovedState(t *testing.T) {
+	e := newEnv(t)
+	e.signIn()
+	id := e.mk("Decide on what you saw")
+	e.waitState(id, planWaits)
+	e.open("/deliveries/" + id)
+	state := eval[string](e, `(document.querySelector('#actions input[name="state"]') || {}).value || ""`)
+	if !strings.HasPrefix(state, "plan/succeeded/1@") {
+		t.Errorf("the page's decisions name the state %q, want plan/succeeded/1 with the plan's commit", state)
+	}
+	e.live.setDown(true)
+	if _, err := e.svc.Decide(e.t.Context(), id, delivery.ActApprove, "bob", ""); err != nil {
+		t.Fatal(err)
+	}
+	e.run("open the reject form", chromedp.Click(chromedp.CSS(`#confirm-reject summary`)))
+	e.run("give a reason", chromedp.SendKeys(chromedp.CSS(`#reason-reject`), "The plan misses the migration"))
+	e.submit(`#confirm-reject button[data-action="reject"]`)
+	msg := eval[string](e, `(document.querySelector("#action-error") || {}).textContent || ""`)
+	if !strings.Contains(msg, "moved since this decision was made: it was plan/succeeded (attempt 1), it is now implement/") {
+		t.Errorf("the refused reject says %q, want what the delivery was and what it is now", msg)
+	}
+	if b := e.badge(); strings.HasPrefix(b, "plan") {
+		t.Errorf("after the refusal the page shows the state %q, want the current one", b)
+	}
+	if got := eval[string](e, `document.querySelector("#reason-reject") ? document.querySelector("#reason-reject").value : "no form"`); got != "The plan misses the migration" && got != "no form" {
+		t.Errorf("the reason typed was lost: %q", got)
+	}
+	e.shots("decision-on-a-moved-state")
+	e.live.setDown(false)
+	notes, err := e.svc.Store().ReviewNotes(e.t.Context(), id)
+	if err != nil || len(notes) != 0 {
+		t.Errorf("the refused reject posted %d review notes (%v), want none", len(notes), err)
+	}
+	log, _ := e.svc.PhaseLog(e.t.Context(), id)
+	for _, entry := range log {
+		if entry.Decision == delivery.DecisionRejected {
+			t.Errorf("the phase log records a reject: %+v", entry)
+		}
 	}
 }
