@@ -223,6 +223,9 @@ type Delivery struct {
 	Config      DeliveryConfig `json:"config"`
 	// Error says why the current phase failed or is blocked.
 	Error string `json:"error,omitempty"`
+	// Canceled says the current phase failed because a person canceled
+	// it, not by its own failure; it clears when the delivery moves on.
+	Canceled bool `json:"canceled,omitempty"`
 	// Queued is set while a job for the pending phase is in the queue; a
 	// pending checkpoint phase is not queued until a person starts it.
 	Queued bool `json:"queued"`

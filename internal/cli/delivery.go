@@ -245,6 +245,8 @@ func stateText(d *baton.Delivery) string {
 		return "closed: delivered"
 	case d.Phase == baton.PhaseClose:
 		return "closed"
+	case d.Canceled:
+		return string(d.Phase) + "/canceled: " + d.Error
 	case d.RunStatus == baton.StatusPending && d.Queued:
 		return s + " (queued for a worker)"
 	case d.RunStatus == baton.StatusPending:
@@ -296,7 +298,12 @@ MCP deliveries tool take. --json prints each delivery as the API lists it
 				fmt.Fprintln(tw, "#\tID\tPHASE\tSTATUS\tSUMMARY\tREPOSITORY")
 				for _, d := range list {
 					st := string(d.RunStatus)
-					if d.WaitsForPerson() && (d.RunStatus == baton.StatusPending || d.RunStatus == baton.StatusSucceeded) {
+					switch {
+					case d.Canceled:
+						st = "canceled"
+					case d.Phase == baton.PhaseClose && d.RunStatus == baton.StatusFailed:
+						st = "closed"
+					case d.WaitsForPerson() && (d.RunStatus == baton.StatusPending || d.RunStatus == baton.StatusSucceeded):
 						st += " (checkpoint)"
 					}
 					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", d.Seq, d.ID, d.Phase, st, clip(d.Title(), 60), d.Repository)

@@ -20,13 +20,32 @@ import (
 // outputRecorder.
 
 // phaseEvents are the events of a change's phase log entries, in plain
-// words (PhaseWords).
+// words (PhaseWords), each with its outcome (Outcome).
 func phaseEvents(log []baton.PhaseLogEntry) []baton.DeliveryEvent {
 	evs := make([]baton.DeliveryEvent, 0, len(log))
 	for _, e := range log {
-		evs = append(evs, baton.DeliveryEvent{Kind: baton.EventPhase, Phase: e.Phase, Status: e.Status, Text: PhaseWords(e), At: e.StartedAt})
+		evs = append(evs, baton.DeliveryEvent{Kind: baton.EventPhase, Phase: e.Phase, Status: Outcome(e), Text: PhaseWords(e), At: e.StartedAt})
 	}
 	return evs
+}
+
+// The outcomes a person ended a phase with, which are not failures.
+const (
+	OutcomeCanceled baton.RunStatus = "canceled"
+	OutcomeClosed   baton.RunStatus = "closed"
+)
+
+// Outcome is what a phase log entry records, in the one word every
+// edge uses for it: its status, but a person's cancel is canceled and a
+// person's close before the end is closed, never failed.
+func Outcome(e baton.PhaseLogEntry) baton.RunStatus {
+	switch {
+	case e.Decision == DecisionCanceled:
+		return OutcomeCanceled
+	case e.Decision == DecisionClosed && e.Status == baton.StatusFailed:
+		return OutcomeClosed
+	}
+	return e.Status
 }
 
 // PhaseWords says what a phase log entry records as a person would say

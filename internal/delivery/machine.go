@@ -122,6 +122,8 @@ func Apply(d baton.Delivery, in Input) (Result, error) {
 	for _, r := range in.Refs {
 		m.d.AddRef(r)
 	}
+	// Every action moves the delivery: only a cancel leaves it canceled.
+	m.d.Canceled = in.Action == ActCancel
 	m.d.UpdatedAt = in.Now
 	return Result{Delivery: m.d, Log: m.log, Enqueue: m.enqueue}, nil
 }

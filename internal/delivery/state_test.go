@@ -101,3 +101,30 @@ func FuzzParseState(f *testing.F) {
 		}
 	})
 }
+
+// A person's cancel leaves the delivery canceled, a field every list
+// reads; whatever moves it next clears it. Its phase log entry's outcome
+// is canceled, and a close before the end is closed: never failed.
+func TestCanceledIsAField(t *testing.T) {
+	t.Parallel()
+	running := fixture(baton.PhaseImplement, baton.StatusRunning)
+	res := mustApply(t, running, Input{Action: ActCancel, Actor: "alice", Person: true, Now: t0, Note: "wrong"})
+	if !res.Delivery.Canceled || res.Delivery.RunStatus != baton.StatusFailed {
+		t.Errorf("cancel → %s canceled=%v, want failed and canceled", res.Delivery.String(), res.Delivery.Canceled)
+	}
+	if got := Outcome(res.Log[0]); got != OutcomeCanceled {
+		t.Errorf("the cancel's outcome = %q, want canceled", got)
+	}
+	retried := mustApply(t, res.Delivery, Input{Action: ActRetry, Actor: "alice", Person: true, Now: t0}).Delivery
+	if retried.Canceled {
+		t.Error("a retried delivery still says canceled")
+	}
+	closed := mustApply(t, res.Delivery, Input{Action: ActClose, Actor: "alice", Person: true, Now: t0})
+	if closed.Delivery.Canceled || Outcome(closed.Log[0]) != OutcomeClosed {
+		t.Errorf("close of a canceled delivery: canceled=%v, outcome %q; want closed", closed.Delivery.Canceled, Outcome(closed.Log[0]))
+	}
+	failed := mustApply(t, running, Input{Action: ActFail, Actor: "worker:1", Now: t0, Attempt: running.Attempt, Note: "canceled by alice: a forged reason"})
+	if failed.Delivery.Canceled || Outcome(failed.Log[0]) != baton.StatusFailed {
+		t.Errorf("a failure whose note reads like a cancel: canceled=%v, outcome %q; want failed", failed.Delivery.Canceled, Outcome(failed.Log[0]))
+	}
+}

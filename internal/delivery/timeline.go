@@ -17,7 +17,8 @@ type StepView struct {
 	// Attempt numbers the steps of one phase: 2 is its second try.
 	Attempt int64 `json:"attempt"`
 	// Status is how the step ended, or stands while Current: pending,
-	// running, succeeded, failed, blocked, skipped or canceled.
+	// running, succeeded, failed, blocked, skipped, or a person's
+	// canceled or closed (Outcome).
 	Status    string     `json:"status"`
 	Verdict   string     `json:"verdict,omitempty"`
 	StartedAt time.Time  `json:"started_at"`
@@ -91,13 +92,10 @@ func Timeline(log []baton.PhaseLogEntry, now time.Time) []StepView {
 				cur.Note = e.Note
 			}
 		}
-		cur.Status = string(e.Status)
 		if e.Verdict != "" {
 			cur.Verdict = string(e.Verdict)
 		}
-		if e.Action == string(ActCancel) {
-			cur.Status = "canceled"
-		}
+		cur.Status = string(Outcome(e))
 		if e.Phase == baton.PhaseClose {
 			t := e.StartedAt
 			cur.EndedAt = &t

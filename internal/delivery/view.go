@@ -61,8 +61,7 @@ type View struct {
 	State   string `json:"state"`
 	Waiting bool   `json:"waiting_for_person"`
 	// Canceled: the failed phase was stopped by a person, not by its own
-	// failure (a delivery's own view knows it, from its phase log; lists
-	// do not).
+	// failure.
 	Canceled    bool       `json:"canceled,omitempty"`
 	Endpoint    string     `json:"endpoint"`
 	Checkpoints []string   `json:"checkpoints"`
@@ -82,7 +81,7 @@ type View struct {
 func NewView(d *baton.Delivery) View {
 	v := View{
 		ID: d.ID, Seq: d.Seq, Title: d.Title(), Summary: d.Summary, Repository: d.Repository, Forge: string(d.Forge),
-		Phase: string(d.Phase), RunStatus: string(d.RunStatus), Queued: d.Queued, State: StateOf(d, "").String(), Waiting: d.WaitsForPerson(),
+		Phase: string(d.Phase), RunStatus: string(d.RunStatus), Queued: d.Queued, Canceled: d.Canceled, State: StateOf(d, "").String(), Waiting: d.WaitsForPerson(),
 		Endpoint: string(d.Endpoint), Checkpoints: []string{}, Refs: []RefView{}, Error: d.Error, Attempt: d.Attempt,
 		Rounds: d.Rounds, Owner: d.Owner, Actions: []string{}, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
 	}
@@ -278,9 +277,6 @@ func (det *Detail) View(now time.Time) DetailView {
 		v.PhaseLog = append(v.PhaseLog, NewPhaseLogView(e, now))
 	}
 	v.Timeline = Timeline(det.PhaseLog, now)
-	if n := len(det.PhaseLog); n > 0 && det.Delivery.RunStatus == baton.StatusFailed && det.PhaseLog[n-1].Action == string(ActCancel) {
-		v.Delivery.Canceled = true
-	}
 	for _, r := range det.AgentRuns {
 		v.AgentRuns = append(v.AgentRuns, NewRunView(r, now))
 		v.CostUSD += r.CostUSD

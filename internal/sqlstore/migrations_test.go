@@ -51,9 +51,7 @@ func TestPhaseLogOfOlderVersionsReadsByFields(t *testing.T) {
 			}
 			q := sqlstore.SQL(db)
 			st := sqlstore.New(d, q)
-			if _, _, err := st.CreateDelivery(ctx, newDelivery("oldlog000001")); err != nil {
-				t.Fatal(err)
-			}
+			insertOldDelivery(t, d, q, "oldlog000001", 1, baton.PhaseClose, baton.StatusFailed)
 			type old struct {
 				s                   int
 				phase               baton.Phase
@@ -189,6 +187,63 @@ func TestJobsMigrationKeepsWhatIsInFlight(t *testing.T) {
 			}
 			if diff := cmp.Diff([]string{"queued", "deferred", "applied"}, states); diff != "" {
 				t.Errorf("feedback states after (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// insertOldDelivery writes a delivery row as the first migrations made
+// it (the store writes the columns of the newest).
+func insertOldDelivery(t *testing.T, d sqlstore.Dialect, q sqlstore.Querier, id string, seq int, p baton.Phase, st baton.RunStatus) {
+	t.Helper()
+	if _, err := q.Exec(t.Context(), sqlstore.Rebind(d, `INSERT INTO deliveries (id, seq, summary, repository, forge, phase, run_status, endpoint,
+		checkpoints, refs, config, error, queued, attempt, rounds, lost, version, owner, heartbeat_at, created_at, updated_at)
+		VALUES (?, CAST(? AS BIGINT), 'Fix the login bug', '/src/app', 'local', ?, ?, 'observe', 'plan,deploy', '[]', '{"agent":"claude"}', '', 0, 2, 0, 0, 1, '', '', ?, ?)`),
+		id, seq, string(p), string(st), sqlstore.FmtTime(t0), sqlstore.FmtTime(t0)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A delivery canceled before deliveries said so in a field reads as
+// canceled after the migration (its phase log's last entry is the
+// cancel); one that failed by itself, or was canceled and then retried,
+// does not.
+func TestCanceledOfOlderVersions(t *testing.T) {
+	t.Parallel()
+	for _, d := range sqlstoretest.Dialects(t) {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			db := rawDB(t, d)
+			if err := sqlstore.MigrateTo(ctx, d, db, 6); err != nil {
+				t.Fatal(err)
+			}
+			q := sqlstore.SQL(db)
+			logs := map[string][]string{
+				"canceled0001": {"run", "cancel"},
+				"failed000001": {"run", "fail"},
+				"retried00001": {"run", "cancel", "retry", "run", "fail"},
+			}
+			seq := 0
+			for id, actions := range logs {
+				seq++
+				insertOldDelivery(t, d, q, id, seq, baton.PhaseImplement, baton.StatusFailed)
+				for i, a := range actions {
+					if _, err := q.Exec(ctx, sqlstore.Rebind(d, `INSERT INTO phase_log (delivery_id, phase, status, executor, actor, action, note, started_at)
+						VALUES (?, 'implement', 'failed', 'agent', 'bob', ?, '', ?)`), id, a, sqlstore.FmtTime(t0.Add(time.Duration(i)*time.Second))); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if err := sqlstore.Migrate(ctx, d, db); err != nil {
+				t.Fatal(err)
+			}
+			st := sqlstore.New(d, q)
+			for id, want := range map[string]bool{"canceled0001": true, "failed000001": false, "retried00001": false} {
+				got, err := st.FindDeliveryByID(ctx, id)
+				if err != nil || got.Canceled != want {
+					t.Errorf("%s after the migration: canceled %v, %v; want %v", id, got != nil && got.Canceled, err, want)
+				}
 			}
 		})
 	}

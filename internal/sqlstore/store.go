@@ -110,7 +110,7 @@ func (s *Store) wrap(err error) error {
 }
 
 const deliveryCols = `id, seq, summary, repository, forge, phase, run_status, endpoint, checkpoints, refs, config,
-	error, queued, attempt, rounds, lost, version, owner, heartbeat_at, created_at, updated_at`
+	error, queued, attempt, rounds, lost, version, owner, heartbeat_at, created_at, updated_at, canceled`
 
 func encodeCheckpoints(ps []baton.Phase) string {
 	names := make([]string, len(ps))
@@ -148,12 +148,12 @@ func (s *Store) CreateDelivery(ctx context.Context, d *baton.Delivery) (*baton.D
 		}
 		n, err := s.exec(ctx, `INSERT INTO deliveries (`+deliveryCols+`)
 			SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-				CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), 1, ?, ?, ?, ?
+				CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), 1, ?, ?, ?, ?, CAST(? AS BIGINT)
 			FROM deliveries WHERE TRUE
 			ON CONFLICT (id) DO NOTHING`,
 			d.ID, d.Summary, d.Repository, string(d.Forge), string(d.Phase), string(d.RunStatus), string(d.Endpoint),
 			encodeCheckpoints(d.Checkpoints), string(refs), string(cfg), d.Error, b2i(d.Queued), d.Attempt, d.Rounds, d.Lost,
-			d.Owner, fmtTime(d.HeartbeatAt), fmtTime(d.CreatedAt), fmtTime(d.UpdatedAt))
+			d.Owner, fmtTime(d.HeartbeatAt), fmtTime(d.CreatedAt), fmtTime(d.UpdatedAt), b2i(d.Canceled))
 		if baton.ErrorCode(err) == baton.Conflict && try < 5 {
 			if savepoint {
 				if _, err := s.exec(ctx, `ROLLBACK TO SAVEPOINT create_delivery`); err != nil {
@@ -377,15 +377,15 @@ func scanDelivery(r Row) (*baton.Delivery, error) {
 		d                                                      baton.Delivery
 		forge, phase, status, endpoint, cps, refs, cfg, hb, ca string
 		ua                                                     string
-		queued, rounds, lost                                   int64
+		queued, rounds, lost, canceled                         int64
 	)
 	err := r.Scan(&d.ID, &d.Seq, &d.Summary, &d.Repository, &forge, &phase, &status, &endpoint, &cps, &refs, &cfg,
-		&d.Error, &queued, &d.Attempt, &rounds, &lost, &d.Version, &d.Owner, &hb, &ca, &ua)
+		&d.Error, &queued, &d.Attempt, &rounds, &lost, &d.Version, &d.Owner, &hb, &ca, &ua, &canceled)
 	if err != nil {
 		return nil, err
 	}
 	d.Forge, d.Phase, d.RunStatus, d.Endpoint = baton.Forge(forge), baton.Phase(phase), baton.RunStatus(status), baton.Phase(endpoint)
-	d.Queued, d.Rounds, d.Lost = queued != 0, int(rounds), int(lost)
+	d.Queued, d.Rounds, d.Lost, d.Canceled = queued != 0, int(rounds), int(lost), canceled != 0
 	d.Checkpoints = []baton.Phase{}
 	if cps != "" {
 		for _, p := range strings.Split(cps, ",") {
@@ -430,10 +430,10 @@ func (s *Store) UpdateDelivery(ctx context.Context, d *baton.Delivery) error {
 		return err
 	}
 	n, err := s.exec(ctx, `UPDATE deliveries SET phase = ?, run_status = ?, refs = ?, error = ?, queued = ?, attempt = ?,
-		rounds = ?, lost = ?, owner = ?, heartbeat_at = ?, updated_at = ?, config = ?, version = version + 1
+		rounds = ?, lost = ?, owner = ?, heartbeat_at = ?, updated_at = ?, config = ?, canceled = ?, version = version + 1
 		WHERE id = ? AND version = ?`,
 		string(d.Phase), string(d.RunStatus), string(refs), d.Error, b2i(d.Queued), d.Attempt, d.Rounds, d.Lost,
-		d.Owner, fmtTime(d.HeartbeatAt), fmtTime(d.UpdatedAt), string(cfg), d.ID, d.Version)
+		d.Owner, fmtTime(d.HeartbeatAt), fmtTime(d.UpdatedAt), string(cfg), b2i(d.Canceled), d.ID, d.Version)
 	if err != nil {
 		return fmt.Errorf("update delivery %s: %w", d.ID, err)
 	}

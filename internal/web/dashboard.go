@@ -150,6 +150,8 @@ func stateClass(d delivery.View) string {
 	switch {
 	case d.Canceled:
 		return "s-canceled"
+	case d.Phase == string(baton.PhaseClose) && d.RunStatus == string(baton.StatusFailed):
+		return "s-closed"
 	case d.Waiting && (d.RunStatus == "pending" || d.RunStatus == "succeeded"):
 		return "s-waiting"
 	}
@@ -157,10 +159,14 @@ func stateClass(d delivery.View) string {
 }
 
 // stateText is a delivery's state as its badge says it: phase/status,
-// a person's cancel said as such.
+// with one word per outcome: a person's cancel is "canceled" and a
+// person's close before the end "closed", never "failed".
 func stateText(d delivery.View) string {
-	if d.Canceled {
+	switch {
+	case d.Canceled:
 		return d.Phase + "/canceled"
+	case d.Phase == string(baton.PhaseClose) && d.RunStatus == string(baton.StatusFailed):
+		return "closed"
 	}
 	return d.Phase + "/" + d.RunStatus
 }

@@ -315,7 +315,7 @@ func TestDashboardWordsAndButtons(t *testing.T) {
 	e.run("ask to close", chromedp.Click(chromedp.CSS("#confirm-close > summary")),
 		chromedp.SendKeys(chromedp.CSS("#reason-close"), "not needed"))
 	e.submit(`#state button[data-action="close"]`)
-	if b := e.badge(); b != "close/failed" {
+	if b := e.badge(); b != "closed" {
 		t.Errorf("after close the badge says %q", b)
 	}
 	txt := e.text()

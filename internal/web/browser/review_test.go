@@ -136,3 +136,56 @@ func TestDashboardDecisionOnAMovedState(t *testing.T) {
 		}
 	}
 }
+
+// Item 3: one word and one colour per outcome, on every page. A
+// person's cancel reads "canceled" (muted, not red) on the list and the
+// board as on its own page, a person's close "closed"; in the live log
+// a failed phase is red and a succeeded one green.
+func TestDashboardOneWordPerOutcome(t *testing.T) {
+	e := newEnv(t)
+	e.signIn()
+	canceled := e.mk("Slow plan")
+	closed := e.mk("Add a greeting file")
+	failed := e.mk("Break once, then work")
+	e.waitState(canceled, func(d *baton.Delivery) bool { return d.RunStatus == baton.StatusRunning })
+	if _, err := e.svc.Decide(e.t.Context(), canceled, delivery.ActCancel, "alice", "wrong approach"); err != nil {
+		t.Fatal(err)
+	}
+	e.waitState(closed, planWaits)
+	if _, err := e.svc.Decide(e.t.Context(), closed, delivery.ActClose, "alice", "not needed"); err != nil {
+		t.Fatal(err)
+	}
+	e.waitState(failed, func(d *baton.Delivery) bool { return d.RunStatus == baton.StatusFailed })
+
+	badge := func(id string) (text, class, color string) {
+		v := eval[[]string](e, `(() => { const a = Array.from(document.querySelectorAll('a[href="/deliveries/`+id+`"]'))
+			.map(a => a.closest("tr, .card")).find(Boolean); const b = a && a.querySelector(".badge");
+			return b ? [b.textContent, b.className, getComputedStyle(b).color] : ["", "", ""] })()`)
+		return v[0], v[1], v[2]
+	}
+	for _, page := range []string{"/?state=all", "/board"} {
+		e.open(page)
+		red := eval[string](e, `(() => { const b = document.createElement("span"); b.className = "badge s-failed"; document.body.append(b); const c = getComputedStyle(b).color; b.remove(); return c })()`)
+		for _, c := range []struct{ id, word, class string }{{canceled, "plan/canceled", "s-canceled"}, {closed, "closed", "s-closed"}, {failed, "plan/failed", "s-failed"}} {
+			text, class, color := badge(c.id)
+			if page == "/board" && c.id == closed {
+				continue // the board shows deliveries in flight
+			}
+			if text != c.word || !strings.Contains(class, c.class) {
+				t.Errorf("%s: delivery %s reads %q (%s), want %q (%s)", page, c.id, text, class, c.word, c.class)
+			}
+			if (color == red) != (c.class == "s-failed") {
+				t.Errorf("%s: %q is %s; red is %s, for failures only", page, text, color, red)
+			}
+		}
+		e.shots("outcomes" + strings.NewReplacer("/", "-", "?", "-", "=", "-").Replace(page))
+	}
+
+	e.open("/deliveries/" + failed)
+	colors := eval[map[string]string](e, `(() => { const out = {}; for (const ev of document.querySelectorAll("#live-log .ev.phase")) {
+		const t = ev.querySelector(".t").textContent; if (t.startsWith("Plan failed") || t.startsWith("Plan started")) out[t.split(/[:.]/)[0]] = getComputedStyle(ev.querySelector(".t")).color } return out })()`)
+	if colors["Plan failed"] == "" || colors["Plan started"] == "" || colors["Plan failed"] == colors["Plan started"] {
+		t.Errorf("in the live log, Plan failed and Plan started are coloured %q: want a failure apart", colors)
+	}
+	e.shots("outcome-failed-log")
+}

@@ -147,7 +147,7 @@
   }
   function line(e) {
     var div = document.createElement("div");
-    div.className = "ev " + e.kind;
+    div.className = "ev " + e.kind + (e.kind === "phase" && e.status ? " st-" + e.status : "");
     var t = document.createElement("time");
     t.setAttribute("datetime", e.at);
     t.textContent = clock(e.at);
