@@ -584,6 +584,12 @@ type DeliveryFilter struct {
 	RunStatus RunStatus
 	// Open keeps deliveries that are not closed; Closed keeps closed ones.
 	Open, Closed bool
+	// Waiting keeps the deliveries that wait for a person
+	// (Delivery.WaitsForPerson), listed the longest waiting first.
+	Waiting bool
+	// Offset skips that many of the deliveries Waiting lists (its pages
+	// go by number: their order is not by seq).
+	Offset int
 	// Search keeps deliveries whose id, summary or repository contains it,
 	// ignoring case.
 	Search string

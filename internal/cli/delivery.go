@@ -314,7 +314,7 @@ MCP deliveries tool take. --json prints each delivery as the API lists it
 	}
 	cmd.Flags().StringVar(&phase, "phase", "", "only deliveries in this phase")
 	cmd.Flags().StringVar(&status, "status", "", "only deliveries with this run status: pending, running, succeeded, failed or blocked")
-	cmd.Flags().StringVar(&state, "state", "", "active (not closed), closed or all (default all)")
+	cmd.Flags().StringVar(&state, "state", "", "active (not closed), waiting (for a person, the longest waiting first), closed or all (default all)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

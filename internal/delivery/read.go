@@ -67,8 +67,9 @@ var (
 	// FilterStatuses are the run statuses a filter takes.
 	FilterStatuses = baton.RunStatuses
 	// FilterStates are the states a filter takes: active (not closed),
-	// closed, or all ("" too).
-	FilterStates = []string{"active", "closed", "all"}
+	// waiting (for a person, the longest waiting first), closed, or all
+	// ("" too).
+	FilterStates = []string{"active", "waiting", "closed", "all"}
 )
 
 // ParseFilter reads a list filter from its words, as a person, a query
@@ -96,6 +97,8 @@ func ParseFilter(phase, status, state string) (baton.DeliveryFilter, error) {
 		f.Open = true
 	case "closed":
 		f.Closed = true
+	case "waiting":
+		f.Waiting = true
 	default:
 		return f, baton.Errorf(baton.Invalid, "bad state %q: want %s", baton.Truncate(state, 20, "…"), orList(FilterStates))
 	}
@@ -276,9 +279,22 @@ func (s *Service) Board(ctx context.Context, perColumn int) ([]BoardColumn, erro
 			}
 		}
 		if col.Count > 0 {
-			ds, err := s.List(ctx, baton.DeliveryFilter{Phase: p, Limit: perColumn})
+			// Those waiting for a person first, the longest waiting
+			// first; then the newest of the rest.
+			ds, err := s.List(ctx, baton.DeliveryFilter{Phase: p, Waiting: true, Limit: perColumn})
 			if err != nil {
 				return nil, err
+			}
+			if len(ds) < perColumn {
+				rest, err := s.List(ctx, baton.DeliveryFilter{Phase: p, Limit: perColumn})
+				if err != nil {
+					return nil, err
+				}
+				for _, d := range rest {
+					if len(ds) < perColumn && !d.WaitsForPerson() {
+						ds = append(ds, d)
+					}
+				}
 			}
 			col.Deliveries = NewListItems(ds)
 		}

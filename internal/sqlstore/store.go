@@ -214,6 +214,18 @@ func (s *Store) FindDeliveries(ctx context.Context, f baton.DeliveryFilter) ([]*
 		}
 		return s.list(ctx, q+`) AS page ORDER BY seq DESC`, args...)
 	}
+	if f.Waiting {
+		// The longest waiting first: nothing changes a delivery while
+		// it waits for a person, so its last change is when it began.
+		q += ` ORDER BY updated_at ASC, seq ASC`
+		if f.Limit > 0 {
+			q += fmt.Sprintf(` LIMIT %d`, f.Limit)
+		}
+		if f.Offset > 0 {
+			q += fmt.Sprintf(` OFFSET %d`, f.Offset)
+		}
+		return s.list(ctx, q, args...)
+	}
 	q += ` ORDER BY seq DESC`
 	if f.Limit > 0 {
 		q += fmt.Sprintf(` LIMIT %d`, f.Limit)
@@ -273,6 +285,10 @@ func deliveryWhere(f baton.DeliveryFilter) (string, []any) {
 		q += ` AND phase <> 'close'`
 	case f.Closed && !f.Open:
 		q += ` AND phase = 'close'`
+	}
+	if f.Waiting {
+		// Delivery.WaitsForPerson, as SQL.
+		q += ` AND phase <> 'close' AND (run_status IN ('succeeded', 'failed', 'blocked') OR run_status = 'pending' AND queued = 0 AND phase <> 'intake')`
 	}
 	if f.Search != "" {
 		like := "%" + likeEscape(strings.ToLower(f.Search)) + "%"

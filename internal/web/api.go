@@ -64,6 +64,11 @@ func listFilter(r *http.Request) (baton.DeliveryFilter, error) {
 			return f, baton.Errorf(baton.Invalid, "bad cursor %q: pass next_cursor from the previous page", baton.Truncate(c, 20, "…"))
 		}
 		f.BeforeSeq = n
+		if f.Waiting {
+			// The waiting are listed longest waiting first, not by
+			// number: their cursor counts what came before.
+			f.BeforeSeq, f.Offset = 0, int(min(n, 1<<30))
+		}
 	}
 	return f, nil
 }
@@ -103,6 +108,9 @@ func (s *Server) list(r *http.Request, f baton.DeliveryFilter) (listJSON, error)
 	if len(ds) > limit {
 		ds = ds[:limit]
 		out.NextCursor = strconv.FormatInt(ds[len(ds)-1].Seq, 10)
+		if f.Waiting {
+			out.NextCursor = strconv.Itoa(f.Offset + limit)
+		}
 	}
 	out.Deliveries = delivery.NewListItems(ds)
 	return out, nil

@@ -391,6 +391,9 @@ type listPage struct {
 	// shown (1-based, newest first).
 	Total    int64
 	From, To int64
+	// Oldest says the list is the waiting ones, the longest waiting
+	// first (its links go by page number).
+	Oldest   bool
 	NewerURL string
 	FirstURL string
 	OlderURL string
@@ -427,7 +430,7 @@ func (s *Server) listPage(r *http.Request) (listPage, error) {
 	page := func(key, val string) string {
 		c := url.Values{}
 		for k, v := range q {
-			if k != "cursor" && k != "after" {
+			if k != "cursor" && k != "after" && k != "page" {
 				c[k] = v
 			}
 		}
@@ -435,6 +438,9 @@ func (s *Server) listPage(r *http.Request) (listPage, error) {
 			c.Set(key, val)
 		}
 		return "/?" + c.Encode()
+	}
+	if f.Waiting {
+		return s.waitingPage(r, q, f, p, page)
 	}
 	if c := q.Get("cursor"); c != "" {
 		if f.BeforeSeq, err = strconv.ParseInt(c, 10, 64); err != nil || f.BeforeSeq < 1 {
@@ -475,6 +481,37 @@ func (s *Server) listPage(r *http.Request) (listPage, error) {
 	} else if f.AfterSeq > 0 {
 		p.Self = page("after", strconv.FormatInt(f.AfterSeq, 10))
 	}
+	return p, nil
+}
+
+// waitingPage is the list of the deliveries that wait for a person,
+// the longest waiting first, a page of them at a time by number (?page=).
+func (s *Server) waitingPage(r *http.Request, q url.Values, f baton.DeliveryFilter, p listPage, page func(key, val string) string) (listPage, error) {
+	n := 1
+	if v := q.Get("page"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 || n > 1<<20 {
+			return p, baton.Errorf(baton.Invalid, "bad page %q: follow the list's links", baton.Truncate(v, 20, "…"))
+		}
+	}
+	f.Offset = (n - 1) * perPage
+	var err error
+	if p.List, err = s.list(r, f); err != nil {
+		return p, err
+	}
+	if p.Total, err = s.Deliveries.Count(r.Context(), f); err != nil {
+		return p, err
+	}
+	p.Oldest = true
+	p.From, p.To = int64(f.Offset+1), int64(f.Offset+len(p.List.Deliveries))
+	if n > 1 {
+		p.NewerURL = page("page", strconv.Itoa(n-1))
+		p.FirstURL = page("", "")
+	}
+	if p.List.NextCursor != "" {
+		p.OlderURL = page("page", strconv.Itoa(n+1))
+	}
+	p.Self = page("page", strconv.Itoa(n))
 	return p, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -188,4 +189,34 @@ func TestDashboardOneWordPerOutcome(t *testing.T) {
 		t.Errorf("in the live log, Plan failed and Plan started are coloured %q: want a failure apart", colors)
 	}
 	e.shots("outcome-failed-log")
+}
+
+// Item 4: the nav's "waiting for you" count opens the list of exactly
+// the deliveries that wait for a person, the longest waiting first.
+func TestDashboardWaitingForYou(t *testing.T) {
+	e := newEnv(t)
+	e.signIn()
+	first := e.mk("Add a greeting file")
+	e.waitState(first, planWaits)
+	second := e.mk("Break once, then work")
+	e.waitState(second, func(d *baton.Delivery) bool { return d.RunStatus == baton.StatusFailed })
+	done := e.mk("Something nobody wants")
+	e.waitState(done, planWaits)
+	if _, err := e.svc.Decide(e.t.Context(), done, delivery.ActClose, "alice", "not needed"); err != nil {
+		t.Fatal(err)
+	}
+	e.open("/board")
+	e.waitJS("the nav's count", `document.querySelector("#waiting-n").textContent === "2"`, 10*time.Second)
+	e.submit(`#nav-waiting`)
+	if got := eval[string](e, `location.search`); got != "?state=waiting" {
+		t.Errorf("the nav's count opened %q, want the waiting list", got)
+	}
+	ids := eval[[]string](e, `Array.from(document.querySelectorAll("#list tbody a")).map(a => a.getAttribute("href"))`)
+	if strings.Join(ids, " ") != "/deliveries/"+first+" /deliveries/"+second {
+		t.Errorf("the waiting list shows %q, want the plan to approve, then the failure", ids)
+	}
+	if c := eval[string](e, `document.querySelector("#list-count").textContent`); !strings.Contains(c, "the longest waiting first") {
+		t.Errorf("the waiting list says %q", c)
+	}
+	e.shots("waiting-for-you")
 }
