@@ -171,6 +171,36 @@ func stateText(d delivery.View) string {
 	return d.Phase + "/" + d.RunStatus
 }
 
+// decisionLabel is what the button of action a on d says: what happens
+// when it is pressed ("Merge into main" starts a local deploy), not the
+// state machine's word for it.
+func decisionLabel(d delivery.View, work *delivery.Work, a string) string {
+	switch {
+	case a == "run" && d.Phase == string(baton.PhaseDeploy) && d.Config.DeployCommand != "":
+		return "Deploy: run " + baton.Truncate(d.Config.DeployCommand, 40, "…")
+	case a == "run" && d.Phase == string(baton.PhaseDeploy) && d.Forge == string(baton.ForgeGitHub):
+		return "Merge the pull request"
+	case a == "run" && d.Phase == string(baton.PhaseDeploy):
+		base := d.Config.BaseBranch
+		if base == "" && work != nil && work.Diff != nil {
+			base = work.Diff.Base
+		}
+		if base == "" {
+			return "Merge into the base branch"
+		}
+		return "Merge into " + base
+	case a == "run":
+		return "Start " + d.Phase
+	case a == "approve" && d.RunStatus == string(baton.StatusBlocked):
+		return "Approve over the block"
+	case a == "approve" && d.Phase == string(baton.PhasePlan):
+		return "Approve the plan"
+	case a == "approve":
+		return "Approve " + d.Phase
+	}
+	return actionLabel(a)
+}
+
 // actionLabel is the word of an action's button: the same word the
 // phase log uses for it (PhaseWords: "alice started plan").
 func actionLabel(a string) string {
@@ -567,6 +597,9 @@ type deliveryPage struct {
 	// ActionError says why the last action failed, beside the buttons;
 	// Reason is what was typed for it.
 	ActionError, Reason string
+	// Labels say what each offered action does, as its button reads
+	// (decisionLabel).
+	Labels map[string]string
 	// State names what the page shows, for its decisions
 	// (delivery.Decision.On): with the work commit when the delivery
 	// waits for a person and its work is shown.
@@ -619,6 +652,10 @@ func (s *Server) deliveryPage(r *http.Request) (*deliveryPage, error) {
 	p := &deliveryPage{pageData: s.page(r, fmt.Sprintf("#%d %s", v.Delivery.Seq, baton.Truncate(v.Delivery.Title, 80, "…")), "list"), D: v,
 		Log: groupLog(evs), Events: int(v.LastEvent), After: v.LastEvent, Older: from > 0, Closed: v.Delivery.Phase == string(baton.PhaseClose),
 		Work: work, Agents: s.Agents}
+	p.Labels = map[string]string{}
+	for _, a := range v.Delivery.Actions {
+		p.Labels[a] = decisionLabel(v.Delivery, work, a)
+	}
 	p.State = v.Delivery.State
 	if v.Delivery.Waiting && work.Commit != "" {
 		p.State += "@" + work.Commit

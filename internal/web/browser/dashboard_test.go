@@ -452,9 +452,9 @@ func TestDashboardDelivery(t *testing.T) {
 		}
 		clicked = append(clicked, strings.SplitN(e.badge(), " ", 2)[0]+":"+act)
 		if act == "run" {
-			// The button and the log say the same word.
+			// The button says what it does: a local deploy merges.
 			label := eval[string](e, `document.querySelector('#state button[data-action="run"]').textContent`)
-			if log := eval[string](e, `document.querySelector("#live-log").textContent`); label != "Start" || !strings.Contains(log, "is waiting for a person to start it.") {
+			if log := eval[string](e, `document.querySelector("#live-log").textContent`); label != "Merge into main" || !strings.Contains(log, "is waiting for a person to start it.") {
 				t.Errorf("the button says %q; the log says:\n%s", label, log)
 			}
 		}

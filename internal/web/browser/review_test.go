@@ -220,3 +220,54 @@ func TestDashboardWaitingForYou(t *testing.T) {
 	}
 	e.shots("waiting-for-you")
 }
+
+// Item 5: the decision area reads top-down: what is decided (the plan,
+// the change), then the buttons, whose labels say what happens; the
+// live log after them. The keyboard meets them in the same order.
+func TestDashboardDecisionAreaReadsTopDown(t *testing.T) {
+	e := newEnv(t)
+	e.signIn()
+	id := e.mk("Add a greeting file")
+	e.waitState(id, planWaits)
+	e.open("/deliveries/" + id)
+	order := func(what string, sels ...string) {
+		t.Helper()
+		for i := 1; i < len(sels); i++ {
+			if !eval[bool](e, `(() => { const a = document.querySelector('`+sels[i-1]+`'), b = document.querySelector('`+sels[i]+`');
+				return !!(a && b && (a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING)) })()`) {
+				t.Errorf("%s: %s does not come before %s", what, sels[i-1], sels[i])
+			}
+		}
+		// Sequential focus follows the document: no positive tabindex.
+		if n := eval[int](e, `document.querySelectorAll('[tabindex]:not([tabindex="0"]):not([tabindex="-1"])').length`); n != 0 {
+			t.Errorf("%s: %d elements reorder the keyboard's path", what, n)
+		}
+	}
+	order("the plan checkpoint", "#plan summary", `#state button[data-action="approve"]`, "#live-log")
+	if label := eval[string](e, `document.querySelector('#state button[data-action="approve"]').textContent`); label != "Approve the plan" {
+		t.Errorf("the plan's approve button says %q", label)
+	}
+	e.inLayouts(func(layout string) {
+		if top := eval[float64](e, `document.querySelector("#plan").getBoundingClientRect().top`); top > 300 {
+			t.Errorf("%s: the plan starts %.0f px down", layout, top)
+		}
+	})
+	e.shots("decision-area-plan")
+
+	e.submit(`#state button[data-action="approve"]`)
+	e.waitState(id, func(d *baton.Delivery) bool {
+		return d.Phase == baton.PhaseDeploy && d.RunStatus == baton.StatusPending
+	})
+	e.open("/deliveries/" + id)
+	order("the deploy checkpoint", "#changes summary", `#state button[data-action="run"]`, "#live-log")
+	if label := eval[string](e, `document.querySelector('#state button[data-action="run"]').textContent`); label != "Merge into main" {
+		t.Errorf("the local deploy's button says %q, want \"Merge into main\"", label)
+	}
+	e.shots("decision-area-deploy")
+	e.run("sign out", chromedp.Navigate(e.url+"/"), chromedp.WaitReady(chromedp.CSS("body")))
+	e.submit(`form[action="/logout"] button`)
+	e.open("/deliveries/" + id)
+	if txt := e.text(); !strings.Contains(txt, "Possible now: Merge into main, ") || strings.Contains(txt, "Possible now: run") {
+		t.Errorf("signed out, the page offers:\n%s", txt)
+	}
+}
