@@ -272,6 +272,7 @@ func checkResponses(t *testing.T, dialect sqlstore.Dialect) {
 		{method: "GET", path: "/api/deliveries/" + d.ID + "/events", status: 200},
 		{method: "GET", path: "/api/deliveries/" + d.ID + "/events", header: map[string]string{"Last-Event-ID": "x"}, status: 400},
 		{method: "GET", path: "/api/deliveries/nothing-here/events", status: 404},
+		{method: "GET", path: "/api/deliveries/" + other.ID + "/events?after=1000", status: 204}, // closed, all seen
 		{method: "GET", path: "/api/deliveries/" + d.ID + "/runs/1", status: 200},
 		{method: "GET", path: "/api/deliveries/" + d.ID + "/runs/9", status: 404},
 		{method: "GET", path: "/api/deliveries/" + d.ID + "/runs/1/logs/stdout.log", status: 200},

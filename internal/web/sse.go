@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -74,6 +75,18 @@ func (s *Server) deliveryEvents(w http.ResponseWriter, r *http.Request) error {
 		}
 		after = n
 	}
+	// A closed delivery's stream ends after its last event: a client
+	// that has seen it is told, with 204, not to reconnect.
+	if d.Phase == baton.PhaseClose {
+		last, err := s.Deliveries.LastEvent(r.Context(), d.ID)
+		if err != nil {
+			return err
+		}
+		if after >= last {
+			w.WriteHeader(http.StatusNoContent)
+			return nil
+		}
+	}
 	// Reconnect after a second when the connection drops.
 	fl, err := startStream(w, time.Second)
 	if err != nil {
@@ -86,19 +99,33 @@ func (s *Server) deliveryEvents(w http.ResponseWriter, r *http.Request) error {
 		if len(evs) == 0 {
 			buf = append(buf, ": heartbeat\n\n"...)
 		}
+		closed := false
 		for _, e := range evs {
 			var err error
 			if buf, err = appendEvent(buf, e.Seq, string(e.Kind), toEvent(e)); err != nil {
 				return err
 			}
+			closed = closed || e.Kind == baton.EventPhase && e.Phase == baton.PhaseClose
 		}
-		return s.write(w, fl, buf) // an error: the client left
+		if err := s.write(w, fl, buf); err != nil {
+			return err // the client left
+		}
+		if closed {
+			return errStreamEnded
+		}
+		return nil
 	})
+	if errors.Is(err, errStreamEnded) {
+		return nil
+	}
 	if err != nil && r.Context().Err() == nil {
 		s.log(r).Warn("event stream ended", "delivery", d.ID, "err", err)
 	}
 	return nil
 }
+
+// errStreamEnded ends a closed delivery's stream after its close.
+var errStreamEnded = errors.New("the delivery is closed")
 
 // eventJSON is one event of a stream.
 type eventJSON struct {
