@@ -56,8 +56,10 @@ func Outcome(e baton.PhaseLogEntry) baton.RunStatus {
 func PhaseWords(e baton.PhaseLogEntry) string {
 	p := string(e.Phase)
 	P := strings.ToUpper(p[:min(1, len(p))]) + p[min(1, len(p)):]
+	// with adds a note to s; the sentence's own full stop follows, so a
+	// note's own (or an ellipsis) is taken off: never "says..".
 	with := func(s, note string) string {
-		if note = strings.TrimSpace(note); note != "" {
+		if note = strings.TrimRight(strings.TrimSpace(note), ".…"); note != "" {
 			return s + ": " + note
 		}
 		return s

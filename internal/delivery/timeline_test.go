@@ -122,6 +122,8 @@ func TestPhaseWords(t *testing.T) {
 		{baton.PhaseLogEntry{Phase: baton.PhasePlan, Status: baton.StatusFailed, Action: "cancel", Actor: "bob", Note: "canceled by bob: wrong", Decision: DecisionCanceled, Reason: "wrong"}, "bob canceled plan: wrong."},
 		{baton.PhaseLogEntry{Phase: baton.PhaseReview, Status: baton.StatusSucceeded, Action: "forward", Verdict: baton.VerdictPass, Note: "Looks right"}, "Review passed: Looks right."},
 		{baton.PhaseLogEntry{Phase: baton.PhaseReview, Status: baton.StatusSucceeded, Action: "forward", Verdict: baton.VerdictNotPass, Note: "missing test"}, "Review did not pass: missing test."},
+		{baton.PhaseLogEntry{Phase: baton.PhaseReview, Status: baton.StatusSucceeded, Action: "forward", Verdict: baton.VerdictPass, Note: "Looks right, as the plan says."}, "Review passed: Looks right, as the plan says."},
+		{baton.PhaseLogEntry{Phase: baton.PhaseImplement, Status: baton.StatusFailed, Action: "fail", Note: "the agent stopped…"}, "Implement failed: the agent stopped."},
 		{baton.PhaseLogEntry{Phase: baton.PhaseClose, Status: baton.StatusFailed, Action: "close", Actor: "alice", Note: "closed by alice at plan/failed: not needed", Decision: DecisionClosed, Reason: "not needed"}, "Closed by alice: not needed."},
 		{baton.PhaseLogEntry{Phase: baton.PhaseClose, Status: baton.StatusSucceeded, Action: "approve", Actor: "alice", Note: "delivered", Decision: DecisionApproved}, "Delivered."},
 	} {

@@ -96,6 +96,7 @@ func pages() (map[string]*template.Template, error) {
 			"stateClass":  stateClass,
 			"stateText":   stateText,
 			"actionLabel": actionLabel,
+			"fileStatus":  fileStatus,
 			"diffLines":   diffLines,
 			"hiddenFiles": hiddenFiles,
 			"add":         func(a, b int) int { return a + b },
@@ -199,6 +200,25 @@ func decisionLabel(d delivery.View, work *delivery.Work, a string) string {
 		return "Approve " + d.Phase
 	}
 	return actionLabel(a)
+}
+
+// fileStatus says git's letter for a changed file as a word.
+func fileStatus(letter string) string {
+	switch letter {
+	case "A":
+		return "added"
+	case "M":
+		return "modified"
+	case "D":
+		return "deleted"
+	case "R":
+		return "renamed"
+	case "C":
+		return "copied"
+	case "T":
+		return "type changed"
+	}
+	return letter
 }
 
 // actionLabel is the word of an action's button: the same word the

@@ -68,6 +68,9 @@ func TestDashboardDiffIsWhatLands(t *testing.T) {
 	if strings.Join(files, " ") != "baton-"+id+".txt" || !strings.HasPrefix(count, "1 file changed, +1 −0") {
 		t.Errorf("the deploy checkpoint shows %q (%q), want the one file that lands", files, count)
 	}
+	if st := eval[string](e, `(document.querySelector("#changes details.file > summary .muted") || {}).textContent || ""`); st != "added" {
+		t.Errorf("the changed file's status reads %q, want a word (added), not git's letter", st)
+	}
 	if !strings.Contains(apart, "docs/plan.md") || !strings.Contains(apart, "Not merged") {
 		t.Errorf("the plan is not said apart as not merged: %q", apart)
 	}
@@ -270,4 +273,35 @@ func TestDashboardDecisionAreaReadsTopDown(t *testing.T) {
 	if txt := e.text(); !strings.Contains(txt, "Possible now: Merge into main, ") || strings.Contains(txt, "Possible now: run") {
 		t.Errorf("signed out, the page offers:\n%s", txt)
 	}
+}
+
+// Item 9's small things: the retry's agent select has a name of its
+// own, a successful run's stderr is not red (a failed one's is), and no
+// sentence ends twice.
+func TestDashboardSmallThings(t *testing.T) {
+	e := newEnv(t)
+	e.signIn()
+	failed := e.mk("Break once, then work")
+	chatty := e.mk("Chatty plan")
+	e.waitState(failed, func(d *baton.Delivery) bool { return d.RunStatus == baton.StatusFailed })
+	e.waitState(chatty, planWaits)
+	e.open("/deliveries/" + failed)
+	if name := eval[string](e, `document.querySelector("#retry-agent").getAttribute("aria-label") || ""`); name != "Agent for the retry" {
+		t.Errorf("the retry's agent select is named %q", name)
+	}
+	red := eval[string](e, `getComputedStyle(document.querySelector(".bad")).color`)
+	if c := eval[string](e, `getComputedStyle(document.querySelector("details.stderr > summary")).color`); c != red {
+		t.Errorf("a failed run's stderr is %s, want red (%s)", c, red)
+	}
+	e.open("/deliveries/" + chatty)
+	if c := eval[string](e, `getComputedStyle(document.querySelector("details.stderr > summary")).color`); c == red {
+		t.Errorf("a successful run's stderr is red (%s)", c)
+	}
+	for _, id := range []string{failed, chatty} {
+		e.open("/deliveries/" + id)
+		if txt := e.text(); strings.Contains(txt, "..\n") || strings.Contains(txt, "…\n") && strings.Contains(txt, "….") {
+			t.Errorf("a sentence ends twice on %s:\n%s", id, txt)
+		}
+	}
+	e.shots("small-things")
 }
