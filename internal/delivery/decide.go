@@ -70,7 +70,7 @@ func (s *Service) DecideOn(ctx context.Context, ref string, dec Decision) (*bato
 		return nil, err
 	}
 	defer unlock()
-	if err := s.checkCommit(ctx, ref, dec.On); err != nil {
+	if err := s.checkOn(ctx, ref, dec.On); err != nil {
 		return nil, err
 	}
 	in := Input{Action: dec.Action, Actor: dec.Actor, Person: true, Note: dec.Note, Reason: dec.Note, On: dec.On}
@@ -91,16 +91,24 @@ func (s *Service) DecideOn(ctx context.Context, ref string, dec Decision) (*bato
 	return s.decide(ctx, ref, in)
 }
 
-// checkCommit refuses a decision made on a work commit (on.Commit) that
-// is no longer the head of the delivery's work branch: someone pushed
-// after the person looked.
-func (s *Service) checkCommit(ctx context.Context, id string, on State) error {
-	if on.Commit == "" {
+// checkOn refuses, before anything is posted, a decision made on state
+// on that the delivery has left (the state machine checks it again as
+// it applies the decision), or on a work commit (on.Commit) that is no
+// longer the head of its work branch: someone pushed after the person
+// looked.
+func (s *Service) checkOn(ctx context.Context, id string, on State) error {
+	if on.IsZero() {
 		return nil
 	}
 	d, err := s.Resolve(ctx, id)
 	if err != nil {
 		return err
+	}
+	if !on.same(d) {
+		return movedError(d, on)
+	}
+	if on.Commit == "" {
+		return nil
 	}
 	head, err := s.Workspaces().WorkCommit(d)
 	if err != nil || head == "" {
