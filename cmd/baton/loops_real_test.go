@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -258,5 +259,146 @@ func TestRealClaudeBudgetPausesTheLoop(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(fsstore.Open(repo, fsstore.Options{}).IndexDir(), "foreground-loops.json")); err != nil {
 		t.Error(err)
+	}
+}
+
+// threadID is the thread.started id of a `codex exec --json` output.
+func threadID(t *testing.T, out string) string {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		var ev struct {
+			Type     string `json:"type"`
+			ThreadID string `json:"thread_id"`
+		}
+		if json.Unmarshal([]byte(line), &ev) == nil && ev.Type == "thread.started" {
+			return ev.ThreadID
+		}
+	}
+	t.Fatalf("no thread.started in codex exec --json output:\n%s", tail(out))
+	return ""
+}
+
+// Two real `codex exec` sessions run at once in one project, and each
+// agent starts its own loop from its shell (`baton loop start`, as the
+// baton-loop skill has it): each loop binds to its own session through
+// CODEX_THREAD_ID (Codex sets no BATON_SESSION_ID), so each stop continues
+// its own session's loop, and each ends on its own promise. Before,
+// both loops were unbound: the second pushed the first aside, the first
+// session to stop took the second's loop, and the other loop was never
+// continued.
+func TestRealCodexTwoSessionsOwnLoops(t *testing.T) {
+	codex := realCodex(t)
+	home, codexHome := t.TempDir(), t.TempDir()
+	env := append(gitEnv(home), "CODEX_HOME="+codexHome, "OPENAI_API_KEY=test-key")
+	repo := userRepo(t, env)
+	sessions := []string{"A", "B"}
+	// Neither session may stop before both have started their loops, so
+	// the two loops exist side by side when the first stop comes (a
+	// session run after the other would pass without binding).
+	started := map[string]chan struct{}{"A": make(chan struct{}), "B": make(chan struct{})}
+	var once sync.Map
+	bothStarted := func() bool {
+		for _, c := range started {
+			select {
+			case <-c:
+			case <-time.After(2 * time.Minute):
+				return false
+			}
+		}
+		return true
+	}
+	model := harnesstest.NewResponsesToolServer(t, func(r *harnesstest.ResponsesRequest) harnesstest.Reply {
+		last := r.LastUserText()
+		for _, name := range sessions {
+			if strings.Contains(last, "Loop of session "+name) {
+				// Whatever loop it is fed, the model finishes that one.
+				return harnesstest.Reply{Text: "<promise>" + name + " DONE</promise>"}
+			}
+		}
+		for _, name := range sessions {
+			if strings.Contains(r.Raw, "Work on task "+name) && len(r.FunctionOutputs()) == 0 {
+				return harnesstest.Reply{ToolName: "exec_command", ToolInput: map[string]any{
+					// By path: Codex runs commands in a login shell,
+					// whose profile resets PATH.
+					"cmd": batonBin + " loop start --promise '" + name + " DONE' --max-iterations 5 'Loop of session " + name + ": finish it'"}}
+			}
+		}
+		for _, name := range sessions {
+			if strings.Contains(r.Raw, "Work on task "+name) {
+				if _, done := once.LoadOrStore(name, true); !done {
+					close(started[name])
+				}
+			}
+		}
+		if !bothStarted() {
+			return harnesstest.Reply{Text: "The other session never started its loop."}
+		}
+		return harnesstest.Reply{Text: "I started my loop."}
+	})
+	writeCodexConfig(t, codexHome, model.URL, repo)
+	batonRun(t, env, repo, "install", "codex")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	outs := map[string]*bytes.Buffer{}
+	errs := map[string]error{}
+	var mu sync.Mutex
+	for _, name := range sessions {
+		var out bytes.Buffer
+		outs[name] = &out
+		cmd := exec.CommandContext(ctx, codex, "exec", "--json", "--dangerously-bypass-hook-trust", "--skip-git-repo-check",
+			"--sandbox", "workspace-write", "Work on task "+name)
+		cmd.Dir, cmd.Env = repo, env
+		cmd.Stdout, cmd.Stderr = &out, &out
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := cmd.Run()
+			mu.Lock()
+			errs[name] = err
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	for _, name := range sessions {
+		if errs[name] != nil {
+			t.Fatalf("codex exec %s: %v\n%s", name, errs[name], tail(outs[name].String()))
+		}
+	}
+	var list struct {
+		Loops []struct {
+			ID       string   `json:"id"`
+			Promises []string `json:"completion_promises"`
+		} `json:"loops"`
+	}
+	out := batonRun(t, env, repo, "loop", "list", "--json")
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &list); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]string{}
+	for _, l := range list.Loops {
+		for _, name := range sessions {
+			if slices.Equal(l.Promises, []string{name + " DONE"}) {
+				ids[name] = l.ID
+			}
+		}
+	}
+	for _, name := range sessions {
+		if ids[name] == "" {
+			t.Fatalf("session %s started no loop: %s\n%s", name, out, tail(outs[name].String()))
+		}
+		thread := threadID(t, outs[name].String())
+		st := loopStatus(t, env, repo, ids[name])
+		if st.Status != "done" || st.Outcome != name+" DONE" || st.Iteration != 2 || st.SessionID != thread {
+			t.Errorf("loop of session %s (thread %s) = %+v\n%s", name, thread, st, tail(outs[name].String()))
+		}
+	}
+	for _, r := range model.Requests() {
+		for _, pair := range [][2]string{{"A", "B"}, {"B", "A"}} {
+			if strings.Contains(r.Raw, "Work on task "+pair[0]) && strings.Contains(r.LastUserText(), "Loop of session "+pair[1]) {
+				t.Errorf("session %s was given session %s's loop:\n%.1000s", pair[0], pair[1], r.LastUserText())
+			}
+		}
 	}
 }

@@ -147,7 +147,7 @@ func TestRealPiPackage(t *testing.T) {
 	for _, r := range model.Requests() {
 		raws = append(raws, r.Raw)
 	}
-	t.Logf("pi %s with baton's package made %d model requests", piVersion, len(raws))
+	t.Logf("pi %s with baton's package made %d model requests", testedVersion(t, "pi"), len(raws))
 	pluginSessionChecks(t, env, repo, loopID, marker, raws, out)
 }
 
@@ -197,7 +197,7 @@ func TestRealClaudeCodePlugin(t *testing.T) {
 	for _, r := range model.Requests() {
 		raws = append(raws, r.Raw)
 	}
-	t.Logf("Claude Code %s with baton's plugin made %d model requests", claudeVersion, len(raws))
+	t.Logf("Claude Code %s with baton's plugin made %d model requests", testedVersion(t, "claude"), len(raws))
 	init := initEvent(out)
 	for _, want := range []string{`"baton:handoff"`, `"baton:baton-loop"`} {
 		if !strings.Contains(out, want) {
@@ -253,7 +253,7 @@ func TestRealDroidPlugin(t *testing.T) {
 	for _, r := range model.Requests() {
 		raws = append(raws, r.Raw)
 	}
-	t.Logf("Droid %s with baton's plugin made %d model requests", droidVersion, len(raws))
+	t.Logf("Droid %s with baton's plugin made %d model requests", testedVersion(t, "droid"), len(raws))
 	if len(raws) > 0 && !strings.Contains(raws[0], `"name":"baton-loop"`) && !strings.Contains(raws[0], "baton-loop") {
 		t.Errorf("Droid did not offer the plugin's skills to the model")
 	}
@@ -304,7 +304,7 @@ func TestRealCodexPlugin(t *testing.T) {
 	for _, r := range model.Requests() {
 		raws = append(raws, r.Raw)
 	}
-	t.Logf("Codex %s with baton's plugin made %d model requests", codexVersion, len(raws))
+	t.Logf("Codex %s with baton's plugin made %d model requests", testedVersion(t, "codex"), len(raws))
 	if b, err := os.ReadFile(filepath.Join(repo, "hello.txt")); err != nil || string(b) != "hello\n" {
 		t.Errorf("hello.txt = %q, %v", b, err)
 	}
