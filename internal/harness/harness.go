@@ -205,6 +205,7 @@ var Pi = &Harness{
 	Name:       baton.HarnessPi,
 	Product:    "pi",
 	Install:    "npm install -g @earendil-works/pi-coding-agent",
+	Agent:      true,
 	Extension:  true,
 	WriteTools: []string{"write", "edit"},
 	SessionEnv: "PI_SESSION_ID",
