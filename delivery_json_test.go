@@ -9,6 +9,7 @@ import (
 )
 
 func TestDeliveryConfigJSON(t *testing.T) {
+	t.Parallel()
 	c := DeliveryConfig{Agent: "claude", PhaseTimeout: time.Hour, PhaseTimeouts: map[Phase]time.Duration{PhaseImplement: 90 * time.Minute},
 		ObserveWindow: 2 * time.Minute, MergeMethod: MergeSquash, MaxRounds: 3}
 	b, err := json.Marshal(c)

@@ -9,6 +9,7 @@ import (
 )
 
 func TestAddRefReplacesWorkRefOfSameType(t *testing.T) {
+	t.Parallel()
 	d := &Delivery{Refs: []Ref{{Role: RoleRequest, Type: "github_issue", URL: "https://github.com/o/r/issues/1"}}}
 	d.AddRef(Ref{Role: RoleWork, Type: "branch", Label: "baton/x"})
 	d.AddRef(Ref{Role: RoleWork, Type: "pr", URL: "https://github.com/o/r/pull/2"})
@@ -32,6 +33,7 @@ func TestAddRefReplacesWorkRefOfSameType(t *testing.T) {
 }
 
 func TestDeliveryIDIsStable(t *testing.T) {
+	t.Parallel()
 	a := DeliveryID("octo/app", "https://github.com/octo/app/issues/12")
 	if a != DeliveryID("octo/app", "https://github.com/octo/app/issues/12") || len(a) != 12 || !ValidID(a) {
 		t.Errorf("DeliveryID = %q", a)
@@ -42,6 +44,7 @@ func TestDeliveryIDIsStable(t *testing.T) {
 }
 
 func TestParseCheckpoints(t *testing.T) {
+	t.Parallel()
 	got, err := ParseCheckpoints(" deploy, plan ,plan,VERIFY")
 	if err != nil || !cmp.Equal(got, []Phase{PhasePlan, PhaseVerify, PhaseDeploy}) {
 		t.Errorf("ParseCheckpoints = %v %v", got, err)
@@ -59,6 +62,7 @@ func TestParseCheckpoints(t *testing.T) {
 }
 
 func TestDeliveryValidate(t *testing.T) {
+	t.Parallel()
 	ok := Delivery{ID: "abc", Summary: "s", Repository: "/r", Forge: ForgeLocal, Phase: PhasePlan, RunStatus: StatusPending,
 		Endpoint: PhaseObserve, Checkpoints: []Phase{PhasePlan}, Config: DeliveryConfig{ObserveCommand: "true"}}
 	if err := ok.Validate(); err != nil {
@@ -83,6 +87,7 @@ func TestDeliveryValidate(t *testing.T) {
 }
 
 func TestParseTimeouts(t *testing.T) {
+	t.Parallel()
 	def, per, err := ParseTimeouts(" 45m, implement=90m ,plan=10m")
 	if err != nil || def != 45*time.Minute || per[PhaseImplement] != 90*time.Minute || per[PhasePlan] != 10*time.Minute || len(per) != 2 {
 		t.Fatalf("ParseTimeouts = %v %v %v", def, per, err)

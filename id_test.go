@@ -8,6 +8,7 @@ import (
 )
 
 func TestValidID(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		id   string
 		want bool
@@ -42,6 +43,7 @@ func TestValidID(t *testing.T) {
 }
 
 func TestSlug(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"Finish the auth refactor", "finish-the-auth-refactor"},
 		{"  --Fix: JWT expiry (again)!! ", "fix-jwt-expiry-again"},

@@ -7,6 +7,7 @@ import (
 )
 
 func TestTruncate(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		in     string
 		n      int
@@ -66,6 +67,7 @@ func FuzzTruncate(f *testing.F) {
 }
 
 func TestStripControls(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ in, want string }{
 		{"plain text, tabs\tand\nnewlines", "plain text, tabs\tand\nnewlines"},
 		{"héllo 日本語 ✓", "héllo 日本語 ✓"},
@@ -175,6 +177,7 @@ func FuzzStripControlsKeepsText(f *testing.F) {
 }
 
 func TestCheckSize(t *testing.T) {
+	t.Parallel()
 	if err := CheckSize("the summary", strings.Repeat("x", MaxSummary), MaxSummary); err != nil {
 		t.Errorf("a summary of exactly the limit: %v", err)
 	}

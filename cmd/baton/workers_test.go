@@ -288,8 +288,8 @@ func TestWorkerProcessesShareOneCache(t *testing.T) {
 }
 
 // killableAgent is concurrentAgent, except that the first implementer of
-// the run (whichever delivery it is) records its parent, the worker
-// process, and hangs, so the test can SIGKILL that worker mid-phase.
+// the run (whichever delivery it is) records its branch, and hangs, so
+// the test can SIGKILL the worker that runs it mid-phase.
 const killableAgent = `#!/bin/sh
 prompt=$(cat)
 case "$prompt" in
@@ -348,6 +348,10 @@ func TestWorkerProcessesOnPostgresSurviveAKill(t *testing.T) {
 	if _, err := fmt.Sscan(string(b), &pid, &branch); err != nil {
 		t.Fatalf("marker %q: %v", b, err)
 	}
+	// The agent runs in a box whose process ids are its own: the worker
+	// is the delivery's owner (worker:<host>:<pid>:<boot>), as the
+	// database says.
+	pid = ownerPID(t, dsn, strings.TrimPrefix(branch, "baton/"))
 	var victim *workerProc
 	for _, w := range procs {
 		if w.cmd.Process.Pid == pid {
@@ -355,7 +359,7 @@ func TestWorkerProcessesOnPostgresSurviveAKill(t *testing.T) {
 		}
 	}
 	if victim == nil {
-		t.Fatalf("the implementer's parent %d is none of the workers\n%s", pid, logs())
+		t.Fatalf("the implementer's worker %d is none of the workers\n%s", pid, logs())
 	}
 	if err := victim.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -447,4 +451,27 @@ func TestDoctorExitStatus(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "broken:") {
 		t.Errorf("doctor with hooks calling a missing binary: %v\n%s", err, out)
 	}
+}
+
+// ownerPID is the process id of the worker running delivery id.
+func ownerPID(t *testing.T, dsn, id string) int {
+	t.Helper()
+	db, err := sqlstore.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	d, err := db.Store().FindDeliveryByID(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.Split(d.Owner, ":")
+	var pid int
+	if len(parts) < 3 {
+		t.Fatalf("delivery %s's owner %q names no process", id, d.Owner)
+	}
+	if _, err := fmt.Sscan(parts[2], &pid); err != nil {
+		t.Fatalf("delivery %s's owner %q: %v", id, d.Owner, err)
+	}
+	return pid
 }

@@ -9,6 +9,7 @@ import (
 )
 
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	fake := agenttest.New(t)
 	dir := t.TempDir()
 	tests := []struct {

@@ -21,6 +21,7 @@ const testSchema = `{
 // TestCommandGolden pins every executor's command line. Review changes to
 // these files like code: they are what the real CLIs receive.
 func TestCommandGolden(t *testing.T) {
+	t.Parallel()
 	full := Spec{
 		Prompt:       "never in argv",
 		SystemPrompt: "You are the implementer. Work without asking questions.",
@@ -74,6 +75,7 @@ func with(s Spec, agent string, extra ...string) Spec {
 }
 
 func TestCommandInvalid(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		spec Spec
@@ -97,6 +99,7 @@ func TestCommandInvalid(t *testing.T) {
 }
 
 func TestHasFlag(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args []string
 		want bool

@@ -15,6 +15,7 @@ import (
 // and last message) go there rather than to LogDir, it cannot write
 // beside its working directory, and the run says it was confined.
 func TestRunConfined(t *testing.T) {
+	t.Parallel()
 	if st := sandbox.Probe(); !st.Available() {
 		t.Skipf("this kernel cannot confine: %s", st.Why)
 	}
@@ -63,6 +64,7 @@ func TestRunConfined(t *testing.T) {
 // from there. Before, CODEX_HOME named a directory the agent home did not
 // have, and Codex refused to start.
 func TestRunBoxedCodexWithStateOutsideHome(t *testing.T) {
+	t.Parallel()
 	if st := sandbox.Probe(); !st.Available() {
 		t.Skipf("this kernel cannot confine: %s", st.Why)
 	}

@@ -31,6 +31,7 @@ func kindOfStream(name string) kind {
 // through their decoders and compares what comes out (result and live
 // view) with the golden file next to each stream.
 func TestReplayStreams(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("testdata/streams/*")
 	if err != nil {
 		t.Fatal(err)
@@ -65,6 +66,7 @@ func TestReplayStreams(t *testing.T) {
 }
 
 func TestLineReader(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("x", 300<<10) // longer than bufio's buffer
 	tests := []struct {
 		name    string
@@ -104,6 +106,7 @@ func TestLineReader(t *testing.T) {
 }
 
 func TestLineReaderReadError(t *testing.T) {
+	t.Parallel()
 	r := io.MultiReader(strings.NewReader("a\npartial"), iotest.ErrReader(io.ErrUnexpectedEOF))
 	lr := newLineReader(r, 100, nil)
 	var got []string
@@ -117,6 +120,7 @@ func TestLineReaderReadError(t *testing.T) {
 }
 
 func TestExtractJSON(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want string
@@ -142,6 +146,7 @@ func TestExtractJSON(t *testing.T) {
 }
 
 func TestSniffType(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want string

@@ -7,6 +7,7 @@ import (
 )
 
 func TestCappedLog(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		jsonl  bool

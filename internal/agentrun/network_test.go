@@ -22,6 +22,7 @@ import (
 // home takes over inside the box: the model API is still read from the
 // user's.
 func TestBoxedAgentReachesOnlyItsModelAPI(t *testing.T) {
+	t.Parallel()
 	if st := sandbox.Probe(); !st.Available() || slices.ContainsFunc(st.Defences, func(d sandbox.Defence) bool {
 		return d.Name == sandbox.DefNetwork && !d.Enforced
 	}) {

@@ -39,6 +39,7 @@ func spec(t *testing.T, fake *agenttest.Fake, agent string) Spec {
 }
 
 func TestRunSuccess(t *testing.T) {
+	t.Parallel()
 	for _, agent := range agents {
 		t.Run(agent, func(t *testing.T) {
 			fake := agenttest.New(t, agenttest.Turn{
@@ -142,6 +143,7 @@ func TestRunSuccess(t *testing.T) {
 }
 
 func TestRunSchema(t *testing.T) {
+	t.Parallel()
 	done := map[string]string{"status": "done", "summary": "Add implemented"}
 	tests := []struct {
 		name    string
@@ -180,6 +182,7 @@ func TestRunSchema(t *testing.T) {
 }
 
 func TestRunAgentFailure(t *testing.T) {
+	t.Parallel()
 	for _, agent := range agents {
 		t.Run(agent, func(t *testing.T) {
 			fake := agenttest.New(t, agenttest.Turn{
@@ -204,6 +207,7 @@ func TestRunAgentFailure(t *testing.T) {
 }
 
 func TestRunNonZeroExitAfterResult(t *testing.T) {
+	t.Parallel()
 	fake := agenttest.New(t, agenttest.Turn{Final: "done anyway", ExitCode: 2})
 	res, err := Run(t.Context(), spec(t, fake, "claude"))
 	if !errors.Is(err, ErrAgentFailed) || res.ExitCode != 2 || res.FinalText != "done anyway" {
@@ -212,6 +216,7 @@ func TestRunNonZeroExitAfterResult(t *testing.T) {
 }
 
 func TestRunNoResult(t *testing.T) {
+	t.Parallel()
 	for _, agent := range agents {
 		t.Run(agent, func(t *testing.T) {
 			turn := agenttest.Turn{Say: []string{"Half way there."}, NoResult: true}
@@ -243,6 +248,7 @@ func TestRunNoResult(t *testing.T) {
 }
 
 func TestRunTimeout(t *testing.T) {
+	t.Parallel()
 	for _, agent := range agents {
 		t.Run(agent, func(t *testing.T) {
 			fake := agenttest.New(t, agenttest.Turn{
@@ -276,6 +282,7 @@ func TestRunTimeout(t *testing.T) {
 }
 
 func TestRunTimeoutKillsStubbornAgent(t *testing.T) {
+	t.Parallel()
 	fake := agenttest.New(t, agenttest.Turn{
 		Commands:        []agenttest.Command{{Argv: []string{"sleep", "300"}, Background: true, PIDFile: "child.pid"}},
 		Sleep:           5 * time.Minute,
@@ -317,6 +324,7 @@ func (c *cancelOnWrite) Write(p []byte) (int, error) {
 }
 
 func TestRunCanceled(t *testing.T) {
+	t.Parallel()
 	for _, agent := range []string{"claude", "codex", "command"} {
 		t.Run(agent, func(t *testing.T) {
 			fake := agenttest.New(t, agenttest.Turn{Say: []string{"Working on it."}, Sleep: 5 * time.Minute})
@@ -336,6 +344,7 @@ func TestRunCanceled(t *testing.T) {
 }
 
 func TestRunContextDeadline(t *testing.T) {
+	t.Parallel()
 	fake := agenttest.New(t, agenttest.Turn{Sleep: 5 * time.Minute})
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
@@ -346,6 +355,7 @@ func TestRunContextDeadline(t *testing.T) {
 }
 
 func TestRunCanceledBeforeStart(t *testing.T) {
+	t.Parallel()
 	fake := agenttest.New(t, agenttest.Turn{Final: "x"})
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -359,6 +369,7 @@ func TestRunCanceledBeforeStart(t *testing.T) {
 }
 
 func TestRunHugeLines(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
 	for _, agent := range agents {
 		t.Run(agent, func(t *testing.T) {
@@ -387,6 +398,7 @@ func TestRunHugeLines(t *testing.T) {
 }
 
 func TestRunUnknownEvents(t *testing.T) {
+	t.Parallel()
 	events := []string{"plain text noise", `{"type":"brand_new_event","x":1}`, `{"type":"assistant"`, `[1,2,3]`}
 	for _, agent := range []string{"claude", "codex"} {
 		t.Run(agent, func(t *testing.T) {
@@ -403,6 +415,7 @@ func TestRunUnknownEvents(t *testing.T) {
 }
 
 func TestRunLogCap(t *testing.T) {
+	t.Parallel()
 	line := `{"type":"filler","data":"` + strings.Repeat("x", 1000) + `"}`
 	fake := agenttest.New(t, agenttest.Turn{
 		Events: []string{line, line, line, line, line, line, line, line},
@@ -431,6 +444,7 @@ func TestRunLogCap(t *testing.T) {
 }
 
 func TestRunNotInstalled(t *testing.T) {
+	t.Parallel()
 	empty := t.TempDir()
 	for _, agent := range []string{"claude", "codex", "droid"} {
 		t.Run(agent, func(t *testing.T) {
@@ -461,6 +475,7 @@ func TestRunNotInstalled(t *testing.T) {
 }
 
 func TestRunInvalidSpec(t *testing.T) {
+	t.Parallel()
 	res, err := Run(t.Context(), Spec{Agent: "gpt", Prompt: "p"})
 	if !errors.Is(err, ErrInvalidSpec) || baton.ErrorCode(err) != baton.Invalid || res == nil {
 		t.Fatalf("Run = %v, %v; want a Result and ErrInvalidSpec (Invalid)", res, err)
@@ -470,6 +485,7 @@ func TestRunInvalidSpec(t *testing.T) {
 // A child that keeps the agent's stdout open must not keep Run waiting once
 // the agent has exited, nor outlive the run.
 func TestRunBackgroundChildHoldingStdout(t *testing.T) {
+	t.Parallel()
 	fake := agenttest.New(t, agenttest.Turn{
 		Commands: []agenttest.Command{{Argv: []string{"sleep", "300"}, Background: true, InheritOutput: true, PIDFile: "child.pid"}},
 		Final:    map[string]string{"status": "done"},
@@ -488,6 +504,7 @@ func TestRunBackgroundChildHoldingStdout(t *testing.T) {
 
 // A command agent's Model and schema reach it through the environment.
 func TestRunCommandAgentEnv(t *testing.T) {
+	t.Parallel()
 	fake := agenttest.New(t, agenttest.Turn{Final: map[string]string{"status": "done", "summary": "s"}})
 	s := spec(t, fake, "command")
 	s.Model = "local-7b"
@@ -505,6 +522,7 @@ func TestRunCommandAgentEnv(t *testing.T) {
 
 // Consecutive runs take consecutive turns, as a runner's attempts do.
 func TestRunAttempts(t *testing.T) {
+	t.Parallel()
 	fake := agenttest.New(t,
 		agenttest.Turn{Final: map[string]string{"status": "retry", "summary": "tests fail"}},
 		agenttest.Turn{Final: map[string]string{"status": "done", "summary": "tests pass"}},
@@ -584,6 +602,7 @@ func (s *syncBuffer) String() string {
 
 // A command agent given by a relative path runs from Spec.Dir.
 func TestRunRelativeCommand(t *testing.T) {
+	t.Parallel()
 	fake := agenttest.New(t, agenttest.Turn{Final: "relative ok"})
 	s := spec(t, fake, "command")
 	if err := os.Symlink(filepath.Join(fake.BinDir, "fakeagent"), filepath.Join(s.Dir, "my-agent")); err != nil {
@@ -604,6 +623,7 @@ func TestRunRelativeCommand(t *testing.T) {
 // its hooks file is read-only (the installer's reader refused such a file,
 // and the note went missing).
 func TestCodexHooksNeverSilentlyOff(t *testing.T) {
+	t.Parallel()
 	fake := agenttest.New(t, agenttest.Turn{Final: "ok"}, agenttest.Turn{Final: "ok"})
 	s := spec(t, fake, "codex")
 	codexHome := t.TempDir()

@@ -7,6 +7,7 @@ import (
 )
 
 func TestSplitArgs(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want []string

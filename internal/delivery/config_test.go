@@ -10,6 +10,7 @@ import (
 )
 
 func TestParseSourceConfig(t *testing.T) {
+	t.Parallel()
 	c, err := ParseSourceConfig([]byte(`{"verify": "go test ./...", "observe": "curl -fsS localhost:8080/health",
 		"observe_window": "2m", "checkpoints": ["plan", "deploy"], "endpoint": "deploy", "merge": "rebase", "max_rounds": 2,
 		"timeout": "30m,implement=2h", "agent_args": ["--allowedTools", "Read,Edit"],

@@ -52,6 +52,7 @@ func ghNew(cfg baton.DeliveryConfig) baton.Delivery {
 }
 
 func TestGitHubPlanPullRequestFailureIsAWarning(t *testing.T) {
+	t.Parallel()
 	h, srv, bare := githubSetup(t, agenttest.Turn{Final: planText})
 	srv.Fail("POST /repos/octo/app/pulls", githubtest.ServerError())
 	d, _, err := h.svc.Insert(t.Context(), ghNew(cfg()), "alice")
@@ -91,6 +92,7 @@ func TestGitHubPlanPullRequestFailureIsAWarning(t *testing.T) {
 // runs (a failure goes back to implement with a check ref), deploy marks
 // the PR ready and merges it through the API.
 func TestGitHubPipeline(t *testing.T) {
+	t.Parallel()
 	h, srv, bare := githubSetup(t,
 		agenttest.Turn{Final: planText},
 		agenttest.Turn{Files: []agenttest.File{{Path: "greet.go", Content: "package app\n"}}, Final: "done"},
@@ -191,6 +193,7 @@ func TestGitHubPipeline(t *testing.T) {
 // (Verify finds no CI: baton's own baton/<phase> statuses on the head,
 // verify's pending one among them, are not waited for.)
 func TestGitHubRepositoryWithoutDraftsDelivers(t *testing.T) {
+	t.Parallel()
 	h, srv, bare := githubSetup(t,
 		agenttest.Turn{Final: planText},
 		agenttest.Turn{Files: []agenttest.File{{Path: "greet.go", Content: "package app\n"}}, Final: "done"},

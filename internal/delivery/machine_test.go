@@ -150,6 +150,7 @@ func inputFor(a Action, p baton.Phase) Input {
 }
 
 func TestApplyEveryActionPhaseStatus(t *testing.T) {
+	t.Parallel()
 	if len(specGrid) != len(Actions) {
 		t.Fatalf("specGrid covers %d actions, want all %d", len(specGrid), len(Actions))
 	}
@@ -233,6 +234,7 @@ func mustApply(t *testing.T, d baton.Delivery, in Input) Result {
 }
 
 func TestReviewNotPassReturnsToImplement(t *testing.T) {
+	t.Parallel()
 	d := fixture(baton.PhaseReview, baton.StatusRunning)
 	res := mustApply(t, d, Input{Action: ActForward, Actor: "w", Now: t0, Attempt: 3, Verdict: baton.VerdictNotPass, Note: "missing tests",
 		Refs: []baton.Ref{{Role: baton.RoleReview, Type: "review_note", Label: "review 1", URL: "file:///r/1.md"}}})
@@ -254,6 +256,7 @@ func TestReviewNotPassReturnsToImplement(t *testing.T) {
 }
 
 func TestNotPassAtCheckpointBlocks(t *testing.T) {
+	t.Parallel()
 	d := fixture(baton.PhaseVerify, baton.StatusRunning)
 	d.Checkpoints = append(d.Checkpoints, baton.PhaseVerify)
 	res := mustApply(t, d, Input{Action: ActForward, Actor: "w", Now: t0, Attempt: 3, Verdict: baton.VerdictNotPass, Note: "2 checks failed"})
@@ -273,6 +276,7 @@ func TestNotPassAtCheckpointBlocks(t *testing.T) {
 // person, who sends the branch on as it stands, runs the phase again or
 // sends the delivery back.
 func TestBlockedOutcomeWaitsForAPerson(t *testing.T) {
+	t.Parallel()
 	d := fixture(baton.PhaseImplement, baton.StatusRunning)
 	res := mustApply(t, d, Input{Action: ActForward, Actor: "w", Now: t0, Attempt: 3, Block: true, Note: "the agent changed nothing"})
 	if res.Delivery.String() != "implement/blocked" || res.Enqueue || res.Delivery.Error != "the agent changed nothing" {
@@ -302,6 +306,7 @@ func TestBlockedOutcomeWaitsForAPerson(t *testing.T) {
 }
 
 func TestRoundLimitBlocks(t *testing.T) {
+	t.Parallel()
 	d := fixture(baton.PhaseReview, baton.StatusRunning)
 	d.Config.MaxRounds, d.Rounds = 2, 2
 	res := mustApply(t, d, Input{Action: ActForward, Actor: "w", Now: t0, Attempt: 3, Verdict: baton.VerdictNotPass})
@@ -311,6 +316,7 @@ func TestRoundLimitBlocks(t *testing.T) {
 }
 
 func TestSkippedSystemPhaseAdvancesWithReason(t *testing.T) {
+	t.Parallel()
 	d := fixture(baton.PhaseVerify, baton.StatusRunning)
 	d.Checkpoints = []baton.Phase{baton.PhaseVerify}
 	res := mustApply(t, d, Input{Action: ActForward, Actor: "w", Now: t0, Attempt: 3, Skipped: true, Note: "no --verify command"})
@@ -326,6 +332,7 @@ func TestSkippedSystemPhaseAdvancesWithReason(t *testing.T) {
 }
 
 func TestCancelWinsOverLateResult(t *testing.T) {
+	t.Parallel()
 	d := fixture(baton.PhaseImplement, baton.StatusRunning)
 	c := mustApply(t, d, Input{Action: ActCancel, Actor: "alice", Person: true, Now: t0})
 	if c.Delivery.Error != "canceled by alice" {
@@ -348,6 +355,7 @@ func TestCancelWinsOverLateResult(t *testing.T) {
 }
 
 func TestRejectNeedsReasonAndIsRefusedWhileRunning(t *testing.T) {
+	t.Parallel()
 	if _, err := Apply(fixture(baton.PhaseReview, baton.StatusSucceeded), Input{Action: ActReject, Actor: "a", Person: true, Now: t0}); baton.ErrorCode(err) != baton.Invalid {
 		t.Errorf("reject without reason: err %v, want Invalid", err)
 	}
@@ -362,6 +370,7 @@ func TestRejectNeedsReasonAndIsRefusedWhileRunning(t *testing.T) {
 // applied to the queued phase: that is how exactly one of many racing
 // decisions wins.
 func TestOneDecisionPerWaitingPhase(t *testing.T) {
+	t.Parallel()
 	approve := Input{Action: ActApprove, Actor: "alice", Person: true, Now: t0}
 	reject := Input{Action: ActReject, Actor: "bob", Person: true, Now: t0, Note: "not like this"}
 	for _, p := range []baton.Phase{baton.PhasePlan, baton.PhaseReview, baton.PhaseDeploy} {
@@ -387,6 +396,7 @@ func TestOneDecisionPerWaitingPhase(t *testing.T) {
 }
 
 func TestSystemPhaseAtCheckpointIsStartedByAPerson(t *testing.T) {
+	t.Parallel()
 	// verify passes; deploy is a checkpoint: it waits, and a person starts it.
 	d := fixture(baton.PhaseVerify, baton.StatusRunning)
 	res := mustApply(t, d, Input{Action: ActForward, Actor: "w", Now: t0, Attempt: 3, Verdict: baton.VerdictPass})
@@ -409,6 +419,7 @@ func TestSystemPhaseAtCheckpointIsStartedByAPerson(t *testing.T) {
 }
 
 func TestLostTwiceFails(t *testing.T) {
+	t.Parallel()
 	d := fixture(baton.PhaseImplement, baton.StatusRunning)
 	r := mustApply(t, d, Input{Action: ActLose, Actor: "reconciler", Now: t0, Attempt: 3})
 	r = mustApply(t, r.Delivery, Input{Action: ActRun, Actor: "w", Now: t0})
@@ -419,6 +430,7 @@ func TestLostTwiceFails(t *testing.T) {
 }
 
 func TestNewDelivery(t *testing.T) {
+	t.Parallel()
 	res := NewDelivery(fixture("", ""), "alice", t0)
 	if res.Delivery.String() != "plan/pending" || !res.Enqueue {
 		t.Fatalf("new delivery %s enqueue=%v, want plan/pending queued (the creator started it)", res.Delivery.String(), res.Enqueue)
@@ -432,6 +444,7 @@ func TestNewDelivery(t *testing.T) {
 // feedback gets a round of its own) and takes the place of any other
 // queued phase.
 func TestFeedbackWhileQueued(t *testing.T) {
+	t.Parallel()
 	for p, want := range map[baton.Phase]string{
 		baton.PhasePlan: "-", baton.PhaseImplement: "-", baton.PhaseReview: "implement/pending+q",
 		baton.PhaseVerify: "implement/pending+q", baton.PhaseDeploy: "implement/pending+q",

@@ -14,6 +14,7 @@ import (
 // a success that sends the same branch to review: approve sends the
 // branch on as it stands, retry runs implement again.
 func TestImplementThatChangedNothingBlocks(t *testing.T) {
+	t.Parallel()
 	src := sourceRepo(t)
 	h := newHarness(t, 0,
 		agenttest.Turn{Final: planText},
@@ -56,6 +57,7 @@ func TestImplementThatChangedNothingBlocks(t *testing.T) {
 // Codex whose every edit fails (its own sandbox refusing, as it did inside
 // baton's box): the failed edit is shown failed, live and in the block.
 func TestImplementWithFailedEditsBlocks(t *testing.T) {
+	t.Parallel()
 	src := sourceRepo(t)
 	h := newHarness(t, 0,
 		agenttest.Turn{Final: planText},
@@ -93,6 +95,7 @@ func TestImplementWithFailedEditsBlocks(t *testing.T) {
 // changes nothing used to run five "succeeded" implement rounds until the
 // round limit; now the first one stops for a person.
 func TestNoChangeStopsBeforeTheRoundLimit(t *testing.T) {
+	t.Parallel()
 	src := sourceRepo(t)
 	h := newHarness(t, 1)
 	h.fake.SetScript(t, agenttest.Script{RepeatLast: true, Turns: []agenttest.Turn{

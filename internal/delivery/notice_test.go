@@ -9,6 +9,7 @@ import (
 // A change notifies when it makes the delivery wait for a person, fail or
 // close, once per state entered.
 func TestNoticeOf(t *testing.T) {
+	t.Parallel()
 	at := func(p baton.Phase, s baton.RunStatus, queued bool) *baton.Delivery {
 		d := fixture(p, s)
 		d.Queued = queued

@@ -12,6 +12,7 @@ import (
 // OwnerGone is true only for a process of this machine and boot that no
 // longer exists; anything it cannot be sure of is alive.
 func TestOwnerGone(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("boot ids are Linux only")
 	}

@@ -27,6 +27,7 @@ func promptFixture() *baton.Delivery {
 // Every agent phase gets the same user prompt; each has its own system
 // prompt. Goldens pin both.
 func TestPromptGolden(t *testing.T) {
+	t.Parallel()
 	d := promptFixture()
 	for _, p := range []baton.Phase{baton.PhasePlan, baton.PhaseImplement, baton.PhaseReview} {
 		d.Phase = p
@@ -35,6 +36,7 @@ func TestPromptGolden(t *testing.T) {
 }
 
 func TestBuildPromptRules(t *testing.T) {
+	t.Parallel()
 	d := promptFixture()
 	got := BuildPrompt(d)
 	want := "GitHub Issue #12: Sessions expire too early\n\n## References\n\n" +
@@ -68,6 +70,7 @@ func TestBuildPromptRules(t *testing.T) {
 }
 
 func TestParseVerdict(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		final      string

@@ -84,6 +84,7 @@ func TestRequeueGivesLeftWorkItsJob(t *testing.T) {
 // is ignored by the close, with its reason: a closed delivery takes no
 // more.
 func TestCloseIgnoresWaitingFeedback(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, 0)
 	ctx := t.Context()
 	d, _, err := h.svc.Insert(ctx, newDelivery(sourceRepo(t), cfg(), baton.PhasePlan), "alice")

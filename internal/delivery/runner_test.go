@@ -24,6 +24,7 @@ func cfg() baton.DeliveryConfig {
 }
 
 func TestCreateIsIdempotent(t *testing.T) {
+	t.Parallel()
 	src := sourceRepo(t)
 	h := newHarness(t, 0)
 	a, created, err := h.svc.Insert(t.Context(), newDelivery(src, cfg()), "alice")
@@ -51,6 +52,7 @@ func TestCreateIsIdempotent(t *testing.T) {
 // Two run requests at once, from two runners (a worker and a person):
 // exactly one agent run.
 func TestConcurrentRunsRunOnce(t *testing.T) {
+	t.Parallel()
 	src := sourceRepo(t)
 	h := newHarness(t, 0, agenttest.Turn{Final: planText, Sleep: 300 * time.Millisecond})
 	d, _, err := h.svc.Insert(t.Context(), newDelivery(src, cfg(), baton.PhasePlan), "alice")
@@ -97,6 +99,7 @@ func TestConcurrentRunsRunOnce(t *testing.T) {
 // Cancel from another actor kills the agent; its late result is
 // discarded, and the agent run keeps what it produced.
 func TestCancelKillsAgentAndWins(t *testing.T) {
+	t.Parallel()
 	src := sourceRepo(t)
 	h := newHarness(t, 0, agenttest.Turn{Final: planText, Sleep: 30 * time.Second})
 	d, _, err := h.svc.Insert(t.Context(), newDelivery(src, cfg()), "alice")
@@ -154,6 +157,7 @@ func TestCancelKillsAgentAndWins(t *testing.T) {
 // of what stopped it: a person's cancel names who canceled; anything
 // else, even a failure whose text reads like a cancel, is a takeover.
 func TestRunnerTellsACancelFromATakeover(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		stop delivery.Input
@@ -202,6 +206,7 @@ func TestRunnerTellsACancelFromATakeover(t *testing.T) {
 }
 
 func TestAgentFailureKeepsRunAndPartialWork(t *testing.T) {
+	t.Parallel()
 	src := sourceRepo(t)
 	h := newHarness(t, 0,
 		agenttest.Turn{Final: planText},
@@ -231,6 +236,7 @@ func TestAgentFailureKeepsRunAndPartialWork(t *testing.T) {
 }
 
 func TestReviewWithoutVerdictFails(t *testing.T) {
+	t.Parallel()
 	src := sourceRepo(t)
 	h := newHarness(t, 0,
 		agenttest.Turn{Final: planText},
@@ -255,6 +261,7 @@ func TestReviewWithoutVerdictFails(t *testing.T) {
 }
 
 func TestSystemPhasesSkipWithReason(t *testing.T) {
+	t.Parallel()
 	src := sourceRepo(t)
 	h := newHarness(t, 0)
 	d, _, _ := h.svc.Insert(t.Context(), newDelivery(src, cfg()), "alice")
@@ -301,6 +308,7 @@ func setState(t *testing.T, h *harness, id string, p baton.Phase) {
 // Deploy never clobbers the user's uncommitted changes on the base
 // branch: it fails with a clear error and leaves the work tree as it was.
 func TestLocalDeployProtectsUncommittedChanges(t *testing.T) {
+	t.Parallel()
 	src := sourceRepo(t)
 	h := newHarness(t, 0)
 	d, _, _ := h.svc.Insert(t.Context(), newDelivery(src, cfg()), "alice")
@@ -341,6 +349,7 @@ func TestLocalDeployProtectsUncommittedChanges(t *testing.T) {
 // A running delivery whose worker stopped beating is handed back: the
 // agent run fails as lost, and the phase is queued again.
 func TestReconcileLostWorker(t *testing.T) {
+	t.Parallel()
 	src := sourceRepo(t)
 	h := newHarness(t, 0)
 	d, _, _ := h.svc.Insert(t.Context(), newDelivery(src, cfg()), "alice")
@@ -369,6 +378,7 @@ func TestReconcileLostWorker(t *testing.T) {
 // A worker that stops mid-run (SIGINT) releases the phase to the queue;
 // a foreground run interrupted by its person is canceled instead.
 func TestInterruptedRunIsReleasedOrCanceled(t *testing.T) {
+	t.Parallel()
 	src := sourceRepo(t)
 	h := newHarness(t, 0, agenttest.Turn{Final: planText, Sleep: 30 * time.Second}, agenttest.Turn{Final: planText, Sleep: 30 * time.Second})
 	d, _, _ := h.svc.Insert(t.Context(), newDelivery(src, cfg()), "alice")
@@ -410,6 +420,7 @@ func TestInterruptedRunIsReleasedOrCanceled(t *testing.T) {
 }
 
 func TestPhaseTimeoutFailsTheRun(t *testing.T) {
+	t.Parallel()
 	src := sourceRepo(t)
 	h := newHarness(t, 0, agenttest.Turn{Final: planText, Sleep: 30 * time.Second})
 	c := cfg()
@@ -435,6 +446,7 @@ func TestPhaseTimeoutFailsTheRun(t *testing.T) {
 // Deploy and observe commands: deploy runs instead of merging; a failing
 // probe fails observe with its output kept behind a check ref.
 func TestDeployAndObserveCommands(t *testing.T) {
+	t.Parallel()
 	src := sourceRepo(t)
 	h := newHarness(t, 0)
 	c := cfg()
@@ -476,6 +488,7 @@ func TestDeployAndObserveCommands(t *testing.T) {
 // A verify command that cannot even start is a failed check (exit 127,
 // as in a shell), not a pipeline error.
 func TestVerifyCommandNotFound(t *testing.T) {
+	t.Parallel()
 	src := sourceRepo(t)
 	h := newHarness(t, 0)
 	c := cfg()
@@ -496,6 +509,7 @@ func TestVerifyCommandNotFound(t *testing.T) {
 // neither merge carries it, so they do not conflict, and a docs/plan.md
 // the repository already has is left alone.
 func TestConcurrentDeliveriesDoNotConflictOnThePlan(t *testing.T) {
+	t.Parallel()
 	src := sourceRepo(t)
 	write(t, filepath.Join(src, "docs", "plan.md"), "the team's own plan\n")
 	gittest.Git(t, src, "add", "-A")

@@ -23,6 +23,7 @@ func ptr[T any](v T) *T { return &v }
 // repository's .agent/delivery.json and the request's settings, in that
 // order; creating the same request again finds the same delivery.
 func TestCreateFromRequest(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, 0)
 	src := sourceRepo(t)
 	write(t, filepath.Join(src, "docs", "README.md"), "# docs\n") // the request names a directory inside the repository
@@ -61,6 +62,7 @@ func TestCreateFromRequest(t *testing.T) {
 // A request that cannot make a delivery is Invalid, and nothing is
 // stored.
 func TestCreateRefusesBadRequests(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, 0)
 	src := sourceRepo(t)
 	for name, req := range map[string]delivery.Request{
@@ -86,6 +88,7 @@ func TestCreateRefusesBadRequests(t *testing.T) {
 // An issue request is named after the issue's title, read through the
 // GitHub client; a bad token fails without showing it.
 func TestCreateFromIssue(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, 0)
 	srv := githubtest.NewServer(t)
 	srv.RequireToken(ghToken)
@@ -114,6 +117,7 @@ func TestCreateFromIssue(t *testing.T) {
 
 // Decide takes only a person's decisions; a reject needs its reason.
 func TestDecide(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, 0)
 	d, _, err := h.svc.Insert(t.Context(), newDelivery(sourceRepo(t), cfg(), baton.PhasePlan), "alice")
 	if err != nil {
@@ -146,6 +150,7 @@ func TestDecide(t *testing.T) {
 
 // A worker runs queued phases until stopped and logs each result.
 func TestWorkerRunsQueuedPhases(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, 1, agenttest.Turn{Final: planText})
 	c := cfg()
 	c.Agent = h.fake.CommandAgent()

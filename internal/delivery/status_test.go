@@ -32,6 +32,7 @@ func runPhase(t *testing.T, h *harness, id string, p baton.Phase) *baton.Deliver
 // linking to the delivery's dashboard page. Verify does not wait for
 // baton's own statuses: with no CI, it has nothing to verify.
 func TestGitHubPhasesPostCommitStatuses(t *testing.T) {
+	t.Parallel()
 	h, srv, _ := githubSetup(t,
 		agenttest.Turn{Final: planText},
 		agenttest.Turn{Files: []agenttest.File{{Path: "greet.go", Content: "package app\n"}}, Final: "done"},
@@ -74,6 +75,7 @@ func TestGitHubPhasesPostCommitStatuses(t *testing.T) {
 // A status that cannot be posted is a warning in the phase's note; the
 // phase goes on.
 func TestGitHubStatusFailureIsAWarning(t *testing.T) {
+	t.Parallel()
 	h, srv, _ := githubSetup(t, agenttest.Turn{Final: planText})
 	srv.Fail("POST /repos/octo/app/statuses/*", githubtest.ServerError())
 	d, _, err := h.svc.Insert(t.Context(), ghNew(cfg()), "alice")
@@ -100,6 +102,7 @@ func TestGitHubStatusFailureIsAWarning(t *testing.T) {
 // progress, completed with its conclusion and the phase log as its
 // summary, and updated in place while the head does not move.
 func TestGitHubAppPhasesAreCheckRuns(t *testing.T) {
+	t.Parallel()
 	h, srv, _ := githubSetup(t,
 		agenttest.Turn{Final: planText},
 		agenttest.Turn{Files: []agenttest.File{{Path: "greet.go", Content: "package app\n"}}, Final: "done"},

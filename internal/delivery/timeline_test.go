@@ -13,6 +13,7 @@ import (
 // implemented, reviewed, started at deploy by a person after a wait,
 // deployed and closed.
 func TestTimelineFoldsAttemptsAndSplitsWaits(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	entry := func(s int, p baton.Phase, st baton.RunStatus, action, actor, note string) baton.PhaseLogEntry {
@@ -81,6 +82,7 @@ func TestTimelineFoldsAttemptsAndSplitsWaits(t *testing.T) {
 // Phase events in the words of the dashboard's buttons, naming people
 // and not workers.
 func TestPhaseWords(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		e    baton.PhaseLogEntry
 		want string

@@ -15,6 +15,7 @@ import (
 // makes the check pass) is not what verify judges, since it is not what
 // would be merged.
 func TestVerifyRunsOnTheWorkCommit(t *testing.T) {
+	t.Parallel()
 	src := sourceRepo(t)
 	write(t, src+"/.gitignore", "build/\n")
 	gittest.Git(t, src, "add", "-A")
@@ -51,6 +52,7 @@ func TestVerifyRunsOnTheWorkCommit(t *testing.T) {
 // after verify (a push to the pull request) is refused, not merged
 // unverified.
 func TestDeployMergesTheVerifiedCommit(t *testing.T) {
+	t.Parallel()
 	src := sourceRepo(t)
 	greet := "package app\n\nfunc Greet(name string) string { return \"hello, \" + name }\n"
 	h := newHarness(t, 0,

@@ -254,6 +254,7 @@ func TestLogHeaderDamaged(t *testing.T) {
 
 // Processes append while others compact: every touch is counted once.
 func TestConcurrentAppendsWithCompaction(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	const workers, batches, perBatch = 4, 12, 1000 // about 12 MB: compacts twice or more
 	var cmds []*exec.Cmd

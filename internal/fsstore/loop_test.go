@@ -20,6 +20,7 @@ func testLoop(prompt string) *baton.Loop {
 }
 
 func TestLoopsCreateFindListResolve(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := context.Background()
 	t0 := time.Date(2026, 11, 22, 9, 34, 0, 0, time.UTC)
@@ -76,6 +77,7 @@ func TestLoopsCreateFindListResolve(t *testing.T) {
 }
 
 func TestUpdateLoop(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := context.Background()
 	l := testLoop("go")
@@ -105,6 +107,7 @@ func TestUpdateLoop(t *testing.T) {
 }
 
 func TestForegroundPointer(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := context.Background()
 	if id, err := s.ForegroundLoopID("s1"); id != "" || err != nil {
@@ -191,6 +194,7 @@ func TestForegroundPointer(t *testing.T) {
 // verify commands changed since (a checkout) is no foreground loop and is
 // listed as foreign, until it is adopted again.
 func TestForegroundTrustsOnlyWhatWasAdopted(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := context.Background()
 	mine, theirs := testLoop("mine"), testLoop("theirs")
@@ -245,6 +249,7 @@ func TestForegroundTrustsOnlyWhatWasAdopted(t *testing.T) {
 // state (indexes/foreground-loops.json, the seed's active-loop.json), or
 // in another machine's directory, names no foreground loop here.
 func TestForegroundIgnoresCarriedPointers(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := context.Background()
 	l := testLoop("carried")
@@ -290,6 +295,7 @@ func TestForegroundIgnoresCarriedPointers(t *testing.T) {
 // Eight processes increment one loop's iteration at once, as racing stop
 // hooks would: no increment is lost.
 func TestConcurrentLoopIncrementsAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	l := testLoop("race")
 	l.MaxIterations = 0

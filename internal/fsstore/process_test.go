@@ -100,6 +100,7 @@ func helperCmd(t *testing.T, env ...string) *exec.Cmd {
 // Sixteen processes append to the relevant-files log at once: no line is
 // lost, none is torn or interleaved.
 func TestConcurrentAppendsAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	const workers, perWorker = 16, 200
 	var cmds []*exec.Cmd
@@ -136,6 +137,7 @@ func TestConcurrentAppendsAcrossProcesses(t *testing.T) {
 // A writer killed at a random point mid-rewrite leaves the old packet or
 // the new one, never a torn file.
 func TestKilledWriterNeverTearsPacket(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	p := testPacket("crash test")
 	if err := s.CreatePacket(context.Background(), p); err != nil {

@@ -40,6 +40,7 @@ func newStore(t testing.TB) *Store {
 }
 
 func TestDiscover(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	// A git repo with a nested package and no marker.
 	repo := mustMkdir(t, filepath.Join(tmp, "repo"))
@@ -99,6 +100,7 @@ func TestDiscover(t *testing.T) {
 }
 
 func TestInitIdempotent(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	r1, err := s.ReadRoot()
 	if err != nil {
@@ -128,6 +130,7 @@ func testPacket(purpose string) *baton.Packet {
 }
 
 func TestPacketsCreateListResolve(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := context.Background()
 	a, b, c := testPacket("auth refactor"), testPacket("auth refactor"), testPacket("billing migration")
@@ -184,6 +187,7 @@ func TestPacketsCreateListResolve(t *testing.T) {
 }
 
 func TestPathTraversalIDsRejected(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	for _, id := range []string{"../x", "..", "a/../../b", "/abs/path", "x/y", ".hidden", "a..b", strings.Repeat("a", 200), "-dash"} {
 		if _, err := s.FindPacketByID(id); baton.ErrorCode(err) != baton.Invalid {
@@ -201,6 +205,7 @@ func TestPathTraversalIDsRejected(t *testing.T) {
 }
 
 func TestCorruptPacketSkippedInListing(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := context.Background()
 	good := testPacket("good one")
@@ -227,6 +232,7 @@ func TestCorruptPacketSkippedInListing(t *testing.T) {
 }
 
 func TestJSONLTornTail(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := context.Background()
 	log := filepath.Join(s.IndexDir(), RelevantFilesLog)
@@ -259,6 +265,7 @@ func TestJSONLTornTail(t *testing.T) {
 }
 
 func TestRankFiles(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	t0 := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
 	e := func(min int, path string, src baton.FileSource) baton.RelevantFile {
@@ -293,6 +300,7 @@ func TestRankFiles(t *testing.T) {
 }
 
 func TestRelPath(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	s := Open(root, Options{})
 	mustMkdir(t, filepath.Join(root, "pkg", "sub"))
@@ -320,6 +328,7 @@ func TestRelPath(t *testing.T) {
 }
 
 func TestRootJSONShape(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	b, err := os.ReadFile(filepath.Join(s.Dir(), "root.json"))
 	if err != nil {
@@ -339,6 +348,7 @@ func TestRootJSONShape(t *testing.T) {
 // latest reads status and updated_at cheaply, but a hand-edited packet that
 // quotes them must still count, and an open packet beats a newer done one.
 func TestLatestPacketPeekAndFallback(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := context.Background()
 	older, newer := testPacket("older open"), testPacket("newer done")
@@ -364,6 +374,7 @@ func TestLatestPacketPeekAndFallback(t *testing.T) {
 }
 
 func TestNewUUID(t *testing.T) {
+	t.Parallel()
 	re := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 	seen := map[string]bool{}
 	for range 1000 {

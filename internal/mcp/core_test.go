@@ -18,6 +18,7 @@ import (
 // call one core function. This is the MCP server's side of each choice;
 // the CLI's is internal/cli's TestSharedCoreChoices.
 func TestSharedCoreChoices(t *testing.T) {
+	t.Parallel()
 	dir := repo(t)
 	gittest.Git(t, dir, "remote", "add", "origin", "https://github.com/octo/app.git")
 	gh := githubtest.NewServer(t)

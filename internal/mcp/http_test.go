@@ -52,6 +52,7 @@ func httpSession(t *testing.T, url string) (post func(ctx context.Context, body 
 // A session that makes no request for SessionIdle is closed, and its id
 // then answers 404, which tells a client to start a new session.
 func TestHTTPSessionsExpireWhenIdle(t *testing.T) {
+	t.Parallel()
 	dir := repo(t)
 	srv, err := New(Options{Root: dir, WorkDir: dir, Watch: -1})
 	if err != nil {
@@ -86,6 +87,7 @@ func TestHTTPSessionsExpireWhenIdle(t *testing.T) {
 // A call whose HTTP request ends (the client hung up) is cancelled: its
 // GitHub fetch, stalled here, ends at once instead of running on.
 func TestHTTPCallEndsWithItsRequest(t *testing.T) {
+	t.Parallel()
 	dir := repo(t)
 	gh := githubtest.NewServer(t)
 	gh.AddIssue("octo/app", githubtest.Issue{Number: 7, Title: "Crash on start"})

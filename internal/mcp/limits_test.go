@@ -14,6 +14,7 @@ import (
 // reported written; a packet pickup passes over (here the newest, left
 // with a merge's conflict markers) is named in the result.
 func TestPacketsTooLargeOrUnreadableAreSaid(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	mustCall := func(name string, args map[string]any) *sdk.CallToolResult {
 		t.Helper()

@@ -150,6 +150,7 @@ func (f *fixture) write(rel, data string) {
 // Every store tool, in the order a session uses them, against a golden
 // transcript; errors are results with isError, and the session goes on.
 func TestTools(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	var out strings.Builder
 	step := func(name string, args any, wantError bool) *sdk.CallToolResult {
@@ -204,6 +205,7 @@ func TestTools(t *testing.T) {
 // The brief tools fetch from GitHub (a fake that serves the API's real
 // shapes) exactly as the commands do.
 func TestBriefTools(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.gh.AddIssue("octo/app", githubtest.Issue{Number: 7, Title: "Crash on start", Body: "It panics in main.", Labels: []string{"bug"}})
 	f.gh.AddPullRequest("octo/app", githubtest.PullRequest{Number: 24, Title: "Fix the crash", Body: "Fixes #7", Diff: githubtest.DiffText("diff --git a/main.go b/main.go\n--- a/main.go\n+++ b/main.go\n@@ -1 +1,2 @@\n package main\n+// fixed\n")})
@@ -234,6 +236,7 @@ func TestBriefTools(t *testing.T) {
 }
 
 func TestResourcesAndPrompts(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	_, res := f.call("handoff", map[string]any{"purpose": "ship it", "next_prompt": "Ship it."})
@@ -341,6 +344,7 @@ func TestResourcesAndPrompts(t *testing.T) {
 // A packet written behind the server's back (a hook, the CLI) is listed
 // and announced.
 func TestResourceListChanged(t *testing.T) {
+	t.Parallel()
 	dir := repo(t)
 	changed := make(chan struct{}, 8)
 	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, &sdk.ClientOptions{
@@ -369,6 +373,7 @@ func TestResourceListChanged(t *testing.T) {
 // one, and creates no store; the client's roots do not move it (the
 // protocol deprecates them): --root does.
 func TestOutsideProject(t *testing.T) {
+	t.Parallel()
 	nowhere := t.TempDir()
 	_, cs := connect(t, Options{WorkDir: nowhere}, nil)
 	if ins := cs.InitializeResult().Instructions; !strings.Contains(ins, "outside any project") || !strings.Contains(ins, "--root") {
@@ -390,6 +395,7 @@ func TestOutsideProject(t *testing.T) {
 // The whole tools/list costs under 2 000 o200k tokens, and --tools
 // serves a subset.
 func TestToolListTokens(t *testing.T) {
+	t.Parallel()
 	dir := repo(t)
 	_, cs := connect(t, Options{Root: dir, WorkDir: dir}, nil)
 	list, err := cs.ListTools(context.Background(), nil)
@@ -429,6 +435,7 @@ func TestToolListTokens(t *testing.T) {
 // A client on the SDK's newest revision (server/discover, no
 // initialize) is served too.
 func TestLatestProtocol(t *testing.T) {
+	// Not parallel: the fixtures' protocol version is the package's.
 	defer func(v string) { protocolVersion = v }(protocolVersion)
 	protocolVersion = ""
 	f := newFixture(t)
@@ -458,6 +465,7 @@ func deliveryFixture(t *testing.T) *fixture {
 // With a delivery database the delivery tools and resource are served,
 // on a real SQLite file, through the same service the CLI uses.
 func TestDeliveryTools(t *testing.T) {
+	t.Parallel()
 	f := deliveryFixture(t)
 	dir, cs := f.dir, f.cs
 	ctx := context.Background()
@@ -516,6 +524,7 @@ func TestDeliveryTools(t *testing.T) {
 // baton://runner/tree is listed while a goal-tree run exists, and reads
 // as `baton run tree` prints it.
 func TestRunnerTreeResource(t *testing.T) {
+	t.Parallel()
 	dir := repo(t)
 	_, cs := connect(t, Options{Root: dir, WorkDir: dir}, nil)
 	ctx := context.Background()
@@ -555,6 +564,7 @@ func TestRunnerTreeResource(t *testing.T) {
 // names every word delivery.ParseFilter takes. Its results are the
 // delivery view, as the HTTP API returns it.
 func TestDeliveriesToolTakesTheFilterVocabulary(t *testing.T) {
+	t.Parallel()
 	f := deliveryFixture(t)
 	ctx := context.Background()
 	res := f.callOK("delivery_create", map[string]any{"repo": f.dir, "summary": "Add a --dry-run flag\nAnd document it."})
@@ -640,6 +650,7 @@ func (f *fixture) callOK(name string, args any) *sdk.CallToolResult {
 // The search tool finds a packet by its words, through the same index
 // as `baton search`.
 func TestSearchTool(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.callOK("handoff", map[string]any{"purpose": "Rotate the signing keys", "next_prompt": "Replace the HMAC secret with a key pair"})
 	text, res := f.call("search", map[string]any{"query": "signing keys"})

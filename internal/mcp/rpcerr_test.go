@@ -17,6 +17,7 @@ import (
 // code the MCP specification asks for, never 0: -32602 when the request
 // names something wrong or missing, -32603 when baton fails.
 func TestPromptAndResourceErrorCodes(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	f.gh.AddIssue("octo/app", githubtest.Issue{Number: 7, Title: "Crash"})

@@ -34,6 +34,7 @@ func storeWith(t *testing.T, n int) (string, *fsstore.Store) {
 // (packets newest first, then loops) and by the packets tool, and every
 // page follows from the cursor of the one before.
 func TestListsArePaged(t *testing.T) {
+	t.Parallel()
 	dir, st := storeWith(t, PageSize+37)
 	for i := range 70 {
 		l := &baton.Loop{Prompt: fmt.Sprintf("loop %d", i), Iteration: 1, MaxIterations: 5, CompletionPromises: []string{"DONE"},
@@ -104,6 +105,7 @@ func TestListsArePaged(t *testing.T) {
 // An idle server watching a store only stats it: it reads the store
 // again when a packet appears, not on every tick.
 func TestWatchReadsOnlyOnChange(t *testing.T) {
+	t.Parallel()
 	dir, st := storeWith(t, 5)
 	changed := make(chan struct{}, 8)
 	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, &sdk.ClientOptions{

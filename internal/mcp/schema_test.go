@@ -14,6 +14,7 @@ import (
 // that takes null (files_add's paths did) is refused by the handler
 // anyway, and some clients reject a type that is a list.
 func TestNoToolArgumentTakesNull(t *testing.T) {
+	t.Parallel()
 	dir := repo(t)
 	noDB := func(context.Context) (*delivery.Service, error) { return nil, errors.New("not opened to list tools") }
 	_, cs := connect(t, Options{Root: dir, WorkDir: dir, Deliveries: noDB}, nil)

@@ -78,6 +78,7 @@ func errCode(m map[string]any) float64 {
 // A line that is not a message is answered with -32700 or -32600 and the
 // session goes on; the SDK's stdio transport would end it.
 func TestLineTransportSurvivesBadLines(t *testing.T) {
+	t.Parallel()
 	send, recv, _ := lineSession(t)
 	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	if m := recv(); m["id"] != float64(1) || m["result"] == nil {
@@ -118,6 +119,7 @@ func TestLineTransportSurvivesBadLines(t *testing.T) {
 // On protocol 2025-03-26, the one revision with batches, a batch is taken
 // and answered with one array; on any other it is refused as before.
 func TestLineTransportBatches(t *testing.T) {
+	t.Parallel()
 	send, recvLine, _ := lineSessionLines(t)
 	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	var init struct {
@@ -168,6 +170,7 @@ func TestLineTransportBatches(t *testing.T) {
 
 // At end of input the calls already read are still answered.
 func TestLineTransportAnswersBeforeEOF(t *testing.T) {
+	t.Parallel()
 	send, recv, closeIn := lineSession(t)
 	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)

@@ -83,6 +83,7 @@ func (e *env) csrfOf(c *http.Cookie) string {
 // ends after 12 hours, a new API token ends them all, and there are at
 // most a thousand.
 func TestSessionsEnd(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sqlstore.SQLite)
 	clk := &clock{t: time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)}
 	e.web.Now = clk.Now
@@ -150,6 +151,7 @@ func TestSessionsEnd(t *testing.T) {
 // Wrong tokens from any local process (they all come from 127.0.0.1)
 // slow down only wrong tokens: the owner's token still signs in.
 func TestWrongTokensDoNotLockTheOwnerOut(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sqlstore.SQLite)
 	for i := range 10 {
 		if code, _ := e.signIn("baton_guess"); code != http.StatusUnauthorized {
@@ -177,6 +179,7 @@ func TestWrongTokensDoNotLockTheOwnerOut(t *testing.T) {
 // On a bind that is not loopback every page needs a session, except the
 // one that makes it: /login and its assets answer without one.
 func TestSignInPageNeedsNoSignIn(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sqlstore.SQLite)
 	e.web.Open = false
 	for _, path := range []string{"/login", "/login?next=%2Fsettings", "/static/style.css", "/static/htmx.min.js"} {

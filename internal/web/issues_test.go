@@ -9,6 +9,7 @@ import (
 
 // One issue is one delivery, however its URL is spelled.
 func TestAPIIssueSpellingsAreOneDelivery(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sqlstore.SQLite)
 	ids := map[string]bool{}
 	created := 0

@@ -65,6 +65,7 @@ func readLive(t *testing.T, u string, n int, during func()) []liveEvent {
 // naming its delivery and resuming after the event named, and a pulse
 // (the waiting count) first and whenever it changes.
 func TestLiveStreamCarriesManyDeliveries(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sqlstore.SQLite)
 	a, b := e.create("Stream A"), e.create("Stream B")
 	u := e.srv.URL + "/live?watch=" + a.ID + ":0," + b.ID + ":1"
@@ -103,6 +104,7 @@ func TestLiveStreamCarriesManyDeliveries(t *testing.T) {
 // under that name, revalidated by ETag otherwise, and gzipped for
 // clients that take it.
 func TestStaticFilesAreCompressedAndCached(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sqlstore.SQLite)
 	page := get(t, http.DefaultClient, e.srv.URL+"/settings")
 	m := regexp.MustCompile(`src="(/static/htmx\.min\.js\?v=[0-9a-f]{10})"`).FindStringSubmatch(page)
@@ -152,6 +154,7 @@ func TestStaticFilesAreCompressedAndCached(t *testing.T) {
 // refuses a delivery with the fix, instead of one whose plan fails at
 // once; a server whose agents run on workers elsewhere takes it.
 func TestCreateSaysTheAgentIsMissing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sqlstore.SQLite)
 	e.web.Agent = web.AgentStatus{Name: "claude", Fix: "Install Claude Code, or restart with --agent codex."}
 	body := `{"repo":"` + e.repo + `","summary":"Needs an agent"}`
@@ -169,6 +172,7 @@ func TestCreateSaysTheAgentIsMissing(t *testing.T) {
 // A retry from the API can switch the agent, to a harness baton knows
 // only; no other action takes one.
 func TestAPIRetrySwitchesTheAgent(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sqlstore.SQLite)
 	d := e.create("Retry me elsewhere")
 	ctx := t.Context()

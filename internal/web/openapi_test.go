@@ -75,6 +75,7 @@ func loadOpenAPI(t *testing.T) (*openAPI, map[string]operation) {
 // Every route the server registers under /api is documented, and every
 // documented route is registered.
 func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sqlstore.SQLite)
 	_, ops := loadOpenAPI(t)
 	var registered []string
@@ -125,6 +126,7 @@ type call struct {
 //   - calls for what each handler decides itself (201, 409, a bad body),
 //     listed by hand below.
 func TestOpenAPIResponsesMatchTheDocument(t *testing.T) {
+	t.Parallel()
 	for _, dialect := range sqlstoretest.Dialects(t) {
 		t.Run(string(dialect), func(t *testing.T) { checkResponses(t, dialect) })
 	}
@@ -739,6 +741,7 @@ func describe(v any) string {
 
 // The checker itself fails on wrong shapes: a test of the test.
 func TestSchemaCheckerRefusesWrongShapes(t *testing.T) {
+	t.Parallel()
 	doc := &openAPI{}
 	doc.Components.Schemas = map[string]any{
 		"Base":   map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integer"}}, "required": []any{"n"}},

@@ -23,6 +23,7 @@ import (
 // goldens: internal/cli's loop_*.golden.json, internal/mcp's
 // tools.golden.txt).
 func TestProjectPageLoops(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sqlstore.SQLite)
 	root := t.TempDir()
 	at := time.Date(2026, 11, 22, 9, 34, 0, 0, time.UTC)

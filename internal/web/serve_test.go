@@ -86,6 +86,7 @@ func readStatus(t *testing.T, c net.Conn, limit time.Duration) (string, error) {
 // on the unauthenticated routes and behind the token alike, and the
 // connection is closed.
 func TestServeCutsSlowBodies(t *testing.T) {
+	t.Parallel()
 	e := newServedEnv(t, func(s *web.Server) { s.BodyTimeout = 200 * time.Millisecond })
 	for _, head := range []string{
 		"POST /api/webhooks/github HTTP/1.1\nHost: 127.0.0.1\nContent-Type: application/json\nX-GitHub-Event: issues\nContent-Length: 1000",
@@ -109,6 +110,7 @@ func TestServeCutsSlowBodies(t *testing.T) {
 // The body deadline ends with the body: an event stream, which reads no
 // body, lives on long after it.
 func TestEventStreamOutlivesBodyTimeout(t *testing.T) {
+	t.Parallel()
 	e := newServedEnv(t, func(s *web.Server) { s.BodyTimeout = 100 * time.Millisecond })
 	d := e.create("Stream me")
 	resp, err := http.Get(e.srv.URL + "/api/deliveries/" + d.ID + "/events")
@@ -133,6 +135,7 @@ func TestEventStreamOutlivesBodyTimeout(t *testing.T) {
 // Bodies nobody has authenticated yet (webhooks, sign-in) are read a few
 // at a time; one more gets 503 at once instead of a connection held open.
 func TestServeCapsUnauthenticatedBodies(t *testing.T) {
+	t.Parallel()
 	e := newServedEnv(t, func(s *web.Server) {
 		s.BodyTimeout = time.Minute // the held bodies stay for the whole test
 		s.MaxOpenBodies = 2
@@ -174,6 +177,7 @@ func TestServeCapsUnauthenticatedBodies(t *testing.T) {
 // A name the server was not given gets 421 and one line: a page on
 // evil.example rebound to 127.0.0.1 reads nothing.
 func TestServeRefusesUnknownHost(t *testing.T) {
+	t.Parallel()
 	e := newServedEnv(t, func(s *web.Server) { s.Hosts = []string{"baton.example.com"} })
 	e.create("A secret plan")
 	get := func(path, host string) (int, string) {

@@ -264,10 +264,10 @@ func (s *Server) updateSettings(w http.ResponseWriter, r *http.Request) error {
 
 // githubWebhook takes GitHub's webhooks: the signature is the
 // authentication (no bearer token), checked before anything is read. A
-// delivery already handled is answered 200, a new one 202; an issue
-// outside the source's repository is refused (400) and logged, as it
-// means someone holding a webhook secret tried to reach another
-// repository.
+// new delivery is answered 202 as soon as it is recorded (its job handles
+// it), one received before 200; an issue outside the source's repository
+// is refused (400) and logged, as it means someone holding a webhook
+// secret tried to reach another repository.
 func (s *Server) githubWebhook(w http.ResponseWriter, r *http.Request) error {
 	in, err := s.intake()
 	if err != nil {

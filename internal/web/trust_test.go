@@ -48,6 +48,7 @@ func (tt *tokenTrap) seen() []string {
 // API URL was written before this rule (straight into the database)
 // syncs without the token ever leaving.
 func TestAPICannotSendTheGitHubTokenElsewhere(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sqlstore.SQLite)
 	trap := newTokenTrap(t)
 	const secret = "ghp_serversOwnToken000000"

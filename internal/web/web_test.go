@@ -139,6 +139,7 @@ func (e *env) create(summary string) deliveryJSON {
 }
 
 func TestAPIDeliveries(t *testing.T) {
+	t.Parallel()
 	for _, dialect := range sqlstoretest.Dialects(t) {
 		t.Run(string(dialect), func(t *testing.T) {
 			e := newEnv(t, dialect)
@@ -211,6 +212,7 @@ func TestAPIDeliveries(t *testing.T) {
 // Requests cannot choose what runs, cannot name another directory, and
 // bodies are bounded.
 func TestAPIRefusesWhatARequestMustNotChoose(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sqlstore.SQLite)
 	// A link inside the allowed repository to a repository it was not given.
 	other := filepath.Join(t.TempDir(), "other")
@@ -243,6 +245,7 @@ func TestAPIRefusesWhatARequestMustNotChoose(t *testing.T) {
 }
 
 func TestAuth(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sqlstore.SQLite)
 	e.wantError("POST", "/api/deliveries", `{}`, false, 401, "unauthorized")
 	req, _ := http.NewRequest("POST", e.srv.URL+"/api/deliveries", strings.NewReader(`{}`))
@@ -287,6 +290,7 @@ func TestAuth(t *testing.T) {
 // The dashboard signs in with the token once; its forms carry a CSRF
 // token; a cross-site form post is refused.
 func TestSessionAndCSRF(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sqlstore.SQLite)
 	d := e.create("Dashboard task")
 	jar := &cookieJar{}
@@ -435,6 +439,7 @@ func readEventsOpened(t *testing.T, u, lastID string, n int, opened chan struct{
 // The event stream replays the stored log, resumes after Last-Event-ID,
 // and does so across a server restart: the log is in the database.
 func TestEventStreamResumesAcrossRestart(t *testing.T) {
+	t.Parallel()
 	dsn := sqlstoretest.DSN(t, sqlstore.SQLite)
 	e := newEnvDSN(t, dsn)
 	d := e.create("Stream me")
@@ -470,6 +475,7 @@ func TestEventStreamResumesAcrossRestart(t *testing.T) {
 }
 
 func TestWebhookSignatures(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sqlstore.SQLite)
 	send := func(event, sig, body string) int {
 		req, _ := http.NewRequest("POST", e.srv.URL+"/api/webhooks/github", strings.NewReader(body))
@@ -508,6 +514,7 @@ func TestWebhookSignatures(t *testing.T) {
 }
 
 func TestMetricsAndHealth(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sqlstore.SQLite)
 	e.create("Count me")
 	e.web.ObserveJob("plan", "succeeded", 2*time.Second)
@@ -561,6 +568,7 @@ func checkExposition(t *testing.T, text string) {
 // field and what the limit is; a value of exactly the limit is taken;
 // lists clip long text, so a page of long summaries stays small.
 func TestAPICapsRequestText(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sqlstore.SQLite)
 	body := func(v map[string]any) string {
 		b, _ := json.Marshal(v)
@@ -647,6 +655,7 @@ func TestAPICapsRequestText(t *testing.T) {
 // Ten rounds, since whether losers got as far as posting a note
 // depends on timing.
 func TestConcurrentDecisionsOneWins(t *testing.T) {
+	t.Parallel()
 	for _, dialect := range sqlstoretest.Dialects(t) {
 		t.Run(string(dialect), func(t *testing.T) {
 			e := newEnv(t, dialect)
@@ -728,6 +737,7 @@ func raceDecisions(t *testing.T, e *env, summary string) {
 // The green banner shows only the server's own messages: ?flash= names
 // one by key, and any other text, however it is spelled, shows nothing.
 func TestFlashShowsOnlyTheServersMessages(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sqlstore.SQLite)
 	c := &http.Client{}
 	lure := "Your session expired: sign in again at https://evil.example/login"
@@ -777,6 +787,7 @@ func TestFlashShowsOnlyTheServersMessages(t *testing.T) {
 // the browser would refuse (internal/web/browser checks the pages
 // themselves in chromium).
 func TestTemplatesKeepToTheCSP(t *testing.T) {
+	t.Parallel()
 	names, err := filepath.Glob("templates/*.html")
 	if err != nil || len(names) == 0 {
 		t.Fatalf("no templates: %v", err)

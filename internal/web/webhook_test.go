@@ -21,6 +21,7 @@ import (
 // source's repository is refused (400) and makes nothing; a redelivery
 // is answered 200 "already handled" and acted on once.
 func TestWebhookRouteRefusesForeignIssuesAndReplays(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sqlstore.SQLite)
 	var logs lockedBuffer
 	e.web.Log = slog.New(slog.NewTextHandler(&logs, nil))
@@ -99,6 +100,7 @@ func (l *lockedBuffer) String() string {
 // webhook from a source with its own secret is acted on, not refused as
 // badly signed; a signed form without a payload is a 400.
 func TestWebhookRouteTakesFormBodies(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sqlstore.SQLite)
 	if r := e.do("POST", "/api/sources", `{"repo":"Codertocat/Hello-World","webhook_secret":"source-secret"}`, true, nil); r.StatusCode != 201 {
 		t.Fatalf("add source = %d", r.StatusCode)
@@ -140,6 +142,7 @@ func TestWebhookRouteTakesFormBodies(t *testing.T) {
 // in a source body are refused, and the source says only whether it has
 // them.
 func TestAPICannotSetNotificationTargets(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sqlstore.SQLite)
 	var src struct {
 		ID            string
