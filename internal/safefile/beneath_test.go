@@ -242,8 +242,13 @@ func FuzzOpenBeneath(f *testing.F) {
 
 // A Root reads, writes, locks, appends and makes nothing through a link
 // on the way below it; the zero Root (what the plain functions use)
-// follows those links, as the system does: the control.
+// follows those links, as the system does: the control. Both ways the
+// kernel may take: openat2, and the walk of a kernel before 5.6.
 func TestRootFollowsNoLinkOnTheWay(t *testing.T) {
+	bothPaths(t, testRootFollowsNoLink)
+}
+
+func testRootFollowsNoLink(t *testing.T) {
 	root, outside := t.TempDir(), t.TempDir()
 	os.MkdirAll(filepath.Join(root, "real"), 0o755)
 	os.WriteFile(filepath.Join(outside, "secret"), []byte("SECRET"), 0o600)
