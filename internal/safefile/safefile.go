@@ -26,7 +26,6 @@ var ErrNotRegular = errors.New("not a regular file")
 // ErrTooLarge is the cause when a file is larger than its reader accepts.
 var ErrTooLarge = errors.New("file too large")
 
-
 // OpenRegular opens path for reading, refusing (with ErrNotRegular) a
 // symlink, a FIFO, a device or anything else that is not a regular file.
 // It never blocks: a FIFO is opened non-blocking, seen, and closed. The
