@@ -206,6 +206,24 @@ func TestAgentNestedFSMonitorGitHub(t *testing.T) {
 	}
 }
 
+// With --sandbox=off baton's git in the worktree runs unconfined, as the
+// agent did, but still without a secret in its environment: the nested
+// repository's fsmonitor runs (the control: it reads what the agent could
+// read) and finds neither GH_TOKEN nor GITHUB_TOKEN.
+func TestAgentNestedFSMonitorUnconfinedGetsNoSecrets(t *testing.T) {
+	t.Parallel()
+	h := newHandsServe(t, nil, "--sandbox", "off")
+	id := h.create(fmt.Sprintf("Trap-fsmonitor evidence %s api %s victim none end", h.evidence, h.url))
+	h.closed(id)
+	b, err := os.ReadFile(filepath.Join(h.evidence, "fsmonitor"))
+	if err != nil {
+		t.Fatalf("unconfined, the nested repository's fsmonitor did not run (%v): this test shows nothing", err)
+	}
+	if strings.Contains(string(b), "ghp_hands_test_token") {
+		t.Errorf("baton's unconfined git handed a GitHub token to the fsmonitor:\n%s", b)
+	}
+}
+
 // gitIn runs git in dir and fails the test on an error.
 func gitIn(t *testing.T, env []string, dir string, args ...string) string {
 	t.Helper()
