@@ -182,6 +182,7 @@ func (h *netHostile) liveLog(id, want string) string {
 // the delivery's live log, its phase note and a comment on its pull
 // request.
 func TestHostileAgentReachesNoNetwork(t *testing.T) {
+	t.Parallel()
 	if st := sandbox.Probe(); !st.Available() || slices.ContainsFunc(st.Defences, func(d sandbox.Defence) bool {
 		return d.Name == sandbox.DefNetwork && !d.Enforced
 	}) {
@@ -258,6 +259,7 @@ func TestHostileAgentReachesNoNetwork(t *testing.T) {
 // Without the box the same agent reaches all of it: the test above can
 // fail.
 func TestHostileAgentNetworkUnconfined(t *testing.T) {
+	t.Parallel()
 	h := newNetHostile(t, "--sandbox", "off")
 	_, report := h.plan()
 	got := attempts(report)

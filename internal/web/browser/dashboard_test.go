@@ -411,6 +411,7 @@ func (e *env) screenshot(name string) {
 // arrive live, approves it through its checkpoints and sees it close.
 // A failed plan shows its error, and a retry from the page works.
 func TestDashboardDelivery(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	found := e.watchConsole()
 	defer func() {
@@ -619,6 +620,7 @@ func (e *env) watchConsole() *problems {
 // pages show what has styles of its own: a failed delivery's error, a
 // source, the signed-in forms.
 func TestDashboardPagesKeepTheirCSP(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	found := e.watchConsole()
 	e.signIn()

@@ -60,6 +60,7 @@ func planWaits(d *baton.Delivery) bool {
 // their diff, per file and collapsible; the review note is served over
 // HTTP, not a file:// link.
 func TestDashboardShowsWhatIsApproved(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.signIn()
 	id := e.mk("Add a greeting file")
@@ -128,6 +129,7 @@ func TestDashboardShowsWhatIsApproved(t *testing.T) {
 // reload: agent runs, the timeline, the event count and a running
 // duration that ticks.
 func TestDashboardPageStaysLive(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.signIn()
 	id := e.mk("Add a greeting file")
@@ -158,6 +160,7 @@ func TestDashboardPageStaysLive(t *testing.T) {
 // stderr is shown, phase changes are plain words, it can fill the
 // screen, and it is a log to assistive technology.
 func TestDashboardLogReadsLikeASession(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.signIn()
 	id := e.mk("Chatty plan")
@@ -211,6 +214,7 @@ func TestDashboardLogReadsLikeASession(t *testing.T) {
 // tabs (HTTP/1.1 allows six connections per server) must not hold up a
 // seventh page, and a closed delivery's page watches nothing.
 func TestDashboardSharesOneStream(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var ids []string
 	for i := range 6 {
@@ -270,6 +274,7 @@ func TestDashboardSharesOneStream(t *testing.T) {
 // canceled; Retry can switch the agent; Cancel and Close confirm and
 // ask why.
 func TestDashboardWordsAndButtons(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.signIn()
 	id := e.mk("Slow plan")
@@ -330,6 +335,7 @@ func TestDashboardWordsAndButtons(t *testing.T) {
 // notifications for a tab in the background; a notice while the server
 // is gone.
 func TestDashboardSignals(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	// A notification API that records, and a page that can be put in the
 	// background.
@@ -388,6 +394,7 @@ func TestDashboardSignals(t *testing.T) {
 // Item 8: scale. The board shows counts and the newest deliveries of
 // each phase; the list pages with a total; times say when in UTC.
 func TestDashboardScale(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, noWorker)
 	for i := range 130 {
 		id := e.mk(fmt.Sprintf("Delivery %03d", i))
@@ -436,6 +443,7 @@ func TestDashboardScale(t *testing.T) {
 // creating a delivery that fails; a failed sync is an error, not a
 // success banner.
 func TestDashboardFormsKeepInput(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.signIn()
 	e.open("/")
