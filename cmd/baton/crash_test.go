@@ -19,6 +19,7 @@ import (
 	"github.com/baton-agent/baton/internal/queue"
 	"github.com/baton-agent/baton/internal/sqlstore"
 	"github.com/baton-agent/baton/internal/sqlstore/sqlstoretest"
+	"github.com/baton-agent/baton/internal/testenv"
 )
 
 // A server's jobs survive the server: `baton serve` killed with SIGKILL
@@ -95,16 +96,13 @@ func (e *crashEnv) jobs(kind string) map[string]int {
 	return got
 }
 
-// await polls the database until cond holds: the servers under test are
-// other processes, whose jobs' ends reach the test through the database
-// only.
+// await waits until cond holds: the servers under test are other
+// processes, whose jobs' ends reach the test through the database only,
+// so there is nothing to wake on but the poll.
 func (e *crashEnv) await(what string, within time.Duration, cond func() bool, logs func() string) {
 	e.t.Helper()
-	for end := time.Now().Add(within); !cond(); {
-		if time.Now().After(end) {
-			e.t.Fatalf("after %s, %s has not happened\n%s", within, what, logs())
-		}
-		time.Sleep(50 * time.Millisecond) // another process's progress: nothing to wake on but the database
+	if !testenv.Until(within, nil, cond) {
+		e.t.Fatalf("after %s, %s has not happened\n%s", within, what, logs())
 	}
 }
 

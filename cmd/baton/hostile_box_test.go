@@ -314,3 +314,37 @@ func TestAgentCLIKeepsToTheAgentHome(t *testing.T) {
 		}
 	}
 }
+
+// --sandbox=required refuses to run an agent where a defence of the box
+// is missing (here: the namespaces, turned off), naming it; the agent
+// never starts.
+func TestRequiredSandboxRefusesAPartialBox(t *testing.T) {
+	if st := sandbox.Probe(); !st.Available() {
+		t.Skipf("this kernel cannot confine agents: %s", st.Why)
+	}
+	t.Parallel()
+	home, data, out := t.TempDir(), t.TempDir(), t.TempDir()
+	agent := filepath.Join(t.TempDir(), "agent.sh")
+	marker := filepath.Join(out, "ran")
+	if err := os.WriteFile(agent, []byte("#!/bin/sh\ncat >/dev/null\ntouch "+marker+"\necho '1. Plan.'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := gitEnv(home, "BATON_DATA_DIR="+data, "BATON_SANDBOX_NAMESPACES=off")
+	repo := userRepo(t, env)
+	batonRun(t, env, repo, "delivery", "create", "--repo", ".", "--summary", "Refuse me", "--agent", "command:"+agent,
+		"--checkpoints", "none", "--endpoint", "plan")
+	cmd := exec.Command(batonBin, "delivery", "run", "1", "--sandbox", "required", "--sandbox-write", out)
+	cmd.Dir, cmd.Env = repo, env
+	b, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Errorf("delivery run --sandbox=required without namespaces succeeded:\n%s", b)
+	}
+	for _, want := range []string{"processes      NO", "--sandbox=required and processes:"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("output lacks %q:\n%s", want, b)
+		}
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the agent ran")
+	}
+}

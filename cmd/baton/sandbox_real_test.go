@@ -87,9 +87,10 @@ func TestRealClaudeConfinedDelivery(t *testing.T) {
 	}
 }
 
-// The real Codex CLI as a confined planner: it reads its configuration
-// and writes its sessions under CODEX_HOME, and its last message to the
-// run's own temporary directory, never to baton's data directory.
+// The real Codex CLI as a confined planner: it reads the user's
+// configuration and writes its sessions in the agent home (never the
+// user's CODEX_HOME), and its last message to the run's own temporary
+// directory, never to baton's data directory.
 func TestRealCodexConfinedPlan(t *testing.T) {
 	t.Parallel()
 	if st := sandbox.Probe(); !st.Available() {
@@ -120,7 +121,10 @@ func TestRealCodexConfinedPlan(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "1. Write feature.txt.") {
 		t.Errorf("docs/plan.md on the work branch = %q, %v", out, err)
 	}
-	if sessions, _ := filepath.Glob(filepath.Join(codexHome, "sessions", "*")); len(sessions) == 0 {
-		t.Error("Codex kept no session under CODEX_HOME: it could not write its own files")
+	if sessions, _ := filepath.Glob(filepath.Join(data, "agent-home", ".codex", "sessions", "*")); len(sessions) == 0 {
+		t.Error("Codex kept no session in the agent home: it could not write its own files")
+	}
+	if sessions, _ := filepath.Glob(filepath.Join(codexHome, "sessions", "*")); len(sessions) != 0 {
+		t.Errorf("Codex wrote sessions into the user's CODEX_HOME: %v", sessions)
 	}
 }

@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -130,10 +131,10 @@ func (s *Service) notify(id string) {
 	}
 }
 
-// maxPendingOutput bounds the agent output waiting to be written when
-// the database falls behind; beyond it, output is counted and dropped
-// (the raw logs keep everything).
-const maxPendingOutput = 4096
+// DefaultLiveBacklog bounds the agent output waiting to be written when
+// the database falls behind (Service.LiveBacklog); beyond it, output is
+// counted and dropped (the raw logs keep everything).
+const DefaultLiveBacklog = 4096
 
 // The live output stored per agent run: its first MaxRunOutput messages
 // or MaxRunOutputBytes of text, whichever comes first, then the last
@@ -160,6 +161,8 @@ type outputRecorder struct {
 	run   int
 	phase baton.Phase
 
+	backlog int // pending messages before more are dropped
+
 	mu      sync.Mutex
 	pending []baton.DeliveryEvent
 	dropped int // not stored because the database fell behind
@@ -177,7 +180,7 @@ type outputRecorder struct {
 }
 
 func (s *Service) recordOutput(ctx context.Context, d *baton.Delivery, run int) *outputRecorder {
-	o := &outputRecorder{s: s, id: d.ID, run: run, phase: d.Phase, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	o := &outputRecorder{s: s, id: d.ID, run: run, phase: d.Phase, backlog: cmp.Or(s.LiveBacklog, DefaultLiveBacklog), wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go o.loop(context.WithoutCancel(ctx))
 	return o
 }
@@ -216,7 +219,7 @@ func (o *outputRecorder) Write(p []byte) (int, error) {
 			o.tail[o.tailAt] = ev
 			o.tailAt = (o.tailAt + 1) % runOutputTail
 		}
-	case len(o.pending) >= maxPendingOutput:
+	case len(o.pending) >= o.backlog:
 		o.dropped++
 	default:
 		o.stored++

@@ -56,7 +56,11 @@ type Service struct {
 	// DataDir is reachable beyond a phase's worktree. The zero value
 	// confines where the kernel can.
 	Sandbox sandbox.Confinement
-	Now     func() time.Time
+	// LiveBacklog is how many messages of an agent's live output may wait
+	// for the database before more are counted and dropped (0:
+	// DefaultLiveBacklog).
+	LiveBacklog int
+	Now         func() time.Time
 
 	wsOnce sync.Once
 	ws     *forge.Workspaces

@@ -84,7 +84,7 @@ func findCgroup() (*cgroupRoot, string) {
 func cgroupDir(own, mounts []byte, v2 bool) string {
 	var rel string
 	for line := range bytes.Lines(own) {
-		parts := strings.SplitN(strings.TrimSpace(string(line)), ":", 3)
+		parts := strings.SplitN(strings.TrimSuffix(string(line), "\n"), ":", 3)
 		if len(parts) != 3 {
 			continue
 		}
@@ -106,11 +106,12 @@ func cgroupDir(own, mounts []byte, v2 bool) string {
 		if !ok {
 			continue
 		}
-		f, g := strings.Fields(pre), strings.Fields(post)
+		// Fields are split by single spaces; a name escapes its own.
+		f, g := strings.Split(pre, " "), strings.Split(post, " ")
 		if len(f) < 5 || len(g) < 3 {
 			continue
 		}
-		root, mnt := f[3], f[4]
+		root, mnt := unescapeMount(f[3]), f[4]
 		switch {
 		case v2 && g[0] == "cgroup2":
 		case !v2 && g[0] == "cgroup" && slices.Contains(strings.Split(g[2], ","), "pids"):

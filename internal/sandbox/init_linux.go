@@ -348,17 +348,7 @@ func (t *procTree) descendants() []int {
 		if err != nil {
 			continue
 		}
-		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
-		i := strings.LastIndexByte(string(b), ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 2 {
-			continue
-		}
-		ppid, err := strconv.Atoi(f[1])
-		if err == nil {
+		if ppid, ok := statPPID(b); ok {
 			children[ppid] = append(children[ppid], pid)
 		}
 	}
@@ -373,4 +363,21 @@ func (t *procTree) descendants() []int {
 		}
 	}
 	return out
+}
+
+// statPPID reads the parent's pid from a /proc/<pid>/stat line: "pid
+// (comm) state ppid ...", where comm, the program's name, may hold spaces
+// and parentheses of its own.
+func statPPID(b []byte) (int, bool) {
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0, false
+	}
+	ppid, err := strconv.Atoi(f[1])
+	return ppid, err == nil && ppid >= 0
 }
