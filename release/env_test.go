@@ -24,8 +24,9 @@ import (
 // keeps them. TestPrefetch makes all of it before a timed run.
 
 // TestPrefetch makes the Debian roots and the worker image's slow layers
-// through the helpers the tests call, when scripts/test.sh fetches
-// prerequisites before the timed run (testenv.Prefetch).
+// through the helpers the tests call, and compiles baton as the snapshot
+// does, when scripts/test.sh fetches prerequisites before the timed run
+// (testenv.Prefetch).
 func TestPrefetch(t *testing.T) {
 	testenv.Prefetch(t)
 	need(t, "podman")
@@ -37,6 +38,29 @@ func TestPrefetch(t *testing.T) {
 	start := time.Now()
 	workerLayers(t)
 	t.Logf("the worker image's Node.js and agent CLIs ready in %s", time.Since(start).Round(time.Second))
+	start = time.Now()
+	compileRelease(t)
+	t.Logf("baton compiled as the release compiles it in %s", time.Since(start).Round(time.Second))
+}
+
+// compileRelease compiles baton and baton-hook as GoReleaser does
+// (CGO_ENABLED=0, -trimpath), and baton as its completions hook does (go
+// run), so that Go's build cache holds every package when the snapshot
+// links them: minutes on a cold cache, which the timed run then does not
+// spend.
+func compileRelease(t testing.TB) {
+	t.Helper()
+	for _, args := range [][]string{
+		{"build", "-trimpath", "-o", t.TempDir(), "./cmd/baton", "./cmd/baton-hook"},
+		{"build", "-o", t.TempDir(), "./cmd/baton"},
+	} {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
 }
 
 // need skips the test when a program is missing.
