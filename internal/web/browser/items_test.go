@@ -200,7 +200,7 @@ func TestDashboardLogReadsLikeASession(t *testing.T) {
 		t.Error("the agent's stderr is not in the log")
 	}
 	e.waitJS("the run's stderr in its row", `(document.querySelector("#detail details.stderr pre") || {}).textContent.includes("warning: a diagnostic on stderr")`, 20*time.Second)
-	e.run("expand the log", chromedp.Click(chromedp.CSS("#log-expand")))
+	e.click("#log-expand")
 	if h := eval[int](e, `document.querySelector("#live-log").clientHeight`); h < 700 {
 		t.Errorf("the expanded log is %dpx high in a 900px window", h)
 	}
@@ -233,12 +233,11 @@ func TestDashboardSharesOneStream(t *testing.T) {
 		tb.open("/deliveries/" + id)
 		tb.waitJS("the tab's stream", `document.querySelector("#conn").hidden`, 10*time.Second)
 	}
+	// Six streams held open would take every connection: the seventh page
+	// would then never load, and open fails at its deadline. How long it
+	// takes is the machine's business, not asserted.
 	seventh := e.tab()
-	start := time.Now()
 	seventh.open("/?state=all")
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("a seventh page took %s to load with six delivery tabs open", took)
-	}
 	seventh.open("/deliveries/" + closed)
 	seventh.waitJS("the page's scripts", `document.readyState === "complete"`, 5*time.Second)
 	// Then an open delivery's page in the same tab: the stream's next
@@ -283,7 +282,7 @@ func TestDashboardWordsAndButtons(t *testing.T) {
 	if eval[bool](e, `document.querySelector("#confirm-cancel").open`) {
 		t.Fatal("the cancel form is open before anyone asked")
 	}
-	e.run("ask to cancel", chromedp.Click(chromedp.CSS("#confirm-cancel > summary")))
+	e.click("#confirm-cancel > summary")
 	if !eval[bool](e, `document.querySelector("#reason-cancel").required`) {
 		t.Error("cancel does not ask why")
 	}
@@ -313,8 +312,8 @@ func TestDashboardWordsAndButtons(t *testing.T) {
 
 	// Close asks why too.
 	e.waitJS("a decision to make", `document.querySelector("#confirm-close")`, 30*time.Second)
-	e.run("ask to close", chromedp.Click(chromedp.CSS("#confirm-close > summary")),
-		chromedp.SendKeys(chromedp.CSS("#reason-close"), "not needed"))
+	e.click("#confirm-close > summary")
+	e.run("say why", chromedp.SendKeys(chromedp.CSS("#reason-close"), "not needed"))
 	e.submit(`#state button[data-action="close"]`)
 	if b := e.badge(); b != "close/failed" {
 		t.Errorf("after close the badge says %q", b)
@@ -421,9 +420,9 @@ func TestDashboardScale(t *testing.T) {
 	if c := count(); !strings.HasPrefix(c, "1–50 of 131") {
 		t.Errorf("the first page says %q", c)
 	}
-	e.run("older", chromedp.Click(chromedp.CSS(`.pager a[href*="cursor="]`)))
+	e.click(`.pager a[href*="cursor="]`)
 	e.waitJS("the older page", `document.querySelector("#list-count").textContent.startsWith("51–100 of 131")`, 10*time.Second)
-	e.run("newer", chromedp.Click(chromedp.CSS(`.pager a[href*="after="]`)))
+	e.click(`.pager a[href*="after="]`)
 	e.waitJS("the newer page", `document.querySelector("#list-count").textContent.startsWith("1–50 of 131")`, 10*time.Second)
 	times := eval[[]string](e, `Array.from(document.querySelectorAll("#list time")).map(t => t.getAttribute("datetime") + "|" + t.title)`)
 	if len(times) != 50 {
