@@ -170,7 +170,7 @@ const DefaultEndpoint = PhaseObserve
 
 // DeliveryConfig is how a delivery runs, fixed at create.
 type DeliveryConfig struct {
-	// Agent is the executor: claude, codex, droid or command:<argv>.
+	// Agent is the executor: claude, codex, droid, pi or command:<argv>.
 	Agent string `json:"agent"`
 	Model string `json:"model,omitempty"`
 	// PhaseTimeout bounds each agent or command run; PhaseTimeouts

@@ -320,7 +320,7 @@ func TestServeOffersTheHarnessTable(t *testing.T) {
 	if code := apiCall(t, "GET", base+"/api/settings", "table-test-token", "", &settings); code != http.StatusOK {
 		t.Fatalf("GET /api/settings = %d", code)
 	}
-	if want := "Install Codex CLI (npm install -g @openai/codex), or restart with --agent claude, droid or command:<argv>."; settings.Agent.Installed || settings.Agent.Fix != want {
+	if want := "Install Codex CLI (npm install -g @openai/codex), or restart with --agent claude, droid, pi or command:<argv>."; settings.Agent.Installed || settings.Agent.Fix != want {
 		t.Errorf("agent = %+v, want not installed and fix %q", settings.Agent, want)
 	}
 	req, _ := http.NewRequest("GET", base+"/sources", nil)
@@ -331,12 +331,9 @@ func TestServeOffersTheHarnessTable(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	page, _ := io.ReadAll(resp.Body)
-	for _, agent := range []string{"claude", "codex", "droid"} {
+	for _, agent := range []string{"claude", "codex", "droid", "pi"} {
 		if !regexp.MustCompile(`<option[^>]*>` + agent + `</option>`).Match(page) {
 			t.Errorf("the sources page offers no %s agent", agent)
 		}
-	}
-	if regexp.MustCompile(`<option[^>]*>pi</option>`).Match(page) {
-		t.Error("the sources page offers pi, which baton cannot run headless")
 	}
 }

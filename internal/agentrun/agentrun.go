@@ -99,7 +99,7 @@ type Spec struct {
 // Result is what a run produced. Run returns it even on error, filled as
 // far as the run got.
 type Result struct {
-	Agent string   // executor name: claude, codex, droid or command
+	Agent string   // executor name: claude, codex, droid, pi or command
 	Argv  []string // the command line run (argv[0] as named, not resolved)
 
 	// FinalText is the agent's final message. Without a result it is the

@@ -14,6 +14,7 @@ const (
 	kindClaude kind = iota + 1
 	kindCodex
 	kindDroid
+	kindPi
 	kindCommand
 )
 
@@ -25,6 +26,8 @@ func (k kind) String() string {
 		return "codex"
 	case kindDroid:
 		return "droid"
+	case kindPi:
+		return "pi"
 	case kindCommand:
 		return "command"
 	}
@@ -157,6 +160,20 @@ func newPlan(s Spec, fileDir string) (*plan, error) {
 			a = append(a, "--append-system-prompt", s.SystemPrompt)
 		}
 		p.argv = append(a, extra...)
+	case kindPi:
+		// pi reads the prompt from stdin in print mode. A repository's
+		// .pi/ (its extensions, skills, settings) is not trusted: no -a.
+		// --offline keeps pi from its startup fetches (update checks,
+		// model catalogs); its model requests are not affected.
+		p.stdin, p.jsonl = s.Prompt, true
+		a := []string{"pi", "-p", "--mode", "json", "--offline"}
+		if s.SystemPrompt != "" {
+			a = append(a, "--append-system-prompt", s.SystemPrompt)
+		}
+		if s.Model != "" {
+			a = append(a, "--model", s.Model)
+		}
+		p.argv = append(a, extra...)
 	case kindCommand:
 		p.stdin = prependSystem()
 		p.argv = append(cmdArgv, extra...)
@@ -195,12 +212,14 @@ func parseAgent(agent string) (kind, []string, error) {
 		return kindCodex, nil, nil
 	case "droid":
 		return kindDroid, nil, nil
+	case "pi":
+		return kindPi, nil, nil
 	case "":
-		return 0, nil, invalidSpec("no agent given: use claude, codex, droid or command:<argv>")
+		return 0, nil, invalidSpec("no agent given: use claude, codex, droid, pi or command:<argv>")
 	}
 	rest, ok := strings.CutPrefix(agent, "command:")
 	if !ok {
-		return 0, nil, invalidSpec("unknown agent %q: use claude, codex, droid or command:<argv>", agent)
+		return 0, nil, invalidSpec("unknown agent %q: use claude, codex, droid, pi or command:<argv>", agent)
 	}
 	argv, err := SplitArgs(rest)
 	if err != nil {

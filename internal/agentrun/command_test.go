@@ -43,6 +43,8 @@ func TestCommandGolden(t *testing.T) {
 		{"droid_minimal", Spec{Agent: "droid", Prompt: "secret prompt"}},
 		{"droid_full", with(full, "droid", "-r", "high")},
 		{"droid_user_autonomy", with(Spec{Prompt: "secret prompt"}, "droid", "--skip-permissions-unsafe")},
+		{"pi_minimal", Spec{Agent: "pi", Prompt: "secret prompt"}},
+		{"pi_full", with(full, "pi", "--thinking", "high")},
 		{"command_quoted", with(full, `command:./agent.sh --fast "two words" 'it''s' a\ b`, "--extra")},
 	}
 	if sandbox.Probe().Available() {

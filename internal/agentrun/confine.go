@@ -106,6 +106,8 @@ func (k kind) state() (cliState, bool) {
 		return cliState{dir: ".codex", dirVar: "CODEX_HOME", settings: []string{"config.toml"}, credentials: []string{"auth.json"}}, true
 	case kindDroid:
 		return cliState{dir: ".factory", settings: []string{"settings.json"}, credentials: []string{"auth.json"}}, true
+	case kindPi:
+		return cliState{dir: filepath.Join(".pi", "agent"), dirVar: "PI_CODING_AGENT_DIR", settings: []string{"settings.json", "models.json"}, credentials: []string{"auth.json"}}, true
 	}
 	return cliState{}, false
 }
@@ -255,6 +257,8 @@ func (k kind) harness() baton.Harness {
 		return baton.HarnessCodex
 	case kindDroid:
 		return baton.HarnessDroid
+	case kindPi:
+		return baton.HarnessPi
 	}
 	return ""
 }

@@ -27,6 +27,8 @@ func newDecoder(k kind, live *liveView) decoder {
 		return &claudeDecoder{live: live}
 	case kindCodex:
 		return &codexDecoder{live: live, seen: map[string]bool{}}
+	case kindPi:
+		return &piDecoder{live: live}
 	case kindDroid:
 		d := &droidDecoder{live: live}
 		d.scan = newObjectScanner(maxLineBytes, d.object, d.junk)

@@ -23,6 +23,8 @@ func kindOfStream(name string) kind {
 		return kindCodex
 	case strings.HasPrefix(name, "droid_"):
 		return kindDroid
+	case strings.HasPrefix(name, "pi_"):
+		return kindPi
 	}
 	return kindCommand
 }

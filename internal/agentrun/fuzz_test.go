@@ -102,6 +102,21 @@ func checkOneMoreFailure(t *testing.T, k kind, in []byte, res *Result) {
 	}
 }
 
+func FuzzPiEvents(f *testing.F) {
+	addRecorded(f, "pi_")
+	f.Add([]byte(`{"type":"message_end","message":{"role":"assistant","content":[{"type":"text"`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		tail := []byte(`{"type":"tool_execution_end","toolCallId":"z","toolName":"bash","args":{"command":"false"},"result":{"content":[{"type":"text","text":"FAILED"}]},"isError":true}` + "\n" +
+			`{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"FINAL"}],"model":"m","usage":{"input":7,"output":1,"cacheRead":2},"stopReason":"stop"}}` + "\n" +
+			`{"type":"agent_end","messages":[]}`)
+		res, found := checkDecoder(t, kindPi, in, tail)
+		if !found || res.FinalText != "FINAL" || res.IsError || res.Model != "m" {
+			t.Fatalf("final events after %q: found=%v FinalText=%q IsError=%v Model=%q, want true, FINAL, false, m", in, found, res.FinalText, res.IsError, res.Model)
+		}
+		checkOneMoreFailure(t, kindPi, in, res)
+	})
+}
+
 func FuzzDroidOutput(f *testing.F) {
 	addRecorded(f, "droid_")
 	f.Add([]byte("{\n  \"type\": \"result\",\n  \"result\": \"unterminated"))

@@ -374,7 +374,7 @@ func notInstalled(p *plan, cause error) error {
 		cause = nil
 	}
 	var others []string
-	for _, k := range []kind{kindClaude, kindCodex, kindDroid} {
+	for _, k := range []kind{kindClaude, kindCodex, kindDroid, kindPi} {
 		if k != p.kind {
 			others = append(others, "--agent "+k.String())
 		}

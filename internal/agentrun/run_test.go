@@ -21,7 +21,7 @@ import (
 
 // agents lists every executor; "command" stands for the fake run as a
 // command agent.
-var agents = []string{"claude", "codex", "droid", "command"}
+var agents = []string{"claude", "codex", "droid", "pi", "command"}
 
 // spec returns a Spec that runs fake as agent in a fresh directory.
 func spec(t *testing.T, fake *agenttest.Fake, agent string) Spec {
@@ -83,9 +83,12 @@ func TestRunSuccess(t *testing.T) {
 			}
 			got := usage{res.SessionID, res.Model, res.CostUSD, res.InputTokens, res.OutputTokens, res.CacheReadTokens, int64(res.NumTurns)}
 			want := map[string]usage{
-				"claude":  {"fake-session-0001", "model-x", 0.25, 1100, 20, 1000, 4},
-				"codex":   {"fake-session-0001", "model-x", 0, 1100, 20, 1000, 1},
-				"droid":   {"fake-session-0001", "model-x", 0, 1100, 20, 1000, 4},
+				"claude": {"fake-session-0001", "model-x", 0.25, 1100, 20, 1000, 4},
+				"codex":  {"fake-session-0001", "model-x", 0, 1100, 20, 1000, 1},
+				"droid":  {"fake-session-0001", "model-x", 0, 1100, 20, 1000, 4},
+				// pi counts its assistant messages: a tool call each, the
+				// assistant's text and the answer.
+				"pi":      {"fake-session-0001", "model-x", 0.25, 1100, 20, 1000, 5},
 				"command": {"", "", 0, 0, 0, 0, 0},
 			}[agent]
 			if diff := cmp.Diff(want, got); diff != "" {
@@ -173,7 +176,7 @@ func TestRunSchema(t *testing.T) {
 					t.Errorf("FinalText is empty; the agent's answer must be kept even when it is rejected")
 				}
 				c := fake.Calls(t)[0]
-				if agent != "droid" && (c.Schema == nil || Validate(c.Schema, []byte(`{"status":"retry","summary":""}`)) != nil) {
+				if agent != "droid" && agent != "pi" && (c.Schema == nil || Validate(c.Schema, []byte(`{"status":"retry","summary":""}`)) != nil) {
 					t.Errorf("agent got schema %s, want the output schema", c.Schema)
 				}
 			})
@@ -193,8 +196,12 @@ func TestRunAgentFailure(t *testing.T) {
 			if !errors.Is(err, ErrAgentFailed) || baton.ErrorCode(err) != baton.Unavailable {
 				t.Fatalf("Run error = %v, want ErrAgentFailed (Unavailable)", err)
 			}
-			if res.ExitCode != 1 {
-				t.Errorf("ExitCode = %d, want 1", res.ExitCode)
+			want := 1
+			if agent == "pi" {
+				want = 0 // pi exits 0 when its model request failed, saying so in its output
+			}
+			if res.ExitCode != want {
+				t.Errorf("ExitCode = %d, want %d", res.ExitCode, want)
 			}
 			if agent != "command" && (!res.IsError || !strings.Contains(strings.Join(res.Errors, "\n"), "Reached maximum number of turns (3)")) {
 				t.Errorf("IsError = %v, Errors = %q; want the agent's error", res.IsError, res.Errors)

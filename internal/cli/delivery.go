@@ -124,7 +124,7 @@ text anyone can write into an issue and verify runs code an agent wrote.
 	fl.StringVar(&o.issue, "issue", "", "GitHub issue URL the delivery is for")
 	fl.StringVar(&o.repo, "repo", "", "local git repository to deliver into")
 	fl.StringVar(&o.summary, "summary", "", "what to deliver (the first line is the title)")
-	fl.StringVar(&o.agent, "agent", "", "agent: claude, codex, droid or command:<argv>, see docs/agents.md (default $BATON_AGENT, else claude)")
+	fl.StringVar(&o.agent, "agent", "", "agent: claude, codex, droid, pi or command:<argv>, see docs/agents.md (default $BATON_AGENT, else claude)")
 	fl.StringVar(&o.model, "model", "", "model for the agent")
 	fl.StringVar(&o.endpoint, "endpoint", "", "last phase before close (default observe)")
 	fl.StringVar(&o.checkpoints, "checkpoints", "", `phases that wait for a person, e.g. plan,deploy ("none" for none; default plan,deploy)`)
@@ -479,7 +479,7 @@ const agentFlagsHelp = `--agent, --model and --agent-arg change how the delivery
 for what a command:<argv> agent receives and must print.`
 
 func (a *agentFlags) register(fl *pflag.FlagSet) {
-	fl.StringVar(&a.agent, "agent", "", "run with this agent from now on: claude, codex, droid or command:<argv> (see docs/agents.md)")
+	fl.StringVar(&a.agent, "agent", "", "run with this agent from now on: claude, codex, droid, pi or command:<argv> (see docs/agents.md)")
 	fl.StringVar(&a.model, "model", "", "run with this model from now on")
 	fl.StringArrayVar(&a.args, "agent-arg", nil, "replace the agent's extra arguments (repeatable)")
 }

@@ -391,7 +391,7 @@ type runStepOptions struct {
 
 func addStepFlags(cmd *cobra.Command, o *runStepOptions) {
 	fl := cmd.Flags()
-	fl.StringVar(&o.agent, "agent", "", "the agent: claude, codex, droid or command:<argv>, see docs/agents.md (default: the config's agent)")
+	fl.StringVar(&o.agent, "agent", "", "the agent: claude, codex, droid, pi or command:<argv>, see docs/agents.md (default: the config's agent)")
 	sizeVar(fl, &o.promptBudget, "prompt-budget", 0, "prompt budget: `SIZE` in bytes or with a unit, 40KB (default: the config's prompt_budget, 40000)")
 	fl.BoolVar(&o.quiet, "quiet", false, "do not stream the agent's output")
 	fl.BoolVar(&o.allowMain, "allow-main", false, "allow running on main or master")

@@ -79,7 +79,7 @@ recorded and their phases queued again for the next worker.`,
 	fl.StringVar(&o.addr, "addr", "127.0.0.1:7070", "address to listen on")
 	fl.StringVar(&o.db, "db", "", "SQLite database file or postgres:// URL (default: BATON_DATABASE_URL, else <data dir>/baton.db)")
 	o.run.register(fl, 1, "phases to run at once in this process (0: none, workers run elsewhere)")
-	fl.StringVar(&o.agent, "agent", "", "agent for deliveries that name none: claude, codex, droid or command:<argv>, see docs/agents.md (default $BATON_AGENT, else claude)")
+	fl.StringVar(&o.agent, "agent", "", "agent for deliveries that name none: claude, codex, droid, pi or command:<argv>, see docs/agents.md (default $BATON_AGENT, else claude)")
 	fl.StringArrayVar(&o.repos, "repo", nil, "local repository deliveries may be created in from the API (repeatable; default: the one serve runs in)")
 	fl.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fl.StringVar(&o.publicURL, "public-url", "", "the URL people and GitHub reach this server at, when it is not --addr; its host is accepted as Host (default $BATON_PUBLIC_URL)")

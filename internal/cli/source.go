@@ -107,7 +107,7 @@ so it is read from a file. Only this command sets them, never the API.`,
 	fl.StringVar(&label, "label", baton.DefaultSourceLabel, "issues with this label become deliveries")
 	fl.StringVar(&endpoint, "endpoint", "", "the deliveries' last phase before close")
 	fl.StringVar(&checkpoints, "checkpoints", "", `the deliveries' checkpoints, e.g. plan,deploy ("none" for none)`)
-	fl.StringVar(&agent, "agent", "", "the deliveries' agent: claude, codex, droid or command:<argv> (see docs/agents.md)")
+	fl.StringVar(&agent, "agent", "", "the deliveries' agent: claude, codex, droid, pi or command:<argv> (see docs/agents.md)")
 	fl.StringVar(&apiURL, "api-url", "", "GitHub API base URL: https on the repository's host (https://HOST/api/v3/) or api.HOST; the host's token is sent there")
 	fl.StringVar(&secret, "webhook-secret", "", "secret of this repository's webhooks")
 	fl.StringVar(&draft, "draft", "", "open the deliveries' pull requests as drafts: auto (a draft where the repository has drafts; the default), always or never")

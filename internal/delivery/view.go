@@ -299,7 +299,7 @@ func AgentLine(c baton.DeliveryConfig) string {
 	return line
 }
 
-// CheckAgent says whether agent (claude, codex, droid or command:<argv>)
+// CheckAgent says whether agent (claude, codex, droid, pi or command:<argv>)
 // can run on this machine: Invalid for a name no agent has, NotFound when
 // its executable is not installed here.
 func CheckAgent(agent string) error {

@@ -19,7 +19,7 @@ import (
 // run" are separate limits: max_attempts bounds the failed attempts of one
 // leaf, max_iterations the iterations of one `baton run loop`.
 type Config struct {
-	Agent     string   // agent: claude, codex, droid or command:<argv>
+	Agent     string   // agent: claude, codex, droid, pi or command:<argv>
 	Model     string   // model: passed to the agent CLI when set
 	AgentArgs []string // agent_args: extra arguments for the agent CLI
 	// PassEnv (pass_env) names secrets of baton's environment (GH_TOKEN,
@@ -98,7 +98,7 @@ func parseConfig(data []byte) (Config, error) {
 	if fc.Agent != nil {
 		c.Agent = strings.TrimSpace(*fc.Agent)
 		if c.Agent == "" {
-			return c, baton.Errorf(baton.Invalid, "config.toml: agent is empty: use claude, codex, droid or command:<argv>")
+			return c, baton.Errorf(baton.Invalid, "config.toml: agent is empty: use claude, codex, droid, pi or command:<argv>")
 		}
 	}
 	if fc.Model != nil {
@@ -162,7 +162,7 @@ func encodeConfig(c Config) []byte {
 		fmt.Fprintf(&b, "\n# %s\n%s = %s\n", comment, key, value)
 	}
 	b.WriteString("# baton goal-tree runner configuration. See docs/runner.md.\n")
-	w("The agent: claude, codex, droid, or command:<argv> for any program that reads the\n# prompt on stdin and prints its JSON result on stdout. --agent overrides it.", "agent", tomlString(c.Agent))
+	w("The agent: claude, codex, droid, pi, or command:<argv> for any program that reads the\n# prompt on stdin and prints its JSON result on stdout. --agent overrides it.", "agent", tomlString(c.Agent))
 	if c.Model != "" {
 		w("The model the agent CLI should use.", "model", tomlString(c.Model))
 	} else {
@@ -214,7 +214,7 @@ func tomlStrings(ss []string) string {
 }
 
 // CheckAgent refuses an agent a run cannot name (Invalid): it must be
-// claude, codex, droid or command:<argv>.
+// claude, codex, droid, pi or command:<argv>.
 func CheckAgent(agent string) error {
 	_, err := agentrun.Command(agentrun.Spec{Agent: agent})
 	return err

@@ -195,6 +195,7 @@ var Pi = &Harness{
 	Name:       baton.HarnessPi,
 	Product:    "pi",
 	Install:    "npm install -g @mariozechner/pi-coding-agent",
+	Agent:      true,
 	Extension:  true,
 	WriteTools: []string{"write", "edit"},
 	ConfigDir:  ".pi",

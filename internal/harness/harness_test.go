@@ -102,7 +102,7 @@ func TestLookup(t *testing.T) {
 	if baton.ErrorCode(err) != baton.Invalid || !strings.Contains(err.Error(), "want claude, codex, droid or pi") {
 		t.Errorf("Lookup(cursor) = %v, want Invalid naming every harness", err)
 	}
-	if got := harness.AgentNames(); !cmp.Equal(got, []string{"claude", "codex", "droid"}) {
+	if got := harness.AgentNames(); !cmp.Equal(got, []string{"claude", "codex", "droid", "pi"}) {
 		t.Errorf("AgentNames() = %q", got)
 	}
 }

@@ -42,7 +42,7 @@ func toSource(s *baton.Source) sourceJSON {
 
 // SourceRequest is the body of POST /api/sources and PATCH
 // /api/sources/{id}. Absent fields are left alone (defaults on add). An
-// agent is claude, codex or droid: a command agent can be set only from
+// agent is claude, codex, droid or pi: a command agent can be set only from
 // the command line. api_url is refused: it is where the repository's
 // token goes, so only the server's owner sets it, with `baton source add
 // --api-url`.

@@ -5,7 +5,7 @@
 // through it.
 //
 // Install builds the fake once per test process and returns a directory
-// holding it as claude, codex, droid and fakeagent. The fake picks its
+// holding it as claude, codex, droid, pi and fakeagent. The fake picks its
 // format from the name it was started as, checks its arguments like the
 // real CLI (claude refuses stream-json without --verbose, codex exec
 // needs --skip-git-repo-check outside a git repository, droid refuses
@@ -61,7 +61,7 @@ import (
 )
 
 // Agent names the fake answers to. "fakeagent" is the plain command agent.
-var agentNames = []string{"claude", "codex", "droid", "fakeagent"}
+var agentNames = []string{"claude", "codex", "droid", "pi", "fakeagent"}
 
 //go:embed *.go fakeagent/*.go
 var sources embed.FS
@@ -74,7 +74,7 @@ var (
 
 // Install builds the fake agent (once per test process; the binary is
 // cached in the system temp directory by a hash of its sources and the Go
-// version) and returns a directory containing claude, codex, droid and
+// version) and returns a directory containing claude, codex, droid, pi and
 // fakeagent. Prepend it to PATH, or use New, which does it for you.
 func Install(t testing.TB) string {
 	t.Helper()
@@ -130,7 +130,7 @@ func build() (string, error) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %w\n%s", err, out)
 	}
-	for _, name := range agentNames[:3] {
+	for _, name := range agentNames[:4] {
 		if err := os.Symlink("fakeagent", filepath.Join(tmp, name)); err != nil {
 			return "", err
 		}
@@ -153,7 +153,7 @@ func complete(dir string) bool {
 
 // Fake is an installed fake agent with its script.
 type Fake struct {
-	BinDir string // holds claude, codex, droid and fakeagent
+	BinDir string // holds claude, codex, droid, pi and fakeagent
 	Script string // the script file the fake follows
 }
 

@@ -102,7 +102,7 @@ type Command struct {
 // Call records one invocation of the fake.
 type Call struct {
 	Index        int             `json:"index"` // turn index used, from 0
-	Agent        string          `json:"agent"` // claude, codex, droid or command
+	Agent        string          `json:"agent"` // claude, codex, droid, pi or command
 	Args         []string        `json:"args"`  // arguments after argv[0]
 	Dir          string          `json:"dir"`   // working directory the fake acted in
 	Prompt       string          `json:"prompt"`

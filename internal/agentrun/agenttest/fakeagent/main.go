@@ -1,5 +1,5 @@
 // Command fakeagent is the scripted fake agent of package agenttest. It
-// answers as claude, codex or droid when started under that name, and as a
+// answers as claude, codex, droid or pi when started under that name, and as a
 // plain command agent otherwise. See package agenttest for the script.
 package main
 
@@ -66,6 +66,8 @@ func run(name string, args []string) int {
 		inv, err = parseCodex(args)
 	case "droid":
 		inv, err = parseDroid(args)
+	case "pi":
+		inv, err = parsePi(args)
 	default:
 		inv, err = parsePlain(args)
 	}
@@ -123,6 +125,8 @@ func run(name string, args []string) int {
 		return a.codex()
 	case "droid":
 		return a.droid()
+	case "pi":
+		return a.pi()
 	default:
 		return a.plain()
 	}
