@@ -61,6 +61,7 @@ func startLoop(t *testing.T, env []string, repo string, args ...string) string {
 // stated again passes: the loop is done, with both verifications on
 // record and the session's usage counted from its real transcript.
 func TestRealClaudeVerifiedLoop(t *testing.T) {
+	t.Parallel()
 	claude := realClaude(t)
 	home := t.TempDir()
 	env := gitEnv(home)
@@ -115,6 +116,7 @@ func TestRealClaudeVerifiedLoop(t *testing.T) {
 // second: the first stop blocks with the Failure section as Codex's next
 // prompt, the second ends the loop.
 func TestRealCodexVerifiedLoop(t *testing.T) {
+	t.Parallel()
 	codex := realCodex(t)
 	home := t.TempDir()
 	codexHome := t.TempDir()
@@ -160,6 +162,7 @@ func TestRealCodexVerifiedLoop(t *testing.T) {
 // own loop (bound to its session id): each stop continues only its own
 // session's loop, and each loop ends on its own promise.
 func TestRealClaudeTwoSessionsOwnLoops(t *testing.T) {
+	t.Parallel()
 	claude := realClaude(t)
 	home := t.TempDir()
 	env := gitEnv(home)
@@ -228,6 +231,7 @@ func TestRealClaudeTwoSessionsOwnLoops(t *testing.T) {
 // budget: the stop pauses the loop with the reason instead of blocking,
 // and resume with a larger budget makes it continuable again.
 func TestRealClaudeBudgetPausesTheLoop(t *testing.T) {
+	t.Parallel()
 	claude := realClaude(t)
 	home := t.TempDir()
 	env := gitEnv(home)
