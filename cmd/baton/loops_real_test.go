@@ -114,7 +114,11 @@ func TestRealClaudeVerifiedLoop(t *testing.T) {
 // The real Codex CLI states its promise twice; the verify command fails
 // the first time (it passes once it has run before) and passes the
 // second: the first stop blocks with the Failure section as Codex's next
-// prompt, the second ends the loop.
+// prompt, the second ends the loop. Codex XML-escapes the hook's text in
+// that prompt, so the model there sees the loop prompt's tags as
+// &lt;promise&gt;: it copies them as it sees them, and the promise still
+// counts. Before, baton's own Failure text reached it escaped, and a
+// copied promise never matched: the loop ran to its limit.
 func TestRealCodexVerifiedLoop(t *testing.T) {
 	t.Parallel()
 	codex := realCodex(t)
@@ -122,8 +126,11 @@ func TestRealCodexVerifiedLoop(t *testing.T) {
 	codexHome := t.TempDir()
 	env := append(gitEnv(home), "CODEX_HOME="+codexHome)
 	repo := userRepo(t, env)
-	const loopPrompt = "Check the greeting, then say DONE as a promise"
+	const loopPrompt = "Check the greeting, then finish with <promise>DONE</promise>"
 	model := harnesstest.NewResponsesServer(t, func(r *harnesstest.ResponsesRequest) string {
+		if last := r.LastUserText(); strings.Contains(last, "&lt;promise&gt;DONE&lt;/promise&gt;") {
+			return "Fixed.\n&lt;promise&gt;DONE&lt;/promise&gt;" // copied as shown
+		}
 		return "The greeting is right.\n<promise>DONE</promise>"
 	})
 	writeCodexConfig(t, codexHome, model.URL, repo)
@@ -143,7 +150,11 @@ func TestRealCodexVerifiedLoop(t *testing.T) {
 	}
 	sawFailure := false
 	for _, r := range model.Requests() {
-		sawFailure = sawFailure || strings.Contains(r.Raw, "hook_prompt") && strings.Contains(r.Raw, "## Failure") && strings.Contains(r.Raw, "not yet")
+		failure := strings.Contains(r.Raw, "hook_prompt") && strings.Contains(r.Raw, "## Failure") && strings.Contains(r.Raw, "not yet")
+		sawFailure = sawFailure || failure
+		if failure && !strings.Contains(r.LastUserText(), `You stated the promise \"DONE\"`) && !strings.Contains(r.LastUserText(), `You stated the promise "DONE"`) {
+			t.Errorf("the Failure section does not name the promise plainly:\n%.2000s", r.LastUserText())
+		}
 	}
 	if !sawFailure {
 		t.Errorf("Codex never gave the model the Failure section\n%s", tail(out.String()))

@@ -18,9 +18,12 @@ import (
 // msg, in order, each trimmed with inner whitespace collapsed to single
 // spaces. Tag names are matched case-insensitively; a tag that is opened
 // but never closed does not count, and neither does bare text equal to a
-// promise.
+// promise. A tag written XML-escaped (&lt;promise&gt;) counts too: Codex
+// escapes a stop hook's text in the prompt it gives the model, and a
+// model that copies the promise from there writes it so.
 func ExtractPromises(msg string) []string {
 	const open, closing = "<promise>", "</promise>"
+	msg = unescapeTags(msg)
 	var out []string
 	for i := 0; ; {
 		s := indexFold(msg[i:], open)
@@ -41,6 +44,30 @@ func ExtractPromises(msg string) []string {
 		}
 		out = append(out, Normalize(inner))
 		i = e + len(closing)
+	}
+}
+
+// unescapeTags turns each XML-escaped promise tag in msg (any case)
+// into its plain form; nothing else changes.
+func unescapeTags(msg string) string {
+	const escOpen, escClose = "&lt;promise&gt;", "&lt;/promise&gt;"
+	if indexFold(msg, escOpen) < 0 && indexFold(msg, escClose) < 0 {
+		return msg
+	}
+	var b strings.Builder
+	for {
+		o, c := indexFold(msg, escOpen), indexFold(msg, escClose)
+		switch {
+		case o < 0 && c < 0:
+			b.WriteString(msg)
+			return b.String()
+		case c < 0 || (o >= 0 && o < c):
+			b.WriteString(msg[:o] + "<promise>")
+			msg = msg[o+len(escOpen):]
+		default:
+			b.WriteString(msg[:c] + "</promise>")
+			msg = msg[c+len(escClose):]
+		}
 	}
 }
 
@@ -236,7 +263,7 @@ func Decide(l *baton.Loop, s Stop) Decision {
 			case v == nil:
 				// Verification did not run: the promise is not believed, and the
 				// round counts as any other.
-				failure = "You stated <promise>" + Normalize(p) + "</promise>, but the loop's verify commands did not run, so the promise is not accepted yet. State it again when the work is done."
+				failure = "You stated the promise " + strconv.Quote(Normalize(p)) + ", but the loop's verify commands did not run, so the promise is not accepted yet. State it again when the work is done."
 			default:
 				recordRun(l, *v)
 				switch {
@@ -247,7 +274,7 @@ func Decide(l *baton.Loop, s Stop) Decision {
 				}
 				failure = s.Failure
 				if failure == "" {
-					failure = "You stated <promise>" + Normalize(p) + "</promise>, but the loop's verification failed, so the loop goes on."
+					failure = "You stated the promise " + strconv.Quote(Normalize(p)) + ", but the loop's verification failed, so the loop goes on."
 				}
 			}
 		}
