@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"github.com/baton-agent/baton/internal/fsstore"
+	"html"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -274,6 +275,52 @@ func TestRealClaudeBudgetPausesTheLoop(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(fsstore.Open(repo, fsstore.Options{}).IndexDir(), "foreground-loops.json")); err != nil {
 		t.Error(err)
+	}
+}
+
+// A Codex loop over its budget pauses, and the person running `codex
+// exec` learns it: Codex shows a Stop hook's systemMessage nowhere (not
+// in --json, not on stderr, not in the rollout), so baton asks the model
+// to say the pause line in one more round, and that line is the session's
+// last message. Before, the loop paused without a word in Codex.
+func TestRealCodexBudgetPausesTheLoop(t *testing.T) {
+	codex := realCodex(t)
+	home, codexHome := t.TempDir(), t.TempDir()
+	env := append(gitEnv(home), "CODEX_HOME="+codexHome, "OPENAI_API_KEY=test-key")
+	repo := userRepo(t, env)
+	model := harnesstest.NewResponsesServer(t, func(r *harnesstest.ResponsesRequest) string {
+		// A model that does as it is asked: it repeats the line it is given.
+		if _, line, ok := strings.Cut(r.LastUserText(), "end your turn:\n\n"); ok {
+			line, _, _ = strings.Cut(line, "</hook_prompt>")
+			return html.UnescapeString(strings.TrimSpace(line))
+		}
+		return "Still working."
+	})
+	writeCodexConfig(t, codexHome, model.URL, repo)
+	batonRun(t, env, repo, "install", "codex")
+	id := startLoop(t, env, repo, "--max-tokens", "5", "Keep working")
+	out := runHarness(t, repo, env, 3*time.Minute, codex, "exec", "--json", "--dangerously-bypass-hook-trust", "--skip-git-repo-check", "Work")
+	st := loopStatus(t, env, repo, id)
+	if st.Status != "paused" || !strings.Contains(st.Pause, "token budget is spent") || st.Spent < 5 {
+		t.Fatalf("loop after a round over its budget = %+v\n%s", st, tail(out))
+	}
+	var last string
+	for _, line := range strings.Split(out, "\n") {
+		var ev struct {
+			Type string `json:"type"`
+			Item struct {
+				Type, Text string
+			} `json:"item"`
+		}
+		if json.Unmarshal([]byte(line), &ev) == nil && ev.Type == "item.completed" && ev.Item.Type == "agent_message" {
+			last = ev.Item.Text
+		}
+	}
+	if !strings.Contains(last, "its token budget is spent") || !strings.Contains(last, "baton loop resume "+id) {
+		t.Errorf("codex exec's last message does not say the loop paused: %q\n%s", last, tail(out))
+	}
+	if n := len(model.Requests()); n > 2 {
+		t.Errorf("the paused loop went on: %d model requests, want 2 (the round, the pause line)", n)
 	}
 }
 

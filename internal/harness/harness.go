@@ -61,6 +61,11 @@ type Harness struct {
 	// harness's own variable that overrides it ("" when none).
 	BlockCap    int
 	BlockCapEnv string
+	// HidesStopMessage: the harness shows the user no Stop hook
+	// systemMessage (nor records it), so a note the person must act on
+	// (a paused loop) goes through the model instead: one more block
+	// asking it to say the note and stop.
+	HidesStopMessage bool
 	// UsageBeside: what a session spent is not in its transcript but in
 	// running totals the harness keeps in a file beside it (Droid's
 	// <session>.settings.json).
@@ -159,6 +164,9 @@ var Codex = &Harness{
 	Agent:      true,
 	WriteTools: []string{"apply_patch"},
 	SessionEnv: "CODEX_THREAD_ID",
+	// 0.171.0's exec prints a Stop's systemMessage nowhere: not in
+	// --json, not on stderr, not in the rollout.
+	HidesStopMessage: true,
 	ConfigDir:  ".codex",
 	UserDirEnv: "CODEX_HOME",
 	Plugin: Plugin{

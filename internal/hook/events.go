@@ -200,6 +200,12 @@ func (h handler) stop(ctx context.Context) (harness.Result, error) {
 	case loop.Block:
 		return harness.Result{Block: true, Reason: d.Reason, SystemMessage: d.Message}, nil
 	case loop.Allow:
+		if d.Paused && h.harness.HidesStopMessage {
+			// The person would never learn why the loop stopped: the
+			// model says it, in one more round (the loop is paused, so
+			// the stop after it is not the loop's).
+			return harness.Result{Block: true, Reason: loop.RelayPause(d.Message), SystemMessage: d.Message}, nil
+		}
 		return harness.Result{SystemMessage: d.Message}, nil
 	}
 	return harness.Result{}, nil

@@ -343,6 +343,14 @@ func pause(l *baton.Loop, now time.Time, reason string) Decision {
 		Message: fmt.Sprintf("baton loop %s: paused at iteration %s: %s; `baton loop resume %s` continues it", l.ID, progress(l), l.PauseReason, l.ID)}
 }
 
+// RelayPause asks the model to pass a pause note on to the person, for a
+// harness that would not show it: the loop is paused, so the model is to
+// do no more of its work, only say the note.
+func RelayPause(note string) string {
+	return "Stop working on the loop: baton paused it, and the person running you has not seen why. " +
+		"Reply with only this line, as written, and end your turn:\n\n" + note
+}
+
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > 300 {
