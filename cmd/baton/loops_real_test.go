@@ -324,6 +324,26 @@ func TestRealCodexBudgetPausesTheLoop(t *testing.T) {
 	}
 }
 
+// --max-cost bites on Codex's default model: gpt-5.5 has a price now, so
+// a loop over its cost budget pauses after the first round. Before, its
+// tokens cost $0 (unpriced) and the loop ran to its iteration limit.
+func TestRealCodexMaxCostBites(t *testing.T) {
+	codex := realCodex(t)
+	home, codexHome := t.TempDir(), t.TempDir()
+	env := append(gitEnv(home), "CODEX_HOME="+codexHome, "OPENAI_API_KEY=test-key")
+	repo := userRepo(t, env)
+	model := harnesstest.NewResponsesServer(t, func(r *harnesstest.ResponsesRequest) string { return "Still working." })
+	writeCodexConfig(t, codexHome, model.URL, repo) // model = "gpt-5.5"
+	batonRun(t, env, repo, "install", "codex")
+	// One round is 10 input and 5 output tokens: $0.0002 at gpt-5.5's price.
+	id := startLoop(t, env, repo, "--max-cost", "0.0001", "--max-iterations", "4", "Keep working")
+	out := runHarness(t, repo, env, 3*time.Minute, codex, "exec", "--json", "--dangerously-bypass-hook-trust", "--skip-git-repo-check", "Work")
+	st := loopStatus(t, env, repo, id)
+	if st.Status != "paused" || !strings.Contains(st.Pause, "cost budget is spent") {
+		t.Fatalf("loop after a round over its cost budget = %+v\n%s", st, tail(out))
+	}
+}
+
 // threadID is the thread.started id of a `codex exec --json` output.
 func threadID(t *testing.T, out string) string {
 	t.Helper()

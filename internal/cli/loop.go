@@ -138,7 +138,9 @@ validators unless --verify is given.
 --max-tokens, --max-cost and --max-duration bound what the loop may spend, as
 the session's transcript reports it; at a bound the loop pauses with the
 reason, and "baton loop resume --max-tokens N" (or --max-cost, --max-duration)
-continues with more.
+continues with more. --max-cost prices tokens at the list prices in
+docs/hooks.md#prices (BATON_MODEL_PRICES adds others); it warns when the
+session's model, or a model earlier loops here ran on, has no price.
 
 Run from an agent's shell, the loop is bound to that agent's session, which
 the harness names there (Codex: CODEX_THREAD_ID; pi: PI_SESSION_ID; Claude
@@ -238,6 +240,9 @@ func runLoopStart(ctx context.Context, f *Factory, args []string, o loopStartOpt
 	if l.MaxIterations == 0 {
 		fmt.Fprintf(f.IO.Err, "baton: warning: loop %s has no iteration limit; it runs until a promise or `baton loop cancel %s`\n", l.ID, l.ID)
 	}
+	if l.MaxCostUSD > 0 {
+		warnUnpriced(f, st, sess)
+	}
 	if prev != "" && prev != l.ID {
 		if old, err := st.FindLoopByID(prev); err == nil && old.Status == baton.LoopActive {
 			fmt.Fprintf(f.IO.Err, "baton: loop %s stays active but is no longer the foreground loop (switch back with `baton loop activate %s`)\n", prev, prev)
@@ -262,6 +267,38 @@ func runLoopStart(ctx context.Context, f *Factory, args []string, o loopStartOpt
 		_, err = fmt.Fprintf(f.IO.Out, "The promise is accepted only when these pass (in %s, within %s): %s\n", st.Root(), l.EffectiveVerifyTimeout(), strings.Join(quoteAll(l.Verify), ", "))
 	}
 	return err
+}
+
+// warnUnpriced says, for a loop given --max-cost, which models it may run
+// on that baton has no price for: the session's so far, and those earlier
+// loops here spent tokens on. Their tokens would cost nothing, and the
+// budget would never bite.
+func warnUnpriced(f *Factory, st *fsstore.Store, sess loop.Session) {
+	prices, err := loop.PricesFromEnv(f.env)
+	if err != nil {
+		f.warnf("%v; the default prices apply", err)
+	}
+	var models []string
+	if sess.TranscriptPath != "" {
+		h, _ := harness.Lookup(string(sess.Harness))
+		u, _, err := transcript.ReadUsage(sess.TranscriptPath, baton.UsageCursor{Path: sess.TranscriptPath},
+			transcript.UsageOptions{MaxRead: 4 << 20, Droid: h != nil && h.UsageBeside, Now: f.now()})
+		if err == nil {
+			for m := range u.ByModel {
+				if _, recorded := u.Recorded[m]; !recorded {
+					models = append(models, m)
+				}
+			}
+		}
+	}
+	seen, _ := loop.SeenUnpriced(st, prices) // a store that cannot be listed names none
+	unpriced := prices.Unpriced(append(models, seen...))
+	if len(unpriced) == 0 {
+		return
+	}
+	f.warnf("--max-cost counts nothing for %s: baton has no price for it (docs/hooks.md#prices), so its tokens cost $0 and the budget would not bite; "+
+		`set its list price (US dollars per million tokens) in the agent's environment with BATON_MODEL_PRICES='{"%s": {"input": <USD>, "output": <USD>}}', or bound the loop with --max-tokens`,
+		strings.Join(unpriced, ", "), unpriced[0])
 }
 
 // readPromptFile reads a prompt from a file or stdin, verbatim but for

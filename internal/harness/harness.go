@@ -167,8 +167,8 @@ var Codex = &Harness{
 	// 0.171.0's exec prints a Stop's systemMessage nowhere: not in
 	// --json, not on stderr, not in the rollout.
 	HidesStopMessage: true,
-	ConfigDir:  ".codex",
-	UserDirEnv: "CODEX_HOME",
+	ConfigDir:        ".codex",
+	UserDirEnv:       "CODEX_HOME",
 	Plugin: Plugin{
 		Noun: "plugin", Disable: "run `codex plugin remove baton@baton`",
 		Enabled: PluginTables, UserFiles: []string{"config.toml"}, ProjectFiles: []string{"config.toml"},
