@@ -314,3 +314,32 @@ func TestRealCodexPlugin(t *testing.T) {
 	}
 	pluginSessionChecks(t, env, repo, loopID, marker, raws, out)
 }
+
+// Droid names a local marketplace after its folder, so from a clone named
+// baton-main `droid plugin install baton@baton` fails ("Marketplace not
+// found"); the command README.md gives for a local clone,
+// `droid plugin install baton@<folder>`, installs it whatever the folder
+// is called, and `droid plugin marketplace list` shows that name.
+func TestRealDroidLocalMarketplaceName(t *testing.T) {
+	droid := realDroid(t)
+	home := t.TempDir()
+	env := gitEnv(home)
+	repo := userRepo(t, env)
+	clone := filepath.Join(t.TempDir(), "baton-main")
+	if err := os.Rename(pluginMarket(t), clone); err != nil {
+		t.Fatal(err)
+	}
+	runHarness(t, repo, env, 2*time.Minute, droid, "plugin", "marketplace", "add", clone)
+	if list := runHarness(t, repo, env, time.Minute, droid, "plugin", "marketplace", "list"); !strings.Contains(list, "baton-main") {
+		t.Errorf("droid plugin marketplace list does not name the clone's folder:\n%s", list)
+	}
+	cmd := exec.Command(droid, "plugin", "install", "baton@baton")
+	cmd.Dir, cmd.Env = repo, env
+	if out, err := cmd.CombinedOutput(); err == nil {
+		t.Logf("droid plugin install baton@baton from a clone named baton-main now works:\n%s", out)
+	}
+	runHarness(t, repo, env, 2*time.Minute, droid, "plugin", "install", "baton@baton-main")
+	if inst := batonRun(t, env, repo, "install", "droid"); !strings.Contains(inst, "baton's plugin is enabled for droid") {
+		t.Errorf("baton install droid after installing the plugin from baton-main:\n%s", inst)
+	}
+}
