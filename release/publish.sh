@@ -55,11 +55,23 @@ for f in "$@" "$top"; do
 	npm publish "$f" --access public --provenance --tag "$npmtag"
 done
 
+# git reaches the tap with the token in its environment, as an HTTP
+# header for github.com: in a URL it would be in git's arguments, which
+# every process on the machine can read, and in the clone's .git/config.
+# printf is the shell's own, so the token is in no argument list here.
+tapgit() (
+	GIT_CONFIG_COUNT=1
+	GIT_CONFIG_KEY_0=http.https://github.com/.extraheader
+	GIT_CONFIG_VALUE_0="Authorization: Basic $(printf 'x-access-token:%s' "$HOMEBREW_TAP_TOKEN" | base64 | tr -d '\n')"
+	export GIT_CONFIG_COUNT GIT_CONFIG_KEY_0 GIT_CONFIG_VALUE_0
+	git "$@"
+)
+
 # The cask: only for releases (Homebrew has no prereleases).
 if [ "$prerelease" = false ]; then
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
-	git clone -q --depth 1 "https://x-access-token:$HOMEBREW_TAP_TOKEN@github.com/$tap.git" "$tmp/tap"
+	tapgit clone -q --depth 1 "https://github.com/$tap.git" "$tmp/tap"
 	mkdir -p "$tmp/tap/Casks"
 	cp "$dist/homebrew/Casks/baton.rb" "$tmp/tap/Casks/baton.rb"
 	git -C "$tmp/tap" add Casks/baton.rb
@@ -67,7 +79,7 @@ if [ "$prerelease" = false ]; then
 		say "the cask in $tap is $version already"
 	else
 		git -C "$tmp/tap" -c user.name=baton-release -c user.email=baton@users.noreply.github.com commit -q -m "baton $version"
-		git -C "$tmp/tap" push -q origin HEAD
+		tapgit -C "$tmp/tap" push -q origin HEAD
 		say "pushed the cask to $tap"
 	fi
 fi

@@ -1,6 +1,7 @@
 package release_test
 
 import (
+	"encoding/base64"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -119,7 +120,9 @@ func TestWorkflowBuildsBeforeItPublishes(t *testing.T) {
 // for PATH: each logs its arguments to log, one call a line. npm says a
 // package is published when it is named in $PUBLISHED, and accepts a
 // token unless $NPM_REFUSES; gh says the tap takes pushes unless
-// $TAP_READONLY; git clone makes an empty tap.
+// $TAP_READONLY; git clone makes an empty tap, and git clone and push
+// fail unless the environment hands git the header $WANT_GIT_AUTH for
+// github.com, as the real git would fail to authenticate.
 func standIns(t *testing.T, log string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -132,7 +135,12 @@ esac`,
 		"gh": record + `case "$1" in
 api) [ -z "${TAP_READONLY:-}" ] && echo true || echo false ;;
 esac`,
-		"git": record + `if [ "$1" = clone ]; then for a; do d=$a; done; mkdir -p "$d"; fi
+		"git": record + `if [ "$1" = clone ] || [ "$3" = push ]; then
+	[ "${GIT_CONFIG_COUNT:-}" = 1 ] && [ "${GIT_CONFIG_KEY_0:-}" = http.https://github.com/.extraheader ] &&
+		[ -n "${WANT_GIT_AUTH:-}" ] && [ "${GIT_CONFIG_VALUE_0:-}" = "$WANT_GIT_AUTH" ] ||
+		{ echo "git: could not read Username for 'https://github.com'" >&2; exit 128; }
+fi
+if [ "$1" = clone ]; then for a; do d=$a; done; mkdir -p "$d"; fi
 if [ "$1" = -C ] && [ "$3" = diff ]; then exit 1; fi`,
 		"docker": record,
 	} {
@@ -211,7 +219,12 @@ func TestPublish(t *testing.T) {
 	t.Parallel()
 	dist := t.TempDir()
 	writeFile(t, filepath.Join(dist, "homebrew", "Casks", "baton.rb"), "cask \"baton\" do\nend\n", 0o644)
-	tokens := []string{"GITHUB_TOKEN=gh", "HOMEBREW_TAP_TOKEN=tap", "NODE_AUTH_TOKEN=npm"}
+	// The tap token reaches git through its environment only: arguments
+	// are readable by every process on the machine, and a URL with the
+	// token would stay in the clone's .git/config.
+	const tapToken = "ghp_tapTokenOfTheReleaser"
+	tokens := []string{"GITHUB_TOKEN=gh", "HOMEBREW_TAP_TOKEN=" + tapToken, "NODE_AUTH_TOKEN=npm",
+		"WANT_GIT_AUTH=Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+tapToken))}
 	for _, c := range []struct {
 		name, version string
 		env           []string
@@ -262,6 +275,9 @@ func TestPublish(t *testing.T) {
 					t.Errorf("%q came before the call listed ahead of it:\n%s", w, log)
 				}
 				last = i
+			}
+			if strings.Contains(log, tapToken) {
+				t.Errorf("the tap token is in a command's arguments:\n%s", log)
 			}
 			for _, n := range c.not {
 				if strings.Contains(log, n) {
