@@ -156,6 +156,75 @@ func TestHostileStoreLinksOut(t *testing.T) {
 	}
 }
 
+// A link above the store (.agent, as a clone can carry it) or inside it
+// below a directory baton checks by name (the per-machine directory)
+// leads nothing outside: the hooks still answer, handoff and loop start
+// refuse and name the link, and the store the link points at is not
+// touched.
+func TestHostileStoreLinkedAboveAndBelow(t *testing.T) {
+	t.Parallel()
+	for _, where := range []string{"agent", "machine"} {
+		t.Run(where, func(t *testing.T) {
+			t.Parallel()
+			h := newHostile(t)
+			outside := t.TempDir()
+			switch where {
+			case "agent":
+				// Another project's store, reached through .agent.
+				if err := os.Rename(filepath.Join(h.dir, ".agent"), filepath.Join(outside, ".agent")); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(filepath.Join(outside, ".agent"), filepath.Join(h.dir, ".agent")); err != nil {
+					t.Fatal(err)
+				}
+			case "machine":
+				h.symlink(outside, h.machine(""))
+			}
+			before := treeOf(t, outside)
+			h.hook("post-tool-use", "claude", `{"session_id":"s1","cwd":"`+h.dir+`","tool_name":"Write","tool_input":{"file_path":"`+h.dir+`/a.go"}}`)
+			h.hook("session-start", "claude", `{"session_id":"s1","cwd":"`+h.dir+`","source":"startup"}`)
+			h.hook("pre-compact", "claude", `{"session_id":"s1","cwd":"`+h.dir+`","trigger":"manual"}`)
+			h.hook("stop", "claude", stopPayload(h.dir, `"working"`))
+			for _, cmd := range []string{"handoff x", "loop start 'do it'"} {
+				c := exec.Command("/bin/sh", "-c", batonBin+" "+cmd)
+				c.Dir, c.Env = h.dir, h.env()
+				if out, err := c.CombinedOutput(); err == nil || !strings.Contains(string(out), "link") {
+					t.Errorf("baton %s with %s linked out: %v, %q; want a refusal naming the link", cmd, where, err, out)
+				}
+			}
+			if after := treeOf(t, outside); after != before {
+				t.Errorf("the directory outside changed through the link:\nbefore:\n%s\nafter:\n%s", before, after)
+			}
+		})
+	}
+}
+
+// treeOf lists every file below dir with its size and content, one a line.
+func treeOf(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		b.WriteString(rel + " " + fi.Mode().String())
+		if fi.Mode().IsRegular() {
+			c, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			b.WriteString(" " + strconv.Quote(string(c)))
+		}
+		b.WriteByte('\n')
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
 // A packet over the size cap is skipped with a warning naming it; the
 // other packets still list and render.
 func TestHostileStoreHugePacket(t *testing.T) {
