@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -482,5 +483,50 @@ func TestRealCodexTwoSessionsOwnLoops(t *testing.T) {
 				t.Errorf("session %s was given session %s's loop:\n%.1000s", pair[0], pair[1], r.LastUserText())
 			}
 		}
+	}
+}
+
+// A Droid loop paused at its budget is resumed the way its pause line
+// says, and that works with a BYOK model: `droid exec -s <id>` cannot
+// resume a BYOK or offline session ("Failed to fetch session"), so the
+// line gives `baton loop resume <id> --rebind`, and a new `droid exec`
+// (the scripted model is a BYOK custom model) continues the loop to its
+// promise. Before, the line said `baton loop resume <id>` (the note
+// added "in droid session <id>"), which left the loop bound to a session
+// no one could resume.
+func TestRealDroidPausedLoopResumesInANewSession(t *testing.T) {
+	droid := realDroid(t)
+	home := t.TempDir()
+	env := gitEnv(home)
+	repo := userRepo(t, env)
+	const loopPrompt = "Keep working, then say DONE as a promise"
+	var resumed atomic.Bool
+	model := harnesstest.NewAnthropicServer(t, func(r *harnesstest.AnthropicRequest) harnesstest.Reply {
+		if resumed.Load() && strings.Contains(r.LastUserText(), loopPrompt) {
+			return harnesstest.Reply{Text: "Done now.\n<promise>DONE</promise>"}
+		}
+		return harnesstest.Reply{Text: "Still working."}
+	})
+	writeDroidSettings(t, home, model.URL)
+	batonRun(t, env, repo, "install", "droid")
+	id := startLoop(t, env, repo, "--max-tokens", "5", "--max-iterations", "5", loopPrompt)
+	out := runHarness(t, repo, env, 3*time.Minute, droid, "exec", "--auto", "low", "-m", "custom:scripted-0", "-o", "stream-json", "Work")
+	st := loopStatus(t, env, repo, id)
+	if st.Status != "paused" || !strings.Contains(st.Pause, "token budget is spent") {
+		t.Fatalf("loop after a round over its budget = %+v\n%s", st, tail(out))
+	}
+	// The resume command, as the pause note in `loop show` gives it
+	// (droid exec prints no hook message).
+	show := batonRun(t, env, repo, "loop", "show", id)
+	_, after, ok := strings.Cut(show, "run `baton loop resume ")
+	resume, _, _ := strings.Cut(after, "`")
+	if !ok || !strings.HasSuffix(resume, " --rebind") {
+		t.Fatalf("the pause note gives no resume command that works in a new droid session:\n%s", show)
+	}
+	batonRun(t, env, repo, append(append([]string{"loop", "resume"}, strings.Fields(resume)...), "--max-tokens", "0")...)
+	resumed.Store(true)
+	out = runHarness(t, repo, env, 3*time.Minute, droid, "exec", "--auto", "low", "-m", "custom:scripted-0", "Work more")
+	if st := loopStatus(t, env, repo, id); st.Status != "done" || st.Outcome != "DONE" {
+		t.Errorf("loop after resuming it into a new droid session = %+v\n%s", st, tail(out))
 	}
 }

@@ -66,6 +66,10 @@ type Harness struct {
 	// (a paused loop) goes through the model instead: one more block
 	// asking it to say the note and stop.
 	HidesStopMessage bool
+	// NoResume: a session cannot be counted on to be resumed later (Droid:
+	// `droid exec -s` fails offline and on BYOK models with "Failed to
+	// fetch session"), so a paused loop is resumed into a new session.
+	NoResume bool
 	// UsageBeside: what a session spent is not in its transcript but in
 	// running totals the harness keeps in a file beside it (Droid's
 	// <session>.settings.json).
@@ -194,6 +198,7 @@ var Droid = &Harness{
 	ProjectDirEnv: "FACTORY_PROJECT_DIR",
 	EnvFileEnv:    "CLAUDE_ENV_FILE",
 	UsageBeside:   true,
+	NoResume:      true,
 	ConfigDir:     ".factory",
 	Plugin: Plugin{
 		Noun: "plugin", Disable: "run `droid plugin uninstall baton@baton`",

@@ -139,6 +139,10 @@ type Stop struct {
 	// BlockCap is how many consecutive blocks the harness honours before
 	// it ends the turn anyway (Claude Code: 8); 0 means no known cap.
 	BlockCap int
+	// NewSession: the harness cannot resume this session later (Droid on
+	// a BYOK model or offline), so a paused loop is resumed into the next
+	// session instead (`loop resume --rebind`), and its pause says so.
+	NewSession bool
 	// Now is when the stop happened: the loop's active time is counted to
 	// it. Zero leaves time out (no duration budget is checked).
 	Now time.Time
@@ -268,7 +272,7 @@ func Decide(l *baton.Loop, s Stop) Decision {
 				recordRun(l, *v)
 				switch {
 				case v.Error != "":
-					return pause(l, s.Now, "its verification could not run: "+v.Error)
+					return pause(l, s, "its verification could not run: "+v.Error)
 				case v.Passed:
 					return finish(l, s.Now, p, fmt.Sprintf("baton loop %s: done (%s) at iteration %s, verified (%s)", l.ID, Normalize(p), progress(l), checksLine(v)))
 				}
@@ -287,7 +291,7 @@ func Decide(l *baton.Loop, s Stop) Decision {
 		return finish(l, s.Now, baton.OutcomeMaxIterations, msg)
 	}
 	if reason := OverBudget(l, s.Now); reason != "" {
-		return pause(l, s.Now, reason)
+		return pause(l, s, reason)
 	}
 	if s.StopHookActive && s.BlockCap > 0 && l.ConsecutiveBlocks >= s.BlockCap {
 		d.Action = Allow
@@ -332,15 +336,25 @@ func checksLine(v *baton.VerifyRun) string {
 
 // pause stops the loop for a reason of baton's own: it stays its
 // session's foreground loop, and `baton loop resume` continues it.
-func pause(l *baton.Loop, now time.Time, reason string) Decision {
+func pause(l *baton.Loop, s Stop, reason string) Decision {
 	l.Status = baton.LoopPaused
 	l.PauseReason = oneLine(reason)
-	l.ConsecutiveBlocks = 0
-	if !now.IsZero() {
-		l.StopClock(now)
+	resume := fmt.Sprintf("`baton loop resume %s` continues it", l.ID)
+	if s.NewSession {
+		// Kept in the reason, which loop show and status print: the person
+		// looks there, and the session's own output may not show the line.
+		l.PauseReason += fmt.Sprintf("; this session may not be resumable, so run `baton loop resume %s --rebind` outside it (with any budget flag above) and the next session that stops continues the loop", l.ID)
+		resume = ""
 	}
-	return Decision{Action: Allow, Changed: true, Paused: true,
-		Message: fmt.Sprintf("baton loop %s: paused at iteration %s: %s; `baton loop resume %s` continues it", l.ID, progress(l), l.PauseReason, l.ID)}
+	l.ConsecutiveBlocks = 0
+	if !s.Now.IsZero() {
+		l.StopClock(s.Now)
+	}
+	msg := fmt.Sprintf("baton loop %s: paused at iteration %s: %s", l.ID, progress(l), l.PauseReason)
+	if resume != "" {
+		msg += "; " + resume
+	}
+	return Decision{Action: Allow, Changed: true, Paused: true, Message: msg}
 }
 
 // RelayPause asks the model to pass a pause note on to the person, for a
