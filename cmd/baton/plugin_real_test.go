@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -299,6 +300,15 @@ func TestRealCodexPlugin(t *testing.T) {
 	runHarness(t, repo, env, 2*time.Minute, codex, "plugin", "add", "baton@baton")
 	if inst := batonRun(t, env, repo, "install", "codex"); !strings.Contains(inst, "baton's plugin is enabled for codex") {
 		t.Errorf("baton install codex with the plugin enabled:\n%s", inst)
+	}
+	// Codex skips the plugin's hooks silently until they pass its /hooks
+	// review: doctor says so, with the step. It said nothing before.
+	var doc struct {
+		Warnings []string `json:"warnings"`
+	}
+	if out := batonRun(t, env, repo, "doctor", "--json", "--no-probe"); json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &doc) != nil ||
+		!strings.Contains(strings.Join(doc.Warnings, "\n"), "open /hooks and trust baton's hooks") {
+		t.Errorf("baton doctor with Codex's plugin enabled does not say its hooks need trust:\n%s", out)
 	}
 	loopID := startPluginLoop(t, env, repo, marker, loopPrompt)
 

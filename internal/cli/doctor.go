@@ -212,6 +212,7 @@ func runDoctor(ctx context.Context, f *Factory, probe bool) doctorReport {
 		}
 		if len(enabled) > 0 {
 			rep.Plugins[string(h)] = enabled
+			rep.Warnings = append(rep.Warnings, install.PluginUntrusted(f.installTargetFor(h, install.ScopeProject, root))...)
 			if scopes > 0 {
 				rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s has baton's plugin enabled (%s) and baton's installed hooks: every hook runs twice and a loop advances twice per stop; run `baton uninstall %s` (or disable the plugin)", h, strings.Join(enabled, ", "), h))
 			}
