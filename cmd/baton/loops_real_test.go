@@ -530,3 +530,114 @@ func TestRealDroidPausedLoopResumesInANewSession(t *testing.T) {
 		t.Errorf("loop after resuming it into a new droid session = %+v\n%s", st, tail(out))
 	}
 }
+
+// Two real pi sessions run at once in one project, each agent starting
+// its own loop from pi's bash tool, which exports PI_SESSION_ID (pi takes
+// no env file, so no BATON_SESSION_ID): each loop binds to its own
+// session, and each session's stop continues only its own loop.
+func TestRealPiTwoSessionsOwnLoops(t *testing.T) {
+	pi := realPi(t)
+	home, agentDir := t.TempDir(), t.TempDir()
+	env := pi.env(append(gitEnv(home), "PI_CODING_AGENT_DIR="+agentDir))
+	repo := userRepo(t, env)
+	sessions := []string{"A", "B"}
+	started := map[string]chan struct{}{"A": make(chan struct{}), "B": make(chan struct{})}
+	var once sync.Map
+	model := harnesstest.NewChatServer(t, func(r *harnesstest.ChatRequest) harnesstest.Reply {
+		last := r.LastUserText()
+		for _, name := range sessions {
+			if strings.Contains(last, "Loop of session "+name) && !strings.Contains(last, "Work on task") {
+				return harnesstest.Reply{Text: "<promise>" + name + " DONE</promise>"}
+			}
+		}
+		for _, name := range sessions {
+			if strings.Contains(r.Raw, "Work on task "+name) && r.ToolResults() == 0 {
+				return harnesstest.Reply{ToolName: "bash", ToolInput: map[string]any{
+					"command": batonBin + " loop start --promise '" + name + " DONE' --max-iterations 5 'Loop of session " + name + ": finish it'"}}
+			}
+		}
+		for _, name := range sessions {
+			if strings.Contains(r.Raw, "Work on task "+name) {
+				if _, done := once.LoadOrStore(name, true); !done {
+					close(started[name])
+				}
+			}
+		}
+		// Neither stops before both loops exist.
+		for _, c := range started {
+			select {
+			case <-c:
+			case <-time.After(2 * time.Minute):
+				return harnesstest.Reply{Text: "The other session never started its loop."}
+			}
+		}
+		return harnesstest.Reply{Text: "I started my loop."}
+	})
+	writePiModels(t, agentDir, model.URL)
+	batonRun(t, env, repo, "install", "pi")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	outs := map[string]*bytes.Buffer{}
+	errs := map[string]error{}
+	var mu sync.Mutex
+	for _, name := range sessions {
+		var out bytes.Buffer
+		outs[name] = &out
+		cmd := exec.CommandContext(ctx, pi.bin, "-a", "--offline", "--provider", "fake", "--model", "scripted", "-p", "Work on task "+name)
+		cmd.Dir, cmd.Env = repo, env
+		cmd.Stdout, cmd.Stderr = &out, &out
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := cmd.Run()
+			mu.Lock()
+			errs[name] = err
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	for _, name := range sessions {
+		if errs[name] != nil {
+			t.Fatalf("pi %s: %v\n%s", name, errs[name], tail(outs[name].String()))
+		}
+	}
+	var list struct {
+		Loops []struct {
+			ID       string   `json:"id"`
+			Promises []string `json:"completion_promises"`
+		} `json:"loops"`
+	}
+	out := batonRun(t, env, repo, "loop", "list", "--json")
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &list); err != nil {
+		t.Fatal(err)
+	}
+	bound := map[string]string{}
+	for _, name := range sessions {
+		id := ""
+		for _, l := range list.Loops {
+			if slices.Equal(l.Promises, []string{name + " DONE"}) {
+				id = l.ID
+			}
+		}
+		if id == "" {
+			t.Fatalf("session %s started no loop: %s\n%s", name, out, tail(outs[name].String()))
+		}
+		st := loopStatus(t, env, repo, id)
+		if st.Status != "done" || st.Outcome != name+" DONE" || st.SessionID == "" {
+			t.Errorf("loop of session %s = %+v\n%s", name, st, tail(outs[name].String()))
+		}
+		bound[name] = st.SessionID
+	}
+	if bound["A"] == bound["B"] {
+		t.Errorf("both loops are bound to session %q", bound["A"])
+	}
+	for _, r := range model.Requests() {
+		for _, pair := range [][2]string{{"A", "B"}, {"B", "A"}} {
+			if strings.Contains(r.Raw, "Work on task "+pair[0]) && strings.Contains(r.LastUserText(), "Loop of session "+pair[1]) {
+				t.Errorf("session %s was given session %s's loop:\n%.1000s", pair[0], pair[1], r.LastUserText())
+			}
+		}
+	}
+}
