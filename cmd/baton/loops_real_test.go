@@ -505,6 +505,9 @@ func TestRealDroidPausedLoopResumesInANewSession(t *testing.T) {
 		if resumed.Load() && strings.Contains(r.LastUserText(), loopPrompt) {
 			return harnesstest.Reply{Text: "Done now.\n<promise>DONE</promise>"}
 		}
+		if _, line, ok := strings.Cut(r.LastUserText(), "end your turn:\n\n"); ok {
+			return harnesstest.Reply{Text: strings.TrimSpace(line)} // it says the pause line, as asked
+		}
 		return harnesstest.Reply{Text: "Still working."}
 	})
 	writeDroidSettings(t, home, model.URL)
@@ -515,8 +518,12 @@ func TestRealDroidPausedLoopResumesInANewSession(t *testing.T) {
 	if st.Status != "paused" || !strings.Contains(st.Pause, "token budget is spent") {
 		t.Fatalf("loop after a round over its budget = %+v\n%s", st, tail(out))
 	}
-	// The resume command, as the pause note in `loop show` gives it
-	// (droid exec prints no hook message).
+	// droid exec prints no hook message: the pause line reaches the
+	// person as the model's last words.
+	if !strings.Contains(out, "its token budget is spent") || !strings.Contains(out, "--rebind") {
+		t.Errorf("droid exec's output does not say the loop paused, nor how to resume it:\n%s", tail(out))
+	}
+	// The resume command, as the pause reason in `loop show` gives it.
 	show := batonRun(t, env, repo, "loop", "show", id)
 	_, after, ok := strings.Cut(show, "run `baton loop resume ")
 	resume, _, _ := strings.Cut(after, "`")

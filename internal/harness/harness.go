@@ -199,7 +199,9 @@ var Droid = &Harness{
 	EnvFileEnv:    "CLAUDE_ENV_FILE",
 	UsageBeside:   true,
 	NoResume:      true,
-	ConfigDir:     ".factory",
+	// 0.225.2's exec prints a Stop's systemMessage in no output format.
+	HidesStopMessage: true,
+	ConfigDir:        ".factory",
 	Plugin: Plugin{
 		Noun: "plugin", Disable: "run `droid plugin uninstall baton@baton`",
 		Enabled: EnabledPlugins, UserFiles: []string{"settings.json"}, ProjectFiles: []string{"settings.json", "settings.local.json"},
