@@ -177,6 +177,7 @@ var toolResult = regexp.MustCompile(`"type":"tool_result"`)
 // Claude Code 2.1.332 on a fresh HOME: nothing in ~/.claude before the
 // delivery, its own settings and sessions kept after it.
 func TestRealClaudeDelivery(t *testing.T) {
+	t.Parallel()
 	claude := realClaude(t)
 	home, data := t.TempDir(), t.TempDir()
 	env := gitEnv(home, "BATON_DATA_DIR="+data)
@@ -231,6 +232,7 @@ func TestRealClaudeDelivery(t *testing.T) {
 // (bubblewrap) cannot start inside baton's, so its shell and its patches
 // work only with baton's confinement in charge.
 func TestRealCodexDelivery(t *testing.T) {
+	t.Parallel()
 	codex := realCodex(t)
 	home, data, codexHome := t.TempDir(), t.TempDir(), t.TempDir()
 	env := append(gitEnv(home, "BATON_DATA_DIR="+data), "CODEX_HOME="+codexHome, "OPENAI_API_KEY=test-key")
@@ -267,6 +269,7 @@ func TestRealCodexDelivery(t *testing.T) {
 
 // Droid 0.225.2, which reads /proc/self at start.
 func TestRealDroidDelivery(t *testing.T) {
+	t.Parallel()
 	droid := realDroid(t)
 	home, data := t.TempDir(), t.TempDir()
 	env := gitEnv(home, "BATON_DATA_DIR="+data)

@@ -60,6 +60,7 @@ func planWaits(d *baton.Delivery) bool {
 // their diff, per file and collapsible; the review note is served over
 // HTTP, not a file:// link.
 func TestDashboardShowsWhatIsApproved(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.signIn()
 	id := e.mk("Add a greeting file")
@@ -128,6 +129,7 @@ func TestDashboardShowsWhatIsApproved(t *testing.T) {
 // reload: agent runs, the timeline, the event count and a running
 // duration that ticks.
 func TestDashboardPageStaysLive(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.signIn()
 	id := e.mk("Add a greeting file")
@@ -158,6 +160,7 @@ func TestDashboardPageStaysLive(t *testing.T) {
 // stderr is shown, phase changes are plain words, it can fill the
 // screen, and it is a log to assistive technology.
 func TestDashboardLogReadsLikeASession(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.signIn()
 	id := e.mk("Chatty plan")
@@ -197,7 +200,7 @@ func TestDashboardLogReadsLikeASession(t *testing.T) {
 		t.Error("the agent's stderr is not in the log")
 	}
 	e.waitJS("the run's stderr in its row", `(document.querySelector("#detail details.stderr pre") || {}).textContent.includes("warning: a diagnostic on stderr")`, 20*time.Second)
-	e.run("expand the log", chromedp.Click(chromedp.CSS("#log-expand")))
+	e.click("#log-expand")
 	if h := eval[int](e, `document.querySelector("#live-log").clientHeight`); h < 700 {
 		t.Errorf("the expanded log is %dpx high in a 900px window", h)
 	}
@@ -211,6 +214,7 @@ func TestDashboardLogReadsLikeASession(t *testing.T) {
 // tabs (HTTP/1.1 allows six connections per server) must not hold up a
 // seventh page, and a closed delivery's page watches nothing.
 func TestDashboardSharesOneStream(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var ids []string
 	for i := range 6 {
@@ -229,12 +233,11 @@ func TestDashboardSharesOneStream(t *testing.T) {
 		tb.open("/deliveries/" + id)
 		tb.waitJS("the tab's stream", `document.querySelector("#conn").hidden`, 10*time.Second)
 	}
+	// Six streams held open would take every connection: the seventh page
+	// would then never load, and open fails at its deadline. How long it
+	// takes is the machine's business, not asserted.
 	seventh := e.tab()
-	start := time.Now()
 	seventh.open("/?state=all")
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("a seventh page took %s to load with six delivery tabs open", took)
-	}
 	seventh.open("/deliveries/" + closed)
 	seventh.waitJS("the page's scripts", `document.readyState === "complete"`, 5*time.Second)
 	// Then an open delivery's page in the same tab: the stream's next
@@ -270,6 +273,7 @@ func TestDashboardSharesOneStream(t *testing.T) {
 // canceled; Retry can switch the agent; Cancel and Close confirm and
 // ask why.
 func TestDashboardWordsAndButtons(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.signIn()
 	id := e.mk("Slow plan")
@@ -278,7 +282,7 @@ func TestDashboardWordsAndButtons(t *testing.T) {
 	if eval[bool](e, `document.querySelector("#confirm-cancel").open`) {
 		t.Fatal("the cancel form is open before anyone asked")
 	}
-	e.run("ask to cancel", chromedp.Click(chromedp.CSS("#confirm-cancel > summary")))
+	e.click("#confirm-cancel > summary")
 	if !eval[bool](e, `document.querySelector("#reason-cancel").required`) {
 		t.Error("cancel does not ask why")
 	}
@@ -308,8 +312,8 @@ func TestDashboardWordsAndButtons(t *testing.T) {
 
 	// Close asks why too.
 	e.waitJS("a decision to make", `document.querySelector("#confirm-close")`, 30*time.Second)
-	e.run("ask to close", chromedp.Click(chromedp.CSS("#confirm-close > summary")),
-		chromedp.SendKeys(chromedp.CSS("#reason-close"), "not needed"))
+	e.click("#confirm-close > summary")
+	e.run("say why", chromedp.SendKeys(chromedp.CSS("#reason-close"), "not needed"))
 	e.submit(`#state button[data-action="close"]`)
 	if b := e.badge(); b != "close/failed" {
 		t.Errorf("after close the badge says %q", b)
@@ -330,6 +334,7 @@ func TestDashboardWordsAndButtons(t *testing.T) {
 // notifications for a tab in the background; a notice while the server
 // is gone.
 func TestDashboardSignals(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	// A notification API that records, and a page that can be put in the
 	// background.
@@ -388,6 +393,7 @@ func TestDashboardSignals(t *testing.T) {
 // Item 8: scale. The board shows counts and the newest deliveries of
 // each phase; the list pages with a total; times say when in UTC.
 func TestDashboardScale(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, noWorker)
 	for i := range 130 {
 		id := e.mk(fmt.Sprintf("Delivery %03d", i))
@@ -414,9 +420,9 @@ func TestDashboardScale(t *testing.T) {
 	if c := count(); !strings.HasPrefix(c, "1–50 of 131") {
 		t.Errorf("the first page says %q", c)
 	}
-	e.run("older", chromedp.Click(chromedp.CSS(`.pager a[href*="cursor="]`)))
+	e.click(`.pager a[href*="cursor="]`)
 	e.waitJS("the older page", `document.querySelector("#list-count").textContent.startsWith("51–100 of 131")`, 10*time.Second)
-	e.run("newer", chromedp.Click(chromedp.CSS(`.pager a[href*="after="]`)))
+	e.click(`.pager a[href*="after="]`)
 	e.waitJS("the newer page", `document.querySelector("#list-count").textContent.startsWith("1–50 of 131")`, 10*time.Second)
 	times := eval[[]string](e, `Array.from(document.querySelectorAll("#list time")).map(t => t.getAttribute("datetime") + "|" + t.title)`)
 	if len(times) != 50 {
@@ -436,6 +442,7 @@ func TestDashboardScale(t *testing.T) {
 // creating a delivery that fails; a failed sync is an error, not a
 // success banner.
 func TestDashboardFormsKeepInput(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.signIn()
 	e.open("/")
