@@ -124,6 +124,19 @@ func realDelivery(t *testing.T, env []string, repo, agent string, requests func(
 	if n := strings.Count(log.String(), "the agent runs confined"); n != 5 {
 		t.Errorf("%d of 5 agent runs said they ran confined\n%s", n, tail(log.String()))
 	}
+	// The CLI is told to keep its telemetry, error reports, update checks
+	// and plugin syncs to itself: the box would refuse each, and every
+	// refusal is listed on the pull request. Allowed hosts this offline
+	// machine cannot resolve ("no address found") are not refusals of
+	// the policy; Droid's metrics collector is looked up whatever Droid
+	// is told short of its airgap mode (docs/agents.md).
+	known := map[string]string{"droid": "otel-collector-123358924663.us-central1.run.app"}[agent]
+	for _, line := range strings.Split(log.String(), "\n") {
+		if strings.Contains(line, "baton: network:") && strings.Contains(line, "(not on the allowlist)") &&
+			(known == "" || !strings.Contains(line, known)) {
+			t.Errorf("the box refused a connection of the %s CLI: %s", agent, line)
+		}
+	}
 	if !strings.Contains(log.String(), "ran-in-the-box") && !strings.Contains(strings.Join(requests(), "\n"), "ran-in-the-box") {
 		t.Errorf("the implementer's shell command never ran\n%s", modelTail(requests()))
 	}
@@ -204,7 +217,9 @@ func TestRealClaudeDelivery(t *testing.T) {
 		}
 		return anthropicMove(m, "Write", "Bash")
 	})
-	env = boxedAgentEnv(t, claudeEnv(env, model.URL), claude)
+	// As a user runs it: baton, not the user, turns off what Claude Code
+	// sends besides its model requests.
+	env = boxedAgentEnv(t, append(env, "ANTHROPIC_BASE_URL="+model.URL, "ANTHROPIC_API_KEY=test-key"), claude)
 	realDelivery(t, env, repo, "claude", func() []string {
 		var raws []string
 		for _, r := range model.Requests() {
