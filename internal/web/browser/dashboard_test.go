@@ -81,7 +81,7 @@ case "$prompt" in
 	sleep 2
 	echo "implementing: writing greet.txt"
 	f=$(git rev-parse --abbrev-ref HEAD | tr / -)
-	echo "hello" > "$f.txt"
+	echo "hello, <em>markup</em> as text" > "$f.txt"
 	echo "implemented" ;;
 esac
 `
