@@ -20,6 +20,7 @@ import (
 // Stop hook blocks once and re-feeds the loop prompt, and the promise
 // ends loop and session.
 func TestRealClaudeCodeSession(t *testing.T) {
+	t.Parallel()
 	claude := realClaude(t)
 	home := t.TempDir()
 	env := gitEnv(home)

@@ -18,6 +18,7 @@ import (
 // hook blocks once and re-feeds the loop prompt, and the promise ends the
 // loop.
 func TestRealCodexSession(t *testing.T) {
+	t.Parallel()
 	codex := realCodex(t)
 	home := t.TempDir()
 	codexHome := t.TempDir()

@@ -22,6 +22,7 @@ import (
 // hook blocks once, and the promise (read from Droid's transcript, since
 // Droid sends no last_assistant_message) ends the loop.
 func TestRealDroidSession(t *testing.T) {
+	t.Parallel()
 	droid := realDroid(t)
 	home := t.TempDir()
 	env := gitEnv(home)

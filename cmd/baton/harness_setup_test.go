@@ -24,6 +24,7 @@ func realHarness(t *testing.T, name, pkg, version, bin string) string {
 // the helpers they call, when scripts/test.sh fetches prerequisites
 // before the timed run (testenv.Prefetch).
 func TestPrefetch(t *testing.T) {
+	t.Parallel()
 	testenv.Prefetch(t)
 	realClaude(t)
 	realCodex(t)

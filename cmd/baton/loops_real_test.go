@@ -60,6 +60,7 @@ func startLoop(t *testing.T, env []string, repo string, args ...string) string {
 // stated again passes: the loop is done, with both verifications on
 // record and the session's usage counted from its real transcript.
 func TestRealClaudeVerifiedLoop(t *testing.T) {
+	t.Parallel()
 	claude := realClaude(t)
 	home := t.TempDir()
 	env := gitEnv(home)
@@ -114,6 +115,7 @@ func TestRealClaudeVerifiedLoop(t *testing.T) {
 // second: the first stop blocks with the Failure section as Codex's next
 // prompt, the second ends the loop.
 func TestRealCodexVerifiedLoop(t *testing.T) {
+	t.Parallel()
 	codex := realCodex(t)
 	home := t.TempDir()
 	codexHome := t.TempDir()
@@ -159,6 +161,7 @@ func TestRealCodexVerifiedLoop(t *testing.T) {
 // own loop (bound to its session id): each stop continues only its own
 // session's loop, and each loop ends on its own promise.
 func TestRealClaudeTwoSessionsOwnLoops(t *testing.T) {
+	t.Parallel()
 	claude := realClaude(t)
 	home := t.TempDir()
 	env := gitEnv(home)
@@ -227,6 +230,7 @@ func TestRealClaudeTwoSessionsOwnLoops(t *testing.T) {
 // budget: the stop pauses the loop with the reason instead of blocking,
 // and resume with a larger budget makes it continuable again.
 func TestRealClaudeBudgetPausesTheLoop(t *testing.T) {
+	t.Parallel()
 	claude := realClaude(t)
 	home := t.TempDir()
 	env := gitEnv(home)

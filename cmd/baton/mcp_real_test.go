@@ -22,6 +22,7 @@ import (
 // the model only a tool's structured output when there is one: this test
 // is what found that the prompt must be in it.
 func TestRealClaudeCodeMCP(t *testing.T) {
+	t.Parallel()
 	claude := realClaude(t)
 	home := t.TempDir()
 	env := gitEnv(home) // baton on PATH, as .mcp.json calls it
@@ -121,6 +122,7 @@ func firstLine(s string) string {
 // model finds baton's tools through Codex's tool_search, calls pickup in
 // the mcp__baton namespace, and gets the packet's prompt back.
 func TestRealCodexMCP(t *testing.T) {
+	t.Parallel()
 	codex := realCodex(t)
 	home, codexHome := t.TempDir(), t.TempDir()
 	env := append(gitEnv(home), "CODEX_HOME="+codexHome)
@@ -184,6 +186,7 @@ func TestRealCodexMCP(t *testing.T) {
 // loads baton___pickup through ToolSearch, calls it, and gets the packet's
 // prompt back.
 func TestRealDroidMCP(t *testing.T) {
+	t.Parallel()
 	droid := realDroid(t)
 	home := t.TempDir()
 	env := gitEnv(home)

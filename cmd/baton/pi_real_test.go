@@ -22,6 +22,7 @@ import (
 // recorded, and the loop's stop blocks once (pi 1.x continues a print run
 // from agent_before_settle) and ends on its promise.
 func TestRealPiSession(t *testing.T) {
+	t.Parallel()
 	pi := realPi(t)
 	home := t.TempDir()
 	agentDir := t.TempDir()

@@ -111,6 +111,7 @@ func startPluginLoop(t *testing.T, env []string, repo, marker, loopPrompt string
 // `pi install git:github.com/baton-agent/baton` does from a clone), at
 // user level, so no project trust is involved; one print-mode session.
 func TestRealPiPackage(t *testing.T) {
+	t.Parallel()
 	pi := realPi(t)
 	home, agentDir := t.TempDir(), t.TempDir()
 	env := pi.env(append(gitEnv(home), "PI_CODING_AGENT_DIR="+agentDir))
@@ -155,6 +156,7 @@ func TestRealPiPackage(t *testing.T) {
 // baton@baton (user scope); the plugin's hooks, skills and MCP server
 // (tools named mcp__plugin_baton_baton__*) work in a -p session.
 func TestRealClaudeCodePlugin(t *testing.T) {
+	t.Parallel()
 	claude := realClaude(t)
 	home := t.TempDir()
 	env := claudeEnv(gitEnv(home), "")
@@ -217,6 +219,7 @@ func TestRealClaudeCodePlugin(t *testing.T) {
 // root and answers as Droid), its skills and mcp.json (tools named
 // baton___<tool> behind Droid's ToolSearch).
 func TestRealDroidPlugin(t *testing.T) {
+	t.Parallel()
 	droid := realDroid(t)
 	home := t.TempDir()
 	env := gitEnv(home)
@@ -266,6 +269,7 @@ func TestRealDroidPlugin(t *testing.T) {
 // so this run bypasses it, as baton doctor tells a user to trust them),
 // and its MCP server answers through Codex's tool_search.
 func TestRealCodexPlugin(t *testing.T) {
+	t.Parallel()
 	codex := realCodex(t)
 	home, codexHome := t.TempDir(), t.TempDir()
 	env := append(gitEnv(home), "CODEX_HOME="+codexHome, "OPENAI_API_KEY=test-key")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -25,7 +26,11 @@ type Work struct {
 	// PlanCut says it was longer than MaxPlanText.
 	Plan    string
 	PlanCut bool
-	// Diff is what the work branch changes against its base, from the
+	// PlanNotMerged says the merge leaves the plan out (forge.NotMerged):
+	// it is shown apart from the change, as working context.
+	PlanNotMerged bool
+	// Diff is the change the merge lands (forge.WorkDiff: the work
+	// branch against its base, less what the merge leaves out), from the
 	// implement phase on (nil before, or when it cannot be read).
 	Diff *forge.Diff
 	// Missing says why the plan or the diff is not shown, when one is
@@ -43,7 +48,7 @@ func (s *Service) Work(ctx context.Context, ref string, lim forge.DiffLimits) (*
 		return nil, err
 	}
 	ws := s.Workspaces()
-	w := &Work{}
+	w := &Work{PlanNotMerged: slices.Contains(forge.NotMerged(d), forge.PlanPath)}
 	if workDone(d) {
 		// Deployed or closed: the cache's branch is released, the change
 		// is where it landed (the refs say where).

@@ -94,6 +94,11 @@ type Diff struct {
 	Cut     bool
 	Added   int // lines, over every listed text file
 	Deleted int
+	// NotMerged lists the paths the work branch changes that its merge
+	// leaves as the base has them (the plan, docs/plan.md, merged
+	// locally): they are not in Files and not counted, so the diff is
+	// the change that lands.
+	NotMerged []string
 }
 
 // FileDiff is one changed file.
@@ -117,9 +122,10 @@ type FileDiff struct {
 	Hidden int
 }
 
-// WorkDiff returns what d's work branch changes against the point where
-// it left its base branch (git diff base...work), bounded by lim. Errors
-// are NotFound when there is no work branch yet.
+// WorkDiff returns the change d's merge lands: what its work branch
+// changes against the point where it left its base branch (git diff
+// base...work) less the paths the merge leaves out (NotMerged), bounded
+// by lim. Errors are NotFound when there is no work branch yet.
 //
 // A diff of a great many files costs in what git compares, not in what
 // the page shows: the changed files are first listed from the trees
@@ -153,23 +159,25 @@ func (w *Workspaces) WorkDiff(ctx context.Context, d *baton.Delivery, lim DiffLi
 		return nil, baton.WrapError(baton.NotFound, err, "the work branch of %s shares no history with %s", d.ID, base)
 	}
 	from := strings.TrimSpace(mb)
-	key := diffKey{cache: r.Dir, from: from, work: work, lim: lim}
+	key := diffKey{cache: r.Dir, from: from, work: work, lim: lim, notMerged: strings.Join(NotMerged(d), "\x00")}
 	if diff, ok := w.diffs.get(key); ok {
 		cp := *diff
 		cp.Base, cp.Work = base, d.WorkBranch()
 		return &cp, nil
 	}
 	out := &Diff{Base: base, Work: d.WorkBranch(), BaseSHA: from, WorkSHA: work}
+	leftOut := NotMerged(d)
 	// Never a program of the repository's choosing: no external diff
 	// drivers, no textconv filters. Paths given are paths, not patterns.
 	r = &gitx.Repo{Dir: r.Dir, Files: r.Files, Env: []string{"GIT_LITERAL_PATHSPECS=1"}}
 	common := []string{"-c", "core.quotePath=false", "diff", "--no-ext-diff", "--no-textconv", "--no-color", "-M", from, work}
 	var only []string // the paths to compare, when not all
 	if lim.Files > 0 {
-		listed, total, err := listChanges(ctx, r, from, work, lim.Files)
+		listed, total, skipped, err := listChanges(ctx, r, from, work, lim.Files, leftOut)
 		if err != nil {
 			return nil, baton.WrapError(baton.Unavailable, err, "list the changes of %s", d.ID)
 		}
+		out.NotMerged = skipped
 		if total > lim.Files {
 			out.Omitted = total - len(listed)
 			only = append([]string{"--"}, listed...)
@@ -180,6 +188,15 @@ func (w *Workspaces) WorkDiff(ctx context.Context, d *baton.Delivery, lim DiffLi
 		return nil, baton.WrapError(baton.Unavailable, err, "list the changes of %s", d.ID)
 	}
 	files := ParseRawNumstat(raw)
+	patch, cut, err := r.RunLimit(ctx, lim.Total, slices.Concat(common, only)...)
+	if err != nil {
+		return nil, baton.WrapError(baton.Unavailable, err, "diff the work of %s", d.ID)
+	}
+	parts := SplitPatch(patch)
+	files, parts, dropped := dropPaths(files, parts, leftOut)
+	if len(dropped) > 0 {
+		out.NotMerged = dropped
+	}
 	if lim.Files > 0 && len(files) > lim.Files {
 		out.Omitted += len(files) - lim.Files
 		files = files[:lim.Files]
@@ -188,12 +205,7 @@ func (w *Workspaces) WorkDiff(ctx context.Context, d *baton.Delivery, lim DiffLi
 		out.Added += f.Added
 		out.Deleted += f.Deleted
 	}
-	patch, cut, err := r.RunLimit(ctx, lim.Total, slices.Concat(common, only)...)
-	if err != nil {
-		return nil, baton.WrapError(baton.Unavailable, err, "diff the work of %s", d.ID)
-	}
 	out.Cut = cut
-	parts := SplitPatch(patch)
 	for i, p := range parts {
 		if i >= len(files) {
 			break
@@ -217,6 +229,42 @@ func (w *Workspaces) WorkDiff(ctx context.Context, d *baton.Delivery, lim DiffLi
 	return out, nil
 }
 
+// NotMerged lists the paths d's work branch may change that its merge
+// leaves as the base has them: the plan, when a local repository merges
+// by squash or merge commit (Local.Merge). On GitHub the pull request is
+// merged as verified, plan included, and a rebase lands the branch as
+// it is.
+func NotMerged(d *baton.Delivery) []string {
+	if d.Forge == baton.ForgeLocal && d.Config.MergeMethod != baton.MergeRebase {
+		return []string{PlanPath}
+	}
+	return nil
+}
+
+// dropPaths takes the files whose path is in drop out of files and out
+// of parts, their patches in the same order, and says which it took.
+// A rename counts by its new path: its old one is deleted as the merge
+// has it.
+func dropPaths(files []FileDiff, parts [][]byte, drop []string) ([]FileDiff, [][]byte, []string) {
+	if len(drop) == 0 {
+		return files, parts, nil
+	}
+	var keptFiles []FileDiff
+	var keptParts [][]byte
+	var dropped []string
+	for i, f := range files {
+		if slices.Contains(drop, f.Path) {
+			dropped = append(dropped, f.Path)
+			continue
+		}
+		keptFiles = append(keptFiles, f)
+		if i < len(parts) {
+			keptParts = append(keptParts, parts[i])
+		}
+	}
+	return keptFiles, keptParts, dropped
+}
+
 // maxPathspecBytes bounds the paths given to git on its command line
 // when a diff is asked for some files only (the system's limit on
 // arguments is 2 MiB or more).
@@ -224,8 +272,9 @@ const maxPathspecBytes = 256 << 10
 
 // listChanges lists the paths that differ between commits from and to,
 // in git's order, from the trees alone: their first max (fewer when
-// their names would pass maxPathspecBytes), and how many there are.
-func listChanges(ctx context.Context, r *gitx.Repo, from, to string, max int) (paths []string, total int, err error) {
+// their names would pass maxPathspecBytes), and how many there are,
+// the paths in skip neither listed nor counted but returned apart.
+func listChanges(ctx context.Context, r *gitx.Repo, from, to string, max int, skip []string) (paths []string, total int, skipped []string, err error) {
 	size := 0
 	err = r.Stream(ctx, func(out io.Reader) error {
 		br := bufio.NewReaderSize(out, 64<<10)
@@ -244,6 +293,10 @@ func listChanges(ctx context.Context, r *gitx.Repo, from, to string, max int) (p
 			if err != nil {
 				return fmt.Errorf("git diff --raw: a record without its path: %w", err)
 			}
+			if p := string(path[:len(path)-1]); slices.Contains(skip, p) {
+				skipped = append(skipped, p)
+				continue
+			}
 			total++
 			if len(paths) < max && size+len(path) <= maxPathspecBytes {
 				paths = append(paths, string(path[:len(path)-1]))
@@ -251,7 +304,7 @@ func listChanges(ctx context.Context, r *gitx.Repo, from, to string, max int) (p
 			}
 		}
 	}, "-c", "core.quotePath=false", "diff", "--raw", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", from, to)
-	return paths, total, err
+	return paths, total, skipped, err
 }
 
 // diffCacheSize is how many diffs Workspaces keeps: a page view each.
@@ -261,6 +314,7 @@ const diffCacheSize = 32
 type diffKey struct {
 	cache, from, work string
 	lim               DiffLimits
+	notMerged         string // NotMerged's paths, joined
 }
 
 // diffCache keeps the last diffs made, the oldest dropped first.

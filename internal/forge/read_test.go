@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -123,7 +124,6 @@ func TestWorkDiffAndPlan(t *testing.T) {
 	}
 	want := []row{
 		{Path: "bin.dat", Status: "A", Binary: true},
-		{Path: "docs/plan.md", Status: "A", Added: 2},
 		{Path: "gone.txt", Status: "D", Deleted: 1},
 		{Path: "keep.txt", Status: "M", Added: 1, Deleted: 1},
 		{Path: "moved.txt", Old: "old.txt", Status: "R"},
@@ -132,8 +132,12 @@ func TestWorkDiffAndPlan(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("WorkDiff files (-want +got):\n%s", d)
 	}
-	if diff.Added != 403 || diff.Deleted != 2 || diff.Base != "main" || diff.Work != d.WorkBranch() {
-		t.Errorf("WorkDiff = +%d -%d %s..%s, want +403 -2 main..%s", diff.Added, diff.Deleted, diff.Base, diff.Work, d.WorkBranch())
+	if diff.Added != 401 || diff.Deleted != 2 || diff.Base != "main" || diff.Work != d.WorkBranch() {
+		t.Errorf("WorkDiff = +%d -%d %s..%s, want +401 -2 main..%s", diff.Added, diff.Deleted, diff.Base, diff.Work, d.WorkBranch())
+	}
+	// The plan is not merged locally: it is said apart, not counted.
+	if !slices.Equal(diff.NotMerged, []string{forge.PlanPath}) {
+		t.Errorf("WorkDiff NotMerged = %q, want the plan", diff.NotMerged)
 	}
 
 	// A small total: the patches stop at it, and the cut is said.
@@ -141,8 +145,8 @@ func TestWorkDiffAndPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(small.Files) != 6 || small.Omitted != 0 || !small.Cut {
-		t.Errorf("WorkDiff with 600 bytes = %d files, %d omitted, cut %v; want 6, 0, true", len(small.Files), small.Omitted, small.Cut)
+	if len(small.Files) != 5 || small.Omitted != 0 || !small.Cut {
+		t.Errorf("WorkDiff with 600 bytes = %d files, %d omitted, cut %v; want 5, 0, true", len(small.Files), small.Omitted, small.Cut)
 	}
 	total := 0
 	for _, f := range small.Files {
@@ -162,8 +166,9 @@ func TestWorkDiffAndPlan(t *testing.T) {
 	for _, f := range few.Files {
 		paths = append(paths, f.Path)
 	}
-	if strings.Join(paths, " ") != "bin.dat docs/plan.md gone.txt keep.txt" || few.Omitted != 3 || few.Cut || few.Files[3].Added != 1 || few.Files[3].Patch == "" {
-		t.Errorf("WorkDiff of 4 files = %v, %d omitted, cut %v; want the first four, 3 paths omitted", few.Files, few.Omitted, few.Cut)
+	if strings.Join(paths, " ") != "bin.dat gone.txt keep.txt moved.txt" || few.Omitted != 2 || few.Cut || few.Files[2].Added != 1 || few.Files[2].Patch == "" ||
+		!slices.Equal(few.NotMerged, []string{forge.PlanPath}) {
+		t.Errorf("WorkDiff of 4 files = %v, %d omitted, cut %v, not merged %q; want the first four, 2 paths omitted, the plan apart", few.Files, few.Omitted, few.Cut, few.NotMerged)
 	}
 	// The same work and limits again come from the cache.
 	if again, err := ws.WorkDiff(t.Context(), d, forge.DiffLimits{Files: 4, PerFile: 4 << 10, Total: 1 << 20}); err != nil || &again.Files[0] != &few.Files[0] {

@@ -56,10 +56,10 @@ func (s *Store) AppendRelevantFiles(ctx context.Context, entries ...baton.Releva
 		return err
 	}
 	p := s.indexPath(RelevantFilesLog)
-	if err := refused(p, safefile.AppendJSONL(ctx, p, entries...)); err != nil {
+	if err := refused(p, safefile.AppendJSONLBeneath(ctx, s.files, p, entries...)); err != nil {
 		return err
 	}
-	if logSizeToCompact(p) {
+	if s.logSizeToCompact(p) {
 		// The entries are written; a compaction that fails leaves the log
 		// as it was, to be compacted by the next append.
 		_ = s.compactLog(ctx, false)
@@ -403,7 +403,7 @@ func (s *Store) AppendSession(ctx context.Context, r baton.SessionRecord) error 
 		return err
 	}
 	p := s.indexPath(SessionsLog)
-	return refused(p, safefile.AppendJSONL(ctx, p, r))
+	return refused(p, safefile.AppendJSONLBeneath(ctx, s.files, p, r))
 }
 
 // FindSession returns the newest record of sessionID, or NotFound.
@@ -413,7 +413,7 @@ func (s *Store) FindSession(sessionID string) (*baton.SessionRecord, error) {
 	}
 	var found *baton.SessionRecord
 	p := s.indexPath(SessionsLog)
-	_, err := safefile.ScanJSONL(p, func(r baton.SessionRecord) error {
+	_, err := safefile.ScanJSONLBeneath(s.files, p, func(r baton.SessionRecord) error {
 		if r.SessionID == sessionID {
 			rc := r
 			found = &rc
