@@ -718,7 +718,11 @@ func TestStopBudgetsDroidTotals(t *testing.T) {
 		t.Fatalf("first stop = %+v, spent %d; want a block and 300 tokens", o, e.loop(id).Spent.Total())
 	}
 	totals(1700)
-	if o := stop(); o.Decision != "" || !strings.Contains(o.SystemMessage, "token budget is spent (700 of 500 tokens)") {
+	// droid exec shows no hook message: the model is asked to say the
+	// pause line, which names the resume that works in a new session.
+	if o := stop(); o.Decision != "block" || !strings.Contains(o.Reason, "Reply with only this line") ||
+		!strings.Contains(o.Reason, "token budget is spent (700 of 500 tokens)") || !strings.Contains(o.Reason, "--rebind") ||
+		e.loop(id).Status != baton.LoopPaused {
 		t.Fatalf("stop over the budget = %+v", o)
 	}
 	totals(5000) // the session works on while the loop is paused
