@@ -324,3 +324,38 @@ func dumpRunLogs(t *testing.T, env []string) {
 		t.Logf("%s:\n%s", strings.TrimPrefix(l, data), tail(string(b)))
 	}
 }
+
+// pi 1.5.2, which has no sandbox of its own: its agent directory (models,
+// sessions) is kept in the agent home, and it reaches the model API its
+// models.json names.
+func TestRealPiDelivery(t *testing.T) {
+	pi := realPi(t)
+	home, data, agentDir := t.TempDir(), t.TempDir(), t.TempDir()
+	env := pi.env(append(gitEnv(home, "BATON_DATA_DIR="+data), "PI_CODING_AGENT_DIR="+agentDir))
+	repo := userRepo(t, env)
+	model := harnesstest.NewChatServer(t, func(r *harnesstest.ChatRequest) harnesstest.Reply {
+		m := greetingScript(r.Raw, r.ToolResults(), false)
+		switch {
+		case m.write != "":
+			return harnesstest.Reply{ToolName: "write", ToolInput: map[string]any{"path": m.write, "content": m.content}}
+		case m.shell != "":
+			return harnesstest.Reply{ToolName: "bash", ToolInput: map[string]any{"command": m.shell}}
+		}
+		return harnesstest.Reply{Text: m.text}
+	})
+	writePiModels(t, agentDir, model.URL)
+	env = boxedAgentEnv(t, env, pi.bin)
+	realDelivery(t, env, repo, "pi", func() []string {
+		var raws []string
+		for _, r := range model.Requests() {
+			raws = append(raws, r.Raw)
+		}
+		return raws
+	})
+	if sessions, _ := filepath.Glob(filepath.Join(data, "agent-home", ".pi", "agent", "sessions", "*")); len(sessions) == 0 {
+		t.Error("pi kept no session in the agent home")
+	}
+	if _, err := os.Stat(filepath.Join(agentDir, "sessions")); err == nil {
+		t.Error("a boxed pi wrote sessions into the user's agent directory")
+	}
+}
