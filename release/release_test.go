@@ -405,7 +405,9 @@ func TestSnapshotRelease(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, want := range []string{"./usr/bin/baton", "./usr/bin/baton-hook", "./usr/lib/systemd/system/baton-serve.service",
-				"./usr/lib/systemd/system/baton-worker.service", "./usr/lib/sysusers.d/baton.conf", "./usr/share/bash-completion/completions/baton"} {
+				"./usr/lib/systemd/system/baton-worker.service", "./usr/lib/sysusers.d/baton.conf", "./usr/share/bash-completion/completions/baton",
+				// Debian Policy 12.5: every package has its copyright file.
+				"./usr/share/doc/baton/copyright"} {
 				if !strings.Contains(string(out), want) {
 					t.Errorf("%s lacks %s:\n%s", filepath.Base(debs[0]), want, out)
 				}

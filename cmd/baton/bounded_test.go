@@ -123,6 +123,7 @@ esac
 // disk, a queued phase waits instead of failing, and runs once there is
 // room.
 func TestDiskFullFailsThePhaseAndServeRecovers(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: fills a file system")
 	}

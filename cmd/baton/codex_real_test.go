@@ -18,6 +18,7 @@ import (
 // hook blocks once and re-feeds the loop prompt, and the promise ends the
 // loop.
 func TestRealCodexSession(t *testing.T) {
+	t.Parallel()
 	codex := realCodex(t)
 	home := t.TempDir()
 	codexHome := t.TempDir()
@@ -53,7 +54,7 @@ func TestRealCodexSession(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("codex exec: %v\n%s", err, tail(out.String()))
 	}
-	t.Logf("Codex %s made %d model requests", codexVersion, len(model.Requests()))
+	t.Logf("Codex %s made %d model requests", testedVersion(t, "codex"), len(model.Requests()))
 	sawContext := false
 	for _, r := range model.Requests() {
 		sawContext = sawContext || strings.Contains(r.Raw, "the working context of this project is in")

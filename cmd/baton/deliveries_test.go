@@ -18,6 +18,7 @@ import (
 // BATON_DATA_DIR, else $XDG_DATA_HOME/baton, else ~/.local/share/baton;
 // the service's files live beside it.
 func TestOpenDeliveriesFindsTheDatabase(t *testing.T) {
+	t.Parallel()
 	wd := t.TempDir()
 	for _, tc := range []struct {
 		name string
@@ -47,6 +48,7 @@ func TestOpenDeliveriesFindsTheDatabase(t *testing.T) {
 
 // BATON_AGENT is the agent of a delivery that names none.
 func TestOpenDeliveriesDefaultAgent(t *testing.T) {
+	t.Parallel()
 	vars := map[string]string{"BATON_DATA_DIR": t.TempDir(), "BATON_AGENT": "codex"}
 	svc := openWith(t, vars, t.TempDir(), "")
 	repo := t.TempDir()
@@ -64,6 +66,7 @@ func TestOpenDeliveriesDefaultAgent(t *testing.T) {
 // BATON_DATABASE_URL puts the deliveries in PostgreSQL; their files stay
 // in the data directory.
 func TestOpenDeliveriesPostgres(t *testing.T) {
+	t.Parallel()
 	dsn := sqlstoretest.DSN(t, sqlstore.Postgres)
 	data := t.TempDir()
 	vars := map[string]string{"BATON_DATABASE_URL": dsn, "BATON_DATA_DIR": data}

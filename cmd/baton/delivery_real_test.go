@@ -124,6 +124,19 @@ func realDelivery(t *testing.T, env []string, repo, agent string, requests func(
 	if n := strings.Count(log.String(), "the agent runs confined"); n != 5 {
 		t.Errorf("%d of 5 agent runs said they ran confined\n%s", n, tail(log.String()))
 	}
+	// The CLI is told to keep its telemetry, error reports, update checks
+	// and plugin syncs to itself: the box would refuse each, and every
+	// refusal is listed on the pull request. Allowed hosts this offline
+	// machine cannot resolve ("no address found") are not refusals of
+	// the policy; Droid's metrics collector is looked up whatever Droid
+	// is told short of its airgap mode (docs/agents.md).
+	known := map[string]string{"droid": "otel-collector-123358924663.us-central1.run.app"}[agent]
+	for _, line := range strings.Split(log.String(), "\n") {
+		if strings.Contains(line, "baton: network:") && strings.Contains(line, "(not on the allowlist)") &&
+			(known == "" || !strings.Contains(line, known)) {
+			t.Errorf("the box refused a connection of the %s CLI: %s", agent, line)
+		}
+	}
 	if !strings.Contains(log.String(), "ran-in-the-box") && !strings.Contains(strings.Join(requests(), "\n"), "ran-in-the-box") {
 		t.Errorf("the implementer's shell command never ran\n%s", modelTail(requests()))
 	}
@@ -177,6 +190,7 @@ var toolResult = regexp.MustCompile(`"type":"tool_result"`)
 // Claude Code 2.1.332 on a fresh HOME: nothing in ~/.claude before the
 // delivery, its own settings and sessions kept after it.
 func TestRealClaudeDelivery(t *testing.T) {
+	t.Parallel()
 	claude := realClaude(t)
 	home, data := t.TempDir(), t.TempDir()
 	env := gitEnv(home, "BATON_DATA_DIR="+data)
@@ -203,7 +217,9 @@ func TestRealClaudeDelivery(t *testing.T) {
 		}
 		return anthropicMove(m, "Write", "Bash")
 	})
-	env = boxedAgentEnv(t, claudeEnv(env, model.URL), claude)
+	// As a user runs it: baton, not the user, turns off what Claude Code
+	// sends besides its model requests.
+	env = boxedAgentEnv(t, append(env, "ANTHROPIC_BASE_URL="+model.URL, "ANTHROPIC_API_KEY=test-key"), claude)
 	realDelivery(t, env, repo, "claude", func() []string {
 		var raws []string
 		for _, r := range model.Requests() {
@@ -222,7 +238,7 @@ func TestRealClaudeDelivery(t *testing.T) {
 	// baton pre-approves only tools this Claude Code offers.
 	for _, name := range strings.Split(agentrun.DefaultClaudeAllowedTools, ",") {
 		if !slices.Contains(tools, name) {
-			t.Errorf("baton allows %s, which Claude Code %s does not offer; it offers %q", name, claudeVersion, tools)
+			t.Errorf("baton allows %s, which Claude Code %s does not offer; it offers %q", name, testedVersion(t, "claude"), tools)
 		}
 	}
 }
@@ -231,6 +247,7 @@ func TestRealClaudeDelivery(t *testing.T) {
 // (bubblewrap) cannot start inside baton's, so its shell and its patches
 // work only with baton's confinement in charge.
 func TestRealCodexDelivery(t *testing.T) {
+	t.Parallel()
 	codex := realCodex(t)
 	home, data, codexHome := t.TempDir(), t.TempDir(), t.TempDir()
 	env := append(gitEnv(home, "BATON_DATA_DIR="+data), "CODEX_HOME="+codexHome, "OPENAI_API_KEY=test-key")
@@ -255,7 +272,7 @@ func TestRealCodexDelivery(t *testing.T) {
 	})
 	writeCodexConfig(t, codexHome, model.URL, repo)
 	env = boxedAgentEnv(t, env, codex)
-	t.Cleanup(func() { t.Logf("Codex %s offered the tools %q", codexVersion, tools) })
+	t.Cleanup(func() { t.Logf("Codex %s offered the tools %q", testedVersion(t, "codex"), tools) })
 	realDelivery(t, env, repo, "codex", func() []string {
 		var raws []string
 		for _, r := range model.Requests() {
@@ -267,6 +284,7 @@ func TestRealCodexDelivery(t *testing.T) {
 
 // Droid 0.225.2, which reads /proc/self at start.
 func TestRealDroidDelivery(t *testing.T) {
+	t.Parallel()
 	droid := realDroid(t)
 	home, data := t.TempDir(), t.TempDir()
 	env := gitEnv(home, "BATON_DATA_DIR="+data)
@@ -304,5 +322,40 @@ func dumpRunLogs(t *testing.T, env []string) {
 		}
 		b, _ := os.ReadFile(l)
 		t.Logf("%s:\n%s", strings.TrimPrefix(l, data), tail(string(b)))
+	}
+}
+
+// pi 1.5.2, which has no sandbox of its own: its agent directory (models,
+// sessions) is kept in the agent home, and it reaches the model API its
+// models.json names.
+func TestRealPiDelivery(t *testing.T) {
+	pi := realPi(t)
+	home, data, agentDir := t.TempDir(), t.TempDir(), t.TempDir()
+	env := pi.env(append(gitEnv(home, "BATON_DATA_DIR="+data), "PI_CODING_AGENT_DIR="+agentDir))
+	repo := userRepo(t, env)
+	model := harnesstest.NewChatServer(t, func(r *harnesstest.ChatRequest) harnesstest.Reply {
+		m := greetingScript(r.Raw, r.ToolResults(), false)
+		switch {
+		case m.write != "":
+			return harnesstest.Reply{ToolName: "write", ToolInput: map[string]any{"path": m.write, "content": m.content}}
+		case m.shell != "":
+			return harnesstest.Reply{ToolName: "bash", ToolInput: map[string]any{"command": m.shell}}
+		}
+		return harnesstest.Reply{Text: m.text}
+	})
+	writePiModels(t, agentDir, model.URL)
+	env = boxedAgentEnv(t, env, pi.bin)
+	realDelivery(t, env, repo, "pi", func() []string {
+		var raws []string
+		for _, r := range model.Requests() {
+			raws = append(raws, r.Raw)
+		}
+		return raws
+	})
+	if sessions, _ := filepath.Glob(filepath.Join(data, "agent-home", ".pi", "agent", "sessions", "*")); len(sessions) == 0 {
+		t.Error("pi kept no session in the agent home")
+	}
+	if _, err := os.Stat(filepath.Join(agentDir, "sessions")); err == nil {
+		t.Error("a boxed pi wrote sessions into the user's agent directory")
 	}
 }

@@ -103,6 +103,7 @@ func withFlag(t *testing.T, argv []string, flag, value string) []string {
 // run by the worker to the end; SIGTERM stops both cleanly. The
 // Kubernetes manifest's containers run the same commands.
 func TestDeployRecipe(t *testing.T) {
+	t.Parallel()
 	dsn := sqlstoretest.DSN(t, sqlstore.Postgres)
 	serveUnit := readUnit(t, filepath.Join("..", "..", "deploy", "systemd", "baton-serve.service"))
 	workerUnit := readUnit(t, filepath.Join("..", "..", "deploy", "systemd", "baton-worker.service"))

@@ -68,6 +68,7 @@ func responseTo(id string) func(map[string]any) bool {
 // so the next Stop that blocks tells the agent which packet holds what the
 // compaction removed, once, and the loop then ends on its promise.
 func TestRealDroidCompaction(t *testing.T) {
+	t.Parallel()
 	droid := realDroid(t)
 	home := t.TempDir()
 	env := gitEnv(home)

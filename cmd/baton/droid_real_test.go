@@ -22,6 +22,7 @@ import (
 // hook blocks once, and the promise (read from Droid's transcript, since
 // Droid sends no last_assistant_message) ends the loop.
 func TestRealDroidSession(t *testing.T) {
+	t.Parallel()
 	droid := realDroid(t)
 	home := t.TempDir()
 	env := gitEnv(home)
@@ -59,7 +60,7 @@ func TestRealDroidSession(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("droid exec: %v\n%s", err, tail(out.String()))
 	}
-	t.Logf("Droid %s made %d model requests", droidVersion, len(model.Requests()))
+	t.Logf("Droid %s made %d model requests", testedVersion(t, "droid"), len(model.Requests()))
 
 	if b, err := os.ReadFile(target); err != nil || string(b) != "hello\n" {
 		t.Errorf("hello.txt = %q, %v", b, err)

@@ -78,6 +78,7 @@ func (p proc) sh(cmdline, stdin string, extra ...string) (string, string) {
 // shell starts a loop bound to it, the installed stop command blocks until
 // the promise, doctor's probes pass, uninstall cleans up.
 func TestClaudeSessionEndToEnd(t *testing.T) {
+	t.Parallel()
 	p := proc{t: t, dir: t.TempDir(), home: t.TempDir()}
 	p.sh("git init -q", "")
 	p.sh(batonBin+" install claude", "")
@@ -159,6 +160,7 @@ func TestClaudeSessionEndToEnd(t *testing.T) {
 
 // A hook that cannot work still exits 0 with nothing on stdout.
 func TestHookFailsOpenAsAProcess(t *testing.T) {
+	t.Parallel()
 	p := proc{t: t, dir: t.TempDir(), home: t.TempDir()}
 	out, errOut := p.sh(batonBin+" hook stop --harness claude", "not json")
 	if out != "" || !strings.Contains(errOut, "not a JSON object") {
@@ -175,6 +177,7 @@ var stamp = regexp.MustCompile(`\d{8}T\d{6}Z`)
 // baton-hook answers every event as `baton hook` does, byte for byte, on
 // the same store; and fails open the same way.
 func TestHookBinaryAnswersAsBatonHook(t *testing.T) {
+	t.Parallel()
 	hookBin := filepath.Join(filepath.Dir(batonBin), "baton-hook")
 	run := func(argv []string, dir, stdin string) (string, string) {
 		t.Helper()

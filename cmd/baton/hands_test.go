@@ -206,6 +206,24 @@ func TestAgentNestedFSMonitorGitHub(t *testing.T) {
 	}
 }
 
+// With --sandbox=off baton's git in the worktree runs unconfined, as the
+// agent did, but still without a secret in its environment: the nested
+// repository's fsmonitor runs (the control: it reads what the agent could
+// read) and finds neither GH_TOKEN nor GITHUB_TOKEN.
+func TestAgentNestedFSMonitorUnconfinedGetsNoSecrets(t *testing.T) {
+	t.Parallel()
+	h := newHandsServe(t, nil, "--sandbox", "off")
+	id := h.create(fmt.Sprintf("Trap-fsmonitor evidence %s api %s victim none end", h.evidence, h.url))
+	h.closed(id)
+	b, err := os.ReadFile(filepath.Join(h.evidence, "fsmonitor"))
+	if err != nil {
+		t.Fatalf("unconfined, the nested repository's fsmonitor did not run (%v): this test shows nothing", err)
+	}
+	if strings.Contains(string(b), "ghp_hands_test_token") {
+		t.Errorf("baton's unconfined git handed a GitHub token to the fsmonitor:\n%s", b)
+	}
+}
+
 // gitIn runs git in dir and fails the test on an error.
 func gitIn(t *testing.T, env []string, dir string, args ...string) string {
 	t.Helper()
@@ -375,4 +393,39 @@ func httpGet(t *testing.T, url string) string {
 		t.Fatalf("GET %s = %d\n%s", url, resp.StatusCode, b)
 	}
 	return string(b)
+}
+
+// A repository's .agent/delivery.json that is a link (a clone can carry
+// one) to a named pipe or to a file of baton's is not followed: the
+// request that creates a delivery answers at once, names the file and
+// says what to do, and nothing of the file it points at is read.
+func TestSourceConfigLinkIsRefused(t *testing.T) {
+	t.Parallel()
+	h := newHandsServe(t, nil)
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(h.repo, ".agent", "delivery.json")
+	if err := os.MkdirAll(filepath.Dir(config), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Timeout: 20 * time.Second}
+	for _, target := range []string{fifo, filepath.Join(h.data, "api-token")} {
+		os.Remove(config)
+		if err := os.Symlink(target, config); err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest("POST", h.url+"/api/deliveries", strings.NewReader(fmt.Sprintf(`{"repo":%q,"summary":"linked settings"}`, h.repo)))
+		req.Header.Set("Authorization", "Bearer "+h.token)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("create with .agent/delivery.json linked to %s: %v (the request hung)", target, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), ".agent/delivery.json must be a regular file") {
+			t.Errorf("create with .agent/delivery.json linked to %s = %d %s; want 400 naming the file", target, resp.StatusCode, b)
+		}
+	}
 }

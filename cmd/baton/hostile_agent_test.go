@@ -174,6 +174,7 @@ func (h *hostileServe) wait(id, what string, done func(hostileDetail) bool) host
 // home directory's keys, cannot write outside its worktree, signal
 // serve, or act through the API; and its own delivery still closes.
 func TestHostileAgentReachesNothing(t *testing.T) {
+	t.Parallel()
 	if st := sandbox.Probe(); !st.Available() {
 		t.Skipf("this kernel cannot confine agents: %s", st.Why)
 	}
@@ -234,6 +235,7 @@ func TestHostileAgentReachesNothing(t *testing.T) {
 // Without the sandbox the same agent reaches the token and the database:
 // what the test above checks is real.
 func TestHostileAgentUnconfined(t *testing.T) {
+	t.Parallel()
 	h := newHostileServe(t, "--sandbox", "off")
 	if !strings.Contains(h.serve.output(), "warning: --sandbox=off") {
 		t.Errorf("serve did not warn that agents run unconfined:\n%s", h.serve.output())
@@ -260,6 +262,7 @@ func TestHostileAgentUnconfined(t *testing.T) {
 // A baton process is not dumpable: another process of the same user (an
 // unconfined agent) cannot read its environment through /proc.
 func TestBatonIsNotDumpable(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run the processes as another user")
 	}

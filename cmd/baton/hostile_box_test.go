@@ -79,6 +79,7 @@ echo "1. Done."
 // process limit, and nothing it wrote reaches the user's home, caches or
 // the machine's /dev/shm.
 func TestHostileAgentStaysInItsBox(t *testing.T) {
+	t.Parallel()
 	if st := sandbox.Probe(); !st.Available() {
 		t.Skipf("this kernel cannot confine agents: %s", st.Why)
 	}
@@ -249,6 +250,7 @@ echo "{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\"
 // fresh home as on a used one; what it writes to its settings never
 // reaches the user's own Claude Code.
 func TestAgentCLIKeepsToTheAgentHome(t *testing.T) {
+	t.Parallel()
 	if st := sandbox.Probe(); !st.Available() {
 		t.Skipf("this kernel cannot confine agents: %s", st.Why)
 	}

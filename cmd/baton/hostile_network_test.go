@@ -150,9 +150,11 @@ func (h *netHostile) plan() (string, string) {
 	return id, hs.report(id)
 }
 
-// liveLog reads the delivery's event stream until it holds want, or for
-// at most 30 s, and returns what it read.
-func (h *netHostile) liveLog(id, want string) string {
+// liveLog reads the delivery's event stream until it holds every one of
+// want, or for at most 30 s, and returns what it read. The refusals come
+// from more than one part of the box (the proxy, the resolver, the
+// loopback guard), so their order in the log is not the agent's.
+func (h *netHostile) liveLog(id string, want ...string) string {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -168,7 +170,7 @@ func (h *netHostile) liveLog(id, want string) string {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		b.WriteString(sc.Text() + "\n")
-		if strings.Contains(b.String(), want) {
+		if !slices.ContainsFunc(want, func(w string) bool { return !strings.Contains(b.String(), w) }) {
 			break
 		}
 	}
@@ -182,6 +184,7 @@ func (h *netHostile) liveLog(id, want string) string {
 // the delivery's live log, its phase note and a comment on its pull
 // request.
 func TestHostileAgentReachesNoNetwork(t *testing.T) {
+	t.Parallel()
 	if st := sandbox.Probe(); !st.Available() || slices.ContainsFunc(st.Defences, func(d sandbox.Defence) bool {
 		return d.Name == sandbox.DefNetwork && !d.Enforced
 	}) {
@@ -212,9 +215,10 @@ func TestHostileAgentReachesNoNetwork(t *testing.T) {
 	// The refusals are in the live log, the phase note and on the PR.
 	listener := "127.0.0.1:" + strconv.Itoa(h.listener.addr.Port)
 	apiPort := h.url[strings.LastIndex(h.url, ":")+1:]
-	live := h.liveLog(id, "hunter2.exfil")
-	for _, w := range []string{"refused connection to " + listener, "refused connection to 127.0.0.1:" + apiPort,
-		"refused DNS lookup of hunter2.exfil.attacker.example"} {
+	refusals := []string{"refused connection to " + listener, "refused connection to 127.0.0.1:" + apiPort,
+		"refused DNS lookup of hunter2.exfil.attacker.example"}
+	live := h.liveLog(id, refusals...)
+	for _, w := range refusals {
 		if !strings.Contains(live, w) {
 			t.Errorf("the live log does not say %q:\n%s", w, live)
 		}
@@ -258,6 +262,7 @@ func TestHostileAgentReachesNoNetwork(t *testing.T) {
 // Without the box the same agent reaches all of it: the test above can
 // fail.
 func TestHostileAgentNetworkUnconfined(t *testing.T) {
+	t.Parallel()
 	h := newNetHostile(t, "--sandbox", "off")
 	_, report := h.plan()
 	got := attempts(report)

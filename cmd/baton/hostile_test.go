@@ -98,6 +98,7 @@ func stopPayload(dir, msg string) string {
 // and stop answer as if the file were not there, and say which file they
 // skipped.
 func TestHostileStoreLinksToDevZero(t *testing.T) {
+	t.Parallel()
 	h := newHostile(t)
 	h.sh(batonBin+" handoff 'real work' --next-prompt 'carry on' >/dev/null", "")
 	id := h.startLoop()
@@ -119,6 +120,7 @@ func TestHostileStoreLinksToDevZero(t *testing.T) {
 // through: hooks, handoff and loop start refuse, and the directory outside
 // stays empty.
 func TestHostileStoreLinksOut(t *testing.T) {
+	t.Parallel()
 	for _, dir := range []string{"packets", "loops", "indexes"} {
 		t.Run(dir, func(t *testing.T) {
 			h := newHostile(t)
@@ -154,9 +156,79 @@ func TestHostileStoreLinksOut(t *testing.T) {
 	}
 }
 
+// A link above the store (.agent, as a clone can carry it) or inside it
+// below a directory baton checks by name (the per-machine directory)
+// leads nothing outside: the hooks still answer, handoff and loop start
+// refuse and name the link, and the store the link points at is not
+// touched.
+func TestHostileStoreLinkedAboveAndBelow(t *testing.T) {
+	t.Parallel()
+	for _, where := range []string{"agent", "machine"} {
+		t.Run(where, func(t *testing.T) {
+			t.Parallel()
+			h := newHostile(t)
+			outside := t.TempDir()
+			switch where {
+			case "agent":
+				// Another project's store, reached through .agent.
+				if err := os.Rename(filepath.Join(h.dir, ".agent"), filepath.Join(outside, ".agent")); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(filepath.Join(outside, ".agent"), filepath.Join(h.dir, ".agent")); err != nil {
+					t.Fatal(err)
+				}
+			case "machine":
+				h.symlink(outside, h.machine(""))
+			}
+			before := treeOf(t, outside)
+			h.hook("post-tool-use", "claude", `{"session_id":"s1","cwd":"`+h.dir+`","tool_name":"Write","tool_input":{"file_path":"`+h.dir+`/a.go"}}`)
+			h.hook("session-start", "claude", `{"session_id":"s1","cwd":"`+h.dir+`","source":"startup"}`)
+			h.hook("pre-compact", "claude", `{"session_id":"s1","cwd":"`+h.dir+`","trigger":"manual"}`)
+			h.hook("stop", "claude", stopPayload(h.dir, `"working"`))
+			for _, cmd := range []string{"handoff x", "loop start 'do it'"} {
+				c := exec.Command("/bin/sh", "-c", batonBin+" "+cmd)
+				c.Dir, c.Env = h.dir, h.env()
+				if out, err := c.CombinedOutput(); err == nil || !strings.Contains(string(out), "link") {
+					t.Errorf("baton %s with %s linked out: %v, %q; want a refusal naming the link", cmd, where, err, out)
+				}
+			}
+			if after := treeOf(t, outside); after != before {
+				t.Errorf("the directory outside changed through the link:\nbefore:\n%s\nafter:\n%s", before, after)
+			}
+		})
+	}
+}
+
+// treeOf lists every file below dir with its size and content, one a line.
+func treeOf(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		b.WriteString(rel + " " + fi.Mode().String())
+		if fi.Mode().IsRegular() {
+			c, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			b.WriteString(" " + strconv.Quote(string(c)))
+		}
+		b.WriteByte('\n')
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
 // A packet over the size cap is skipped with a warning naming it; the
 // other packets still list and render.
 func TestHostileStoreHugePacket(t *testing.T) {
+	t.Parallel()
 	h := newHostile(t)
 	h.sh(batonBin+" handoff 'small one' >/dev/null", "")
 	huge := filepath.Join(h.store, "packets/20991231T000000Z-huge.md")
@@ -176,6 +248,7 @@ func TestHostileStoreHugePacket(t *testing.T) {
 
 // A FIFO named as the transcript never blocks stop or pre-compact.
 func TestHostileTranscriptFIFO(t *testing.T) {
+	t.Parallel()
 	h := newHostile(t)
 	h.startLoop()
 	fifo := filepath.Join(t.TempDir(), "transcript.jsonl")
@@ -215,6 +288,7 @@ func TestHostileTranscriptFIFO(t *testing.T) {
 // A session started outside any git repository creates no store there
 // (it would capture every repository below it), and says so in one line.
 func TestHookCreatesNoStoreOutsideGit(t *testing.T) {
+	t.Parallel()
 	p := proc{t: t, dir: t.TempDir(), home: t.TempDir()}
 	h := hostile{proc: p}
 	out, errOut := h.hook("session-start", "claude", `{"session_id":"s1","cwd":"`+p.dir+`","source":"startup"}`)
@@ -250,6 +324,7 @@ func TestHookCreatesNoStoreOutsideGit(t *testing.T) {
 
 // A loop file checked out with CRLF line endings still continues.
 func TestLoopWithCRLFContinues(t *testing.T) {
+	t.Parallel()
 	h := newHostile(t)
 	id := h.startLoop()
 	p := filepath.Join(h.store, "loops", id+".md")
@@ -272,6 +347,7 @@ func TestLoopWithCRLFContinues(t *testing.T) {
 // Temp files a killed writer left are ignored by git and swept by the
 // next write once they are stale.
 func TestStaleTempFilesSwept(t *testing.T) {
+	t.Parallel()
 	h := newHostile(t)
 	id := h.startLoop()
 	h.sh("git add -A && git -c user.email=t@t -c user.name=t commit -qm store", "")
@@ -306,7 +382,9 @@ func TestStaleTempFilesSwept(t *testing.T) {
 // after about a second on two loaded cores, five times under a hook's
 // lock timeout; with the 2 ms polling lock this replaced, a third of them
 // or more gave up after 5 s. How long each takes is measured by
-// bench/hookbench, not asserted here.
+// bench/hookbench, not asserted here. It runs alone, not in parallel:
+// the package's other tests on the same two cores would stretch that
+// second past the timeout (35 of 200 did wait it out that way).
 func TestConcurrentStopsOnOneLoop(t *testing.T) {
 	h := newHostile(t)
 	id := h.startLoop()
@@ -358,6 +436,7 @@ func TestConcurrentStopsOnOneLoop(t *testing.T) {
 // to /dev/zero, a lock file or the whole store linked out of the project.
 // Every hook answers, names what it refused, and writes nothing outside.
 func TestHostileStoreShapes(t *testing.T) {
+	t.Parallel()
 	session := `{"session_id":"s1","cwd":"$ROOT","source":"startup"}`
 	stop := `{"session_id":"s1","cwd":"$ROOT","stop_hook_active":false,"last_assistant_message":"working"}`
 	cases := []struct {
@@ -438,6 +517,7 @@ func listTree(t *testing.T, dir string) string {
 // A loop's verify commands run from the Stop hook, on text an agent
 // wrote: they get none of the secrets in the hook's environment.
 func TestVerifyCommandGetsNoSecrets(t *testing.T) {
+	t.Parallel()
 	h := newHostile(t)
 	out, _ := h.sh(batonBin+" loop start --max-iterations=0 --promise DONE --verify 'env > verify-env.txt' --json 'Fix the tests.'", "", "BATON_SESSION_ID=s1")
 	var r struct{ ID string }

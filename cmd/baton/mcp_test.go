@@ -103,6 +103,7 @@ const initLine = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"proto
 // call, a malformed message, a cancelled call, and a clean exit at end of
 // input.
 func TestMCPStdio(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	// A GitHub API that never answers, so a brief call is still running
 	// when it is cancelled; it says when the call reached it and when the
@@ -195,6 +196,7 @@ func waitFor(t *testing.T, ch <-chan struct{}, what string) {
 
 // --tools serves a subset; a name that is no tool is a usage error.
 func TestMCPToolsFlag(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	env := gitEnv(home)
 	repo := userRepo(t, env)
@@ -261,6 +263,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // behind the bearer token when BATON_API_TOKEN is set, and refused on a
 // non-loopback address without one.
 func TestMCPHTTP(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	env := gitEnv(home)
 	repo := userRepo(t, env)
@@ -424,6 +427,7 @@ func postStatus(t *testing.T, url, token string) int {
 // the baton on PATH: .mcp.json is the checkout's to write, and a hostile
 // one must not get doctor to run its program.
 func TestDoctorRefusesForeignMCPCommand(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	env := gitEnv(home)
 	repo := userRepo(t, env)

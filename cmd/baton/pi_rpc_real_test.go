@@ -24,6 +24,7 @@ import (
 // writes a packet whose trigger is "manual" only when pi says so (with
 // instructions) and "unknown" for a compaction pi does not describe.
 func TestRealPiRPCSession(t *testing.T) {
+	t.Parallel()
 	pi := realPi(t)
 	home, agentDir := t.TempDir(), t.TempDir()
 	env := pi.env(append(gitEnv(home), "PI_CODING_AGENT_DIR="+agentDir))

@@ -20,6 +20,7 @@ import (
 // start inside baton's: every edit failed, the guard never passed and the
 // run got stuck.
 func TestRealCodexGoalTree(t *testing.T) {
+	t.Parallel()
 	codex := realCodex(t)
 	home, codexHome := t.TempDir(), t.TempDir()
 	env := append(gitEnv(home), "CODEX_HOME="+codexHome, "OPENAI_API_KEY=test-key")

@@ -16,6 +16,7 @@ import (
 // written as usual), while its Bash tool, told by the model to read
 // baton's API token and to write beside the worktree, is refused.
 func TestRealClaudeConfinedDelivery(t *testing.T) {
+	t.Parallel()
 	if st := sandbox.Probe(); !st.Available() {
 		t.Skipf("this kernel cannot confine agents: %s", st.Why)
 	}
@@ -91,6 +92,7 @@ func TestRealClaudeConfinedDelivery(t *testing.T) {
 // user's CODEX_HOME), and its last message to the run's own temporary
 // directory, never to baton's data directory.
 func TestRealCodexConfinedPlan(t *testing.T) {
+	t.Parallel()
 	if st := sandbox.Probe(); !st.Available() {
 		t.Skipf("this kernel cannot confine agents: %s", st.Why)
 	}

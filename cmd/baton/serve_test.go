@@ -142,6 +142,7 @@ type runDetail struct {
 // serve exits 0. A non-loopback --addr is refused while no token exists,
 // and accepted once one does.
 func TestServeStopsCleanlyOnSIGTERM(t *testing.T) {
+	t.Parallel()
 	home, data := t.TempDir(), t.TempDir()
 	pidFile := filepath.Join(t.TempDir(), "agent.pid")
 	// The confined agent may write its pid where the test reads it.

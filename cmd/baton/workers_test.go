@@ -228,6 +228,7 @@ func fsck(t *testing.T, env []string, dir string) {
 // the user's work tree is clean, and git fsck finds nothing wrong in the
 // repository or in the cache.
 func TestWorkerProcessesShareOneCache(t *testing.T) {
+	t.Parallel()
 	testenv.Heavy(t, "starts four worker processes and runs 50 deliveries")
 	const deliveries, workers = 50, 4
 	home, data := t.TempDir(), t.TempDir()
@@ -307,6 +308,7 @@ esac
 // of any delivery runs twice at once, every delivery closes succeeded,
 // and the repository is intact.
 func TestWorkerProcessesOnPostgresSurviveAKill(t *testing.T) {
+	t.Parallel()
 	testenv.Heavy(t, "starts three worker processes on PostgreSQL")
 	dsn := sqlstoretest.DSN(t, sqlstore.Postgres)
 	const deliveries, workers = 12, 3
@@ -427,6 +429,7 @@ func TestWorkerProcessesOnPostgresSurviveAKill(t *testing.T) {
 // doctor exits 0 when what is installed works, and 1 when an installed
 // hook cannot run, so scripts and CI can rely on it.
 func TestDoctorExitStatus(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	env := gitEnv(home)
 	repo := userRepo(t, env)

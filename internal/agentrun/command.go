@@ -97,8 +97,13 @@ func newPlan(s Spec, fileDir string) (*plan, error) {
 		return s.SystemPrompt + "\n\n" + s.Prompt
 	}
 	extra := s.ExtraArgs
+	quiet := allowlisted(s)
 	switch k {
 	case kindClaude:
+		if quiet {
+			p.env = append(p.env, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1",
+				"DISABLE_ERROR_REPORTING=1", "DISABLE_AUTOUPDATER=1")
+		}
 		p.stdin, p.jsonl = s.Prompt, true
 		a := []string{"claude", "-p", "--output-format", "stream-json", "--verbose"}
 		if p.schema != nil {
@@ -136,9 +141,21 @@ func newPlan(s Spec, fileDir string) (*plan, error) {
 		if s.Model != "" {
 			a = append(a, "-m", s.Model)
 		}
+		if quiet {
+			// Analytics (ab.chatgpt.com), the apps directory (chatgpt.com)
+			// and the curated plugins' sync (github.com); before extra, so
+			// the user's -c wins.
+			a = append(a, "-c", "analytics.enabled=false", "-c", "features.apps=false",
+				"-c", "features.plugins=false", "-c", "features.remote_plugin=false")
+		}
 		a = append(a, extra...)
 		p.argv = append(a, "-") // "-": read the prompt from stdin
 	case kindDroid:
+		if quiet {
+			// Its traces (telemetry.factory.ai, an OpenTelemetry
+			// collector) and its update check.
+			p.env = append(p.env, "OTEL_SDK_DISABLED=true", "DO_NOT_TRACK=1", "FACTORY_DROID_AUTO_UPDATE_ENABLED=false")
+		}
 		p.stdin = s.Prompt
 		a := []string{"droid", "exec"}
 		if !hasFlag(extra, "-o", "--output-format") {
@@ -186,6 +203,16 @@ func newPlan(s Spec, fileDir string) (*plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// allowlisted reports whether s's agent runs in a box whose network
+// reaches only an allowlist. There the CLI is told to keep to itself
+// what it sends besides its model requests (telemetry, error reports,
+// update checks, plugin syncs): the box would refuse each, and every
+// refusal is said in the run's log and on the pull request, where it
+// would hide the refusals that matter.
+func allowlisted(s Spec) bool {
+	return boxed(s) && !s.Confine.Network.Open
 }
 
 // codexSandbox is the sandbox Codex is told to apply itself. Codex's own

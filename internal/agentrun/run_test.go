@@ -570,13 +570,13 @@ func readPID(t *testing.T, path string) int {
 	return pid
 }
 
-// waitGone fails unless pid exits soon. Death after SIGKILL is
+// waitGone fails unless pid exits within 30 s. Death after SIGKILL is
 // asynchronous and the process is not ours to wait for, so this polls
 // /proc with a deadline; a zombie counts as gone.
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
 	var b []byte
-	if !testenv.Until(5*time.Second, nil, func() bool {
+	if !testenv.Until(30*time.Second, nil, func() bool {
 		var err error
 		if b, err = os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err != nil {
 			return true

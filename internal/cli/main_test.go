@@ -13,6 +13,7 @@ import (
 
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,6 +37,9 @@ type env struct {
 	data string
 	// exe, when set, is the path baton believes it runs from.
 	exe string
+	// stderr, when set, also gets what a command writes on stderr, as it
+	// writes it.
+	stderr io.Writer
 }
 
 // setEnv sets KEY=value pairs in e's environment.
@@ -107,8 +111,12 @@ func (e *env) run(subdir, stdin string, args ...string) result {
 func (e *env) runCtx(ctx context.Context, subdir, stdin string, args ...string) result {
 	e.t.Helper()
 	var out, errb bytes.Buffer
+	var errw io.Writer = &errb
+	if e.stderr != nil {
+		errw = io.MultiWriter(&errb, e.stderr)
+	}
 	f := &Factory{
-		IO:         IO{In: strings.NewReader(stdin), Out: &out, Err: &errb},
+		IO:         IO{In: strings.NewReader(stdin), Out: &out, Err: errw},
 		Now:        func() time.Time { return e.now },
 		Getenv:     func(k string) string { return e.vars[k] },
 		WorkDir:    filepath.Join(e.dir, subdir),

@@ -7,10 +7,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/baton-agent/baton/internal/agentrun/agenttest"
+	"github.com/baton-agent/baton/internal/testenv"
 )
 
 // An explicit root that does not exist is an error, from --root or
@@ -176,8 +178,22 @@ func TestDeliveryWatchSaysWhenNothingRuns(t *testing.T) {
 	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Nobody runs this", "--agent", "claude", "--checkpoints", "none")
 	defer func(d time.Duration) { watchQueuedNotice = d }(watchQueuedNotice)
 	watchQueuedNotice = 300 * time.Millisecond
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	// watch runs until the notice, then a while longer to show it comes
+	// once: a fixed 2 s for all of it ran out on a loaded machine.
+	noticed, fire := testenv.Signal()
+	e.stderr = &lineWatch{want: "no worker has started it", fire: fire}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	go func() {
+		select {
+		case <-noticed:
+			// Three more notice intervals (18 polls at 50ms): long enough
+			// for a second notice to show if watch repeated it.
+			time.Sleep(3 * watchQueuedNotice)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	r := e.runCtx(ctx, "", "", "delivery", "watch", "1", "--interval", "50ms")
 	if !strings.Contains(r.stderr, "plan of delivery") || !strings.Contains(r.stderr, "no worker has started it") || !strings.Contains(r.stderr, "baton worker") || !strings.Contains(r.stderr, "baton delivery run ") {
 		t.Errorf("watch with no worker: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
@@ -541,4 +557,22 @@ func TestCompletionAndSuggestions(t *testing.T) {
 	if r := e.run("", "", "loop", "strat"); !strings.Contains(r.stderr, "did you mean start?") {
 		t.Errorf("loop strat = %d\n%s", r.code, r.stderr)
 	}
+}
+
+// lineWatch calls fire once what was written holds want.
+type lineWatch struct {
+	mu   sync.Mutex
+	buf  strings.Builder
+	want string
+	fire func()
+}
+
+func (w *lineWatch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if strings.Contains(w.buf.String(), w.want) {
+		w.fire()
+	}
+	return len(p), nil
 }

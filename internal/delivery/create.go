@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -16,6 +13,7 @@ import (
 	"github.com/baton-agent/baton/internal/github"
 	"github.com/baton-agent/baton/internal/gitx"
 	"github.com/baton-agent/baton/internal/proc"
+	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // Request asks for a delivery: what it is for, and the settings that
@@ -188,7 +186,7 @@ func (s *Service) targetLocal(ctx context.Context, d *baton.Delivery, dir string
 		return baton.Errorf(baton.Invalid, "%s has no commits yet: commit something to branch from", top)
 	}
 	d.Repository, d.Forge = top, baton.ForgeLocal
-	b, err := readSourceConfig(filepath.Join(top, SourceConfigPath))
+	b, err := readSourceConfig(top)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -202,19 +200,21 @@ func (s *Service) targetLocal(ctx context.Context, d *baton.Delivery, dir string
 	return sc.Apply(&d.Config, &d.Endpoint, &d.Checkpoints)
 }
 
-// readSourceConfig reads at most one byte more than a source config may
-// hold, so ParseSourceConfig can refuse a file that is too large.
-func readSourceConfig(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+// readSourceConfig reads top's .agent/delivery.json: a regular file
+// beneath top of at most maxSourceConfig bytes. A link on the way (a
+// clone can carry one, to a named pipe or a file of baton's) is refused,
+// not followed, and nothing is opened blocking.
+func readSourceConfig(top string) ([]byte, error) {
+	b, err := safefile.ReadBeneath(top, SourceConfigPath, maxSourceConfig)
+	switch {
+	case err == nil, errors.Is(err, fs.ErrNotExist):
+		return b, err
+	case errors.Is(err, safefile.ErrTooLarge):
+		return nil, baton.Errorf(baton.Invalid, "%s is larger than %d KiB", SourceConfigPath, maxSourceConfig>>10)
+	case errors.Is(err, safefile.ErrNotRegular), errors.Is(err, safefile.ErrNotBeneath):
+		return nil, baton.WrapError(baton.Invalid, err, "%s must be a regular file of the repository, not a link, a named pipe or a directory: replace it with the settings themselves", SourceConfigPath)
 	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxSourceConfig+1))
-	if err != nil {
-		return nil, baton.WrapError(baton.Invalid, err, "read %s", SourceConfigPath)
-	}
-	return b, nil
+	return nil, baton.WrapError(baton.Invalid, err, "read %s", SourceConfigPath)
 }
 
 // issueTitle reads an issue's title through GitHub.

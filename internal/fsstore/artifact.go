@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton"
-	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // artifact describes one kind of markdown file the store keeps, one file
@@ -34,7 +33,7 @@ type artifact[T any] struct {
 	// time), and peek, when set, reads that from a file's first lines.
 	index   string
 	entryOf func(T) entry
-	peek    func(path string) (entry, bool)
+	peek    func(s *Store, path string) (entry, bool)
 }
 
 func (a artifact[T]) path(s *Store, id string) string { return s.path(a.dir, id+".md") }
@@ -96,7 +95,7 @@ func (a artifact[T]) create(ctx context.Context, s *Store, v T, base string) err
 			w.abort()
 			return err
 		}
-		err := safefile.CreateExclusive(a.path(s, id), b, 0o644)
+		err := s.files.CreateExclusive(a.path(s, id), b, 0o644)
 		if err == nil {
 			w.commit(v, a.path(s, id), true)
 			return nil
@@ -129,18 +128,18 @@ func (a artifact[T]) find(s *Store, id string) (T, error) {
 	if err := s.checkDirs(a.dir); err != nil {
 		return zero, err
 	}
-	return a.read(a.path(s, id))
+	return a.read(s, a.path(s, id))
 }
 
-func (a artifact[T]) read(path string) (T, error) {
-	v, _, err := a.readInfo(path)
+func (a artifact[T]) read(s *Store, path string) (T, error) {
+	v, _, err := a.readInfo(s, path)
 	return v, err
 }
 
 // readInfo is read that also returns what fstat said of the file read.
-func (a artifact[T]) readInfo(path string) (T, fs.FileInfo, error) {
+func (a artifact[T]) readInfo(s *Store, path string) (T, fs.FileInfo, error) {
 	var zero T
-	b, fi, err := safefile.ReadFileInfo(path, MaxArtifactBytes)
+	b, fi, err := s.files.ReadFileInfo(path, MaxArtifactBytes)
 	err = refusedMax(path, MaxArtifactBytes, err)
 	if errors.Is(err, fs.ErrNotExist) {
 		id := strings.TrimSuffix(filepath.Base(path), ".md")
@@ -209,7 +208,7 @@ func (a artifact[T]) list(s *Store, keep func(T) bool) ([]T, []error, error) {
 	var order []stamp
 	var warnings []error
 	for _, id := range ids {
-		v, fi, err := a.readInfo(a.path(s, id)) // one open: the time and the content are the same file's
+		v, fi, err := a.readInfo(s, a.path(s, id)) // one open: the time and the content are the same file's
 		if err != nil {
 			warnings = append(warnings, err)
 			continue
@@ -312,12 +311,12 @@ func (a artifact[T]) updateLocked(ctx context.Context, s *Store, id string, fn f
 			w.abort()
 		}
 	}()
-	unlock, err := safefile.Lock(ctx, path)
+	unlock, err := s.files.Lock(ctx, path)
 	if err != nil {
 		return zero, false, refused(path+".lock", err)
 	}
 	defer unlock()
-	v, err = a.read(path)
+	v, err = a.read(s, path)
 	if err != nil {
 		return zero, false, err
 	}
@@ -338,7 +337,7 @@ func (a artifact[T]) updateLocked(ctx context.Context, s *Store, id string, fn f
 	if err := a.fits(b); err != nil {
 		return zero, false, err
 	}
-	if err := safefile.WriteAtomic(path, b, 0o644); err != nil {
+	if err := s.files.WriteAtomic(path, b, 0o644); err != nil {
 		return zero, false, err
 	}
 	committed = true

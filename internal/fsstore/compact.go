@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton"
-	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // Compaction of the relevant-files log.
@@ -154,8 +153,8 @@ func (h logHeader) startFor(f *os.File, since time.Time) int64 {
 
 // logSizeToCompact reports whether the log at p has grown enough past its
 // compacted head to compact.
-func logSizeToCompact(p string) bool {
-	f, err := safefile.OpenRegular(p)
+func (s *Store) logSizeToCompact(p string) bool {
+	f, err := s.files.OpenRegular(p)
 	if err != nil {
 		return false
 	}
@@ -261,15 +260,15 @@ func mergedSize(groups map[mergeKey]*merged) int {
 // the log with them and its last lines as they were.
 func (s *Store) compactLog(ctx context.Context, force bool) error {
 	p := s.indexPath(RelevantFilesLog)
-	unlock, err := safefile.Lock(ctx, p)
+	unlock, err := s.files.Lock(ctx, p)
 	if err != nil {
 		return refused(p+".lock", err)
 	}
 	defer unlock()
-	if !force && !logSizeToCompact(p) {
+	if !force && !s.logSizeToCompact(p) {
 		return nil
 	}
-	f, err := safefile.OpenRegular(p)
+	f, err := s.files.OpenRegular(p)
 	if err != nil {
 		return refused(p, err)
 	}
@@ -297,7 +296,7 @@ func (s *Store) compactLog(ctx context.Context, force bool) error {
 	}
 	out := make([]byte, 0, len(header)+len(body)+len(raw))
 	out = append(append(append(out, header...), body...), raw...)
-	return safefile.WriteAtomic(p, out, 0o644)
+	return s.files.WriteAtomic(p, out, 0o644)
 }
 
 // intervalOf is the function that says which interval a time falls in:
@@ -486,7 +485,7 @@ func (s *Store) openLog() (*os.File, error) {
 		return nil, err
 	}
 	p := s.indexPath(RelevantFilesLog)
-	f, err := safefile.OpenRegular(p)
+	f, err := s.files.OpenRegular(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	} else if err != nil {

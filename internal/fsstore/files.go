@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -56,10 +57,10 @@ func (s *Store) AppendRelevantFiles(ctx context.Context, entries ...baton.Releva
 		return err
 	}
 	p := s.indexPath(RelevantFilesLog)
-	if err := refused(p, safefile.AppendJSONL(ctx, p, entries...)); err != nil {
+	if err := refused(p, safefile.AppendJSONLBeneath(ctx, s.files, p, entries...)); err != nil {
 		return err
 	}
-	if logSizeToCompact(p) {
+	if s.logSizeToCompact(p) {
 		// The entries are written; a compaction that fails leaves the log
 		// as it was, to be compacted by the next append.
 		_ = s.compactLog(ctx, false)
@@ -403,7 +404,40 @@ func (s *Store) AppendSession(ctx context.Context, r baton.SessionRecord) error 
 		return err
 	}
 	p := s.indexPath(SessionsLog)
-	return refused(p, safefile.AppendJSONL(ctx, p, r))
+	return refused(p, safefile.AppendJSONLBeneath(ctx, s.files, p, r))
+}
+
+// SessionSpan is what this machine's session log says of one session:
+// when it first started here, and its newest record.
+type SessionSpan struct {
+	First time.Time
+	Last  baton.SessionRecord
+}
+
+// SessionSpans returns the spans of those of ids the session log names,
+// in one pass over it; a session it does not name is not in the map.
+func (s *Store) SessionSpans(ids []string) (map[string]SessionSpan, error) {
+	if err := s.checkDirs(IndexesDir); err != nil {
+		return nil, err
+	}
+	out := map[string]SessionSpan{}
+	p := s.indexPath(SessionsLog)
+	_, err := safefile.ScanJSONL(p, func(r baton.SessionRecord) error {
+		if !slices.Contains(ids, r.SessionID) {
+			return nil
+		}
+		sp, seen := out[r.SessionID]
+		if !seen || r.At.Before(sp.First) {
+			sp.First = r.At
+		}
+		sp.Last = r
+		out[r.SessionID] = sp
+		return nil
+	})
+	if err != nil {
+		return nil, refused(p, err)
+	}
+	return out, nil
 }
 
 // FindSession returns the newest record of sessionID, or NotFound.
@@ -413,7 +447,7 @@ func (s *Store) FindSession(sessionID string) (*baton.SessionRecord, error) {
 	}
 	var found *baton.SessionRecord
 	p := s.indexPath(SessionsLog)
-	_, err := safefile.ScanJSONL(p, func(r baton.SessionRecord) error {
+	_, err := safefile.ScanJSONLBeneath(s.files, p, func(r baton.SessionRecord) error {
 		if r.SessionID == sessionID {
 			rc := r
 			found = &rc

@@ -64,8 +64,8 @@ func (s *Store) checkDirs(sub string) error {
 
 // readFile reads a store file: a regular file (not a symlink) of at most
 // max bytes. A file that is not one is Invalid and named.
-func readFile(path string, max int64) ([]byte, error) {
-	b, err := safefile.ReadFile(path, max)
+func (s *Store) readFile(path string, max int64) ([]byte, error) {
+	b, err := s.files.ReadFile(path, max)
 	return b, refusedMax(path, max, err)
 }
 
@@ -95,6 +95,9 @@ func refusedMax(path string, max int64, err error) error {
 		if fi, lerr := os.Lstat(path); lerr == nil {
 			r.What = describeMode(fi.Mode())
 		}
+	case errors.Is(err, safefile.ErrNotBeneath):
+		r = &RefusedError{Path: path, What: "reached through a link", Err: err,
+			Hint: "baton keeps its store in real directories and follows no links out of it; remove the link"}
 	case errors.Is(err, safefile.ErrTooLarge):
 		r = &RefusedError{Path: path, What: "over the size limit", Err: err, Hint: "skipped"}
 		if fi, lerr := os.Lstat(path); lerr == nil && max > 0 {
@@ -142,5 +145,5 @@ func (s *Store) sweep(sub string) {
 	if err != nil || (fi.Size() > sweepAlways && rand.IntN(sweepOdds) != 0) {
 		return
 	}
-	safefile.SweepTemps(s.path(sub), staleTemp, time.Now())
+	s.files.SweepTemps(s.path(sub), staleTemp, time.Now())
 }

@@ -133,7 +133,7 @@ func (a artifact[T]) currentUncounted(s *Store, idx *index, now dirStamp) (ok, u
 		return true, false
 	}
 	settled := a.indexPath(s) + settledSuffix
-	if b, err := safefile.ReadFile(settled, 256); err == nil && string(b) == settledLine(idx) {
+	if b, err := s.files.ReadFile(settled, 256); err == nil && string(b) == settledLine(idx) {
 		idx.settled.Store(true)
 		return true, false
 	}
@@ -153,7 +153,7 @@ func (a artifact[T]) count(s *Store, idx *index, now dirStamp) bool {
 		// Counted after the clock moved on: no change to come can keep
 		// the directory's time, and no process need count again.
 		idx.settled.Store(true)
-		_ = safefile.WriteCache(ok, []byte(settledLine(idx)), 0o644)
+		_ = s.files.WriteCache(ok, []byte(settledLine(idx)), 0o644)
 	}
 	return true
 }
@@ -179,7 +179,7 @@ const indexHead = 64 << 10
 // caller rebuilds.
 func (a artifact[T]) readIndex(s *Store) (*index, error) {
 	p := a.indexPath(s)
-	f, err := safefile.OpenRegular(p)
+	f, err := s.files.OpenRegular(p)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +199,7 @@ func (a artifact[T]) readIndex(s *Store) (*index, error) {
 		if idx, _, err := decodeHead(b, fi.Size(), a.kind); err == nil {
 			st, _ := fi.Sys().(*syscall.Stat_t)
 			if st != nil {
-				idx.src.path, idx.src.ino, idx.src.size, idx.src.mod = p, uint64(st.Ino), fi.Size(), fi.ModTime().UnixNano()
+				idx.src.path, idx.src.ino, idx.src.size, idx.src.mod, idx.src.files = p, uint64(st.Ino), fi.Size(), fi.ModTime().UnixNano(), s.files
 				return idx, nil
 			}
 		}
@@ -271,7 +271,7 @@ func (a artifact[T]) rebuildIndex(s *Store, now dirStamp) (*index, error) {
 		if !de.Type().IsRegular() {
 			continue // links and FIFOs are not artifacts (ids skips them too)
 		}
-		e, err := a.summarize(a.path(s, id))
+		e, err := a.summarize(s, a.path(s, id))
 		if err != nil {
 			bad = append(bad, id)
 			continue
@@ -293,13 +293,13 @@ func (a artifact[T]) rebuildIndex(s *Store, now dirStamp) (*index, error) {
 
 // summarize reads what the index records of one file: from its first
 // lines when the kind can (packets), else from the whole file.
-func (a artifact[T]) summarize(path string) (entry, error) {
+func (a artifact[T]) summarize(s *Store, path string) (entry, error) {
 	if a.peek != nil {
-		if e, ok := a.peek(path); ok {
+		if e, ok := a.peek(s, path); ok {
 			return e, nil
 		}
 	}
-	v, fi, err := a.readInfo(path)
+	v, fi, err := a.readInfo(s, path)
 	if err != nil {
 		return entry{}, err
 	}
@@ -317,7 +317,7 @@ func (a artifact[T]) saveIndex(s *Store, idx *index) {
 		return
 	}
 	p := a.indexPath(s)
-	unlock, ok, err := safefile.TryLock(p)
+	unlock, ok, err := s.files.TryLock(p)
 	if err != nil || !ok {
 		return
 	}
@@ -325,7 +325,7 @@ func (a artifact[T]) saveIndex(s *Store, idx *index) {
 	if now, err := s.dirStamp(a.dir); err != nil || !idx.Stamp.sameDir(now) || idx.whole() != nil {
 		return
 	}
-	_ = safefile.WriteCache(p, encodeIndex(idx), 0o644)
+	_ = s.files.WriteCache(p, encodeIndex(idx), 0o644)
 }
 
 // indexWrite is a write of one artifact under its directory's index lock.
@@ -357,7 +357,7 @@ func (a artifact[T]) beginIndexWrite(ctx context.Context, s *Store) *indexWrite[
 		return w
 	}
 	p = a.indexPath(s)
-	unlock, err := safefile.Lock(ctx, p)
+	unlock, err := s.files.Lock(ctx, p)
 	if err != nil {
 		removeIndex(s, a.kind, p)
 		return w
@@ -412,7 +412,7 @@ func (w *indexWrite[T]) commit(v T, path string, created bool) {
 	idx.Stamp = now
 	idx.Stamp.Count = count
 	idx.Stamp.Racy = now.Racy || w.unverified
-	if err := safefile.WriteCacheFunc(p, 0o644, idx.writeTo); err != nil {
+	if err := s.files.WriteCacheFunc(p, 0o644, idx.writeTo); err != nil {
 		removeIndex(s, a.kind, p)
 		return
 	}
@@ -429,7 +429,7 @@ func (w *indexWrite[T]) commit(v T, path string, created bool) {
 			removeIndex(s, a.kind, p)
 			return
 		}
-		idx.src = &indexSource{path: p, ino: uint64(st.Ino), size: fi.Size(), mod: fi.ModTime().UnixNano(), bodySize: len(idx.body) + idx.tail.bodySize}
+		idx.src = &indexSource{path: p, files: s.files, ino: uint64(st.Ino), size: fi.Size(), mod: fi.ModTime().UnixNano(), bodySize: len(idx.body) + idx.tail.bodySize}
 		idx.bodyStart = fi.Size() - int64(idx.src.bodySize) - endLine
 		idx.tail = nil
 	}
@@ -468,7 +468,7 @@ func (s *Store) cacheIndex(idx *index) {
 // rewritten in place, and the index must be rebuilt.
 func (a artifact[T]) badErrors(s *Store, idx *index) (errs []error, stale bool) {
 	for _, id := range idx.Bad {
-		if _, err := a.read(a.path(s, id)); err != nil {
+		if _, err := a.read(s, a.path(s, id)); err != nil {
 			if baton.ErrorCode(err) != baton.NotFound {
 				errs = append(errs, err)
 			}
@@ -515,7 +515,7 @@ func (a artifact[T]) allEntries(s *Store) ([]entry, *index, []error, error) {
 // what e recorded: the same size and time, and the fields listing and
 // `latest` choose by. A file gone or different means the index is stale.
 func (a artifact[T]) readEntry(s *Store, e entry) (v T, same bool, err error) {
-	v, fi, err := a.readInfo(a.path(s, e.ID))
+	v, fi, err := a.readInfo(s, a.path(s, e.ID))
 	if err != nil {
 		return v, baton.ErrorCode(err) != baton.NotFound, err
 	}

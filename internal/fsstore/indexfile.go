@@ -133,6 +133,7 @@ type index struct {
 // a writer put in its place since.
 type indexSource struct {
 	path     string
+	files    safefile.Root // what path is read beneath
 	ino      uint64
 	size     int64
 	mod      int64
@@ -196,7 +197,7 @@ func (idx *index) at(i int) (e entry, ok bool, err error) {
 // readRest reads the whole body from the file the index came from.
 func (idx *index) readRest() error {
 	src := idx.src
-	b, fi, err := safefile.ReadFileInfo(src.path, maxIndexBytes)
+	b, fi, err := src.files.ReadFileInfo(src.path, maxIndexBytes)
 	if err != nil {
 		return err
 	}
@@ -296,7 +297,7 @@ func (idx *index) splicePart(e entry, created bool, src *indexSource, prefix str
 	if !ok {
 		return nil, false
 	}
-	n.tail = &indexSource{path: src.path, ino: src.ino, size: src.size, mod: src.mod,
+	n.tail = &indexSource{path: src.path, files: src.files, ino: src.ino, size: src.size, mod: src.mod,
 		off: idx.bodyStart + int64(len(prefix)), bodySize: src.bodySize - len(prefix)}
 	return n, true
 }
@@ -355,7 +356,7 @@ func (idx *index) writeTo(f *os.File) error {
 		return err
 	}
 	if t := idx.tail; t != nil {
-		old, err := safefile.OpenRegular(t.path)
+		old, err := t.files.OpenRegular(t.path)
 		if err != nil {
 			return err
 		}

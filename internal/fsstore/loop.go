@@ -14,7 +14,6 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/frontmatter"
-	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // loops is the loop kind of artifact.
@@ -223,7 +222,7 @@ func (s *Store) Foreground() (Foreground, error) {
 // readForeground reads the pointer file.
 func (s *Store) readForeground() (f Foreground, err error) {
 	p := s.indexPath(ForegroundLoopsFile)
-	b, err := readFile(p, maxSmallFile)
+	b, err := s.readFile(p, maxSmallFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Foreground{}, nil
 	} else if r := (*RefusedError)(nil); errors.As(err, &r) {
@@ -341,7 +340,7 @@ func (s *Store) swapForeground(ctx context.Context, change func(*Foreground) (bo
 		return err
 	}
 	p := s.indexPath(ForegroundLoopsFile)
-	unlock, err := safefile.Lock(ctx, p)
+	unlock, err := s.files.Lock(ctx, p)
 	if err != nil {
 		return refused(p+".lock", err)
 	}
@@ -374,7 +373,7 @@ func (s *Store) swapForeground(ctx context.Context, change func(*Foreground) (bo
 	if err != nil {
 		return err
 	}
-	if err := safefile.WriteAtomic(p, append(b, '\n'), 0o644); err != nil {
+	if err := s.files.WriteAtomic(p, append(b, '\n'), 0o644); err != nil {
 		return err
 	}
 	s.sweep(filepath.Join(IndexesDir, filepath.Base(s.machineDir())))
@@ -439,7 +438,7 @@ func (s *Store) NewForeignLoops(f Foreground) ([]*baton.Loop, []error, error) {
 	}
 	seenPath := s.indexPath(LoopsSeenFile)
 	seen := map[string]seenLoop{}
-	if b, err := readFile(seenPath, maxIndexBytes); err == nil {
+	if b, err := s.readFile(seenPath, maxIndexBytes); err == nil {
 		_ = json.Unmarshal(b, &seen) // damaged: everything is looked at again
 	}
 	next := make(map[string]seenLoop, len(names))
@@ -477,7 +476,7 @@ func (s *Store) NewForeignLoops(f Foreground) ([]*baton.Loop, []error, error) {
 	if changed || len(next) != len(seen) {
 		if err := s.mkIndexes(); err == nil {
 			if b, err := json.Marshal(next); err == nil {
-				_ = safefile.WriteCache(seenPath, b, 0o644) // lost: told again, no harm
+				_ = s.files.WriteCache(seenPath, b, 0o644) // lost: told again, no harm
 			}
 		}
 	}

@@ -100,11 +100,11 @@ func (s *Store) mkIndexes() error {
 	if err := s.checkDirs(IndexesDir); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(s.path(IndexesDir), 0o755); err != nil {
+	if err := s.files.MkdirAll(s.path(IndexesDir), 0o755); err != nil {
 		return err
 	}
 	dir := s.machineDir()
-	if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
+	if err := s.files.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	return s.checkDirs(IndexesDir)

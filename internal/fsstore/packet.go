@@ -15,7 +15,6 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/frontmatter"
-	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // packets is the packet kind of artifact.
@@ -464,9 +463,9 @@ func packetEntry(p *baton.Packet) entry {
 // packet written the way baton writes them, and reports false for
 // anything else, which is then decoded in full: the entry must be what
 // decoding would give.
-func peekPacket(path string) (entry, bool) {
+func peekPacket(s *Store, path string) (entry, bool) {
 	var e entry
-	f, err := safefile.OpenRegular(path)
+	f, err := s.files.OpenRegular(path)
 	if err != nil {
 		return e, false
 	}

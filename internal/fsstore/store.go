@@ -108,6 +108,9 @@ type Store struct {
 	// machine the per-machine directory's name once known (machine.go).
 	machineID, machine string
 	machineMu          sync.Mutex
+	// files opens everything of the store beneath root: no link between
+	// root and a file is followed (safefile.Root).
+	files safefile.Root
 
 	mu sync.Mutex
 	// indexes are the packet and loop indexes last read or written, by
@@ -126,7 +129,7 @@ type Options struct {
 // Open returns the store of project root. It does no I/O: a store that
 // does not exist yet is created by Init or by the first write.
 func Open(root string, opts Options) *Store {
-	s := &Store{root: root, dir: filepath.Join(root, Dir), now: opts.Now, newProjectID: opts.NewProjectID, machineID: opts.MachineID}
+	s := &Store{root: root, dir: filepath.Join(root, Dir), now: opts.Now, newProjectID: opts.NewProjectID, machineID: opts.MachineID, files: safefile.Root{Dir: root}}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -160,7 +163,7 @@ func (s *Store) Init(ctx context.Context) (created bool, err error) {
 		if err := s.checkDirs(d); err != nil {
 			return false, err
 		}
-		if err := os.MkdirAll(s.path(d), 0o755); err != nil {
+		if err := s.files.MkdirAll(s.path(d), 0o755); err != nil {
 			return false, fmt.Errorf("create %s: %w", s.path(d), err)
 		}
 	}
@@ -174,7 +177,7 @@ func (s *Store) Init(ctx context.Context) (created bool, err error) {
 	if _, err := os.Lstat(marker); err == nil {
 		return false, nil
 	}
-	unlock, err := safefile.Lock(ctx, marker)
+	unlock, err := s.files.Lock(ctx, marker)
 	if err != nil {
 		return false, refused(marker+".lock", err)
 	}
@@ -187,7 +190,7 @@ func (s *Store) Init(ctx context.Context) (created bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	if err := safefile.WriteAtomic(marker, append(b, '\n'), 0o644); err != nil {
+	if err := s.files.WriteAtomic(marker, append(b, '\n'), 0o644); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -216,7 +219,7 @@ const SearchIndex = "search.db"
 // to one an earlier version wrote, keeping everything else in it.
 func (s *Store) ensureIgnore() error {
 	p := s.path(".gitignore")
-	b, err := readFile(p, maxSmallFile)
+	b, err := s.readFile(p, maxSmallFile)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil // a .gitignore baton cannot read is left alone
 	}
@@ -238,7 +241,7 @@ func (s *Store) ensureIgnore() error {
 	if !changed {
 		return nil
 	}
-	return safefile.WriteAtomic(p, []byte(out), 0o644)
+	return s.files.WriteAtomic(p, []byte(out), 0o644)
 }
 
 // ReadRoot reads root.json. Returns NotFound when the store has no marker.
@@ -247,7 +250,7 @@ func (s *Store) ReadRoot() (*baton.Root, error) {
 		return nil, err
 	}
 	p := s.path("root.json")
-	b, err := readFile(p, maxSmallFile)
+	b, err := s.readFile(p, maxSmallFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, baton.WrapError(baton.NotFound, err, "no context store at %s: run `baton init`", s.root)
 	} else if baton.ErrorCode(err) == baton.Invalid {

@@ -6,10 +6,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/baton-agent/baton/internal/prompt"
-	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // Inputs is everything one iteration's prompt and context files are made
@@ -50,11 +50,11 @@ func goalText(n *Node) string {
 // writeContext clears dir and writes the iteration's ephemeral files:
 // goal.md always, history.md only with a history, failure.md only with a
 // failure.
-func writeContext(dir string, in Inputs) error {
-	if err := os.RemoveAll(dir); err != nil {
+func writeContext(l Layout, dir string, in Inputs) error {
+	if err := l.removeAll(dir); err != nil {
 		return fmt.Errorf("clear %s: %w", dir, err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := l.mkdirAll(dir); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
 	files := []struct {
@@ -69,7 +69,7 @@ func writeContext(dir string, in Inputs) error {
 			continue
 		}
 		text := f.heading + "\n\n" + strings.TrimRight(f.body, "\n") + "\n"
-		if err := safefile.WriteAtomic(dir+string(os.PathSeparator)+f.name, []byte(text), 0o644); err != nil {
+		if err := l.writeFile(filepath.Join(dir, f.name), []byte(text)); err != nil {
 			return err
 		}
 	}
@@ -202,8 +202,8 @@ const (
 // readNotes returns the text of a state notes file without its template,
 // or "" when it is missing or holds only the template. It reads at most
 // max bytes: the prompt budget would drop a huge file anyway.
-func readNotes(path, template string, max int) (string, error) {
-	f, err := os.Open(path)
+func readNotes(l Layout, path, template string, max int) (string, error) {
+	f, err := l.openFile(path, os.O_RDONLY)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	} else if err != nil {

@@ -35,7 +35,7 @@ type guardSpec struct {
 	Env     []string // added to the process environment
 	PassEnv []string // secrets it gets anyway (proc.Check.PassEnv)
 	Timeout time.Duration
-	Log     string // path of guard.log
+	Log     string // path of guard.log, beneath Dir (opened following no link)
 	MaxLog  int64
 	Confine *sandbox.Confinement // nil: unconfined
 }
@@ -51,7 +51,7 @@ func runGuard(ctx context.Context, g guardSpec) (guardOutcome, error) {
 		out.TimedOut = true
 		return out, writeGuardLog(g, "[baton: no time left in the iteration for the guard]\n")
 	}
-	f, err := os.OpenFile(g.Log, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := Layout{Root: g.Dir}.openFile(g.Log, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
 	if err != nil {
 		return out, fmt.Errorf("create guard log: %w", err)
 	}
@@ -89,7 +89,7 @@ func runGuard(ctx context.Context, g guardSpec) (guardOutcome, error) {
 }
 
 func writeGuardLog(g guardSpec, text string) error {
-	return os.WriteFile(g.Log, []byte(fmt.Sprintf("$ sh -c %s\n%s", shellQuote(g.Command), text)), 0o644)
+	return Layout{Root: g.Dir}.writeFile(g.Log, []byte(fmt.Sprintf("$ sh -c %s\n%s", shellQuote(g.Command), text)))
 }
 
 // failureText is what the next attempt is told about a failed guard.

@@ -2,6 +2,7 @@ package goaltree
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,9 +15,11 @@ import (
 func TestRunGuard(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
+	runs := 0
 	run := func(command string, timeout time.Duration, maxLog int64) (guardOutcome, string, error) {
 		t.Helper()
-		log := filepath.Join(t.TempDir(), GuardLog)
+		runs++
+		log := filepath.Join(dir, fmt.Sprintf("%d-%s", runs, GuardLog))
 		out, err := runGuard(t.Context(), guardSpec{Command: command, Dir: dir, Env: []string{"GUARD_VAR=seen"}, Timeout: timeout, Log: log, MaxLog: maxLog})
 		b, _ := os.ReadFile(log)
 		return out, string(b), err
@@ -52,7 +55,7 @@ func TestRunGuard(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := runGuard(ctx, guardSpec{Command: "true", Dir: dir, Timeout: time.Minute, Log: filepath.Join(t.TempDir(), GuardLog), MaxLog: 10}); baton.ErrorCode(err) != baton.Canceled {
+	if _, err := runGuard(ctx, guardSpec{Command: "true", Dir: dir, Timeout: time.Minute, Log: filepath.Join(dir, GuardLog), MaxLog: 10}); baton.ErrorCode(err) != baton.Canceled {
 		t.Errorf("canceled guard = %v, want Canceled", err)
 	}
 	if _, err := runGuard(t.Context(), guardSpec{Command: "true", Dir: filepath.Join(dir, "missing"), Timeout: time.Minute, Log: filepath.Join(t.TempDir(), GuardLog), MaxLog: 10}); err == nil {

@@ -12,7 +12,6 @@ import (
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/gitx"
-	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // RootID is the id of a tree's root node.
@@ -111,7 +110,7 @@ func Init(ctx context.Context, l Layout, o InitOptions) (*InitResult, error) {
 
 	st := &RunState{SchemaVersion: runStateVersion, RunID: id, Branch: res.Branch, CreatedAt: o.Now.UTC().Truncate(time.Second), NextIter: 1}
 	for _, d := range []string{l.State(""), l.Context(""), filepath.Dir(l.Iteration(id, 1))} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := l.mkdirAll(d); err != nil {
 			return nil, fmt.Errorf("create %s: %w", d, err)
 		}
 	}
@@ -135,7 +134,7 @@ func Init(ctx context.Context, l Layout, o InitOptions) (*InitResult, error) {
 				return nil, err
 			}
 		}
-		if err := safefile.WriteAtomic(f.path, f.data, 0o644); err != nil {
+		if err := l.writeFile(f.path, f.data); err != nil {
 			return nil, err
 		}
 	}

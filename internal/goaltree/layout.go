@@ -1,10 +1,14 @@
 package goaltree
 
 import (
+	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 
 	"github.com/baton-agent/baton/internal/fsstore"
+	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // dir is the runner's directory, relative to the project root.
@@ -76,4 +80,61 @@ func (l Layout) rel(path string) string {
 		return path
 	}
 	return filepath.ToSlash(r)
+}
+
+// The runner's own files live in the tree its agent writes, so the agent
+// could turn any directory on their way into a link to elsewhere. They
+// are opened beneath the project root, following no link and never
+// blocking (internal/safefile), like the delivery's files in a worktree.
+
+// maxRunnerFile bounds what the runner reads of one of its files.
+const maxRunnerFile = 64 << 20
+
+// beneath returns path relative to the project root; a path outside it
+// stays absolute, which safefile refuses.
+func (l Layout) beneath(path string) string {
+	r, err := filepath.Rel(l.Root, path)
+	if err != nil {
+		return path
+	}
+	return r
+}
+
+// readFile reads a runner file of at most maxRunnerFile bytes.
+func (l Layout) readFile(path string) ([]byte, error) {
+	return safefile.ReadBeneath(l.Root, l.beneath(path), maxRunnerFile)
+}
+
+// writeFile replaces a runner file atomically, making its directories.
+func (l Layout) writeFile(path string, data []byte) error {
+	return safefile.WriteBeneath(l.Root, l.beneath(path), data, 0o644)
+}
+
+// openFile opens a runner file with flag (os.O_*).
+func (l Layout) openFile(path string, flag int) (*os.File, error) {
+	return safefile.OpenBeneath(l.Root, l.beneath(path), flag, 0o644)
+}
+
+// mkdirAll makes a runner directory and those on its way.
+func (l Layout) mkdirAll(path string) error {
+	d, err := safefile.OpenDirBeneath(l.Root, l.beneath(path), true, 0o755)
+	if err != nil {
+		return err
+	}
+	return d.Close()
+}
+
+// removeAll removes a runner directory and all in it; a link in it is
+// removed, not followed. A missing one is no error.
+func (l Layout) removeAll(path string) error {
+	parent, name := filepath.Split(l.beneath(path))
+	d, err := safefile.OpenDirBeneath(l.Root, parent, false, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Remove(name)
 }

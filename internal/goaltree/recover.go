@@ -5,14 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/gitx"
-	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // Git safety and crash recovery. Every iteration ends in a commit, so the
@@ -73,11 +71,11 @@ func (it *iteration) checkBranchAfterAgent(ctx context.Context) error {
 // ensureGitignore rewrites the runner's .gitignore when it is missing or
 // changed, so context/ and iterations/ never reach a commit.
 func (l Layout) ensureGitignore() error {
-	b, err := os.ReadFile(l.Gitignore())
+	b, err := l.readFile(l.Gitignore())
 	if err == nil && bytes.Equal(b, []byte(gitignore)) {
 		return nil
 	}
-	return safefile.WriteAtomic(l.Gitignore(), []byte(gitignore), 0o644)
+	return l.writeFile(l.Gitignore(), []byte(gitignore))
 }
 
 // checkClean refuses uncommitted changes outside the runner's own
@@ -153,10 +151,7 @@ func (r *Runner) recoverInterrupted(ctx context.Context, repo *gitx.Repo, st *Ru
 		return "", err
 	}
 	msg := fmt.Sprintf("interrupted: the process running iteration %d stopped before recording it (killed, crashed or the machine went down); the work tree was committed as it was and no attempt was spent", f.Iter)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("create %s: %w", dir, err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, runnerErrorLog), []byte(msg+"\n"), 0o644); err != nil {
+	if err := l.writeFile(filepath.Join(dir, runnerErrorLog), []byte(msg+"\n")); err != nil {
 		return "", fmt.Errorf("write %s: %w", runnerErrorLog, err)
 	}
 	rec := &IterationRecord{Iter: f.Iter, Node: f.Node, Status: statusRunnerError, Guard: guardSkipped, Attempt: f.Attempt, Error: "interrupted", At: r.now().UTC().Truncate(time.Second)}
@@ -173,7 +168,7 @@ func (r *Runner) recoverInterrupted(ctx context.Context, repo *gitx.Repo, st *Ru
 		return "", gitError(err, "commit the interrupted iteration %d (it is recorded; the next step commits it)", f.Iter)
 	}
 	meta := &Meta{SchemaVersion: 1, RunID: st.RunID, Iter: f.Iter, Node: f.Node, Attempt: f.Attempt, Status: rec.Status, Guard: rec.Guard, RunnerError: msg, StartedAt: f.StartedAt, FinishedAt: rec.At, Commit: c.SHA}
-	if err := safefile.WriteAtomic(filepath.Join(dir, MetaLog), encodeJSON(meta), 0o644); err != nil {
+	if err := l.writeFile(filepath.Join(dir, MetaLog), encodeJSON(meta)); err != nil {
 		return "", err
 	}
 	note := fmt.Sprintf("recovered iteration %d (node %s): it was interrupted; committed the work tree as %s, no attempt spent", f.Iter, f.Node, c.Short())
@@ -185,7 +180,7 @@ func (r *Runner) recoverInterrupted(ctx context.Context, repo *gitx.Repo, st *Ru
 // started: its tree.before.json, else the tree committed at HEAD.
 func (r *Runner) treeBefore(ctx context.Context, repo *gitx.Repo, dir string) (*Node, error) {
 	l := r.Layout
-	if b, err := os.ReadFile(filepath.Join(dir, treeBeforeLog)); err == nil {
+	if b, err := l.readFile(filepath.Join(dir, treeBeforeLog)); err == nil {
 		if t, err := decode(b); err == nil {
 			return t, nil
 		}

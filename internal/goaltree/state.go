@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -18,7 +17,7 @@ import (
 // readState reads a state file; a missing one means there is no run.
 func (l Layout) readState(name string) ([]byte, error) {
 	p := l.State(name)
-	b, err := os.ReadFile(p)
+	b, err := l.readFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, baton.WrapError(baton.NotFound, err, "no goal-tree run in %s (%s is missing): run `baton run init`", l.Root, l.rel(p))
 	}
@@ -57,7 +56,7 @@ func (l Layout) TreeProblems() ([]NodeProblem, *Node, error) {
 
 // SaveTree writes state/tree.json canonically.
 func (l Layout) SaveTree(t *Node) error {
-	return safefile.WriteAtomic(l.State(treeFile), encode(t), 0o644)
+	return l.writeFile(l.State(treeFile), encode(t))
 }
 
 // LoadRunState reads and validates state/run_state.json.
@@ -96,7 +95,7 @@ func decodeRunState(data []byte) (*RunState, error) {
 
 // SaveRunState writes state/run_state.json.
 func (l Layout) SaveRunState(s *RunState) error {
-	return safefile.WriteAtomic(l.State(RunStateFile), encodeJSON(s), 0o644)
+	return l.writeFile(l.State(RunStateFile), encodeJSON(s))
 }
 
 // LoadStateAndTree reads run_state.json and tree.json, what every view of
@@ -137,7 +136,7 @@ func (l Layout) LoadConfig() (Config, error) {
 // second runner in the same project is refused rather than queued: two
 // agents in one work tree would trample each other.
 func (l Layout) Lock(ctx context.Context) (unlock func(), err error) {
-	if err := os.MkdirAll(l.State(""), 0o755); err != nil {
+	if err := l.mkdirAll(l.State("")); err != nil {
 		return nil, fmt.Errorf("create %s: %w", l.State(""), err)
 	}
 	lctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)

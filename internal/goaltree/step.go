@@ -18,7 +18,6 @@ import (
 	"github.com/baton-agent/baton/internal/proc"
 	"github.com/baton-agent/baton/internal/prompt"
 	"github.com/baton-agent/baton/internal/prompt/budget"
-	"github.com/baton-agent/baton/internal/safefile"
 	"github.com/baton-agent/baton/internal/sandbox"
 )
 
@@ -259,13 +258,13 @@ func (it *iteration) prepare() (Inputs, error) {
 // then the context files and the snapshot of the runner-owned files.
 func (it *iteration) begin(ctx context.Context, in Inputs) error {
 	l, node := it.r.Layout, it.node()
-	if err := os.RemoveAll(it.dir); err != nil {
+	if err := l.removeAll(it.dir); err != nil {
 		return fmt.Errorf("clear %s: %w", it.dir, err)
 	}
-	if err := os.MkdirAll(it.dir, 0o755); err != nil {
+	if err := l.mkdirAll(it.dir); err != nil {
 		return fmt.Errorf("create %s: %w", it.dir, err)
 	}
-	if err := safefile.WriteAtomic(filepath.Join(it.dir, treeBeforeLog), encode(it.tree), 0o644); err != nil {
+	if err := l.writeFile(filepath.Join(it.dir, treeBeforeLog), encode(it.tree)); err != nil {
 		return err
 	}
 	head, err := it.repo.Head(ctx)
@@ -277,7 +276,7 @@ func (it *iteration) begin(ctx context.Context, in Inputs) error {
 		return err
 	}
 	// From here a crash leaves in_flight for the next step to recover.
-	if err := writeContext(l.Context(""), in); err != nil {
+	if err := writeContext(l, l.Context(""), in); err != nil {
 		return it.runnerError(ctx, err)
 	}
 	if it.protect, err = snapshot(l); err != nil {
@@ -305,7 +304,7 @@ func (it *iteration) runAgent(ctx context.Context) (*Result, error) {
 		return nil, err // leaves in_flight: the next step recovers once HEAD is back
 	}
 	if len(it.res.Structured) > 0 {
-		if err := os.WriteFile(filepath.Join(it.dir, outputLog), append(bytes.TrimSpace(it.res.Structured), '\n'), 0o644); err != nil {
+		if err := it.r.Layout.writeFile(filepath.Join(it.dir, outputLog), append(bytes.TrimSpace(it.res.Structured), '\n')); err != nil {
 			return nil, it.runnerError(ctx, err)
 		}
 	}
@@ -345,7 +344,7 @@ func (it *iteration) apply(ctx context.Context, result *Result, agentErr string,
 	}
 	logs[treeAfterLog] = string(encode(after))
 	for name, text := range logs {
-		if err := os.WriteFile(filepath.Join(it.dir, name), []byte(text), 0o644); err != nil {
+		if err := it.r.Layout.writeFile(filepath.Join(it.dir, name), []byte(text)); err != nil {
 			return it.runnerError(ctx, err)
 		}
 	}
@@ -372,15 +371,15 @@ func (it *iteration) inputs() (Inputs, error) {
 			in.History = fb.Summary
 		}
 		if fb.Failure() {
-			in.Failure = readFailure(l.Iteration(it.st.RunID, fb.Iter), fb.Iter)
+			in.Failure = readFailure(l, l.Iteration(it.st.RunID, fb.Iter), fb.Iter)
 		}
 	}
 	budget := max(it.cfg.PromptBudget, it.r.PromptBudget)
 	var err error
-	if in.Assumptions, err = readNotes(l.State(assumptionsFile), assumptionsTemplate, budget); err != nil {
+	if in.Assumptions, err = readNotes(l, l.State(assumptionsFile), assumptionsTemplate, budget); err != nil {
 		return in, err
 	}
-	if in.Questions, err = readNotes(l.State(questionsFile), questionsTemplate, budget); err != nil {
+	if in.Questions, err = readNotes(l, l.State(questionsFile), questionsTemplate, budget); err != nil {
 		return in, err
 	}
 	return in, nil
@@ -388,11 +387,11 @@ func (it *iteration) inputs() (Inputs, error) {
 
 // readFailure returns the failure the previous iteration recorded: its
 // failure.log, else the end of its guard.log.
-func readFailure(dir string, iter int) string {
-	if b, err := os.ReadFile(filepath.Join(dir, failureLog)); err == nil {
+func readFailure(l Layout, dir string, iter int) string {
+	if b, err := l.readFile(filepath.Join(dir, failureLog)); err == nil {
 		return strings.ToValidUTF8(string(b), "\uFFFD")
 	}
-	f, err := os.Open(filepath.Join(dir, GuardLog))
+	f, err := l.openFile(filepath.Join(dir, GuardLog), os.O_RDONLY)
 	if err == nil {
 		defer f.Close()
 		tail := proc.Tail{Max: failureTailBytes}
@@ -444,7 +443,7 @@ func protectedFiles(l Layout) []string {
 func snapshot(l Layout) (map[string][]byte, error) {
 	m := map[string][]byte{}
 	for _, p := range protectedFiles(l) {
-		b, err := os.ReadFile(p)
+		b, err := l.readFile(p)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
@@ -460,7 +459,7 @@ func (it *iteration) restoreProtected() (string, error) {
 	var msgs []string
 	for _, p := range protectedFiles(l) {
 		was := it.protect[p]
-		now, err := os.ReadFile(p)
+		now, err := l.readFile(p)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return "", err
 		}
@@ -473,9 +472,9 @@ func (it *iteration) restoreProtected() (string, error) {
 			msgs = append(msgs, fmt.Sprintf("you changed %s, which belongs to the runner; the change was reverted", l.rel(p)))
 		}
 		if was == nil {
-			err = os.Remove(p)
+			err = l.removeAll(p)
 		} else {
-			err = safefile.WriteAtomic(p, was, 0o644)
+			err = l.writeFile(p, was)
 		}
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return "", err
@@ -497,7 +496,7 @@ func (it *iteration) runnerError(ctx context.Context, cause error) error {
 	msg := runnerErrorText(cause)
 	it.rep.Status, it.rep.Guard, it.rep.RunnerError = statusRunnerError, guardSkipped, msg
 	it.rep.State = it.sel.State
-	_ = os.WriteFile(filepath.Join(it.dir, runnerErrorLog), []byte(msg+"\n"), 0o644) // best effort: the error is returned anyway
+	_ = it.r.Layout.writeFile(filepath.Join(it.dir, runnerErrorLog), []byte(msg+"\n")) // best effort: the error is returned anyway
 	if err := it.record(ctx, msg, nil); err != nil && baton.ErrorCode(cause) != baton.Canceled {
 		cause = errors.Join(cause, err)
 	}
@@ -539,7 +538,7 @@ func (it *iteration) record(ctx context.Context, errMsg string, added []string) 
 		cerr = gitError(cerr, "commit iteration %d (it is recorded; the next step commits it)", it.n)
 	}
 	meta.ElapsedSeconds = time.Since(it.start).Seconds()
-	werr := safefile.WriteAtomic(filepath.Join(it.dir, MetaLog), encodeJSON(meta), 0o644)
+	werr := it.r.Layout.writeFile(filepath.Join(it.dir, MetaLog), encodeJSON(meta))
 	it.r.progress("%s", it.rep.Line(st.RunID))
 	if cerr != nil {
 		if errMsg == "" {
@@ -553,7 +552,7 @@ func (it *iteration) record(ctx context.Context, errMsg string, added []string) 
 // runnerErrorAfterRecord reports a commit failure after the iteration's
 // outcome was recorded: the outcome stands, and the next step commits it.
 func (it *iteration) runnerErrorAfterRecord(cause error) error {
-	_ = os.WriteFile(filepath.Join(it.dir, runnerErrorLog), []byte(runnerErrorText(cause)+"\n"), 0o644)
+	_ = it.r.Layout.writeFile(filepath.Join(it.dir, runnerErrorLog), []byte(runnerErrorText(cause)+"\n"))
 	return baton.WrapError(baton.Unavailable, cause, "iteration %d (node %s) was recorded but not committed", it.n, it.node().ID)
 }
 

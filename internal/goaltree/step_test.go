@@ -631,3 +631,33 @@ func TestEveryExecutorStep(t *testing.T) {
 		})
 	}
 }
+
+// TestAgentLinksLeadTheRunnerNowhere: the agent works in the tree that
+// holds the runner's files, so it can turn the directory of its own
+// iteration into a link to elsewhere. What the runner writes after the
+// agent is then refused, never written through the link.
+func TestAgentLinksLeadTheRunnerNowhere(t *testing.T) {
+	t.Parallel()
+	p := newProject(t, leafGoal, testConfig("true"))
+	outside := t.TempDir()
+	iterDir := p.l.Iteration(p.state().RunID, 1)
+	p.fake.SetScript(t, agenttest.Script{Turns: []agenttest.Turn{{
+		Commands: []agenttest.Command{{Argv: []string{"sh", "-c", `rm -rf "$1" && ln -s "$2" "$1"`, "sh", iterDir, outside}}},
+		Final:    done("moved my logs"),
+	}}})
+	_, _ = p.step() // refused or recorded: either way, nothing goes outside
+	entries, err := os.ReadDir(outside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if len(names) > 0 {
+		t.Errorf("the runner wrote %q through the agent's link to %s", names, outside)
+	}
+	if fi, err := os.Lstat(iterDir); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the agent did not make its link (%v, %v): the test proves nothing", fi, err)
+	}
+}

@@ -23,9 +23,10 @@ var installMu sync.Mutex
 // NPMBin installs pkg@version (once per cache) and returns the path of its
 // executable bin: a name in node_modules/.bin, or a path under
 // node_modules when it contains a slash (packages that ship a native
-// binary without a bin entry). The test is skipped, saying why, only when
-// npm is missing or the registry cannot be reached; scripts/test.sh
-// installs npm.
+// binary without a bin entry). When npm is missing or the registry
+// cannot be reached, the test is skipped, saying why, in an everyday run,
+// and fails in a run of every test (BATON_TEST_ALL, as scripts/test.sh
+// and CI run): there a skip would pass a run that tested nothing.
 func NPMBin(t testing.TB, pkg, version, bin string) string {
 	t.Helper()
 	return NPM{Pkg: pkg, Version: version, Bin: bin}.Install(t)
@@ -53,7 +54,7 @@ func (n NPM) Install(t testing.TB) string {
 	defer installMu.Unlock()
 	cache, err := testenv.CacheDir()
 	if err != nil {
-		t.Skipf("no cache directory for npm installs: %v", err)
+		unavailable(t, "no cache directory for npm installs: %v", err)
 	}
 	dir := filepath.Join(cache, strings.NewReplacer("@", "", "/", "-").Replace(n.Pkg)+"-"+n.Version)
 	path := filepath.Join(dir, "node_modules", ".bin", n.Bin)
@@ -65,7 +66,7 @@ func (n NPM) Install(t testing.TB) string {
 	}
 	npm, err := exec.LookPath("npm")
 	if err != nil {
-		t.Skipf("npm is not installed, so %s cannot be: %v", n.Pkg, err)
+		unavailable(t, "npm is not installed, so %s cannot be: %v", n.Pkg, err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -82,13 +83,23 @@ func (n NPM) Install(t testing.TB) string {
 	cmd := exec.Command(npm, "install", "--no-audit", "--no-fund", "--loglevel=error", n.Pkg+"@"+n.Version)
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Skipf("npm install %s@%s failed (is the registry reachable?): %v\n%s", n.Pkg, n.Version, err, out)
+		unavailable(t, "npm install %s@%s failed (is the registry reachable?): %v\n%s", n.Pkg, n.Version, err, out)
 	}
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("npm install %s@%s gave no %s: %v", n.Pkg, n.Version, n.Bin, err)
 	}
 	t.Logf("installed %s@%s in %s", n.Pkg, n.Version, time.Since(start).Round(time.Second))
 	return path
+}
+
+// unavailable ends a test whose outside program cannot be installed:
+// skipped in an everyday run, failed in a run of every test.
+func unavailable(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if testenv.All() {
+		t.Fatalf(format, args...)
+	}
+	t.Skipf(format, args...)
 }
 
 // writeStubs writes dir/package.json with n's stubs as overrides, and an

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -190,6 +188,20 @@ func OpenDirBeneath(root, rel string, mkdir bool, perm os.FileMode) (*DirBeneath
 	if err != nil {
 		return nil, err
 	}
+	if !mkdir && len(parts) > 0 && !walkOnly.Load() {
+		// One call where the kernel resolves the whole way down.
+		next, ok, err := openat2(fd, strings.Join(parts, "/"), unix.O_RDONLY|unix.O_DIRECTORY|beneathFlags, 0)
+		if ok {
+			unix.Close(fd)
+			if errors.Is(err, unix.ELOOP) {
+				err = ErrNotBeneath // a link anywhere on a directory's path
+			}
+			if err != nil {
+				return nil, beneathError("open", root, rel, err)
+			}
+			return &DirBeneath{fd: next, path: filepath.Join(root, filepath.FromSlash(rel))}, nil
+		}
+	}
 	for _, p := range parts {
 		next, err := unix.Openat(fd, p, unix.O_RDONLY|unix.O_DIRECTORY|beneathFlags, 0)
 		if errors.Is(err, unix.ENOENT) && mkdir {
@@ -227,47 +239,7 @@ func (d *DirBeneath) WriteAtomicFunc(name string, perm os.FileMode, write func(*
 	if name == "" || strings.ContainsRune(name, '/') || name == "." || name == ".." {
 		return &fs.PathError{Op: "write", Path: filepath.Join(d.path, name), Err: ErrNotBeneath}
 	}
-	tmp, fd, err := d.createTemp(name, perm)
-	if err != nil {
-		return &fs.PathError{Op: "write", Path: filepath.Join(d.path, name), Err: err}
-	}
-	f := os.NewFile(uintptr(fd), tmp)
-	err = write(f)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = unix.Renameat(d.fd, tmp, d.fd, name)
-	}
-	if err != nil {
-		_ = unix.Unlinkat(d.fd, tmp, 0)
-		return &fs.PathError{Op: "write", Path: filepath.Join(d.path, name), Err: err}
-	}
-	return nil
-}
-
-// createTemp creates a new temp file for name in d.
-func (d *DirBeneath) createTemp(name string, perm os.FileMode) (string, int, error) {
-	for range 100 {
-		tmp := "." + name + TempMarker + strconv.FormatUint(rand.Uint64(), 36)
-		fd, err := unix.Openat(d.fd, tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
-		if errors.Is(err, unix.EEXIST) {
-			continue
-		}
-		if err != nil {
-			return "", -1, err
-		}
-		if err := unix.Fchmod(fd, uint32(perm.Perm())); err != nil {
-			unix.Close(fd)
-			_ = unix.Unlinkat(d.fd, tmp, 0)
-			return "", -1, err
-		}
-		return tmp, fd, nil
-	}
-	return "", -1, errors.New("no free temp file name")
+	return replaceAt(d.fd, name, filepath.Join(d.path, name), perm, true, write)
 }
 
 // Remove removes the entry name of d, whatever it is (a link is removed,
@@ -316,20 +288,11 @@ func (d *DirBeneath) ReadFile(name string, max int64) ([]byte, error) {
 	if name == "" || strings.ContainsRune(name, '/') || name == "." || name == ".." {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: ErrNotBeneath}
 	}
-	fd, err := unix.Openat(d.fd, name, unix.O_RDONLY|beneathFlags, 0)
-	if err != nil {
-		return nil, beneathError("open", d.path, name, err)
-	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
-	fi, err := f.Stat()
+	f, err := openFileAt(d.fd, name, path, unix.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, kind(fi.Mode()))}
-	}
-	_ = unix.SetNonblock(fd, false)
+	defer f.Close()
 	b, _, err := readAllOf(f, path, max)
 	return b, err
 }

@@ -18,6 +18,9 @@ func openat2(dirfd int, path string, flags int, perm uint32) (fd int, ok bool, e
 	if noOpenat2.Load() {
 		return -1, false, nil
 	}
+	if flags&(unix.O_CREAT|unix.O_TMPFILE) == 0 {
+		perm = 0 // openat2, unlike openat, refuses a mode it would not use
+	}
 	how := unix.OpenHow{
 		Flags:   uint64(flags),
 		Mode:    uint64(perm),

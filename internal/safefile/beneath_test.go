@@ -239,3 +239,75 @@ func FuzzOpenBeneath(f *testing.F) {
 		}
 	})
 }
+
+// A Root reads, writes, locks, appends and makes nothing through a link
+// on the way below it; the zero Root (what the plain functions use)
+// follows those links, as the system does: the control. Both ways the
+// kernel may take: openat2, and the walk of a kernel before 5.6.
+func TestRootFollowsNoLinkOnTheWay(t *testing.T) {
+	bothPaths(t, testRootFollowsNoLink)
+}
+
+func testRootFollowsNoLink(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(root, "real"), 0o755)
+	os.WriteFile(filepath.Join(outside, "secret"), []byte("SECRET"), 0o600)
+	if err := os.Symlink(outside, filepath.Join(root, "linked")); err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	for _, tc := range []struct {
+		name string
+		r    Root
+		bad  bool // the operations through the link must fail
+	}{{"root", Root{Dir: root}, true}, {"zero", Root{}, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := func(name string) string { return filepath.Join(root, "linked", name) }
+			var errs []error
+			_, err := tc.r.ReadFile(p("secret"), 100)
+			errs = append(errs, err)
+			errs = append(errs, tc.r.WriteAtomic(p("w-"+tc.name), []byte("x"), 0o644))
+			errs = append(errs, tc.r.WriteCache(p("c-"+tc.name), []byte("x"), 0o644))
+			errs = append(errs, tc.r.CreateExclusive(p("e-"+tc.name), []byte("x"), 0o644))
+			unlock, err := tc.r.Lock(ctx, p("l-"+tc.name))
+			if err == nil {
+				unlock()
+			}
+			errs = append(errs, err)
+			errs = append(errs, AppendJSONLBeneath(ctx, tc.r, p("j-"+tc.name), map[string]int{"a": 1}))
+			_, err = ScanJSONLBeneath(tc.r, p("secret"), func(map[string]any) error { return nil })
+			errs = append(errs, err)
+			errs = append(errs, tc.r.MkdirAll(p("d-"+tc.name), 0o755))
+			for i, err := range errs {
+				if tc.bad && !errors.Is(err, ErrNotBeneath) {
+					t.Errorf("operation %d through the link = %v, want ErrNotBeneath", i, err)
+				}
+				if !tc.bad && err != nil {
+					t.Errorf("operation %d through the link, zero Root = %v", i, err)
+				}
+			}
+			// Beneath it, without a link, everything works.
+			if tc.bad {
+				q := filepath.Join(root, "real", "f")
+				if err := tc.r.WriteAtomic(q, []byte("ok"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if b, err := tc.r.ReadFile(q, 10); err != nil || string(b) != "ok" {
+					t.Errorf("ReadFile beneath = %q, %v", b, err)
+				}
+				if _, err := tc.r.ReadFile(filepath.Join(outside, "secret"), 100); !errors.Is(err, ErrNotBeneath) {
+					t.Errorf("ReadFile of a path outside the root = %v, want ErrNotBeneath", err)
+				}
+			}
+		})
+	}
+	entries, _ := os.ReadDir(outside)
+	if len(entries) == 1 {
+		t.Error("the zero Root wrote nothing through the link: the control shows nothing")
+	}
+	for _, e := range entries {
+		if strings.Contains(e.Name(), "root") {
+			t.Errorf("a Root wrote %s outside through the link", e.Name())
+		}
+	}
+}

@@ -10,13 +10,17 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"syscall"
 )
 
 // AppendJSONL appends one JSON line per record to path. Each line is a
 // single write(2) with O_APPEND under the log's lock, so concurrent
 // writers never interleave or lose a line.
 func AppendJSONL[T any](ctx context.Context, path string, records ...T) error {
+	return AppendJSONLBeneath(ctx, Root{}, path, records...)
+}
+
+// AppendJSONLBeneath is AppendJSONL beneath r (see Root).
+func AppendJSONLBeneath[T any](ctx context.Context, r Root, path string, records ...T) error {
 	if len(records) == 0 {
 		return nil
 	}
@@ -28,20 +32,19 @@ func AppendJSONL[T any](ctx context.Context, path string, records ...T) error {
 		}
 		lines = append(lines, append(b, '\n'))
 	}
-	unlock, err := Lock(ctx, path)
+	unlock, err := r.Lock(ctx, path)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|noFollow, 0o644)
-	if errors.Is(err, syscall.ELOOP) {
-		return fmt.Errorf("append %s: %w (a symlink)", path, ErrNotRegular)
-	} else if err != nil {
-		return fmt.Errorf("open %s: %w", path, err)
+	dirfd, name, done, err := r.at(path)
+	if err != nil {
+		return fmt.Errorf("append %s: %w", path, err)
 	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		return fmt.Errorf("append %s: %w", path, ErrNotRegular)
+	f, err := openFileAt(dirfd, name, path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
+	done()
+	if err != nil {
+		return fmt.Errorf("append %s: %w", path, err)
 	}
 	if err := repairTornTail(f); err != nil {
 		f.Close()
@@ -110,7 +113,17 @@ func ScanJSONLTail[T any](path string, tail int64, fn func(T) error) (ScanStats,
 // bytes are read (from the first whole line in them): the newest records
 // of a log that only grows, in bounded time whatever its size.
 func ScanLines[T any](path string, tail int64, decode func([]byte, *T) error, fn func(T) error) (ScanStats, error) {
-	f, err := OpenRegular(path)
+	return ScanLinesBeneath(Root{}, path, tail, decode, fn)
+}
+
+// ScanJSONLBeneath is ScanJSONL beneath r (see Root).
+func ScanJSONLBeneath[T any](r Root, path string, fn func(T) error) (ScanStats, error) {
+	return ScanLinesBeneath(r, path, 0, func(line []byte, v *T) error { return json.Unmarshal(line, v) }, fn)
+}
+
+// ScanLinesBeneath is ScanLines beneath r (see Root).
+func ScanLinesBeneath[T any](r Root, path string, tail int64, decode func([]byte, *T) error, fn func(T) error) (ScanStats, error) {
+	f, err := r.OpenRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return ScanStats{}, nil
 	} else if err != nil {

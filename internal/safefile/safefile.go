@@ -11,10 +11,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math/rand/v2"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -29,31 +26,18 @@ var ErrNotRegular = errors.New("not a regular file")
 // ErrTooLarge is the cause when a file is larger than its reader accepts.
 var ErrTooLarge = errors.New("file too large")
 
-// noFollow opens without following a symlink in the final component and
-// without blocking on a FIFO or a device: the caller checks what it got.
-const noFollow = syscall.O_NOFOLLOW | syscall.O_NONBLOCK | syscall.O_CLOEXEC
-
 // OpenRegular opens path for reading, refusing (with ErrNotRegular) a
 // symlink, a FIFO, a device or anything else that is not a regular file.
 // It never blocks: a FIFO is opened non-blocking, seen, and closed. The
 // returned file reads in blocking mode.
-func OpenRegular(path string) (*os.File, error) {
-	return openRegular(path, noFollow)
-}
+func OpenRegular(path string) (*os.File, error) { return Root{}.OpenRegular(path) }
 
 // OpenRegularFollow is OpenRegular for a path someone else named (a
 // harness's transcript): a symlink is followed, but what it leads to must
 // be a regular file, and opening it never blocks.
 func OpenRegularFollow(path string) (*os.File, error) {
-	return openRegular(path, syscall.O_NONBLOCK|syscall.O_CLOEXEC)
-}
-
-func openRegular(path string, flags int) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|flags, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w (a symlink)", ErrNotRegular)}
-		}
 		return nil, err
 	}
 	fi, err := f.Stat()
@@ -100,12 +84,7 @@ func ReadFile(path string, max int64) ([]byte, error) {
 // it read, so a caller can record the size and time of exactly the
 // content it got.
 func ReadFileInfo(path string, max int64) ([]byte, fs.FileInfo, error) {
-	f, err := OpenRegular(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	return readAllOf(f, path, max)
+	return Root{}.ReadFileInfo(path, max)
 }
 
 // ReadFileFollow is ReadFile for a file the user may keep as a link (a
@@ -162,7 +141,7 @@ const TempMarker = ".tmp-"
 // the same directory, fsyncs it and renames it over path. A symlink at
 // path is replaced, not followed.
 func WriteAtomic(path string, data []byte, perm os.FileMode) error {
-	return replace(path, perm, true, writeAll(data))
+	return Root{}.WriteAtomic(path, data, perm)
 }
 
 // WriteCache is WriteAtomic without the fsync, for a file that is a
@@ -172,14 +151,14 @@ func WriteAtomic(path string, data []byte, perm os.FileMode) error {
 // reader must detect. An fsync costs a hook more than the rest of its
 // index update.
 func WriteCache(path string, data []byte, perm os.FileMode) error {
-	return replace(path, perm, false, writeAll(data))
+	return Root{}.WriteCache(path, data, perm)
 }
 
 // WriteCacheFunc is WriteCache with the content written by write, into
 // the temp file, so that parts of another file can be copied in by the
 // kernel rather than through memory.
 func WriteCacheFunc(path string, perm os.FileMode, write func(*os.File) error) error {
-	return replace(path, perm, false, write)
+	return Root{}.WriteCacheFunc(path, perm, write)
 }
 
 func writeAll(data []byte) func(*os.File) error {
@@ -189,77 +168,11 @@ func writeAll(data []byte) func(*os.File) error {
 	}
 }
 
-// replace writes a temp file beside path with write, fsyncs it when
-// sync, and renames it over path; on any error the temp file goes.
-func replace(path string, perm os.FileMode, sync bool, write func(*os.File) error) error {
-	tmp, err := createTemp(path, perm)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	name := tmp.Name()
-	err = write(tmp)
-	if err == nil && sync {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(name, path)
-	}
-	if err != nil {
-		os.Remove(name)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
 // CreateExclusive creates path with data atomically, failing with
 // fs.ErrExist when path exists (a symlink included): the content goes to
 // a temp file first and is hard-linked into place.
 func CreateExclusive(path string, data []byte, perm os.FileMode) error {
-	tmp, err := createTemp(path, perm)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", path, err)
-	}
-	name := tmp.Name()
-	defer os.Remove(name)
-	if err := writeSyncClose(tmp, data); err != nil {
-		return fmt.Errorf("create %s: %w", path, err)
-	}
-	if err := os.Link(name, path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return fs.ErrExist
-		}
-		return fmt.Errorf("create %s: %w", path, err)
-	}
-	return nil
-}
-
-// createTemp creates a new temp file for path in path's directory, with
-// perm (not subject to the umask's surprises: it is set explicitly).
-func createTemp(path string, perm os.FileMode) (*os.File, error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	for range 100 {
-		name := filepath.Join(dir, "."+base+TempMarker+strconv.FormatUint(rand.Uint64(), 36))
-		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, perm)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if err := f.Chmod(perm); err != nil {
-			f.Close()
-			os.Remove(name)
-			return nil, err
-		}
-		return f, nil
-	}
-	return nil, errors.New("no free temp file name")
+	return Root{}.CreateExclusive(path, data, perm)
 }
 
 func writeSyncClose(f *os.File, data []byte) error {
@@ -280,25 +193,7 @@ func writeSyncClose(f *os.File, data []byte) error {
 // reports how many it removed; errors are ignored, since a sweep is a
 // courtesy and the next one will try again.
 func SweepTemps(dir string, olderThan time.Duration, now time.Time) int {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return 0
-	}
-	n := 0
-	for _, e := range entries {
-		name := e.Name()
-		if !IsTempName(name) || !e.Type().IsRegular() {
-			continue
-		}
-		fi, err := e.Info()
-		if err != nil || now.Sub(fi.ModTime()) < olderThan {
-			continue
-		}
-		if os.Remove(filepath.Join(dir, name)) == nil {
-			n++
-		}
-	}
-	return n
+	return Root{}.SweepTemps(dir, olderThan, now)
 }
 
 // IsTempName reports whether a file name is an atomic write's temp file:
@@ -339,10 +234,11 @@ func isDigits(s string) bool {
 // wedges anything. It gives up when ctx ends. The lock file is never
 // opened through a symlink.
 func Lock(ctx context.Context, path string) (unlock func(), err error) {
-	f, err := openLockFile(path)
-	if err != nil {
-		return nil, err
-	}
+	return Root{}.Lock(ctx, path)
+}
+
+// lockFile takes the flock of f, path's lock file, as Lock says.
+func lockFile(ctx context.Context, f *os.File, path string) (unlock func(), err error) {
 	fd := int(f.Fd())
 	release := func() {
 		_ = unix.Flock(fd, unix.LOCK_UN)
@@ -387,10 +283,11 @@ func Lock(ctx context.Context, path string) (unlock func(), err error) {
 // TryLock is Lock without waiting: ok is false when another holder has
 // the lock.
 func TryLock(path string) (unlock func(), ok bool, err error) {
-	f, err := openLockFile(path)
-	if err != nil {
-		return nil, false, err
-	}
+	return Root{}.TryLock(path)
+}
+
+// tryLockFile is lockFile without waiting.
+func tryLockFile(f *os.File, path string) (unlock func(), ok bool, err error) {
 	fd := int(f.Fd())
 	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); errors.Is(err, unix.EWOULDBLOCK) {
 		f.Close()
@@ -403,21 +300,4 @@ func TryLock(path string) (unlock func(), ok bool, err error) {
 		_ = unix.Flock(fd, unix.LOCK_UN)
 		f.Close()
 	}, true, nil
-}
-
-// openLockFile opens path+".lock", creating it, never through a symlink
-// and only when it is a regular file.
-func openLockFile(path string) (*os.File, error) {
-	lp := path + ".lock"
-	f, err := os.OpenFile(lp, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o644)
-	if errors.Is(err, syscall.ELOOP) {
-		return nil, fmt.Errorf("lock %s: %w", path, &fs.PathError{Op: "open", Path: lp, Err: fmt.Errorf("%w (a symlink)", ErrNotRegular)})
-	} else if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("lock %s: %w", path, &fs.PathError{Op: "open", Path: lp, Err: ErrNotRegular})
-	}
-	return f, nil
 }

@@ -307,25 +307,28 @@ func (t *procTree) signal(sig syscall.Signal) {
 	}
 }
 
-// killAll kills every process of the tree. Without a pid namespace a
-// fork between a scan and its kills is caught by the next scan; a process
-// being killed forks no more.
+// killAll kills every process of the tree. Without a pid namespace the
+// tree is read from /proc, which races with its changes: a fork between
+// a scan and its kills, or a process whose parent died between reading
+// its parent's entry and its own, is missed by one scan. So it goes on
+// until this process has no child left: as a subreaper it inherits every
+// orphan, so no child means no descendant.
 func (t *procTree) killAll() {
 	if t.ns {
 		_ = syscall.Kill(-1, syscall.SIGKILL)
 		return
 	}
-	for range 1000 {
-		ps := t.descendants()
-		if len(ps) == 0 {
-			return
-		}
-		for _, p := range ps {
+	for range 10000 {
+		for _, p := range t.descendants() {
 			_ = syscall.Kill(p, syscall.SIGKILL)
 		}
 		for {
 			var ws syscall.WaitStatus
-			if got, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil); got <= 0 || err != nil {
+			got, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+			if errors.Is(err, syscall.ECHILD) {
+				return
+			}
+			if got <= 0 || err != nil {
 				break
 			}
 		}

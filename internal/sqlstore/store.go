@@ -120,6 +120,9 @@ func encodeCheckpoints(ps []baton.Phase) string {
 	return strings.Join(names, ",")
 }
 
+// maxSeqTries bounds CreateDelivery's tries at a free seq.
+const maxSeqTries = 1000
+
 // CreateDelivery inserts d with the next seq, unless a delivery with
 // d.ID exists: then it returns that one and created=false, changing
 // nothing. Returns Invalid for a delivery that fails Validate.
@@ -138,7 +141,11 @@ func (s *Store) CreateDelivery(ctx context.Context, d *baton.Delivery) (*baton.D
 	// Two creates at once may take the same seq (PostgreSQL): the loser
 	// takes the next. Within a transaction, PostgreSQL aborts the whole
 	// transaction at the loser's conflict, unless the insert ran under a
-	// savepoint it goes back to.
+	// savepoint it goes back to. A conflict means another create has
+	// committed that seq, so each try makes progress: with n creates at
+	// once, the last may lose n-1 times (16 webhook jobs at once lost more
+	// than the 5 tries this once allowed). The bound only stops a loop
+	// that would make none.
 	savepoint := s.tx && s.dialect == Postgres
 	for try := 0; ; try++ {
 		if savepoint {
@@ -154,7 +161,7 @@ func (s *Store) CreateDelivery(ctx context.Context, d *baton.Delivery) (*baton.D
 			d.ID, d.Summary, d.Repository, string(d.Forge), string(d.Phase), string(d.RunStatus), string(d.Endpoint),
 			encodeCheckpoints(d.Checkpoints), string(refs), string(cfg), d.Error, b2i(d.Queued), d.Attempt, d.Rounds, d.Lost,
 			d.Owner, fmtTime(d.HeartbeatAt), fmtTime(d.CreatedAt), fmtTime(d.UpdatedAt), b2i(d.Canceled))
-		if baton.ErrorCode(err) == baton.Conflict && try < 5 {
+		if baton.ErrorCode(err) == baton.Conflict && try < maxSeqTries {
 			if savepoint {
 				if _, err := s.exec(ctx, `ROLLBACK TO SAVEPOINT create_delivery`); err != nil {
 					return nil, false, err

@@ -77,3 +77,50 @@ func alive(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i >= 0 && !strings.HasPrefix(s[i+1:], " Z") && !strings.HasPrefix(s[i+1:], " X")
 }
+
+// Process is a process found from a WhoAmI line, known by its host pid
+// and its start time: a pid the kernel hands to another process once
+// this one ended (a busy machine does so within seconds) is not this
+// process.
+type Process struct {
+	Pid   int
+	start string // starttime, field 22 of /proc/<pid>/stat
+}
+
+// Find resolves line to the running process it names.
+func Find(line string) (Process, bool) {
+	pid, ok := HostPID(line)
+	if !ok {
+		return Process{}, false
+	}
+	start, ok := startTime(pid)
+	return Process{Pid: pid, start: start}, ok
+}
+
+// Alive reports whether p still runs: not ended, not a zombie, and not
+// another process that was given its pid since.
+func (p Process) Alive() bool {
+	if !alive(p.Pid) {
+		return false
+	}
+	start, ok := startTime(p.Pid)
+	return ok && start == p.start
+}
+
+func startTime(pid int) (string, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return "", false
+	}
+	// After "(comm)": state is field 3, starttime field 22.
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return "", false
+	}
+	return f[19], true
+}

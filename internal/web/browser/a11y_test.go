@@ -182,6 +182,7 @@ func (e *env) axe(src string) []axeViolation {
 // meets, at a desktop and a phone width, and in dark mode: none may have
 // a serious or critical violation. Every page is kept as a screenshot.
 func TestDashboardAccessibility(t *testing.T) {
+	t.Parallel()
 	testenv.Heavy(t, "installs axe-core and audits every page at three layouts")
 	axePath := harnesstest.NPMBin(t, "axe-core", axeVersion, "axe-core/axe.min.js")
 	src, err := os.ReadFile(axePath)
@@ -256,6 +257,7 @@ type lighthouseScores struct {
 // when scripts/test.sh fetches prerequisites before the timed run
 // (testenv.Prefetch).
 func TestPrefetch(t *testing.T) {
+	t.Parallel()
 	testenv.Prefetch(t)
 	harnesstest.NPMBin(t, "axe-core", axeVersion, "axe-core/axe.min.js")
 	harnesstest.NPMBin(t, "lighthouse", lighthouseVersion, "lighthouse")
@@ -265,6 +267,7 @@ func TestPrefetch(t *testing.T) {
 // practices audits on every main page, signed in, on Debian's chromium:
 // each page must score at least 98 in both.
 func TestDashboardLighthouse(t *testing.T) {
+	t.Parallel()
 	testenv.Heavy(t, "installs Lighthouse and audits every page")
 	lh := harnesstest.NPMBin(t, "lighthouse", lighthouseVersion, "lighthouse")
 	e := newEnv(t)

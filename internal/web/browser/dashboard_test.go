@@ -10,6 +10,7 @@ package browser_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"image/png"
 	"log/slog"
@@ -80,7 +81,7 @@ case "$prompt" in
 	sleep 2
 	echo "implementing: writing greet.txt"
 	f=$(git rev-parse --abbrev-ref HEAD | tr / -)
-	echo "hello" > "$f.txt"
+	echo "hello, <em>markup</em> as text" > "$f.txt"
 	echo "implemented" ;;
 esac
 `
@@ -332,11 +333,28 @@ func (e *env) text() string {
 	return s
 }
 
+// click clicks the element sel finds, once there is one. It finds and
+// clicks in one evaluation: a live page replaces its parts as events
+// arrive, and a node found by one call may be gone by the next (the
+// retry button once was, on a loaded machine: "Could not find node with
+// given id").
+func (e *env) click(sel string) {
+	e.t.Helper()
+	q, err := json.Marshal(sel)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.waitJS("an element to click", `document.querySelector(`+string(q)+`)`, 30*time.Second)
+	if !eval[bool](e, `(el => el ? (el.click(), true) : false)(document.querySelector(`+string(q)+`))`) {
+		e.t.Fatalf("click %s: no such element; page:\n%s", sel, e.text())
+	}
+}
+
 // submit clicks a form's button and waits for the page it leads to.
 func (e *env) submit(sel string) {
 	e.t.Helper()
 	eval[bool](e, `window.__before = 1; true`)
-	e.run("click "+sel, chromedp.Click(chromedp.CSS(sel)))
+	e.click(sel)
 	e.waitJS("the next page", `window.__before === undefined && document.readyState === "complete"`, 20*time.Second)
 }
 
@@ -411,6 +429,7 @@ func (e *env) screenshot(name string) {
 // arrive live, approves it through its checkpoints and sees it close.
 // A failed plan shows its error, and a retry from the page works.
 func TestDashboardDelivery(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	found := e.watchConsole()
 	defer func() {
@@ -619,6 +638,7 @@ func (e *env) watchConsole() *problems {
 // pages show what has styles of its own: a failed delivery's error, a
 // source, the signed-in forms.
 func TestDashboardPagesKeepTheirCSP(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	found := e.watchConsole()
 	e.signIn()

@@ -61,6 +61,7 @@ func planWaits(d *baton.Delivery) bool {
 // their diff, per file and collapsible; the review note is served over
 // HTTP, not a file:// link.
 func TestDashboardShowsWhatIsApproved(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.signIn()
 	id := e.mk("Add a greeting file")
@@ -99,9 +100,10 @@ func TestDashboardShowsWhatIsApproved(t *testing.T) {
 	if diff := eval[string](e, `(document.querySelector("#changes pre.diff .l-add") || {}).textContent || ""`); !strings.Contains(diff, "+") {
 		t.Errorf("no added line in the diff: %q", diff)
 	}
-	// The diff is the repository's text: shown, never run as markup.
-	if n := eval[int](e, `document.querySelectorAll("#changes em").length`); n != 0 || !strings.Contains(eval[string](e, `document.querySelector("#changes").textContent`), "docs/plan.md") {
-		t.Errorf("the diff's markup: %d elements made of it, or the plan is not said apart", n)
+	// The diff is the repository's text: shown, never run as markup. (The
+	// plan's markup is not in it: the plan is not merged.)
+	if n := eval[int](e, `document.querySelectorAll("#changes em").length`); n != 0 || !strings.Contains(eval[string](e, `document.querySelector("#changes").textContent`), "+hello, <em>markup</em> as text") {
+		t.Errorf("the diff's markup: %d elements made of it, or its text missing:\n%s", n, eval[string](e, `document.querySelector("#changes").textContent`))
 	}
 	if h := eval[string](e, `(document.querySelector("#changes h2 + p") || {}).textContent || ""`); !strings.Contains(h, "against main") {
 		t.Errorf("the changes do not say what they are compared with: %q", h)
@@ -129,6 +131,7 @@ func TestDashboardShowsWhatIsApproved(t *testing.T) {
 // reload: agent runs, the timeline, the event count and a running
 // duration that ticks.
 func TestDashboardPageStaysLive(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.signIn()
 	id := e.mk("Add a greeting file")
@@ -159,6 +162,7 @@ func TestDashboardPageStaysLive(t *testing.T) {
 // stderr is shown, phase changes are plain words, it can fill the
 // screen, and it is a log to assistive technology.
 func TestDashboardLogReadsLikeASession(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.signIn()
 	id := e.mk("Chatty plan")
@@ -198,7 +202,7 @@ func TestDashboardLogReadsLikeASession(t *testing.T) {
 		t.Error("the agent's stderr is not in the log")
 	}
 	e.waitJS("the run's stderr in its row", `(document.querySelector("#detail details.stderr pre") || {}).textContent.includes("warning: a diagnostic on stderr")`, 20*time.Second)
-	e.run("expand the log", chromedp.Click(chromedp.CSS("#log-expand")))
+	e.click("#log-expand")
 	if h := eval[int](e, `document.querySelector("#live-log").clientHeight`); h < 700 {
 		t.Errorf("the expanded log is %dpx high in a 900px window", h)
 	}
@@ -212,6 +216,7 @@ func TestDashboardLogReadsLikeASession(t *testing.T) {
 // tabs (HTTP/1.1 allows six connections per server) must not hold up a
 // seventh page, and a closed delivery's page watches nothing.
 func TestDashboardSharesOneStream(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var ids []string
 	for i := range 6 {
@@ -230,12 +235,11 @@ func TestDashboardSharesOneStream(t *testing.T) {
 		tb.open("/deliveries/" + id)
 		tb.waitJS("the tab's stream", `document.querySelector("#conn").hidden`, 10*time.Second)
 	}
+	// Six streams held open would take every connection: the seventh page
+	// would then never load, and open fails at its deadline. How long it
+	// takes is the machine's business, not asserted.
 	seventh := e.tab()
-	start := time.Now()
 	seventh.open("/?state=all")
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("a seventh page took %s to load with six delivery tabs open", took)
-	}
 	seventh.open("/deliveries/" + closed)
 	seventh.waitJS("the page's scripts", `document.readyState === "complete"`, 5*time.Second)
 	// Then an open delivery's page in the same tab: the stream's next
@@ -271,6 +275,7 @@ func TestDashboardSharesOneStream(t *testing.T) {
 // canceled; Retry can switch the agent; Cancel and Close confirm and
 // ask why.
 func TestDashboardWordsAndButtons(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.signIn()
 	id := e.mk("Slow plan")
@@ -279,7 +284,7 @@ func TestDashboardWordsAndButtons(t *testing.T) {
 	if eval[bool](e, `document.querySelector("#confirm-cancel").open`) {
 		t.Fatal("the cancel form is open before anyone asked")
 	}
-	e.run("ask to cancel", chromedp.Click(chromedp.CSS("#confirm-cancel > summary")))
+	e.click("#confirm-cancel > summary")
 	if !eval[bool](e, `document.querySelector("#reason-cancel").required`) {
 		t.Error("cancel does not ask why")
 	}
@@ -297,8 +302,8 @@ func TestDashboardWordsAndButtons(t *testing.T) {
 	}
 
 	// Retry, with another agent.
-	if opts := eval[[]string](e, `Array.from(document.querySelectorAll("#retry-agent option")).map(o => o.value)`); len(opts) != 1+len(harness.AgentNames()) {
-		t.Errorf("retry offers agents %q, want the current one and %q", opts, harness.AgentNames())
+	if opts := eval[[]string](e, `Array.from(document.querySelectorAll("#retry-agent option")).map(o => o.value)`); !slices.Equal(opts, append([]string{""}, harness.AgentNames()...)) {
+		t.Errorf("retry offers agents %q, want the current one and every headless agent: %q", opts, harness.AgentNames())
 	}
 	e.run("pick codex", chromedp.SetValue(chromedp.CSS("#retry-agent"), "codex"))
 	e.submit(`#state button[data-action="retry"]`)
@@ -312,12 +317,12 @@ func TestDashboardWordsAndButtons(t *testing.T) {
 	e.waitState(id, func(d *baton.Delivery) bool { return d.RunStatus == baton.StatusFailed && d.Attempt > 1 })
 	e.open("/deliveries/" + id)
 	e.waitJS("a decision to make", `document.querySelector("#confirm-close")`, 30*time.Second)
-	e.run("ask to close", chromedp.Click(chromedp.CSS("#confirm-close > summary")),
-		chromedp.SendKeys(chromedp.CSS("#reason-close"), "not needed"))
+	e.click("#confirm-close > summary")
+	e.run("say why", chromedp.SendKeys(chromedp.CSS("#reason-close"), "not needed"))
 	e.submit(`#state button[data-action="close"]`)
-	if b := e.badge(); b != "closed" {
-		t.Errorf("after close the badge says %q", b)
-	}
+	// The retried plan may be running: the close then waits for its agent
+	// to stop, and the page shows it when it has.
+	e.waitJS("the badge to say closed", `(document.querySelector("#state .badge") || {}).textContent === "closed"`, 30*time.Second)
 	txt := e.text()
 	if !strings.Contains(txt, "Closed by alice: not needed.") {
 		t.Errorf("the log does not say who closed it and why:\n%s", txt)
@@ -334,6 +339,7 @@ func TestDashboardWordsAndButtons(t *testing.T) {
 // notifications for a tab in the background; a notice while the server
 // is gone.
 func TestDashboardSignals(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	// A notification API that records, and a page that can be put in the
 	// background.
@@ -392,6 +398,7 @@ func TestDashboardSignals(t *testing.T) {
 // Item 8: scale. The board shows counts and the newest deliveries of
 // each phase; the list pages with a total; times say when in UTC.
 func TestDashboardScale(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, noWorker)
 	for i := range 130 {
 		id := e.mk(fmt.Sprintf("Delivery %03d", i))
@@ -418,9 +425,9 @@ func TestDashboardScale(t *testing.T) {
 	if c := count(); !strings.HasPrefix(c, "1–50 of 131") {
 		t.Errorf("the first page says %q", c)
 	}
-	e.run("older", chromedp.Click(chromedp.CSS(`.pager a[href*="cursor="]`)))
+	e.click(`.pager a[href*="cursor="]`)
 	e.waitJS("the older page", `document.querySelector("#list-count").textContent.startsWith("51–100 of 131")`, 10*time.Second)
-	e.run("newer", chromedp.Click(chromedp.CSS(`.pager a[href*="after="]`)))
+	e.click(`.pager a[href*="after="]`)
 	e.waitJS("the newer page", `document.querySelector("#list-count").textContent.startsWith("1–50 of 131")`, 10*time.Second)
 	times := eval[[]string](e, `Array.from(document.querySelectorAll("#list time")).map(t => t.getAttribute("datetime") + "|" + t.title)`)
 	if len(times) != 50 {
@@ -440,6 +447,7 @@ func TestDashboardScale(t *testing.T) {
 // creating a delivery that fails; a failed sync is an error, not a
 // success banner.
 func TestDashboardFormsKeepInput(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.signIn()
 	e.open("/")
