@@ -17,6 +17,8 @@
 #      Debian root of the worker image, imported into podman. They are cached
 #      in ${BATON_TEST_CACHE:-${XDG_CACHE_HOME:-~/.cache}/baton-test} and
 #      podman's storage, so a second run fetches nothing.
+#      BATON_TEST_CLAUDE_VERSION, _CODEX_, _DROID_ and _PI_ pick another
+#      version of a harness than the one the tests pin (docs/hooks.md).
 # Then `go test ./...` runs with a -timeout from what this machine measured:
 # three times its slowest package in the last run that passed here (kept in
 # the cache as test-times), at least 10 minutes; 30 minutes when nothing was

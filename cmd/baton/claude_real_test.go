@@ -63,7 +63,7 @@ func TestRealClaudeCodeSession(t *testing.T) {
 	if b, err := os.ReadFile(target); err != nil || string(b) != "hello\n" {
 		t.Errorf("hello.txt = %q, %v", b, err)
 	}
-	t.Logf("Claude Code %s made %d model requests", claudeVersion, len(model.Requests()))
+	t.Logf("Claude Code %s made %d model requests", testedVersion(t, "claude"), len(model.Requests()))
 	var sawContext, sawLoopPrompt bool
 	for _, r := range model.Requests() {
 		sawContext = sawContext || strings.Contains(r.Raw, "the working context of this project is in")

@@ -54,7 +54,7 @@ func TestRealCodexSession(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("codex exec: %v\n%s", err, tail(out.String()))
 	}
-	t.Logf("Codex %s made %d model requests", codexVersion, len(model.Requests()))
+	t.Logf("Codex %s made %d model requests", testedVersion(t, "codex"), len(model.Requests()))
 	sawContext := false
 	for _, r := range model.Requests() {
 		sawContext = sawContext || strings.Contains(r.Raw, "the working context of this project is in")

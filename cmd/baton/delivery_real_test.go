@@ -238,7 +238,7 @@ func TestRealClaudeDelivery(t *testing.T) {
 	// baton pre-approves only tools this Claude Code offers.
 	for _, name := range strings.Split(agentrun.DefaultClaudeAllowedTools, ",") {
 		if !slices.Contains(tools, name) {
-			t.Errorf("baton allows %s, which Claude Code %s does not offer; it offers %q", name, claudeVersion, tools)
+			t.Errorf("baton allows %s, which Claude Code %s does not offer; it offers %q", name, testedVersion(t, "claude"), tools)
 		}
 	}
 }
@@ -272,7 +272,7 @@ func TestRealCodexDelivery(t *testing.T) {
 	})
 	writeCodexConfig(t, codexHome, model.URL, repo)
 	env = boxedAgentEnv(t, env, codex)
-	t.Cleanup(func() { t.Logf("Codex %s offered the tools %q", codexVersion, tools) })
+	t.Cleanup(func() { t.Logf("Codex %s offered the tools %q", testedVersion(t, "codex"), tools) })
 	realDelivery(t, env, repo, "codex", func() []string {
 		var raws []string
 		for _, r := range model.Requests() {

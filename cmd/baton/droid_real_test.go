@@ -60,7 +60,7 @@ func TestRealDroidSession(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("droid exec: %v\n%s", err, tail(out.String()))
 	}
-	t.Logf("Droid %s made %d model requests", droidVersion, len(model.Requests()))
+	t.Logf("Droid %s made %d model requests", testedVersion(t, "droid"), len(model.Requests()))
 
 	if b, err := os.ReadFile(target); err != nil || string(b) != "hello\n" {
 		t.Errorf("hello.txt = %q, %v", b, err)

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -32,28 +33,51 @@ func TestPrefetch(t *testing.T) {
 	realPi(t)
 }
 
-// The versions the real-harness tests run (docs/hooks.md names them).
+// The harness versions the real-harness tests run: the ones users install
+// this week (npm's latest on 2026-11-29). README.md and docs/hooks.md name
+// them (TestDocsNameTestedVersions), and the worker image ships Claude
+// Code's and Codex's (release's TestWorkerImagePins).
+// BATON_TEST_<NAME>_VERSION (CLAUDE, CODEX, DROID, PI) runs another
+// version of one instead; scripts/test.sh prefetches that one then.
 const (
 	claudeVersion = "2.1.332"
 	codexVersion  = "0.171.0"
 	droidVersion  = "0.225.2"
+	piVersion     = "1.6.0" // pi moved from @mariozechner/pi-coding-agent (last 0.73.1) to @earendil-works
 )
 
+// pinnedVersions maps each harness's name to the version pinned above.
+var pinnedVersions = map[string]string{"claude": claudeVersion, "codex": codexVersion, "droid": droidVersion, "pi": piVersion}
+
+// versionRE is what an override may say: a version, never a path.
+var versionRE = regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z.+-]*$`)
+
+// testedVersion is the version of harness name (claude, codex, droid, pi)
+// the tests run: $BATON_TEST_<NAME>_VERSION when set, else its pin.
+func testedVersion(t testing.TB, name string) string {
+	t.Helper()
+	env := "BATON_TEST_" + strings.ToUpper(name) + "_VERSION"
+	v := strings.TrimSpace(os.Getenv(env))
+	if v == "" {
+		return pinnedVersions[name]
+	}
+	if !versionRE.MatchString(v) {
+		t.Fatalf("%s=%q is not a version (like %s)", env, v, pinnedVersions[name])
+	}
+	return v
+}
+
 func realClaude(t *testing.T) string {
-	return realHarness(t, "Claude Code", "@anthropic-ai/claude-code", claudeVersion, "claude")
+	return realHarness(t, "Claude Code", "@anthropic-ai/claude-code", testedVersion(t, "claude"), "claude")
 }
 
 func realCodex(t *testing.T) string {
-	return realHarness(t, "Codex", "@openai/codex", codexVersion, "codex")
+	return realHarness(t, "Codex", "@openai/codex", testedVersion(t, "codex"), "codex")
 }
 
 func realDroid(t *testing.T) string {
-	return realHarness(t, "Factory Droid", "@factory/cli-linux-x64", droidVersion, "@factory/cli-linux-x64/bin/droid")
+	return realHarness(t, "Factory Droid", "@factory/cli-linux-x64", testedVersion(t, "droid"), "@factory/cli-linux-x64/bin/droid")
 }
-
-// piVersion is the pi these tests run: pi moved from
-// @mariozechner/pi-coding-agent (last 0.73.1) to @earendil-works.
-const piVersion = "1.5.2"
 
 // piCLI is the real pi and the Node.js it runs on.
 type piCLI struct {
@@ -75,9 +99,9 @@ func (p piCLI) env(env []string) []string {
 
 func realPi(t *testing.T) piCLI {
 	testenv.Heavy(t, "installs and runs pi")
-	// pi-tui 1.5.2's marked-cjk-friendly is not in the registry CI
+	// pi-tui 1.x's marked-cjk-friendly is not in the registry CI
 	// reaches; pi's CLI is bundled and never loads it.
-	bin := harnesstest.NPM{Pkg: "@earendil-works/pi-coding-agent", Version: piVersion, Bin: "pi",
+	bin := harnesstest.NPM{Pkg: "@earendil-works/pi-coding-agent", Version: testedVersion(t, "pi"), Bin: "pi",
 		Stubs: []string{"marked-cjk-friendly@0.1.2"}}.Install(t)
 	return piCLI{bin: bin, nodeDir: harnesstest.NodeDir(t, "22.23.3")}
 }
@@ -133,5 +157,24 @@ func writeDroidSettings(t *testing.T, home, modelURL string) {
 	settings := `{"customModels":[{"model":"claude-sonnet-4-5","displayName":"scripted","baseUrl":"` + modelURL + `","apiKey":"test-key","provider":"anthropic"}]}`
 	if err := os.WriteFile(filepath.Join(home, ".factory", "settings.json"), []byte(settings), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// README.md and docs/hooks.md name the harness versions the tests run, so
+// what a user reads as tested is what was.
+func TestDocsNameTestedVersions(t *testing.T) {
+	t.Parallel()
+	products := map[string]string{"Claude Code": claudeVersion, "Codex CLI": codexVersion, "Factory Droid": droidVersion, "pi": piVersion}
+	for _, doc := range []string{"README.md", filepath.Join("docs", "hooks.md")} {
+		b, err := os.ReadFile(filepath.Join("..", "..", doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.Join(strings.Fields(string(b)), " ") // a name may wrap
+		for product, v := range products {
+			if !strings.Contains(text, product+" "+v) {
+				t.Errorf("%s does not say %q: the real-harness tests run %s %s", doc, product+" "+v, product, v)
+			}
+		}
 	}
 }

@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"github.com/baton-agent/baton/internal/fsstore"
+	"html"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -113,7 +116,11 @@ func TestRealClaudeVerifiedLoop(t *testing.T) {
 // The real Codex CLI states its promise twice; the verify command fails
 // the first time (it passes once it has run before) and passes the
 // second: the first stop blocks with the Failure section as Codex's next
-// prompt, the second ends the loop.
+// prompt, the second ends the loop. Codex XML-escapes the hook's text in
+// that prompt, so the model there sees the loop prompt's tags as
+// &lt;promise&gt;: it copies them as it sees them, and the promise still
+// counts. Before, baton's own Failure text reached it escaped, and a
+// copied promise never matched: the loop ran to its limit.
 func TestRealCodexVerifiedLoop(t *testing.T) {
 	t.Parallel()
 	codex := realCodex(t)
@@ -121,8 +128,11 @@ func TestRealCodexVerifiedLoop(t *testing.T) {
 	codexHome := t.TempDir()
 	env := append(gitEnv(home), "CODEX_HOME="+codexHome)
 	repo := userRepo(t, env)
-	const loopPrompt = "Check the greeting, then say DONE as a promise"
+	const loopPrompt = "Check the greeting, then finish with <promise>DONE</promise>"
 	model := harnesstest.NewResponsesServer(t, func(r *harnesstest.ResponsesRequest) string {
+		if last := r.LastUserText(); strings.Contains(last, "&lt;promise&gt;DONE&lt;/promise&gt;") {
+			return "Fixed.\n&lt;promise&gt;DONE&lt;/promise&gt;" // copied as shown
+		}
 		return "The greeting is right.\n<promise>DONE</promise>"
 	})
 	writeCodexConfig(t, codexHome, model.URL, repo)
@@ -142,7 +152,11 @@ func TestRealCodexVerifiedLoop(t *testing.T) {
 	}
 	sawFailure := false
 	for _, r := range model.Requests() {
-		sawFailure = sawFailure || strings.Contains(r.Raw, "hook_prompt") && strings.Contains(r.Raw, "## Failure") && strings.Contains(r.Raw, "not yet")
+		failure := strings.Contains(r.Raw, "hook_prompt") && strings.Contains(r.Raw, "## Failure") && strings.Contains(r.Raw, "not yet")
+		sawFailure = sawFailure || failure
+		if failure && !strings.Contains(r.LastUserText(), `You stated the promise \"DONE\"`) && !strings.Contains(r.LastUserText(), `You stated the promise "DONE"`) {
+			t.Errorf("the Failure section does not name the promise plainly:\n%.2000s", r.LastUserText())
+		}
 	}
 	if !sawFailure {
 		t.Errorf("Codex never gave the model the Failure section\n%s", tail(out.String()))
@@ -262,5 +276,375 @@ func TestRealClaudeBudgetPausesTheLoop(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(fsstore.Open(repo, fsstore.Options{}).IndexDir(), "foreground-loops.json")); err != nil {
 		t.Error(err)
+	}
+}
+
+// A Codex loop over its budget pauses, and the person running `codex
+// exec` learns it: Codex shows a Stop hook's systemMessage nowhere (not
+// in --json, not on stderr, not in the rollout), so baton asks the model
+// to say the pause line in one more round, and that line is the session's
+// last message. Before, the loop paused without a word in Codex.
+func TestRealCodexBudgetPausesTheLoop(t *testing.T) {
+	codex := realCodex(t)
+	home, codexHome := t.TempDir(), t.TempDir()
+	env := append(gitEnv(home), "CODEX_HOME="+codexHome, "OPENAI_API_KEY=test-key")
+	repo := userRepo(t, env)
+	model := harnesstest.NewResponsesServer(t, func(r *harnesstest.ResponsesRequest) string {
+		// A model that does as it is asked: it repeats the line it is given.
+		if _, line, ok := strings.Cut(r.LastUserText(), "end your turn:\n\n"); ok {
+			line, _, _ = strings.Cut(line, "</hook_prompt>")
+			return html.UnescapeString(strings.TrimSpace(line))
+		}
+		return "Still working."
+	})
+	writeCodexConfig(t, codexHome, model.URL, repo)
+	batonRun(t, env, repo, "install", "codex")
+	id := startLoop(t, env, repo, "--max-tokens", "5", "Keep working")
+	out := runHarness(t, repo, env, 3*time.Minute, codex, "exec", "--json", "--dangerously-bypass-hook-trust", "--skip-git-repo-check", "Work")
+	st := loopStatus(t, env, repo, id)
+	if st.Status != "paused" || !strings.Contains(st.Pause, "token budget is spent") || st.Spent < 5 {
+		t.Fatalf("loop after a round over its budget = %+v\n%s", st, tail(out))
+	}
+	var last string
+	for _, line := range strings.Split(out, "\n") {
+		var ev struct {
+			Type string `json:"type"`
+			Item struct {
+				Type, Text string
+			} `json:"item"`
+		}
+		if json.Unmarshal([]byte(line), &ev) == nil && ev.Type == "item.completed" && ev.Item.Type == "agent_message" {
+			last = ev.Item.Text
+		}
+	}
+	if !strings.Contains(last, "its token budget is spent") || !strings.Contains(last, "baton loop resume "+id) {
+		t.Errorf("codex exec's last message does not say the loop paused: %q\n%s", last, tail(out))
+	}
+	if n := len(model.Requests()); n > 2 {
+		t.Errorf("the paused loop went on: %d model requests, want 2 (the round, the pause line)", n)
+	}
+}
+
+// --max-cost bites on Codex's default model: gpt-5.5 has a price now, so
+// a loop over its cost budget pauses after the first round. Before, its
+// tokens cost $0 (unpriced) and the loop ran to its iteration limit.
+func TestRealCodexMaxCostBites(t *testing.T) {
+	codex := realCodex(t)
+	home, codexHome := t.TempDir(), t.TempDir()
+	env := append(gitEnv(home), "CODEX_HOME="+codexHome, "OPENAI_API_KEY=test-key")
+	repo := userRepo(t, env)
+	model := harnesstest.NewResponsesServer(t, func(r *harnesstest.ResponsesRequest) string { return "Still working." })
+	writeCodexConfig(t, codexHome, model.URL, repo) // model = "gpt-5.5"
+	batonRun(t, env, repo, "install", "codex")
+	// One round is 10 input and 5 output tokens: $0.0002 at gpt-5.5's price.
+	id := startLoop(t, env, repo, "--max-cost", "0.0001", "--max-iterations", "4", "Keep working")
+	out := runHarness(t, repo, env, 3*time.Minute, codex, "exec", "--json", "--dangerously-bypass-hook-trust", "--skip-git-repo-check", "Work")
+	st := loopStatus(t, env, repo, id)
+	if st.Status != "paused" || !strings.Contains(st.Pause, "cost budget is spent") {
+		t.Fatalf("loop after a round over its cost budget = %+v\n%s", st, tail(out))
+	}
+}
+
+// threadID is the thread.started id of a `codex exec --json` output.
+func threadID(t *testing.T, out string) string {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		var ev struct {
+			Type     string `json:"type"`
+			ThreadID string `json:"thread_id"`
+		}
+		if json.Unmarshal([]byte(line), &ev) == nil && ev.Type == "thread.started" {
+			return ev.ThreadID
+		}
+	}
+	t.Fatalf("no thread.started in codex exec --json output:\n%s", tail(out))
+	return ""
+}
+
+// Two real `codex exec` sessions run at once in one project, and each
+// agent starts its own loop from its shell (`baton loop start`, as the
+// baton-loop skill has it): each loop binds to its own session through
+// CODEX_THREAD_ID (Codex sets no BATON_SESSION_ID), so each stop continues
+// its own session's loop, and each ends on its own promise. Before,
+// both loops were unbound: the second pushed the first aside, the first
+// session to stop took the second's loop, and the other loop was never
+// continued.
+func TestRealCodexTwoSessionsOwnLoops(t *testing.T) {
+	codex := realCodex(t)
+	home, codexHome := t.TempDir(), t.TempDir()
+	env := append(gitEnv(home), "CODEX_HOME="+codexHome, "OPENAI_API_KEY=test-key")
+	repo := userRepo(t, env)
+	sessions := []string{"A", "B"}
+	// Neither session may stop before both have started their loops, so
+	// the two loops exist side by side when the first stop comes (a
+	// session run after the other would pass without binding).
+	started := map[string]chan struct{}{"A": make(chan struct{}), "B": make(chan struct{})}
+	var once sync.Map
+	bothStarted := func() bool {
+		for _, c := range started {
+			select {
+			case <-c:
+			case <-time.After(2 * time.Minute):
+				return false
+			}
+		}
+		return true
+	}
+	model := harnesstest.NewResponsesToolServer(t, func(r *harnesstest.ResponsesRequest) harnesstest.Reply {
+		last := r.LastUserText()
+		for _, name := range sessions {
+			if strings.Contains(last, "Loop of session "+name) {
+				// Whatever loop it is fed, the model finishes that one.
+				return harnesstest.Reply{Text: "<promise>" + name + " DONE</promise>"}
+			}
+		}
+		for _, name := range sessions {
+			if strings.Contains(r.Raw, "Work on task "+name) && len(r.FunctionOutputs()) == 0 {
+				return harnesstest.Reply{ToolName: "exec_command", ToolInput: map[string]any{
+					// By path: Codex runs commands in a login shell,
+					// whose profile resets PATH.
+					"cmd": batonBin + " loop start --promise '" + name + " DONE' --max-iterations 5 'Loop of session " + name + ": finish it'"}}
+			}
+		}
+		for _, name := range sessions {
+			if strings.Contains(r.Raw, "Work on task "+name) {
+				if _, done := once.LoadOrStore(name, true); !done {
+					close(started[name])
+				}
+			}
+		}
+		if !bothStarted() {
+			return harnesstest.Reply{Text: "The other session never started its loop."}
+		}
+		return harnesstest.Reply{Text: "I started my loop."}
+	})
+	writeCodexConfig(t, codexHome, model.URL, repo)
+	batonRun(t, env, repo, "install", "codex")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	outs := map[string]*bytes.Buffer{}
+	errs := map[string]error{}
+	var mu sync.Mutex
+	for _, name := range sessions {
+		var out bytes.Buffer
+		outs[name] = &out
+		cmd := exec.CommandContext(ctx, codex, "exec", "--json", "--dangerously-bypass-hook-trust", "--skip-git-repo-check",
+			"--sandbox", "workspace-write", "Work on task "+name)
+		cmd.Dir, cmd.Env = repo, env
+		cmd.Stdout, cmd.Stderr = &out, &out
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := cmd.Run()
+			mu.Lock()
+			errs[name] = err
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	for _, name := range sessions {
+		if errs[name] != nil {
+			t.Fatalf("codex exec %s: %v\n%s", name, errs[name], tail(outs[name].String()))
+		}
+	}
+	var list struct {
+		Loops []struct {
+			ID       string   `json:"id"`
+			Promises []string `json:"completion_promises"`
+		} `json:"loops"`
+	}
+	out := batonRun(t, env, repo, "loop", "list", "--json")
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &list); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]string{}
+	for _, l := range list.Loops {
+		for _, name := range sessions {
+			if slices.Equal(l.Promises, []string{name + " DONE"}) {
+				ids[name] = l.ID
+			}
+		}
+	}
+	for _, name := range sessions {
+		if ids[name] == "" {
+			t.Fatalf("session %s started no loop: %s\n%s", name, out, tail(outs[name].String()))
+		}
+		thread := threadID(t, outs[name].String())
+		st := loopStatus(t, env, repo, ids[name])
+		if st.Status != "done" || st.Outcome != name+" DONE" || st.Iteration != 2 || st.SessionID != thread {
+			t.Errorf("loop of session %s (thread %s) = %+v\n%s", name, thread, st, tail(outs[name].String()))
+		}
+	}
+	for _, r := range model.Requests() {
+		for _, pair := range [][2]string{{"A", "B"}, {"B", "A"}} {
+			if strings.Contains(r.Raw, "Work on task "+pair[0]) && strings.Contains(r.LastUserText(), "Loop of session "+pair[1]) {
+				t.Errorf("session %s was given session %s's loop:\n%.1000s", pair[0], pair[1], r.LastUserText())
+			}
+		}
+	}
+}
+
+// A Droid loop paused at its budget is resumed the way its pause line
+// says, and that works with a BYOK model: `droid exec -s <id>` cannot
+// resume a BYOK or offline session ("Failed to fetch session"), so the
+// line gives `baton loop resume <id> --rebind`, and a new `droid exec`
+// (the scripted model is a BYOK custom model) continues the loop to its
+// promise. Before, the line said `baton loop resume <id>` (the note
+// added "in droid session <id>"), which left the loop bound to a session
+// no one could resume.
+func TestRealDroidPausedLoopResumesInANewSession(t *testing.T) {
+	droid := realDroid(t)
+	home := t.TempDir()
+	env := gitEnv(home)
+	repo := userRepo(t, env)
+	const loopPrompt = "Keep working, then say DONE as a promise"
+	var resumed atomic.Bool
+	model := harnesstest.NewAnthropicServer(t, func(r *harnesstest.AnthropicRequest) harnesstest.Reply {
+		if resumed.Load() && strings.Contains(r.LastUserText(), loopPrompt) {
+			return harnesstest.Reply{Text: "Done now.\n<promise>DONE</promise>"}
+		}
+		if _, line, ok := strings.Cut(r.LastUserText(), "end your turn:\n\n"); ok {
+			return harnesstest.Reply{Text: strings.TrimSpace(line)} // it says the pause line, as asked
+		}
+		return harnesstest.Reply{Text: "Still working."}
+	})
+	writeDroidSettings(t, home, model.URL)
+	batonRun(t, env, repo, "install", "droid")
+	id := startLoop(t, env, repo, "--max-tokens", "5", "--max-iterations", "5", loopPrompt)
+	out := runHarness(t, repo, env, 3*time.Minute, droid, "exec", "--auto", "low", "-m", "custom:scripted-0", "-o", "stream-json", "Work")
+	st := loopStatus(t, env, repo, id)
+	if st.Status != "paused" || !strings.Contains(st.Pause, "token budget is spent") {
+		t.Fatalf("loop after a round over its budget = %+v\n%s", st, tail(out))
+	}
+	// droid exec prints no hook message: the pause line reaches the
+	// person as the model's last words.
+	if !strings.Contains(out, "its token budget is spent") || !strings.Contains(out, "--rebind") {
+		t.Errorf("droid exec's output does not say the loop paused, nor how to resume it:\n%s", tail(out))
+	}
+	// The resume command, as the pause reason in `loop show` gives it.
+	show := batonRun(t, env, repo, "loop", "show", id)
+	_, after, ok := strings.Cut(show, "run `baton loop resume ")
+	resume, _, _ := strings.Cut(after, "`")
+	if !ok || !strings.HasSuffix(resume, " --rebind") {
+		t.Fatalf("the pause note gives no resume command that works in a new droid session:\n%s", show)
+	}
+	batonRun(t, env, repo, append(append([]string{"loop", "resume"}, strings.Fields(resume)...), "--max-tokens", "0")...)
+	resumed.Store(true)
+	out = runHarness(t, repo, env, 3*time.Minute, droid, "exec", "--auto", "low", "-m", "custom:scripted-0", "Work more")
+	if st := loopStatus(t, env, repo, id); st.Status != "done" || st.Outcome != "DONE" {
+		t.Errorf("loop after resuming it into a new droid session = %+v\n%s", st, tail(out))
+	}
+}
+
+// Two real pi sessions run at once in one project, each agent starting
+// its own loop from pi's bash tool, which exports PI_SESSION_ID (pi takes
+// no env file, so no BATON_SESSION_ID): each loop binds to its own
+// session, and each session's stop continues only its own loop.
+func TestRealPiTwoSessionsOwnLoops(t *testing.T) {
+	pi := realPi(t)
+	home, agentDir := t.TempDir(), t.TempDir()
+	env := pi.env(append(gitEnv(home), "PI_CODING_AGENT_DIR="+agentDir))
+	repo := userRepo(t, env)
+	sessions := []string{"A", "B"}
+	started := map[string]chan struct{}{"A": make(chan struct{}), "B": make(chan struct{})}
+	var once sync.Map
+	model := harnesstest.NewChatServer(t, func(r *harnesstest.ChatRequest) harnesstest.Reply {
+		last := r.LastUserText()
+		for _, name := range sessions {
+			if strings.Contains(last, "Loop of session "+name) && !strings.Contains(last, "Work on task") {
+				return harnesstest.Reply{Text: "<promise>" + name + " DONE</promise>"}
+			}
+		}
+		for _, name := range sessions {
+			if strings.Contains(r.Raw, "Work on task "+name) && r.ToolResults() == 0 {
+				return harnesstest.Reply{ToolName: "bash", ToolInput: map[string]any{
+					"command": batonBin + " loop start --promise '" + name + " DONE' --max-iterations 5 'Loop of session " + name + ": finish it'"}}
+			}
+		}
+		for _, name := range sessions {
+			if strings.Contains(r.Raw, "Work on task "+name) {
+				if _, done := once.LoadOrStore(name, true); !done {
+					close(started[name])
+				}
+			}
+		}
+		// Neither stops before both loops exist.
+		for _, c := range started {
+			select {
+			case <-c:
+			case <-time.After(2 * time.Minute):
+				return harnesstest.Reply{Text: "The other session never started its loop."}
+			}
+		}
+		return harnesstest.Reply{Text: "I started my loop."}
+	})
+	writePiModels(t, agentDir, model.URL)
+	batonRun(t, env, repo, "install", "pi")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	outs := map[string]*bytes.Buffer{}
+	errs := map[string]error{}
+	var mu sync.Mutex
+	for _, name := range sessions {
+		var out bytes.Buffer
+		outs[name] = &out
+		cmd := exec.CommandContext(ctx, pi.bin, "-a", "--offline", "--provider", "fake", "--model", "scripted", "-p", "Work on task "+name)
+		cmd.Dir, cmd.Env = repo, env
+		cmd.Stdout, cmd.Stderr = &out, &out
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := cmd.Run()
+			mu.Lock()
+			errs[name] = err
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	for _, name := range sessions {
+		if errs[name] != nil {
+			t.Fatalf("pi %s: %v\n%s", name, errs[name], tail(outs[name].String()))
+		}
+	}
+	var list struct {
+		Loops []struct {
+			ID       string   `json:"id"`
+			Promises []string `json:"completion_promises"`
+		} `json:"loops"`
+	}
+	out := batonRun(t, env, repo, "loop", "list", "--json")
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &list); err != nil {
+		t.Fatal(err)
+	}
+	bound := map[string]string{}
+	for _, name := range sessions {
+		id := ""
+		for _, l := range list.Loops {
+			if slices.Equal(l.Promises, []string{name + " DONE"}) {
+				id = l.ID
+			}
+		}
+		if id == "" {
+			t.Fatalf("session %s started no loop: %s\n%s", name, out, tail(outs[name].String()))
+		}
+		st := loopStatus(t, env, repo, id)
+		if st.Status != "done" || st.Outcome != name+" DONE" || st.SessionID == "" {
+			t.Errorf("loop of session %s = %+v\n%s", name, st, tail(outs[name].String()))
+		}
+		bound[name] = st.SessionID
+	}
+	if bound["A"] == bound["B"] {
+		t.Errorf("both loops are bound to session %q", bound["A"])
+	}
+	for _, r := range model.Requests() {
+		for _, pair := range [][2]string{{"A", "B"}, {"B", "A"}} {
+			if strings.Contains(r.Raw, "Work on task "+pair[0]) && strings.Contains(r.LastUserText(), "Loop of session "+pair[1]) {
+				t.Errorf("session %s was given session %s's loop:\n%.1000s", pair[0], pair[1], r.LastUserText())
+			}
+		}
 	}
 }

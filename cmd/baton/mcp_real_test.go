@@ -60,7 +60,7 @@ func TestRealClaudeCodeMCP(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("claude: %v\nstdout: %s\nstderr: %s", err, tail(out.String()), tail(errb.String()))
 	}
-	t.Logf("Claude Code %s made %d model requests", claudeVersion, len(model.Requests()))
+	t.Logf("Claude Code %s made %d model requests", testedVersion(t, "claude"), len(model.Requests()))
 
 	offered, returned := false, false
 	for _, r := range model.Requests() {
@@ -161,7 +161,7 @@ func TestRealCodexMCP(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("codex exec: %v\n%s", err, tail(out.String()))
 	}
-	t.Logf("Codex %s made %d model requests", codexVersion, len(model.Requests()))
+	t.Logf("Codex %s made %d model requests", testedVersion(t, "codex"), len(model.Requests()))
 	found := false
 	for _, r := range model.Requests() {
 		found = found || strings.Contains(r.Raw, `"type":"tool_search_output"`) && strings.Contains(r.Raw, `"name":"mcp__baton"`)
@@ -219,7 +219,7 @@ func TestRealDroidMCP(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("droid exec: %v\n%s", err, tail(out.String()))
 	}
-	t.Logf("Droid %s made %d model requests", droidVersion, len(model.Requests()))
+	t.Logf("Droid %s made %d model requests", testedVersion(t, "droid"), len(model.Requests()))
 	returned := false
 	for _, r := range model.Requests() {
 		returned = returned || strings.Contains(r.Raw, `"tool_result"`) && strings.Contains(r.LastUserText(), marker)

@@ -63,7 +63,7 @@ func TestRealPiSession(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("pi: %v\n%s", err, tail(out.String()))
 	}
-	t.Logf("pi %s made %d model requests", piVersion, len(model.Requests()))
+	t.Logf("pi %s made %d model requests", testedVersion(t, "pi"), len(model.Requests()))
 	if b, err := os.ReadFile(target); err != nil || string(b) != "hello\n" {
 		t.Errorf("hello.txt = %q, %v\n%s", b, err, tail(out.String()))
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -148,7 +149,7 @@ func TestRealPiPackage(t *testing.T) {
 	for _, r := range model.Requests() {
 		raws = append(raws, r.Raw)
 	}
-	t.Logf("pi %s with baton's package made %d model requests", piVersion, len(raws))
+	t.Logf("pi %s with baton's package made %d model requests", testedVersion(t, "pi"), len(raws))
 	pluginSessionChecks(t, env, repo, loopID, marker, raws, out)
 }
 
@@ -199,7 +200,7 @@ func TestRealClaudeCodePlugin(t *testing.T) {
 	for _, r := range model.Requests() {
 		raws = append(raws, r.Raw)
 	}
-	t.Logf("Claude Code %s with baton's plugin made %d model requests", claudeVersion, len(raws))
+	t.Logf("Claude Code %s with baton's plugin made %d model requests", testedVersion(t, "claude"), len(raws))
 	init := initEvent(out)
 	for _, want := range []string{`"baton:handoff"`, `"baton:baton-loop"`} {
 		if !strings.Contains(out, want) {
@@ -256,7 +257,7 @@ func TestRealDroidPlugin(t *testing.T) {
 	for _, r := range model.Requests() {
 		raws = append(raws, r.Raw)
 	}
-	t.Logf("Droid %s with baton's plugin made %d model requests", droidVersion, len(raws))
+	t.Logf("Droid %s with baton's plugin made %d model requests", testedVersion(t, "droid"), len(raws))
 	if len(raws) > 0 && !strings.Contains(raws[0], `"name":"baton-loop"`) && !strings.Contains(raws[0], "baton-loop") {
 		t.Errorf("Droid did not offer the plugin's skills to the model")
 	}
@@ -300,6 +301,15 @@ func TestRealCodexPlugin(t *testing.T) {
 	if inst := batonRun(t, env, repo, "install", "codex"); !strings.Contains(inst, "baton's plugin is enabled for codex") {
 		t.Errorf("baton install codex with the plugin enabled:\n%s", inst)
 	}
+	// Codex skips the plugin's hooks silently until they pass its /hooks
+	// review: doctor says so, with the step. It said nothing before.
+	var doc struct {
+		Warnings []string `json:"warnings"`
+	}
+	if out := batonRun(t, env, repo, "doctor", "--json", "--no-probe"); json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &doc) != nil ||
+		!strings.Contains(strings.Join(doc.Warnings, "\n"), "open /hooks and trust baton's hooks") {
+		t.Errorf("baton doctor with Codex's plugin enabled does not say its hooks need trust:\n%s", out)
+	}
 	loopID := startPluginLoop(t, env, repo, marker, loopPrompt)
 
 	out := runHarness(t, repo, env, 3*time.Minute, codex, "exec", "--dangerously-bypass-hook-trust", "--skip-git-repo-check",
@@ -308,9 +318,38 @@ func TestRealCodexPlugin(t *testing.T) {
 	for _, r := range model.Requests() {
 		raws = append(raws, r.Raw)
 	}
-	t.Logf("Codex %s with baton's plugin made %d model requests", codexVersion, len(raws))
+	t.Logf("Codex %s with baton's plugin made %d model requests", testedVersion(t, "codex"), len(raws))
 	if b, err := os.ReadFile(filepath.Join(repo, "hello.txt")); err != nil || string(b) != "hello\n" {
 		t.Errorf("hello.txt = %q, %v", b, err)
 	}
 	pluginSessionChecks(t, env, repo, loopID, marker, raws, out)
+}
+
+// Droid names a local marketplace after its folder, so from a clone named
+// baton-main `droid plugin install baton@baton` fails ("Marketplace not
+// found"); the command README.md gives for a local clone,
+// `droid plugin install baton@<folder>`, installs it whatever the folder
+// is called, and `droid plugin marketplace list` shows that name.
+func TestRealDroidLocalMarketplaceName(t *testing.T) {
+	droid := realDroid(t)
+	home := t.TempDir()
+	env := gitEnv(home)
+	repo := userRepo(t, env)
+	clone := filepath.Join(t.TempDir(), "baton-main")
+	if err := os.Rename(pluginMarket(t), clone); err != nil {
+		t.Fatal(err)
+	}
+	runHarness(t, repo, env, 2*time.Minute, droid, "plugin", "marketplace", "add", clone)
+	if list := runHarness(t, repo, env, time.Minute, droid, "plugin", "marketplace", "list"); !strings.Contains(list, "baton-main") {
+		t.Errorf("droid plugin marketplace list does not name the clone's folder:\n%s", list)
+	}
+	cmd := exec.Command(droid, "plugin", "install", "baton@baton")
+	cmd.Dir, cmd.Env = repo, env
+	if out, err := cmd.CombinedOutput(); err == nil {
+		t.Logf("droid plugin install baton@baton from a clone named baton-main now works:\n%s", out)
+	}
+	runHarness(t, repo, env, 2*time.Minute, droid, "plugin", "install", "baton@baton-main")
+	if inst := batonRun(t, env, repo, "install", "droid"); !strings.Contains(inst, "baton's plugin is enabled for droid") {
+		t.Errorf("baton install droid after installing the plugin from baton-main:\n%s", inst)
+	}
 }

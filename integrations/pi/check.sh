@@ -4,7 +4,7 @@
 # cache directory per package.json, reused by later runs, so the
 # repository stays free of node_modules and no run leaves one behind.
 #
-# pi-tui 1.5.2 depends on marked-cjk-friendly, which the registry CI
+# pi-tui 1.x depends on marked-cjk-friendly, which the registry CI
 # reaches does not serve; its types play no part in the extension's, so
 # package.json overrides it with an empty local package written here.
 set -euo pipefail

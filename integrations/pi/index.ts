@@ -22,7 +22,7 @@
 // broken, pi carries on as if the extension were not there, and says once
 // how to install baton.
 //
-// Needs pi 0.87 or later (agent_before_settle); tested with pi 1.5.2.
+// Needs pi 0.87 or later (agent_before_settle); tested with pi 1.6.0.
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { spawn } from "node:child_process";
 import { dirname, join } from "node:path";

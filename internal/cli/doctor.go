@@ -18,6 +18,7 @@ import (
 	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/harness"
 	"github.com/baton-agent/baton/internal/install"
+	"github.com/baton-agent/baton/internal/loop"
 	"github.com/baton-agent/baton/internal/proc"
 	"github.com/baton-agent/baton/internal/sandbox"
 )
@@ -54,6 +55,9 @@ type doctorReport struct {
 	Sandbox sandboxReport `json:"sandbox"`
 	// GitHub says whom baton acts as on GitHub, per source.
 	GitHub githubReport `json:"github"`
+	// UnpricedModels lists the models this store's loops spent tokens on
+	// that baton has no price for: --max-cost counts nothing for them.
+	UnpricedModels []string `json:"unpriced_models"`
 }
 
 // sandboxReport is what doctor found of the box: Landlock, and a row per
@@ -208,11 +212,13 @@ func runDoctor(ctx context.Context, f *Factory, probe bool) doctorReport {
 		}
 		if len(enabled) > 0 {
 			rep.Plugins[string(h)] = enabled
+			rep.Warnings = append(rep.Warnings, install.PluginUntrusted(f.installTargetFor(h, install.ScopeProject, root))...)
 			if scopes > 0 {
 				rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s has baton's plugin enabled (%s) and baton's installed hooks: every hook runs twice and a loop advances twice per stop; run `baton uninstall %s` (or disable the plugin)", h, strings.Join(enabled, ", "), h))
 			}
 		}
 	}
+	rep.UnpricedModels = unpricedModels(f, &rep)
 	rep.Sandbox = checkSandbox(f, probe)
 	var ghWarns []string
 	rep.GitHub, ghWarns = checkGitHub(ctx, f, probe)
@@ -229,6 +235,29 @@ func runDoctor(ctx context.Context, f *Factory, probe bool) doctorReport {
 		}
 	}
 	return rep
+}
+
+// unpricedModels lists the models this store's loops ran on that baton
+// cannot price, with a warning that says how to price them.
+func unpricedModels(f *Factory, rep *doctorReport) []string {
+	if !rep.HasStore {
+		return []string{}
+	}
+	prices, err := loop.PricesFromEnv(f.env)
+	if err != nil {
+		rep.Warnings = append(rep.Warnings, err.Error())
+	}
+	models, err := loop.SeenUnpriced(f.Store(), prices)
+	if err != nil {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("cannot list the loops to find unpriced models: %v", err))
+	}
+	if len(models) == 0 {
+		return []string{}
+	}
+	rep.Warnings = append(rep.Warnings, fmt.Sprintf("loops here ran on %s, which baton has no price for (docs/hooks.md#prices): --max-cost counts nothing for them; "+
+		`set their list prices (US dollars per million tokens) in the agents' environment with BATON_MODEL_PRICES='{"%s": {"input": <USD>, "output": <USD>}}'`,
+		strings.Join(models, ", "), models[0]))
+	return models
 }
 
 // checkSandbox reports what of the box this host enforces, for the

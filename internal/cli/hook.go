@@ -20,8 +20,8 @@ the harness's own contract. Installed by "baton install"; see docs/hooks.md.
   session-start   record the session in this machine's session log and print the
                   context to inject: the packet being continued (purpose, Next
                   Prompt), the foreground loop and its iteration, the number of
-                  suggested files. Claude: also exports BATON_SESSION_ID through
-                  $CLAUDE_ENV_FILE.
+                  suggested files. Claude Code, Droid: also exports
+                  BATON_SESSION_ID through $CLAUDE_ENV_FILE.
   stop            the loop engine: continue the foreground loop (block the stop
                   with the loop prompt) until a <promise> or the iteration limit.
   post-tool-use   record the files a file-changing tool touched.

@@ -138,11 +138,15 @@ validators unless --verify is given.
 --max-tokens, --max-cost and --max-duration bound what the loop may spend, as
 the session's transcript reports it; at a bound the loop pauses with the
 reason, and "baton loop resume --max-tokens N" (or --max-cost, --max-duration)
-continues with more.
+continues with more. --max-cost prices tokens at the list prices in
+docs/hooks.md#prices (BATON_MODEL_PRICES adds others); it warns when the
+session's model, or a model earlier loops here ran on, has no price.
 
-Inside an agent session whose session-start hook exported BATON_SESSION_ID,
-the loop is bound to that session; otherwise it binds to the first session
-whose Stop it sees.`,
+Run from an agent's shell, the loop is bound to that agent's session, which
+the harness names there (Codex: CODEX_THREAD_ID; pi: PI_SESSION_ID; Claude
+Code: CLAUDE_CODE_SESSION_ID; Claude Code and Droid: BATON_SESSION_ID, which
+baton's session-start exports), so concurrent sessions each keep their own
+loop. Run elsewhere, it binds to the first session whose Stop it sees.`,
 		Example: `  baton loop start "Make go test ./... pass; fix one failure per round" --max-iterations=10
   baton loop start --from-packet latest --promise DONE --promise BLOCKED
   baton loop start --prompt-file - <<'EOF'
@@ -204,17 +208,18 @@ func runLoopStart(ctx context.Context, f *Factory, args []string, o loopStartOpt
 	if err := baton.CheckVerify(o.verify, o.verifyTimeout); err != nil {
 		return usageError("--verify, --verify-timeout: %s", baton.ErrorMessage(err))
 	}
+	sess := f.session(st)
 	verifyTimeout := o.verifyTimeout
 	if !o.verifyTimeoutSet {
 		verifyTimeout = 0 // the default, whatever it becomes
 	}
-	req := loop.StartRequest{FromPacket: o.fromPacket, FromLoop: o.fromLoop, MaxIterations: o.maxIterations, Promises: o.promises, SessionID: f.env("BATON_SESSION_ID"),
+	req := loop.StartRequest{FromPacket: o.fromPacket, FromLoop: o.fromLoop, MaxIterations: o.maxIterations, Promises: o.promises, SessionID: sess.ID,
 		Verify: o.verify, VerifyTimeout: verifyTimeout, MaxTokens: o.budgets.tokens, MaxCostUSD: o.budgets.cost, MaxDuration: o.budgets.duration, Now: f.now()}
-	if tp := f.env("BATON_TRANSCRIPT_PATH"); tp != "" && req.SessionID != "" {
+	if sess.ID != "" && sess.TranscriptPath != "" {
 		// Started in a session that knows its transcript: only what the
 		// session spends from now on is the loop's.
-		h, _ := harness.Lookup(f.env("BATON_HARNESS"))
-		c := transcript.StartCursor(tp, h != nil && h.UsageBeside, f.now())
+		h, _ := harness.Lookup(string(sess.Harness))
+		c := transcript.StartCursor(sess.TranscriptPath, h != nil && h.UsageBeside, f.now())
 		req.Usage = &c
 	}
 	switch {
@@ -234,6 +239,9 @@ func runLoopStart(ctx context.Context, f *Factory, args []string, o loopStartOpt
 	}
 	if l.MaxIterations == 0 {
 		fmt.Fprintf(f.IO.Err, "baton: warning: loop %s has no iteration limit; it runs until a promise or `baton loop cancel %s`\n", l.ID, l.ID)
+	}
+	if l.MaxCostUSD > 0 {
+		warnUnpriced(f, st, sess)
 	}
 	if prev != "" && prev != l.ID {
 		if old, err := st.FindLoopByID(prev); err == nil && old.Status == baton.LoopActive {
@@ -259,6 +267,38 @@ func runLoopStart(ctx context.Context, f *Factory, args []string, o loopStartOpt
 		_, err = fmt.Fprintf(f.IO.Out, "The promise is accepted only when these pass (in %s, within %s): %s\n", st.Root(), l.EffectiveVerifyTimeout(), strings.Join(quoteAll(l.Verify), ", "))
 	}
 	return err
+}
+
+// warnUnpriced says, for a loop given --max-cost, which models it may run
+// on that baton has no price for: the session's so far, and those earlier
+// loops here spent tokens on. Their tokens would cost nothing, and the
+// budget would never bite.
+func warnUnpriced(f *Factory, st *fsstore.Store, sess loop.Session) {
+	prices, err := loop.PricesFromEnv(f.env)
+	if err != nil {
+		f.warnf("%v; the default prices apply", err)
+	}
+	var models []string
+	if sess.TranscriptPath != "" {
+		h, _ := harness.Lookup(string(sess.Harness))
+		u, _, err := transcript.ReadUsage(sess.TranscriptPath, baton.UsageCursor{Path: sess.TranscriptPath},
+			transcript.UsageOptions{MaxRead: 4 << 20, Droid: h != nil && h.UsageBeside, Now: f.now()})
+		if err == nil {
+			for m := range u.ByModel {
+				if _, recorded := u.Recorded[m]; !recorded {
+					models = append(models, m)
+				}
+			}
+		}
+	}
+	seen, _ := loop.SeenUnpriced(st, prices) // a store that cannot be listed names none
+	unpriced := prices.Unpriced(append(models, seen...))
+	if len(unpriced) == 0 {
+		return
+	}
+	f.warnf("--max-cost counts nothing for %s: baton has no price for it (docs/hooks.md#prices), so its tokens cost $0 and the budget would not bite; "+
+		`set its list price (US dollars per million tokens) in the agent's environment with BATON_MODEL_PRICES='{"%s": {"input": <USD>, "output": <USD>}}', or bound the loop with --max-tokens`,
+		strings.Join(unpriced, ", "), unpriced[0])
 }
 
 // readPromptFile reads a prompt from a file or stdin, verbatim but for
@@ -298,7 +338,7 @@ func newLoopListCmd(f *Factory) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				current, _ := loop.Foreground(st, f.env("BATON_SESSION_ID"))
+				current, _ := loop.Foreground(st, f.session(st).ID)
 				out := struct {
 					SchemaVersion int `json:"schema_version"`
 					// Foreground is the loop `current` names here.
@@ -367,12 +407,13 @@ func newLoopStatusCmd(f *Factory) *cobra.Command {
 		Short:   "Show the foreground loop (or the named one)",
 		Long: `Show a loop: status, iteration, promises, the session it is bound to, its
 outcome and its prompt. Without an id it shows this session's foreground loop
-(BATON_SESSION_ID), else the unbound one, else the only one.`,
+(the session whose shell runs the command), else the unbound one, else the
+only one.`,
 		Example: "  baton loop status\n  baton loop show fix-tests --json",
 		Args:    rangeArgs(0, 1, "at most one loop id or prefix"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st := f.Store()
-			l, err := loop.Resolve(st, loopArg(args), f.env("BATON_SESSION_ID"))
+			l, err := loop.Resolve(st, loopArg(args), f.session(st).ID)
 			if errors.Is(err, loop.ErrNoForeground) {
 				if asJSON {
 					return writeJSON(f.IO.Out, struct {
@@ -456,7 +497,7 @@ repository (a clone, a pull, an unpacked archive), or whose prompt or commands
 a checkout changed since this machine adopted it, runs nowhere until then, as
 Codex and pi ask before they trust a project.
 
-The loop is bound to this session (BATON_SESSION_ID), or to the next session
+The loop is bound to this session (the agent's, when run from its shell), or to the next session
 that stops, and becomes its foreground loop. Confirm with Enter at a terminal;
 --yes adopts without asking (for scripts, once you have read the loop). Without
 a terminal and without --yes it refuses: an agent's tool call adopts nothing.`,
@@ -469,7 +510,8 @@ a terminal and without --yes it refuses: an agent's tool call adopts nothing.`,
 				return err
 			}
 			st := f.Store()
-			l, err := loop.Resolve(st, args[0], f.env("BATON_SESSION_ID"))
+			session := f.session(st).ID
+			l, err := loop.Resolve(st, args[0], session)
 			if err != nil {
 				return err
 			}
@@ -491,7 +533,7 @@ a terminal and without --yes it refuses: an agent's tool call adopts nothing.`,
 			if err := f.ask(ctx, in, summary, "Press Enter to adopt it, or Esc (or any other key) to cancel. ", "canceled: the loop was not adopted"); err != nil {
 				return err
 			}
-			l, prev, err := loop.Adopt(ctx, st, l.ID, f.env("BATON_SESSION_ID"), f.now())
+			l, prev, err := loop.Adopt(ctx, st, l.ID, session, f.now())
 			if err != nil {
 				return err
 			}
@@ -534,6 +576,12 @@ func loopArg(args []string) string {
 
 // foreground is the foreground loops, for marking them; with a warning
 // and none when the pointer cannot be read: named loops are shown anyway.
+// session is the harness session the command runs in (loop.CurrentSession):
+// the one a loop it starts binds to, and whose foreground loop it means.
+func (f *Factory) session(st *fsstore.Store) loop.Session {
+	return loop.CurrentSession(st, f.env)
+}
+
 func (f *Factory) foreground(st *fsstore.Store) fsstore.Foreground {
 	fg, err := st.Foreground()
 	if err != nil {
@@ -565,18 +613,19 @@ unbound loop, which the next session that stops takes), so that session's Stop
 hook continues it. Switching loops is always explicit: this is the only way,
 besides starting a loop, to change a foreground loop. A paused loop stays
 paused until "baton loop resume". --rebind moves the loop to the session
-running the command (BATON_SESSION_ID), or unbinds it so the next session
+running the command (the agent's, from its shell), or unbinds it so the next session
 that stops takes it: use it after /clear or in a new session.`,
 		Example: "  baton loop activate 20261122T093400Z-fix-tests\n  baton loop activate fix-tests --rebind",
 		Args:    exactArgs(1, "one loop id or prefix"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			st := f.Store()
-			l, err := loop.Resolve(st, args[0], f.env("BATON_SESSION_ID"))
+			session := f.session(st).ID
+			l, err := loop.Resolve(st, args[0], session)
 			if err != nil {
 				return err
 			}
-			l, prev, err := loop.Activate(ctx, st, l.ID, rebind, f.env("BATON_SESSION_ID"), f.now())
+			l, prev, err := loop.Activate(ctx, st, l.ID, rebind, session, f.now())
 			if err != nil {
 				return err
 			}
@@ -594,7 +643,7 @@ that stops takes it: use it after /clear or in a new session.`,
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&rebind, "rebind", false, "bind the loop to this session (BATON_SESSION_ID), or unbind it")
+	cmd.Flags().BoolVar(&rebind, "rebind", false, "bind the loop to the session running the command, or unbind it")
 	return cmd
 }
 
@@ -626,11 +675,12 @@ active loop, they only change its budgets.`
 				return err
 			}
 			st := f.Store()
-			l, err := loop.Resolve(st, loopArg(args), f.env("BATON_SESSION_ID"))
+			session := f.session(st).ID
+			l, err := loop.Resolve(st, loopArg(args), session)
 			if err != nil {
 				return err
 			}
-			change := loop.StatusChange{Change: loop.Change(verb), Rebind: rebind, Session: f.env("BATON_SESSION_ID"), Now: f.now()}
+			change := loop.StatusChange{Change: loop.Change(verb), Rebind: rebind, Session: session, Now: f.now()}
 			fl := cmd.Flags()
 			if fl.Changed("max-tokens") {
 				change.MaxTokens = &budgets.tokens
@@ -664,7 +714,7 @@ active loop, they only change its budgets.`
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the loop as JSON")
 	if verb == "resume" {
-		cmd.Flags().BoolVar(&rebind, "rebind", false, "bind the loop to this session (BATON_SESSION_ID), or unbind it")
+		cmd.Flags().BoolVar(&rebind, "rebind", false, "bind the loop to the session running the command, or unbind it")
 		budgets.register(cmd.Flags(), "pause")
 	}
 	return cmd

@@ -718,7 +718,11 @@ func TestStopBudgetsDroidTotals(t *testing.T) {
 		t.Fatalf("first stop = %+v, spent %d; want a block and 300 tokens", o, e.loop(id).Spent.Total())
 	}
 	totals(1700)
-	if o := stop(); o.Decision != "" || !strings.Contains(o.SystemMessage, "token budget is spent (700 of 500 tokens)") {
+	// droid exec shows no hook message: the model is asked to say the
+	// pause line, which names the resume that works in a new session.
+	if o := stop(); o.Decision != "block" || !strings.Contains(o.Reason, "Reply with only this line") ||
+		!strings.Contains(o.Reason, "token budget is spent (700 of 500 tokens)") || !strings.Contains(o.Reason, "--rebind") ||
+		e.loop(id).Status != baton.LoopPaused {
 		t.Fatalf("stop over the budget = %+v", o)
 	}
 	totals(5000) // the session works on while the loop is paused
@@ -763,5 +767,55 @@ func TestSearchCommand(t *testing.T) {
 	}
 	if r := e.run("", "", "search"); r.code != 2 {
 		t.Errorf("search without words = exit %d", r.code)
+	}
+}
+
+// A loop started from an agent's shell binds to that agent's session
+// through the variable its harness sets there, so two concurrent
+// sessions each keep their own loop, and each one's stop continues its
+// own. Codex and pi export no BATON_SESSION_ID (no env file): before,
+// both loops were unbound and the second pushed the first aside.
+func TestLoopStartBindsToHarnessSession(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ harness, envVar string }{
+		{"codex", "CODEX_THREAD_ID"},
+		{"pi", "PI_SESSION_ID"},
+		{"claude", "CLAUDE_CODE_SESSION_ID"},
+	} {
+		t.Run(tt.harness, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			e.gitRepo()
+			ids := map[string]string{}
+			for _, s := range []string{"sess-a", "sess-b"} {
+				e.vars[tt.envVar] = s
+				r := e.ok("", "", "loop", "start", "--json", "--promise", "DONE", "loop of "+s)
+				delete(e.vars, tt.envVar)
+				var l struct {
+					ID        string `json:"id"`
+					SessionID string `json:"session_id"`
+				}
+				if err := json.Unmarshal([]byte(r.stdout), &l); err != nil {
+					t.Fatalf("loop start --json printed %q: %v", r.stdout, err)
+				}
+				if l.SessionID != s {
+					t.Errorf("loop started in %s's shell (%s=%s) is bound to %q", tt.harness, tt.envVar, s, l.SessionID)
+				}
+				if strings.Contains(r.stderr, "no longer the foreground loop") {
+					t.Errorf("the second session's loop pushed the first aside: %q", r.stderr)
+				}
+				ids[s] = l.ID
+			}
+			for _, s := range []string{"sess-b", "sess-a"} {
+				payload, _ := json.Marshal(map[string]any{"session_id": s, "cwd": e.dir, "hook_event_name": "Stop", "last_assistant_message": "working"})
+				r := e.hook(tt.harness, "stop", string(payload))
+				if !strings.Contains(r.stdout, "loop of "+s) {
+					t.Errorf("%s's stop did not continue its own loop: %q %q", s, r.stdout, r.stderr)
+				}
+				if l := e.loop(ids[s]); l.Iteration != 2 {
+					t.Errorf("loop of %s at iteration %d, want 2", s, l.Iteration)
+				}
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -404,6 +405,39 @@ func (s *Store) AppendSession(ctx context.Context, r baton.SessionRecord) error 
 	}
 	p := s.indexPath(SessionsLog)
 	return refused(p, safefile.AppendJSONLBeneath(ctx, s.files, p, r))
+}
+
+// SessionSpan is what this machine's session log says of one session:
+// when it first started here, and its newest record.
+type SessionSpan struct {
+	First time.Time
+	Last  baton.SessionRecord
+}
+
+// SessionSpans returns the spans of those of ids the session log names,
+// in one pass over it; a session it does not name is not in the map.
+func (s *Store) SessionSpans(ids []string) (map[string]SessionSpan, error) {
+	if err := s.checkDirs(IndexesDir); err != nil {
+		return nil, err
+	}
+	out := map[string]SessionSpan{}
+	p := s.indexPath(SessionsLog)
+	_, err := safefile.ScanJSONL(p, func(r baton.SessionRecord) error {
+		if !slices.Contains(ids, r.SessionID) {
+			return nil
+		}
+		sp, seen := out[r.SessionID]
+		if !seen || r.At.Before(sp.First) {
+			sp.First = r.At
+		}
+		sp.Last = r
+		out[r.SessionID] = sp
+		return nil
+	})
+	if err != nil {
+		return nil, refused(p, err)
+	}
+	return out, nil
 }
 
 // FindSession returns the newest record of sessionID, or NotFound.

@@ -51,11 +51,25 @@ type Harness struct {
 	// EnvFileEnv names the variable holding a file where session-start may
 	// append "export K=V" lines for the agent's shell ("" when none).
 	EnvFileEnv string
+	// SessionEnv names the variable the harness sets in its agent's shell
+	// commands to the session id its hooks give baton ("" when it sets
+	// none: baton's session-start exports BATON_SESSION_ID through
+	// EnvFileEnv instead). A loop started from that shell binds to it.
+	SessionEnv string
 	// BlockCap is how many consecutive Stop blocks the harness honours
 	// before it ends the turn anyway (0: no known cap); BlockCapEnv is the
 	// harness's own variable that overrides it ("" when none).
 	BlockCap    int
 	BlockCapEnv string
+	// HidesStopMessage: the harness shows the user no Stop hook
+	// systemMessage (nor records it), so a note the person must act on
+	// (a paused loop) goes through the model instead: one more block
+	// asking it to say the note and stop.
+	HidesStopMessage bool
+	// NoResume: a session cannot be counted on to be resumed later (Droid:
+	// `droid exec -s` fails offline and on BYOK models with "Failed to
+	// fetch session"), so a paused loop is resumed into a new session.
+	NoResume bool
 	// UsageBeside: what a session spent is not in its transcript but in
 	// running totals the harness keeps in a file beside it (Droid's
 	// <session>.settings.json).
@@ -125,6 +139,7 @@ var Claude = &Harness{
 	WriteTools:    []string{"Write", "Edit", "MultiEdit", "NotebookEdit"},
 	ProjectDirEnv: "CLAUDE_PROJECT_DIR",
 	EnvFileEnv:    "CLAUDE_ENV_FILE",
+	SessionEnv:    "CLAUDE_CODE_SESSION_ID",
 	BlockCap:      8,
 	BlockCapEnv:   "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP",
 	ConfigDir:     ".claude",
@@ -142,16 +157,22 @@ var Claude = &Harness{
 // context as plain stdout (codex-cli 0.154.0 rejected additionalContext);
 // Stop answers JSON or nothing, never plain text, and a block's reason
 // becomes the next user prompt. Every edit is reported as apply_patch. It
-// exports no project directory and documents no block cap. Its plugin
-// manifest names its own hooks file, where ${PLUGIN_ROOT} is the plugin.
+// exports no project directory and documents no block cap, and no env
+// file: its shell commands get CODEX_THREAD_ID, the hooks' session id.
+// Its plugin manifest names its own hooks file, where ${PLUGIN_ROOT} is
+// the plugin.
 var Codex = &Harness{
 	Name:       baton.HarnessCodex,
 	Product:    "Codex CLI",
 	Install:    "npm install -g @openai/codex",
 	Agent:      true,
 	WriteTools: []string{"apply_patch"},
-	ConfigDir:  ".codex",
-	UserDirEnv: "CODEX_HOME",
+	SessionEnv: "CODEX_THREAD_ID",
+	// 0.171.0's exec prints a Stop's systemMessage nowhere: not in
+	// --json, not on stderr, not in the rollout.
+	HidesStopMessage: true,
+	ConfigDir:        ".codex",
+	UserDirEnv:       "CODEX_HOME",
 	Plugin: Plugin{
 		Noun: "plugin", Disable: "run `codex plugin remove baton@baton`",
 		Enabled: PluginTables, UserFiles: []string{"config.toml"}, ProjectFiles: []string{"config.toml"},
@@ -177,7 +198,10 @@ var Droid = &Harness{
 	ProjectDirEnv: "FACTORY_PROJECT_DIR",
 	EnvFileEnv:    "CLAUDE_ENV_FILE",
 	UsageBeside:   true,
-	ConfigDir:     ".factory",
+	NoResume:      true,
+	// 0.225.2's exec prints a Stop's systemMessage in no output format.
+	HidesStopMessage: true,
+	ConfigDir:        ".factory",
 	Plugin: Plugin{
 		Noun: "plugin", Disable: "run `droid plugin uninstall baton@baton`",
 		Enabled: EnabledPlugins, UserFiles: []string{"settings.json"}, ProjectFiles: []string{"settings.json", "settings.local.json"},
@@ -189,15 +213,17 @@ var Droid = &Harness{
 // Pi has no hook configuration: baton's extension (integrations/pi) runs
 // `baton hook <event> --harness pi` with a Claude-shaped payload and
 // always reads one JSON object back (encodePi). The extension re-prompts
-// with followUp messages, so there is no block cap. A project's .pi/
-// holds its settings; the user's are in ~/.pi/agent.
+// with followUp messages, so there is no block cap. Its bash tool gets
+// PI_SESSION_ID. A project's .pi/ holds its settings; the user's are in
+// ~/.pi/agent.
 var Pi = &Harness{
 	Name:       baton.HarnessPi,
 	Product:    "pi",
-	Install:    "npm install -g @mariozechner/pi-coding-agent",
+	Install:    "npm install -g @earendil-works/pi-coding-agent",
 	Agent:      true,
 	Extension:  true,
 	WriteTools: []string{"write", "edit"},
+	SessionEnv: "PI_SESSION_ID",
 	ConfigDir:  ".pi",
 	UserDir:    filepath.Join(".pi", "agent"),
 	UserDirEnv: "PI_CODING_AGENT_DIR",
@@ -244,16 +270,65 @@ func AgentNames() []string {
 }
 
 // SessionVars lists the variables through which a harness points a hook
-// at its session's project (its project directory and env file), once
-// each: a hook run for another purpose (doctor's probes) must not
-// inherit them.
+// or a command at its session (its project directory, env file and
+// session id), once each: a hook run for another purpose (doctor's
+// probes) must not inherit them.
 func SessionVars() []string {
-	var out []string
+	out := []string{SessionIDEnv}
 	for _, h := range Harnesses {
-		for _, v := range []string{h.ProjectDirEnv, h.EnvFileEnv} {
+		for _, v := range []string{h.ProjectDirEnv, h.EnvFileEnv, h.SessionEnv} {
 			if v != "" && !slices.Contains(out, v) {
 				out = append(out, v)
 			}
+		}
+	}
+	return out
+}
+
+// SessionIDEnv and HarnessEnv are what baton's session-start hook exports
+// to the agent's shell through a harness's env file: the session id its
+// hooks get, and the harness's name.
+const (
+	SessionIDEnv = "BATON_SESSION_ID"
+	HarnessEnv   = "BATON_HARNESS"
+)
+
+// EnvSession is a session a command's environment names.
+type EnvSession struct {
+	ID string
+	// Harness is the harness it belongs to (nil when BATON_HARNESS names
+	// none), and Var the variable that named it.
+	Harness *Harness
+	Var     string
+}
+
+// EnvSessions lists, once each, the sessions getenv names: BATON_SESSION_ID
+// (with BATON_HARNESS), then each harness's SessionEnv in table order. A
+// shell of one harness's session may have inherited another's (a Codex
+// session started from Claude Code's shell has both), so there can be
+// several: loop.CurrentSession picks the one the command runs in.
+func EnvSessions(getenv func(string) string) []EnvSession {
+	var out []EnvSession
+	add := func(id string, h *Harness, v string) {
+		id = strings.TrimSpace(id)
+		if id == "" {
+			return
+		}
+		for i := range out {
+			if out[i].ID == id {
+				if out[i].Harness == nil {
+					out[i].Harness = h
+				}
+				return
+			}
+		}
+		out = append(out, EnvSession{ID: id, Harness: h, Var: v})
+	}
+	h, _ := Lookup(getenv(HarnessEnv))
+	add(getenv(SessionIDEnv), h, SessionIDEnv)
+	for _, h := range Harnesses {
+		if h.SessionEnv != "" {
+			add(getenv(h.SessionEnv), h, h.SessionEnv)
 		}
 	}
 	return out

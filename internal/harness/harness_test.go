@@ -225,9 +225,45 @@ func TestUserPath(t *testing.T) {
 
 func TestSessionVars(t *testing.T) {
 	t.Parallel()
-	want := []string{"CLAUDE_PROJECT_DIR", "CLAUDE_ENV_FILE", "FACTORY_PROJECT_DIR"}
+	want := []string{"BATON_SESSION_ID", "CLAUDE_PROJECT_DIR", "CLAUDE_ENV_FILE", "CLAUDE_CODE_SESSION_ID", "CODEX_THREAD_ID", "FACTORY_PROJECT_DIR", "PI_SESSION_ID"}
 	if got := harness.SessionVars(); !cmp.Equal(got, want) {
 		t.Errorf("SessionVars() = %q, want %q", got, want)
+	}
+}
+
+// The sessions a command's environment names, each once, with the
+// harness it belongs to.
+func TestEnvSessions(t *testing.T) {
+	t.Parallel()
+	type got struct{ ID, Harness, Var string }
+	for _, tt := range []struct {
+		name string
+		env  map[string]string
+		want []got
+	}{
+		{"none", nil, nil},
+		{"codex alone", map[string]string{"CODEX_THREAD_ID": "t1"}, []got{{"t1", "codex", "CODEX_THREAD_ID"}}},
+		{"pi alone", map[string]string{"PI_SESSION_ID": " p1 "}, []got{{"p1", "pi", "PI_SESSION_ID"}}},
+		{"claude exports both", map[string]string{"BATON_SESSION_ID": "c1", "BATON_HARNESS": "claude", "CLAUDE_CODE_SESSION_ID": "c1"},
+			[]got{{"c1", "claude", "BATON_SESSION_ID"}}},
+		{"droid's env file", map[string]string{"BATON_SESSION_ID": "d1", "BATON_HARNESS": "droid"}, []got{{"d1", "droid", "BATON_SESSION_ID"}}},
+		{"an unknown harness named", map[string]string{"BATON_SESSION_ID": "c1", "BATON_HARNESS": "emacs", "CLAUDE_CODE_SESSION_ID": "c1"},
+			[]got{{"c1", "claude", "BATON_SESSION_ID"}}},
+		{"codex started in claude's shell", map[string]string{"BATON_SESSION_ID": "c1", "BATON_HARNESS": "claude", "CLAUDE_CODE_SESSION_ID": "c1", "CODEX_THREAD_ID": "t1"},
+			[]got{{"c1", "claude", "BATON_SESSION_ID"}, {"t1", "codex", "CODEX_THREAD_ID"}}},
+		{"blank values", map[string]string{"BATON_SESSION_ID": " ", "CODEX_THREAD_ID": ""}, nil},
+	} {
+		var out []got
+		for _, s := range harness.EnvSessions(func(k string) string { return tt.env[k] }) {
+			name := ""
+			if s.Harness != nil {
+				name = string(s.Harness.Name)
+			}
+			out = append(out, got{s.ID, name, s.Var})
+		}
+		if !cmp.Equal(out, tt.want) {
+			t.Errorf("%s: EnvSessions(%v) = %v, want %v", tt.name, tt.env, out, tt.want)
+		}
 	}
 }
 

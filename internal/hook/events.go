@@ -142,6 +142,7 @@ func (h handler) stop(ctx context.Context) (harness.Result, error) {
 		SessionID:      h.p.SessionID,
 		StopHookActive: h.p.StopHookActive,
 		BlockCap:       h.harness.StopBlockCap(h.env.Getenv),
+		NewSession:     h.harness.NoResume,
 		Now:            now,
 	}
 	in.Message, in.Known, err = h.lastAssistantText()
@@ -175,7 +176,9 @@ func (h handler) stop(ctx context.Context) (harness.Result, error) {
 			return fsstore.ErrUnchanged
 		}
 		if d.Finished || d.Paused {
-			l.Notes = loop.AppendNote(l.Notes, now, fmt.Sprintf("%s in %s session %s", strings.TrimPrefix(d.Message, "baton loop "+l.ID+": "), h.harness.Name, h.p.SessionID))
+			// The session first: a note ending "… continues it in droid
+			// session X" read as where to resume.
+			l.Notes = loop.AppendNote(l.Notes, now, fmt.Sprintf("in %s session %s: %s", h.harness.Name, h.p.SessionID, strings.TrimPrefix(d.Message, "baton loop "+l.ID+": ")))
 		}
 		return nil
 	})
@@ -200,6 +203,12 @@ func (h handler) stop(ctx context.Context) (harness.Result, error) {
 	case loop.Block:
 		return harness.Result{Block: true, Reason: d.Reason, SystemMessage: d.Message}, nil
 	case loop.Allow:
+		if d.Paused && h.harness.HidesStopMessage {
+			// The person would never learn why the loop stopped: the
+			// model says it, in one more round (the loop is paused, so
+			// the stop after it is not the loop's).
+			return harness.Result{Block: true, Reason: loop.RelayPause(d.Message), SystemMessage: d.Message}, nil
+		}
 		return harness.Result{SystemMessage: d.Message}, nil
 	}
 	return harness.Result{}, nil

@@ -42,6 +42,7 @@ var codexSpec = harnessSpec{
 	dialect:      dialect{ArgumentHint: true, Args: "$ARGUMENTS"},
 	skillDialect: dialect{Args: skillArgs},
 	untrusted:    codexUntrusted,
+	pluginTrust:  codexPluginUnreviewed,
 	notes: func(t Target, changed bool) []string {
 		var n []string
 		if changed {
@@ -58,6 +59,14 @@ var codexSpec = harnessSpec{
 // codexUntrusted says what keeps installed Codex hooks from running:
 // an untrusted project (no project hook runs) or hooks not yet trusted in
 // Codex's "Hooks need review" dialog (codex exec skips them silently).
+// codexPluginUnreviewed is what Codex's trust asks of baton's plugin: its
+// hooks pass Codex's /hooks review like any others, and codex exec skips
+// them silently until then. Codex keeps a plugin's review in a form baton
+// does not read, so this is said whenever the plugin is enabled.
+func codexPluginUnreviewed(Target) []string {
+	return []string{"codex plugin: Codex runs a plugin's hooks only once they are trusted in its /hooks review, and `codex exec` skips them without a word until then (baton cannot read that review for plugin hooks): start `codex` in this project, open /hooks and trust baton's hooks (`codex exec --dangerously-bypass-hook-trust` skips the review for one run)"}
+}
+
 func codexUntrusted(t Target, s Status) []string {
 	root := t.Root
 	if t.Scope == ScopeUser {

@@ -148,6 +148,9 @@ type harnessSpec struct {
 	// untrusted says what of the harness's own trust keeps what is
 	// installed (s) from running; nil when nothing does.
 	untrusted func(t Target, s Status) []string
+	// pluginTrust says what of the harness's trust may keep baton's
+	// enabled plugin from running (nil: nothing).
+	pluginTrust func(t Target) []string
 }
 
 // hookExe is the binary t's hooks run: none (baton from PATH) in a

@@ -31,7 +31,7 @@ const (
 	ShimFile = "hooks/baton-hook.sh"
 	// pluginVersion is the plugins' version: Codex caches a plugin per
 	// version, so a release that changes the tree raises it.
-	pluginVersion = "0.2.1"
+	pluginVersion = "0.2.2"
 )
 
 const (

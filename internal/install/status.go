@@ -117,6 +117,17 @@ func unquoteJSON(b []byte) (string, error) {
 // hook of an untrusted project and skips hooks not yet trusted in its
 // review; pi loads no project resource of an untrusted project. None when
 // nothing does, or the harness has no such trust.
+// PluginUntrusted says, one condition a line, what of the harness's own
+// trust may keep baton's enabled plugin from running, with the step that
+// fixes it; none when nothing can.
+func PluginUntrusted(t Target) []string {
+	sp, err := spec(t.Harness)
+	if err != nil || sp.pluginTrust == nil {
+		return nil
+	}
+	return sp.pluginTrust(t)
+}
+
 func Untrusted(t Target, s Status) []string {
 	sp, err := spec(t.Harness)
 	if err != nil || sp.untrusted == nil || !s.Installed {

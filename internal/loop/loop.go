@@ -18,9 +18,12 @@ import (
 // msg, in order, each trimmed with inner whitespace collapsed to single
 // spaces. Tag names are matched case-insensitively; a tag that is opened
 // but never closed does not count, and neither does bare text equal to a
-// promise.
+// promise. A tag written XML-escaped (&lt;promise&gt;) counts too: Codex
+// escapes a stop hook's text in the prompt it gives the model, and a
+// model that copies the promise from there writes it so.
 func ExtractPromises(msg string) []string {
 	const open, closing = "<promise>", "</promise>"
+	msg = unescapeTags(msg)
 	var out []string
 	for i := 0; ; {
 		s := indexFold(msg[i:], open)
@@ -41,6 +44,30 @@ func ExtractPromises(msg string) []string {
 		}
 		out = append(out, Normalize(inner))
 		i = e + len(closing)
+	}
+}
+
+// unescapeTags turns each XML-escaped promise tag in msg (any case)
+// into its plain form; nothing else changes.
+func unescapeTags(msg string) string {
+	const escOpen, escClose = "&lt;promise&gt;", "&lt;/promise&gt;"
+	if indexFold(msg, escOpen) < 0 && indexFold(msg, escClose) < 0 {
+		return msg
+	}
+	var b strings.Builder
+	for {
+		o, c := indexFold(msg, escOpen), indexFold(msg, escClose)
+		switch {
+		case o < 0 && c < 0:
+			b.WriteString(msg)
+			return b.String()
+		case c < 0 || (o >= 0 && o < c):
+			b.WriteString(msg[:o] + "<promise>")
+			msg = msg[o+len(escOpen):]
+		default:
+			b.WriteString(msg[:c] + "</promise>")
+			msg = msg[c+len(escClose):]
+		}
 	}
 }
 
@@ -112,6 +139,10 @@ type Stop struct {
 	// BlockCap is how many consecutive blocks the harness honours before
 	// it ends the turn anyway (Claude Code: 8); 0 means no known cap.
 	BlockCap int
+	// NewSession: the harness cannot resume this session later (Droid on
+	// a BYOK model or offline), so a paused loop is resumed into the next
+	// session instead (`loop resume --rebind`), and its pause says so.
+	NewSession bool
 	// Now is when the stop happened: the loop's active time is counted to
 	// it. Zero leaves time out (no duration budget is checked).
 	Now time.Time
@@ -236,18 +267,18 @@ func Decide(l *baton.Loop, s Stop) Decision {
 			case v == nil:
 				// Verification did not run: the promise is not believed, and the
 				// round counts as any other.
-				failure = "You stated <promise>" + Normalize(p) + "</promise>, but the loop's verify commands did not run, so the promise is not accepted yet. State it again when the work is done."
+				failure = "You stated the promise " + strconv.Quote(Normalize(p)) + ", but the loop's verify commands did not run, so the promise is not accepted yet. State it again when the work is done."
 			default:
 				recordRun(l, *v)
 				switch {
 				case v.Error != "":
-					return pause(l, s.Now, "its verification could not run: "+v.Error)
+					return pause(l, s, "its verification could not run: "+v.Error)
 				case v.Passed:
 					return finish(l, s.Now, p, fmt.Sprintf("baton loop %s: done (%s) at iteration %s, verified (%s)", l.ID, Normalize(p), progress(l), checksLine(v)))
 				}
 				failure = s.Failure
 				if failure == "" {
-					failure = "You stated <promise>" + Normalize(p) + "</promise>, but the loop's verification failed, so the loop goes on."
+					failure = "You stated the promise " + strconv.Quote(Normalize(p)) + ", but the loop's verification failed, so the loop goes on."
 				}
 			}
 		}
@@ -260,7 +291,7 @@ func Decide(l *baton.Loop, s Stop) Decision {
 		return finish(l, s.Now, baton.OutcomeMaxIterations, msg)
 	}
 	if reason := OverBudget(l, s.Now); reason != "" {
-		return pause(l, s.Now, reason)
+		return pause(l, s, reason)
 	}
 	if s.StopHookActive && s.BlockCap > 0 && l.ConsecutiveBlocks >= s.BlockCap {
 		d.Action = Allow
@@ -305,15 +336,33 @@ func checksLine(v *baton.VerifyRun) string {
 
 // pause stops the loop for a reason of baton's own: it stays its
 // session's foreground loop, and `baton loop resume` continues it.
-func pause(l *baton.Loop, now time.Time, reason string) Decision {
+func pause(l *baton.Loop, s Stop, reason string) Decision {
 	l.Status = baton.LoopPaused
 	l.PauseReason = oneLine(reason)
-	l.ConsecutiveBlocks = 0
-	if !now.IsZero() {
-		l.StopClock(now)
+	resume := fmt.Sprintf("`baton loop resume %s` continues it", l.ID)
+	if s.NewSession {
+		// Kept in the reason, which loop show and status print: the person
+		// looks there, and the session's own output may not show the line.
+		l.PauseReason += fmt.Sprintf("; this session may not be resumable, so run `baton loop resume %s --rebind` outside it (with any budget flag above) and the next session that stops continues the loop", l.ID)
+		resume = ""
 	}
-	return Decision{Action: Allow, Changed: true, Paused: true,
-		Message: fmt.Sprintf("baton loop %s: paused at iteration %s: %s; `baton loop resume %s` continues it", l.ID, progress(l), l.PauseReason, l.ID)}
+	l.ConsecutiveBlocks = 0
+	if !s.Now.IsZero() {
+		l.StopClock(s.Now)
+	}
+	msg := fmt.Sprintf("baton loop %s: paused at iteration %s: %s", l.ID, progress(l), l.PauseReason)
+	if resume != "" {
+		msg += "; " + resume
+	}
+	return Decision{Action: Allow, Changed: true, Paused: true, Message: msg}
+}
+
+// RelayPause asks the model to pass a pause note on to the person, for a
+// harness that would not show it: the loop is paused, so the model is to
+// do no more of its work, only say the note.
+func RelayPause(note string) string {
+	return "Stop working on the loop: baton paused it, and the person running you has not seen why. " +
+		"Reply with only this line, as written, and end your turn:\n\n" + note
 }
 
 func oneLine(s string) string {

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +29,11 @@ func TestExtractPromises(t *testing.T) {
 		{"<promise></promise>", []string{""}},
 		{"<promise>*?[x]</promise>", []string{"*?[x]"}},
 		{"İİ<promise>DONE</promise>", []string{"DONE"}}, // no index drift on multi-byte case folds
+		// As a model copies it from Codex, which escapes a hook's text.
+		{"&lt;promise&gt;DONE&lt;/promise&gt;", []string{"DONE"}},
+		{"&LT;Promise&GT;a&lt;/promise&gt; and <promise>b&lt;/promise&gt;", []string{"a", "b"}},
+		{"&lt;promise&gt;DONE", nil},
+		{"&lt;promise>DONE&lt;/promise>", nil}, // half-escaped is not a tag
 	}
 	for _, tt := range tests {
 		if got := ExtractPromises(tt.msg); !cmp.Equal(got, tt.want) {
@@ -175,7 +181,7 @@ func TestDecide(t *testing.T) {
 		{
 			name: "a promise the loop did not verify is not believed", loop: active(func(l *baton.Loop) { l.Verify = []string{"go test ./..."} }),
 			stop: Stop{SessionID: "s1", Known: true, Message: "<promise>DONE</promise>"},
-			want: Decision{Action: Block, Reason: "Fix it.\n---\nagain\n\n## Failure\n\nYou stated <promise>DONE</promise>, but the loop's verify commands did not run, so the promise is not accepted yet. State it again when the work is done.",
+			want: Decision{Action: Block, Reason: "Fix it.\n---\nagain\n\n## Failure\n\nYou stated the promise \"DONE\", but the loop's verify commands did not run, so the promise is not accepted yet. State it again when the work is done.",
 				Message: "baton loop L: iteration 2/20 — finish with <promise>DONE</promise> (or BLOCKED), which baton checks by running `go test ./...`", Changed: true},
 			after: active(func(l *baton.Loop) { l.Verify, l.Iteration, l.ConsecutiveBlocks = []string{"go test ./..."}, 2, 1 }),
 		},
@@ -274,13 +280,23 @@ func FuzzExtractPromises(f *testing.F) {
 	f.Add("DONE")
 	f.Add("<promise>a<promise>b</promise></promise>")
 	f.Add("<PROMISE>x</promise><promise>")
+	f.Add("&lt;promise&gt;DONE&lt;/promise&gt;")
+	f.Add("&LT;Promise&gt;a</promise> &lt;/promise&gt;")
 	f.Fuzz(func(t *testing.T, msg string) {
 		got := ExtractPromises(msg)
 		lower := strings.ToLower(msg)
-		if len(got) > 0 && !strings.Contains(lower, "</promise>") {
+		closes := strings.Count(lower, "</promise>") + strings.Count(lower, "&lt;/promise&gt;")
+		if len(got) > 0 && closes == 0 {
 			t.Fatalf("ExtractPromises(%q) = %q without a closing tag", msg, got)
 		}
-		if n := strings.Count(lower, "</promise>"); len(got) > n {
+		// Codex escapes the tags: escaped, msg states the same promises.
+		if !strings.Contains(msg, "&") {
+			esc := strings.NewReplacer("<promise>", "&lt;promise&gt;", "</promise>", "&lt;/promise&gt;").Replace(msg)
+			if e := ExtractPromises(esc); !slices.Equal(e, got) {
+				t.Fatalf("ExtractPromises(%q) = %q, but escaped (%q) = %q", msg, got, esc, e)
+			}
+		}
+		if n := closes; len(got) > n {
 			t.Fatalf("ExtractPromises(%q) found %d promises for %d closing tags", msg, len(got), n)
 		}
 		for _, p := range got {

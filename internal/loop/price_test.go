@@ -18,8 +18,13 @@ func TestPriceLookup(t *testing.T) {
 		"anthropic/claude-haiku-4-5": 1, // provider/model
 		"gpt-5-codex":                1.25,
 		"gpt-5-mini-2025-08-07":      0.25,
-		"gpt-5.5":                    -1, // gpt-5 is not gpt-5.5
-		"claude-opus-5-5":            -1,
+		"gpt-5.5":                    5, // not gpt-5's price
+		"gpt-5.5-2026-04-23":         5,
+		"gpt-5.4":                    -1,
+		"claude-opus-5-5":            4,  // Claude Code's default
+		"claude-opus-5-5[1m]":        4,  // Claude Code's 1M-context name
+		"claude-opus-4-8":            5,  // not claude-opus-4's
+		"claude-haiku-5-5":           -1, // priced by prompt length
 		"custom:scripted-0":          -1,
 		"":                           -1,
 	} {

@@ -79,10 +79,11 @@ func Verify(ctx context.Context, req VerifyRequest) (baton.VerifyRun, string) {
 }
 
 // failureText is the Failure section's text after command (the i-th of n)
-// failed.
+// failed. It names the promise without its tags: Codex XML-escapes a stop
+// hook's text, so tags here would reach its model as &lt;promise&gt;.
 func failureText(run baton.VerifyRun, command, tail string, cut bool, n, i int, timeout time.Duration) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "You stated <promise>%s</promise>, but baton ran the loop's verify commands and the promise is not accepted: ", run.Promise)
+	fmt.Fprintf(&b, "You stated the promise %q, but baton ran the loop's verify commands and the promise is not accepted: ", run.Promise)
 	c := run.Checks[len(run.Checks)-1]
 	switch {
 	case c.TimedOut:
