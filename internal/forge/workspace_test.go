@@ -117,38 +117,9 @@ func TestCommitChangesFollowsNoLink(t *testing.T) {
 	}
 }
 
-// BenchmarkWorktreeGit is what confining baton's own git costs per
-// command: one git status in a delivery's worktree, confined (as every
-// git baton runs in a worktree is) and not.
-func BenchmarkWorktreeGit(b *testing.B) {
-	if st := sandbox.Probe(); !st.Available() {
-		b.Skipf("this kernel cannot confine processes: %s", st.Why)
-	}
-	for _, mode := range []sandbox.Mode{sandbox.ModeOff, sandbox.ModeAuto} {
-		name := "confined"
-		if mode == sandbox.ModeOff {
-			name = "unconfined"
-		}
-		b.Run(name, func(b *testing.B) {
-			ws, d := benchWork(b)
-			ws.Sandbox = mode
-			co, err := ws.Checkout(b.Context(), d, forge.Local{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			for b.Loop() {
-				if _, err := co.Dirty(b.Context()); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}
-
-// BenchmarkWorktreeCommit is what baton's commit of an agent's work
-// costs, its git in the worktree confined and not: one changed file in a
-// worktree of 100, staged, recorded and checked into the cache.
-func BenchmarkWorktreeCommit(b *testing.B) {
+// benchConfinedAndNot runs each round of a benchmark in a delivery's
+// checked-out worktree, with baton's git there confined and not.
+func benchConfinedAndNot(b *testing.B, round func(b *testing.B, co *forge.Checkout, i int)) {
 	if st := sandbox.Probe(); !st.Available() {
 		b.Skipf("this kernel cannot confine processes: %s", st.Why)
 	}
@@ -167,13 +138,33 @@ func BenchmarkWorktreeCommit(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				i++
-				os.WriteFile(filepath.Join(co.Dir, "changed.txt"), []byte(strings.Repeat("x", i)), 0o644)
-				if _, committed, err := co.CommitChanges(b.Context(), "work"); err != nil || !committed {
-					b.Fatal(committed, err)
-				}
+				round(b, co, i)
 			}
 		})
 	}
+}
+
+// BenchmarkWorktreeGit is what confining baton's own git costs per
+// command: one git status in a delivery's worktree, confined (as every
+// git baton runs in a worktree is) and not.
+func BenchmarkWorktreeGit(b *testing.B) {
+	benchConfinedAndNot(b, func(b *testing.B, co *forge.Checkout, _ int) {
+		if _, err := co.Dirty(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// BenchmarkWorktreeCommit is what baton's commit of an agent's work
+// costs, its git in the worktree confined and not: one changed file in a
+// worktree of 100, staged, recorded and checked into the cache.
+func BenchmarkWorktreeCommit(b *testing.B) {
+	benchConfinedAndNot(b, func(b *testing.B, co *forge.Checkout, i int) {
+		os.WriteFile(filepath.Join(co.Dir, "changed.txt"), []byte(strings.Repeat("x", i)), 0o644)
+		if _, committed, err := co.CommitChanges(b.Context(), "work"); err != nil || !committed {
+			b.Fatal(committed, err)
+		}
+	})
 }
 
 // benchWork is a local repository of 100 files and a delivery of it.
