@@ -84,7 +84,7 @@ func deliveryLine(d *baton.Delivery) string {
 type deliveriesIn struct {
 	Phase  string `json:"phase,omitempty" jsonschema:"intake, plan, implement, review, verify, deploy, observe or close"`
 	Status string `json:"status,omitempty" jsonschema:"pending, running, succeeded, failed or blocked"`
-	State  string `json:"state,omitempty" jsonschema:"active, closed or all (default all)"`
+	State  string `json:"state,omitempty" jsonschema:"active, waiting, closed or all (default all; waiting: for a person, the longest first)"`
 	Limit  int    `json:"limit,omitempty" jsonschema:"default 20"`
 }
 
