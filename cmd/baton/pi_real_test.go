@@ -91,3 +91,40 @@ func batonDoctor(t *testing.T, env []string, repo string) string {
 	out, _ := cmd.CombinedOutput()
 	return string(out)
 }
+
+// A loop over its token budget pauses in the real pi's print mode, and
+// the pause line reaches the person: pi -p shows an extension no UI, so
+// baton's extension writes it to stderr, where a print run's user looks.
+func TestRealPiBudgetPausesTheLoop(t *testing.T) {
+	t.Parallel()
+	pi := realPi(t)
+	home, agentDir := t.TempDir(), t.TempDir()
+	env := pi.env(append(gitEnv(home), "PI_CODING_AGENT_DIR="+agentDir))
+	repo := userRepo(t, env)
+	model := harnesstest.NewChatServer(t, func(r *harnesstest.ChatRequest) harnesstest.Reply {
+		return harnesstest.Reply{Text: "Still working."}
+	})
+	writePiModels(t, agentDir, model.URL)
+	batonRun(t, env, repo, "install", "pi")
+	id := startLoop(t, env, repo, "--max-tokens", "5", "--max-iterations", "4", "Keep working")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, pi.bin, "-a", "--offline", "--provider", "fake", "--model", "scripted", "-p", "Work")
+	cmd.Dir, cmd.Env = repo, env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("pi: %v\n%s", err, tail(out.String()))
+	}
+	st := loopStatus(t, env, repo, id)
+	if st.Status != "paused" || !strings.Contains(st.Pause, "token budget is spent") {
+		t.Fatalf("loop after a round over its budget = %+v\n%s", st, tail(out.String()))
+	}
+	if !strings.Contains(out.String(), "token budget is spent") || !strings.Contains(out.String(), "baton loop resume "+id) {
+		t.Errorf("pi -p does not say the loop paused and how to resume it:\n%s", tail(out.String()))
+	}
+	if n := len(model.Requests()); n != 1 {
+		t.Errorf("the paused loop went on: %d model requests, want 1", n)
+	}
+}
