@@ -114,7 +114,7 @@ func TestDashboardDecisionOnAMovedState(t *testing.T) {
 	if _, err := e.svc.Decide(e.t.Context(), id, delivery.ActApprove, "bob", ""); err != nil {
 		t.Fatal(err)
 	}
-	e.run("open the reject form", chromedp.Click(chromedp.CSS(`#confirm-reject summary`)))
+	e.click("#confirm-reject > summary")
 	e.run("give a reason", chromedp.SendKeys(chromedp.CSS(`#reason-reject`), "The plan misses the migration"))
 	e.submit(`#confirm-reject button[data-action="reject"]`)
 	msg := eval[string](e, `(document.querySelector("#action-error") || {}).textContent || ""`)
