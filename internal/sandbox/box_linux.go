@@ -518,10 +518,14 @@ func (b *box) release() {
 // onParkedThread runs prepare and then start on an OS thread of their
 // own, which stays parked until done is closed, and returns start's
 // error. A child's parent-death signal follows the thread that forked
-// it, not the process: a thread that ended would kill the child. The
-// thread is never used again (prepare may have restricted it), so it
-// ends with its goroutine. It is never the main thread: a main thread
-// parked, or restricted, would hold the whole process.
+// it, not the process: a thread that ended would kill the child. A
+// thread that prepare restricted is never used again, so it ends with
+// its goroutine (in the box's init, which starts nothing else). Without
+// prepare the thread only forked, and goes back to the runtime when done:
+// ending it would kill every other child that thread happened to fork
+// before, with the parent-death signal baton gives them all
+// (proc.GroupAttr). It is never the main thread: a main thread parked,
+// or restricted, would hold the whole process.
 func onParkedThread(prepare func() error, start func() error, done <-chan struct{}) error {
 	errc := make(chan error, 1)
 	go parked(prepare, start, done, errc)
@@ -529,7 +533,7 @@ func onParkedThread(prepare func() error, start func() error, done <-chan struct
 }
 
 func parked(prepare func() error, start func() error, done <-chan struct{}, errc chan<- error) {
-	runtime.LockOSThread() // never unlocked: the runtime ends the thread
+	runtime.LockOSThread() // unlocked below only when prepare did not restrict it
 	if unix.Gettid() == unix.Getpid() {
 		// This goroutine landed on the main thread. Hold it, so that the
 		// one started now lands on another, and give the main thread back.
@@ -552,6 +556,9 @@ func parked(prepare func() error, start func() error, done <-chan struct{}, errc
 	errc <- err
 	if err == nil {
 		<-done
+	}
+	if prepare == nil {
+		runtime.UnlockOSThread()
 	}
 }
 
