@@ -421,60 +421,19 @@ func TestRealCodexTwoSessionsOwnLoops(t *testing.T) {
 	writeCodexConfig(t, codexHome, model.URL, repo)
 	batonRun(t, env, repo, "install", "codex")
 
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	var wg sync.WaitGroup
-	outs := map[string]*bytes.Buffer{}
-	errs := map[string]error{}
-	var mu sync.Mutex
-	for _, name := range sessions {
-		var out bytes.Buffer
-		outs[name] = &out
-		cmd := exec.CommandContext(ctx, codex, "exec", "--json", "--dangerously-bypass-hook-trust", "--skip-git-repo-check",
-			"--sandbox", "workspace-write", "Work on task "+name)
-		cmd.Dir, cmd.Env = repo, env
-		cmd.Stdout, cmd.Stderr = &out, &out
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := cmd.Run()
-			mu.Lock()
-			errs[name] = err
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	for _, name := range sessions {
-		if errs[name] != nil {
-			t.Fatalf("codex exec %s: %v\n%s", name, errs[name], tail(outs[name].String()))
-		}
-	}
-	var list struct {
-		Loops []struct {
-			ID       string   `json:"id"`
-			Promises []string `json:"completion_promises"`
-		} `json:"loops"`
-	}
-	out := batonRun(t, env, repo, "loop", "list", "--json")
-	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &list); err != nil {
-		t.Fatal(err)
-	}
-	ids := map[string]string{}
-	for _, l := range list.Loops {
-		for _, name := range sessions {
-			if slices.Equal(l.Promises, []string{name + " DONE"}) {
-				ids[name] = l.ID
-			}
-		}
-	}
+	outs := runSessionsAtOnce(t, repo, env, sessions, func(name string) []string {
+		return []string{codex, "exec", "--json", "--dangerously-bypass-hook-trust", "--skip-git-repo-check",
+			"--sandbox", "workspace-write", "Work on task " + name}
+	})
+	ids, out := loopsByPromise(t, env, repo, sessions)
 	for _, name := range sessions {
 		if ids[name] == "" {
-			t.Fatalf("session %s started no loop: %s\n%s", name, out, tail(outs[name].String()))
+			t.Fatalf("session %s started no loop: %s\n%s", name, out, tail(outs[name]))
 		}
-		thread := threadID(t, outs[name].String())
+		thread := threadID(t, outs[name])
 		st := loopStatus(t, env, repo, ids[name])
 		if st.Status != "done" || st.Outcome != name+" DONE" || st.Iteration != 2 || st.SessionID != thread {
-			t.Errorf("loop of session %s (thread %s) = %+v\n%s", name, thread, st, tail(outs[name].String()))
+			t.Errorf("loop of session %s (thread %s) = %+v\n%s", name, thread, st, tail(outs[name]))
 		}
 	}
 	for _, r := range model.Requests() {
@@ -583,57 +542,18 @@ func TestRealPiTwoSessionsOwnLoops(t *testing.T) {
 	writePiModels(t, agentDir, model.URL)
 	batonRun(t, env, repo, "install", "pi")
 
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	var wg sync.WaitGroup
-	outs := map[string]*bytes.Buffer{}
-	errs := map[string]error{}
-	var mu sync.Mutex
-	for _, name := range sessions {
-		var out bytes.Buffer
-		outs[name] = &out
-		cmd := exec.CommandContext(ctx, pi.bin, "-a", "--offline", "--provider", "fake", "--model", "scripted", "-p", "Work on task "+name)
-		cmd.Dir, cmd.Env = repo, env
-		cmd.Stdout, cmd.Stderr = &out, &out
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := cmd.Run()
-			mu.Lock()
-			errs[name] = err
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	for _, name := range sessions {
-		if errs[name] != nil {
-			t.Fatalf("pi %s: %v\n%s", name, errs[name], tail(outs[name].String()))
-		}
-	}
-	var list struct {
-		Loops []struct {
-			ID       string   `json:"id"`
-			Promises []string `json:"completion_promises"`
-		} `json:"loops"`
-	}
-	out := batonRun(t, env, repo, "loop", "list", "--json")
-	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &list); err != nil {
-		t.Fatal(err)
-	}
+	outs := runSessionsAtOnce(t, repo, env, sessions, func(name string) []string {
+		return []string{pi.bin, "-a", "--offline", "--provider", "fake", "--model", "scripted", "-p", "Work on task " + name}
+	})
+	ids, out := loopsByPromise(t, env, repo, sessions)
 	bound := map[string]string{}
 	for _, name := range sessions {
-		id := ""
-		for _, l := range list.Loops {
-			if slices.Equal(l.Promises, []string{name + " DONE"}) {
-				id = l.ID
-			}
+		if ids[name] == "" {
+			t.Fatalf("session %s started no loop: %s\n%s", name, out, tail(outs[name]))
 		}
-		if id == "" {
-			t.Fatalf("session %s started no loop: %s\n%s", name, out, tail(outs[name].String()))
-		}
-		st := loopStatus(t, env, repo, id)
+		st := loopStatus(t, env, repo, ids[name])
 		if st.Status != "done" || st.Outcome != name+" DONE" || st.SessionID == "" {
-			t.Errorf("loop of session %s = %+v\n%s", name, st, tail(outs[name].String()))
+			t.Errorf("loop of session %s = %+v\n%s", name, st, tail(outs[name]))
 		}
 		bound[name] = st.SessionID
 	}
@@ -647,4 +567,57 @@ func TestRealPiTwoSessionsOwnLoops(t *testing.T) {
 			}
 		}
 	}
+}
+
+// runSessionsAtOnce runs one harness process per session name at the same
+// time in repo (argv gives each its command line), fails the test if one
+// fails, and returns what each printed.
+func runSessionsAtOnce(t *testing.T, repo string, env, sessions []string, argv func(name string) []string) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	outs := make([]bytes.Buffer, len(sessions))
+	errs := make([]error, len(sessions))
+	var wg sync.WaitGroup
+	for i, name := range sessions {
+		args := argv(name)
+		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+		cmd.Dir, cmd.Env = repo, env
+		cmd.Stdout, cmd.Stderr = &outs[i], &outs[i]
+		wg.Go(func() { errs[i] = cmd.Run() })
+	}
+	wg.Wait()
+	printed := map[string]string{}
+	for i, name := range sessions {
+		printed[name] = outs[i].String()
+		if errs[i] != nil {
+			t.Fatalf("%s (session %s): %v\n%s", filepath.Base(argv(name)[0]), name, errs[i], tail(printed[name]))
+		}
+	}
+	return printed
+}
+
+// loopsByPromise finds the loop each session started, by its promise
+// "<name> DONE", and returns them with what `loop list --json` printed.
+func loopsByPromise(t *testing.T, env []string, repo string, sessions []string) (map[string]string, string) {
+	t.Helper()
+	var list struct {
+		Loops []struct {
+			ID       string   `json:"id"`
+			Promises []string `json:"completion_promises"`
+		} `json:"loops"`
+	}
+	out := batonRun(t, env, repo, "loop", "list", "--json")
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &list); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]string{}
+	for _, l := range list.Loops {
+		for _, name := range sessions {
+			if slices.Equal(l.Promises, []string{name + " DONE"}) {
+				ids[name] = l.ID
+			}
+		}
+	}
+	return ids, out
 }
