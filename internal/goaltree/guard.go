@@ -35,7 +35,8 @@ type guardSpec struct {
 	Env     []string // added to the process environment
 	PassEnv []string // secrets it gets anyway (proc.Check.PassEnv)
 	Timeout time.Duration
-	Log     string // path of guard.log, beneath Dir (opened following no link)
+	Log     string // path of guard.log, beneath Files.Root
+	Files   Layout // the runner's files: Log is opened beneath their root, following no link
 	MaxLog  int64
 	Confine *sandbox.Confinement // nil: unconfined
 }
@@ -51,7 +52,7 @@ func runGuard(ctx context.Context, g guardSpec) (guardOutcome, error) {
 		out.TimedOut = true
 		return out, writeGuardLog(g, "[baton: no time left in the iteration for the guard]\n")
 	}
-	f, err := Layout{Root: g.Dir}.openFile(g.Log, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+	f, err := g.Files.openFile(g.Log, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
 	if err != nil {
 		return out, fmt.Errorf("create guard log: %w", err)
 	}
@@ -89,7 +90,7 @@ func runGuard(ctx context.Context, g guardSpec) (guardOutcome, error) {
 }
 
 func writeGuardLog(g guardSpec, text string) error {
-	return Layout{Root: g.Dir}.writeFile(g.Log, []byte(fmt.Sprintf("$ sh -c %s\n%s", shellQuote(g.Command), text)))
+	return g.Files.writeFile(g.Log, []byte(fmt.Sprintf("$ sh -c %s\n%s", shellQuote(g.Command), text)))
 }
 
 // failureText is what the next attempt is told about a failed guard.

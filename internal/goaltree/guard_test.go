@@ -20,7 +20,7 @@ func TestRunGuard(t *testing.T) {
 		t.Helper()
 		runs++
 		log := filepath.Join(dir, fmt.Sprintf("%d-%s", runs, GuardLog))
-		out, err := runGuard(t.Context(), guardSpec{Command: command, Dir: dir, Env: []string{"GUARD_VAR=seen"}, Timeout: timeout, Log: log, MaxLog: maxLog})
+		out, err := runGuard(t.Context(), guardSpec{Command: command, Dir: dir, Files: Layout{Root: dir}, Env: []string{"GUARD_VAR=seen"}, Timeout: timeout, Log: log, MaxLog: maxLog})
 		b, _ := os.ReadFile(log)
 		return out, string(b), err
 	}
@@ -55,10 +55,10 @@ func TestRunGuard(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := runGuard(ctx, guardSpec{Command: "true", Dir: dir, Timeout: time.Minute, Log: filepath.Join(dir, GuardLog), MaxLog: 10}); baton.ErrorCode(err) != baton.Canceled {
+	if _, err := runGuard(ctx, guardSpec{Command: "true", Dir: dir, Files: Layout{Root: dir}, Timeout: time.Minute, Log: filepath.Join(dir, GuardLog), MaxLog: 10}); baton.ErrorCode(err) != baton.Canceled {
 		t.Errorf("canceled guard = %v, want Canceled", err)
 	}
-	if _, err := runGuard(t.Context(), guardSpec{Command: "true", Dir: filepath.Join(dir, "missing"), Timeout: time.Minute, Log: filepath.Join(t.TempDir(), GuardLog), MaxLog: 10}); err == nil {
+	if _, err := runGuard(t.Context(), guardSpec{Command: "true", Dir: filepath.Join(dir, "missing"), Files: Layout{Root: dir}, Timeout: time.Minute, Log: filepath.Join(dir, GuardLog), MaxLog: 10}); err == nil || !strings.Contains(err.Error(), "could not start") {
 		t.Error("a guard that cannot start returned no error")
 	}
 }

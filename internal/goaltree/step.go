@@ -322,7 +322,7 @@ func (it *iteration) runGuard(ctx context.Context) (guardOutcome, error) {
 	return runGuard(ctx, guardSpec{
 		Command: it.cfg.Guard, Dir: it.r.Layout.Root, Timeout: it.cfg.IterationTimeout - time.Since(it.start),
 		Env:     append(append([]string(nil), it.r.Env...), "BATON_RUN_ID="+it.st.RunID, "BATON_NODE_ID="+it.node().ID),
-		PassEnv: it.cfg.PassEnv, Log: filepath.Join(it.dir, GuardLog), MaxLog: it.cfg.LogMaxBytes,
+		PassEnv: it.cfg.PassEnv, Log: filepath.Join(it.dir, GuardLog), Files: it.r.Layout, MaxLog: it.cfg.LogMaxBytes,
 		Confine: &it.r.Sandbox,
 	})
 }
