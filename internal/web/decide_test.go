@@ -77,37 +77,7 @@ func raceOnState(t *testing.T, e *env, wake <-chan struct{}, summary string) {
 		t.Fatalf("%s: the delivery's view has state %q, want plan/succeeded/1", summary, view.Delivery.State)
 	}
 	const n = 40
-	statuses := make([]int, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			action, body := "approve", ""
-			if i%2 == 1 {
-				action, body = "reject", fmt.Sprintf(`{"reason":"no, says reviewer %d"}`, i)
-			}
-			req, _ := http.NewRequest("POST", e.srv.URL+"/api/deliveries/"+d.ID+"/"+action, strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+token)
-			req.Header.Set("If-Match", `"`+view.Delivery.State+`"`)
-			<-start
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			statuses[i] = resp.StatusCode
-		}()
-	}
-	close(start)
-	wg.Wait()
-	count := map[int]int{}
-	for _, s := range statuses {
-		count[s]++
-	}
+	count := decideAtOnce(t, e.srv.URL, token, d.ID, n, view.Delivery.State)
 	if count[200] != 1 || count[409] != n-1 {
 		t.Errorf("%s: %d decisions on plan/succeeded/1 at once answered %v, want one 200 and %d × 409", summary, n, count, n-1)
 	}
@@ -152,4 +122,44 @@ func raceOnState(t *testing.T, e *env, wake <-chan struct{}, summary string) {
 	if after, _ := e.svc.Current(t.Context(), d.ID); after.String() != cur.String() || after.Attempt != cur.Attempt {
 		t.Errorf("%s: late decisions moved the delivery from %s to %s", summary, cur.String(), after.String())
 	}
+}
+
+// decideAtOnce fires n decisions on delivery id at the same moment
+// through the API (approves, and rejects with a reason, in turn), naming
+// the state they were made on when state is not "", and counts the
+// answers' status codes.
+func decideAtOnce(t *testing.T, url, token, id string, n int, state string) map[int]int {
+	t.Helper()
+	statuses := make([]int, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		action, body := "approve", ""
+		if i%2 == 1 {
+			action, body = "reject", fmt.Sprintf(`{"reason":"no, says reviewer %d"}`, i)
+		}
+		req, _ := http.NewRequest("POST", url+"/api/deliveries/"+id+"/"+action, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		if state != "" {
+			req.Header.Set("If-Match", `"`+state+`"`)
+		}
+		wg.Go(func() {
+			<-start
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			statuses[i] = resp.StatusCode
+		})
+	}
+	close(start)
+	wg.Wait()
+	count := map[int]int{}
+	for _, s := range statuses {
+		count[s]++
+	}
+	return count
 }

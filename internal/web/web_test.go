@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -689,36 +688,7 @@ func raceDecisions(t *testing.T, e *env, summary string) {
 	}
 	before, _ := e.svc.PhaseLog(t.Context(), d.ID)
 	const n = 100
-	statuses := make([]int, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			action, body := "approve", ""
-			if i%2 == 1 {
-				action, body = "reject", fmt.Sprintf(`{"reason":"no, says reviewer %d"}`, i)
-			}
-			req, _ := http.NewRequest("POST", e.srv.URL+"/api/deliveries/"+d.ID+"/"+action, strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+token)
-			<-start
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			statuses[i] = resp.StatusCode
-		}()
-	}
-	close(start)
-	wg.Wait()
-	count := map[int]int{}
-	for _, s := range statuses {
-		count[s]++
-	}
+	count := decideAtOnce(t, e.srv.URL, token, d.ID, n, "")
 	if count[200] != 1 || count[409] != n-1 {
 		t.Errorf("%s: %d decisions at once answered %v, want one 200 and %d × 409", summary, n, count, n-1)
 	}
