@@ -325,7 +325,9 @@ func TestDashboardLineNotes(t *testing.T) {
 	if _, err := e.svc.Decide(e.t.Context(), id, delivery.ActApprove, "alice", ""); err != nil {
 		t.Fatal(err)
 	}
-	e.waitState(id, func(d *baton.Delivery) bool { return d.Phase == baton.PhaseDeploy && d.RunStatus == baton.StatusPending })
+	e.waitState(id, func(d *baton.Delivery) bool {
+		return d.Phase == baton.PhaseDeploy && d.RunStatus == baton.StatusPending
+	})
 	e.open("/deliveries/" + id)
 	file := "baton-" + id + ".txt"
 	if n := eval[int](e, `document.querySelectorAll('#changes details.file[data-path] pre.diff span[data-line]').length`); n != 1 {
