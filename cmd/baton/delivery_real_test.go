@@ -8,7 +8,9 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/baton-agent/baton/internal/agentrun"
 	"github.com/baton-agent/baton/internal/harnesstest"
@@ -289,10 +291,16 @@ func TestRealDroidDelivery(t *testing.T) {
 	home, data := t.TempDir(), t.TempDir()
 	env := gitEnv(home, "BATON_DATA_DIR="+data)
 	repo := userRepo(t, env)
+	var slowFirst sync.Once
 	model := harnesstest.NewAnthropicServer(t, func(r *harnesstest.AnthropicRequest) harnesstest.Reply {
 		if !r.HasTool("Create") {
 			return harnesstest.Reply{Text: "Greeting"}
 		}
+		// Droid posts its event log every 20 s, whatever its traces are
+		// told: the first run outlives that timer, so a post that would
+		// leave the box is refused and the check below sees it. A sleep
+		// because the timer is Droid's own, with nothing to wait on.
+		slowFirst.Do(func() { time.Sleep(21 * time.Second) })
 		return anthropicMove(greetingScript(r.Raw, len(toolResult.FindAllString(r.Raw, -1)), false), "Create", "Execute")
 	})
 	writeDroidSettings(t, home, model.URL)

@@ -152,9 +152,13 @@ func newPlan(s Spec, fileDir string) (*plan, error) {
 		p.argv = append(a, "-") // "-": read the prompt from stdin
 	case kindDroid:
 		if quiet {
-			// Its traces (telemetry.factory.ai, an OpenTelemetry
-			// collector) and its update check.
-			p.env = append(p.env, "OTEL_SDK_DISABLED=true", "DO_NOT_TRACK=1", "FACTORY_DROID_AUTO_UPDATE_ENABLED=false")
+			// Its traces (an OpenTelemetry collector) and its update
+			// check. Its event log is posted to telemetry.factory.ai
+			// every 20 s whatever it is told, short of airgap mode: a
+			// data: URL as the ingest base keeps those posts in the
+			// process.
+			p.env = append(p.env, "OTEL_SDK_DISABLED=true", "DO_NOT_TRACK=1", "FACTORY_DROID_AUTO_UPDATE_ENABLED=false",
+				"FACTORY_TELEMETRY_INGEST_BASE_URL=data:,")
 		}
 		p.stdin = s.Prompt
 		a := []string{"droid", "exec"}
