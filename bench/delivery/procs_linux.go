@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -170,8 +171,8 @@ func programOf(pid uint32) (prog, argv string) {
 	argv = strings.Join(args, " ")
 	comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 	name := string(bytes.TrimSpace(comm))
-	if name == "" {
-		name = args[0]
+	if name == "" || name == "exe" { // started as /proc/self/exe: the box's init names itself in argv[0]
+		name = filepath.Base(args[0])
 	}
 	if name == "git" {
 		for i := 1; i < len(args); i++ {
