@@ -206,6 +206,10 @@ type DeliveryConfig struct {
 	// MaxRounds bounds how often review or verify may send the delivery
 	// back to implement before it is blocked for a person.
 	MaxRounds int `json:"max_rounds"`
+	// StallRounds is how many rounds in a row without progress (the same
+	// work tree, check and feedback) block the delivery for a person; 0
+	// is DefaultStallRounds.
+	StallRounds int `json:"stall_rounds,omitempty"`
 	// Setup are shell commands that make a worktree ready (install
 	// dependencies): run, confined, before the first agent phase, again
 	// when one of SetupFiles changes, and before the verify command in
@@ -250,6 +254,8 @@ type Delivery struct {
 	Attempt int64 `json:"attempt"`
 	// Rounds counts returns from review or verify to implement.
 	Rounds int `json:"rounds"`
+	// Stall is what the stall rule remembers of the rounds (Stall.Next).
+	Stall Stall `json:"stall,omitzero"`
 	// Lost counts attempts of the current phase whose worker died.
 	Lost int `json:"lost"`
 	// Version increases with every change; updates are conditional on it.
@@ -379,6 +385,9 @@ func (d *Delivery) Validate() error {
 	case "", DraftAuto, DraftAlways, DraftNever:
 	default:
 		return Errorf(Invalid, "unknown draft setting %q: want auto, always or never", c.Draft)
+	}
+	if err := CheckStallRounds(c.StallRounds); err != nil {
+		return err
 	}
 	if c.PhaseTimeout < 0 || c.ObserveWindow < 0 || c.ObserveEvery < 0 || c.MaxRounds < 0 {
 		return Errorf(Invalid, "durations and limits must not be negative")

@@ -192,6 +192,10 @@ type Loop struct {
 	ActiveFor   time.Duration
 	// Usage is where the next read of the session's usage starts.
 	Usage UsageCursor
+	// StallRounds is how many rounds in a row without progress pause the
+	// loop (0: DefaultStallRounds); Stall is what the rule remembers.
+	StallRounds int
+	Stall       Stall
 
 	// Extra holds unknown frontmatter entries in file order.
 	Extra []Field
@@ -231,6 +235,12 @@ func (l *Loop) Validate() error {
 		return Errorf(Invalid, "loop %s: max_tokens, max_cost_usd, max_duration and active_for must not be negative", l.ID)
 	}
 	if err := CheckVerify(l.Verify, l.VerifyTimeout); err != nil {
+		return Errorf(Invalid, "loop %s: %s", l.ID, ErrorMessage(err))
+	}
+	if err := CheckStallRounds(l.StallRounds); err != nil {
+		return Errorf(Invalid, "loop %s: %s", l.ID, ErrorMessage(err))
+	}
+	if err := l.Stall.Validate(); err != nil {
 		return Errorf(Invalid, "loop %s: %s", l.ID, ErrorMessage(err))
 	}
 	return nil

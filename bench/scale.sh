@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 bin=$(mktemp -d)/baton
 CGO_ENABLED=0 go build -o "$bin" ./cmd/baton  # static: no dynamic loader on every hook
 CGO_ENABLED=0 go build -o "$bin-hook" ./cmd/baton-hook  # what baton install points hooks at
+CGO_ENABLED=0 go build -o "$bin-noop" ./bench/noop  # the floor: a Go program that does nothing
 echo "Date: $(date -u +%Y-%m-%dT%H:%MZ); machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(go version | cut -d' ' -f3); $(git --version); load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-go run ./bench/scalebench -baton "$bin" -hook "$bin-hook" "$@"
+go run ./bench/scalebench -baton "$bin" -hook "$bin-hook" -noop "$bin-noop" "$@"
 rm -rf "$(dirname "$bin")"

@@ -10,6 +10,11 @@
 //
 //	go run ./bench/delivery -n 200 -workers 1,4
 //
+// Each run also reports what a delivery costs in process starts: the
+// processes its pipeline started, counted from the kernel's process events
+// (as root; the agent's own processes apart), and its time over /bin/true's
+// in the same run.
+//
 // Worker processes, each with its own data directory as on its own
 // machine, sharing one PostgreSQL database (scripts/pg-test.sh starts a
 // throwaway server and sets BATON_TEST_POSTGRES_URL):
@@ -23,6 +28,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"os"
@@ -38,7 +44,9 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/delivery"
+	"github.com/baton-agent/baton/internal/egress"
 	"github.com/baton-agent/baton/internal/queue"
+	"github.com/baton-agent/baton/internal/sandbox"
 	"github.com/baton-agent/baton/internal/sqlstore"
 )
 
@@ -62,10 +70,13 @@ type options struct {
 	inProc   []int // worker counts in this process
 	procs    []int // worker process counts
 	cpuprof  string
+	count    bool
+	trace    string
 	postgres string // the server URL when db is PostgreSQL
 }
 
 func main() {
+	sandbox.Main(egress.Hooks()) // the box's init, as in cmd/baton: agents and baton's git in worktrees run confined
 	if len(os.Args) > 1 && os.Args[1] == "-worker" {
 		os.Exit(workerMain(os.Args[2:]))
 	}
@@ -78,6 +89,8 @@ func main() {
 	flag.DurationVar(&o.poll, "poll", time.Second, "how often idle workers look for jobs they were not told about")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directories")
 	flag.StringVar(&o.cpuprof, "cpuprofile", "", "write a CPU profile of this process")
+	flag.BoolVar(&o.count, "count", true, "count the processes each delivery starts (root: the kernel's process events)")
+	flag.StringVar(&o.trace, "trace", "", "write each process counted (pid and command line, in order) to this file")
 	flag.Parse()
 	if workers == "" && procs == "" {
 		workers = "1,4"
@@ -152,6 +165,8 @@ type result struct {
 	jobs, transitions, agentRuns int
 	create, total, agentTotal    time.Duration
 	jobTime, lockHeld            time.Duration // summed over workers
+	starts                       *procCount    // nil when not counted
+	binTrue                      time.Duration // /bin/true's median in the same run
 	firstCost, lastCost          time.Duration // mean job time of the first and last tenth of the deliveries
 	perPhase                     map[baton.Phase]time.Duration
 	overlaps, lost               int
@@ -181,7 +196,36 @@ func (r result) String() string {
 		fmt.Fprintf(&b, " %s=%.1f", p, ms(r.perPhase[p]))
 	}
 	fmt.Fprintf(&b, " overlapping-runs=%d lost-phases=%d", r.overlaps, r.lost)
+	if r.binTrue > 0 && par == 1 {
+		per := r.total / time.Duration(r.deliveries)
+		fmt.Fprintf(&b, "\n  time per delivery %.1f ms = %.0f × /bin/true (%.2f ms) in the same run", ms(per), per.Seconds()/r.binTrue.Seconds(), ms(r.binTrue))
+	}
+	if c := r.starts; c != nil {
+		n := float64(r.deliveries)
+		fmt.Fprintf(&b, "\n  process starts per delivery, counted: %.1f execs, %.1f forks (the agent's own: %.1f execs)", float64(c.execs)/n, float64(c.forks)/n, float64(c.agent)/n)
+		if c.lost {
+			b.WriteString(" (events were dropped: a lower bound)")
+		}
+		for _, p := range c.byProg {
+			fmt.Fprintf(&b, "\n    %6.2f %s", float64(p.n)/n, p.prog)
+		}
+	}
 	return b.String()
+}
+
+// trueMedian is /bin/true's median start to exit, the unit of a process
+// start on this machine now.
+func trueMedian() (time.Duration, error) {
+	var ds []time.Duration
+	for range 200 {
+		t0 := time.Now()
+		if err := exec.Command("/bin/true").Run(); err != nil {
+			return 0, err
+		}
+		ds = append(ds, time.Since(t0))
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2], nil
 }
 
 func git(dir string, args ...string) error {
@@ -267,6 +311,27 @@ func run(o options, workers, procs int) (res result, err error) {
 	}
 	res.create = time.Since(start)
 
+	if res.binTrue, err = trueMedian(); err != nil {
+		return res, err
+	}
+	var watch *procWatch
+	if o.count {
+		var trace io.Writer
+		if o.trace != "" {
+			f, err := os.Create(o.trace)
+			if err != nil {
+				return res, err
+			}
+			defer f.Close()
+			trace = f
+		}
+		if watch, err = watchProcs(filepath.Base(script), trace); err != nil {
+			fmt.Fprintln(os.Stderr, "delivery: not counting processes:", err)
+		} else {
+			defer watch.close()
+			watch.start()
+		}
+	}
 	var stop func() (time.Duration, error)
 	start = time.Now()
 	if procs == 0 {
@@ -294,6 +359,11 @@ func run(o options, workers, procs int) (res result, err error) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	res.total = time.Since(start)
+	if watch != nil {
+		watch.stop()
+		c := watch.count()
+		res.starts = &c
+	}
 	if res.lockHeld, err = stop(); err != nil {
 		return res, err
 	}

@@ -25,6 +25,9 @@ type Run struct {
 	// AllowFail times runs that exit non-zero too (git diff --quiet says
 	// "changed" that way).
 	AllowFail bool
+	// Before, when set, runs untimed before each run: a write the timed
+	// call must follow in the same round.
+	Before func() error
 }
 
 // Stats summarises the timed runs.
@@ -62,6 +65,11 @@ func Alternate(runs ...Run) ([]Stats, error) {
 		for k, r := range runs {
 			if i >= r.N {
 				continue
+			}
+			if r.Before != nil {
+				if err := r.Before(); err != nil {
+					return nil, fmt.Errorf("before %v: %w", r.Argv, err)
+				}
 			}
 			d, rss, out, err := once(r)
 			if err != nil {

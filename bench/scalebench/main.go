@@ -2,13 +2,13 @@
 // hook and store command as a whole process, and the MCP server's calls
 // over stdio, in a small project (1×) and in a large one (a git repository
 // of 100,000 tracked and 20,000 untracked files, 10,000 packets, 200 loops
-// and a 1,000,000-line relevant-files log), beside /bin/true in the same
-// run. It prints a markdown table with each call's growth from small to
-// large. The projects are generated once (bench/scalegen) into
+// and a 500,000-line relevant-files log, never compacted), beside /bin/true
+// and, round by round, a Go program that does nothing (-noop). It prints a
+// markdown table with each call's growth from small to large. The projects are generated once (bench/scalegen) into
 // ${XDG_CACHE_HOME:-~/.cache}/baton-bench and reused; each run starts from
 // the store as generated, without an index.
 //
-//	go run ./bench/scalebench -baton /path/to/baton [-n 40] [-idle 60s] [-git]
+//	go run ./bench/scalebench -baton /path/to/baton [-hook baton-hook] [-noop noop] [-n 40] [-idle 60s] [-git]
 package main
 
 import (
@@ -33,6 +33,7 @@ import (
 func main() {
 	bin := flag.String("baton", "", "the baton binary to measure")
 	hookBin := flag.String("hook", "", "the baton-hook binary hooks run through, as baton install sets them up (default: baton hook)")
+	noop := flag.String("noop", "", "a static Go program that does nothing (bench/noop), timed round by round beside each process (default: none)")
 	n := flag.Int("n", 40, "runs per call and scale")
 	idle := flag.Duration("idle", 60*time.Second, "how long to watch the idle MCP server's CPU (0 skips it)")
 	cache := flag.String("cache", "", "where generated projects are kept (default ${XDG_CACHE_HOME:-~/.cache}/baton-bench)")
@@ -49,6 +50,10 @@ func main() {
 	*bin = abs
 	if *hookBin != "" {
 		*hookBin, err = filepath.Abs(*hookBin)
+		check(err)
+	}
+	if *noop != "" {
+		*noop, err = filepath.Abs(*noop)
 		check(err)
 	}
 	if *cache == "" {
@@ -68,7 +73,7 @@ func main() {
 		in, err := scalegen.Cached(*cache, spec, logf)
 		check(err)
 		check(in.Reset())
-		b := &bench{bin: *bin, hook: *hookBin, repo: in.Repo(), n: *n, logf: logf}
+		b := &bench{bin: *bin, hook: *hookBin, noop: *noop, repo: in.Repo(), n: *n, logf: logf}
 		for _, c := range b.calls() {
 			if !selected(*only, c.name) {
 				continue
@@ -118,8 +123,31 @@ func selected(only, name string) bool {
 type bench struct {
 	bin, repo string
 	hook      string // baton-hook, or "" for baton hook
+	noop      string // the do-nothing Go program, or "" to time none
 	n         int
 	logf      func(string, ...any)
+}
+
+// measure times r as a whole process, alternating round by round with the
+// do-nothing Go program when there is one, so their ratio holds on a
+// machine whose load changes.
+func (b *bench) measure(r proctime.Run) (stats, error) {
+	if b.noop == "" || r.N == 1 {
+		st, err := proctime.Measure(r)
+		return stats{Stats: st}, err
+	}
+	both, err := proctime.Alternate(r, proctime.Run{Argv: []string{b.noop}, Dir: os.TempDir(), N: r.N})
+	if err != nil {
+		return stats{}, err
+	}
+	return stats{Stats: both[0], noop: both[1].Median}, nil
+}
+
+// stats is a call's timings and the do-nothing program's median of the
+// same rounds (0 when not timed).
+type stats struct {
+	proctime.Stats
+	noop time.Duration
 }
 
 // call is one thing measured: a whole process, or one MCP request in a
@@ -127,12 +155,12 @@ type bench struct {
 type call struct {
 	name    string
 	goal    string
-	measure func(b *bench) (proctime.Stats, error)
+	measure func(b *bench) (stats, error)
 }
 
 type result struct {
 	call
-	at map[string]proctime.Stats
+	at map[string]stats
 }
 
 func find(rs *[]*result, c call) *result {
@@ -141,7 +169,7 @@ func find(rs *[]*result, c call) *result {
 			return r
 		}
 	}
-	r := &result{call: c, at: map[string]proctime.Stats{}}
+	r := &result{call: c, at: map[string]stats{}}
 	*rs = append(*rs, r)
 	return r
 }
@@ -154,28 +182,45 @@ func (b *bench) calls() []call {
 		payload["session_id"] = scalegen.Session
 		payload["cwd"] = b.repo
 		in, _ := json.Marshal(payload)
-		return call{name, goal, func(b *bench) (proctime.Stats, error) {
+		return call{name, goal, func(b *bench) (stats, error) {
 			argv := []string{b.bin, "hook", event, "--harness", "claude"}
 			if b.hook != "" {
 				argv = []string{b.hook, event, "--harness", "claude"}
 			}
-			return proctime.Measure(proctime.Run{Argv: argv, Stdin: in, N: b.n,
+			return b.measure(proctime.Run{Argv: argv, Stdin: in, N: b.n,
 				Dir: os.TempDir(), Check: check}) // a harness runs hooks from anywhere: the payload names the project
 		}}
 	}
 	cmd := func(name, goal string, args ...string) call {
-		return call{name, goal, func(b *bench) (proctime.Stats, error) {
-			return proctime.Measure(proctime.Run{Argv: append([]string{b.bin}, args...), Dir: b.repo, N: b.n})
+		return call{name, goal, func(b *bench) (stats, error) {
+			return b.measure(proctime.Run{Argv: append([]string{b.bin}, args...), Dir: b.repo, N: b.n})
 		}}
 	}
 	once := func(c call) call {
-		c.measure = func(m func(*bench) (proctime.Stats, error)) func(*bench) (proctime.Stats, error) {
-			return func(b *bench) (proctime.Stats, error) { nb := *b; nb.n = 1; return m(&nb) }
+		c.measure = func(m func(*bench) (stats, error)) func(*bench) (stats, error) {
+			return func(b *bench) (stats, error) { nb := *b; nb.n = 1; return m(&nb) }
 		}(c.measure)
 		return c
 	}
 	body := filepath.Join(os.TempDir(), "scalebench-body.md")
 	check(os.WriteFile(body, []byte("## Intent\nShip it.\n\n## Next Prompt\nRun the tests.\n"), 0o644))
+	// handoff writes a packet, untimed: what a search right after a write
+	// follows in the same round.
+	handoff := func() error {
+		c := exec.Command(b.bin, "handoff", "bench", "--body", body)
+		c.Dir = b.repo
+		if out, err := c.CombinedOutput(); err != nil {
+			return fmt.Errorf("handoff: %v\n%s", err, out)
+		}
+		return nil
+	}
+	const query = "gateway ledger"
+	hits := func(out []byte) error {
+		if !bytes.Contains(out, []byte("packet")) {
+			return fmt.Errorf("the search found no packet: %s", out)
+		}
+		return nil
+	}
 	blocks := func(out []byte) error {
 		if !bytes.Contains(out, []byte(`"decision":"block"`)) {
 			return fmt.Errorf("the stop did not block: %s", out)
@@ -183,54 +228,67 @@ func (b *bench) calls() []call {
 		return nil
 	}
 	return []call{
-		{"/bin/true", "", func(b *bench) (proctime.Stats, error) {
-			return proctime.Measure(proctime.Run{Argv: []string{"/bin/true"}, Dir: b.repo, N: b.n})
+		{"/bin/true", "", func(b *bench) (stats, error) {
+			st, err := proctime.Measure(proctime.Run{Argv: []string{"/bin/true"}, Dir: b.repo, N: b.n})
+			return stats{Stats: st}, err
 		}},
 		once(cmd("first `packet list` after a checkout (builds the index)", "", "packet", "list")),
-		once(hook("first post-tool-use after a checkout (compacts the log)", "post-tool-use", "", map[string]any{"tool_name": "Write", "tool_input": map[string]any{"file_path": tracked, "content": "package pkg00\n"}}, nil)),
+		// The reads run over the log as generated: never compacted, the
+		// last session's touches after the newest packet.
 		hook("hook session-start", "session-start", "< 10 ms", map[string]any{"source": "startup"}, nil),
 		cmd("`pickup latest`", "< 20 ms", "pickup", "latest"),
 		cmd("`packet list` (first page)", "< 20 ms", "packet", "list"),
 		cmd("`loop list`", "< 20 ms", "loop", "list"),
 		cmd("`files` (top 50)", "< 20 ms", "files", "--limit", "50"),
-		b.mcpCall("MCP `packets`", `{"name":"packets","arguments":{}}`, "tools/call"),
-		b.mcpCall("MCP `pickup`", `{"name":"pickup","arguments":{}}`, "tools/call"),
-		b.mcpCall("MCP `resources/list` (first page)", `{}`, "resources/list"),
+		b.mcpCall("MCP `packets`", `{"name":"packets","arguments":{}}`, "tools/call", nil),
+		b.mcpCall("MCP `pickup`", `{"name":"pickup","arguments":{}}`, "tools/call", nil),
+		b.mcpCall("MCP `files`", `{"name":"files","arguments":{}}`, "tools/call", nil),
+		b.mcpCall("MCP `resources/list` (first page)", `{}`, "resources/list", nil),
 		hook("hook post-tool-use (Write)", "post-tool-use", "< 10 ms", map[string]any{"tool_name": "Write", "tool_input": map[string]any{"file_path": tracked, "content": "package pkg00\n"}}, nil),
 		hook("hook stop (loop blocks)", "stop", "< 10 ms", map[string]any{"last_assistant_message": "still working", "stop_hook_active": false}, blocks),
 		hook("hook pre-compact (writes a packet)", "pre-compact", "< 10 ms", map[string]any{"trigger": "auto"}, nil),
 		cmd("`handoff` end to end, fsync included", "< 30 ms", "handoff", "bench", "--body", body, "--validator", "go test ./..."),
-		b.mcpCall("MCP `handoff`", `{"name":"handoff","arguments":{"purpose":"bench","next_prompt":"Run the tests."}}`, "tools/call"),
+		b.mcpCall("MCP `handoff`", `{"name":"handoff","arguments":{"purpose":"bench","next_prompt":"Run the tests."}}`, "tools/call", nil),
+		{"`search \"" + query + "\"` (after a handoff in the same round)", "< 20 ms", func(b *bench) (stats, error) {
+			return b.measure(proctime.Run{Argv: []string{b.bin, "search", query}, Dir: b.repo, N: b.n, Before: handoff, Check: hits})
+		}},
+		b.mcpCall("MCP `search` (after a handoff in the same round)", `{"name":"search","arguments":{"query":"`+query+`"}}`, "tools/call", handoff),
 	}
 }
 
 // mcpCall times one request to a fresh `baton mcp` over stdio, from the
 // request written to its answer read, after initialize: the first call a
-// client makes, as a client makes it.
-func (b *bench) mcpCall(name, params, method string) call {
-	return call{name, "< 20 ms", func(b *bench) (proctime.Stats, error) {
+// client makes, as a client makes it. before, when set, runs untimed
+// before each server starts.
+func (b *bench) mcpCall(name, params, method string, before func() error) call {
+	return call{name, "< 20 ms", func(b *bench) (stats, error) {
 		var ds []time.Duration
 		for i := -1; i < b.n; i++ {
+			if before != nil {
+				if err := before(); err != nil {
+					return stats{}, err
+				}
+			}
 			s, err := startMCP(b.bin, b.repo)
 			if err != nil {
-				return proctime.Stats{}, err
+				return stats{}, err
 			}
 			t0 := time.Now()
 			line, err := s.request(method, params)
 			d := time.Since(t0)
 			s.close()
 			if err != nil {
-				return proctime.Stats{}, fmt.Errorf("%s: %w", name, err)
+				return stats{}, fmt.Errorf("%s: %w", name, err)
 			}
 			if strings.Contains(line, `"isError":true`) || strings.Contains(line, `"error":`) {
-				return proctime.Stats{}, fmt.Errorf("%s: the server answered an error: %.500s", name, line)
+				return stats{}, fmt.Errorf("%s: the server answered an error: %.500s", name, line)
 			}
 			if i >= 0 {
 				ds = append(ds, d)
 			}
 		}
 		slices.Sort(ds)
-		return proctime.Stats{Runs: len(ds), Median: ds[len(ds)/2], P90: ds[len(ds)*9/10], Max: ds[len(ds)-1]}, nil
+		return stats{Stats: proctime.Stats{Runs: len(ds), Median: ds[len(ds)/2], P90: ds[len(ds)*9/10], Max: ds[len(ds)-1]}}, nil
 	}}
 }
 
@@ -334,27 +392,31 @@ func cpuTime(pid int) (time.Duration, error) {
 }
 
 func printTable(rs []*result) {
-	fmt.Println("| call | goal (median) | 1×: median | p90 | large: median | p90 | growth |")
-	fmt.Println("|---|---|---:|---:|---:|---:|---:|")
+	fmt.Println("| call | goal (median) | 1×: median | p90 | × do-nothing Go | large: median | p90 | × do-nothing Go | growth |")
+	fmt.Println("|---|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rs {
 		s, hasS := r.at["small"]
 		l, hasL := r.at["large"]
-		cell := func(st proctime.Stats, ok bool) (string, string) {
+		cell := func(st stats, ok bool) (string, string, string) {
 			if !ok {
-				return "", ""
+				return "", "", ""
+			}
+			ratio := ""
+			if st.noop > 0 {
+				ratio = fmt.Sprintf("%.2f×", float64(st.Median)/float64(st.noop))
 			}
 			if st.Runs == 1 {
-				return proctime.MS(st.Median), "(once)"
+				return proctime.MS(st.Median), "(once)", ratio
 			}
-			return proctime.MS(st.Median), proctime.MS(st.P90)
+			return proctime.MS(st.Median), proctime.MS(st.P90), ratio
 		}
-		sm, sp := cell(s, hasS)
-		lm, lp := cell(l, hasL)
+		sm, sp, sr := cell(s, hasS)
+		lm, lp, lr := cell(l, hasL)
 		growth := ""
 		if hasS && hasL && s.Median > 0 {
 			growth = fmt.Sprintf("%.2f×", float64(l.Median)/float64(s.Median))
 		}
-		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s |\n", r.name, r.goal, sm, sp, lm, lp, growth)
+		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.name, r.goal, sm, sp, sr, lm, lp, lr, growth)
 	}
 }
 

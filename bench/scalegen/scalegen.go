@@ -27,7 +27,7 @@ import (
 
 // Version names what Generate makes. Change it whenever the output
 // changes, so cached instances are made again.
-const Version = 2
+const Version = 3
 
 // Spec is the size of one instance.
 type Spec struct {
@@ -46,9 +46,9 @@ const Session = "bench-session"
 // Small is the 1× store the large one is compared with.
 var Small = Spec{Name: "small", Tracked: 100, Untracked: 20, Packets: 10, Loops: 2, LogLines: 1000}
 
-// Large is the monorepo of issue 25: a thousand times more of everything,
-// but loops (a hundred times).
-var Large = Spec{Name: "large", Tracked: 100_000, Untracked: 20_000, Packets: 10_000, Loops: 200, LogLines: 1_000_000}
+// Large is the monorepo of issues 25 and 35: a thousand times more files
+// and packets, a hundred times more loops, and a 500,000-line log.
+var Large = Spec{Name: "large", Tracked: 100_000, Untracked: 20_000, Packets: 10_000, Loops: 200, LogLines: 500_000}
 
 // Instance is a generated project in the cache.
 type Instance struct {
@@ -266,8 +266,9 @@ func makeStore(dir string, spec Spec, paths []string) error {
 		}
 		for k := range n {
 			// Touches spread over the first 50 minutes of the hour; the
-			// packet is written at minute 55.
-			at := begin.Add(time.Duration(k) * 50 * time.Minute / time.Duration(max(n, 1))).Truncate(time.Second)
+			// packet is written at minute 55. A hook stamps its line with
+			// the clock's nanoseconds, so the lines carry fractions.
+			at := begin.Add(time.Duration(k)*50*time.Minute/time.Duration(max(n, 1)) + time.Duration(k*7919%1_000_000)*time.Microsecond)
 			e := baton.RelevantFile{Timestamp: at, FilePath: work[(k*7)%len(work)], Source: baton.FromTool, Confidence: 0.5}
 			if err := logf.json(e); err != nil {
 				return err
@@ -338,6 +339,15 @@ func packet(i int, at time.Time, work []string, n int) *baton.Packet {
 		status = baton.PacketBlocked
 	}
 	purpose := fmt.Sprintf("Task %d: make %s handle the new request format", i, filepath.Dir(work[0]))
+	// Words a search finds in some packets: a tenth name the gateway, a
+	// seventh the ledger, a few both.
+	var topic []string
+	if i%10 == 0 {
+		topic = append(topic, "The gateway forwards the new format unchanged.")
+	}
+	if i%7 == 0 {
+		topic = append(topic, "The ledger records each request's format.")
+	}
 	p := &baton.Packet{
 		ID: baton.TimestampID(at, purpose, "packet"), CreatedAt: at, UpdatedAt: at, Status: status, Purpose: purpose,
 		Source: string(baton.HarnessClaude), SessionID: sessionID(i), TranscriptPath: "/home/dev/.claude/projects/repo/" + sessionID(i) + ".jsonl",
@@ -354,7 +364,7 @@ func packet(i int, at time.Time, work []string, n int) *baton.Packet {
 	}
 	text := map[string]string{
 		baton.SectionIntent:        purpose + ", so that the clients can move to it before the old one is removed.",
-		baton.SectionContext:       "The parser accepts both formats; the handlers still assume the old one.\n\n### Repository state (recorded by baton)\n\n- branch: `main`\n- HEAD: `0123456789ab` Import the services\n- uncommitted: 3 files",
+		baton.SectionContext:       strings.Join(append(topic, "The parser accepts both formats; the handlers still assume the old one."), " ") + "\n\n### Repository state (recorded by baton)\n\n- branch: `main`\n- HEAD: `0123456789ab` Import the services\n- uncommitted: 3 files",
 		baton.SectionDecisions:     "- Keep the old format readable for one release.\n- Validate at the edge, not in every handler.",
 		baton.SectionRelevantFiles: strings.TrimSpace(files.String()),
 		baton.SectionNextPrompt:    "Continue with the handlers in " + filepath.Dir(work[0]) + ": switch each to the new request type, run its tests, and note any client that still sends the old format.",

@@ -621,3 +621,59 @@ func loopsByPromise(t *testing.T, env []string, repo string, sessions []string) 
 	}
 	return ids, out
 }
+
+// A real Claude Code loop whose every round reads the same file and says
+// the same thing stalls: after --stall-rounds such rounds it pauses with
+// the reason, Claude Code shows it, and resume continues it.
+func TestRealClaudeLoopStalls(t *testing.T) {
+	t.Parallel()
+	claude := realClaude(t)
+	home := t.TempDir()
+	env := gitEnv(home)
+	repo := userRepo(t, env)
+	readme := filepath.Join(repo, "README.md")
+	model := harnesstest.NewAnthropicServer(t, func(r *harnesstest.AnthropicRequest) harnesstest.Reply {
+		if strings.Contains(r.LastUserText(), "[tool_result]") {
+			return harnesstest.Reply{Text: "The tests still fail; I will look again."}
+		}
+		return harnesstest.Reply{ToolName: "Read", ToolInput: map[string]any{"file_path": readme}}
+	})
+	batonRun(t, env, repo, "install", "claude")
+	id := startLoop(t, env, repo, "--stall-rounds", "2", "Make the tests pass")
+	run := func(args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, claude, append([]string{"-p", "Work", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits"}, args...)...)
+		cmd.Dir, cmd.Env = repo, claudeEnv(env, model.URL)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("claude: %v\n%s", err, tail(out.String()))
+		}
+		return out.String()
+	}
+	out := run()
+	const why = "it stalled: no progress in 2 rounds in a row (no new tool call)"
+	st := loopStatus(t, env, repo, id)
+	if st.Status != "paused" || !strings.Contains(st.Pause, why) {
+		t.Fatalf("loop after rounds that repeat = %+v, want paused: %s\n%s", st, why, tail(out))
+	}
+	// The first round's Read is new; the two after it repeat it.
+	if st.Iteration != 3 {
+		t.Errorf("the loop paused at iteration %d, want 3", st.Iteration)
+	}
+	if !strings.Contains(out, why) {
+		t.Errorf("Claude Code did not show why the loop paused\n%s", tail(out))
+	}
+	batonRun(t, env, repo, "loop", "resume", id)
+	if st := loopStatus(t, env, repo, id); st.Status != "active" || st.Pause != "" {
+		t.Fatalf("loop after resume = %+v", st)
+	}
+	// The loop is bound to its session: the person resumes that session,
+	// and the loop goes two rounds (one block) more before it pauses again.
+	out = run("--resume", st.SessionID)
+	if st := loopStatus(t, env, repo, id); st.Status != "paused" || !strings.Contains(st.Pause, why) || st.Iteration != 4 {
+		t.Errorf("resumed loop = %+v, want it to go two rounds more and pause again\n%s", st, tail(out))
+	}
+}

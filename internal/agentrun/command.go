@@ -3,6 +3,7 @@ package agentrun
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -152,9 +153,16 @@ func newPlan(s Spec, fileDir string) (*plan, error) {
 		p.argv = append(a, "-") // "-": read the prompt from stdin
 	case kindDroid:
 		if quiet {
-			// Its traces (telemetry.factory.ai, an OpenTelemetry
-			// collector) and its update check.
-			p.env = append(p.env, "OTEL_SDK_DISABLED=true", "DO_NOT_TRACK=1", "FACTORY_DROID_AUTO_UPDATE_ENABLED=false")
+			// Its traces and its update check. Its event log (posted to
+			// telemetry.factory.ai every 20 s) and its metrics (to a
+			// collector on run.app) go out whatever it is told, short of
+			// airgap mode, which would also cut off Factory's models: a
+			// data: URL as their base keeps both in the process.
+			p.env = append(p.env, "OTEL_SDK_DISABLED=true", "DO_NOT_TRACK=1", "FACTORY_DROID_AUTO_UPDATE_ENABLED=false",
+				"FACTORY_TELEMETRY_INGEST_BASE_URL=data:,")
+			if os.Getenv("OTEL_CUSTOMER_ENDPOINT") == "" { // else the user's own collector
+				p.env = append(p.env, "OTEL_CUSTOMER_ENDPOINT=data:,")
+			}
 		}
 		p.stdin = s.Prompt
 		a := []string{"droid", "exec"}

@@ -80,7 +80,7 @@ type createOptions struct {
 	observeWindow, observeEvery          time.Duration
 	timeout                              string
 	agentArgs, passEnv                   []string
-	maxRounds                            int
+	maxRounds, stallRounds               int
 	json                                 bool
 	changed                              func(string) bool
 }
@@ -103,7 +103,12 @@ merges into its base branch.
 A local repository may hold defaults in .agent/delivery.json (agent,
 model, endpoint, checkpoints, base, verify, deploy, observe,
 observe_window, observe_every, merge, draft, timeout, max_rounds,
-agent_args, pass_env); flags win.
+stall_rounds, agent_args, pass_env); flags win.
+
+A delivery that goes round and round is blocked for a person: --stall-rounds
+N (default 3) returns to implement in a row whose work tree is one an
+earlier round had, with the same failing check or review feedback, block it
+with the reason; reject with a note sends it back to implement.
 
 Agents and commands never inherit baton's secrets: GH_TOKEN, GITHUB_TOKEN
 (and the enterprise ones) and BATON_ credentials such as
@@ -140,6 +145,7 @@ text anyone can write into an issue and verify runs code an agent wrote.
 	fl.StringArrayVar(&o.agentArgs, "agent-arg", nil, "argument appended to the agent's command line, e.g. --agent-arg=--allowedTools=Read,Edit (repeatable)")
 	fl.StringArrayVar(&o.passEnv, "pass-env", nil, "a secret of baton's environment agents and commands get anyway, e.g. --pass-env GH_TOKEN (repeatable; default none)")
 	fl.IntVar(&o.maxRounds, "max-rounds", 0, "returns to implement before the delivery is blocked for a person (default 5)")
+	fl.IntVar(&o.stallRounds, "stall-rounds", 0, "returns to implement in a row without progress (the same work tree, failing check or review feedback) before the delivery is blocked for a person (default 3)")
 	fl.BoolVar(&o.json, "json", false, "print JSON")
 	return cmd
 }
@@ -211,6 +217,9 @@ func (o createOptions) settings(st *delivery.Settings) error {
 	}
 	if o.changed("max-rounds") {
 		st.MaxRounds = &o.maxRounds
+	}
+	if o.changed("stall-rounds") {
+		st.StallRounds = &o.stallRounds
 	}
 	if o.changed("merge") {
 		m := baton.MergeMethod(o.merge)

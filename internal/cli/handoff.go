@@ -11,6 +11,7 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/handoff"
+	"github.com/baton-agent/baton/internal/loop"
 	"github.com/baton-agent/baton/internal/prompt"
 	"github.com/baton-agent/baton/internal/prompt/budget"
 )
@@ -47,8 +48,10 @@ Unknown sections are kept after the canonical ones; text before the first
 heading goes to Notes. baton adds what it can know without guessing: the
 git branch, HEAD and uncommitted files (in Context), the files agents
 touched since the previous packet (Suggested), the files you name with
---file (Confirmed), and the session that ran it (--session-id, or
-BATON_SESSION_ID set by baton's session-start hook).
+--file (Confirmed), and the session that ran it (--session-id, or the
+session the harness names in its shell: Codex's CODEX_THREAD_ID, pi's
+PI_SESSION_ID, Claude Code's CLAUDE_CODE_SESSION_ID, or BATON_SESSION_ID
+that baton's session-start hook sets for Claude Code and Droid).
 
 Pick the packet up in a new session with: baton pickup <id>`,
 		Example: `  baton handoff "finish the auth refactor" --next-prompt "Run go test ./auth/... and fix the two failures"
@@ -65,7 +68,7 @@ Pick the packet up in a new session with: baton pickup <id>`,
 	fl.StringArrayVar(&o.files, "file", nil, "a confirmed relevant `PATH` (repeatable)")
 	fl.StringArrayVar(&o.validators, "validator", nil, "a `COMMAND` that shows the work is done, e.g. \"go test ./...\" (repeatable)")
 	fl.StringVar(&o.source, "source", "", "who writes the packet: claude, codex, droid, pi, user (default: BATON_HARNESS, else user)")
-	fl.StringVar(&o.sessionID, "session-id", "", "the harness session id (default: BATON_SESSION_ID)")
+	fl.StringVar(&o.sessionID, "session-id", "", "the harness session id (default: the session this shell belongs to)")
 	fl.StringVar(&o.transcriptPath, "transcript-path", "", "the session transcript (default: from the session log)")
 	fl.BoolVar(&o.asJSON, "json", false, "print JSON for agents and scripts")
 	return cmd
@@ -80,11 +83,18 @@ func runHandoff(ctx context.Context, f *Factory, purpose string, o handoffOption
 	if err != nil {
 		return err
 	}
+	// Run from an agent's shell, the packet names the session it ran in
+	// (every harness names it there: Codex and pi as well as Claude Code
+	// and Droid); --session-id names another.
+	var sess loop.Session
+	if o.sessionID == "" {
+		sess = f.session(st)
+	}
 	in := handoff.Input{
 		Purpose: purpose, Body: body, NextPrompt: o.nextPrompt, Files: o.files, Validators: o.validators,
-		Source:         firstNonEmpty(o.source, f.env("BATON_HARNESS"), "user"),
-		SessionID:      firstNonEmpty(o.sessionID, f.env("BATON_SESSION_ID")),
-		TranscriptPath: firstNonEmpty(o.transcriptPath, f.env("BATON_TRANSCRIPT_PATH")),
+		Source:         firstNonEmpty(o.source, f.env("BATON_HARNESS"), string(sess.Harness), "user"),
+		SessionID:      firstNonEmpty(o.sessionID, sess.ID),
+		TranscriptPath: firstNonEmpty(o.transcriptPath, sess.TranscriptPath),
 		WorkDir:        f.WorkDir,
 	}
 	if in.SessionID != "" && in.TranscriptPath == "" {

@@ -376,3 +376,42 @@ func TestHandoffPickupInALargeWorkTree(t *testing.T) {
 		t.Errorf("git ran %v; want no status", ran)
 	}
 }
+
+// A handoff run from a Codex or pi shell names the session it ran in and
+// who wrote it, from the variables those harnesses set there; an
+// explicit --session-id wins.
+func TestHandoffNamesTheSessionOfEachHarness(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ variable, id, source string }{
+		{"CODEX_THREAD_ID", "019a0b1c-2d3e-7f40-8a5b-6c7d8e9f0a1b", "codex"},
+		{"PI_SESSION_ID", "pi-session-7", "pi"},
+		{"BATON_SESSION_ID", "5b1c0a2e-1111-4222-8333-944445555666", "user"},
+	} {
+		t.Run(c.variable, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			e.vars[c.variable] = c.id
+			var out struct {
+				Path string `json:"path"`
+			}
+			if err := json.Unmarshal([]byte(e.ok("", "", "handoff", "carry on", "--json").stdout), &out); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(out.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{"\nsession_id: " + c.id + "\n", "\nsource: " + c.source + "\n"} {
+				if !strings.Contains(string(b), want) {
+					t.Errorf("the packet does not say %s:\n%s", want, b)
+				}
+			}
+			if err := json.Unmarshal([]byte(e.ok("", "", "handoff", "again", "--json", "--session-id", "given").stdout), &out); err != nil {
+				t.Fatal(err)
+			}
+			if b, _ := os.ReadFile(out.Path); !strings.Contains(string(b), "\nsession_id: given\n") {
+				t.Errorf("--session-id did not win:\n%s", b)
+			}
+		})
+	}
+}

@@ -83,6 +83,7 @@ type loopStartOptions struct {
 	// when it equals today's default.
 	verifyTimeoutSet bool
 	budgets          loopBudgetFlags
+	stallRounds      int
 }
 
 // loopBudgetFlags are --max-tokens, --max-cost and --max-duration (start
@@ -142,6 +143,11 @@ continues with more. --max-cost prices tokens at the list prices in
 docs/hooks.md#prices (BATON_MODEL_PRICES adds others); it warns when the
 session's model, or a model earlier loops here ran on, has no price.
 
+A loop that makes no progress pauses too: --stall-rounds N (default 3) rounds
+in a row with no tool call the round before did not make, and the same
+verification failure if any, pause it with the reason; "baton loop resume"
+continues it for N rounds more.
+
 Run from an agent's shell, the loop is bound to that agent's session, which
 the harness names there (Codex: CODEX_THREAD_ID; pi: PI_SESSION_ID; Claude
 Code: CLAUDE_CODE_SESSION_ID; Claude Code and Droid: BATON_SESSION_ID, which
@@ -177,6 +183,7 @@ loop. Run elsewhere, it binds to the first session whose Stop it sees.`,
 	fl.StringArrayVar(&o.verify, "verify", nil, "a `CMD` that must pass before a promise ends the loop (repeatable; sh -c in the project root, confined)")
 	fl.DurationVar(&o.verifyTimeout, "verify-timeout", baton.DefaultVerifyTimeout, "how long the verify commands may take together, at most 10m (`D`)")
 	o.budgets.register(fl, "pause")
+	fl.IntVar(&o.stallRounds, "stall-rounds", 0, fmt.Sprintf("pause after `N` rounds in a row without progress (0: the default, %d)", baton.DefaultStallRounds))
 	return cmd
 }
 
@@ -208,13 +215,16 @@ func runLoopStart(ctx context.Context, f *Factory, args []string, o loopStartOpt
 	if err := baton.CheckVerify(o.verify, o.verifyTimeout); err != nil {
 		return usageError("--verify, --verify-timeout: %s", baton.ErrorMessage(err))
 	}
+	if err := baton.CheckStallRounds(o.stallRounds); err != nil {
+		return usageError("--stall-rounds: %s", baton.ErrorMessage(err))
+	}
 	sess := f.session(st)
 	verifyTimeout := o.verifyTimeout
 	if !o.verifyTimeoutSet {
 		verifyTimeout = 0 // the default, whatever it becomes
 	}
 	req := loop.StartRequest{FromPacket: o.fromPacket, FromLoop: o.fromLoop, MaxIterations: o.maxIterations, Promises: o.promises, SessionID: sess.ID,
-		Verify: o.verify, VerifyTimeout: verifyTimeout, MaxTokens: o.budgets.tokens, MaxCostUSD: o.budgets.cost, MaxDuration: o.budgets.duration, Now: f.now()}
+		Verify: o.verify, VerifyTimeout: verifyTimeout, MaxTokens: o.budgets.tokens, MaxCostUSD: o.budgets.cost, MaxDuration: o.budgets.duration, StallRounds: o.stallRounds, Now: f.now()}
 	if sess.ID != "" && sess.TranscriptPath != "" {
 		// Started in a session that knows its transcript: only what the
 		// session spends from now on is the loop's.

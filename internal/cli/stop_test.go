@@ -634,7 +634,7 @@ func TestStopBudgets(t *testing.T) {
 	}
 	// Before the loop: the session's own work, not the loop's.
 	e.writeTranscript("t.jsonl", usage("m0", 90000, 9000, e.now.Add(-time.Hour)))
-	id := e.startLoop("Keep going", "--max-tokens", "1000", "--max-cost", "1")
+	id := e.startLoop("Keep going", "--max-tokens", "1000", "--max-cost", "1", "--stall-rounds", "10") // the stops make no tool calls: a stall is not what this tests
 	e.writeTranscript("t.jsonl", usage("m0", 90000, 9000, e.now.Add(-time.Hour)), usage("m1", 500, 100, e.now.Add(time.Minute)))
 	if o := e.stop("s1", e.dir, ptr("working"), false); o.Decision != "block" {
 		t.Fatalf("stop under budget = %+v", o)
@@ -817,5 +817,55 @@ func TestLoopStartBindsToHarnessSession(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A loop whose rounds repeat (the same test run, the same failure, over
+// and over) pauses after --stall-rounds of them with the reason; a round
+// with a new tool call is progress; resume continues for as many more.
+func TestStopStallPausesTheLoop(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.gitRepo()
+	id := e.startLoop("Make the tests pass", "--stall-rounds", "2")
+	var lines []string
+	round := func(blocks ...string) stopOut {
+		t.Helper()
+		lines = append(lines, claudeLine(fmt.Sprintf("m%d", len(lines)), blocks...))
+		e.writeTranscript("t.jsonl", lines...)
+		return e.stop("s1", e.dir, ptr("Still failing."), true)
+	}
+	goTest := `{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"go test ./..."}}`
+	edit := `{"type":"tool_use","id":"t2","name":"Edit","input":{"file_path":"a.go","old_string":"x","new_string":"y"}}`
+	if o := round(goTest, edit); o.Decision != "block" {
+		t.Fatalf("first round = %+v, want a block", o)
+	}
+	if o := round(goTest); o.Decision != "block" {
+		t.Fatalf("a round with no new tool call (1 of 2) = %+v, want a block", o)
+	}
+	if o := round(goTest, `{"type":"tool_use","id":"t3","name":"Read","input":{"file_path":"b.go"}}`); o.Decision != "block" {
+		t.Fatalf("a round with a new tool call = %+v, want a block", o)
+	}
+	if l := e.loop(id); l.Stall.Rounds != 0 {
+		t.Fatalf("after a new tool call the loop counts %d rounds without progress, want 0", l.Stall.Rounds)
+	}
+	round(goTest)
+	o := round(goTest)
+	const why = "it stalled: no progress in 2 rounds in a row (no new tool call)"
+	if o.Decision != "" || !strings.Contains(o.SystemMessage, why) || !strings.Contains(o.SystemMessage, "`baton loop resume "+id+"` continues it") {
+		t.Fatalf("second round without progress = %+v, want the loop paused with %q", o, why)
+	}
+	if l := e.loop(id); l.Status != baton.LoopPaused || !strings.Contains(l.PauseReason, why) {
+		t.Fatalf("stalled loop = %s, %q", l.Status, l.PauseReason)
+	}
+	if r := e.ok("", "", "loop", "show", id); !strings.Contains(r.stdout, why) {
+		t.Errorf("loop show does not say why the loop paused:\n%s", r.stdout)
+	}
+	e.ok("", "", "loop", "resume", id)
+	if o := round(goTest); o.Decision != "block" {
+		t.Errorf("first round after resume = %+v, want a block: resume gives the loop its rounds again", o)
+	}
+	if o := round(goTest); o.Decision != "" || !strings.Contains(o.SystemMessage, why) {
+		t.Errorf("second round without progress after resume = %+v, want a pause", o)
 	}
 }

@@ -18,5 +18,5 @@ func openNetwork(n sandbox.Network) (sandbox.NetworkStart, error) {
 	if err != nil {
 		return sandbox.NetworkStart{}, err
 	}
-	return sandbox.NetworkStart{Spec: b.Spec(), Env: b.Env(), Close: func() { _ = b.Close() }}, nil
+	return sandbox.NetworkStart{Spec: b.Spec(), Env: b.Env(), Paths: []string{b.dir}, Close: func() { _ = b.Close() }}, nil
 }

@@ -76,6 +76,10 @@ func DecodeLoop(data []byte) (*baton.Loop, error) {
 			err = decodeJSON(e, &l.Spent)
 		case "usage":
 			err = decodeJSON(e, &l.Usage)
+		case "stall_rounds":
+			l.StallRounds, err = decodeInt(e)
+		case "stall":
+			err = decodeJSON(e, &l.Stall)
 		default:
 			l.Extra = append(l.Extra, baton.Field{Key: e.Key, Raw: e.Raw})
 		}
@@ -188,6 +192,12 @@ func EncodeLoop(l *baton.Loop) []byte {
 	}
 	if !reflect.DeepEqual(l.Usage, baton.UsageCursor{}) {
 		w.json("usage", l.Usage)
+	}
+	if l.StallRounds != 0 {
+		w.int("stall_rounds", l.StallRounds)
+	}
+	if !reflect.DeepEqual(l.Stall, baton.Stall{}) {
+		w.json("stall", l.Stall)
 	}
 	w.extra(l.Extra)
 	b.WriteString("---\n\n## ")

@@ -86,28 +86,7 @@ func (s *Store) scanRelevantFiles(tail int64, since time.Time, fn func(logEntry)
 	var from int64
 	if !since.IsZero() {
 		if fi, err := f.Stat(); err == nil {
-			// Merged lines are not in time order; the lines as written
-			// (all of a log never compacted) are.
-			size := fi.Size()
-			h, ok := readLogHeader(f, size)
-			if tail >= size {
-				tail = 0 // the whole log is the tail
-			}
-			switch {
-			case tail > 0 && tail < size:
-				// The tail's first line, bisected on when it lies among
-				// the lines as written.
-				if at, found := lineAfter(f, size-tail-1); found && (!ok || at >= h.Raw) {
-					from, tail = seekTouches(f, at, size, since.Add(-appendLag)), 0
-				}
-			case tail == 0:
-				if ok {
-					from = h.startFor(f, since)
-				}
-				if !ok || from == h.Raw {
-					from = seekTouches(f, from, size, since.Add(-appendLag))
-				}
-			}
+			from, tail = logStart(f, fi.Size(), tail, since)
 		}
 	}
 	decode := decodeRelevantFile
@@ -116,6 +95,35 @@ func (s *Store) scanRelevantFiles(tail int64, since time.Time, fn func(logEntry)
 	}
 	st, err := safefile.ScanFile(f, from, tail, decode, fn)
 	return st, refused(f.Name(), err)
+}
+
+// logStart returns where a scan for the touches at or after since (not
+// zero) starts in the log f of size bytes, reading its last tail bytes
+// when tail > 0: a line start, and the tail ScanFile must still cut (0
+// when the start is resolved).
+func logStart(f *os.File, size, tail int64, since time.Time) (from, rest int64) {
+	// Merged lines are not in time order; the lines as written (all of a
+	// log never compacted) are.
+	h, ok := readLogHeader(f, size)
+	if tail >= size {
+		tail = 0 // the whole log is the tail
+	}
+	switch {
+	case tail > 0 && tail < size:
+		// The tail's first line, bisected on when it lies among the lines
+		// as written.
+		if at, found := lineAfter(f, size-tail-1); found && (!ok || at >= h.Raw) {
+			from, tail = seekTouches(f, at, size, since.Add(-appendLag)), 0
+		}
+	case tail == 0:
+		if ok {
+			from = h.startFor(f, since)
+		}
+		if !ok || from == h.Raw {
+			from = seekTouches(f, from, size, since.Add(-appendLag))
+		}
+	}
+	return from, tail
 }
 
 // appendLag bounds how much earlier than the line before it a line of
@@ -294,6 +302,8 @@ type FileQuery struct {
 	Since time.Time // entries at or after Since; zero = all
 	// Tail reads only the log's last Tail bytes (0: all of it), for a
 	// caller that must answer in bounded time and wants recent entries.
+	// With Since, what the last ranking of the same query kept
+	// (RankCacheFile) counts too, and Tail bounds what is read past it.
 	Tail int64
 	// Unattached skips user entries already attached to a packet (a
 	// handoff's --file, or files add --packet), so a packet's confirmed
@@ -318,67 +328,20 @@ func (s *Store) RankFiles(q FileQuery) ([]FileRank, safefile.ScanStats, error) {
 // approximate: a line compaction merged held touches on both sides of
 // q.Since, and all of them were counted.
 func (s *Store) rankFiles(q FileQuery) ([]FileRank, safefile.ScanStats, bool, error) {
-	// Each file keeps its score relative to its own last touch, so an
-	// entry costs O(1) and no exponent ever grows: score = sum over
-	// touches of 0.5^((last-t)/h), rescaled to the newest entry at the end.
-	type agg struct {
-		count     int
-		last      time.Time
-		sum       float64
-		confirmed bool
-	}
-	byPath := map[string]*agg{}
-	var newest time.Time
-	approximate := false
-	st, err := s.scanRelevantFiles(q.Tail, q.Since, func(e logEntry) error {
-		if e.FilePath == "" || (!q.Since.IsZero() && e.Timestamp.Before(q.Since)) {
-			return nil
-		}
-		if q.Unattached && e.Source == baton.FromUser && e.PacketID != "" {
-			return nil
-		}
-		n, w := 1, 1.0
-		if e.Count != 0 {
-			if e.Count < 0 || e.Weight < 0 {
-				return nil // no merge writes that
-			}
-			n, w = e.Count, min(e.Weight, float64(e.Count))
-			if !q.Since.IsZero() && e.First.Before(q.Since) {
-				approximate = true
-			}
-		}
-		a := byPath[e.FilePath]
-		if a == nil {
-			a = &agg{last: e.Timestamp}
-			byPath[e.FilePath] = a
-		}
-		a.count += n
-		if e.Timestamp.After(a.last) {
-			a.sum = a.sum*decay(e.Timestamp.Sub(a.last)) + w
-			a.last = e.Timestamp
-		} else {
-			a.sum += w * decay(a.last.Sub(e.Timestamp))
-		}
-		if e.Source == baton.FromUser {
-			a.confirmed = true
-		}
-		if e.Timestamp.After(newest) {
-			newest = e.Timestamp
-		}
-		return nil
-	})
+	r := &ranking{q: q, byPath: map[string]*rankAgg{}}
+	st, err := s.rankTouches(r)
 	if err != nil {
 		return nil, st, false, err
 	}
-	out := make([]FileRank, 0, len(byPath))
-	for p, a := range byPath {
+	out := make([]FileRank, 0, len(r.byPath))
+	for p, a := range r.byPath {
 		src := baton.FromTool
 		if a.confirmed {
 			src = baton.FromUser
 		}
 		out = append(out, FileRank{
 			Path: p, Count: a.count, LastSeen: a.last, Source: src, Confirmed: a.confirmed,
-			Score: math.Round(a.sum*decay(newest.Sub(a.last))*1000) / 1000,
+			Score: math.Round(a.sum*decay(r.newest.Sub(a.last))*1000) / 1000,
 		})
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -390,7 +353,65 @@ func (s *Store) rankFiles(q FileQuery) ([]FileRank, safefile.ScanStats, bool, er
 		}
 		return out[i].Path < out[j].Path
 	})
-	return out, st, approximate, nil
+	return out, st, r.approximate, nil
+}
+
+// ranking sums the touches a FileQuery selects, file by file. Each file
+// keeps its score relative to its own last touch, so an entry costs O(1)
+// and no exponent ever grows: score = sum over touches of
+// 0.5^((last-t)/h), rescaled to the newest entry at the end.
+type ranking struct {
+	q           FileQuery
+	byPath      map[string]*rankAgg
+	newest      time.Time
+	approximate bool
+}
+
+type rankAgg struct {
+	count     int
+	last      time.Time
+	sum       float64
+	confirmed bool
+}
+
+// add counts one log entry.
+func (r *ranking) add(e logEntry) error {
+	q := r.q
+	if e.FilePath == "" || (!q.Since.IsZero() && e.Timestamp.Before(q.Since)) {
+		return nil
+	}
+	if q.Unattached && e.Source == baton.FromUser && e.PacketID != "" {
+		return nil
+	}
+	n, w := 1, 1.0
+	if e.Count != 0 {
+		if e.Count < 0 || e.Weight < 0 {
+			return nil // no merge writes that
+		}
+		n, w = e.Count, min(e.Weight, float64(e.Count))
+		if !q.Since.IsZero() && e.First.Before(q.Since) {
+			r.approximate = true
+		}
+	}
+	a := r.byPath[e.FilePath]
+	if a == nil {
+		a = &rankAgg{last: e.Timestamp}
+		r.byPath[e.FilePath] = a
+	}
+	a.count += n
+	if e.Timestamp.After(a.last) {
+		a.sum = a.sum*decay(e.Timestamp.Sub(a.last)) + w
+		a.last = e.Timestamp
+	} else {
+		a.sum += w * decay(a.last.Sub(e.Timestamp))
+	}
+	if e.Source == baton.FromUser {
+		a.confirmed = true
+	}
+	if e.Timestamp.After(r.newest) {
+		r.newest = e.Timestamp
+	}
+	return nil
 }
 
 // decay weighs a touch that is age old.

@@ -525,6 +525,43 @@ func (a artifact[T]) readEntry(s *Store, e entry) (v T, same bool, err error) {
 	return v, same, nil
 }
 
+// PacketStampsSince is PacketStamps for the packets updated at or after
+// since (to the second), which the index lists first, and how many packets
+// it holds in all. It reads the index's head, not all of it: a cache that
+// was complete at since, and holds all but the stamps given here, knows
+// from the total whether anything else was added or removed.
+func (s *Store) PacketStampsSince(since time.Time) ([]FileStamp, int, []error, error) {
+	return packets.stampsSince(s, since)
+}
+
+// LoopStampsSince is PacketStampsSince for the loop files.
+func (s *Store) LoopStampsSince(since time.Time) ([]FileStamp, int, []error, error) {
+	return loops.stampsSince(s, since)
+}
+
+func (a artifact[T]) stampsSince(s *Store, since time.Time) ([]FileStamp, int, []error, error) {
+	for force := false; ; force = true {
+		idx, warnings, err := a.entries(s, force)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		var out []FileStamp
+		for i := 0; ; i++ {
+			e, ok, err := idx.at(i)
+			if err != nil {
+				if force {
+					return nil, 0, nil, err
+				}
+				break // a damaged line: rebuild the index
+			}
+			if !ok || e.Updated < since.Unix() {
+				return out, idx.N, warnings, nil
+			}
+			out = append(out, FileStamp{ID: e.ID, Path: a.path(s, e.ID), Size: e.Size, Mod: e.Mod, Updated: e.Updated})
+		}
+	}
+}
+
 // Changes identifies the state of the packet and loop directories: it
 // differs whenever a packet or loop was added, replaced or removed,
 // through baton or not. A watcher compares it with the last one it saw,
@@ -543,10 +580,11 @@ func (c Changes) String() string {
 // of the store's contents (search's index) compares it with what it
 // recorded, and reads again only the files that changed.
 type FileStamp struct {
-	ID   string
-	Path string
-	Size int64
-	Mod  int64 // modification time, ns since the epoch
+	ID      string
+	Path    string
+	Size    int64
+	Mod     int64 // modification time, ns since the epoch
+	Updated int64 // updated_at, unix seconds: what orders the listing
 }
 
 // PacketStamps lists the packet files as the index records them, brought
@@ -566,7 +604,7 @@ func (a artifact[T]) stamps(s *Store, stat bool) ([]FileStamp, []error, error) {
 	}
 	out := make([]FileStamp, 0, len(es))
 	for _, e := range es {
-		st := FileStamp{ID: e.ID, Path: a.path(s, e.ID), Size: e.Size, Mod: e.Mod}
+		st := FileStamp{ID: e.ID, Path: a.path(s, e.ID), Size: e.Size, Mod: e.Mod, Updated: e.Updated}
 		if stat {
 			fi, err := os.Lstat(st.Path)
 			switch {

@@ -754,10 +754,28 @@ func TestFileStamps(t *testing.T) {
 	path, _ := s.PacketPath(p.ID)
 	stamps, warnings, err := s.PacketStamps(false)
 	fi, _ := os.Stat(path)
-	want := []FileStamp{{ID: p.ID, Path: path, Size: fi.Size(), Mod: fi.ModTime().UnixNano()}}
+	want := []FileStamp{{ID: p.ID, Path: path, Size: fi.Size(), Mod: fi.ModTime().UnixNano(), Updated: p.UpdatedAt.Unix()}}
 	if err != nil || len(warnings) != 0 || !cmp.Equal(stamps, want) {
 		t.Fatalf("PacketStamps(false) = %+v, %v, %v; want %+v", stamps, warnings, err, want)
 	}
+	// Since a time: the head of the listing, and how many there are.
+	older := &baton.Packet{Purpose: "older", Status: baton.PacketDraft, CreatedAt: p.CreatedAt.Add(-time.Hour)}
+	if err := s.CreatePacket(ctx, older); err != nil {
+		t.Fatal(err)
+	}
+	if recent, total, warnings, err := s.PacketStampsSince(p.UpdatedAt); err != nil || len(warnings) != 0 || total != 2 || !cmp.Equal(recent, want) {
+		t.Fatalf("PacketStampsSince(%v) = %+v, %d, %v, %v; want %+v of 2", p.UpdatedAt, recent, total, warnings, err, want)
+	}
+	if recent, total, _, err := s.PacketStampsSince(older.UpdatedAt); err != nil || total != 2 || len(recent) != 2 {
+		t.Fatalf("PacketStampsSince(%v) = %+v, %d, %v; want both", older.UpdatedAt, recent, total, err)
+	}
+	if err := os.Remove(filepath.Join(s.Dir(), PacketsDir, older.ID+".md")); err != nil {
+		t.Fatal(err)
+	}
+	if stamps, _, err := s.PacketStamps(false); err != nil || !cmp.Equal(stamps, want) { // the index, rebuilt
+		t.Fatalf("PacketStamps(false) after a removal = %+v, %v; want %+v", stamps, err, want)
+	}
+	after, _ = s.Changes()
 	// An edit in place: the directory and the index stay as they were.
 	b, _ := os.ReadFile(path)
 	if err := os.WriteFile(path, append(b, "\nmore\n"...), 0o644); err != nil {

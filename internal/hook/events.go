@@ -239,6 +239,9 @@ func (h handler) readSpend(l *baton.Loop, in *loop.Stop, now time.Time) {
 	}
 	in.Spent = prices.Price(u.ByModel, u.Recorded)
 	in.UsageFrom, in.Usage = l.Usage, &next
+	if u.Read {
+		in.Round = &baton.Round{Tools: u.Tools}
+	}
 }
 
 // verify runs the loop's verify commands for promise in the project root,

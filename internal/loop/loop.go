@@ -159,6 +159,11 @@ type Stop struct {
 	Spent     baton.Spend
 	UsageFrom baton.UsageCursor
 	Usage     *baton.UsageCursor
+	// Round is what the session did since the loop's last stop (its tool
+	// calls), read with the usage from UsageFrom, for the stall rule; nil
+	// when it is not known (no transcript was read), and then the stop
+	// does not count as a round.
+	Round *baton.Round
 }
 
 // NeedsVerify reports whether msg states one of l's promises and l has
@@ -226,9 +231,12 @@ type Decision struct {
 //  5. The iteration limit reached: done, outcome max_iterations. Allow.
 //  6. A budget (tokens, cost, active time) reached: paused, with the
 //     reason in one line. Allow.
-//  7. The harness's block cap reached in this chain: allow, and leave the
+//  7. StallRounds rounds in a row without progress (baton.Stall.Next:
+//     no new tool call, the same failed verification): paused, with the
+//     reason in one line. Allow.
+//  8. The harness's block cap reached in this chain: allow, and leave the
 //     loop active at its iteration so the next turn picks it up.
-//  8. Otherwise increment the iteration and block with the loop prompt,
+//  9. Otherwise increment the iteration and block with the loop prompt,
 //     followed by the failed verification's Failure section, and once by
 //     the packet a compaction saved if nothing has named it to the agent.
 func Decide(l *baton.Loop, s Stop) Decision {
@@ -253,7 +261,10 @@ func Decide(l *baton.Loop, s Stop) Decision {
 		l.ActiveSince = s.Now // a loop from before budgets: its clock starts now
 		d.Changed = true
 	}
-	if s.Usage != nil && cursorEqual(l.Usage, s.UsageFrom) {
+	// The round counts, as the spend does, only when the loop's cursor is
+	// still where it was read from: no stop's tool calls count twice.
+	fresh := s.Usage != nil && cursorEqual(l.Usage, s.UsageFrom)
+	if fresh {
 		l.Spent = AddSpend(l.Spent, s.Spent)
 		l.Usage = *s.Usage
 		d.Changed = true
@@ -292,6 +303,18 @@ func Decide(l *baton.Loop, s Stop) Decision {
 	}
 	if reason := OverBudget(l, s.Now); reason != "" {
 		return pause(l, s, reason)
+	}
+	if s.Round != nil && fresh {
+		r := *s.Round
+		if failure != "" {
+			r.Check = baton.Digest(failure)
+		}
+		var why string
+		l.Stall, why = l.Stall.Next(r, l.StallRounds)
+		d.Changed = true
+		if why != "" {
+			return pause(l, s, "it stalled: "+why)
+		}
 	}
 	if s.StopHookActive && s.BlockCap > 0 && l.ConsecutiveBlocks >= s.BlockCap {
 		d.Action = Allow

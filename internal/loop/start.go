@@ -30,6 +30,9 @@ type StartRequest struct {
 	MaxTokens   int64
 	MaxCostUSD  float64
 	MaxDuration time.Duration
+	// StallRounds is how many rounds in a row without progress pause the
+	// loop; 0 is baton.DefaultStallRounds.
+	StallRounds int
 	// Now is when the loop starts (its id, its active clock); zero leaves
 	// both to the store's clock and the first stop.
 	Now time.Time
@@ -62,12 +65,15 @@ func Start(ctx context.Context, st *fsstore.Store, req StartRequest) (l *baton.L
 	if req.MaxTokens < 0 || req.MaxCostUSD < 0 || req.MaxDuration < 0 {
 		return nil, "", baton.Errorf(baton.Invalid, "a loop budget must not be negative (0 means none)")
 	}
+	if err := baton.CheckStallRounds(req.StallRounds); err != nil {
+		return nil, "", err
+	}
 	// The active clock starts with the loop; without a time the store's
 	// clock names the loop and the clock starts at its first stop.
 	now := req.Now.UTC().Truncate(time.Second)
 	l = &baton.Loop{MaxIterations: req.MaxIterations, CompletionPromises: req.Promises, Iteration: 1, SessionID: req.SessionID, Prompt: req.Prompt,
 		Verify: req.Verify, VerifyTimeout: req.VerifyTimeout, MaxTokens: req.MaxTokens, MaxCostUSD: req.MaxCostUSD, MaxDuration: req.MaxDuration,
-		CreatedAt: now, ActiveSince: now}
+		StallRounds: req.StallRounds, CreatedAt: now, ActiveSince: now}
 	if req.Usage != nil {
 		l.Usage = *req.Usage
 	}
@@ -91,6 +97,9 @@ func Start(ctx context.Context, st *fsstore.Store, req StartRequest) (l *baton.L
 		}
 		if l.MaxTokens == 0 && l.MaxCostUSD == 0 && l.MaxDuration == 0 {
 			l.MaxTokens, l.MaxCostUSD, l.MaxDuration = src.MaxTokens, src.MaxCostUSD, src.MaxDuration
+		}
+		if l.StallRounds == 0 {
+			l.StallRounds = src.StallRounds
 		}
 	}
 	if req.FromPacket != "" {

@@ -47,8 +47,12 @@ type View struct {
 	Spent              baton.Spend `json:"spent"`
 	SpentTokens        int64       `json:"spent_tokens"`
 	ActiveSeconds      float64     `json:"active_seconds"`
-	CreatedAt          string      `json:"created_at"`
-	UpdatedAt          string      `json:"updated_at"`
+	// StallRounds is how many rounds in a row without progress pause the
+	// loop; RoundsWithoutProgress how many it has made so far.
+	StallRounds           int    `json:"stall_rounds"`
+	RoundsWithoutProgress int    `json:"rounds_without_progress"`
+	CreatedAt             string `json:"created_at"`
+	UpdatedAt             string `json:"updated_at"`
 	// Prompt is the loop's prompt; lists leave it out (NewListItem).
 	Prompt string `json:"prompt,omitempty"`
 }
@@ -72,6 +76,7 @@ func NewListItem(l *baton.Loop, path string, fg fsstore.Foreground, now time.Tim
 		Verify: nonNil(l.Verify), VerifyTimeoutSeconds: l.EffectiveVerifyTimeout().Seconds(), VerifyRuns: l.VerifyRuns,
 		MaxTokens: l.MaxTokens, MaxCostUSD: l.MaxCostUSD, MaxDurationSeconds: l.MaxDuration.Seconds(),
 		Spent: l.Spent, SpentTokens: l.Spent.Total(), ActiveSeconds: l.ActiveTime(now).Round(time.Second).Seconds(),
+		StallRounds: baton.EffectiveStallRounds(l.StallRounds), RoundsWithoutProgress: l.Stall.Rounds,
 		CreatedAt: baton.FormatTime(l.CreatedAt), UpdatedAt: baton.FormatTime(l.UpdatedAt),
 	}
 	if v.VerifyRuns == nil {

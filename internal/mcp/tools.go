@@ -387,6 +387,8 @@ type loopStartIn struct {
 	// Verify, as the CLI's --verify and --verify-timeout.
 	Verify               []string `json:"verify,omitempty" jsonschema:"commands a promise must pass"`
 	VerifyTimeoutSeconds float64  `json:"verify_timeout_seconds,omitempty"`
+	// StallRounds, as the CLI's --stall-rounds.
+	StallRounds int `json:"stall_rounds,omitempty" jsonschema:"pause after this many rounds in a row without progress (default 3)"`
 }
 
 // loopView is l as the loop tools give it: the view every edge shows
@@ -426,7 +428,7 @@ func (s *Server) loopStart(ctx context.Context, _ *sdk.CallToolRequest, in loopS
 	// adopt it.
 	l, _, err := loop.Start(ctx, st, loop.StartRequest{Prompt: in.Prompt, FromPacket: in.FromPacket, MaxIterations: max, Promises: in.Promises, SessionID: in.SessionID,
 		MaxTokens: in.MaxTokens, MaxCostUSD: in.MaxCostUSD, MaxDuration: seconds(in.MaxDurationSeconds),
-		Verify: in.Verify, VerifyTimeout: seconds(in.VerifyTimeoutSeconds), Now: s.opts.Now(), NoAdopt: true})
+		Verify: in.Verify, VerifyTimeout: seconds(in.VerifyTimeoutSeconds), StallRounds: in.StallRounds, Now: s.opts.Now(), NoAdopt: true})
 	if err != nil {
 		return nil, nil, err
 	}

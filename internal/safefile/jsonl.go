@@ -157,6 +157,19 @@ func ScanFile[T any](f *os.File, from, tail int64, decode func([]byte, *T) error
 			}
 		}
 	}
+	return scanReader(r, path, st, decode, fn)
+}
+
+// ScanFileRange is ScanFile over the bytes [from, to) of f, both line
+// starts: what a caller that keeps where it stopped reads of a log that
+// only grows, without the line a writer may be appending past to.
+func ScanFileRange[T any](f *os.File, from, to int64, decode func([]byte, *T) error, fn func(T) error) (ScanStats, error) {
+	r := bufio.NewReaderSize(io.NewSectionReader(f, from, max(to-from, 0)), 256<<10)
+	return scanReader(r, f.Name(), ScanStats{}, decode, fn)
+}
+
+// scanReader decodes the lines r gives, as ScanFile describes.
+func scanReader[T any](r *bufio.Reader, path string, st ScanStats, decode func([]byte, *T) error, fn func(T) error) (ScanStats, error) {
 	var long []byte
 	for {
 		chunk, err := r.ReadSlice('\n')

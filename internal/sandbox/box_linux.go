@@ -54,6 +54,10 @@ type spec struct {
 	PidMax   bool `json:"pid_max,omitempty"`
 	MaxProcs int  `json:"max_procs,omitempty"`
 
+	// Keep are paths the box shows although they lie in a directory it
+	// hides (socketDirs), besides those its Rules grant.
+	Keep []string `json:"keep,omitempty"`
+
 	// Network is for Hooks.Network, with the files after the init's
 	// own (3 and 4).
 	Network json.RawMessage `json:"network,omitempty"`

@@ -29,6 +29,10 @@ type NetworkStart struct {
 	Files []*os.File
 	// Env is set in the process's environment (the proxy variables).
 	Env []string
+	// Paths are what the init's Hooks.Network opens by path (its
+	// proxy's socket): the box shows them even where it hides the
+	// directory they are in (see socketDirs).
+	Paths []string
 	// Close runs after the box ended: what it refused is recorded by
 	// then.
 	Close func()

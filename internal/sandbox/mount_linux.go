@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -53,6 +54,11 @@ func mountBox(s *spec) (*homeView, error) {
 				return nil, fmt.Errorf("open %s to show it in the box: %w", b.Path, err)
 			}
 			sources = append(sources, source{b, fd})
+		}
+	}
+	if s.ABI > 0 && !s.Probe {
+		if err := hideSocketDirs(s); err != nil {
+			return nil, err
 		}
 	}
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
@@ -268,4 +274,110 @@ func removeBeneath(home string, e createdEntry) {
 	if st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size == 0 {
 		_ = unix.Unlinkat(fd, name, 0)
 	}
+}
+
+// socketDirs are where a machine's services keep their unix sockets: a
+// database's, a container engine's, D-Bus, a terminal multiplexer's
+// (tmux would type into the user's terminal), X, ssh and gpg agents.
+// Landlock does not govern connecting to a socket by its path (not
+// before its resolve-unix right), so the box shows each as an empty
+// directory of its own, with only what it grants beneath them shown
+// again. Abstract sockets belong to the network namespace, which the
+// box has of its own.
+var socketDirs = []string{"/tmp", "/var/tmp", "/run", "/var/run"}
+
+// hideSocketDirs puts an empty tmpfs over each of socketDirs that s
+// does not grant whole, and shows again the paths s grants beneath it
+// (its rules, its working directory, its Keep), each as it is outside.
+// The agent cannot write the tmpfs: no rule grants it.
+func hideSocketDirs(s *spec) error {
+	keep := slices.Clone(s.Keep)
+	for _, r := range s.Rules {
+		keep = append(keep, r.Path)
+	}
+	if s.Dir != "" {
+		keep = append(keep, s.Dir)
+	}
+	slices.Sort(keep)
+	var hidden []string
+	for _, d := range socketDirs {
+		dir, err := filepath.EvalSymlinks(d)
+		if err != nil || slices.Contains(hidden, dir) {
+			continue
+		}
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			continue
+		}
+		if slices.ContainsFunc(keep, func(p string) bool { return within(dir, p) }) {
+			continue // granted whole
+		}
+		hidden = append(hidden, dir)
+		if err := hideDir(dir, keep); err != nil {
+			return fmt.Errorf("hide %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// hideDir mounts an empty tmpfs on dir and shows the paths of keep
+// (sorted) beneath it again.
+func hideDir(dir string, keep []string) error {
+	type shown struct {
+		path string
+		dir  bool
+		fd   int
+	}
+	var show []shown
+	defer func() {
+		for _, sh := range show {
+			unix.Close(sh.fd)
+		}
+	}()
+	for _, p := range keep {
+		if p == dir || !within(p, dir) || slices.ContainsFunc(show, func(sh shown) bool { return within(p, sh.path) }) {
+			continue // elsewhere, or shown with a path that holds it
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			continue // gone since baton looked: nothing to show
+		}
+		isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+		fd, err := openNoFollow(unix.AT_FDCWD, p, isDir)
+		if err != nil {
+			return fmt.Errorf("open %s to show it again: %w", p, err)
+		}
+		show = append(show, shown{p, isDir, fd})
+	}
+	mode := "mode=1777"
+	if !slices.Contains([]string{"/tmp", "/var/tmp"}, dir) {
+		mode = "mode=755"
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, mode+",size=1m"); err != nil {
+		return fmt.Errorf("mount an empty tmpfs: %w", err)
+	}
+	// The tmpfs is new and the box's alone, and nothing runs in the box
+	// yet: its mount points are made by path.
+	for _, sh := range show {
+		if err := os.MkdirAll(filepath.Dir(sh.path), 0o755); err != nil {
+			return err
+		}
+		if sh.dir {
+			err := os.Mkdir(sh.path, 0o755)
+			if err != nil && !errors.Is(err, os.ErrExist) {
+				return err
+			}
+		} else if err := os.WriteFile(sh.path, nil, 0o644); err != nil {
+			return err
+		}
+		target, err := openNoFollow(unix.AT_FDCWD, sh.path, sh.dir)
+		if err != nil {
+			return err
+		}
+		err = attach(sh.fd, target, true) // as it is outside: Landlock decides
+		unix.Close(target)
+		if err != nil {
+			return fmt.Errorf("show %s again: %w", sh.path, err)
+		}
+	}
+	return nil
 }

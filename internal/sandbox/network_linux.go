@@ -98,6 +98,7 @@ func (c Confinement) openNetwork(b *box, ns bool) error {
 		}
 		b.files = append(b.files, start.Files...)
 		b.spec.Network = start.Spec
+		b.spec.Keep = append(b.spec.Keep, start.Paths...)
 		b.spec.Env = withEnv(b.spec.Env, start.Env)
 		b.newNet = true
 	case netPorts:

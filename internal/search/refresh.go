@@ -52,6 +52,39 @@ const fullCheckEvery = time.Minute
 // refresh saw them.
 const storeKey = "store"
 
+// newestKey starts the meta rows holding, for packets and for loops, the
+// newest updated_at (unix seconds) the last listing saw.
+const newestKey = "newest "
+
+// recentWindow is how long before the newest artifact of the last listing
+// a refresh looks for those written since: a writer stamps updated_at (to
+// the second) before its file is in place, and a listing may run between,
+// or list a later writer's file first.
+const recentWindow = time.Minute
+
+// refreshKind brings the index up to date with the packets (or loops):
+// from the head of the store's listing when it can (refreshRecent), else
+// from all of it.
+func (ix *Index) refreshKind(ctx context.Context, kind Kind, full bool, rep *Report) error {
+	var newest int64
+	v, err := ix.meta(ctx, newestKey+string(kind))
+	if err != nil {
+		return err
+	}
+	done := false
+	if _, err := fmt.Sscan(v, &newest); err == nil && !full {
+		if newest, done, err = ix.refreshRecent(ctx, kind, newest, rep); err != nil {
+			return err
+		}
+	}
+	if !done {
+		if newest, err = ix.refreshArtifacts(ctx, kind, full, rep); err != nil {
+			return err
+		}
+	}
+	return ix.setMeta(ctx, newestKey+string(kind), fmt.Sprint(newest))
+}
+
 // Refresh brings the index up to date with the store: packets and loops
 // whose file changed are indexed again, those removed are dropped, and
 // with transcripts on, what each session's transcript gained since the
@@ -84,7 +117,7 @@ func (ix *Index) Refresh(ctx context.Context) (Report, error) {
 	}
 	if full || state == "" || was != state {
 		for _, kind := range []Kind{KindPacket, KindLoop} {
-			if err := ix.refreshArtifacts(ctx, kind, full, &rep); err != nil {
+			if err := ix.refreshKind(ctx, kind, full, &rep); err != nil {
 				return rep, err
 			}
 		}
@@ -150,25 +183,87 @@ func (ix *Index) sources(ctx context.Context, kinds ...Kind) (map[string]source,
 	return out, rows.Err()
 }
 
+// refreshRecent is refreshArtifacts for a store whose packets (or loops)
+// changed since the last listing through writes that set their updated_at,
+// as every baton write does: it reads the head of the store's index, the
+// artifacts updated since about the newest of the last listing (which it
+// returns as it is now), not the whole of it, nor every row the
+// search index keeps. It reports false, having changed nothing, when the
+// store holds another number of artifacts than the index knows plus the
+// new ones among those (one removed, or added with an older time, as by a
+// checkout): then the caller lists them all. An artifact replaced by an
+// older one in place of one removed waits for the full check, as an edit
+// in place does.
+func (ix *Index) refreshRecent(ctx context.Context, kind Kind, newest int64, rep *Report) (_ int64, done bool, err error) {
+	list := ix.st.PacketStampsSince
+	if kind == KindLoop {
+		list = ix.st.LoopStampsSince
+	}
+	stamps, total, warnings, err := list(time.Unix(newest, 0).Add(-recentWindow))
+	if err != nil {
+		return 0, false, err
+	}
+	var known int
+	if err := ix.db.QueryRowContext(ctx, `SELECT count(*) FROM sources WHERE kind = ?`, string(kind)).Scan(&known); err != nil {
+		return 0, false, err
+	}
+	if len(stamps) > 0 {
+		newest = max(newest, stamps[0].Updated)
+	}
+	added := 0
+	var changed []fsstore.FileStamp
+	for _, st := range slices.Backward(stamps) { // oldest first, as refreshArtifacts
+		var size, mtime int64
+		err := ix.db.QueryRowContext(ctx, `SELECT size, mtime FROM sources WHERE path = ? AND kind = ?`, st.Path, string(kind)).Scan(&size, &mtime)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			added++
+		case err != nil:
+			return 0, false, err
+		case size == st.Size && mtime == st.Mod:
+			continue
+		}
+		fi, err := os.Lstat(st.Path)
+		if err != nil || !fi.Mode().IsRegular() {
+			return 0, false, nil // gone or refused since the listing: list them all
+		}
+		st.Size, st.Mod = fi.Size(), fi.ModTime().UnixNano()
+		if size == st.Size && mtime == st.Mod {
+			continue
+		}
+		changed = append(changed, st)
+	}
+	if known+added != total {
+		return 0, false, nil
+	}
+	for _, w := range warnings {
+		rep.Skipped = append(rep.Skipped, w.Error())
+	}
+	return newest, true, ix.apply(ctx, kind, changed, nil, rep)
+}
+
 // refreshArtifacts indexes the packets (or loops) whose file is new or
 // changed since the last refresh, as the store's index lists them (stat'd
 // on a full check), and drops those removed. A file the store cannot read
 // is left out, and said in rep.Skipped.
-func (ix *Index) refreshArtifacts(ctx context.Context, kind Kind, full bool, rep *Report) error {
+func (ix *Index) refreshArtifacts(ctx context.Context, kind Kind, full bool, rep *Report) (newest int64, err error) {
 	list := ix.st.PacketStamps
 	if kind == KindLoop {
 		list = ix.st.LoopStamps
 	}
 	stamps, warnings, err := list(full)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for _, w := range warnings {
 		rep.Skipped = append(rep.Skipped, w.Error())
 	}
 	known, err := ix.sources(ctx, kind)
 	if err != nil {
-		return err
+		return 0, err
+	}
+	if len(stamps) > 0 {
+		newest = stamps[0].Updated
 	}
 	seen := map[string]bool{}
 	var changed []fsstore.FileStamp
@@ -200,6 +295,12 @@ func (ix *Index) refreshArtifacts(ctx context.Context, kind Kind, full bool, rep
 			gone = append(gone, p)
 		}
 	}
+	return newest, ix.apply(ctx, kind, changed, gone, rep)
+}
+
+// apply drops the sources gone and indexes the artifacts changed again, in
+// one transaction.
+func (ix *Index) apply(ctx context.Context, kind Kind, changed []fsstore.FileStamp, gone []string, rep *Report) error {
 	if len(changed) == 0 && len(gone) == 0 {
 		return nil
 	}

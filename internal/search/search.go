@@ -348,20 +348,44 @@ func (ix *Index) match(ctx context.Context, expr string, kinds []Kind, limit int
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	out := make([]Result, 0, len(hits))
+	if len(hits) == 0 {
+		return []Result{}, nil
+	}
+	// The hits' fields and snippets in one query, not one each: every
+	// query evaluates the match again.
+	in := make([]any, 0, len(hits)+1)
+	in = append(in, expr)
 	for _, h := range hits {
-		r := Result{Rank: h.rank}
+		in = append(in, h.rowid)
+	}
+	rows, err = ix.db.QueryContext(ctx, `SELECT fts.rowid, d.kind, d.artifact, d.path, d.title, snippet(fts, -1, '«', '»', '…', 16), d.at
+		FROM fts JOIN docs d ON d.rowid = fts.rowid WHERE fts MATCH ? AND fts.rowid IN (`+strings.TrimSuffix(strings.Repeat("?,", len(hits)), ",")+`)`, in...)
+	if err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	found := make(map[int64]Result, len(hits))
+	for rows.Next() {
+		var r Result
+		var rowid, at int64
 		var kind string
-		var at int64
-		err := ix.db.QueryRowContext(ctx, `SELECT d.kind, d.artifact, d.path, d.title, snippet(fts, -1, '«', '»', '…', 16), d.at
-			FROM fts JOIN docs d ON d.rowid = fts.rowid WHERE fts MATCH ? AND fts.rowid = ?`, expr, h.rowid).
-			Scan(&kind, &r.ID, &r.Path, &r.Title, &r.Snippet, &at)
-		if errors.Is(err, sql.ErrNoRows) {
-			continue // removed meanwhile
-		} else if err != nil {
-			return nil, fmt.Errorf("search: %w", err)
+		if err := rows.Scan(&rowid, &kind, &r.ID, &r.Path, &r.Title, &r.Snippet, &at); err != nil {
+			rows.Close()
+			return nil, err
 		}
 		r.Kind, r.At = Kind(kind), time.Unix(at, 0).UTC()
+		found[rowid] = r
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	out := make([]Result, 0, len(hits))
+	for _, h := range hits {
+		r, ok := found[h.rowid]
+		if !ok {
+			continue // removed meanwhile
+		}
+		r.Rank = h.rank
 		out = append(out, r)
 	}
 	return out, nil

@@ -302,3 +302,67 @@ func TestSearchRanksAtMostMaxRanked(t *testing.T) {
 		t.Errorf("search common words = %d results, want 10", len(res))
 	}
 }
+
+// After a write, a refresh reads the head of the store's listing, what
+// was written since the last one, and still sees every kind of change:
+// a new packet, an old one updated, a packet that arrives with an older
+// time (a checkout) and one removed by hand.
+func TestSearchAfterWritesSeesEveryChange(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	var old []*baton.Packet
+	for i := range 30 {
+		old = append(old, f.packet(fmt.Sprintf("Packet %d about apples", i), "apples"))
+	}
+	ix, err := Open(f.ctx, f.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	if rep, err := ix.Refresh(f.ctx); err != nil || rep.Indexed != 30 {
+		t.Fatalf("first refresh = %+v, %v", rep, err)
+	}
+	find := func(word string, want int) {
+		t.Helper()
+		if _, err := ix.Refresh(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := ix.Search(f.ctx, Query{Text: word, Limit: 100}); err != nil || len(res) != want || slices.Contains(ids(res), "packet:"+old[2].ID) {
+			t.Fatalf("search %s = %v, %v; want %d results, without %s (removed)", word, ids(res), err, want, old[2].ID)
+		}
+	}
+	f.packet("Packet about pears", "pears")
+	find("pears", 1)
+	// The oldest packet, updated: the write puts it first in the listing.
+	if _, err := f.st.UpdatePacket(f.ctx, old[0].ID, func(p *baton.Packet) error { p.Purpose = "Packet about plums"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	find("plums", 1)
+	// A packet written elsewhere days ago arrives (a pull): older than
+	// anything the head holds.
+	moved := f.st.Dir() + "/" + fsstore.PacketsDir + "/20200101T000000Z-figs.md"
+	b, err := os.ReadFile(mustPath(t, f.st, old[1].ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = []byte(strings.NewReplacer("about apples", "about figs", old[1].ID, "20200101T000000Z-figs",
+		baton.FormatTime(old[1].CreatedAt), "2020-01-01T00:00:00Z", baton.FormatTime(old[1].UpdatedAt), "2020-01-01T00:00:00Z").Replace(string(b)))
+	if err := os.WriteFile(moved, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	find("figs", 1)
+	// One removed by hand.
+	if err := os.Remove(mustPath(t, f.st, old[2].ID)); err != nil {
+		t.Fatal(err)
+	}
+	find("apples", 30) // 30, less the removed one, and the figs packet's body
+}
+
+func mustPath(t *testing.T, st *fsstore.Store, id string) string {
+	t.Helper()
+	p, err := st.PacketPath(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

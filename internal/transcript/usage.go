@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"os"
 	"strings"
 	"time"
 
@@ -44,6 +45,33 @@ type Usage struct {
 	// Recorded is the cost the harness priced the usage at itself, per
 	// model, where it does (pi).
 	Recorded map[string]float64
+	// Tools are the tool calls in the part read, each a digest of its
+	// name and input (baton.Digest), distinct, at most MaxTools; Read
+	// says the transcript was there to read, so no tool call means none
+	// was made.
+	Tools []string
+	Read  bool
+}
+
+// MaxTools bounds Usage.Tools.
+const MaxTools = 256
+
+func (u *Usage) tool(name string, input []byte) {
+	if len(u.Tools) >= MaxTools {
+		return
+	}
+	var c bytes.Buffer
+	if json.Compact(&c, input) != nil {
+		c.Reset()
+		c.Write(input)
+	}
+	d := baton.Digest(name, c.String())
+	for _, t := range u.Tools {
+		if t == d {
+			return
+		}
+	}
+	u.Tools = append(u.Tools, d)
 }
 
 // Total is every model's tokens together.
@@ -116,8 +144,23 @@ func ReadUsage(path string, cur baton.UsageCursor, opts UsageOptions) (Usage, ba
 		cur = baton.UsageCursor{Path: path, Since: since}
 	}
 	if opts.Droid {
-		return readDroidUsage(path, cur)
+		u, next, err := readDroidUsage(path, cur)
+		if err != nil {
+			return u, next, err
+		}
+		// Droid's tool calls are in its transcript, its usage beside it:
+		// the transcript is read from the cursor for the calls alone.
+		t, tcur, err := readTranscript(path, next, opts)
+		next.Offset, next.SkipLine = tcur.Offset, tcur.SkipLine
+		u.Tools, u.Read = t.Tools, t.Read
+		return u, next, err
 	}
+	return readTranscript(path, cur, opts)
+}
+
+// readTranscript reads the usage and tool calls of the transcript at path
+// from cur.
+func readTranscript(path string, cur baton.UsageCursor, opts UsageOptions) (Usage, baton.UsageCursor, error) {
 	f, err := safefile.OpenRegularFollow(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Usage{}, cur, nil
@@ -133,7 +176,9 @@ func ReadUsage(path string, cur baton.UsageCursor, opts UsageOptions) (Usage, ba
 		// Rewritten shorter: start again, counting only what is new now.
 		cur = baton.UsageCursor{Path: path, Since: opts.Now.UTC()}
 	}
-	return readUsageFrom(f, fi.Size(), cur, opts)
+	u, next, err := readUsageFrom(f, fi.Size(), cur, opts)
+	u.Read = err == nil
+	return u, next, err
 }
 
 // readUsageFrom is ReadUsage over r, whose size is size.
@@ -185,10 +230,11 @@ type usageLine struct {
 	Type      string `json:"type"`
 	Timestamp string `json:"timestamp"`
 	Message   *struct {
-		ID    string      `json:"id"`
-		Role  string      `json:"role"`
-		Model string      `json:"model"`
-		Usage *usageBlock `json:"usage"`
+		ID      string      `json:"id"`
+		Role    string      `json:"role"`
+		Model   string      `json:"model"`
+		Usage   *usageBlock `json:"usage"`
+		Content toolBlocks  `json:"content"`
 	} `json:"message"`
 	Payload *struct {
 		Type  string `json:"type"`
@@ -196,7 +242,41 @@ type usageLine struct {
 		Info  *struct {
 			Total *openAITokens `json:"total_token_usage"`
 		} `json:"info"`
+		// A Codex tool call: function_call (arguments), custom_tool_call
+		// (input), local_shell_call (action).
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+		Input     json.RawMessage `json:"input"`
+		Action    json.RawMessage `json:"action"`
 	} `json:"payload"`
+}
+
+// toolBlocks are the tool calls of a message's content: Claude Code's
+// and Droid's tool_use (input), pi's toolCall (arguments). A content that
+// is a string (a user's plain message) has none.
+type toolBlocks []toolBlock
+
+type toolBlock struct {
+	Type      string          `json:"type"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+func (t *toolBlocks) UnmarshalJSON(b []byte) error {
+	if len(b) == 0 || b[0] != '[' {
+		return nil
+	}
+	var all []toolBlock
+	if err := json.Unmarshal(b, &all); err != nil {
+		return nil // not blocks of a shape baton knows: no tool calls
+	}
+	for _, blk := range all {
+		if blk.Type == "tool_use" || blk.Type == "toolCall" {
+			*t = append(*t, blk)
+		}
+	}
+	return nil
 }
 
 // usageBlock is a message's usage as Claude Code or pi writes it.
@@ -252,7 +332,23 @@ var (
 	markUsage       = []byte(`"usage"`)
 	markTokenCount  = []byte(`"token_count"`)
 	markTurnContext = []byte(`"turn_context"`)
+	// Tool calls: Claude Code's carry "usage" too; Droid's, pi's and
+	// Codex's may not.
+	markToolMarks = [][]byte{[]byte(`"tool_use"`), []byte(`"toolCall"`), []byte(`"function_call"`), []byte(`"custom_tool_call"`), []byte(`"local_shell_call"`)}
 )
+
+// hasMark reports whether line may be one the usage reader decodes.
+func hasMark(line []byte) bool {
+	if bytes.Contains(line, markUsage) || bytes.Contains(line, markTokenCount) || bytes.Contains(line, markTurnContext) {
+		return true
+	}
+	for _, m := range markToolMarks {
+		if bytes.Contains(line, m) {
+			return true
+		}
+	}
+	return false
+}
 
 // line adds what one line spent to u and moves the cursor's state.
 func (st *usageState) line(u *Usage, line []byte) {
@@ -260,8 +356,8 @@ func (st *usageState) line(u *Usage, line []byte) {
 	if len(line) == 0 || line[0] != '{' {
 		return
 	}
-	if !bytes.Contains(line, markUsage) && !bytes.Contains(line, markTokenCount) && !bytes.Contains(line, markTurnContext) {
-		return // the cheap skip: most lines are text, tools and bookkeeping
+	if !hasMark(line) {
+		return // the cheap skip: most lines are text, tool output and bookkeeping
 	}
 	var l usageLine
 	if json.Unmarshal(line, &l) != nil {
@@ -270,6 +366,9 @@ func (st *usageState) line(u *Usage, line []byte) {
 	before := false
 	if ts, err := time.Parse(time.RFC3339Nano, l.Timestamp); err == nil && !st.cur.Since.IsZero() && ts.Before(st.cur.Since) {
 		before = true // the session's work before the loop: not the loop's
+	}
+	if !before {
+		st.tools(u, &l)
 	}
 	switch {
 	case l.Type == "turn_context" && l.Payload != nil:
@@ -325,6 +424,29 @@ func (st *usageState) line(u *Usage, line []byte) {
 		}
 		if !before && delta != (baton.Tokens{}) {
 			u.add(boundModel(l.Message.Model), delta, 0, false)
+		}
+	}
+}
+
+// tools adds the tool calls of one decoded line to u.
+func (st *usageState) tools(u *Usage, l *usageLine) {
+	if m := l.Message; m != nil && m.Role == "assistant" {
+		for _, b := range m.Content {
+			in := b.Input
+			if b.Type == "toolCall" {
+				in = b.Arguments
+			}
+			u.tool(b.Name, in)
+		}
+	}
+	if p := l.Payload; p != nil && l.Type == "response_item" {
+		switch p.Type {
+		case "function_call":
+			u.tool(p.Name, p.Arguments)
+		case "custom_tool_call":
+			u.tool(p.Name, p.Input)
+		case "local_shell_call":
+			u.tool("local_shell", p.Action)
 		}
 	}
 }
@@ -439,6 +561,10 @@ func StartCursor(path string, droid bool, now time.Time) baton.UsageCursor {
 	if droid {
 		if _, c, err := readDroidUsage(path, baton.UsageCursor{Path: path}); err == nil {
 			cur.Totals, cur.Model, cur.Droid = c.Totals, c.Model, c.Droid
+		}
+		// The transcript is read for tool calls from its end now.
+		if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+			cur.Offset = fi.Size()
 		}
 		return cur
 	}

@@ -28,19 +28,21 @@ func TestReadUsage(t *testing.T) {
 		{"claude", "testdata/usage_claude.jsonl", false, Usage{ByModel: map[string]baton.Tokens{
 			// msg_002's two lines count once, at the larger output.
 			"claude-opus-5-5": {Input: 17, CacheWrite: 2150, CacheRead: 4100, Output: 95},
-		}}},
+		}, Tools: []string{baton.Digest("Write", `{"file_path":"/home/u/app/hello.txt","content":"hello\n"}`)}, Read: true}},
 		{"codex", "testdata/usage_codex.jsonl", false, Usage{ByModel: map[string]baton.Tokens{
 			// OpenAI's input includes the cached input; a repeated
 			// token_count (same totals) adds nothing.
 			"gpt-5.5": {Input: 400, CacheRead: 2300, Output: 200},
-		}}},
+		}, Read: true}},
 		{"pi", "testdata/usage_pi.jsonl", false, Usage{
 			ByModel:  map[string]baton.Tokens{"scripted": {Input: 320, Output: 55, CacheRead: 2200, CacheWrite: 64}},
 			Recorded: map[string]float64{"scripted": 0.0123 + 0.0045},
+			Tools:    []string{baton.Digest("write", `{"content":"hello\n","path":"/home/u/app/hello.txt"}`)},
+			Read:     true,
 		}},
 		{"droid", "testdata/usage_droid.jsonl", true, Usage{ByModel: map[string]baton.Tokens{
 			"custom:scripted-0": {Input: 30, Output: 15, CacheWrite: 500, CacheRead: 700},
-		}}},
+		}, Tools: []string{baton.Digest("Create", `{"content":"hello\n","file_path":"/home/u/app/hello.txt"}`)}, Read: true}},
 		{"missing", "testdata/nope.jsonl", false, Usage{}},
 	}
 	for _, tt := range tests {
@@ -54,7 +56,7 @@ func TestReadUsage(t *testing.T) {
 			}
 			// Read again from the cursor: nothing new, nothing counted.
 			again, _, err := ReadUsage(tt.file, cur, UsageOptions{Droid: tt.droid})
-			if err != nil || len(again.ByModel) != 0 {
+			if err != nil || len(again.ByModel) != 0 || len(again.Tools) != 0 {
 				t.Errorf("second ReadUsage = %+v, %v; want nothing", again, err)
 			}
 		})
@@ -321,5 +323,19 @@ func TestStartCursor(t *testing.T) {
 	copyFile(t, "testdata/usage_droid.settings.json", filepath.Join(dir, "d.settings.json"))
 	if cur := StartCursor(tr, true, time.Now()); cur.Totals == nil || cur.Totals.Input != 30 {
 		t.Errorf("Droid StartCursor = %+v, want its running totals as the baseline", cur)
+	}
+}
+
+// Codex's tool calls are response items of their own, without usage:
+// the reader finds them all the same.
+func TestReadUsageCodexTools(t *testing.T) {
+	t.Parallel()
+	got, _, err := ReadUsage("testdata/codex.jsonl", baton.UsageCursor{}, UsageOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{baton.Digest("shell", `"{\"command\":[\"go\",\"test\",\"./...\"]}"`)}
+	if diff := cmp.Diff(want, got.Tools); diff != "" || !got.Read {
+		t.Errorf("ReadUsage(codex.jsonl).Tools mismatch (-want +got):\n%s (read %v)", diff, got.Read)
 	}
 }

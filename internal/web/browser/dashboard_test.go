@@ -98,13 +98,12 @@ type env struct {
 	browser   context.Context
 }
 
-// chromium is the browser the tests drive; -short skips them, as it
-// skips every test that drives a large outside program.
+// chromium is the browser the tests drive. Like every test that drives
+// a large outside program, they run with BATON_TEST_ALL=1 (scripts/test.sh
+// sets it), so plain `go test ./...` stays a quick loop.
 func chromium(t *testing.T) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: skips driving chromium")
-	}
+	testenv.Heavy(t, "drives chromium")
 	for _, name := range []string{os.Getenv("BATON_CHROMIUM"), "chromium", "chromium-browser", "google-chrome"} {
 		if name == "" {
 			continue
