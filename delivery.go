@@ -206,6 +206,10 @@ type DeliveryConfig struct {
 	// MaxRounds bounds how often review or verify may send the delivery
 	// back to implement before it is blocked for a person.
 	MaxRounds int `json:"max_rounds"`
+	// StallRounds is how many rounds in a row without progress (the same
+	// work tree, check and feedback) block the delivery for a person; 0
+	// is DefaultStallRounds.
+	StallRounds int `json:"stall_rounds,omitempty"`
 }
 
 // Delivery is one unit of work from a request to a merged change.
@@ -234,6 +238,8 @@ type Delivery struct {
 	Attempt int64 `json:"attempt"`
 	// Rounds counts returns from review or verify to implement.
 	Rounds int `json:"rounds"`
+	// Stall is what the stall rule remembers of the rounds (Stall.Next).
+	Stall Stall `json:"stall,omitzero"`
 	// Lost counts attempts of the current phase whose worker died.
 	Lost int `json:"lost"`
 	// Version increases with every change; updates are conditional on it.
@@ -306,7 +312,7 @@ func (d *Delivery) AddRef(r Ref) {
 			d.Refs[i] = r
 			return
 		}
-		if old.Role == r.Role && old.Type == r.Type && old.URL == r.URL && r.URL != "" {
+		if old.Role == r.Role && old.Type == r.Type && old.URL == r.URL && r.URL != "" && (r.Type != RefReviewLine || old.Label == r.Label) {
 			d.Refs[i] = r
 			return
 		}
@@ -363,6 +369,9 @@ func (d *Delivery) Validate() error {
 	case "", DraftAuto, DraftAlways, DraftNever:
 	default:
 		return Errorf(Invalid, "unknown draft setting %q: want auto, always or never", c.Draft)
+	}
+	if err := CheckStallRounds(c.StallRounds); err != nil {
+		return err
 	}
 	if c.PhaseTimeout < 0 || c.ObserveWindow < 0 || c.ObserveEvery < 0 || c.MaxRounds < 0 {
 		return Errorf(Invalid, "durations and limits must not be negative")

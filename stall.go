@@ -113,10 +113,12 @@ func (s Stall) Next(r Round, n int) (Stall, string) {
 	if r.Tree != "" {
 		why = append(why, "no file changed")
 	}
-	if len(r.Tools) == 0 {
-		why = append(why, "no tool call")
-	} else {
+	switch {
+	case len(r.Tools) > 0:
 		why = append(why, "no new tool call")
+	case r.Tree == "":
+		// Where the files are not known, tool calls are all there is to go by.
+		why = append(why, "no tool call")
 	}
 	if r.Check != "" {
 		why = append(why, "the same failing check")

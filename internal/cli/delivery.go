@@ -80,7 +80,7 @@ type createOptions struct {
 	observeWindow, observeEvery          time.Duration
 	timeout                              string
 	agentArgs, passEnv                   []string
-	maxRounds                            int
+	maxRounds, stallRounds               int
 	json                                 bool
 	changed                              func(string) bool
 }
@@ -103,7 +103,12 @@ merges into its base branch.
 A local repository may hold defaults in .agent/delivery.json (agent,
 model, endpoint, checkpoints, base, verify, deploy, observe,
 observe_window, observe_every, merge, draft, timeout, max_rounds,
-agent_args, pass_env); flags win.
+stall_rounds, agent_args, pass_env); flags win.
+
+A delivery that goes round and round is blocked for a person: --stall-rounds
+N (default 3) returns to implement in a row whose work tree is one an
+earlier round had, with the same failing check or review feedback, block it
+with the reason; reject with a note sends it back to implement.
 
 Agents and commands never inherit baton's secrets: GH_TOKEN, GITHUB_TOKEN
 (and the enterprise ones) and BATON_ credentials such as
@@ -140,6 +145,7 @@ text anyone can write into an issue and verify runs code an agent wrote.
 	fl.StringArrayVar(&o.agentArgs, "agent-arg", nil, "argument appended to the agent's command line, e.g. --agent-arg=--allowedTools=Read,Edit (repeatable)")
 	fl.StringArrayVar(&o.passEnv, "pass-env", nil, "a secret of baton's environment agents and commands get anyway, e.g. --pass-env GH_TOKEN (repeatable; default none)")
 	fl.IntVar(&o.maxRounds, "max-rounds", 0, "returns to implement before the delivery is blocked for a person (default 5)")
+	fl.IntVar(&o.stallRounds, "stall-rounds", 0, "returns to implement in a row without progress (the same work tree, failing check or review feedback) before the delivery is blocked for a person (default 3)")
 	fl.BoolVar(&o.json, "json", false, "print JSON")
 	return cmd
 }
@@ -211,6 +217,9 @@ func (o createOptions) settings(st *delivery.Settings) error {
 	}
 	if o.changed("max-rounds") {
 		st.MaxRounds = &o.maxRounds
+	}
+	if o.changed("stall-rounds") {
+		st.StallRounds = &o.stallRounds
 	}
 	if o.changed("merge") {
 		m := baton.MergeMethod(o.merge)
@@ -576,6 +585,7 @@ delivery's state is refused with a message that says what would.` + onFlagLong
 
 func newDeliveryRejectCmd(f *Factory, db *string) *cobra.Command {
 	var reason, on string
+	var notes []string
 	cmd := &cobra.Command{
 		Use:   "reject <id> --reason TEXT",
 		Short: "Send a delivery back with a reason: plan → plan, implement → plan, review/verify/deploy → implement",
@@ -587,13 +597,25 @@ first decision counts.
 
 The reason is required. It is posted where the next agent run reads it (a
 comment on the pull request on GitHub, a review note locally) and its URL
-becomes a review ref in the next prompt.` + onFlagLong,
+becomes a review ref in the next prompt.
+
+--note comments on one line, as path:line: text: a line of a file the
+change lands (its number as the change leaves it, as the dashboard numbers it)
+or of the plan (docs/plan.md). Notes are kept with the reason, posted as the
+pull request review's line comments on GitHub, and each becomes a review
+ref the next prompt lists with its file and line. A note on anything else
+is refused before anything is posted.` + onFlagLong,
 		Example: `  baton delivery reject 3 --reason "The plan misses the database migration"
-  baton delivery reject 3 --on plan/succeeded/1 --reason "Split the migration"`,
+  baton delivery reject 3 --on plan/succeeded/1 --reason "Split the migration"
+  baton delivery reject 3 -m "Check the expiry" --note "internal/auth/jwt.go:42: an expired token passes here"`,
 		Args: exactArgs(1, "a delivery id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if strings.TrimSpace(reason) == "" {
 				return usageError("reject needs --reason TEXT: it is posted where the next run reads it")
+			}
+			lines, err := baton.ParseLineNotes(strings.Join(notes, "\n"))
+			if err != nil {
+				return usageError("--note: %s", baton.ErrorMessage(err))
 			}
 			ctx := cmd.Context()
 			return withDeliveries(ctx, f, *db, func(svc *delivery.Service) error {
@@ -601,7 +623,7 @@ becomes a review ref in the next prompt.` + onFlagLong,
 				if err != nil {
 					return usageError("--on: %s", baton.ErrorMessage(err))
 				}
-				d, err := svc.DecideOn(ctx, args[0], delivery.Decision{Action: delivery.ActReject, Actor: f.actor(), Note: reason, On: state})
+				d, err := svc.DecideOn(ctx, args[0], delivery.Decision{Action: delivery.ActReject, Actor: f.actor(), Note: reason, Notes: lines, On: state})
 				if err != nil {
 					return err
 				}
@@ -611,6 +633,7 @@ becomes a review ref in the next prompt.` + onFlagLong,
 		},
 	}
 	cmd.Flags().StringVarP(&reason, "reason", "m", "", "why (posted for the next run)")
+	cmd.Flags().StringArrayVar(&notes, "note", nil, "a note on a line, as path:line: text (repeatable)")
 	cmd.Flags().StringVar(&on, "on", "", onFlagHelp)
 	return cmd
 }

@@ -36,9 +36,12 @@ type SourceConfig struct {
 	// never.
 	Draft string `json:"draft,omitempty"`
 	// Timeout is "45m" or "plan=10m,implement=90m" (baton.ParseTimeouts).
-	Timeout   string   `json:"timeout,omitempty"`
-	MaxRounds *int     `json:"max_rounds,omitempty"`
-	AgentArgs []string `json:"agent_args,omitempty"`
+	Timeout   string `json:"timeout,omitempty"`
+	MaxRounds *int   `json:"max_rounds,omitempty"`
+	// StallRounds: rounds in a row without progress before a person
+	// decides (0: the default, 3).
+	StallRounds *int     `json:"stall_rounds,omitempty"`
+	AgentArgs   []string `json:"agent_args,omitempty"`
 	// PassEnv names secrets agents and commands get anyway (GH_TOKEN, ...).
 	PassEnv []string `json:"pass_env,omitempty"`
 	// EgressAllow adds hosts the box may reach (netpolicy.ParseRule).
@@ -151,6 +154,12 @@ func (c SourceConfig) apply(cfg *baton.DeliveryConfig, endpoint *baton.Phase, ch
 			return bad("max_rounds", errors.New("must not be negative"))
 		}
 		cfg.MaxRounds = *c.MaxRounds
+	}
+	if c.StallRounds != nil {
+		if err := baton.CheckStallRounds(*c.StallRounds); err != nil {
+			return bad("stall_rounds", errors.New(baton.ErrorMessage(err)))
+		}
+		cfg.StallRounds = *c.StallRounds
 	}
 	if c.Endpoint != "" {
 		p, err := baton.ParsePhase(c.Endpoint)

@@ -55,7 +55,10 @@ type Settings struct {
 	// Timeout is "45m" or "30m,implement=2h" (baton.ParseTimeouts).
 	Timeout   *string
 	MaxRounds *int
-	Merge     *baton.MergeMethod
+	// StallRounds: rounds in a row without progress before the delivery
+	// is blocked for a person (0: the default, 3).
+	StallRounds *int
+	Merge       *baton.MergeMethod
 	// Draft is whether the work pull request opens as a draft (auto,
 	// always, never).
 	Draft       *baton.DraftMode
@@ -269,6 +272,12 @@ func (st Settings) apply(d *baton.Delivery) error {
 	}
 	if st.MaxRounds != nil {
 		c.MaxRounds = *st.MaxRounds
+	}
+	if st.StallRounds != nil {
+		if err := baton.CheckStallRounds(*st.StallRounds); err != nil {
+			return baton.WrapError(baton.Invalid, err, "bad --stall-rounds")
+		}
+		c.StallRounds = *st.StallRounds
 	}
 	if st.Merge != nil {
 		c.MergeMethod = baton.MergeMethod(strings.ToLower(string(*st.Merge)))

@@ -92,6 +92,10 @@ type Input struct {
 	Reason string
 	// Refs are added to the delivery (work, review, check refs).
 	Refs []baton.Ref
+	// Round is what the round a not_pass verdict ends did (the work tree
+	// reviewed or verified, the feedback or the failed checks), for the
+	// stall rule; nil leaves the rule out.
+	Round *baton.Round
 	// Config, on a retry or a person's run, is how the delivery runs
 	// from now on (another agent, model or agent arguments); nil keeps it.
 	Config *baton.DeliveryConfig
@@ -479,12 +483,23 @@ func (m *machine) forward() error {
 		if in.Note != "" {
 			why += ": " + in.Note
 		}
-		switch {
-		case d.IsCheckpoint(d.Phase):
+		if d.IsCheckpoint(d.Phase) {
 			d.RunStatus = baton.StatusBlocked
 			d.Error = why
 			m.entry(baton.StatusBlocked, "", "checkpoint: approve to override, reject to send back to implement")
 			return nil
+		}
+		if in.Round != nil {
+			var stalled string
+			d.Stall, stalled = d.Stall.Next(*in.Round, d.Config.StallRounds)
+			if stalled != "" {
+				d.RunStatus = baton.StatusBlocked
+				d.Error = fmt.Sprintf("stalled: %s; %s", stalled, why)
+				m.entry(baton.StatusBlocked, "", "stalled: "+stalled+": a person decides (reject with a note sends it back to implement, approve overrides the verdict)")
+				return nil
+			}
+		}
+		switch {
 		case d.Config.MaxRounds > 0 && d.Rounds >= d.Config.MaxRounds:
 			d.RunStatus = baton.StatusBlocked
 			d.Error = fmt.Sprintf("%s (round limit %d reached)", why, d.Config.MaxRounds)

@@ -13,6 +13,7 @@ import (
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/agentrun"
 	"github.com/baton-agent/baton/internal/forge"
+	"github.com/baton-agent/baton/internal/gitx"
 	"github.com/baton-agent/baton/internal/netpolicy"
 	"github.com/baton-agent/baton/internal/queue"
 	"github.com/baton-agent/baton/internal/sandbox"
@@ -249,6 +250,9 @@ type outcome struct {
 	refs    []baton.Ref
 	err     error
 	run     *baton.AgentRun // the agent run, for agent phases
+	// round is what a review or verify saw of the round, for the stall
+	// rule (Input.Round).
+	round *baton.Round
 	// refused is what the network of the phase's boxes refused.
 	refused     []netpolicy.RefusalCount
 	refusedMore int
@@ -287,6 +291,7 @@ func (r *Runner) finish(ctx context.Context, d *baton.Delivery, out outcome, int
 		}
 	default:
 		in.Action, in.Verdict, in.Skipped, in.Block, in.Note = ActForward, out.verdict, out.skipped, out.blocked, out.note
+		in.Round = out.round
 	}
 	var got *baton.Delivery
 	record := func(tx queue.Tx) error {
@@ -556,17 +561,36 @@ func (r *Runner) review(ctx context.Context, d *baton.Delivery, f forge.Forge) (
 	if err != nil { // schema mismatch but a verdict we can read
 		run.Status, run.Error = baton.RunSucceeded, ""
 	}
-	ref, warn := r.Service.postReview(ctx, d, forge.Review{Verdict: v.Verdict, Summary: v.Summary, Feedback: v.Feedback,
+	refs, warn := r.Service.postReview(ctx, d, forge.Review{Verdict: v.Verdict, Summary: v.Summary, Feedback: v.Feedback,
 		Author: "reviewer agent (" + d.Config.Agent + ")"})
 	if warn != "" {
 		out.warn("%s", warn)
 	}
-	if ref.URL != "" || ref.Label != "" {
-		out.refs = append(out.refs, ref)
-	}
+	out.refs = append(out.refs, refs...)
 	out.verdict = v.Verdict
 	out.note = joinNote(v.Summary, out.note)
+	out.round = &baton.Round{Tree: treeOf(ctx, co.Repo, "HEAD"), Feedback: textDigest(v.Feedback)}
 	return out
+}
+
+// treeOf is a digest of rev's tree in repo, "" when git cannot say (the
+// stall rule then leaves the files out).
+func treeOf(ctx context.Context, repo *gitx.Repo, rev string) string {
+	tree, err := repo.Tree(ctx, rev)
+	if err != nil || tree == "" {
+		return ""
+	}
+	return baton.Digest(tree)
+}
+
+// textDigest is a digest of s with case and white space folded, "" for
+// no text: feedback worded the same is the same feedback.
+func textDigest(s string) string {
+	s = strings.Join(strings.Fields(strings.ToLower(s)), " ")
+	if s == "" {
+		return ""
+	}
+	return baton.Digest(s)
 }
 
 func joinNote(a, b string) string {
@@ -638,6 +662,7 @@ func (r *Runner) verify(ctx context.Context, d *baton.Delivery, f forge.Forge) (
 	case len(failed) > 0:
 		out.verdict = baton.VerdictNotPass
 		out.note = "failed: " + strings.Join(failed, "; ")
+		out.round = &baton.Round{Tree: treeOf(ctx, co.Repo, sha), Check: textDigest(out.note)}
 	default:
 		out.verdict = baton.VerdictPass
 		out.note = "passed on " + sha[:12] + ": " + strings.Join(did, ", ")

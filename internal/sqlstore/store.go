@@ -110,7 +110,7 @@ func (s *Store) wrap(err error) error {
 }
 
 const deliveryCols = `id, seq, summary, repository, forge, phase, run_status, endpoint, checkpoints, refs, config,
-	error, queued, attempt, rounds, lost, version, owner, heartbeat_at, created_at, updated_at, canceled`
+	error, queued, attempt, rounds, lost, version, owner, heartbeat_at, created_at, updated_at, canceled, stall`
 
 func encodeCheckpoints(ps []baton.Phase) string {
 	names := make([]string, len(ps))
@@ -138,6 +138,10 @@ func (s *Store) CreateDelivery(ctx context.Context, d *baton.Delivery) (*baton.D
 	if err != nil {
 		return nil, false, err
 	}
+	stall, err := json.Marshal(d.Stall)
+	if err != nil {
+		return nil, false, err
+	}
 	// Two creates at once may take the same seq (PostgreSQL): the loser
 	// takes the next. Within a transaction, PostgreSQL aborts the whole
 	// transaction at the loser's conflict, unless the insert ran under a
@@ -155,12 +159,12 @@ func (s *Store) CreateDelivery(ctx context.Context, d *baton.Delivery) (*baton.D
 		}
 		n, err := s.exec(ctx, `INSERT INTO deliveries (`+deliveryCols+`)
 			SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-				CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), 1, ?, ?, ?, ?, CAST(? AS BIGINT)
+				CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), 1, ?, ?, ?, ?, CAST(? AS BIGINT), ?
 			FROM deliveries WHERE TRUE
 			ON CONFLICT (id) DO NOTHING`,
 			d.ID, d.Summary, d.Repository, string(d.Forge), string(d.Phase), string(d.RunStatus), string(d.Endpoint),
 			encodeCheckpoints(d.Checkpoints), string(refs), string(cfg), d.Error, b2i(d.Queued), d.Attempt, d.Rounds, d.Lost,
-			d.Owner, fmtTime(d.HeartbeatAt), fmtTime(d.CreatedAt), fmtTime(d.UpdatedAt), b2i(d.Canceled))
+			d.Owner, fmtTime(d.HeartbeatAt), fmtTime(d.CreatedAt), fmtTime(d.UpdatedAt), b2i(d.Canceled), string(stall))
 		if baton.ErrorCode(err) == baton.Conflict && try < maxSeqTries {
 			if savepoint {
 				if _, err := s.exec(ctx, `ROLLBACK TO SAVEPOINT create_delivery`); err != nil {
@@ -399,11 +403,11 @@ func scanDelivery(r Row) (*baton.Delivery, error) {
 	var (
 		d                                                      baton.Delivery
 		forge, phase, status, endpoint, cps, refs, cfg, hb, ca string
-		ua                                                     string
+		ua, stall                                              string
 		queued, rounds, lost, canceled                         int64
 	)
 	err := r.Scan(&d.ID, &d.Seq, &d.Summary, &d.Repository, &forge, &phase, &status, &endpoint, &cps, &refs, &cfg,
-		&d.Error, &queued, &d.Attempt, &rounds, &lost, &d.Version, &d.Owner, &hb, &ca, &ua, &canceled)
+		&d.Error, &queued, &d.Attempt, &rounds, &lost, &d.Version, &d.Owner, &hb, &ca, &ua, &canceled, &stall)
 	if err != nil {
 		return nil, err
 	}
@@ -420,6 +424,9 @@ func scanDelivery(r Row) (*baton.Delivery, error) {
 	}
 	if err := json.Unmarshal([]byte(cfg), &d.Config); err != nil {
 		return nil, fmt.Errorf("delivery %s: decode config: %w", d.ID, err)
+	}
+	if err := json.Unmarshal([]byte(stall), &d.Stall); err != nil {
+		return nil, fmt.Errorf("delivery %s: decode stall: %w", d.ID, err)
 	}
 	if d.HeartbeatAt, err = parseTime(hb); err != nil {
 		return nil, err
@@ -452,11 +459,15 @@ func (s *Store) UpdateDelivery(ctx context.Context, d *baton.Delivery) error {
 	if err != nil {
 		return err
 	}
+	stall, err := json.Marshal(d.Stall)
+	if err != nil {
+		return err
+	}
 	n, err := s.exec(ctx, `UPDATE deliveries SET phase = ?, run_status = ?, refs = ?, error = ?, queued = ?, attempt = ?,
-		rounds = ?, lost = ?, owner = ?, heartbeat_at = ?, updated_at = ?, config = ?, canceled = ?, version = version + 1
+		rounds = ?, lost = ?, owner = ?, heartbeat_at = ?, updated_at = ?, config = ?, canceled = ?, stall = ?, version = version + 1
 		WHERE id = ? AND version = ?`,
 		string(d.Phase), string(d.RunStatus), string(refs), d.Error, b2i(d.Queued), d.Attempt, d.Rounds, d.Lost,
-		d.Owner, fmtTime(d.HeartbeatAt), fmtTime(d.UpdatedAt), string(cfg), b2i(d.Canceled), d.ID, d.Version)
+		d.Owner, fmtTime(d.HeartbeatAt), fmtTime(d.UpdatedAt), string(cfg), b2i(d.Canceled), string(stall), d.ID, d.Version)
 	if err != nil {
 		return fmt.Errorf("update delivery %s: %w", d.ID, err)
 	}
