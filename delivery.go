@@ -328,7 +328,7 @@ func (d *Delivery) AddRef(r Ref) {
 			d.Refs[i] = r
 			return
 		}
-		if old.Role == r.Role && old.Type == r.Type && old.URL == r.URL && r.URL != "" {
+		if old.Role == r.Role && old.Type == r.Type && old.URL == r.URL && r.URL != "" && (r.Type != RefReviewLine || old.Label == r.Label) {
 			d.Refs[i] = r
 			return
 		}

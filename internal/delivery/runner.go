@@ -577,14 +577,12 @@ func (r *Runner) review(ctx context.Context, d *baton.Delivery, f forge.Forge) (
 	if err != nil { // schema mismatch but a verdict we can read
 		run.Status, run.Error = baton.RunSucceeded, ""
 	}
-	ref, warn := r.Service.postReview(ctx, d, forge.Review{Verdict: v.Verdict, Summary: v.Summary, Feedback: v.Feedback,
+	refs, warn := r.Service.postReview(ctx, d, forge.Review{Verdict: v.Verdict, Summary: v.Summary, Feedback: v.Feedback,
 		Author: "reviewer agent (" + d.Config.Agent + ")"})
 	if warn != "" {
 		out.warn("%s", warn)
 	}
-	if ref.URL != "" || ref.Label != "" {
-		out.refs = append(out.refs, ref)
-	}
+	out.refs = append(out.refs, refs...)
 	out.verdict = v.Verdict
 	out.note = joinNote(v.Summary, out.note)
 	out.round = &baton.Round{Tree: treeOf(ctx, co.Repo, "HEAD"), Feedback: textDigest(v.Feedback)}

@@ -31,12 +31,9 @@ func (Local) OpenWork(_ context.Context, d *baton.Delivery, base, _, _ string) (
 }
 
 // PostReview implements Forge: the note baton keeps is the review.
-func (Local) PostReview(_ context.Context, _ *baton.Delivery, v Review, noteURL string) (baton.Ref, error) {
-	label := "review: " + string(v.Verdict)
-	if v.Reject {
-		label = "rejected by " + v.Author
-	}
-	return baton.Ref{Role: baton.RoleReview, Type: "review_note", Label: label, URL: noteURL}, nil
+// Its line notes are read there too.
+func (Local) PostReview(_ context.Context, _ *baton.Delivery, v Review, noteURL string) ([]baton.Ref, error) {
+	return append([]baton.Ref{{Role: baton.RoleReview, Type: "review_note", Label: v.label(), URL: noteURL}}, LineRefs(v, noteURL, nil)...), nil
 }
 
 // Checks implements Forge: a local repository has no CI.
