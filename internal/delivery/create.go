@@ -200,7 +200,21 @@ func (s *Service) targetLocal(ctx context.Context, d *baton.Delivery, dir string
 	if err != nil {
 		return err
 	}
-	return sc.Apply(&d.Config, &d.Endpoint, &d.Checkpoints)
+	if err := sc.Apply(&d.Config, &d.Endpoint, &d.Checkpoints); err != nil {
+		return err
+	}
+	if sc.SetupFrom == SetupFromDevcontainer {
+		cmds, path, err := DevcontainerSetup(top)
+		if err != nil {
+			return err
+		}
+		if path == "" {
+			return baton.Errorf(baton.Invalid, "%s takes the set-up from the dev container (setup_from), but the repository has no %s: add one, or name the commands in setup",
+				SourceConfigPath, strings.Join(devcontainerPaths, " or "))
+		}
+		d.Config.Setup = cmds
+	}
+	return nil
 }
 
 // readSourceConfig reads top's .agent/delivery.json: a regular file
