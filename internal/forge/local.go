@@ -125,7 +125,7 @@ func (w *Workspaces) merge(ctx context.Context, c *cache, d *baton.Delivery, hea
 	if tree, err = c.ReplacePaths(ctx, tree, head, PlanPath); err != nil {
 		return "", err
 	}
-	if before, err := c.Tree(ctx, head); err != nil || before == tree {
+	if before, err := w.treeOf(ctx, c.Repo, head); err != nil || before == tree {
 		if err == nil {
 			err = baton.Errorf(baton.Conflict, "%s has no changes to merge", d.WorkBranch())
 		}
@@ -135,7 +135,11 @@ func (w *Workspaces) merge(ctx context.Context, c *cache, d *baton.Delivery, hea
 	if method == baton.MergeCommit {
 		parents = append(parents, sha)
 	}
-	return c.CommitTree(ctx, tree, MergeMessage(d), parents...)
+	merged, err := c.CommitTree(ctx, tree, MergeMessage(d), parents...)
+	if err == nil {
+		w.trees.put(merged, tree)
+	}
+	return merged, err
 }
 
 // land moves the source's base branch from head to merged, a descendant
