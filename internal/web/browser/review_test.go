@@ -401,7 +401,9 @@ func TestDashboardInsights(t *testing.T) {
 	if _, err := e.svc.Decide(e.t.Context(), merged, delivery.ActApprove, "alice", ""); err != nil {
 		t.Fatal(err)
 	}
-	e.waitState(merged, func(d *baton.Delivery) bool { return d.Phase == baton.PhaseDeploy && d.RunStatus == baton.StatusPending })
+	e.waitState(merged, func(d *baton.Delivery) bool {
+		return d.Phase == baton.PhaseDeploy && d.RunStatus == baton.StatusPending
+	})
 	if _, err := e.svc.Decide(e.t.Context(), merged, delivery.ActRun, "alice", ""); err != nil {
 		t.Fatal(err)
 	}
