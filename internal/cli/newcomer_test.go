@@ -576,3 +576,20 @@ func (w *lineWatch) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// handoff --file says so when the path does not exist, as files add
+// does (the README's example, internal/auth/jwt.go, was accepted
+// silently in a repository without it), and keeps it: a packet may name
+// a file still to be written.
+func TestHandoffFileWarnsOfAMissingPath(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.gitRepo()
+	r := e.run("", "", "handoff", "finish the auth refactor", "--next-prompt", "go on", "--file", "internal/auth/session.go", "--file", "README.md")
+	if r.code != 0 || !strings.Contains(r.stderr, "baton: warning: internal/auth/session.go does not exist; kept as a file still to be written") || strings.Contains(r.stderr, "README.md") {
+		t.Errorf("handoff --file internal/auth/session.go = %d\nstderr: %s", r.code, r.stderr)
+	}
+	if out := e.ok("", "", "pickup", "latest").stdout; !strings.Contains(out, "internal/auth/session.go") {
+		t.Errorf("the packet lost the file still to be written:\n%s", out)
+	}
+}

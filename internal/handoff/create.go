@@ -2,7 +2,9 @@ package handoff
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,18 +91,22 @@ func Create(ctx context.Context, st *fsstore.Store, now time.Time, in Input) (*R
 	var confirmed []string
 	// --file paths are relative to where the command runs; paths in the
 	// body are written by an agent that thinks in repository paths.
-	addConfirmed := func(base string, paths []string) {
+	addConfirmed := func(base string, paths []string, checkExists bool) {
 		for _, f := range paths {
 			rel, ok := st.RelPath(base, f)
 			if !ok {
 				warn("%s is outside the project root %s; kept as given", f, st.Root())
 				rel = f
+			} else if _, err := os.Lstat(filepath.Join(st.Root(), rel)); checkExists && errors.Is(err, fs.ErrNotExist) {
+				// As files add says; a packet may name a file still to be
+				// written, so it is kept.
+				warn("%s does not exist; kept as a file still to be written (check the path)", f)
 			}
 			confirmed = appendUnique(confirmed, rel)
 		}
 	}
-	addConfirmed(in.WorkDir, in.Files)
-	addConfirmed(st.Root(), bulletPaths(subs["confirmed"]))
+	addConfirmed(in.WorkDir, in.Files, true)
+	addConfirmed(st.Root(), bulletPaths(subs["confirmed"]), false)
 	since, err := previousPacketTime(st)
 	if err != nil {
 		return nil, err

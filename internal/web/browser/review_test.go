@@ -495,3 +495,39 @@ func scripts(on bool) chromedp.Action[chromedp.Void] {
 		return chromedp.Void{}, err
 	}
 }
+
+// Item 9's layout: a failed delivery's page, with its error, stderr and
+// retry, does not scroll sideways on a phone; the diff's per-file folds
+// stay as the person left them when a live update redraws the page.
+func TestDashboardPhoneAndFolds(t *testing.T) {
+	e := newEnv(t)
+	e.signIn()
+	failed, changed := e.mk("Break once, then work"), e.mk("Fold me")
+	e.waitState(failed, func(d *baton.Delivery) bool { return d.RunStatus == baton.StatusFailed })
+	e.open("/deliveries/" + failed)
+	eval[bool](e, `(document.querySelectorAll("details.stderr").forEach(d => d.open = true), true)`)
+	e.inLayouts(func(layout string) {
+		if w := eval[int](e, `document.documentElement.scrollWidth - document.documentElement.clientWidth`); w > 0 {
+			t.Errorf("%s: the failed delivery's page scrolls %d px sideways: %s", layout, w, eval[string](e, `Array.from(document.querySelectorAll("body *")).filter(el => el.getBoundingClientRect().right > document.documentElement.clientWidth + 1).slice(0, 8).map(el => el.tagName + "." + el.className + " " + Math.round(el.getBoundingClientRect().width)).join("; ")`))
+		}
+	})
+	e.shots("failed-delivery")
+
+	e.waitState(changed, planWaits)
+	if _, err := e.svc.Decide(e.t.Context(), changed, delivery.ActApprove, "alice", ""); err != nil {
+		t.Fatal(err)
+	}
+	e.waitState(changed, func(d *baton.Delivery) bool { return d.Phase == baton.PhaseDeploy && d.RunStatus == baton.StatusPending })
+	e.open("/deliveries/" + changed)
+	if open := eval[bool](e, `document.querySelector("#changes details.file").open`); !open {
+		t.Fatal("the small file's fold is closed at first, want it open")
+	}
+	eval[bool](e, `(document.querySelector("#changes details.file").open = false, document.querySelector("#state").dataset.old = "1", true)`)
+	if _, err := e.svc.Decide(e.t.Context(), changed, delivery.ActRun, "bob", ""); err != nil {
+		t.Fatal(err)
+	}
+	e.waitJS("a live update", `!document.querySelector("#state").dataset.old`, 20*time.Second)
+	if open := eval[bool](e, `(document.querySelector("#changes details.file") || {open: false}).open`); open {
+		t.Error("a live update opened the fold the person closed")
+	}
+}
