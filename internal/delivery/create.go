@@ -189,6 +189,12 @@ func (s *Service) targetLocal(ctx context.Context, d *baton.Delivery, dir string
 		return baton.Errorf(baton.Invalid, "%s has no commits yet: commit something to branch from", top)
 	}
 	d.Repository, d.Forge = top, baton.ForgeLocal
+	return applySourceConfig(d, top)
+}
+
+// applySourceConfig applies the repository's .agent/delivery.json (and
+// the dev container it takes its set-up from) to d.
+func applySourceConfig(d *baton.Delivery, top string) error {
 	b, err := readSourceConfig(top)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -209,4 +210,47 @@ func (r *Runner) setup(ctx context.Context, d *baton.Delivery, co *forge.Checkou
 	took := time.Since(start).Round(time.Millisecond)
 	fmt.Fprintf(live, "! set-up done in %s\n", took)
 	return fmt.Sprintf("set-up ran in %s", took), nil
+}
+
+// SetupPlan is the set-up a local repository asks for, as `baton doctor`
+// shows it.
+type SetupPlan struct {
+	// Commands run in this order; From names the file they come from.
+	Commands []string `json:"commands"`
+	From     string   `json:"from,omitempty"`
+	// Files are the files whose change runs the set-up again.
+	Files []string `json:"files"`
+	// EgressAllow is what the set-up alone may reach.
+	EgressAllow []string `json:"egress_allow,omitempty"`
+	// Devcontainer is a dev container the repository has but does not use
+	// ("setup_from": "devcontainer" would), with its commands.
+	Devcontainer         string   `json:"devcontainer,omitempty"`
+	DevcontainerCommands []string `json:"devcontainer_commands,omitempty"`
+}
+
+// RepositorySetup is the set-up a delivery into the repository at top
+// would run, read as `baton delivery create` reads it.
+func RepositorySetup(top string) (SetupPlan, error) {
+	var d baton.Delivery
+	if err := applySourceConfig(&d, top); err != nil {
+		return SetupPlan{}, err
+	}
+	p := SetupPlan{Commands: d.Config.Setup, EgressAllow: d.Config.SetupEgressAllow, Files: setupFiles(&d)}
+	if p.Commands == nil {
+		p.Commands = []string{}
+	}
+	dc, path, err := DevcontainerSetup(top)
+	switch {
+	case len(p.Commands) == 0:
+	case path != "" && err == nil && slices.Equal(dc, p.Commands):
+		p.From = path
+		return p, nil
+	default:
+		p.From = SourceConfigPath
+		return p, nil
+	}
+	if err == nil && len(dc) > 0 {
+		p.Devcontainer, p.DevcontainerCommands = path, dc
+	}
+	return p, nil
 }
