@@ -179,6 +179,7 @@ func (s *Server) Handler() http.Handler {
 	api("GET /api/deliveries", s.listDeliveries)
 	api("POST /api/deliveries", s.createDelivery)
 	api("GET /api/deliveries/{id}", s.getDelivery)
+	api("POST /api/deliveries/{id}/messages", s.sayToDelivery)
 	api("POST /api/deliveries/{id}/{action}", s.actOnDelivery)
 	api("GET /api/deliveries/{id}/events", s.deliveryEvents)
 	api("GET /api/deliveries/{id}/runs/{n}", s.getRun)
