@@ -370,12 +370,13 @@ func (r *Runner) execute(ctx context.Context, d *baton.Delivery, f forge.Forge, 
 func (r *Runner) agent(ctx context.Context, d *baton.Delivery, co *forge.Checkout, schema []byte) (*baton.AgentRun, *agentrun.Result, error) {
 	// Messages sent before the run began are in its prompt, as refs.
 	r.givePending(ctx, d, fmt.Sprintf("given with the prompt of %s attempt %d, as a ref", d.Phase, d.Attempt))
-	deadline := time.Now().Add(d.Config.Timeout(d.Phase))
+	timeout := d.Config.Timeout(d.Phase)
+	deadline := time.Now().Add(timeout)
 	prompt, resume := BuildPrompt(d), ""
-	for {
-		timeout := time.Until(deadline)
-		if d.Config.Timeout(d.Phase) <= 0 {
-			timeout = 0
+	for first := true; ; first = false {
+		if !first && timeout > 0 {
+			// A resumed run has what is left of the phase's time.
+			timeout = max(time.Until(deadline), time.Millisecond)
 		}
 		run, res, err, msgs := r.agentRun(ctx, d, co, schema, prompt, resume, timeout)
 		if len(msgs) == 0 || ctx.Err() != nil || timeout > 0 && time.Until(deadline) <= 0 {
