@@ -74,9 +74,10 @@ baton install claude|codex|droid registers this server for you.`,
 	return cmd
 }
 
-// newMCPServer builds the server the way `baton mcp` runs it; remote
-// (--http) applies the network's rules to delivery changes.
-func (f *Factory) newMCPServer(o mcpOptions, remote mcp.Options) (*mcp.Server, error) {
+// newMCPServer builds the server the way `baton mcp` runs it; edge
+// carries what depends on how it is reached: the network's rules to
+// delivery changes over --http, the client's environment over stdio.
+func (f *Factory) newMCPServer(o mcpOptions, edge mcp.Options) (*mcp.Server, error) {
 	// A directory that is neither in a repository nor holds a store is no
 	// project: the server does not create stores in random directories.
 	root, how := f.projectRoot()
@@ -89,7 +90,7 @@ func (f *Factory) newMCPServer(o mcpOptions, remote mcp.Options) (*mcp.Server, e
 		root = ""
 	}
 	opts := mcp.Options{Version: f.Version, WorkDir: f.WorkDir, Root: root, Now: f.Now, GitHub: f.GitHub, Tools: o.tools,
-		ReadOnly: remote.ReadOnly, Repo: remote.Repo}
+		ReadOnly: edge.ReadOnly, Repo: edge.Repo, ClientEnv: edge.ClientEnv}
 	if f.Deliveries != nil && f.DeliveriesConfigured != nil && f.DeliveriesConfigured(o.db) {
 		opts.Deliveries = func(ctx context.Context) (*delivery.Service, error) {
 			return f.openDeliveries(ctx, DeliveriesOptions{DB: o.db})
@@ -107,7 +108,8 @@ func runMCP(ctx context.Context, f *Factory, o mcpOptions) error {
 		if len(o.repos) > 0 {
 			return usageError("--repo limits what delivery_create takes over --http; on stdio the client that started baton acts as you")
 		}
-		s, err := f.newMCPServer(o, mcp.Options{})
+		// A child of the client: its environment is the client's.
+		s, err := f.newMCPServer(o, mcp.Options{ClientEnv: f.env})
 		if err != nil {
 			return err
 		}

@@ -27,7 +27,7 @@ import (
 // whole test binary (gittest.Main), so the tests may run in parallel.
 func TestMain(m *testing.M) { os.Exit(gittest.Main(m)) }
 
-func write(t *testing.T, path, content string) {
+func write(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -39,7 +39,7 @@ func write(t *testing.T, path, content string) {
 
 // sourceRepo is the user's repository: main checked out, one commit, and a
 // check script the verify command runs.
-func sourceRepo(t *testing.T) string {
+func sourceRepo(t testing.TB) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "app")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -54,7 +54,7 @@ func sourceRepo(t *testing.T) string {
 }
 
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	svc     *delivery.Service
 	runner  *delivery.Runner
 	q       *queue.Queue
@@ -64,14 +64,14 @@ type harness struct {
 	wake <-chan struct{}
 }
 
-func newHarness(t *testing.T, workers int, turns ...agenttest.Turn) *harness {
+func newHarness(t testing.TB, workers int, turns ...agenttest.Turn) *harness {
 	t.Helper()
 	return newHarnessOn(t, sqlstore.SQLite, workers, turns...)
 }
 
 // newHarnessOn is newHarness on SQLite or PostgreSQL (a fresh schema of
 // BATON_TEST_POSTGRES_URL's database).
-func newHarnessOn(t *testing.T, dialect sqlstore.Dialect, workers int, turns ...agenttest.Turn) *harness {
+func newHarnessOn(t testing.TB, dialect sqlstore.Dialect, workers int, turns ...agenttest.Turn) *harness {
 	t.Helper()
 	dataDir := t.TempDir()
 	h := &harness{t: t, dataDir: dataDir, fake: agenttest.New(t, turns...)}

@@ -293,7 +293,7 @@ func TestSystemPhasesSkipWithReason(t *testing.T) {
 }
 
 // setState moves a delivery to phase/pending, queued, through the store.
-func setState(t *testing.T, h *harness, id string, p baton.Phase) {
+func setState(t testing.TB, h *harness, id string, p baton.Phase) {
 	t.Helper()
 	d, err := h.svc.Store().FindDeliveryByID(t.Context(), id)
 	if err != nil {

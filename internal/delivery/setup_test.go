@@ -19,7 +19,7 @@ import (
 // boxed gives h's deliveries the box a server gives them: caches in its
 // data directory, the set-up's apart. It skips where the kernel cannot
 // confine.
-func boxed(t *testing.T, h *harness) {
+func boxed(t testing.TB, h *harness) {
 	t.Helper()
 	if st := sandbox.Probe(); !st.Available() {
 		t.Skipf("this kernel cannot confine: %s", st.Why)
@@ -36,7 +36,7 @@ func setupCache(h *harness, repo string) string {
 
 // goRepo is a repository whose test needs example.test/dep, which only
 // proxy serves: a Go module with its go.sum.
-func goRepo(t *testing.T, proxy *goproxytest.Server) string {
+func goRepo(t testing.TB, proxy *goproxytest.Server) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "app")
 	gittest.Git(t, t.TempDir(), "init", "-q", "-b", "main", dir)

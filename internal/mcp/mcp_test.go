@@ -670,3 +670,52 @@ func TestSearchTool(t *testing.T) {
 		t.Errorf("search without words = %s", text)
 	}
 }
+
+// Started by a harness that names its session to its MCP servers (Claude
+// Code's CLAUDE_CODE_SESSION_ID), loop_start binds the loop to that
+// session and handoff records it; a session_id given wins. Over HTTP
+// (no ClientEnv) nothing is bound by default.
+func TestLoopStartBindsTheClientSession(t *testing.T) {
+	t.Parallel()
+	const claude = "9897cab8-4fa3-4e31-8762-7b8f7512b77f"
+	env := map[string]string{"CLAUDE_CODE_SESSION_ID": claude}
+	for _, c := range []struct {
+		name      string
+		clientEnv func(string) string
+		given     string
+		want      string
+	}{
+		{"stdio", func(k string) string { return env[k] }, "", claude},
+		{"stdio, session given", func(k string) string { return env[k] }, "other", "other"},
+		{"http", nil, "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := repo(t)
+			_, cs := connect(t, Options{Root: dir, WorkDir: dir, ClientEnv: c.clientEnv}, nil)
+			args := map[string]any{"prompt": "Fix the tests"}
+			hargs := map[string]any{"purpose": "ship it", "next_prompt": "Ship it."}
+			if c.given != "" {
+				args["session_id"], hargs["session_id"] = c.given, c.given
+			}
+			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "loop_start", Arguments: args})
+			if err != nil || res.IsError {
+				t.Fatalf("loop_start: %v %+v", err, res)
+			}
+			if got, _ := res.StructuredContent.(map[string]any)["session_id"].(string); got != c.want {
+				t.Errorf("the loop is bound to %q, want %q: %+v", got, c.want, res.StructuredContent)
+			}
+			res, err = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "handoff", Arguments: hargs})
+			if err != nil || res.IsError {
+				t.Fatalf("handoff: %v %+v", err, res)
+			}
+			b, err := os.ReadFile(res.StructuredContent.(map[string]any)["path"].(string))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if has := strings.Contains(string(b), "\nsession_id: "); has != (c.want != "") || (c.want != "" && !strings.Contains(string(b), "\nsession_id: "+c.want+"\n")) {
+				t.Errorf("the packet's session, want %q:\n%s", c.want, b)
+			}
+		})
+	}
+}

@@ -56,6 +56,12 @@ type Options struct {
 	// Watch is how often the store is checked for packets and loops that
 	// appeared or went away, to notify clients; 0 picks 2s, <0 never.
 	Watch time.Duration
+	// ClientEnv is the client's environment when the server is its child
+	// (stdio): the variables its harness names its session with
+	// (Claude Code gives its MCP servers CLAUDE_CODE_SESSION_ID), which
+	// loop_start and handoff default to. Nil over HTTP, where the
+	// server's environment is no client's.
+	ClientEnv func(string) string
 }
 
 // Server is one MCP server over one project's context store.

@@ -218,8 +218,12 @@ func (s *Server) handoff(ctx context.Context, _ *sdk.CallToolRequest, in handoff
 	}
 	hin := handoff.Input{Purpose: in.Purpose, Body: in.Body, NextPrompt: in.NextPrompt, Files: in.Files, Validators: in.Validators,
 		Source: "mcp", SessionID: in.SessionID, WorkDir: st.Root()}
-	if in.SessionID != "" {
-		if rec, err := st.FindSession(in.SessionID); err == nil {
+	if in.SessionID == "" {
+		sess := s.clientSession(st)
+		hin.SessionID, hin.TranscriptPath = sess.ID, sess.TranscriptPath
+	}
+	if hin.SessionID != "" && hin.TranscriptPath == "" {
+		if rec, err := st.FindSession(hin.SessionID); err == nil {
 			hin.TranscriptPath = rec.TranscriptPath
 		}
 	}
@@ -379,7 +383,7 @@ type loopStartIn struct {
 	FromPacket    string   `json:"from_packet,omitempty" jsonschema:"or the prompt of this packet (id or latest)"`
 	MaxIterations *int     `json:"max_iterations,omitempty" jsonschema:"limit (default 20; 0 = none)"`
 	Promises      []string `json:"promises,omitempty" jsonschema:"texts that end the loop (default DONE)"`
-	SessionID     string   `json:"session_id,omitempty" jsonschema:"default: the first to stop"`
+	SessionID     string   `json:"session_id,omitempty" jsonschema:"default: this session, else first to stop"`
 	// Budgets, as the CLI's --max-tokens, --max-cost and --max-duration.
 	MaxTokens          int64   `json:"max_tokens,omitempty"`
 	MaxCostUSD         float64 `json:"max_cost_usd,omitempty"`
@@ -426,6 +430,9 @@ func (s *Server) loopStart(ctx context.Context, _ *sdk.CallToolRequest, in loopS
 	// A loop from a packet runs the packet's validators, which a checkout
 	// may have carried: started by an agent, it waits for a person to
 	// adopt it.
+	if in.SessionID == "" {
+		in.SessionID = s.clientSession(st).ID
+	}
 	l, _, err := loop.Start(ctx, st, loop.StartRequest{Prompt: in.Prompt, FromPacket: in.FromPacket, MaxIterations: max, Promises: in.Promises, SessionID: in.SessionID,
 		MaxTokens: in.MaxTokens, MaxCostUSD: in.MaxCostUSD, MaxDuration: seconds(in.MaxDurationSeconds),
 		Verify: in.Verify, VerifyTimeout: seconds(in.VerifyTimeoutSeconds), StallRounds: in.StallRounds, Now: s.opts.Now(), NoAdopt: true})
@@ -625,3 +632,13 @@ func nonNil[T any](s []T) []T {
 
 // seconds is a duration given in seconds, to the millisecond.
 func seconds(s float64) time.Duration { return time.Duration(s*1000) * time.Millisecond }
+
+// clientSession is the session of the harness that started this server
+// (loop.CurrentSession over Options.ClientEnv); the zero Session when it
+// names none or the server is on HTTP.
+func (s *Server) clientSession(st *fsstore.Store) loop.Session {
+	if s.opts.ClientEnv == nil {
+		return loop.Session{}
+	}
+	return loop.CurrentSession(st, s.opts.ClientEnv)
+}

@@ -528,20 +528,27 @@ func (s *Store) AppendPhaseLog(ctx context.Context, deliveryID string, e *baton.
 
 // PhaseLog returns the entries oldest first.
 func (s *Store) PhaseLog(ctx context.Context, deliveryID string) ([]baton.PhaseLogEntry, error) {
-	rows, err := s.query(ctx, `SELECT id, phase, status, executor, verdict, actor, action, note, decision, reason, waits, attempt, started_at, ended_at
-		FROM phase_log WHERE delivery_id = ? ORDER BY id`, deliveryID)
+	logs, err := s.phaseLogs(ctx, `delivery_id = ?`, deliveryID)
+	return logs[deliveryID], err
+}
+
+// phaseLogs reads the phase log entries where says, by delivery, each
+// oldest first.
+func (s *Store) phaseLogs(ctx context.Context, where string, args ...any) (map[string][]baton.PhaseLogEntry, error) {
+	rows, err := s.query(ctx, `SELECT delivery_id, id, phase, status, executor, verdict, actor, action, note, decision, reason, waits, attempt, started_at, ended_at
+		FROM phase_log WHERE `+where+` ORDER BY delivery_id, id`, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []baton.PhaseLogEntry
+	out := map[string][]baton.PhaseLogEntry{}
 	for rows.Next() {
 		var (
-			e                                        baton.PhaseLogEntry
-			phase, status, executor, verdict, sa, ea string
-			waits                                    int64
+			e                                            baton.PhaseLogEntry
+			id, phase, status, executor, verdict, sa, ea string
+			waits                                        int64
 		)
-		if err := rows.Scan(&e.ID, &phase, &status, &executor, &verdict, &e.Actor, &e.Action, &e.Note, &e.Decision, &e.Reason, &waits, &e.Attempt, &sa, &ea); err != nil {
+		if err := rows.Scan(&id, &e.ID, &phase, &status, &executor, &verdict, &e.Actor, &e.Action, &e.Note, &e.Decision, &e.Reason, &waits, &e.Attempt, &sa, &ea); err != nil {
 			return nil, err
 		}
 		e.Waits = waits != 0
@@ -552,9 +559,66 @@ func (s *Store) PhaseLog(ctx context.Context, deliveryID string) ([]baton.PhaseL
 		if e.EndedAt, err = parseTime(ea); err != nil {
 			return nil, err
 		}
-		out = append(out, e)
+		out[id] = append(out[id], e)
 	}
 	return out, s.wrap(rows.Err())
+}
+
+// DeliveryRecord is a delivery with its phase log and what its agent
+// runs spent: what figures over many deliveries are made of.
+type DeliveryRecord struct {
+	Delivery                  *baton.Delivery
+	Log                       []baton.PhaseLogEntry
+	CostUSD                   float64
+	InputTokens, OutputTokens int64
+}
+
+// DeliveriesCreated reads every delivery created in [since, until) (a
+// zero until is no end), oldest first, with its phase log and its agent
+// runs' sums: three queries, whatever the number.
+func (s *Store) DeliveriesCreated(ctx context.Context, since, until time.Time) ([]DeliveryRecord, error) {
+	in := `created_at >= ?`
+	args := []any{fmtTime(since)}
+	if !until.IsZero() {
+		in += ` AND created_at < ?`
+		args = append(args, fmtTime(until))
+	}
+	ds, err := s.list(ctx, `SELECT `+deliveryCols+` FROM deliveries WHERE `+in+` ORDER BY seq`, args...)
+	if err != nil || len(ds) == 0 {
+		return nil, err
+	}
+	logs, err := s.phaseLogs(ctx, `delivery_id IN (SELECT id FROM deliveries WHERE `+in+`)`, args...)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.query(ctx, `SELECT delivery_id, COALESCE(SUM(cost_usd), 0), CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT), CAST(COALESCE(SUM(output_tokens), 0) AS BIGINT)
+		FROM agent_runs WHERE delivery_id IN (SELECT id FROM deliveries WHERE `+in+`) GROUP BY delivery_id`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	type spent struct {
+		cost    float64
+		in, out int64
+	}
+	runs := map[string]spent{}
+	for rows.Next() {
+		var id string
+		var sp spent
+		if err := rows.Scan(&id, &sp.cost, &sp.in, &sp.out); err != nil {
+			return nil, err
+		}
+		runs[id] = sp
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.wrap(err)
+	}
+	out := make([]DeliveryRecord, len(ds))
+	for i, d := range ds {
+		sp := runs[d.ID]
+		out[i] = DeliveryRecord{Delivery: d, Log: logs[d.ID], CostUSD: sp.cost, InputTokens: sp.in, OutputTokens: sp.out}
+	}
+	return out, nil
 }
 
 const runCols = `id, delivery_id, n, phase, attempt, agent, status, prompt, system_prompt, final_message, model, session_id,

@@ -162,6 +162,7 @@ func (s *Server) Handler() http.Handler {
 		s.Metrics = NewMetrics()
 	}
 	s.registerMetrics()
+	s.registerInsightsMetrics()
 	s.openBodies = make(chan struct{}, cmp.Or(s.MaxOpenBodies, DefaultMaxOpenBodies))
 	mux := http.NewServeMux()
 	s.apiRoutes = s.apiRoutes[:0]
@@ -190,6 +191,7 @@ func (s *Server) Handler() http.Handler {
 	api("PATCH /api/sources/{id}", s.updateSource)
 	api("DELETE /api/sources/{id}", s.removeSource)
 	api("POST /api/sources/{id}/sync", s.syncSource)
+	api("GET /api/insights", s.getInsights)
 	api("GET /api/settings", s.getSettings)
 	api("PATCH /api/settings", s.updateSettings)
 	api("POST /api/webhooks/github", s.unauthenticatedBody(s.githubWebhook))
@@ -207,6 +209,7 @@ func (s *Server) Handler() http.Handler {
 	page("GET /sources", s.pageSources)
 	page("POST /sources", s.formAddSource)
 	page("POST /sources/{id}/{action}", s.formSource)
+	page("GET /insights", s.pageInsights)
 	page("GET /settings", s.pageSettings)
 	page("POST /settings", s.formSettings)
 	page("GET /project", s.pageProject)

@@ -102,7 +102,7 @@ func (e *env) states() []pageState {
 			{"list", "/"}, {"list-all", "/?state=all"}, {"board", "/board"},
 			{"delivery-waiting", "/deliveries/" + waiting}, {"delivery-failed", "/deliveries/" + failed},
 			{"delivery-closed", "/deliveries/" + closed}, {"delivery-changes", "/deliveries/" + changed}, {"review-note", note},
-			{"sources", "/sources"}, {"settings", "/settings"}, {"project", "/project"},
+			{"sources", "/sources"}, {"settings", "/settings"}, {"project", "/project"}, {"insights", "/insights"},
 			{"not-found", "/no-such-page"},
 		} {
 			out = append(out, pageState{name: p.name + "-" + who, path: p.path, signedIn: in})

@@ -384,3 +384,56 @@ func TestDashboardLineNotes(t *testing.T) {
 	}
 	e.shots("line-notes-kept")
 }
+
+// Item 11: how the team is doing. With one delivery merged and one
+// closed, the insights page shows the figures, charts drawn on the
+// server with a table behind each, in every layout without a sideways
+// scroll; the nav leads there.
+func TestDashboardInsights(t *testing.T) {
+	e := newEnv(t)
+	e.signIn()
+	merged, closed := e.mk("Merge me"), e.mk("Close me")
+	e.waitState(closed, planWaits)
+	if _, err := e.svc.Decide(e.t.Context(), closed, delivery.ActClose, "alice", "not needed"); err != nil {
+		t.Fatal(err)
+	}
+	e.waitState(merged, planWaits)
+	if _, err := e.svc.Decide(e.t.Context(), merged, delivery.ActApprove, "alice", ""); err != nil {
+		t.Fatal(err)
+	}
+	e.waitState(merged, func(d *baton.Delivery) bool {
+		return d.Phase == baton.PhaseDeploy && d.RunStatus == baton.StatusPending
+	})
+	if _, err := e.svc.Decide(e.t.Context(), merged, delivery.ActRun, "alice", ""); err != nil {
+		t.Fatal(err)
+	}
+	e.waitState(merged, func(d *baton.Delivery) bool {
+		return d.Phase == baton.PhaseDeploy && d.RunStatus == baton.StatusSucceeded || d.Phase == baton.PhaseObserve || d.Phase == baton.PhaseClose
+	})
+	e.open("/")
+	e.click(`header nav a[href="/insights"]`)
+	e.waitJS("the insights page", `location.pathname === "/insights"`, 10*time.Second)
+	figures := eval[string](e, `document.querySelector("#figures").innerText`)
+	for _, want := range []string{"Created\n2", "Merged\n1"} {
+		if !strings.Contains(figures, want) {
+			t.Errorf("the figures read %q, want %q in them", figures, want)
+		}
+	}
+	if n := eval[int](e, `document.querySelectorAll("svg.bars rect.merged").length`); n != 31 {
+		// The last 30 days: from this time 30 days ago to now, 31 dates.
+		t.Errorf("the per-day chart has %d merged bars, want one a date of 31", n)
+	}
+	if got := eval[string](e, `Array.from(document.querySelectorAll("#outcomes-table tbody tr")).map(r => r.innerText.replace(/\s+/g, " ").trim()).join("; ")`); !strings.Contains(got, "merged 1 50%") || !strings.Contains(got, "closed 1 50%") {
+		t.Errorf("the outcomes table reads %q", got)
+	}
+	e.inLayouts(func(layout string) {
+		if w := eval[int](e, `document.documentElement.scrollWidth - document.documentElement.clientWidth`); w > 0 {
+			t.Errorf("%s: the insights page scrolls %d px sideways", layout, w)
+		}
+	})
+	e.shots("insights")
+	e.open("/insights?days=0")
+	if msg := eval[string](e, `(document.querySelector(".banner.err") || {}).textContent || ""`); !strings.Contains(msg, "days=0") {
+		t.Errorf("a window that is not one says %q, want why", msg)
+	}
+}
