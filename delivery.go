@@ -210,6 +210,22 @@ type DeliveryConfig struct {
 	// work tree, check and feedback) block the delivery for a person; 0
 	// is DefaultStallRounds.
 	StallRounds int `json:"stall_rounds,omitempty"`
+	// Setup are shell commands that make a worktree ready (install
+	// dependencies): run, confined, before the first agent phase, again
+	// when one of SetupFiles changes, and before the verify command in
+	// verify's fresh checkout. Empty SetupFiles means DefaultSetupFiles.
+	Setup      []string `json:"setup,omitempty"`
+	SetupFiles []string `json:"setup_files,omitempty"`
+	// SetupEgressAllow adds hosts only the set-up's box may reach (a
+	// package registry), as EgressAllow does for every box.
+	SetupEgressAllow []string `json:"setup_egress_allow,omitempty"`
+}
+
+// DefaultSetupFiles are the lock and manifest files whose change runs a
+// delivery's set-up again: those of the common package managers.
+var DefaultSetupFiles = []string{
+	"go.mod", "go.sum", "package.json", "package-lock.json", "npm-shrinkwrap.json", "pnpm-lock.yaml", "yarn.lock", "bun.lockb", "bun.lock",
+	"Cargo.lock", "requirements.txt", "poetry.lock", "uv.lock", "Pipfile.lock", "Gemfile.lock", "composer.lock",
 }
 
 // Delivery is one unit of work from a request to a merged change.
@@ -312,7 +328,7 @@ func (d *Delivery) AddRef(r Ref) {
 			d.Refs[i] = r
 			return
 		}
-		if old.Role == r.Role && old.Type == r.Type && old.URL == r.URL && r.URL != "" {
+		if old.Role == r.Role && old.Type == r.Type && old.URL == r.URL && r.URL != "" && (r.Type != RefReviewLine || old.Label == r.Label) {
 			d.Refs[i] = r
 			return
 		}

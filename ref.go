@@ -19,3 +19,8 @@ type Ref struct {
 	Label string  `json:"label"`
 	URL   string  `json:"url,omitempty"`
 }
+
+// RefReviewLine is the type of a review ref to one line note of a
+// person's reject (LineNote): its Label is the note's path:line, so
+// notes read at one URL (a review, a note file) are refs apart.
+const RefReviewLine = "review_line"

@@ -586,6 +586,7 @@ delivery's state is refused with a message that says what would.` + onFlagLong
 
 func newDeliveryRejectCmd(f *Factory, db *string) *cobra.Command {
 	var reason, on string
+	var notes []string
 	cmd := &cobra.Command{
 		Use:   "reject <id> --reason TEXT",
 		Short: "Send a delivery back with a reason: plan → plan, implement → plan, review/verify/deploy → implement",
@@ -597,13 +598,25 @@ first decision counts.
 
 The reason is required. It is posted where the next agent run reads it (a
 comment on the pull request on GitHub, a review note locally) and its URL
-becomes a review ref in the next prompt.` + onFlagLong,
+becomes a review ref in the next prompt.
+
+--note comments on one line, as path:line: text: a line of a file the
+change lands (its number as the change leaves it, as the dashboard numbers it)
+or of the plan (docs/plan.md). Notes are kept with the reason, posted as the
+pull request review's line comments on GitHub, and each becomes a review
+ref the next prompt lists with its file and line. A note on anything else
+is refused before anything is posted.` + onFlagLong,
 		Example: `  baton delivery reject 3 --reason "The plan misses the database migration"
-  baton delivery reject 3 --on plan/succeeded/1 --reason "Split the migration"`,
+  baton delivery reject 3 --on plan/succeeded/1 --reason "Split the migration"
+  baton delivery reject 3 -m "Check the expiry" --note "internal/auth/jwt.go:42: an expired token passes here"`,
 		Args: exactArgs(1, "a delivery id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if strings.TrimSpace(reason) == "" {
 				return usageError("reject needs --reason TEXT: it is posted where the next run reads it")
+			}
+			lines, err := baton.ParseLineNotes(strings.Join(notes, "\n"))
+			if err != nil {
+				return usageError("--note: %s", baton.ErrorMessage(err))
 			}
 			ctx := cmd.Context()
 			return withDeliveries(ctx, f, *db, func(svc *delivery.Service) error {
@@ -611,7 +624,7 @@ becomes a review ref in the next prompt.` + onFlagLong,
 				if err != nil {
 					return usageError("--on: %s", baton.ErrorMessage(err))
 				}
-				d, err := svc.DecideOn(ctx, args[0], delivery.Decision{Action: delivery.ActReject, Actor: f.actor(), Note: reason, On: state})
+				d, err := svc.DecideOn(ctx, args[0], delivery.Decision{Action: delivery.ActReject, Actor: f.actor(), Note: reason, Notes: lines, On: state})
 				if err != nil {
 					return err
 				}
@@ -621,6 +634,7 @@ becomes a review ref in the next prompt.` + onFlagLong,
 		},
 	}
 	cmd.Flags().StringVarP(&reason, "reason", "m", "", "why (posted for the next run)")
+	cmd.Flags().StringArrayVar(&notes, "note", nil, "a note on a line, as path:line: text (repeatable)")
 	cmd.Flags().StringVar(&on, "on", "", onFlagHelp)
 	return cmd
 }

@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -195,7 +196,13 @@ func TestDeliveryRunApproveRejectLog(t *testing.T) {
 	if r := e.run("", "", "delivery", "approve", "1", "--on", "plan/waiting"); r.code != ExitUsage {
 		t.Errorf("approve --on nonsense: exit %d %q, want a usage error", r.code, r.stderr)
 	}
-	r = e.ok("", "", "delivery", "reject", "1", "--on", "plan/succeeded/1", "--reason", "Also cover HEAD requests")
+	if r := e.run("", "", "delivery", "reject", "1", "--reason", "x", "--note", "HEAD requests too"); r.code != ExitUsage || !strings.Contains(r.stderr, "path:line: text") {
+		t.Errorf("reject --note without path:line: exit %d %q, want a usage error saying how", r.code, r.stderr)
+	}
+	if r := e.run("", "", "delivery", "reject", "1", "--reason", "x", "--note", "main.go:1: x"); r.code != ExitUsage || !strings.Contains(r.stderr, "not a file the change lands or docs/plan.md") {
+		t.Errorf("reject --note on a file not shown: exit %d %q", r.code, r.stderr)
+	}
+	r = e.ok("", "", "delivery", "reject", "1", "--on", "plan/succeeded/1", "--reason", "Also cover HEAD requests", "--note", "docs/plan.md:1: and HEAD")
 	if !strings.Contains(r.stdout, "plan/pending (queued") {
 		t.Errorf("reject = %q", r.stdout)
 	}
@@ -212,6 +219,11 @@ func TestDeliveryRunApproveRejectLog(t *testing.T) {
 	}
 	if !strings.HasPrefix(rev.URL, "file://") {
 		t.Fatalf("no review ref for the reject reason: %+v", v.Delivery.Refs)
+	}
+	if !slices.ContainsFunc(v.Delivery.Refs, func(r delivery.RefView) bool {
+		return r.Type == baton.RefReviewLine && r.Label == "docs/plan.md:1" && r.URL == rev.URL
+	}) {
+		t.Errorf("no review ref for the line note: %+v", v.Delivery.Refs)
 	}
 	note, err := os.ReadFile(strings.TrimPrefix(rev.URL, "file://"))
 	if err != nil || !strings.Contains(string(note), "Also cover HEAD requests") || !strings.Contains(string(note), "rejected by alice") {

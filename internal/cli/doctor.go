@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/delivery"
 	"github.com/baton-agent/baton/internal/fsstore"
 	"github.com/baton-agent/baton/internal/harness"
 	"github.com/baton-agent/baton/internal/install"
@@ -58,6 +61,9 @@ type doctorReport struct {
 	// UnpricedModels lists the models this store's loops spent tokens on
 	// that baton has no price for: --max-cost counts nothing for them.
 	UnpricedModels []string `json:"unpriced_models"`
+	// Setup is what a delivery into this repository runs before its
+	// agents (.agent/delivery.json).
+	Setup delivery.SetupPlan `json:"setup"`
 }
 
 // sandboxReport is what doctor found of the box: Landlock, and a row per
@@ -85,7 +91,13 @@ harness installed at both scopes (its hooks would run twice).
 It also says whom baton acts as on GitHub: a GitHub App (--github-app-id)
 or a token, and, for each source of the delivery database, the account its
 requests act as and what it may do (an App installation's permissions, a
-classic token's scopes). --no-probe sends no request.`,
+classic token's scopes). --no-probe sends no request.
+
+And it shows the set-up a delivery into this repository runs before its
+agents (.agent/delivery.json "setup", or the dev container's create
+commands with "setup_from": "devcontainer"), or the dev container's
+commands it could use; a .agent/delivery.json a delivery would refuse is
+broken.`,
 		Example: "  baton doctor\n  baton doctor --json\n  baton doctor --no-probe",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -107,6 +119,7 @@ classic token's scopes). --no-probe sends no request.`,
 				fmt.Fprintf(w, "  %s\n", l)
 			}
 			writeGitHub(w, rep.GitHub)
+			writeSetup(w, rep.Setup)
 			fmt.Fprintln(w)
 			for _, hh := range harness.Harnesses {
 				if files := rep.Plugins[string(hh.Name)]; len(files) > 0 {
@@ -219,6 +232,11 @@ func runDoctor(ctx context.Context, f *Factory, probe bool) doctorReport {
 		}
 	}
 	rep.UnpricedModels = unpricedModels(f, &rep)
+	if plan, err := delivery.RepositorySetup(root); err != nil {
+		rep.Broken = append(rep.Broken, "a delivery into this repository cannot start: "+baton.ErrorMessage(err))
+	} else {
+		rep.Setup = plan
+	}
 	rep.Sandbox = checkSandbox(f, probe)
 	var ghWarns []string
 	rep.GitHub, ghWarns = checkGitHub(ctx, f, probe)
@@ -235,6 +253,26 @@ func runDoctor(ctx context.Context, f *Factory, probe bool) doctorReport {
 		}
 	}
 	return rep
+}
+
+// writeSetup says what a delivery's set-up would run here, or how to
+// have one.
+func writeSetup(w io.Writer, p delivery.SetupPlan) {
+	if len(p.Commands) == 0 {
+		fmt.Fprintf(w, "set-up: none (name commands in %s \"setup\")\n", delivery.SourceConfigPath)
+		if p.Devcontainer != "" {
+			fmt.Fprintf(w, "  %s has %d: `%s`; use them with \"setup_from\": \"devcontainer\"\n", p.Devcontainer, len(p.DevcontainerCommands), strings.Join(p.DevcontainerCommands, "`; `"))
+		}
+		return
+	}
+	fmt.Fprintf(w, "set-up: %d command(s) from %s, confined, before the first agent phase and verify:\n", len(p.Commands), p.From)
+	for _, c := range p.Commands {
+		fmt.Fprintf(w, "  $ %s\n", c)
+	}
+	fmt.Fprintf(w, "  again when one of these changes: %s\n", strings.Join(p.Files, ", "))
+	if len(p.EgressAllow) > 0 {
+		fmt.Fprintf(w, "  it alone reaches %s\n", strings.Join(p.EgressAllow, ", "))
+	}
 }
 
 // unpricedModels lists the models this store's loops ran on that baton

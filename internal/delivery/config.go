@@ -46,6 +46,16 @@ type SourceConfig struct {
 	PassEnv []string `json:"pass_env,omitempty"`
 	// EgressAllow adds hosts the box may reach (netpolicy.ParseRule).
 	EgressAllow []string `json:"egress_allow,omitempty"`
+	// Setup are shell commands that make a worktree ready; SetupFiles
+	// the files whose change runs them again (baton.DefaultSetupFiles
+	// when empty). SetupFrom "devcontainer" takes them from the
+	// repository's devcontainer.json instead (create reads it).
+	Setup      []string `json:"setup,omitempty"`
+	SetupFiles []string `json:"setup_files,omitempty"`
+	SetupFrom  string   `json:"setup_from,omitempty"`
+	// SetupEgressAllow adds hosts only the set-up may reach (a package
+	// registry the agents need not).
+	SetupEgressAllow []string `json:"setup_egress_allow,omitempty"`
 }
 
 // maxSourceConfig bounds the file: settings, not data.
@@ -132,6 +142,30 @@ func (c SourceConfig) apply(cfg *baton.DeliveryConfig, endpoint *baton.Phase, ch
 			return bad("egress_allow", err)
 		}
 		cfg.EgressAllow = append([]string(nil), c.EgressAllow...)
+	}
+	if c.Setup != nil && c.SetupFrom != "" {
+		return bad("setup_from", errors.New("name the set-up commands in setup or take them from setup_from, not both"))
+	}
+	if c.SetupFrom != "" && c.SetupFrom != SetupFromDevcontainer {
+		return bad("setup_from", fmt.Errorf("want %q, got %q", SetupFromDevcontainer, baton.Truncate(c.SetupFrom, 40, "…")))
+	}
+	if c.Setup != nil {
+		if err := CheckSetup(c.Setup); err != nil {
+			return bad("setup", err)
+		}
+		cfg.Setup = append([]string(nil), c.Setup...)
+	}
+	if c.SetupFiles != nil {
+		if err := CheckSetupFiles(c.SetupFiles); err != nil {
+			return bad("setup_files", err)
+		}
+		cfg.SetupFiles = append([]string(nil), c.SetupFiles...)
+	}
+	if c.SetupEgressAllow != nil {
+		if _, err := netpolicy.Parse(c.SetupEgressAllow...); err != nil {
+			return bad("setup_egress_allow", err)
+		}
+		cfg.SetupEgressAllow = append([]string(nil), c.SetupEgressAllow...)
 	}
 	if c.Merge != "" {
 		m := baton.MergeMethod(strings.ToLower(c.Merge))

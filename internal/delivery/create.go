@@ -189,6 +189,12 @@ func (s *Service) targetLocal(ctx context.Context, d *baton.Delivery, dir string
 		return baton.Errorf(baton.Invalid, "%s has no commits yet: commit something to branch from", top)
 	}
 	d.Repository, d.Forge = top, baton.ForgeLocal
+	return applySourceConfig(d, top)
+}
+
+// applySourceConfig applies the repository's .agent/delivery.json (and
+// the dev container it takes its set-up from) to d.
+func applySourceConfig(d *baton.Delivery, top string) error {
 	b, err := readSourceConfig(top)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -200,7 +206,21 @@ func (s *Service) targetLocal(ctx context.Context, d *baton.Delivery, dir string
 	if err != nil {
 		return err
 	}
-	return sc.Apply(&d.Config, &d.Endpoint, &d.Checkpoints)
+	if err := sc.Apply(&d.Config, &d.Endpoint, &d.Checkpoints); err != nil {
+		return err
+	}
+	if sc.SetupFrom == SetupFromDevcontainer {
+		cmds, path, err := DevcontainerSetup(top)
+		if err != nil {
+			return err
+		}
+		if path == "" {
+			return baton.Errorf(baton.Invalid, "%s takes the set-up from the dev container (setup_from), but the repository has no %s: add one, or name the commands in setup",
+				SourceConfigPath, strings.Join(devcontainerPaths, " or "))
+		}
+		d.Config.Setup = cmds
+	}
+	return nil
 }
 
 // readSourceConfig reads top's .agent/delivery.json: a regular file

@@ -20,6 +20,11 @@ type Decision struct {
 	// Note is the reason: required for a reject (it is posted where the
 	// next run reads it), optional otherwise (the phase log keeps it).
 	Note string
+	// Notes, on a reject, are the person's notes on lines of the change
+	// or the plan they judged: kept with the reason, posted with it (as
+	// line comments of the pull request review on GitHub) and each a
+	// review ref the next run reads.
+	Notes []baton.LineNote
 	// On is the state the person decided on (StateOf, ParseState): the
 	// decision is refused (Conflict) once the delivery has left it, or
 	// its work branch moved from On.Commit. The zero State decides on
@@ -65,6 +70,12 @@ func (s *Service) DecideOn(ctx context.Context, ref string, dec Decision) (*bato
 	if err := checkDecision(dec.Actor, dec.Note); err != nil {
 		return nil, err
 	}
+	if len(dec.Notes) > 0 && dec.Action != ActReject {
+		return nil, baton.Errorf(baton.Invalid, "only a reject carries line notes: they say what to change")
+	}
+	if err := baton.CheckLineNotes(dec.Notes); err != nil {
+		return nil, err
+	}
 	unlock, err := s.lockDecision(ctx, &ref)
 	if err != nil {
 		return nil, err
@@ -76,7 +87,7 @@ func (s *Service) DecideOn(ctx context.Context, ref string, dec Decision) (*bato
 	in := Input{Action: dec.Action, Actor: dec.Actor, Person: true, Note: dec.Note, Reason: dec.Note, On: dec.On}
 	switch dec.Action {
 	case ActReject:
-		return s.Reject(ctx, ref, dec.Actor, dec.Note, dec.On)
+		return s.reject(ctx, ref, dec)
 	case ActRun:
 		return s.start(ctx, ref, in)
 	case ActRetry:

@@ -12,19 +12,25 @@ import (
 const NonInteractive = "You are running non-interactively: do not ask questions; complete the task."
 
 // BuildPrompt is the one prompt of every agent phase (seed 000): the
-// summary, then "## References" with every ref URL in ref order. Refs
-// without a URL are skipped, and the section is left out when no ref has
-// one. The plan text and review feedback are never copied in: the plan is
+// summary, then "## References" with every ref URL in ref order, a line
+// note's followed by the file and line it is about. Refs without a URL
+// are skipped, and the section is left out when no ref has one. The plan text and review feedback are never copied in: the plan is
 // committed on the work branch (docs/plan.md) and feedback is posted where
 // a review ref points.
 func BuildPrompt(d *baton.Delivery) string {
 	var b strings.Builder
 	b.WriteString(strings.TrimSpace(d.Summary))
 	b.WriteString("\n")
-	if urls := RefURLs(d.Refs); len(urls) > 0 {
+	if len(RefURLs(d.Refs)) > 0 {
 		b.WriteString("\n## References\n\n")
-		for _, u := range urls {
-			b.WriteString("- " + u + "\n")
+		for _, r := range d.Refs {
+			switch {
+			case r.URL == "":
+			case r.Type == baton.RefReviewLine:
+				b.WriteString("- " + r.URL + " (a note on " + r.Label + ")\n")
+			default:
+				b.WriteString("- " + r.URL + "\n")
+			}
 		}
 	}
 	return b.String()

@@ -20,6 +20,8 @@ func promptFixture() *baton.Delivery {
 		{Role: baton.RoleWork, Type: "pr", Label: "octo/app#31", URL: "https://github.com/octo/app/pull/31"},
 		{Role: baton.RoleReview, Type: "pr_review", Label: "review: not_pass", URL: "https://github.com/octo/app/pull/31#pullrequestreview-9"},
 		{Role: baton.RoleCheck, Type: "check_run", Label: "test: failure", URL: "https://github.com/octo/app/runs/5"},
+		{Role: baton.RoleReview, Type: "pr_review", Label: "rejected by ana", URL: "https://github.com/octo/app/pull/31#pullrequestreview-10"},
+		{Role: baton.RoleReview, Type: "review_line", Label: "internal/auth/jwt.go:12", URL: "https://github.com/octo/app/pull/31#discussion_r11"},
 	}
 	return &d
 }
@@ -41,12 +43,14 @@ func TestBuildPromptRules(t *testing.T) {
 	got := BuildPrompt(d)
 	want := "GitHub Issue #12: Sessions expire too early\n\n## References\n\n" +
 		"- https://github.com/octo/app/issues/12\n- https://github.com/octo/app/pull/31\n" +
-		"- https://github.com/octo/app/pull/31#pullrequestreview-9\n- https://github.com/octo/app/runs/5\n"
+		"- https://github.com/octo/app/pull/31#pullrequestreview-9\n- https://github.com/octo/app/runs/5\n" +
+		"- https://github.com/octo/app/pull/31#pullrequestreview-10\n" +
+		"- https://github.com/octo/app/pull/31#discussion_r11 (a note on internal/auth/jwt.go:12)\n"
 	if got != want {
 		t.Errorf("BuildPrompt = %q, want %q", got, want)
 	}
 	// Filtered by role.
-	if got := RefURLs(d.Refs, baton.RoleWork, baton.RoleCheck); !cmp.Equal(got, []string{"https://github.com/octo/app/pull/31", "https://github.com/octo/app/runs/5"}) {
+	if got := RefURLs(d.Refs[:5], baton.RoleWork, baton.RoleCheck); !cmp.Equal(got, []string{"https://github.com/octo/app/pull/31", "https://github.com/octo/app/runs/5"}) {
 		t.Errorf("RefURLs(work, check) = %v", got)
 	}
 	// No URL at all: no section.

@@ -259,6 +259,9 @@ type outcome struct {
 	refusedMore int
 }
 
+// add puts note after what the outcome says.
+func (o *outcome) add(note string) { o.note = joinNote(o.note, note) }
+
 func (o *outcome) warn(format string, args ...any) {
 	w := fmt.Sprintf(format, args...)
 	if o.note == "" {
@@ -536,11 +539,22 @@ func (r *Runner) checkout(ctx context.Context, d *baton.Delivery, f forge.Forge)
 	return r.Service.Workspaces().Checkout(ctx, d, f)
 }
 
+// ready is the delivery's worktree for an agent phase, with the set-up
+// run in it when it is due; note says what the set-up did.
+func (r *Runner) ready(ctx context.Context, d *baton.Delivery, f forge.Forge) (co *forge.Checkout, note string, err error) {
+	if co, err = r.checkout(ctx, d, f); err != nil {
+		return nil, "", err
+	}
+	note, err = r.prepare(ctx, d, co)
+	return co, note, err
+}
+
 func (r *Runner) plan(ctx context.Context, d *baton.Delivery, f forge.Forge) (out outcome) {
-	co, err := r.checkout(ctx, d, f)
+	co, ready, err := r.ready(ctx, d, f)
 	if err != nil {
 		return outcome{err: err}
 	}
+	defer out.add(ready)
 	run, res, err := r.agent(ctx, d, co, nil)
 	out.run = run
 	if err != nil {
@@ -579,10 +593,11 @@ func (r *Runner) plan(ctx context.Context, d *baton.Delivery, f forge.Forge) (ou
 }
 
 func (r *Runner) implement(ctx context.Context, d *baton.Delivery, f forge.Forge) (out outcome) {
-	co, err := r.checkout(ctx, d, f)
+	co, ready, err := r.ready(ctx, d, f)
 	if err != nil {
 		return outcome{err: err}
 	}
+	defer out.add(ready)
 	before := co.Start
 	run, res, agentErr := r.agent(ctx, d, co, nil)
 	out.run = run
@@ -640,10 +655,11 @@ func toolFailures(res *agentrun.Result) string {
 }
 
 func (r *Runner) review(ctx context.Context, d *baton.Delivery, f forge.Forge) (out outcome) {
-	co, err := r.checkout(ctx, d, f)
+	co, ready, err := r.ready(ctx, d, f)
 	if err != nil {
 		return outcome{err: err}
 	}
+	defer out.add(ready)
 	if !co.WorkExists {
 		return outcome{err: baton.Errorf(baton.Conflict, "there is no work branch %s to review: reject to implement", d.WorkBranch())}
 	}
@@ -662,14 +678,12 @@ func (r *Runner) review(ctx context.Context, d *baton.Delivery, f forge.Forge) (
 	if err != nil { // schema mismatch but a verdict we can read
 		run.Status, run.Error = baton.RunSucceeded, ""
 	}
-	ref, warn := r.Service.postReview(ctx, d, forge.Review{Verdict: v.Verdict, Summary: v.Summary, Feedback: v.Feedback,
+	refs, warn := r.Service.postReview(ctx, d, forge.Review{Verdict: v.Verdict, Summary: v.Summary, Feedback: v.Feedback,
 		Author: "reviewer agent (" + d.Config.Agent + ")"})
 	if warn != "" {
 		out.warn("%s", warn)
 	}
-	if ref.URL != "" || ref.Label != "" {
-		out.refs = append(out.refs, ref)
-	}
+	out.refs = append(out.refs, refs...)
 	out.verdict = v.Verdict
 	out.note = joinNote(v.Summary, out.note)
 	out.round = &baton.Round{Tree: treeOf(ctx, co.Repo, "HEAD"), Feedback: textDigest(v.Feedback)}
@@ -743,6 +757,15 @@ func (r *Runner) verify(ctx context.Context, d *baton.Delivery, f forge.Forge) (
 		out.refs = append(out.refs, res.Failed...)
 	}
 	if cmd := d.Config.VerifyCommand; cmd != "" {
+		// A fresh checkout has nothing installed: the set-up runs in it
+		// first, fast from the caches its earlier runs filled.
+		if len(d.Config.Setup) > 0 {
+			ready, err := r.setup(ctx, d, co)
+			if err != nil {
+				return outcome{refs: out.refs, err: err}
+			}
+			defer out.add(ready)
+		}
 		cr, err := r.command(ctx, d, co, cmd, "verify.log", nil)
 		if err != nil {
 			return outcome{err: err}

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -257,29 +258,79 @@ func (s *Service) Act(ctx context.Context, ref string, in Input) (*baton.Deliver
 // its URL becomes a review ref; a reject that does not apply posts
 // nothing.
 func (s *Service) Reject(ctx context.Context, ref, actor, reason string, on State) (*baton.Delivery, error) {
+	return s.reject(ctx, ref, Decision{Action: ActReject, Actor: actor, Note: reason, On: on})
+}
+
+// reject is Reject with the decision's line notes, each checked against
+// what the person could see.
+func (s *Service) reject(ctx context.Context, ref string, dec Decision) (*baton.Delivery, error) {
 	d, err := s.Resolve(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	in := Input{Action: ActReject, Actor: actor, Person: true, Now: s.now(), Note: reason, Reason: reason, On: on}
+	in := Input{Action: ActReject, Actor: dec.Actor, Person: true, Now: s.now(), Note: dec.Note, Reason: dec.Note, On: dec.On}
 	if _, err := Apply(*d, in); err != nil {
 		return nil, err // refuse before posting anything
 	}
-	r, warn := s.postReview(ctx, d, forge.Review{Verdict: baton.VerdictNotPass, Summary: reason, Author: actor, Reject: true})
-	if r.URL != "" {
-		in.Refs = []baton.Ref{r}
+	if err := s.checkNotes(ctx, d, dec.Notes); err != nil {
+		return nil, err
 	}
+	refs, warn := s.postReview(ctx, d, forge.Review{Verdict: baton.VerdictNotPass, Summary: dec.Note, Author: dec.Actor, Reject: true, Lines: dec.Notes})
+	in.Refs = slices.DeleteFunc(refs, func(r baton.Ref) bool { return r.URL == "" })
 	if warn != "" {
 		in.Note += " (" + warn + ")"
 	}
 	return s.Act(ctx, d.ID, in)
 }
 
+// checkNotes refuses line notes on anything but what the person was
+// shown: a file the change lands, or a line of the plan.
+func (s *Service) checkNotes(ctx context.Context, d *baton.Delivery, notes []baton.LineNote) error {
+	if len(notes) == 0 {
+		return nil
+	}
+	w, err := s.Work(ctx, d.ID, forge.DefaultDiffLimits)
+	if err != nil {
+		return err
+	}
+	files := map[string]bool{}
+	if w.Diff != nil {
+		for _, f := range w.Diff.Files {
+			files[f.Path] = !f.Binary
+		}
+	}
+	planLines := 0
+	if w.Plan != "" {
+		planLines = strings.Count(w.Plan, "\n") + 1
+	}
+	for _, n := range notes {
+		text, changed := files[n.Path]
+		switch {
+		case n.Path == forge.PlanPath && planLines > 0:
+			if n.Line > planLines {
+				return baton.Errorf(baton.Invalid, "line note on %s: the plan has %d lines", n.Where(), planLines)
+			}
+		case changed && !text:
+			return baton.Errorf(baton.Invalid, "line note on %s: it is a binary file; say what is wrong in the reason", baton.Truncate(n.Where(), 120, "…"))
+		case !changed:
+			what := "a file the change lands"
+			if planLines > 0 {
+				what += " or " + forge.PlanPath
+			}
+			return baton.Errorf(baton.Invalid, "line note on %s: that is not %s; name the file as the diff shows it", baton.Truncate(n.Where(), 120, "…"), what)
+		}
+	}
+	return nil
+}
+
 // postReview keeps a review note (database row and a markdown file the
 // next agent can open) and posts the review through the forge. A forge
 // failure is returned as a warning and the note's file ref stands in.
-func (s *Service) postReview(ctx context.Context, d *baton.Delivery, v forge.Review) (baton.Ref, string) {
+func (s *Service) postReview(ctx context.Context, d *baton.Delivery, v forge.Review) ([]baton.Ref, string) {
 	st := s.Queue.Store()
+	if len(v.Lines) > 0 {
+		v.Feedback = baton.FormatLineNotes(v.Lines)
+	}
 	note := &baton.ReviewNote{DeliveryID: d.ID, Verdict: v.Verdict, Summary: v.Summary, Feedback: v.Feedback, Author: v.Author, CreatedAt: s.now()}
 	fileRef := baton.Ref{Role: baton.RoleReview, Type: "review_note", Label: "review: " + string(v.Verdict)}
 	if v.Reject {
@@ -297,16 +348,17 @@ func (s *Service) postReview(ctx context.Context, d *baton.Delivery, v forge.Rev
 			}
 		}
 	}
+	kept := append([]baton.Ref{fileRef}, forge.LineRefs(v, fileRef.URL, nil)...)
 	f, err := s.forge(ctx, d)
 	if err != nil {
-		return fileRef, strings.Join(append(warns, baton.ErrorMessage(err)), "; ")
+		return kept, strings.Join(append(warns, baton.ErrorMessage(err)), "; ")
 	}
-	r, err := f.PostReview(ctx, d, v, fileRef.URL)
+	refs, err := f.PostReview(ctx, d, v, fileRef.URL)
 	if err != nil {
 		warns = append(warns, "review not posted to the forge, kept as a note: "+errText(err))
-		return fileRef, strings.Join(warns, "; ")
+		return kept, strings.Join(warns, "; ")
 	}
-	return r, strings.Join(warns, "; ")
+	return refs, strings.Join(warns, "; ")
 }
 
 // FileURL is the file:// URL of an absolute path: what review notes and

@@ -105,3 +105,77 @@ func TestDecisionOnAMovedWorkCommitIsRefused(t *testing.T) {
 		t.Errorf("approve made on the commit shown = %v, %v; want implement", got, err)
 	}
 }
+
+// A person's line notes on the change and the plan are kept with the
+// reject: checked against what the checkpoint showed (nothing is posted
+// for a note on a file the change does not land), written into the
+// review note, and each a review ref the next implement's prompt lists
+// with its file and line.
+func TestRejectLineNotesReachTheNextImplement(t *testing.T) {
+	t.Parallel()
+	src := sourceRepo(t)
+	h := newHarness(t, 1,
+		agenttest.Turn{Final: planText},
+		agenttest.Turn{Files: []agenttest.File{{Path: "greet.go", Content: "package app\n\nfunc Greet(name string) string { return \"hi \" + name }\n"}}, Final: "Added greet.go"},
+		agenttest.Turn{Final: map[string]string{"verdict": "pass", "summary": "Good", "feedback": ""}},
+		agenttest.Turn{Files: []agenttest.File{{Path: "greet.go", Content: "package app\n\nfunc Greet(name string) string { return \"hello, \" + name }\n"}}, Final: "Said hello"},
+	)
+	h.work()
+	d, _, err := h.svc.Insert(t.Context(), newDelivery(src, cfg(), baton.PhaseDeploy), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d = h.waitFor(d.ID, "deploy to wait for a person", func(d *baton.Delivery) bool {
+		return d.Phase == baton.PhaseDeploy && d.RunStatus == baton.StatusPending || d.RunStatus == baton.StatusFailed
+	})
+	on := delivery.StateOf(d, "")
+	for _, bad := range []struct {
+		notes []baton.LineNote
+		want  string
+	}{
+		{[]baton.LineNote{{Path: "main.go", Line: 1, Body: "x"}}, "not a file the change lands or docs/plan.md"},
+		{[]baton.LineNote{{Path: forge.PlanPath, Line: 40, Body: "x"}}, "the plan has 2 lines"},
+		{[]baton.LineNote{{Path: "../greet.go", Line: 1, Body: "x"}}, "not a file of the repository"},
+	} {
+		_, err := h.svc.DecideOn(t.Context(), d.ID, delivery.Decision{Action: delivery.ActReject, Actor: "bob", Note: "no", Notes: bad.notes, On: on})
+		if baton.ErrorCode(err) != baton.Invalid || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("reject with %+v = %v; want Invalid %q", bad.notes, err, bad.want)
+		}
+	}
+	_, err = h.svc.DecideOn(t.Context(), d.ID, delivery.Decision{Action: delivery.ActApprove, Actor: "bob", Notes: []baton.LineNote{{Path: "greet.go", Line: 3, Body: "x"}}, On: on})
+	if baton.ErrorCode(err) != baton.Invalid {
+		t.Errorf("approve with line notes = %v, want Invalid", err)
+	}
+	if notes, _ := h.svc.Store().ReviewNotes(t.Context(), d.ID); len(notes) != 1 {
+		t.Fatalf("refused rejects kept %d review notes beyond the reviewer's", len(notes)-1)
+	}
+
+	notes := []baton.LineNote{{Path: "greet.go", Line: 3, Body: "say hello,\nwith a comma"}, {Path: forge.PlanPath, Line: 2, Body: "a test of the comma too"}}
+	if _, err := h.svc.DecideOn(t.Context(), d.ID, delivery.Decision{Action: delivery.ActReject, Actor: "bob", Note: "Greet as the style guide says", Notes: notes, On: on}); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := h.svc.Store().ReviewNotes(t.Context(), d.ID)
+	if err != nil || len(kept) != 2 {
+		t.Fatalf("review notes = %+v, %v", kept, err)
+	}
+	body := delivery.NoteBody(&kept[1])
+	for _, want := range []string{"rejected by bob", "Greet as the style guide says", "- `greet.go:3`: say hello,\n  with a comma", "- `docs/plan.md:2`: a test of the comma too"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the kept note reads %q, want %q in it", body, want)
+		}
+	}
+	d = h.waitFor(d.ID, "the next implement to run", func(d *baton.Delivery) bool {
+		return d.Phase != baton.PhaseImplement && d.Rounds > 0 || d.RunStatus == baton.StatusFailed
+	})
+	calls := h.fake.Calls(t)
+	if len(calls) < 4 {
+		t.Fatalf("%d agent calls, want the second implement's", len(calls))
+	}
+	prompt := calls[3].Prompt
+	noteURL := kept[1].URL
+	for _, want := range []string{"- " + noteURL + "\n", "- " + noteURL + " (a note on greet.go:3)\n", "- " + noteURL + " (a note on docs/plan.md:2)\n"} {
+		if noteURL == "" || !strings.Contains(prompt, want) {
+			t.Errorf("the next implement's prompt:\n%s\nwant %q in it", prompt, want)
+		}
+	}
+}

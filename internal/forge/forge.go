@@ -17,6 +17,7 @@ package forge
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/baton-agent/baton"
@@ -34,9 +35,10 @@ type Forge interface {
 	// ref.
 	OpenWork(ctx context.Context, d *baton.Delivery, base, title, body string) (baton.Ref, error)
 	// PostReview publishes a verdict where the next implement run will
-	// see it, and returns its review ref. noteURL is where baton keeps its
-	// own copy (a file URL); the local forge returns it.
-	PostReview(ctx context.Context, d *baton.Delivery, v Review, noteURL string) (baton.Ref, error)
+	// see it, and returns its review ref, then one ref per line note
+	// (v.Lines, LineRefs) where that note can be read. noteURL is where
+	// baton keeps its own copy (a file URL); the local forge returns it.
+	PostReview(ctx context.Context, d *baton.Delivery, v Review, noteURL string) ([]baton.Ref, error)
 	// Checks waits for the CI of sha (the work branch head) to finish and
 	// reports it. ok=false means the forge has no CI at all (local).
 	Checks(ctx context.Context, d *baton.Delivery, sha string, wait CheckWait) (res CheckResult, ok bool, err error)
@@ -55,6 +57,18 @@ type Review struct {
 	Author string `json:"author"`
 	// Reject marks a person's reject reason rather than an agent verdict.
 	Reject bool `json:"reject,omitempty"`
+	// Lines are a reject's notes on lines of the change or the plan:
+	// listed in the body, and on GitHub also posted as the review's line
+	// comments. Feedback holds them as baton.FormatLineNotes writes them.
+	Lines []baton.LineNote `json:"lines,omitempty"`
+}
+
+// label names the review in its ref.
+func (r Review) label() string {
+	if r.Reject {
+		return "rejected by " + r.Author
+	}
+	return "review: " + string(r.Verdict)
 }
 
 // Marker ends everything baton posts on GitHub (reviews, reject
@@ -73,13 +87,53 @@ func (r Review) Body() string {
 	if r.Summary != "" {
 		body += r.Summary + "\n\n"
 	}
-	if r.Feedback != "" {
+	switch {
+	case len(r.Lines) > 0:
+		body += "### On lines\n\n"
+		for _, n := range r.Lines {
+			body += "- " + codeSpan(n.Where()) + ": " + strings.ReplaceAll(n.Body, "\n", "\n  ") + "\n"
+		}
+	case r.Feedback != "":
 		body += "### Feedback\n\n" + r.Feedback + "\n"
 	}
 	if !r.Reject {
 		body += "\n_" + r.Author + "_\n"
 	}
 	return body + "\n" + Marker + "\n"
+}
+
+// LineRefs are the refs of review r's line notes, the i-th at urls[i]
+// (at url when urls has none for it): review_line refs labelled
+// path:line, which the next prompt lists with their place.
+func LineRefs(r Review, url string, urls []string) []baton.Ref {
+	refs := make([]baton.Ref, len(r.Lines))
+	for i, n := range r.Lines {
+		u := url
+		if i < len(urls) && urls[i] != "" {
+			u = urls[i]
+		}
+		refs[i] = baton.Ref{Role: baton.RoleReview, Type: baton.RefReviewLine, Label: n.Where(), URL: u}
+	}
+	return refs
+}
+
+// codeSpan is s as a markdown code span, fenced with one more backtick
+// than the longest run in s.
+func codeSpan(s string) string {
+	run, longest := 0, 0
+	for _, c := range s {
+		if c == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		s = " " + s + " "
+	}
+	return fence + s + fence
 }
 
 // CheckWait bounds waiting for CI.

@@ -108,28 +108,55 @@ func (g *GitHub) OpenWork(ctx context.Context, d *baton.Delivery, base, title, b
 }
 
 // PostReview implements Forge: a pull request review (COMMENT) with the
-// verdict, or, before a pull request exists, a comment on the request
-// issue.
-func (g *GitHub) PostReview(ctx context.Context, d *baton.Delivery, v Review, _ string) (baton.Ref, error) {
-	label := "review: " + string(v.Verdict)
-	if v.Reject {
-		label = "rejected by " + v.Author
-	}
+// verdict, its line notes as the review's line comments, or, before a
+// pull request exists, a comment on the request issue. A review whose
+// line comments GitHub cannot place (a line the pull request's diff
+// does not show) is posted again without them: its body lists them all.
+func (g *GitHub) PostReview(ctx context.Context, d *baton.Delivery, v Review, _ string) ([]baton.Ref, error) {
 	if n, ok := prNumber(d); ok {
-		r, err := g.Client.CreateReview(ctx, g.Repo, n, github.NewReview{Event: github.EventComment, Body: v.Body()})
-		if err != nil {
-			return baton.Ref{}, err
+		nr := github.NewReview{Event: github.EventComment, Body: v.Body()}
+		for _, l := range v.Lines {
+			nr.Comments = append(nr.Comments, github.LineComment{Path: l.Path, Line: l.Line, Body: l.Body})
 		}
-		return baton.Ref{Role: baton.RoleReview, Type: "pr_review", Label: label, URL: r.URL}, nil
+		r, err := g.Client.CreateReview(ctx, g.Repo, n, nr)
+		if err != nil && len(nr.Comments) > 0 && baton.ErrorCode(err) == baton.Invalid {
+			nr.Comments = nil
+			r, err = g.Client.CreateReview(ctx, g.Repo, n, nr)
+		}
+		if err != nil {
+			return nil, err
+		}
+		var urls []string
+		if len(nr.Comments) > 0 {
+			urls = g.commentURLs(ctx, n, r.ID)
+		}
+		return append([]baton.Ref{{Role: baton.RoleReview, Type: "pr_review", Label: v.label(), URL: r.URL}}, LineRefs(v, r.URL, urls)...), nil
 	}
 	if n, ok := issueNumber(d); ok {
 		c, err := g.Client.CreateComment(ctx, g.Repo, n, v.Body())
 		if err != nil {
-			return baton.Ref{}, err
+			return nil, err
 		}
-		return baton.Ref{Role: baton.RoleReview, Type: "issue_comment", Label: label, URL: c.URL}, nil
+		return append([]baton.Ref{{Role: baton.RoleReview, Type: "issue_comment", Label: v.label(), URL: c.URL}}, LineRefs(v, c.URL, nil)...), nil
 	}
-	return baton.Ref{}, baton.Errorf(baton.NotFound, "delivery %s has no pull request or issue to post to", d.ID)
+	return nil, baton.Errorf(baton.NotFound, "delivery %s has no pull request or issue to post to", d.ID)
+}
+
+// commentURLs are the URLs of review id's line comments on pull request
+// n, in the order they were posted; none when they cannot be read (the
+// review's own URL shows them).
+func (g *GitHub) commentURLs(ctx context.Context, n int, id int64) []string {
+	all, err := g.Client.ReviewComments(ctx, g.Repo, n)
+	if err != nil {
+		return nil
+	}
+	var urls []string
+	for _, c := range all {
+		if c.ReviewID == id {
+			urls = append(urls, c.URL)
+		}
+	}
+	return urls
 }
 
 func issueNumber(d *baton.Delivery) (int, bool) {

@@ -62,10 +62,11 @@ func TestGitHubDraftPRReviewChecksMerge(t *testing.T) {
 	}
 
 	// The verdict is posted as a COMMENT review; its page is the review ref.
-	rev, err := g.PostReview(ctx, d, forge.Review{Verdict: baton.VerdictNotPass, Summary: "No test for the TTL", Feedback: "Add one.", Author: "reviewer agent (claude)"}, "")
-	if err != nil {
-		t.Fatal(err)
+	revs, err := g.PostReview(ctx, d, forge.Review{Verdict: baton.VerdictNotPass, Summary: "No test for the TTL", Feedback: "Add one.", Author: "reviewer agent (claude)"}, "")
+	if err != nil || len(revs) != 1 {
+		t.Fatal(revs, err)
 	}
+	rev := revs[0]
 	reviews := srv.Reviews("octo/app", prs[0].Number)
 	if len(reviews) != 1 || reviews[0].Event != "COMMENT" || !strings.Contains(reviews[0].Body, "not_pass") || !strings.Contains(reviews[0].Body, "Add one.") {
 		t.Fatalf("reviews = %+v", reviews)
@@ -308,5 +309,56 @@ func TestPhaseThatMovesTheHeadEndsWhereItStarted(t *testing.T) {
 				t.Errorf("what the pull request's commits show:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
 		})
+	}
+}
+
+// A reject's line notes become the review's line comments, each ref'd
+// at its own URL; notes GitHub cannot place still reach the pull
+// request, listed in the review's body.
+func TestGitHubRejectLineNotes(t *testing.T) {
+	t.Parallel()
+	g, srv := newGitHub(t)
+	ctx := t.Context()
+	pr := srv.AddPullRequest("octo/app", githubtest.PullRequest{Number: 7, Author: "alice", Files: []githubtest.File{
+		{Filename: "auth/jwt.go", Additions: 2, Patch: "@@ -1,2 +1,4 @@\n package auth\n+\n+const TTL = 60\n func x() {}"},
+		{Filename: "docs/plan.md", Status: "added", Additions: 2, Patch: "@@ -0,0 +1,2 @@\n+# Plan\n+1. Fix the TTL."},
+	}})
+	d := ghDelivery()
+	d.AddRef(baton.Ref{Role: baton.RoleWork, Type: "pr", Label: "octo/app#7", URL: "https://github.com/octo/app/pull/7"})
+	lines := []baton.LineNote{{Path: "auth/jwt.go", Line: 3, Body: "60 what? seconds?"}, {Path: "docs/plan.md", Line: 2, Body: "say which TTL"}}
+	refs, err := g.PostReview(ctx, d, forge.Review{Summary: "Units are unclear", Author: "ana", Reject: true, Lines: lines}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := srv.ReviewComments("octo/app", pr.Number)
+	if len(got) != 2 || got[0].Path != "auth/jwt.go" || got[0].Line != 3 || got[0].Body != "60 what? seconds?" || got[1].Path != "docs/plan.md" || got[1].Line != 2 {
+		t.Fatalf("line comments = %+v", got)
+	}
+	body := srv.Reviews("octo/app", pr.Number)[0].Body
+	if !strings.Contains(body, "- `auth/jwt.go:3`: 60 what? seconds?") || !strings.Contains(body, "rejected by ana") {
+		t.Errorf("review body = %q, want the notes listed", body)
+	}
+	want := []baton.Ref{
+		{Role: baton.RoleReview, Type: "pr_review", Label: "rejected by ana", URL: fmt.Sprintf("https://github.com/octo/app/pull/7#pullrequestreview-%d", got[0].ReviewID)},
+		{Role: baton.RoleReview, Type: baton.RefReviewLine, Label: "auth/jwt.go:3", URL: fmt.Sprintf("https://github.com/octo/app/pull/7#discussion_r%d", got[0].ID)},
+		{Role: baton.RoleReview, Type: baton.RefReviewLine, Label: "docs/plan.md:2", URL: fmt.Sprintf("https://github.com/octo/app/pull/7#discussion_r%d", got[1].ID)},
+	}
+	if fmt.Sprint(refs) != fmt.Sprint(want) {
+		t.Errorf("refs = %+v\nwant %+v", refs, want)
+	}
+
+	// A line the diff does not show: the review is posted without line
+	// comments, its body listing the note, and the note's ref is the
+	// review.
+	refs, err = g.PostReview(ctx, d, forge.Review{Summary: "Again", Author: "ana", Reject: true, Lines: []baton.LineNote{{Path: "auth/jwt.go", Line: 90, Body: "far away"}}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reviews := srv.Reviews("octo/app", pr.Number)
+	if len(reviews) != 2 || !strings.Contains(reviews[1].Body, "`auth/jwt.go:90`: far away") || len(srv.ReviewComments("octo/app", pr.Number)) != 2 {
+		t.Fatalf("reviews = %+v", reviews)
+	}
+	if len(refs) != 2 || refs[1].URL != refs[0].URL || refs[1].Label != "auth/jwt.go:90" {
+		t.Errorf("refs = %+v, want the note's ref at the review", refs)
 	}
 }

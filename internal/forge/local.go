@@ -31,12 +31,9 @@ func (Local) OpenWork(_ context.Context, d *baton.Delivery, base, _, _ string) (
 }
 
 // PostReview implements Forge: the note baton keeps is the review.
-func (Local) PostReview(_ context.Context, _ *baton.Delivery, v Review, noteURL string) (baton.Ref, error) {
-	label := "review: " + string(v.Verdict)
-	if v.Reject {
-		label = "rejected by " + v.Author
-	}
-	return baton.Ref{Role: baton.RoleReview, Type: "review_note", Label: label, URL: noteURL}, nil
+// Its line notes are read there too.
+func (Local) PostReview(_ context.Context, _ *baton.Delivery, v Review, noteURL string) ([]baton.Ref, error) {
+	return append([]baton.Ref{{Role: baton.RoleReview, Type: "review_note", Label: v.label(), URL: noteURL}}, LineRefs(v, noteURL, nil)...), nil
 }
 
 // Checks implements Forge: a local repository has no CI.
@@ -128,7 +125,7 @@ func (w *Workspaces) merge(ctx context.Context, c *cache, d *baton.Delivery, hea
 	if tree, err = c.ReplacePaths(ctx, tree, head, PlanPath); err != nil {
 		return "", err
 	}
-	if before, err := c.Tree(ctx, head); err != nil || before == tree {
+	if before, err := w.treeOf(ctx, c.Repo, head); err != nil || before == tree {
 		if err == nil {
 			err = baton.Errorf(baton.Conflict, "%s has no changes to merge", d.WorkBranch())
 		}
@@ -138,7 +135,11 @@ func (w *Workspaces) merge(ctx context.Context, c *cache, d *baton.Delivery, hea
 	if method == baton.MergeCommit {
 		parents = append(parents, sha)
 	}
-	return c.CommitTree(ctx, tree, MergeMessage(d), parents...)
+	merged, err := c.CommitTree(ctx, tree, MergeMessage(d), parents...)
+	if err == nil {
+		w.trees.put(merged, tree)
+	}
+	return merged, err
 }
 
 // land moves the source's base branch from head to merged, a descendant

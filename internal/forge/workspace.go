@@ -63,6 +63,38 @@ type Workspaces struct {
 	diffs    diffCache    // the last work diffs made (read.go)
 	lockHeld atomic.Int64 // nanoseconds any cache lock was held
 	hooks    sync.Map     // local source → its hooks directory
+	trees    treeMemo     // the trees of the commits baton made
+}
+
+// treeMemo remembers the tree of each commit baton made, so the next
+// commit or merge on it compares trees without starting git to ask. A
+// commit never changes, so an entry is never wrong; the memo is emptied
+// when it holds maxTreeMemo.
+type treeMemo struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+const maxTreeMemo = 4096
+
+func (t *treeMemo) put(commit, tree string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil || len(t.m) >= maxTreeMemo {
+		t.m = map[string]string{}
+	}
+	t.m[commit] = tree
+}
+
+// treeOf returns commit's tree, from the memo or from git in r.
+func (w *Workspaces) treeOf(ctx context.Context, r *gitx.Repo, commit string) (string, error) {
+	w.trees.mu.Lock()
+	tree, ok := w.trees.m[commit]
+	w.trees.mu.Unlock()
+	if ok {
+		return tree, nil
+	}
+	return r.Tree(ctx, commit)
 }
 
 // LockHeld is how long this Workspaces has held cache locks in all.
@@ -701,13 +733,14 @@ func (co *Checkout) CommitChanges(ctx context.Context, msg string) (string, bool
 		return "", false, err
 	}
 	parent := co.head
-	if before, err := co.c.Tree(ctx, parent); err != nil || before == tree {
+	if before, err := co.w.treeOf(ctx, co.c.Repo, parent); err != nil || before == tree {
 		return parent, false, err
 	}
 	sha, err := store.CommitTree(ctx, tree, msg, parent)
 	if err != nil {
 		return "", false, err
 	}
+	co.w.trees.put(sha, tree)
 	if err := store.SendObjects(ctx, co.c.Repo, sha, parent); err != nil {
 		return "", false, baton.WrapError(baton.Unavailable, err, "check the commit's objects into the repository cache")
 	}

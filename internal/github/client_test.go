@@ -795,3 +795,45 @@ func BenchmarkPullRequestDiff(b *testing.B) {
 		rc.Close()
 	}
 }
+
+func TestCreateReviewWithLineComments(t *testing.T) {
+	t.Parallel()
+	srv := githubtest.NewServer(t)
+	c := newClient(t, srv)
+	srv.AddPullRequest("octo/app", githubtest.PullRequest{Number: 12, Author: "alice", Files: []githubtest.File{
+		{Filename: "auth/jwt.go", Additions: 2, Deletions: 1, Patch: "@@ -10,3 +10,4 @@ func Check() {\n \tok := parse()\n-\treturn ok\n+\tif !ok {\n+\t\treturn false\n \t}"},
+	}})
+	ctx := t.Context()
+
+	rv, err := c.CreateReview(ctx, octo, 12, github.NewReview{Event: github.EventComment, Body: "see the lines", Comments: []github.LineComment{
+		{Path: "auth/jwt.go", Line: 12, Body: "what of an expired token?"},
+		{Path: "auth/jwt.go", Line: 11, Side: "LEFT", Body: "this was right"},
+	}})
+	if err != nil {
+		t.Fatalf("CreateReview: %v", err)
+	}
+	got, err := c.ReviewComments(ctx, octo, 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].ReviewID != rv.ID || got[0].Path != "auth/jwt.go" || got[0].Line != 12 || got[0].Side != "RIGHT" ||
+		got[0].Body != "what of an expired token?" || !strings.HasSuffix(got[0].DiffHunk, "+\t\treturn false") ||
+		got[1].Line != 11 || got[1].Side != "LEFT" || !strings.Contains(got[0].URL, "/pull/12#discussion_r") {
+		t.Fatalf("review comments = %+v", got)
+	}
+
+	// A line the diff does not show, or a file it does not change: GitHub
+	// refuses the whole review.
+	for _, lc := range []github.LineComment{{Path: "auth/jwt.go", Line: 40, Body: "x"}, {Path: "main.go", Line: 1, Body: "x"}} {
+		_, err = c.CreateReview(ctx, octo, 12, github.NewReview{Event: github.EventComment, Body: "x", Comments: []github.LineComment{lc}})
+		wantCode(t, err, baton.Invalid)
+		if !strings.Contains(err.Error(), "could not be resolved") {
+			t.Errorf("comment on %s:%d: %v, want GitHub's reason", lc.Path, lc.Line, err)
+		}
+	}
+	if n := len(srv.Reviews("octo/app", 12)); n != 1 {
+		t.Errorf("%d reviews stored, want the one accepted", n)
+	}
+	_, err = c.CreateReview(ctx, octo, 12, github.NewReview{Event: github.EventComment, Body: "x", Comments: []github.LineComment{{Path: "a.go", Line: 0, Body: "x"}}})
+	wantCode(t, err, baton.Invalid)
+}

@@ -271,6 +271,20 @@ type NewReview struct {
 	// CommitID pins the review to the head SHA that was reviewed; GitHub
 	// uses the current head when empty.
 	CommitID string
+	// Comments are the review's line comments, each on a line of the
+	// pull request's diff: GitHub refuses the whole review (Invalid)
+	// when one names a line the diff does not show.
+	Comments []LineComment
+}
+
+// LineComment is a review's comment on one line of a pull request's
+// diff: Line is the file's line on Side, RIGHT (the change's side, the
+// default) or LEFT (the base's).
+type LineComment struct {
+	Path string
+	Line int
+	Side string
+	Body string
 }
 
 // CreateReview submits a review. It returns Invalid for a bad event, a
@@ -297,6 +311,16 @@ func (c *Client) CreateReview(ctx context.Context, repo Repo, number int, nr New
 	}
 	if nr.CommitID != "" {
 		req.CommitID = &nr.CommitID
+	}
+	for _, lc := range nr.Comments {
+		if lc.Path == "" || lc.Line < 1 || strings.TrimSpace(lc.Body) == "" {
+			return nil, c.fail(baton.Invalid, nil, o, "a line comment needs a path, a line from 1 and a body")
+		}
+		side := lc.Side
+		if side == "" {
+			side = "RIGHT"
+		}
+		req.Comments = append(req.Comments, &gh.DraftReviewComment{Path: gh.Ptr(lc.Path), Line: gh.Ptr(lc.Line), Side: gh.Ptr(side), Body: gh.Ptr(lc.Body)})
 	}
 	var r gh.PullRequestReview
 	if _, err := c.send(ctx, http.MethodPost, fmt.Sprintf("repos/%s/%s/pulls/%d/reviews", repo.Owner, repo.Name, number), req, &r, o); err != nil {

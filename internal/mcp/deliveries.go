@@ -37,7 +37,11 @@ var deliveryTools = []tool{
 	{"delivery_reject", func(s *Server) {
 		sdk.AddTool(s.sdk, &sdk.Tool{Name: "delivery_reject", Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)},
 			Description: "Send a delivery back, with the reason."}, func(ctx context.Context, req *sdk.CallToolRequest, in rejectIn) (*sdk.CallToolResult, any, error) {
-			return s.decide(ctx, delivery.ActReject, in.Delivery, in.Note, in.State)
+			notes, err := baton.ParseLineNotes(in.Notes)
+			if err != nil {
+				return nil, nil, err
+			}
+			return s.decide(ctx, in.Delivery, in.State, delivery.Decision{Action: delivery.ActReject, Note: in.Note, Notes: notes})
 		})
 	}},
 	{"delivery_say", func(s *Server) {
@@ -210,6 +214,7 @@ type decisionIn struct {
 type rejectIn struct {
 	Delivery string `json:"delivery" jsonschema:"id or #seq"`
 	Note     string `json:"note" jsonschema:"the reason"`
+	Notes    string `json:"notes,omitempty" jsonschema:"line notes: path:line: text, one a line"`
 	State    string `json:"state,omitempty" jsonschema:"the view's state seen (refused once it moves)"`
 }
 
@@ -238,12 +243,14 @@ func decisionTool(a delivery.Action, desc string, destructive bool) func(*Server
 		ann := &sdk.ToolAnnotations{DestructiveHint: ptr(destructive), OpenWorldHint: ptr(true)}
 		sdk.AddTool(s.sdk, &sdk.Tool{Name: "delivery_" + string(a), Annotations: ann, Description: desc},
 			func(ctx context.Context, _ *sdk.CallToolRequest, in decisionIn) (*sdk.CallToolResult, any, error) {
-				return s.decide(ctx, a, in.Delivery, in.Note, in.State)
+				return s.decide(ctx, in.Delivery, in.State, delivery.Decision{Action: a, Note: in.Note})
 			})
 	}
 }
 
-func (s *Server) decide(ctx context.Context, a delivery.Action, ref, note, state string) (*sdk.CallToolResult, any, error) {
+// decide applies dec to the delivery named ref, made on the state named
+// state ("" for whatever it is now).
+func (s *Server) decide(ctx context.Context, ref, state string, dec delivery.Decision) (*sdk.CallToolResult, any, error) {
 	if s.opts.ReadOnly != "" {
 		return nil, nil, baton.Errorf(baton.Invalid, "%s", s.opts.ReadOnly)
 	}
@@ -255,11 +262,12 @@ func (s *Server) decide(ctx context.Context, a delivery.Action, ref, note, state
 	if err != nil {
 		return nil, nil, err
 	}
-	d, err := svc.DecideOn(ctx, ref, delivery.Decision{Action: a, Actor: "mcp", Note: note, On: on})
+	dec.Actor, dec.On = "mcp", on
+	d, err := svc.DecideOn(ctx, ref, dec)
 	if err != nil {
 		return nil, nil, err
 	}
-	return text("%s: %s", a, deliveryLine(d)), delivery.NewView(d), nil
+	return text("%s: %s", dec.Action, deliveryLine(d)), delivery.NewView(d), nil
 }
 
 // readDelivery is baton://deliveries/{id}: the delivery's view with its

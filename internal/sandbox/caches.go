@@ -44,9 +44,20 @@ func (c Confinement) caches(env []string) (add []string, p Policy, cleanup func(
 		add = append(add, "GOFLAGS="+strings.TrimSpace(flags+" -modcacherw"))
 	}
 	p.Write = []string{dir}
+	var local []string
+	if c.SetupCache != "" {
+		// What the repository's set-up downloaded, read-only.
+		p.Read = append(p.Read, c.SetupCache)
+		if dl := filepath.Join(c.SetupCache, "go", "mod", "cache", "download"); isDir(dl) {
+			local = append(local, "file://"+dl)
+		}
+	}
 	if dl := userGoDownloads(env); dl != "" {
-		p.Read = []string{dl}
-		add = append(add, "GOPROXY="+goProxyBefore("file://"+dl, goProxy(env)))
+		p.Read = append(p.Read, dl)
+		local = append(local, "file://"+dl)
+	}
+	if len(local) > 0 {
+		add = append(add, "GOPROXY="+goProxyBefore(strings.Join(local, ","), goProxy(env)))
 	}
 	return add, p, cleanup, nil
 }
@@ -68,10 +79,15 @@ func userGoDownloads(env []string) string {
 		}
 	}
 	dl := filepath.Join(mod, "cache", "download")
-	if fi, err := os.Stat(dl); err != nil || !fi.IsDir() {
+	if !isDir(dl) {
 		return ""
 	}
 	return dl
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 // goProxy is the proxy list Go would use with env: GOPROXY, else the

@@ -131,6 +131,15 @@ func Configure(getenv func(string) string, dir, mode string, read, write []strin
 func (c Confinement) InDataDir(data string) Confinement {
 	c.Home = filepath.Join(data, "agent-home")
 	c.Cache = filepath.Join(data, "agent-cache")
+	c.SetupCache = filepath.Join(data, "setup-cache")
+	return c
+}
+
+// ForSetup returns c for a repository's set-up commands: their caches
+// are the set-up cache, which they alone write (the boxes of agents and
+// checks read it).
+func (c Confinement) ForSetup() Confinement {
+	c.Cache, c.SetupCache = c.SetupCache, ""
 	return c
 }
 
@@ -138,7 +147,7 @@ func (c Confinement) InDataDir(data string) Confinement {
 // project root), so that what one project's agents put in a cache never
 // runs in another's builds.
 func (c Confinement) ForProject(project string) Confinement {
-	if c.Cache == "" || project == "" {
+	if project == "" {
 		return c
 	}
 	sum := sha256.Sum256([]byte(project))
@@ -146,7 +155,13 @@ func (c Confinement) ForProject(project string) Confinement {
 	if len(name) > 40 {
 		name = name[:40]
 	}
-	c.Cache = filepath.Join(c.Cache, cmp.Or(name, "project")+"-"+hex.EncodeToString(sum[:6]))
+	name = cmp.Or(name, "project") + "-" + hex.EncodeToString(sum[:6])
+	if c.Cache != "" {
+		c.Cache = filepath.Join(c.Cache, name)
+	}
+	if c.SetupCache != "" {
+		c.SetupCache = filepath.Join(c.SetupCache, name)
+	}
 	return c
 }
 
@@ -219,6 +234,11 @@ type Confinement struct {
 	// user's next unconfined build. "" sets none up: what runs in the box
 	// writes no cache (baton's own git needs none).
 	Cache string
+	// SetupCache holds the caches a repository's set-up filled (see
+	// ForSetup): read-only here, so that an agent cannot plant what the
+	// next delivery's set-up would install; Go modules in it are read as
+	// a proxy before any other. "" reads none.
+	SetupCache string
 	// MaxProcs caps the processes and threads the box holds at once; 0 is
 	// DefaultMaxProcs.
 	MaxProcs int

@@ -261,13 +261,15 @@ func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) error {
 }
 
 // ActionRequest is the optional body of an action: the reason for a
-// reject (required) or a close, for a retry the agent to switch to, and
-// the state the decision is made on (a delivery view's "state"; the
-// If-Match header may carry it instead).
+// reject (required) or a close, a reject's notes on lines of the change
+// or the plan, for a retry the agent to switch to, and the state the
+// decision is made on (a delivery view's "state"; the If-Match header
+// may carry it instead).
 type ActionRequest struct {
-	Reason string `json:"reason,omitempty"`
-	Agent  string `json:"agent,omitempty"`
-	State  string `json:"state,omitempty"`
+	Reason string           `json:"reason,omitempty"`
+	Notes  []baton.LineNote `json:"notes,omitempty"`
+	Agent  string           `json:"agent,omitempty"`
+	State  string           `json:"state,omitempty"`
 }
 
 // DecodeAction parses an action body; an empty body is no reason.
@@ -341,7 +343,7 @@ func (s *Server) actOnDelivery(w http.ResponseWriter, r *http.Request) error {
 		}
 		state = m
 	}
-	d, err := s.decide(r, a, body.Reason, body.Agent, state)
+	d, err := s.decide(r, a, body, state)
 	if err != nil {
 		return err
 	}
@@ -349,17 +351,17 @@ func (s *Server) actOnDelivery(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// decide applies a person's action to the delivery the path names, made
-// on the state named state ("" for whatever it is now): run starts a
-// waiting phase for the workers; a retry may switch the agent to one of
-// s.Agents.
-func (s *Server) decide(r *http.Request, a delivery.Action, reason, agent, state string) (*baton.Delivery, error) {
+// decide applies a person's action (its reason, notes and agent from
+// req) to the delivery the path names, made on the state named state
+// ("" for whatever it is now): run starts a waiting phase for the
+// workers; a retry may switch the agent to one of s.Agents.
+func (s *Server) decide(r *http.Request, a delivery.Action, req ActionRequest, state string) (*baton.Delivery, error) {
 	on, err := delivery.ParseState(state)
 	if err != nil {
 		return nil, err
 	}
-	dec := delivery.Decision{Action: a, Actor: actor(r), Note: reason, On: on}
-	if agent != "" {
+	dec := delivery.Decision{Action: a, Actor: actor(r), Note: req.Reason, Notes: req.Notes, On: on}
+	if agent := req.Agent; agent != "" {
 		if a != delivery.ActRetry {
 			return nil, baton.Errorf(baton.Invalid, "only a retry can switch the agent")
 		}

@@ -3,7 +3,9 @@ package web
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -98,6 +100,8 @@ func pages() (map[string]*template.Template, error) {
 			"actionLabel": actionLabel,
 			"fileStatus":  fileStatus,
 			"diffLines":   diffLines,
+			"planLines":   func(plan string) []string { return strings.Split(plan, "\n") },
+			"fileID":      fileID,
 			"hiddenFiles": hiddenFiles,
 			"add":         func(a, b int) int { return a + b },
 			"int64":       func(n int) int64 { return int64(n) },
@@ -269,6 +273,9 @@ func ago(t time.Time) string {
 type diffLine struct {
 	Class string
 	Segs  []diffSeg
+	// Line is the line's number in the file as the change leaves it (an
+	// added or unchanged line), 0 for others: what a line note names.
+	Line int
 }
 
 // diffSeg is a run of a line's text, or one hidden character
@@ -281,27 +288,56 @@ type diffSeg struct {
 
 // diffLines splits a patch into lines to colour; the text is escaped
 // when rendered, like everything from a repository.
+// Each added or unchanged line carries its number in the new file,
+// counted from its hunk's header.
 func diffLines(patch string) []diffLine {
 	lines := strings.SplitAfter(patch, "\n")
 	out := make([]diffLine, 0, len(lines))
+	next := 0 // the new file's next line; 0 outside a hunk
 	for _, l := range lines {
 		if l == "" {
 			continue
 		}
-		c := "l-ctx"
+		c, n := "l-ctx", 0
 		switch {
 		case strings.HasPrefix(l, "@@"):
-			c = "l-hunk"
+			c, next = "l-hunk", hunkStart(l)
 		case strings.HasPrefix(l, "+"):
-			c = "l-add"
+			c, n = "l-add", next
 		case strings.HasPrefix(l, "-"):
 			c = "l-del"
 		case strings.HasPrefix(l, "\\"), strings.HasPrefix(l, "Binary files"):
 			c = "l-meta"
+		default:
+			n = next
 		}
-		out = append(out, diffLine{c, markHidden(l)})
+		if n > 0 {
+			next++
+		}
+		out = append(out, diffLine{Class: c, Segs: markHidden(l), Line: n})
 	}
 	return out
+}
+
+// hunkStart is the new file's first line in a hunk header
+// ("@@ -3,4 +5,6 @@"), 0 when the header says none.
+func hunkStart(header string) int {
+	_, after, ok := strings.Cut(header, " +")
+	if !ok {
+		return 0
+	}
+	end := strings.IndexFunc(after, func(r rune) bool { return r < '0' || r > '9' })
+	if end < 0 {
+		end = len(after)
+	}
+	n, err := strconv.Atoi(after[:end])
+	if err != nil || n < 0 {
+		return 0
+	}
+	if n == 0 { // "+0,0": the file is deleted; no new lines
+		return 0
+	}
+	return n
 }
 
 // markHidden splits s into text and the hidden characters in it.
@@ -323,6 +359,14 @@ func markHidden(s string) []diffSeg {
 		segs = append(segs, diffSeg{Text: s[start:]})
 	}
 	return segs
+}
+
+// fileID is the element id of a changed file's fold: the same for the
+// same path on every render, so a live refresh keeps it as the person
+// left it (open or closed).
+func fileID(path string) string {
+	sum := sha256.Sum256([]byte(path))
+	return "file-" + hex.EncodeToString(sum[:6])
 }
 
 // hiddenFiles lists the files of a diff whose shown patch holds hidden
@@ -615,8 +659,8 @@ type deliveryPage struct {
 	// Agents are what Retry may switch to.
 	Agents []string
 	// ActionError says why the last action failed, beside the buttons;
-	// Reason is what was typed for it.
-	ActionError, Reason string
+	// Reason and Notes are what was typed for it.
+	ActionError, Reason, Notes string
 	// Labels say what each offered action does, as its button reads
 	// (decisionLabel).
 	Labels map[string]string
@@ -810,16 +854,20 @@ func (s *Server) formAct(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	reason := strings.TrimSpace(r.PostFormValue("reason"))
-	agent := strings.TrimSpace(r.PostFormValue("agent"))
-	d, err := s.decide(r, a, reason, agent, r.PostFormValue("state"))
+	req := ActionRequest{Reason: strings.TrimSpace(r.PostFormValue("reason")), Agent: strings.TrimSpace(r.PostFormValue("agent"))}
+	notes := r.PostFormValue("notes")
+	req.Notes, err = baton.ParseLineNotes(notes)
+	var d *baton.Delivery
+	if err == nil {
+		d, err = s.decide(r, a, req, r.PostFormValue("state"))
+	}
 	if err != nil {
 		p, perr := s.deliveryPage(r)
 		if perr != nil || baton.ErrorCode(err) == baton.NotFound {
 			return err
 		}
 		_, p.ActionError = classify(err)
-		p.Reason = reason
+		p.Reason, p.Notes = req.Reason, notes
 		return s.render(w, r, formFailed(err), "delivery", p)
 	}
 	return redirect(w, r, "/deliveries/"+d.ID, string(a))

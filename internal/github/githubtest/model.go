@@ -619,6 +619,19 @@ func (s *Server) Reviews(full string, number int) []Review {
 	return out
 }
 
+// ReviewComments returns the line comments on a pull request, oldest
+// first: those a test added and those reviews posted.
+func (s *Server) ReviewComments(full string, number int) []ReviewComment {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []ReviewComment
+	for _, rc := range s.mustRepo(full).reviewComms[number] {
+		out = append(out, *rc)
+	}
+	return out
+}
+
 // AddCheckRun adds a check run on ref (a SHA or a branch name, resolved
 // now) and returns it with its id. Status defaults to queued.
 func (s *Server) AddCheckRun(full, ref string, cr CheckRun) CheckRun {

@@ -336,6 +336,13 @@ func (s *Server) createReview(w http.ResponseWriter, r *http.Request) {
 		Body     string `json:"body"`
 		Event    string `json:"event"`
 		CommitID string `json:"commit_id"`
+		Comments []struct {
+			Path     string `json:"path"`
+			Body     string `json:"body"`
+			Line     int    `json:"line"`
+			Side     string `json:"side"`
+			Position int    `json:"position"`
+		} `json:"comments"`
 	}
 	if !decodeBody(w, r, &in) {
 		return
@@ -380,12 +387,93 @@ func (s *Server) createReview(w http.ResponseWriter, r *http.Request) {
 	if commit == "" {
 		commit = p.HeadSHA
 	}
+	// Line comments: each must name a line the pull request's diff shows
+	// (when the model lists its files), or GitHub refuses the review.
+	var comments []*ReviewComment
+	for _, c := range in.Comments {
+		side := c.Side
+		if side == "" {
+			side = "RIGHT"
+		}
+		if c.Path == "" || c.Body == "" || c.Line < 1 && c.Position < 1 || side != "RIGHT" && side != "LEFT" {
+			writeValidation(w, docReviews, fieldError{Resource: "PullRequestReviewComment", Field: "comments", Code: "invalid"})
+			return
+		}
+		hunk := ""
+		if len(p.Files) > 0 {
+			i := slices.IndexFunc(p.Files, func(f File) bool { return f.Filename == c.Path })
+			if i < 0 {
+				writeUnprocessable(w, docReviews, "Path could not be resolved")
+				return
+			}
+			var shown bool
+			if hunk, shown = hunkShowing(p.Files[i].Patch, c.Line, side); !shown {
+				writeUnprocessable(w, docReviews, "Line could not be resolved")
+				return
+			}
+		}
+		comments = append(comments, &ReviewComment{Author: actor(r), Body: c.Body, Path: c.Path, Line: c.Line, Side: side, CommitID: commit, DiffHunk: hunk})
+	}
 	rv := &Review{ID: s.id(), Author: actor(r), Body: in.Body, State: state, Event: in.Event, CommitID: commit}
 	if state != "PENDING" {
 		rv.SubmittedAt = s.now()
 	}
+	for _, c := range comments {
+		c.ID, c.ReviewID, c.CreatedAt = s.id(), rv.ID, s.now()
+		rp.reviewComms[n] = append(rp.reviewComms[n], c)
+	}
 	rp.reviews[n] = append(rp.reviews[n], rv)
 	writeJSON(w, http.StatusOK, s.reviewJSON(s.urlsFor(r), rp, n, rv))
+}
+
+// hunkShowing returns the hunk of patch (header to the line) that shows
+// line on side (RIGHT: the new file's lines, added or context; LEFT:
+// the old file's, deleted or context), and whether one does.
+func hunkShowing(patch string, line int, side string) (string, bool) {
+	var oldN, newN, start int
+	inHunk := false
+	lines := strings.Split(patch, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "@@") {
+			var a, b int
+			if _, err := fmt.Sscanf(l, "@@ -%d", &a); err != nil {
+				return "", false
+			}
+			plus := strings.Index(l, " +")
+			if plus < 0 {
+				return "", false
+			}
+			if _, err := fmt.Sscanf(l[plus:], " +%d", &b); err != nil {
+				return "", false
+			}
+			oldN, newN, start, inHunk = a, b, i, true
+			continue
+		}
+		if !inHunk || l == "" && i == len(lines)-1 {
+			continue
+		}
+		var onOld, onNew bool
+		switch {
+		case strings.HasPrefix(l, "+"):
+			onNew = true
+		case strings.HasPrefix(l, "-"):
+			onOld = true
+		case strings.HasPrefix(l, "\\"):
+			continue
+		default:
+			onOld, onNew = true, true
+		}
+		if side == "RIGHT" && onNew && newN == line || side == "LEFT" && onOld && oldN == line {
+			return strings.Join(lines[start:i+1], "\n"), true
+		}
+		if onOld {
+			oldN++
+		}
+		if onNew {
+			newN++
+		}
+	}
+	return "", false
 }
 
 func (s *Server) merge(w http.ResponseWriter, r *http.Request) {

@@ -310,3 +310,77 @@ func TestDashboardSmallThings(t *testing.T) {
 	}
 	e.shots("small-things")
 }
+
+// Item 11: a reviewer comments on a line. At the deploy checkpoint the
+// diff and the plan are numbered by line; selecting a line starts a note
+// on it in the reject form, where more are typed by hand as
+// path:line: text (all there is without JavaScript). The reject keeps
+// them: its review note lists them, and each is a review ref the next
+// implement's prompt reads.
+func TestDashboardLineNotes(t *testing.T) {
+	e := newEnv(t)
+	e.signIn()
+	id := e.mk("Note a line")
+	e.waitState(id, planWaits)
+	if _, err := e.svc.Decide(e.t.Context(), id, delivery.ActApprove, "alice", ""); err != nil {
+		t.Fatal(err)
+	}
+	e.waitState(id, func(d *baton.Delivery) bool {
+		return d.Phase == baton.PhaseDeploy && d.RunStatus == baton.StatusPending
+	})
+	e.open("/deliveries/" + id)
+	file := "baton-" + id + ".txt"
+	if n := eval[int](e, `document.querySelectorAll('#changes details.file[data-path] pre.diff span[data-line]').length`); n != 1 {
+		t.Errorf("the diff numbers %d lines, want its one added line", n)
+	}
+	e.click("#plan-box > summary")
+	if n := eval[int](e, `document.querySelectorAll('#plan .doc span[data-line]').length`); n < 2 {
+		t.Errorf("the plan numbers %d lines, want every line", n)
+	}
+	e.click(`#changes pre.diff span[data-line="1"]`)
+	if got := eval[string](e, `document.querySelector("#notes-reject").value`); got != file+":1: " {
+		t.Errorf("selecting the diff's line 1 starts the note %q, want %q", got, file+":1: ")
+	}
+	if open := eval[bool](e, `document.querySelector("#confirm-reject").open && document.activeElement.id === "notes-reject"`); !open {
+		t.Error("selecting a line does not open the reject form at the notes")
+	}
+	e.run("type the notes", chromedp.SendKeys(chromedp.CSS(`#notes-reject`), "say hello first\n  and end with a full stop\ndocs/plan.md:2: name the file"),
+		chromedp.SendKeys(chromedp.CSS(`#reason-reject`), "Greet as the style guide says"))
+	e.inLayouts(func(layout string) {
+		if w := eval[int](e, `document.documentElement.scrollWidth - document.documentElement.clientWidth`); w > 0 {
+			t.Errorf("%s: the page with the notes typed scrolls %d px sideways", layout, w)
+		}
+	})
+	e.shots("line-notes-typed")
+	e.submit(`#confirm-reject button[data-action="reject"]`)
+	e.waitState(id, func(d *baton.Delivery) bool { return d.Phase == baton.PhaseImplement })
+	d, err := e.svc.Current(e.t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	note := ""
+	for _, r := range d.Refs {
+		if r.Type == baton.RefReviewLine {
+			lines = append(lines, r.Label)
+		}
+		if r.Type == "review_note" && strings.HasPrefix(r.Label, "rejected by") {
+			note = r.URL
+		}
+	}
+	if strings.Join(lines, " ") != file+":1 docs/plan.md:2" || note == "" {
+		t.Fatalf("the reject's refs are %+v, want a note and one ref per line note", d.Refs)
+	}
+	if got := delivery.BuildPrompt(d); !strings.Contains(got, note+" (a note on "+file+":1)") {
+		t.Errorf("the next implement's prompt:\n%s\nlacks the line note", got)
+	}
+	e.open("/deliveries/" + id)
+	e.open(eval[string](e, `Array.from(document.querySelectorAll('#detail a[href*="/notes/"]')).pop().getAttribute("href")`))
+	body := e.text()
+	for _, want := range []string{"On lines", "- `" + file + ":1`: say hello first\n  and end with a full stop", "- `docs/plan.md:2`: name the file"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the review note page reads\n%s\nwant %q in it", body, want)
+		}
+	}
+	e.shots("line-notes-kept")
+}

@@ -239,6 +239,24 @@
     }
   }
 
+  // --- line notes ------------------------------------------------------------
+  // Selecting a numbered line of the diff or the plan adds "path:line: "
+  // to the reject form's notes, opened, for the person to go on typing.
+  // Without JavaScript the same notes are typed there by hand.
+  document.documentElement.classList.add("js");
+  document.addEventListener("click", function (e) {
+    var l = e.target.closest ? e.target.closest("[data-line]") : null;
+    var f = l ? l.closest("[data-path]") : null;
+    var notes = document.getElementById("notes-reject");
+    if (!f || !notes || String(window.getSelection ? window.getSelection() : "") !== "") return;
+    var box = document.getElementById("confirm-reject");
+    if (box) box.open = true;
+    var v = notes.value;
+    notes.value = v + (v && v.slice(-1) !== "\n" ? "\n" : "") + f.dataset.path + ":" + l.dataset.line + ": ";
+    notes.focus();
+    notes.setSelectionRange(notes.value.length, notes.value.length);
+  });
+
   function caughtUp() {
     // Back after the server was gone: whatever changed meanwhile.
     if (log) refresh();
