@@ -44,7 +44,7 @@ func (s *Service) Say(ctx context.Context, ref, actor, text string) (*baton.Mess
 		if err != nil {
 			return err
 		}
-		if !listens(cur) {
+		if !Listens(cur) {
 			return baton.Errorf(baton.Conflict, "delivery %s is %s: no agent is running or queued to hear a message; %s", cur.ID, cur.String(), sayInstead(cur))
 		}
 		m = &baton.Message{DeliveryID: cur.ID, Phase: cur.Phase, Attempt: cur.Attempt, Actor: actor, Text: text, CreatedAt: now}
@@ -71,10 +71,10 @@ func (s *Service) Say(ctx context.Context, ref, actor, text string) (*baton.Mess
 	return m, nil
 }
 
-// listens reports whether d has an agent to give a message to: an agent
+// Listens reports whether d has an agent to give a message to: an agent
 // phase running, or queued (its run starts with the message among its
 // refs).
-func listens(d *baton.Delivery) bool {
+func Listens(d *baton.Delivery) bool {
 	if d.Phase.Executor() != baton.ExecutorAgent {
 		return false
 	}

@@ -205,6 +205,7 @@ func (s *Server) Handler() http.Handler {
 	page("GET /deliveries/{id}/notes/{n}", s.pageNote)
 	page("GET /live", s.live)
 	page("POST /deliveries", s.formCreate)
+	page("POST /deliveries/{id}/say", s.formSay)
 	page("POST /deliveries/{id}/{action}", s.formAct)
 	page("GET /sources", s.pageSources)
 	page("POST /sources", s.formAddSource)
