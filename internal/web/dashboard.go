@@ -104,6 +104,7 @@ func pages() (map[string]*template.Template, error) {
 			"fileID":      fileID,
 			"hiddenFiles": hiddenFiles,
 			"add":         func(a, b int) int { return a + b },
+			"add64":       func(a, b int64) int64 { return a + b },
 			"int64":       func(n int) int64 { return int64(n) },
 			"safeURL": func(u string) template.URL {
 				if p, err := url.Parse(u); err == nil && (p.Scheme == "https" || p.Scheme == "http") {
@@ -429,8 +430,8 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 	}
 	var buf bytes.Buffer
 	root := "base"
-	if f := r.URL.Query().Get("fragment"); f == "live" && name == "delivery" {
-		root = "live"
+	if f := r.URL.Query().Get("fragment"); (f == "live" || f == "earlier") && name == "delivery" {
+		root = f
 	}
 	if err := t.ExecuteTemplate(&buf, root, data); err != nil {
 		return err
@@ -646,7 +647,9 @@ type deliveryPage struct {
 	Log    []logItem
 	Events int
 	After  int64
+	// Older says there are lines before First, the first one shown.
 	Older  bool
+	First  int64
 	Closed bool
 	// LastRun numbers the newest agent run shown: output of a newer one
 	// refreshes the page's state.
@@ -697,15 +700,42 @@ func groupLog(evs []baton.DeliveryEvent) []logItem {
 	return out
 }
 
-const pageEvents = 300
+// pageEvents is how many log lines a delivery's page shows at first,
+// and how many more each "Show earlier lines" adds; maxPageEvents is
+// the most one page shows.
+const pageEvents, maxPageEvents = 300, 20 * 300
+
+// logWindow is the events (from, to] a delivery's page shows, last
+// being its newest: the newest pageEvents, or with ?before=SEQ (the
+// first line the page showed) pageEvents more before SEQ as well, at
+// most maxPageEvents in all; with ?fragment=earlier, those earlier ones
+// alone.
+func logWindow(q url.Values, last int64) (from, to int64, err error) {
+	to = last
+	if b := q.Get("before"); b != "" {
+		n, err := strconv.ParseInt(b, 10, 64)
+		if err != nil || n < 1 {
+			return 0, 0, baton.Errorf(baton.Invalid, "before=%s: want the number of a log line, from 1", baton.Truncate(b, 20, "…"))
+		}
+		to = min(n-1, last)
+	}
+	from = max(to-pageEvents, 0)
+	if q.Get("fragment") == "earlier" {
+		return from, to, nil
+	}
+	return max(from, last-maxPageEvents), last, nil
+}
 
 func (s *Server) deliveryPage(r *http.Request) (*deliveryPage, error) {
 	v, err := s.detail(r, r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
-	from := max(v.LastEvent-pageEvents, 0)
-	evs, err := s.Deliveries.Events(r.Context(), v.Delivery.ID, from, pageEvents)
+	from, to, err := logWindow(r.URL.Query(), v.LastEvent)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := s.Deliveries.Events(r.Context(), v.Delivery.ID, from, int(to-from))
 	if err != nil {
 		return nil, err
 	}
@@ -717,7 +747,7 @@ func (s *Server) deliveryPage(r *http.Request) (*deliveryPage, error) {
 		return nil, err
 	}
 	p := &deliveryPage{pageData: s.page(r, fmt.Sprintf("#%d %s", v.Delivery.Seq, baton.Truncate(v.Delivery.Title, 80, "…")), "list"), D: v,
-		Log: groupLog(evs), Events: int(v.LastEvent), After: v.LastEvent, Older: from > 0, Closed: v.Delivery.Phase == string(baton.PhaseClose),
+		Log: groupLog(evs), Events: int(v.LastEvent), After: v.LastEvent, Older: from > 0, First: from + 1, Closed: v.Delivery.Phase == string(baton.PhaseClose),
 		Work: work, Agents: s.Agents}
 	p.Labels = map[string]string{}
 	for _, a := range v.Delivery.Actions {

@@ -1,11 +1,14 @@
 package browser_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/baton-agent/baton"
@@ -435,5 +438,60 @@ func TestDashboardInsights(t *testing.T) {
 	e.open("/insights?days=0")
 	if msg := eval[string](e, `(document.querySelector(".banner.err") || {}).textContent || ""`); !strings.Contains(msg, "days=0") {
 		t.Errorf("a window that is not one says %q, want why", msg)
+	}
+}
+
+// Item 9: earlier log lines page in. "Show earlier lines" fetches 300
+// more into the log, above the lines shown, without leaving the page
+// and without moving what the person reads; without JavaScript it opens
+// the page with them.
+func TestDashboardEarlierLogLines(t *testing.T) {
+	e := newEnv(t, noWorker)
+	e.signIn()
+	id := e.mk("Talk a lot")
+	evs := make([]baton.DeliveryEvent, 700)
+	for i := range evs {
+		evs[i] = baton.DeliveryEvent{Kind: baton.EventText, Phase: baton.PhasePlan, Text: fmt.Sprintf("line %d of the plan", i+1), At: time.Now()}
+	}
+	if err := e.svc.Store().AppendEvents(e.t.Context(), id, evs); err != nil {
+		t.Fatal(err)
+	}
+	count := `document.querySelectorAll("#live-log .ev.text").length`
+	e.open("/deliveries/" + id)
+	if n := eval[int](e, count); n != 300 {
+		t.Fatalf("the log shows %d lines, want the newest 300", n)
+	}
+	eval[bool](e, `(document.querySelector("#live-log").scrollTop = 0, true)`)
+	top := eval[string](e, `document.querySelector("#live-log .ev.text").textContent`)
+	e.click("#log-earlier a")
+	e.waitJS("the earlier lines", count+` === 600`, 10*time.Second)
+	if p := eval[string](e, `location.pathname + location.search`); p != "/deliveries/"+id {
+		t.Errorf("showing earlier lines opened %s, want them fetched into the page", p)
+	}
+	// The line that was at the top is still in view, below the new ones.
+	if y := eval[float64](e, `(() => { const log = document.querySelector("#live-log"); const el = Array.from(log.querySelectorAll(".ev.text")).find(d => d.textContent === `+"`"+top+"`"+`); return el.getBoundingClientRect().top - log.getBoundingClientRect().top; })()`); y < 0 || y > 60 {
+		t.Errorf("the line read before (%q) moved to %v px from the log's top, want it where it was", top, y)
+	}
+	if f := eval[string](e, `document.activeElement ? document.activeElement.textContent : ""`); f != "Show earlier lines" {
+		t.Errorf("the focus is on %q, want the next Show earlier lines", f)
+	}
+	e.shots("earlier-lines-in-place")
+
+	e.run("turn JavaScript off", scripts(false))
+	e.open("/deliveries/" + id)
+	e.click("#log-earlier a")
+	e.waitJS("the page with earlier lines", `location.search.includes("before=")`, 10*time.Second)
+	if n := eval[int](e, count); n != 600 {
+		t.Errorf("without JavaScript the link opens a page of %d lines, want 600", n)
+	}
+	e.run("turn JavaScript on", scripts(true))
+}
+
+// scripts turns the page's JavaScript on or off (the DevTools protocol's
+// own evaluation still runs).
+func scripts(on bool) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		_, err := cdp.Call(ctx, t, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: !on})
+		return chromedp.Void{}, err
 	}
 }

@@ -239,6 +239,35 @@
     }
   }
 
+  // --- earlier log lines -----------------------------------------------------
+  // "Show earlier lines" fetches them into the log, above the ones shown,
+  // keeping what the person reads where it is; without JavaScript the
+  // link opens the page with them.
+  if (log) log.addEventListener("click", function (e) {
+    var a = e.target.closest ? e.target.closest("#log-earlier a") : null;
+    if (!a || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey) return;
+    e.preventDefault();
+    var u = new URL(a.href);
+    u.hash = "";
+    u.searchParams.set("fragment", "earlier");
+    fetch(u, { credentials: "same-origin", cache: "no-store" })
+      .then(function (r) {
+        if (!r.ok) throw new Error("status " + r.status);
+        return r.text();
+      })
+      .then(function (html) {
+        var tpl = document.createElement("template");
+        tpl.innerHTML = html.trim();
+        var holder = document.getElementById("log-earlier");
+        var height = log.scrollHeight;
+        holder.replaceWith(tpl.content);
+        log.scrollTop += log.scrollHeight - height;
+        var next = document.querySelector("#log-earlier a");
+        (next || log).focus({ preventScroll: true });
+      })
+      .catch(function () { location.href = a.href; });
+  });
+
   // --- line notes ------------------------------------------------------------
   // Selecting a numbered line of the diff or the plan adds "path:line: "
   // to the reject form's notes, opened, for the person to go on typing.
