@@ -161,6 +161,11 @@ func boxedAgentEnv(t *testing.T, env []string, bin string) []string {
 	if st := sandbox.Probe(); !st.Available() {
 		t.Skipf("this kernel cannot confine agents: %s", st.Why)
 	}
+	return withBinOnPath(env, bin)
+}
+
+// withBinOnPath is env with bin's directory first on its PATH.
+func withBinOnPath(env []string, bin string) []string {
 	out := append([]string(nil), env...)
 	for i, kv := range out {
 		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
