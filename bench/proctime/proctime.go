@@ -37,6 +37,9 @@ type Stats struct {
 	P90    time.Duration
 	Max    time.Duration
 	MaxRSS int64 // bytes
+	// CPU is the median of user and system time: what a busy machine
+	// changes far less than the wall time.
+	CPU time.Duration
 }
 
 // Measure runs r.Argv r.N times (after one untimed warm-up run) and
@@ -60,6 +63,7 @@ func Alternate(runs ...Run) ([]Stats, error) {
 		rounds = max(rounds, r.N)
 	}
 	ds := make([][]time.Duration, len(runs))
+	cpus := make([][]time.Duration, len(runs))
 	maxRSS := make([]int64, len(runs))
 	for i := -1; i < rounds; i++ {
 		for k, r := range runs {
@@ -71,7 +75,7 @@ func Alternate(runs ...Run) ([]Stats, error) {
 					return nil, fmt.Errorf("before %v: %w", r.Argv, err)
 				}
 			}
-			d, rss, out, err := once(r)
+			d, cpu, rss, out, err := once(r)
 			if err != nil {
 				return nil, err
 			}
@@ -84,19 +88,23 @@ func Alternate(runs ...Run) ([]Stats, error) {
 				continue
 			}
 			ds[k] = append(ds[k], d)
+			cpus[k] = append(cpus[k], cpu)
 			maxRSS[k] = max(maxRSS[k], rss)
 		}
 	}
 	st := make([]Stats, len(runs))
 	for k, d := range ds {
 		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-		st[k] = Stats{Runs: len(d), Median: d[len(d)/2], P90: d[len(d)*9/10], Max: d[len(d)-1], MaxRSS: maxRSS[k]}
+		c := cpus[k]
+		sort.Slice(c, func(i, j int) bool { return c[i] < c[j] })
+		st[k] = Stats{Runs: len(d), Median: d[len(d)/2], P90: d[len(d)*9/10], Max: d[len(d)-1], MaxRSS: maxRSS[k], CPU: c[len(c)/2]}
 	}
 	return st, nil
 }
 
-// once runs r a single time: its wall time, peak RSS and output.
-func once(r Run) (time.Duration, int64, []byte, error) {
+// once runs r a single time: its wall time, CPU time (user and system),
+// peak RSS and output.
+func once(r Run) (time.Duration, time.Duration, int64, []byte, error) {
 	c := exec.Command(r.Argv[0], r.Argv[1:]...)
 	c.Dir = r.Dir
 	var out bytes.Buffer
@@ -109,13 +117,13 @@ func once(r Run) (time.Duration, int64, []byte, error) {
 	d := time.Since(start)
 	var exit *exec.ExitError
 	if err != nil && !(r.AllowFail && errors.As(err, &exit)) {
-		return 0, 0, nil, fmt.Errorf("%v: %v\n%s", r.Argv, err, out.Bytes())
+		return 0, 0, 0, nil, fmt.Errorf("%v: %v\n%s", r.Argv, err, out.Bytes())
 	}
 	var rss int64
 	if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		rss = ru.Maxrss * 1024 // Linux reports KiB
 	}
-	return d, rss, out.Bytes(), nil
+	return d, c.ProcessState.UserTime() + c.ProcessState.SystemTime(), rss, out.Bytes(), nil
 }
 
 // MS formats d in milliseconds with two decimals.

@@ -392,31 +392,36 @@ func cpuTime(pid int) (time.Duration, error) {
 }
 
 func printTable(rs []*result) {
-	fmt.Println("| call | goal (median) | 1×: median | p90 | × do-nothing Go | large: median | p90 | × do-nothing Go | growth |")
-	fmt.Println("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("| call | goal (median) | 1×: median | p90 | CPU | × do-nothing Go | large: median | p90 | CPU | × do-nothing Go | growth | CPU growth |")
+	fmt.Println("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rs {
 		s, hasS := r.at["small"]
 		l, hasL := r.at["large"]
-		cell := func(st stats, ok bool) (string, string, string) {
+		cell := func(st stats, ok bool) (med, p90, cpu, ratio string) {
 			if !ok {
-				return "", "", ""
+				return
 			}
-			ratio := ""
 			if st.noop > 0 {
 				ratio = fmt.Sprintf("%.2f×", float64(st.Median)/float64(st.noop))
 			}
-			if st.Runs == 1 {
-				return proctime.MS(st.Median), "(once)", ratio
+			if st.CPU > 0 {
+				cpu = proctime.MS(st.CPU)
 			}
-			return proctime.MS(st.Median), proctime.MS(st.P90), ratio
+			if st.Runs == 1 {
+				return proctime.MS(st.Median), "(once)", cpu, ratio
+			}
+			return proctime.MS(st.Median), proctime.MS(st.P90), cpu, ratio
 		}
-		sm, sp, sr := cell(s, hasS)
-		lm, lp, lr := cell(l, hasL)
-		growth := ""
+		sm, sp, sc, sr := cell(s, hasS)
+		lm, lp, lc, lr := cell(l, hasL)
+		growth, cpuGrowth := "", ""
 		if hasS && hasL && s.Median > 0 {
 			growth = fmt.Sprintf("%.2f×", float64(l.Median)/float64(s.Median))
 		}
-		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.name, r.goal, sm, sp, sr, lm, lp, lr, growth)
+		if hasS && hasL && s.CPU > 0 {
+			cpuGrowth = fmt.Sprintf("%.2f×", float64(l.CPU)/float64(s.CPU))
+		}
+		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.name, r.goal, sm, sp, sc, sr, lm, lp, lc, lr, growth, cpuGrowth)
 	}
 }
 

@@ -161,6 +161,11 @@ func boxedAgentEnv(t *testing.T, env []string, bin string) []string {
 	if st := sandbox.Probe(); !st.Available() {
 		t.Skipf("this kernel cannot confine agents: %s", st.Why)
 	}
+	return withBinOnPath(env, bin)
+}
+
+// withBinOnPath is env with bin's directory first on its PATH.
+func withBinOnPath(env []string, bin string) []string {
 	out := append([]string(nil), env...)
 	for i, kv := range out {
 		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
@@ -186,20 +191,16 @@ func anthropicMove(m move, write, shell string) harnesstest.Reply {
 
 var toolResult = regexp.MustCompile(`"type":"tool_result"`)
 
-// Claude Code 2.1.332 on a fresh HOME: nothing in ~/.claude before the
-// delivery, its own settings and sessions kept after it.
-func TestRealClaudeDelivery(t *testing.T) {
-	t.Parallel()
-	claude := realClaude(t)
-	home, data := t.TempDir(), t.TempDir()
-	env := gitEnv(home, "BATON_DATA_DIR="+data)
-	repo := userRepo(t, env)
-	var tools []string
+// claudeGreeter is the scripted model of a Claude Code delivery
+// (greetingScript), its requests, and the tools Claude Code offered.
+func claudeGreeter(t *testing.T) (url string, requests func() []string, tools *[]string) {
+	t.Helper()
+	tools = new([]string)
 	model := harnesstest.NewAnthropicServer(t, func(r *harnesstest.AnthropicRequest) harnesstest.Reply {
-		if len(r.Tools) > len(tools) {
-			tools = tools[:0]
+		if len(r.Tools) > len(*tools) {
+			*tools = (*tools)[:0]
 			for _, tl := range r.Tools {
-				tools = append(tools, tl.Name)
+				*tools = append(*tools, tl.Name)
 			}
 		}
 		if !r.HasTool("Write") {
@@ -216,16 +217,28 @@ func TestRealClaudeDelivery(t *testing.T) {
 		}
 		return anthropicMove(m, "Write", "Bash")
 	})
-	// As a user runs it: baton, not the user, turns off what Claude Code
-	// sends besides its model requests.
-	env = boxedAgentEnv(t, append(env, "ANTHROPIC_BASE_URL="+model.URL, "ANTHROPIC_API_KEY=test-key"), claude)
-	realDelivery(t, env, repo, "claude", func() []string {
+	return model.URL, func() []string {
 		var raws []string
 		for _, r := range model.Requests() {
 			raws = append(raws, r.Raw)
 		}
 		return raws
-	})
+	}, tools
+}
+
+// Claude Code 2.1.332 on a fresh HOME: nothing in ~/.claude before the
+// delivery, its own settings and sessions kept after it.
+func TestRealClaudeDelivery(t *testing.T) {
+	t.Parallel()
+	claude := realClaude(t)
+	home, data := t.TempDir(), t.TempDir()
+	env := gitEnv(home, "BATON_DATA_DIR="+data)
+	repo := userRepo(t, env)
+	url, requests, tools := claudeGreeter(t)
+	// As a user runs it: baton, not the user, turns off what Claude Code
+	// sends besides its model requests.
+	env = boxedAgentEnv(t, append(env, "ANTHROPIC_BASE_URL="+url, "ANTHROPIC_API_KEY=test-key"), claude)
+	realDelivery(t, env, repo, "claude", requests)
 	// Claude Code keeps its sessions, in the agent home baton keeps for
 	// it, and writes nothing into the user's own ~/.claude.
 	if sessions, _ := filepath.Glob(filepath.Join(data, "agent-home", ".claude", "projects", "*", "*.jsonl")); len(sessions) < 5 {
@@ -236,24 +249,19 @@ func TestRealClaudeDelivery(t *testing.T) {
 	}
 	// baton pre-approves only tools this Claude Code offers.
 	for _, name := range strings.Split(agentrun.DefaultClaudeAllowedTools, ",") {
-		if !slices.Contains(tools, name) {
-			t.Errorf("baton allows %s, which Claude Code %s does not offer; it offers %q", name, testedVersion(t, "claude"), tools)
+		if !slices.Contains(*tools, name) {
+			t.Errorf("baton allows %s, which Claude Code %s does not offer; it offers %q", name, testedVersion(t, "claude"), *tools)
 		}
 	}
 }
 
-// Codex 0.171.0, told it is already in a box: its own sandbox
-// (bubblewrap) cannot start inside baton's, so its shell and its patches
-// work only with baton's confinement in charge.
-func TestRealCodexDelivery(t *testing.T) {
-	t.Parallel()
-	codex := realCodex(t)
-	home, data, codexHome := t.TempDir(), t.TempDir(), t.TempDir()
-	env := append(gitEnv(home, "BATON_DATA_DIR="+data), "CODEX_HOME="+codexHome, "OPENAI_API_KEY=test-key")
-	repo := userRepo(t, env)
-	var tools []string
+// codexGreeter is the scripted model of a Codex delivery
+// (greetingScript), its requests, and the tools Codex offered.
+func codexGreeter(t *testing.T) (url string, requests func() []string, tools *[]string) {
+	t.Helper()
+	tools = new([]string)
 	model := harnesstest.NewResponsesToolServer(t, func(r *harnesstest.ResponsesRequest) harnesstest.Reply {
-		tools = r.ToolNames()
+		*tools = r.ToolNames()
 		results := strings.Count(r.Raw, `"type":"function_call_output"`) + strings.Count(r.Raw, `"type":"custom_tool_call_output"`)
 		m := greetingScript(r.Raw, results, false)
 		switch {
@@ -269,16 +277,29 @@ func TestRealCodexDelivery(t *testing.T) {
 		}
 		return harnesstest.Reply{Text: m.text}
 	})
-	writeCodexConfig(t, codexHome, model.URL, repo)
-	env = boxedAgentEnv(t, env, codex)
-	t.Cleanup(func() { t.Logf("Codex %s offered the tools %q", testedVersion(t, "codex"), tools) })
-	realDelivery(t, env, repo, "codex", func() []string {
+	return model.URL, func() []string {
 		var raws []string
 		for _, r := range model.Requests() {
 			raws = append(raws, r.Raw)
 		}
 		return raws
-	})
+	}, tools
+}
+
+// Codex 0.171.0, told it is already in a box: its own sandbox
+// (bubblewrap) cannot start inside baton's, so its shell and its patches
+// work only with baton's confinement in charge.
+func TestRealCodexDelivery(t *testing.T) {
+	t.Parallel()
+	codex := realCodex(t)
+	home, data, codexHome := t.TempDir(), t.TempDir(), t.TempDir()
+	env := append(gitEnv(home, "BATON_DATA_DIR="+data), "CODEX_HOME="+codexHome, "OPENAI_API_KEY=test-key")
+	repo := userRepo(t, env)
+	url, requests, tools := codexGreeter(t)
+	writeCodexConfig(t, codexHome, url, repo)
+	env = boxedAgentEnv(t, env, codex)
+	t.Cleanup(func() { t.Logf("Codex %s offered the tools %q", testedVersion(t, "codex"), *tools) })
+	realDelivery(t, env, repo, "codex", requests)
 }
 
 // Droid 0.225.2, which reads /proc/self at start.

@@ -113,7 +113,7 @@ func (w deliveryWiring) serve(ctx context.Context, c cli.ServeConfig) error {
 			Runner: &delivery.Runner{Service: svc, Owner: c.Deliveries.WorkerID, HeartbeatEvery: c.Heartbeat},
 			Lease:  c.Lease, Log: c.Log, Observe: srv.ObserveJob,
 		}
-		jobs.Phase = wk.Work
+		jobs.Phase, jobs.Message = wk.Work, wk.WorkMessage
 		g.Go(func() error { return wk.Maintain(ctx) })
 	}
 	g.Go(func() error { return svc.Queue.Run(ctx, jobs) })

@@ -48,6 +48,12 @@ type Spec struct {
 	Agent string
 	// Prompt is sent on stdin, never as an argument (length, quoting, ps).
 	Prompt string
+	// Resume continues the session an earlier run reported
+	// (Result.SessionID) with Prompt as its next user message, so nothing
+	// the agent did in it is lost: claude --resume, codex exec resume,
+	// droid exec -s, pi --session. A command agent gets it as
+	// BATON_AGENT_RESUME and Prompt on stdin as always (docs/delivery.md).
+	Resume string
 	// SystemPrompt is a short role. claude and droid get it with
 	// --append-system-prompt; codex and command agents get it prepended to
 	// the prompt, separated by a blank line.

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/baton-agent/baton"
 )
 
 // kind is an executor.
@@ -76,6 +78,10 @@ func newPlan(s Spec, fileDir string) (*plan, error) {
 		return nil, err
 	}
 	p := &plan{kind: k}
+	if s.Resume != "" && !validSession(s.Resume) {
+		// It came from an agent's output: never a flag, never a path.
+		return nil, invalidSpec("session %q to resume is not a session id", baton.Truncate(s.Resume, 60, "…"))
+	}
 	if len(bytes.TrimSpace(s.OutputSchema)) > 0 {
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, s.OutputSchema); err != nil {
@@ -122,9 +128,15 @@ func newPlan(s Spec, fileDir string) (*plan, error) {
 		if !hasFlag(extra, "--allowedTools", "--allowed-tools") {
 			a = append(a, "--allowedTools", DefaultClaudeAllowedTools)
 		}
+		if s.Resume != "" {
+			a = append(a, "--resume", s.Resume)
+		}
 		p.argv = append(a, extra...)
 	case kindCodex:
 		p.stdin, p.jsonl = prependSystem(), true
+		if s.Resume != "" {
+			p.stdin = s.Prompt // the session has its system prompt
+		}
 		a := []string{"codex", "exec", "--json"}
 		if !hasFlag(extra, "--sandbox", "-s", "--dangerously-bypass-approvals-and-sandbox", "--yolo") {
 			a = append(a, "--sandbox", codexSandbox(s))
@@ -150,6 +162,11 @@ func newPlan(s Spec, fileDir string) (*plan, error) {
 				"-c", "features.plugins=false", "-c", "features.remote_plugin=false")
 		}
 		a = append(a, extra...)
+		if s.Resume != "" {
+			// exec's options stay before the subcommand; only the
+			// conversation is kept, so they are all given again.
+			a = append(a, "resume", s.Resume)
+		}
 		p.argv = append(a, "-") // "-": read the prompt from stdin
 	case kindDroid:
 		if quiet {
@@ -184,6 +201,9 @@ func newPlan(s Spec, fileDir string) (*plan, error) {
 		if s.SystemPrompt != "" {
 			a = append(a, "--append-system-prompt", s.SystemPrompt)
 		}
+		if s.Resume != "" {
+			a = append(a, "-s", s.Resume)
+		}
 		p.argv = append(a, extra...)
 	case kindPi:
 		// pi reads the prompt from stdin in print mode. A repository's
@@ -198,9 +218,16 @@ func newPlan(s Spec, fileDir string) (*plan, error) {
 		if s.Model != "" {
 			a = append(a, "--model", s.Model)
 		}
+		if s.Resume != "" {
+			a = append(a, "--session", s.Resume)
+		}
 		p.argv = append(a, extra...)
 	case kindCommand:
 		p.stdin = prependSystem()
+		if s.Resume != "" {
+			p.stdin = s.Prompt
+			p.env = append(p.env, "BATON_AGENT_RESUME="+s.Resume)
+		}
 		p.argv = append(cmdArgv, extra...)
 		if s.Model != "" {
 			p.env = append(p.env, "BATON_AGENT_MODEL="+s.Model)
@@ -280,4 +307,21 @@ func hasFlag(args []string, flags ...string) bool {
 		}
 	}
 	return false
+}
+
+// validSession reports whether s can be a session id on a command line:
+// letters, digits and . _ : - only, not starting with a dash, at most 200
+// bytes.
+func validSession(s string) bool {
+	if s == "" || len(s) > 200 || s[0] == '-' || s[0] == '.' {
+		return false
+	}
+	for _, c := range []byte(s) {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == ':', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -46,6 +46,10 @@ func TestCommandGolden(t *testing.T) {
 		{"pi_minimal", Spec{Agent: "pi", Prompt: "secret prompt"}},
 		{"pi_full", with(full, "pi", "--thinking", "high")},
 		{"command_quoted", with(full, `command:./agent.sh --fast "two words" 'it''s' a\ b`, "--extra")},
+		{"claude_resume", resume(full, "claude", "3f1c2a9e-5b7d-4e2a-9c1f-0a8b7c6d5e4f")},
+		{"codex_resume", resume(full, "codex", "019a0b1c-2d3e-7f40-8a91-b2c3d4e5f607")},
+		{"droid_resume", resume(full, "droid", "7e6d5c4b-3a29-4180-9f7e-6d5c4b3a2918")},
+		{"pi_resume", resume(full, "pi", "a1b2c3d4-e5f6-4789-8abc-def012345678")},
 	}
 	if sandbox.Probe().Available() {
 		// Inside baton's box Codex is told not to start its own.
@@ -70,6 +74,11 @@ func TestCommandGolden(t *testing.T) {
 	}
 }
 
+func resume(s Spec, agent, session string) Spec {
+	s.Agent, s.Resume = agent, session
+	return s
+}
+
 func with(s Spec, agent string, extra ...string) Spec {
 	s.Agent = agent
 	s.ExtraArgs = extra
@@ -89,6 +98,10 @@ func TestCommandInvalid(t *testing.T) {
 		{"unterminated quote", Spec{Agent: `command:./a.sh "oops`}},
 		{"schema not JSON", Spec{Agent: "claude", OutputSchema: []byte(`{"type":`)}},
 		{"schema not an object", Spec{Agent: "codex", OutputSchema: []byte(`["object"]`)}},
+		// A session id comes from an agent's output: it must not become a flag.
+		{"resume a flag", Spec{Agent: "codex", Resume: "--dangerously-bypass-approvals-and-sandbox"}},
+		{"resume a path", Spec{Agent: "pi", Resume: "../../etc/passwd"}},
+		{"resume with a space", Spec{Agent: "claude", Resume: "a b"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -202,6 +202,9 @@ type commandDecoder struct {
 	last    []byte // the last object seen
 	lastEnd bool   // nothing but blank lines followed it
 	any     bool   // stdout had non-blank content
+	// session is the last session_id an object named: a command agent
+	// that has sessions says so, and is resumed with it (Spec.Resume).
+	session string
 }
 
 func (d *commandDecoder) tooLong() {
@@ -223,12 +226,21 @@ func (d *commandDecoder) line(b []byte) {
 func (d *commandDecoder) object(b []byte) {
 	d.last = append(d.last[:0], b...)
 	d.lastEnd = true
+	if bytes.Contains(b, []byte(`"session_id"`)) {
+		var o struct {
+			SessionID string `json:"session_id"`
+		}
+		if json.Unmarshal(b, &o) == nil && validSession(o.SessionID) {
+			d.session = o.SessionID
+		}
+	}
 }
 
 func (d *commandDecoder) junk() { d.lastEnd = false }
 
 func (d *commandDecoder) finish(r *Result) bool {
 	d.scan.end()
+	r.SessionID = d.session
 	if d.lastEnd && len(d.last) > 0 {
 		r.FinalText = string(d.last)
 		r.Structured = append(json.RawMessage(nil), d.last...)

@@ -659,3 +659,28 @@ func TestCodexHooksNeverSilentlyOff(t *testing.T) {
 		t.Errorf("a trusted project's run: notes %q, %v", res.Notes, err)
 	}
 }
+
+// A command agent that names a session in a JSON line is resumed with
+// it: the message alone on stdin, the session in BATON_AGENT_RESUME.
+func TestRunCommandAgentSession(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	script := filepath.Join(dir, "agent.sh")
+	body := "#!/bin/sh\ncat > \"$0.stdin\"\nprintf '{\"session_id\":\"s-42\",\"resumed\":\"%s\"}\\n' \"$BATON_AGENT_RESUME\"\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := Spec{Agent: "command:" + script, Prompt: "Implement Add.", SystemPrompt: "You implement.", Dir: dir}
+	first, err := Run(t.Context(), s)
+	if err != nil || first.SessionID != "s-42" || !strings.Contains(first.FinalText, `"resumed":""`) {
+		t.Fatalf("first run = %+v, %v; want session s-42, not resumed", first, err)
+	}
+	s.Prompt, s.Resume = "A person says: use tabs.", first.SessionID
+	second, err := Run(t.Context(), s)
+	if err != nil || !strings.Contains(second.FinalText, `"resumed":"s-42"`) {
+		t.Fatalf("resumed run = %+v, %v; want BATON_AGENT_RESUME=s-42", second, err)
+	}
+	if b, err := os.ReadFile(script + ".stdin"); err != nil || string(b) != "A person says: use tabs." {
+		t.Errorf("the resumed run's stdin = %q, %v; want the message alone", b, err)
+	}
+}

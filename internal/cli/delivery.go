@@ -51,6 +51,7 @@ BATON_DATABASE_URL is set; --db picks another SQLite file.`,
 		newDeliveryShowCmd(f, &db),
 		newDeliveryActionCmd(f, &db, delivery.ActApprove, "Start a waiting checkpoint phase, or accept a phase's result and move on"),
 		newDeliveryRejectCmd(f, &db),
+		newDeliverySayCmd(f, &db),
 		newDeliveryActionCmd(f, &db, delivery.ActRetry, "Run a failed or blocked phase again"),
 		newDeliveryActionCmd(f, &db, delivery.ActCancel, "Stop the running phase: the agent is killed and its result discarded"),
 		newDeliveryActionCmd(f, &db, delivery.ActClose, "End a delivery where it stands"),
@@ -635,6 +636,55 @@ is refused before anything is posted.` + onFlagLong,
 	cmd.Flags().StringVarP(&reason, "reason", "m", "", "why (posted for the next run)")
 	cmd.Flags().StringArrayVar(&notes, "note", nil, "a note on a line, as path:line: text (repeatable)")
 	cmd.Flags().StringVar(&on, "on", "", onFlagHelp)
+	return cmd
+}
+
+func newDeliverySayCmd(f *Factory, db *string) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "say <id> <message...>",
+		Short: "Tell the agent running a delivery's phase something, without stopping the work",
+		Long: `Give the agent running a delivery's phase (plan, implement or review) a
+message, as a person watching its live log would: "use the existing
+client, not a new one". The message is stored and queued in one
+transaction, so it is never lost; the worker running the phase stops the
+agent at once and resumes the same session with the message (Claude Code
+--resume, codex exec resume, droid exec -s, pi --session), so nothing
+the agent did is lost, and the agent carries on. An agent that reported
+no session (a command: agent that prints none) is started again with the
+phase's prompt and the message. A message sent while the phase is queued
+is in its prompt when it starts.
+
+The message is in the delivery's event log (who, when, what) and becomes a
+review ref the next phases see. It is refused when no agent phase is
+running or queued: reject with a reason speaks to a phase that waits.`,
+		Example: `  baton delivery say 3 "Use the existing HTTP client in internal/api, not a new one"
+  baton delivery say 3 --json "Stop after the migration; the handlers come in another delivery"`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 2 {
+				return usageError("say needs a delivery id and a message: baton delivery say 3 \"use the existing client\"")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			return withDeliveries(ctx, f, *db, func(svc *delivery.Service) error {
+				m, err := svc.Say(ctx, args[0], f.actor(), strings.Join(args[1:], " "))
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(f.IO.Out, struct {
+						SchemaVersion int            `json:"schema_version"`
+						Message       *baton.Message `json:"message"`
+					}{1, m})
+				}
+				fmt.Fprintf(printable(f.IO.Out), "Message %d to delivery %s (%s, attempt %d) is queued: the agent gets it at once if it is running, else with the phase's prompt.\n", m.ID, m.DeliveryID, m.Phase, m.Attempt)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the message as JSON")
 	return cmd
 }
 

@@ -828,3 +828,31 @@ func TestServeAndWorkerShareWorkerFlags(t *testing.T) {
 		}
 	}
 }
+
+// delivery say stores a message for the agent of a queued or running
+// phase, and says why it cannot when none runs.
+func TestDeliverySay(t *testing.T) {
+	e, _, _ := deliveryEnv(t)
+	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Add a /health endpoint")
+	r := e.ok("", "", "delivery", "say", "1", "Use", "the existing router", "--json")
+	var out struct {
+		SchemaVersion int           `json:"schema_version"`
+		Message       baton.Message `json:"message"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || out.SchemaVersion != 1 {
+		t.Fatalf("say --json = %s (%v)", r.stdout, err)
+	}
+	if m := out.Message; m.Text != "Use the existing router" || m.Phase != baton.PhasePlan || m.Actor == "" || m.ID == 0 {
+		t.Errorf("say --json message = %+v", m)
+	}
+	if r := e.ok("", "", "delivery", "say", "1", "And keep it small"); !strings.Contains(r.stdout, "is queued") {
+		t.Errorf("say = %q", r.stdout)
+	}
+	if r := e.run("", "", "delivery", "say", "1"); r.code != ExitUsage {
+		t.Errorf("say without a message: exit %d, %q", r.code, r.stderr)
+	}
+	e.ok("", "", "delivery", "close", "1")
+	if r := e.run("", "", "delivery", "say", "1", "Too late"); r.code == 0 || !strings.Contains(r.stderr, "closed") {
+		t.Errorf("say to a closed delivery: exit %d, %q", r.code, r.stderr)
+	}
+}

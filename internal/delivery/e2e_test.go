@@ -97,7 +97,7 @@ func (h *harness) work() {
 		done <- h.q.Run(ctx, queue.Handlers{Phase: func(ctx context.Context, args queue.RunPhaseArgs, _ queue.Job) error {
 			_, err := h.runner.Run(ctx, args.DeliveryID, args.Phase, "")
 			return err
-		}})
+		}, Message: (&delivery.Worker{Runner: h.runner}).WorkMessage})
 	}()
 	h.t.Cleanup(func() {
 		cancel()

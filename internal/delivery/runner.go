@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -364,15 +365,66 @@ func (r *Runner) execute(ctx context.Context, d *baton.Delivery, f forge.Forge, 
 }
 
 // agent runs the delivery's agent for its phase in co, recording an
-// agent run that is written as running before the agent starts.
+// agent run that is written as running before the agent starts. A
+// person's message (Say) stops the run at once and resumes its session
+// with the message (a fresh run with the prompt and the message where
+// the agent reported no session), as often as messages come: each run
+// is an agent run of its own, and the last one's is returned.
 func (r *Runner) agent(ctx context.Context, d *baton.Delivery, co *forge.Checkout, schema []byte) (*baton.AgentRun, *agentrun.Result, error) {
-	run := &baton.AgentRun{
+	// Messages sent before the run began are in its prompt, as refs.
+	r.givePending(ctx, d, fmt.Sprintf("given with the prompt of %s attempt %d, as a ref", d.Phase, d.Attempt))
+	timeout := d.Config.Timeout(d.Phase)
+	deadline := time.Now().Add(timeout)
+	prompt, resume := BuildPrompt(d), ""
+	for first := true; ; first = false {
+		if !first && timeout > 0 {
+			// A resumed run has what is left of the phase's time.
+			timeout = max(time.Until(deadline), time.Millisecond)
+		}
+		run, res, err, msgs := r.agentRun(ctx, d, co, schema, prompt, resume, timeout)
+		if len(msgs) == 0 || ctx.Err() != nil || timeout > 0 && time.Until(deadline) <= 0 {
+			// Messages a run had no time left for stay waiting: their job
+			// records that the run ended without them.
+			return run, res, err
+		}
+		how := "the run was started again with it"
+		if res != nil && res.SessionID != "" {
+			resume, prompt = res.SessionID, messagesPrompt(msgs)
+			how = fmt.Sprintf("the agent's session %s was resumed with it", res.SessionID)
+		} else {
+			resume, prompt = "", BuildPrompt(d)+"\n\n## A person's message\n\n"+messagesPrompt(msgs)
+		}
+		run.Status, run.Error = baton.RunCanceled, "stopped to give it a person's message; "+how
+		if ferr := r.Service.Store().FinishAgentRun(context.WithoutCancel(ctx), run); ferr != nil {
+			return run, res, ferr
+		}
+		for _, m := range msgs {
+			_, _ = r.Service.Store().DeliverMessage(context.WithoutCancel(ctx), m.ID, "given mid-run: "+how, r.Service.now())
+		}
+		if r.Live != nil {
+			fmt.Fprintf(r.Live, "== %s: %s: %d message(s) from a person: %s\n", d.ID, d.Phase, len(msgs), how)
+		}
+	}
+}
+
+// errMessage stops an agent's run for a person's message.
+var errMessage = errors.New("a person's message")
+
+// agentRun is one run of the agent: prompt, in session resume when set.
+// msgs are the messages it was stopped for (none when it ended on its
+// own).
+func (r *Runner) agentRun(ctx context.Context, d *baton.Delivery, co *forge.Checkout, schema []byte, prompt, resume string, timeout time.Duration) (run *baton.AgentRun, res *agentrun.Result, err error, msgs []baton.Message) {
+	run = &baton.AgentRun{
 		DeliveryID: d.ID, Phase: d.Phase, Attempt: d.Attempt, Agent: d.Config.Agent,
-		Prompt: BuildPrompt(d), SystemPrompt: SystemPrompt(d.Phase, co.Base),
+		Prompt: prompt, SystemPrompt: SystemPrompt(d.Phase, co.Base),
 		LogDir: r.runDir(d), StartedAt: r.Service.now(),
 	}
+	if resume != "" || prompt != BuildPrompt(d) {
+		// Its own logs: the first run's stay as they were.
+		run.LogDir = fmt.Sprintf("%s-%d", run.LogDir, time.Now().UnixNano())
+	}
 	if err := r.Service.Store().CreateAgentRun(ctx, run); err != nil {
-		return nil, nil, err
+		return nil, nil, err, nil
 	}
 	if r.Live != nil {
 		fmt.Fprintf(r.Live, "== %s: %s %s (attempt %d) in %s\n", d.ID, d.Phase, d.Config.Agent, d.Attempt, co.Dir)
@@ -384,9 +436,13 @@ func (r *Runner) agent(ctx context.Context, d *baton.Delivery, co *forge.Checkou
 	if r.Live != nil {
 		live = io.MultiWriter(rec, r.Live)
 	}
-	res, err := agentrun.Run(ctx, agentrun.Spec{
-		Agent: d.Config.Agent, Prompt: run.Prompt, SystemPrompt: run.SystemPrompt, Dir: co.Dir,
-		OutputSchema: schema, Timeout: d.Config.Timeout(d.Phase), KillGrace: r.KillGrace, Model: d.Config.Model,
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	heard := make(chan []baton.Message, 1)
+	go r.listen(runCtx, d, heard, stop)
+	res, err = agentrun.Run(runCtx, agentrun.Spec{
+		Agent: d.Config.Agent, Prompt: prompt, Resume: resume, SystemPrompt: run.SystemPrompt, Dir: co.Dir,
+		OutputSchema: schema, Timeout: timeout, KillGrace: r.KillGrace, Model: d.Config.Model,
 		ExtraArgs: d.Config.AgentArgs, PassEnv: d.Config.PassEnv, Live: live, LogDir: run.LogDir,
 		Confine: r.confine(ctx, d, co),
 		// Which delivery and phase this is, as verify and deploy commands
@@ -394,6 +450,11 @@ func (r *Runner) agent(ctx context.Context, d *baton.Delivery, co *forge.Checkou
 		Env: append(slices.Clone(r.AgentEnv), "BATON_DELIVERY_ID="+d.ID, "BATON_PHASE="+string(d.Phase), "BATON_WORK_BRANCH="+d.WorkBranch()),
 	})
 	rec.Close()
+	stopped := errors.Is(context.Cause(runCtx), errMessage)
+	stop(nil)
+	if stopped {
+		msgs = <-heard
+	}
 	run.FinalMessage, run.Model, run.SessionID = res.FinalText, res.Model, res.SessionID
 	run.CostUSD, run.InputTokens, run.OutputTokens = res.CostUSD, res.InputTokens, res.OutputTokens
 	run.Duration, run.ExitCode, run.EndedAt = res.Duration, res.ExitCode, r.Service.now()
@@ -401,7 +462,47 @@ func (r *Runner) agent(ctx context.Context, d *baton.Delivery, co *forge.Checkou
 	if err != nil {
 		run.Status, run.Error = baton.RunFailed, errText(err)
 	}
-	return run, res, err
+	return run, res, err, msgs
+}
+
+// listen watches for messages to d's running attempt while ctx lives; on
+// the first it hands them to heard and stops the run.
+func (r *Runner) listen(ctx context.Context, d *baton.Delivery, heard chan<- []baton.Message, stop context.CancelCauseFunc) {
+	t := time.NewTicker(cmp.Or(r.PollEvery, DefaultPollEvery))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		ms, err := r.Service.Store().Messages(ctx, d.ID, true)
+		if err != nil {
+			continue // a busy database: look again next time
+		}
+		ms = slices.DeleteFunc(ms, func(m baton.Message) bool { return m.Attempt < d.Attempt })
+		if len(ms) == 0 {
+			continue
+		}
+		heard <- ms
+		stop(errMessage)
+		return
+	}
+}
+
+// givePending marks the messages sent to d before its attempt began,
+// which its refs hold, as given, with outcome.
+func (r *Runner) givePending(ctx context.Context, d *baton.Delivery, outcome string) {
+	ms, err := r.Service.Store().Messages(ctx, d.ID, true)
+	if err != nil {
+		return // the message's job records it later
+	}
+	for _, m := range ms {
+		if m.Attempt >= d.Attempt {
+			continue // sent to this attempt: listen gives it
+		}
+		_, _ = r.Service.Store().DeliverMessage(ctx, m.ID, outcome, r.Service.now())
+	}
 }
 
 // confine is how an agent or a command working in co runs: in its

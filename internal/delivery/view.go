@@ -77,6 +77,12 @@ type View struct {
 	UpdatedAt   time.Time  `json:"updated_at"`
 }
 
+// Listens reports whether a person's message (Service.Say) would reach
+// an agent of the delivery v shows.
+func (v View) Listens() bool {
+	return Listens(&baton.Delivery{Phase: baton.Phase(v.Phase), RunStatus: baton.RunStatus(v.RunStatus), Queued: v.Queued})
+}
+
 // NewView is the view of d.
 func NewView(d *baton.Delivery) View {
 	v := View{

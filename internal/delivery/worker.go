@@ -47,7 +47,9 @@ func (w *Worker) log() *slog.Logger {
 func (w *Worker) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return w.Maintain(ctx) })
-	g.Go(func() error { return w.Runner.Service.Queue.Run(ctx, queue.Handlers{Phase: w.Work}) })
+	g.Go(func() error {
+		return w.Runner.Service.Queue.Run(ctx, queue.Handlers{Phase: w.Work, Message: w.WorkMessage})
+	})
 	return g.Wait()
 }
 

@@ -44,6 +44,10 @@ var deliveryTools = []tool{
 			return s.decide(ctx, in.Delivery, in.State, delivery.Decision{Action: delivery.ActReject, Note: in.Note, Notes: notes})
 		})
 	}},
+	{"delivery_say", func(s *Server) {
+		sdk.AddTool(s.sdk, &sdk.Tool{Name: "delivery_say", Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)},
+			Description: "Message the agent running a delivery's phase."}, s.deliverySay)
+	}},
 	{"delivery_retry", decisionTool(delivery.ActRetry, "Run a failed or blocked phase again.", false)},
 	{"delivery_cancel", decisionTool(delivery.ActCancel, "Stop the running phase; its result is discarded.", true)},
 }
@@ -212,6 +216,26 @@ type rejectIn struct {
 	Note     string `json:"note" jsonschema:"the reason"`
 	Notes    string `json:"notes,omitempty" jsonschema:"line notes: path:line: text, one a line"`
 	State    string `json:"state,omitempty" jsonschema:"the view's state seen (refused once it moves)"`
+}
+
+type sayIn struct {
+	Delivery string `json:"delivery" jsonschema:"id or #seq"`
+	Text     string `json:"text"`
+}
+
+func (s *Server) deliverySay(ctx context.Context, _ *sdk.CallToolRequest, in sayIn) (*sdk.CallToolResult, any, error) {
+	if s.opts.ReadOnly != "" {
+		return nil, nil, baton.Errorf(baton.Invalid, "%s", s.opts.ReadOnly)
+	}
+	svc, err := s.service(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := svc.Say(ctx, in.Delivery, "mcp", in.Text)
+	if err != nil {
+		return nil, nil, err
+	}
+	return text("message %d to delivery %s (%s, attempt %d) is queued: the agent gets it at once if it runs, else with the phase's prompt", m.ID, m.DeliveryID, m.Phase, m.Attempt), m, nil
 }
 
 func decisionTool(a delivery.Action, desc string, destructive bool) func(*Server) {

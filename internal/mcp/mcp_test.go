@@ -480,9 +480,10 @@ func TestDeliveryTools(t *testing.T) {
 	t.Logf("tools/list with the delivery tools: %d tools, %d bytes, %d o200k tokens", len(list.Tools), len(b), n)
 	// loop_start's budgets and verify commands took it past 2000; the
 	// state each decision names (refused once the delivery moves) past
-	// 2100.
-	if n >= 2200 {
-		t.Errorf("tools/list with the delivery tools is %d o200k tokens; keep it under 2200", n)
+	// 2100; delivery_say (a person's message to the running agent) and
+	// loop_start's stall_rounds past 2200.
+	if n >= 2300 {
+		t.Errorf("tools/list with the delivery tools is %d o200k tokens; keep it under 2300", n)
 	}
 
 	check := func(name string, args map[string]any, isError bool, want string) *sdk.CallToolResult {

@@ -392,7 +392,7 @@ type loopStartIn struct {
 	Verify               []string `json:"verify,omitempty" jsonschema:"commands a promise must pass"`
 	VerifyTimeoutSeconds float64  `json:"verify_timeout_seconds,omitempty"`
 	// StallRounds, as the CLI's --stall-rounds.
-	StallRounds int `json:"stall_rounds,omitempty" jsonschema:"pause after this many rounds in a row without progress (default 3)"`
+	StallRounds int `json:"stall_rounds,omitempty" jsonschema:"rounds without progress that pause it (default 3)"`
 }
 
 // loopView is l as the loop tools give it: the view every edge shows

@@ -51,6 +51,25 @@ func (RunPhaseArgs) InsertOpts() river.InsertOpts {
 
 func (RunPhaseArgs) jobArgs() {}
 
+// MessageArgs asks a worker to see a person's message to a running agent
+// (sqlstore's messages row) through: the runner of its phase gives it to
+// the agent; the job records what became of a message whose run ended
+// without it, so no message waits forever, whatever process dies.
+type MessageArgs struct {
+	ID int64 `json:"message_id"`
+}
+
+// Kind implements river.JobArgs.
+func (MessageArgs) Kind() string { return "baton.message" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts: it runs on the
+// phases' queue, where the runners are.
+func (MessageArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueName, MaxAttempts: 20, UniqueOpts: river.UniqueOpts{ByArgs: true}}
+}
+
+func (MessageArgs) jobArgs() {}
+
 // NoticeArgs asks a server to send a stored notification (sqlstore) to
 // the targets that did not take it yet.
 type NoticeArgs struct {
@@ -120,6 +139,7 @@ func (j Job) Last() bool { return j.Attempt >= j.MaxAttempts }
 // Feedback and Webhook.
 type Handlers struct {
 	Phase    func(context.Context, RunPhaseArgs, Job) error
+	Message  func(context.Context, MessageArgs, Job) error
 	Notice   func(context.Context, NoticeArgs, Job) error
 	Feedback func(context.Context, FeedbackArgs, Job) error
 	Webhook  func(context.Context, WebhookArgs, Job) error

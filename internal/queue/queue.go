@@ -428,6 +428,7 @@ func quiet(l *slog.Logger) *slog.Logger {
 // the client is built; the handlers arrive when the queue starts running.
 type workers struct {
 	phase    *worker[RunPhaseArgs]
+	message  *worker[MessageArgs]
 	notice   *worker[NoticeArgs]
 	feedback *worker[FeedbackArgs]
 	webhook  *worker[WebhookArgs]
@@ -440,17 +441,18 @@ func newWorkers(cfg Config) *workers {
 		return nil
 	}
 	t := cfg.serverJobTimeout()
-	return &workers{phase: &worker[RunPhaseArgs]{}, notice: &worker[NoticeArgs]{timeout: t},
+	return &workers{phase: &worker[RunPhaseArgs]{}, message: &worker[MessageArgs]{timeout: t}, notice: &worker[NoticeArgs]{timeout: t},
 		feedback: &worker[FeedbackArgs]{timeout: t}, webhook: &worker[WebhookArgs]{timeout: t}}
 }
 
 func (ws *workers) register(reg *river.Workers) error {
-	return errors.Join(river.AddWorkerSafely(reg, ws.phase), river.AddWorkerSafely(reg, ws.notice),
+	return errors.Join(river.AddWorkerSafely(reg, ws.phase), river.AddWorkerSafely(reg, ws.message), river.AddWorkerSafely(reg, ws.notice),
 		river.AddWorkerSafely(reg, ws.feedback), river.AddWorkerSafely(reg, ws.webhook))
 }
 
 func (ws *workers) set(h Handlers) {
 	ws.phase.set(h.Phase)
+	ws.message.set(h.Message)
 	ws.notice.set(h.Notice)
 	ws.feedback.set(h.Feedback)
 	ws.webhook.set(h.Webhook)

@@ -293,6 +293,36 @@ func parseAction(s string) (delivery.Action, error) {
 	return a, nil
 }
 
+// MessageRequest is the body of POST /api/deliveries/{id}/messages.
+type MessageRequest struct {
+	Text string `json:"text"`
+}
+
+// DecodeMessage reads a message request: one JSON object, no unknown
+// fields.
+func DecodeMessage(b []byte) (MessageRequest, error) {
+	var m MessageRequest
+	err := decodeStrict(b, &m)
+	return m, err
+}
+
+func (s *Server) sayToDelivery(w http.ResponseWriter, r *http.Request) error {
+	b, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	body, err := DecodeMessage(b)
+	if err != nil {
+		return err
+	}
+	m, err := s.Deliveries.Say(r.Context(), r.PathValue("id"), actor(r), body.Text)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, m)
+	return nil
+}
+
 func (s *Server) actOnDelivery(w http.ResponseWriter, r *http.Request) error {
 	a, err := parseAction(r.PathValue("action"))
 	if err != nil {

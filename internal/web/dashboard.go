@@ -671,6 +671,9 @@ type deliveryPage struct {
 	// (delivery.Decision.On): with the work commit when the delivery
 	// waits for a person and its work is shown.
 	State string
+	// SayError says why the last message to the agent failed; SayText is
+	// what was typed.
+	SayError, SayText string
 }
 
 // logItem is a line of the live log, or a group of consecutive tool
@@ -817,6 +820,7 @@ var flashes = map[string]flash{
 	"retry":          {text: "Retried: the phase is queued again."},
 	"cancel":         {text: "Canceled: the agent is stopped and its result discarded."},
 	"close":          {text: "Closed."},
+	"said":           {text: "Message sent: the agent's run stops and its session resumes with it."},
 	"source-added":   {text: "Source added; it syncs within the poll interval (or now, with Sync now)."},
 	"source-synced":  {text: "Synced: the source's row shows what the sync found."},
 	"source-failed":  {text: "The sync failed: the source's row says why.", bad: true},
@@ -897,6 +901,23 @@ func (s *Server) formAct(w http.ResponseWriter, r *http.Request) error {
 		return s.render(w, r, formFailed(err), "delivery", p)
 	}
 	return redirect(w, r, "/deliveries/"+d.ID, string(a))
+}
+
+// formSay is the box under the live log: a person's message to the
+// running agent (delivery.Service.Say).
+func (s *Server) formSay(w http.ResponseWriter, r *http.Request) error {
+	text := r.PostFormValue("text")
+	_, err := s.Deliveries.Say(r.Context(), r.PathValue("id"), actor(r), text)
+	if err != nil {
+		p, perr := s.deliveryPage(r)
+		if perr != nil || baton.ErrorCode(err) == baton.NotFound {
+			return err
+		}
+		_, p.SayError = classify(err)
+		p.SayText = text
+		return s.render(w, r, formFailed(err), "delivery", p)
+	}
+	return redirect(w, r, "/deliveries/"+r.PathValue("id"), "said")
 }
 
 type sourcesPage struct {

@@ -147,6 +147,30 @@ func FuzzDecodeAction(f *testing.F) {
 	})
 }
 
+// A message body decodes to the text it holds, and to nothing else: a
+// field baton does not know is refused, not dropped.
+func FuzzDecodeMessage(f *testing.F) {
+	for _, s := range []string{`{"text":"use tabs"}`, ``, `{}`, `{"text":1}`, `{"text":"a","reason":"b"}`, `{"text":"a"}{}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		roundTrip(t, body, DecodeMessage)
+		m, err := DecodeMessage(body)
+		if err != nil {
+			return
+		}
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(body, &fields) != nil {
+			t.Fatalf("DecodeMessage(%q) = %+v, but the body is not one JSON object", body, m)
+		}
+		for k := range fields {
+			if !strings.EqualFold(k, "text") { // encoding/json matches names without case
+				t.Fatalf("DecodeMessage(%q) accepted the field %q", body, k)
+			}
+		}
+	})
+}
+
 func roundTrip[T any](t *testing.T, body []byte, decode func([]byte) (T, error)) {
 	t.Helper()
 	v, err := decode(body)

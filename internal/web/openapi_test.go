@@ -239,6 +239,7 @@ func checkResponses(t *testing.T, dialect sqlstore.Dialect) {
 		t.Fatal(err)
 	}
 	other := e.create("Close me")
+	talk := e.create("Talk to me") // its plan is queued: a message is in its prompt
 	// Two deliveries whose ids share a prefix, which then names neither.
 	for _, id := range []string{"abcd00000001", "abcd00000002"} {
 		nd := baton.Delivery{ID: id, Summary: "Prefix " + id, Repository: e.repo, Forge: baton.ForgeLocal, Endpoint: baton.DefaultEndpoint,
@@ -269,6 +270,9 @@ func checkResponses(t *testing.T, dialect sqlstore.Dialect) {
 		{method: "POST", path: "/api/deliveries/" + other.ID + "/retry", auth: true, status: 409},
 		{method: "POST", path: "/api/deliveries/" + d.ID + "/fly", auth: true, status: 404},
 		{method: "POST", path: "/api/deliveries/" + d.ID + "/reject", body: `{"reason":1}`, auth: true, status: 400},
+		{method: "POST", path: "/api/deliveries/" + talk.ID + "/messages", body: `{"text":"Use the existing client"}`, auth: true, status: 201},
+		{method: "POST", path: "/api/deliveries/" + d.ID + "/messages", body: `{"text":"Too late"}`, auth: true, status: 409},
+		{method: "POST", path: "/api/deliveries/" + talk.ID + "/messages", body: `{"text":" "}`, auth: true, status: 400},
 		{method: "GET", path: "/api/deliveries/" + d.ID + "/events", status: 200},
 		{method: "GET", path: "/api/deliveries/" + d.ID + "/events", header: map[string]string{"Last-Event-ID": "x"}, status: 400},
 		{method: "GET", path: "/api/deliveries/nothing-here/events", status: 404},
@@ -343,6 +347,7 @@ func checkResponses(t *testing.T, dialect sqlstore.Dialect) {
 	bodies := map[string]string{
 		"POST /api/deliveries":               `{"repo":%q,"summary":"Probe"}`, // in the env's repository
 		"POST /api/deliveries/{id}/{action}": `{"reason":"probe"}`,
+		"POST /api/deliveries/{id}/messages": `{"text":"probe"}`,
 		"POST /api/sources":                  `{"repo":"octo/probe"}`,
 		"PATCH /api/sources/{id}":            `{"paused":false}`,
 		"PATCH /api/settings":                `{"polling":false}`,

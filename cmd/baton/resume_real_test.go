@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton/internal/agentrun"
+	"github.com/baton-agent/baton/internal/harnesstest"
+)
+
+// A person's message reaches a running agent by stopping its run and
+// resuming the same session with the message (agentrun.Spec.Resume):
+// the real Claude Code, stopped in the middle of its work, continues its
+// session, and the model's next request holds the earlier conversation
+// and then the message.
+func TestRealClaudeResumesWithAMessage(t *testing.T) {
+	t.Parallel()
+	claude := realClaude(t)
+	home := t.TempDir()
+	env := gitEnv(home)
+	repo := userRepo(t, env)
+	started := make(chan struct{}, 1)
+	release := make(chan struct{})
+	model := harnesstest.NewAnthropicServer(t, func(r *harnesstest.AnthropicRequest) harnesstest.Reply {
+		last := r.LastUserText()
+		switch {
+		case strings.Contains(last, "Use tabs, not spaces"):
+			return harnesstest.Reply{Text: "Understood: tabs."}
+		case strings.Contains(last, "[tool_result]"):
+			// The first run is in the middle of its work: it waits here
+			// until the test has stopped it.
+			select {
+			case started <- struct{}{}:
+			default:
+			}
+			<-release
+			return harnesstest.Reply{Text: "Done reading."}
+		}
+		return harnesstest.Reply{ToolName: "Read", ToolInput: map[string]any{"file_path": repo + "/README.md"}}
+	})
+	defer close(release)
+	spec := agentrun.Spec{Agent: "claude", Prompt: "Format the README", Dir: repo, Env: withBinOnPath(claudeEnv(env, model.URL), claude)}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	first := runStopped(t, ctx, spec, started)
+	if first.SessionID == "" {
+		t.Fatalf("the stopped run reported no session: %+v", first)
+	}
+	spec.Prompt, spec.Resume = "A person watching says: Use tabs, not spaces.", first.SessionID
+	second, err := agentrun.Run(ctx, spec)
+	if err != nil {
+		t.Fatalf("resumed run: %v (%+v)", err, second)
+	}
+	if second.SessionID != first.SessionID || second.FinalText != "Understood: tabs." {
+		t.Errorf("resumed run = session %q, final %q; want session %q, %q", second.SessionID, second.FinalText, first.SessionID, "Understood: tabs.")
+	}
+	reqs := model.Requests()
+	last := reqs[len(reqs)-1]
+	if !strings.Contains(last.Raw, "Format the README") || !strings.Contains(last.Raw, "README.md") {
+		t.Errorf("the model's request after the message lost the earlier conversation:\n%s", tail(last.Raw))
+	}
+	if !strings.Contains(last.LastUserText(), "Use tabs, not spaces") {
+		t.Errorf("the message is not the model's last user turn: %q", last.LastUserText())
+	}
+}
+
+// The same with the real Codex: codex exec resume <thread> continues the
+// thread a stopped run began.
+func TestRealCodexResumesWithAMessage(t *testing.T) {
+	t.Parallel()
+	codex := realCodex(t)
+	home, codexHome := t.TempDir(), t.TempDir()
+	env := append(gitEnv(home), "CODEX_HOME="+codexHome, "OPENAI_API_KEY=test-key")
+	repo := userRepo(t, env)
+	started := make(chan struct{}, 1)
+	release := make(chan struct{})
+	model := harnesstest.NewResponsesToolServer(t, func(r *harnesstest.ResponsesRequest) harnesstest.Reply {
+		switch {
+		case strings.Contains(r.LastUserText(), "Use tabs, not spaces"):
+			return harnesstest.Reply{Text: "Understood: tabs."}
+		case len(r.FunctionOutputs()) > 0:
+			select {
+			case started <- struct{}{}:
+			default:
+			}
+			<-release
+			return harnesstest.Reply{Text: "Done reading."}
+		}
+		return harnesstest.Reply{ToolName: "exec_command", ToolInput: map[string]any{"cmd": "cat README.md"}}
+	})
+	defer close(release)
+	writeCodexConfig(t, codexHome, model.URL, repo)
+	spec := agentrun.Spec{Agent: "codex", Prompt: "Format the README", Dir: repo, Env: withBinOnPath(env, codex), LogDir: t.TempDir()}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	first := runStopped(t, ctx, spec, started)
+	if first.SessionID == "" {
+		t.Fatalf("the stopped run reported no thread: %+v", first)
+	}
+	spec.Prompt, spec.Resume, spec.LogDir = "A person watching says: Use tabs, not spaces.", first.SessionID, t.TempDir()
+	second, err := agentrun.Run(ctx, spec)
+	if err != nil {
+		t.Fatalf("resumed run: %v (%+v)", err, second)
+	}
+	if second.SessionID != first.SessionID || second.FinalText != "Understood: tabs." {
+		t.Errorf("resumed run = thread %q, final %q; want thread %q, %q", second.SessionID, second.FinalText, first.SessionID, "Understood: tabs.")
+	}
+	reqs := model.Requests()
+	last := reqs[len(reqs)-1]
+	if !strings.Contains(last.Raw, "Format the README") || !strings.Contains(last.Raw, "cat README.md") {
+		t.Errorf("the model's request after the message lost the earlier conversation:\n%s", tail(last.Raw))
+	}
+	if !strings.Contains(last.LastUserText(), "Use tabs, not spaces") {
+		t.Errorf("the message is not the model's last user turn: %q", last.LastUserText())
+	}
+}
+
+// runStopped runs spec until the model signals started (the agent is in
+// the middle of its work), then stops it as a person's message does, and
+// returns what the stopped run reported.
+func runStopped(t *testing.T, ctx context.Context, spec agentrun.Spec, started <-chan struct{}) *agentrun.Result {
+	t.Helper()
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan *agentrun.Result, 1)
+	var err error
+	go func() {
+		var res *agentrun.Result
+		res, err = agentrun.Run(runCtx, spec)
+		done <- res
+	}()
+	select {
+	case <-started:
+	case res := <-done:
+		t.Fatalf("the run ended before the model was asked the second time: %v: %+v", err, res)
+	}
+	stop()
+	return <-done
+}
