@@ -170,7 +170,7 @@ func LogFiles(run baton.AgentRun) []LogFile {
 		return nil
 	}
 	var out []LogFile
-	for _, name := range []string{agentrun.EventsLog, agentrun.StdoutLog, agentrun.StderrLog} {
+	for _, name := range []string{agentrun.EventsLog, agentrun.StdoutLog, agentrun.StderrLog, SetupLog} {
 		p := filepath.Join(run.LogDir, name)
 		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
 			out = append(out, LogFile{Name: name, Path: p, Size: fi.Size()})
@@ -184,14 +184,16 @@ const (
 	EventsLog = agentrun.EventsLog // the agent's JSONL event stream
 	StdoutLog = agentrun.StdoutLog
 	StderrLog = agentrun.StderrLog
+	// SetupLog is the output of the set-up that ran before the agent.
+	SetupLog = "setup.log"
 )
 
 // OpenLog opens the raw log name (EventsLog, StdoutLog or StderrLog) of
 // run, when it is on this machine: a worker elsewhere keeps its logs in
 // its own data directory. Errors are NotFound and say why.
 func OpenLog(run baton.AgentRun, name string) (*os.File, error) {
-	if name != EventsLog && name != StdoutLog && name != StderrLog {
-		return nil, baton.Errorf(baton.NotFound, "no log %q: want %s, %s or %s", baton.Truncate(name, 40, "…"), EventsLog, StdoutLog, StderrLog)
+	if name != EventsLog && name != StdoutLog && name != StderrLog && name != SetupLog {
+		return nil, baton.Errorf(baton.NotFound, "no log %q: want %s, %s, %s or %s", baton.Truncate(name, 40, "…"), EventsLog, StdoutLog, StderrLog, SetupLog)
 	}
 	for _, lf := range LogFiles(run) {
 		if lf.Name != name {

@@ -159,7 +159,7 @@ func (r *Runner) setup(ctx context.Context, d *baton.Delivery, co *forge.Checkou
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return "", err
 	}
-	path := filepath.Join(logDir, "setup.log")
+	path := filepath.Join(logDir, SetupLog)
 	f, err := os.Create(path)
 	if err != nil {
 		return "", err

@@ -188,6 +188,26 @@ func TestSetupRunsAgainWhenLockFilesChange(t *testing.T) {
 			t.Errorf("after step %d (%s) the set-up ran %d times, want %d", i, step.phase, n, step.runs)
 		}
 	}
+	// The set-up's log is one of the logs of the agent run it preceded,
+	// and only of those.
+	runsSeen, err := h.svc.Store().AgentRuns(t.Context(), d.ID)
+	if err != nil || len(runsSeen) != 4 {
+		t.Fatalf("agent runs = %d, %v", len(runsSeen), err)
+	}
+	for i, r := range runsSeen {
+		var names []string
+		for _, f := range delivery.LogFiles(r) {
+			names = append(names, f.Name)
+		}
+		if want := i == 0 || i == 3; slices.Contains(names, delivery.SetupLog) != want {
+			t.Errorf("run %d (%s) logs %q: set-up log wanted %v", i+1, r.Phase, names, want)
+		}
+	}
+	if f, err := delivery.OpenLog(runsSeen[0], delivery.SetupLog); err != nil {
+		t.Errorf("OpenLog(setup.log) = %v", err)
+	} else {
+		f.Close()
+	}
 }
 
 // Only a repository's set-up writes its cache: neither what an agent's
