@@ -517,7 +517,9 @@ func TestDashboardPhoneAndFolds(t *testing.T) {
 	if _, err := e.svc.Decide(e.t.Context(), changed, delivery.ActApprove, "alice", ""); err != nil {
 		t.Fatal(err)
 	}
-	e.waitState(changed, func(d *baton.Delivery) bool { return d.Phase == baton.PhaseDeploy && d.RunStatus == baton.StatusPending })
+	e.waitState(changed, func(d *baton.Delivery) bool {
+		return d.Phase == baton.PhaseDeploy && d.RunStatus == baton.StatusPending
+	})
 	e.open("/deliveries/" + changed)
 	if open := eval[bool](e, `document.querySelector("#changes details.file").open`); !open {
 		t.Fatal("the small file's fold is closed at first, want it open")
