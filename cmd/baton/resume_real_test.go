@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -138,4 +142,96 @@ func runStopped(t *testing.T, ctx context.Context, spec agentrun.Spec, started <
 	}
 	stop()
 	return <-done
+}
+
+// The whole path through the real binary: a person runs `baton delivery
+// say` while the real Claude Code plans; the worker (`baton delivery run`)
+// stops it and resumes its session with the message; the scripted model's
+// next request holds the conversation so far and then the message, and
+// the plan finishes in the same session.
+func TestRealClaudeDeliveryHearsAMessage(t *testing.T) {
+	t.Parallel()
+	claude := realClaude(t)
+	home, data := t.TempDir(), t.TempDir()
+	env := gitEnv(home, "BATON_DATA_DIR="+data)
+	repo := userRepo(t, env)
+	started := make(chan struct{}, 1)
+	release := make(chan struct{})
+	defer close(release)
+	model := harnesstest.NewAnthropicServer(t, func(r *harnesstest.AnthropicRequest) harnesstest.Reply {
+		switch {
+		case !r.HasTool("Write"):
+			return harnesstest.Reply{Text: "Greeting"} // side requests: titles, topics
+		case strings.Contains(r.LastUserText(), "Use tabs, not spaces."):
+			return harnesstest.Reply{Text: "1. Write greeting.txt, indented with tabs."}
+		}
+		// The plan is under way until the person's message stops it.
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		<-release
+		return harnesstest.Reply{Text: "1. Write greeting.txt."}
+	})
+	env = boxedAgentEnv(t, append(env, "ANTHROPIC_BASE_URL="+model.URL, "ANTHROPIC_API_KEY=test-key"), claude)
+	batonRun(t, env, repo, "delivery", "create", "--repo", ".", "--summary", "Add a greeting", "--agent", "claude", "--timeout", "5m")
+	cmd := exec.Command(batonBin, "delivery", "run", "1")
+	cmd.Dir, cmd.Env = repo, env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-started:
+	case err := <-done:
+		t.Fatalf("delivery run ended before the plan was under way: %v\n%s", err, tail(out.String()))
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("the plan never reached the model\n%s", tail(out.String()))
+	}
+	batonRun(t, env, repo, "delivery", "say", "1", "Use tabs, not spaces.")
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("delivery run: %v\n%s", err, tail(out.String()))
+		}
+	case <-time.After(3 * time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatalf("the plan did not finish after the message\n%s", tail(out.String()))
+	}
+	var last *harnesstest.AnthropicRequest
+	for _, r := range model.Requests() {
+		if r.HasTool("Write") {
+			last = &r
+		}
+	}
+	if last == nil || !strings.Contains(last.LastUserText(), "Use tabs, not spaces.") || !strings.Contains(last.Raw, "Add a greeting") {
+		t.Fatalf("the model's last request is not the conversation followed by the message\n%s", tail(out.String()))
+	}
+	var show struct {
+		Delivery struct {
+			Phase     string `json:"phase"`
+			RunStatus string `json:"run_status"`
+		} `json:"delivery"`
+		Runs []struct {
+			Phase  string `json:"phase"`
+			Status string `json:"status"`
+			Error  string `json:"error"`
+		} `json:"agent_runs"`
+	}
+	s := batonRun(t, env, repo, "delivery", "show", "1", "--json")
+	if err := json.Unmarshal([]byte(s), &show); err != nil {
+		t.Fatalf("delivery show --json: %v\n%s", err, s)
+	}
+	if show.Delivery.Phase != "plan" || show.Delivery.RunStatus != "succeeded" {
+		t.Errorf("the delivery is %s/%s, want its plan succeeded", show.Delivery.Phase, show.Delivery.RunStatus)
+	}
+	// The stopped run says which session was resumed; the model's last
+	// request, holding the first run's conversation, shows it was.
+	if r := show.Runs; len(r) != 2 || r[0].Status != "canceled" || !regexp.MustCompile(`person's message; the agent's session [0-9a-f-]{36} was resumed with it`).MatchString(r[0].Error) ||
+		r[1].Status != "succeeded" {
+		t.Errorf("plan's agent runs = %+v, want the stopped one and its session resumed", r)
+	}
 }

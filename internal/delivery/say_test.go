@@ -19,6 +19,16 @@ import (
 // the event log, a ref the next phases see, and marked as given.
 func TestSayResumesTheAgentsSession(t *testing.T) {
 	t.Parallel()
+	// How each stand-in CLI is told to resume a session.
+	for agent, flag := range map[string]string{"claude": "--resume", "codex": "resume"} {
+		t.Run(agent, func(t *testing.T) {
+			t.Parallel()
+			testSayResumes(t, agent, flag)
+		})
+	}
+}
+
+func testSayResumes(t *testing.T, agent, resumeArg string) {
 	src := sourceRepo(t)
 	h := newHarness(t, 1)
 	h.fake.SetScript(t, agenttest.Script{RepeatLast: true, Turns: []agenttest.Turn{
@@ -28,7 +38,9 @@ func TestSayResumesTheAgentsSession(t *testing.T) {
 		{Files: []agenttest.File{{Path: "greet.go", Content: "package app\n\nfunc Greet() string {\n\treturn \"hi\"\n}\n"}}, Final: "Done, with tabs."},
 		{Final: map[string]string{"verdict": "pass", "summary": "Good", "feedback": ""}},
 	}})
-	d, _, err := h.svc.Insert(t.Context(), newDelivery(src, cfg()), "alice")
+	c := cfg()
+	c.Agent = agent
+	d, _, err := h.svc.Insert(t.Context(), newDelivery(src, c), "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,11 +71,11 @@ func TestSayResumesTheAgentsSession(t *testing.T) {
 	if !strings.Contains(plan.Prompt, "message-") {
 		t.Errorf("plan's prompt does not point at the message sent while it was queued:\n%s", plan.Prompt)
 	}
-	i := slices.Index(resumed.Args, "--resume")
+	i := slices.Index(resumed.Args, resumeArg)
 	if i < 0 || i+1 >= len(resumed.Args) || resumed.Args[i+1] == "" {
 		t.Fatalf("the run after the message was not a resume: %q", resumed.Args)
 	}
-	if slices.Contains(stopped.Args, "--resume") {
+	if slices.Contains(stopped.Args, resumeArg) {
 		t.Errorf("the first implement run resumed something: %q", stopped.Args)
 	}
 	if !strings.Contains(resumed.Prompt, "alice") || !strings.Contains(resumed.Prompt, "Use tabs, not spaces.") || strings.Contains(resumed.Prompt, d.Summary) {

@@ -40,6 +40,14 @@ func parseCodex(args []string) (*invocation, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(pos) > 0 && pos[0] == "resume" {
+		// codex exec [OPTIONS] resume <SESSION_ID> [PROMPT]: the session
+		// continues, the prompt as before.
+		if len(pos) < 2 || strings.HasPrefix(pos[1], "-") {
+			return nil, &usageError{2, "error: a session id is required: codex exec resume <SESSION_ID> [PROMPT]"}
+		}
+		pos = pos[2:]
+	}
 	if len(pos) > 1 {
 		return nil, &usageError{2, fmt.Sprintf("error: unexpected argument '%s' found", pos[1])}
 	}
