@@ -81,6 +81,7 @@ type createOptions struct {
 	observeWindow, observeEvery          time.Duration
 	timeout                              string
 	agentArgs, passEnv                   []string
+	setup, setupEgress                   []string
 	maxRounds, stallRounds               int
 	json                                 bool
 	changed                              func(string) bool
@@ -104,7 +105,15 @@ merges into its base branch.
 A local repository may hold defaults in .agent/delivery.json (agent,
 model, endpoint, checkpoints, base, verify, deploy, observe,
 observe_window, observe_every, merge, draft, timeout, max_rounds,
-stall_rounds, agent_args, pass_env); flags win.
+stall_rounds, agent_args, pass_env, egress_allow, setup, setup_files,
+setup_from, setup_egress_allow); flags win.
+
+A set-up (--setup, or "setup" in .agent/delivery.json, or "setup_from":
+"devcontainer" for the dev container's create commands) makes worktrees
+ready: it runs, confined, before the first agent phase, again when a lock
+file changes, and before verify; a failure stops the phase with its
+output. Its package caches are the repository's, written by the set-up
+alone; --setup-egress-allow names what only it may reach.
 
 A delivery that goes round and round is blocked for a person: --stall-rounds
 N (default 3) returns to implement in a row whose work tree is one an
@@ -145,6 +154,8 @@ text anyone can write into an issue and verify runs code an agent wrote.
 	fl.StringVar(&o.timeout, "timeout", "", `time limit of each agent or command run: 45m, or per phase, e.g. 30m,implement=2h (default 60m)`)
 	fl.StringArrayVar(&o.agentArgs, "agent-arg", nil, "argument appended to the agent's command line, e.g. --agent-arg=--allowedTools=Read,Edit (repeatable)")
 	fl.StringArrayVar(&o.passEnv, "pass-env", nil, "a secret of baton's environment agents and commands get anyway, e.g. --pass-env GH_TOKEN (repeatable; default none)")
+	fl.StringArrayVar(&o.setup, "setup", nil, "a set-up command (sh -c) run, confined, before the first agent phase, again when a lock file changes, and before verify, e.g. --setup 'npm ci' (repeatable; default .agent/delivery.json's)")
+	fl.StringArrayVar(&o.setupEgress, "setup-egress-allow", nil, "a host only the set-up may reach (a package registry): host, host:port, *.domain or a URL (repeatable)")
 	fl.IntVar(&o.maxRounds, "max-rounds", 0, "returns to implement before the delivery is blocked for a person (default 5)")
 	fl.IntVar(&o.stallRounds, "stall-rounds", 0, "returns to implement in a row without progress (the same work tree, failing check or review feedback) before the delivery is blocked for a person (default 3)")
 	fl.BoolVar(&o.json, "json", false, "print JSON")
@@ -215,6 +226,12 @@ func (o createOptions) settings(st *delivery.Settings) error {
 	}
 	if o.changed("pass-env") {
 		st.PassEnv = &o.passEnv
+	}
+	if o.changed("setup") {
+		st.Setup = &o.setup
+	}
+	if o.changed("setup-egress-allow") {
+		st.SetupEgressAllow = &o.setupEgress
 	}
 	if o.changed("max-rounds") {
 		st.MaxRounds = &o.maxRounds
@@ -418,6 +435,12 @@ func printDelivery(w io.Writer, det *delivery.Detail, now time.Time) {
 	}
 	if len(c.EgressAllow) > 0 {
 		fmt.Fprintf(tw, "network:\talso reaches %s (egress_allow)\n", strings.Join(c.EgressAllow, ", "))
+	}
+	if len(c.Setup) > 0 {
+		fmt.Fprintf(tw, "set-up:\t`%s`\n", strings.Join(c.Setup, "`; `"))
+	}
+	if len(c.SetupEgressAllow) > 0 {
+		fmt.Fprintf(tw, "\tthe set-up alone reaches %s (setup_egress_allow)\n", strings.Join(c.SetupEgressAllow, ", "))
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nrefs:")

@@ -63,3 +63,26 @@ func TestDoctorShowsSetup(t *testing.T) {
 		t.Errorf("doctor with a bad delivery.json = %d:\n%s", r.code, r.stdout)
 	}
 }
+
+// --setup and --setup-egress-allow set a delivery's set-up over the
+// repository's, and `delivery show` says what it runs; a blank command
+// is refused with the flag's name.
+func TestDeliveryCreateSetupFlags(t *testing.T) {
+	e, _, _ := deliveryEnv(t)
+	if err := os.MkdirAll(filepath.Join(e.dir, ".agent"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.dir, ".agent", "delivery.json"), []byte(`{"setup": ["make deps"]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := e.run("", "", "delivery", "create", "--repo", ".", "--summary", "blank", "--setup", " ")
+	if r.code != 2 || !strings.Contains(r.stderr, "bad --setup") {
+		t.Errorf("a blank --setup = %d %s", r.code, r.stderr)
+	}
+	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Add a /health endpoint", "--setup", "npm ci", "--setup", "go mod download",
+		"--setup-egress-allow", "127.0.0.1:4873")
+	out := e.ok("", "", "delivery", "show", "1").stdout
+	if !strings.Contains(out, "set-up:") || !strings.Contains(out, "`npm ci`; `go mod download`\n") || !strings.Contains(out, "the set-up alone reaches 127.0.0.1:4873") || strings.Contains(out, "make deps") {
+		t.Errorf("delivery show:\n%s", out)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/baton-agent/baton/internal/agentrun"
 	"github.com/baton-agent/baton/internal/github"
 	"github.com/baton-agent/baton/internal/gitx"
+	"github.com/baton-agent/baton/internal/netpolicy"
 	"github.com/baton-agent/baton/internal/proc"
 	"github.com/baton-agent/baton/internal/safefile"
 )
@@ -64,6 +65,10 @@ type Settings struct {
 	Draft       *baton.DraftMode
 	Endpoint    *baton.Phase
 	Checkpoints *[]baton.Phase
+	// Setup are the set-up's shell commands; SetupEgressAllow what the
+	// set-up alone may reach.
+	Setup            *[]string
+	SetupEgressAllow *[]string
 }
 
 // Create stores a new delivery for r, with its plan queued, or returns
@@ -292,6 +297,18 @@ func (st Settings) apply(d *baton.Delivery) error {
 	}
 	if st.MaxRounds != nil {
 		c.MaxRounds = *st.MaxRounds
+	}
+	if st.Setup != nil {
+		if err := CheckSetup(*st.Setup); err != nil {
+			return baton.WrapError(baton.Invalid, err, "bad --setup")
+		}
+		c.Setup = append([]string(nil), (*st.Setup)...)
+	}
+	if st.SetupEgressAllow != nil {
+		if _, err := netpolicy.Parse(*st.SetupEgressAllow...); err != nil {
+			return baton.WrapError(baton.Invalid, err, "bad --setup-egress-allow")
+		}
+		c.SetupEgressAllow = append([]string(nil), (*st.SetupEgressAllow)...)
 	}
 	if st.StallRounds != nil {
 		if err := baton.CheckStallRounds(*st.StallRounds); err != nil {
