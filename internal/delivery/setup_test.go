@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/agentrun/agenttest"
@@ -85,6 +86,10 @@ func TestSetupMakesVerifyPass(t *testing.T) {
 	}
 	c := cfg()
 	c.VerifyCommand = "go test ./..."
+	// The box's build cache starts empty: the first verify compiles the
+	// standard library's test dependencies, which takes more than a minute
+	// on a busy two-core machine.
+	c.PhaseTimeout = 10 * time.Minute
 	c.SetupEgressAllow = []string{proxy.Host}
 	without := verify(c, "without set-up")
 	if without.Phase != baton.PhaseImplement || proxy.Downloads() != 0 {
