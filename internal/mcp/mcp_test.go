@@ -506,6 +506,8 @@ func TestDeliveryTools(t *testing.T) {
 	check("delivery", map[string]any{"delivery": "#9"}, true, "")
 	check("delivery_reject", map[string]any{"delivery": "#1"}, true, "note")
 	check("delivery_reject", map[string]any{"delivery": "#1", "note": " "}, true, "reject needs a reason")
+	check("delivery_reject", map[string]any{"delivery": "#1", "note": "x", "notes": "no path here"}, true, "start a note with the file and line")
+	check("delivery_reject", map[string]any{"delivery": "#1", "note": "x", "notes": "../etc/passwd:1: x"}, true, "not a file of the repository")
 	check("delivery_cancel", map[string]any{"delivery": "#1"}, true, "")
 	check("delivery_approve", map[string]any{"delivery": "#1"}, true, "")
 	check("delivery_cancel", map[string]any{"delivery": "#1", "state": "plan/succeeded/5"}, true, "it was plan/succeeded (attempt 5), it is now plan/queued")
