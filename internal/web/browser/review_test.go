@@ -415,7 +415,9 @@ func TestDashboardInsights(t *testing.T) {
 	})
 	e.open("/")
 	e.click(`header nav a[href="/insights"]`)
-	e.waitJS("the insights page", `location.pathname === "/insights"`, 10*time.Second)
+	// The address changes when the navigation commits, before the new
+	// page is parsed: wait for the page itself.
+	e.waitJS("the insights page", `location.pathname === "/insights" && document.readyState === "complete"`, 10*time.Second)
 	figures := eval[string](e, `document.querySelector("#figures").innerText`)
 	for _, want := range []string{"Created\n2", "Merged\n1"} {
 		if !strings.Contains(figures, want) {
@@ -480,7 +482,7 @@ func TestDashboardEarlierLogLines(t *testing.T) {
 	e.run("turn JavaScript off", scripts(false))
 	e.open("/deliveries/" + id)
 	e.click("#log-earlier a")
-	e.waitJS("the page with earlier lines", `location.search.includes("before=")`, 10*time.Second)
+	e.waitJS("the page with earlier lines", `location.search.includes("before=") && document.readyState === "complete"`, 10*time.Second)
 	if n := eval[int](e, count); n != 600 {
 		t.Errorf("without JavaScript the link opens a page of %d lines, want 600", n)
 	}
