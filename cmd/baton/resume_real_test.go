@@ -48,26 +48,10 @@ func TestRealClaudeResumesWithAMessage(t *testing.T) {
 	spec := agentrun.Spec{Agent: "claude", Prompt: "Format the README", Dir: repo, Env: withBinOnPath(claudeEnv(env, model.URL), claude)}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	first := runStopped(t, ctx, spec, started)
-	if first.SessionID == "" {
-		t.Fatalf("the stopped run reported no session: %+v", first)
-	}
-	spec.Prompt, spec.Resume = "A person watching says: Use tabs, not spaces.", first.SessionID
-	second, err := agentrun.Run(ctx, spec)
-	if err != nil {
-		t.Fatalf("resumed run: %v (%+v)", err, second)
-	}
-	if second.SessionID != first.SessionID || second.FinalText != "Understood: tabs." {
-		t.Errorf("resumed run = session %q, final %q; want session %q, %q", second.SessionID, second.FinalText, first.SessionID, "Understood: tabs.")
-	}
+	resumeWithMessage(t, ctx, spec, started)
 	reqs := model.Requests()
 	last := reqs[len(reqs)-1]
-	if !strings.Contains(last.Raw, "Format the README") || !strings.Contains(last.Raw, "README.md") {
-		t.Errorf("the model's request after the message lost the earlier conversation:\n%s", tail(last.Raw))
-	}
-	if !strings.Contains(last.LastUserText(), "Use tabs, not spaces") {
-		t.Errorf("the message is not the model's last user turn: %q", last.LastUserText())
-	}
+	checkHeardAfter(t, last.Raw, last.LastUserText(), "README.md")
 }
 
 // The same with the real Codex: codex exec resume <thread> continues the
@@ -99,9 +83,23 @@ func TestRealCodexResumesWithAMessage(t *testing.T) {
 	spec := agentrun.Spec{Agent: "codex", Prompt: "Format the README", Dir: repo, Env: withBinOnPath(env, codex), LogDir: t.TempDir()}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	resumeWithMessage(t, ctx, spec, started)
+	reqs := model.Requests()
+	last := reqs[len(reqs)-1]
+	checkHeardAfter(t, last.Raw, last.LastUserText(), "cat README.md")
+}
+
+// runStopped runs spec until the model signals started (the agent is in
+// the middle of its work), then stops it as a person's message does, and
+// returns what the stopped run reported.
+// resumeWithMessage runs spec, stops it once started fires, and resumes
+// its session with a person's message, in a log directory of its own: the
+// resumed run must end in the same session with the scripted answer.
+func resumeWithMessage(t *testing.T, ctx context.Context, spec agentrun.Spec, started <-chan struct{}) {
+	t.Helper()
 	first := runStopped(t, ctx, spec, started)
 	if first.SessionID == "" {
-		t.Fatalf("the stopped run reported no thread: %+v", first)
+		t.Fatalf("the stopped run reported no session: %+v", first)
 	}
 	spec.Prompt, spec.Resume, spec.LogDir = "A person watching says: Use tabs, not spaces.", first.SessionID, t.TempDir()
 	second, err := agentrun.Run(ctx, spec)
@@ -109,21 +107,23 @@ func TestRealCodexResumesWithAMessage(t *testing.T) {
 		t.Fatalf("resumed run: %v (%+v)", err, second)
 	}
 	if second.SessionID != first.SessionID || second.FinalText != "Understood: tabs." {
-		t.Errorf("resumed run = thread %q, final %q; want thread %q, %q", second.SessionID, second.FinalText, first.SessionID, "Understood: tabs.")
-	}
-	reqs := model.Requests()
-	last := reqs[len(reqs)-1]
-	if !strings.Contains(last.Raw, "Format the README") || !strings.Contains(last.Raw, "cat README.md") {
-		t.Errorf("the model's request after the message lost the earlier conversation:\n%s", tail(last.Raw))
-	}
-	if !strings.Contains(last.LastUserText(), "Use tabs, not spaces") {
-		t.Errorf("the message is not the model's last user turn: %q", last.LastUserText())
+		t.Errorf("resumed run = session %q, final %q; want session %q, %q", second.SessionID, second.FinalText, first.SessionID, "Understood: tabs.")
 	}
 }
 
-// runStopped runs spec until the model signals started (the agent is in
-// the middle of its work), then stops it as a person's message does, and
-// returns what the stopped run reported.
+// checkHeardAfter checks the model's request after the message: it holds
+// the conversation so far (the prompt and earlier, what the agent did)
+// and the message as its last user turn.
+func checkHeardAfter(t *testing.T, raw, lastUser, earlier string) {
+	t.Helper()
+	if !strings.Contains(raw, "Format the README") || !strings.Contains(raw, earlier) {
+		t.Errorf("the model's request after the message lost the earlier conversation:\n%s", tail(raw))
+	}
+	if !strings.Contains(lastUser, "Use tabs, not spaces") {
+		t.Errorf("the message is not the model's last user turn: %q", lastUser)
+	}
+}
+
 func runStopped(t *testing.T, ctx context.Context, spec agentrun.Spec, started <-chan struct{}) *agentrun.Result {
 	t.Helper()
 	runCtx, stop := context.WithCancel(ctx)
