@@ -356,7 +356,9 @@ func TestDashboardLighthouse(t *testing.T) {
 
 		m := bestMobile(t, lh, chrome, e.url+s.path, filepath.Join(e.artifacts, "lighthouse-mobile-"+s.name), extra...)
 		line += "; mobile " + m.String()
-		if m.Score < 95 {
+		if m.Score < 0 {
+			line += " (not asserted: every run was starved of CPU)"
+		} else if m.Score < 95 {
 			t.Errorf("Lighthouse mobile performance of %s (%s) = %s, want at least 95; failing audits: %s (report: %s)",
 				s.name, s.path, m, strings.Join(m.Failing, ", "), m.Report)
 		}

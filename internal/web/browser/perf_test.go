@@ -35,8 +35,9 @@ type mobileReport struct {
 	TBT, CLS   float64 // total blocking time (ms), cumulative layout shift
 	LCP, FCP   float64 // ms
 	Failing    []string
-	Report     string // the JSON report's path
-	Runs       int    // how many runs it took (bestMobile)
+	Report     string  // the JSON report's path
+	CPUShare   float64 // of the wall-clock time the page's tasks took, how much they ran
+	Runs       int     // how many runs it took (bestMobile)
 	raw        lighthouseScores
 }
 
@@ -49,12 +50,21 @@ type mobileReport struct {
 // of wall clock, and simulated throttling multiplies the wall clock. A
 // slow page is slow in every run; TestDashboardLoadBudget asserts its
 // causes with no clock at all.
+//
+// A run in which the page's main thread ran for less than half of the
+// wall-clock time its tasks took (other programs had the CPU) measured
+// the machine, not the page: it does not count, and when no run counts
+// the score is not asserted (Score -1), which the test logs.
 func bestMobile(t *testing.T, lh, chrome, url, dir string, extra ...string) mobileReport {
 	t.Helper()
-	var best mobileReport
+	best := mobileReport{Score: -1}
 	for run := 1; run <= 3; run++ {
 		r := lighthouseMobile(t, lh, chrome, url, filepath.Join(dir, strconv.Itoa(run)), extra...)
-		if run == 1 || r.Score > best.Score {
+		if r.CPUShare < 0.5 {
+			t.Logf("%s: run %d not counted: the page's thread ran %.0f%% of its tasks' wall-clock time (%s)", url, run, 100*r.CPUShare, r)
+			continue
+		}
+		if r.Score > best.Score {
 			best = r
 		}
 		best.Runs = run
@@ -93,6 +103,20 @@ func lighthouseMobile(t *testing.T, lh, chrome, url, dir string, extra ...string
 		}
 	}
 	run("-G=" + art)
+	// How much of its tasks' wall-clock time the page's main thread ran:
+	// the rest, other programs had the CPU, and simulated throttling
+	// would count it as the page's.
+	var cpu, wall float64
+	if tb, err := os.ReadFile(filepath.Join(art, "defaultPass.trace.json")); err == nil {
+		var tr struct {
+			TraceEvents []traceEvent `json:"traceEvents"`
+		}
+		if json.Unmarshal(tb, &tr) == nil {
+			for _, m := range mainTasks(tr.TraceEvents) {
+				cpu, wall = cpu+m.CPU, wall+m.Wall
+			}
+		}
+	}
 
 	// The saved settings must match the audit's, so the multiplier is
 	// written into them too.
@@ -140,6 +164,9 @@ func lighthouseMobile(t *testing.T, lh, chrome, url, dir string, extra ...string
 		t.Fatal(err)
 	}
 	r := mobileReport{Index: index, Multiplier: multiplier, Report: out}
+	if wall > 0 {
+		r.CPUShare = cpu / wall
+	}
 	if err := json.Unmarshal(raw, &r.raw); err != nil {
 		t.Fatalf("lighthouse report of %s: %v", url, err)
 	}
@@ -157,8 +184,8 @@ func lighthouseMobile(t *testing.T, lh, chrome, url, dir string, extra ...string
 }
 
 func (r mobileReport) String() string {
-	return fmt.Sprintf("performance %d (benchmarkIndex %.0f, CPU ×%.2f; TBT %.0f ms, LCP %.0f ms, FCP %.0f ms, CLS %.3f; best of %d)",
-		r.Score, r.Index, r.Multiplier, r.TBT, r.LCP, r.FCP, r.CLS, r.Runs)
+	return fmt.Sprintf("performance %d (benchmarkIndex %.0f, CPU ×%.2f, thread ran %.0f%%; TBT %.0f ms, LCP %.0f ms, FCP %.0f ms, CLS %.3f; best of %d)",
+		r.Score, r.Index, r.Multiplier, 100*r.CPUShare, r.TBT, r.LCP, r.FCP, r.CLS, r.Runs)
 }
 
 // traceEvent is one event of a Chrome trace, as the budget reads it.
