@@ -24,6 +24,7 @@ import (
 	"github.com/baton-agent/baton/internal/forge"
 	"github.com/baton-agent/baton/internal/intake"
 	"github.com/baton-agent/baton/internal/loop"
+	"github.com/baton-agent/baton/internal/markdown"
 )
 
 //go:embed templates/*.html
@@ -101,6 +102,7 @@ func pages() (map[string]*template.Template, error) {
 			"fileStatus":  fileStatus,
 			"diffLines":   diffLines,
 			"planLines":   func(plan string) []string { return strings.Split(plan, "\n") },
+			"markdown":    markdown.Render,
 			"fileID":      fileID,
 			"hiddenFiles": hiddenFiles,
 			"add":         func(a, b int) int { return a + b },
