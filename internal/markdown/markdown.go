@@ -19,6 +19,7 @@ package markdown
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"html/template"
 	"net/url"
 	"sort"
@@ -40,21 +41,83 @@ import (
 // hostile "> > > …" cannot build a page the browser chokes on.
 const MaxDepth = 16
 
+// goldmark's parse grows faster than its input on some hostile texts
+// (a line of thousands of unclosed "[a](", quotes nested thousands
+// deep: seconds at 64 KiB, minutes at 256 KiB), so Render refuses what
+// is past these bounds and the caller shows the text.
+const (
+	// MaxSource is the longest source Render renders.
+	MaxSource = 64 << 10
+	// MaxLine is the longest line.
+	MaxLine = 8 << 10
+	// MaxNesting is the most container markers ("> ", "- ", "1. ") a
+	// line may open with.
+	MaxNesting = 32
+)
+
 // md parses; it never renders (Render writes the HTML), so goldmark's
 // own renderer and its options for raw HTML play no part.
 var md = goldmark.New(goldmark.WithExtensions(
 	extension.Table, extension.Strikethrough, extension.TaskList, extension.Linkify,
 ))
 
-// Render returns src as HTML for a page (see the package comment).
-func Render(src string) template.HTML {
+// Render returns src as HTML for a page (see the package comment), or
+// an error saying why it is not rendered: longer than MaxSource, a line
+// longer than MaxLine, or one nested deeper than MaxNesting.
+func Render(src string) (template.HTML, error) {
+	if err := checkBounds(src); err != nil {
+		return "", err
+	}
 	source := []byte(src)
 	doc := md.Parser().Parse(text.NewReader(source), parser.WithContext(parser.NewContext()))
 	r := &writer{src: source, lines: lineStarts(source)}
 	r.w = bufio.NewWriter(&r.out)
 	r.blocks(doc, 0)
 	_ = r.w.Flush() // a bytes.Buffer's writes do not fail
-	return template.HTML(r.out.String())
+	return template.HTML(r.out.String()), nil
+}
+
+// checkBounds says which bound src is past, if any.
+func checkBounds(src string) error {
+	if len(src) > MaxSource {
+		return fmt.Errorf("it is over %d KiB", MaxSource>>10)
+	}
+	for i, line := range strings.Split(src, "\n") {
+		if len(line) > MaxLine {
+			return fmt.Errorf("its line %d is over %d KiB", i+1, MaxLine>>10)
+		}
+		n := 0
+		for rest, ok := marker(line); ok; rest, ok = marker(rest) {
+			n++
+		}
+		if n > MaxNesting {
+			return fmt.Errorf("its line %d nests %d blocks deep, over %d", i+1, n, MaxNesting)
+		}
+	}
+	return nil
+}
+
+// marker returns what follows the container marker line opens with,
+// after spaces: a block quote's ">", or a list item's "-", "+", "*",
+// "1." or "1)" and the space after it.
+func marker(line string) (rest string, ok bool) {
+	line = strings.TrimLeft(line, " \t")
+	if strings.HasPrefix(line, ">") {
+		return line[1:], true
+	}
+	n := len(line) - len(strings.TrimLeft(line, "0123456789"))
+	switch {
+	case n == 0 && len(line) >= 2 && strings.ContainsRune("-+*", rune(line[0])):
+		n = 1
+	case n > 0 && n <= 9 && len(line) >= n+2 && strings.ContainsRune(".)", rune(line[n])):
+		n++
+	default:
+		return "", false
+	}
+	if len(line) > n && (line[n] == ' ' || line[n] == '\t') {
+		return line[n+1:], true
+	}
+	return "", false
 }
 
 type writer struct {

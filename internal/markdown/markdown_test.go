@@ -30,7 +30,11 @@ func TestRenderGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := string(markdown.Render(string(src)))
+			out, err := markdown.Render(string(src))
+			if err != nil {
+				t.Fatalf("Render(%s) = %v", p, err)
+			}
+			got := string(out)
 			if err := checkSafe(string(src), got); err != nil {
 				t.Errorf("Render(%s): %v", p, err)
 			}
@@ -47,7 +51,7 @@ func TestRenderHostile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := string(markdown.Render(string(src)))
+	got := render(t, string(src))
 	// Text has every < escaped, so these are the markup, all of it.
 	markup := strings.ToLower(strings.Join(regexp.MustCompile(`<[^>]*>`).FindAllString(got, -1), ""))
 	for _, bad := range []string{"<script", "<img", "<div>", "<b>", "onclick", "onerror", "onload", `"onmouseover`, "javascript:", "data:", "vbscript:", "file:", `href="../`, `href="#`, `href="/`} {
@@ -71,7 +75,7 @@ func TestRenderHostile(t *testing.T) {
 func TestRenderLines(t *testing.T) {
 	t.Parallel()
 	src := "# Title\n\nA paragraph\nover two lines.\n\n- one\n- two\n\n```go\nfunc f() {}\n\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n---\n"
-	got := string(markdown.Render(src))
+	got := render(t, src)
 	for _, want := range []string{
 		`<h3 data-line="1">Title</h3>`,
 		`<p data-line="3" data-end="4">A paragraph` + "\n" + `over two lines.</p>`,
@@ -86,6 +90,38 @@ func TestRenderLines(t *testing.T) {
 			t.Errorf("Render(%q) lacks %q:\n%s", src, want, got)
 		}
 	}
+}
+
+// TestRenderBounds: past MaxSource or MaxNesting, Render says why and
+// the caller shows the text (goldmark's parse is not linear there).
+func TestRenderBounds(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		src, err string
+	}{
+		{strings.Repeat(strings.Repeat("a", 99)+"\n", markdown.MaxSource/100), ""},
+		{strings.Repeat("a", markdown.MaxSource+1), "it is over 64 KiB"},
+		{"ok\n" + strings.Repeat("> ", markdown.MaxNesting) + "x", ""},
+		{"ok\n" + strings.Repeat(">", markdown.MaxNesting+1) + "x", "its line 2 nests 33 blocks deep, over 32"},
+		{strings.Repeat("- 1. * 2) + ", 7) + "x", "its line 1 nests 35 blocks deep, over 32"},
+		{strings.Repeat("-", 1000) + "\n" + strings.Repeat("1.", 1000), ""}, // markers need a space after them
+		{strings.Repeat("a", markdown.MaxLine) + "\n", ""},
+		{"\n\n" + strings.Repeat("a", markdown.MaxLine+1), "its line 3 is over 8 KiB"},
+	} {
+		_, err := markdown.Render(tc.src)
+		if got := fmt.Sprint(err); tc.err == "" && err != nil || tc.err != "" && got != tc.err {
+			t.Errorf("Render(%.40q…) = %v, want %q", tc.src, err, tc.err)
+		}
+	}
+}
+
+func render(t *testing.T, src string) string {
+	t.Helper()
+	out, err := markdown.Render(src)
+	if err != nil {
+		t.Fatalf("Render(%.60q) = %v", src, err)
+	}
+	return string(out)
 }
 
 func TestSafeURL(t *testing.T) {
@@ -136,7 +172,14 @@ func FuzzRender(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
-		got := string(markdown.Render(src))
+		out, err := markdown.Render(src)
+		if err != nil {
+			if len(src) <= markdown.MaxSource && !strings.Contains(err.Error(), "nests") && !strings.Contains(err.Error(), "KiB") {
+				t.Fatalf("Render(%q) = %v", src, err)
+			}
+			return
+		}
+		got := string(out)
 		if err := checkSafe(src, got); err != nil {
 			t.Fatalf("Render(%q) = %q: %v", src, got, err)
 		}
