@@ -60,7 +60,8 @@ func planLine(t *testing.T, prefix string) int {
 // plan reads as a document (a table as a table, code in its own box that
 // scrolls, not the page), nothing the plan wrote as HTML runs, loads or
 // links anywhere unsafe, and selecting a rendered row or list item
-// starts a note on the plan line it came from. axe-core finds nothing
+// starts a note on the plan line it came from; without JavaScript the
+// numbered source is there to type notes from. axe-core finds nothing
 // serious or critical, in every layout.
 func TestDashboardPlanRendered(t *testing.T) {
 	e := newEnv(t)
@@ -124,4 +125,18 @@ func TestDashboardPlanRendered(t *testing.T) {
 		t.Errorf("the source's line %d reads %q", row, got)
 	}
 	e.shots("plan-source-and-notes")
+
+	// Without JavaScript the plan is rendered the same (on the server),
+	// and the fold shows the numbers a note typed by hand names.
+	e.run("scripts off", scripts(false))
+	e.open("/deliveries/" + d.ID)
+	if !eval[bool](e, `!document.documentElement.classList.contains("js") && !!document.querySelector("#plan-doc table")`) {
+		t.Error("without JavaScript the plan is not rendered")
+	}
+	e.click("#plan-source > summary")
+	if got := eval[string](e, fmt.Sprintf(`getComputedStyle(document.querySelector('#plan-source span[data-line="%d"]'), "::before").content`, item)); got != fmt.Sprintf(`"%d"`, item) {
+		t.Errorf("without JavaScript the source's line %d is numbered %s", item, got)
+	}
+	e.shots("plan-no-javascript")
+	e.run("scripts on", scripts(true))
 }
