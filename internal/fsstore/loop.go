@@ -17,9 +17,12 @@ import (
 	"github.com/baton-agent/baton/internal/safefile"
 )
 
-// loops is the loop kind of artifact.
+// loops is the loop kind of artifact. Its updates are durable: a loop's
+// file counts the stops that continued it (iterations, blocks, spend),
+// and a crash must not take a counted stop back.
 var loops = artifact[*baton.Loop]{
 	kind: "loop", dir: LoopsDir, listHint: "baton loop list", index: LoopIndex, entryOf: loopEntry,
+	durable:  true,
 	decode:   frontmatter.DecodeLoop,
 	encode:   frontmatter.EncodeLoop,
 	id:       func(l *baton.Loop) string { return l.ID },

@@ -239,7 +239,7 @@ func (d *DirBeneath) WriteAtomicFunc(name string, perm os.FileMode, write func(*
 	if name == "" || strings.ContainsRune(name, '/') || name == "." || name == ".." {
 		return &fs.PathError{Op: "write", Path: filepath.Join(d.path, name), Err: ErrNotBeneath}
 	}
-	return replaceAt(d.fd, name, filepath.Join(d.path, name), perm, true, write)
+	return replaceAt(d.fd, name, filepath.Join(d.path, name), perm, syncFile, write)
 }
 
 // Remove removes the entry name of d, whatever it is (a link is removed,
