@@ -394,6 +394,11 @@ func (s *Store) ForegroundLoop(session string) (*baton.Loop, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.LoopOf(f, session)
+}
+
+// LoopOf is ForegroundLoop with the foreground loops already read.
+func (s *Store) LoopOf(f Foreground, session string) (*baton.Loop, error) {
 	id := f.Of(session)
 	if id == "" {
 		return nil, nil

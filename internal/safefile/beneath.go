@@ -188,10 +188,12 @@ func OpenDirBeneath(root, rel string, mkdir bool, perm os.FileMode) (*DirBeneath
 	if err != nil {
 		return nil, err
 	}
-	if !mkdir && len(parts) > 0 && !walkOnly.Load() {
-		// One call where the kernel resolves the whole way down.
+	if len(parts) > 0 && !walkOnly.Load() {
+		// One call where the kernel resolves the whole way down. A
+		// directory to make, when that fails, is walked to: the walk
+		// makes what is missing and says what is in the way.
 		next, ok, err := openat2(fd, strings.Join(parts, "/"), unix.O_RDONLY|unix.O_DIRECTORY|beneathFlags, 0)
-		if ok {
+		if ok && (err == nil || !mkdir) {
 			unix.Close(fd)
 			if errors.Is(err, unix.ELOOP) {
 				err = ErrNotBeneath // a link anywhere on a directory's path
