@@ -66,10 +66,10 @@ type Workspaces struct {
 	trees    treeMemo     // the trees of the commits baton made
 }
 
-// treeMemo remembers the tree of each commit baton made, so the next
-// commit or merge on it compares trees without starting git to ask. A
-// commit never changes, so an entry is never wrong; the memo is emptied
-// when it holds maxTreeMemo.
+// treeMemo remembers the tree of each commit baton made or asked git
+// about, so the next commit, merge or review on it compares trees without
+// starting git to ask. A commit never changes, so an entry is never
+// wrong; the memo is emptied when it holds maxTreeMemo.
 type treeMemo struct {
 	mu sync.Mutex
 	m  map[string]string
@@ -94,7 +94,11 @@ func (w *Workspaces) treeOf(ctx context.Context, r *gitx.Repo, commit string) (s
 	if ok {
 		return tree, nil
 	}
-	return r.Tree(ctx, commit)
+	tree, err := r.Tree(ctx, commit)
+	if err == nil && gitx.IsObjectName(commit) {
+		w.trees.put(commit, tree)
+	}
+	return tree, err
 }
 
 // LockHeld is how long this Workspaces has held cache locks in all.
@@ -749,6 +753,20 @@ func (co *Checkout) CommitChanges(ctx context.Context, msg string) (string, bool
 	}
 	co.head = sha
 	return sha, true, nil
+}
+
+// HeadTree returns the tree of the worktree's head, the commit baton last set
+// it to, from the memo or from git in the cache: nothing in the worktree
+// is opened and no box is started.
+func (co *Checkout) HeadTree(ctx context.Context) (string, error) {
+	return co.w.treeOf(ctx, co.c.Repo, co.head)
+}
+
+// CommitsBetween counts the commits reachable from to but not from
+// from, asked of git in the cache (the commits baton made are there), not
+// in the agent's worktree: no box.
+func (co *Checkout) CommitsBetween(ctx context.Context, from, to string) (int, error) {
+	return co.c.CommitsBetween(ctx, from, to)
 }
 
 // scrubObjects removes from an object directory a confined git wrote
