@@ -112,8 +112,17 @@ type RefUpdate struct {
 }
 
 // UpdateRefs applies updates in one transaction: all or none. git
-// refuses a New that is not an object of the repository.
+// refuses a New that is not an object of the repository. In a repository
+// whose refs are baton's own (OwnRefs), what git would do plainly is done
+// in-process (reffiles.go).
 func (r *Repo) UpdateRefs(ctx context.Context, updates ...RefUpdate) error {
+	if r.OwnRefs {
+		if l, err := r.layout(); err == nil {
+			if err := l.writeRefs(updates); !errors.Is(err, errAskGit) {
+				return err
+			}
+		}
+	}
 	var b strings.Builder
 	for _, u := range updates {
 		if u.New == "" {
