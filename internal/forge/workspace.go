@@ -725,7 +725,7 @@ func sameDir(a, b string) bool {
 // worktree), into an index and an object directory of its own; the tree
 // and the commit are recorded there by git in the cache (no work tree,
 // nothing of the agent's run), with the message on stdin; and the objects
-// reach the cache only through git's checks (gitx.Repo.SendObjects). No
+// reach the cache only through git's checks (sendObjects). No
 // ref of the worktree moves, so git writes no COMMIT_EDITMSG and no
 // reflog there; the branch moves in the cache, from the commit baton last
 // set, never from a HEAD the agent could have pointed elsewhere.
@@ -783,7 +783,7 @@ func (co *Checkout) CommitChanges(ctx context.Context, msg string) (string, bool
 		return "", false, err
 	}
 	co.w.trees.put(sha, tree)
-	if err := store.SendObjects(ctx, co.c.Repo, sha, parent); err != nil {
+	if err := sendObjects(ctx, store, co.c.Repo, objects, sha, parent); err != nil {
 		return "", false, baton.WrapError(baton.Unavailable, err, "check the commit's objects into the repository cache")
 	}
 	if err := co.c.UpdateRefs(ctx, gitx.RefUpdate{Name: branchRef(co.branch), New: sha, Old: parent}); err != nil {
@@ -806,6 +806,19 @@ func (co *Checkout) HeadTree(ctx context.Context) (string, error) {
 // in the agent's worktree: no box.
 func (co *Checkout) CommitsBetween(ctx context.Context, from, to string) (int, error) {
 	return co.c.CommitsBetween(ctx, from, to)
+}
+
+// sendObjects checks the objects a confined git wrote to the object
+// directory objects into the cache dst, as a push's receiving end would
+// (git unpack-objects --strict): packed here from the files when they are
+// all loose, else by git pack-objects in store (the objects reachable
+// from tip and not from have).
+func sendObjects(ctx context.Context, store, dst *gitx.Repo, objects, tip string, have ...string) error {
+	err := gitx.SendLoose(ctx, dst, objects)
+	if errors.Is(err, gitx.ErrNotLoose) {
+		err = store.SendObjects(ctx, dst, tip, have...)
+	}
+	return err
 }
 
 // scrubObjects removes from an object directory a confined git wrote
@@ -865,7 +878,7 @@ func (w *Workspaces) rebase(ctx context.Context, c *cache, d *baton.Delivery, he
 		return "", err
 	}
 	store := &gitx.Repo{Dir: c.Dir, Files: &c.files, BaseEnv: r.BaseEnv, Env: private}
-	if err := store.SendObjects(ctx, c.Repo, rebased, head); err != nil {
+	if err := sendObjects(ctx, store, c.Repo, objects, rebased, head); err != nil {
 		return "", baton.WrapError(baton.Unavailable, err, "check the rebased commits into the repository cache")
 	}
 	if ok, err := c.IsAncestor(ctx, head, rebased); err != nil || !ok {
