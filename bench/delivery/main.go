@@ -23,6 +23,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -262,6 +263,42 @@ func (r result) whereTimeGoes() string {
 		k := time.Duration(a.n)
 		fmt.Fprintf(&b, "\n    %-9s %6.1f ms: %6.1f ms in %4.1f processes baton started, %6.1f ms in baton alone",
 			p, ms(a.wall/k), ms(a.inProcs/k), float64(a.procs)/float64(a.n), ms((a.wall-a.inProcs)/k))
+	}
+	// What each program baton starts itself costs, start to end (a box's
+	// init includes what runs in the box).
+	type prog struct {
+		name  string
+		n     int
+		total time.Duration
+	}
+	byName := map[string]*prog{}
+	for _, sp := range r.starts.spans {
+		if !sp.top {
+			continue
+		}
+		name := sp.prog
+		if name == "" {
+			name = "(no exec)"
+		}
+		p := byName[name]
+		if p == nil {
+			p = &prog{name: name}
+			byName[name] = p
+		}
+		p.n++
+		p.total += sp.end.Sub(sp.start)
+	}
+	progs := make([]*prog, 0, len(byName))
+	for _, p := range byName {
+		progs = append(progs, p)
+	}
+	slices.SortFunc(progs, func(a, b *prog) int { return cmp.Compare(b.total, a.total) })
+	b.WriteString("\n  the processes baton started itself, per delivery: count × mean time (what runs in a box is inside its init's)")
+	for _, p := range progs {
+		if float64(p.n)/n < 0.5 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n    %5.2f × %6.2f ms = %6.1f ms  %s", float64(p.n)/n, ms(p.total/time.Duration(p.n)), ms(p.total)/n, p.name)
 	}
 	return b.String()
 }

@@ -50,7 +50,7 @@ type procSpan struct {
 	pid        uint32
 	top        bool // started by this program itself, not by one of its children
 	start, end time.Time
-	argv       string
+	prog, argv string
 	agent      bool
 }
 
@@ -176,7 +176,7 @@ func (w *procWatch) event(b []byte, agentProg string) {
 			w.agent[tgid] = true
 		}
 		if sp := w.live[tgid]; sp != nil {
-			sp.argv, sp.agent = argv, w.agent[tgid]
+			sp.prog, sp.argv, sp.agent = prog, argv, w.agent[tgid]
 		}
 		if !w.counting {
 			return

@@ -20,7 +20,7 @@ type procSpan struct {
 	pid        uint32
 	top        bool
 	start, end time.Time
-	argv       string
+	prog, argv string
 	agent      bool
 }
 
