@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 )
 
@@ -111,6 +112,13 @@ func isHex(s string) bool {
 	return true
 }
 
+// deflaters keeps zlib writers between sends: making one allocates the
+// compressor's tables, which cost more than a small commit's objects.
+var deflaters = sync.Pool{New: func() any {
+	zw, _ := zlib.NewWriterLevel(io.Discard, zlib.BestSpeed)
+	return zw
+}}
+
 // writePack writes a version 2 pack of the loose objects names of dir to
 // w: the header, each object whole (no deltas), and the checksum of all
 // before it, with the hash function the names are made with.
@@ -127,7 +135,8 @@ func writePack(ctx context.Context, w io.Writer, dir string, names []string) err
 	if _, err := mw.Write(hdr[:]); err != nil {
 		return err
 	}
-	zw, _ := zlib.NewWriterLevel(io.Discard, zlib.BestSpeed)
+	zw := deflaters.Get().(*zlib.Writer)
+	defer deflaters.Put(zw)
 	zr := io.ReadCloser(nil)
 	for _, name := range names {
 		if err := ctx.Err(); err != nil {
