@@ -526,14 +526,10 @@ func (w *Workspaces) prepare(ctx context.Context, c *cache, path, branch, start 
 	if err := os.MkdirAll(state, 0o700); err != nil {
 		return nil, err
 	}
-	staged := takeStaged(state)
 	l, changed, err := gitx.Register(c.Dir, path, head)
 	if err == nil {
 		wt := w.worktree(c, path, l, state)
 		if !changed && regularFile(filepath.Join(state, "index")) {
-			if staged == start {
-				return wt, nil // as baton staged and committed it, and nothing ran there since
-			}
 			sctx, cancel := context.WithTimeout(ctx, statusTimeout)
 			dirty, err := wt.Dirty(sctx)
 			cancel()
@@ -563,37 +559,6 @@ func (w *Workspaces) prepare(ctx context.Context, c *cache, path, branch, start 
 	}
 	wt := w.worktree(c, path, l, state)
 	return wt, w.checkoutClean(ctx, wt, l, start)
-}
-
-// stagedFile, in a worktree's state directory, names the commit the
-// worktree held exactly when baton last staged all of it (git add -A, in
-// CommitChanges) and made that commit the branch's head. The next prepare
-// takes it (removes it) before anything can run in the worktree, so it
-// never outlives an agent or a command there: a worktree whose file names
-// the commit to prepare is clean without a git status (a box start). It
-// lives beside the cache, where no agent reaches.
-const stagedFile = "staged"
-
-// takeStaged removes the state directory's staged file and returns the
-// commit it named, "" when there was none (or anything else).
-func takeStaged(state string) string {
-	path := filepath.Join(state, stagedFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	if err := os.Remove(path); err != nil {
-		return "" // still there: not trusted
-	}
-	if sha := strings.TrimSpace(string(b)); gitx.IsObjectName(sha) {
-		return sha
-	}
-	return ""
-}
-
-// putStaged records in state that the worktree holds exactly sha.
-func putStaged(state, sha string) error {
-	return safefile.WriteAtomic(filepath.Join(state, stagedFile), []byte(sha+"\n"), 0o600)
 }
 
 // checkoutClean makes wt exactly rev and gives the worktree's own git
@@ -773,9 +738,6 @@ func (co *Checkout) CommitChanges(ctx context.Context, msg string) (string, bool
 	}
 	parent := co.head
 	if before, err := co.w.treeOf(ctx, co.c.Repo, parent); err != nil || before == tree {
-		if err == nil {
-			_ = putStaged(state, parent) // without it the next prepare asks git status
-		}
 		return parent, false, err
 	}
 	sha, err := store.CommitTree(ctx, tree, msg, parent)
@@ -790,7 +752,6 @@ func (co *Checkout) CommitChanges(ctx context.Context, msg string) (string, bool
 		return "", false, err
 	}
 	co.head = sha
-	_ = putStaged(state, sha) // without it the next prepare asks git status
 	return sha, true, nil
 }
 

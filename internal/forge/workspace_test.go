@@ -54,12 +54,8 @@ func TestWorktreeGitIsConfined(t *testing.T) {
 			if _, _, err := co.CommitChanges(t.Context(), "work"); err != nil {
 				t.Fatal(err)
 			}
-			// The next phase takes the worktree as baton staged it; the
-			// one after (an agent ran there meanwhile) asks git status.
-			for range 2 {
-				if _, err := ws.Checkout(t.Context(), d, forge.Local{}); err != nil {
-					t.Fatal(err)
-				}
+			if _, err := ws.Checkout(t.Context(), d, forge.Local{}); err != nil {
+				t.Fatal(err)
 			}
 			b, err := os.ReadFile(stolen)
 			switch {
@@ -215,50 +211,5 @@ func TestLocalMergeRebase(t *testing.T) {
 				t.Errorf("main's head is %q, want the work's own commit", got)
 			}
 		})
-	}
-}
-
-// A worktree baton has just staged and committed is prepared for the
-// next phase without a git status (a box start): nothing ran there
-// since. That trust is spent at once: whatever runs in the worktree after
-// that prepare (an agent, here a planted file) is found by the next one
-// and cleaned away.
-func TestCheckoutTrustsBatonsStagingOnce(t *testing.T) {
-	t.Parallel()
-	ws, d := localWork(t, map[string]string{"feature.txt": "work\n"})
-	co, err := ws.Checkout(t.Context(), d, forge.Local{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(co.Dir, "new.txt"), []byte("new\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sha, committed, err := co.CommitChanges(t.Context(), "work")
-	if err != nil || !committed {
-		t.Fatalf("CommitChanges = %v, %v", committed, err)
-	}
-	if _, err := co.Publish(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	// Planted where no phase runs: seen only if the next prepare looked.
-	planted := filepath.Join(co.Dir, "planted.txt")
-	if err := os.WriteFile(planted, []byte("x\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	next, err := ws.Checkout(t.Context(), d, forge.Local{})
-	if err != nil || next.Start != sha {
-		t.Fatalf("Checkout = %v, %v; want the worktree at %s", next, err, sha)
-	}
-	if _, err := os.Stat(planted); err != nil {
-		t.Fatalf("the prepare after baton's own commit looked at the worktree (it cleaned %s): %v", planted, err)
-	}
-	if _, err := ws.Checkout(t.Context(), d, forge.Local{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(planted); err == nil {
-		t.Error("a file left after the trusted prepare survived the next one")
-	}
-	if b, err := os.ReadFile(filepath.Join(co.Dir, "new.txt")); err != nil || string(b) != "new\n" {
-		t.Errorf("new.txt = %q, %v; want the committed file", b, err)
 	}
 }
