@@ -2,18 +2,22 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"github.com/baton-agent/baton/internal/fsstore"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/baton-agent/baton/internal/egress"
 	"github.com/baton-agent/baton/internal/gitx/gittest"
 	"github.com/baton-agent/baton/internal/sandbox"
+	"github.com/baton-agent/baton/internal/testenv"
 )
 
 var batonBin string
@@ -28,16 +32,32 @@ func TestMain(m *testing.M) {
 	}
 	batonBin = filepath.Join(dir, "baton")
 	// baton-hook beside it, as `go install ./cmd/...` puts it: install
-	// writes it into the harnesses' settings.
-	for _, b := range [][]string{{"-o", batonBin, "."}, {"-o", filepath.Join(dir, "baton-hook"), "../baton-hook"}} {
-		if out, err := exec.Command("go", append([]string{"build"}, b...)...).CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
-			os.Exit(1)
-		}
+	// writes it into the harnesses' settings. One go build for both, so
+	// they compile and link at once.
+	if out, err := exec.Command("go", "build", "-o", dir+string(filepath.Separator), ".", "../baton-hook").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		os.Exit(1)
 	}
+	waitersPerCore()
 	code := gittest.Main(m) // git's identity and configuration, fixed for every test
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// waitersPerCore lets four tests per core run at once unless -parallel
+// says otherwise: the quick tests here spend most of their time waiting on
+// the processes they start (servers, agents, git, a job rescue), so one
+// per core, go test's default, leaves the cores idle. Not with the heavy
+// tests on: the real harnesses they drive keep a core busy each.
+func waitersPerCore() {
+	flag.Parse()
+	set := testenv.All()
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		if err := flag.Set("test.parallel", strconv.Itoa(4*runtime.GOMAXPROCS(0))); err != nil {
+			panic(err)
+		}
+	}
 }
 
 type proc struct {

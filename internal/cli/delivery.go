@@ -582,7 +582,7 @@ func (a *agentFlags) settings(f *Factory, fl *pflag.FlagSet) delivery.Settings {
 	var change delivery.Settings
 	if fl.Changed("agent") {
 		change.Agent = &a.agent
-		if err := delivery.CheckAgent(a.agent); baton.ErrorCode(err) == baton.NotFound {
+		if err := delivery.CheckAgent(a.agent, f.AgentEnv); baton.ErrorCode(err) == baton.NotFound {
 			fmt.Fprintf(f.IO.Err, "baton: warning: %v (a worker on another machine may have it)\n", err)
 		}
 	}

@@ -84,6 +84,7 @@ func showView(t *testing.T, out string) showJSON {
 }
 
 func TestDeliveryCreateShowListGolden(t *testing.T) {
+	t.Parallel()
 	e, data, _ := deliveryEnv(t)
 	r := e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Add a /health endpoint\n\nIt returns 200.",
 		"--verify", "go test ./...", "--observe", "curl -fsS localhost:8080/health", "--observe-window", "2m", "--json")
@@ -140,6 +141,7 @@ func TestDeliveryCreateShowListGolden(t *testing.T) {
 // A person runs the plan in the foreground with live output, approves
 // it, and reads the run's log; reject needs a reason and posts it.
 func TestDeliveryRunApproveRejectLog(t *testing.T) {
+	t.Parallel()
 	e, _, fake := deliveryEnv(t,
 		agenttest.Turn{Say: []string{"Reading the repository"}, Final: "1. Add the handler.\n2. Test it.", CostUSD: 0.05, InputTokens: 500, OutputTokens: 80},
 	)
@@ -250,6 +252,7 @@ func TestDeliveryRunApproveRejectLog(t *testing.T) {
 // stripped from delivery run, show, list, watch and log; what the text
 // says is kept; --json keeps it, escaped.
 func TestDeliveryOutputStripsTerminalControls(t *testing.T) {
+	t.Parallel()
 	const title, clear = "\x1b]0;pwned\x07", "\x1b[2J"
 	e, _, _ := deliveryEnv(t,
 		agenttest.Turn{Say: []string{"reading" + title + " the" + clear + " repository"}, Events: []string{title + clear + "raw event line"},
@@ -308,6 +311,7 @@ func TestDeliveryOutputStripsTerminalControls(t *testing.T) {
 // The caps on request text are the core's, so the CLI refuses what the
 // API refuses, saying which field and the limit, and changes nothing.
 func TestDeliveryCapsRequestText(t *testing.T) {
+	t.Parallel()
 	e, _, _ := deliveryEnv(t)
 	r := e.run("", "", "delivery", "create", "--repo", ".", "--summary", strings.Repeat("x", baton.MaxSummary+1))
 	if r.code != ExitUsage || !strings.Contains(r.stderr, "the summary is 65537 bytes, over the limit of 64 KiB (65536 bytes): shorten it") {
@@ -356,10 +360,7 @@ func startHelper(t *testing.T, e *env, args ...string) *helperProc {
 	}
 	cmd := exec.Command(exe)
 	cmd.Dir = e.dir
-	cmd.Env = append(os.Environ(), "BATON_CLI_HELPER=1", "BATON_CLI_ARGS="+strings.Join(args, "\x1f"), "BATON_CLI_HELPER_DATA="+e.data)
-	for k, v := range e.vars {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
+	cmd.Env = e.childEnv("BATON_CLI_HELPER=1", "BATON_CLI_ARGS="+strings.Join(args, "\x1f"), "BATON_CLI_HELPER_DATA="+e.data)
 	h := &helperProc{cmd: cmd}
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -427,6 +428,7 @@ func waitDelivery(t *testing.T, dbPath, what string, cond func(*baton.Delivery, 
 // worker takes the phase over once the heartbeat is stale, and the
 // delivery finishes. Nothing is left running.
 func TestKilledWorkerIsRecovered(t *testing.T) {
+	t.Parallel()
 	e, data, fake := deliveryEnv(t,
 		agenttest.Turn{Final: "never delivered", Sleep: 20 * time.Second}, // attempt 1: its worker dies
 		agenttest.Turn{Final: "1. The plan, second attempt."},
@@ -490,6 +492,7 @@ func TestKilledWorkerIsRecovered(t *testing.T) {
 // GitHub API (githubtest here), and makes a GitHub delivery; the request
 // ref is the issue URL, and creating again finds the same delivery.
 func TestDeliveryCreateFromIssue(t *testing.T) {
+	t.Parallel()
 	e, _, _ := deliveryEnv(t)
 	srv := githubtest.NewServer(t)
 	srv.RequireToken("ghp_cli_test_token_0123456789abcdefghij")
@@ -527,6 +530,7 @@ func TestDeliveryCreateFromIssue(t *testing.T) {
 // SIGINT stops a worker gracefully: its running agent is interrupted and
 // the phase goes back to the queue, where the next worker finishes it.
 func TestWorkerInterruptReleasesPhase(t *testing.T) {
+	t.Parallel()
 	e, data, fake := deliveryEnv(t,
 		agenttest.Turn{Final: "interrupted", Sleep: 20 * time.Second},
 		agenttest.Turn{Final: "1. The plan, after the restart."},
@@ -565,6 +569,7 @@ func TestWorkerInterruptReleasesPhase(t *testing.T) {
 
 // show warns when a running delivery's heartbeat is stale.
 func TestDeliveryShowWarnsOfDeadWorker(t *testing.T) {
+	t.Parallel()
 	e, data, _ := deliveryEnv(t, agenttest.Turn{Final: "1. Recovered plan."})
 	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Stale")
 	db, err := sqlstore.OpenSQLite(filepath.Join(data, "baton.db"))
@@ -650,6 +655,7 @@ func TestDeliveryAgentGetsNoSecrets(t *testing.T) {
 // process of this machine that no longer exists. While the owner lives,
 // run and retry say when its lease runs out.
 func TestKilledRunRecoversAtOnce(t *testing.T) {
+	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "grandchild.pid")
 	e, data, fake := deliveryEnv(t,
 		agenttest.Turn{ // attempt 1: a background server, then a long think; its `run` is killed
@@ -722,6 +728,7 @@ func zombie(pid int) bool {
 // one the HTTP API returns: the same fields and values, read from the
 // same database, with schema_version in front.
 func TestDeliveryJSONIsTheAPIView(t *testing.T) {
+	t.Parallel()
 	e, _, _ := deliveryEnv(t, agenttest.Turn{Final: "1. Add the handler.", CostUSD: 0.25, InputTokens: 10, OutputTokens: 3})
 	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Add a /health endpoint\n\nIt returns 200.", "--timeout", "30m,plan=10m")
 	e.ok("", "", "delivery", "run", "1")
@@ -833,6 +840,7 @@ func TestServeAndWorkerShareWorkerFlags(t *testing.T) {
 // delivery say stores a message for the agent of a queued or running
 // phase, and says why it cannot when none runs.
 func TestDeliverySay(t *testing.T) {
+	t.Parallel()
 	e, _, _ := deliveryEnv(t)
 	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Add a /health endpoint")
 	r := e.ok("", "", "delivery", "say", "1", "Use", "the existing router", "--json")

@@ -68,6 +68,7 @@ func TestDoctorShowsSetup(t *testing.T) {
 // repository's, and `delivery show` says what it runs; a blank command
 // is refused with the flag's name.
 func TestDeliveryCreateSetupFlags(t *testing.T) {
+	t.Parallel()
 	e, _, _ := deliveryEnv(t)
 	if err := os.MkdirAll(filepath.Join(e.dir, ".agent"), 0o755); err != nil {
 		t.Fatal(err)

@@ -76,6 +76,13 @@ type Factory struct {
 	// github.ErrNoToken.
 	GitHub func(ctx context.Context, repo github.Repo, apiURL string) (*github.Client, error)
 
+	// AgentEnv is added to the environment of the agents and commands
+	// baton starts (deliveries, runs), over its own without its secrets,
+	// and their programs are looked for on its PATH. nil in cmd/baton:
+	// they start from the process's environment. Tests hand in a
+	// stand-in agent's PATH here, so tests run side by side.
+	AgentEnv []string
+
 	// OpenStore opens the context store at a project root (--root,
 	// BATON_ROOT, else discovered); nil opens fsstore's with Now. Store
 	// calls it once per process, when a command first needs the store.
@@ -123,7 +130,12 @@ func (f *Factory) openDeliveries(ctx context.Context, o DeliveriesOptions) (*del
 	if f.Deliveries == nil {
 		return nil, baton.Errorf(baton.Internal, "this baton was built without a delivery database")
 	}
-	return f.Deliveries(ctx, o)
+	svc, err := f.Deliveries(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	svc.AgentEnv = append(svc.AgentEnv, f.AgentEnv...)
+	return svc, nil
 }
 
 // abs resolves p against the working directory.

@@ -40,6 +40,9 @@ type env struct {
 	// stderr, when set, also gets what a command writes on stderr, as it
 	// writes it.
 	stderr io.Writer
+	// agentEnv is added to the environment of the agents and commands
+	// baton starts (Factory.AgentEnv): a stand-in agent's PATH.
+	agentEnv []string
 }
 
 // setEnv sets KEY=value pairs in e's environment.
@@ -122,6 +125,7 @@ func (e *env) runCtx(ctx context.Context, subdir, stdin string, args ...string) 
 		WorkDir:    filepath.Join(e.dir, subdir),
 		Version:    "test",
 		Executable: cmp.Or(e.exe, "/opt/baton/bin/baton"),
+		AgentEnv:   e.agentEnv,
 	}
 	wireForTest(f, e.data)
 	code := Main(ctx, args, f)
@@ -178,20 +182,30 @@ func wireForTest(f *Factory, data string) {
 // useFake makes agents started in-process and by helper processes find
 // the fake (PATH and its script), and lets a confined fake keep its
 // state beside its script, as BATON_SANDBOX_WRITE does for the real
-// binary.
+// binary. The process's own environment is left alone, so tests that use
+// fakes run side by side.
 func (e *env) useFake(fake *agenttest.Fake) {
 	e.t.Helper()
-	fake.Setenv(e.t)
-	e.vars["BATON_SANDBOX_WRITE"] = filepath.Dir(fake.Script)
+	e.agentEnv = append(e.agentEnv, fake.Env()...)
+	e.allowWrite(filepath.Dir(fake.Script))
 }
 
 // allowWrite lets confined agents and commands write dir, as
-// --sandbox-write does: where a test's agent leaves what it saw. Helper
-// processes read it from the process environment.
+// --sandbox-write does: where a test's agent leaves what it saw.
 func (e *env) allowWrite(dir string) {
 	if w := e.vars["BATON_SANDBOX_WRITE"]; w != "" {
 		dir = w + string(filepath.ListSeparator) + dir
 	}
 	e.vars["BATON_SANDBOX_WRITE"] = dir
-	e.t.Setenv("BATON_SANDBOX_WRITE", dir)
+}
+
+// childEnv is the environment of a helper process that runs baton as
+// e does in-process: the process's own, e's variables, and the
+// environment e gives agents (a helper's agents inherit it).
+func (e *env) childEnv(extra ...string) []string {
+	env := append(os.Environ(), e.agentEnv...)
+	for k, v := range e.vars {
+		env = append(env, k+"="+v)
+	}
+	return append(env, extra...)
 }

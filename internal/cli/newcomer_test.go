@@ -79,8 +79,9 @@ func TestFilesAddChecksPaths(t *testing.T) {
 // A missing agent is named once, with what to do, not followed by the
 // same fact in Go's words.
 func TestMissingAgentMessageSaysItOnce(t *testing.T) {
+	t.Parallel()
 	e := runProject(t, "---\nid: t\nnext: execute\n---\n# Task\n\nDo it.\n")
-	// Agents are looked up on the process's PATH: one with git only.
+	// Agents are looked up on the PATH they get: one with git only.
 	bin := t.TempDir()
 	gitPath, err := exec.LookPath("git")
 	if err != nil {
@@ -89,7 +90,7 @@ func TestMissingAgentMessageSaysItOnce(t *testing.T) {
 	if err := os.Symlink(gitPath, filepath.Join(bin, "git")); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("PATH", bin)
+	e.agentEnv = append(e.agentEnv, "PATH="+bin)
 	e.ok("", "", "run", "init", "--guard", "true")
 	r := e.run("", "", "run", "step", "--agent", "claude")
 	if !strings.Contains(r.stderr+r.stdout, "claude is not installed") {
@@ -105,6 +106,7 @@ func TestMissingAgentMessageSaysItOnce(t *testing.T) {
 // run loop and run step --json print one object with the outcome; the
 // exit codes stay what they are.
 func TestRunLoopJSON(t *testing.T) {
+	t.Parallel()
 	e := runProject(t, "---\nid: hard\nnext: execute\n---\n# Hard task\n\nDo the hard thing.\n")
 	fake := agenttest.New(t)
 	fake.SetScript(t, agenttest.Script{Turns: []agenttest.Turn{{Final: answer("retry", "still hard")}}, RepeatLast: true})
@@ -174,6 +176,7 @@ func TestStoreGitignoreKeepsLocalState(t *testing.T) {
 // watch on a phase no worker takes says so, and how to run it, instead of
 // waiting in silence.
 func TestDeliveryWatchSaysWhenNothingRuns(t *testing.T) {
+	t.Parallel()
 	e, _, _ := deliveryEnv(t)
 	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Nobody runs this", "--agent", "claude", "--checkpoints", "none")
 	defer func(d time.Duration) { watchQueuedNotice = d }(watchQueuedNotice)
@@ -206,6 +209,7 @@ func TestDeliveryWatchSaysWhenNothingRuns(t *testing.T) {
 // A delivery that failed because its agent is missing switches agents on
 // retry, and runs with the new one.
 func TestDeliveryRetryChangesAgent(t *testing.T) {
+	t.Parallel()
 	e, _, _ := deliveryEnv(t)
 	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Switch agents", "--agent", "command:"+filepath.Join(e.dir, "no-such-agent.sh"), "--checkpoints", "plan")
 	r := e.run("", "", "delivery", "run", "1")
@@ -260,6 +264,7 @@ func TestDeliveryRetryChangesAgent(t *testing.T) {
 // change how the delivery runs from this run on, recorded in the phase
 // log, and a bad agent is refused before the phase is claimed.
 func TestDeliveryRunChangesAgent(t *testing.T) {
+	t.Parallel()
 	e, _, _ := deliveryEnv(t)
 	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Switch agents at run", "--agent", "command:"+filepath.Join(e.dir, "no-such-agent.sh"), "--checkpoints", "plan")
 	script := filepath.Join(t.TempDir(), "planner.sh")
@@ -459,6 +464,7 @@ func TestInterruptedIterationWithCorruptTree(t *testing.T) {
 // The stand-in agent docs/agents.md shows works as the page says: through
 // every phase of a delivery to a merged change, and for a runner step.
 func TestDocumentedStandInAgent(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "agents.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -504,6 +510,7 @@ func TestDocumentedStandInAgent(t *testing.T) {
 // Completion offers ids and allowed values; a mistyped command gets a
 // suggestion; completion of an unknown shell is an error.
 func TestCompletionAndSuggestions(t *testing.T) {
+	t.Parallel()
 	e, _, _ := deliveryEnv(t)
 	e.vars["BATON_SESSION_ID"] = "s1"
 	packet := strings.TrimSpace(e.ok("", "", "handoff", "auth refactor", "--next-prompt", "go", "--json").stdout)

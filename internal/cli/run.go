@@ -471,7 +471,7 @@ func runRunSteps(ctx context.Context, f *Factory, o runStepOptions, loop bool) e
 	}
 	r := &goaltree.Runner{
 		Layout: l, Agent: o.agent, PromptBudget: o.promptBudget, AllowMain: o.allowMain,
-		Progress: f.IO.Err, Now: f.now, Sandbox: conf,
+		Progress: f.IO.Err, Now: f.now, Sandbox: conf, Env: f.AgentEnv,
 	}
 	if !o.quiet {
 		r.Live = f.IO.Err

@@ -62,6 +62,7 @@ func answer(status, summary string) map[string]any {
 // decomposition, a retry, a guard failure that the next attempt fixes,
 // with claude and then a command agent, through the real command path.
 func TestRunLifecycle(t *testing.T) {
+	t.Parallel()
 	e := runProject(t, calcGoal)
 	fake := agenttest.New(t,
 		agenttest.Turn{Final: map[string]any{"status": "decomposed", "summary": "three parts", "children": children("Lexer", "Parser", "Evaluator")},
@@ -164,6 +165,7 @@ func TestRunLifecycle(t *testing.T) {
 }
 
 func TestRunStuckExits3(t *testing.T) {
+	t.Parallel()
 	e := runProject(t, "---\nid: hard\nnext: execute\n---\n# Hard task\n\nDo the hard thing.\n")
 	fake := agenttest.New(t)
 	fake.SetScript(t, agenttest.Script{Turns: []agenttest.Turn{{Final: answer("retry", "still hard")}}, RepeatLast: true})
@@ -183,6 +185,7 @@ func TestRunStuckExits3(t *testing.T) {
 }
 
 func TestRunSetupCommands(t *testing.T) {
+	t.Parallel()
 	e := runProject(t, calcGoal)
 	fake := agenttest.New(t)
 	e.useFake(fake)
@@ -253,13 +256,14 @@ func TestRunSetupCommands(t *testing.T) {
 }
 
 func TestRunRefusesBeforeRecording(t *testing.T) {
+	t.Parallel()
 	e := runProject(t, calcGoal)
 	fake := agenttest.New(t)
 	e.useFake(fake)
 	e.ok("", "", "run", "init", "--guard", "true")
 	head := e.git("rev-parse", "HEAD")
 
-	t.Setenv("PATH", filepath.Dir(mustLookPath(t, "git"))+string(os.PathListSeparator)+filepath.Dir(mustLookPath(t, "sh")))
+	e.agentEnv = append(e.agentEnv, "PATH="+filepath.Dir(mustLookPath(t, "git"))+string(os.PathListSeparator)+filepath.Dir(mustLookPath(t, "sh")))
 	r := e.run("", "", "run", "step", "--agent", "droid")
 	if r.code != ExitError || !strings.Contains(r.stderr, "droid is not installed") || !strings.Contains(r.stderr, "--agent claude") {
 		t.Errorf("step with a missing agent = %d %q", r.code, r.stderr)
@@ -312,6 +316,7 @@ func TestRunHelperProcess(t *testing.T) {
 // recorded (no attempt spent, its partial work committed) and the run
 // completes.
 func TestRunResumesAfterKill(t *testing.T) {
+	t.Parallel()
 	e := runProject(t, "---\nid: calc\nnext: execute\n---\n# Write calc.txt\n\nWrite calc.txt.\n")
 	pidFile := filepath.Join(t.TempDir(), "agent.pid")
 	fake := agenttest.New(t,
@@ -330,7 +335,7 @@ func TestRunResumesAfterKill(t *testing.T) {
 	args, _ := json.Marshal([]string{"run", "loop"})
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRunHelperProcess$")
 	cmd.Dir = e.dir
-	cmd.Env = append(os.Environ(), helperEnv+"="+string(args))
+	cmd.Env = e.childEnv(helperEnv + "=" + string(args))
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

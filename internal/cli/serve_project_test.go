@@ -22,6 +22,7 @@ import (
 // current node, iterations with their guard logs), packets and loops,
 // read from the project as the commands left it.
 func TestServeProjectPage(t *testing.T) {
+	t.Parallel()
 	e := runProject(t, calcGoal)
 	fake := agenttest.New(t,
 		agenttest.Turn{Final: map[string]any{"status": "decomposed", "summary": "two parts", "children": children("Lexer", "Parser")}},

@@ -49,7 +49,7 @@ func (r *Runner) command(ctx context.Context, d *baton.Delivery, co *forge.Check
 	cr, err := proc.RunCheck(ctx, proc.Check{
 		Command: command, Dir: dir, Timeout: timeout, Log: f, Live: r.Live, TailBytes: 4096, PassEnv: d.Config.PassEnv,
 		Confine: r.confine(ctx, d, co),
-		Env: append(append(append([]string(nil), r.AgentEnv...),
+		Env: append(append(append([]string(nil), r.Service.AgentEnv...),
 			"BATON_DELIVERY_ID="+d.ID, "BATON_PHASE="+string(d.Phase), "BATON_WORK_BRANCH="+d.WorkBranch()), env...),
 	})
 	switch {

@@ -80,8 +80,8 @@ func newHarnessOn(t testing.TB, dialect sqlstore.Dialect, workers int, turns ...
 		t.Fatal(err)
 	}
 	t.Cleanup(q.Close)
-	svc := &delivery.Service{Queue: q, DataDir: dataDir, Sandbox: sandbox.Confinement{Policy: h.fake.Sandbox()}}
-	h.runner = &delivery.Runner{Service: svc, Owner: "worker:test", AgentEnv: h.fake.Env(), PollEvery: 20 * time.Millisecond, KillGrace: time.Second}
+	svc := &delivery.Service{Queue: q, DataDir: dataDir, Sandbox: sandbox.Confinement{Policy: h.fake.Sandbox()}, AgentEnv: h.fake.Env()}
+	h.runner = &delivery.Runner{Service: svc, Owner: "worker:test", PollEvery: 20 * time.Millisecond, KillGrace: time.Second}
 	h.svc, h.q = svc, q
 	var fire func()
 	h.wake, fire = testenv.Signal()

@@ -44,8 +44,6 @@ type Runner struct {
 	// Live receives the agent's output as it runs (delivery run); nil for
 	// workers.
 	Live io.Writer
-	// AgentEnv is added to agents' and commands' environment.
-	AgentEnv []string
 	// Foreground makes an interrupted run a cancel by the person (delivery
 	// run, Ctrl-C); otherwise (a stopping worker) the attempt is released
 	// back to the queue.
@@ -447,7 +445,7 @@ func (r *Runner) agentRun(ctx context.Context, d *baton.Delivery, co *forge.Chec
 		Confine: r.confine(ctx, d, co),
 		// Which delivery and phase this is, as verify and deploy commands
 		// get it: a command:<argv> agent can answer by phase.
-		Env: append(slices.Clone(r.AgentEnv), "BATON_DELIVERY_ID="+d.ID, "BATON_PHASE="+string(d.Phase), "BATON_WORK_BRANCH="+d.WorkBranch()),
+		Env: append(slices.Clone(r.Service.AgentEnv), "BATON_DELIVERY_ID="+d.ID, "BATON_PHASE="+string(d.Phase), "BATON_WORK_BRANCH="+d.WorkBranch()),
 	})
 	rec.Close()
 	stopped := errors.Is(context.Cause(runCtx), errMessage)

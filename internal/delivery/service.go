@@ -61,7 +61,12 @@ type Service struct {
 	// for the database before more are counted and dropped (0:
 	// DefaultLiveBacklog).
 	LiveBacklog int
-	Now         func() time.Time
+	// AgentEnv is added to the environment of agents and of set-up,
+	// verify, deploy and observe commands, over baton's own without its
+	// secrets; where an agent's program is looked for (its PATH) too.
+	// nil in a server: they start from baton's environment.
+	AgentEnv []string
+	Now      func() time.Time
 
 	wsOnce sync.Once
 	ws     *forge.Workspaces

@@ -227,7 +227,7 @@ func (r *Runner) setup(ctx context.Context, d *baton.Delivery, co *forge.Checkou
 		cr, err := proc.RunCheck(ctx, proc.Check{
 			Command: cmd, Dir: co.Dir, Timeout: timeout - time.Since(start), Log: out, Live: live, TailBytes: 4096, PassEnv: d.Config.PassEnv,
 			Confine: &confine,
-			Env: append(append([]string(nil), r.AgentEnv...),
+			Env: append(append([]string(nil), r.Service.AgentEnv...),
 				"BATON_DELIVERY_ID="+d.ID, "BATON_PHASE="+string(d.Phase), "BATON_WORK_BRANCH="+d.WorkBranch(), "BATON_SETUP=1"),
 		})
 		took := time.Since(began).Round(time.Millisecond)

@@ -30,7 +30,7 @@ func BenchmarkSetup(b *testing.B) {
 		h := newHarness(b, 0)
 		boxed(b, h)
 		h.fake.SetScript(b, agenttest.Script{RepeatLast: true, Turns: []agenttest.Turn{{Final: planText}}})
-		h.runner.AgentEnv = append(h.runner.AgentEnv, goEnv(proxy)...)
+		h.svc.AgentEnv = append(h.svc.AgentEnv, goEnv(proxy)...)
 		return h
 	}
 	c := cfg()

@@ -67,7 +67,7 @@ func TestSetupMakesVerifyPass(t *testing.T) {
 	src := goRepo(t, proxy)
 	h := newHarness(t, 0)
 	boxed(t, h)
-	h.runner.AgentEnv = append(h.runner.AgentEnv, goEnv(proxy)...)
+	h.svc.AgentEnv = append(h.svc.AgentEnv, goEnv(proxy)...)
 	verify := func(c baton.DeliveryConfig, summary string) *baton.Delivery {
 		t.Helper()
 		d := newDelivery(src, c)
@@ -213,7 +213,7 @@ func TestSetupRunsAgainWhenLockFilesChange(t *testing.T) {
 	c.Setup = []string{`echo ran >> "$BATON_SETUP_LOG"`}
 	marks := filepath.Join(t.TempDir(), "marks")
 	h.svc.Sandbox.Policy.Write = append(h.svc.Sandbox.Policy.Write, filepath.Dir(marks))
-	h.runner.AgentEnv = append(h.runner.AgentEnv, "BATON_SETUP_LOG="+marks)
+	h.svc.AgentEnv = append(h.svc.AgentEnv, "BATON_SETUP_LOG="+marks)
 	d, _, _ := h.svc.Insert(t.Context(), newDelivery(src, c), "alice")
 	runs := func() int {
 		b, _ := os.ReadFile(marks)

@@ -307,7 +307,8 @@ func AgentLine(c baton.DeliveryConfig) string {
 
 // CheckAgent says whether agent (claude, codex, droid, pi or command:<argv>)
 // can run on this machine: Invalid for a name no agent has, NotFound when
-// its executable is not installed here.
-func CheckAgent(agent string) error {
-	return agentrun.Check(agentrun.Spec{Agent: agent, Prompt: "-"})
+// its executable is not installed here, on the PATH of env (added to
+// baton's own environment, as Service.AgentEnv is).
+func CheckAgent(agent string, env []string) error {
+	return agentrun.Check(agentrun.Spec{Agent: agent, Prompt: "-", Env: env})
 }

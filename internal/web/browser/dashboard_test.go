@@ -193,8 +193,9 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	}))
 
 	ctx, stop := context.WithCancel(context.Background())
+	svc.AgentEnv = []string{"STATE=" + state}
 	worker := &delivery.Worker{
-		Runner: &delivery.Runner{Service: svc, Owner: "worker:browser", AgentEnv: []string{"STATE=" + state},
+		Runner: &delivery.Runner{Service: svc, Owner: "worker:browser",
 			PollEvery: 50 * time.Millisecond, KillGrace: time.Second},
 		Log: log, Observe: ws.ObserveJob,
 	}
