@@ -9,7 +9,10 @@ bin=$(mktemp -d)/baton
 CGO_ENABLED=0 go build -o "$bin" ./cmd/baton  # static: no dynamic loader on every hook
 CGO_ENABLED=0 go build -o "$bin-hook" ./cmd/baton-hook  # what baton install points hooks at
 CGO_ENABLED=0 go build -o "$bin-noop" ./bench/noop  # the floor: a Go program that does nothing
+CGO_ENABLED=0 go build -o "$bin-floor" ./bench/statefloor  # a blocking stop's floor: the loop file replaced durably
 echo "Date: $(date -u +%Y-%m-%dT%H:%MZ); machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(go version | cut -d' ' -f3); $(git --version); load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-go run ./bench/scalebench -baton "$bin" -hook "$bin-hook" -noop "$bin-noop" "$@"
+go run ./bench/scalebench -baton "$bin" -hook "$bin-hook" -noop "$bin-noop" -floor "$bin-floor" "$@"
+echo
+echo "Load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 rm -rf "$(dirname "$bin")"

@@ -23,12 +23,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/url"
 	"os"
@@ -90,7 +90,7 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directories")
 	flag.StringVar(&o.cpuprof, "cpuprofile", "", "write a CPU profile of this process")
 	flag.BoolVar(&o.count, "count", true, "count the processes each delivery starts (root: the kernel's process events)")
-	flag.StringVar(&o.trace, "trace", "", "write each process counted (pid and command line, in order) to this file")
+	flag.StringVar(&o.trace, "trace", "", "write the timeline of the run to this file: each phase's start and end, and each process counted (start, duration, pid, command line)")
 	flag.Parse()
 	if workers == "" && procs == "" {
 		workers = "1,4"
@@ -170,6 +170,16 @@ type result struct {
 	firstCost, lastCost          time.Duration // mean job time of the first and last tenth of the deliveries
 	perPhase                     map[baton.Phase]time.Duration
 	overlaps, lost               int
+	// phases are the phase runs (the running entries of the phase logs),
+	// in the order they started.
+	phases []phaseRun
+}
+
+// phaseRun is one phase run of a delivery.
+type phaseRun struct {
+	delivery   int // its index in the order the deliveries were made
+	phase      baton.Phase
+	start, end time.Time
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -209,8 +219,167 @@ func (r result) String() string {
 		for _, p := range c.byProg {
 			fmt.Fprintf(&b, "\n    %6.2f %s", float64(p.n)/n, p.prog)
 		}
+		if par == 1 {
+			b.WriteString(r.whereTimeGoes())
+		}
 	}
 	return b.String()
+}
+
+// whereTimeGoes splits the time of each phase (one worker: nothing else
+// runs meanwhile) into the time a process baton started was running
+// (its own children: what they start is inside) and the time baton alone
+// ran, and shows the time between phases.
+func (r result) whereTimeGoes() string {
+	type acc struct {
+		n                   int
+		wall, inProcs, tops time.Duration
+		procs               int
+	}
+	per := map[baton.Phase]*acc{}
+	var inPhases time.Duration
+	for _, pr := range r.phases {
+		a := per[pr.phase]
+		if a == nil {
+			a = &acc{}
+			per[pr.phase] = a
+		}
+		a.n++
+		a.wall += pr.end.Sub(pr.start)
+		inPhases += pr.end.Sub(pr.start)
+		busy, n := busyIn(r.starts.spans, pr.start, pr.end)
+		a.inProcs += busy
+		a.procs += n
+	}
+	var b strings.Builder
+	n := float64(r.deliveries)
+	fmt.Fprintf(&b, "\n  where a delivery's %.1f ms go: %.1f ms in phases, %.1f ms between them (the queue, and this benchmark's start and end)",
+		ms(r.total)/n, ms(inPhases)/n, ms(r.total-inPhases)/n)
+	for _, p := range []baton.Phase{baton.PhasePlan, baton.PhaseImplement, baton.PhaseReview, baton.PhaseVerify, baton.PhaseDeploy, baton.PhaseObserve} {
+		a := per[p]
+		if a == nil {
+			continue
+		}
+		k := time.Duration(a.n)
+		fmt.Fprintf(&b, "\n    %-9s %6.1f ms: %6.1f ms in %4.1f processes baton started, %6.1f ms in baton alone",
+			p, ms(a.wall/k), ms(a.inProcs/k), float64(a.procs)/float64(a.n), ms((a.wall-a.inProcs)/k))
+	}
+	// What each program baton starts itself costs, start to end (a box's
+	// init includes what runs in the box).
+	type prog struct {
+		name  string
+		n     int
+		total time.Duration
+	}
+	byName := map[string]*prog{}
+	for _, sp := range r.starts.spans {
+		if !sp.top {
+			continue
+		}
+		name := sp.prog
+		if name == "" {
+			name = "(no exec)"
+		}
+		p := byName[name]
+		if p == nil {
+			p = &prog{name: name}
+			byName[name] = p
+		}
+		p.n++
+		p.total += sp.end.Sub(sp.start)
+	}
+	progs := make([]*prog, 0, len(byName))
+	for _, p := range byName {
+		progs = append(progs, p)
+	}
+	slices.SortFunc(progs, func(a, b *prog) int { return cmp.Compare(b.total, a.total) })
+	b.WriteString("\n  the processes baton started itself, per delivery: count × mean time (what runs in a box is inside its init's)")
+	for _, p := range progs {
+		if float64(p.n)/n < 0.5 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n    %5.2f × %6.2f ms = %6.1f ms  %s", float64(p.n)/n, ms(p.total/time.Duration(p.n)), ms(p.total)/n, p.name)
+	}
+	return b.String()
+}
+
+// busyIn is how long at least one of the processes baton itself started
+// (top) ran within [from, to), and how many of them started there.
+func busyIn(spans []procSpan, from, to time.Time) (busy time.Duration, n int) {
+	var cur, end time.Time
+	tops := make([]procSpan, 0, 16)
+	for _, sp := range spans {
+		if sp.top && sp.end.After(from) && sp.start.Before(to) {
+			tops = append(tops, sp)
+		}
+	}
+	slices.SortFunc(tops, func(a, b procSpan) int { return a.start.Compare(b.start) })
+	for _, sp := range tops {
+		s, e := later(sp.start, from), earlier(sp.end, to)
+		if !sp.start.Before(from) {
+			n++
+		}
+		switch {
+		case cur.IsZero():
+			cur, end = s, e
+		case s.After(end):
+			busy += end.Sub(cur)
+			cur, end = s, e
+		case e.After(end):
+			end = e
+		}
+	}
+	if !cur.IsZero() {
+		busy += end.Sub(cur)
+	}
+	return busy, n
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// writeTimeline writes the run's timeline to path: each phase's start
+// and end and each process counted, by time from the first phase's
+// start (ms), with its duration; a process a child of baton's started is
+// indented.
+func writeTimeline(path string, r result) error {
+	type line struct {
+		at   time.Time
+		text string
+	}
+	var lines []line
+	for _, pr := range r.phases {
+		lines = append(lines, line{pr.start, fmt.Sprintf("== delivery %d: %s starts", pr.delivery+1, pr.phase)},
+			line{pr.end, fmt.Sprintf("== delivery %d: %s ends (%.1f ms)", pr.delivery+1, pr.phase, ms(pr.end.Sub(pr.start)))})
+	}
+	for _, sp := range r.starts.spans {
+		indent := "  "
+		if !sp.top {
+			indent = "      "
+		}
+		lines = append(lines, line{sp.start, fmt.Sprintf("%s%7.2f ms  %d %s", indent, ms(sp.end.Sub(sp.start)), sp.pid, sp.argv)})
+	}
+	slices.SortStableFunc(lines, func(a, b line) int { return a.at.Compare(b.at) })
+	if len(lines) == 0 {
+		return os.WriteFile(path, nil, 0o644)
+	}
+	var b strings.Builder
+	t0 := lines[0].at
+	for _, l := range lines {
+		fmt.Fprintf(&b, "%10.2f %s\n", ms(l.at.Sub(t0)), l.text)
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
 // trueMedian is /bin/true's median start to exit, the unit of a process
@@ -316,16 +485,7 @@ func run(o options, workers, procs int) (res result, err error) {
 	}
 	var watch *procWatch
 	if o.count {
-		var trace io.Writer
-		if o.trace != "" {
-			f, err := os.Create(o.trace)
-			if err != nil {
-				return res, err
-			}
-			defer f.Close()
-			trace = f
-		}
-		if watch, err = watchProcs(filepath.Base(script), trace); err != nil {
+		if watch, err = watchProcs(filepath.Base(script)); err != nil {
 			fmt.Fprintln(os.Stderr, "delivery: not counting processes:", err)
 		} else {
 			defer watch.close()
@@ -367,7 +527,13 @@ func run(o options, workers, procs int) (res result, err error) {
 	if res.lockHeld, err = stop(); err != nil {
 		return res, err
 	}
-	return res, measure(ctx, svc, ids, &res)
+	if err := measure(ctx, svc, ids, &res); err != nil {
+		return res, err
+	}
+	if o.trace != "" && res.starts != nil {
+		err = writeTimeline(o.trace, res)
+	}
+	return res, err
 }
 
 // startInProcess works the queue with a delivery.Worker in this process
@@ -504,6 +670,7 @@ func measure(ctx context.Context, svc *delivery.Service, ids []string, res *resu
 			switch {
 			case e.Status == baton.StatusRunning:
 				d := e.EndedAt.Sub(e.StartedAt)
+				res.phases = append(res.phases, phaseRun{delivery: i, phase: e.Phase, start: e.StartedAt, end: e.EndedAt})
 				res.jobs++
 				cost += d
 				res.perPhase[e.Phase] += d
@@ -535,6 +702,7 @@ func measure(ctx context.Context, svc *delivery.Service, ids []string, res *resu
 	for p, k := range runs {
 		res.perPhase[p] /= time.Duration(k)
 	}
+	slices.SortFunc(res.phases, func(a, b phaseRun) int { return a.start.Compare(b.start) })
 	return nil
 }
 

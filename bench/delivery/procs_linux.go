@@ -5,14 +5,16 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // procWatch counts the processes this program's descendants start, from
@@ -20,8 +22,13 @@ import (
 // every fork that makes a process (not a thread) whose parent descends
 // from this one, and every exec in one. It names each exec's program from
 // /proc while it still runs; one gone before that is counted unnamed.
+// Each counted process's life (fork to exit, by the kernel's clock) is
+// kept, for the timeline of where a phase's time goes.
 type procWatch struct {
 	fd int
+	// bootWall is the wall time of the kernel's monotonic clock's zero:
+	// events carry the monotonic time.
+	bootWall time.Time
 
 	mu       sync.Mutex
 	counting bool
@@ -32,8 +39,19 @@ type procWatch struct {
 	agentN   int            // execs under the agent's program, itself included
 	lost     bool           // the socket overflowed: some events were dropped
 	closing  bool
-	trace    io.Writer // each exec counted, in order, when set
+	live     map[uint32]*procSpan // counted processes still running
+	spans    []procSpan           // counted processes that ended
 	done     chan struct{}
+}
+
+// procSpan is one process counted: when it was forked and ended, and
+// what it ran (its last exec's command line).
+type procSpan struct {
+	pid        uint32
+	top        bool // started by this program itself, not by one of its children
+	start, end time.Time
+	prog, argv string
+	agent      bool
 }
 
 // The connector's constants (linux/connector.h, linux/cn_proc.h).
@@ -44,12 +62,13 @@ const (
 	procCnMcastListen = 1
 	procEventFork     = 1
 	procEventExec     = 2
+	procEventExit     = 0x80000000
 )
 
 // watchProcs starts counting nothing yet: start and stop bracket what is
 // counted. agentProg is the agent's program (its comm), whose own process
 // and everything it starts are counted apart.
-func watchProcs(agentProg string, trace io.Writer) (*procWatch, error) {
+func watchProcs(agentProg string) (*procWatch, error) {
 	fd, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, netlinkConnector)
 	if err != nil {
 		return nil, fmt.Errorf("process events: %w", err)
@@ -76,7 +95,13 @@ func watchProcs(agentProg string, trace io.Writer) (*procWatch, error) {
 		syscall.Close(fd)
 		return nil, fmt.Errorf("process events: %w", err)
 	}
-	w := &procWatch{fd: fd, trace: trace, tree: map[uint32]string{uint32(os.Getpid()): "bench"}, agent: map[uint32]bool{}, execs: map[string]int{}, done: make(chan struct{})}
+	var mono unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono); err != nil {
+		syscall.Close(fd)
+		return nil, fmt.Errorf("the monotonic clock: %w", err)
+	}
+	w := &procWatch{fd: fd, bootWall: time.Now().Add(-time.Duration(mono.Nano())), tree: map[uint32]string{uint32(os.Getpid()): "bench"},
+		agent: map[uint32]bool{}, execs: map[string]int{}, live: map[uint32]*procSpan{}, done: make(chan struct{})}
 	go w.read(agentProg)
 	return w, nil
 }
@@ -115,6 +140,7 @@ func (w *procWatch) event(b []byte, agentProg string) {
 		return
 	}
 	what := binary.NativeEndian.Uint32(b[ev:])
+	at := w.bootWall.Add(time.Duration(binary.NativeEndian.Uint64(b[ev+8:])))
 	d := b[ev+16:]
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -132,21 +158,25 @@ func (w *procWatch) event(b []byte, agentProg string) {
 		if w.agent[parentTgid] {
 			w.agent[childTgid] = true
 		}
-		if w.counting && !w.agent[childTgid] {
+		if !w.counting {
+			return
+		}
+		if !w.agent[childTgid] {
 			w.forks++
 		}
+		w.live[childTgid] = &procSpan{pid: childTgid, top: parentTgid == uint32(os.Getpid()), start: at, agent: w.agent[childTgid]}
 	case procEventExec:
 		tgid := binary.NativeEndian.Uint32(d[4:])
 		if _, ok := w.tree[tgid]; !ok {
 			return
 		}
 		prog, argv := programOf(tgid)
-		if w.trace != nil && w.counting {
-			fmt.Fprintf(w.trace, "%d %s\n", tgid, argv)
-		}
 		w.tree[tgid] = prog
 		if prog == agentProg {
 			w.agent[tgid] = true
+		}
+		if sp := w.live[tgid]; sp != nil {
+			sp.prog, sp.argv, sp.agent = prog, argv, w.agent[tgid]
 		}
 		if !w.counting {
 			return
@@ -156,6 +186,21 @@ func (w *procWatch) event(b []byte, agentProg string) {
 			return
 		}
 		w.execs[prog]++
+	case procEventExit:
+		pid, tgid := binary.NativeEndian.Uint32(d[0:]), binary.NativeEndian.Uint32(d[4:])
+		if pid != tgid {
+			return // a thread
+		}
+		if sp := w.live[tgid]; sp != nil {
+			delete(w.live, tgid)
+			sp.end = at
+			if sp.argv == "" {
+				sp.argv = "(a fork of " + w.tree[tgid] + ", no exec)"
+			}
+			w.spans = append(w.spans, *sp)
+		}
+		delete(w.tree, tgid)
+		delete(w.agent, tgid)
 	}
 }
 
@@ -204,6 +249,7 @@ type procCount struct {
 	forks, execs, agent int
 	byProg              []progCount
 	lost                bool
+	spans               []procSpan // the processes that ended, in the order they did
 }
 
 type progCount struct {
@@ -214,7 +260,7 @@ type progCount struct {
 func (w *procWatch) count() procCount {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	c := procCount{forks: w.forks, agent: w.agentN, lost: w.lost}
+	c := procCount{forks: w.forks, agent: w.agentN, lost: w.lost, spans: slices.Clone(w.spans)}
 	for p, n := range w.execs {
 		c.execs += n
 		c.byProg = append(c.byProg, progCount{p, n})

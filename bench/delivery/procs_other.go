@@ -4,7 +4,7 @@ package main
 
 import (
 	"errors"
-	"io"
+	"time"
 )
 
 type procWatch struct{}
@@ -13,6 +13,15 @@ type procCount struct {
 	forks, execs, agent int
 	byProg              []progCount
 	lost                bool
+	spans               []procSpan
+}
+
+type procSpan struct {
+	pid        uint32
+	top        bool
+	start, end time.Time
+	prog, argv string
+	agent      bool
 }
 
 type progCount struct {
@@ -20,7 +29,7 @@ type progCount struct {
 	n    int
 }
 
-func watchProcs(string, io.Writer) (*procWatch, error) {
+func watchProcs(string) (*procWatch, error) {
 	return nil, errors.New("process events: Linux only")
 }
 

@@ -6,12 +6,14 @@
 // named at the end); and stops of one session on one loop started at once.
 // Usage:
 //
-//	go run ./bench/hookbench -baton /path/to/baton [-hook /path/to/baton-hook] [-noop /path/to/a-do-nothing-go-program] [-n 300] [-concurrent 200 -rounds 5] [-only hostile]
+//	go run ./bench/hookbench -baton /path/to/baton [-hook /path/to/baton-hook] [-noop /path/to/a-do-nothing-go-program] [-floor /path/to/statefloor] [-n 300] [-concurrent 200 -rounds 5] [-only hostile]
 //
 // With -hook, the normal section also times each event through the
 // companion binary baton-hook; with -noop, beside a Go program that does
 // nothing, and each row says how many times that program's median it
-// costs.
+// costs; with -floor (bench/statefloor), a stop the loop blocks is also
+// timed beside a program that only replaces the loop file durably, what
+// such a stop cannot avoid.
 package main
 
 import (
@@ -31,6 +33,7 @@ func main() {
 	bin := flag.String("baton", "", "the baton binary to measure")
 	hookBin := flag.String("hook", "", "the baton-hook binary to measure beside it")
 	noop := flag.String("noop", "", "a Go program that does nothing, the floor to compare with")
+	floor := flag.String("floor", "", "bench/statefloor: the floor of a stop that writes the loop's state")
 	n := flag.Int("n", 300, "runs per fast scenario")
 	nBig := flag.Int("n-big", 60, "runs per 100 MB transcript scenario")
 	conc := flag.Int("concurrent", 200, "stops started at once on one loop (0 skips it)")
@@ -42,7 +45,7 @@ func main() {
 		os.Exit(2)
 	}
 	if *only == "" || *only == "normal" {
-		normal(*bin, *hookBin, *noop, *n, *nBig)
+		normal(*bin, *hookBin, *noop, *floor, *n, *nBig)
 	}
 	if *only == "" || *only == "hostile" {
 		fmt.Println()
@@ -55,7 +58,7 @@ func main() {
 }
 
 // normal times each hook on an ordinary store.
-func normal(bin, hookBin, noop string, n, nBig int) {
+func normal(bin, hookBin, noop, floor string, n, nBig int) {
 	dir, err := os.MkdirTemp("", "hookbench-*")
 	check(err)
 	defer os.RemoveAll(dir)
@@ -66,6 +69,19 @@ func normal(bin, hookBin, noop string, n, nBig int) {
 	c := exec.Command(bin, "--root", dir, "loop", "start", "--max-iterations", "0", "keep going")
 	c.Env = append(os.Environ(), "BATON_SESSION_ID=bench")
 	run(c, nil)
+
+	loops := filepath.Join(dir, ".agent", "context", "loops")
+	var floorRun proctime.Run
+	if floor != "" {
+		m, err := filepath.Glob(filepath.Join(loops, "*.md"))
+		check(err)
+		if len(m) != 1 {
+			check(fmt.Errorf("want one loop file in %s, found %d", loops, len(m)))
+		}
+		fi, err := os.Stat(m[0])
+		check(err)
+		floorRun = proctime.Run{Argv: []string{floor, loops, fmt.Sprint(fi.Size())}, N: n, Dir: os.TempDir()}
+	}
 
 	small := writeTranscript(dir, "1mb.jsonl", 1<<20)
 	big := writeTranscript(dir, "100mb.jsonl", 100<<20)
@@ -85,6 +101,9 @@ func normal(bin, hookBin, noop string, n, nBig int) {
 	scenarios := []scenario{{"/bin/true", []string{"/bin/true"}, nil, n, ""}}
 	if noop != "" {
 		scenarios = append(scenarios, scenario{"a Go program that does nothing (static)", []string{noop}, nil, n, ""})
+	}
+	if floor != "" {
+		scenarios = append(scenarios, scenario{"floor of a blocking stop: a Go program that replaces the loop file durably (bench/statefloor)", floorRun.Argv, nil, n, ""})
 	}
 	scenarios = append(scenarios, scenario{"process start: baton hook, bad --harness (no I/O)", []string{bin, "hook", "stop", "--harness", "none"}, []byte("{}"), n, ""})
 	if hookBin != "" {
@@ -110,8 +129,8 @@ func normal(bin, hookBin, noop string, n, nBig int) {
 			scenarios = append(scenarios, scenario{"baton-hook " + e.name, []string{hookBin, e.event, "--harness", e.harness}, e.stdin, e.runs, e.goal})
 		}
 	}
-	fmt.Println("| scenario | runs | median | p90 | × do-nothing Go | goal |")
-	fmt.Println("|---|---:|---:|---:|---:|---|")
+	fmt.Println("| scenario | runs | median | p90 | × do-nothing Go | × floor | goal |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---|")
 	for _, s := range scenarios {
 		r := proctime.Run{Argv: s.argv, Stdin: s.stdin, N: s.runs,
 			Dir: os.TempDir()} // never the project: hooks resolve the root from the payload
@@ -125,19 +144,30 @@ func normal(bin, hookBin, noop string, n, nBig int) {
 		}
 		// Each hook row is timed alternating with the do-nothing program,
 		// run for run, so its ratio compares the two under the same load.
-		times := ""
+		// A blocking stop also alternates with its floor.
+		times, overFloor := "", ""
 		var st proctime.Stats
 		if noop != "" && s.argv[0] != "/bin/true" && s.argv[0] != noop {
-			both, err := proctime.Alternate(proctime.Run{Argv: []string{noop}, N: s.runs, Dir: os.TempDir()}, r)
+			runs := []proctime.Run{{Argv: []string{noop}, N: s.runs, Dir: os.TempDir()}}
+			withFloor := floor != "" && strings.Contains(s.name, "blocks")
+			if withFloor {
+				f := floorRun
+				f.N = s.runs
+				runs = append(runs, f)
+			}
+			all, err := proctime.Alternate(append(runs, r)...)
 			check(err)
-			st = both[1]
-			times = fmt.Sprintf("%.2f×", float64(st.Median)/float64(both[0].Median))
+			st = all[len(all)-1]
+			times = fmt.Sprintf("%.2f×", float64(st.Median)/float64(all[0].Median))
+			if withFloor {
+				overFloor = fmt.Sprintf("%.2f×", float64(st.Median)/float64(all[1].Median))
+			}
 		} else {
 			var err error
 			st, err = proctime.Measure(r)
 			check(err)
 		}
-		fmt.Printf("| %s | %d | %s | %s | %s | %s |\n", s.name, st.Runs, proctime.MS(st.Median), proctime.MS(st.P90), times, s.goal)
+		fmt.Printf("| %s | %d | %s | %s | %s | %s | %s |\n", s.name, st.Runs, proctime.MS(st.Median), proctime.MS(st.P90), times, overFloor, s.goal)
 	}
 }
 

@@ -8,13 +8,17 @@
 // ${XDG_CACHE_HOME:-~/.cache}/baton-bench and reused; each run starts from
 // the store as generated, without an index.
 //
-//	go run ./bench/scalebench -baton /path/to/baton [-hook baton-hook] [-noop noop] [-n 40] [-idle 60s] [-git]
+// With -floor (bench/statefloor), a row times what a stop the loop blocks
+// cannot avoid: the foreground loop's file replaced durably.
+//
+//	go run ./bench/scalebench -baton /path/to/baton [-hook baton-hook] [-noop noop] [-floor statefloor] [-n 40] [-idle 60s] [-git]
 package main
 
 import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -28,12 +32,14 @@ import (
 
 	"github.com/baton-agent/baton/bench/proctime"
 	"github.com/baton-agent/baton/bench/scalegen"
+	"github.com/baton-agent/baton/internal/fsstore"
 )
 
 func main() {
 	bin := flag.String("baton", "", "the baton binary to measure")
 	hookBin := flag.String("hook", "", "the baton-hook binary hooks run through, as baton install sets them up (default: baton hook)")
 	noop := flag.String("noop", "", "a static Go program that does nothing (bench/noop), timed round by round beside each process (default: none)")
+	floor := flag.String("floor", "", "bench/statefloor, timed as the floor of a blocking stop (default: not timed)")
 	n := flag.Int("n", 40, "runs per call and scale")
 	idle := flag.Duration("idle", 60*time.Second, "how long to watch the idle MCP server's CPU (0 skips it)")
 	cache := flag.String("cache", "", "where generated projects are kept (default ${XDG_CACHE_HOME:-~/.cache}/baton-bench)")
@@ -56,6 +62,10 @@ func main() {
 		*noop, err = filepath.Abs(*noop)
 		check(err)
 	}
+	if *floor != "" {
+		*floor, err = filepath.Abs(*floor)
+		check(err)
+	}
 	if *cache == "" {
 		*cache, err = scalegen.DefaultCacheDir()
 		check(err)
@@ -73,16 +83,18 @@ func main() {
 		in, err := scalegen.Cached(*cache, spec, logf)
 		check(err)
 		check(in.Reset())
-		b := &bench{bin: *bin, hook: *hookBin, noop: *noop, repo: in.Repo(), n: *n, logf: logf}
+		b := &bench{bin: *bin, hook: *hookBin, noop: *noop, floor: *floor, repo: in.Repo(), n: *n, logf: logf}
 		for _, c := range b.calls() {
 			if !selected(*only, c.name) {
 				continue
 			}
-			r := find(&results, c)
 			logf("%s: %s", spec.Name, c.name)
 			st, err := c.measure(b)
+			if errors.Is(err, errSkip) {
+				continue
+			}
 			check(err)
-			r.at[spec.Name] = st
+			find(&results, c).at[spec.Name] = st
 		}
 		if *idle > 0 && selected(*only, "MCP server idle") {
 			cpu, err := b.idleCPU(*idle)
@@ -107,6 +119,9 @@ func main() {
 	}
 }
 
+// errSkip is a call's measure saying it has nothing to time in this run.
+var errSkip = errors.New("skipped")
+
 func selected(only, name string) bool {
 	if only == "" {
 		return true
@@ -124,6 +139,7 @@ type bench struct {
 	bin, repo string
 	hook      string // baton-hook, or "" for baton hook
 	noop      string // the do-nothing Go program, or "" to time none
+	floor     string // bench/statefloor, or "" to time none
 	n         int
 	logf      func(string, ...any)
 }
@@ -245,6 +261,25 @@ func (b *bench) calls() []call {
 		b.mcpCall("MCP `files`", `{"name":"files","arguments":{}}`, "tools/call", nil),
 		b.mcpCall("MCP `resources/list` (first page)", `{}`, "resources/list", nil),
 		hook("hook post-tool-use (Write)", "post-tool-use", "< 10 ms", map[string]any{"tool_name": "Write", "tool_input": map[string]any{"file_path": tracked, "content": "package pkg00\n"}}, nil),
+		{"floor of a blocking stop: the loop file replaced durably (bench/statefloor)", "", func(b *bench) (stats, error) {
+			if b.floor == "" {
+				return stats{}, errSkip
+			}
+			st := fsstore.Open(b.repo, fsstore.Options{})
+			id, err := st.ForegroundLoopID(scalegen.Session)
+			if err != nil || id == "" {
+				return stats{}, fmt.Errorf("no foreground loop of %s: %v", scalegen.Session, err)
+			}
+			path, err := st.LoopPath(id)
+			if err != nil {
+				return stats{}, err
+			}
+			fi, err := os.Stat(path)
+			if err != nil {
+				return stats{}, err
+			}
+			return b.measure(proctime.Run{Argv: []string{b.floor, filepath.Dir(path), strconv.FormatInt(fi.Size(), 10)}, Dir: os.TempDir(), N: b.n})
+		}},
 		hook("hook stop (loop blocks)", "stop", "< 10 ms", map[string]any{"last_assistant_message": "still working", "stop_hook_active": false}, blocks),
 		hook("hook pre-compact (writes a packet)", "pre-compact", "< 10 ms", map[string]any{"trigger": "auto"}, nil),
 		cmd("`handoff` end to end, fsync included", "< 30 ms", "handoff", "bench", "--body", body, "--validator", "go test ./..."),

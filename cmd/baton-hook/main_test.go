@@ -1,11 +1,17 @@
 package main
 
 import (
+	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/fsstore"
 )
 
 // The companion links the hook's code and nothing that only the rest of
@@ -52,4 +58,71 @@ func TestVersion(t *testing.T) {
 	if err != nil || string(out) != want {
 		t.Errorf("baton-hook --version = %q, %v; want %q", out, err, want)
 	}
+}
+
+// A stop the loop blocks is counted durably: the loop file's new state
+// is fsynced, renamed over the old one, and the loops directory fsynced
+// after the rename, before the hook answers, so a crash of the machine
+// cannot take the counted stop back. Watched with strace, through the
+// real binary.
+func TestBlockingStopIsDurable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds baton-hook")
+	}
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		t.Skip("needs strace")
+	}
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "baton-hook")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st := fsstore.Open(root, fsstore.Options{})
+	l := &baton.Loop{Prompt: "keep going", MaxIterations: 0}
+	if err := st.CreateLoop(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AdoptLoop(ctx, "s1", l); err != nil {
+		t.Fatal(err)
+	}
+	trace := filepath.Join(t.TempDir(), "trace")
+	c := exec.Command(strace, "-f", "-qq", "-o", trace, "-e", "trace=fsync,fdatasync,rename,renameat,renameat2", bin, "stop", "--harness", "claude")
+	c.Stdin = strings.NewReader(`{"session_id":"s1","cwd":"` + root + `","last_assistant_message":"still working"}`)
+	out, err := c.CombinedOutput()
+	if err != nil {
+		t.Skipf("strace cannot trace here: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), `"decision":"block"`) {
+		t.Fatalf("the stop did not block: %s", out)
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// renameat(9, ".<id>.md.tmp-…", 9, "<id>.md") = 0, then fsync(9) = 0.
+	rename := regexp.MustCompile(`renameat2?\((\d+), "[^"]*", \d+, "` + regexp.QuoteMeta(l.ID) + `\.md"`)
+	lines := strings.Split(string(b), "\n")
+	for i, line := range lines {
+		m := rename.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		if !strings.Contains(strings.Join(lines[:i], "\n"), "fsync(") {
+			t.Errorf("the new loop file was not fsynced before its rename:\n%s", b)
+		}
+		for _, after := range lines[i+1:] {
+			// With -f a call can be split: "fsync(9 <unfinished ...>".
+			if strings.Contains(after, "fsync("+m[1]+")") || strings.Contains(after, "fsync("+m[1]+" <unfinished") {
+				return
+			}
+		}
+		t.Fatalf("the loops directory (fd %s) was not fsynced after the rename:\n%s", m[1], b)
+	}
+	t.Fatalf("no rename of the loop file in the trace:\n%s", b)
 }

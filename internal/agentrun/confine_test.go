@@ -4,10 +4,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/baton-agent/baton/internal/agentrun/agenttest"
 	"github.com/baton-agent/baton/internal/sandbox"
+	"github.com/baton-agent/baton/internal/sandbox/sandboxtest"
+	"github.com/baton-agent/baton/internal/testenv"
 )
 
 // Every executor runs confined: it writes its working directory and its
@@ -97,5 +101,58 @@ func TestRunBoxedCodexWithStateOutsideHome(t *testing.T) {
 	}
 	if sessions, _ := filepath.Glob(filepath.Join(codexHome, "sessions", "*")); len(sessions) > 0 {
 		t.Errorf("the boxed Codex wrote sessions into the user's CODEX_HOME: %v", sessions)
+	}
+}
+
+// A run in a box whose pid namespace ends with its init starts no
+// watchdog beside it (the box ends everything the agent started when
+// baton dies: sandbox.TestBoxDiesWithBaton); one without such a box
+// keeps its watchdog. Not parallel: it lists this process's children,
+// and another test's run would show its own.
+func TestBoxedRunStartsNoWatchdog(t *testing.T) {
+	if st := sandbox.Probe(); !st.Available() {
+		t.Skipf("this kernel cannot confine: %s", st.Why)
+	}
+	bin := t.TempDir()
+	script := filepath.Join(bin, "agent.sh")
+	// The agent says it runs, then waits for the test to have looked.
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ncat >/dev/null\n: > running\nread -r line < look.fifo\necho done\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := Spec{Agent: "command:" + script, Prompt: "go", Dir: t.TempDir(), LogDir: t.TempDir()}
+	s.Confine = &sandbox.Confinement{Mode: sandbox.ModeRequired, Policy: sandbox.Policy{Write: []string{s.Dir}}}
+	fifo := filepath.Join(s.Dir, "look.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	type ran struct {
+		res *Result
+		err error
+	}
+	done := make(chan ran, 1)
+	go func() { res, err := Run(t.Context(), s); done <- ran{res, err} }()
+	if !testenv.Until(time.Minute, nil, func() bool { _, err := os.Stat(filepath.Join(s.Dir, "running")); return err == nil || len(done) > 0 }) {
+		t.Fatal("the agent never said it runs")
+	}
+	children := sandboxtest.Children(os.Getpid())
+	if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil { // the agent's read ends its wait
+		f.WriteString("seen\n")
+		f.Close()
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("Run: %v", r.err)
+	}
+	watchdogs := 0
+	for _, c := range children {
+		if strings.Contains(c, "baton-watchdog") {
+			watchdogs++
+		}
+	}
+	switch {
+	case r.res.Sandbox.EndsWithInit && watchdogs > 0:
+		t.Errorf("a run whose box ends with its init started a watchdog too; children: %q", children)
+	case !r.res.Sandbox.EndsWithInit && watchdogs == 0:
+		t.Errorf("a run in a box without a pid namespace started no watchdog; children: %q", children)
 	}
 }

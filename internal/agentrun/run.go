@@ -209,8 +209,13 @@ func execute(ctx context.Context, s Spec, p *plan, path string, env []string, ru
 	}
 	pgid := cmd.Process.Pid
 	// If baton dies, the watchdog kills the group: the agent and all it
-	// started (the parent-death signal reaches only the agent).
-	wd, _ := proc.WatchGroup(pgid)
+	// started (the parent-death signal reaches only the agent). A box
+	// whose pid namespace ends with its init needs none: the init dies
+	// with baton, and the kernel ends everything in the box with it.
+	var wd *proc.Watchdog
+	if !res.Sandbox.EndsWithInit {
+		wd, _ = proc.WatchGroup(pgid)
+	}
 
 	var wg sync.WaitGroup
 	wg.Add(3)

@@ -14,7 +14,6 @@ import (
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/agentrun"
 	"github.com/baton-agent/baton/internal/forge"
-	"github.com/baton-agent/baton/internal/gitx"
 	"github.com/baton-agent/baton/internal/netpolicy"
 	"github.com/baton-agent/baton/internal/queue"
 	"github.com/baton-agent/baton/internal/sandbox"
@@ -386,7 +385,7 @@ func (r *Runner) agent(ctx context.Context, d *baton.Delivery, co *forge.Checkou
 			return run, res, err
 		}
 		how := "the run was started again with it"
-		if res != nil && res.SessionID != "" {
+		if res != nil && res.SessionID != "" && agentrun.ResumesOffline(d.Config.Agent) {
 			resume, prompt = res.SessionID, messagesPrompt(msgs)
 			how = fmt.Sprintf("the agent's session %s was resumed with it", res.SessionID)
 		} else {
@@ -684,14 +683,14 @@ func (r *Runner) review(ctx context.Context, d *baton.Delivery, f forge.Forge) (
 	out.refs = append(out.refs, refs...)
 	out.verdict = v.Verdict
 	out.note = joinNote(v.Summary, out.note)
-	out.round = &baton.Round{Tree: treeOf(ctx, co.Repo, "HEAD"), Feedback: textDigest(v.Feedback)}
+	out.round = &baton.Round{Tree: treeOf(ctx, co), Feedback: textDigest(v.Feedback)}
 	return out
 }
 
-// treeOf is a digest of rev's tree in repo, "" when git cannot say (the
-// stall rule then leaves the files out).
-func treeOf(ctx context.Context, repo *gitx.Repo, rev string) string {
-	tree, err := repo.Tree(ctx, rev)
+// treeOf is a digest of the tree of co's head, "" when git cannot say
+// (the stall rule then leaves the files out).
+func treeOf(ctx context.Context, co *forge.Checkout) string {
+	tree, err := co.HeadTree(ctx)
 	if err != nil || tree == "" {
 		return ""
 	}
@@ -786,7 +785,7 @@ func (r *Runner) verify(ctx context.Context, d *baton.Delivery, f forge.Forge) (
 	case len(failed) > 0:
 		out.verdict = baton.VerdictNotPass
 		out.note = "failed: " + strings.Join(failed, "; ")
-		out.round = &baton.Round{Tree: treeOf(ctx, co.Repo, sha), Check: textDigest(out.note)}
+		out.round = &baton.Round{Tree: treeOf(ctx, co), Check: textDigest(out.note)}
 	default:
 		out.verdict = baton.VerdictPass
 		out.note = "passed on " + sha[:12] + ": " + strings.Join(did, ", ")

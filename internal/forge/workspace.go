@@ -66,10 +66,10 @@ type Workspaces struct {
 	trees    treeMemo     // the trees of the commits baton made
 }
 
-// treeMemo remembers the tree of each commit baton made, so the next
-// commit or merge on it compares trees without starting git to ask. A
-// commit never changes, so an entry is never wrong; the memo is emptied
-// when it holds maxTreeMemo.
+// treeMemo remembers the tree of each commit baton made or asked git
+// about, so the next commit, merge or review on it compares trees without
+// starting git to ask. A commit never changes, so an entry is never
+// wrong; the memo is emptied when it holds maxTreeMemo.
 type treeMemo struct {
 	mu sync.Mutex
 	m  map[string]string
@@ -94,7 +94,11 @@ func (w *Workspaces) treeOf(ctx context.Context, r *gitx.Repo, commit string) (s
 	if ok {
 		return tree, nil
 	}
-	return r.Tree(ctx, commit)
+	tree, err := r.Tree(ctx, commit)
+	if err == nil && gitx.IsObjectName(commit) {
+		w.trees.put(commit, tree)
+	}
+	return tree, err
 }
 
 // LockHeld is how long this Workspaces has held cache locks in all.
@@ -171,7 +175,7 @@ func (w *Workspaces) open(ctx context.Context, d *baton.Delivery, f Forge) (*cac
 		return nil, err
 	}
 	dir := w.CacheDir(d.Repository)
-	c := &cache{Repo: &gitx.Repo{Dir: dir, Env: env, Ident: &w.ident}, url: url, local: filepath.IsAbs(url),
+	c := &cache{Repo: &gitx.Repo{Dir: dir, Env: env, Ident: &w.ident, OwnRefs: true}, url: url, local: filepath.IsAbs(url),
 		remote: func(ctx context.Context) ([]string, error) {
 			_, env, err := f.Remote(ctx, d)
 			return env, err
@@ -686,7 +690,7 @@ func sameDir(a, b string) bool {
 // worktree), into an index and an object directory of its own; the tree
 // and the commit are recorded there by git in the cache (no work tree,
 // nothing of the agent's run), with the message on stdin; and the objects
-// reach the cache only through git's checks (gitx.Repo.SendObjects). No
+// reach the cache only through git's checks (sendObjects). No
 // ref of the worktree moves, so git writes no COMMIT_EDITMSG and no
 // reflog there; the branch moves in the cache, from the commit baton last
 // set, never from a HEAD the agent could have pointed elsewhere.
@@ -741,7 +745,7 @@ func (co *Checkout) CommitChanges(ctx context.Context, msg string) (string, bool
 		return "", false, err
 	}
 	co.w.trees.put(sha, tree)
-	if err := store.SendObjects(ctx, co.c.Repo, sha, parent); err != nil {
+	if err := sendObjects(ctx, store, co.c.Repo, objects, sha, parent); err != nil {
 		return "", false, baton.WrapError(baton.Unavailable, err, "check the commit's objects into the repository cache")
 	}
 	if err := co.c.UpdateRefs(ctx, gitx.RefUpdate{Name: branchRef(co.branch), New: sha, Old: parent}); err != nil {
@@ -749,6 +753,33 @@ func (co *Checkout) CommitChanges(ctx context.Context, msg string) (string, bool
 	}
 	co.head = sha
 	return sha, true, nil
+}
+
+// HeadTree returns the tree of the worktree's head, the commit baton last set
+// it to, from the memo or from git in the cache: nothing in the worktree
+// is opened and no box is started.
+func (co *Checkout) HeadTree(ctx context.Context) (string, error) {
+	return co.w.treeOf(ctx, co.c.Repo, co.head)
+}
+
+// CommitsBetween counts the commits reachable from to but not from
+// from, asked of git in the cache (the commits baton made are there), not
+// in the agent's worktree: no box.
+func (co *Checkout) CommitsBetween(ctx context.Context, from, to string) (int, error) {
+	return co.c.CommitsBetween(ctx, from, to)
+}
+
+// sendObjects checks the objects a confined git wrote to the object
+// directory objects into the cache dst, as a push's receiving end would
+// (git unpack-objects --strict): packed here from the files when they are
+// all loose, else by git pack-objects in store (the objects reachable
+// from tip and not from have).
+func sendObjects(ctx context.Context, store, dst *gitx.Repo, objects, tip string, have ...string) error {
+	err := gitx.SendLoose(ctx, dst, objects)
+	if errors.Is(err, gitx.ErrNotLoose) {
+		err = store.SendObjects(ctx, dst, tip, have...)
+	}
+	return err
 }
 
 // scrubObjects removes from an object directory a confined git wrote
@@ -808,7 +839,7 @@ func (w *Workspaces) rebase(ctx context.Context, c *cache, d *baton.Delivery, he
 		return "", err
 	}
 	store := &gitx.Repo{Dir: c.Dir, Files: &c.files, BaseEnv: r.BaseEnv, Env: private}
-	if err := store.SendObjects(ctx, c.Repo, rebased, head); err != nil {
+	if err := sendObjects(ctx, store, c.Repo, objects, rebased, head); err != nil {
 		return "", baton.WrapError(baton.Unavailable, err, "check the rebased commits into the repository cache")
 	}
 	if ok, err := c.IsAncestor(ctx, head, rebased); err != nil || !ok {

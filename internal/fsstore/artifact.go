@@ -34,6 +34,9 @@ type artifact[T any] struct {
 	index   string
 	entryOf func(T) entry
 	peek    func(s *Store, path string) (entry, bool)
+	// durable updates fsync the directory after the rename too: once an
+	// update returns, a crash of the machine cannot take it back.
+	durable bool
 }
 
 func (a artifact[T]) path(s *Store, id string) string { return s.path(a.dir, id+".md") }
@@ -337,7 +340,11 @@ func (a artifact[T]) updateLocked(ctx context.Context, s *Store, id string, fn f
 	if err := a.fits(b); err != nil {
 		return zero, false, err
 	}
-	if err := s.files.WriteAtomic(path, b, 0o644); err != nil {
+	write := s.files.WriteAtomic
+	if a.durable {
+		write = s.files.WriteDurable
+	}
+	if err := write(path, b, 0o644); err != nil {
 		return zero, false, err
 	}
 	committed = true

@@ -45,6 +45,9 @@ func (s *Store) checkDirs(sub string) error {
 		parts = append(parts, s.machineDir())
 	}
 	for _, p := range parts {
+		if _, ok := s.realDirs.Load(p); ok {
+			continue
+		}
 		fi, err := os.Lstat(p)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil // nothing below it exists either
@@ -57,6 +60,9 @@ func (s *Store) checkDirs(sub string) error {
 				what = "a symlink"
 			}
 			return baton.Errorf(baton.Invalid, "%s is %s: baton keeps its store in real directories and never follows links out of it; remove it (`baton init` recreates the store)", p, what)
+		}
+		if s.oneShot {
+			s.realDirs.Store(p, struct{}{})
 		}
 	}
 	return nil

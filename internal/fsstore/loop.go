@@ -14,11 +14,15 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/frontmatter"
+	"github.com/baton-agent/baton/internal/safefile"
 )
 
-// loops is the loop kind of artifact.
+// loops is the loop kind of artifact. Its updates are durable: a loop's
+// file counts the stops that continued it (iterations, blocks, spend),
+// and a crash must not take a counted stop back.
 var loops = artifact[*baton.Loop]{
 	kind: "loop", dir: LoopsDir, listHint: "baton loop list", index: LoopIndex, entryOf: loopEntry,
+	durable:  true,
 	decode:   frontmatter.DecodeLoop,
 	encode:   frontmatter.EncodeLoop,
 	id:       func(l *baton.Loop) string { return l.ID },
@@ -390,6 +394,11 @@ func (s *Store) ForegroundLoop(session string) (*baton.Loop, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.LoopOf(f, session)
+}
+
+// LoopOf is ForegroundLoop with the foreground loops already read.
+func (s *Store) LoopOf(f Foreground, session string) (*baton.Loop, error) {
 	id := f.Of(session)
 	if id == "" {
 		return nil, nil
@@ -401,45 +410,44 @@ func (s *Store) ForegroundLoop(session string) (*baton.Loop, error) {
 	return l, err
 }
 
-// LoopsSeenFile is the per-machine record of what ForeignLoops last saw
-// of each loop file: its size and time, and whether it was a foreign
-// active loop then.
-const LoopsSeenFile = "loops-seen.json"
-
-// seenLoop is what ForeignLoops saw of one loop file.
-type seenLoop struct {
-	Size    int64 `json:"s"`
-	Mod     int64 `json:"m"`
-	Foreign bool  `json:"f,omitempty"`
-}
+// LoopsSeenFile is the per-machine record of what NewForeignLoops last
+// saw of each loop file: how to tell the file changed without reading
+// it, and which version of the loop it last told as foreign (seen.go).
+const LoopsSeenFile = "loops-seen"
 
 // NewForeignLoops returns the active loops of the store this machine does
 // not trust as they are (loops a checkout brought, and adopted loops
 // whose prompt or verify commands a checkout changed) that it has not
 // returned before in this version, and records them as returned: each is
-// told once. It reads the loops directory's names and each file's size
-// and time, and only the files that changed since the last call; it
-// never builds the loop index, whose upkeep would then fall on every
-// stop. Unreadable loop files are returned as warnings.
+// told once per prompt and commands, and again when it becomes active
+// again. Unreadable loop files are returned as warnings.
+//
+// It reads only the loop files that changed since the last call: one
+// fstatat per name in the loops directory tells, by inode, size,
+// modification and change time, whether a file is the one recorded (a
+// write in place cannot set its change time back; one recorded within a
+// clock tick of its change is read again). It never builds the loop
+// index, whose upkeep would then fall on every stop.
 func (s *Store) NewForeignLoops(f Foreground) ([]*baton.Loop, []error, error) {
 	if err := s.checkDirs(LoopsDir); err != nil {
 		return nil, nil, err
 	}
-	dir, err := os.Open(s.path(LoopsDir))
+	dir, err := safefile.OpenDirBeneath(s.root, filepath.Join(Dir, LoopsDir), false, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
 	} else if err != nil {
-		return nil, nil, err
+		return nil, nil, refused(s.path(LoopsDir), err)
 	}
-	names, err := dir.Readdirnames(-1)
-	dir.Close()
+	defer dir.Close()
+	now := time.Now() // the file system's clock, whatever the store's
+	names, err := dir.Names()
 	if err != nil {
 		return nil, nil, err
 	}
 	seenPath := s.indexPath(LoopsSeenFile)
-	seen := map[string]seenLoop{}
+	var seen map[string]seenLoop
 	if b, err := s.readFile(seenPath, maxIndexBytes); err == nil {
-		_ = json.Unmarshal(b, &seen) // damaged: everything is looked at again
+		seen = parseSeen(b) // damaged: every file is read again
 	}
 	next := make(map[string]seenLoop, len(names))
 	var out []*baton.Loop
@@ -450,34 +458,49 @@ func (s *Store) NewForeignLoops(f Foreground) ([]*baton.Loop, []error, error) {
 		if !ok {
 			continue
 		}
-		fi, err := os.Lstat(loops.path(s, id))
-		if err != nil || !fi.Mode().IsRegular() {
-			continue
+		fi, err := dir.Ident(name)
+		if err != nil || !fi.Mode.IsRegular() {
+			continue // gone meanwhile, or a link, a FIFO: never read
 		}
-		now := seenLoop{Size: fi.Size(), Mod: fi.ModTime().UnixNano()}
-		if was, ok := seen[id]; ok && was.Size == now.Size && was.Mod == now.Mod {
-			next[id] = was
-			continue
-		}
-		changed = true
-		l, err := s.FindLoopByID(id)
-		if err != nil {
-			if baton.ErrorCode(err) != baton.NotFound {
-				warnings = append(warnings, err)
+		was, known := seen[id]
+		rec := was
+		var l *baton.Loop
+		if !known || !was.current(fi) {
+			if l, err = s.FindLoopByID(id); err != nil {
+				if baton.ErrorCode(err) != baton.NotFound {
+					warnings = append(warnings, err)
+				}
+				continue
 			}
-			continue
+			rec = seenLoop{FileID: fi}
+			rec.Mode = 0 // not recorded: only regular files are
+			if racy(fi.Change, now) || racy(fi.Mod, now) {
+				rec.Ino = 0 // a write in the same clock tick could follow: read it again next time
+			}
+			if l.Status == baton.LoopActive {
+				rec.Active = LoopDigest(l)
+			}
+			if rec.Active != was.Active {
+				was.Told = false // another version: told anew
+			}
 		}
-		now.Foreign = l.Status == baton.LoopActive && !f.Trusts(l)
-		next[id] = now
-		if now.Foreign {
+		// Foreign now: active, and not as this machine adopted it.
+		rec.Told = rec.Active != "" && f.Adopted[id] != rec.Active
+		if rec.Told && !was.Told {
+			if l == nil {
+				if l, err = s.FindLoopByID(id); err != nil {
+					warnings = append(warnings, err)
+					continue
+				}
+			}
 			out = append(out, l)
 		}
+		changed = changed || rec != was
+		next[id] = rec
 	}
 	if changed || len(next) != len(seen) {
 		if err := s.mkIndexes(); err == nil {
-			if b, err := json.Marshal(next); err == nil {
-				_ = s.files.WriteCache(seenPath, b, 0o644) // lost: told again, no harm
-			}
+			_ = s.files.WriteCache(seenPath, formatSeen(next), 0o644) // lost: read again, told again, no harm
 		}
 	}
 	slices.SortFunc(out, func(a, b *baton.Loop) int { return strings.Compare(a.ID, b.ID) })

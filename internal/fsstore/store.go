@@ -116,6 +116,10 @@ type Store struct {
 	// indexes are the packet and loop indexes last read or written, by
 	// kind; a Store serves an MCP server's concurrent calls.
 	indexes map[string]*index
+
+	// realDirs holds the directories checkDirs found real, when oneShot.
+	oneShot  bool
+	realDirs sync.Map
 }
 
 // Options configure a Store. Zero values pick the defaults.
@@ -124,12 +128,16 @@ type Options struct {
 	NewProjectID func() string
 	// MachineID stands for this machine's id (tests); empty reads it.
 	MachineID string
+	// OneShot says the store serves one short process (a hook): a
+	// directory found to be a real one is not looked at again in it.
+	// Every open still refuses a link on the way (safefile.Root).
+	OneShot bool
 }
 
 // Open returns the store of project root. It does no I/O: a store that
 // does not exist yet is created by Init or by the first write.
 func Open(root string, opts Options) *Store {
-	s := &Store{root: root, dir: filepath.Join(root, Dir), now: opts.Now, newProjectID: opts.NewProjectID, machineID: opts.MachineID, files: safefile.Root{Dir: root}}
+	s := &Store{root: root, dir: filepath.Join(root, Dir), now: opts.Now, newProjectID: opts.NewProjectID, machineID: opts.MachineID, files: safefile.Root{Dir: root}, oneShot: opts.OneShot}
 	if s.now == nil {
 		s.now = time.Now
 	}

@@ -43,6 +43,11 @@ type Repo struct {
 	// repository's core.fsmonitor, say) reaches what the agent could and
 	// nothing more.
 	Start func(cmd *exec.Cmd) (release func(), err error)
+	// OwnRefs, when set, says the repository is one baton made and
+	// configured (InitCache: no reflog, no hooks) and whose refs' files
+	// only baton and the git it runs write: UpdateRefs then writes them
+	// itself where that is what git would do.
+	OwnRefs bool
 }
 
 // waitDelay bounds how long a git that has exited is waited for while

@@ -170,7 +170,11 @@ func lookupPackedRef(r io.Reader, name string) (string, bool, error) {
 
 // isObjectName reports whether s is a full SHA-1 or SHA-256 object name
 // in lowercase hex.
-func isObjectName(s string) bool {
+func isObjectName(s string) bool { return IsObjectName(s) }
+
+// IsObjectName reports whether s is a full object name (SHA-1 or
+// SHA-256, lower-case hex), which names one object for ever.
+func IsObjectName(s string) bool {
 	if len(s) != 40 && len(s) != 64 {
 		return false
 	}

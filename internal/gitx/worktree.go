@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,8 +112,17 @@ type RefUpdate struct {
 }
 
 // UpdateRefs applies updates in one transaction: all or none. git
-// refuses a New that is not an object of the repository.
+// refuses a New that is not an object of the repository. In a repository
+// whose refs are baton's own (OwnRefs), what git would do plainly is done
+// in-process (reffiles.go).
 func (r *Repo) UpdateRefs(ctx context.Context, updates ...RefUpdate) error {
+	if r.OwnRefs {
+		if l, err := r.layout(); err == nil {
+			if err := l.writeRefs(updates); !errors.Is(err, errAskGit) {
+				return err
+			}
+		}
+	}
 	var b strings.Builder
 	for _, u := range updates {
 		if u.New == "" {
@@ -213,13 +223,31 @@ func (r *Repo) Dirty(ctx context.Context) (bool, error) {
 // ref: tracked files are written as rev has them, untracked files are
 // deleted (nested repositories too), ignored files stay, as they would in
 // a developer's checkout. Both steps run in one process (git read-tree,
-// then git clean, under sh), so a Start that confines git pays once.
+// then git clean, under sh), so a Start that confines git pays once; a
+// work tree that holds nothing but its .git has nothing to clean, and
+// git read-tree runs alone.
 func (r *Repo) CheckoutClean(ctx context.Context, rev string) error {
 	if strings.HasPrefix(rev, "-") {
 		return fmt.Errorf("checkout %q: not a revision", rev)
 	}
+	if onlyGit(r.Dir) {
+		_, err := r.Run(ctx, "read-tree", "--reset", "-u", rev)
+		return err
+	}
 	_, err := r.runProgram(ctx, "sh", "-c", `git read-tree --reset -u "$1" && exec git clean -ffdq`, "baton-checkout", rev)
 	return err
+}
+
+// onlyGit reports whether dir holds nothing but an entry named .git (a
+// work tree just made): nothing untracked can be in it.
+func onlyGit(dir string) bool {
+	f, err := os.Open(dir)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(2)
+	return (err == nil || errors.Is(err, io.EOF)) && len(names) <= 1 && (len(names) == 0 || names[0] == ".git")
 }
 
 // AddAll stages everything in the work tree: changes, deletions and

@@ -85,7 +85,7 @@ func SessionContext(st *fsstore.Store, sessionID string, afterCompact bool) (tex
 	} else if err != nil {
 		return "", nil, nil, err
 	}
-	l, err := st.ForegroundLoop(sessionID)
+	l, err := st.LoopOf(fg, sessionID)
 	if baton.ErrorCode(err) == baton.Invalid {
 		warnings = append(warnings, err)
 	} else if err != nil {

@@ -107,7 +107,7 @@ func Run(ctx context.Context, h *harness.Harness, event harness.Event, stdin io.
 	if root == "" {
 		root, how = ResolveRoot(p.CWD, env.getenv(h.ProjectDirEnv), env.WorkDir)
 	}
-	st := fsstore.Open(root, fsstore.Options{Now: env.now})
+	st := fsstore.Open(root, fsstore.Options{Now: env.now, OneShot: true})
 	base := ctx
 	ctx, cancel := context.WithTimeout(ctx, lockTimeout)
 	defer cancel()

@@ -104,7 +104,10 @@ func RunCheck(ctx context.Context, c Check) (CheckResult, error) {
 		}
 		return res, baton.WrapError(baton.Unavailable, err, "`%s` could not start", c.Command)
 	}
-	wd, _ := WatchGroup(cmd.Process.Pid) // without it the group has only the parent-death signal
+	var wd *Watchdog
+	if !res.Sandbox.EndsWithInit { // a box whose pid namespace ends with its init needs none
+		wd, _ = WatchGroup(cmd.Process.Pid) // without it the group has only the parent-death signal
+	}
 	waitErr := cmd.Wait()
 	res.Duration = time.Since(start)
 	KillGroup(cmd.Process.Pid, syscall.SIGKILL)

@@ -188,10 +188,12 @@ func OpenDirBeneath(root, rel string, mkdir bool, perm os.FileMode) (*DirBeneath
 	if err != nil {
 		return nil, err
 	}
-	if !mkdir && len(parts) > 0 && !walkOnly.Load() {
-		// One call where the kernel resolves the whole way down.
+	if len(parts) > 0 && !walkOnly.Load() {
+		// One call where the kernel resolves the whole way down. A
+		// directory to make, when that fails, is walked to: the walk
+		// makes what is missing and says what is in the way.
 		next, ok, err := openat2(fd, strings.Join(parts, "/"), unix.O_RDONLY|unix.O_DIRECTORY|beneathFlags, 0)
-		if ok {
+		if ok && (err == nil || !mkdir) {
 			unix.Close(fd)
 			if errors.Is(err, unix.ELOOP) {
 				err = ErrNotBeneath // a link anywhere on a directory's path
@@ -239,7 +241,7 @@ func (d *DirBeneath) WriteAtomicFunc(name string, perm os.FileMode, write func(*
 	if name == "" || strings.ContainsRune(name, '/') || name == "." || name == ".." {
 		return &fs.PathError{Op: "write", Path: filepath.Join(d.path, name), Err: ErrNotBeneath}
 	}
-	return replaceAt(d.fd, name, filepath.Join(d.path, name), perm, true, write)
+	return replaceAt(d.fd, name, filepath.Join(d.path, name), perm, syncFile, write)
 }
 
 // Remove removes the entry name of d, whatever it is (a link is removed,
@@ -322,6 +324,28 @@ func (d *DirBeneath) Lstat(name string) (fs.FileMode, error) {
 		return 0, &fs.PathError{Op: "lstat", Path: filepath.Join(d.path, name), Err: err}
 	}
 	return modeOf(uint32(st.Mode)), nil
+}
+
+// FileID tells one version of a file from another without reading it: a
+// write in place changes its size, its modification time or its change
+// time (which no program can set back), a replacement its inode.
+type FileID struct {
+	Mode   fs.FileMode
+	Ino    uint64
+	Size   int64
+	Mod    int64 // modification time, ns since the epoch
+	Change int64 // change time, ns since the epoch
+}
+
+// Ident describes the entry name of d without following it: one fstatat
+// in d, which costs a fraction of a stat of the whole path.
+func (d *DirBeneath) Ident(name string) (FileID, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return FileID{}, &fs.PathError{Op: "lstat", Path: filepath.Join(d.path, name), Err: err}
+	}
+	return FileID{Mode: modeOf(uint32(st.Mode)), Ino: st.Ino, Size: st.Size,
+		Mod: st.Mtim.Nano(), Change: st.Ctim.Nano()}, nil
 }
 
 // modeOf turns a stat mode's type bits into fs.FileMode's.

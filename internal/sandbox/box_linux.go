@@ -288,6 +288,7 @@ func (c Confinement) Start(cmd *exec.Cmd) (release func(), rep Report, err error
 	if _, err := b.start(cmd, cgroups); err != nil {
 		return release, rep, err
 	}
+	rep.EndsWithInit = b.spec.Namespaces
 	return b.release, rep, nil
 }
 

@@ -280,6 +280,12 @@ type Report struct {
 	Detail string
 	// Missing names the defences this start lacked, each with why.
 	Missing []string
+	// EndsWithInit is true when nothing the process starts can outlive
+	// the box's init: the box has a pid namespace of its own, which the
+	// kernel empties when its init ends, and the init dies with the
+	// process that started it (a parent-death SIGKILL). The starter needs
+	// no watchdog of its own then.
+	EndsWithInit bool
 }
 
 func (r Report) String() string {

@@ -658,7 +658,11 @@ type deliveryPage struct {
 	// runs).
 	RunningSince time.Time
 	Work         *delivery.Work
-	PRs          []delivery.RefView
+	// PlanHTML is the work's plan rendered as markdown; PlanAsText says
+	// why it is not, and the page shows its numbered source instead.
+	PlanHTML   template.HTML
+	PlanAsText string
+	PRs        []delivery.RefView
 	// Agents are what Retry may switch to.
 	Agents []string
 	// ActionError says why the last action failed, beside the buttons;
@@ -749,6 +753,9 @@ func (s *Server) deliveryPage(r *http.Request) (*deliveryPage, error) {
 	p := &deliveryPage{pageData: s.page(r, fmt.Sprintf("#%d %s", v.Delivery.Seq, baton.Truncate(v.Delivery.Title, 80, "…")), "list"), D: v,
 		Log: groupLog(evs), Events: int(v.LastEvent), After: v.LastEvent, Older: from > 0, First: from + 1, Closed: v.Delivery.Phase == string(baton.PhaseClose),
 		Work: work, Agents: s.Agents}
+	if work.Plan != "" {
+		p.PlanHTML, p.PlanAsText = s.plans.render(work.Plan, planWait)
+	}
 	p.Labels = map[string]string{}
 	for _, a := range v.Delivery.Actions {
 		p.Labels[a] = decisionLabel(v.Delivery, work, a)

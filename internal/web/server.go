@@ -106,6 +106,7 @@ type Server struct {
 
 	sessions sessions
 	pulses   pulseCache
+	plans    planCache
 	// openBodies holds a slot per unauthenticated body being read.
 	openBodies chan struct{}
 }

@@ -124,3 +124,25 @@ func startTime(pid int) (string, bool) {
 	}
 	return f[19], true
 }
+
+// Children returns the command lines (arguments joined by spaces) of
+// process pid's children, from /proc: what a starter has started and not
+// yet reaped.
+func Children(pid int) []string {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var out []string
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue // the thread ended
+		}
+		for _, f := range strings.Fields(string(b)) {
+			cmdline, err := os.ReadFile("/proc/" + f + "/cmdline")
+			if err != nil {
+				continue // it ended
+			}
+			out = append(out, strings.Join(strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00"), " "))
+		}
+	}
+	return out
+}

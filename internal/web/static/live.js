@@ -269,12 +269,14 @@
   });
 
   // --- line notes ------------------------------------------------------------
-  // Selecting a numbered line of the diff or the plan adds "path:line: "
+  // Selecting a numbered line of the diff, or a block of the rendered plan
+  // (its data-line: the source line it starts on), adds "path:line: "
   // to the reject form's notes, opened, for the person to go on typing.
   // Without JavaScript the same notes are typed there by hand.
   document.documentElement.classList.add("js");
   document.addEventListener("click", function (e) {
-    var l = e.target.closest ? e.target.closest("[data-line]") : null;
+    if (!e.target.closest || e.target.closest("a")) return; // a plan's link is followed, not noted
+    var l = e.target.closest("[data-line]");
     var f = l ? l.closest("[data-path]") : null;
     var notes = document.getElementById("notes-reject");
     if (!f || !notes || String(window.getSelection ? window.getSelection() : "") !== "") return;

@@ -1,0 +1,103 @@
+package fsstore
+
+import (
+	"bytes"
+	"slices"
+	"strconv"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/safefile"
+)
+
+// seenLoop is what NewForeignLoops saw of one loop file: the file as stat
+// described it (Ino 0 when it changed too recently to be believed), the
+// LoopDigest of the loop when it is active ("" otherwise), and whether
+// it was told as foreign in that version.
+type seenLoop struct {
+	safefile.FileID
+	Active string
+	Told   bool
+}
+
+// current reports whether the file fi describes is, provably, the one
+// recorded.
+func (r seenLoop) current(fi safefile.FileID) bool {
+	return r.Ino != 0 && r.Ino == fi.Ino && r.Size == fi.Size && r.Mod == fi.Mod && r.Change == fi.Change
+}
+
+// seenHeader starts a LoopsSeenFile; a file without it (an older format,
+// damage) records nothing.
+const seenHeader = "baton loops-seen 1\n"
+
+// formatSeen writes the records, one line each, sorted by id:
+// "<id> <inode> <size> <mtime> <ctime> <active digest or -> <told 0|1>".
+func formatSeen(seen map[string]seenLoop) []byte {
+	ids := make([]string, 0, len(seen))
+	for id := range seen {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	b := make([]byte, 0, len(seenHeader)+len(ids)*128)
+	b = append(b, seenHeader...)
+	for _, id := range ids {
+		r := seen[id]
+		active := r.Active
+		if active == "" {
+			active = "-"
+		}
+		b = append(b, id...)
+		b = append(b, ' ')
+		b = strconv.AppendUint(b, r.Ino, 10)
+		for _, n := range []int64{r.Size, r.Mod, r.Change} {
+			b = append(b, ' ')
+			b = strconv.AppendInt(b, n, 10)
+		}
+		b = append(b, ' ')
+		b = append(b, active...)
+		if r.Told {
+			b = append(b, " 1\n"...)
+		} else {
+			b = append(b, " 0\n"...)
+		}
+	}
+	return b
+}
+
+// parseSeen reads what formatSeen wrote. It keeps only well-formed lines
+// of valid ids: whatever else is there is dropped, and the loop files it
+// would have described are read again.
+func parseSeen(b []byte) map[string]seenLoop {
+	rest, ok := bytes.CutPrefix(b, []byte(seenHeader))
+	if !ok {
+		return nil
+	}
+	seen := make(map[string]seenLoop, bytes.Count(rest, []byte{'\n'}))
+	var f [7][]byte
+	for len(rest) > 0 {
+		var line []byte
+		line, rest, _ = bytes.Cut(rest, []byte{'\n'})
+		n := 0
+		for ; n < len(f) && len(line) > 0; n++ {
+			f[n], line, _ = bytes.Cut(line, []byte{' '})
+		}
+		if n != len(f) || len(line) > 0 {
+			continue
+		}
+		var r seenLoop
+		var err [4]error
+		r.Ino, err[0] = strconv.ParseUint(string(f[1]), 10, 64)
+		r.Size, err[1] = strconv.ParseInt(string(f[2]), 10, 64)
+		r.Mod, err[2] = strconv.ParseInt(string(f[3]), 10, 64)
+		r.Change, err[3] = strconv.ParseInt(string(f[4]), 10, 64)
+		id := string(f[0])
+		if err != [4]error{} || !baton.ValidID(id) || len(f[5]) == 0 || (string(f[6]) != "0" && string(f[6]) != "1") {
+			continue
+		}
+		if string(f[5]) != "-" {
+			r.Active = string(f[5])
+		}
+		r.Told = string(f[6]) == "1"
+		seen[id] = r
+	}
+	return seen
+}

@@ -1,0 +1,216 @@
+package fsstore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/safefile"
+)
+
+// The record of loop files parses back to what was written, and whatever
+// a damaged or hostile file holds parses to valid records only.
+func FuzzSeenFormat(f *testing.F) {
+	f.Add([]byte(seenHeader+"20260101T000000Z-a 12 345 1700000000123456789 1700000000123456789 0011aabb 1\n"), uint64(7), int64(1))
+	f.Add([]byte("{\"x\":{\"s\":1}}"), uint64(0), int64(0))
+	f.Add([]byte(seenHeader+"bad id 1 2 3 4 - 0\n../x 1 2 3 4 - 1\n"), uint64(1), int64(-1))
+	f.Fuzz(func(t *testing.T, b []byte, ino uint64, n int64) {
+		got := parseSeen(b)
+		for id, r := range got {
+			if !baton.ValidID(id) || bytes.ContainsAny([]byte(r.Active), " \n") {
+				t.Fatalf("parseSeen kept %q: %+v", id, r)
+			}
+		}
+		if again := parseSeen(formatSeen(got)); !maps.Equal(again, got) && len(got) > 0 {
+			t.Fatalf("round trip of a parsed record changed it:\n%v\n%v", got, again)
+		}
+		want := map[string]seenLoop{
+			"20260101T000000Z-a": {FileID: safefile.FileID{Ino: ino, Size: n, Mod: -n, Change: n / 3}, Active: fmt.Sprintf("%x", ino), Told: n%2 == 0},
+			"20260101T000000Z-b": {FileID: safefile.FileID{Ino: ino / 2, Size: n / 7}},
+		}
+		if got := parseSeen(formatSeen(want)); !maps.Equal(got, want) {
+			t.Fatalf("parseSeen(formatSeen(%v)) = %v", want, got)
+		}
+	})
+}
+
+// NewForeignLoops, which reads only the loop files whose stat changed,
+// answers as a scan that reads every loop file each time does, whatever a
+// checkout, an editor or baton itself does to the files between two
+// calls: files replaced, rewritten in place at the same size with their
+// time set back, removed, replaced by links, adopted, updated. Each byte
+// pair of the input is one change (which, and to which of four loops).
+func FuzzNewForeignLoopsAnswersAsAScan(f *testing.F) {
+	f.Add([]byte{0, 0, 1, 1, 9, 0, 3, 1, 9, 0, 3, 1, 2, 1, 9, 0, 2, 1})
+	f.Add([]byte{1, 2, 9, 0, 6, 2, 9, 0, 3, 2, 9, 0, 7, 2, 9, 0, 8, 2, 4, 2, 1, 2})
+	f.Add([]byte{0, 3, 5, 3, 9, 0, 1, 3, 6, 3, 4, 3, 6, 0, 1, 3})
+	f.Add([]byte{1, 0, 1, 1, 1, 2, 1, 3, 9, 0, 2, 0, 2, 1, 9, 0, 2, 0, 2, 1})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		if len(ops) > 40 {
+			ops = ops[:40]
+		}
+		s := Open(t.TempDir(), Options{})
+		ctx := context.Background()
+		if _, err := s.Init(ctx); err != nil {
+			t.Fatal(err)
+		}
+		outside := filepath.Join(t.TempDir(), "outside.md")
+		ids := make([]string, 4)
+		for k := range ids {
+			ids[k] = fmt.Sprintf("20260101T00000%dZ-loop-%d", k, k)
+		}
+		encode := func(id, status, prompt string) []byte {
+			l := &baton.Loop{ID: id, Prompt: prompt, Status: baton.LoopStatus(status), Iteration: 1, MaxIterations: 5,
+				CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), UpdatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Notes: "\n"}
+			return loops.encode(l)
+		}
+		if err := os.WriteFile(outside, encode(ids[0], "active", "p-z"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// inPlace rewrites a file where it is, at the same size, and sets
+		// its time back: only its change time tells.
+		inPlace := func(path string, edit func([]byte) []byte) {
+			fi, err := os.Lstat(path)
+			if err != nil || !fi.Mode().IsRegular() {
+				return
+			}
+			b, _ := os.ReadFile(path)
+			nb := edit(b)
+			if len(nb) != len(b) {
+				t.Fatalf("edit changed the size")
+			}
+			if err := os.WriteFile(path, nb, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(path, fi.ModTime(), fi.ModTime()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The scan: every file read, each foreign version told once.
+		type version struct {
+			active string
+			told   bool
+		}
+		model := map[string]version{}
+		scan := func(fg Foreground) []string {
+			var told []string
+			for _, id := range ids {
+				fi, err := os.Lstat(loops.path(s, id))
+				if err != nil || !fi.Mode().IsRegular() {
+					delete(model, id)
+					continue
+				}
+				l, err := s.FindLoopByID(id)
+				if err != nil {
+					delete(model, id)
+					continue
+				}
+				v := version{}
+				if l.Status == baton.LoopActive {
+					v.active = LoopDigest(l)
+				}
+				v.told = v.active != "" && !fg.Trusts(l)
+				if was := model[id]; v.told && !(was.told && was.active == v.active) {
+					told = append(told, id)
+				}
+				model[id] = v
+			}
+			return told
+		}
+		for i := 0; i+1 < len(ops); i += 2 {
+			k := int(ops[i+1]) % len(ids)
+			id, path := ids[k], loops.path(s, ids[k])
+			switch ops[i] % 10 {
+			case 0: // baton starts the loop: created and adopted
+				if _, err := os.Lstat(path); err == nil {
+					break
+				}
+				l := &baton.Loop{ID: id, Prompt: "p-a", MaxIterations: 5}
+				if err := s.CreateLoop(ctx, l); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.AdoptLoop(ctx, fmt.Sprint("s", k), l); err != nil {
+					t.Fatal(err)
+				}
+			case 1: // a checkout brings a new version (temp file, rename)
+				tmp := path + ".new"
+				if err := os.WriteFile(tmp, encode(id, "active", fmt.Sprintf("p-%c", 'a'+ops[i+1]%3)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Rename(tmp, path); err != nil {
+					t.Fatal(err)
+				}
+			case 2: // an editor pauses or resumes it in place
+				inPlace(path, func(b []byte) []byte {
+					if bytes.Contains(b, []byte("status: active")) {
+						return bytes.Replace(b, []byte("status: active"), []byte("status: paused"), 1)
+					}
+					return bytes.Replace(b, []byte("status: paused"), []byte("status: active"), 1)
+				})
+			case 3: // an editor changes the prompt in place, same size
+				inPlace(path, func(b []byte) []byte {
+					for _, c := range []string{"a", "b", "c"} {
+						if i := bytes.Index(b, []byte("p-"+c)); i >= 0 {
+							nb := slices.Clone(b)
+							nb[i+2] = "bca"[c[0]-'a']
+							return nb
+						}
+					}
+					return b
+				})
+			case 4:
+				os.Remove(path)
+			case 5: // a link out of the store, to an active loop
+				os.Remove(path)
+				if err := os.Symlink(outside, path); err != nil {
+					t.Fatal(err)
+				}
+			case 6: // the user adopts it
+				if l, err := s.FindLoopByID(id); err == nil {
+					if _, err := s.AdoptLoop(ctx, fmt.Sprint("s", k), l); err != nil {
+						t.Fatal(err)
+					}
+				}
+			case 7: // git replaces it: unlink, create (perhaps the same inode)
+				if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
+					b, _ := os.ReadFile(path)
+					os.Remove(path)
+					if err := os.WriteFile(path, b, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			case 8: // a stop counts an iteration
+				if _, err := s.UpdateLoop(ctx, id, func(l *baton.Loop) error { l.Iteration++; return nil }); err != nil && baton.ErrorCode(err) != baton.NotFound && baton.ErrorCode(err) != baton.Invalid {
+					t.Fatal(err)
+				}
+			case 9:
+				// No event marks the file system's clock moving on: wait out
+				// the window in which a record is not believed, so that the
+				// next calls take the shortcut.
+				time.Sleep(25 * time.Millisecond)
+			}
+			fg, err := s.Foreground()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _, err := s.NewForeignLoops(fg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var gotIDs []string
+			for _, l := range got {
+				gotIDs = append(gotIDs, l.ID)
+			}
+			if want := scan(fg); !slices.Equal(gotIDs, want) {
+				t.Fatalf("after op %d (%d on loop %d): NewForeignLoops told %v, a scan of every file tells %v", i/2, ops[i]%10, k, gotIDs, want)
+			}
+		}
+	})
+}
