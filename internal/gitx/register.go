@@ -55,6 +55,13 @@ func Register(commonDir, path, head string) (l Layout, changed bool, err error) 
 	if err := os.MkdirAll(path, 0o755); err != nil {
 		return Layout{}, false, err
 	}
+	// The work tree's .git first: `git worktree prune` in another worker
+	// sharing the cache forgets a registration whose .git is missing, and
+	// would take this one away between its making and its checking.
+	wrote, err := writeDotGit(path, l.GitDir)
+	if err != nil {
+		return Layout{}, false, fmt.Errorf("register %s: %w", path, err)
+	}
 	admin, err := safefile.OpenDirBeneath(commonDir, filepath.Join("worktrees", name), false, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		changed = true
@@ -94,10 +101,6 @@ func Register(commonDir, path, head string) (l Layout, changed bool, err error) 
 				return Layout{}, false, fmt.Errorf("register %s: %w", path, err)
 			}
 		}
-	}
-	wrote, err := writeDotGit(path, l.GitDir)
-	if err != nil {
-		return Layout{}, false, fmt.Errorf("register %s: %w", path, err)
 	}
 	return l, changed || wrote, nil
 }
