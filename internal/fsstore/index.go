@@ -229,12 +229,7 @@ func (a artifact[T]) loadIndex(s *Store, force bool) (*index, error) {
 // stamp taken before it is read, so a change made during the scan leaves
 // the index stale rather than wrongly current.
 func (a artifact[T]) rebuildIndex(s *Store, now dirStamp) (*index, error) {
-	f, err := os.Open(s.path(a.dir))
-	if err != nil {
-		return nil, err
-	}
-	ents, err := f.ReadDir(-1)
-	f.Close()
+	ents, err := s.readDir(a.dir)
 	if err != nil {
 		return nil, err
 	}

@@ -174,13 +174,13 @@ func Unregister(commonDir, path string) error {
 // it), only well-formed objects reach dst, each named by its content,
 // and only when everything they refer to is there.
 func (r *Repo) SendObjects(ctx context.Context, dst *Repo, tip string, have ...string) error {
-	if !isObjectName(tip) {
+	if !IsObjectName(tip) {
 		return fmt.Errorf("send objects: %q is not an object name", tip)
 	}
 	var revs strings.Builder
 	revs.WriteString(tip + "\n")
 	for _, h := range have {
-		if !isObjectName(h) {
+		if !IsObjectName(h) {
 			return fmt.Errorf("send objects: %q is not an object name", h)
 		}
 		revs.WriteString("^" + h + "\n")
