@@ -418,9 +418,8 @@ func (w *indexWrite[T]) abort() { w.unlock() }
 // removeIndex deletes an index that cannot be kept current.
 func removeIndex(s *Store, kind, p string) {
 	s.cacheIndex(newIndex(kind, dirStamp{Mod: -1}, nil, nil)) // matches no directory
-	if fi, err := os.Lstat(p); err == nil && !fi.IsDir() {
-		os.Remove(p)
-	}
+	// Not through a link out of the store; one left is found stale again.
+	_ = s.files.Remove(p)
 }
 
 func (s *Store) cachedIndex(kind string) *index {

@@ -84,3 +84,42 @@ func TestSwappedDirectoryIsNeitherFollowedNorWaitedOn(t *testing.T) {
 		})
 	}
 }
+
+// An index that cannot be kept current is removed; with the indexes
+// directory swapped for a link since it was checked, the removal must
+// not reach the file of the same name the link leads to.
+func TestRemovedIndexStaysInTheStore(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := Open(t.TempDir(), Options{OneShot: true})
+	if _, err := s.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.mkIndexes(); err != nil {
+		t.Fatal(err)
+	}
+	p := packets.indexPath(s)
+	rel, err := filepath.Rel(s.path(IndexesDir), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	victim := filepath.Join(outside, rel)
+	if err := os.MkdirAll(filepath.Dir(victim), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(victim, []byte("not baton's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := s.path(IndexesDir)
+	if err := os.Rename(dir, dir+".away"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, dir); err != nil {
+		t.Fatal(err)
+	}
+	removeIndex(s, packets.kind, p)
+	if _, err := os.Stat(victim); err != nil {
+		t.Errorf("removing the index through a link removed %s outside the store: %v", victim, err)
+	}
+}

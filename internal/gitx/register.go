@@ -81,8 +81,13 @@ func Register(commonDir, path, head string) (l Layout, changed bool, err error) 
 		switch _, ours := want[n]; {
 		case ours:
 			b, err := admin.ReadFile(n, maxRegistrationFile)
-			keep = err == nil && string(b) == want[n]
-			have[n] = keep
+			have[n] = err == nil && string(b) == want[n]
+			// A regular file is replaced in place below, never removed
+			// first: another worker's git worktree prune forgets a
+			// registration without gitdir, and git listing the work
+			// trees would find one without HEAD.
+			m, err := admin.Lstat(n)
+			keep = err == nil && m.IsRegular()
 		case n == "index":
 			m, err := admin.Lstat(n)
 			keep = err == nil && m.IsRegular()
