@@ -590,6 +590,54 @@ type AgentRun struct {
 	EndedAt   time.Time `json:"ended_at,omitzero"`
 }
 
+// SetupStatus is how a set-up ended.
+type SetupStatus string
+
+const (
+	SetupSucceeded SetupStatus = "succeeded"
+	// SetupFailed: a command exited non-zero or ran out of the phase's
+	// time; the phase stopped before its agent or check began.
+	SetupFailed SetupStatus = "failed"
+	// SetupSkipped: it had run in the worktree already and neither its
+	// commands nor the files it watches changed since.
+	SetupSkipped SetupStatus = "skipped"
+	// SetupCanceled: the phase was stopped (a person's cancel, a worker
+	// that stopped) while it ran.
+	SetupCanceled SetupStatus = "canceled"
+)
+
+// SetupRun is one set-up of a delivery's worktree, a step of its own
+// before the phase it made ready: which commands ran, how it ended and
+// the last of its output. It is written when the set-up ends.
+type SetupRun struct {
+	ID         int64  `json:"id"`
+	DeliveryID string `json:"delivery_id"`
+	N          int    `json:"n"` // 1, 2, ... within the delivery
+	// Phase is the phase it made ready, Attempt that phase's attempt.
+	Phase    Phase       `json:"phase"`
+	Attempt  int64       `json:"attempt"`
+	Status   SetupStatus `json:"status"`
+	Commands []string    `json:"commands"`
+	// Ran counts the commands that ran; on a failure the last is the
+	// one that failed, with ExitCode (-1 when it ran out of time).
+	Ran      int `json:"ran"`
+	ExitCode int `json:"exit_code"`
+	// Output is the end of what the commands printed, at most
+	// MaxSetupOutput bytes; Log is the file holding all of it.
+	Output string `json:"output,omitempty"`
+	Log    string `json:"log,omitempty"`
+	// Note says in one line what happened, for people to read.
+	Note      string    `json:"note,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	EndedAt   time.Time `json:"ended_at"`
+}
+
+// MaxSetupOutput bounds the output a SetupRun keeps: the end of it.
+const MaxSetupOutput = 8 << 10
+
+// Duration is how long the set-up took.
+func (r SetupRun) Duration() time.Duration { return r.EndedAt.Sub(r.StartedAt) }
+
 // ReviewNote is a review verdict kept by baton itself: on the local forge
 // it is where review feedback lives (GitHub keeps it as a PR review).
 type ReviewNote struct {

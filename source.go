@@ -30,8 +30,11 @@ type Source struct {
 	Agent       string  `json:"agent,omitempty"`
 	// Draft is how the deliveries' pull requests open ("" keeps the
 	// default, auto).
-	Draft  DraftMode `json:"draft,omitempty"`
-	Paused bool      `json:"paused"`
+	Draft DraftMode `json:"draft,omitempty"`
+	// Setup is the set-up of the source's deliveries, the operator's:
+	// set on the server only (it is commands to run), shown to all.
+	Setup  SourceSetup `json:"setup,omitzero"`
+	Paused bool        `json:"paused"`
 	// Notify is where the source's deliveries are announced when they
 	// wait for a person, fail or close, besides the server's own targets.
 	// Set on the server only; never shown (its URLs and secret are
@@ -54,6 +57,18 @@ type Source struct {
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
+
+// SourceSetup is a source's set-up for its deliveries: the commands
+// that make a worktree ready, the files whose change runs them again
+// (none: DefaultSetupFiles) and what they alone may reach.
+type SourceSetup struct {
+	Commands    []string `json:"commands,omitempty"`
+	Files       []string `json:"files,omitempty"`
+	EgressAllow []string `json:"egress_allow,omitempty"`
+}
+
+// IsZero reports whether the source names no set-up.
+func (s SourceSetup) IsZero() bool { return len(s.Commands) == 0 }
 
 // SyncStatus is how a source's last sync went.
 type SyncStatus struct {

@@ -44,10 +44,14 @@ func TestGitHubAppIdentity(t *testing.T) {
 		}
 		return string(out)
 	}
-	run("source", "add", "octo/app")
+	run("source", "add", "octo/app", "--setup", "npm ci", "--setup-egress-allow", "registry.npmjs.org")
 	run("source", "sync", "octo/app")
 	if out := run("delivery", "list"); !strings.Contains(out, "Add a health endpoint") {
 		t.Errorf("the source's issue made no delivery:\n%s", out)
+	}
+	// The delivery runs the source's set-up.
+	if out := run("delivery", "show", "1"); !strings.Contains(out, "set-up:      `npm ci`") || !strings.Contains(out, "the set-up alone reaches registry.npmjs.org") {
+		t.Errorf("the source's delivery lacks its set-up:\n%s", out)
 	}
 	want := fmt.Sprintf("POST /app/installations/%d/access_tokens", inst)
 	if n := srv.Count("POST /app/installations/*/access_tokens"); n != 1 || !strings.Contains(strings.Join(srv.RequestLog(), "\n"), want) {
@@ -65,6 +69,7 @@ func TestGitHubAppIdentity(t *testing.T) {
 					Kind, Source, Account string
 					May                   []string
 				}
+				Setup struct{ Commands []string }
 			}
 		} `json:"github"`
 	}
@@ -76,6 +81,9 @@ func TestGitHubAppIdentity(t *testing.T) {
 	}
 	if len(rep.GitHub.Sources) != 1 {
 		t.Fatalf("doctor's sources = %+v", rep.GitHub.Sources)
+	}
+	if su := rep.GitHub.Sources[0].Setup; len(su.Commands) != 1 || su.Commands[0] != "npm ci" {
+		t.Errorf("doctor's set-up of octo/app's deliveries = %+v, want the source's", su)
 	}
 	id := rep.GitHub.Sources[0].Identity
 	if id.Kind != "app" || id.Account != "team-baton[bot]" || !strings.Contains(id.Source, fmt.Sprintf("installation %d", inst)) ||

@@ -89,6 +89,43 @@ func TestRealCodexResumesWithAMessage(t *testing.T) {
 	checkHeardAfter(t, last.Raw, last.LastUserText(), "cat README.md")
 }
 
+// The same with the real pi: pi --session <id> continues the session a
+// stopped run began, and its scripted model's next request holds the
+// earlier conversation, then the message.
+func TestRealPiResumesWithAMessage(t *testing.T) {
+	t.Parallel()
+	pi := realPi(t)
+	home, agentDir := t.TempDir(), t.TempDir()
+	env := pi.env(append(gitEnv(home), "PI_CODING_AGENT_DIR="+agentDir))
+	repo := userRepo(t, env)
+	started := make(chan struct{}, 1)
+	release := make(chan struct{})
+	model := harnesstest.NewChatServer(t, func(r *harnesstest.ChatRequest) harnesstest.Reply {
+		switch {
+		case strings.Contains(r.LastUserText(), "Use tabs, not spaces"):
+			return harnesstest.Reply{Text: "Understood: tabs."}
+		case r.ToolResults() > 0:
+			select {
+			case started <- struct{}{}:
+			default:
+			}
+			<-release
+			return harnesstest.Reply{Text: "Done reading."}
+		}
+		return harnesstest.Reply{ToolName: "bash", ToolInput: map[string]any{"command": "cat README.md"}}
+	})
+	defer close(release)
+	writePiModels(t, agentDir, model.URL)
+	spec := agentrun.Spec{Agent: "pi", Prompt: "Format the README", Dir: repo, Env: withBinOnPath(env, pi.bin), LogDir: t.TempDir(),
+		ExtraArgs: []string{"--provider", "fake", "--model", "scripted"}}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	resumeWithMessage(t, ctx, spec, started)
+	reqs := model.Requests()
+	last := reqs[len(reqs)-1]
+	checkHeardAfter(t, last.Raw, last.LastUserText(), "cat README.md")
+}
+
 // runStopped runs spec until the model signals started (the agent is in
 // the middle of its work), then stops it as a person's message does, and
 // returns what the stopped run reported.

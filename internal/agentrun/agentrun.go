@@ -51,7 +51,8 @@ type Spec struct {
 	// Resume continues the session an earlier run reported
 	// (Result.SessionID) with Prompt as its next user message, so nothing
 	// the agent did in it is lost: claude --resume, codex exec resume,
-	// droid exec -s, pi --session. A command agent gets it as
+	// droid exec -s (which needs Factory's service: ResumesOffline), pi
+	// --session. A command agent gets it as
 	// BATON_AGENT_RESUME and Prompt on stdin as always (docs/delivery.md).
 	Resume string
 	// SystemPrompt is a short role. claude and droid get it with

@@ -264,6 +264,16 @@ func codexSandbox(s Spec) string {
 	return "workspace-write"
 }
 
+// ResumesOffline reports whether agent can resume a session on this
+// machine alone (Spec.Resume). Droid cannot: `droid exec -s` fetches the
+// session from Factory's service, and fails offline and with a model of
+// one's own ("Failed to fetch session"), so a stopped Droid run is
+// started again instead. An unknown agent reports false.
+func ResumesOffline(agent string) bool {
+	k, _, err := parseAgent(agent)
+	return err == nil && k != kindDroid
+}
+
 // parseAgent resolves an agent name; for "command:<argv>" it also returns
 // the split argv.
 func parseAgent(agent string) (kind, []string, error) {

@@ -451,6 +451,7 @@ func printDelivery(w io.Writer, det *delivery.Detail, now time.Time) {
 	tw.Flush()
 	fmt.Fprintln(w, "\nphase log:")
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	setups := det.SetupRuns
 	for _, e := range det.PhaseLog {
 		st := string(e.Status)
 		if e.Verdict != "" {
@@ -461,8 +462,34 @@ func printDelivery(w io.Writer, det *delivery.Detail, now time.Time) {
 			dur += "+"
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.StartedAt.UTC().Format("2006-01-02 15:04:05"), e.Phase, st, dur, e.Actor, e.Action, e.Note)
+		// A set-up is a row of its own, after the start of the attempt
+		// it made ready.
+		for len(setups) > 0 && e.Status == baton.StatusRunning && setups[0].Phase == e.Phase && setups[0].Attempt == e.Attempt {
+			printSetupRow(tw, setups[0])
+			setups = setups[1:]
+		}
+	}
+	for _, su := range setups {
+		printSetupRow(tw, su)
 	}
 	tw.Flush()
+	for _, su := range det.SetupRuns {
+		if su.Status != baton.SetupFailed {
+			continue
+		}
+		cmd := ""
+		if i := su.Ran - 1; i >= 0 && i < len(su.Commands) {
+			cmd = su.Commands[i]
+		}
+		how := fmt.Sprintf("exited %d", su.ExitCode)
+		if su.ExitCode < 0 {
+			how = "ran out of time"
+		}
+		fmt.Fprintf(w, "\nset-up %d failed: `%s` %s; the end of its output (all of it in %s on the worker's machine):\n", su.N, cmd, how, su.Log)
+		for _, line := range lastLinesOf(su.Output, setupOutputLines) {
+			fmt.Fprintf(w, "    %s\n", line)
+		}
+	}
 	if len(det.AgentRuns) > 0 {
 		fmt.Fprintln(w, "\nagent runs (baton delivery log "+d.ID+" --run N):")
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -472,6 +499,27 @@ func printDelivery(w io.Writer, det *delivery.Detail, now time.Time) {
 		}
 		tw.Flush()
 	}
+}
+
+// setupOutputLines is how much of a failed set-up's output show prints.
+const setupOutputLines = 15
+
+// printSetupRow prints a set-up as a phase log row: when it began, its
+// outcome and exit, its time, the phase it made ready and how many of
+// its commands ran.
+func printSetupRow(w io.Writer, su baton.SetupRun) {
+	st := string(su.Status)
+	if su.Status != baton.SetupSkipped {
+		st += fmt.Sprintf(" (exit %d)", su.ExitCode)
+	}
+	fmt.Fprintf(w, "  %s\tset-up\t%s\t%s\tfor %s\t%d of %d run\t%s\n", su.StartedAt.UTC().Format("2006-01-02 15:04:05"), st,
+		su.Duration().Round(time.Millisecond), su.Phase, su.Ran, len(su.Commands), su.Note)
+}
+
+// lastLinesOf is the last n lines of s.
+func lastLinesOf(s string, n int) []string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[max(len(lines)-n, 0):]
 }
 
 func ifSet(prefix, s string) string {

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -862,5 +863,59 @@ func TestDeliverySay(t *testing.T) {
 	e.ok("", "", "delivery", "close", "1")
 	if r := e.run("", "", "delivery", "say", "1", "Too late"); r.code == 0 || !strings.Contains(r.stderr, "closed") {
 		t.Errorf("say to a closed delivery: exit %d, %q", r.code, r.stderr)
+	}
+}
+
+// A set-up is a step of its own in `delivery show`: a row in the phase
+// log with its outcome, exit, time and the phase it made ready, a
+// skipped one in one line, and a failed one's output below the log;
+// --json carries the same as fields of its timeline step.
+func TestDeliveryShowsItsSetup(t *testing.T) {
+	e, _, _ := deliveryEnv(t,
+		agenttest.Turn{Final: "1. Add the handler."},
+		agenttest.Turn{Files: []agenttest.File{{Path: "health.go", Content: "package app\n"}}, Final: "done"},
+	)
+	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Add a /health endpoint", "--checkpoints", "none",
+		"--setup", "echo installing", "--setup", "echo installed")
+	e.ok("", "", "delivery", "run", "1") // plan, after its set-up
+	e.ok("", "", "delivery", "run", "1") // implement: nothing changed, so no set-up
+	e.ok("", "", "delivery", "create", "--repo", ".", "--summary", "Add a /ready endpoint", "--checkpoints", "none",
+		"--setup", "echo fetching", "--setup", "echo registry.example unreachable >&2; exit 7", "--setup", "echo never")
+	if r := e.run("", "", "delivery", "run", "2"); r.code == 0 {
+		t.Errorf("delivery run of a failing set-up exited 0: %s", r.stdout)
+	}
+	took := regexp.MustCompile(`(ran in|after) [0-9.]+[µmn]?s`)
+	worker := regexp.MustCompile(`run:[^ ]+`)
+	// What varies from run to run: times, the worker's name (its pid),
+	// what the host confines, and so the columns' widths.
+	dur := regexp.MustCompile(`  [0-9.]+[µmn]?s(\+?)  `)
+	box := regexp.MustCompile(`\[exit (\d+); [^\]]*\]`)
+	spaces := regexp.MustCompile(` {2,}`)
+	for _, n := range []string{"1", "2"} {
+		d := e.ok("", "", "delivery", "show", n, "--json")
+		v := showView(t, d.stdout)
+		out := e.ok("", "", "delivery", "show", n).stdout
+		out = strings.ReplaceAll(out, filepath.Join(e.data, "runs", v.Delivery.ID), "$RUNS")
+		out = took.ReplaceAllString(scrubID(e.scrub(out), v.Delivery.ID), "$1 X")
+		out = worker.ReplaceAllString(out, "run:WORKER")
+		out = box.ReplaceAllString(dur.ReplaceAllString(out, "  X$1  "), "[exit $1; …]")
+		out = spaces.ReplaceAllString(out, "  ")
+		golden.CheckString(t, "delivery_show_setup_"+n+".golden.txt", out)
+		var steps []string
+		for _, st := range v.Timeline {
+			s := st.Phase + " " + st.Status
+			if st.Setup != nil {
+				s += fmt.Sprintf(" for %s, %d of %d run, exit %d", st.Setup.For, st.Setup.Ran, len(st.Setup.Commands), st.Setup.ExitCode)
+			}
+			steps = append(steps, s)
+		}
+		want := map[string][]string{
+			"1": {"setup succeeded for plan, 2 of 2 run, exit 0", "plan succeeded",
+				"setup skipped for implement, 0 of 2 run, exit 0", "implement succeeded", "review pending"},
+			"2": {"setup failed for plan, 2 of 3 run, exit 7", "plan failed"},
+		}[n]
+		if !slices.Equal(steps, want) {
+			t.Errorf("delivery %s timeline = %q, want %q", n, steps, want)
+		}
 	}
 }

@@ -54,6 +54,9 @@ type sourceReport struct {
 	Repo     string           `json:"repo"`
 	Identity *github.Identity `json:"identity,omitempty"`
 	Problem  string           `json:"problem,omitempty"`
+	// Setup is the set-up the source's deliveries run: the source's own
+	// (a GitHub delivery reads none from its repository).
+	Setup baton.SourceSetup `json:"setup,omitzero"`
 }
 
 // checkGitHub reports the configured identity and, with probe and a
@@ -88,7 +91,7 @@ func checkGitHub(ctx context.Context, f *Factory, probe bool) (githubReport, []s
 		return rep, append(warns, "cannot read the sources: "+err.Error())
 	}
 	for _, src := range srcs {
-		sr := sourceReport{Repo: src.Repo}
+		sr := sourceReport{Repo: src.Repo, Setup: src.Setup}
 		repo, err := github.ParseRepo(src.Repo)
 		if err == nil {
 			var c *github.Client
@@ -129,6 +132,11 @@ func writeGitHub(w interface{ Write([]byte) (int, error) }, rep githubReport) {
 				may = strings.Join(id.May, ", ")
 			}
 			fmt.Fprintf(w, "  source %s: %s; may: %s\n", s.Repo, who, may)
+		}
+		if s.Setup.IsZero() {
+			fmt.Fprintf(w, "    its deliveries' set-up: none (`baton source set %s --setup CMD` names one)\n", s.Repo)
+		} else {
+			fmt.Fprintf(w, "    its deliveries' set-up, the source's (baton source set): `%s`\n", strings.Join(s.Setup.Commands, "`; `"))
 		}
 	}
 }

@@ -32,7 +32,7 @@ label, seen in a webhook or in a complete listing.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
 	cmd.PersistentFlags().StringVar(&db, "db", "", "SQLite database file or postgres:// URL (default: BATON_DATABASE_URL, else <data dir>/baton.db)")
-	cmd.AddCommand(newSourceAddCmd(f, &db), newSourceListCmd(f, &db), newSourceRemoveCmd(f, &db), newSourceSyncCmd(f, &db))
+	cmd.AddCommand(newSourceAddCmd(f, &db), newSourceSetCmd(f, &db), newSourceListCmd(f, &db), newSourceRemoveCmd(f, &db), newSourceSyncCmd(f, &db))
 	return cmd
 }
 
@@ -52,6 +52,7 @@ func newSourceAddCmd(f *Factory, db *string) *cobra.Command {
 	var label, endpoint, checkpoints, agent, apiURL, secret, draft string
 	var notifyHook, notifySecretFile, notifySlackFile string
 	var paused bool
+	var su setupFlags
 	cmd := &cobra.Command{
 		Use:   "add <owner/name>",
 		Short: "Add a GitHub repository as a source",
@@ -65,8 +66,10 @@ deliveries when they wait for a person, fail or close, besides the
 server's own targets (baton serve --notify-webhook). The webhook gets a
 JSON body signed with --notify-webhook-secret-file's secret
 (X-Baton-Signature-256); a Slack incoming webhook's URL is a credential,
-so it is read from a file. Only this command sets them, never the API.`,
-		Example: "  baton source add octo/app\n  baton source add octo/app --label agent --agent codex --checkpoints plan\n  baton source add octo/app --notify-webhook https://hooks.example.com/baton --notify-webhook-secret-file hook.secret",
+so it is read from a file. Only this command sets them, never the API.
+
+` + sourceSetupHelp,
+		Example: "  baton source add octo/app\n  baton source add octo/app --label agent --agent codex --checkpoints plan\n  baton source add octo/app --notify-webhook https://hooks.example.com/baton --notify-webhook-secret-file hook.secret\n  baton source add octo/app --setup 'npm ci' --setup-egress-allow registry.npmjs.org",
 		Args:    exactArgs(1, "a repository, owner/name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in := intake.SourceInput{Repo: args[0], AllowCommandAgent: true}
@@ -93,6 +96,7 @@ so it is read from a file. Only this command sets them, never the API.`,
 				return err
 			}
 			in.Notify, in.AllowNotify = n, true
+			in.Setup, in.AllowSetup = su.input(cmd), true
 			return withIntake(cmd.Context(), f, *db, func(is *intake.Service) error {
 				src, err := is.Add(cmd.Context(), in)
 				if err != nil {
@@ -115,6 +119,90 @@ so it is read from a file. Only this command sets them, never the API.`,
 	fl.StringVar(&notifyHook, "notify-webhook", "", "announce the deliveries to this webhook `URL` (a signed JSON body) when they wait for a person, fail or close")
 	fl.StringVar(&notifySecretFile, "notify-webhook-secret-file", "", "sign the webhook's bodies with the secret in this `file`")
 	fl.StringVar(&notifySlackFile, "notify-slack-url-file", "", "announce them to the Slack incoming webhook whose URL is in this `file`")
+	su.register(cmd)
+	return cmd
+}
+
+// sourceSetupHelp is what add and set say of a source's set-up.
+const sourceSetupHelp = `--setup names the set-up of the source's deliveries: shell commands run,
+confined, in each delivery's worktree before its first agent phase, again
+when one of --setup-file changes (default: the lock files of Go, npm and
+the rest), and before verify; --setup-egress-allow is what the set-up
+alone may reach (a package registry). A GitHub delivery reads no settings
+from its repository, so the source's set-up is what it runs; a person's
+` + "`baton delivery create --setup`" + ` wins over it. Only the command line
+sets it, never the API: its commands run on this machine.`
+
+// setupFlags are a source's set-up flags.
+type setupFlags struct {
+	cmds, files, egress []string
+	none                bool
+}
+
+func (s *setupFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringArrayVar(&s.cmds, "setup", nil, "a set-up command (sh -c) of the source's deliveries, e.g. --setup 'npm ci' (repeatable)")
+	fl.StringArrayVar(&s.files, "setup-file", nil, "a file, relative to the repository's root, whose change runs the set-up again (repeatable; default the usual lock files)")
+	fl.StringArrayVar(&s.egress, "setup-egress-allow", nil, "a host only the set-up may reach: host, host:port, *.domain or a URL (repeatable)")
+}
+
+// input is the set-up the flags give, nil when none was given.
+func (s *setupFlags) input(cmd *cobra.Command) *baton.SourceSetup {
+	if s.none {
+		return &baton.SourceSetup{}
+	}
+	if !cmd.Flags().Changed("setup") && !cmd.Flags().Changed("setup-file") && !cmd.Flags().Changed("setup-egress-allow") {
+		return nil
+	}
+	return &baton.SourceSetup{Commands: s.cmds, Files: s.files, EgressAllow: s.egress}
+}
+
+func newSourceSetCmd(f *Factory, db *string) *cobra.Command {
+	var su setupFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "set <owner/name | id>",
+		Short: "Change the set-up of a source's deliveries",
+		Long: `Replace the set-up of the deliveries a source makes from now on (those
+made already keep theirs); --no-setup removes it.
+
+` + sourceSetupHelp,
+		Example: "  baton source set octo/app --setup 'npm ci' --setup 'go mod download' --setup-egress-allow registry.npmjs.org --setup-egress-allow proxy.golang.org\n  baton source set octo/app --no-setup",
+		Args:    exactArgs(1, "a source: its repository, owner/name, or its id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in := intake.SourceInput{Setup: su.input(cmd), AllowSetup: true}
+			if in.Setup == nil {
+				return usageError("give the set-up (--setup, --setup-file, --setup-egress-allow) or --no-setup")
+			}
+			if su.none && len(su.cmds)+len(su.files)+len(su.egress) > 0 {
+				return usageError("--no-setup removes the set-up: give it alone")
+			}
+			if len(in.Setup.Commands) == 0 && !su.none {
+				return usageError("a set-up needs its commands (--setup CMD); --no-setup removes it")
+			}
+			return withIntake(cmd.Context(), f, *db, func(is *intake.Service) error {
+				src, err := is.Update(cmd.Context(), args[0], in)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(f.IO.Out, struct {
+						SchemaVersion int           `json:"schema_version"`
+						Source        *baton.Source `json:"source"`
+					}{1, src})
+				}
+				if src.Setup.IsZero() {
+					fmt.Fprintf(printable(f.IO.Out), "Source %s: its deliveries have no set-up.\n", src.Repo)
+					return nil
+				}
+				fmt.Fprintf(printable(f.IO.Out), "Source %s: its new deliveries run the set-up `%s`.\n", src.Repo, strings.Join(src.Setup.Commands, "`; `"))
+				return nil
+			})
+		},
+	}
+	su.register(cmd)
+	cmd.Flags().BoolVar(&su.none, "no-setup", false, "remove the set-up")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the source as JSON")
 	return cmd
 }
 
@@ -182,13 +270,17 @@ func newSourceListCmd(f *Factory, db *string) *cobra.Command {
 					return nil
 				}
 				tw := tabwriter.NewWriter(printable(f.IO.Out), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tREPOSITORY\tLABEL\tSTATE\tLAST SYNC")
+				fmt.Fprintln(tw, "ID\tREPOSITORY\tLABEL\tSTATE\tSET-UP\tLAST SYNC")
 				for _, s := range srcs {
 					state := "active"
 					if s.Paused {
 						state = "paused"
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.ID, s.Repo, s.Label, state, syncText(s.Sync, f.now()))
+					setup := "none"
+					if !s.Setup.IsZero() {
+						setup = clip("`"+strings.Join(s.Setup.Commands, "`; `")+"`", 60)
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Repo, s.Label, state, setup, syncText(s.Sync, f.now()))
 				}
 				return tw.Flush()
 			})

@@ -65,9 +65,11 @@ type Settings struct {
 	Draft       *baton.DraftMode
 	Endpoint    *baton.Phase
 	Checkpoints *[]baton.Phase
-	// Setup are the set-up's shell commands; SetupEgressAllow what the
-	// set-up alone may reach.
+	// Setup are the set-up's shell commands, SetupFiles the files whose
+	// change runs it again, SetupEgressAllow what the set-up alone may
+	// reach.
 	Setup            *[]string
+	SetupFiles       *[]string
 	SetupEgressAllow *[]string
 }
 
@@ -303,6 +305,12 @@ func (st Settings) apply(d *baton.Delivery) error {
 			return baton.WrapError(baton.Invalid, err, "bad --setup")
 		}
 		c.Setup = append([]string(nil), (*st.Setup)...)
+	}
+	if st.SetupFiles != nil {
+		if err := CheckSetupFiles(*st.SetupFiles); err != nil {
+			return baton.WrapError(baton.Invalid, err, "bad set-up file")
+		}
+		c.SetupFiles = append([]string(nil), (*st.SetupFiles)...)
 	}
 	if st.SetupEgressAllow != nil {
 		if _, err := netpolicy.Parse(*st.SetupEgressAllow...); err != nil {

@@ -18,6 +18,8 @@ type Detail struct {
 	Delivery  *baton.Delivery
 	PhaseLog  []baton.PhaseLogEntry
 	AgentRuns []baton.AgentRun
+	// SetupRuns are the set-ups that made its worktree ready.
+	SetupRuns []baton.SetupRun
 	// LastEvent numbers the newest event: a stream resumed after it sees
 	// only what happens next.
 	LastEvent int64
@@ -29,7 +31,8 @@ func (s *Service) List(ctx context.Context, f baton.DeliveryFilter) ([]*baton.De
 }
 
 // Get returns the delivery named ref (an id, "#seq" or a unique id
-// prefix, as Resolve takes) with its phase log, agent runs and last event.
+// prefix, as Resolve takes) with its phase log, agent runs, set-ups and
+// last event.
 func (s *Service) Get(ctx context.Context, ref string) (*Detail, error) {
 	d, err := s.Resolve(ctx, ref)
 	if err != nil {
@@ -56,7 +59,11 @@ func (s *Service) Get(ctx context.Context, ref string) (*Detail, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Detail{Delivery: d, PhaseLog: log, AgentRuns: runs, LastEvent: last}, nil
+	setups, err := st.SetupRuns(ctx, d.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &Detail{Delivery: d, PhaseLog: log, AgentRuns: runs, SetupRuns: setups, LastEvent: last}, nil
 }
 
 // The words of a list filter, the same for every edge: the CLI's flags,

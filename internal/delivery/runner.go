@@ -385,7 +385,7 @@ func (r *Runner) agent(ctx context.Context, d *baton.Delivery, co *forge.Checkou
 			return run, res, err
 		}
 		how := "the run was started again with it"
-		if res != nil && res.SessionID != "" {
+		if res != nil && res.SessionID != "" && agentrun.ResumesOffline(d.Config.Agent) {
 			resume, prompt = res.SessionID, messagesPrompt(msgs)
 			how = fmt.Sprintf("the agent's session %s was resumed with it", res.SessionID)
 		} else {

@@ -20,7 +20,7 @@ import (
 func TestSayResumesTheAgentsSession(t *testing.T) {
 	t.Parallel()
 	// How each stand-in CLI is told to resume a session.
-	for agent, flag := range map[string]string{"claude": "--resume", "codex": "resume"} {
+	for agent, flag := range map[string]string{"claude": "--resume", "codex": "resume", "droid": "-s"} {
 		t.Run(agent, func(t *testing.T) {
 			t.Parallel()
 			testSayResumes(t, agent, flag)
@@ -28,7 +28,13 @@ func TestSayResumesTheAgentsSession(t *testing.T) {
 	}
 }
 
+// testSayResumes stops agent mid-run with a message and checks that its
+// session is resumed with it (resumeArg naming the session), except for
+// Droid, whose resume needs Factory's service: its run is started again
+// with the phase's prompt and the message, though its stopped run
+// reported a session.
 func testSayResumes(t *testing.T, agent, resumeArg string) {
+	restarts := agent == "droid"
 	src := sourceRepo(t)
 	h := newHarness(t, 1)
 	h.fake.SetScript(t, agenttest.Script{RepeatLast: true, Turns: []agenttest.Turn{
@@ -71,22 +77,33 @@ func testSayResumes(t *testing.T, agent, resumeArg string) {
 	if !strings.Contains(plan.Prompt, "message-") {
 		t.Errorf("plan's prompt does not point at the message sent while it was queued:\n%s", plan.Prompt)
 	}
-	i := slices.Index(resumed.Args, resumeArg)
-	if i < 0 || i+1 >= len(resumed.Args) || resumed.Args[i+1] == "" {
-		t.Fatalf("the run after the message was not a resume: %q", resumed.Args)
-	}
 	if slices.Contains(stopped.Args, resumeArg) {
 		t.Errorf("the first implement run resumed something: %q", stopped.Args)
 	}
-	if !strings.Contains(resumed.Prompt, "alice") || !strings.Contains(resumed.Prompt, "Use tabs, not spaces.") || strings.Contains(resumed.Prompt, d.Summary) {
-		t.Errorf("the resumed run's prompt = %q, want the message alone (the session has the rest)", resumed.Prompt)
+	outcome := "given mid-run: the agent's session"
+	if restarts {
+		outcome = "given mid-run: the run was started again"
+		if slices.Contains(resumed.Args, resumeArg) {
+			t.Errorf("Droid was resumed (%q), which needs Factory's service: want it started again", resumed.Args)
+		}
+		if !strings.Contains(resumed.Prompt, d.Summary) || !strings.Contains(resumed.Prompt, "## A person's message") || !strings.Contains(resumed.Prompt, "Use tabs, not spaces.") {
+			t.Errorf("Droid's run after the message has the prompt %q, want the phase's prompt and the message", resumed.Prompt)
+		}
+	} else {
+		i := slices.Index(resumed.Args, resumeArg)
+		if i < 0 || i+1 >= len(resumed.Args) || resumed.Args[i+1] == "" {
+			t.Fatalf("the run after the message was not a resume: %q", resumed.Args)
+		}
+		if !strings.Contains(resumed.Prompt, "alice") || !strings.Contains(resumed.Prompt, "Use tabs, not spaces.") || strings.Contains(resumed.Prompt, d.Summary) {
+			t.Errorf("the resumed run's prompt = %q, want the message alone (the session has the rest)", resumed.Prompt)
+		}
 	}
 	msgs, err := h.svc.Store().Messages(t.Context(), d.ID, false)
 	if err != nil || len(msgs) != 2 {
 		t.Fatalf("messages = %+v, %v", msgs, err)
 	}
-	if got := msgs[1]; got.ID != m.ID || got.DeliveredAt.IsZero() || !strings.HasPrefix(got.Outcome, "given mid-run: the agent's session") {
-		t.Errorf("message after delivery = %+v", got)
+	if got := msgs[1]; got.ID != m.ID || got.DeliveredAt.IsZero() || !strings.HasPrefix(got.Outcome, outcome) {
+		t.Errorf("message after delivery = %+v, want the outcome %q", got, outcome)
 	}
 	if got := msgs[0]; !strings.HasPrefix(got.Outcome, "given with the prompt of plan") {
 		t.Errorf("message sent while plan was queued = %+v", got)

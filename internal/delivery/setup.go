@@ -126,10 +126,10 @@ func (r *Runner) setupStamp(d *baton.Delivery) string {
 }
 
 // prepare runs d's set-up in the delivery's worktree co when it has not
-// run there yet or what it depends on changed since; it says what it did
-// in a note ("" when there was nothing to do). A failed set-up is an
-// error with its output's last lines: the phase stops, the agent never
-// starts.
+// run there yet or what it depends on changed since, and records it as a
+// step of its own (a skipped one too, saying why); note says what it did
+// ("" when no set-up is configured). A failed set-up is an error with its
+// output's last lines: the phase stops, the agent never starts.
 func (r *Runner) prepare(ctx context.Context, d *baton.Delivery, co *forge.Checkout) (string, error) {
 	if len(d.Config.Setup) == 0 {
 		return "", nil
@@ -137,6 +137,11 @@ func (r *Runner) prepare(ctx context.Context, d *baton.Delivery, co *forge.Check
 	key := setupKey(co.Dir, d.Config.Setup, setupFiles(d))
 	stamp := r.setupStamp(d)
 	if b, err := safefile.ReadFile(stamp, 128); err == nil && strings.TrimSpace(string(b)) == key {
+		now := r.Service.now()
+		run := &baton.SetupRun{DeliveryID: d.ID, Phase: d.Phase, Attempt: d.Attempt, Status: baton.SetupSkipped,
+			Commands: d.Config.Setup, StartedAt: now, EndedAt: now,
+			Note: "set-up skipped: its commands and the files it watches are unchanged since it last ran"}
+		r.recordSetup(ctx, run)
 		return "", nil
 	}
 	// A set-up that fails or is stopped half-way runs again next time.
@@ -151,10 +156,23 @@ func (r *Runner) prepare(ctx context.Context, d *baton.Delivery, co *forge.Check
 	return note, nil
 }
 
+// recordSetup stores run, a set-up that ended. Losing the record loses
+// no work (setup.log keeps the output), so a failure to store it is
+// said in the live log, not made the phase's.
+func (r *Runner) recordSetup(ctx context.Context, run *baton.SetupRun) {
+	if err := r.Service.Store().CreateSetupRun(context.WithoutCancel(ctx), run); err != nil {
+		if r.Live != nil {
+			fmt.Fprintf(r.Live, "warning: the set-up's record was not stored: %v\n", err)
+		}
+		return
+	}
+	r.Service.notify(run.DeliveryID)
+}
+
 // setup runs d's set-up commands one after the other in co, confined,
 // with the repository's set-up cache to write, into setup.log and the
-// live log. The first that fails stops it.
-func (r *Runner) setup(ctx context.Context, d *baton.Delivery, co *forge.Checkout) (string, error) {
+// live log, and records it as a step. The first that fails stops it.
+func (r *Runner) setup(ctx context.Context, d *baton.Delivery, co *forge.Checkout) (note string, err error) {
 	logDir := r.runDir(d)
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return "", err
@@ -165,12 +183,33 @@ func (r *Runner) setup(ctx context.Context, d *baton.Delivery, co *forge.Checkou
 		return "", err
 	}
 	defer f.Close()
+	run := &baton.SetupRun{DeliveryID: d.ID, Phase: d.Phase, Attempt: d.Attempt, Commands: d.Config.Setup,
+		Log: filepath.Join(filepath.Base(logDir), SetupLog), StartedAt: r.Service.now()}
+	tail := &proc.Tail{Max: baton.MaxSetupOutput}
+	var failed string // what the step says of a command that failed
+	defer func() {
+		run.EndedAt = r.Service.now()
+		run.Output, _ = tail.Text()
+		switch {
+		case err == nil:
+			run.Status, run.Note = baton.SetupSucceeded, note
+		case ctx.Err() != nil:
+			run.Status, run.Note = baton.SetupCanceled, "set-up stopped with its phase"
+		default:
+			run.Status, run.Note = baton.SetupFailed, failed
+			if failed == "" {
+				run.Note = baton.ErrorMessage(err)
+			}
+		}
+		r.recordSetup(ctx, run)
+	}()
 	rec := r.Service.recordOutput(ctx, d, 0)
 	defer rec.Close()
 	var live io.Writer = rec
 	if r.Live != nil {
 		live = io.MultiWriter(rec, r.Live)
 	}
+	out := io.MultiWriter(f, tail)
 	confine := r.confine(ctx, d, co).ForSetup()
 	for _, e := range d.Config.SetupEgressAllow {
 		if a, err := netpolicy.Parse(e); err == nil {
@@ -181,11 +220,12 @@ func (r *Runner) setup(ctx context.Context, d *baton.Delivery, co *forge.Checkou
 	start := time.Now()
 	fmt.Fprintf(live, "! set-up: %d command(s) in %s\n", len(d.Config.Setup), co.Dir)
 	for i, cmd := range d.Config.Setup {
-		fmt.Fprintf(f, "$ %s\n", cmd)
+		fmt.Fprintf(out, "$ %s\n", cmd)
 		fmt.Fprintf(live, "→ set-up %d/%d: %s\n", i+1, len(d.Config.Setup), cmd)
 		began := time.Now()
+		run.Ran = i + 1
 		cr, err := proc.RunCheck(ctx, proc.Check{
-			Command: cmd, Dir: co.Dir, Timeout: timeout - time.Since(start), Log: f, Live: live, TailBytes: 4096, PassEnv: d.Config.PassEnv,
+			Command: cmd, Dir: co.Dir, Timeout: timeout - time.Since(start), Log: out, Live: live, TailBytes: 4096, PassEnv: d.Config.PassEnv,
 			Confine: &confine,
 			Env: append(append([]string(nil), r.Service.AgentEnv...),
 				"BATON_DELIVERY_ID="+d.ID, "BATON_PHASE="+string(d.Phase), "BATON_WORK_BRANCH="+d.WorkBranch(), "BATON_SETUP=1"),
@@ -197,12 +237,16 @@ func (r *Runner) setup(ctx context.Context, d *baton.Delivery, co *forge.Checkou
 		case err != nil:
 			return "", baton.WrapError(baton.Unavailable, err, "set-up `%s`", cmd)
 		case cr.TimedOut:
-			fmt.Fprintf(live, "✗ set-up `%s` did not finish within the phase's %s\n", cmd, timeout)
+			run.ExitCode = -1
+			failed = fmt.Sprintf("`%s` did not finish within the phase's %s", cmd, timeout)
+			fmt.Fprintf(live, "✗ set-up %s\n", failed)
 			return "", baton.Errorf(baton.Unavailable, "set-up `%s` did not finish within the phase's %s (output in %s)", cmd, timeout, path)
 		}
-		fmt.Fprintf(f, "[exit %d; %s; %s]\n", cr.ExitCode, took, cr.Sandbox)
+		run.ExitCode = cr.ExitCode
+		fmt.Fprintf(out, "[exit %d; %s; %s]\n", cr.ExitCode, took, cr.Sandbox)
 		if cr.ExitCode != 0 {
-			fmt.Fprintf(live, "✗ set-up `%s` exited %d after %s\n", cmd, cr.ExitCode, took)
+			failed = fmt.Sprintf("`%s` exited %d after %s", cmd, cr.ExitCode, took)
+			fmt.Fprintf(live, "✗ set-up %s\n", failed)
 			return "", baton.Errorf(baton.Unavailable, "set-up `%s` exited %d after %s, so %s stopped before it began: %s (log %s)",
 				cmd, cr.ExitCode, took, d.Phase, lastLines(cr.Tail, 5), path)
 		}

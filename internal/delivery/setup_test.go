@@ -157,6 +157,45 @@ func TestSetupFailureStopsThePhase(t *testing.T) {
 	if b, _ := os.ReadFile(logs[0]); !strings.Contains(string(b), "[exit 7;") {
 		t.Errorf("setup.log = %q", b)
 	}
+	// The set-up is a step of its own in the timeline, before the plan
+	// step it stopped, read from fields: the command that failed, its
+	// exit and its output.
+	steps := setupSteps(t, h, d.ID)
+	if len(steps) != 1 {
+		t.Fatalf("set-up steps = %+v, want one", steps)
+	}
+	st := steps[0]
+	if st.Status != "failed" || st.Setup.For != "plan" || st.Setup.Ran != 2 || st.Setup.ExitCode != 7 ||
+		!strings.Contains(st.Setup.Output, "registry.example unreachable") || strings.Contains(st.Setup.Output, "never") ||
+		st.Setup.Log != filepath.Join(filepath.Base(filepath.Dir(logs[0])), "setup.log") || !strings.Contains(st.Note, "exited 7") {
+		t.Errorf("set-up step = %+v %+v", st, *st.Setup)
+	}
+}
+
+// setupSteps are the set-up steps of id's timeline, each checked to come
+// just before a step of the phase it made ready.
+func setupSteps(t *testing.T, h *harness, id string) []delivery.StepView {
+	t.Helper()
+	det, err := h.svc.Get(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := det.View(time.Now()).Timeline
+	var out []delivery.StepView
+	for i, st := range tl {
+		if st.Phase != delivery.SetupStep {
+			continue
+		}
+		out = append(out, st)
+		j := i + 1
+		for j < len(tl) && tl[j].Phase == delivery.SetupStep {
+			j++
+		}
+		if j == len(tl) || tl[j].Phase != st.Setup.For || tl[j].Attempt != st.Setup.ForAttempt {
+			t.Errorf("set-up step %d (for %s %d) is not before its phase's step: %+v", i, st.Setup.For, st.Setup.ForAttempt, tl)
+		}
+	}
+	return out
 }
 
 // The set-up runs once per worktree, and again when a file it depends on
@@ -212,6 +251,21 @@ func TestSetupRunsAgainWhenLockFilesChange(t *testing.T) {
 		t.Errorf("OpenLog(setup.log) = %v", err)
 	} else {
 		f.Close()
+	}
+	// Each agent phase has its set-up step: one that ran, or one line
+	// saying why it did not.
+	var got []string
+	for _, st := range setupSteps(t, h, d.ID) {
+		got = append(got, st.Setup.For+" "+st.Status)
+		if st.Status == "skipped" && !strings.Contains(st.Note, "unchanged since it last ran") {
+			t.Errorf("skipped set-up note = %q", st.Note)
+		}
+		if st.Status == "succeeded" && (!strings.HasPrefix(st.Note, "set-up ran in ") || st.Setup.Ran != 1 || st.Setup.ExitCode != 0) {
+			t.Errorf("set-up step = %+v %+v", st, *st.Setup)
+		}
+	}
+	if want := []string{"plan succeeded", "implement skipped", "implement skipped", "review succeeded"}; !slices.Equal(got, want) {
+		t.Errorf("set-up steps = %q, want %q", got, want)
 	}
 }
 

@@ -36,6 +36,79 @@ type StepView struct {
 	// Decision is what a person did that ended it, in words ("approved
 	// by alice"), "" when the pipeline moved on by itself.
 	Decision string `json:"decision,omitempty"`
+	// Setup is set on a set-up's step (Phase "setup"): what ran, its
+	// exit and output.
+	Setup *SetupView `json:"setup,omitempty"`
+}
+
+// SetupStep is the Phase of a set-up's step in a timeline.
+const SetupStep = "setup"
+
+// SetupView is a set-up as its timeline step shows it.
+type SetupView struct {
+	// N numbers the delivery's set-ups.
+	N int `json:"n"`
+	// For is the phase it made ready, ForAttempt the step of that phase
+	// (as StepView.Attempt counts).
+	For        string   `json:"for"`
+	ForAttempt int64    `json:"for_attempt"`
+	Commands   []string `json:"commands"`
+	// Ran counts the commands that ran: on a failure the last of them
+	// failed, with ExitCode (-1: it ran out of the phase's time).
+	Ran      int `json:"ran"`
+	ExitCode int `json:"exit_code"`
+	// Output is the end of the commands' output (at most
+	// baton.MaxSetupOutput bytes); Log names the file that holds all of
+	// it, in the delivery's run directory on the worker's machine.
+	Output string `json:"output,omitempty"`
+	Log    string `json:"log,omitempty"`
+}
+
+// WithSetups puts each set-up into steps (a Timeline) as a step of its
+// own, just before the step of the phase it made ready: the step of
+// that phase under way when the set-up began.
+func WithSetups(steps []StepView, setups []baton.SetupRun) []StepView {
+	if len(setups) == 0 {
+		return steps
+	}
+	// before[i] are the set-ups that go before steps[i]; a set-up of no
+	// step (none of its phase had begun) goes at the end.
+	before := make([][]StepView, len(steps)+1)
+	for _, su := range setups {
+		at := len(steps)
+		for i := len(steps) - 1; i >= 0; i-- {
+			if steps[i].Phase == string(su.Phase) && !su.StartedAt.Before(steps[i].StartedAt) {
+				at = i
+				break
+			}
+		}
+		var attempt int64
+		if at < len(steps) {
+			attempt = steps[at].Attempt
+		}
+		before[at] = append(before[at], setupStep(su, attempt))
+	}
+	out := make([]StepView, 0, len(steps)+len(setups))
+	for i, st := range steps {
+		out = append(out, before[i]...)
+		out = append(out, st)
+	}
+	return append(out, before[len(steps)]...)
+}
+
+func setupStep(r baton.SetupRun, forAttempt int64) StepView {
+	end := r.EndedAt
+	return StepView{Phase: SetupStep, Attempt: int64(r.N), Status: string(r.Status), StartedAt: r.StartedAt, EndedAt: &end,
+		WorkSeconds: r.Duration().Seconds(), Note: r.Note,
+		Setup: &SetupView{N: r.N, For: string(r.Phase), ForAttempt: forAttempt, Commands: nonNilStrings(r.Commands),
+			Ran: r.Ran, ExitCode: r.ExitCode, Output: r.Output, Log: r.Log}}
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // Timeline folds a phase log (oldest first) into steps, one per attempt

@@ -266,7 +266,8 @@ func NewRunDetailView(r baton.AgentRun, now time.Time) RunDetailView {
 type DetailView struct {
 	Delivery View           `json:"delivery"`
 	PhaseLog []PhaseLogView `json:"phase_log"`
-	// Timeline folds the phase log into one step per attempt at a phase.
+	// Timeline folds the phase log into one step per attempt at a phase,
+	// with each set-up a step of its own before the phase it made ready.
 	Timeline  []StepView `json:"timeline"`
 	AgentRuns []RunView  `json:"agent_runs"`
 	// CostUSD sums the agent runs.
@@ -282,7 +283,7 @@ func (det *Detail) View(now time.Time) DetailView {
 	for _, e := range det.PhaseLog {
 		v.PhaseLog = append(v.PhaseLog, NewPhaseLogView(e, now))
 	}
-	v.Timeline = Timeline(det.PhaseLog, now)
+	v.Timeline = WithSetups(Timeline(det.PhaseLog, now), det.SetupRuns)
 	for _, r := range det.AgentRuns {
 		v.AgentRuns = append(v.AgentRuns, NewRunView(r, now))
 		v.CostUSD += r.CostUSD

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/baton-agent/baton/internal/agentrun"
 	"github.com/baton-agent/baton/internal/delivery"
 	"github.com/baton-agent/baton/internal/github"
+	"github.com/baton-agent/baton/internal/netpolicy"
 	"github.com/baton-agent/baton/internal/sqlstore"
 )
 
@@ -145,6 +147,11 @@ type SourceInput struct {
 	// (AllowNotify): a request never chooses where baton's news goes.
 	Notify      *baton.Notify
 	AllowNotify bool
+	// Setup replaces the set-up of the source's deliveries (no commands:
+	// none). Only the CLI may set it (AllowSetup): its commands run on
+	// the server, so a request never chooses them.
+	Setup      *baton.SourceSetup
+	AllowSetup bool
 }
 
 // Add creates a source. Invalid for a bad repository, label, phase or
@@ -306,7 +313,34 @@ func apply(src *baton.Source, in SourceInput, checkAPIURL func(github.Repo, stri
 	if in.WebhookSecret != nil {
 		src.WebhookSecret = *in.WebhookSecret
 	}
+	if in.Setup != nil {
+		if !in.AllowSetup {
+			return baton.Errorf(baton.Invalid, "a source's set-up is set on the server only, with `baton source set %s --setup CMD`: its commands run there", src.Repo)
+		}
+		if err := checkSourceSetup(*in.Setup); err != nil {
+			return err
+		}
+		src.Setup = *in.Setup
+		if src.Setup.IsZero() {
+			src.Setup = baton.SourceSetup{}
+		}
+	}
 	return src.Validate()
+}
+
+// checkSourceSetup checks a source's set-up as a repository's is
+// checked: the commands, the files and what the set-up may reach.
+func checkSourceSetup(su baton.SourceSetup) error {
+	if err := delivery.CheckSetup(su.Commands); err != nil {
+		return baton.WrapError(baton.Invalid, err, "bad set-up")
+	}
+	if err := delivery.CheckSetupFiles(su.Files); err != nil {
+		return baton.WrapError(baton.Invalid, err, "bad set-up file")
+	}
+	if _, err := netpolicy.Parse(su.EgressAllow...); err != nil {
+		return baton.WrapError(baton.Invalid, err, "bad set-up egress")
+	}
+	return nil
 }
 
 // checkSizes applies the caps on a source's free text.
@@ -609,6 +643,12 @@ func (s *Service) bring(ctx context.Context, src *baton.Source, n int, title, ur
 	if src.Draft != "" {
 		m := src.Draft
 		req.Settings.Draft = &m
+	}
+	if !src.Setup.IsZero() {
+		// The operator's set-up: a GitHub delivery reads no settings from
+		// its repository (docs/delivery.md, "Set-up").
+		cmds, files, egress := slices.Clone(src.Setup.Commands), slices.Clone(src.Setup.Files), slices.Clone(src.Setup.EgressAllow)
+		req.Settings.Setup, req.Settings.SetupFiles, req.Settings.SetupEgressAllow = &cmds, &files, &egress
 	}
 	d, created, err := s.Deliveries.Create(ctx, req)
 	if err != nil {

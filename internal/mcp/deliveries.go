@@ -158,6 +158,13 @@ func (s *Server) deliveryGet(ctx context.Context, _ *sdk.CallToolRequest, in del
 	for _, e := range det.PhaseLog {
 		fmt.Fprintf(&b, "%s %s %s (%s by %s) %s\n", baton.FormatTime(e.StartedAt), e.Phase, e.Status, e.Action, e.Actor, e.Note)
 	}
+	for _, su := range det.SetupRuns {
+		fmt.Fprintf(&b, "%s set-up %d for %s: %s, exit %d, %d of %d command(s) ran: %s\n", baton.FormatTime(su.StartedAt), su.N, su.Phase,
+			su.Status, su.ExitCode, su.Ran, len(su.Commands), su.Note)
+		if su.Status == baton.SetupFailed {
+			fmt.Fprintf(&b, "the end of its output:\n%s\n", su.Output)
+		}
+	}
 	return text("%s", b.String()), det.View(s.opts.Now()), nil
 }
 

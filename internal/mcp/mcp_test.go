@@ -721,3 +721,45 @@ func TestLoopStartBindsTheClientSession(t *testing.T) {
 		})
 	}
 }
+
+// The delivery tool shows a set-up that stopped a phase: a line with its
+// exit and its output in the text, a step of the timeline in the
+// structured view.
+func TestDeliveryToolShowsItsSetup(t *testing.T) {
+	t.Parallel()
+	dir := repo(t)
+	dsn := filepath.Join(t.TempDir(), "baton.db")
+	open := func(ctx context.Context) (*delivery.Service, error) {
+		q, err := queue.Open(ctx, dsn, queue.Config{})
+		if err != nil {
+			return nil, err
+		}
+		return &delivery.Service{Queue: q, DataDir: filepath.Dir(dsn)}, nil
+	}
+	svc, err := open(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	setup := []string{"echo fetching", "echo registry.example unreachable >&2; exit 7"}
+	d, _, err := svc.Create(t.Context(), delivery.Request{Repo: dir, Summary: "Set up", Actor: "alice",
+		Settings: delivery.Settings{Setup: &setup}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&delivery.Runner{Service: svc, Owner: "worker:test"}).Run(t.Context(), d.ID, "plan", ""); err != nil {
+		t.Fatal(err)
+	}
+	svc.Queue.Close()
+	_, cs := connect(t, Options{Root: dir, WorkDir: dir, Deliveries: open}, nil)
+	f := &fixture{t: t, dir: dir, cs: cs}
+	text, res := f.call("delivery", map[string]any{"delivery": "#1"})
+	if res.IsError || !strings.Contains(text, "set-up 1 for plan: failed, exit 7, 2 of 2 command(s) ran") || !strings.Contains(text, "registry.example unreachable") {
+		t.Errorf("delivery tool text:\n%s", text)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	var v delivery.DetailView
+	if err := json.Unmarshal(b, &v); err != nil || len(v.Timeline) == 0 || v.Timeline[0].Setup == nil ||
+		v.Timeline[0].Setup.ExitCode != 7 || !strings.Contains(v.Timeline[0].Setup.Output, "registry.example unreachable") {
+		t.Errorf("delivery tool structured content = %s (%v)", b, err)
+	}
+}

@@ -256,8 +256,13 @@ func TestBoxDiesWithBaton(t *testing.T) {
 			helper.Process.Kill()
 			<-helperDone
 			if !testenv.Until(time.Minute, nil, func() bool { return !p.Alive() }) {
+				// What it is waiting on, and its parent (the init, when
+				// that lives on): for the next time it happens.
+				stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Pid))
+				ppid, _ := statPPID(stat)
+				parent, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", ppid))
 				syscall.Kill(p.Pid, syscall.SIGKILL)
-				t.Fatalf("the boxed process outlived its SIGKILLed starter")
+				t.Fatalf("the boxed process outlived its SIGKILLed starter\nits stat: %s\nits parent's: %s", stat, parent)
 			}
 		})
 	}

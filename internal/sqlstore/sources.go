@@ -13,7 +13,7 @@ import (
 )
 
 const sourceCols = `id, repo, api_url, label, endpoint, checkpoints, agent, paused, webhook_secret, listing,
-	last_sync_at, last_ok_at, last_result, sync_error, rate_limit_reset, created_at, updated_at, draft, notify, comment_webhook_at, comments_polled_at`
+	last_sync_at, last_ok_at, last_result, sync_error, rate_limit_reset, created_at, updated_at, draft, notify, setup, comment_webhook_at, comments_polled_at`
 
 // encodeSourceCheckpoints keeps nil (the defaults) apart from none.
 func encodeSourceCheckpoints(ps []baton.Phase) string {
@@ -39,10 +39,18 @@ func (s *Store) sourceArgs(src *baton.Source) ([]any, error) {
 		}
 		notify = string(b)
 	}
+	setup := ""
+	if !src.Setup.IsZero() {
+		b, err := json.Marshal(src.Setup)
+		if err != nil {
+			return nil, err
+		}
+		setup = string(b)
+	}
 	return []any{src.ID, src.Repo, src.APIURL, src.Label, string(src.Endpoint), encodeSourceCheckpoints(src.Checkpoints), src.Agent,
 		b2i(src.Paused), src.WebhookSecret, src.Listing, fmtTime(src.Sync.LastSyncAt), fmtTime(src.Sync.LastOKAt), string(res),
 		src.Sync.Error, fmtTime(src.Sync.RateLimitReset), fmtTime(src.CreatedAt), fmtTime(src.UpdatedAt),
-		string(src.Draft), notify, fmtTime(src.CommentWebhookAt), fmtTime(src.CommentsPolledAt)}, nil
+		string(src.Draft), notify, setup, fmtTime(src.CommentWebhookAt), fmtTime(src.CommentsPolledAt)}, nil
 }
 
 // CreateSource inserts src. Returns Conflict when the repository has a
@@ -55,7 +63,7 @@ func (s *Store) CreateSource(ctx context.Context, src *baton.Source) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.exec(ctx, `INSERT INTO sources (`+sourceCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...); err != nil {
+	if _, err := s.exec(ctx, `INSERT INTO sources (`+sourceCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...); err != nil {
 		if baton.ErrorCode(err) == baton.Conflict {
 			return baton.WrapError(baton.Conflict, err, "%s already has a source: `baton source list` shows it", src.Repo)
 		}
@@ -80,7 +88,7 @@ func (s *Store) UpdateSource(ctx context.Context, src *baton.Source) error {
 	args = args[:len(args)-2]
 	n, err := s.exec(ctx, `UPDATE sources SET repo = ?, api_url = ?, label = ?, endpoint = ?, checkpoints = ?, agent = ?, paused = ?,
 		webhook_secret = ?, listing = ?, last_sync_at = ?, last_ok_at = ?, last_result = ?, sync_error = ?, rate_limit_reset = ?,
-		created_at = ?, updated_at = ?, draft = ?, notify = ? WHERE id = ?`, append(args[1:], args[0])...)
+		created_at = ?, updated_at = ?, draft = ?, notify = ?, setup = ? WHERE id = ?`, append(args[1:], args[0])...)
 	if err != nil {
 		return fmt.Errorf("update source %s: %w", src.ID, err)
 	}
@@ -134,17 +142,22 @@ func scanSource(r Row) (*baton.Source, error) {
 	var (
 		src                                  baton.Source
 		endpoint, cps, res, ls, lo, rl, c, u string
-		draft, notify, cw, cp                string
+		draft, notify, setup, cw, cp         string
 		paused                               int64
 	)
 	if err := r.Scan(&src.ID, &src.Repo, &src.APIURL, &src.Label, &endpoint, &cps, &src.Agent, &paused, &src.WebhookSecret,
-		&src.Listing, &ls, &lo, &res, &src.Sync.Error, &rl, &c, &u, &draft, &notify, &cw, &cp); err != nil {
+		&src.Listing, &ls, &lo, &res, &src.Sync.Error, &rl, &c, &u, &draft, &notify, &setup, &cw, &cp); err != nil {
 		return nil, err
 	}
 	src.Endpoint, src.Paused, src.Draft = baton.Phase(endpoint), paused != 0, baton.DraftMode(draft)
 	if notify != "" {
 		if err := json.Unmarshal([]byte(notify), &src.Notify); err != nil {
 			return nil, fmt.Errorf("source %s: decode notification targets: %w", src.ID, err)
+		}
+	}
+	if setup != "" {
+		if err := json.Unmarshal([]byte(setup), &src.Setup); err != nil {
+			return nil, fmt.Errorf("source %s: decode set-up: %w", src.ID, err)
 		}
 	}
 	switch cps {

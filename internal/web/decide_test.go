@@ -150,9 +150,12 @@ func decideAtOnce(t *testing.T, url, token, id string, n int, state string) map[
 				t.Error(err)
 				return
 			}
-			_, _ = io.Copy(io.Discard, resp.Body)
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
 			resp.Body.Close()
 			statuses[i] = resp.StatusCode
+			if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusConflict {
+				t.Logf("%s answered %d: %s", action, resp.StatusCode, body) // what an unexpected answer said
+			}
 		})
 	}
 	close(start)

@@ -23,17 +23,20 @@ type sourceJSON struct {
 	HasSecret   bool     `json:"webhook_secret_set"`
 	// Notify says which notification targets the source has; where they
 	// are is never shown (a Slack URL is a credential).
-	NotifyWebhook bool             `json:"notify_webhook_set"`
-	NotifySlack   bool             `json:"notify_slack_set"`
-	Sync          baton.SyncStatus `json:"sync"`
-	CreatedAt     time.Time        `json:"created_at"`
-	UpdatedAt     time.Time        `json:"updated_at"`
+	NotifyWebhook bool `json:"notify_webhook_set"`
+	NotifySlack   bool `json:"notify_slack_set"`
+	// Setup is the set-up of the source's deliveries, set on the server
+	// only (`baton source set --setup`).
+	Setup     baton.SourceSetup `json:"setup,omitzero"`
+	Sync      baton.SyncStatus  `json:"sync"`
+	CreatedAt time.Time         `json:"created_at"`
+	UpdatedAt time.Time         `json:"updated_at"`
 }
 
 func toSource(s *baton.Source) sourceJSON {
 	v := sourceJSON{ID: s.ID, Repo: s.Repo, APIURL: s.APIURL, Label: s.Label, Endpoint: string(s.Endpoint), Checkpoints: []string{},
 		Agent: s.Agent, Draft: string(s.Draft), Paused: s.Paused, HasSecret: s.WebhookSecret != "",
-		NotifyWebhook: s.Notify.WebhookURL != "", NotifySlack: s.Notify.SlackURL != "", Sync: s.Sync, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
+		NotifyWebhook: s.Notify.WebhookURL != "", NotifySlack: s.Notify.SlackURL != "", Setup: s.Setup, Sync: s.Sync, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
 	for _, p := range s.Checkpoints {
 		v.Checkpoints = append(v.Checkpoints, string(p))
 	}
@@ -58,6 +61,9 @@ type SourceRequest struct {
 	Draft         *string   `json:"draft,omitempty"`
 	Paused        *bool     `json:"paused,omitempty"`
 	WebhookSecret *string   `json:"webhook_secret,omitempty"`
+	// Setup is read only to be refused with a message that says where
+	// it is set: its commands run on the server.
+	Setup *baton.SourceSetup `json:"setup,omitempty"`
 }
 
 // DecodeSource parses a source body strictly. Invalid when it sets
@@ -69,6 +75,9 @@ func DecodeSource(b []byte) (SourceRequest, error) {
 	}
 	if v.APIURL != nil {
 		return SourceRequest{}, baton.Errorf(baton.Invalid, "api_url cannot be set through the API: the repository's token is sent there, so it is set on the server with `baton source add --api-url`")
+	}
+	if v.Setup != nil {
+		return SourceRequest{}, baton.Errorf(baton.Invalid, "setup cannot be set through the API: its commands run on the server, so it is set there with `baton source set <repo> --setup CMD`")
 	}
 	return v, nil
 }
