@@ -280,6 +280,9 @@
   // Selecting a numbered line of the diff, or a block of the rendered plan
   // (its data-line: the source line it starts on), adds "path:line: "
   // to the reject form's notes, opened, for the person to go on typing.
+  // In a block that spans source lines (data-end), the line is the one
+  // under the pointer: the rendered text keeps the source's line breaks,
+  // so the breaks before the clicked character count the lines down.
   // Without JavaScript the same notes are typed there by hand. The
   // lines look clickable once the pointer reaches them: a class on the
   // whole document at load would restyle every line of a big diff.
@@ -287,6 +290,26 @@
     var f = e.target.closest ? e.target.closest("[data-path]") : null;
     if (f && !f.classList.contains("notes-on")) f.classList.add("notes-on");
   });
+  function lineAt(block, x, y) {
+    var first = Number(block.dataset.line), last = Number(block.dataset.end || first);
+    if (!(last > first)) return first;
+    var node, offset;
+    if (document.caretPositionFromPoint) {
+      var p = document.caretPositionFromPoint(x, y);
+      if (p) { node = p.offsetNode; offset = p.offset; }
+    } else if (document.caretRangeFromPoint) {
+      var r = document.caretRangeFromPoint(x, y);
+      if (r) { node = r.startContainer; offset = r.startOffset; }
+    }
+    if (!node || node.nodeType !== 3 || !block.contains(node)) return first;
+    var breaks = 0, walk = document.createTreeWalker(block, NodeFilter.SHOW_TEXT), t;
+    while ((t = walk.nextNode())) {
+      var text = t === node ? t.data.slice(0, offset) : t.data;
+      for (var i = text.indexOf("\n"); i >= 0; i = text.indexOf("\n", i + 1)) breaks++;
+      if (t === node) break;
+    }
+    return Math.min(last, first + breaks);
+  }
   document.addEventListener("click", function (e) {
     if (!e.target.closest || e.target.closest("a")) return; // a plan's link is followed, not noted
     var l = e.target.closest("[data-line]");
@@ -296,7 +319,7 @@
     var box = document.getElementById("confirm-reject");
     if (box) box.open = true;
     var v = notes.value;
-    notes.value = v + (v && v.slice(-1) !== "\n" ? "\n" : "") + f.dataset.path + ":" + l.dataset.line + ": ";
+    notes.value = v + (v && v.slice(-1) !== "\n" ? "\n" : "") + f.dataset.path + ":" + lineAt(l, e.clientX, e.clientY) + ": ";
     notes.focus();
     notes.setSelectionRange(notes.value.length, notes.value.length);
   });
