@@ -321,16 +321,17 @@ func apply(src *baton.Source, in SourceInput, checkAPIURL func(github.Repo, stri
 			return err
 		}
 		src.Setup = *in.Setup
-		if src.Setup.IsZero() {
-			src.Setup = baton.SourceSetup{}
-		}
 	}
 	return src.Validate()
 }
 
 // checkSourceSetup checks a source's set-up as a repository's is
-// checked: the commands, the files and what the set-up may reach.
+// checked: the commands, the files and what the set-up may reach. Files
+// or hosts without commands name no set-up: refused, not dropped.
 func checkSourceSetup(su baton.SourceSetup) error {
+	if su.IsZero() && (len(su.Files) > 0 || len(su.EgressAllow) > 0) {
+		return baton.Errorf(baton.Invalid, "a set-up needs its commands (--setup CMD) besides the files that run it again and the hosts it may reach")
+	}
 	if err := delivery.CheckSetup(su.Commands); err != nil {
 		return baton.WrapError(baton.Invalid, err, "bad set-up")
 	}

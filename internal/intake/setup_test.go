@@ -29,6 +29,8 @@ func TestSourceSetupIsItsDeliveries(t *testing.T) {
 				{Commands: []string{" "}},
 				{Commands: []string{"npm ci"}, Files: []string{"../etc/passwd"}},
 				{Commands: []string{"npm ci"}, EgressAllow: []string{"http://user:pw@x"}},
+				{Files: []string{"package-lock.json"}},
+				{EgressAllow: []string{"registry.npmjs.org"}},
 			} {
 				if _, err := e.in.Add(t.Context(), intake.SourceInput{Repo: "octo/app", Setup: &bad, AllowSetup: true}); baton.ErrorCode(err) != baton.Invalid {
 					t.Errorf("Add with the set-up %+v = %v, want Invalid", bad, err)
