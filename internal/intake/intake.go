@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -644,12 +643,6 @@ func (s *Service) bring(ctx context.Context, src *baton.Source, n int, title, ur
 	if src.Draft != "" {
 		m := src.Draft
 		req.Settings.Draft = &m
-	}
-	if !src.Setup.IsZero() {
-		// The operator's set-up: a GitHub delivery reads no settings from
-		// its repository (docs/delivery.md, "Set-up").
-		cmds, files, egress := slices.Clone(src.Setup.Commands), slices.Clone(src.Setup.Files), slices.Clone(src.Setup.EgressAllow)
-		req.Settings.Setup, req.Settings.SetupFiles, req.Settings.SetupEgressAllow = &cmds, &files, &egress
 	}
 	d, created, err := s.Deliveries.Create(ctx, req)
 	if err != nil {
