@@ -106,9 +106,9 @@ func TestRunBoxedCodexWithStateOutsideHome(t *testing.T) {
 
 // A run in a box whose pid namespace ends with its init starts no
 // watchdog beside it (the box ends everything the agent started when
-// baton dies: sandbox.TestBoxDiesWithBaton); one without such a box
-// keeps its watchdog. Not parallel: it lists this process's children,
-// and another test's run would show its own.
+// baton dies: sandbox.TestBoxDiesWithBaton); one in a box without
+// namespaces keeps its watchdog. Not parallel: it lists this process's
+// children, and another test's run would show its own.
 func TestBoxedRunStartsNoWatchdog(t *testing.T) {
 	if st := sandbox.Probe(); !st.Available() {
 		t.Skipf("this kernel cannot confine: %s", st.Why)
@@ -119,40 +119,34 @@ func TestBoxedRunStartsNoWatchdog(t *testing.T) {
 	if err := os.WriteFile(script, []byte("#!/bin/sh\ncat >/dev/null\n: > running\nread -r line < look.fifo\necho done\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s := Spec{Agent: "command:" + script, Prompt: "go", Dir: t.TempDir(), LogDir: t.TempDir()}
-	s.Confine = &sandbox.Confinement{Mode: sandbox.ModeRequired, Policy: sandbox.Policy{Write: []string{s.Dir}}}
-	fifo := filepath.Join(s.Dir, "look.fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	type ran struct {
-		res *Result
-		err error
-	}
-	done := make(chan ran, 1)
-	go func() { res, err := Run(t.Context(), s); done <- ran{res, err} }()
-	if !testenv.Until(time.Minute, nil, func() bool { _, err := os.Stat(filepath.Join(s.Dir, "running")); return err == nil || len(done) > 0 }) {
-		t.Fatal("the agent never said it runs")
-	}
-	children := sandboxtest.Children(os.Getpid())
-	if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil { // the agent's read ends its wait
-		f.WriteString("seen\n")
-		f.Close()
-	}
-	r := <-done
-	if r.err != nil {
-		t.Fatalf("Run: %v", r.err)
-	}
-	watchdogs := 0
-	for _, c := range children {
-		if strings.Contains(c, "baton-watchdog") {
-			watchdogs++
-		}
-	}
-	switch {
-	case r.res.Sandbox.EndsWithInit && watchdogs > 0:
-		t.Errorf("a run whose box ends with its init started a watchdog too; children: %q", children)
-	case !r.res.Sandbox.EndsWithInit && watchdogs == 0:
-		t.Errorf("a run in a box without a pid namespace started no watchdog; children: %q", children)
+	for _, noNS := range []bool{false, true} {
+		t.Run(map[bool]string{false: "namespaces", true: "no namespaces"}[noNS], func(t *testing.T) {
+			mode := sandbox.ModeRequired // which a box without namespaces does not meet
+			if noNS {
+				mode = sandbox.ModeAuto
+			}
+			s := Spec{Agent: "command:" + script, Prompt: "go", Dir: t.TempDir(), LogDir: t.TempDir()}
+			s.Confine = &sandbox.Confinement{Mode: mode, NoNamespaces: noNS, Policy: sandbox.Policy{Write: []string{s.Dir}}}
+			fifo := filepath.Join(s.Dir, "look.fifo")
+			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			type ran struct {
+				res *Result
+				err error
+			}
+			done := make(chan ran, 1)
+			go func() { res, err := Run(t.Context(), s); done <- ran{res, err} }()
+			if !testenv.Until(time.Minute, nil, func() bool { _, err := os.Stat(filepath.Join(s.Dir, "running")); return err == nil || len(done) > 0 }) {
+				t.Fatal("the agent never said it runs")
+			}
+			children := sandboxtest.Children(os.Getpid())
+			sandboxtest.Release(fifo, done)
+			r := <-done
+			if r.err != nil {
+				t.Fatalf("Run: %v", r.err)
+			}
+			sandboxtest.CheckWatchdog(t, noNS, r.res.Sandbox.EndsWithInit, children)
+		})
 	}
 }

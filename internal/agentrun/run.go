@@ -208,14 +208,9 @@ func execute(ctx context.Context, s Spec, p *plan, path string, env []string, ru
 		return 0, "", nil, newError(baton.Internal, nil, err, "start %s", p.argv[0])
 	}
 	pgid := cmd.Process.Pid
-	// If baton dies, the watchdog kills the group: the agent and all it
-	// started (the parent-death signal reaches only the agent). A box
-	// whose pid namespace ends with its init needs none: the init dies
-	// with baton, and the kernel ends everything in the box with it.
-	var wd *proc.Watchdog
-	if !res.Sandbox.EndsWithInit {
-		wd, _ = proc.WatchGroup(pgid)
-	}
+	// If baton dies, the group ends: the agent and all it started (the
+	// parent-death signal reaches only the agent).
+	wd := proc.WatchStarted(pgid, res.Sandbox)
 
 	var wg sync.WaitGroup
 	wg.Add(3)

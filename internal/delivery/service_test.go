@@ -239,8 +239,8 @@ func FuzzParseFilter(f *testing.F) {
 // RunNow runs a phase in the foreground; its agent run and raw logs are
 // read back by number.
 func TestRunNowAndAgentRun(t *testing.T) {
-	h := newHarness(t, 0, agenttest.Turn{Final: planText})
-	h.fake.Setenv(t) // RunNow's runner passes the process environment on, as `baton delivery run` does
+	t.Parallel()
+	h := newHarness(t, 0, agenttest.Turn{Final: planText}) // RunNow's runner gives the agent the service's AgentEnv, as a worker's does
 	c := cfg()
 	c.Agent = h.fake.CommandAgent()
 	d, _, err := h.svc.Insert(t.Context(), newDelivery(sourceRepo(t), c, baton.PhasePlan), "alice")

@@ -169,7 +169,7 @@ func (a artifact[T]) ids(s *Store) ([]string, error) {
 	if err := s.checkDirs(a.dir); err != nil {
 		return nil, err
 	}
-	entries, err := os.ReadDir(s.path(a.dir))
+	entries, err := s.readDir(a.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	} else if err != nil {

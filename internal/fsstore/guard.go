@@ -68,6 +68,19 @@ func (s *Store) checkDirs(sub string) error {
 	return nil
 }
 
+// readDir lists the store's subdirectory sub, opened beneath the root
+// as every store file is: no link on the way is followed, and a named
+// pipe in a directory's place is refused, never waited on. A directory
+// checkDirs found real can have been swapped since.
+func (s *Store) readDir(sub string) ([]fs.DirEntry, error) {
+	d, err := safefile.OpenDirBeneath(s.root, filepath.Join(Dir, sub), false, 0)
+	if err != nil {
+		return nil, refused(s.path(sub), err)
+	}
+	defer d.Close()
+	return d.ReadDir()
+}
+
 // readFile reads a store file: a regular file (not a symlink) of at most
 // max bytes. A file that is not one is Invalid and named.
 func (s *Store) readFile(path string, max int64) ([]byte, error) {

@@ -229,12 +229,7 @@ func (a artifact[T]) loadIndex(s *Store, force bool) (*index, error) {
 // stamp taken before it is read, so a change made during the scan leaves
 // the index stale rather than wrongly current.
 func (a artifact[T]) rebuildIndex(s *Store, now dirStamp) (*index, error) {
-	f, err := os.Open(s.path(a.dir))
-	if err != nil {
-		return nil, err
-	}
-	ents, err := f.ReadDir(-1)
-	f.Close()
+	ents, err := s.readDir(a.dir)
 	if err != nil {
 		return nil, err
 	}
@@ -423,9 +418,8 @@ func (w *indexWrite[T]) abort() { w.unlock() }
 // removeIndex deletes an index that cannot be kept current.
 func removeIndex(s *Store, kind, p string) {
 	s.cacheIndex(newIndex(kind, dirStamp{Mod: -1}, nil, nil)) // matches no directory
-	if fi, err := os.Lstat(p); err == nil && !fi.IsDir() {
-		os.Remove(p)
-	}
+	// Not through a link out of the store; one left is found stale again.
+	_ = s.files.Remove(p)
 }
 
 func (s *Store) cachedIndex(kind string) *index {

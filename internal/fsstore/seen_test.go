@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -213,4 +214,73 @@ func FuzzNewForeignLoopsAnswersAsAScan(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The record lives in the per-machine directory, where anything with the
+// user's rights can put something else: a named pipe, a link out, a file
+// over the bound, garbage. NewForeignLoops answers at once as if there
+// were no record (the foreign loop is told), and leaves a regular file.
+func TestLoopsSeenHostileRecord(t *testing.T) {
+	t.Parallel()
+	plants := map[string]func(p string) error{
+		"a named pipe":        func(p string) error { return syscall.Mkfifo(p, 0o644) },
+		"a link to /dev/zero": func(p string) error { return os.Symlink("/dev/zero", p) },
+		"a file over the bound": func(p string) error {
+			return os.WriteFile(p, append([]byte(seenHeader), make([]byte, maxIndexBytes)...), 0o644)
+		},
+		"garbage": func(p string) error {
+			return os.WriteFile(p, []byte(seenHeader+"x y z\n\x00\xff 1 2 3 4 - 1\n"), 0o644)
+		},
+	}
+	for name, plant := range plants {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := Open(t.TempDir(), Options{})
+			if _, err := s.Init(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			id := "20260101T000000Z-brought"
+			l := &baton.Loop{ID: id, Prompt: "p", Status: baton.LoopActive, Iteration: 1, MaxIterations: 5,
+				CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), UpdatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Notes: "\n"}
+			if err := os.MkdirAll(s.path(LoopsDir), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(loops.path(s, id), loops.encode(l), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.mkIndexes(); err != nil {
+				t.Fatal(err)
+			}
+			p := s.indexPath(LoopsSeenFile)
+			if err := plant(p); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan []*baton.Loop, 1)
+			go func() {
+				fg, err := s.Foreground()
+				if err != nil {
+					t.Error(err)
+				}
+				told, _, err := s.NewForeignLoops(fg)
+				if err != nil {
+					t.Error(err)
+				}
+				done <- told
+			}()
+			select {
+			case told := <-done:
+				if len(told) != 1 || told[0].ID != id {
+					t.Errorf("with %s as the record, NewForeignLoops told %v; want %s", name, told, id)
+				}
+			case <-time.After(20 * time.Second):
+				if f, err := os.OpenFile(p, os.O_RDWR, 0); err == nil { // unblock the open
+					defer f.Close()
+				}
+				t.Fatalf("NewForeignLoops waited on %s", name)
+			}
+			if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() || fi.Size() > 1<<10 {
+				t.Errorf("the record after %s: %v, %v; want a small regular file", name, fi, err)
+			}
+		})
+	}
 }

@@ -28,7 +28,7 @@ func (r *Repo) MergeTree(ctx context.Context, a, b string) (string, error) {
 		return "", err
 	}
 	tree, _, _ := strings.Cut(out, "\n")
-	if !isObjectName(tree) {
+	if !IsObjectName(tree) {
 		return "", fmt.Errorf("git merge-tree printed %q, not a tree", tree)
 	}
 	return tree, nil
@@ -140,7 +140,7 @@ func (r *Repo) CopyObjects(ctx context.Context, dst, tip string, have ...string)
 		if name == "" {
 			continue
 		}
-		if !isObjectName(name) {
+		if !IsObjectName(name) {
 			return fmt.Errorf("git rev-list printed %q, not an object", name)
 		}
 		if err := copyObject(filepath.Join(src, name[:2], name[2:]), filepath.Join(dst, name[:2]), name[2:], dirMode); err != nil {

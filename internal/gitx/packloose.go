@@ -89,7 +89,7 @@ func looseObjects(dir string) ([]string, error) {
 				return nil, err
 			}
 			for _, f := range files {
-				if name := n + f.Name(); isObjectName(name) && f.Type().IsRegular() {
+				if name := n + f.Name(); IsObjectName(name) && f.Type().IsRegular() {
 					names = append(names, name)
 				}
 			}

@@ -38,7 +38,7 @@ func (l Layout) writeRefs(updates []RefUpdate) error {
 		return errAskGit
 	}
 	for _, u := range updates {
-		if u.New == "" || !isObjectName(u.New) || (u.Old != "" && !isObjectName(u.Old)) || !plainRefName(u.Name) {
+		if u.New == "" || !IsObjectName(u.New) || (u.Old != "" && !IsObjectName(u.Old)) || !plainRefName(u.Name) {
 			return errAskGit
 		}
 		if !regular(filepath.Join(l.CommonDir, "objects", u.New[:2], u.New[2:])) {

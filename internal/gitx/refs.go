@@ -100,7 +100,7 @@ func (l Layout) ReadRef(name string) (string, bool, error) {
 	switch {
 	case err == nil:
 		v := strings.TrimSpace(string(b))
-		if !isObjectName(v) {
+		if !IsObjectName(v) {
 			return "", false, ErrRefFormat // a symbolic ref, or garbage
 		}
 		return v, true, nil
@@ -135,7 +135,7 @@ func (l Layout) Head() (branch, sha string, err error) {
 		sha, _, err := l.ReadRef(ref)
 		return branch, sha, err
 	}
-	if !isObjectName(v) {
+	if !IsObjectName(v) {
 		return "", "", ErrRefFormat
 	}
 	return "", v, nil
@@ -157,7 +157,7 @@ func lookupPackedRef(r io.Reader, name string) (string, bool, error) {
 		if !ok || !bytes.Equal(ref, want) {
 			continue
 		}
-		if !isObjectName(string(obj)) {
+		if !IsObjectName(string(obj)) {
 			return "", false, ErrRefFormat
 		}
 		return string(obj), true, nil
@@ -168,23 +168,10 @@ func lookupPackedRef(r io.Reader, name string) (string, bool, error) {
 	return "", false, nil
 }
 
-// isObjectName reports whether s is a full SHA-1 or SHA-256 object name
-// in lowercase hex.
-func isObjectName(s string) bool { return IsObjectName(s) }
-
 // IsObjectName reports whether s is a full object name (SHA-1 or
 // SHA-256, lower-case hex), which names one object for ever.
 func IsObjectName(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
+	return (len(s) == 40 || len(s) == 64) && isHex(s)
 }
 
 // readSmall reads a file of at most maxRefFile bytes; a larger one is

@@ -137,7 +137,7 @@ func FuzzLookupPackedRef(f *testing.F) {
 		// Any input: an answer is a full object name from a line naming
 		// the ref.
 		got, ok, err := lookupPackedRef(strings.NewReader(a+"\n"+b), c)
-		if ok && (!isObjectName(got) || !strings.Contains(a+"\n"+b, got+" "+c)) {
+		if ok && (!IsObjectName(got) || !strings.Contains(a+"\n"+b, got+" "+c)) {
 			t.Fatalf("lookup %q in %q = %q %v %v", c, a+"\n"+b, got, ok, err)
 		}
 	})

@@ -81,8 +81,13 @@ func Register(commonDir, path, head string) (l Layout, changed bool, err error) 
 		switch _, ours := want[n]; {
 		case ours:
 			b, err := admin.ReadFile(n, maxRegistrationFile)
-			keep = err == nil && string(b) == want[n]
-			have[n] = keep
+			have[n] = err == nil && string(b) == want[n]
+			// A regular file is replaced in place below, never removed
+			// first: another worker's git worktree prune forgets a
+			// registration without gitdir, and git listing the work
+			// trees would find one without HEAD.
+			m, err := admin.Lstat(n)
+			keep = err == nil && m.IsRegular()
 		case n == "index":
 			m, err := admin.Lstat(n)
 			keep = err == nil && m.IsRegular()
@@ -174,13 +179,13 @@ func Unregister(commonDir, path string) error {
 // it), only well-formed objects reach dst, each named by its content,
 // and only when everything they refer to is there.
 func (r *Repo) SendObjects(ctx context.Context, dst *Repo, tip string, have ...string) error {
-	if !isObjectName(tip) {
+	if !IsObjectName(tip) {
 		return fmt.Errorf("send objects: %q is not an object name", tip)
 	}
 	var revs strings.Builder
 	revs.WriteString(tip + "\n")
 	for _, h := range have {
-		if !isObjectName(h) {
+		if !IsObjectName(h) {
 			return fmt.Errorf("send objects: %q is not an object name", h)
 		}
 		revs.WriteString("^" + h + "\n")

@@ -206,3 +206,48 @@ func TestStartStartsEveryGit(t *testing.T) {
 		t.Errorf("started %q", started)
 	}
 }
+
+// A registration Register repairs is never without one of its files,
+// not even for a moment: another worker sharing the cache may run git
+// worktree prune (which forgets a registration without gitdir) or list
+// the work trees' HEADs while it does.
+func TestRegisterReplacesFilesInPlace(t *testing.T) {
+	t.Parallel()
+	cache, main := newCache(t)
+	wt := filepath.Join(t.TempDir(), "wt")
+	l, _, err := Register(cache, wt, "ref: refs/heads/main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	missing := make(chan string, 1)
+	go func() {
+		defer close(missing)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for _, n := range []string{"HEAD", "gitdir"} {
+				if _, err := os.Lstat(filepath.Join(l.GitDir, n)); err != nil {
+					missing <- n
+					return
+				}
+			}
+		}
+	}()
+	for i := 0; i < 200 && len(missing) == 0; i++ {
+		head := main
+		if i%2 == 1 {
+			head = "ref: refs/heads/main"
+		}
+		if _, changed, err := Register(cache, wt, head); err != nil || !changed {
+			t.Fatalf("Register to %s: changed %v, %v", head, changed, err)
+		}
+	}
+	close(stop)
+	if n, ok := <-missing; ok {
+		t.Errorf("the registration's %s was missing while Register rewrote it", n)
+	}
+}

@@ -330,7 +330,7 @@ func parseBatchCheck(out string, n int) []headObject {
 	lines := strings.Split(out, "\n")
 	for i := 0; i < n && i < len(lines); i++ {
 		f := strings.Fields(lines[i])
-		if len(f) == 3 && f[1] == "blob" && isObjectName(f[0]) {
+		if len(f) == 3 && f[1] == "blob" && IsObjectName(f[0]) {
 			res[i].name = f[0]
 		}
 	}

@@ -243,7 +243,7 @@ func FuzzParseBatchCheck(f *testing.F) {
 			if o.name == "" {
 				continue
 			}
-			if f := strings.Fields(lines[i]); len(f) != 3 || f[0] != o.name || f[1] != "blob" || !isObjectName(o.name) {
+			if f := strings.Fields(lines[i]); len(f) != 3 || f[0] != o.name || f[1] != "blob" || !IsObjectName(o.name) {
 				t.Fatalf("answer %d is %q from line %q", i, o.name, lines[i])
 			}
 		}

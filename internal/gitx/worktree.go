@@ -261,7 +261,7 @@ func (r *Repo) AddAll(ctx context.Context) error {
 // write-tree). It needs no work tree.
 func (r *Repo) WriteTree(ctx context.Context) (string, error) {
 	tree, err := r.line(ctx, "write-tree")
-	if err == nil && !isObjectName(tree) {
+	if err == nil && !IsObjectName(tree) {
 		err = fmt.Errorf("git write-tree printed %q, not a tree", tree)
 	}
 	return tree, err

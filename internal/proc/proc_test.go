@@ -375,48 +375,42 @@ func TestSecret(t *testing.T) {
 }
 
 // A check in a box whose pid namespace ends with its init starts no
-// watchdog beside it; one in a box without starts one. Not parallel: it
-// lists this process's children, and another test's check would show
-// its own.
+// watchdog beside it; one in a box without namespaces starts one. Not
+// parallel: it lists this process's children, and another test's check
+// would show its own.
 func TestBoxedCheckStartsNoWatchdog(t *testing.T) {
 	if st := sandbox.Probe(); !st.Available() {
 		t.Skipf("this kernel cannot confine: %s", st.Why)
 	}
-	dir := t.TempDir()
-	fifo := filepath.Join(dir, "look.fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c := Check{Command: ": > running; read -r line < look.fifo", Dir: dir,
-		Confine: &sandbox.Confinement{Mode: sandbox.ModeRequired, Policy: sandbox.System(sandbox.EnvFrom(os.Environ()))}}
-	type ran struct {
-		res CheckResult
-		err error
-	}
-	done := make(chan ran, 1)
-	go func() { res, err := RunCheck(t.Context(), c); done <- ran{res, err} }()
-	if !testenv.Until(time.Minute, nil, func() bool { _, err := os.Stat(filepath.Join(dir, "running")); return err == nil || len(done) > 0 }) {
-		t.Fatal("the check never said it runs")
-	}
-	children := sandboxtest.Children(os.Getpid())
-	if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil { // the check's read ends its wait
-		f.WriteString("seen\n")
-		f.Close()
-	}
-	r := <-done
-	if r.err != nil || !r.res.Passed() {
-		t.Fatalf("RunCheck: %+v, %v", r.res, r.err)
-	}
-	watchdogs := 0
-	for _, c := range children {
-		if strings.Contains(c, "baton-watchdog") {
-			watchdogs++
-		}
-	}
-	switch {
-	case r.res.Sandbox.EndsWithInit && watchdogs > 0:
-		t.Errorf("a check whose box ends with its init started a watchdog too; children: %q", children)
-	case !r.res.Sandbox.EndsWithInit && watchdogs == 0:
-		t.Errorf("a check in a box without a pid namespace started no watchdog; children: %q", children)
+	for _, noNS := range []bool{false, true} {
+		t.Run(map[bool]string{false: "namespaces", true: "no namespaces"}[noNS], func(t *testing.T) {
+			mode := sandbox.ModeRequired // which a box without namespaces does not meet
+			if noNS {
+				mode = sandbox.ModeAuto
+			}
+			dir := t.TempDir()
+			fifo := filepath.Join(dir, "look.fifo")
+			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c := Check{Command: ": > running; read -r line < look.fifo", Dir: dir,
+				Confine: &sandbox.Confinement{Mode: mode, NoNamespaces: noNS, Policy: sandbox.System(sandbox.EnvFrom(os.Environ()))}}
+			type ran struct {
+				res CheckResult
+				err error
+			}
+			done := make(chan ran, 1)
+			go func() { res, err := RunCheck(t.Context(), c); done <- ran{res, err} }()
+			if !testenv.Until(time.Minute, nil, func() bool { _, err := os.Stat(filepath.Join(dir, "running")); return err == nil || len(done) > 0 }) {
+				t.Fatal("the check never said it runs")
+			}
+			children := sandboxtest.Children(os.Getpid())
+			sandboxtest.Release(fifo, done)
+			r := <-done
+			if r.err != nil || !r.res.Passed() {
+				t.Fatalf("RunCheck: %+v, %v", r.res, r.err)
+			}
+			sandboxtest.CheckWatchdog(t, noNS, r.res.Sandbox.EndsWithInit, children)
+		})
 	}
 }

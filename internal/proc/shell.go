@@ -104,10 +104,7 @@ func RunCheck(ctx context.Context, c Check) (CheckResult, error) {
 		}
 		return res, baton.WrapError(baton.Unavailable, err, "`%s` could not start", c.Command)
 	}
-	var wd *Watchdog
-	if !res.Sandbox.EndsWithInit { // a box whose pid namespace ends with its init needs none
-		wd, _ = WatchGroup(cmd.Process.Pid) // without it the group has only the parent-death signal
-	}
+	wd := WatchStarted(cmd.Process.Pid, res.Sandbox)
 	waitErr := cmd.Wait()
 	res.Duration = time.Since(start)
 	KillGroup(cmd.Process.Pid, syscall.SIGKILL)

@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"strconv"
 	"syscall"
+
+	"github.com/baton-agent/baton/internal/sandbox"
 )
 
 // watchdogScript waits for one line on stdin. The only writer is the
@@ -51,6 +53,20 @@ func WatchGroup(pgid int) (*Watchdog, error) {
 	d := &Watchdog{w: w, exited: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(d.exited) }() // reap it whenever it ends
 	return d, nil
+}
+
+// WatchStarted guards the group pgid a process was just started in, in
+// the box rep describes: with a watchdog, unless the box ends with its
+// init (rep.EndsWithInit), where the kernel ends the whole group when
+// baton dies and a watchdog would be one more process for nothing. It is
+// nil then, or when the watchdog cannot start (the group keeps the
+// parent-death signal's protection); Release takes nil.
+func WatchStarted(pgid int, rep sandbox.Report) *Watchdog {
+	if rep.EndsWithInit {
+		return nil
+	}
+	wd, _ := WatchGroup(pgid)
+	return wd
 }
 
 // Release ends the watchdog without a kill.

@@ -195,8 +195,8 @@ func OpenDirBeneath(root, rel string, mkdir bool, perm os.FileMode) (*DirBeneath
 		next, ok, err := openat2(fd, strings.Join(parts, "/"), unix.O_RDONLY|unix.O_DIRECTORY|beneathFlags, 0)
 		if ok && (err == nil || !mkdir) {
 			unix.Close(fd)
-			if errors.Is(err, unix.ELOOP) {
-				err = ErrNotBeneath // a link anywhere on a directory's path
+			if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+				err = ErrNotBeneath // a link or a file anywhere on a directory's path
 			}
 			if err != nil {
 				return nil, beneathError("open", root, rel, err)
@@ -304,17 +304,38 @@ func (d *DirBeneath) Names() ([]string, error) { return d.names() }
 
 // names lists the entries of d.
 func (d *DirBeneath) names() ([]string, error) {
+	var names []string
+	err := d.list(func(f *os.File) (err error) {
+		names, err = f.Readdirnames(-1)
+		return err
+	})
+	return names, err
+}
+
+// ReadDir lists the entries of d with their types, in no particular
+// order.
+func (d *DirBeneath) ReadDir() ([]fs.DirEntry, error) {
+	var ents []fs.DirEntry
+	err := d.list(func(f *os.File) (err error) {
+		ents, err = f.ReadDir(-1)
+		return err
+	})
+	return ents, err
+}
+
+// list calls read with d as a file, read from its start.
+func (d *DirBeneath) list(read func(*os.File) error) error {
 	dup, err := unix.Dup(d.fd)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	f := os.NewFile(uintptr(dup), d.path)
 	defer f.Close()
 	// The copy shares its offset with d: read from the start every time.
 	if _, err := unix.Seek(dup, 0, io.SeekStart); err != nil {
-		return nil, err
+		return err
 	}
-	return f.Readdirnames(-1)
+	return read(f)
 }
 
 // Lstat describes the entry name of d without following it.

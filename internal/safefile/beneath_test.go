@@ -311,3 +311,43 @@ func testRootFollowsNoLink(t *testing.T) {
 		}
 	}
 }
+
+// Root.Remove removes a file or a link beneath the root, never what a
+// link leads to, never a directory, and refuses a path through a link.
+func TestRootRemove(t *testing.T) {
+	t.Parallel()
+	root, outside := t.TempDir(), t.TempDir()
+	r := Root{Dir: root}
+	target := filepath.Join(outside, "f")
+	for _, p := range []string{target, filepath.Join(root, "f")} {
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(target, filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "dirlink")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(root, "dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"f", "link", "missing"} {
+		if err := r.Remove(filepath.Join(root, name)); err != nil {
+			t.Errorf("Remove(%s) = %v", name, err)
+		}
+		if _, err := os.Lstat(filepath.Join(root, name)); err == nil {
+			t.Errorf("Remove(%s) left it", name)
+		}
+	}
+	if err := r.Remove(filepath.Join(root, "dirlink", "f")); !errors.Is(err, ErrNotBeneath) {
+		t.Errorf("Remove through a link = %v; want ErrNotBeneath", err)
+	}
+	if err := r.Remove(filepath.Join(root, "dir")); err == nil {
+		t.Error("Remove of a directory succeeded")
+	}
+	if _, err := os.Stat(target); err != nil {
+		t.Errorf("what the links lead to is gone: %v", err)
+	}
+}

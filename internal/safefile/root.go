@@ -252,6 +252,23 @@ func (r Root) MkdirAll(path string, perm os.FileMode) error {
 	return d.Close()
 }
 
+// Remove removes the file path beneath r (a link is removed, never
+// followed; a directory is left in place). A missing
+// file is no error.
+func (r Root) Remove(path string) error {
+	dirfd, name, done, err := r.at(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	defer done()
+	if err := unix.Unlinkat(dirfd, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return &fs.PathError{Op: "remove", Path: path, Err: err}
+	}
+	return nil
+}
+
 // openLockFile opens path+".lock", creating it, never through a link and
 // only when it is a regular file.
 func (r Root) openLockFile(path string) (*os.File, error) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -37,6 +38,12 @@ const (
 // the process in it, reaps every process as its parent of last resort
 // until that one ends, then ends the rest, and exits with its status.
 func runInit(h Hooks) int {
+	// A parent-death signal belongs to the thread that asks for it, and a
+	// goroutine may move between threads: without the lock, the SIGTERM
+	// a box without namespaces asks for below could land on another
+	// thread than this SIGKILL, and both would come, the SIGKILL ending
+	// the init before it ends the tree.
+	runtime.LockOSThread()
 	// Baton holds the spec pipe open while the box runs; the forking
 	// thread it keeps parked is this process's parent for the kernel.
 	_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)

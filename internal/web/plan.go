@@ -2,6 +2,7 @@ package web
 
 import (
 	"crypto/sha256"
+	"errors"
 	"html/template"
 	"sync"
 	"time"
@@ -28,6 +29,10 @@ type planCache struct {
 	slot  sync.Mutex // one rendering at a time
 }
 
+// errPlanDropped is why a plan is not rendered when newer ones pushed
+// it out of the cache while it waited for its turn.
+var errPlanDropped = errors.New("too many plans were waiting to be rendered")
+
 type renderedPlan struct {
 	done chan struct{} // closed when html and err are set
 	html template.HTML
@@ -53,7 +58,14 @@ func (c *planCache) render(plan string, wait time.Duration) (template.HTML, stri
 		go func() {
 			c.slot.Lock()
 			defer c.slot.Unlock()
-			p.html, p.err = markdown.Render(plan)
+			c.mu.Lock()
+			kept := c.plans[key] == p
+			c.mu.Unlock()
+			if kept {
+				p.html, p.err = markdown.Render(plan)
+			} else {
+				p.err = errPlanDropped // no view asks for it again: do not spend the slot
+			}
 			close(p.done)
 		}()
 	}

@@ -42,3 +42,26 @@ func TestPlanCache(t *testing.T) {
 		t.Error("the oldest plan kept is not the first of the last plansKept")
 	}
 }
+
+// A plan dropped from the cache before its turn to render is not
+// rendered: the one rendering slot goes to plans still kept, so a burst
+// of views behind a slow plan queues at most plansKept renderings, and
+// a view still waiting on the dropped one is told why it is text.
+func TestPlanCacheSkipsDroppedPlans(t *testing.T) {
+	t.Parallel()
+	var c planCache
+	c.slot.Lock()
+	c.render("# Dropped", 0)
+	dropped := c.plans[sha256.Sum256([]byte("# Dropped"))]
+	for i := range plansKept {
+		c.render(fmt.Sprint(i), 0)
+	}
+	c.slot.Unlock()
+	<-dropped.done
+	if dropped.html != "" || dropped.err != errPlanDropped {
+		t.Errorf("a plan dropped before its turn rendered as %q, %v", dropped.html, dropped.err)
+	}
+	if html, why := c.render("0", time.Minute); html != `<p data-line="1">0</p>` || why != "" {
+		t.Errorf("a plan still kept = %q, %q", html, why)
+	}
+}

@@ -1,7 +1,9 @@
 package web_test
 
 import (
+	"maps"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -76,5 +78,40 @@ func TestAPISourceSetupIsTheServers(t *testing.T) {
 	page := get(t, http.DefaultClient, e.srv.URL+"/sources")
 	if !strings.Contains(page, "set-up <code>npm ci</code>; <code>npm run build</code>, reaching registry.npmjs.org") {
 		t.Errorf("the sources page does not show the set-up:\n%s", page)
+	}
+}
+
+// A set-up's outcome names an exit only when a command gave one: a
+// set-up stopped with its phase, or one that failed before its command
+// could end (a sandbox that would not start), says no "exit 0".
+func TestDeliveryPageSetupExitOnlyWhenACommandGaveOne(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, sqlstore.SQLite)
+	d, _, err := e.svc.Create(t.Context(), delivery.Request{Repo: e.repo, Summary: "Set up", Actor: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for _, r := range []baton.SetupRun{
+		{Status: baton.SetupSucceeded, Commands: []string{"true"}, Ran: 1, Note: "ran well"},
+		{Status: baton.SetupCanceled, Commands: []string{"sleep 60"}, Ran: 1, Note: "set-up stopped with its phase"},
+		{Status: baton.SetupFailed, Commands: []string{"make"}, Ran: 1, Note: "the sandbox would not start"},
+		{Status: baton.SetupFailed, Commands: []string{"make"}, Ran: 1, ExitCode: 2, Note: "make exited 2"},
+		{Status: baton.SetupFailed, Commands: []string{"sleep 600"}, Ran: 1, ExitCode: -1, Note: "out of the phase's time"},
+	} {
+		r.DeliveryID, r.Phase, r.Attempt, r.StartedAt, r.EndedAt = d.ID, baton.PhasePlan, 1, now, now
+		if err := e.svc.Queue.Store().CreateSetupRun(t.Context(), &r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page := get(t, http.DefaultClient, e.srv.URL+"/deliveries/"+d.ID)
+	outcome := regexp.MustCompile(`(?s)<tr class="setup" id="setup-(\d)">.*?<td data-label="Outcome">(.*?)</td>`)
+	got := map[string]string{}
+	for _, m := range outcome.FindAllStringSubmatch(page, -1) {
+		got[m[1]] = regexp.MustCompile(`<[^>]*>`).ReplaceAllString(m[2], "")
+	}
+	want := map[string]string{"1": "succeeded exit 0", "2": "canceled", "3": "failed", "4": "failed exit 2", "5": "failed out of time"}
+	if !maps.Equal(got, want) {
+		t.Errorf("the set-up rows' outcomes read %q, want %q", got, want)
 	}
 }

@@ -10,6 +10,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
+	"testing"
+	"time"
 )
 
 // WhoAmI is a shell command that prints the shell's pid and its pid
@@ -145,4 +148,44 @@ func Children(pid int) []string {
 		}
 	}
 	return out
+}
+
+// CheckWatchdog fails t unless a process group started in a box keeps
+// a watchdog (a child of this process run as "baton-watchdog") exactly
+// when the box does not end with its init, and a box built without
+// namespaces never claims to. children is Children of this process,
+// taken while the boxed process ran.
+func CheckWatchdog(t testing.TB, noNamespaces, endsWithInit bool, children []string) {
+	t.Helper()
+	watchdogs := 0
+	for _, c := range children {
+		if strings.Contains(c, "baton-watchdog") {
+			watchdogs++
+		}
+	}
+	switch {
+	case noNamespaces && endsWithInit:
+		t.Errorf("a box without namespaces reports that it ends with its init")
+	case endsWithInit && watchdogs > 0:
+		t.Errorf("a box that ends with its init has a watchdog beside it too; children: %q", children)
+	case !endsWithInit && watchdogs == 0:
+		t.Errorf("a box that does not end with its init has no watchdog beside it; children: %q", children)
+	}
+}
+
+// Release writes a line to the named pipe fifo once a boxed process has
+// opened it to read, or gives up once done holds a value (the process
+// ended without reading) or a minute has passed. It never blocks on a
+// pipe nobody reads.
+func Release[T any](fifo string, done chan T) {
+	deadline := time.Now().Add(time.Minute)
+	for len(done) == 0 && time.Now().Before(deadline) {
+		f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		if err == nil {
+			f.WriteString("seen\n")
+			f.Close()
+			return
+		}
+		time.Sleep(10 * time.Millisecond) // no event says a reader opened the pipe: poll
+	}
 }
