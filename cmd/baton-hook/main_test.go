@@ -30,6 +30,8 @@ func TestHookBinaryLinksOnlyTheHook(t *testing.T) {
 		"github.com/pkoukk/tiktoken-go", "github.com/spf13/cobra", "net/http", "net",
 		"github.com/baton-agent/baton/internal/delivery", "github.com/baton-agent/baton/internal/web",
 		"github.com/google/uuid", "github.com/baton-agent/baton/internal/search",
+		// Both compile regular expressions at every process start.
+		"go.yaml.in/yaml/v3", "regexp",
 	} {
 		for _, d := range deps {
 			if d == banned {
@@ -105,16 +107,24 @@ func TestBlockingStopIsDurable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkDurable(t, b, l.ID+".md")
+}
+
+// checkDurable fails t unless the strace output b shows file put in place
+// (renamed, or linked for an exclusive create) after an fsync of its
+// bytes, and its directory fsynced after that.
+func checkDurable(t *testing.T, b []byte, file string) {
+	t.Helper()
 	// renameat(9, ".<id>.md.tmp-…", 9, "<id>.md") = 0, then fsync(9) = 0.
-	rename := regexp.MustCompile(`renameat2?\((\d+), "[^"]*", \d+, "` + regexp.QuoteMeta(l.ID) + `\.md"`)
+	put := regexp.MustCompile(`(?:renameat2?|linkat)\((\d+), "[^"]*", \d+, "` + regexp.QuoteMeta(file) + `"`)
 	lines := strings.Split(string(b), "\n")
 	for i, line := range lines {
-		m := rename.FindStringSubmatch(line)
+		m := put.FindStringSubmatch(line)
 		if m == nil {
 			continue
 		}
 		if !strings.Contains(strings.Join(lines[:i], "\n"), "fsync(") {
-			t.Errorf("the new loop file was not fsynced before its rename:\n%s", b)
+			t.Errorf("%s was not fsynced before it was put in place:\n%s", file, b)
 		}
 		for _, after := range lines[i+1:] {
 			// With -f a call can be split: "fsync(9 <unfinished ...>".
@@ -122,7 +132,49 @@ func TestBlockingStopIsDurable(t *testing.T) {
 				return
 			}
 		}
-		t.Fatalf("the loops directory (fd %s) was not fsynced after the rename:\n%s", m[1], b)
+		t.Fatalf("the directory of %s (fd %s) was not fsynced after it was put in place:\n%s", file, m[1], b)
 	}
-	t.Fatalf("no rename of the loop file in the trace:\n%s", b)
+	t.Fatalf("%s was not put in place in the trace:\n%s", file, b)
+}
+
+// A packet is as durable as a loop's state: pre-compact's packet is
+// written and fsynced under a temp name, linked to its own name (an
+// exclusive create), and the packets directory fsynced after the link,
+// before the hook answers, so a crash of the machine right after cannot
+// lose it. Watched with strace, through the real binary.
+func TestPreCompactPacketIsDurable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds baton-hook")
+	}
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		t.Skip("needs strace")
+	}
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "baton-hook")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fsstore.Open(root, fsstore.Options{}).Init(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	trace := filepath.Join(t.TempDir(), "trace")
+	c := exec.Command(strace, "-f", "-qq", "-o", trace, "-e", "trace=fsync,fdatasync,link,linkat,rename,renameat,renameat2", bin, "pre-compact", "--harness", "claude")
+	c.Stdin = strings.NewReader(`{"session_id":"s1","cwd":"` + root + `","trigger":"auto"}`)
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Skipf("strace cannot trace here: %v\n%s", err, out)
+	}
+	packets, err := filepath.Glob(filepath.Join(root, ".agent", "context", "packets", "*.md"))
+	if err != nil || len(packets) != 1 {
+		t.Fatalf("packets after pre-compact: %v, %v; want one", packets, err)
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDurable(t, b, filepath.Base(packets[0]))
 }

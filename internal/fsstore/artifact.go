@@ -35,7 +35,8 @@ type artifact[T any] struct {
 	entryOf func(T) entry
 	peek    func(s *Store, path string) (entry, bool)
 	// durable updates fsync the directory after the rename too: once an
-	// update returns, a crash of the machine cannot take it back.
+	// update returns, a crash of the machine cannot take it back. (A
+	// create is always durable: CreateExclusive fsyncs the directory.)
 	durable bool
 }
 
