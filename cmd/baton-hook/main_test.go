@@ -64,8 +64,8 @@ func TestVersion(t *testing.T) {
 
 // A stop the loop blocks is counted durably: the loop file's new state
 // is fsynced, renamed over the old one, and the loops directory fsynced
-// after the rename, before the hook answers, so a crash of the machine
-// cannot take the counted stop back. Watched with strace, through the
+// after the rename (and after the lock is released), before the hook
+// answers, so a crash of the machine cannot take the counted stop back. Watched with strace, through the
 // real binary.
 func TestBlockingStopIsDurable(t *testing.T) {
 	if testing.Short() {
@@ -94,7 +94,7 @@ func TestBlockingStopIsDurable(t *testing.T) {
 		t.Fatal(err)
 	}
 	trace := filepath.Join(t.TempDir(), "trace")
-	c := exec.Command(strace, "-f", "-qq", "-o", trace, "-e", "trace=fsync,fdatasync,rename,renameat,renameat2", bin, "stop", "--harness", "claude")
+	c := exec.Command(strace, "-f", "-qq", "-y", "-o", trace, "-e", "trace=fsync,fdatasync,rename,renameat,renameat2,flock", bin, "stop", "--harness", "claude")
 	c.Stdin = strings.NewReader(`{"session_id":"s1","cwd":"` + root + `","last_assistant_message":"still working"}`)
 	out, err := c.CombinedOutput()
 	if err != nil {
@@ -107,34 +107,47 @@ func TestBlockingStopIsDurable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkDurable(t, b, l.ID+".md")
+	lines, put, synced := checkDurable(t, b, l.ID+".md")
+	// The loop's lock is released between the rename and the directory's
+	// fsync: a concurrent stop waits for one commit, not two.
+	unlock := regexp.MustCompile(`flock\(\d+<[^>]*` + regexp.QuoteMeta(l.ID) + `\.md\.lock>, LOCK_UN`)
+	for _, line := range lines[put:synced] {
+		if unlock.MatchString(line) {
+			return
+		}
+	}
+	t.Errorf("the loop's lock was held over the directory's fsync:\n%s", b)
 }
 
-// checkDurable fails t unless the strace output b shows file put in place
-// (renamed, or linked for an exclusive create) after an fsync of its
-// bytes, and its directory fsynced after that.
-func checkDurable(t *testing.T, b []byte, file string) {
+// checkDurable fails t unless the strace -y output b shows file put in
+// place (renamed, or linked for an exclusive create) after an fsync of
+// its bytes, and its directory fsynced after that. It returns the lines
+// of the trace and the indexes of the put and of the directory's fsync.
+func checkDurable(t *testing.T, b []byte, file string) (lines []string, put, synced int) {
 	t.Helper()
-	// renameat(9, ".<id>.md.tmp-…", 9, "<id>.md") = 0, then fsync(9) = 0.
-	put := regexp.MustCompile(`(?:renameat2?|linkat)\((\d+), "[^"]*", \d+, "` + regexp.QuoteMeta(file) + `"`)
-	lines := strings.Split(string(b), "\n")
+	// renameat(9</p/loops>, ".<id>.md.tmp-…", 9</p/loops>, "<id>.md") = 0,
+	// then fsync(10</p/loops>) = 0.
+	putRE := regexp.MustCompile(`(?:renameat2?|linkat)\(\d+<([^>]+)>, "[^"]*", \d+<[^>]+>, "` + regexp.QuoteMeta(file) + `"`)
+	lines = strings.Split(string(b), "\n")
 	for i, line := range lines {
-		m := put.FindStringSubmatch(line)
+		m := putRE.FindStringSubmatch(line)
 		if m == nil {
 			continue
 		}
 		if !strings.Contains(strings.Join(lines[:i], "\n"), "fsync(") {
 			t.Errorf("%s was not fsynced before it was put in place:\n%s", file, b)
 		}
-		for _, after := range lines[i+1:] {
-			// With -f a call can be split: "fsync(9 <unfinished ...>".
-			if strings.Contains(after, "fsync("+m[1]+")") || strings.Contains(after, "fsync("+m[1]+" <unfinished") {
-				return
+		// With -f a call can be split: "fsync(9</p/loops> <unfinished ...>".
+		syncRE := regexp.MustCompile(`fsync\(\d+<` + regexp.QuoteMeta(m[1]) + `>[ )]`)
+		for j := i + 1; j < len(lines); j++ {
+			if syncRE.MatchString(lines[j]) {
+				return lines, i, j
 			}
 		}
-		t.Fatalf("the directory of %s (fd %s) was not fsynced after it was put in place:\n%s", file, m[1], b)
+		t.Fatalf("the directory of %s (%s) was not fsynced after it was put in place:\n%s", file, m[1], b)
 	}
 	t.Fatalf("%s was not put in place in the trace:\n%s", file, b)
+	return nil, 0, 0
 }
 
 // A packet is as durable as a loop's state: pre-compact's packet is
@@ -163,7 +176,7 @@ func TestPreCompactPacketIsDurable(t *testing.T) {
 		t.Fatal(err)
 	}
 	trace := filepath.Join(t.TempDir(), "trace")
-	c := exec.Command(strace, "-f", "-qq", "-o", trace, "-e", "trace=fsync,fdatasync,link,linkat,rename,renameat,renameat2", bin, "pre-compact", "--harness", "claude")
+	c := exec.Command(strace, "-f", "-qq", "-y", "-o", trace, "-e", "trace=fsync,fdatasync,link,linkat,rename,renameat,renameat2", bin, "pre-compact", "--harness", "claude")
 	c.Stdin = strings.NewReader(`{"session_id":"s1","cwd":"` + root + `","trigger":"auto"}`)
 	if out, err := c.CombinedOutput(); err != nil {
 		t.Skipf("strace cannot trace here: %v\n%s", err, out)

@@ -191,6 +191,22 @@ func (r Root) WriteDurable(path string, data []byte, perm os.FileMode) error {
 	return r.replace(path, perm, syncFileAndDir, writeAll(data))
 }
 
+// SyncDir fsyncs the directory that holds path, beneath r: what makes a
+// rename or a link in it survive a crash of the machine. WriteAtomic and
+// then SyncDir is WriteDurable with the directory's commit moved out of
+// a lock held around the write.
+func (r Root) SyncDir(path string) error {
+	dirfd, _, done, err := r.at(path)
+	if err != nil {
+		return fmt.Errorf("write %s: the rename may not survive a crash: %w", path, err)
+	}
+	defer done()
+	if err := fsyncDir(dirfd, path); err != nil {
+		return fmt.Errorf("write %s: the rename may not survive a crash: %w", path, err)
+	}
+	return nil
+}
+
 // WriteCache replaces path as the package's WriteCache does, beneath r.
 func (r Root) WriteCache(path string, data []byte, perm os.FileMode) error {
 	return r.replace(path, perm, syncNone, writeAll(data))
