@@ -26,22 +26,14 @@ var batonBin string
 // harness does, as separate processes through /bin/sh.
 func TestMain(m *testing.M) {
 	sandbox.Main(egress.Hooks()) // the box's init, when a test starts a confined process
-	dir, err := os.MkdirTemp("", "baton-e2e-*")
+	dir, err := builtBinaries()
 	if err != nil {
-		panic(err)
-	}
-	batonBin = filepath.Join(dir, "baton")
-	// baton-hook beside it, as `go install ./cmd/...` puts it: install
-	// writes it into the harnesses' settings. One go build for both, so
-	// they compile and link at once.
-	if out, err := exec.Command("go", "build", "-o", dir+string(filepath.Separator), ".", "../baton-hook").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	batonBin = filepath.Join(dir, "baton")
 	waitersPerCore()
-	code := gittest.Main(m) // git's identity and configuration, fixed for every test
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(gittest.Main(m)) // git's identity and configuration, fixed for every test
 }
 
 // waitersPerCore lets four tests per core run at once unless -parallel

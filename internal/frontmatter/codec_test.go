@@ -128,14 +128,15 @@ func TestDecodePacketErrors(t *testing.T) {
 		{"empty file", "", "empty file"},
 		{"no frontmatter", "# hello\n", "start with a --- line"},
 		{"unclosed", "---\nid: x\n", "not closed"},
-		{"bad yaml", "---\nid: [x\n---\n", "not valid YAML"},
+		{"bad yaml", "---\nid: [x\n---\n", "line 2: frontmatter is outside the YAML baton reads: a list or map not closed"},
 		{"not a mapping", "---\n- a\n---\n", "key: value"},
 		{"duplicate key", "---\n" + valid + "status: done\n---\n", `"status" appears twice`},
 		{"missing purpose", "---\nid: 20261122T093400Z-x\ncreated_at: 2026-11-22T09:34:00Z\nupdated_at: 2026-11-22T09:34:00Z\nstatus: draft\n---\n", `"purpose" is missing`},
 		{"bad status", "---\n" + strings.Replace(valid, "draft", "finished", 1) + "---\n", "status \"finished\""},
 		{"bad time", "---\n" + strings.Replace(valid, "2026-11-22T09:34:00Z\nupdated", "yesterday\nupdated", 1) + "---\n", "created_at: want an ISO 8601"},
 		{"traversal id", "---\n" + strings.Replace(valid, "20261122T093400Z-x", "../../etc/passwd", 1) + "---\n", "invalid packet id"},
-		{"bad list", "---\n" + valid + "validators: {a: b}\n---\n", "validators: want a list"},
+		{"bad list", "---\n" + valid + "validators: {a: b}\n---\n", "a map key that is not a double-quoted string"},
+		{"map for a list", "---\n" + valid + "validators: {\"a\": \"b\"}\n---\n", "validators: want a list"},
 		{"bad int", "---\n" + valid + "loop_max_iterations: many\n---\n", "want a whole number"},
 	}
 	for _, tt := range tests {
@@ -308,15 +309,21 @@ func TestLoopVerifyAndBudgetRoundTrip(t *testing.T) {
 	if string(EncodeLoop(back)) != string(got) {
 		t.Error("encode(decode(b)) is not byte-identical")
 	}
-	// A person may write the structured fields as YAML.
-	edited := strings.Replace(string(got), "max_duration: 2h0m0s\n", "max_duration: 2h\nverify_runs:\n  - at: 2026-11-22T10:00:00Z\n    iteration: 5\n    passed: true\n    checks: []\n", 1)
+	// A person may edit the structured fields as one line of JSON; the
+	// nested block YAML the seed's formats never use is refused, naming
+	// its line, rather than read.
+	edited := strings.Replace(string(got), "max_duration: 2h0m0s\n", "max_duration: 2h\nverify_runs: [{\"at\": \"2026-11-22T10:00:00Z\", \"iteration\": 5, \"passed\": true, \"checks\": []}]\n", 1)
 	edited = strings.Replace(edited, "verify_runs: [", "x_old_runs: [", 1)
 	back, err = DecodeLoop([]byte(edited))
 	if err != nil {
-		t.Fatalf("DecodeLoop(YAML runs) error: %v\n%s", err, edited)
+		t.Fatalf("DecodeLoop(edited runs) error: %v\n%s", err, edited)
 	}
 	if len(back.VerifyRuns) != 1 || !back.VerifyRuns[0].Passed || back.VerifyRuns[0].Iteration != 5 || !back.VerifyRuns[0].At.Equal(t1) || back.MaxDuration != 2*time.Hour {
-		t.Errorf("YAML verify_runs = %+v, max_duration %s", back.VerifyRuns, back.MaxDuration)
+		t.Errorf("edited verify_runs = %+v, max_duration %s", back.VerifyRuns, back.MaxDuration)
+	}
+	nested := strings.Replace(string(got), "max_duration: 2h0m0s\n", "max_duration: 2h\nx_runs:\n  - at: 2026-11-22T10:00:00Z\n    iteration: 5\n", 1)
+	if _, err := DecodeLoop([]byte(nested)); err == nil || !strings.Contains(err.Error(), "line 20: frontmatter is outside the YAML baton reads") {
+		t.Errorf("DecodeLoop(nested YAML) error = %v, want one naming line 20", err)
 	}
 	for _, bad := range []string{"max_tokens: -1", "max_duration: soon", "verify_timeout: 11m", "max_cost_usd: NaN", "spent: [1, 2]"} {
 		in := strings.Replace(string(got), "status: paused\n", "status: paused\n"+bad+"\n", 1)

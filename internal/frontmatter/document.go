@@ -1,5 +1,7 @@
 // Package frontmatter reads and writes baton's markdown artifacts: a
 // line-oriented YAML frontmatter between "---" lines, then "## " sections.
+// The frontmatter is read by a parser of exactly the subset of YAML the
+// seed's formats use (see node.go), which refuses the rest.
 //
 // Files baton writes round-trip byte for byte. Frontmatter keys and
 // sections baton does not know survive a rewrite unchanged.
@@ -10,8 +12,6 @@ import (
 	"fmt"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/baton-agent/baton"
 )
 
@@ -19,7 +19,7 @@ import (
 // text it occupied (key line plus continuation lines).
 type Entry struct {
 	Key  string
-	Node *yaml.Node
+	Node *Node
 	Raw  string
 }
 
@@ -140,49 +140,6 @@ func Parse(data []byte) (*Document, error) {
 	}
 	pre, sections := parseSections(body) // Split made it LF
 	return &Document{Front: entries, Preamble: pre, Sections: sections, Body: body}, nil
-}
-
-// parseFront decodes the frontmatter into ordered entries, each keeping its
-// raw lines.
-func parseFront(front string) ([]Entry, error) {
-	if strings.TrimSpace(front) == "" {
-		return nil, nil
-	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal([]byte(front), &doc); err != nil {
-		return nil, &SyntaxError{Msg: "frontmatter is not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
-	}
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
-		return nil, &SyntaxError{Msg: "frontmatter must be key: value lines"}
-	}
-	m := doc.Content[0]
-	if m.Kind != yaml.MappingNode {
-		return nil, &SyntaxError{Line: m.Line + 1, Msg: "frontmatter must be key: value lines"}
-	}
-	lines := strings.SplitAfter(front, "\n")
-	entries := make([]Entry, 0, len(m.Content)/2)
-	seen := make(map[string]bool, len(m.Content)/2)
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		k, v := m.Content[i], m.Content[i+1]
-		if k.Kind != yaml.ScalarNode {
-			return nil, &SyntaxError{Line: k.Line + 1, Msg: "frontmatter keys must be plain words"}
-		}
-		if seen[k.Value] {
-			return nil, &SyntaxError{Line: k.Line + 1, Msg: fmt.Sprintf("key %q appears twice", k.Value)}
-		}
-		seen[k.Value] = true
-		start := k.Line - 1
-		end := len(lines)
-		if i+2 < len(m.Content) {
-			end = m.Content[i+2].Line - 1
-		}
-		raw := ""
-		if start >= 0 && start <= end && end <= len(lines) {
-			raw = strings.Join(lines[start:end], "")
-		}
-		entries = append(entries, Entry{Key: k.Value, Node: v, Raw: raw})
-	}
-	return entries, nil
 }
 
 // ParseSections splits a markdown body into the text before the first

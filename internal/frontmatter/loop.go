@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/baton-agent/baton"
 )
 
@@ -122,7 +120,7 @@ func DecodeLoop(data []byte) (*baton.Loop, error) {
 
 // decodePromises accepts null, one string, or a list of strings.
 func decodePromises(e Entry) ([]string, error) {
-	if e.Node.Kind == yaml.SequenceNode {
+	if e.Node.Kind == SequenceNode {
 		return decodeList(e)
 	}
 	s, err := decodeOptString(e)

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/baton-agent/baton"
 )
 
@@ -154,16 +152,16 @@ func plainSafe(v string) bool {
 func decodeString(e Entry) (string, error) {
 	n := e.Node
 	switch {
-	case n.Kind == yaml.ScalarNode && n.Tag == "!!null":
+	case n.Kind == ScalarNode && n.Tag == tagNull:
 		return "", nil
-	case n.Kind == yaml.ScalarNode:
+	case n.Kind == ScalarNode:
 		return n.Value, nil
 	}
 	return "", fieldError(e, "want a string")
 }
 
 func decodeOptString(e Entry) (*string, error) {
-	if e.Node.Kind == yaml.ScalarNode && e.Node.Tag == "!!null" {
+	if e.Node.Kind == ScalarNode && e.Node.Tag == tagNull {
 		return nil, nil
 	}
 	s, err := decodeString(e)
@@ -175,10 +173,10 @@ func decodeOptString(e Entry) (*string, error) {
 
 func decodeInt(e Entry) (int, error) {
 	n := e.Node
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+	if n.Kind == ScalarNode && n.Tag == tagNull {
 		return 0, nil
 	}
-	if n.Kind != yaml.ScalarNode {
+	if n.Kind != ScalarNode {
 		return 0, fieldError(e, "want a whole number")
 	}
 	i, err := strconv.Atoi(strings.TrimSpace(n.Value))
@@ -202,10 +200,10 @@ func decodeTime(e Entry) (time.Time, error) {
 
 func decodeInt64(e Entry) (int64, error) {
 	n := e.Node
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+	if n.Kind == ScalarNode && n.Tag == tagNull {
 		return 0, nil
 	}
-	if n.Kind != yaml.ScalarNode {
+	if n.Kind != ScalarNode {
 		return 0, fieldError(e, "want a whole number")
 	}
 	i, err := strconv.ParseInt(strings.TrimSpace(n.Value), 10, 64)
@@ -217,10 +215,10 @@ func decodeInt64(e Entry) (int64, error) {
 
 func decodeFloat(e Entry) (float64, error) {
 	n := e.Node
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+	if n.Kind == ScalarNode && n.Tag == tagNull {
 		return 0, nil
 	}
-	if n.Kind != yaml.ScalarNode {
+	if n.Kind != ScalarNode {
 		return 0, fieldError(e, "want a number")
 	}
 	f, err := strconv.ParseFloat(strings.TrimSpace(n.Value), 64)
@@ -251,17 +249,17 @@ func decodeOptTime(e Entry) (time.Time, error) {
 }
 
 // decodeJSON reads a structured value (baton writes it as one line of
-// JSON, which is YAML too; a hand-written YAML mapping reads as well)
-// into v, which must be a pointer.
+// JSON, which is a YAML flow collection too) into v, which must be a
+// pointer. Null leaves v as it is.
 func decodeJSON(e Entry, v any) error {
-	var generic any
-	if err := e.Node.Decode(&generic); err != nil {
-		return fieldError(e, err.Error())
-	}
-	if generic == nil {
+	n := e.Node
+	if n.Kind == ScalarNode && n.Tag == tagNull {
 		return nil
 	}
-	b, err := json.Marshal(jsonable(generic))
+	if n.Kind == ScalarNode {
+		return fieldError(e, "want a JSON list or object")
+	}
+	b, err := n.jsonValue()
 	if err != nil {
 		return fieldError(e, err.Error())
 	}
@@ -271,48 +269,22 @@ func decodeJSON(e Entry, v any) error {
 	return nil
 }
 
-// jsonable makes what yaml decodes marshalable as JSON: its maps may have
-// keys of any type, and its timestamps are times.
-func jsonable(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = jsonable(e)
-		}
-		return x
-	case map[any]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[fmt.Sprint(k)] = jsonable(e)
-		}
-		return m
-	case []any:
-		for i, e := range x {
-			x[i] = jsonable(e)
-		}
-		return x
-	case time.Time:
-		return x.UTC().Format(time.RFC3339Nano)
-	}
-	return v
-}
-
 // decodeList accepts a YAML or JSON sequence of strings, a string holding a
 // JSON array (the seed's "JSON array string"), or null.
 func decodeList(e Entry) ([]string, error) {
 	n := e.Node
 	switch n.Kind {
-	case yaml.SequenceNode:
+	case SequenceNode:
 		out := make([]string, 0, len(n.Content))
 		for _, c := range n.Content {
-			if c.Kind != yaml.ScalarNode {
+			if c.Kind != ScalarNode {
 				return nil, fieldError(e, "want a list of strings")
 			}
 			out = append(out, c.Value)
 		}
 		return out, nil
-	case yaml.ScalarNode:
-		if n.Tag == "!!null" || strings.TrimSpace(n.Value) == "" {
+	case ScalarNode:
+		if n.Tag == tagNull || strings.TrimSpace(n.Value) == "" {
 			return nil, nil
 		}
 		var out []string

@@ -4,8 +4,6 @@ import (
 	"slices"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/frontmatter"
 )
@@ -53,7 +51,7 @@ func ParseGoalFile(data []byte) (*GoalFile, error) {
 			if e.Key != "id" && e.Key != "next" {
 				continue
 			}
-			if e.Node.Kind != yaml.ScalarNode {
+			if e.Node.Kind != frontmatter.ScalarNode {
 				return nil, baton.Errorf(baton.Invalid, "goal file: %s must be a plain value", e.Key)
 			}
 			v := strings.TrimSpace(e.Node.Value)

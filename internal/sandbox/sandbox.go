@@ -34,7 +34,6 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -151,7 +150,7 @@ func (c Confinement) ForProject(project string) Confinement {
 		return c
 	}
 	sum := sha256.Sum256([]byte(project))
-	name := strings.Trim(cacheName.ReplaceAllString(filepath.Base(project), "-"), "-.")
+	name := strings.Trim(cacheName(filepath.Base(project)), "-.")
 	if len(name) > 40 {
 		name = name[:40]
 	}
@@ -165,7 +164,25 @@ func (c Confinement) ForProject(project string) Confinement {
 	return c
 }
 
-var cacheName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+// cacheName replaces each run of bytes other than letters, digits, '.',
+// '_' and '-' in s with one '-'. (A regular expression would be compiled
+// at every hook's start: this package is linked into baton-hook.)
+func cacheName(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	run := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' {
+			b.WriteByte(c)
+			run = false
+		} else if !run {
+			b.WriteByte('-')
+			run = true
+		}
+	}
+	return b.String()
+}
 
 // pathsFrom is the paths of flags and of list, absolute from dir.
 func pathsFrom(dir string, flags []string, list string) []string {

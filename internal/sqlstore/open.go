@@ -16,6 +16,8 @@ type DB struct {
 	SQL     *sql.DB
 	Read    *sql.DB
 	Pool    *pgxpool.Pool
+
+	reads *stmtCache // Read's statements, kept
 }
 
 // sqliteReaders is how many read-only connections a SQLite database gets.
@@ -55,7 +57,7 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
-	return &DB{Dialect: SQLite, SQL: db, Read: read}, nil
+	return &DB{Dialect: SQLite, SQL: db, Read: read, reads: newStmtCache(read)}, nil
 }
 
 // Store is baton's store on the whole database.
@@ -64,7 +66,10 @@ func (db *DB) Store() *Store {
 		return New(Postgres, Pgx(db.Pool))
 	}
 	s := New(SQLite, SQL(db.SQL))
-	if db.Read != nil {
+	switch {
+	case db.reads != nil:
+		s.read = db.reads
+	case db.Read != nil:
 		s.read = SQL(db.Read)
 	}
 	return s
@@ -77,6 +82,9 @@ func (db *DB) Close() {
 	}
 	if db.SQL != nil {
 		_ = db.SQL.Close()
+	}
+	if db.reads != nil {
+		db.reads.close()
 	}
 	if db.Read != nil {
 		_ = db.Read.Close()

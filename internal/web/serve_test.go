@@ -159,8 +159,13 @@ func TestServeCapsUnauthenticatedBodies(t *testing.T) {
 		}
 		return resp.StatusCode
 	}
-	if !testenv.Until(10*time.Second, nil, func() bool { return third() == http.StatusServiceUnavailable }) {
-		t.Fatal("waited 10s for a third unauthenticated body to get 503")
+	seen := map[int]int{} // status: how many times, said on failure
+	if !testenv.Until(10*time.Second, nil, func() bool { c := third(); seen[c]++; return c == http.StatusServiceUnavailable }) {
+		for i, c := range held {
+			st, err := readStatus(t, c, 100*time.Millisecond)
+			t.Logf("held request %d: answered %q, %v", i, st, err)
+		}
+		t.Fatalf("waited 10s for a third unauthenticated body to get 503; the third got %v", seen)
 	}
 	// Authenticated requests are not counted.
 	if d := e.create("Still served"); d.ID == "" {

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// builtBinaries returns a directory holding baton and baton-hook built
+// from this tree, as `go install ./cmd/...` puts them. The directory is
+// kept between runs under os.TempDir(), named by what the binaries are
+// built from: the test binary's Go build ID, which this package's
+// sources and every dependency of both commands feed, and baton-hook's
+// own sources. A run of unchanged code so links neither again (about
+// 6 s of CPU); a changed tree gets a new directory, made whole before it
+// is renamed into place, so runs at once never see half of one.
+func builtBinaries() (string, error) {
+	key, err := buildKey()
+	if err != nil {
+		return "", err
+	}
+	root := os.TempDir()
+	dir := filepath.Join(root, "baton-e2e-bin-"+key)
+	pruneBuilt(root, dir)
+	if _, err := os.Stat(filepath.Join(dir, "baton-hook")); err == nil {
+		now := time.Now()
+		_ = os.Chtimes(dir, now, now) // in use: not pruned
+		return dir, nil
+	}
+	tmp, err := os.MkdirTemp(root, "baton-e2e-build-*")
+	if err != nil {
+		return "", err
+	}
+	// One go build for both, so they compile and link at once.
+	if out, err := exec.Command("go", "build", "-o", tmp+string(filepath.Separator), ".", "../baton-hook").CombinedOutput(); err != nil {
+		os.RemoveAll(tmp)
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		os.RemoveAll(tmp) // another run put the same build there first
+		if _, serr := os.Stat(filepath.Join(dir, "baton-hook")); serr != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// buildKey names the binaries' sources: the test binary's Go build ID and
+// a hash of cmd/baton-hook's files.
+func buildKey() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	f, err := elf.Open(exe)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	note := f.Section(".note.go.buildid")
+	if note == nil {
+		return "", errors.New("the test binary has no Go build ID")
+	}
+	id, err := note.Data()
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	h.Write(id)
+	hooks, err := filepath.Glob(filepath.Join("..", "baton-hook", "*.go"))
+	if err != nil {
+		return "", err
+	}
+	for _, p := range hooks {
+		if strings.HasSuffix(p, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s %d\n", filepath.Base(p), len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// pruneBuilt removes the builds of other trees unused for a day, and
+// builds that never finished.
+func pruneBuilt(root, keep string) {
+	old := time.Now().Add(-24 * time.Hour)
+	for _, pattern := range []string{"baton-e2e-bin-*", "baton-e2e-build-*"} {
+		dirs, _ := filepath.Glob(filepath.Join(root, pattern))
+		for _, d := range dirs {
+			if fi, err := os.Lstat(d); d != keep && err == nil && fi.IsDir() && fi.ModTime().Before(old) {
+				_ = os.RemoveAll(d)
+			}
+		}
+	}
+}
