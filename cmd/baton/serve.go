@@ -105,7 +105,7 @@ func (w deliveryWiring) serve(ctx context.Context, c cli.ServeConfig) error {
 	if err := svc.Requeue(ctx); err != nil {
 		c.Log.Warn("notices and comments left without their job: " + baton.ErrorMessage(err))
 	}
-	jobs := queue.Handlers{Notice: notifier.Send, Feedback: in.WorkFeedback, Webhook: in.WorkWebhook}
+	jobs := queue.Handlers{Notice: notifier.Send, Review: svc.PostReview, Feedback: in.WorkFeedback, Webhook: in.WorkWebhook}
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return srv.Serve(ctx, ln) })
 	if workers > 0 {

@@ -60,8 +60,10 @@ type harness struct {
 	q       *queue.Queue
 	dataDir string
 	fake    *agenttest.Fake
+	dsn     string
 	// wake fires when this process commits a delivery's events.
 	wake <-chan struct{}
+	fire func()
 }
 
 func newHarness(t testing.TB, workers int, turns ...agenttest.Turn) *harness {
@@ -75,7 +77,8 @@ func newHarnessOn(t testing.TB, dialect sqlstore.Dialect, workers int, turns ...
 	t.Helper()
 	dataDir := t.TempDir()
 	h := &harness{t: t, dataDir: dataDir, fake: agenttest.New(t, turns...)}
-	q, err := queue.Open(t.Context(), sqlstoretest.DSN(t, dialect), queue.Config{Workers: workers, FetchPollInterval: 20 * time.Millisecond})
+	h.dsn = sqlstoretest.DSN(t, dialect)
+	q, err := queue.Open(t.Context(), h.dsn, queue.Config{Workers: workers, FetchPollInterval: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,10 +86,37 @@ func newHarnessOn(t testing.TB, dialect sqlstore.Dialect, workers int, turns ...
 	svc := &delivery.Service{Queue: q, DataDir: dataDir, Sandbox: sandbox.Confinement{Policy: h.fake.Sandbox()}, AgentEnv: h.fake.Env()}
 	h.runner = &delivery.Runner{Service: svc, Owner: "worker:test", PollEvery: 20 * time.Millisecond, KillGrace: time.Second}
 	h.svc, h.q = svc, q
-	var fire func()
-	h.wake, fire = testenv.Signal()
-	t.Cleanup(svc.OnEvents(func(string) { fire() }))
+	h.wake, h.fire = testenv.Signal()
+	t.Cleanup(svc.OnEvents(func(string) { h.fire() }))
 	return h
+}
+
+// serve works the server's jobs (review notes to post) until the test
+// ends, as `baton serve` does: a second process on the database, with
+// the harness's data directory and forge.
+func (h *harness) serve() {
+	q, err := queue.Open(h.t.Context(), h.dsn, queue.Config{ServerJobs: 2, FetchPollInterval: 20 * time.Millisecond})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	svc := &delivery.Service{Queue: q, DataDir: h.dataDir, Forge: h.svc.Forge}
+	unsubscribe := svc.OnEvents(func(string) { h.fire() })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- q.Run(ctx, queue.Handlers{Review: svc.PostReview,
+			Notice:   func(context.Context, queue.NoticeArgs, queue.Job) error { return nil },
+			Feedback: func(context.Context, queue.FeedbackArgs, queue.Job) error { return nil },
+			Webhook:  func(context.Context, queue.WebhookArgs, queue.Job) error { return nil }})
+	}()
+	h.t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			h.t.Errorf("server queue Run = %v", err)
+		}
+		unsubscribe()
+		q.Close()
+	})
 }
 
 // work runs the queue's workers until the test ends.

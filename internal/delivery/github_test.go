@@ -15,6 +15,7 @@ import (
 	"github.com/baton-agent/baton/internal/forge"
 	"github.com/baton-agent/baton/internal/github"
 	"github.com/baton-agent/baton/internal/github/githubtest"
+	"github.com/baton-agent/baton/internal/sqlstore"
 )
 
 const ghToken = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB"
@@ -23,7 +24,13 @@ const ghToken = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB"
 // local bare repository holding main.
 func githubSetup(t *testing.T, turns ...agenttest.Turn) (*harness, *githubtest.Server, string) {
 	t.Helper()
-	h := newHarness(t, 0, turns...)
+	return githubSetupOn(t, sqlstore.SQLite, turns...)
+}
+
+// githubSetupOn is githubSetup on SQLite or PostgreSQL.
+func githubSetupOn(t *testing.T, dialect sqlstore.Dialect, turns ...agenttest.Turn) (*harness, *githubtest.Server, string) {
+	t.Helper()
+	h := newHarnessOn(t, dialect, 0, turns...)
 	src := sourceRepo(t)
 	bare := filepath.Join(t.TempDir(), "app.git")
 	gittest.Git(t, src, "clone", "-q", "--bare", src, bare)
@@ -140,6 +147,15 @@ func TestGitHubPipeline(t *testing.T) {
 	run(baton.PhaseImplement)
 	syncHead()
 	got = run(baton.PhaseReview)
+	// The verdict is kept with its transition; the server posts it.
+	if n := srv.Count("POST /repos/octo/app/pulls/*/reviews"); n != 0 {
+		t.Errorf("the review was posted %d times before its transition committed", n)
+	}
+	if r, ok := got.Ref(baton.RoleReview, "review_note"); !ok || !strings.HasPrefix(r.URL, "file://") {
+		t.Errorf("review note ref = %+v", r)
+	}
+	h.serve()
+	got = h.waitFor(d.ID, "the review posted", func(d *baton.Delivery) bool { _, ok := d.Ref(baton.RoleReview, "pr_review"); return ok })
 	reviews := srv.Reviews("octo/app", prs[0].Number)
 	if len(reviews) != 1 || reviews[0].Event != "COMMENT" || !strings.Contains(reviews[0].Body, "baton review: pass") {
 		t.Fatalf("reviews = %+v", reviews)

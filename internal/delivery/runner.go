@@ -251,6 +251,9 @@ type outcome struct {
 	// round is what a review or verify saw of the round, for the stall
 	// rule (Input.Round).
 	round *baton.Round
+	// review is a reviewer's verdict, kept as a review note and posted
+	// to the forge when the outcome is recorded.
+	review *forge.Review
 	// refused is what the network of the phase's boxes refused.
 	refused     []netpolicy.RefusalCount
 	refusedMore int
@@ -295,7 +298,9 @@ func (r *Runner) finish(ctx context.Context, d *baton.Delivery, out outcome, int
 		in.Round = out.round
 	}
 	var got *baton.Delivery
+	var note *baton.ReviewNote
 	record := func(tx queue.Tx) error {
+		note = nil
 		if out.run != nil {
 			if err := tx.Store().FinishAgentRun(ctx, out.run); err != nil {
 				return err
@@ -313,6 +318,17 @@ func (r *Runner) finish(ctx context.Context, d *baton.Delivery, out outcome, int
 		if err != nil {
 			return err
 		}
+		if out.review != nil && in.Action == ActForward {
+			var refs []baton.Ref
+			if note, refs, err = r.Service.keepReview(ctx, tx, cur, *out.review); err != nil {
+				return err
+			}
+			with := in
+			with.Refs = append(slices.Clone(in.Refs), refs...)
+			if res, err = Apply(*cur, with); err != nil {
+				return err
+			}
+		}
 		if in.Action == ActCancel {
 			if _, err := tx.Store().EndRunningAgentRuns(ctx, cur.ID, baton.RunCanceled, "interrupted", in.Now); err != nil {
 				return err
@@ -328,6 +344,9 @@ func (r *Runner) finish(ctx context.Context, d *baton.Delivery, out outcome, int
 		err = r.Service.Queue.InTx(ctx, record)
 	}
 	if err == nil {
+		if note != nil {
+			_ = r.Service.writeNote(note) // else the next agent phase writes it
+		}
 		r.Service.notify(d.ID)
 	}
 	return got, err
@@ -368,6 +387,11 @@ func (r *Runner) execute(ctx context.Context, d *baton.Delivery, f forge.Forge, 
 // the agent reported no session), as often as messages come: each run
 // is an agent run of its own, and the last one's is returned.
 func (r *Runner) agent(ctx context.Context, d *baton.Delivery, co *forge.Checkout, schema []byte) (*baton.AgentRun, *agentrun.Result, error) {
+	// The review notes its refs point at are there to read, also when
+	// the process that kept one died before writing its file.
+	if err := r.Service.writeNotes(ctx, d); err != nil {
+		return nil, nil, baton.WrapError(baton.Unavailable, err, "write the review notes of %s", d.ID)
+	}
 	// Messages sent before the run began are in its prompt, as refs.
 	r.givePending(ctx, d, fmt.Sprintf("given with the prompt of %s attempt %d, as a ref", d.Phase, d.Attempt))
 	timeout := d.Config.Timeout(d.Phase)
@@ -675,12 +699,10 @@ func (r *Runner) review(ctx context.Context, d *baton.Delivery, f forge.Forge) (
 	if err != nil { // schema mismatch but a verdict we can read
 		run.Status, run.Error = baton.RunSucceeded, ""
 	}
-	refs, warn := r.Service.postReview(ctx, d, forge.Review{Verdict: v.Verdict, Summary: v.Summary, Feedback: v.Feedback,
-		Author: "reviewer agent (" + d.Config.Agent + ")"})
-	if warn != "" {
-		out.warn("%s", warn)
-	}
-	out.refs = append(out.refs, refs...)
+	// Kept and posted with the verdict's transition (finish), so a
+	// verdict discarded (a cancel meanwhile) leaves no review behind.
+	out.review = &forge.Review{Verdict: v.Verdict, Summary: v.Summary, Feedback: v.Feedback,
+		Author: "reviewer agent (" + d.Config.Agent + ")"}
 	out.verdict = v.Verdict
 	out.note = joinNote(v.Summary, out.note)
 	out.round = &baton.Round{Tree: treeOf(ctx, co), Feedback: textDigest(v.Feedback)}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -17,7 +16,6 @@ import (
 	"github.com/baton-agent/baton/internal/forge"
 	"github.com/baton-agent/baton/internal/github"
 	"github.com/baton-agent/baton/internal/queue"
-	"github.com/baton-agent/baton/internal/safefile"
 	"github.com/baton-agent/baton/internal/sandbox"
 	"github.com/baton-agent/baton/internal/sqlstore"
 )
@@ -229,16 +227,35 @@ func (s *Service) Act(ctx context.Context, ref string, in Input) (*baton.Deliver
 	if err != nil {
 		return nil, err
 	}
+	return s.act(ctx, d.ID, in, nil)
+}
+
+// act applies in to delivery id in one transaction; with a review, the
+// review note it keeps (keepReview) is written in that transaction too,
+// its refs added by the action, and its file once it commits.
+func (s *Service) act(ctx context.Context, id string, in Input, review *forge.Review) (*baton.Delivery, error) {
 	in.Now = s.now()
 	var out *baton.Delivery
-	err = s.Queue.InTx(ctx, func(tx queue.Tx) error {
-		cur, err := tx.Store().FindDeliveryByID(ctx, d.ID)
+	var note *baton.ReviewNote
+	err := s.Queue.InTx(ctx, func(tx queue.Tx) error {
+		cur, err := tx.Store().FindDeliveryByID(ctx, id)
 		if err != nil {
 			return err
 		}
 		res, err := Apply(*cur, in)
 		if err != nil {
 			return err
+		}
+		if review != nil {
+			var refs []baton.Ref
+			if note, refs, err = s.keepReview(ctx, tx, cur, *review); err != nil {
+				return err
+			}
+			with := in
+			with.Refs = append(slices.Clone(in.Refs), refs...)
+			if res, err = Apply(*cur, with); err != nil {
+				return err
+			}
 		}
 		if in.Action == ActCancel {
 			// The running agent run ends as canceled now; the worker sees
@@ -251,17 +268,23 @@ func (s *Service) Act(ctx context.Context, ref string, in Input) (*baton.Deliver
 		out, err = commit(ctx, tx, cur, res)
 		return err
 	})
-	if err == nil {
-		s.notify(out.ID)
+	if err != nil {
+		return nil, err
 	}
-	return out, err
+	if note != nil {
+		// Best effort: the next agent phase writes it if this fails.
+		_ = s.writeNote(note)
+	}
+	s.notify(out.ID)
+	return out, nil
 }
 
 // Reject sends the delivery back with a person's reason, decided on
-// state on (the zero State: any). The reason is posted first where the
-// next run reads it (a PR comment on GitHub, a review note locally), and
-// its URL becomes a review ref; a reject that does not apply posts
-// nothing.
+// state on (the zero State: any). The reason is kept as a review note in
+// the reject's own transaction and becomes a review ref (the note's file
+// for the next agent); once the reject commits, the review job posts it
+// to the forge (a pull request review on GitHub) and adds its URL. A
+// reject that does not apply keeps and posts nothing.
 func (s *Service) Reject(ctx context.Context, ref, actor, reason string, on State) (*baton.Delivery, error) {
 	return s.reject(ctx, ref, Decision{Action: ActReject, Actor: actor, Note: reason, On: on})
 }
@@ -275,17 +298,12 @@ func (s *Service) reject(ctx context.Context, ref string, dec Decision) (*baton.
 	}
 	in := Input{Action: ActReject, Actor: dec.Actor, Person: true, Now: s.now(), Note: dec.Note, Reason: dec.Note, On: dec.On}
 	if _, err := Apply(*d, in); err != nil {
-		return nil, err // refuse before posting anything
+		return nil, err // refuse before reading the work
 	}
 	if err := s.checkNotes(ctx, d, dec.Notes); err != nil {
 		return nil, err
 	}
-	refs, warn := s.postReview(ctx, d, forge.Review{Verdict: baton.VerdictNotPass, Summary: dec.Note, Author: dec.Actor, Reject: true, Lines: dec.Notes})
-	in.Refs = slices.DeleteFunc(refs, func(r baton.Ref) bool { return r.URL == "" })
-	if warn != "" {
-		in.Note += " (" + warn + ")"
-	}
-	return s.Act(ctx, d.ID, in)
+	return s.act(ctx, d.ID, in, &forge.Review{Verdict: baton.VerdictNotPass, Summary: dec.Note, Author: dec.Actor, Reject: true, Lines: dec.Notes})
 }
 
 // checkNotes refuses line notes on anything but what the person was
@@ -326,44 +344,6 @@ func (s *Service) checkNotes(ctx context.Context, d *baton.Delivery, notes []bat
 		}
 	}
 	return nil
-}
-
-// postReview keeps a review note (database row and a markdown file the
-// next agent can open) and posts the review through the forge. A forge
-// failure is returned as a warning and the note's file ref stands in.
-func (s *Service) postReview(ctx context.Context, d *baton.Delivery, v forge.Review) ([]baton.Ref, string) {
-	st := s.Queue.Store()
-	if len(v.Lines) > 0 {
-		v.Feedback = baton.FormatLineNotes(v.Lines)
-	}
-	note := &baton.ReviewNote{DeliveryID: d.ID, Verdict: v.Verdict, Summary: v.Summary, Feedback: v.Feedback, Author: v.Author, CreatedAt: s.now()}
-	fileRef := baton.Ref{Role: baton.RoleReview, Type: "review_note", Label: "review: " + string(v.Verdict)}
-	if v.Reject {
-		fileRef.Label = "rejected by " + v.Author
-	}
-	var warns []string
-	if err := st.CreateReviewNote(ctx, note); err != nil {
-		warns = append(warns, "review note not stored: "+baton.ErrorMessage(err))
-	} else {
-		path := filepath.Join(s.notesDir(d), fmt.Sprintf("review-%d.md", note.ID))
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
-			if err := safefile.WriteAtomic(path, []byte(v.Body()), 0o644); err == nil {
-				fileRef.URL = FileURL(path)
-				_ = st.SetReviewNoteURL(ctx, note.ID, fileRef.URL)
-			}
-		}
-	}
-	kept := append([]baton.Ref{fileRef}, forge.LineRefs(v, fileRef.URL, nil)...)
-	f, err := s.forge(ctx, d)
-	if err != nil {
-		return kept, strings.Join(append(warns, baton.ErrorMessage(err)), "; ")
-	}
-	refs, err := f.PostReview(ctx, d, v, fileRef.URL)
-	if err != nil {
-		warns = append(warns, "review not posted to the forge, kept as a note: "+errText(err))
-		return kept, strings.Join(warns, "; ")
-	}
-	return refs, strings.Join(warns, "; ")
 }
 
 // FileURL is the file:// URL of an absolute path: what review notes and

@@ -113,16 +113,7 @@ func (s *Service) ReviewNote(ctx context.Context, ref string, id int64) (*baton.
 }
 
 // NoteBody is a review note as the forge posts it (markdown).
-func NoteBody(n *baton.ReviewNote) string {
-	// A reviewer agent signs as "reviewer agent (…)"; anyone else
-	// rejected, with their line notes as the feedback.
-	r := forge.Review{Verdict: n.Verdict, Summary: n.Summary, Feedback: n.Feedback, Author: n.Author,
-		Reject: !strings.HasPrefix(n.Author, "reviewer agent")}
-	if r.Reject && r.Feedback != "" {
-		r.Lines, _ = baton.ParseLineNotes(r.Feedback)
-	}
-	return r.Body()
-}
+func NoteBody(n *baton.ReviewNote) string { return noteReview(n).Body() }
 
 // noteID is the number of the review note a ref of delivery id points
 // at, from the file the note was kept in (notes/<id>/review-<n>.md under

@@ -61,6 +61,19 @@ type Review struct {
 	// listed in the body, and on GitHub also posted as the review's line
 	// comments. Feedback holds them as baton.FormatLineNotes writes them.
 	Lines []baton.LineNote `json:"lines,omitempty"`
+	// Key names the stored note the review publishes ("<delivery>/<note
+	// id>"), unseen in GitHub's rendering: a forge that finds a review
+	// carrying it already posted returns that one instead of posting it
+	// again, so a post retried after a crash is posted once.
+	Key string `json:"key,omitempty"`
+}
+
+// keyMarker is how Body carries r.Key, "" without one.
+func (r Review) keyMarker() string {
+	if r.Key == "" {
+		return ""
+	}
+	return "<!-- baton-note " + r.Key + " -->"
 }
 
 // label names the review in its ref.
@@ -98,6 +111,9 @@ func (r Review) Body() string {
 	}
 	if !r.Reject {
 		body += "\n_" + r.Author + "_\n"
+	}
+	if k := r.keyMarker(); k != "" {
+		body += "\n" + k
 	}
 	return body + "\n" + Marker + "\n"
 }

@@ -114,6 +114,12 @@ func (g *GitHub) OpenWork(ctx context.Context, d *baton.Delivery, base, title, b
 // does not show) is posted again without them: its body lists them all.
 func (g *GitHub) PostReview(ctx context.Context, d *baton.Delivery, v Review, _ string) ([]baton.Ref, error) {
 	if n, ok := prNumber(d); ok {
+		if r, err := g.postedReview(ctx, n, v); err != nil || r != nil {
+			if err != nil {
+				return nil, err
+			}
+			return g.reviewRefs(ctx, n, v, r.ID, r.URL, len(v.Lines) > 0), nil
+		}
 		nr := github.NewReview{Event: github.EventComment, Body: v.Body()}
 		for _, l := range v.Lines {
 			nr.Comments = append(nr.Comments, github.LineComment{Path: l.Path, Line: l.Line, Body: l.Body})
@@ -126,13 +132,15 @@ func (g *GitHub) PostReview(ctx context.Context, d *baton.Delivery, v Review, _ 
 		if err != nil {
 			return nil, err
 		}
-		var urls []string
-		if len(nr.Comments) > 0 {
-			urls = g.commentURLs(ctx, n, r.ID)
-		}
-		return append([]baton.Ref{{Role: baton.RoleReview, Type: "pr_review", Label: v.label(), URL: r.URL}}, LineRefs(v, r.URL, urls)...), nil
+		return g.reviewRefs(ctx, n, v, r.ID, r.URL, len(nr.Comments) > 0), nil
 	}
 	if n, ok := issueNumber(d); ok {
+		if c, err := g.postedComment(ctx, n, v); err != nil || c != nil {
+			if err != nil {
+				return nil, err
+			}
+			return append([]baton.Ref{{Role: baton.RoleReview, Type: "issue_comment", Label: v.label(), URL: c.URL}}, LineRefs(v, c.URL, nil)...), nil
+		}
 		c, err := g.Client.CreateComment(ctx, g.Repo, n, v.Body())
 		if err != nil {
 			return nil, err
@@ -140,6 +148,54 @@ func (g *GitHub) PostReview(ctx context.Context, d *baton.Delivery, v Review, _ 
 		return append([]baton.Ref{{Role: baton.RoleReview, Type: "issue_comment", Label: v.label(), URL: c.URL}}, LineRefs(v, c.URL, nil)...), nil
 	}
 	return nil, baton.Errorf(baton.NotFound, "delivery %s has no pull request or issue to post to", d.ID)
+}
+
+// reviewRefs are the refs of review id on pull request n: the review's,
+// then one per line note, at its line comment when it has them.
+func (g *GitHub) reviewRefs(ctx context.Context, n int, v Review, id int64, url string, lines bool) []baton.Ref {
+	var urls []string
+	if lines {
+		urls = g.commentURLs(ctx, n, id)
+	}
+	return append([]baton.Ref{{Role: baton.RoleReview, Type: "pr_review", Label: v.label(), URL: url}}, LineRefs(v, url, urls)...)
+}
+
+// postedReview is the review of pull request n that already carries v's
+// key, nil when none does (or v has no key).
+func (g *GitHub) postedReview(ctx context.Context, n int, v Review) (*github.Review, error) {
+	k := v.keyMarker()
+	if k == "" {
+		return nil, nil
+	}
+	page, _, err := g.Client.Reviews(ctx, g.Repo, n, nil)
+	if err != nil {
+		return nil, err
+	}
+	for i := range page.Reviews {
+		if strings.Contains(page.Reviews[i].Body, k) {
+			return &page.Reviews[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// postedComment is the comment on issue n that already carries v's key,
+// nil when none does (or v has no key).
+func (g *GitHub) postedComment(ctx context.Context, n int, v Review) (*github.Comment, error) {
+	k := v.keyMarker()
+	if k == "" {
+		return nil, nil
+	}
+	cs, err := g.Client.IssueComments(ctx, g.Repo, n)
+	if err != nil {
+		return nil, err
+	}
+	for i := range cs {
+		if strings.Contains(cs[i].Body, k) {
+			return &cs[i], nil
+		}
+	}
+	return nil, nil
 }
 
 // commentURLs are the URLs of review id's line comments on pull request

@@ -106,6 +106,7 @@ func (e *env) server(t *testing.T, n *notify.Notifier) <-chan queue.Finished {
 	done := make(chan error, 1)
 	go func() {
 		done <- q.Run(ctx, queue.Handlers{Notice: n.Send,
+			Review:   func(context.Context, queue.ReviewArgs, queue.Job) error { return errors.New("no reviews here") },
 			Feedback: func(context.Context, queue.FeedbackArgs, queue.Job) error { return errors.New("no feedback here") },
 			Webhook:  func(context.Context, queue.WebhookArgs, queue.Job) error { return errors.New("no webhooks here") }})
 	}()

@@ -10,19 +10,19 @@ import (
 )
 
 // Queues: agents' phases, and the short jobs a server works (notices,
-// comment feedback, webhooks), apart so that neither waits behind the
+// review notes to post, comment feedback, webhooks), apart so that neither waits behind the
 // other.
 const (
 	// QueueName is the River queue phase jobs run on.
 	QueueName = "phases"
-	// ServerQueue is the River queue of notices, feedback and webhooks,
-	// which only `baton serve` works: it holds the notification targets
-	// and GitHub intake.
+	// ServerQueue is the River queue of notices, reviews, feedback and
+	// webhooks, which only `baton serve` works: it holds the notification
+	// targets, GitHub intake and the forges reviews are posted to.
 	ServerQueue = "server"
 )
 
-// Args are a job's arguments: RunPhaseArgs, NoticeArgs, FeedbackArgs or
-// WebhookArgs. Every kind is unique by its arguments, so a job queued
+// Args are a job's arguments: RunPhaseArgs, MessageArgs, NoticeArgs,
+// ReviewArgs, FeedbackArgs or WebhookArgs. Every kind is unique by its arguments, so a job queued
 // twice (a replayed change, two servers seeing one comment) is one job.
 type Args interface {
 	river.JobArgs
@@ -122,6 +122,28 @@ func (WebhookArgs) InsertOpts() river.InsertOpts {
 
 func (WebhookArgs) jobArgs() {}
 
+// ReviewArgs asks a server to publish a stored review note (sqlstore's
+// review_notes row: a person's reject reason with its line notes, or a
+// reviewer agent's verdict) on the delivery's forge, and to add where it
+// was posted to the delivery's refs. It is queued in the transaction of
+// the decision the note belongs to, so a decision that loses posts
+// nothing, and one that commits posts once, whatever process dies.
+type ReviewArgs struct {
+	DeliveryID string `json:"delivery_id"`
+	NoteID     int64  `json:"note_id"`
+}
+
+// Kind implements river.JobArgs.
+func (ReviewArgs) Kind() string { return "baton.review" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts: eight attempts,
+// with River's backoff, span about an hour and a quarter.
+func (ReviewArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: ServerQueue, MaxAttempts: 8, UniqueOpts: river.UniqueOpts{ByArgs: true}}
+}
+
+func (ReviewArgs) jobArgs() {}
+
 // Job is what a handler knows of the job it works.
 type Job struct {
 	ID int64
@@ -136,11 +158,12 @@ func (j Job) Last() bool { return j.Attempt >= j.MaxAttempts }
 
 // Handlers work the jobs of each kind. A process works the queues it was
 // opened for (Config): phases need Phase; the server queue needs Notice,
-// Feedback and Webhook.
+// Review, Feedback and Webhook.
 type Handlers struct {
 	Phase    func(context.Context, RunPhaseArgs, Job) error
 	Message  func(context.Context, MessageArgs, Job) error
 	Notice   func(context.Context, NoticeArgs, Job) error
+	Review   func(context.Context, ReviewArgs, Job) error
 	Feedback func(context.Context, FeedbackArgs, Job) error
 	Webhook  func(context.Context, WebhookArgs, Job) error
 }

@@ -2,8 +2,9 @@
 // the same database as baton's tables: SQLite (riversqlite over
 // database/sql) or PostgreSQL (riverpgxv5 over pgx).
 //
-// Four kinds of job (jobs.go): a delivery's phase, a notice to send, a
-// comment or review to act on, a webhook to handle. Each is queued in the
+// The kinds of job (jobs.go): a delivery's phase, a person's message to
+// its agent, a notice to send, a review note to post, a comment or
+// review to act on, a webhook to handle. Each is queued in the
 // transaction of the change that causes it (Queue.InTx, Tx.Enqueue), so
 // the change and its job commit or roll back together, and River retries
 // it with backoff and rescues it from a process that died. Phases run on
@@ -198,7 +199,7 @@ func (q *Queue) Run(ctx context.Context, h Handlers) error {
 		return baton.Errorf(baton.Internal, "queue opened without workers cannot run jobs")
 	case q.cfg.Workers > 0 && h.Phase == nil:
 		return baton.Errorf(baton.Internal, "queue: Run without a phase handler")
-	case q.cfg.ServerJobs > 0 && (h.Notice == nil || h.Feedback == nil || h.Webhook == nil):
+	case q.cfg.ServerJobs > 0 && (h.Notice == nil || h.Review == nil || h.Feedback == nil || h.Webhook == nil):
 		return baton.Errorf(baton.Internal, "queue: Run without the server's handlers")
 	case !q.workers.running.CompareAndSwap(false, true):
 		return baton.Errorf(baton.Internal, "queue: Run called twice")
@@ -424,12 +425,13 @@ func quiet(l *slog.Logger) *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// workers are the River workers of the four kinds. River needs them when
+// workers are the River workers of each kind. River needs them when
 // the client is built; the handlers arrive when the queue starts running.
 type workers struct {
 	phase    *worker[RunPhaseArgs]
 	message  *worker[MessageArgs]
 	notice   *worker[NoticeArgs]
+	review   *worker[ReviewArgs]
 	feedback *worker[FeedbackArgs]
 	webhook  *worker[WebhookArgs]
 	running  atomic.Bool
@@ -442,18 +444,19 @@ func newWorkers(cfg Config) *workers {
 	}
 	t := cfg.serverJobTimeout()
 	return &workers{phase: &worker[RunPhaseArgs]{}, message: &worker[MessageArgs]{timeout: t}, notice: &worker[NoticeArgs]{timeout: t},
-		feedback: &worker[FeedbackArgs]{timeout: t}, webhook: &worker[WebhookArgs]{timeout: t}}
+		review: &worker[ReviewArgs]{timeout: t}, feedback: &worker[FeedbackArgs]{timeout: t}, webhook: &worker[WebhookArgs]{timeout: t}}
 }
 
 func (ws *workers) register(reg *river.Workers) error {
 	return errors.Join(river.AddWorkerSafely(reg, ws.phase), river.AddWorkerSafely(reg, ws.message), river.AddWorkerSafely(reg, ws.notice),
-		river.AddWorkerSafely(reg, ws.feedback), river.AddWorkerSafely(reg, ws.webhook))
+		river.AddWorkerSafely(reg, ws.review), river.AddWorkerSafely(reg, ws.feedback), river.AddWorkerSafely(reg, ws.webhook))
 }
 
 func (ws *workers) set(h Handlers) {
 	ws.phase.set(h.Phase)
 	ws.message.set(h.Message)
 	ws.notice.set(h.Notice)
+	ws.review.set(h.Review)
 	ws.feedback.set(h.Feedback)
 	ws.webhook.set(h.Webhook)
 }

@@ -167,7 +167,7 @@ func TestConcurrentFirstOpens(t *testing.T) {
 	})
 }
 
-// A server's jobs (notices, feedback, webhooks) run on their own queue:
+// A server's jobs (notices, reviews, feedback, webhooks) run on their own queue:
 // a process opened for phases only leaves them to a server, which works
 // each kind with its handler; a failure is retried after RetryAfter, and
 // the last attempt knows it is the last.
@@ -178,7 +178,7 @@ func TestServerJobsRunOnTheServerQueue(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			err := open(queue.Config{}).InTx(ctx, func(tx queue.Tx) error {
-				return errors.Join(tx.Enqueue(ctx, queue.NoticeArgs{ID: 7}),
+				return errors.Join(tx.Enqueue(ctx, queue.NoticeArgs{ID: 7}), tx.Enqueue(ctx, queue.ReviewArgs{DeliveryID: "d1", NoteID: 3}),
 					tx.Enqueue(ctx, queue.FeedbackArgs{Repo: "octo/app", CommentKind: "issue_comment", CommentID: 9}),
 					tx.Enqueue(ctx, queue.WebhookArgs{ID: "d-1"}))
 			})
@@ -214,6 +214,10 @@ func TestServerJobsRunOnTheServerQueue(t *testing.T) {
 						}
 						return nil
 					},
+					Review: func(_ context.Context, a queue.ReviewArgs, _ queue.Job) error {
+						record(fmt.Sprintf("review %s %d", a.DeliveryID, a.NoteID))
+						return nil
+					},
 					Feedback: func(_ context.Context, a queue.FeedbackArgs, _ queue.Job) error {
 						record(fmt.Sprintf("feedback %s %s %d", a.Repo, a.CommentKind, a.CommentID))
 						return nil
@@ -225,7 +229,7 @@ func TestServerJobsRunOnTheServerQueue(t *testing.T) {
 				})
 			}()
 			var states []string
-			for completed := 0; completed < 3; {
+			for completed := 0; completed < 4; {
 				select {
 				case f := <-finished:
 					states = append(states, f.Kind+" "+f.State)
@@ -238,7 +242,7 @@ func TestServerJobsRunOnTheServerQueue(t *testing.T) {
 			}
 			mu.Lock()
 			slices.Sort(got)
-			want := []string{"feedback octo/app issue_comment 9", "notice 7 attempt 1 last false", "notice 7 attempt 2 last false", "webhook d-1"}
+			want := []string{"feedback octo/app issue_comment 9", "notice 7 attempt 1 last false", "notice 7 attempt 2 last false", "review d1 3", "webhook d-1"}
 			if !slices.Equal(got, want) {
 				t.Errorf("handled %q, want %q", got, want)
 			}

@@ -83,21 +83,17 @@ func raceOnState(t *testing.T, e *env, wake <-chan struct{}, summary string) {
 	}
 	log, _ := e.svc.PhaseLog(t.Context(), d.ID)
 	var decisions []string
+	rejected := false
 	for _, entry := range log {
 		if entry.Decision != "" {
 			decisions = append(decisions, entry.Decision)
+			rejected = rejected || entry.Action == string(delivery.ActReject)
 		}
 	}
 	if len(decisions) != 1 {
 		t.Errorf("%s: the phase log records decisions %q, want one", summary, decisions)
 	}
-	notes, err := e.svc.Store().ReviewNotes(t.Context(), d.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(notes) > 1 {
-		t.Errorf("%s: %d review notes were posted, want at most the winner's", summary, len(notes))
-	}
+	checkWinnersNote(t, e, d.ID, summary, rejected)
 
 	// Once the worker has moved the delivery on to wait for a person
 	// again (implement blocked: the agent changed nothing; or the plan

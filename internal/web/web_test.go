@@ -656,9 +656,9 @@ func TestAPICapsRequestText(t *testing.T) {
 
 // Competing decisions on one waiting phase: 50 approves and 50 rejects
 // at once. Exactly one wins; the other 99 get 409 and change nothing
-// (one decision in the phase log, at most the winner's review note).
-// Ten rounds, since whether losers got as far as posting a note
-// depends on timing.
+// (one decision in the phase log, the winner's review note alone: a
+// reject's note is kept in its decision's transaction). Ten rounds,
+// since how far the losers get depends on timing.
 func TestConcurrentDecisionsOneWins(t *testing.T) {
 	t.Parallel()
 	for _, dialect := range sqlstoretest.Dialects(t) {
@@ -701,12 +701,28 @@ func raceDecisions(t *testing.T, e *env, summary string) {
 	if len(actions) != 1 {
 		t.Errorf("%s: the phase log has entries of %v after the race, want one decision's", summary, actions)
 	}
-	notes, err := e.svc.Store().ReviewNotes(t.Context(), d.ID)
+	checkWinnersNote(t, e, d.ID, summary, actions["reject"])
+}
+
+// checkWinnersNote checks that delivery id keeps the review note of the
+// decision that won a race, and no other: one row and one file when a
+// reject won (rejected), none when an approve did.
+func checkWinnersNote(t *testing.T, e *env, id, summary string, rejected bool) {
+	t.Helper()
+	notes, err := e.svc.Store().ReviewNotes(t.Context(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(notes) > 1 {
-		t.Errorf("%s: %d review notes were posted, want at most the winner's", summary, len(notes))
+	files, err := filepath.Glob(filepath.Join(e.svc.DataDir, "notes", id, "review-*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	if rejected {
+		want = 1
+	}
+	if len(notes) != want || len(files) != want {
+		t.Errorf("%s: %d review notes and files %q kept (a reject won: %v), want %d: the winner's alone", summary, len(notes), files, rejected, want)
 	}
 }
 
