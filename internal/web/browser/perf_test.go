@@ -79,9 +79,10 @@ func bestMobile(t *testing.T, lh, chrome, url, dir string, extra ...string) mobi
 // mobile run does (a Moto G Power's screen, slow 4G, simulated
 // throttling), with one change: the CPU slowdown is calibrated from the
 // benchmarkIndex Lighthouse measures on this machine in this very run,
-// as Lighthouse's throttling docs advise, so that a loaded machine
-// simulates the same reference phone as a quiet one and the score
-// reflects the page, not the machine.
+// as Lighthouse's throttling docs advise, and scaled by the share of its
+// tasks' wall-clock time the page's thread ran (from the run's trace),
+// so that a loaded machine simulates the same reference phone as a
+// quiet one and the score reflects the page, not the machine.
 //
 // It takes two steps: gather (-G: load the page unthrottled, record the
 // trace and the benchmarkIndex), then audit the saved artifacts (-A)
@@ -135,8 +136,21 @@ func lighthouseMobile(t *testing.T, lh, chrome, url, dir string, extra ...string
 	}
 	// Below 1 on a machine slower or busier than the reference phone:
 	// simulated throttling then shortens the tasks it observed, as the
-	// same page would run on the phone.
-	multiplier := max(0.05, float64(int(index/referencePhoneIndex*100+0.5))/100)
+	// same page would run on the phone. Simulated throttling multiplies
+	// the tasks' wall-clock time, of which the page's thread ran only
+	// cpuShare (other programs had the CPU the rest): the slowdown is
+	// scaled down by it, so a run at a moment of load is not charged for
+	// the load. Without this, runs at load 3-16 whose thread ran 52-64%
+	// of the time scored 85-94 on pages whose tasks are 12-41 ms of CPU.
+	cpuShare := 0.0
+	if wall > 0 {
+		cpuShare = cpu / wall
+	}
+	slowdown := index / referencePhoneIndex
+	if cpuShare > 0 {
+		slowdown *= min(1, cpuShare)
+	}
+	multiplier := max(0.05, float64(int(slowdown*100+0.5))/100)
 	var settings map[string]any
 	if err := json.Unmarshal(artifacts["settings"], &settings); err != nil {
 		t.Fatal(err)
@@ -163,10 +177,7 @@ func lighthouseMobile(t *testing.T, lh, chrome, url, dir string, extra ...string
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := mobileReport{Index: index, Multiplier: multiplier, Report: out}
-	if wall > 0 {
-		r.CPUShare = cpu / wall
-	}
+	r := mobileReport{Index: index, Multiplier: multiplier, Report: out, CPUShare: cpuShare}
 	if err := json.Unmarshal(raw, &r.raw); err != nil {
 		t.Fatalf("lighthouse report of %s: %v", url, err)
 	}
