@@ -30,6 +30,8 @@ func TestHookBinaryLinksOnlyTheHook(t *testing.T) {
 		"github.com/pkoukk/tiktoken-go", "github.com/spf13/cobra", "net/http", "net",
 		"github.com/baton-agent/baton/internal/delivery", "github.com/baton-agent/baton/internal/web",
 		"github.com/google/uuid", "github.com/baton-agent/baton/internal/search",
+		// Both compile regular expressions at every process start.
+		"go.yaml.in/yaml/v3", "regexp",
 	} {
 		for _, d := range deps {
 			if d == banned {
@@ -62,8 +64,8 @@ func TestVersion(t *testing.T) {
 
 // A stop the loop blocks is counted durably: the loop file's new state
 // is fsynced, renamed over the old one, and the loops directory fsynced
-// after the rename, before the hook answers, so a crash of the machine
-// cannot take the counted stop back. Watched with strace, through the
+// after the rename (and after the lock is released), before the hook
+// answers, so a crash of the machine cannot take the counted stop back. Watched with strace, through the
 // real binary.
 func TestBlockingStopIsDurable(t *testing.T) {
 	if testing.Short() {
@@ -92,7 +94,7 @@ func TestBlockingStopIsDurable(t *testing.T) {
 		t.Fatal(err)
 	}
 	trace := filepath.Join(t.TempDir(), "trace")
-	c := exec.Command(strace, "-f", "-qq", "-o", trace, "-e", "trace=fsync,fdatasync,rename,renameat,renameat2", bin, "stop", "--harness", "claude")
+	c := exec.Command(strace, "-f", "-qq", "-y", "-o", trace, "-e", "trace=fsync,fdatasync,rename,renameat,renameat2,flock", bin, "stop", "--harness", "claude")
 	c.Stdin = strings.NewReader(`{"session_id":"s1","cwd":"` + root + `","last_assistant_message":"still working"}`)
 	out, err := c.CombinedOutput()
 	if err != nil {
@@ -105,24 +107,87 @@ func TestBlockingStopIsDurable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// renameat(9, ".<id>.md.tmp-…", 9, "<id>.md") = 0, then fsync(9) = 0.
-	rename := regexp.MustCompile(`renameat2?\((\d+), "[^"]*", \d+, "` + regexp.QuoteMeta(l.ID) + `\.md"`)
-	lines := strings.Split(string(b), "\n")
+	lines, put, synced := checkDurable(t, b, l.ID+".md")
+	// The loop's lock is released between the rename and the directory's
+	// fsync: a concurrent stop waits for one commit, not two.
+	unlock := regexp.MustCompile(`flock\(\d+<[^>]*` + regexp.QuoteMeta(l.ID) + `\.md\.lock>, LOCK_UN`)
+	for _, line := range lines[put:synced] {
+		if unlock.MatchString(line) {
+			return
+		}
+	}
+	t.Errorf("the loop's lock was held over the directory's fsync:\n%s", b)
+}
+
+// checkDurable fails t unless the strace -y output b shows file put in
+// place (renamed, or linked for an exclusive create) after an fsync of
+// its bytes, and its directory fsynced after that. It returns the lines
+// of the trace and the indexes of the put and of the directory's fsync.
+func checkDurable(t *testing.T, b []byte, file string) (lines []string, put, synced int) {
+	t.Helper()
+	// renameat(9</p/loops>, ".<id>.md.tmp-…", 9</p/loops>, "<id>.md") = 0,
+	// then fsync(10</p/loops>) = 0.
+	putRE := regexp.MustCompile(`(?:renameat2?|linkat)\(\d+<([^>]+)>, "[^"]*", \d+<[^>]+>, "` + regexp.QuoteMeta(file) + `"`)
+	lines = strings.Split(string(b), "\n")
 	for i, line := range lines {
-		m := rename.FindStringSubmatch(line)
+		m := putRE.FindStringSubmatch(line)
 		if m == nil {
 			continue
 		}
 		if !strings.Contains(strings.Join(lines[:i], "\n"), "fsync(") {
-			t.Errorf("the new loop file was not fsynced before its rename:\n%s", b)
+			t.Errorf("%s was not fsynced before it was put in place:\n%s", file, b)
 		}
-		for _, after := range lines[i+1:] {
-			// With -f a call can be split: "fsync(9 <unfinished ...>".
-			if strings.Contains(after, "fsync("+m[1]+")") || strings.Contains(after, "fsync("+m[1]+" <unfinished") {
-				return
+		// With -f a call can be split: "fsync(9</p/loops> <unfinished ...>".
+		syncRE := regexp.MustCompile(`fsync\(\d+<` + regexp.QuoteMeta(m[1]) + `>[ )]`)
+		for j := i + 1; j < len(lines); j++ {
+			if syncRE.MatchString(lines[j]) {
+				return lines, i, j
 			}
 		}
-		t.Fatalf("the loops directory (fd %s) was not fsynced after the rename:\n%s", m[1], b)
+		t.Fatalf("the directory of %s (%s) was not fsynced after it was put in place:\n%s", file, m[1], b)
 	}
-	t.Fatalf("no rename of the loop file in the trace:\n%s", b)
+	t.Fatalf("%s was not put in place in the trace:\n%s", file, b)
+	return nil, 0, 0
+}
+
+// A packet is as durable as a loop's state: pre-compact's packet is
+// written and fsynced under a temp name, linked to its own name (an
+// exclusive create), and the packets directory fsynced after the link,
+// before the hook answers, so a crash of the machine right after cannot
+// lose it. Watched with strace, through the real binary.
+func TestPreCompactPacketIsDurable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds baton-hook")
+	}
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		t.Skip("needs strace")
+	}
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "baton-hook")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fsstore.Open(root, fsstore.Options{}).Init(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	trace := filepath.Join(t.TempDir(), "trace")
+	c := exec.Command(strace, "-f", "-qq", "-y", "-o", trace, "-e", "trace=fsync,fdatasync,link,linkat,rename,renameat,renameat2", bin, "pre-compact", "--harness", "claude")
+	c.Stdin = strings.NewReader(`{"session_id":"s1","cwd":"` + root + `","trigger":"auto"}`)
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Skipf("strace cannot trace here: %v\n%s", err, out)
+	}
+	packets, err := filepath.Glob(filepath.Join(root, ".agent", "context", "packets", "*.md"))
+	if err != nil || len(packets) != 1 {
+		t.Fatalf("packets after pre-compact: %v, %v; want one", packets, err)
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDurable(t, b, filepath.Base(packets[0]))
 }

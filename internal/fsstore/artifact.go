@@ -34,8 +34,10 @@ type artifact[T any] struct {
 	index   string
 	entryOf func(T) entry
 	peek    func(s *Store, path string) (entry, bool)
-	// durable updates fsync the directory after the rename too: once an
-	// update returns, a crash of the machine cannot take it back.
+	// durable updates fsync the directory after the rename too (after
+	// the lock is released): once an update returns, a crash of the
+	// machine cannot take it back. (A
+	// create is always durable: CreateExclusive fsyncs the directory.)
 	durable bool
 }
 
@@ -290,6 +292,17 @@ var ErrUnchanged = errors.New("unchanged")
 // and is not an error.
 func (a artifact[T]) update(ctx context.Context, s *Store, id string, fn func(T) error) (T, error) {
 	v, wrote, err := a.updateLocked(ctx, s, id, fn)
+	if wrote && a.durable {
+		// The directory's fsync, which makes the rename durable, comes
+		// after the lock: a writer waiting for the lock does not wait for
+		// this commit too, and concurrent writers' fsyncs share the file
+		// system's commits. Nobody is told of the write before it is on
+		// disk: the caller returns only after this.
+		if err := s.files.SyncDir(a.path(s, id)); err != nil {
+			var zero T
+			return zero, err
+		}
+	}
 	if wrote {
 		s.sweep(a.dir) // outside the lock: it is held only for read-decide-write
 	}
@@ -340,11 +353,7 @@ func (a artifact[T]) updateLocked(ctx context.Context, s *Store, id string, fn f
 	if err := a.fits(b); err != nil {
 		return zero, false, err
 	}
-	write := s.files.WriteAtomic
-	if a.durable {
-		write = s.files.WriteDurable
-	}
-	if err := write(path, b, 0o644); err != nil {
+	if err := s.files.WriteAtomic(path, b, 0o644); err != nil { // durable: update syncs the directory
 		return zero, false, err
 	}
 	committed = true

@@ -17,9 +17,12 @@ import (
 	"github.com/baton-agent/baton/internal/frontmatter"
 )
 
-// packets is the packet kind of artifact.
+// packets is the packet kind of artifact. Its writes are durable, as a
+// loop's are: a handoff written just before a crash of the machine is
+// what the next session picks up.
 var packets = artifact[*baton.Packet]{
-	kind: "packet", dir: PacketsDir, listHint: "baton packet list", index: PacketIndex,
+	durable: true,
+	kind:    "packet", dir: PacketsDir, listHint: "baton packet list", index: PacketIndex,
 	entryOf: packetEntry, peek: peekPacket,
 	decode:   frontmatter.DecodePacket,
 	encode:   frontmatter.EncodePacket,

@@ -191,6 +191,22 @@ func (r Root) WriteDurable(path string, data []byte, perm os.FileMode) error {
 	return r.replace(path, perm, syncFileAndDir, writeAll(data))
 }
 
+// SyncDir fsyncs the directory that holds path, beneath r: what makes a
+// rename or a link in it survive a crash of the machine. WriteAtomic and
+// then SyncDir is WriteDurable with the directory's commit moved out of
+// a lock held around the write.
+func (r Root) SyncDir(path string) error {
+	dirfd, _, done, err := r.at(path)
+	if err != nil {
+		return fmt.Errorf("write %s: the rename may not survive a crash: %w", path, err)
+	}
+	defer done()
+	if err := fsyncDir(dirfd, path); err != nil {
+		return fmt.Errorf("write %s: the rename may not survive a crash: %w", path, err)
+	}
+	return nil
+}
+
 // WriteCache replaces path as the package's WriteCache does, beneath r.
 func (r Root) WriteCache(path string, data []byte, perm os.FileMode) error {
 	return r.replace(path, perm, syncNone, writeAll(data))
@@ -222,15 +238,20 @@ func (r Root) CreateExclusive(path string, data []byte, perm os.FileMode) error 
 	if err != nil {
 		return fmt.Errorf("create %s: %w", path, err)
 	}
-	defer unix.Unlinkat(dirfd, tmp, 0)
-	if err := writeSyncClose(os.NewFile(uintptr(fd), path), data); err != nil {
+	err = writeSyncClose(os.NewFile(uintptr(fd), path), data)
+	if err == nil {
+		err = unix.Linkat(dirfd, tmp, dirfd, name, 0)
+	}
+	// The temp name goes before the directory's fsync, so that one commit
+	// records both the new name and the temp's removal.
+	_ = unix.Unlinkat(dirfd, tmp, 0)
+	if errors.Is(err, unix.EEXIST) {
+		return fs.ErrExist
+	} else if err != nil {
 		return fmt.Errorf("create %s: %w", path, err)
 	}
-	if err := unix.Linkat(dirfd, tmp, dirfd, name, 0); err != nil {
-		if errors.Is(err, unix.EEXIST) {
-			return fs.ErrExist
-		}
-		return fmt.Errorf("create %s: %w", path, err)
+	if err := fsyncDir(dirfd, path); err != nil {
+		return fmt.Errorf("create %s: the new file may not survive a crash: %w", path, err)
 	}
 	return nil
 }

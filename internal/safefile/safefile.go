@@ -170,7 +170,10 @@ func writeAll(data []byte) func(*os.File) error {
 
 // CreateExclusive creates path with data atomically, failing with
 // fs.ErrExist when path exists (a symlink included): the content goes to
-// a temp file first and is hard-linked into place.
+// a temp file first, fsynced, and is hard-linked into place, and the
+// directory is fsynced after the link: once it returns, a crash of the
+// machine leaves the file (a link reaches the disk otherwise only with the
+// file system's next commit; ext4: within five seconds).
 func CreateExclusive(path string, data []byte, perm os.FileMode) error {
 	return Root{}.CreateExclusive(path, data, perm)
 }
