@@ -33,13 +33,7 @@ func TestRealClaudeResumesWithAMessage(t *testing.T) {
 		case strings.Contains(last, "Use tabs, not spaces"):
 			return harnesstest.Reply{Text: "Understood: tabs."}
 		case strings.Contains(last, "[tool_result]"):
-			// The first run is in the middle of its work: it waits here
-			// until the test has stopped it.
-			select {
-			case started <- struct{}{}:
-			default:
-			}
-			<-release
+			midWork(started, release)
 			return harnesstest.Reply{Text: "Done reading."}
 		}
 		return harnesstest.Reply{ToolName: "Read", ToolInput: map[string]any{"file_path": repo + "/README.md"}}
@@ -69,11 +63,7 @@ func TestRealCodexResumesWithAMessage(t *testing.T) {
 		case strings.Contains(r.LastUserText(), "Use tabs, not spaces"):
 			return harnesstest.Reply{Text: "Understood: tabs."}
 		case len(r.FunctionOutputs()) > 0:
-			select {
-			case started <- struct{}{}:
-			default:
-			}
-			<-release
+			midWork(started, release)
 			return harnesstest.Reply{Text: "Done reading."}
 		}
 		return harnesstest.Reply{ToolName: "exec_command", ToolInput: map[string]any{"cmd": "cat README.md"}}
@@ -105,11 +95,7 @@ func TestRealPiResumesWithAMessage(t *testing.T) {
 		case strings.Contains(r.LastUserText(), "Use tabs, not spaces"):
 			return harnesstest.Reply{Text: "Understood: tabs."}
 		case r.ToolResults() > 0:
-			select {
-			case started <- struct{}{}:
-			default:
-			}
-			<-release
+			midWork(started, release)
 			return harnesstest.Reply{Text: "Done reading."}
 		}
 		return harnesstest.Reply{ToolName: "bash", ToolInput: map[string]any{"command": "cat README.md"}}
@@ -126,9 +112,6 @@ func TestRealPiResumesWithAMessage(t *testing.T) {
 	checkHeardAfter(t, last.Raw, last.LastUserText(), "cat README.md")
 }
 
-// runStopped runs spec until the model signals started (the agent is in
-// the middle of its work), then stops it as a person's message does, and
-// returns what the stopped run reported.
 // resumeWithMessage runs spec, stops it once started fires, and resumes
 // its session with a person's message, in a log directory of its own: the
 // resumed run must end in the same session with the scripted answer.
@@ -161,6 +144,21 @@ func checkHeardAfter(t *testing.T, raw, lastUser, earlier string) {
 	}
 }
 
+// midWork holds a scripted model's answer while the agent is in the
+// middle of its work: it says so on started (once; later calls find it
+// full) and waits until release closes, after the test has stopped the
+// run.
+func midWork(started chan<- struct{}, release <-chan struct{}) {
+	select {
+	case started <- struct{}{}:
+	default:
+	}
+	<-release
+}
+
+// runStopped runs spec until the model signals started (the agent is in
+// the middle of its work), then stops it as a person's message does, and
+// returns what the stopped run reported.
 func runStopped(t *testing.T, ctx context.Context, spec agentrun.Spec, started <-chan struct{}) *agentrun.Result {
 	t.Helper()
 	runCtx, stop := context.WithCancel(ctx)
@@ -203,11 +201,7 @@ func TestRealClaudeDeliveryHearsAMessage(t *testing.T) {
 			return harnesstest.Reply{Text: "1. Write greeting.txt, indented with tabs."}
 		}
 		// The plan is under way until the person's message stops it.
-		select {
-		case started <- struct{}{}:
-		default:
-		}
-		<-release
+		midWork(started, release)
 		return harnesstest.Reply{Text: "1. Write greeting.txt."}
 	})
 	env = boxedAgentEnv(t, append(env, "ANTHROPIC_BASE_URL="+model.URL, "ANTHROPIC_API_KEY=test-key"), claude)

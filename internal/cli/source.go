@@ -177,9 +177,6 @@ made already keep theirs); --no-setup removes it.
 			if su.none && len(su.cmds)+len(su.files)+len(su.egress) > 0 {
 				return usageError("--no-setup removes the set-up: give it alone")
 			}
-			if len(in.Setup.Commands) == 0 && !su.none {
-				return usageError("a set-up needs its commands (--setup CMD); --no-setup removes it")
-			}
 			return withIntake(cmd.Context(), f, *db, func(is *intake.Service) error {
 				src, err := is.Update(cmd.Context(), args[0], in)
 				if err != nil {

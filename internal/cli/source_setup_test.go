@@ -48,6 +48,10 @@ func TestSourceSetupFlags(t *testing.T) {
 		{"source", "set", "octo/app", "--setup-file", "go.sum"},
 		{"source", "set", "octo/app", "--setup", "x", "--setup-file", "../go.sum"},
 		{"source", "set", "octo/nope", "--setup", "x"},
+		// Files or hosts without commands name no set-up: refused, not
+		// dropped without a word.
+		{"source", "add", "octo/other", "--setup-file", "go.sum"},
+		{"source", "add", "octo/other", "--setup-egress-allow", "proxy.golang.org"},
 	} {
 		if r := e.run("", "", bad...); r.code == 0 || r.stderr == "" {
 			t.Errorf("baton %v: exit %d, stderr %q; want a refusal that says why", bad, r.code, r.stderr)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"time"
 
@@ -87,7 +88,8 @@ func (s *Service) Create(ctx context.Context, r Request) (d *baton.Delivery, cre
 
 // newDelivery assembles the delivery r asks for: target, request ref,
 // summary, then settings in order of precedence (defaults, the
-// repository's file, the request).
+// repository's file or, for a GitHub delivery, its source's set-up, the
+// request).
 func (s *Service) newDelivery(ctx context.Context, r Request) (*baton.Delivery, error) {
 	if err := r.checkSizes(); err != nil {
 		return nil, err
@@ -137,6 +139,9 @@ func (s *Service) newDelivery(ctx context.Context, r Request) (*baton.Delivery, 
 		d.Repository, d.Forge = issueRepo.String(), baton.ForgeGitHub
 		if issueRepo.Host != "" && issueRepo.Host != github.DefaultHost {
 			d.Repository = issueRepo.Host + "/" + issueRepo.String()
+		}
+		if err := s.applySourceSetup(ctx, &d); err != nil {
+			return nil, err
 		}
 	}
 	summary := strings.TrimSpace(r.Summary)
@@ -227,6 +232,24 @@ func applySourceConfig(d *baton.Delivery, top string) error {
 		}
 		d.Config.Setup = cmds
 	}
+	return nil
+}
+
+// applySourceSetup gives d, a GitHub delivery, the set-up of its
+// repository's source, if it has one with a set-up: a GitHub delivery
+// reads no settings from its repository, so the operator's set-up is
+// the one it runs, whoever made it (a sync, a webhook, a person); the
+// request's own set-up is applied over it.
+func (s *Service) applySourceSetup(ctx context.Context, d *baton.Delivery) error {
+	src, err := s.Store().FindSource(ctx, d.Repository)
+	switch {
+	case baton.ErrorCode(err) == baton.NotFound:
+		return nil
+	case err != nil:
+		return err
+	}
+	su := src.Setup
+	d.Config.Setup, d.Config.SetupFiles, d.Config.SetupEgressAllow = slices.Clone(su.Commands), slices.Clone(su.Files), slices.Clone(su.EgressAllow)
 	return nil
 }
 

@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -321,16 +320,17 @@ func apply(src *baton.Source, in SourceInput, checkAPIURL func(github.Repo, stri
 			return err
 		}
 		src.Setup = *in.Setup
-		if src.Setup.IsZero() {
-			src.Setup = baton.SourceSetup{}
-		}
 	}
 	return src.Validate()
 }
 
 // checkSourceSetup checks a source's set-up as a repository's is
-// checked: the commands, the files and what the set-up may reach.
+// checked: the commands, the files and what the set-up may reach. Files
+// or hosts without commands name no set-up: refused, not dropped.
 func checkSourceSetup(su baton.SourceSetup) error {
+	if su.IsZero() && (len(su.Files) > 0 || len(su.EgressAllow) > 0) {
+		return baton.Errorf(baton.Invalid, "a set-up needs its commands (--setup CMD) besides the files that run it again and the hosts it may reach")
+	}
 	if err := delivery.CheckSetup(su.Commands); err != nil {
 		return baton.WrapError(baton.Invalid, err, "bad set-up")
 	}
@@ -643,12 +643,6 @@ func (s *Service) bring(ctx context.Context, src *baton.Source, n int, title, ur
 	if src.Draft != "" {
 		m := src.Draft
 		req.Settings.Draft = &m
-	}
-	if !src.Setup.IsZero() {
-		// The operator's set-up: a GitHub delivery reads no settings from
-		// its repository (docs/delivery.md, "Set-up").
-		cmds, files, egress := slices.Clone(src.Setup.Commands), slices.Clone(src.Setup.Files), slices.Clone(src.Setup.EgressAllow)
-		req.Settings.Setup, req.Settings.SetupFiles, req.Settings.SetupEgressAllow = &cmds, &files, &egress
 	}
 	d, created, err := s.Deliveries.Create(ctx, req)
 	if err != nil {

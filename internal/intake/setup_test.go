@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/delivery"
 	"github.com/baton-agent/baton/internal/intake"
 	"github.com/baton-agent/baton/internal/sqlstore/sqlstoretest"
 )
@@ -29,6 +30,8 @@ func TestSourceSetupIsItsDeliveries(t *testing.T) {
 				{Commands: []string{" "}},
 				{Commands: []string{"npm ci"}, Files: []string{"../etc/passwd"}},
 				{Commands: []string{"npm ci"}, EgressAllow: []string{"http://user:pw@x"}},
+				{Files: []string{"package-lock.json"}},
+				{EgressAllow: []string{"registry.npmjs.org"}},
 			} {
 				if _, err := e.in.Add(t.Context(), intake.SourceInput{Repo: "octo/app", Setup: &bad, AllowSetup: true}); baton.ErrorCode(err) != baton.Invalid {
 					t.Errorf("Add with the set-up %+v = %v, want Invalid", bad, err)
@@ -68,6 +71,19 @@ func TestSourceSetupIsItsDeliveries(t *testing.T) {
 			}
 			if c := byIssue["octo/app#2"]; !slices.Equal(c.Setup, later.Commands) || len(c.SetupFiles) != 0 {
 				t.Errorf("the second delivery's set-up = %q %q", c.Setup, c.SetupFiles)
+			}
+			// A delivery of the repository's issue made by hand (the CLI,
+			// the API, MCP) runs the source's set-up too; one that names
+			// its own runs that.
+			byHand, _, err := e.svc.Create(t.Context(), delivery.Request{IssueURL: "https://github.com/octo/app/issues/9", Summary: "by hand"})
+			if err != nil || !slices.Equal(byHand.Config.Setup, later.Commands) {
+				t.Errorf("a delivery made by hand of the source's issue: set-up %q, %v", byHand.Config.Setup, err)
+			}
+			own := []string{"make deps"}
+			named, _, err := e.svc.Create(t.Context(), delivery.Request{IssueURL: "https://github.com/octo/app/issues/10", Summary: "its own",
+				Settings: delivery.Settings{Setup: &own}})
+			if err != nil || !slices.Equal(named.Config.Setup, own) {
+				t.Errorf("a delivery naming its set-up: %q, %v", named.Config.Setup, err)
 			}
 			// Removed, the source names none.
 			if got, err := e.in.Update(t.Context(), src.ID, intake.SourceInput{Setup: &baton.SourceSetup{}, AllowSetup: true}); err != nil || !got.Setup.IsZero() {

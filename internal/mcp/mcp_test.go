@@ -450,16 +450,21 @@ func TestLatestProtocol(t *testing.T) {
 // deliveryFixture serves the delivery tools over a fresh SQLite file.
 func deliveryFixture(t *testing.T) *fixture {
 	dir := repo(t)
+	srv, cs := connect(t, Options{Root: dir, WorkDir: dir, Deliveries: deliveryOpener(t)}, nil)
+	return &fixture{t: t, dir: dir, srv: srv, cs: cs}
+}
+
+// deliveryOpener opens the delivery service on a fresh SQLite file, as
+// Options.Deliveries does.
+func deliveryOpener(t *testing.T) func(context.Context) (*delivery.Service, error) {
 	dsn := filepath.Join(t.TempDir(), "baton.db")
-	open := func(ctx context.Context) (*delivery.Service, error) {
+	return func(ctx context.Context) (*delivery.Service, error) {
 		q, err := queue.Open(ctx, dsn, queue.Config{})
 		if err != nil {
 			return nil, err
 		}
 		return &delivery.Service{Queue: q, DataDir: filepath.Dir(dsn)}, nil
 	}
-	srv, cs := connect(t, Options{Root: dir, WorkDir: dir, Deliveries: open}, nil)
-	return &fixture{t: t, dir: dir, srv: srv, cs: cs}
 }
 
 // With a delivery database the delivery tools and resource are served,
@@ -728,14 +733,7 @@ func TestLoopStartBindsTheClientSession(t *testing.T) {
 func TestDeliveryToolShowsItsSetup(t *testing.T) {
 	t.Parallel()
 	dir := repo(t)
-	dsn := filepath.Join(t.TempDir(), "baton.db")
-	open := func(ctx context.Context) (*delivery.Service, error) {
-		q, err := queue.Open(ctx, dsn, queue.Config{})
-		if err != nil {
-			return nil, err
-		}
-		return &delivery.Service{Queue: q, DataDir: filepath.Dir(dsn)}, nil
-	}
+	open := deliveryOpener(t)
 	svc, err := open(t.Context())
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -65,17 +66,40 @@ func b2i(b bool) int64 {
 }
 
 func (s *Store) exec(ctx context.Context, q string, args ...any) (int64, error) {
-	n, err := s.q.Exec(ctx, rebind(s.dialect, q), args...)
+	n, err := s.q.Exec(ctx, rebind(s.dialect, q), withoutNUL(args)...)
 	return n, s.wrap(err)
 }
 
 func (s *Store) query(ctx context.Context, q string, args ...any) (Rows, error) {
-	rows, err := s.on(q).Query(ctx, rebind(s.dialect, q), args...)
+	rows, err := s.on(q).Query(ctx, rebind(s.dialect, q), withoutNUL(args)...)
 	return rows, s.wrap(err)
 }
 
 func (s *Store) row(ctx context.Context, q string, args ...any) Row {
-	return s.on(q).QueryRow(ctx, rebind(s.dialect, q), args...)
+	return s.on(q).QueryRow(ctx, rebind(s.dialect, q), withoutNUL(args)...)
+}
+
+// withoutNUL replaces each NUL byte of args' strings with U+FFFD.
+// PostgreSQL refuses a NUL in text, and much of what is stored is what
+// a command or an agent printed: a NUL there must not lose the record
+// (or the transition it belongs to). SQLite does the same, so both
+// databases read back alike. args is copied only when it holds a NUL.
+func withoutNUL(args []any) []any {
+	var out []any
+	for i, a := range args {
+		s, ok := a.(string)
+		if !ok || strings.IndexByte(s, 0) < 0 {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(args)
+		}
+		out[i] = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	}
+	if out == nil {
+		return args
+	}
+	return out
 }
 
 // on is where s runs statement q: a SELECT on its read-only connections

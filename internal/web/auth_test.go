@@ -182,7 +182,7 @@ func TestSignInPageNeedsNoSignIn(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, sqlstore.SQLite)
 	e.web.Open = false
-	for _, path := range []string{"/login", "/login?next=%2Fsettings", "/static/style.css", "/static/htmx.min.js"} {
+	for _, path := range []string{"/login", "/login?next=%2Fsettings", "/static/style.css", "/static/live.js"} {
 		resp, err := noRedirect.Get(e.srv.URL + path)
 		if err != nil {
 			t.Fatal(err)

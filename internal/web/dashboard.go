@@ -99,7 +99,7 @@ func pages() (map[string]*template.Template, error) {
 			"stateText":   stateText,
 			"actionLabel": actionLabel,
 			"fileStatus":  fileStatus,
-			"diffLines":   diffLines,
+			"diffChunks":  diffChunks,
 			"planLines":   func(plan string) []string { return strings.Split(plan, "\n") },
 			"fileID":      fileID,
 			"hiddenFiles": hiddenFiles,
@@ -287,6 +287,23 @@ type diffSeg struct {
 	Text, Code, Name string
 }
 
+// diffChunks is diffLines in groups whose sizes are powers of two, at
+// most 64 lines: the page lays out only the groups near the screen, and
+// knows each one's height before it does (style.css), so a file of
+// thousands of lines costs a phone little more on load than a short one.
+func diffChunks(patch string) [][]diffLine {
+	lines := diffLines(patch)
+	var out [][]diffLine
+	for size := 64; len(lines) > 0; {
+		for size > len(lines) {
+			size /= 2
+		}
+		out = append(out, lines[:size:size])
+		lines = lines[size:]
+	}
+	return out
+}
+
 // diffLines splits a patch into lines to colour; the text is escaped
 // when rendered, like everything from a repository.
 // Each added or unchanged line carries its number in the new file,
@@ -438,8 +455,9 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'")
+	body := compressPage(w, r, buf.Bytes())
 	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(body)
 	return nil
 }
 

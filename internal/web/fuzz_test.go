@@ -311,3 +311,28 @@ func FuzzAcceptsGzip(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDiffChunks: the groups of a patch hold its lines in order, each
+// group 64, 32, 16, 8, 4, 2 or 1 lines (the sizes style.css knows the
+// height of), largest first.
+func FuzzDiffChunks(f *testing.F) {
+	for _, s := range []string{"", "@@ -1 +1 @@\n-a\n+b\n", strings.Repeat("+x\n", 64), strings.Repeat("+x\n", 200) + " y"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, patch string) {
+		want := diffLines(patch)
+		var got []diffLine
+		prev := 64
+		for _, g := range diffChunks(patch) {
+			n := len(g)
+			if n == 0 || n > prev || n&(n-1) != 0 {
+				t.Fatalf("a group of %d lines after one of %d", n, prev)
+			}
+			prev = n
+			got = append(got, g...)
+		}
+		if !reflect.DeepEqual(got, want) && len(got)+len(want) > 0 {
+			t.Fatalf("the groups hold %d lines, the patch %d", len(got), len(want))
+		}
+	})
+}

@@ -796,9 +796,4 @@ func TestTemplatesKeepToTheCSP(t *testing.T) {
 			}
 		}
 	}
-	// htmx would inject its indicator styles as a style element.
-	base, _ := os.ReadFile("templates/base.html")
-	if !strings.Contains(string(base), `<meta name="htmx-config" content='{"includeIndicatorStyles":false}'>`) {
-		t.Error("base.html does not turn off htmx's injected indicator styles")
-	}
 }

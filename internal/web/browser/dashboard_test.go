@@ -54,7 +54,8 @@ const token = "baton_browser_test_token"
 // implementer waits before it speaks, so its output reaches a page that
 // is already open; a request that says "Break once" fails its first
 // plan, "Chatty" makes a long plan run with tool calls and stderr, and
-// "Slow plan" one that runs until it is canceled.
+// "Slow plan" one that runs until it is canceled; an implementer told of
+// a "Big change" writes 40 files of 120 lines.
 const agentScript = `#!/bin/sh
 prompt=$(cat)
 case "$prompt" in
@@ -82,6 +83,11 @@ case "$prompt" in
 	echo "implementing: writing greet.txt"
 	f=$(git rev-parse --abbrev-ref HEAD | tr / -)
 	echo "hello, <em>markup</em> as text" > "$f.txt"
+	case "$prompt" in
+	*"Big change"*)
+		i=0
+		while [ $i -lt 40 ]; do seq 1 120 | sed "s/^/file $i, line /" > "big$i.txt"; i=$((i+1)); done ;;
+	esac
 	echo "implemented" ;;
 esac
 `
@@ -632,9 +638,9 @@ func (e *env) watchConsole() *problems {
 	return p
 }
 
-// Every main page loads, and is refreshed by htmx, without a console
+// Every main page loads, and refreshes its live parts, without a console
 // error and without breaking its own Content-Security-Policy (style-src
-// 'self': no style attributes, no style element htmx would inject). The
+// 'self': no style attributes, no style elements). The
 // pages show what has styles of its own: a failed delivery's error, a
 // source, the signed-in forms.
 func TestDashboardPagesKeepTheirCSP(t *testing.T) {
@@ -647,20 +653,16 @@ func TestDashboardPagesKeepTheirCSP(t *testing.T) {
 	if _, err := e.intake.Add(t.Context(), intake.SourceInput{Repo: "octo/app"}); err != nil {
 		t.Fatal(err)
 	}
-	// htmx refreshes the list and the board every 5 s; one refresh is
-	// done at once here, as htmx would do it.
-	refresh := map[string]string{"/": "#list", "/?state=all": "#list", "/board": "#board"}
+	// The list and the board refresh themselves when a delivery changes
+	// (a pulse of the live stream); one refresh is asked for at once here,
+	// as a pulse would, and waited for: the part is a new element.
+	refresh := map[string]string{"/": "list", "/?state=all": "list", "/board": "board"}
 	for _, p := range []string{"/", "/?state=all", "/board", page, "/sources", "/settings", "/login?next=/", "/?flash=settings-saved"} {
 		e.run("open "+p, chromedp.Navigate(e.url+p), chromedp.WaitReady(chromedp.CSS("body")))
-		e.waitJS("the page's scripts", `document.readyState === "complete" && (!window.htmx || document.querySelector("meta[name=htmx-config]") !== null || true)`, 10*time.Second)
-		if sel, ok := refresh[p]; ok {
-			expr := fmt.Sprintf(`htmx.ajax("GET", location.href, {target: %q, select: %q, swap: "outerHTML"}).then(() => true)`, sel, sel)
-			ctx, cancel := context.WithTimeout(e.browser, 20*time.Second)
-			_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr, chromedp.EvalAwaitPromise))
-			cancel()
-			if err != nil {
-				t.Errorf("htmx refresh of %s on %s: %v", sel, p, err)
-			}
+		e.waitJS("the page's scripts", `document.readyState === "complete"`, 10*time.Second)
+		if id, ok := refresh[p]; ok {
+			eval[bool](e, fmt.Sprintf(`document.getElementById(%q).__old = true; document.body.dispatchEvent(new CustomEvent("baton:pulse")); true`, id))
+			e.waitJS("the "+id+" to refresh", fmt.Sprintf(`!document.getElementById(%q).__old`, id), 20*time.Second)
 		}
 		for _, v := range eval[[]string](e, `window.__csp || []`) {
 			found.add("CSP violation on %s: %s", p, v)

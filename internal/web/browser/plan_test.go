@@ -18,7 +18,9 @@ import (
 var richPlan = strings.Join([]string{
 	"# Plan: greet in two languages",
 	"",
-	"The change adds **two** files and keeps the *style guide*.",
+	"The change adds **two** files",
+	"and keeps the *style guide*;",
+	"the greeting stays `hello`, nothing more.",
 	"",
 	"## Files",
 	"",
@@ -120,6 +122,16 @@ func TestDashboardPlanRendered(t *testing.T) {
 	if got := eval[string](e, `document.querySelector("#notes-reject").value`); got != want {
 		t.Errorf("selecting the row and the list item starts the notes %q, want %q", got, want)
 	}
+	// In a paragraph over three source lines, the line clicked, not the
+	// paragraph's first: a word on its last line, then one inside
+	// emphasis on its first.
+	for _, c := range []struct{ word, line string }{{"nothing", "the greeting stays"}, {"two", "The change adds"}} {
+		want += fmt.Sprintf("\ndocs/plan.md:%d: ", planLine(t, c.line))
+		e.clickWord("#plan-doc p", c.word)
+		if got := eval[string](e, `document.querySelector("#notes-reject").value`); got != want {
+			t.Errorf("clicking %q in the paragraph makes the notes %q, want %q", c.word, got, want)
+		}
+	}
 	e.click("#plan-source > summary")
 	if got := eval[string](e, fmt.Sprintf(`(s => s.textContent + " numbered " + getComputedStyle(s, "::before").content)(document.querySelector('#plan-source span[data-line="%d"]'))`, row)); got != "| `a.go` | new: the greeting | +12 | numbered \""+fmt.Sprint(row)+"\"" {
 		t.Errorf("the source's line %d reads %q", row, got)
@@ -130,7 +142,7 @@ func TestDashboardPlanRendered(t *testing.T) {
 	// and the fold shows the numbers a note typed by hand names.
 	e.run("scripts off", scripts(false))
 	e.open("/deliveries/" + d.ID)
-	if !eval[bool](e, `!document.documentElement.classList.contains("js") && !!document.querySelector("#plan-doc table")`) {
+	if !eval[bool](e, `document.querySelector("#log-expand").classList.contains("reserved") && !!document.querySelector("#plan-doc table")`) {
 		t.Error("without JavaScript the plan is not rendered")
 	}
 	e.click("#plan-source > summary")
@@ -139,4 +151,28 @@ func TestDashboardPlanRendered(t *testing.T) {
 	}
 	e.shots("plan-no-javascript")
 	e.run("scripts on", scripts(true))
+}
+
+// clickWord clicks the middle of the first occurrence of word in the
+// text of the first element sel matches, as a person's pointer would.
+func (e *env) clickWord(sel, word string) {
+	e.t.Helper()
+	at := eval[[]float64](e, fmt.Sprintf(`(() => {
+		const el = document.querySelector(%q), w = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+		for (let t; (t = w.nextNode()); ) {
+			const i = t.data.indexOf(%q);
+			if (i < 0) continue;
+			t.parentElement.scrollIntoView({block: "center"});
+			const r = document.createRange();
+			r.setStart(t, i);
+			r.setEnd(t, i + %d);
+			const b = r.getBoundingClientRect();
+			return [b.left + b.width / 2, b.top + b.height / 2];
+		}
+		return [];
+	})()`, sel, word, len(word)))
+	if len(at) != 2 {
+		e.t.Fatalf("no %q in %s", word, sel)
+	}
+	e.run("click "+word, chromedp.MouseClickXY(at[0], at[1]))
 }

@@ -4,6 +4,11 @@
 // boards that refresh when a delivery changes, and on a delivery's page
 // its live log and state. Events come from the browser's one shared
 // stream (stream.js).
+//
+// A phone must not feel it: nothing here runs long on load, and nothing
+// shown moves once drawn. Controls that only work with this script are
+// in the page from the start, taking their place but unseen (the
+// "reserved" class), and are shown in that place.
 (function () {
   "use strict";
   var body = document.body;
@@ -79,9 +84,9 @@
 
   var notifyButton = document.getElementById("notify");
   if (notifyButton && window.Notification && Notification.permission === "default") {
-    notifyButton.hidden = false;
+    notifyButton.classList.remove("reserved");
     notifyButton.addEventListener("click", function () {
-      Notification.requestPermission().then(function () { notifyButton.hidden = true; });
+      Notification.requestPermission().then(function () { notifyButton.classList.add("reserved"); });
     });
   }
   function notify(n) {
@@ -107,14 +112,16 @@
     if (m < 48 * 60) return Math.floor(m / 60) + " h ago";
     return null;
   }
+  // set writes only a text that changed: every write costs the page a
+  // new layout, and most relative times stay the same for a minute.
+  function set(el, text) { if (text && el.textContent !== text) el.textContent = text; }
   function tick() {
     var now = Date.now();
     document.querySelectorAll("time[data-since]").forEach(function (t) {
-      t.textContent = span(now - Date.parse(t.getAttribute("datetime")));
+      set(t, span(now - Date.parse(t.getAttribute("datetime"))));
     });
     document.querySelectorAll("time[data-ago]").forEach(function (t) {
-      var a = ago(now - Date.parse(t.getAttribute("datetime")));
-      if (a) t.textContent = a;
+      set(t, ago(now - Date.parse(t.getAttribute("datetime"))));
     });
   }
   tick();
@@ -125,13 +132,14 @@
   var follow = document.getElementById("log-follow");
   var expand = document.getElementById("log-expand");
   function atEnd() { return log.scrollTop + log.clientHeight >= log.scrollHeight - 8; }
-  function toEnd() { log.scrollTop = log.scrollHeight; if (follow) follow.hidden = true; }
+  function showFollow(on) { if (follow) follow.classList.toggle("reserved", !on); }
+  function toEnd() { log.scrollTop = log.scrollHeight; showFollow(false); }
   if (log) {
     toEnd(); // opened mid-run: the newest lines, not the oldest
-    log.addEventListener("scroll", function () { if (follow) follow.hidden = atEnd(); });
+    log.addEventListener("scroll", function () { showFollow(!atEnd()); });
     if (follow) follow.addEventListener("click", toEnd);
     if (expand) {
-      expand.hidden = false;
+      expand.classList.remove("reserved");
       expand.addEventListener("click", function () {
         var full = log.classList.toggle("full");
         expand.setAttribute("aria-expanded", String(full));
@@ -183,7 +191,7 @@
     }
     log.dataset.after = String(e.seq);
     if (count) count.textContent = String(Number(count.textContent || 0) + 1);
-    if (end) toEnd(); else if (follow) follow.hidden = false;
+    if (end) toEnd(); else showFollow(true);
     if (e.kind === "phase") refresh();
     if (e.run && e.run > Number(log.dataset.run || 0)) {
       log.dataset.run = String(e.run);
@@ -272,8 +280,36 @@
   // Selecting a numbered line of the diff, or a block of the rendered plan
   // (its data-line: the source line it starts on), adds "path:line: "
   // to the reject form's notes, opened, for the person to go on typing.
-  // Without JavaScript the same notes are typed there by hand.
-  document.documentElement.classList.add("js");
+  // In a block that spans source lines (data-end), the line is the one
+  // under the pointer: the rendered text keeps the source's line breaks,
+  // so the breaks before the clicked character count the lines down.
+  // Without JavaScript the same notes are typed there by hand. The
+  // lines look clickable once the pointer reaches them: a class on the
+  // whole document at load would restyle every line of a big diff.
+  document.addEventListener("pointerover", function (e) {
+    var f = e.target.closest ? e.target.closest("[data-path]") : null;
+    if (f && !f.classList.contains("notes-on")) f.classList.add("notes-on");
+  });
+  function lineAt(block, x, y) {
+    var first = Number(block.dataset.line), last = Number(block.dataset.end || first);
+    if (!(last > first)) return first;
+    var node, offset;
+    if (document.caretPositionFromPoint) {
+      var p = document.caretPositionFromPoint(x, y);
+      if (p) { node = p.offsetNode; offset = p.offset; }
+    } else if (document.caretRangeFromPoint) {
+      var r = document.caretRangeFromPoint(x, y);
+      if (r) { node = r.startContainer; offset = r.startOffset; }
+    }
+    if (!node || node.nodeType !== 3 || !block.contains(node)) return first;
+    var breaks = 0, walk = document.createTreeWalker(block, NodeFilter.SHOW_TEXT), t;
+    while ((t = walk.nextNode())) {
+      var text = t === node ? t.data.slice(0, offset) : t.data;
+      for (var i = text.indexOf("\n"); i >= 0; i = text.indexOf("\n", i + 1)) breaks++;
+      if (t === node) break;
+    }
+    return Math.min(last, first + breaks);
+  }
   document.addEventListener("click", function (e) {
     if (!e.target.closest || e.target.closest("a")) return; // a plan's link is followed, not noted
     var l = e.target.closest("[data-line]");
@@ -283,9 +319,37 @@
     var box = document.getElementById("confirm-reject");
     if (box) box.open = true;
     var v = notes.value;
-    notes.value = v + (v && v.slice(-1) !== "\n" ? "\n" : "") + f.dataset.path + ":" + l.dataset.line + ": ";
+    notes.value = v + (v && v.slice(-1) !== "\n" ? "\n" : "") + f.dataset.path + ":" + lineAt(l, e.clientX, e.clientY) + ": ";
     notes.focus();
     notes.setSelectionRange(notes.value.length, notes.value.length);
+  });
+
+  // --- lists and boards ---------------------------------------------------
+  // A part marked data-refresh (the list, the board) is fetched anew when
+  // a delivery changes and every minute, and replaces itself in place.
+  function reload(id) {
+    var part = document.getElementById(id);
+    if (!part || part.dataset.busy) return;
+    part.dataset.busy = "1";
+    fetch(part.dataset.refresh, { credentials: "same-origin", cache: "no-store" })
+      .then(function (r) {
+        if (!r.ok) throw new Error("status " + r.status);
+        return r.text();
+      })
+      .then(function (html) {
+        var next = new DOMParser().parseFromString(html, "text/html").getElementById(id);
+        if (next) {
+          swap(part, document.adoptNode(next));
+          tick();
+        }
+      })
+      .catch(function () { /* the next pulse or minute tries again */ })
+      .then(function () { delete part.dataset.busy; });
+  }
+  document.querySelectorAll("[data-refresh][id]").forEach(function (part) {
+    var id = part.id;
+    body.addEventListener("baton:pulse", function () { reload(id); });
+    setInterval(function () { reload(id); }, 60000);
   });
 
   function caughtUp() {
