@@ -12,6 +12,7 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/fsstore"
+	"github.com/baton-agent/baton/internal/safefile/safefiletest"
 )
 
 // The companion links the hook's code and nothing that only the rest of
@@ -94,7 +95,7 @@ func TestBlockingStopIsDurable(t *testing.T) {
 		t.Fatal(err)
 	}
 	trace := filepath.Join(t.TempDir(), "trace")
-	c := exec.Command(strace, "-f", "-qq", "-y", "-o", trace, "-e", "trace=fsync,fdatasync,rename,renameat,renameat2,flock", bin, "stop", "--harness", "claude")
+	c := exec.Command(strace, append(append([]string{"-o", trace}, safefiletest.StraceArgs...), bin, "stop", "--harness", "claude")...)
 	c.Stdin = strings.NewReader(`{"session_id":"s1","cwd":"` + root + `","last_assistant_message":"still working"}`)
 	out, err := c.CombinedOutput()
 	if err != nil {
@@ -107,7 +108,7 @@ func TestBlockingStopIsDurable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines, put, synced := checkDurable(t, b, l.ID+".md")
+	lines, put, synced := safefiletest.Durable(t, b, l.ID+".md")
 	// The loop's lock is released between the rename and the directory's
 	// fsync: a concurrent stop waits for one commit, not two.
 	unlock := regexp.MustCompile(`flock\(\d+<[^>]*` + regexp.QuoteMeta(l.ID) + `\.md\.lock>, LOCK_UN`)
@@ -117,37 +118,6 @@ func TestBlockingStopIsDurable(t *testing.T) {
 		}
 	}
 	t.Errorf("the loop's lock was held over the directory's fsync:\n%s", b)
-}
-
-// checkDurable fails t unless the strace -y output b shows file put in
-// place (renamed, or linked for an exclusive create) after an fsync of
-// its bytes, and its directory fsynced after that. It returns the lines
-// of the trace and the indexes of the put and of the directory's fsync.
-func checkDurable(t *testing.T, b []byte, file string) (lines []string, put, synced int) {
-	t.Helper()
-	// renameat(9</p/loops>, ".<id>.md.tmp-…", 9</p/loops>, "<id>.md") = 0,
-	// then fsync(10</p/loops>) = 0.
-	putRE := regexp.MustCompile(`(?:renameat2?|linkat)\(\d+<([^>]+)>, "[^"]*", \d+<[^>]+>, "` + regexp.QuoteMeta(file) + `"`)
-	lines = strings.Split(string(b), "\n")
-	for i, line := range lines {
-		m := putRE.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		if !strings.Contains(strings.Join(lines[:i], "\n"), "fsync(") {
-			t.Errorf("%s was not fsynced before it was put in place:\n%s", file, b)
-		}
-		// With -f a call can be split: "fsync(9</p/loops> <unfinished ...>".
-		syncRE := regexp.MustCompile(`fsync\(\d+<` + regexp.QuoteMeta(m[1]) + `>[ )]`)
-		for j := i + 1; j < len(lines); j++ {
-			if syncRE.MatchString(lines[j]) {
-				return lines, i, j
-			}
-		}
-		t.Fatalf("the directory of %s (%s) was not fsynced after it was put in place:\n%s", file, m[1], b)
-	}
-	t.Fatalf("%s was not put in place in the trace:\n%s", file, b)
-	return nil, 0, 0
 }
 
 // A packet is as durable as a loop's state: pre-compact's packet is
@@ -176,7 +146,7 @@ func TestPreCompactPacketIsDurable(t *testing.T) {
 		t.Fatal(err)
 	}
 	trace := filepath.Join(t.TempDir(), "trace")
-	c := exec.Command(strace, "-f", "-qq", "-y", "-o", trace, "-e", "trace=fsync,fdatasync,link,linkat,rename,renameat,renameat2", bin, "pre-compact", "--harness", "claude")
+	c := exec.Command(strace, append(append([]string{"-o", trace}, safefiletest.StraceArgs...), bin, "pre-compact", "--harness", "claude")...)
 	c.Stdin = strings.NewReader(`{"session_id":"s1","cwd":"` + root + `","trigger":"auto"}`)
 	if out, err := c.CombinedOutput(); err != nil {
 		t.Skipf("strace cannot trace here: %v\n%s", err, out)
@@ -189,5 +159,5 @@ func TestPreCompactPacketIsDurable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkDurable(t, b, filepath.Base(packets[0]))
+	safefiletest.Durable(t, b, filepath.Base(packets[0]))
 }

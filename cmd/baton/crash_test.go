@@ -314,3 +314,60 @@ func TestKilledServerFinishesItsWebhooks(t *testing.T) {
 		t.Logf("%d of %d webhooks' jobs were running when the server was killed; %d were not answered and were sent again", caught, sent, len(unanswered))
 	})
 }
+
+// A reject's review job posting to GitHub when the server is killed:
+// GitHub has the review, the server has not recorded it (it is reading
+// the review's line comments back). The next server takes the job over,
+// finds the review by the note's key instead of posting another, and
+// adds its URL to the delivery: one review on the pull request.
+func TestKilledServerPostsItsReviewOnce(t *testing.T) {
+	forDialects(t, func(t *testing.T, d sqlstore.Dialect) {
+		issue := "https://github.com/octo/app/issues/1"
+		gh := githubtest.NewServer(t)
+		gh.AddRepo("octo/app")
+		gh.AddIssue("octo/app", githubtest.Issue{Number: 1, Title: "Greet people"})
+		id := baton.DeliveryID("octo/app", issue)
+		gh.AddBranch("octo/app", "baton/"+id, strings.Repeat("f", 40)) // GitHub sees the push
+		remote := filepath.Join(t.TempDir(), "remote.git")
+		e := newCrashEnv(t, d, append(gh.Env(), "BATON_GITHUB_REMOTE_URL="+remote)...)
+		if out, err := exec.Command("git", "clone", "-q", "--bare", e.repo, remote).CombinedOutput(); err != nil {
+			t.Fatalf("git clone: %v\n%s", err, out)
+		}
+		e.run("delivery", "create", "--issue", issue, "--checkpoints", "plan", "--agent", "command:echo 1. Greet people.")
+		e.run("delivery", "run", id) // the plan, in the foreground: serve has no workers
+		prs := gh.PullRequests("octo/app")
+		if len(prs) != 1 {
+			t.Fatalf("pull requests after plan = %+v, want the draft", prs)
+		}
+		pr := prs[0].Number
+		stall := gh.Stall(fmt.Sprintf("GET /repos/octo/app/pulls/%d/comments", pr))
+		s, _ := e.start()
+		e.run("delivery", "reject", id, "--reason", "Not like this", "--note", "docs/plan.md:1: say who is greeted")
+		select {
+		case <-stall.Arrived():
+		case <-time.After(30 * time.Second): // a bound on a broken server, not a wait for success
+			t.Fatalf("the review job never read the review back: GitHub had %q, jobs %v\n%s", gh.Requests(), e.jobs(queue.ReviewArgs{}.Kind()), s.output())
+		}
+		kind := queue.ReviewArgs{}.Kind()
+		if got := e.jobs(kind); got["running"] != 1 {
+			t.Fatalf("review jobs while GitHub holds the request = %v, want one running", got)
+		}
+		e.kill(s)
+		gh.Unstall(stall)
+		s2, _ := e.start()
+		e.await("the review job completing", 90*time.Second, func() bool { return e.jobs(kind)["completed"] == 1 }, s2.output)
+		if n, reviews := gh.Count(fmt.Sprintf("POST /repos/octo/app/pulls/%d/reviews", pr)), gh.Reviews("octo/app", pr); n != 1 || len(reviews) != 1 {
+			t.Errorf("%d review posts, reviews %+v; want one", n, reviews)
+		}
+		if c := gh.ReviewComments("octo/app", pr); len(c) != 1 || c[0].Path != "docs/plan.md" {
+			t.Errorf("line comments = %+v, want one on docs/plan.md", c)
+		}
+		got, err := e.q.Store().FindDeliveryByID(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, ok := got.Ref(baton.RoleReview, "pr_review"); !ok || !strings.Contains(r.URL, fmt.Sprintf("/pull/%d#pullrequestreview-", pr)) {
+			t.Errorf("refs = %+v, want the review's", got.Refs)
+		}
+	})
+}

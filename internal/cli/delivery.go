@@ -667,9 +667,10 @@ for a person (or failed): refused while the phase is queued for a worker
 or runs (cancel it first), so of two people deciding at once only the
 first decision counts.
 
-The reason is required. It is posted where the next agent run reads it (a
-comment on the pull request on GitHub, a review note locally) and its URL
-becomes a review ref in the next prompt.
+The reason is required. It is kept as a review note with the reject itself
+(a reject refused keeps nothing): a file the next agent run reads, its URL a
+review ref in the next prompt. On GitHub, baton serve then posts it as a
+pull request review, once, and adds the review's URL.
 
 --note comments on one line, as path:line: text: a line of a file the
 change lands (its number as the change leaves it, as the dashboard numbers it)
