@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/baton-agent/baton"
@@ -42,6 +44,44 @@ func TestHookBinaryLinksOnlyTheHook(t *testing.T) {
 	}
 }
 
+// buildHook builds baton-hook once for the tests that run it, stamped
+// with a release's version and commit (-ldflags, as releases are).
+var buildHook = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "baton-hook-test-*")
+	if err != nil {
+		return "", err
+	}
+	builtDir = dir
+	bin := filepath.Join(dir, "baton-hook")
+	build := exec.Command("go", "build", "-o", bin, "-ldflags", "-X main.version=1.2.3 -X main.commit="+testCommit, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+const testCommit = "0123456789abcdef0123456789abcdef01234567"
+
+var builtDir string // where buildHook built, if a test asked
+
+func hookBinary(t *testing.T) string {
+	t.Helper()
+	bin, err := buildHook()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// TestMain removes the built baton-hook once every test is done.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtDir != "" {
+		os.RemoveAll(builtDir)
+	}
+	os.Exit(code)
+}
+
 // `baton-hook --version` names the release it came from, as `baton
 // version` does, so a companion left behind by an older install can be
 // told from the one beside baton.
@@ -50,12 +90,7 @@ func TestVersion(t *testing.T) {
 		t.Skip("builds baton-hook")
 	}
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "baton-hook")
-	const commit = "0123456789abcdef0123456789abcdef01234567"
-	build := exec.Command("go", "build", "-o", bin, "-ldflags", "-X main.version=1.2.3 -X main.commit="+commit, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := hookBinary(t)
 	out, err := exec.Command(bin, "--version").CombinedOutput()
 	want := "baton-hook 1.2.3 (commit 0123456789ab, " + runtime.Version() + ", " + runtime.GOOS + "/" + runtime.GOARCH + ")\n"
 	if err != nil || string(out) != want {
@@ -77,10 +112,7 @@ func TestBlockingStopIsDurable(t *testing.T) {
 		t.Skip("needs strace")
 	}
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "baton-hook")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := hookBinary(t)
 	root := t.TempDir()
 	if err := os.Mkdir(filepath.Join(root, ".git"), 0o755); err != nil {
 		t.Fatal(err)
@@ -134,10 +166,7 @@ func TestPreCompactPacketIsDurable(t *testing.T) {
 		t.Skip("needs strace")
 	}
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "baton-hook")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := hookBinary(t)
 	root := t.TempDir()
 	if err := os.Mkdir(filepath.Join(root, ".git"), 0o755); err != nil {
 		t.Fatal(err)
