@@ -293,7 +293,7 @@ func TestPrefetch(t *testing.T) {
 }
 
 // TestDashboardLighthouse runs Lighthouse on every main page, signed in,
-// on Debian's chromium: each must score at least 98 for accessibility
+// on Debian's chromium: each must score 100 for accessibility
 // and best practices on a desktop, and at least 95 for performance on a
 // phone. The mobile run calibrates its CPU slowdown from the machine's
 // benchmarkIndex measured in the same run (lighthouseMobile), so a
@@ -347,8 +347,8 @@ func TestDashboardLighthouse(t *testing.T) {
 			}
 			score := int(*c.Score*100 + 0.5)
 			line += fmt.Sprintf(" %s %d", cat, score)
-			if score < 98 {
-				t.Errorf("Lighthouse %s of %s (%s) = %d, want at least 98", cat, s.name, s.path, score)
+			if score < 100 {
+				t.Errorf("Lighthouse %s of %s (%s) = %d, want 100", cat, s.name, s.path, score)
 			}
 		}
 		if failing := failingAudits(r); len(failing) > 0 {
