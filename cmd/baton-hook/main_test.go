@@ -98,12 +98,11 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-// A stop the loop blocks is counted durably: the loop file's new state
-// is fsynced, renamed over the old one, and the loops directory fsynced
-// after the rename (and after the lock is released), before the hook
-// answers, so a crash of the machine cannot take the counted stop back. Watched with strace, through the
-// real binary.
-func TestBlockingStopIsDurable(t *testing.T) {
+// tracedHook is what the durability tests run: strace, the built
+// baton-hook and a fresh project (a directory with .git). They skip
+// under -short and where strace is missing.
+func tracedHook(t *testing.T) (strace, bin, root string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds baton-hook")
 	}
@@ -112,11 +111,20 @@ func TestBlockingStopIsDurable(t *testing.T) {
 		t.Skip("needs strace")
 	}
 	t.Parallel()
-	bin := hookBinary(t)
-	root := t.TempDir()
+	root = t.TempDir()
 	if err := os.Mkdir(filepath.Join(root, ".git"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return strace, hookBinary(t), root
+}
+
+// A stop the loop blocks is counted durably: the loop file's new state
+// is fsynced, renamed over the old one, and the loops directory fsynced
+// after the rename (and after the lock is released), before the hook
+// answers, so a crash of the machine cannot take the counted stop back.
+// Watched with strace, through the real binary.
+func TestBlockingStopIsDurable(t *testing.T) {
+	strace, bin, root := tracedHook(t)
 	ctx := context.Background()
 	st := fsstore.Open(root, fsstore.Options{})
 	l := &baton.Loop{Prompt: "keep going", MaxIterations: 0}
@@ -158,19 +166,7 @@ func TestBlockingStopIsDurable(t *testing.T) {
 // before the hook answers, so a crash of the machine right after cannot
 // lose it. Watched with strace, through the real binary.
 func TestPreCompactPacketIsDurable(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds baton-hook")
-	}
-	strace, err := exec.LookPath("strace")
-	if err != nil {
-		t.Skip("needs strace")
-	}
-	t.Parallel()
-	bin := hookBinary(t)
-	root := t.TempDir()
-	if err := os.Mkdir(filepath.Join(root, ".git"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	strace, bin, root := tracedHook(t)
 	if _, err := fsstore.Open(root, fsstore.Options{}).Init(context.Background()); err != nil {
 		t.Fatal(err)
 	}
