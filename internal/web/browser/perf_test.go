@@ -56,14 +56,19 @@ type mobileReport struct {
 //
 // A run in which the page's main thread ran for less than half of the
 // wall-clock time its tasks took (other programs had the CPU) measured
-// the machine, not the page: it does not count, and when no run counts
-// the score is not asserted (Score -1), which the test logs.
+// the machine, not the page: a low score of such a run does not count,
+// and when no run counts the score is not asserted (Score -1), which the
+// test logs. Its score of 95 or more does count: other programs taking
+// the CPU only ever make a page look slower, and the slowdown scaled by
+// the share still charges a page's own long task in full. (At load 3.6,
+// a delivery page scored 100, 100, 100, 80 and 100: the first three
+// ran under half their wall time and were thrown away.)
 func bestMobile(t *testing.T, lh, chrome, url, dir string, extra ...string) mobileReport {
 	t.Helper()
 	best := mobileReport{Score: -1}
 	for run := 1; run <= 5; run++ {
 		r := lighthouseMobile(t, lh, chrome, url, filepath.Join(dir, strconv.Itoa(run)), extra...)
-		if r.CPUShare < 0.5 {
+		if r.CPUShare < 0.5 && r.Score < 95 {
 			t.Logf("%s: run %d not counted: the page's thread ran %.0f%% of its tasks' wall-clock time (%s)", url, run, 100*r.CPUShare, r)
 			continue
 		}
