@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -29,7 +30,7 @@ func builtBinaries() (string, error) {
 	root := os.TempDir()
 	dir := filepath.Join(root, "baton-e2e-bin-"+key)
 	pruneBuilt(root, dir)
-	if _, err := os.Stat(filepath.Join(dir, "baton-hook")); err == nil {
+	if ours(dir) {
 		now := time.Now()
 		_ = os.Chtimes(dir, now, now) // in use: not pruned
 		return dir, nil
@@ -45,11 +46,31 @@ func builtBinaries() (string, error) {
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		os.RemoveAll(tmp) // another run put the same build there first
-		if _, serr := os.Stat(filepath.Join(dir, "baton-hook")); serr != nil {
+		if !ours(dir) {
 			return "", err
 		}
 	}
 	return dir, nil
+}
+
+// ours reports whether dir is a finished build this user made: a real
+// directory (no link), of this user, open to no one else, holding both
+// commands. A name in a shared temp directory can be taken by anyone;
+// what another user put there is never run.
+func ours(dir string) bool {
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		return false
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Getuid() {
+		return false
+	}
+	for _, name := range []string{"baton", "baton-hook"} {
+		if b, err := os.Lstat(filepath.Join(dir, name)); err != nil || !b.Mode().IsRegular() {
+			return false
+		}
+	}
+	return true
 }
 
 // buildKey names the binaries' sources: the test binary's Go build ID and
