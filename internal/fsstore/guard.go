@@ -73,7 +73,7 @@ func (s *Store) checkDirs(sub string) error {
 // pipe in a directory's place is refused, never waited on. A directory
 // checkDirs found real can have been swapped since.
 func (s *Store) readDir(sub string) ([]fs.DirEntry, error) {
-	d, err := safefile.OpenDirBeneath(s.root, filepath.Join(Dir, sub), false, 0)
+	d, err := s.files.OpenDir(filepath.Join(Dir, sub), false, 0)
 	if err != nil {
 		return nil, refused(s.path(sub), err)
 	}

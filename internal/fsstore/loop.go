@@ -14,7 +14,6 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/frontmatter"
-	"github.com/baton-agent/baton/internal/safefile"
 )
 
 // loops is the loop kind of artifact. Its updates are durable: a loop's
@@ -432,7 +431,7 @@ func (s *Store) NewForeignLoops(f Foreground) ([]*baton.Loop, []error, error) {
 	if err := s.checkDirs(LoopsDir); err != nil {
 		return nil, nil, err
 	}
-	dir, err := safefile.OpenDirBeneath(s.root, filepath.Join(Dir, LoopsDir), false, 0)
+	dir, err := s.files.OpenDir(filepath.Join(Dir, LoopsDir), false, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
 	} else if err != nil {

@@ -133,8 +133,10 @@ type Options struct {
 	// MachineID stands for this machine's id (tests); empty reads it.
 	MachineID string
 	// OneShot says the store serves one short process (a hook): a
-	// directory found to be a real one is not looked at again in it.
-	// Every open still refuses a link on the way (safefile.Root).
+	// directory found to be a real one is not looked at again in it, and
+	// one opened is kept open for the next file in it
+	// (safefile.Root.WithDirCache). Every open still refuses a link on
+	// the way.
 	OneShot bool
 }
 
@@ -142,6 +144,9 @@ type Options struct {
 // does not exist yet is created by Init or by the first write.
 func Open(root string, opts Options) *Store {
 	s := &Store{root: root, dir: filepath.Join(root, Dir), now: opts.Now, newProjectID: opts.NewProjectID, machineID: opts.MachineID, files: safefile.Root{Dir: root}, oneShot: opts.OneShot}
+	if opts.OneShot {
+		s.files = s.files.WithDirCache()
+	}
 	if s.now == nil {
 		s.now = time.Now
 	}

@@ -3,7 +3,6 @@ package safefile
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -173,6 +172,8 @@ func ReadBeneath(root, rel string, max int64) ([]byte, error) {
 type DirBeneath struct {
 	fd   int
 	path string
+	// shared is a directory a Root's cache keeps open: Close leaves it.
+	shared bool
 }
 
 // OpenDirBeneath opens the directory rel beneath root, making it and
@@ -188,46 +189,28 @@ func OpenDirBeneath(root, rel string, mkdir bool, perm os.FileMode) (*DirBeneath
 	if err != nil {
 		return nil, err
 	}
-	if len(parts) > 0 && !walkOnly.Load() {
-		// One call where the kernel resolves the whole way down. A
-		// directory to make, when that fails, is walked to: the walk
-		// makes what is missing and says what is in the way.
-		next, ok, err := openat2(fd, strings.Join(parts, "/"), unix.O_RDONLY|unix.O_DIRECTORY|beneathFlags, 0)
-		if ok && (err == nil || !mkdir) {
-			unix.Close(fd)
-			if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
-				err = ErrNotBeneath // a link or a file anywhere on a directory's path
-			}
-			if err != nil {
-				return nil, beneathError("open", root, rel, err)
-			}
-			return &DirBeneath{fd: next, path: filepath.Join(root, filepath.FromSlash(rel))}, nil
-		}
+	path := filepath.Join(root, filepath.FromSlash(rel))
+	if len(parts) == 0 {
+		return &DirBeneath{fd: fd, path: path}, nil
 	}
-	for _, p := range parts {
-		next, err := unix.Openat(fd, p, unix.O_RDONLY|unix.O_DIRECTORY|beneathFlags, 0)
-		if errors.Is(err, unix.ENOENT) && mkdir {
-			if err = unix.Mkdirat(fd, p, uint32(perm.Perm())); err == nil || errors.Is(err, unix.EEXIST) {
-				next, err = unix.Openat(fd, p, unix.O_RDONLY|unix.O_DIRECTORY|beneathFlags, 0)
-			}
-		}
-		unix.Close(fd)
-		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
-			err = ErrNotBeneath
-		}
-		if err != nil {
-			return nil, beneathError("open", root, rel, err)
-		}
-		fd = next
+	next, err := openDirAt(fd, parts, mkdir, uint32(perm.Perm()))
+	unix.Close(fd)
+	if err != nil {
+		return nil, beneathError("open", root, rel, err)
 	}
-	return &DirBeneath{fd: fd, path: filepath.Join(root, filepath.FromSlash(rel))}, nil
+	return &DirBeneath{fd: next, path: path}, nil
 }
 
 // Path is the directory's path.
 func (d *DirBeneath) Path() string { return d.path }
 
-// Close closes the directory.
-func (d *DirBeneath) Close() error { return unix.Close(d.fd) }
+// Close closes the directory (one a Root's cache keeps stays open).
+func (d *DirBeneath) Close() error {
+	if d.shared {
+		return nil
+	}
+	return unix.Close(d.fd)
+}
 
 // WriteAtomic replaces the file name in d with data, as WriteAtomic
 // does: a temp file in d, fsynced and renamed over name. Whatever name
@@ -325,16 +308,14 @@ func (d *DirBeneath) ReadDir() ([]fs.DirEntry, error) {
 
 // list calls read with d as a file, read from its start.
 func (d *DirBeneath) list(read func(*os.File) error) error {
-	dup, err := unix.Dup(d.fd)
+	// A description of its own, not a dup sharing d's offset: d may be
+	// a cache's, listed by more than one caller.
+	fd, err := unix.Openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
-	f := os.NewFile(uintptr(dup), d.path)
+	f := os.NewFile(uintptr(fd), d.path)
 	defer f.Close()
-	// The copy shares its offset with d: read from the start every time.
-	if _, err := unix.Seek(dup, 0, io.SeekStart); err != nil {
-		return err
-	}
 	return read(f)
 }
 

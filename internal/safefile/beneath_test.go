@@ -351,3 +351,104 @@ func TestRootRemove(t *testing.T) {
 		t.Errorf("what the links lead to is gone: %v", err)
 	}
 }
+
+// TestDirCacheNeverFollowsASwappedDirectory swaps directories a cached
+// Root has opened, and ones below them, for links out of the root
+// between two reads: the second read, and a write, reach the directory
+// first opened or are refused, never the link's target.
+func TestDirCacheNeverFollowsASwappedDirectory(t *testing.T) {
+	bothPaths(t, func(t *testing.T) {
+		tr := newTree(t)
+		for _, name := range []string{"c.txt", "b.txt"} {
+			if err := os.WriteFile(filepath.Join(tr.outside, name), []byte("SECRET"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r := Root{Dir: tr.root}.WithDirCache()
+		read := func(rel string) (string, error) {
+			b, err := r.ReadFile(filepath.Join(tr.root, rel), 1<<10)
+			return string(b), err
+		}
+		swap := func(rel string) {
+			p := filepath.Join(tr.root, rel)
+			if err := os.Rename(p, p+".old"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(tr.outside, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, err := read("d/e/c.txt"); err != nil || got != "c" {
+			t.Fatalf("first read of d/e/c.txt: %q, %v", got, err)
+		}
+		swap("d/e") // cached: the read goes on in the directory first opened
+		if got, err := read("d/e/c.txt"); err != nil || got != "c" {
+			t.Fatalf("d/e/c.txt after d/e became a link: %q, %v; want the file first opened", got, err)
+		}
+		if err := r.WriteAtomic(filepath.Join(tr.root, "d/e/new.txt"), []byte("new"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Lstat(filepath.Join(tr.outside, "new.txt")); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("a write through the cache reached the link's target: %v", err)
+		}
+		if b, err := os.ReadFile(filepath.Join(tr.root, "d/e.old/new.txt")); err != nil || string(b) != "new" {
+			t.Fatalf("the write did not reach the directory first opened: %q, %v", b, err)
+		}
+		// Not cached, below a cached directory: resolved beneath it, the
+		// link refused.
+		if err := os.Mkdir(filepath.Join(tr.root, "d/e.old/f"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(tr.outside, filepath.Join(tr.root, "d/e.old/g")); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := read("d/e/g/c.txt"); !errors.Is(err, ErrNotBeneath) {
+			t.Fatalf("d/e/g/c.txt, g a link below a cached directory: %q, %v; want ErrNotBeneath", got, err)
+		}
+		// Never opened, above nothing cached: the link is refused.
+		swap("d")
+		if got, err := read("d/b.txt"); !errors.Is(err, ErrNotBeneath) {
+			t.Fatalf("d/b.txt after d became a link: %q, %v; want ErrNotBeneath", got, err)
+		}
+		if _, err := r.OpenDir("d", false, 0); !errors.Is(err, ErrNotBeneath) {
+			t.Fatalf("OpenDir(d) after d became a link: %v; want ErrNotBeneath", err)
+		}
+		// A Root without the cache sees the links as they now are.
+		if _, err := (Root{Dir: tr.root}).ReadFile(filepath.Join(tr.root, "d/e/c.txt"), 1<<10); !errors.Is(err, ErrNotBeneath) {
+			t.Fatalf("uncached read of d/e/c.txt: %v; want ErrNotBeneath", err)
+		}
+	})
+}
+
+// TestDirCacheMakesAndReuses checks that a cached Root makes missing
+// directories, lists a shared directory twice from its start, and that
+// closing what OpenDir returned leaves the cache's descriptor open.
+func TestDirCacheMakesAndReuses(t *testing.T) {
+	root := t.TempDir()
+	r := Root{Dir: root}.WithDirCache()
+	if err := r.MkdirAll(filepath.Join(root, "x/y/z"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteAtomic(filepath.Join(root, "x/y/z/f"), []byte("f"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		d, err := r.OpenDir("x/y/z", false, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names, err := d.Names()
+		if err != nil || len(names) != 1 || names[0] != "f" {
+			t.Fatalf("Names: %v, %v", names, err)
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b, err := r.ReadFile(filepath.Join(root, "x/y/z/f"), 10); err != nil || string(b) != "f" {
+		t.Fatalf("read after Close: %q, %v", b, err)
+	}
+	if _, err := r.OpenDir("../x", false, 0); !errors.Is(err, ErrNotBeneath) {
+		t.Fatalf("OpenDir(../x): %v; want ErrNotBeneath", err)
+	}
+}

@@ -23,7 +23,12 @@ import (
 // Root follows the directories of a path as the system does: it is what
 // the package's functions (ReadFile, WriteAtomic, Lock, ...) use, for
 // paths baton chose itself.
-type Root struct{ Dir string }
+type Root struct {
+	Dir string
+	// dirs, when set, keeps the directories opened beneath Dir open for
+	// the next lookups (WithDirCache).
+	dirs *dirCache
+}
 
 // at opens the directory that holds path, for the *at calls: beneath
 // r.Dir, or none (the working directory's descriptor and path itself)
@@ -37,7 +42,7 @@ func (r Root) at(path string) (dirfd int, name string, done func(), err error) {
 		return -1, "", nil, &fs.PathError{Op: "open", Path: path, Err: ErrNotBeneath}
 	}
 	dir, name := filepath.Split(rel)
-	d, err := OpenDirBeneath(r.Dir, dir, false, 0)
+	d, err := r.OpenDir(dir, false, 0)
 	if err != nil {
 		return -1, "", nil, err
 	}
@@ -266,7 +271,7 @@ func (r Root) MkdirAll(path string, perm os.FileMode) error {
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return &fs.PathError{Op: "mkdir", Path: path, Err: ErrNotBeneath}
 	}
-	d, err := OpenDirBeneath(r.Dir, rel, true, perm)
+	d, err := r.OpenDir(rel, true, perm)
 	if err != nil {
 		return err
 	}
@@ -339,7 +344,7 @@ func (r Root) SweepTemps(dir string, olderThan time.Duration, now time.Time) int
 		if rerr != nil || strings.HasPrefix(rel, "..") {
 			return 0
 		}
-		d, err = OpenDirBeneath(r.Dir, rel, false, 0)
+		d, err = r.OpenDir(rel, false, 0)
 	}
 	if err != nil {
 		return 0
