@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -40,9 +41,12 @@ type spec struct {
 	HomeSource string     `json:"home_source,omitempty"`
 	Binds      []specBind `json:"binds,omitempty"`
 
-	// ABI is the Landlock ABI to confine files with (0: none) and Rules
-	// what it grants, resolved in baton's view (which the box keeps, but
-	// for what it mounts of its own).
+	// ABI is the Landlock ABI to confine files with (0: none). Baton
+	// makes the ruleset and hands it to the init as the file after the
+	// network's, with the rules of every path that is the same file in
+	// the box as outside already added; Rules are the rest, those on or
+	// around what the init mounts of its own (boxRules), which the init
+	// adds in the box's view.
 	ABI   int        `json:"abi,omitempty"`
 	Rules []specRule `json:"rules,omitempty"`
 
@@ -311,7 +315,8 @@ type box struct {
 	done     chan struct{} // closed by release: the forking thread may end
 	lifeline *os.File      // baton's end of the spec pipe
 	cg       *cgroup
-	newNet   bool // the box gets a network namespace of its own
+	newNet   bool       // the box gets a network namespace of its own
+	outside  []specRule // the Landlock rules baton adds (see spec.ABI)
 }
 
 // box builds the spec for cmd under c.
@@ -364,11 +369,45 @@ func (c Confinement) box(cmd *exec.Cmd, st Status) (b *box, err error) {
 		lim, _ := c.limit(probeHost(), true)
 		s.Rlimit, s.PidMax = lim == limitRlimit, lim == limitPidMax
 	}
+	if s.ABI > 0 {
+		s.Rules, b.outside = boxRules(s)
+	}
 	b.spec = s
 	if err := c.openNetwork(b, ns); err != nil {
 		return nil, err
 	}
 	return b, nil
+}
+
+// boxRules splits s's rules into those the init adds, in the box's
+// view, and those baton adds while the init starts: every rule on a path
+// that is the same file in the box as outside. With namespaces the init
+// mounts its own /proc and /dev entries, the agent home at $HOME and an
+// empty directory over each socket directory, so a rule on a path within
+// one of those, or around one (which hideSocketDirs reads to see what is
+// granted whole), stays the init's. Without, the box sees what baton sees.
+func boxRules(s spec) (inside, outside []specRule) {
+	if !s.Namespaces {
+		return nil, s.Rules
+	}
+	mounts := []string{"/proc", "/dev"}
+	if s.Home != "" {
+		mounts = append(mounts, s.Home)
+	}
+	for _, d := range socketDirs {
+		mounts = append(mounts, d)
+		if r, err := filepath.EvalSymlinks(d); err == nil && r != d {
+			mounts = append(mounts, r)
+		}
+	}
+	for _, r := range s.Rules {
+		if slices.ContainsFunc(mounts, func(m string) bool { return within(r.Path, m) || within(m, r.Path) }) {
+			inside = append(inside, r)
+		} else {
+			outside = append(outside, r)
+		}
+	}
+	return inside, outside
 }
 
 // homeView shows the agent home at home inside the box, with every path
@@ -422,6 +461,18 @@ func (b *box) start(cmd *exec.Cmd, cgroups *cgroupRoot) (*initReply, error) {
 	cmd.Env = []string{} // the process's own environment travels in the spec
 	cmd.ExtraFiles = append([]*os.File{specR, replyW}, b.files...)
 	b.spec.NetFDs = len(b.files)
+	var rulesF *os.File
+	if b.spec.ABI > 0 {
+		fd, err := newRuleset(b.spec.ABI, b.spec.NetLimit, b.spec.NetPorts)
+		if err != nil {
+			specR.Close()
+			replyW.Close()
+			return nil, fmt.Errorf("make the box's Landlock ruleset: %w", err)
+		}
+		rulesF = os.NewFile(uintptr(fd), "landlock")
+		defer rulesF.Close()
+		cmd.ExtraFiles = append(cmd.ExtraFiles, rulesF)
+	}
 	attr := &syscall.SysProcAttr{Setsid: true}
 	if b.spec.Namespaces {
 		attr.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC
@@ -457,6 +508,17 @@ func (b *box) start(cmd *exec.Cmd, cgroups *cgroupRoot) (*initReply, error) {
 	if err != nil {
 		b.release()
 		return nil, err
+	}
+	if rulesF != nil {
+		// While the init starts (its runtime, then the spec): the init
+		// holds the ruleset, but applies it only after the spec, which
+		// comes after the last rule.
+		err := addRules(int(rulesF.Fd()), b.outside, b.spec.ABI)
+		rulesF.Close()
+		if err != nil {
+			b.abort(cmd)
+			return nil, fmt.Errorf("build the box's Landlock rules: %w", err)
+		}
 	}
 	if err := json.NewEncoder(specW).Encode(b.spec); err != nil {
 		b.abort(cmd)

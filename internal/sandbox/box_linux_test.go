@@ -600,3 +600,82 @@ func TestBoxAsUnprivilegedUser(t *testing.T) {
 		}
 	}
 }
+
+// The process gets its standard files and nothing else: not the init's
+// spec, reply or Landlock ruleset, and not a file baton was started with
+// and never marked close-on-exec (a hostile or careless parent's): an
+// open file is used as it is, whatever Landlock says of its path.
+func TestBoxHandsOnNoOtherFile(t *testing.T) {
+	t.Parallel()
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("s3cret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Open(secret, syscall.O_RDWR, 0) // no O_CLOEXEC: inherited by every child
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	// Without namespaces Landlock keeps /proc/self from the process.
+	out, code := boxed(t, modes[0].c, t.TempDir(), `exec ls -l /proc/self/fd`)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	seen := 0
+	for line := range strings.Lines(out) {
+		f := strings.Fields(line)
+		if len(f) < 3 || f[len(f)-2] != "->" {
+			continue // "total 0"
+		}
+		seen++
+		fd, target := f[len(f)-3], f[len(f)-1]
+		switch {
+		case fd == "0" || fd == "1" || fd == "2":
+		case fd == "3" && target == "/proc/"+strings.TrimPrefix(target, "/proc/") && strings.HasSuffix(target, "/fd"):
+			// ls reading the directory
+		default:
+			t.Errorf("the boxed process holds file %s: %s", fd, target)
+		}
+	}
+	if seen < 3 {
+		t.Fatalf("ls listed %d files:\n%s", seen, out)
+	}
+}
+
+// A rule on a path the init mounts something of its own on, in or around,
+// is the init's to add in the box's view; every other is baton's.
+func TestBoxRulesSplit(t *testing.T) {
+	t.Parallel()
+	s := spec{Namespaces: true, Home: "/home/u", Rules: []specRule{
+		{Path: "/usr/lib", Access: accessRead, Dir: true},
+		{Path: "/etc/hosts", Access: accessRead},
+		{Path: "/srv/work", Access: accessWrite, Dir: true},
+		{Path: "/proc", Access: accessRead, Dir: true},
+		{Path: "/dev/pts", Access: accessDevice, Dir: true},
+		{Path: "/dev/null", Access: accessDevice},
+		{Path: "/tmp/work", Access: accessWrite, Dir: true},
+		{Path: "/home/u", Access: accessWrite, Dir: true},
+		{Path: "/home/u/.gitconfig", Access: accessRead},
+		{Path: "/home", Access: accessRead, Dir: true},
+		{Path: "/var", Access: accessRead, Dir: true},
+		{Path: "/", Access: accessRead, Dir: true},
+		{Path: "/devices", Access: accessRead, Dir: true},
+	}}
+	inside, outside := boxRules(s)
+	paths := func(rs []specRule) (out []string) {
+		for _, r := range rs {
+			out = append(out, r.Path)
+		}
+		return out
+	}
+	if got, want := strings.Join(paths(outside), " "), "/usr/lib /etc/hosts /srv/work /devices"; got != want {
+		t.Errorf("baton's rules: %s, want %s", got, want)
+	}
+	if got, want := len(inside)+len(outside), len(s.Rules); got != want {
+		t.Errorf("%d rules in all, want %d", got, want)
+	}
+	s.Namespaces = false
+	if inside, outside := boxRules(s); len(inside) != 0 || len(outside) != len(s.Rules) {
+		t.Errorf("without namespaces the init adds %d rules, want none: the box sees what baton sees", len(inside))
+	}
+}

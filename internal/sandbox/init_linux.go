@@ -48,9 +48,12 @@ func runInit(h Hooks) int {
 	// thread it keeps parked is this process's parent for the kernel.
 	_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	// What the process gets is its standard files: not the init's own,
+	// and not what baton itself was started with and did not mark
+	// close-on-exec (an open file is used as it is, whatever Landlock
+	// says of its path).
+	cloexecErr := closeOnExecFrom(specFD)
 	specF, replyF := os.NewFile(specFD, "spec"), os.NewFile(replyFD, "reply")
-	syscall.CloseOnExec(specFD)
-	syscall.CloseOnExec(replyFD)
 	reply := func(r initReply) {
 		if replyF != nil {
 			_ = json.NewEncoder(replyF).Encode(r)
@@ -67,6 +70,9 @@ func runInit(h Hooks) int {
 		reply(r)
 		return 125
 	}
+	if cloexecErr != nil {
+		return fail("keep its files from the process", cloexecErr)
+	}
 	var s spec
 	dec := json.NewDecoder(io.LimitReader(specF, 64<<20))
 	if err := dec.Decode(&s); err != nil {
@@ -75,8 +81,11 @@ func runInit(h Hooks) int {
 	var netFiles []*os.File
 	for i := range s.NetFDs {
 		fd := replyFD + 1 + i
-		syscall.CloseOnExec(fd)
 		netFiles = append(netFiles, os.NewFile(uintptr(fd), "net"+strconv.Itoa(i)))
+	}
+	fd := -1 // the Landlock ruleset, baton's rules in it
+	if s.ABI > 0 {
+		fd = replyFD + 1 + s.NetFDs
 	}
 	var view *homeView
 	if s.Namespaces {
@@ -128,10 +137,8 @@ func runInit(h Hooks) int {
 	}
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT)
-	fd, flags := -1, uint32(0)
-	if s.ABI > 0 {
-		var err error
-		if fd, flags, err = ruleset(s.Rules, s.NetLimit, s.NetPorts, s.ABI); err != nil {
+	if fd >= 0 {
+		if err := addRules(fd, s.Rules, s.ABI); err != nil {
 			return fail("build the Landlock rules", err)
 		}
 	}
@@ -141,7 +148,7 @@ func runInit(h Hooks) int {
 		return fail("wait for baton", err)
 	}
 	done := make(chan struct{})
-	pid, err := startProcess(&s, fd, flags, done)
+	pid, err := startProcess(&s, fd, done)
 	if fd >= 0 {
 		unix.Close(fd)
 	}
@@ -172,6 +179,26 @@ func runInit(h Hooks) int {
 	return status
 }
 
+// closeOnExecFrom marks every file descriptor from first on
+// close-on-exec.
+func closeOnExecFrom(first int) error {
+	if unix.CloseRange(uint(first), ^uint(0), unix.CLOSE_RANGE_CLOEXEC) == nil {
+		return nil
+	}
+	// Before Linux 5.11: each open descriptor, as /proc lists them
+	// (baton's /proc still: the box mounts its own later).
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd >= first {
+			syscall.CloseOnExec(fd)
+		}
+	}
+	return nil
+}
+
 // awaitGo reads past the spec's trailing newline to baton's "g".
 func awaitGo(r io.Reader) error {
 	var b [1]byte
@@ -195,7 +222,7 @@ var errConfine = errors.New("confine")
 // startProcess starts s's process from a thread of its own that holds no
 // capability, has no_new_privs and is confined by the Landlock ruleset
 // fd (none when -1), in a new session, and dies with this init.
-func startProcess(s *spec, fd int, flags uint32, done <-chan struct{}) (int, error) {
+func startProcess(s *spec, fd int, done <-chan struct{}) (int, error) {
 	prepare := func() error {
 		if err := dropCapabilities(); err != nil {
 			return fmt.Errorf("%w: drop capabilities: %w", errConfine, err)
@@ -204,7 +231,7 @@ func startProcess(s *spec, fd int, flags uint32, done <-chan struct{}) (int, err
 			return fmt.Errorf("%w: no_new_privs: %w", errConfine, err)
 		}
 		if fd >= 0 {
-			if err := restrictThread(fd, flags); err != nil {
+			if err := restrictThread(fd); err != nil {
 				return fmt.Errorf("%w: landlock_restrict_self: %w", errConfine, err)
 			}
 		}

@@ -563,6 +563,13 @@ func within(path, dir string) bool {
 	if path == dir {
 		return true
 	}
+	if len(dir) > 0 && dir[0] == '/' && len(path) > 0 && path[0] == '/' &&
+		filepath.Clean(dir) == dir && filepath.Clean(path) == path {
+		// Both absolute and clean, as resolved paths are: a prefix that
+		// ends at a separator. A box start asks this of every rule
+		// against every denied path.
+		return dir == "/" || len(path) > len(dir) && path[len(dir)] == '/' && path[:len(dir)] == dir
+	}
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
 }
