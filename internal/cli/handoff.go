@@ -83,6 +83,7 @@ func runHandoff(ctx context.Context, f *Factory, purpose string, o handoffOption
 	if err != nil {
 		return err
 	}
+	st.WriteFollows()
 	// Run from an agent's shell, the packet names the session it ran in
 	// (every harness names it there: Codex and pi as well as Claude Code
 	// and Droid); --session-id names another.

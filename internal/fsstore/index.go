@@ -94,6 +94,10 @@ func (a artifact[T]) current(s *Store, idx *index, now dirStamp) bool {
 		// Counted a moment ago: as good as a read then.
 		return true
 	}
+	if s.writeFollows.Load() {
+		// The write to come leaves the count to the next reader.
+		return true
+	}
 	return a.count(s, idx, now)
 }
 

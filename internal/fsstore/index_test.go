@@ -807,3 +807,68 @@ func TestFileStamps(t *testing.T) {
 		t.Errorf("LoopStamps(true) with a FIFO and a corrupt loop = %+v, %v, %v; want the loop, and a warning naming the corrupt one", stamps, warnings, err)
 	}
 }
+
+// A process that reads in order to write (a handoff, the pre-compact
+// hook) takes a racy stamp as current without counting the names; the
+// stamp its write records stays racy, and the next reader counts them
+// and finds the packet the writer did not see.
+func TestWriteFollowsLeavesTheCountToTheNextReader(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	packetIDs(t, s) // a listing makes the index that writes keep
+	first := testPacket("first")
+	if err := s.CreatePacket(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	// As its write left it: a racy stamp nobody has counted yet (a loaded
+	// machine may have taken longer than the racy window to record it).
+	idx, err := packets.readIndex(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := idx.whole(); err != nil {
+		t.Fatal(err)
+	}
+	idx.Stamp.Racy = true
+	if err := s.files.WriteCache(s.indexPath(PacketIndex), encodeIndex(idx), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(s.indexPath(PacketIndex) + settledSuffix)
+
+	// Another program adds a newer packet in the same tick of the
+	// filesystem's clock: the directory's time stays as recorded.
+	dir := filepath.Join(s.Dir(), PacketsDir)
+	at := time.Unix(0, idx.Stamp.Mod)
+	const pulled = "20261122T100000Z-pulled"
+	b := "---\nid: " + pulled + "\ncreated_at: 2026-11-22T10:00:00Z\nupdated_at: 2026-11-22T10:00:00Z\nstatus: draft\npurpose: from elsewhere\n---\n"
+	if err := os.WriteFile(s.packetPath(pulled), []byte(b), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(dir, at, at); err != nil {
+		t.Fatal(err)
+	}
+
+	w := Open(s.Root(), Options{Now: fixedClock()})
+	w.WriteFollows()
+	if p, err := w.NewestPacket(); err != nil || p == nil || p.ID != first.ID {
+		t.Fatalf("NewestPacket, reading to write = %v, %v; want %s from the index, the names not counted", p, err, first.ID)
+	}
+	second := testPacket("second")
+	if err := w.CreatePacket(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	if idx, err := packets.readIndex(s); err != nil || !idx.Stamp.Racy {
+		t.Errorf("the stamp a write after an uncounted read recorded is not racy: %+v, %v", idx, err)
+	}
+
+	r := Open(s.Root(), Options{Now: fixedClock()})
+	want := []string{first.ID, second.ID, pulled}
+	slices.Sort(want)
+	if got := packetIDs(t, r); !slices.Equal(got, want) {
+		t.Errorf("the next reader lists %v, want %v", got, want)
+	}
+	if p, err := r.NewestPacket(); err != nil || p == nil || p.ID != pulled {
+		t.Errorf("the next reader's newest packet = %v, %v; want %s", p, err, pulled)
+	}
+}

@@ -43,6 +43,9 @@ type Repo struct {
 	// repository's core.fsmonitor, say) reaches what the agent could and
 	// nothing more.
 	Start func(cmd *exec.Cmd) (release func(), err error)
+	// Subjects, when set, remembers the subjects of commits a snapshot
+	// found at HEAD: a snapshot at a HEAD it knows starts no `git log`.
+	Subjects Subjects
 	// OwnRefs, when set, says the repository is one baton made and
 	// configured (InitCache: no reflog, no hooks) and whose refs' files
 	// only baton and the git it runs write: UpdateRefs then writes them

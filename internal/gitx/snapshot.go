@@ -49,6 +49,48 @@ const wholeStatusTimeout = time.Second
 // partialTimeout bounds the few small git runs of a partial snapshot.
 const partialTimeout = 5 * time.Second
 
+// Subjects remembers commit subjects by object name. What it returns is
+// taken as git's answer, so it keeps only what a snapshot gave it.
+type Subjects interface {
+	CommitSubject(sha string) (subject string, ok bool)
+	RememberCommitSubject(sha, subject string)
+}
+
+// knownHead is HEAD's commit with the subject r.Subjects remembers for
+// it, or the zero Commit when there is none to ask or it knows none.
+func (r *Repo) knownHead(l Layout) Commit {
+	if r.Subjects == nil {
+		return Commit{}
+	}
+	_, sha, err := l.Head()
+	if err != nil || sha == "" {
+		return Commit{}
+	}
+	subject, ok := r.Subjects.CommitSubject(sha)
+	if !ok {
+		return Commit{}
+	}
+	return Commit{SHA: sha, Subject: subject}
+}
+
+// headLog reads HEAD's object name and subject with `git log`, and
+// remembers the subject.
+func (r *Repo) headLog(ctx context.Context) (Commit, error) {
+	out, err := r.Run(ctx, "log", "-1", "--format=%H%x00%s", "HEAD")
+	if err != nil {
+		return Commit{}, err
+	}
+	line, _, _ := strings.Cut(out, "\n")
+	sha, subject, ok := strings.Cut(line, "\x00")
+	if !ok || !IsObjectName(sha) {
+		return Commit{}, fmt.Errorf("git log printed %q", line)
+	}
+	if r.Subjects != nil {
+		r.Subjects.RememberCommitSubject(sha, subject)
+	}
+	return Commit{SHA: sha, Subject: subject}, nil
+}
+
 // Snapshot reads branch, HEAD and the uncommitted changes of the work
 // tree. Up to WholeStatusFiles tracked files (or when the index cannot be
 // found), the changes come from one `git status` of the whole tree, run
@@ -64,8 +106,12 @@ func (r *Repo) Snapshot(ctx context.Context, paths ...string) (*Snapshot, error)
 		limit = WholeStatusFiles
 	}
 	if !known || tracked <= limit {
+		var head Commit
+		if known {
+			head = r.knownHead(layout)
+		}
 		sctx, cancel := context.WithTimeout(ctx, wholeStatusTimeout)
-		s, err := r.wholeSnapshot(sctx)
+		s, err := r.wholeSnapshot(sctx, head)
 		cancel()
 		if err == nil || !known || ctx.Err() != nil || sctx.Err() == nil {
 			if s != nil {
@@ -77,30 +123,37 @@ func (r *Repo) Snapshot(ctx context.Context, paths ...string) (*Snapshot, error)
 	return r.partialSnapshot(ctx, layout, top, tracked, paths)
 }
 
-// wholeSnapshot is one `git status --untracked-files=all` and one `git
-// log -1`, side by side.
-func (r *Repo) wholeSnapshot(ctx context.Context) (*Snapshot, error) {
+// wholeSnapshot is one `git status --untracked-files=all` and, side by
+// side, one `git log -1` for HEAD's subject unless head (when not zero)
+// already holds it.
+func (r *Repo) wholeSnapshot(ctx context.Context, head Commit) (*Snapshot, error) {
 	type logOut struct {
-		out string
-		err error
+		head Commit
+		err  error
 	}
 	logc := make(chan logOut, 1)
-	go func() {
-		out, err := r.Run(ctx, "log", "-1", "--format=%H%x00%s", "HEAD")
-		logc <- logOut{out, err}
-	}()
+	if head.SHA != "" {
+		logc <- logOut{head: head}
+	} else {
+		go func() {
+			c, err := r.headLog(ctx)
+			logc <- logOut{c, err}
+		}()
+	}
 	out, err := r.Run(ctx, "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all")
-	head := <-logc
+	log := <-logc
 	if err != nil {
 		return nil, err
 	}
 	s := parseStatusV2(out)
+	if s.Head.SHA != "" && log.err == nil && log.head.SHA != s.Head.SHA && head.SHA != "" {
+		// HEAD moved between the two reads: ask git about the one the
+		// status saw.
+		log.head, log.err = r.headLog(ctx)
+	}
 	// In a repository without commits the log fails and HEAD stays zero.
-	if head.err == nil && s.Head.SHA != "" {
-		line, _, _ := strings.Cut(head.out, "\n")
-		if sha, subj, ok := strings.Cut(line, "\x00"); ok && sha == s.Head.SHA {
-			s.Head.Subject = subj
-		}
+	if log.err == nil && s.Head.SHA != "" && log.head.SHA == s.Head.SHA {
+		s.Head.Subject = log.head.Subject
 	}
 	return s, nil
 }
@@ -214,24 +267,32 @@ func (r *Repo) partialSnapshot(ctx context.Context, l Layout, top string, tracke
 
 	// Git runs at the top, where hash-object and check-ignore read the
 	// paths they are given from (whatever directory they start in).
-	atTop := &Repo{Dir: top, Env: r.Env, Files: r.Files}
+	// As r otherwise: its environment and how it starts git (a sandbox's
+	// Start) hold for these too.
+	atTop := *r
+	atTop.Dir = top
 	// Bounded like a whole status: a file swapped for a FIFO after the
 	// Lstat above must not hold a hook.
 	ctx, cancel := context.WithTimeout(ctx, partialTimeout)
 	defer cancel()
 	var (
 		wg                 sync.WaitGroup
-		logOut, catOut     string
+		logHead            Commit
+		catOut             string
 		logErr, catErr     error
 		hashOut            string
 		hashErr            error
 		hashed, ignoredOut []string
 	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		logOut, logErr = r.Run(ctx, "log", "-1", "--format=%H%x00%s", "HEAD")
-	}()
+	if known := r.knownHead(l); sha != "" && known.SHA == sha {
+		logHead = known
+	} else {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			logHead, logErr = r.headLog(ctx)
+		}()
+	}
 	if len(files) > 0 {
 		var objs, regular, regularZ strings.Builder
 		for _, f := range files {
@@ -264,9 +325,8 @@ func (r *Repo) partialSnapshot(ctx context.Context, l Layout, top string, tracke
 	}
 	wg.Wait()
 	if logErr == nil {
-		line, _, _ := strings.Cut(logOut, "\n")
-		if h, subj, ok := strings.Cut(line, "\x00"); ok && (sha == "" || h == sha) {
-			s.Head = Commit{SHA: h, Subject: subj}
+		if sha == "" || logHead.SHA == sha {
+			s.Head = logHead
 		}
 	} else if sha != "" {
 		s.Head = Commit{SHA: sha}

@@ -7,9 +7,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -335,5 +337,79 @@ func TestSnapshotPartialStaysInTheWorkTree(t *testing.T) {
 	}
 	if slices.Contains(s.Checked, "lnk/secret") || len(s.Changes) != 0 {
 		t.Errorf("partial snapshot checked %q, changes %+v; want lnk/secret skipped and no change", s.Checked, s.Changes)
+	}
+}
+
+// subjectMemory is a Subjects that keeps what it is told in a map.
+type subjectMemory map[string]string
+
+func (m subjectMemory) CommitSubject(sha string) (string, bool) {
+	s, ok := m[sha]
+	return s, ok
+}
+
+func (m subjectMemory) RememberCommitSubject(sha, subject string) { m[sha] = subject }
+
+// A snapshot at a HEAD whose subject is remembered starts no `git log`,
+// whole or partial, and gives the same Head; one at another HEAD asks git
+// and remembers what it said.
+func TestSnapshotRemembersHeadSubject(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ctx := context.Background()
+	gittest.Git(t, dir, "init", "-q", "-b", "main")
+	if err := os.WriteFile(filepath.Join(dir, "a.go"), []byte("a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Git(t, dir, "add", "-A")
+	gittest.Git(t, dir, "commit", "-q", "-m", "first: commit")
+	head, err := Open(dir).Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		whole int
+		want  []string // the git commands a snapshot starts once the subject is known
+	}{
+		{"whole", 0, []string{"status"}},
+		{"partial", -1, []string{"cat-file", "hash-object", "check-ignore"}},
+	} {
+		subjects := subjectMemory{}
+		var started []string
+		var mu sync.Mutex
+		r := &Repo{Dir: dir, WholeStatusFiles: tc.whole, Subjects: subjects, Start: func(cmd *exec.Cmd) (func(), error) {
+			mu.Lock()
+			started = append(started, cmd.Args[1])
+			mu.Unlock()
+			return func() {}, cmd.Start()
+		}}
+		snap := func() *Snapshot {
+			t.Helper()
+			started = nil
+			s, err := r.Snapshot(ctx, "a.go")
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(started)
+			return s
+		}
+		if s := snap(); s.Head != head || !slices.Contains(started, "log") {
+			t.Errorf("%s: first snapshot: head %+v, git %v; want %+v from git log", tc.name, s.Head, started, head)
+		}
+		if subjects[head.SHA] != "first: commit" {
+			t.Errorf("%s: remembered %v", tc.name, subjects)
+		}
+		want := slices.Clone(tc.want)
+		slices.Sort(want)
+		if s := snap(); s.Head != head || !slices.Equal(started, want) {
+			t.Errorf("%s: second snapshot: head %+v, git %v; want %+v and git %v", tc.name, s.Head, started, head, want)
+		}
+		// What is remembered of another commit is not taken for HEAD's.
+		clear(subjects)
+		subjects[strings.Repeat("0", 40)] = "not HEAD"
+		if s := snap(); s.Head != head || !slices.Contains(started, "log") {
+			t.Errorf("%s: with another commit's subject: head %+v, git %v", tc.name, s.Head, started)
+		}
 	}
 }

@@ -158,7 +158,7 @@ func Create(ctx context.Context, st *fsstore.Store, now time.Time, in Input) (*R
 		text[baton.SectionValidators] = strings.TrimSpace(b.String())
 	}
 
-	if state := repoState(ctx, in.WorkDir, st.Root(), append(append([]string(nil), confirmed...), suggested...)); state != "" {
+	if state := repoState(ctx, st, in.WorkDir, append(append([]string(nil), confirmed...), suggested...)); state != "" {
 		text[baton.SectionContext] = strings.TrimSpace(text[baton.SectionContext] + "\n\n" + state)
 	}
 
@@ -268,10 +268,13 @@ const (
 
 // repoState describes the git state of dir, or "" outside a repository.
 // files are the packet's files (relative to the project root): in a work
-// tree too large for a whole `git status`, they are what is checked.
-func repoState(ctx context.Context, dir, root string, files []string) string {
-	paths, asPacket := relativeTo(dir, root, files)
-	snap, err := gitx.Open(dir).Snapshot(ctx, paths...)
+// tree too large for a whole `git status`, they are what is checked. The
+// store remembers HEAD's subject for the next handoff at the same commit.
+func repoState(ctx context.Context, st *fsstore.Store, dir string, files []string) string {
+	paths, asPacket := relativeTo(dir, st.Root(), files)
+	repo := gitx.Open(dir)
+	repo.Subjects = st
+	snap, err := repo.Snapshot(ctx, paths...)
 	if err != nil {
 		return ""
 	}

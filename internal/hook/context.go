@@ -53,6 +53,26 @@ func SessionContext(st *fsstore.Store, sessionID string, afterCompact bool) (tex
 	} else {
 		fmt.Fprintf(&b, "baton: the working context of this project is in %s.\n", st.Dir())
 	}
+	fg, fgErr := st.Foreground()
+	// The check for foreign loops looks at every loop file: it runs
+	// beside the rest, which reads other files.
+	type foreignLoops struct {
+		told     []*baton.Loop
+		warnings []error
+		err      error
+	}
+	foreign := make(chan foreignLoops, 1)
+	go func() {
+		var r foreignLoops
+		r.told, r.warnings, r.err = st.NewForeignLoops(fg)
+		foreign <- r
+	}()
+	joined := false
+	defer func() {
+		if !joined {
+			<-foreign // an early return waits for it: no write left half done
+		}
+	}()
 	latest, err := st.Latest()
 	if err != nil {
 		return "", nil, nil, err
@@ -79,11 +99,10 @@ func SessionContext(st *fsstore.Store, sessionID string, afterCompact bool) (tex
 			fmt.Fprintf(&b, "\nBefore compaction baton saved packet %s (`baton pickup %s`).\n", saved.ID, saved.ID)
 		}
 	}
-	fg, err := st.Foreground()
-	if baton.ErrorCode(err) == baton.Invalid {
-		warnings = append(warnings, err)
-	} else if err != nil {
-		return "", nil, nil, err
+	if baton.ErrorCode(fgErr) == baton.Invalid {
+		warnings = append(warnings, fgErr)
+	} else if fgErr != nil {
+		return "", nil, nil, fgErr
 	}
 	l, err := st.LoopOf(fg, sessionID)
 	if baton.ErrorCode(err) == baton.Invalid {
@@ -108,11 +127,13 @@ func SessionContext(st *fsstore.Store, sessionID string, afterCompact bool) (tex
 			fmt.Fprintf(&b, "Each time you stop, the loop prompt comes back until you %s.\nLoop prompt:\n%s\n", loop.HowToFinish(l), baton.Truncate(l.Prompt, maxLoopPrompt, prompt.TruncatedMarker))
 		}
 	}
-	told, fw, err := st.NewForeignLoops(fg)
-	if err != nil {
-		warnings = append(warnings, err)
+	fl := <-foreign
+	joined = true
+	told = fl.told
+	if fl.err != nil {
+		warnings = append(warnings, fl.err)
 	}
-	warnings = append(warnings, fw...)
+	warnings = append(warnings, fl.warnings...)
 	for i, f := range told {
 		if i == 0 {
 			b.WriteString("\n")

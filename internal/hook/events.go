@@ -318,6 +318,7 @@ func (h handler) preCompact(ctx context.Context) (harness.Result, error) {
 	if !h.st.Exists() {
 		return harness.Result{}, h.errNoStore()
 	}
+	h.st.WriteFollows()
 	fg, _ := h.st.ForegroundLoop(h.p.SessionID)
 	if fg != nil && (fg.Status != baton.LoopActive || (fg.SessionID != "" && fg.SessionID != h.p.SessionID)) {
 		// Not this session's loop. The unbound loop counts: this session
