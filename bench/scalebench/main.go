@@ -40,6 +40,8 @@ func main() {
 	hookBin := flag.String("hook", "", "the baton-hook binary hooks run through, as baton install sets them up (default: baton hook)")
 	noop := flag.String("noop", "", "a static Go program that does nothing (bench/noop), timed round by round beside each process (default: none)")
 	floor := flag.String("floor", "", "bench/statefloor, timed as the floor of a blocking stop (default: not timed)")
+	before := flag.String("before", "", "an earlier build of baton-hook, timed beside -hook in the same rounds, for before → after in one run (default: none)")
+	beforeFirst := flag.Bool("before-first", false, "with -before, run the earlier build first in each round (a position in the round can move a build by several per cent: run both orders)")
 	n := flag.Int("n", 40, "runs per call and scale")
 	idle := flag.Duration("idle", 60*time.Second, "how long to watch the idle MCP server's CPU (0 skips it)")
 	cache := flag.String("cache", "", "where generated projects are kept (default ${XDG_CACHE_HOME:-~/.cache}/baton-bench)")
@@ -66,6 +68,13 @@ func main() {
 		*floor, err = filepath.Abs(*floor)
 		check(err)
 	}
+	if *before != "" {
+		if *hookBin == "" {
+			check(errors.New("-before needs -hook: the build it is compared with"))
+		}
+		*before, err = filepath.Abs(*before)
+		check(err)
+	}
 	if *cache == "" {
 		*cache, err = scalegen.DefaultCacheDir()
 		check(err)
@@ -83,7 +92,7 @@ func main() {
 		in, err := scalegen.Cached(*cache, spec, logf)
 		check(err)
 		check(in.Reset())
-		b := &bench{bin: *bin, hook: *hookBin, noop: *noop, floor: *floor, repo: in.Repo(), n: *n, logf: logf}
+		b := &bench{bin: *bin, hook: *hookBin, before: *before, beforeFirst: *beforeFirst, noop: *noop, floor: *floor, repo: in.Repo(), n: *n, logf: logf}
 		for _, c := range b.calls() {
 			if !selected(*only, c.name) {
 				continue
@@ -95,6 +104,9 @@ func main() {
 			}
 			check(err)
 			find(&results, c).at[spec.Name] = st
+			if st.before != nil {
+				find(&results, call{name: c.name + ", before (-before)"}).at[spec.Name] = *st.before
+			}
 		}
 		if *idle > 0 && selected(*only, "MCP server idle") {
 			cpu, err := b.idleCPU(*idle)
@@ -138,10 +150,13 @@ func selected(only, name string) bool {
 type bench struct {
 	bin, repo string
 	hook      string // baton-hook, or "" for baton hook
-	noop      string // the do-nothing Go program, or "" to time none
-	floor     string // bench/statefloor, or "" to time none
-	n         int
-	logf      func(string, ...any)
+	before    string // an earlier baton-hook timed beside hook, or ""
+	// beforeFirst runs before first in each round, hook second.
+	beforeFirst bool
+	noop        string // the do-nothing Go program, or "" to time none
+	floor       string // bench/statefloor, or "" to time none
+	n           int
+	logf        func(string, ...any)
 }
 
 // measure times r as a whole process, alternating round by round with the
@@ -159,11 +174,37 @@ func (b *bench) measure(r proctime.Run) (stats, error) {
 	return stats{Stats: both[0], noop: both[1].Median}, nil
 }
 
+// measureBeside is measure with other, an earlier build doing the same,
+// timed in the same rounds: its stats are st.before.
+func (b *bench) measureBeside(r, other proctime.Run) (stats, error) {
+	runs := []proctime.Run{r, other}
+	if b.beforeFirst {
+		runs = []proctime.Run{other, r}
+	}
+	if b.noop != "" {
+		runs = append(runs, proctime.Run{Argv: []string{b.noop}, Dir: os.TempDir(), N: r.N})
+	}
+	all, err := proctime.Alternate(runs...)
+	if err != nil {
+		return stats{}, err
+	}
+	if b.beforeFirst {
+		all[0], all[1] = all[1], all[0]
+	}
+	st, was := stats{Stats: all[0]}, stats{Stats: all[1]}
+	if b.noop != "" {
+		st.noop, was.noop = all[2].Median, all[2].Median
+	}
+	st.before = &was
+	return st, nil
+}
+
 // stats is a call's timings and the do-nothing program's median of the
-// same rounds (0 when not timed).
+// same rounds (0 when not timed); before, the earlier build's (-before).
 type stats struct {
 	proctime.Stats
-	noop time.Duration
+	noop   time.Duration
+	before *stats
 }
 
 // call is one thing measured: a whole process, or one MCP request in a
@@ -203,8 +244,14 @@ func (b *bench) calls() []call {
 			if b.hook != "" {
 				argv = []string{b.hook, event, "--harness", "claude"}
 			}
-			return b.measure(proctime.Run{Argv: argv, Stdin: in, N: b.n,
-				Dir: os.TempDir(), Check: check}) // a harness runs hooks from anywhere: the payload names the project
+			r := proctime.Run{Argv: argv, Stdin: in, N: b.n,
+				Dir: os.TempDir(), Check: check} // a harness runs hooks from anywhere: the payload names the project
+			if b.before != "" && b.n > 1 {
+				other := r
+				other.Argv = append([]string{b.before}, argv[1:]...)
+				return b.measureBeside(r, other)
+			}
+			return b.measure(r)
 		}}
 	}
 	cmd := func(name, goal string, args ...string) call {

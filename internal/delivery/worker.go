@@ -11,12 +11,15 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/queue"
+	"github.com/baton-agent/baton/internal/sandbox"
 )
 
 // Worker runs queued phases. Work is the queue's handler of phase jobs:
 // it hands each to the Runner and logs the outcome. Maintain recovers,
-// at start and then every half lease, phases whose worker died, and tidies
-// the repository caches (Service.Tidy). Run does both for a process that
+// at start and then every half lease, phases whose worker died, tidies
+// the repository caches (Service.Tidy) and, as root, walks the system
+// directories the box narrows before a box start would have to
+// (sandbox.WalkSystem). Run does both for a process that
 // runs phases only (`baton worker`); `baton serve` runs them beside its
 // other work. When the context ends, running agents are stopped and their
 // phases go back to the queue.
@@ -109,6 +112,12 @@ func (w *Worker) Maintain(ctx context.Context) error {
 		}
 		if err := r.Service.Tidy(ctx); err != nil && ctx.Err() == nil {
 			w.log().Error("tidy the repository caches: "+err.Error(), "err", err)
+		}
+		// As root, a box narrows the system directories by a walk of
+		// them that stands ten minutes: made here, ahead of time, no
+		// phase waits for it.
+		if err := sandbox.WalkSystem(); err != nil {
+			w.log().Error("walk the system directories: "+err.Error(), "err", err)
 		}
 		select {
 		case <-ctx.Done():

@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -47,6 +48,44 @@ func BenchmarkRankFiles1M(b *testing.B) {
 		ranks, st, err := s.RankFiles(FileQuery{})
 		if err != nil || st.Lines != 1_000_000 || len(ranks) == 0 {
 			b.Fatalf("RankFiles = %d ranks, %+v, %v", len(ranks), st, err)
+		}
+	}
+}
+
+// BenchmarkNewForeignLoops200 is what every session-start pays in a store
+// of 200 loops none of which changed since the last: a listing, one
+// fstatat per loop file and the per-machine record read.
+func BenchmarkNewForeignLoops200(b *testing.B) {
+	ctx := context.Background()
+	s := Open(b.TempDir(), Options{MachineID: "bench"})
+	if _, err := s.Init(ctx); err != nil {
+		b.Fatal(err)
+	}
+	for i := range 200 {
+		l := &baton.Loop{ID: fmt.Sprintf("20260101T%06dZ-loop-%d", i, i), Prompt: "p", MaxIterations: 3, Status: baton.LoopDone, Outcome: baton.OutcomeCancelled}
+		if i == 199 {
+			l.Status, l.Outcome = baton.LoopActive, ""
+		}
+		if err := s.CreateLoop(ctx, l); err != nil {
+			b.Fatal(err)
+		}
+	}
+	f, err := s.Foreground()
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Settle the record past the file system's clock tick.
+	time.Sleep(20 * time.Millisecond) // no event marks a tick passed
+	if _, _, err := s.NewForeignLoops(f); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		// A hook's store is new in each process: so is this one.
+		st := Open(s.Root(), Options{MachineID: "bench", OneShot: true})
+		told, warn, err := st.NewForeignLoops(f)
+		if err != nil || len(told) != 0 || len(warn) != 0 {
+			b.Fatalf("NewForeignLoops = %d told, %v, %v", len(told), warn, err)
 		}
 	}
 }

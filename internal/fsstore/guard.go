@@ -147,12 +147,12 @@ func describeMode(m fs.FileMode) string {
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // A sweep reads the whole directory: in a directory larger than
-// sweepAlways bytes (a thousand packets or so; 10,000 take milliseconds to
-// read) one write in sweepOdds sweeps. Temp files are left only by
+// sweepAlways bytes (two blocks, about a hundred files: every stop of a
+// loop would otherwise list all the loops) one write in sweepOdds sweeps. Temp files are left only by
 // writers that were killed, and git and readers ignore them: they can
 // wait.
 const (
-	sweepAlways = 64 << 10
+	sweepAlways = 8 << 10
 	sweepOdds   = 32
 )
 

@@ -444,11 +444,15 @@ func (s *Store) NewForeignLoops(f Foreground) ([]*baton.Loop, []error, error) {
 		return nil, nil, err
 	}
 	seenPath := s.indexPath(LoopsSeenFile)
-	var seen map[string]seenLoop
+	var seen seenLines
 	if b, err := s.readFile(seenPath, maxIndexBytes); err == nil {
-		seen = parseSeen(b) // damaged: every file is read again
+		seen = indexSeen(b) // damaged: every file is read again
 	}
-	next := make(map[string]seenLoop, len(names))
+	type record struct {
+		id string
+		seenLoop
+	}
+	next := make([]record, 0, len(names))
 	var out []*baton.Loop
 	var warnings []error
 	changed := false
@@ -461,7 +465,7 @@ func (s *Store) NewForeignLoops(f Foreground) ([]*baton.Loop, []error, error) {
 		if err != nil || !fi.Mode.IsRegular() {
 			continue // gone meanwhile, or a link, a FIFO: never read
 		}
-		was, known := seen[id]
+		was, known := seen.find(id)
 		rec := was
 		var l *baton.Loop
 		if !known || !was.current(fi) {
@@ -494,12 +498,18 @@ func (s *Store) NewForeignLoops(f Foreground) ([]*baton.Loop, []error, error) {
 			}
 			out = append(out, l)
 		}
-		changed = changed || rec != was
-		next[id] = rec
+		changed = changed || !known || rec != was
+		next = append(next, record{id, rec})
 	}
+	// A record of a file now gone, or a line that is not one, is dropped
+	// by writing the file anew.
 	if changed || len(next) != len(seen) {
 		if err := s.mkIndexes(); err == nil {
-			_ = s.files.WriteCache(seenPath, formatSeen(next), 0o644) // lost: read again, told again, no harm
+			m := make(map[string]seenLoop, len(next))
+			for _, r := range next {
+				m[r.id] = r.seenLoop
+			}
+			_ = s.files.WriteCache(seenPath, formatSeen(m), 0o644) // lost: read again, told again, no harm
 		}
 	}
 	slices.SortFunc(out, func(a, b *baton.Loop) int { return strings.Compare(a.ID, b.ID) })

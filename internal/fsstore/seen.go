@@ -72,32 +72,103 @@ func parseSeen(b []byte) map[string]seenLoop {
 		return nil
 	}
 	seen := make(map[string]seenLoop, bytes.Count(rest, []byte{'\n'}))
-	var f [7][]byte
 	for len(rest) > 0 {
 		var line []byte
 		line, rest, _ = bytes.Cut(rest, []byte{'\n'})
-		n := 0
-		for ; n < len(f) && len(line) > 0; n++ {
-			f[n], line, _ = bytes.Cut(line, []byte{' '})
+		if id, r, ok := parseSeenLine(line); ok {
+			seen[id] = r
 		}
-		if n != len(f) || len(line) > 0 {
-			continue
-		}
-		var r seenLoop
-		var err [4]error
-		r.Ino, err[0] = strconv.ParseUint(string(f[1]), 10, 64)
-		r.Size, err[1] = strconv.ParseInt(string(f[2]), 10, 64)
-		r.Mod, err[2] = strconv.ParseInt(string(f[3]), 10, 64)
-		r.Change, err[3] = strconv.ParseInt(string(f[4]), 10, 64)
-		id := string(f[0])
-		if err != [4]error{} || !baton.ValidID(id) || len(f[5]) == 0 || (string(f[6]) != "0" && string(f[6]) != "1") {
-			continue
-		}
-		if string(f[5]) != "-" {
-			r.Active = string(f[5])
-		}
-		r.Told = string(f[6]) == "1"
-		seen[id] = r
 	}
 	return seen
+}
+
+// parseSeenLine reads one line formatSeen wrote; ok is false for
+// anything else.
+func parseSeenLine(line []byte) (id string, r seenLoop, ok bool) {
+	idb, r, ok := parseSeenFields(line)
+	if !ok || !baton.ValidID(string(idb)) {
+		return "", seenLoop{}, false
+	}
+	return string(idb), r, true
+}
+
+// parseSeenFields is parseSeenLine without the check of the id, which it
+// returns as it is in the line.
+func parseSeenFields(line []byte) (id []byte, r seenLoop, ok bool) {
+	var f [7][]byte
+	n := 0
+	for ; n < len(f) && len(line) > 0; n++ {
+		f[n], line, _ = bytes.Cut(line, []byte{' '})
+	}
+	if n != len(f) || len(line) > 0 {
+		return nil, r, false
+	}
+	var err [4]error
+	r.Ino, err[0] = strconv.ParseUint(string(f[1]), 10, 64)
+	r.Size, err[1] = strconv.ParseInt(string(f[2]), 10, 64)
+	r.Mod, err[2] = strconv.ParseInt(string(f[3]), 10, 64)
+	r.Change, err[3] = strconv.ParseInt(string(f[4]), 10, 64)
+	if err != [4]error{} || len(f[5]) == 0 || (string(f[6]) != "0" && string(f[6]) != "1") {
+		return nil, seenLoop{}, false
+	}
+	if string(f[5]) != "-" {
+		r.Active = string(f[5])
+	}
+	r.Told = string(f[6]) == "1"
+	return f[0], r, true
+}
+
+// seenLines are the lines of a LoopsSeenFile sorted by id, unparsed: a
+// session-start looks each loop up once, and most of them are unchanged,
+// so building a map of every record would cost more than the lookups.
+type seenLines [][]byte
+
+// indexSeen splits what formatSeen wrote into its lines, sorted by id (a
+// file formatSeen wrote is already); a file without the header holds
+// none.
+func indexSeen(b []byte) seenLines {
+	rest, ok := bytes.CutPrefix(b, []byte(seenHeader))
+	if !ok || len(rest) == 0 {
+		return nil
+	}
+	lines := bytes.Split(bytes.TrimSuffix(rest, []byte{'\n'}), []byte{'\n'})
+	if !slices.IsSortedFunc(lines, compareSeenIDs) {
+		slices.SortStableFunc(lines, compareSeenIDs)
+	}
+	return lines
+}
+
+// seenID is the id a line of a LoopsSeenFile starts with.
+func seenID(line []byte) []byte {
+	if i := bytes.IndexByte(line, ' '); i >= 0 {
+		return line[:i]
+	}
+	return line
+}
+
+func compareSeenIDs(a, b []byte) int { return bytes.Compare(seenID(a), seenID(b)) }
+
+// find returns the record of id as parseSeen would: the last well-formed
+// line of that id.
+func (s seenLines) find(id string) (seenLoop, bool) {
+	if len(s) == 0 || !baton.ValidID(id) {
+		return seenLoop{}, false
+	}
+	key := []byte(id) // once: a conversion in the comparison would be one per step
+	i, found := slices.BinarySearchFunc(s, key, func(line, key []byte) int {
+		return bytes.Compare(seenID(line), key)
+	})
+	if !found {
+		return seenLoop{}, false
+	}
+	j := i
+	for j+1 < len(s) && bytes.Equal(seenID(s[j+1]), key) {
+		j++
+	}
+	for ; j >= i; j-- {
+		if lid, r, ok := parseSeenFields(s[j]); ok && bytes.Equal(lid, key) {
+			return r, true
+		}
+	}
+	return seenLoop{}, false
 }

@@ -22,11 +22,27 @@ func FuzzSeenFormat(f *testing.F) {
 	f.Add([]byte(seenHeader+"20260101T000000Z-a 12 345 1700000000123456789 1700000000123456789 0011aabb 1\n"), uint64(7), int64(1))
 	f.Add([]byte("{\"x\":{\"s\":1}}"), uint64(0), int64(0))
 	f.Add([]byte(seenHeader+"bad id 1 2 3 4 - 0\n../x 1 2 3 4 - 1\n"), uint64(1), int64(-1))
+	f.Add([]byte(seenHeader+"20260101T000000Z-b 1 2 3 4 - 0\n20260101T000000Z-a 5 6 7 8 ab 1\n20260101T000000Z-a 9 x 7 8 ab 1\n20260101T000000Z-b 1 2 3 4 - 1\n"), uint64(3), int64(2))
 	f.Fuzz(func(t *testing.T, b []byte, ino uint64, n int64) {
 		got := parseSeen(b)
 		for id, r := range got {
 			if !baton.ValidID(id) || bytes.ContainsAny([]byte(r.Active), " \n") {
 				t.Fatalf("parseSeen kept %q: %+v", id, r)
+			}
+		}
+		// The lookup session-start makes answers as the whole parse, for
+		// every id a line names.
+		lines := indexSeen(b)
+		for _, line := range lines {
+			id := string(seenID(line))
+			r, ok := lines.find(id)
+			if want, wok := got[id]; ok != wok || r != want {
+				t.Fatalf("indexSeen(...).find(%q) = %+v, %v; parseSeen has %+v, %v", id, r, ok, want, wok)
+			}
+		}
+		for id, want := range got {
+			if r, ok := lines.find(id); !ok || r != want {
+				t.Fatalf("indexSeen(...).find(%q) = %+v, %v; parseSeen has %+v", id, r, ok, want)
 			}
 		}
 		if again := parseSeen(formatSeen(got)); !maps.Equal(again, got) && len(got) > 0 {

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,13 +22,16 @@ const maxPublicWalk = 2_000_000
 
 type publicWalk struct {
 	hidden []string
-	at     time.Time
+	at     time.Time // when the walk began
+	err    error
+	done   chan struct{} // closed when the walk ended
 }
 
 var publicCache struct {
 	sync.Mutex
-	walks map[string]publicWalk
-	rules map[string]publicRules
+	walks    map[string]*publicWalk // the last walk of each root that ended
+	inflight map[string]*publicWalk // a walk of each root under way
+	rules    map[string]publicRules
 }
 
 type publicRules struct {
@@ -64,6 +68,19 @@ func narrowedPublic(paths, deny []string) []rule {
 // Roots inside another root are walked once, as part of it; each root's
 // walk is kept for publicTTL.
 func nonPublic(roots []string) ([]string, error) {
+	var out []string
+	for _, root := range topRoots(roots) {
+		hidden, err := walked(root, publicTTL)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, hidden...)
+	}
+	return out, nil
+}
+
+// topRoots resolves roots and keeps those inside no other.
+func topRoots(roots []string) []string {
 	var resolved []string
 	for _, r := range roots {
 		if p, ok := resolve(r); ok {
@@ -78,25 +95,59 @@ func nonPublic(roots []string) ([]string, error) {
 			top = append(top, r)
 		}
 	}
+	return top
+}
+
+// walked returns what walkNonPublic found in root by a walk begun within
+// maxAge: the last one, the one under way, or a new one. The cache is not
+// locked while a walk runs, so that box starts go on with the last walk
+// while a newer one is made (WalkSystem).
+func walked(root string, maxAge time.Duration) ([]string, error) {
 	publicCache.Lock()
-	defer publicCache.Unlock()
-	if publicCache.walks == nil {
-		publicCache.walks = map[string]publicWalk{}
+	if w, ok := publicCache.walks[root]; ok && time.Since(w.at) <= maxAge {
+		publicCache.Unlock()
+		return w.hidden, nil
 	}
-	var out []string
-	for _, root := range top {
-		w, ok := publicCache.walks[root]
-		if !ok || time.Since(w.at) > publicTTL {
-			hidden, err := walkNonPublic(root)
-			if err != nil {
-				return nil, err
-			}
-			w = publicWalk{hidden: hidden, at: time.Now()}
-			publicCache.walks[root] = w
+	w, ok := publicCache.inflight[root]
+	if !ok {
+		w = &publicWalk{at: time.Now(), done: make(chan struct{})}
+		if publicCache.inflight == nil {
+			publicCache.inflight = map[string]*publicWalk{}
+			publicCache.walks = map[string]*publicWalk{}
 		}
-		out = append(out, w.hidden...)
+		publicCache.inflight[root] = w
 	}
-	return out, nil
+	publicCache.Unlock()
+	if ok {
+		<-w.done
+		return w.hidden, w.err
+	}
+	w.hidden, w.err = walkNonPublic(root)
+	publicCache.Lock()
+	delete(publicCache.inflight, root)
+	if w.err == nil {
+		publicCache.walks[root] = w
+	}
+	publicCache.Unlock()
+	close(w.done)
+	return w.hidden, w.err
+}
+
+// WalkSystem walks again each system directory the box narrows for root
+// (System's Public paths) whose last walk is older than half of what a
+// walk stands for, so that box starts never wait for one: a long-running
+// worker calls it at start and then every few minutes. It does nothing
+// unless baton runs as root.
+func WalkSystem() error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	for _, root := range topRoots(System(Env{}).Public) {
+		if _, err := walked(root, publicTTL/2); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 var errWalkTooLarge = errors.New("too large")

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseMode(t *testing.T) {
@@ -211,5 +212,34 @@ func TestConfigure(t *testing.T) {
 	}
 	if c, err := Configure(nil, "/proj", "", nil, nil); err != nil || c.Mode != ModeAuto || c.Policy.Read != nil || c.Policy.Write != nil {
 		t.Errorf("Configure(no environment) = %+v, %v", c, err)
+	}
+}
+
+// A walk of a system directory stands for as long as it is asked to, and
+// a newer one is made past that.
+func TestWalkedKeepsAndRenews(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	private := func(name string) string {
+		p := filepath.Join(root, name)
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	first := private("first")
+	got, err := walked(root, time.Hour)
+	if err != nil || !slices.Equal(got, []string{first}) {
+		t.Fatalf("walked = %q, %v; want [%s]", got, err, first)
+	}
+	second := private("second")
+	if got, _ := walked(root, time.Hour); !slices.Equal(got, []string{first}) {
+		t.Errorf("within its age the last walk stands: walked = %q", got)
+	}
+	if got, _ := walked(root, 0); !slices.Equal(got, []string{first, second}) {
+		t.Errorf("past its age a new walk is made: walked = %q, want [%s %s]", got, first, second)
 	}
 }
