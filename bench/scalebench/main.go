@@ -41,6 +41,7 @@ func main() {
 	noop := flag.String("noop", "", "a static Go program that does nothing (bench/noop), timed round by round beside each process (default: none)")
 	floor := flag.String("floor", "", "bench/statefloor, timed as the floor of a blocking stop (default: not timed)")
 	before := flag.String("before", "", "an earlier build of baton-hook, timed beside -hook in the same rounds, for before → after in one run (default: none)")
+	beforeFirst := flag.Bool("before-first", false, "with -before, run the earlier build first in each round (a position in the round can move a build by several per cent: run both orders)")
 	n := flag.Int("n", 40, "runs per call and scale")
 	idle := flag.Duration("idle", 60*time.Second, "how long to watch the idle MCP server's CPU (0 skips it)")
 	cache := flag.String("cache", "", "where generated projects are kept (default ${XDG_CACHE_HOME:-~/.cache}/baton-bench)")
@@ -91,7 +92,7 @@ func main() {
 		in, err := scalegen.Cached(*cache, spec, logf)
 		check(err)
 		check(in.Reset())
-		b := &bench{bin: *bin, hook: *hookBin, before: *before, noop: *noop, floor: *floor, repo: in.Repo(), n: *n, logf: logf}
+		b := &bench{bin: *bin, hook: *hookBin, before: *before, beforeFirst: *beforeFirst, noop: *noop, floor: *floor, repo: in.Repo(), n: *n, logf: logf}
 		for _, c := range b.calls() {
 			if !selected(*only, c.name) {
 				continue
@@ -150,10 +151,12 @@ type bench struct {
 	bin, repo string
 	hook      string // baton-hook, or "" for baton hook
 	before    string // an earlier baton-hook timed beside hook, or ""
-	noop      string // the do-nothing Go program, or "" to time none
-	floor     string // bench/statefloor, or "" to time none
-	n         int
-	logf      func(string, ...any)
+	// beforeFirst runs before first in each round, hook second.
+	beforeFirst bool
+	noop        string // the do-nothing Go program, or "" to time none
+	floor       string // bench/statefloor, or "" to time none
+	n           int
+	logf        func(string, ...any)
 }
 
 // measure times r as a whole process, alternating round by round with the
@@ -175,12 +178,18 @@ func (b *bench) measure(r proctime.Run) (stats, error) {
 // timed in the same rounds: its stats are st.before.
 func (b *bench) measureBeside(r, other proctime.Run) (stats, error) {
 	runs := []proctime.Run{r, other}
+	if b.beforeFirst {
+		runs = []proctime.Run{other, r}
+	}
 	if b.noop != "" {
 		runs = append(runs, proctime.Run{Argv: []string{b.noop}, Dir: os.TempDir(), N: r.N})
 	}
 	all, err := proctime.Alternate(runs...)
 	if err != nil {
 		return stats{}, err
+	}
+	if b.beforeFirst {
+		all[0], all[1] = all[1], all[0]
 	}
 	st, was := stats{Stats: all[0]}, stats{Stats: all[1]}
 	if b.noop != "" {

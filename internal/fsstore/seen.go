@@ -85,28 +85,37 @@ func parseSeen(b []byte) map[string]seenLoop {
 // parseSeenLine reads one line formatSeen wrote; ok is false for
 // anything else.
 func parseSeenLine(line []byte) (id string, r seenLoop, ok bool) {
+	idb, r, ok := parseSeenFields(line)
+	if !ok || !baton.ValidID(string(idb)) {
+		return "", seenLoop{}, false
+	}
+	return string(idb), r, true
+}
+
+// parseSeenFields is parseSeenLine without the check of the id, which it
+// returns as it is in the line.
+func parseSeenFields(line []byte) (id []byte, r seenLoop, ok bool) {
 	var f [7][]byte
 	n := 0
 	for ; n < len(f) && len(line) > 0; n++ {
 		f[n], line, _ = bytes.Cut(line, []byte{' '})
 	}
 	if n != len(f) || len(line) > 0 {
-		return "", r, false
+		return nil, r, false
 	}
 	var err [4]error
 	r.Ino, err[0] = strconv.ParseUint(string(f[1]), 10, 64)
 	r.Size, err[1] = strconv.ParseInt(string(f[2]), 10, 64)
 	r.Mod, err[2] = strconv.ParseInt(string(f[3]), 10, 64)
 	r.Change, err[3] = strconv.ParseInt(string(f[4]), 10, 64)
-	id = string(f[0])
-	if err != [4]error{} || !baton.ValidID(id) || len(f[5]) == 0 || (string(f[6]) != "0" && string(f[6]) != "1") {
-		return "", seenLoop{}, false
+	if err != [4]error{} || len(f[5]) == 0 || (string(f[6]) != "0" && string(f[6]) != "1") {
+		return nil, seenLoop{}, false
 	}
 	if string(f[5]) != "-" {
 		r.Active = string(f[5])
 	}
 	r.Told = string(f[6]) == "1"
-	return id, r, true
+	return f[0], r, true
 }
 
 // seenLines are the lines of a LoopsSeenFile sorted by id, unparsed: a
@@ -142,18 +151,22 @@ func compareSeenIDs(a, b []byte) int { return bytes.Compare(seenID(a), seenID(b)
 // find returns the record of id as parseSeen would: the last well-formed
 // line of that id.
 func (s seenLines) find(id string) (seenLoop, bool) {
-	i, found := slices.BinarySearchFunc(s, id, func(line []byte, id string) int {
-		return bytes.Compare(seenID(line), []byte(id))
+	if len(s) == 0 || !baton.ValidID(id) {
+		return seenLoop{}, false
+	}
+	key := []byte(id) // once: a conversion in the comparison would be one per step
+	i, found := slices.BinarySearchFunc(s, key, func(line, key []byte) int {
+		return bytes.Compare(seenID(line), key)
 	})
 	if !found {
 		return seenLoop{}, false
 	}
 	j := i
-	for j+1 < len(s) && string(seenID(s[j+1])) == id {
+	for j+1 < len(s) && bytes.Equal(seenID(s[j+1]), key) {
 		j++
 	}
 	for ; j >= i; j-- {
-		if lid, r, ok := parseSeenLine(s[j]); ok && lid == id {
+		if lid, r, ok := parseSeenFields(s[j]); ok && bytes.Equal(lid, key) {
 			return r, true
 		}
 	}
