@@ -413,3 +413,32 @@ func TestSnapshotRemembersHeadSubject(t *testing.T) {
 		}
 	}
 }
+
+// A branch that is ahead of its upstream and behind it snapshots as any
+// other: the branch, HEAD and the changes, no distance from the upstream.
+func TestSnapshotWithUpstream(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	up, down := t.TempDir(), t.TempDir()
+	gittest.Git(t, up, "init", "-q", "-b", "main")
+	gittest.Git(t, up, "commit", "-q", "--allow-empty", "-m", "base")
+	gittest.Git(t, down, "clone", "-q", up, ".")
+	gittest.Git(t, up, "commit", "-q", "--allow-empty", "-m", "upstream moved on")
+	gittest.Git(t, down, "fetch", "-q")
+	gittest.Git(t, down, "commit", "-q", "--allow-empty", "-m", "local: work")
+	if err := os.WriteFile(filepath.Join(down, "new.go"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := gittest.Git(t, down, "status", "-sb"); !strings.Contains(out, "ahead 1, behind 1") {
+		t.Fatalf("the clone is not ahead and behind: %s", out)
+	}
+	s, err := Open(down).Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _ := Open(down).Head(ctx)
+	want := []Change{{Status: "??", Path: "new.go"}}
+	if s.Branch != "main" || s.Head != head || s.Head.Subject != "local: work" || !slices.Equal(s.Changes, want) {
+		t.Errorf("Snapshot = %+v, want main at %+v with %v", s, head, want)
+	}
+}
