@@ -6,17 +6,27 @@
 // so a machine that gets busier moves them all alike; it prints medians
 // and p90s.
 //
+// A box's init is the program that starts it, started again: what that
+// costs before the init does anything is timed too, as the start of the
+// program as an init that finds no spec and exits at once, beside
+// /bin/true; -init names other programs to time that way (baton,
+// baton-hook, a do-nothing Go program), whose start a box would pay if
+// it were the init.
+//
 //	go run ./bench/boxstart -n 100
+//	go run ./bench/boxstart -n 100 -init "$(command -v baton),$(command -v baton-hook)"
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -29,8 +39,13 @@ import (
 func main() {
 	sandbox.Main(egress.Hooks()) // this program starts boxes: it is their init too, as baton is
 	n := flag.Int("n", 100, "rounds")
+	inits := flag.String("init", "", "comma-separated programs to time as a box's init that finds no spec, beside this one")
 	flag.Parse()
-	if err := run(*n); err != nil {
+	var others []string
+	if *inits != "" {
+		others = strings.Split(*inits, ",")
+	}
+	if err := run(*n, others); err != nil {
 		fmt.Fprintln(os.Stderr, "boxstart:", err)
 		os.Exit(1)
 	}
@@ -42,7 +57,7 @@ type scenario struct {
 	took []time.Duration
 }
 
-func run(n int) error {
+func run(n int, inits []string) error {
 	tmp, err := os.MkdirTemp("", "boxstart-")
 	if err != nil {
 		return err
@@ -99,6 +114,17 @@ func run(n int) error {
 		{name: "/bin/true, boxed (namespaces)", run: bare(box(false, false))},
 		{name: "/bin/true, boxed (no namespaces)", run: bare(box(true, false))},
 	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	for _, p := range append([]string{self}, inits...) {
+		name := "start as an init, no spec: " + filepath.Base(p)
+		if p == self {
+			name = "start as an init, no spec: this program"
+		}
+		scenarios = append(scenarios, &scenario{name: name, run: initStart(p)})
+	}
 	// The host's probe (and, as root, the walk of the system directories)
 	// happens once per process: not part of a start.
 	fmt.Fprintf(os.Stderr, "probe: %s\n", sandbox.Probe().Summary())
@@ -123,6 +149,22 @@ func run(n int) error {
 		fmt.Fprintf(w, "%s\t%s\t%s\t\n", s.name, ms(s.took[len(s.took)/2]), ms(s.took[len(s.took)*9/10]))
 	}
 	return w.Flush()
+}
+
+// initStart starts program as a box's init with no spec (file 3 is not
+// open): it runs its package initialisation and sandbox.Main, fails to
+// read the spec and exits 125 at once (a program that is no init, such as
+// a do-nothing one, exits 0).
+func initStart(program string) func() error {
+	return func() error {
+		cmd := &exec.Cmd{Path: program, Args: []string{"baton-box-init"}, Env: []string{}}
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if err == nil || errors.As(err, &exit) && exit.ExitCode() == 125 {
+			return nil
+		}
+		return fmt.Errorf("%s as an init with no spec: %v, want exit status 125 (or 0)", program, err)
+	}
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
