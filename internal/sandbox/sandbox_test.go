@@ -243,3 +243,31 @@ func TestWalkedKeepsAndRenews(t *testing.T) {
 		t.Errorf("past its age a new walk is made: walked = %q, want [%s %s]", got, first, second)
 	}
 }
+
+// Box starts that find a root unwalked at once all get the one walk.
+func TestWalkedConcurrently(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(root, "secret")
+	if err := os.WriteFile(secret, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	results := make(chan []string, 8)
+	for range cap(results) {
+		go func() {
+			got, err := walked(root, time.Hour)
+			if err != nil {
+				t.Error(err)
+			}
+			results <- got
+		}()
+	}
+	for range cap(results) {
+		if got := <-results; !slices.Equal(got, []string{secret}) {
+			t.Errorf("walked = %q, want [%s]", got, secret)
+		}
+	}
+}
