@@ -415,3 +415,25 @@ func TestHandoffNamesTheSessionOfEachHarness(t *testing.T) {
 		})
 	}
 }
+
+// A handoff remembers HEAD's subject in the store, and pickup takes it
+// from there for the commit it names, without asking git: what the store
+// holds for the new HEAD is what pickup says HEAD moved to.
+func TestPickupTakesHeadSubjectFromTheStore(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.gitRepo()
+	e.ok("", "", "handoff", "ship it", "--next-prompt", "Run the tests.")
+	st := fsstore.Open(e.dir, fsstore.Options{})
+	initial := strings.TrimSpace(e.git("rev-parse", "HEAD"))
+	if got, ok := st.CommitSubject(initial); !ok || got != "initial commit" {
+		t.Fatalf("after a handoff the store holds %q, %v for HEAD; want its subject", got, ok)
+	}
+	e.git("commit", "-q", "--allow-empty", "-m", "moved on")
+	head := strings.TrimSpace(e.git("rev-parse", "HEAD"))
+	st.RememberCommitSubject(head, "as the store remembers it")
+	r := e.ok("", "", "pickup", "latest")
+	if !strings.Contains(r.stdout, "since the handoff): as the store remembers it.") {
+		t.Errorf("pickup did not take HEAD's subject from the store:\n%s", r.stdout)
+	}
+}

@@ -117,9 +117,11 @@ func codeSpan(s string) string {
 
 // Drift compares the packet with the repository as it is now and lists
 // what differs: branch, HEAD, confirmed files that are gone, uncommitted
-// work. It returns "" outside a git repository.
-func Drift(ctx context.Context, root string, p *baton.Packet) string {
-	repo := gitx.Open(root)
+// work. It returns "" outside a git repository. HEAD's subject comes
+// from the store when a handoff recorded it at this commit.
+func Drift(ctx context.Context, st *fsstore.Store, p *baton.Packet) string {
+	repo := gitx.Open(st.Root())
+	repo.Subjects = st
 	confirmed, suggested := packetFiles(p)
 	snap, err := repo.Snapshot(ctx, append(append([]string(nil), confirmed...), suggested...)...)
 	if err != nil {
@@ -144,7 +146,7 @@ func Drift(ctx context.Context, root string, p *baton.Packet) string {
 	}
 	var gone []string
 	for _, f := range confirmed {
-		if !fileExists(root, f) {
+		if !fileExists(st.Root(), f) {
 			gone = append(gone, "`"+f+"`")
 		}
 	}
@@ -206,7 +208,7 @@ func Pickup(ctx context.Context, st *fsstore.Store, ref string, opts prompt.Opti
 		}
 		out.Packet = p
 	}
-	pack, err := prompt.Build(Sections(out.Packet, Drift(ctx, st.Root(), out.Packet)), opts)
+	pack, err := prompt.Build(Sections(out.Packet, Drift(ctx, st, out.Packet)), opts)
 	if err != nil {
 		return &out, err
 	}
