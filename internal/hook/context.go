@@ -46,21 +46,13 @@ func ActivePacket(st *fsstore.Store) *baton.Packet {
 // by id and with where a person reads and adopts it, never with its
 // prompt or its commands (fsstore.Store.NewForeignLoops); told lists the
 // loops named.
-//
-// foreign is the check for those loops, started earlier (nil starts it).
-func SessionContext(st *fsstore.Store, foreign *ForeignCheck, sessionID string, afterCompact bool) (text string, told []*baton.Loop, warnings []error, err error) {
+func SessionContext(st *fsstore.Store, sessionID string, afterCompact bool) (text string, told []*baton.Loop, warnings []error, err error) {
 	var b strings.Builder
 	if afterCompact {
 		fmt.Fprintf(&b, "baton (after compaction): the working context of this project is in %s; it is restated here.\n", st.Dir())
 	} else {
 		fmt.Fprintf(&b, "baton: the working context of this project is in %s.\n", st.Dir())
 	}
-	if foreign == nil {
-		foreign = CheckForeignLoops(st)
-	}
-	defer foreign.wait() // an early return too: no write of it left half done
-	<-foreign.fgRead
-	fg, fgErr := foreign.fg, foreign.fgErr
 	latest, err := st.Latest()
 	if err != nil {
 		return "", nil, nil, err
@@ -87,10 +79,11 @@ func SessionContext(st *fsstore.Store, foreign *ForeignCheck, sessionID string, 
 			fmt.Fprintf(&b, "\nBefore compaction baton saved packet %s (`baton pickup %s`).\n", saved.ID, saved.ID)
 		}
 	}
-	if baton.ErrorCode(fgErr) == baton.Invalid {
-		warnings = append(warnings, fgErr)
-	} else if fgErr != nil {
-		return "", nil, nil, fgErr
+	fg, err := st.Foreground()
+	if baton.ErrorCode(err) == baton.Invalid {
+		warnings = append(warnings, err)
+	} else if err != nil {
+		return "", nil, nil, err
 	}
 	l, err := st.LoopOf(fg, sessionID)
 	if baton.ErrorCode(err) == baton.Invalid {
@@ -115,12 +108,11 @@ func SessionContext(st *fsstore.Store, foreign *ForeignCheck, sessionID string, 
 			fmt.Fprintf(&b, "Each time you stop, the loop prompt comes back until you %s.\nLoop prompt:\n%s\n", loop.HowToFinish(l), baton.Truncate(l.Prompt, maxLoopPrompt, prompt.TruncatedMarker))
 		}
 	}
-	foreign.wait()
-	told = foreign.told
-	if foreign.err != nil {
-		warnings = append(warnings, foreign.err)
+	told, fw, err := st.NewForeignLoops(fg)
+	if err != nil {
+		warnings = append(warnings, err)
 	}
-	warnings = append(warnings, foreign.warnings...)
+	warnings = append(warnings, fw...)
 	for i, f := range told {
 		if i == 0 {
 			b.WriteString("\n")
@@ -145,36 +137,6 @@ func SessionContext(st *fsstore.Store, foreign *ForeignCheck, sessionID string, 
 	}
 	return baton.Truncate(b.String(), MaxContext, prompt.TruncatedMarker), told, warnings, nil
 }
-
-// ForeignCheck is fsstore.Store.NewForeignLoops running in the
-// background, with the foreground loops it reads first: it stats every
-// loop file, and the rest of a session-start, which reads other files,
-// needs none of it until the context is rendered.
-type ForeignCheck struct {
-	fgRead chan struct{} // closed once fg and fgErr are set
-	done   chan struct{} // closed once the rest is
-	fg     fsstore.Foreground
-	fgErr  error
-
-	told     []*baton.Loop
-	warnings []error
-	err      error
-}
-
-// CheckForeignLoops starts the check in st.
-func CheckForeignLoops(st *fsstore.Store) *ForeignCheck {
-	c := &ForeignCheck{fgRead: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(c.done)
-		c.fg, c.fgErr = st.Foreground()
-		close(c.fgRead)
-		c.told, c.warnings, c.err = st.NewForeignLoops(c.fg)
-	}()
-	return c
-}
-
-// wait waits for the check to end.
-func (c *ForeignCheck) wait() { <-c.done }
 
 // otherSessionsLoop is, for a session without a loop of its own, the
 // most recently updated active loop another session runs (of those this

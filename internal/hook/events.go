@@ -30,11 +30,7 @@ func (h handler) sessionStart(ctx context.Context) (harness.Result, error) {
 	if !h.mayCreate && !h.st.Exists() {
 		return harness.Result{}, baton.Errorf(baton.NotFound, "%s is not in a git repository and has no context store; baton creates one only inside a repository (run `baton init` there to use baton outside git)", h.st.Root())
 	}
-	// The check for foreign loops reads every loop file's stat: it starts
-	// now, beside the store's set-up and the session's record.
-	foreign := CheckForeignLoops(h.st)
 	if _, err := h.st.Init(ctx); err != nil {
-		foreign.wait()
 		return harness.Result{}, err
 	}
 	rec := baton.SessionRecord{
@@ -50,7 +46,7 @@ func (h handler) sessionStart(ctx context.Context) (harness.Result, error) {
 		h.warn("cannot write the session environment: %v", err)
 	}
 	afterCompact := h.p.Source == "compact"
-	text, told, warnings, err := SessionContext(h.st, foreign, h.p.SessionID, afterCompact)
+	text, told, warnings, err := SessionContext(h.st, h.p.SessionID, afterCompact)
 	if err != nil {
 		return harness.Result{}, err
 	}
