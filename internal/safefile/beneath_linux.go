@@ -61,3 +61,39 @@ func linkError(dirfd int, path string) error {
 	unix.Close(fd)
 	return unix.ELOOP
 }
+
+// noExchange is set once the file system said it cannot exchange names.
+var noExchange atomic.Bool
+
+// swapInto puts the file tmp in place of name, both in dirfd, as a
+// rename would, for a cache. ext4 writes a file's data out when it is
+// renamed over another (so that a crash leaves the old content or the
+// new, not an empty file), which a cache does not need: exchanging the
+// two names and removing the old file spares it. A cache may then come
+// back empty after a crash of the machine: its reader checks it and
+// rebuilds.
+func swapInto(dirfd int, tmp, name string) error {
+	if noExchange.Load() {
+		return unix.Renameat(dirfd, tmp, dirfd, name)
+	}
+	err := unix.Renameat2(dirfd, tmp, dirfd, name, unix.RENAME_EXCHANGE)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return unix.Renameat(dirfd, tmp, dirfd, name) // nothing to replace
+	case errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP):
+		noExchange.Store(true)
+		return unix.Renameat(dirfd, tmp, dirfd, name)
+	case err != nil:
+		return err
+	}
+	// tmp now names what name was: a file, a link (removed, not
+	// followed, as a rename over it would), or a directory, which a
+	// rename would not have replaced: put it back.
+	if err := unix.Unlinkat(dirfd, tmp, 0); err != nil {
+		if errors.Is(err, unix.EISDIR) && unix.Renameat2(dirfd, tmp, dirfd, name, unix.RENAME_EXCHANGE) == nil {
+			return unix.EISDIR // the caller removes its temp file
+		}
+		return err
+	}
+	return nil
+}

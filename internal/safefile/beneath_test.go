@@ -1,9 +1,11 @@
 package safefile
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -450,5 +452,57 @@ func TestDirCacheMakesAndReuses(t *testing.T) {
 	}
 	if _, err := r.OpenDir("../x", false, 0); !errors.Is(err, ErrNotBeneath) {
 		t.Fatalf("OpenDir(../x): %v; want ErrNotBeneath", err)
+	}
+}
+
+// A cache replaced beneath a root takes the place of a file or a link
+// (never writing through it), leaves a directory where it was, and
+// leaves no temp file either way.
+func TestWriteCacheReplaces(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	r := Root{Dir: root}
+	outside := filepath.Join(t.TempDir(), "target")
+	if err := os.WriteFile(outside, []byte("outside\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file, link, dir := filepath.Join(root, "file"), filepath.Join(root, "link"), filepath.Join(root, "dir")
+	if err := os.WriteFile(file, bytes.Repeat([]byte("old\n"), 1<<16), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{file, link, filepath.Join(root, "new")} {
+		if err := r.WriteCache(p, []byte("new\n"), 0o644); err != nil {
+			t.Errorf("WriteCache(%s): %v", p, err)
+		}
+		fi, err := os.Lstat(p)
+		if b, _ := os.ReadFile(p); err != nil || !fi.Mode().IsRegular() || string(b) != "new\n" {
+			t.Errorf("%s after WriteCache: %v, %v, %q", p, fi, err, b)
+		}
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "outside\n" {
+		t.Errorf("the link's target was written: %q", b)
+	}
+	if err := r.WriteCache(dir, []byte("new\n"), 0o644); err == nil {
+		t.Error("WriteCache replaced a directory")
+	}
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		t.Errorf("the directory is gone: %v, %v", fi, err)
+	}
+	names, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, n := range names {
+		got = append(got, n.Name())
+	}
+	if want := []string{"dir", "file", "link", "new"}; !slices.Equal(got, want) {
+		t.Errorf("the root holds %v, want %v (no temp file)", got, want)
 	}
 }

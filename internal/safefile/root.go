@@ -127,7 +127,9 @@ func replaceAt(dirfd int, name, path string, perm os.FileMode, sync syncLevel, w
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
+	if err == nil && sync == syncNone {
+		err = swapInto(dirfd, tmp, name)
+	} else if err == nil {
 		err = unix.Renameat(dirfd, tmp, dirfd, name)
 	}
 	if err != nil {
