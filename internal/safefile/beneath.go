@@ -285,33 +285,6 @@ func (d *DirBeneath) ReadFile(name string, max int64) ([]byte, error) {
 // Names lists the entries of d, in no particular order.
 func (d *DirBeneath) Names() ([]string, error) { return d.names() }
 
-// names lists the entries of d: getdents(2) straight into a buffer
-// large enough for a few hundred names at a call, where os.File reads
-// 8 KiB at a time.
-func (d *DirBeneath) names() ([]string, error) {
-	// A description of its own: d may be a cache's, listed by more than
-	// one caller.
-	fd, err := unix.Openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &fs.PathError{Op: "readdirent", Path: d.path, Err: err}
-	}
-	defer unix.Close(fd)
-	buf := make([]byte, 32<<10)
-	var names []string
-	for {
-		n, err := unix.Getdents(fd, buf)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		} else if err != nil {
-			return nil, &fs.PathError{Op: "readdirent", Path: d.path, Err: err}
-		}
-		if n <= 0 {
-			return names, nil
-		}
-		_, _, names = unix.ParseDirent(buf[:n], -1, names)
-	}
-}
-
 // ReadDir lists the entries of d with their types, in no particular
 // order.
 func (d *DirBeneath) ReadDir() ([]fs.DirEntry, error) {
