@@ -448,37 +448,56 @@ func TestDashboardLoadBudget(t *testing.T) {
 			}
 			signedIn = s.signedIn
 		}
-		// Each page as on a first visit: nothing cached.
-		e.run("clear the cache", func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
-			_, err := cdp.Call(ctx, t, network.ClearBrowserCache, cdp.Empty{})
-			return chromedp.Void{}, err
-		})
-		speed := eval[float64](e, speedProbe)
-		limit := scaledLimit(taskLimit, speed)
-		trace := e.traceLoad(s.path)
+		// A page over its budget is loaded once more: a real excess
+		// shows both times, a moment's load on the shared machine
+		// (another package's test starting) rarely twice.
 		var b loadBudget
-		if err := json.Unmarshal([]byte(eval[string](e, `JSON.stringify({
-			Scripts: performance.getEntriesByType("resource").filter(r => r.initiatorType === "script").reduce((n, r) => n + r.encodedBodySize, 0),
-			Styles: performance.getEntriesByType("resource").filter(r => r.initiatorType === "link" || r.initiatorType === "css").reduce((n, r) => n + r.encodedBodySize, 0),
-			Shifts: window.__shifts || [],
-			Nodes: document.getElementsByTagName("*").length})`)), &b); err != nil {
-			t.Fatal(err)
-		}
-		longest, laid, styled := 0.0, 0, 0
-		for _, m := range mainTasks(trace) {
-			longest, laid, styled = max(longest, m.CPU), max(laid, m.Laid), max(styled, m.Styled)
-			if m.Laid > layoutLimit || m.Styled > styleLimit || m.CPU > float64(limit)/float64(time.Millisecond) {
-				t.Errorf("%s (%s): %s (limits: %d objects, %d elements, %v of CPU at this speed)", s.name, s.path, m, layoutLimit, styleLimit, limit)
+		var longest float64
+		var laid, styled int
+		var limit time.Duration
+		var speed float64
+		var problems []string
+		for try := 1; try <= 2; try++ {
+			problems = nil
+			// Each page as on a first visit: nothing cached.
+			e.run("clear the cache", func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+				_, err := cdp.Call(ctx, t, network.ClearBrowserCache, cdp.Empty{})
+				return chromedp.Void{}, err
+			})
+			speed = eval[float64](e, speedProbe)
+			limit = scaledLimit(taskLimit, speed)
+			trace := e.traceLoad(s.path)
+			b = loadBudget{}
+			if err := json.Unmarshal([]byte(eval[string](e, `JSON.stringify({
+				Scripts: performance.getEntriesByType("resource").filter(r => r.initiatorType === "script").reduce((n, r) => n + r.encodedBodySize, 0),
+				Styles: performance.getEntriesByType("resource").filter(r => r.initiatorType === "link" || r.initiatorType === "css").reduce((n, r) => n + r.encodedBodySize, 0),
+				Shifts: window.__shifts || [],
+				Nodes: document.getElementsByTagName("*").length})`)), &b); err != nil {
+				t.Fatal(err)
 			}
+			longest, laid, styled = 0.0, 0, 0
+			for _, m := range mainTasks(trace) {
+				longest, laid, styled = max(longest, m.CPU), max(laid, m.Laid), max(styled, m.Styled)
+				if m.Laid > layoutLimit || m.Styled > styleLimit || m.CPU > float64(limit)/float64(time.Millisecond) {
+					problems = append(problems, fmt.Sprintf("%s (%s): %s (limits: %d objects, %d elements, %v of CPU at this speed)", s.name, s.path, m, layoutLimit, styleLimit, limit))
+				}
+			}
+			if b.Scripts > scriptBudget {
+				problems = append(problems, fmt.Sprintf("%s (%s) loads %d bytes of script, over the budget of %d", s.name, s.path, b.Scripts, scriptBudget))
+			}
+			if b.Styles > styleBudget {
+				problems = append(problems, fmt.Sprintf("%s (%s) loads %d bytes of style, over the budget of %d", s.name, s.path, b.Styles, styleBudget))
+			}
+			for _, sh := range b.Shifts {
+				problems = append(problems, fmt.Sprintf("%s (%s): a layout shift of %.4f moved %v", s.name, s.path, sh.Value, sh.Nodes))
+			}
+			if len(problems) == 0 {
+				break
+			}
+			t.Logf("%s (%s), load %d: %s", s.name, s.path, try, strings.Join(problems, "; "))
 		}
-		if b.Scripts > scriptBudget {
-			t.Errorf("%s (%s) loads %d bytes of script, over the budget of %d", s.name, s.path, b.Scripts, scriptBudget)
-		}
-		if b.Styles > styleBudget {
-			t.Errorf("%s (%s) loads %d bytes of style, over the budget of %d", s.name, s.path, b.Styles, styleBudget)
-		}
-		for _, sh := range b.Shifts {
-			t.Errorf("%s (%s): a layout shift of %.4f moved %v", s.name, s.path, sh.Value, sh.Nodes)
+		for _, p := range problems {
+			t.Error(p)
 		}
 		report = append(report, fmt.Sprintf("%s: %d elements; one task at most: %.1f ms CPU (limit %.0f ms at speed %.0f), %d objects laid out, %d restyled; script %d B, style %d B; %d layout shifts",
 			s.name, b.Nodes, longest, float64(limit)/float64(time.Millisecond), speed, laid, styled, b.Scripts, b.Styles, len(b.Shifts)))
