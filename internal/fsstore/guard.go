@@ -148,9 +148,9 @@ func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // A sweep reads the whole directory: in a directory larger than
 // sweepAlways bytes (two blocks, about a hundred files: every stop of a
-// loop would otherwise list all the loops) one write in sweepOdds sweeps. Temp files are left only by
-// writers that were killed, and git and readers ignore them: they can
-// wait.
+// loop would otherwise list all the loops) one write in sweepOdds
+// sweeps. Temp files are left only by writers that were killed, and git
+// and readers ignore them: they can wait.
 const (
 	sweepAlways = 8 << 10
 	sweepOdds   = 32

@@ -448,11 +448,7 @@ func (s *Store) NewForeignLoops(f Foreground) ([]*baton.Loop, []error, error) {
 	if b, err := s.readFile(seenPath, maxIndexBytes); err == nil {
 		seen = indexSeen(b) // damaged: every file is read again
 	}
-	type record struct {
-		id string
-		seenLoop
-	}
-	next := make([]record, 0, len(names))
+	next := make([]seenRecord, 0, len(names))
 	var out []*baton.Loop
 	var warnings []error
 	changed := false
@@ -499,17 +495,13 @@ func (s *Store) NewForeignLoops(f Foreground) ([]*baton.Loop, []error, error) {
 			out = append(out, l)
 		}
 		changed = changed || !known || rec != was
-		next = append(next, record{id, rec})
+		next = append(next, seenRecord{id, rec})
 	}
 	// A record of a file now gone, or a line that is not one, is dropped
 	// by writing the file anew.
 	if changed || len(next) != len(seen) {
 		if err := s.mkIndexes(); err == nil {
-			m := make(map[string]seenLoop, len(next))
-			for _, r := range next {
-				m[r.id] = r.seenLoop
-			}
-			_ = s.files.WriteCache(seenPath, formatSeen(m), 0o644) // lost: read again, told again, no harm
+			_ = s.files.WriteCache(seenPath, formatSeen(next), 0o644) // lost: read again, told again, no harm
 		}
 	}
 	slices.SortFunc(out, func(a, b *baton.Loop) int { return strings.Compare(a.ID, b.ID) })

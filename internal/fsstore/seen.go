@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/safefile"
@@ -29,18 +30,21 @@ func (r seenLoop) current(fi safefile.FileID) bool {
 // damage) records nothing.
 const seenHeader = "baton loops-seen 1\n"
 
+// seenRecord is one loop file's line: its id and what was seen of it.
+type seenRecord struct {
+	ID string
+	seenLoop
+}
+
 // formatSeen writes the records, one line each, sorted by id:
 // "<id> <inode> <size> <mtime> <ctime> <active digest or -> <told 0|1>".
-func formatSeen(seen map[string]seenLoop) []byte {
-	ids := make([]string, 0, len(seen))
-	for id := range seen {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	b := make([]byte, 0, len(seenHeader)+len(ids)*128)
+// It sorts recs in place.
+func formatSeen(recs []seenRecord) []byte {
+	slices.SortFunc(recs, func(a, b seenRecord) int { return strings.Compare(a.ID, b.ID) })
+	b := make([]byte, 0, len(seenHeader)+len(recs)*128)
 	b = append(b, seenHeader...)
-	for _, id := range ids {
-		r := seen[id]
+	for _, r := range recs {
+		id := r.ID
 		active := r.Active
 		if active == "" {
 			active = "-"
@@ -63,37 +67,8 @@ func formatSeen(seen map[string]seenLoop) []byte {
 	return b
 }
 
-// parseSeen reads what formatSeen wrote. It keeps only well-formed lines
-// of valid ids: whatever else is there is dropped, and the loop files it
-// would have described are read again.
-func parseSeen(b []byte) map[string]seenLoop {
-	rest, ok := bytes.CutPrefix(b, []byte(seenHeader))
-	if !ok {
-		return nil
-	}
-	seen := make(map[string]seenLoop, bytes.Count(rest, []byte{'\n'}))
-	for len(rest) > 0 {
-		var line []byte
-		line, rest, _ = bytes.Cut(rest, []byte{'\n'})
-		if id, r, ok := parseSeenLine(line); ok {
-			seen[id] = r
-		}
-	}
-	return seen
-}
-
-// parseSeenLine reads one line formatSeen wrote; ok is false for
-// anything else.
-func parseSeenLine(line []byte) (id string, r seenLoop, ok bool) {
-	idb, r, ok := parseSeenFields(line)
-	if !ok || !baton.ValidID(string(idb)) {
-		return "", seenLoop{}, false
-	}
-	return string(idb), r, true
-}
-
-// parseSeenFields is parseSeenLine without the check of the id, which it
-// returns as it is in the line.
+// parseSeenFields reads one line formatSeen wrote, returning its id as
+// it is in the line (unchecked); ok is false for anything else.
 func parseSeenFields(line []byte) (id []byte, r seenLoop, ok bool) {
 	var f [7][]byte
 	n := 0
@@ -148,8 +123,8 @@ func seenID(line []byte) []byte {
 
 func compareSeenIDs(a, b []byte) int { return bytes.Compare(seenID(a), seenID(b)) }
 
-// find returns the record of id as parseSeen would: the last well-formed
-// line of that id.
+// find returns the record of id: the last well-formed line of that id
+// (a file baton wrote has one), as a parse of the whole file would keep.
 func (s seenLines) find(id string) (seenLoop, bool) {
 	if len(s) == 0 || !baton.ValidID(id) {
 		return seenLoop{}, false
