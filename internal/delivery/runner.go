@@ -528,11 +528,12 @@ func (r *Runner) givePending(ctx context.Context, d *baton.Delivery, outcome str
 
 // confine is how an agent or a command working in co runs: in its
 // worktree, reaching of the data directory only that worktree and what
-// co.Sandbox grants (never the API token, the database, another
+// co.Confine grants (never the API token, the database, another
 // worktree or a run log).
 func (r *Runner) confine(ctx context.Context, d *baton.Delivery, co *forge.Checkout) *sandbox.Confinement {
 	c := r.Service.Sandbox.ForProject(d.Repository) // caches of its repository's own
-	c.Policy = c.Policy.Merge(co.Sandbox()).Merge(sandbox.Policy{
+	co.Confine(&c)
+	c.Policy = c.Policy.Merge(sandbox.Policy{
 		// Refs point the agent at its review notes and its failed checks'
 		// logs: its own, read-only.
 		Read: []string{r.Service.notesDir(d), filepath.Join(r.Service.DataDir, "runs", d.ID)},

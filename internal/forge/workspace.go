@@ -62,8 +62,10 @@ type Workspaces struct {
 	ident    gitx.Identity
 	diffs    diffCache    // the last work diffs made (read.go)
 	lockHeld atomic.Int64 // nanoseconds any cache lock was held
+	boxes    atomic.Int64 // boxes started for baton's git in worktrees
 	hooks    sync.Map     // local source → its hooks directory
 	trees    treeMemo     // the trees of the commits baton made
+	clean    cleanMemo    // the worktrees baton left clean (clean.go)
 }
 
 // treeMemo remembers the tree of each commit baton made or asked git
@@ -100,6 +102,10 @@ func (w *Workspaces) treeOf(ctx context.Context, r *gitx.Repo, commit string) (s
 	}
 	return tree, err
 }
+
+// GitBoxes is how many boxes this Workspaces has started for its own git
+// in worktrees.
+func (w *Workspaces) GitBoxes() int64 { return w.boxes.Load() }
 
 // LockHeld is how long this Workspaces has held cache locks in all.
 func (w *Workspaces) LockHeld() time.Duration { return time.Duration(w.lockHeld.Load()) }
@@ -529,6 +535,12 @@ func (w *Workspaces) prepare(ctx context.Context, c *cache, path, branch, start 
 	l, changed, err := gitx.Register(c.Dir, path, head)
 	if err == nil {
 		wt := w.worktree(c, path, l, state)
+		if !changed && w.knownClean(path, state, start) {
+			// baton left it clean at start, and nothing has written it
+			// since (clean.go): no box for git status.
+			return wt, nil
+		}
+		w.forget(path, state)
 		if !changed && regularFile(filepath.Join(state, "index")) {
 			sctx, cancel := context.WithTimeout(ctx, statusTimeout)
 			dirty, err := wt.Dirty(sctx)
@@ -544,6 +556,7 @@ func (w *Workspaces) prepare(ctx context.Context, c *cache, path, branch, start 
 			}
 		}
 		if err = w.checkoutClean(ctx, wt, l, start); err == nil {
+			w.markClean(path, state, start)
 			return wt, nil
 		}
 	}
@@ -558,7 +571,11 @@ func (w *Workspaces) prepare(ctx context.Context, c *cache, path, branch, start 
 		return nil, err
 	}
 	wt := w.worktree(c, path, l, state)
-	return wt, w.checkoutClean(ctx, wt, l, start)
+	if err := w.checkoutClean(ctx, wt, l, start); err != nil {
+		return nil, err
+	}
+	w.markClean(path, state, start)
+	return wt, nil
 }
 
 // checkoutClean makes wt exactly rev and gives the worktree's own git
@@ -635,7 +652,13 @@ func (w *Workspaces) worktree(c *cache, path string, l gitx.Layout, state string
 		Env: []string{"GIT_INDEX_FILE=" + filepath.Join(state, "index")},
 		Start: func(cmd *exec.Cmd) (func(), error) {
 			cmd.SysProcAttr = proc.GroupAttr()
-			release, _, err := conf.Start(cmd)
+			w.boxes.Add(1)
+			release, rep, err := conf.Start(cmd)
+			if !rep.Confined || !rep.EndsWithInit {
+				// What a hook of the agent's starts here may outlive
+				// git, or write other worktrees.
+				w.distrust()
+			}
 			if err != nil {
 				return release, err
 			}
@@ -700,10 +723,11 @@ func (co *Checkout) CommitChanges(ctx context.Context, msg string) (string, bool
 	}
 	ctx, cancel := context.WithTimeout(ctx, co.w.gitTimeout())
 	defer cancel()
+	state := co.w.stateDir(co.c, co.Dir)
+	co.w.forget(co.Dir, state)
 	if err := removeSpecialFiles(co.Dir); err != nil {
 		return "", false, err
 	}
-	state := co.w.stateDir(co.c, co.Dir)
 	objects := filepath.Join(state, "objects")
 	if err := os.RemoveAll(objects); err != nil {
 		return "", false, err
@@ -737,8 +761,13 @@ func (co *Checkout) CommitChanges(ctx context.Context, msg string) (string, bool
 		return "", false, err
 	}
 	parent := co.head
-	if before, err := co.w.treeOf(ctx, co.c.Repo, parent); err != nil || before == tree {
-		return parent, false, err
+	before, err := co.w.treeOf(ctx, co.c.Repo, parent)
+	if err != nil {
+		return "", false, err
+	}
+	if before == tree {
+		co.w.markClean(co.Dir, state, parent)
+		return parent, false, nil
 	}
 	sha, err := store.CommitTree(ctx, tree, msg, parent)
 	if err != nil {
@@ -752,6 +781,7 @@ func (co *Checkout) CommitChanges(ctx context.Context, msg string) (string, bool
 		return "", false, err
 	}
 	co.head = sha
+	co.w.markClean(co.Dir, state, sha)
 	return sha, true, nil
 }
 
@@ -813,6 +843,7 @@ func (w *Workspaces) rebase(ctx context.Context, c *cache, d *baton.Delivery, he
 	ctx, cancel := context.WithTimeout(ctx, w.gitTimeout())
 	defer cancel()
 	state := w.stateDir(c, path)
+	w.forget(path, state) // git rebase writes the worktree
 	objects := filepath.Join(state, "objects")
 	if err := os.RemoveAll(objects); err != nil {
 		return "", err
@@ -852,23 +883,32 @@ func (w *Workspaces) rebase(ctx context.Context, c *cache, d *baton.Delivery, he
 // it: a link the agent left on the way (docs pointing elsewhere) is
 // refused, one at rel itself is replaced.
 func (co *Checkout) WriteFile(rel string, data []byte) error {
+	co.w.forget(co.Dir, co.w.stateDir(co.c, co.Dir))
 	return safefile.WriteBeneath(co.Dir, rel, data, 0o644)
 }
 
-// Sandbox is what an agent or a command working in the worktree may
-// reach of the repository: the cache (objects, refs, configuration) and
-// its own git directory (HEAD, the index baton keeps there) to read, and
-// nothing of the other worktrees' git directories. It writes none of
-// them: baton commits and pushes, and the files git reads of every
-// worktree whenever it lists them (commondir, gitdir) stay as baton
-// wrote them, so no agent breaks another delivery's git.
-func (co *Checkout) Sandbox() sandbox.Policy {
-	if co.Files == nil {
-		return sandbox.Policy{}
+// Confine lets c's process work in the worktree, which it may write: to
+// its policy it adds what the process may reach of the repository, the
+// cache (objects, refs, configuration) and the worktree's own git
+// directory (HEAD, the index baton keeps there) to read, and nothing of
+// the other worktrees' git directories. It writes none of them: baton
+// commits and pushes, and the files git reads of every worktree whenever
+// it lists them (commondir, gitdir) stay as baton wrote them, so no agent
+// breaks another delivery's git. baton no longer knows the worktree
+// clean (clean.go), and knows none clean any more when c's box may let
+// what it starts outlive it or write past its worktree.
+func (co *Checkout) Confine(c *sandbox.Confinement) {
+	if co.w != nil && co.c != nil {
+		co.w.forget(co.Dir, co.w.stateDir(co.c, co.Dir))
+		if !contained(*c) {
+			co.w.distrust()
+		}
 	}
-	return sandbox.Policy{
-		Read: []string{co.Files.CommonDir, co.Files.GitDir},
-		Deny: []string{filepath.Join(co.Files.CommonDir, "worktrees")},
+	if co.Files != nil {
+		c.Policy = c.Policy.Merge(sandbox.Policy{
+			Read: []string{co.Files.CommonDir, co.Files.GitDir},
+			Deny: []string{filepath.Join(co.Files.CommonDir, "worktrees")},
+		})
 	}
 }
 
@@ -1059,6 +1099,7 @@ func (w *Workspaces) Release(ctx context.Context, d *baton.Delivery) error {
 func (w *Workspaces) release(ctx context.Context, cacheDir, id string) error {
 	ctx = context.WithoutCancel(ctx)
 	path := w.worktreeDir(id)
+	w.forget(path, filepath.Join(strings.TrimSuffix(cacheDir, ".git")+".state", id))
 	// The files first (a large tree takes a while), then the registration,
 	// so no registration names a worktree half gone.
 	if err := os.RemoveAll(path); err != nil {
