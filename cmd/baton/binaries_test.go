@@ -14,14 +14,16 @@ import (
 	"time"
 )
 
-// builtBinaries returns a directory holding baton and baton-hook built
-// from this tree, as `go install ./cmd/...` puts them. The directory is
-// kept between runs under os.TempDir(), named by what the binaries are
-// built from: the test binary's Go build ID, which this package's
-// sources and every dependency of both commands feed, and baton-hook's
-// own sources. A run of unchanged code so links neither again (about
-// 6 s of CPU); a changed tree gets a new directory, made whole before it
-// is renamed into place, so runs at once never see half of one.
+// builtBinaries returns a directory holding baton, baton-hook and
+// baton-box-init built from this tree, as `go install ./cmd/...` puts
+// them. The directory is kept between runs under os.TempDir(), named by
+// what the binaries are built from: the test binary's Go build ID, which
+// this package's sources and every dependency of the commands feed, the
+// companions' own sources, and GOFLAGS (-buildvcs decides whether baton
+// may use the baton-box-init beside it). A run of unchanged code so links
+// none again (about 6 s of CPU); a changed tree gets a new directory,
+// made whole before it is renamed into place, so runs at once never see
+// half of one.
 func builtBinaries() (string, error) {
 	key, err := buildKey()
 	if err != nil {
@@ -39,8 +41,9 @@ func builtBinaries() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	// One go build for both, so they compile and link at once.
-	if out, err := exec.Command("go", "build", "-o", tmp+string(filepath.Separator), ".", "../baton-hook").CombinedOutput(); err != nil {
+	// One go build for all, so they compile and link at once, and are
+	// the same build.
+	if out, err := exec.Command("go", "build", "-o", tmp+string(filepath.Separator), ".", "../baton-hook", "../baton-box-init").CombinedOutput(); err != nil {
 		os.RemoveAll(tmp)
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
 	}
@@ -65,7 +68,7 @@ func ours(dir string) bool {
 	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Getuid() {
 		return false
 	}
-	for _, name := range []string{"baton", "baton-hook"} {
+	for _, name := range []string{"baton", "baton-hook", "baton-box-init"} {
 		if b, err := os.Lstat(filepath.Join(dir, name)); err != nil || !b.Mode().IsRegular() {
 			return false
 		}
@@ -73,8 +76,8 @@ func ours(dir string) bool {
 	return true
 }
 
-// buildKey names the binaries' sources: the test binary's Go build ID and
-// a hash of cmd/baton-hook's files.
+// buildKey names the binaries' sources: the test binary's Go build ID, a
+// hash of the companions' files, and GOFLAGS.
 func buildKey() (string, error) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -95,11 +98,12 @@ func buildKey() (string, error) {
 	}
 	h := sha256.New()
 	h.Write(id)
-	hooks, err := filepath.Glob(filepath.Join("..", "baton-hook", "*.go"))
+	fmt.Fprintf(h, "GOFLAGS=%s\n", os.Getenv("GOFLAGS"))
+	companions, err := filepath.Glob(filepath.Join("..", "baton-*", "*.go"))
 	if err != nil {
 		return "", err
 	}
-	for _, p := range hooks {
+	for _, p := range companions {
 		if strings.HasSuffix(p, "_test.go") {
 			continue
 		}
@@ -107,7 +111,7 @@ func buildKey() (string, error) {
 		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(h, "%s %d\n", filepath.Base(p), len(b))
+		fmt.Fprintf(h, "%s %d\n", p, len(b))
 		h.Write(b)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16], nil

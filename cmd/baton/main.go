@@ -13,7 +13,9 @@ import (
 )
 
 func main() {
-	sandbox.Main(egress.Hooks()) // as the box's init, runs it and never returns
+	h := egress.Hooks()
+	h.Init = sandbox.InitProgram // its boxes' init, when the one beside baton is the same build
+	sandbox.Main(h)              // as the box's init, runs it and never returns
 	harden()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Main(ctx, os.Args[1:], wire())

@@ -73,6 +73,8 @@ type sandboxReport struct {
 	ABI       int               `json:"abi,omitempty"`
 	Detail    string            `json:"detail"`
 	Defences  []sandbox.Defence `json:"defences"`
+	// Init is the program boxes start as their init.
+	Init sandbox.InitChoice `json:"init"`
 }
 
 func newDoctorCmd(f *Factory) *cobra.Command {
@@ -117,6 +119,9 @@ broken.`,
 			fmt.Fprintf(w, "baton %s at %s\nproject root %s (store: %v)\nsandbox: %s\n", rep.Version, rep.Binary, rep.Root, rep.HasStore, rep.Sandbox.Detail)
 			for _, l := range (sandbox.Status{Defences: rep.Sandbox.Defences}).Lines() {
 				fmt.Fprintf(w, "  %s\n", l)
+			}
+			if in := rep.Sandbox.Init; in.Program != "" || in.Why != "" {
+				fmt.Fprintf(w, "  box init: %s\n", initLine(in))
 			}
 			writeGitHub(w, rep.GitHub)
 			writeSetup(w, rep.Setup)
@@ -298,6 +303,14 @@ func unpricedModels(f *Factory, rep *doctorReport) []string {
 	return models
 }
 
+// initLine says which program boxes start as their init, and why.
+func initLine(in sandbox.InitChoice) string {
+	if in.Own {
+		return "baton itself (" + in.Why + ")"
+	}
+	return in.Program + " (" + in.Why + ")"
+}
+
 // checkSandbox reports what of the box this host enforces, for the
 // confinement the environment asks for; with probe, by confining a
 // process for real.
@@ -308,6 +321,9 @@ func checkSandbox(f *Factory, probe bool) sandboxReport {
 	}
 	st := conf.Status()
 	rep := sandboxReport{Available: st.Available(), ABI: st.ABI, Detail: st.String(), Defences: st.Defences}
+	if conf.Mode != sandbox.ModeOff {
+		rep.Init = sandbox.BoxInit()
+	}
 	if conf.Mode == sandbox.ModeOff {
 		rep.Detail += ": " + sandbox.ModeVar + "=off, agents and check commands run unconfined"
 		return rep

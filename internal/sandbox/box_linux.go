@@ -96,7 +96,7 @@ type initReply struct {
 }
 
 // initName is the init's argv[0]: Main knows itself by it, and ps shows it.
-const initName = "baton-box-init"
+const initName = InitProgram
 
 // host is what this machine allows, probed once.
 type host struct {
@@ -132,7 +132,7 @@ func probeNamespaces() (pidMax bool, err error) {
 	if !mainCalled.Load() {
 		return false, errors.New("this program does not start the box's init (sandbox.Main is not called first in main)")
 	}
-	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: []string{initName}, Env: []string{}}
+	cmd := &exec.Cmd{Args: []string{initName}, Env: []string{}}
 	b := &box{spec: spec{Probe: true, Namespaces: true}}
 	reply, err := b.start(cmd, nil)
 	if err != nil {
@@ -250,7 +250,8 @@ func (c Confinement) maxProcs() int {
 }
 
 // Start starts cmd as c says and returns how it went. Confined, cmd runs
-// in the box: baton itself again, as the box's init, with cmd's
+// in the box: its init is the program BoxInit names (baton's own, or
+// baton itself again), with cmd's
 // program, arguments, environment and directory in its spec; cmd.Process
 // is the init, which forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to
 // what runs in the box and exits with the process's status (128+n when a
@@ -456,7 +457,6 @@ func (b *box) start(cmd *exec.Cmd, cgroups *cgroupRoot) (*initReply, error) {
 	b.undo = append(b.undo, func() { specW.Close() })
 	defer replyR.Close()
 
-	cmd.Path = "/proc/self/exe"
 	cmd.Args = []string{initName}
 	cmd.Env = []string{} // the process's own environment travels in the spec
 	cmd.ExtraFiles = append([]*os.File{specR, replyW}, b.files...)
@@ -473,6 +473,7 @@ func (b *box) start(cmd *exec.Cmd, cgroups *cgroupRoot) (*initReply, error) {
 		defer rulesF.Close()
 		cmd.ExtraFiles = append(cmd.ExtraFiles, rulesF)
 	}
+	cmd.Path = initPath(len(cmd.ExtraFiles))
 	attr := &syscall.SysProcAttr{Setsid: true}
 	if b.spec.Namespaces {
 		attr.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC

@@ -48,3 +48,8 @@ func (c Confinement) Start(cmd *exec.Cmd) (release func(), rep Report, err error
 // ShowsHome reports whether a start under c shows the agent home at
 // $HOME: never here.
 func (c Confinement) ShowsHome() bool { return false }
+
+// BoxInit says which program would be a box's init: none here.
+func BoxInit() InitChoice {
+	return InitChoice{Own: true, Why: "only Linux has the box's init"}
+}

@@ -92,3 +92,15 @@ func (s Status) Summary() string {
 	}
 	return line
 }
+
+// InitChoice is the program a box starts as its init, and why.
+type InitChoice struct {
+	// Program is where the init was read from: the program Hooks.Init
+	// names, beside this one's executable, or this program itself.
+	Program string `json:"program"`
+	// Own is true when the init is this program itself.
+	Own bool `json:"own"`
+	// Why says why this program: the same build, or what is wrong with
+	// the one beside it.
+	Why string `json:"why"`
+}
