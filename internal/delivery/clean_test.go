@@ -250,3 +250,54 @@ read up < "$1"`, "plan", ready, gate, ack}}}
 		t.Errorf("the work branch after implement holds %v: want greet.go and not stray.txt", files)
 	}
 }
+
+// A person pushes to the work branch between implement and review. The
+// worktree baton left clean is at implement's commit: review's checkout
+// moves it to the pushed commit with no git status first, or with no box
+// at all when the pushed commit has the same tree.
+func TestWorkBranchMovedBehindBatonIsCheckedOut(t *testing.T) {
+	t.Parallel()
+	needBox(t)
+	for _, same := range []bool{false, true} {
+		t.Run(map[bool]string{false: "new files", true: "same tree"}[same], func(t *testing.T) {
+			t.Parallel()
+			src := sourceRepo(t)
+			h := newHarness(t, 0, greetTurns...)
+			d, _, err := h.svc.Insert(t.Context(), newDelivery(src, cfg()), "alice")
+			if err != nil {
+				t.Fatal(err)
+			}
+			d = runPhases(t, h, d, baton.PhasePlan, baton.PhaseImplement)
+			gittest.Git(t, src, "checkout", "-q", d.WorkBranch())
+			if same {
+				gittest.Git(t, src, "commit", "-q", "--allow-empty", "-m", "a person's empty commit")
+			} else {
+				write(t, filepath.Join(src, "person.txt"), "a person's fix\n")
+				gittest.Git(t, src, "add", "person.txt")
+				gittest.Git(t, src, "commit", "-q", "-m", "a person's fix")
+			}
+			gittest.Git(t, src, "checkout", "-q", "main")
+			ws := h.svc.Workspaces()
+			before := ws.GitBoxes()
+			d = runPhases(t, h, d, baton.PhaseReview)
+			wantBoxes := int64(1)
+			if same {
+				wantBoxes = 0
+			}
+			if n := ws.GitBoxes() - before; n != wantBoxes {
+				t.Errorf("review's checkout started %d boxes of baton's git, want %d", n, wantBoxes)
+			}
+			_, err = os.Stat(filepath.Join(h.dataDir, "worktrees", d.ID, "person.txt"))
+			if same != os.IsNotExist(err) {
+				t.Errorf("after review the worktree's person.txt: %v; the pushed commit is not what review saw", err)
+			}
+			co, err := ws.Checkout(t.Context(), d, forge.Local{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if head := strings.TrimSpace(gittest.Git(t, src, "rev-parse", d.WorkBranch())); co.Start != head {
+				t.Errorf("the worktree is at %s, the work branch at %s", co.Start, head)
+			}
+		})
+	}
+}

@@ -109,27 +109,30 @@ func (w *Workspaces) markClean(path, state, commit string) {
 	w.clean.m[path] = cleanMark{commit: commit, index: fi, nonce: nonce}
 }
 
-// knownClean reports whether baton left the worktree at path clean at
-// commit and nothing can have written it since.
-func (w *Workspaces) knownClean(path, state, commit string) bool {
+// cleanAt returns the commit at which baton left the worktree at path
+// clean, when nothing can have written it since.
+func (w *Workspaces) cleanAt(path, state string) (commit string, ok bool) {
 	if w.clean.off.Load() {
-		return false
+		return "", false
 	}
 	w.clean.mu.Lock()
 	mark, ok := w.clean.m[path]
 	w.clean.mu.Unlock()
-	if !ok || mark.commit != commit {
-		return false
+	if !ok {
+		return "", false
 	}
 	if _, err := os.Lstat(filepath.Join(w.Dir, unconfinedName)); !errors.Is(err, fs.ErrNotExist) {
-		return false
+		return "", false
 	}
 	fi, err := os.Lstat(filepath.Join(state, "index"))
 	if err != nil || !os.SameFile(fi, mark.index) || fi.Size() != mark.index.Size() || !fi.ModTime().Equal(mark.index.ModTime()) {
-		return false
+		return "", false
 	}
 	stamp, err := safefile.ReadFile(filepath.Join(state, stampName), 64)
-	return err == nil && string(stamp) == mark.nonce
+	if err != nil || string(stamp) != mark.nonce {
+		return "", false
+	}
+	return mark.commit, true
 }
 
 // forget drops the mark of the worktree at path, in this process and, by

@@ -88,6 +88,17 @@ func (t *treeMemo) put(commit, tree string) {
 	t.m[commit] = tree
 }
 
+// sameTree reports whether commits a and b have the same tree, asked of
+// the memo or of git in the cache.
+func (w *Workspaces) sameTree(ctx context.Context, c *cache, a, b string) bool {
+	ta, err := w.treeOf(ctx, c.Repo, a)
+	if err != nil {
+		return false
+	}
+	tb, err := w.treeOf(ctx, c.Repo, b)
+	return err == nil && ta == tb
+}
+
 // treeOf returns commit's tree, from the memo or from git in r.
 func (w *Workspaces) treeOf(ctx context.Context, r *gitx.Repo, commit string) (string, error) {
 	w.trees.mu.Lock()
@@ -535,13 +546,22 @@ func (w *Workspaces) prepare(ctx context.Context, c *cache, path, branch, start 
 	l, changed, err := gitx.Register(c.Dir, path, head)
 	if err == nil {
 		wt := w.worktree(c, path, l, state)
-		if !changed && w.knownClean(path, state, start) {
-			// baton left it clean at start, and nothing has written it
-			// since (clean.go): no box for git status.
+		// Where baton left it clean, and nothing has written it since
+		// (clean.go), no box runs git status: at a commit of start's
+		// tree the worktree is start already; at another the checkout
+		// alone moves it.
+		at, known := "", false
+		if !changed {
+			at, known = w.cleanAt(path, state)
+		}
+		if known && (at == start || w.sameTree(ctx, c, at, start)) {
+			if at != start {
+				w.markClean(path, state, start)
+			}
 			return wt, nil
 		}
 		w.forget(path, state)
-		if !changed && regularFile(filepath.Join(state, "index")) {
+		if !known && !changed && regularFile(filepath.Join(state, "index")) {
 			sctx, cancel := context.WithTimeout(ctx, statusTimeout)
 			dirty, err := wt.Dirty(sctx)
 			cancel()
