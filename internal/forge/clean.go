@@ -81,7 +81,7 @@ func (w *Workspaces) distrust() {
 		return
 	}
 	w.clean.once.Do(func() {
-		_ = os.WriteFile(filepath.Join(w.Dir, unconfinedName), []byte("a worktree was given to a process that may outlive its box or write other worktrees; baton runs git status before each phase\n"), 0o644)
+		_ = safefile.WriteCache(filepath.Join(w.Dir, unconfinedName), []byte("A worktree was given to a process that may outlive its box or write other worktrees:\nbaton runs git status before each phase. Delete this file once no such worker runs.\n"), 0o644)
 	})
 }
 
