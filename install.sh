@@ -95,8 +95,9 @@ else
 fi
 mkdir -p "$prefix/bin"
 # Replace by rename, so a running baton (a hook mid-call) keeps its file.
-# baton-hook, the companion that answers hooks faster, goes beside baton.
-for b in "$bin" baton-hook; do
+# baton-hook, the companion that answers hooks faster, and baton-box-init,
+# the init of baton's boxes (Linux), go beside baton.
+for b in "$bin" baton-hook baton-box-init; do
 	[ -f "$tmp/x/$b" ] || continue
 	cp "$tmp/x/$b" "$prefix/bin/.$b.new"
 	chmod 0755 "$prefix/bin/.$b.new"

@@ -43,7 +43,7 @@ func TestPrefetch(t *testing.T) {
 	t.Logf("baton compiled as the release compiles it in %s", time.Since(start).Round(time.Second))
 }
 
-// compileRelease compiles baton and baton-hook as GoReleaser does
+// compileRelease compiles baton, baton-hook and baton-box-init as GoReleaser does
 // (CGO_ENABLED=0, -trimpath), and baton as its completions hook does (go
 // run), so that Go's build cache holds every package when the snapshot
 // links them: minutes on a cold cache, which the timed run then does not
@@ -51,7 +51,7 @@ func TestPrefetch(t *testing.T) {
 func compileRelease(t testing.TB) {
 	t.Helper()
 	for _, args := range [][]string{
-		{"build", "-trimpath", "-o", t.TempDir(), "./cmd/baton", "./cmd/baton-hook"},
+		{"build", "-trimpath", "-o", t.TempDir(), "./cmd/baton", "./cmd/baton-hook", "./cmd/baton-box-init"},
 		{"build", "-o", t.TempDir(), "./cmd/baton"},
 	} {
 		cmd := exec.Command("go", args...)

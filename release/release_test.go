@@ -339,8 +339,12 @@ func TestSnapshotRelease(t *testing.T) {
 		t.Errorf("the snapshot's version %q holds a +, which no image tag may", r.version)
 	}
 	files := archiveFiles(t, filepath.Join(r.dist, r.archive))
-	for _, want := range []string{"baton", "baton-hook", "README.md", "LICENSE", "completions/baton.bash", "completions/baton.zsh",
-		"completions/baton.fish", "deploy/systemd/baton-serve.service", "deploy/systemd/baton-worker.service"} {
+	want := []string{"baton", "baton-hook", "README.md", "LICENSE", "completions/baton.bash", "completions/baton.zsh",
+		"completions/baton.fish", "deploy/systemd/baton-serve.service", "deploy/systemd/baton-worker.service"}
+	if runtime.GOOS == "linux" {
+		want = append(want, "baton-box-init")
+	}
+	for _, want := range want {
 		if _, ok := files[want]; !ok {
 			t.Errorf("%s lacks %s (it has %v)", r.archive, want, keys(files))
 		}
@@ -394,6 +398,23 @@ func TestSnapshotRelease(t *testing.T) {
 	}
 
 	if runtime.GOOS == "linux" {
+		// baton starts the baton-box-init beside it as its boxes' init:
+		// the release builds them as one build.
+		writeFile(t, filepath.Join(dir, "baton-box-init"), string(files["baton-box-init"]), 0o755)
+		out, err := exec.Command(filepath.Join(dir, "baton"), "doctor", "--json", "--no-probe").Output()
+		var doc struct {
+			Sandbox struct {
+				Init struct {
+					Own bool   `json:"own"`
+					Why string `json:"why"`
+				} `json:"init"`
+			} `json:"sandbox"`
+		}
+		if jerr := json.Unmarshal(out, &doc); jerr != nil || doc.Sandbox.Init.Own {
+			t.Errorf("baton doctor --json of the archive's baton: init %+v (%v, %v); want the archive's baton-box-init, the same build",
+				doc.Sandbox.Init, err, jerr)
+		}
+
 		debs, _ := filepath.Glob(filepath.Join(r.dist, "*.deb"))
 		rpms, _ := filepath.Glob(filepath.Join(r.dist, "*.rpm"))
 		if len(debs) != 1 || len(rpms) != 1 {

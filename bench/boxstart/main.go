@@ -14,7 +14,15 @@
 // it were the init.
 //
 //	go run ./bench/boxstart -n 100
-//	go run ./bench/boxstart -n 100 -init "$(command -v baton),$(command -v baton-hook)"
+//	go run ./bench/boxstart -n 100 -init "$(command -v baton),$(command -v baton-hook),$(command -v baton-box-init)"
+//
+// Its boxes start baton-box-init, as baton's do, only when it lies beside
+// this program and is the same build, from a clean commit (go run records
+// none); the box's init the run uses is printed first:
+//
+//	git worktree add --detach /tmp/bench-src HEAD
+//	(cd /tmp/bench-src && go build -buildvcs=true -o /tmp/bench-bin/ ./bench/boxstart ./cmd/baton-box-init)
+//	/tmp/bench-bin/boxstart -n 100
 package main
 
 import (
@@ -37,7 +45,11 @@ import (
 )
 
 func main() {
-	sandbox.Main(egress.Hooks()) // this program starts boxes: it is their init too, as baton is
+	// This program starts boxes as baton does: their init is
+	// baton-box-init beside it when that is the same build, else itself.
+	h := egress.Hooks()
+	h.Init = sandbox.InitProgram
+	sandbox.Main(h)
 	n := flag.Int("n", 100, "rounds")
 	inits := flag.String("init", "", "comma-separated programs to time as a box's init that finds no spec, beside this one")
 	flag.Parse()
@@ -128,6 +140,11 @@ func run(n int, inits []string) error {
 	// The host's probe (and, as root, the walk of the system directories)
 	// happens once per process: not part of a start.
 	fmt.Fprintf(os.Stderr, "probe: %s\n", sandbox.Probe().Summary())
+	if in := sandbox.BoxInit(); in.Own {
+		fmt.Fprintf(os.Stderr, "box init: this program (%s)\n", in.Why)
+	} else {
+		fmt.Fprintf(os.Stderr, "box init: %s (%s)\n", in.Program, in.Why)
+	}
 	for _, s := range scenarios {
 		if err := s.run(); err != nil { // warm-up, and a check that it works
 			return fmt.Errorf("%s: %w", s.name, err)

@@ -15,6 +15,15 @@
 // (as root; the agent's own processes apart), and its time over /bin/true's
 // in the same run.
 //
+// Boxes start baton-box-init, as baton's do, only when it lies beside
+// this program and is the same build, from a clean commit (go run records
+// none): build both at once from a checkout of a commit. The box's init
+// the run uses is printed first.
+//
+//	git worktree add --detach /tmp/bench-src HEAD
+//	(cd /tmp/bench-src && go build -buildvcs=true -o /tmp/bench-bin/ ./bench/delivery ./cmd/baton-box-init)
+//	/tmp/bench-bin/delivery -n 30 -workers 1
+//
 // Worker processes, each with its own data directory as on its own
 // machine, sharing one PostgreSQL database (scripts/pg-test.sh starts a
 // throwaway server and sets BATON_TEST_POSTGRES_URL):
@@ -76,7 +85,12 @@ type options struct {
 }
 
 func main() {
-	sandbox.Main(egress.Hooks()) // the box's init, as in cmd/baton: agents and baton's git in worktrees run confined
+	// Boxes as cmd/baton starts them: agents and baton's git in worktrees
+	// run confined, with baton-box-init as their init when it lies beside
+	// this program and is the same build, else this program itself.
+	h := egress.Hooks()
+	h.Init = sandbox.InitProgram
+	sandbox.Main(h)
 	if len(os.Args) > 1 && os.Args[1] == "-worker" {
 		os.Exit(workerMain(os.Args[2:]))
 	}
@@ -125,6 +139,11 @@ func main() {
 			os.Exit(1)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if in := sandbox.BoxInit(); in.Own {
+		fmt.Printf("box init: this program (%s)\n", in.Why)
+	} else {
+		fmt.Printf("box init: %s (%s)\n", in.Program, in.Why)
 	}
 	for _, w := range o.inProc {
 		res, err := run(o, w, 0)

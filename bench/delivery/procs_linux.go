@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -216,7 +217,9 @@ func programOf(pid uint32) (prog, argv string) {
 	argv = strings.Join(args, " ")
 	comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 	name := string(bytes.TrimSpace(comm))
-	if name == "" || name == "exe" { // started as /proc/self/exe: the box's init names itself in argv[0]
+	if _, err := strconv.Atoi(name); name == "" || name == "exe" || err == nil {
+		// The box's init, started as /proc/self/exe or /proc/self/fd/N
+		// (it names itself once running): it names itself in argv[0].
 		name = filepath.Base(args[0])
 	}
 	if name == "git" {

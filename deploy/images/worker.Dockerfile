@@ -1,6 +1,6 @@
-# baton worker: baton and baton-hook, git, Node.js and the agent CLIs, on
-# Debian. Build context (as GoReleaser's dockers_v2 lays it out):
-# $TARGETPLATFORM/baton and $TARGETPLATFORM/baton-hook; everything else is
+# baton worker: baton, baton-hook and baton-box-init, git, Node.js and the
+# agent CLIs, on Debian. Build context (as GoReleaser's dockers_v2 lays it
+# out): the three under $TARGETPLATFORM/; everything else is
 # fetched here and checked against the sums below, so a snapshot builds it
 # as a release does (release/ builds it with podman and runs it).
 #
@@ -68,7 +68,7 @@ COPY --from=tools /usr/local/ /usr/local/
 
 FROM agents
 ARG TARGETPLATFORM
-COPY --chmod=0755 $TARGETPLATFORM/baton $TARGETPLATFORM/baton-hook /usr/bin/
+COPY --chmod=0755 $TARGETPLATFORM/baton $TARGETPLATFORM/baton-hook $TARGETPLATFORM/baton-box-init /usr/bin/
 ENV HOME=/data BATON_DATA_DIR=/data NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
 USER baton
 WORKDIR /data

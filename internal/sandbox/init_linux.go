@@ -44,6 +44,9 @@ func runInit(h Hooks) int {
 	// thread than this SIGKILL, and both would come, the SIGKILL ending
 	// the init before it ends the tree.
 	runtime.LockOSThread()
+	// Started as /proc/self/fd/N or /proc/self/exe, the kernel names the
+	// process "N" or "exe"; ps and top show its own name instead.
+	_ = os.WriteFile("/proc/self/comm", []byte(initName), 0)
 	// Baton holds the spec pipe open while the box runs; the forking
 	// thread it keeps parked is this process's parent for the kernel.
 	_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)

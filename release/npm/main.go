@@ -108,10 +108,15 @@ func run(dist, version, out string) error {
 			return err
 		}
 		// baton-hook beside baton: `baton install` writes the companion
-		// into a harness's settings when it sits next to the binary.
-		for _, bin := range []string{"baton", "baton-hook"} {
+		// into a harness's settings when it sits next to the binary;
+		// baton-box-init too, on Linux: baton starts it as its boxes'
+		// init when it lies beside baton's executable.
+		for _, bin := range []string{"baton", "baton-hook", "baton-box-init"} {
 			if goos == "windows" {
 				bin += ".exe"
+			}
+			if bin == "baton-box-init" && goos != "linux" {
+				continue
 			}
 			if err := extract(filepath.Join(dist, e.Name()), bin, filepath.Join(dir, "bin", bin)); err != nil {
 				return fmt.Errorf("%s: %w", e.Name(), err)
@@ -241,7 +246,7 @@ require("../install.js").run(` + strconv.Quote(name) + `);
 
 // postinstall puts the native binaries where the shims are, so that
 // `baton` and `baton-hook` on PATH start without node (hooks run on every
-// tool call). It copies what npm already installed; it downloads nothing,
+// tool call), and baton-box-init beside them (no shim: baton starts it). It copies what npm already installed; it downloads nothing,
 // and when it cannot (Windows, --ignore-scripts) the shims keep working.
 const postinstall = `"use strict";
 const fs = require("fs");
@@ -254,6 +259,8 @@ const platforms = {
   "win32-x64": "baton-win32-x64", "win32-arm64": "baton-win32-arm64",
 };
 const programs = ["baton", "baton-hook"];
+// Copied beside the programs: baton's boxes' init (Linux only).
+const companions = ["baton-box-init"];
 
 // binaryPath is the native program name of this machine's platform
 // package, null when npm installed none.
@@ -290,7 +297,7 @@ function run(name) {
 module.exports = { binaryPath, run };
 
 if (require.main === module && process.platform !== "win32") {
-  for (const name of programs) {
+  for (const name of programs.concat(companions)) {
     const bin = binaryPath(name);
     const shim = path.join(__dirname, "bin", name);
     if (!bin) continue;
