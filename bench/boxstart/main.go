@@ -42,13 +42,14 @@ import (
 	"github.com/baton-agent/baton/internal/egress"
 	"github.com/baton-agent/baton/internal/proc"
 	"github.com/baton-agent/baton/internal/sandbox"
+	"github.com/baton-agent/baton/internal/sandbox/boxinit"
 )
 
 func main() {
 	// This program starts boxes as baton does: their init is
 	// baton-box-init beside it when that is the same build, else itself.
 	h := egress.Hooks()
-	h.Init = sandbox.InitProgram
+	h.Init = boxinit.Beside(sandbox.InitProgram)
 	sandbox.Main(h)
 	n := flag.Int("n", 100, "rounds")
 	inits := flag.String("init", "", "comma-separated programs to time as a box's init that finds no spec, beside this one")

@@ -56,6 +56,7 @@ import (
 	"github.com/baton-agent/baton/internal/egress"
 	"github.com/baton-agent/baton/internal/queue"
 	"github.com/baton-agent/baton/internal/sandbox"
+	"github.com/baton-agent/baton/internal/sandbox/boxinit"
 	"github.com/baton-agent/baton/internal/sqlstore"
 )
 
@@ -89,7 +90,7 @@ func main() {
 	// run confined, with baton-box-init as their init when it lies beside
 	// this program and is the same build, else this program itself.
 	h := egress.Hooks()
-	h.Init = sandbox.InitProgram
+	h.Init = boxinit.Beside(sandbox.InitProgram)
 	sandbox.Main(h)
 	if len(os.Args) > 1 && os.Args[1] == "-worker" {
 		os.Exit(workerMain(os.Args[2:]))

@@ -10,12 +10,13 @@ import (
 	"github.com/baton-agent/baton/internal/cli"
 	"github.com/baton-agent/baton/internal/egress"
 	"github.com/baton-agent/baton/internal/sandbox"
+	"github.com/baton-agent/baton/internal/sandbox/boxinit"
 )
 
 func main() {
 	h := egress.Hooks()
-	h.Init = sandbox.InitProgram // its boxes' init, when the one beside baton is the same build
-	sandbox.Main(h)              // as the box's init, runs it and never returns
+	h.Init = boxinit.Beside(sandbox.InitProgram) // its boxes' init, when the one beside baton is the same build
+	sandbox.Main(h)                              // as the box's init, runs it and never returns
 	harden()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Main(ctx, os.Args[1:], wire())

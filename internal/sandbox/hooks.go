@@ -20,11 +20,14 @@ type Hooks struct {
 	// network policy (internal/egress: a proxy that allows only
 	// n.Allow).
 	OpenNetwork func(n Network) (NetworkStart, error)
-	// Init, when set, names a program beside this one's executable to
-	// start as the box's init instead of this program, when it is the
-	// same build (see BoxInit): it starts faster than a program that
-	// links more than the init needs.
-	Init string
+	// Init, when set, finds a program to start as the box's init in
+	// place of this one, which starts faster than a program that links
+	// more than the init needs (internal/sandbox/boxinit: the
+	// baton-box-init beside baton, when it is the same build). It returns
+	// a descriptor of the very program to run, which the box's start
+	// execs, or -1 and why this program is its own init. It is called
+	// once, at the first box.
+	Init func() (fd int, choice InitChoice)
 }
 
 // NetworkStart is one box's network as OpenNetwork made it.

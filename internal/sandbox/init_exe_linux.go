@@ -1,45 +1,43 @@
 package sandbox
 
 import (
-	"debug/buildinfo"
-	"errors"
-	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"sync"
-	"syscall"
 
 	"golang.org/x/sys/unix"
-
-	batonbuild "github.com/baton-agent/baton/internal/buildinfo"
 )
 
-// BoxInit says which program boxes start as their init. It is chosen
-// once per process, at the first box: the program Hooks.Init names is
-// read into a sealed memory file and used when it is the same build as
-// this program (see holdInit); else this program is its own init.
+// BoxInit says which program boxes start as their init: the one
+// Hooks.Init held, or this program itself. It is asked once per process,
+// at the first box.
 func BoxInit() InitChoice { return chosenInit().choice }
 
 type boxInit struct {
 	choice InitChoice
-	fd     int // a sealed memory file holding the checked init; -1: this program
+	fd     int // the held init, at initFDMin or above; -1: this program
 }
 
 var chosenInit = sync.OnceValue(func() boxInit {
-	fd, choice := findInit(hooks.Init)
-	return boxInit{choice: choice, fd: fd}
+	if hooks.Init == nil {
+		return boxInit{choice: InitChoice{Own: true, Why: "this program names no init of its own"}, fd: -1}
+	}
+	fd, choice := hooks.Init()
+	if fd < 0 {
+		choice.Own = true
+		return boxInit{choice: choice, fd: -1}
+	}
+	// The child execs /proc/self/fd/N after its fork has put the init's
+	// own files at 3 and up, so N must lie above every one of them.
+	high, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, initFDMin)
+	unix.Close(fd)
+	if err != nil {
+		return boxInit{choice: InitChoice{Program: choice.Program, Own: true, Why: "cannot hold it: " + err.Error()}, fd: -1}
+	}
+	return boxInit{choice: choice, fd: high}
 })
 
-// initFDMin is the least descriptor the held init gets: the child execs
-// /proc/self/fd/N after its fork has put the init's own files at 3 and
-// up, so N must lie above every one of them.
+// initFDMin is the least descriptor the held init is kept at.
 const initFDMin = 64
-
-// maxInitSize bounds what is read of the init: a few megabytes are real.
-const maxInitSize = 64 << 20
 
 // initPath is the program a box's init is started from, given the files
 // the init is handed besides its standard three.
@@ -48,126 +46,4 @@ func initPath(files int) string {
 		return "/proc/self/fd/" + strconv.Itoa(in.fd)
 	}
 	return "/proc/self/exe"
-}
-
-// findInit looks for the init named name beside this program's
-// executable and holds it when it is fit to run; otherwise it says why
-// this program is its own init.
-func findInit(name string) (int, InitChoice) {
-	self, err := os.Executable()
-	own := InitChoice{Program: self, Own: true}
-	switch {
-	case name == "":
-		own.Why = "this program names no init of its own"
-		return -1, own
-	case err != nil:
-		own.Why = "this program's executable is unknown: " + err.Error()
-		return -1, own
-	}
-	path := filepath.Join(filepath.Dir(self), name)
-	ours, _ := debug.ReadBuildInfo()
-	fd, err := holdInit(self, path, ours)
-	if err != nil {
-		own.Why = fmt.Sprintf("%s is not used: %v", path, err)
-		return -1, own
-	}
-	return fd, InitChoice{Program: path, Why: "the same build as " + self}
-}
-
-// holdInit reads the program at path into a sealed memory file and
-// returns its descriptor, when the program is fit to be the init of the
-// boxes self, built as ours says, starts:
-//
-//   - a regular file, not a link, that nobody but self's owner (or root)
-//     may write: as hard for anyone else to replace as self, which lives
-//     in the same directory;
-//   - the command of that name in this program's module, and the same
-//     build as this program (buildinfo.Same), read from the
-//     very bytes that will run: the sealed copy, which no one can change
-//     after the check, is what every box execs, whatever happens to the
-//     file later.
-func holdInit(self, path string, ours *debug.BuildInfo) (int, error) {
-	selfInfo, err := os.Stat(self)
-	if err != nil {
-		return -1, fmt.Errorf("this program's executable: %w", err)
-	}
-	selfUID := selfInfo.Sys().(*syscall.Stat_t).Uid
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	switch {
-	case errors.Is(err, syscall.ELOOP):
-		return -1, errors.New("a symbolic link")
-	case errors.Is(err, os.ErrNotExist):
-		return -1, errors.New("not there")
-	case err != nil:
-		return -1, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return -1, err
-	}
-	st := fi.Sys().(*syscall.Stat_t)
-	switch {
-	case !fi.Mode().IsRegular():
-		return -1, errors.New("not a regular file")
-	case st.Uid != selfUID && st.Uid != 0:
-		return -1, fmt.Errorf("owned by uid %d, not by %s's owner (uid %d) or root", st.Uid, filepath.Base(self), selfUID)
-	case fi.Mode().Perm()&0o022 != 0:
-		return -1, fmt.Errorf("writable by others (mode %v)", fi.Mode().Perm())
-	case fi.Size() > maxInitSize:
-		return -1, fmt.Errorf("larger than %d MB", maxInitSize>>20)
-	}
-	mem, err := sealedCopy(f)
-	if err != nil {
-		return -1, err
-	}
-	keep := false
-	defer func() {
-		if !keep {
-			mem.Close()
-		}
-	}()
-	theirs, err := buildinfo.Read(mem)
-	if err != nil {
-		return -1, fmt.Errorf("no Go build information: %w", err)
-	}
-	if ours != nil && theirs.Path != ours.Main.Path+"/cmd/"+filepath.Base(path) {
-		return -1, fmt.Errorf("the program %s, not %s/cmd/%s", theirs.Path, ours.Main.Path, filepath.Base(path))
-	}
-	if err := batonbuild.Same(ours, theirs); err != nil {
-		return -1, fmt.Errorf("not the same build as %s: %w", filepath.Base(self), err)
-	}
-	fd, err := unix.FcntlInt(mem.Fd(), unix.F_DUPFD_CLOEXEC, initFDMin)
-	if err != nil {
-		return -1, fmt.Errorf("hold the init: %w", err)
-	}
-	return fd, nil
-}
-
-// sealedCopy copies f into a memory file sealed against every change.
-func sealedCopy(f *os.File) (*os.File, error) {
-	const name = initName
-	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_EXEC)
-	if errors.Is(err, unix.EINVAL) {
-		// Before Linux 6.3, which added MFD_EXEC: memory files are
-		// executable.
-		fd, err = unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("create a memory file: %w", err)
-	}
-	mem := os.NewFile(uintptr(fd), "memfd:"+name)
-	n, err := io.Copy(mem, io.LimitReader(f, maxInitSize+1))
-	if err == nil && n > maxInitSize {
-		err = fmt.Errorf("larger than %d MB", maxInitSize>>20)
-	}
-	if err == nil {
-		_, err = unix.FcntlInt(mem.Fd(), unix.F_ADD_SEALS,
-			unix.F_SEAL_SEAL|unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE)
-	}
-	if err != nil {
-		mem.Close()
-		return nil, fmt.Errorf("copy the init: %w", err)
-	}
-	return mem, nil
 }

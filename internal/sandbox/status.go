@@ -94,6 +94,7 @@ func (s Status) Summary() string {
 }
 
 // InitChoice is the program a box starts as its init, and why.
+// Program is empty when it is this program and nothing else was looked at.
 type InitChoice struct {
 	// Program is where the init was read from: the program Hooks.Init
 	// names, beside this one's executable, or this program itself.
