@@ -20,7 +20,7 @@
 // this program and is the same build, from a clean commit (go run records
 // none); the box's init the run uses is printed first:
 //
-//	git worktree add --detach /tmp/bench-src HEAD
+//	git clone -q . /tmp/bench-src    # go records no commit in a git worktree
 //	(cd /tmp/bench-src && go build -buildvcs=true -o /tmp/bench-bin/ ./bench/boxstart ./cmd/baton-box-init)
 //	/tmp/bench-bin/boxstart -n 100
 package main

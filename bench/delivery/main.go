@@ -20,7 +20,7 @@
 // none): build both at once from a checkout of a commit. The box's init
 // the run uses is printed first.
 //
-//	git worktree add --detach /tmp/bench-src HEAD
+//	git clone -q . /tmp/bench-src    # go records no commit in a git worktree
 //	(cd /tmp/bench-src && go build -buildvcs=true -o /tmp/bench-bin/ ./bench/delivery ./cmd/baton-box-init)
 //	/tmp/bench-bin/delivery -n 30 -workers 1
 //
