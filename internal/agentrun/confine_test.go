@@ -140,7 +140,7 @@ func TestBoxedRunStartsNoWatchdog(t *testing.T) {
 			if !testenv.Until(time.Minute, nil, func() bool { _, err := os.Stat(filepath.Join(s.Dir, "running")); return err == nil || len(done) > 0 }) {
 				t.Fatal("the agent never said it runs")
 			}
-			children := sandboxtest.Children(os.Getpid())
+			children := sandboxtest.ChildrenOfRun(noNS, func() bool { return len(done) > 0 })
 			sandboxtest.Release(fifo, done)
 			r := <-done
 			if r.err != nil {

@@ -404,7 +404,7 @@ func TestBoxedCheckStartsNoWatchdog(t *testing.T) {
 			if !testenv.Until(time.Minute, nil, func() bool { _, err := os.Stat(filepath.Join(dir, "running")); return err == nil || len(done) > 0 }) {
 				t.Fatal("the check never said it runs")
 			}
-			children := sandboxtest.Children(os.Getpid())
+			children := sandboxtest.ChildrenOfRun(noNS, func() bool { return len(done) > 0 })
 			sandboxtest.Release(fifo, done)
 			r := <-done
 			if r.err != nil || !r.res.Passed() {

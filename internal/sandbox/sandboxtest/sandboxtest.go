@@ -8,11 +8,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/baton-agent/baton/internal/testenv"
 )
 
 // WhoAmI is a shell command that prints the shell's pid and its pid
@@ -150,6 +153,25 @@ func Children(pid int) []string {
 	return out
 }
 
+// ChildrenOfRun returns Children of this process while a boxed process
+// runs (ended reports that the run is over). A watchdog, when the box
+// needs one, starts only once the box's start has returned, which may
+// be after the boxed process has said that it runs: when the run asks
+// for one (a box without namespaces), the children are read again until
+// it shows or the run ends, so a late watchdog is not taken for none.
+func ChildrenOfRun(wantWatchdog bool, ended func() bool) []string {
+	children := Children(os.Getpid())
+	if wantWatchdog {
+		testenv.Until(time.Minute, nil, func() bool {
+			children = Children(os.Getpid())
+			return slices.ContainsFunc(children, isWatchdog) || ended()
+		})
+	}
+	return children
+}
+
+func isWatchdog(cmdline string) bool { return strings.Contains(cmdline, "baton-watchdog") }
+
 // CheckWatchdog fails t unless a process group started in a box keeps
 // a watchdog (a child of this process run as "baton-watchdog") exactly
 // when the box does not end with its init, and a box built without
@@ -159,7 +181,7 @@ func CheckWatchdog(t testing.TB, noNamespaces, endsWithInit bool, children []str
 	t.Helper()
 	watchdogs := 0
 	for _, c := range children {
-		if strings.Contains(c, "baton-watchdog") {
+		if isWatchdog(c) {
 			watchdogs++
 		}
 	}
