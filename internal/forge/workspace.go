@@ -539,7 +539,7 @@ func (w *Workspaces) prepare(ctx context.Context, c *cache, path, branch, start 
 		}
 		head = "ref: " + ref
 	}
-	state := w.stateDir(c, path)
+	state := stateDir(c.Dir, path)
 	if err := os.MkdirAll(state, 0o700); err != nil {
 		return nil, err
 	}
@@ -642,8 +642,8 @@ func indexOf(wt *gitx.Repo) string {
 // stateDir is where baton keeps its own git files of the worktree at
 // path (its index, the objects of a commit being made): beside the
 // cache, out of every agent's reach.
-func (w *Workspaces) stateDir(c *cache, path string) string {
-	return filepath.Join(strings.TrimSuffix(c.Dir, ".git")+".state", filepath.Base(path))
+func stateDir(cacheDir, path string) string {
+	return filepath.Join(strings.TrimSuffix(cacheDir, ".git")+".state", filepath.Base(path))
 }
 
 // worktree is the repository baton's own git sees at path: its files
@@ -743,7 +743,7 @@ func (co *Checkout) CommitChanges(ctx context.Context, msg string) (string, bool
 	}
 	ctx, cancel := context.WithTimeout(ctx, co.w.gitTimeout())
 	defer cancel()
-	state := co.w.stateDir(co.c, co.Dir)
+	state := stateDir(co.c.Dir, co.Dir)
 	co.w.forget(co.Dir, state)
 	if err := removeSpecialFiles(co.Dir); err != nil {
 		return "", false, err
@@ -862,7 +862,7 @@ func (w *Workspaces) rebase(ctx context.Context, c *cache, d *baton.Delivery, he
 	}
 	ctx, cancel := context.WithTimeout(ctx, w.gitTimeout())
 	defer cancel()
-	state := w.stateDir(c, path)
+	state := stateDir(c.Dir, path)
 	w.forget(path, state) // git rebase writes the worktree
 	objects := filepath.Join(state, "objects")
 	if err := os.RemoveAll(objects); err != nil {
@@ -903,7 +903,7 @@ func (w *Workspaces) rebase(ctx context.Context, c *cache, d *baton.Delivery, he
 // it: a link the agent left on the way (docs pointing elsewhere) is
 // refused, one at rel itself is replaced.
 func (co *Checkout) WriteFile(rel string, data []byte) error {
-	co.w.forget(co.Dir, co.w.stateDir(co.c, co.Dir))
+	co.w.forget(co.Dir, stateDir(co.c.Dir, co.Dir))
 	return safefile.WriteBeneath(co.Dir, rel, data, 0o644)
 }
 
@@ -919,7 +919,7 @@ func (co *Checkout) WriteFile(rel string, data []byte) error {
 // what it starts outlive it or write past its worktree.
 func (co *Checkout) Confine(c *sandbox.Confinement) {
 	if co.w != nil && co.c != nil {
-		co.w.forget(co.Dir, co.w.stateDir(co.c, co.Dir))
+		co.w.forget(co.Dir, stateDir(co.c.Dir, co.Dir))
 		if !contained(*c) {
 			co.w.distrust()
 		}
@@ -1090,7 +1090,7 @@ func (w *Workspaces) pooled(ctx context.Context, c *cache, d *baton.Delivery, sh
 		}
 		if afresh {
 			err := os.RemoveAll(path)
-			if rerr := os.Remove(filepath.Join(w.stateDir(c, path), "index")); err == nil && !errors.Is(rerr, fs.ErrNotExist) {
+			if rerr := os.Remove(filepath.Join(stateDir(c.Dir, path), "index")); err == nil && !errors.Is(rerr, fs.ErrNotExist) {
 				err = rerr
 			}
 			if err != nil {
@@ -1119,7 +1119,7 @@ func (w *Workspaces) Release(ctx context.Context, d *baton.Delivery) error {
 func (w *Workspaces) release(ctx context.Context, cacheDir, id string) error {
 	ctx = context.WithoutCancel(ctx)
 	path := w.worktreeDir(id)
-	w.forget(path, filepath.Join(strings.TrimSuffix(cacheDir, ".git")+".state", id))
+	w.forget(path, stateDir(cacheDir, id))
 	// The files first (a large tree takes a while), then the registration,
 	// so no registration names a worktree half gone.
 	if err := os.RemoveAll(path); err != nil {
@@ -1128,7 +1128,7 @@ func (w *Workspaces) release(ctx context.Context, cacheDir, id string) error {
 	if err := gitx.Unregister(cacheDir, path); err != nil {
 		return err
 	}
-	if err := os.RemoveAll(filepath.Join(strings.TrimSuffix(cacheDir, ".git")+".state", id)); err != nil {
+	if err := os.RemoveAll(stateDir(cacheDir, id)); err != nil {
 		return err
 	}
 	l, err := gitx.FindLayout(cacheDir)

@@ -95,9 +95,6 @@ type initReply struct {
 	Errno  int    `json:"errno,omitempty"`
 }
 
-// initName is the init's argv[0]: Main knows itself by it, and ps shows it.
-const initName = InitProgram
-
 // host is what this machine allows, probed once.
 type host struct {
 	abi       int
@@ -132,7 +129,7 @@ func probeNamespaces() (pidMax bool, err error) {
 	if !mainCalled.Load() {
 		return false, errors.New("this program does not start the box's init (sandbox.Main is not called first in main)")
 	}
-	cmd := &exec.Cmd{Args: []string{initName}, Env: []string{}}
+	cmd := &exec.Cmd{Args: []string{InitProgram}, Env: []string{}}
 	b := &box{spec: spec{Probe: true, Namespaces: true}}
 	reply, err := b.start(cmd, nil)
 	if err != nil {
@@ -457,7 +454,7 @@ func (b *box) start(cmd *exec.Cmd, cgroups *cgroupRoot) (*initReply, error) {
 	b.undo = append(b.undo, func() { specW.Close() })
 	defer replyR.Close()
 
-	cmd.Args = []string{initName}
+	cmd.Args = []string{InitProgram}
 	cmd.Env = []string{} // the process's own environment travels in the spec
 	cmd.ExtraFiles = append([]*os.File{specR, replyW}, b.files...)
 	b.spec.NetFDs = len(b.files)

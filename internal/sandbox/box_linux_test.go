@@ -67,7 +67,7 @@ echo "processes $(ls -d /proc/[0-9]* | wc -l)"
 cat /proc/1/environ >/dev/null 2>&1 && echo init-environ
 cat /proc/`+strconv.Itoa(os.Getpid())+`/environ >/dev/null 2>&1 && echo baton-environ
 exit 0`)
-	for _, want := range []string{"self-maps\n", "self-cgroup\n", "init " + initName + " \n"} {
+	for _, want := range []string{"self-maps\n", "self-cgroup\n", "init " + InitProgram + " \n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

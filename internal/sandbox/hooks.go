@@ -46,7 +46,8 @@ type NetworkStart struct {
 	Close func()
 }
 
-// InitProgram is the name of the program that is only a box's init
+// InitProgram is the init's argv[0], by which Main knows itself and ps
+// shows it, and the name of the program that is only a box's init
 // (cmd/baton-box-init), which baton names in Hooks.Init.
 const InitProgram = "baton-box-init"
 

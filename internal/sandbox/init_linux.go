@@ -21,7 +21,7 @@ import (
 // binaries in TestMain): Start refuses to run in one that did not, since
 // it starts the program itself again as the init.
 func Main(h Hooks) {
-	if len(os.Args) == 1 && os.Args[0] == initName {
+	if len(os.Args) == 1 && os.Args[0] == InitProgram {
 		os.Exit(runInit(h))
 	}
 	hooks = h
@@ -46,7 +46,7 @@ func runInit(h Hooks) int {
 	runtime.LockOSThread()
 	// Started as /proc/self/fd/N or /proc/self/exe, the kernel names the
 	// process "N" or "exe"; ps and top show its own name instead.
-	_ = os.WriteFile("/proc/self/comm", []byte(initName), 0)
+	_ = os.WriteFile("/proc/self/comm", []byte(InitProgram), 0)
 	// Baton holds the spec pipe open while the box runs; the forking
 	// thread it keeps parked is this process's parent for the kernel.
 	_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)

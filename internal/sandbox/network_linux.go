@@ -111,7 +111,7 @@ func (c Confinement) openNetwork(b *box, ns bool) error {
 // probeNetwork builds a box with namespaces and a network namespace of
 // its own, and nothing in it.
 func probeNetwork() error {
-	cmd := &exec.Cmd{Args: []string{initName}, Env: []string{}}
+	cmd := &exec.Cmd{Args: []string{InitProgram}, Env: []string{}}
 	b := &box{spec: spec{Probe: true, Namespaces: true}, newNet: true}
 	if _, err := b.start(cmd, nil); err != nil {
 		return err
