@@ -137,7 +137,7 @@ func (w *Workspaces) merge(ctx context.Context, c *cache, d *baton.Delivery, hea
 	}
 	merged, err := c.CommitTree(ctx, tree, MergeMessage(d), parents...)
 	if err == nil {
-		w.trees.put(merged, tree)
+		w.trees.made(merged, tree, parents...)
 	}
 	return merged, err
 }

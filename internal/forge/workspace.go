@@ -70,11 +70,14 @@ type Workspaces struct {
 
 // treeMemo remembers the tree of each commit baton made or asked git
 // about, so the next commit, merge or review on it compares trees without
-// starting git to ask. A commit never changes, so an entry is never
-// wrong; the memo is emptied when it holds maxTreeMemo.
+// starting git to ask, and the one parent of each commit baton made with
+// one, so counting the commits a phase added asks git only when someone
+// else's commits are among them. A commit never changes, so an entry is
+// never wrong; the memo is emptied when it holds maxTreeMemo.
 type treeMemo struct {
-	mu sync.Mutex
-	m  map[string]string
+	mu      sync.Mutex
+	m       map[string]string
+	parents map[string]string // commit → its only parent, for commits baton made
 }
 
 const maxTreeMemo = 4096
@@ -86,6 +89,31 @@ func (t *treeMemo) put(commit, tree string) {
 		t.m = map[string]string{}
 	}
 	t.m[commit] = tree
+}
+
+// made remembers commit, which baton made of tree with parents.
+func (t *treeMemo) made(commit, tree string, parents ...string) {
+	t.put(commit, tree)
+	if len(parents) != 1 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.parents == nil || len(t.parents) >= maxTreeMemo {
+		t.parents = map[string]string{}
+	}
+	t.parents[commit] = parents[0]
+}
+
+// count is how many commits are reachable from to and not from from, when
+// the memo knows: one when to is a commit baton made on from alone.
+func (t *treeMemo) count(from, to string) (int, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p, ok := t.parents[to]; ok && p == from {
+		return 1, true
+	}
+	return 0, false
 }
 
 // sameTree reports whether commits a and b have the same tree, asked of
@@ -793,7 +821,7 @@ func (co *Checkout) CommitChanges(ctx context.Context, msg string) (string, bool
 	if err != nil {
 		return "", false, err
 	}
-	co.w.trees.put(sha, tree)
+	co.w.trees.made(sha, tree, parent)
 	if err := sendObjects(ctx, store, co.c.Repo, objects, sha, parent); err != nil {
 		return "", false, baton.WrapError(baton.Unavailable, err, "check the commit's objects into the repository cache")
 	}
@@ -813,9 +841,13 @@ func (co *Checkout) HeadTree(ctx context.Context) (string, error) {
 }
 
 // CommitsBetween counts the commits reachable from to but not from
-// from, asked of git in the cache (the commits baton made are there), not
-// in the agent's worktree: no box.
+// from: from the memo when to is the commit baton made on from, else
+// asked of git in the cache (the commits baton made are there), not in
+// the agent's worktree: no box.
 func (co *Checkout) CommitsBetween(ctx context.Context, from, to string) (int, error) {
+	if n, ok := co.w.trees.count(from, to); ok {
+		return n, nil
+	}
 	return co.c.CommitsBetween(ctx, from, to)
 }
 

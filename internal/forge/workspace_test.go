@@ -213,3 +213,48 @@ func TestLocalMergeRebase(t *testing.T) {
 		})
 	}
 }
+
+// Counting the commits a phase added asks git only when the memo cannot
+// tell: a commit baton made on the phase's start is one, and git is not
+// asked (the cache's objects are moved aside to prove it); two commits
+// are counted by git.
+func TestCommitsBetweenFromTheMemo(t *testing.T) {
+	t.Parallel()
+	ws, d := localWork(t, map[string]string{"feature.txt": "work\n"})
+	co, err := ws.Checkout(t.Context(), d, forge.Local{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := co.Start
+	if err := os.WriteFile(filepath.Join(co.Dir, "first.txt"), []byte("first\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	first, committed, err := co.CommitChanges(t.Context(), "work")
+	if err != nil || !committed {
+		t.Fatalf("CommitChanges = %v, %v", committed, err)
+	}
+	objects := filepath.Join(ws.CacheDir(d.Repository), "objects")
+	if err := os.Rename(objects, objects+".aside"); err != nil {
+		t.Fatal(err)
+	}
+	n, err := co.CommitsBetween(t.Context(), start, first)
+	if err := os.Rename(objects+".aside", objects); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 || err != nil {
+		t.Errorf("CommitsBetween(start, the commit baton made on it) = %d, %v; want 1 without git", n, err)
+	}
+	if err := os.WriteFile(filepath.Join(co.Dir, "more.txt"), []byte("more\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	second, committed, err := co.CommitChanges(t.Context(), "more")
+	if err != nil || !committed {
+		t.Fatalf("CommitChanges = %v, %v", committed, err)
+	}
+	if n, err := co.CommitsBetween(t.Context(), start, second); n != 2 || err != nil {
+		t.Errorf("CommitsBetween(start, two commits on) = %d, %v; want 2", n, err)
+	}
+	if n, err := co.CommitsBetween(t.Context(), first, start); n != 0 || err != nil {
+		t.Errorf("CommitsBetween(the commit, its parent) = %d, %v; want 0", n, err)
+	}
+}
