@@ -40,8 +40,14 @@ func (r *Repo) Tree(ctx context.Context, rev string) (string, error) {
 }
 
 // CommitTree records tree as a commit with msg and parents, and returns
-// it. No ref moves.
+// it. No ref moves. With an Ident, the commit is written in-process where
+// git would write it plainly (commitobj.go); tree must then be a tree and
+// parents commits the repository has, as git just gave them: they are not
+// looked up.
 func (r *Repo) CommitTree(ctx context.Context, tree, msg string, parents ...string) (string, error) {
+	if sha, ok, err := r.writeCommit(ctx, tree, msg, parents); ok || err != nil {
+		return sha, err
+	}
 	args := append(r.identity(ctx), "commit-tree", tree)
 	for _, p := range parents {
 		args = append(args, "-p", p)

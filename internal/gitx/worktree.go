@@ -273,6 +273,7 @@ func (r *Repo) WriteTree(ctx context.Context) (string, error) {
 type Identity struct {
 	once sync.Once
 	args []string
+	sigs sigMemo // the author and committer of commits written in-process
 }
 
 // identity makes commits work on machines without a configured git
