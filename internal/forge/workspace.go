@@ -1180,7 +1180,7 @@ func (w *Workspaces) release(ctx context.Context, cacheDir, id string) error {
 	if len(dels) == 0 {
 		return nil
 	}
-	return (&gitx.Repo{Dir: cacheDir}).UpdateRefs(ctx, dels...)
+	return (&gitx.Repo{Dir: cacheDir, OwnRefs: true}).UpdateRefs(ctx, dels...)
 }
 
 // Tidy releases what deliveries no longer need — the worktree and cache

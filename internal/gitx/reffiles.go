@@ -16,8 +16,9 @@ import (
 // a repository baton made and configured itself (Repo.OwnRefs: the
 // repository cache, which keeps no reflog and has no hooks), and only
 // where it is plainly the same as git: updates and creations of loose
-// refs in a files-backend repository, to objects stored loose. Everything
-// else (a deletion, which rewrites packed-refs; a ref another process has
+// refs in a files-backend repository, to objects stored loose, and
+// deletions of refs that are loose alone. Everything else (a deletion of
+// a packed ref, which rewrites packed-refs; a ref another process has
 // locked, which git waits for; a reflog; a hook; an object in a pack; a
 // name git might refuse) goes to git.
 
@@ -26,10 +27,12 @@ var errAskGit = errors.New("ask git")
 
 // writeRefs applies updates to l's loose ref files as one transaction:
 // every ref's lock file is taken (git's own protocol: <ref>.lock, made
-// exclusively), every old value checked under the locks, and then each
-// lock, holding the new value, renamed over its ref. A reader sees each
-// ref's old value or its new one. errAskGit means nothing was changed and
-// git should do it.
+// exclusively), and packed-refs.lock too when a ref is deleted, as git
+// takes it, so that no git pack-refs packs a ref while it goes; every old
+// value is checked under the locks, and then each lock, holding the new
+// value, renamed over its ref, and each deleted ref's file removed. A
+// reader sees each ref's old value or its new one. errAskGit means
+// nothing was changed and git should do it.
 func (l Layout) writeRefs(updates []RefUpdate) error {
 	if len(updates) == 0 || l.GitDir != l.CommonDir {
 		return errAskGit
@@ -37,11 +40,14 @@ func (l Layout) writeRefs(updates []RefUpdate) error {
 	if regular(filepath.Join(l.CommonDir, "hooks", "reference-transaction")) {
 		return errAskGit
 	}
+	deleting := false
 	for _, u := range updates {
-		if u.New == "" || !IsObjectName(u.New) || (u.Old != "" && !IsObjectName(u.Old)) || !plainRefName(u.Name) {
+		if (u.New != "" && !IsObjectName(u.New)) || (u.Old != "" && !IsObjectName(u.Old)) || !plainRefName(u.Name) {
 			return errAskGit
 		}
-		if !regular(filepath.Join(l.CommonDir, "objects", u.New[:2], u.New[2:])) {
+		if u.New == "" {
+			deleting = true
+		} else if !regular(filepath.Join(l.CommonDir, "objects", u.New[:2], u.New[2:])) {
 			return errAskGit // packed, or not there: git checks
 		}
 		if _, err := os.Lstat(filepath.Join(l.CommonDir, "logs", filepath.FromSlash(u.Name))); !errors.Is(err, fs.ErrNotExist) {
@@ -68,10 +74,25 @@ func (l Layout) writeRefs(updates []RefUpdate) error {
 		}
 		locks = append(locks, f)
 	}
+	if deleting {
+		f, err := os.OpenFile(filepath.Join(l.CommonDir, "packed-refs.lock"), os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+		if err != nil {
+			return errAskGit
+		}
+		defer func() {
+			f.Close()
+			os.Remove(f.Name())
+		}()
+	}
 	for _, u := range updates {
 		cur, exists, err := l.ReadRef(u.Name)
 		if err != nil {
 			return errAskGit
+		}
+		if u.New == "" {
+			if !exists || l.packed(u.Name) {
+				return errAskGit // nothing to delete, or packed-refs to rewrite: git's
+			}
 		}
 		if !exists && !l.canCreate(u.Name) {
 			return errAskGit // a name that clashes with another ref's: git says so
@@ -87,6 +108,9 @@ func (l Layout) writeRefs(updates []RefUpdate) error {
 		}
 	}
 	for i, f := range locks {
+		if updates[i].New == "" {
+			continue
+		}
 		if _, err := f.WriteString(updates[i].New + "\n"); err != nil {
 			return err
 		}
@@ -99,12 +123,34 @@ func (l Layout) writeRefs(updates []RefUpdate) error {
 	}
 	for i, f := range locks {
 		name := f.Name()
-		if err := os.Rename(name, strings.TrimSuffix(name, ".lock")); err != nil {
+		ref := strings.TrimSuffix(name, ".lock")
+		if updates[i].New == "" {
+			// The lock goes after the ref, with the deferred clean-up.
+			if err := os.Remove(ref); err != nil {
+				return fmt.Errorf("delete ref '%s': %w", updates[i].Name, err)
+			}
+			continue
+		}
+		if err := os.Rename(name, ref); err != nil {
 			return fmt.Errorf("update ref '%s': %w", updates[i].Name, err)
 		}
 		locks[i] = nil
 	}
 	return nil
+}
+
+// packed reports whether packed-refs holds name (or cannot be read).
+func (l Layout) packed(name string) bool {
+	f, err := os.Open(filepath.Join(l.CommonDir, "packed-refs"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	if err != nil {
+		return true
+	}
+	defer f.Close()
+	_, ok, err := lookupPackedRef(f, name)
+	return ok || err != nil
 }
 
 // canCreate reports whether a ref name can be made: no ref is a

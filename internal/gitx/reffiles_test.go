@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -136,4 +137,106 @@ func FuzzPlainRefName(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A ref that is loose alone is deleted in-process, under its lock and
+// packed-refs.lock as git deletes it: no git starts, git no longer sees
+// it, a wrong old value deletes nothing, and a ref git has packed goes
+// to git (packed-refs is rewritten).
+func TestDeleteOwnRefsMatchesGit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r, one, two, gits := ownCache(t)
+	dir := r.Dir
+	ref := func(name string) string {
+		out, _ := exec.Command("git", "-C", dir, "rev-parse", "--verify", "--quiet", name).Output()
+		return strings.TrimSpace(string(out))
+	}
+	if err := r.UpdateRefs(ctx, RefUpdate{Name: "refs/heads/baton/a", New: one}, RefUpdate{Name: "refs/remotes/origin/baton/a", New: two}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.UpdateRefs(ctx, RefUpdate{Name: "refs/heads/baton/a", Old: two}); err == nil || ref("refs/heads/baton/a") != one {
+		t.Errorf("a deletion with a wrong old value = %v; the ref is %q", err, ref("refs/heads/baton/a"))
+	}
+	if err := r.UpdateRefs(ctx, RefUpdate{Name: "refs/heads/baton/a", Old: one}, RefUpdate{Name: "refs/remotes/origin/baton/a"}); err != nil {
+		t.Fatal(err)
+	}
+	if *gits != 0 {
+		t.Errorf("%d git processes for deleting loose refs, want none", *gits)
+	}
+	if got := ref("refs/heads/baton/a") + ref("refs/remotes/origin/baton/a"); got != "" {
+		t.Errorf("git still reads the deleted refs: %q", got)
+	}
+	if locks, _ := filepath.Glob(filepath.Join(dir, "*.lock")); len(locks) > 0 {
+		t.Errorf("lock files left: %v", locks)
+	}
+	if locks, _ := filepath.Glob(filepath.Join(dir, "refs", "*", "*", "*.lock")); len(locks) > 0 {
+		t.Errorf("lock files left: %v", locks)
+	}
+
+	if err := r.UpdateRefs(ctx, RefUpdate{Name: "refs/heads/baton/b", New: one}); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Git(t, dir, "pack-refs", "--all", "--no-prune")
+	if err := r.UpdateRefs(ctx, RefUpdate{Name: "refs/heads/baton/b"}); err != nil || ref("refs/heads/baton/b") != "" {
+		t.Errorf("deleting a ref packed and loose = %v; git reads %q", err, ref("refs/heads/baton/b"))
+	}
+	if *gits != 1 {
+		t.Errorf("%d git processes, want 1: a packed ref's deletion is git's", *gits)
+	}
+	if out, err := exec.Command("git", "-C", dir, "fsck", "--no-dangling").CombinedOutput(); err != nil {
+		t.Errorf("git fsck: %v\n%s", err, out)
+	}
+}
+
+// Refs deleted in-process while git packs the repository's refs over and
+// over stay deleted: packed-refs.lock keeps a pack-refs from writing a
+// ref into packed-refs while its loose file goes.
+func TestDeleteOwnRefsUnderPackRefs(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("a race run for a while")
+	}
+	ctx := context.Background()
+	r, one, _, _ := ownCache(t)
+	dir := r.Dir
+	done := make(chan struct{})
+	packed := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-done:
+				packed <- n
+				return
+			default:
+			}
+			// git waits for a lock held by the deletion (core.packedRefsTimeout).
+			exec.Command("git", "-C", dir, "pack-refs", "--all").Run()
+			n++
+		}
+	}()
+	const refs = 40
+	for i := range refs {
+		name := "refs/heads/baton/r" + strconv.Itoa(i)
+		// Created and deleted by git or in-process, whichever can: the
+		// outcome must be the same.
+		if err := r.UpdateRefs(ctx, RefUpdate{Name: name, New: one}); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.UpdateRefs(ctx, RefUpdate{Name: name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	if n := <-packed; n == 0 {
+		t.Fatal("pack-refs never ran")
+	}
+	out, err := exec.Command("git", "-C", dir, "for-each-ref", "--format=%(refname)", "refs/heads/baton/").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := strings.TrimSpace(string(out)); s != "" {
+		t.Errorf("refs deleted while git packed refs came back:\n%s", s)
+	}
 }
