@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -231,15 +232,20 @@ func writeLoose(objects, typ string, content []byte) (string, error) {
 		_ = os.Chtimes(final, now, now) // as git freshens an object it would have written
 		return name, nil
 	}
-	if err := os.Mkdir(dir, 0o777); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", err
-	}
 	tmp, err := os.CreateTemp(dir, "tmp_obj_")
+	if errors.Is(err, fs.ErrNotExist) { // the fan-out directory's first object
+		if err := os.Mkdir(dir, 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
+			return "", err
+		}
+		tmp, err = os.CreateTemp(dir, "tmp_obj_")
+	}
 	if err != nil {
 		return "", err
 	}
 	defer os.Remove(tmp.Name())
-	zw, _ := zlib.NewWriterLevel(tmp, zlib.BestSpeed) // git's core.looseCompression
+	zw := deflaters.Get().(*zlib.Writer) // git's core.looseCompression: the fastest
+	defer deflaters.Put(zw)
+	zw.Reset(tmp)
 	_, err = zw.Write([]byte(header))
 	if err == nil {
 		_, err = zw.Write(content)

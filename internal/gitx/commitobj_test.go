@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -170,5 +171,29 @@ func TestCommitTreeGoesToGitWhereItMust(t *testing.T) {
 	}
 	if body := gittest.Output(t, r.Dir, "cat-file", "commit", sha); !strings.Contains(body, "\nencoding ISO-8859-1\n") {
 		t.Errorf("with i18n.commitEncoding set, the commit has no encoding header:\n%s", body)
+	}
+}
+
+// BenchmarkCommitTree is a commit written in-process and by git
+// commit-tree, on the same tree and parent.
+func BenchmarkCommitTree(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		env  []string
+	}{{"in-process", nil}, {"git", []string{"GIT_COMMITTER_DATE=1700000000 +0000", "GIT_AUTHOR_DATE=1700000000 +0000"}}} {
+		b.Run(c.name, func(b *testing.B) {
+			dir := b.TempDir()
+			gittest.Git(b, dir, "init", "-q", "-b", "main")
+			gittest.Git(b, dir, "commit", "-q", "--allow-empty", "-m", "one")
+			one := gittest.Git(b, dir, "rev-parse", "HEAD")
+			tree := gittest.Git(b, dir, "rev-parse", "HEAD^{tree}")
+			r := &Repo{Dir: dir, Ident: &Identity{}, BaseEnv: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + b.TempDir(), "GIT_CONFIG_NOSYSTEM=1",
+				"GIT_AUTHOR_NAME=A", "GIT_AUTHOR_EMAIL=a@example.org", "GIT_COMMITTER_NAME=A", "GIT_COMMITTER_EMAIL=a@example.org"}, Env: c.env}
+			for i := 0; b.Loop(); i++ {
+				if _, err := r.CommitTree(b.Context(), tree, "commit "+strconv.Itoa(i)+"\n", one); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
