@@ -45,6 +45,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -80,6 +81,7 @@ type options struct {
 	inProc   []int // worker counts in this process
 	procs    []int // worker process counts
 	cpuprof  string
+	exectr   string // runtime/trace output
 	count    bool
 	trace    string
 	postgres string // the server URL when db is PostgreSQL
@@ -104,6 +106,7 @@ func main() {
 	flag.DurationVar(&o.poll, "poll", time.Second, "how often idle workers look for jobs they were not told about")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directories")
 	flag.StringVar(&o.cpuprof, "cpuprofile", "", "write a CPU profile of this process")
+	flag.StringVar(&o.exectr, "exectrace", "", "write an execution trace of this process (go tool trace -pprof=syscall FILE shows where baton waits off the CPU)")
 	flag.BoolVar(&o.count, "count", true, "count the processes each delivery starts (root: the kernel's process events)")
 	flag.StringVar(&o.trace, "trace", "", "write the timeline of the run to this file: each phase's start and end, and each process counted (start, duration, pid, command line)")
 	flag.Parse()
@@ -140,6 +143,17 @@ func main() {
 			os.Exit(1)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if o.exectr != "" {
+		f, err := os.Create(o.exectr)
+		if err == nil {
+			err = trace.Start(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "delivery:", err)
+			os.Exit(1)
+		}
+		defer trace.Stop()
 	}
 	if in := sandbox.BoxInit(); in.Own {
 		fmt.Printf("box init: this program (%s)\n", in.Why)
