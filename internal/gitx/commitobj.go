@@ -23,9 +23,9 @@ import (
 // git gave, baton's message) is written in-process, as git commit-tree
 // writes it: the same object, byte for byte, for one process less per
 // commit. Only what git would do plainly is done here; everything else
-// (dates or a time zone of the caller's choosing, another encoding, a
-// shared repository, fsync of loose objects, a message git would
-// re-encode, SHA-256) goes to git. Unlike git, the tree and the
+// (dates or a time zone of the caller's choosing, a TZ Go reads otherwise
+// than git's C library, another encoding, a shared repository, fsync of
+// loose objects, a message git would re-encode, SHA-256) goes to git. Unlike git, the tree and the
 // parents are not looked up: callers pass what git just gave them.
 
 // signatures is what commit-tree would write as author and committer
@@ -65,7 +65,7 @@ func (r *Repo) writeCommit(ctx context.Context, tree, msg string, parents []stri
 	}
 	// git takes the date's offset from its own TZ, this process from its.
 	tz, set := lookupEnv(env, "TZ")
-	if own, ownSet := os.LookupEnv("TZ"); tz != own || set != ownSet {
+	if own, ownSet := os.LookupEnv("TZ"); tz != own || set != ownSet || !zoneKnown(tz) {
 		return "", false, nil
 	}
 	objects, ok := lookupEnv(env, "GIT_OBJECT_DIRECTORY")
@@ -97,6 +97,25 @@ func (r *Repo) writeCommit(ctx context.Context, tree, msg string, parents []stri
 	}
 	sha, err = writeLoose(objects, "commit", b.Bytes())
 	return sha, err == nil, err
+}
+
+// zones remembers whether Go reads a TZ value as the C library does.
+var zones sync.Map // TZ value → bool
+
+// zoneKnown reports whether tz (a TZ value; "" for none or empty) names a
+// zone Go loads from the zone database, as the C library git uses does. A
+// POSIX rule ("EST5EDT,M3.2.0,M11.1.0") the C library reads and Go takes
+// for UTC is not.
+func zoneKnown(tz string) bool {
+	if tz == "" {
+		return true
+	}
+	if ok, found := zones.Load(tz); found {
+		return ok.(bool)
+	}
+	_, err := time.LoadLocation(strings.TrimPrefix(tz, ":"))
+	zones.Store(tz, err == nil)
+	return err == nil
 }
 
 // sha1Name reports whether s is a full SHA-1 object name as git prints it.

@@ -197,3 +197,40 @@ func BenchmarkCommitTree(b *testing.B) {
 		})
 	}
 }
+
+// A TZ the C library reads as a rule, and Go as UTC, is not written
+// in-process; a zone of the database is.
+func TestZoneKnown(t *testing.T) {
+	t.Parallel()
+	for tz, want := range map[string]bool{"": true, "UTC": true, "Asia/Kolkata": true, ":Asia/Kolkata": true,
+		"EST5EDT,M3.2.0,M11.1.0": false, "<+0330>-3:30": false, "No/Such_Zone": false} {
+		if got := zoneKnown(tz); got != want {
+			t.Errorf("zoneKnown(%q) = %v, want %v", tz, got, want)
+		}
+	}
+}
+
+// In a process whose TZ is a POSIX rule, which git's C library reads and
+// Go takes for UTC, a commit carries git's offset, not UTC's: the test
+// runs itself again with that TZ.
+func TestCommitTreeUnderRuleTZ(t *testing.T) {
+	t.Parallel()
+	const rule = "EST5EDT,M3.2.0,M11.1.0" // -0500 or -0400, never +0000
+	if os.Getenv("TZ") != rule {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCommitTreeUnderRuleTZ$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "TZ="+rule)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("under TZ=%s: %v\n%s", rule, err, out)
+		}
+		return
+	}
+	r, _, one, two, _ := plainRepo(t)
+	tree := gittest.Git(t, r.Dir, "rev-parse", two+"^{tree}")
+	sha, err := r.CommitTree(t.Context(), tree, "ruled\n", one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := gittest.Output(t, r.Dir, "cat-file", "commit", sha); !regexp.MustCompile(`committer .* -0[45]00\n`).MatchString(body) {
+		t.Errorf("the commit's date is not in %s as git reads it:\n%s", rule, body)
+	}
+}
