@@ -56,6 +56,9 @@ echo '{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"echo PLAN
 attempt shm-read grep -q SHM-SECRET "$HOSTILE_SHM"
 echo planted > "$HOSTILE_SHM.planted" 2>/dev/null
 attempt shadow cat /etc/shadow
+# The walks root's baton keeps say what the box must not read: an empty
+# one for /etc would open /etc/shadow to the next box.
+attempt kept-walk sh -c 'mkdir -p /run/baton/walks && for f in /run/baton/walks/*; do : > "$f"; done && echo planted > /run/baton/walks/planted'
 for k in /etc/ssh/ssh_host_*_key /etc/ssl/private/*; do
 	[ -f "$k" ] && attempt "key:$k" cat "$k"
 done
@@ -157,7 +160,7 @@ func testHostileBox(t *testing.T, namespaces string) {
 
 	report, _ := os.ReadFile(filepath.Join(out, "report"))
 	got := attempts(string(report))
-	for _, a := range []string{"open-tty", "write-terminal", "user-module-cache", "shm-read", "shadow"} {
+	for _, a := range []string{"open-tty", "write-terminal", "user-module-cache", "shm-read", "shadow", "kept-walk"} {
 		if got[a] != "denied" {
 			t.Errorf("attempt %s: %q, want denied\n%s", a, got[a], report)
 		}
@@ -219,6 +222,10 @@ func testHostileBox(t *testing.T, namespaces string) {
 	}
 	if _, err := os.Stat(shm.Name() + ".planted"); err == nil {
 		t.Errorf("the agent wrote into the machine's /dev/shm")
+	}
+	if _, err := os.Lstat("/run/baton/walks/planted"); err == nil {
+		os.Remove("/run/baton/walks/planted")
+		t.Errorf("the agent wrote into the walks root's baton keeps")
 	}
 }
 

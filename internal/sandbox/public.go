@@ -99,7 +99,8 @@ func topRoots(roots []string) []string {
 }
 
 // walked returns what walkNonPublic found in root by a walk begun within
-// maxAge: the last one, the one under way, or a new one. The cache is not
+// maxAge: the last one, the one under way, one another of root's
+// processes kept (keptWalk), or a new one, then kept. The cache is not
 // locked while a walk runs, so that box starts go on with the last walk
 // while a newer one is made (WalkSystem).
 func walked(root string, maxAge time.Duration) ([]string, error) {
@@ -122,7 +123,14 @@ func walked(root string, maxAge time.Duration) ([]string, error) {
 		<-w.done
 		return w.hidden, w.err
 	}
-	w.hidden, w.err = walkNonPublic(root)
+	if kept, ok := keptWalk(root, maxAge); ok {
+		w.hidden, w.at = kept.hidden, kept.at // stands for what is left of its age
+	} else {
+		w.hidden, w.err = walkNonPublic(root)
+		if w.err == nil {
+			keepWalk(root, w)
+		}
+	}
 	publicCache.Lock()
 	delete(publicCache.inflight, root)
 	if w.err == nil {

@@ -230,6 +230,7 @@ func TestWalkedKeepsAndRenews(t *testing.T) {
 		}
 		return p
 	}
+	t.Cleanup(func() { os.Remove(walkFile(root)) })
 	first := private("first")
 	got, err := walked(root, time.Hour)
 	if err != nil || !slices.Equal(got, []string{first}) {
@@ -251,6 +252,7 @@ func TestWalkedConcurrently(t *testing.T) {
 	if err := os.Chmod(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { os.Remove(walkFile(root)) })
 	secret := filepath.Join(root, "secret")
 	if err := os.WriteFile(secret, nil, 0o600); err != nil {
 		t.Fatal(err)
