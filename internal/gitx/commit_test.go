@@ -2,6 +2,7 @@ package gitx
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,5 +110,42 @@ func TestBranches(t *testing.T) {
 	var ge *Error
 	if err == nil || !strings.Contains(err.Error(), "runner/x") || !errors.As(err, &ge) {
 		t.Errorf("SwitchNewBranch to an existing branch = %v, want a *gitx.Error", err)
+	}
+}
+
+// A repository run with an environment of its own (BaseEnv) and no
+// identity there or in git's configuration commits as baton, whatever
+// identity baton's own process environment has: by git commit-tree and
+// in-process alike.
+func TestIdentityIsReadFromGitsEnvironment(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	dir := t.TempDir()
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "GIT_CONFIG_NOSYSTEM=1"}
+	gitInit := exec.Command("git", "init", "-q", "-b", "main", dir)
+	gitInit.Env = env
+	if out, err := gitInit.CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	if os.Getenv("GIT_AUTHOR_NAME") == "" {
+		t.Fatal("the test process has no GIT_AUTHOR_NAME (gittest.Main sets it): nothing would be shown")
+	}
+	for _, ident := range []*Identity{nil, {}} {
+		r := &Repo{Dir: dir, BaseEnv: env, Ident: ident}
+		write(t, r, "a.txt", fmt.Sprintf("%v\n", ident != nil))
+		if _, err := r.Run(ctx, "add", "-A"); err != nil {
+			t.Fatal(err)
+		}
+		tree, err := r.WriteTree(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sha, err := r.CommitTree(ctx, tree, "first\n")
+		if err != nil {
+			t.Fatalf("CommitTree (identity kept: %v): %v", ident != nil, err)
+		}
+		if who, _ := r.line(ctx, "log", "-1", "--format=%an <%ae>", sha); who != "baton <baton@localhost>" {
+			t.Errorf("committed as %q, want baton's own identity", who)
+		}
 	}
 }

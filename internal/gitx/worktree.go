@@ -287,7 +287,7 @@ func (r *Repo) identity(ctx context.Context) []string {
 }
 
 func (r *Repo) readIdentity(ctx context.Context) []string {
-	for _, kv := range append(os.Environ(), r.Env...) {
+	for _, kv := range r.environ() { // git's own environment, as it runs
 		if strings.HasPrefix(kv, "GIT_AUTHOR_NAME=") || strings.HasPrefix(kv, "GIT_COMMITTER_NAME=") {
 			return nil
 		}
