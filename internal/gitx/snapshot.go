@@ -279,13 +279,13 @@ func (r *Repo) partialSnapshot(ctx context.Context, l Layout, top string, tracke
 	ctx, cancel := context.WithTimeout(ctx, partialTimeout)
 	defer cancel()
 	var (
-		wg                 sync.WaitGroup
-		logHead            Commit
-		catOut             string
-		logErr, catErr     error
-		hashOut            string
-		hashErr            error
-		hashed, ignoredOut []string
+		wg             sync.WaitGroup
+		logHead        Commit
+		catOut         string
+		logErr, catErr error
+		hashOut        string
+		hashErr        error
+		hashed         []string
 	)
 	if known := r.knownHead(l); sha != "" && known.SHA == sha {
 		logHead = known
@@ -297,12 +297,11 @@ func (r *Repo) partialSnapshot(ctx context.Context, l Layout, top string, tracke
 		}()
 	}
 	if len(files) > 0 {
-		var objs, regular, regularZ strings.Builder
+		var objs, regular strings.Builder
 		for _, f := range files {
 			fmt.Fprintf(&objs, "HEAD:%s\n", f.rel)
 			if !f.gone && f.mode.IsRegular() {
 				regular.WriteString(f.rel + "\n")
-				regularZ.WriteString(f.rel + "\x00")
 				hashed = append(hashed, f.rel)
 			}
 		}
@@ -312,17 +311,10 @@ func (r *Repo) partialSnapshot(ctx context.Context, l Layout, top string, tracke
 			catOut, catErr = atTop.RunInput(ctx, objs.String(), "cat-file", "--batch-check")
 		}()
 		if len(hashed) > 0 {
-			wg.Add(2)
+			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				hashOut, hashErr = atTop.RunInput(ctx, regular.String(), "hash-object", "--stdin-paths")
-			}()
-			go func() {
-				defer wg.Done()
-				// Exit status 1 means none is ignored.
-				// -z: paths as they are, not quoted (core.quotePath).
-				out, _ := atTop.RunInput(ctx, regularZ.String(), "check-ignore", "--no-index", "--stdin", "-z")
-				ignoredOut = strings.Split(out, "\x00")
 			}()
 		}
 	}
@@ -344,9 +336,23 @@ func (r *Repo) partialSnapshot(ctx context.Context, l Layout, top string, tracke
 			worktree[hashed[i]] = h
 		}
 	}
+	// Whether a file is ignored matters only for one HEAD lacks: git is
+	// asked about those alone, and not at all when there are none (a
+	// packet's files are mostly tracked).
+	var untracked strings.Builder
+	for i, f := range files {
+		if inHead[i].name == "" && !f.gone && f.mode.IsRegular() {
+			untracked.WriteString(f.rel + "\x00")
+		}
+	}
 	ignored := map[string]bool{}
-	for _, p := range ignoredOut {
-		ignored[p] = true
+	if untracked.Len() > 0 {
+		// Exit status 1 means none is ignored.
+		// -z: paths as they are, not quoted (core.quotePath).
+		out, _ := atTop.RunInput(ctx, untracked.String(), "check-ignore", "--no-index", "--stdin", "-z")
+		for _, p := range strings.Split(out, "\x00") {
+			ignored[p] = true
+		}
 	}
 	for i, f := range files {
 		obj := inHead[i]

@@ -373,7 +373,8 @@ func TestSnapshotRemembersHeadSubject(t *testing.T) {
 		want  []string // the git commands a snapshot starts once the subject is known
 	}{
 		{"whole", 0, []string{"status"}},
-		{"partial", -1, []string{"cat-file", "hash-object", "check-ignore"}},
+		// Whether a file is ignored is asked only of one HEAD lacks.
+		{"partial", -1, []string{"cat-file", "hash-object"}},
 	} {
 		subjects := subjectMemory{}
 		var started []string
@@ -404,6 +405,18 @@ func TestSnapshotRemembersHeadSubject(t *testing.T) {
 		slices.Sort(want)
 		if s := snap(); s.Head != head || !slices.Equal(started, want) {
 			t.Errorf("%s: second snapshot: head %+v, git %v; want %+v and git %v", tc.name, s.Head, started, head, want)
+		}
+		if tc.whole < 0 {
+			if err := os.WriteFile(filepath.Join(dir, "new.go"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			started = nil
+			s, err := r.Snapshot(ctx, "a.go", "new.go")
+			slices.Sort(started)
+			os.Remove(filepath.Join(dir, "new.go"))
+			if want := []string{"cat-file", "check-ignore", "hash-object"}; err != nil || len(s.Changes) != 1 || !slices.Equal(started, want) {
+				t.Errorf("%s: with a file HEAD lacks: %+v, %v, git %v; want it added and git %v", tc.name, s, err, started, want)
+			}
 		}
 		// What is remembered of another commit is not taken for HEAD's.
 		clear(subjects)
