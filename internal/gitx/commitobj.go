@@ -121,19 +121,6 @@ func zoneKnown(tz string) bool {
 // sha1Name reports whether s is a full SHA-1 object name as git prints it.
 func sha1Name(s string) bool { return len(s) == 40 && isHex(s) }
 
-// environ is the environment git runs with in r, as programCommand sets it.
-func (r *Repo) environ() []string {
-	env := r.BaseEnv
-	if env == nil {
-		env = os.Environ()
-	}
-	env = append(slices.Clip(env), r.Env...)
-	if f := r.Files; f != nil {
-		env = append(env, "GIT_DIR="+f.GitDir, "GIT_COMMON_DIR="+f.CommonDir, "GIT_WORK_TREE="+r.Dir)
-	}
-	return env
-}
-
 // lookupEnv finds key in env as a started process sees it: the last
 // value wins (os/exec keeps the last of duplicates).
 func lookupEnv(env []string, key string) (string, bool) {

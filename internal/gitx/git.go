@@ -118,19 +118,27 @@ func (r *Repo) command(ctx context.Context, args ...string) *exec.Cmd {
 func (r *Repo) programCommand(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = r.Dir
+	cmd.Env = r.environ()
+	return cmd
+}
+
+// environ is the environment git runs with in r: BaseEnv (or this
+// process's, as a command in r.Dir sees it), no optional locks, Env, and
+// the layout's directories when r has its own.
+func (r *Repo) environ() []string {
 	base := r.BaseEnv
 	if base == nil {
-		base = cmd.Environ()
+		base = (&exec.Cmd{Dir: r.Dir}).Environ()
 	}
 	// No optional locks: a status run by a hook must not refresh the
 	// user's index, whose index.lock would make their own git fail.
 	// Writes take the locks they need anyway.
-	cmd.Env = append(slices.Clip(base), "GIT_OPTIONAL_LOCKS=0")
-	cmd.Env = append(cmd.Env, r.Env...)
+	env := append(slices.Clip(base), "GIT_OPTIONAL_LOCKS=0")
+	env = append(env, r.Env...)
 	if f := r.Files; f != nil {
-		cmd.Env = append(cmd.Env, "GIT_DIR="+f.GitDir, "GIT_COMMON_DIR="+f.CommonDir, "GIT_WORK_TREE="+r.Dir)
+		env = append(env, "GIT_DIR="+f.GitDir, "GIT_COMMON_DIR="+f.CommonDir, "GIT_WORK_TREE="+r.Dir)
 	}
-	return cmd
+	return env
 }
 
 // RunInput is Run with stdin.

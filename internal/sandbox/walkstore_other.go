@@ -9,5 +9,3 @@ import "time"
 func keptWalk(string, time.Duration) (*publicWalk, bool) { return nil, false }
 
 func keepWalk(string, *publicWalk) {}
-
-func walkFile(string) string { return "" }
