@@ -18,6 +18,7 @@ import (
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/codexconf"
 	"github.com/baton-agent/baton/internal/proc"
+	"github.com/baton-agent/baton/internal/reap"
 	"github.com/baton-agent/baton/internal/safefile"
 )
 
@@ -243,7 +244,7 @@ func execute(ctx context.Context, s Spec, p *plan, path string, env []string, ru
 	}()
 
 	waitCh := make(chan error, 1)
-	go func() { waitCh <- cmd.Wait() }()
+	go func() { waitCh <- reap.Wait(cmd) }()
 	var timeout <-chan time.Time
 	if s.Timeout > 0 {
 		t := time.NewTimer(s.Timeout)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton"
+	"github.com/baton-agent/baton/internal/reap"
 )
 
 // Repo is a git work tree.
@@ -165,7 +166,7 @@ func (r *Repo) run(cmd *exec.Cmd, stdin string, args []string) (string, error) {
 		release()
 		return "", notFound(err)
 	}
-	err = cmd.Wait()
+	err = reap.Wait(cmd)
 	release()
 	if err != nil {
 		return out.String(), &Error{Args: args, Stderr: errb.String(), Err: err}

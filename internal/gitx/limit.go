@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"io"
+
+	"github.com/baton-agent/baton/internal/reap"
 )
 
 // RunLimit runs git with args in the repo and returns at most limit
@@ -33,7 +35,7 @@ func (r *Repo) RunLimit(ctx context.Context, limit int64, args ...string) (out [
 		buf.Truncate(int(limit))
 		cancel() // the rest is not wanted
 	}
-	werr := cmd.Wait()
+	werr := reap.Wait(cmd)
 	if cut {
 		return buf.Bytes(), true, nil
 	}
@@ -85,7 +87,7 @@ func (r *Repo) Stream(ctx context.Context, read func(io.Reader) error, args ...s
 	if early || rerr != nil {
 		cancel()
 	}
-	werr := cmd.Wait()
+	werr := reap.Wait(cmd)
 	if rerr != nil {
 		return rerr
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/baton-agent/baton/internal/reap"
 	"github.com/baton-agent/baton/internal/safefile"
 )
 
@@ -214,7 +215,7 @@ func (r *Repo) SendObjects(ctx context.Context, dst *Repo, tip string, have ...s
 	if unpackErr != nil {
 		cancel() // the packer is not read any more
 	}
-	waitErr := pack.Wait()
+	waitErr := reap.Wait(pack)
 	release()
 	if waitErr != nil {
 		return &Error{Args: []string{"pack-objects", "--stdout", "--revs"}, Stderr: packErr.String(), Err: waitErr}
@@ -235,7 +236,7 @@ func (r *Repo) runReader(ctx context.Context, in *os.File, args ...string) (stri
 		release()
 		return "", notFound(err)
 	}
-	err = cmd.Wait()
+	err = reap.Wait(cmd)
 	release()
 	if err != nil {
 		return out.String(), &Error{Args: args, Stderr: errb.String(), Err: err}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/baton-agent/baton"
 	"github.com/baton-agent/baton/internal/netpolicy"
+	"github.com/baton-agent/baton/internal/reap"
 	"github.com/baton-agent/baton/internal/sandbox"
 )
 
@@ -105,7 +106,7 @@ func RunCheck(ctx context.Context, c Check) (CheckResult, error) {
 		return res, baton.WrapError(baton.Unavailable, err, "`%s` could not start", c.Command)
 	}
 	wd := WatchStarted(cmd.Process.Pid, res.Sandbox)
-	waitErr := cmd.Wait()
+	waitErr := reap.Wait(cmd)
 	res.Duration = time.Since(start)
 	KillGroup(cmd.Process.Pid, syscall.SIGKILL)
 	wd.Release()
