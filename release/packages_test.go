@@ -99,14 +99,15 @@ func boot(t *testing.T, image, dist string) system {
 	t.Cleanup(func() { _, _ = podman(t, "rm", "-f", "-t", "0", name) })
 	s := system{t, name}
 	// systemctl can ask only once systemd listens on its socket, shortly
-	// after the container starts: until then it says it cannot connect.
-	// Then --wait returns once start-up is done: "running", or "degraded"
-	// when a unit of the base system failed, which is not this test's
-	// concern.
+	// after the container starts: until then it says it cannot connect,
+	// or "offline" before systemd has made /run/systemd/system (seen on
+	// a fresh machine, its image cold). Then --wait returns once start-up
+	// is done: "running", or "degraded" when a unit of the base system
+	// failed, which is not this test's concern.
 	var out string
 	testenv.Until(60*time.Second, nil, func() bool {
 		out, _ = podman(t, "exec", name, "systemctl", "is-system-running", "--wait")
-		return !strings.Contains(out, "Failed to connect")
+		return !strings.Contains(out, "Failed to connect") && strings.TrimSpace(out) != "offline"
 	})
 	if !strings.Contains(out, "running") && !strings.Contains(out, "degraded") {
 		logs, _ := podman(t, "logs", name)
