@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,15 +48,16 @@ func main() {
 	}
 	projects := split(*dirs)
 	if len(projects) == 0 {
+		// As bench/scale.sh has them, reset to the store as generated
+		// (generated first when missing: minutes, once).
 		cache, err := scalegen.DefaultCacheDir()
 		check(err)
+		logf := func(f string, a ...any) { fmt.Fprintf(os.Stderr, "mcpfirst: "+f+"\n", a...) }
 		for _, spec := range []scalegen.Spec{scalegen.Small, scalegen.Large} {
-			projects = append(projects, filepath.Join(cache, "scale-"+spec.Name, "repo"))
-		}
-	}
-	for _, p := range projects {
-		if _, err := os.Stat(p); err != nil {
-			check(fmt.Errorf("%w (run bench/scale.sh once to generate the projects, or give -dirs)", err))
+			in, err := scalegen.Cached(cache, spec, logf)
+			check(err)
+			check(in.Reset())
+			projects = append(projects, in.Repo())
 		}
 	}
 	params := fmt.Sprintf(`{"name":%q,"arguments":%s}`, *tool, *args)
@@ -69,7 +71,7 @@ func main() {
 		}
 	}
 	fmt.Printf("Date: %s; %d cores; load average %s; %d rounds, %d calls of %s each, %s after initialize\n\n",
-		time.Now().UTC().Format("2006-01-02T15:04Z"), numCPU(), loadavg(), *n, *k, *tool, *pause)
+		time.Now().UTC().Format("2006-01-02T15:04Z"), runtime.NumCPU(), loadavg(), *n, *k, *tool, *pause)
 	for range *n {
 		for b, bin := range builds {
 			for p, dir := range projects {
@@ -198,11 +200,6 @@ func split(s string) []string {
 		}
 	}
 	return out
-}
-
-func numCPU() int {
-	b, _ := os.ReadFile("/proc/cpuinfo")
-	return max(1, strings.Count(string(b), "\nprocessor"))
 }
 
 func loadavg() string {
