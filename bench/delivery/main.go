@@ -201,6 +201,7 @@ type result struct {
 	jobTime, lockHeld            time.Duration // summed over workers
 	starts                       *procCount    // nil when not counted
 	binTrue                      time.Duration // /bin/true's median in the same run
+	sched                        schedLatency  // this process's goroutines' waits for a P
 	firstCost, lastCost          time.Duration // mean job time of the first and last tenth of the deliveries
 	perPhase                     map[baton.Phase]time.Duration
 	overlaps, lost               int
@@ -243,6 +244,9 @@ func (r result) String() string {
 	if r.binTrue > 0 && par == 1 {
 		per := r.total / time.Duration(r.deliveries)
 		fmt.Fprintf(&b, "\n  time per delivery %.1f ms = %.0f × /bin/true (%.2f ms) in the same run", ms(per), per.Seconds()/r.binTrue.Seconds(), ms(r.binTrue))
+		if r.procs == 0 && r.sched.total > 0 {
+			fmt.Fprintf(&b, "\n  goroutines waited, runnable, for a P: at least %.1f ms per delivery (%.1f waits of 1 ms or more)", ms(r.sched.total/time.Duration(r.deliveries)), float64(r.sched.over1)/float64(r.deliveries))
+		}
 	}
 	if c := r.starts; c != nil {
 		n := float64(r.deliveries)
@@ -535,6 +539,7 @@ func run(o options, workers, procs int) (res result, err error) {
 	}
 	var stop func() (time.Duration, error)
 	start = time.Now()
+	sched0 := readSchedLatency()
 	if procs == 0 {
 		stop = startInProcess(ctx, svc)
 	} else {
@@ -560,6 +565,7 @@ func run(o options, workers, procs int) (res result, err error) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	res.total = time.Since(start)
+	res.sched = readSchedLatency().since(sched0)
 	if watch != nil {
 		watch.stop()
 		c := watch.count()
