@@ -15,11 +15,9 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-agent/baton/bench/mcpstdio"
 	"github.com/baton-agent/baton/bench/proctime"
 	"github.com/baton-agent/baton/bench/scalegen"
 )
@@ -75,20 +74,23 @@ func main() {
 	for range *n {
 		for b, bin := range builds {
 			for p, dir := range projects {
-				s, err := start(bin, dir)
+				s, err := mcpstdio.Start(bin, dir, "mcpfirst")
 				check(err)
 				time.Sleep(*pause) // the idle time a client leaves before its first call: what is measured
 				c := &cells[b][p]
 				for i := range *k {
-					cpu0 := s.cpu()
+					cpu0 := cpu(s)
 					t0 := time.Now()
-					_, err := s.call(params)
+					line, err := s.Request("tools/call", params)
 					d := time.Since(t0)
 					check(err)
+					if mcpstdio.Failed(line) {
+						check(fmt.Errorf("the server answered an error: %.500s", line))
+					}
 					c.wall[i] = append(c.wall[i], d)
-					c.cpu[i] = append(c.cpu[i], s.cpu()-cpu0)
+					c.cpu[i] = append(c.cpu[i], cpu(s)-cpu0)
 				}
-				s.close()
+				s.Close()
 			}
 		}
 	}
@@ -107,71 +109,10 @@ func main() {
 	}
 }
 
-// server is one `baton mcp` over stdio.
-type server struct {
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Reader
-	id  int
-}
-
-func start(bin, dir string) (*server, error) {
-	cmd := exec.Command(bin, "mcp")
-	cmd.Dir = dir
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	s := &server{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20)}
-	if _, err := s.request("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"mcpfirst","version":"1"}}`); err != nil {
-		s.close()
-		return nil, err
-	}
-	if _, err := io.WriteString(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
-		s.close()
-		return nil, err
-	}
-	return s, nil
-}
-
-func (s *server) call(params string) (string, error) {
-	line, err := s.request("tools/call", params)
-	if err == nil && (strings.Contains(line, `"isError":true`) || strings.Contains(line, `"error":`)) {
-		err = fmt.Errorf("the server answered an error: %.500s", line)
-	}
-	return line, err
-}
-
-// request sends one request and returns the line that answers it.
-func (s *server) request(method, params string) (string, error) {
-	s.id++
-	if _, err := fmt.Fprintf(s.in, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", s.id, method, params); err != nil {
-		return "", err
-	}
-	want := `"id":` + strconv.Itoa(s.id) + `,`
-	for {
-		line, err := s.out.ReadString('\n')
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", method, err)
-		}
-		if strings.Contains(line, want) {
-			return line, nil
-		}
-	}
-}
-
 // cpu is the time the server's threads have run, from schedstat (0
 // where there is none).
-func (s *server) cpu() time.Duration {
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", s.cmd.Process.Pid))
+func cpu(s *mcpstdio.Server) time.Duration {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", s.Cmd.Process.Pid))
 	var sum int64
 	for _, t := range tasks {
 		b, err := os.ReadFile(t)
@@ -185,11 +126,6 @@ func (s *server) cpu() time.Duration {
 		}
 	}
 	return time.Duration(sum)
-}
-
-func (s *server) close() {
-	s.in.Close()
-	s.cmd.Wait()
 }
 
 func split(s string) []string {

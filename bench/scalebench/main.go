@@ -15,13 +15,11 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-agent/baton/bench/mcpstdio"
 	"github.com/baton-agent/baton/bench/proctime"
 	"github.com/baton-agent/baton/bench/scalegen"
 	"github.com/baton-agent/baton/internal/fsstore"
@@ -351,18 +350,18 @@ func (b *bench) mcpCall(name, params, method string, before func() error) call {
 					return stats{}, err
 				}
 			}
-			s, err := startMCP(b.bin, b.repo)
+			s, err := mcpstdio.Start(b.bin, b.repo, "scalebench")
 			if err != nil {
 				return stats{}, err
 			}
 			t0 := time.Now()
-			line, err := s.request(method, params)
+			line, err := s.Request(method, params)
 			d := time.Since(t0)
-			s.close()
+			s.Close()
 			if err != nil {
 				return stats{}, fmt.Errorf("%s: %w", name, err)
 			}
-			if strings.Contains(line, `"isError":true`) || strings.Contains(line, `"error":`) {
+			if mcpstdio.Failed(line) {
 				return stats{}, fmt.Errorf("%s: the server answered an error: %.500s", name, line)
 			}
 			if i >= 0 {
@@ -374,82 +373,26 @@ func (b *bench) mcpCall(name, params, method string, before func() error) call {
 	}}
 }
 
-type mcpSession struct {
-	c   *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Reader
-	id  int
-}
-
-func startMCP(bin, repo string) (*mcpSession, error) {
-	c := exec.Command(bin, "mcp")
-	c.Dir = repo
-	in, err := c.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	out, err := c.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := c.Start(); err != nil {
-		return nil, err
-	}
-	s := &mcpSession{c: c, in: in, out: bufio.NewReaderSize(out, 1<<20)}
-	if _, err := s.request("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"scalebench","version":"1"}}`); err != nil {
-		s.close()
-		return nil, err
-	}
-	if _, err := io.WriteString(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
-		s.close()
-		return nil, err
-	}
-	return s, nil
-}
-
-// request sends one request and returns the line that answers it.
-func (s *mcpSession) request(method, params string) (string, error) {
-	s.id++
-	if _, err := fmt.Fprintf(s.in, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", s.id, method, params); err != nil {
-		return "", err
-	}
-	want := `"id":` + strconv.Itoa(s.id) + `,`
-	for {
-		line, err := s.out.ReadString('\n')
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", method, err)
-		}
-		if strings.Contains(line, want) {
-			return line, nil
-		}
-	}
-}
-
-func (s *mcpSession) close() {
-	s.in.Close()
-	s.c.Wait()
-}
-
 // idleCPU starts a server, lists resources once (so it watches the
 // store), and reports the CPU it uses over d while nothing happens, in
 // percent of one core.
 func (b *bench) idleCPU(d time.Duration) (float64, error) {
 	b.logf("MCP server idle for %s", d)
-	s, err := startMCP(b.bin, b.repo)
+	s, err := mcpstdio.Start(b.bin, b.repo, "scalebench")
 	if err != nil {
 		return 0, err
 	}
-	defer s.close()
-	if _, err := s.request("resources/list", `{}`); err != nil {
+	defer s.Close()
+	if _, err := s.Request("resources/list", `{}`); err != nil {
 		return 0, err
 	}
-	before, err := cpuTime(s.c.Process.Pid)
+	before, err := cpuTime(s.Cmd.Process.Pid)
 	if err != nil {
 		return 0, err
 	}
 	t0 := time.Now()
 	time.Sleep(d) // the measurement itself: the server is left alone
-	after, err := cpuTime(s.c.Process.Pid)
+	after, err := cpuTime(s.Cmd.Process.Pid)
 	if err != nil {
 		return 0, err
 	}
